@@ -1,0 +1,186 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/store"
+)
+
+// AccountCredentials are a clinic's credentials in plain text: they exist
+// only on their way to the operator, once.
+type AccountCredentials struct {
+	AccountCode string `json:"account_code"`
+	AdminToken  string `json:"admin_token"`
+	APIKey      string `json:"api_key"`
+	APISecret   string `json:"api_secret"`
+}
+
+// NewAccount is what the operator gives to create a clinic.
+type NewAccount struct {
+	Code, Name, Domain string
+	SSO                bool
+}
+
+var (
+	accountCodeRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{1,62}$`)
+	domainRE      = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)+$`)
+)
+
+// Features an account can switch on.
+var knownFeatures = []string{FeatureERx}
+
+// SystemPrincipal is the operator acting from the command line on a clinic.
+func SystemPrincipal(acct *clinic.Account) *clinic.Principal {
+	return &clinic.Principal{Account: acct, Kind: clinic.CredSystem, RequestID: "cli"}
+}
+
+// CreateAccount creates a clinic with its admin user and returns its
+// credentials; only their hashes are stored.
+func (a *App) CreateAccount(ctx context.Context, in NewAccount) (*AccountCredentials, error) {
+	in.Code = strings.TrimSpace(in.Code)
+	if !accountCodeRE.MatchString(in.Code) {
+		return nil, clinic.Errorf(clinic.EInvalid, "account code must be 2-63 lowercase letters, digits or '-', starting with a letter or digit.")
+	}
+	if strings.TrimSpace(in.Name) == "" {
+		return nil, clinic.Errorf(clinic.EInvalid, "account name is required.")
+	}
+	if !domainRE.MatchString(in.Domain) {
+		return nil, clinic.Errorf(clinic.EInvalid, "domain must be a DNS name such as clinic.example.com.")
+	}
+	now := a.unix()
+	creds := &AccountCredentials{AccountCode: in.Code, AdminToken: NewSecret(), APIKey: NewSecret(), APISecret: NewSecret()}
+	acct := &clinic.Account{Code: in.Code, Name: strings.TrimSpace(in.Name), Domain: strings.ToLower(in.Domain), SSOEnabled: in.SSO, Created: now, Modified: now}
+	err := a.store.Tx(ctx, func(q *store.Q) error {
+		if err := q.CreateAccount(ctx, acct, store.AccountSecrets{
+			AdminTokenHash: HashSecret(creds.AdminToken), APIKeyHash: HashSecret(creds.APIKey), APISecretHash: HashSecret(creds.APISecret),
+		}); err != nil {
+			if errors.Is(err, store.ErrConflict) {
+				return clinic.Errorf(clinic.EConflict, "an account with code %q already exists.", in.Code)
+			}
+			return err
+		}
+		// The admin token acts as this user, so "-" and GET /me mean something for it.
+		admin := &clinic.User{AccountID: acct.ID, Code: "admin-" + randomHex(8), Username: "admin." + in.Code,
+			FirstName: "Clinic", LastName: "Admin", Type: clinic.UserAdmin, Status: clinic.StatusActive, Active: true,
+			IsAdmin: true, Roles: []string{"clinic_admin"}, Extra: map[string]any{}, Created: now, Modified: now}
+		if err := a.createUser(ctx, q, admin, true); err != nil {
+			return err
+		}
+		return a.auditIn(ctx, q, SystemPrincipal(acct), "account.create", "account", in.Code, outcomeOK)
+	})
+	if err != nil {
+		return nil, storeErr("create account", err, "")
+	}
+	return creds, nil
+}
+
+// AccountByCode finds a clinic for the command line.
+func (a *App) AccountByCode(ctx context.Context, code string) (*clinic.Account, error) {
+	acct, err := a.store.Read().AccountByCode(ctx, code)
+	return acct, storeErr("account", err, fmt.Sprintf("no account with code %q.", code))
+}
+
+// SetSSO turns single sign-on on or off.
+func (a *App) SetSSO(ctx context.Context, code string, on bool) error {
+	acct, err := a.AccountByCode(ctx, code)
+	if err != nil {
+		return err
+	}
+	return storeErr("set sso", a.store.Tx(ctx, func(q *store.Q) error {
+		if err := q.SetAccountSSO(ctx, acct.ID, on, a.unix()); err != nil {
+			return err
+		}
+		return a.auditIn(ctx, q, SystemPrincipal(acct), "account.sso", "account", code, outcomeOK)
+	}), "")
+}
+
+// SetFeature switches an account feature on or off.
+func (a *App) SetFeature(ctx context.Context, code, feature string, on bool) error {
+	if !slices.Contains(knownFeatures, feature) {
+		return clinic.Errorf(clinic.EInvalid, "unknown feature %q; known: %s.", feature, strings.Join(knownFeatures, ", "))
+	}
+	acct, err := a.AccountByCode(ctx, code)
+	if err != nil {
+		return err
+	}
+	fs := slices.DeleteFunc(slices.Clone(acct.Features), func(f string) bool { return f == feature })
+	if on {
+		fs = append(fs, feature)
+	}
+	slices.Sort(fs)
+	return storeErr("set feature", a.store.Tx(ctx, func(q *store.Q) error {
+		if err := q.SetAccountFeatures(ctx, acct.ID, fs, a.unix()); err != nil {
+			return err
+		}
+		return a.auditIn(ctx, q, SystemPrincipal(acct), "account.feature", "account", code, outcomeOK)
+	}), "")
+}
+
+// Rotation targets.
+const (
+	RotateAdminToken = "admin_token"
+	RotateAPISecret  = "api_secret"
+	RotateAll        = "all" // admin token, API key and secret: the demo's restart
+)
+
+// Rotate replaces a clinic credential and returns the new value(s). The old
+// value stops working when the transaction commits.
+func (a *App) Rotate(ctx context.Context, code, what string) (*AccountCredentials, error) {
+	acct, err := a.AccountByCode(ctx, code)
+	if err != nil {
+		return nil, err
+	}
+	creds := &AccountCredentials{AccountCode: code}
+	now := a.unix()
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		if what == RotateAdminToken || what == RotateAll {
+			creds.AdminToken = NewSecret()
+			if err := q.SetAccountAdminTokenHash(ctx, acct.ID, HashSecret(creds.AdminToken), now); err != nil {
+				return err
+			}
+		}
+		if what == RotateAPISecret || what == RotateAll {
+			creds.APISecret = NewSecret()
+			if err := q.SetAccountAPISecretHash(ctx, acct.ID, HashSecret(creds.APISecret), now); err != nil {
+				return err
+			}
+		}
+		if what == RotateAll {
+			creds.APIKey = NewSecret()
+			if err := q.SetAccountAPIKeyHash(ctx, acct.ID, HashSecret(creds.APIKey), now); err != nil {
+				return err
+			}
+		}
+		if creds.AdminToken == "" && creds.APISecret == "" {
+			return clinic.Errorf(clinic.EInvalid, "nothing to rotate: name the admin token or the API secret.")
+		}
+		return a.auditIn(ctx, q, SystemPrincipal(acct), "account.rotate."+what, "account", code, outcomeOK)
+	})
+	if err != nil {
+		return nil, storeErr("rotate", err, "")
+	}
+	return creds, nil
+}
+
+// Settings is GET /settings: what a clinic shows before anyone logs in.
+func (a *App) Settings(ctx context.Context, p *clinic.Principal) *clinic.Account { return p.Account }
+
+// Accounts is GET /accounts. A clinic sees only itself: clinics hosted on one
+// server never learn of each other.
+func (a *App) Accounts(ctx context.Context, p *clinic.Principal) []*clinic.Account {
+	return []*clinic.Account{p.Account}
+}
+
+// Account is GET /accounts/{code}; "-" is the caller's clinic.
+func (a *App) Account(ctx context.Context, p *clinic.Principal, code string) (*clinic.Account, error) {
+	if code != "-" && code != p.Account.Code {
+		return nil, clinic.Errorf(clinic.ENotFound, "Account not found.")
+	}
+	return p.Account, nil
+}

@@ -1,0 +1,127 @@
+// Package app holds Teleclinic's rules: who may do what, validation, state
+// machines, and the transactions that write a change together with its audit
+// and outbox rows. It knows nothing of HTTP; handlers call it with a
+// clinic.Principal and get domain values or *clinic.Error back.
+package app
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"time"
+
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/store"
+)
+
+// Config holds the settings the rules depend on.
+type Config struct {
+	BaseURL         string        // public URL of this server, for links
+	PortalURL       string        // where GET /auth sends the browser
+	UserTokenIdle   time.Duration // an access token unused this long expires
+	UserTokenMax    time.Duration // an access token expires this long after issue
+	RefreshTokenMax time.Duration // a refresh token expires this long after issue
+	SecretTTL       time.Duration // activation and reset links
+	// ServerKey signs links and seals outbox payloads that carry secrets. All
+	// processes sharing a database must share it.
+	ServerKey []byte
+	Argon2    Argon2Params
+}
+
+// App is the rule layer. It is safe for concurrent use.
+type App struct {
+	store   *store.Store
+	cfg     Config
+	now     func() time.Time
+	log     *slog.Logger
+	hashSem chan struct{} // bounds concurrent password hashing (64 MiB each)
+	sealKey [32]byte
+}
+
+// New returns an App over st. now is the clock; tests pass one they control.
+func New(st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*App, error) {
+	if len(cfg.ServerKey) < 32 {
+		return nil, errors.New("app: server key must be at least 32 bytes")
+	}
+	if cfg.Argon2.Time == 0 {
+		cfg.Argon2 = DefaultArgon2
+	}
+	if cfg.SecretTTL == 0 {
+		cfg.SecretTTL = 24 * time.Hour
+	}
+	if cfg.RefreshTokenMax == 0 {
+		cfg.RefreshTokenMax = 30 * 24 * time.Hour
+	}
+	a := &App{store: st, cfg: cfg, now: now, log: log, hashSem: make(chan struct{}, max(1, runtime.NumCPU()))}
+	a.sealKey = sha256.Sum256(append([]byte("teleclinic-seal:"), cfg.ServerKey...))
+	return a, nil
+}
+
+// Store exposes the store to the commands that wire the server.
+func (a *App) Store() *store.Store { return a.store }
+
+// Now is the app's clock.
+func (a *App) Now() time.Time { return a.now() }
+
+func (a *App) unix() int64 { return a.now().Unix() }
+
+// storeErr turns store errors into client errors where they have a meaning
+// of their own, and wraps the rest as internal.
+func storeErr(op string, err error, notFound string) error {
+	var ce *clinic.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ce):
+		return err
+	case errors.Is(err, store.ErrNotFound) && notFound != "":
+		return clinic.Errorf(clinic.ENotFound, "%s", notFound)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// audit appends an audit entry outside any transaction, for reads. A failure
+// to audit fails the request: health data is not served unaudited.
+func (a *App) audit(ctx context.Context, p *clinic.Principal, action, objType, objID, outcome string) error {
+	return a.auditIn(ctx, a.store.Write(), p, action, objType, objID, outcome)
+}
+
+// auditIn appends an audit entry through q, inside the caller's transaction.
+func (a *App) auditIn(ctx context.Context, q *store.Q, p *clinic.Principal, action, objType, objID, outcome string) error {
+	e := &store.AuditEntry{
+		AccountID: p.Account.ID, ActorKind: p.Kind.String(), ActorUserID: p.UserID(),
+		Action: action, ObjectType: objType, ObjectID: objID, Outcome: outcome,
+		RequestID: p.RequestID, Created: a.unix(),
+	}
+	if err := q.AppendAudit(ctx, e); err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	return nil
+}
+
+// Audit outcomes.
+const (
+	outcomeOK       = "ok"
+	outcomeDenied   = "denied"
+	outcomeNotFound = "not_found"
+	outcomeInvalid  = "invalid"
+)
+
+// outcomeOf names the audit outcome of an operation's error.
+func outcomeOf(err error) string {
+	switch clinic.ErrorCode(err) {
+	case clinic.EForbidden, clinic.EUnauthenticated:
+		return outcomeDenied
+	case clinic.ENotFound:
+		return outcomeNotFound
+	case clinic.EInvalid:
+		return outcomeInvalid
+	}
+	if err == nil {
+		return outcomeOK
+	}
+	return "error"
+}

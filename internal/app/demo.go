@@ -1,0 +1,86 @@
+package app
+
+import (
+	"context"
+	"errors"
+
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/store"
+)
+
+// Demo is what serve --demo prints.
+type Demo struct {
+	Credentials     *AccountCredentials
+	RoomCode        string
+	ProviderCode    string
+	PatientCode     string
+	PatientUsername string
+	PatientPassword string
+}
+
+// Demo clinic names.
+const (
+	DemoAccount  = "demo"
+	demoRoom     = "main"
+	demoProvider = "demo-provider"
+	demoPatient  = "demo-patient"
+)
+
+// SeedDemo creates, or finds, the demo clinic with one room, one provider
+// and one patient with a password. The clinic's credentials are stored only
+// hashed, so each run rotates them and returns the new ones, and gives the
+// patient a new password.
+func (a *App) SeedDemo(ctx context.Context) (*Demo, error) {
+	creds, err := a.CreateAccount(ctx, NewAccount{Code: DemoAccount, Name: "Demo Clinic", Domain: "demo.teleclinic.test", SSO: true})
+	if clinic.ErrorCode(err) == clinic.EConflict {
+		if creds, err = a.Rotate(ctx, DemoAccount, RotateAll); err == nil {
+			err = a.SetSSO(ctx, DemoAccount, true)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	acct, err := a.AccountByCode(ctx, DemoAccount)
+	if err != nil {
+		return nil, err
+	}
+	p := SystemPrincipal(acct)
+	room, err := a.EnsureRoom(ctx, p, demoRoom, "Main Room")
+	if err != nil {
+		return nil, err
+	}
+	d := &Demo{Credentials: creds, RoomCode: room.Code, ProviderCode: demoProvider, PatientCode: demoPatient,
+		PatientUsername: "demo.patient", PatientPassword: NewSecret()[:16]}
+	hash, err := a.hashPassword(ctx, d.PatientPassword)
+	if err != nil {
+		return nil, err
+	}
+	now := a.unix()
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		prov, err := a.ensureUser(ctx, q, &clinic.User{AccountID: acct.ID, Code: demoProvider, Username: "dr.demo",
+			FirstName: "Dana", LastName: "Demo", Email: "dr.demo@demo.teleclinic.test", Type: clinic.UserProvider, Subtype: "482",
+			Status: clinic.StatusActive, Active: true, Extra: map[string]any{}, Created: now, Modified: now})
+		if err != nil {
+			return err
+		}
+		if err := q.LinkUserRoom(ctx, acct.ID, prov.ID, room.ID, true, "demo", now); err != nil {
+			return err
+		}
+		pat, err := a.ensureUser(ctx, q, &clinic.User{AccountID: acct.ID, Code: demoPatient, Username: d.PatientUsername,
+			FirstName: "Pat", LastName: "Patient", Email: "patient@demo.teleclinic.test", Type: clinic.UserMember,
+			Status: clinic.StatusActive, Active: true, Extra: map[string]any{}, Created: now, Modified: now})
+		if err != nil {
+			return err
+		}
+		return q.SetPassword(ctx, acct.ID, pat.ID, hash, clinic.StatusActive, true, now)
+	})
+	return d, storeErr("seed demo", err, "")
+}
+
+func (a *App) ensureUser(ctx context.Context, q *store.Q, u *clinic.User) (*clinic.User, error) {
+	got, err := q.UserByCode(ctx, u.AccountID, u.Code)
+	if err == nil || !errors.Is(err, store.ErrNotFound) {
+		return got, err
+	}
+	return u, a.createUser(ctx, q, u, true)
+}

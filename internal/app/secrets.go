@@ -1,0 +1,84 @@
+package app
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+)
+
+// NewSecret returns a random secret of 32 bytes (256 bits) as URL-safe text.
+func NewSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand never fails on supported platforms
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// randomHex returns n random bytes as hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// HashSecret is how every token and secret is stored: SHA-256, hex. The
+// secrets are 256-bit random values, so a fast hash is enough; passwords,
+// which are not, use argon2id.
+func HashSecret(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+// equalHash compares two hashes in constant time.
+func equalHash(a, b string) bool {
+	return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// mac signs msg with a key derived from the server key for purpose.
+func (a *App) mac(purpose string, msg string) string {
+	k := sha256.Sum256(append([]byte("teleclinic-mac:"+purpose+":"), a.cfg.ServerKey...))
+	m := hmac.New(sha256.New, k[:])
+	m.Write([]byte(msg))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// seal encrypts an outbox payload that carries a secret (a reset link), so
+// the database never holds it in plain text.
+func (a *App) seal(plain []byte) (string, error) {
+	block, err := aes.NewCipher(a.sealKey[:])
+	if err != nil {
+		return "", err
+	}
+	gcm, err := cipher.NewGCM(block)
+	if err != nil {
+		return "", err
+	}
+	nonce := make([]byte, gcm.NonceSize())
+	_, _ = rand.Read(nonce)
+	return base64.StdEncoding.EncodeToString(gcm.Seal(nonce, nonce, plain, nil)), nil
+}
+
+// unseal reverses seal.
+func (a *App) unseal(s string) ([]byte, error) {
+	raw, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return nil, err
+	}
+	block, err := aes.NewCipher(a.sealKey[:])
+	if err != nil {
+		return nil, err
+	}
+	gcm, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) < gcm.NonceSize() {
+		return nil, errors.New("sealed payload too short")
+	}
+	return gcm.Open(nil, raw[:gcm.NonceSize()], raw[gcm.NonceSize():], nil)
+}

@@ -1,0 +1,403 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/store"
+)
+
+// Session is a freshly issued access and refresh token pair (spec: Session
+// token object). The token values exist only here, on their way to the client.
+type Session struct {
+	UserID         int64
+	Token          string
+	Expiry         int64 // when the access token lapses if unused
+	Refresh        string
+	RefreshExpiry  int64
+	RefreshCreated int64
+}
+
+// issueSession creates a new access+refresh pair in family (a new family when
+// empty) inside the caller's transaction.
+func (a *App) issueSession(ctx context.Context, q *store.Q, u *clinic.User, family string) (*Session, error) {
+	now := a.unix()
+	if family == "" {
+		family = randomHex(16)
+	}
+	s := &Session{UserID: u.ID, Token: NewSecret(), Refresh: NewSecret(), RefreshCreated: now}
+	access := &store.Token{AccountID: u.AccountID, UserID: u.ID, Kind: store.TokenAccess, Hash: HashSecret(s.Token), Family: family,
+		Created: now, LastUsed: now, Expires: now + int64(a.cfg.UserTokenMax/time.Second)}
+	refresh := &store.Token{AccountID: u.AccountID, UserID: u.ID, Kind: store.TokenRefresh, Hash: HashSecret(s.Refresh), Family: family,
+		Created: now, LastUsed: now, Expires: now + int64(a.cfg.RefreshTokenMax/time.Second)}
+	if err := q.CreateToken(ctx, access); err != nil {
+		return nil, fmt.Errorf("issue token: %w", err)
+	}
+	if err := q.CreateToken(ctx, refresh); err != nil {
+		return nil, fmt.Errorf("issue token: %w", err)
+	}
+	s.Expiry = min(access.Expires, now+int64(a.cfg.UserTokenIdle/time.Second))
+	s.RefreshExpiry = refresh.Expires
+	return s, nil
+}
+
+// AuthRedirect is GET /auth: it checks an SSO token and returns the portal
+// address to send the browser to, logged in. With oneTime the SSO token is
+// consumed (exactly one of any number of concurrent uses succeeds, across
+// processes) and the portal receives a fresh token of the same login instead.
+func (a *App) AuthRedirect(ctx context.Context, ssoToken, next string, oneTime, disableNav bool) (string, error) {
+	if ssoToken == "" {
+		return "", clinic.Errorf(clinic.EInvalid, "sso_token is required.")
+	}
+	if next != "" && (!strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, `\`)) {
+		return "", clinic.Errorf(clinic.EInvalid, "next must be a path on the portal, starting with a single '/'.")
+	}
+	t, u, err := a.store.Read().TokenWithUser(ctx, HashSecret(ssoToken))
+	if errors.Is(err, store.ErrNotFound) {
+		return "", unauthenticated("Invalid or expired sso_token.")
+	}
+	if err != nil {
+		return "", fmt.Errorf("auth: %w", err)
+	}
+	if err := a.checkAccess(t, u, a.unix()); err != nil {
+		return "", unauthenticated("Invalid or expired sso_token.")
+	}
+	portalToken := ssoToken
+	if oneTime {
+		err := a.store.Tx(ctx, func(q *store.Q) error {
+			won, err := q.RevokeToken(ctx, t.AccountID, t.ID, a.unix())
+			if err != nil {
+				return err
+			}
+			if !won {
+				return unauthenticated("Invalid or expired sso_token.")
+			}
+			s, err := a.issueSession(ctx, q, u, t.Family)
+			if err != nil {
+				return err
+			}
+			portalToken = s.Token
+			return nil
+		})
+		if err != nil {
+			return "", storeErr("auth", err, "")
+		}
+	}
+	v := url.Values{"sso_token": {portalToken}}
+	if next != "" {
+		v.Set("next", next)
+	}
+	if disableNav {
+		v.Set("disable_navigation", "1")
+	}
+	return a.portalBase() + "/auth?" + v.Encode(), nil
+}
+
+// portalBase is the configured portal address with a scheme; the spec writes
+// it as a bare host in https://{portal_url}.
+func (a *App) portalBase() string {
+	p := strings.TrimRight(a.cfg.PortalURL, "/")
+	if p == "" {
+		p = strings.TrimRight(a.cfg.BaseURL, "/")
+	}
+	if !strings.Contains(p, "://") {
+		p = "https://" + p
+	}
+	return p
+}
+
+// Login is POST /users/login: username or email and password.
+func (a *App) Login(ctx context.Context, p *clinic.Principal, login, password string) (*Profile, *Session, error) {
+	if login == "" || password == "" {
+		return nil, nil, clinic.Errorf(clinic.EInvalid, "username (or email) and password are required.")
+	}
+	u, err := a.store.Read().UserByLogin(ctx, p.Account.ID, login)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, nil, fmt.Errorf("login: %w", err)
+	}
+	hash := dummyHash
+	if u != nil && u.PasswordHash != "" {
+		hash = u.PasswordHash
+	}
+	ok, err := a.verifyPassword(ctx, hash, password)
+	if err != nil {
+		return nil, nil, err
+	}
+	if u == nil || u.PasswordHash == "" || !ok {
+		return nil, nil, unauthenticated("Invalid username or password.")
+	}
+	if u.Status == clinic.StatusDisabled || !u.Active {
+		return nil, nil, unauthenticated("This user is disabled.")
+	}
+	return a.startSession(ctx, p, u, "user.login")
+}
+
+// startSession issues a new login for u, records it, and returns the profile.
+func (a *App) startSession(ctx context.Context, p *clinic.Principal, u *clinic.User, action string) (*Profile, *Session, error) {
+	var s *Session
+	err := a.store.Tx(ctx, func(q *store.Q) error {
+		var err error
+		if s, err = a.issueSession(ctx, q, u, ""); err != nil {
+			return err
+		}
+		u.LastLogin = a.unix()
+		if err := q.TouchLogin(ctx, u.AccountID, u.ID, u.LastLogin); err != nil {
+			return err
+		}
+		return a.auditIn(ctx, q, p, action, "user", i64s(u.ID), outcomeOK)
+	})
+	if err != nil {
+		return nil, nil, storeErr("session", err, "")
+	}
+	prof, err := a.profile(ctx, p.Account, u)
+	return prof, s, err
+}
+
+// Logout is POST /users/logout. With tokens it destroys those (the caller's
+// own; the admin token may destroy any of the clinic's); without, it ends the
+// caller's login, refresh token included.
+func (a *App) Logout(ctx context.Context, p *clinic.Principal, tokens []string) error {
+	now := a.unix()
+	return storeErr("logout", a.store.Tx(ctx, func(q *store.Q) error {
+		if len(tokens) == 0 {
+			if p.Kind != clinic.CredUserToken {
+				return clinic.Errorf(clinic.EInvalid, "The admin token cannot log out; rotate it instead, or name the tokens to destroy.")
+			}
+			return a.revokeOwnFamily(ctx, q, p, now)
+		}
+		for _, tok := range tokens {
+			t, err := q.TokenByHash(ctx, HashSecret(tok))
+			if errors.Is(err, store.ErrNotFound) {
+				continue // destroying what does not exist is done
+			}
+			if err != nil {
+				return err
+			}
+			if t.AccountID != p.Account.ID || (!p.IsAdmin() && t.UserID != p.UserID()) {
+				continue // never another user's token, never another clinic's
+			}
+			if _, err := q.RevokeToken(ctx, t.AccountID, t.ID, now); err != nil {
+				return err
+			}
+		}
+		return a.auditIn(ctx, q, p, "user.logout", "user", i64s(p.UserID()), outcomeOK)
+	}), "")
+}
+
+func (a *App) revokeOwnFamily(ctx context.Context, q *store.Q, p *clinic.Principal, now int64) error {
+	fam, err := q.TokenFamily(ctx, p.Account.ID, p.TokenID)
+	if err != nil {
+		return err
+	}
+	if err := q.RevokeFamily(ctx, p.Account.ID, fam, now); err != nil {
+		return err
+	}
+	return a.auditIn(ctx, q, p, "user.logout", "user", i64s(p.UserID()), outcomeOK)
+}
+
+// errRefreshReuse is returned after the reused token's family was revoked
+// and that revocation committed.
+var errRefreshReuse = unauthenticated("This refresh token was already used; every token of its login has been revoked. Log in again.")
+
+// Refresh is POST /tokens/refresh: it rotates a refresh token into a new
+// access and refresh token. A refresh token rotates once: the conditional
+// UPDATE in UseToken picks one winner among concurrent requests in any number
+// of processes, and any later use revokes the whole family.
+func (a *App) Refresh(ctx context.Context, p *clinic.Principal, refresh string) (*Session, error) {
+	if refresh == "" {
+		return nil, clinic.Errorf(clinic.EInvalid, "refresh_token is required.")
+	}
+	now := a.unix()
+	var s *Session
+	reused := false
+	err := a.store.Tx(ctx, func(q *store.Q) error {
+		t, err := q.TokenByHash(ctx, HashSecret(refresh))
+		if errors.Is(err, store.ErrNotFound) || (err == nil && (t.Kind != store.TokenRefresh || t.AccountID != p.Account.ID)) {
+			return unauthenticated("Invalid or expired refresh token.")
+		}
+		if err != nil {
+			return err
+		}
+		if t.Revoked != 0 || now >= t.Expires {
+			return unauthenticated("Invalid or expired refresh token.")
+		}
+		won, err := q.UseToken(ctx, t.ID, now)
+		if err != nil {
+			return err
+		}
+		if !won {
+			reused = true
+			return q.RevokeFamily(ctx, t.AccountID, t.Family, now)
+		}
+		u, err := q.UserByID(ctx, t.AccountID, t.UserID)
+		if err != nil {
+			return err
+		}
+		if u.Status == clinic.StatusDisabled || !u.Active {
+			return unauthenticated("This user is disabled.")
+		}
+		if s, err = a.issueSession(ctx, q, u, t.Family); err != nil {
+			return err
+		}
+		pp := *p
+		pp.User = u
+		return a.auditIn(ctx, q, &pp, "token.refresh", "user", i64s(u.ID), outcomeOK)
+	})
+	if err != nil {
+		return nil, storeErr("refresh", err, "")
+	}
+	if reused {
+		a.log.Warn("refresh token reuse: login revoked", "account", p.Account.Code, "request_id", p.RequestID)
+		return nil, errRefreshReuse
+	}
+	return s, nil
+}
+
+// Secret purposes.
+const (
+	purposeActivate = "activate"
+	purposeReset    = "reset"
+)
+
+// mailMessage is the outbox payload of topic "mail", sealed because it may
+// carry a single-use secret.
+type mailMessage struct {
+	To      string `json:"to"`
+	Subject string `json:"subject"`
+	Body    string `json:"body"`
+}
+
+// TopicMail is the outbox topic of outgoing mail.
+const TopicMail = "mail"
+
+// RequestSecret mails an activation link (users without a password) or a
+// reset link (users with one). It answers the same whether or not the login
+// names a user, so it cannot be used to find out who is a patient.
+func (a *App) RequestSecret(ctx context.Context, p *clinic.Principal, purpose, login string) error {
+	if login == "" {
+		return clinic.Errorf(clinic.EInvalid, "email or username is required.")
+	}
+	u, err := a.store.Read().UserByLogin(ctx, p.Account.ID, login)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("request %s: %w", purpose, err)
+	}
+	hasPassword := u.PasswordHash != ""
+	if u.Email == "" || u.Status == clinic.StatusDisabled || (purpose == purposeActivate) == hasPassword {
+		return nil
+	}
+	secret := NewSecret()
+	now := a.unix()
+	subject, path := "Reset your password", "/reset-password"
+	if purpose == purposeActivate {
+		subject, path = "Activate your account", "/activate"
+	}
+	body := fmt.Sprintf("Hello %s,\n\nOpen this link within %s to continue:\n%s%s?account=%s&token=%s\n\nIf you did not ask for this, ignore this message.\n",
+		u.FirstName, a.cfg.SecretTTL, a.portalBase(), path, url.QueryEscape(p.Account.Code), url.QueryEscape(secret))
+	raw, _ := json.Marshal(mailMessage{To: u.Email, Subject: p.Account.Name + ": " + subject, Body: body})
+	sealed, err := a.seal(raw)
+	if err != nil {
+		return err
+	}
+	return storeErr("request secret", a.store.Tx(ctx, func(q *store.Q) error {
+		if err := q.CreateUserSecret(ctx, &store.UserSecret{AccountID: u.AccountID, UserID: u.ID, Purpose: purpose,
+			Hash: HashSecret(secret), Created: now, Expires: now + int64(a.cfg.SecretTTL/time.Second)}); err != nil {
+			return err
+		}
+		if err := q.Enqueue(ctx, &store.OutboxItem{AccountID: u.AccountID, Topic: TopicMail, Payload: sealed, Created: now, Due: now}); err != nil {
+			return err
+		}
+		pp := *p
+		pp.User = u
+		return a.auditIn(ctx, q, &pp, "user."+purpose+".request", "user", i64s(u.ID), outcomeOK)
+	}), "")
+}
+
+// RequestActivation mails an activation link to a user without a password.
+func (a *App) RequestActivation(ctx context.Context, p *clinic.Principal, login string) error {
+	return a.RequestSecret(ctx, p, purposeActivate, login)
+}
+
+// RequestReset mails a password reset link to a user with a password.
+func (a *App) RequestReset(ctx context.Context, p *clinic.Principal, login string) error {
+	return a.RequestSecret(ctx, p, purposeReset, login)
+}
+
+// Activate sets the first password of a user from an activation secret,
+// verifies their email (the link reached it) and logs them in.
+func (a *App) Activate(ctx context.Context, p *clinic.Principal, secret, password string) (*Profile, *Session, error) {
+	u, err := a.useSecret(ctx, p, purposeActivate, secret, password, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a.startSession(ctx, p, u, "user.activate")
+}
+
+// ResetPassword sets a new password from a reset secret and ends every login
+// of the user.
+func (a *App) ResetPassword(ctx context.Context, p *clinic.Principal, secret, password string) error {
+	_, err := a.useSecret(ctx, p, purposeReset, secret, password, false)
+	return err
+}
+
+func (a *App) useSecret(ctx context.Context, p *clinic.Principal, purpose, secret, password string, verify bool) (*clinic.User, error) {
+	if secret == "" {
+		return nil, clinic.Errorf(clinic.EInvalid, "token is required.")
+	}
+	if err := checkPassword(password); err != nil {
+		return nil, err
+	}
+	hash, err := a.hashPassword(ctx, password)
+	if err != nil {
+		return nil, err
+	}
+	now := a.unix()
+	var u *clinic.User
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		s, err := q.ConsumeUserSecret(ctx, p.Account.ID, purpose, HashSecret(secret), now)
+		if errors.Is(err, store.ErrNotFound) {
+			return clinic.Errorf(clinic.EInvalid, "This link is invalid, expired or already used.")
+		}
+		if err != nil {
+			return err
+		}
+		if u, err = q.UserByID(ctx, p.Account.ID, s.UserID); err != nil {
+			return err
+		}
+		verified := u.EmailVerified || verify
+		if err := q.SetPassword(ctx, u.AccountID, u.ID, hash, clinic.StatusActive, verified, now); err != nil {
+			return err
+		}
+		if err := q.RevokeUserTokens(ctx, u.AccountID, u.ID, now); err != nil {
+			return err
+		}
+		u.PasswordHash, u.Status, u.Active, u.EmailVerified = hash, clinic.StatusActive, true, verified
+		pp := *p
+		pp.User = u
+		return a.auditIn(ctx, q, &pp, "user."+purpose, "user", i64s(u.ID), outcomeOK)
+	})
+	if err != nil {
+		return nil, storeErr(purpose, err, "")
+	}
+	return u, nil
+}
+
+// checkPassword is the password policy: long enough to resist guessing, short
+// enough to bound the hashing work.
+func checkPassword(pw string) error {
+	switch {
+	case len(pw) < 8:
+		return clinic.Errorf(clinic.EInvalid, "password must be at least 8 characters.")
+	case len(pw) > 256:
+		return clinic.Errorf(clinic.EInvalid, "password must be at most 256 characters.")
+	}
+	return nil
+}

@@ -1,0 +1,55 @@
+// Package clinic holds Teleclinic's domain types, enums and error codes. It
+// imports nothing of ours, so every other package can depend on it.
+package clinic
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Error codes. The HTTP layer maps each to a status and to the error shape of
+// the endpoint family; nothing below it knows about HTTP.
+const (
+	EInvalid         = "invalid"
+	EUnauthenticated = "unauthenticated"
+	EForbidden       = "forbidden"
+	ENotFound        = "not_found"
+	EConflict        = "conflict"
+	ETooMany         = "too_many"
+	ETooLarge        = "too_large"
+	EInternal        = "internal"
+)
+
+// Error is an error a client may see: a code from the list above and a message
+// safe to show. Anything that is not an *Error is reported as internal and its
+// text is only logged.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Errorf builds an *Error with a formatted message.
+func Errorf(code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// ErrorCode returns the code of err if it is (or wraps) an *Error, else EInternal.
+func ErrorCode(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return EInternal
+}
+
+// ErrorMessage returns the client-safe message of err, or a generic one for
+// internal errors.
+func ErrorMessage(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return "Internal error."
+}

@@ -1,0 +1,90 @@
+package store
+
+import (
+	"context"
+	"strings"
+)
+
+// AuditEntry is one line of the audit trail: who, which clinic, what action
+// on which object, and the outcome. It never holds the object's content.
+type AuditEntry struct {
+	ID          int64
+	AccountID   int64
+	ActorKind   string
+	ActorUserID int64
+	Action      string
+	ObjectType  string
+	ObjectID    string
+	Outcome     string
+	RequestID   string
+	Created     int64
+}
+
+// AppendAudit appends an entry. There is no update or delete.
+func (q *Q) AppendAudit(ctx context.Context, e *AuditEntry) error {
+	var actor any
+	if e.ActorUserID != 0 {
+		actor = e.ActorUserID
+	}
+	_, err := q.exec(ctx, `INSERT INTO audit (account_id, actor_kind, actor_user_id, action, object_type, object_id, outcome, request_id, created)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		e.AccountID, e.ActorKind, actor, e.Action, e.ObjectType, e.ObjectID, e.Outcome, e.RequestID, e.Created)
+	return err
+}
+
+// AuditFilter selects audit entries of one clinic. Zero values do not filter.
+type AuditFilter struct {
+	AccountID  int64
+	UserID     int64
+	ObjectType string
+	ObjectID   string
+	Action     string
+	From, To   int64 // inclusive unix seconds
+	Start      int
+	Limit      int
+}
+
+// ListAudit returns a page of entries, newest first, and the total count.
+func (q *Q) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, int, error) {
+	where := []string{"account_id = ?"}
+	args := []any{f.AccountID}
+	add := func(cond string, a any) { where = append(where, cond); args = append(args, a) }
+	if f.UserID != 0 {
+		add("actor_user_id = ?", f.UserID)
+	}
+	if f.ObjectType != "" {
+		add("object_type = ?", f.ObjectType)
+	}
+	if f.ObjectID != "" {
+		add("object_id = ?", f.ObjectID)
+	}
+	if f.Action != "" {
+		add("action = ?", f.Action)
+	}
+	if f.From != 0 {
+		add("created >= ?", f.From)
+	}
+	if f.To != 0 {
+		add("created <= ?", f.To)
+	}
+	w := strings.Join(where, " AND ")
+	var total int
+	if err := q.queryRow(ctx, "SELECT COUNT(*) FROM audit WHERE "+w, args, &total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := q.query(ctx, `SELECT id, account_id, actor_kind, COALESCE(actor_user_id, 0), action, object_type, object_id, outcome, request_id, created
+		FROM audit WHERE `+w+" ORDER BY id DESC LIMIT ? OFFSET ?", append(args, f.Limit, f.Start)...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	out := []AuditEntry{}
+	for rows.Next() {
+		var e AuditEntry
+		if err := rows.Scan(&e.ID, &e.AccountID, &e.ActorKind, &e.ActorUserID, &e.Action, &e.ObjectType, &e.ObjectID, &e.Outcome, &e.RequestID, &e.Created); err != nil {
+			return nil, 0, q.d.translate(err)
+		}
+		out = append(out, e)
+	}
+	return out, total, q.d.translate(rows.Err())
+}

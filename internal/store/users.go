@@ -1,0 +1,264 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"teleclinic/internal/clinic"
+)
+
+const userCols = `u.id, u.account_id, u.code, u.username, u.first_name, u.last_name, u.email, u.password_hash, u.dob, u.gender,
+	u.type, u.subtype, u.status, u.active, u.tos, u.timezone, u.email_verified, u.signup_step, u.svcid, u.nationality,
+	u.phone, u.street_addr, u.city, u.state, u.zip, u.pcp_name, u.pcp_phone, u.photo_file_id, u.extra, u.disable_emails,
+	u.is_hidden, u.is_admin, u.roles, u.user_group, u.last_login, u.created, u.modified`
+
+func scanUser(sc interface{ Scan(...any) error }) (*clinic.User, error) {
+	var u clinic.User
+	var active, tos, ev, de, hidden, admin int
+	var photo *int64
+	var extra, roles string
+	err := sc.Scan(&u.ID, &u.AccountID, &u.Code, &u.Username, &u.FirstName, &u.LastName, &u.Email, &u.PasswordHash, &u.DOB, &u.Gender,
+		&u.Type, &u.Subtype, &u.Status, &active, &tos, &u.Timezone, &ev, &u.SignupStep, &u.SvcID, &u.Nationality,
+		&u.Phone, &u.StreetAddr, &u.City, &u.State, &u.Zip, &u.PCPName, &u.PCPPhone, &photo, &extra, &de,
+		&hidden, &admin, &roles, &u.Group, &u.LastLogin, &u.Created, &u.Modified)
+	if err != nil {
+		return nil, err
+	}
+	u.Active, u.TOS, u.EmailVerified, u.DisableEmails, u.IsHidden, u.IsAdmin = active == 1, tos == 1, ev == 1, de == 1, hidden == 1, admin == 1
+	if photo != nil {
+		u.PhotoFileID = i64s(*photo)
+	}
+	if err := json.Unmarshal([]byte(extra), &u.Extra); err != nil || u.Extra == nil {
+		u.Extra = map[string]any{}
+	}
+	if roles != "" {
+		u.Roles = strings.Split(roles, ",")
+	}
+	return &u, nil
+}
+
+func (q *Q) users(ctx context.Context, query string, args ...any) ([]*clinic.User, error) {
+	rows, err := q.query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*clinic.User
+	for rows.Next() {
+		u, err := scanUser(rows)
+		if err != nil {
+			return nil, q.d.translate(err)
+		}
+		out = append(out, u)
+	}
+	return out, q.d.translate(rows.Err())
+}
+
+func (q *Q) user(ctx context.Context, where string, args ...any) (*clinic.User, error) {
+	us, err := q.users(ctx, "SELECT "+userCols+" FROM users u WHERE "+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	if len(us) == 0 {
+		return nil, ErrNotFound
+	}
+	return us[0], nil
+}
+
+// UserByID finds a user of the clinic.
+func (q *Q) UserByID(ctx context.Context, accountID, id int64) (*clinic.User, error) {
+	return q.user(ctx, "u.account_id = ? AND u.id = ?", accountID, id)
+}
+
+// UserByCode finds a user of the clinic by the caller-supplied code.
+func (q *Q) UserByCode(ctx context.Context, accountID int64, code string) (*clinic.User, error) {
+	return q.user(ctx, "u.account_id = ? AND u.code = ?", accountID, code)
+}
+
+// UserByLogin finds a user of the clinic by username, or by email when no
+// username matches. Emails compare case-insensitively.
+func (q *Q) UserByLogin(ctx context.Context, accountID int64, login string) (*clinic.User, error) {
+	u, err := q.user(ctx, "u.account_id = ? AND u.username = ?", accountID, login)
+	if err != ErrNotFound {
+		return u, err
+	}
+	return q.user(ctx, "u.account_id = ? AND lower(u.email) = lower(?) AND u.email <> '' ORDER BY u.id", accountID, login)
+}
+
+// AdminUser returns the clinic's admin user, the identity of its admin token.
+func (q *Q) AdminUser(ctx context.Context, accountID int64) (*clinic.User, error) {
+	return q.user(ctx, "u.account_id = ? AND u.type = ? ORDER BY u.id", accountID, clinic.UserAdmin)
+}
+
+// CreateUser inserts a user; a duplicate code, username or svcid is ErrConflict.
+func (q *Q) CreateUser(ctx context.Context, u *clinic.User) error {
+	extra, _ := json.Marshal(u.Extra)
+	id, err := q.insert(ctx, `INSERT INTO users (account_id, code, username, first_name, last_name, email, password_hash, dob, gender,
+		type, subtype, status, active, tos, timezone, email_verified, signup_step, svcid, nationality,
+		phone, street_addr, city, state, zip, pcp_name, pcp_phone, photo_file_id, extra, disable_emails,
+		is_hidden, is_admin, roles, user_group, last_login, created, modified)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		u.AccountID, u.Code, u.Username, u.FirstName, u.LastName, u.Email, u.PasswordHash, u.DOB, u.Gender,
+		u.Type, u.Subtype, u.Status, b2i(u.Active), b2i(u.TOS), u.Timezone, b2i(u.EmailVerified), u.SignupStep, u.SvcID, u.Nationality,
+		u.Phone, u.StreetAddr, u.City, u.State, u.Zip, u.PCPName, u.PCPPhone, nullID(u.PhotoFileID), string(extra), b2i(u.DisableEmails),
+		b2i(u.IsHidden), b2i(u.IsAdmin), strings.Join(u.Roles, ","), u.Group, u.LastLogin, u.Created, u.Modified)
+	u.ID = id
+	return err
+}
+
+// UpdateProfile writes the fields a user may change about themself. Type,
+// status, account, code and email verification are deliberately absent.
+func (q *Q) UpdateProfile(ctx context.Context, u *clinic.User) error {
+	extra, _ := json.Marshal(u.Extra)
+	return q.mustAffect(ctx, `UPDATE users SET first_name = ?, last_name = ?, email = ?, password_hash = ?, dob = ?, gender = ?,
+		tos = ?, timezone = ?, nationality = ?, phone = ?, street_addr = ?, city = ?, state = ?, zip = ?, pcp_name = ?,
+		pcp_phone = ?, photo_file_id = ?, extra = ?, disable_emails = ?, modified = ?
+		WHERE account_id = ? AND id = ?`,
+		u.FirstName, u.LastName, u.Email, u.PasswordHash, u.DOB, u.Gender,
+		b2i(u.TOS), u.Timezone, u.Nationality, u.Phone, u.StreetAddr, u.City, u.State, u.Zip, u.PCPName,
+		u.PCPPhone, nullID(u.PhotoFileID), string(extra), b2i(u.DisableEmails), u.Modified,
+		u.AccountID, u.ID)
+}
+
+// SetPassword stores a new password hash and, for activation, the status.
+func (q *Q) SetPassword(ctx context.Context, accountID, userID int64, hash string, status int, verified bool, now int64) error {
+	return q.mustAffect(ctx, `UPDATE users SET password_hash = ?, status = ?, active = 1, email_verified = ?, modified = ?
+		WHERE account_id = ? AND id = ?`, hash, status, b2i(verified), now, accountID, userID)
+}
+
+// TouchLogin records a successful login.
+func (q *Q) TouchLogin(ctx context.Context, accountID, userID, now int64) error {
+	return q.mustAffect(ctx, "UPDATE users SET last_login = ? WHERE account_id = ? AND id = ?", now, accountID, userID)
+}
+
+// UserFilter selects users of one clinic. Zero values do not filter.
+type UserFilter struct {
+	AccountID int64
+	IDs       []int64
+	FullName  string // substring, case-insensitive
+	Email     string // substring, case-insensitive
+	Q         string // substring of full name or email
+	Types     []int
+	Statuses  []int
+	Roles     []string // any of
+	Subtypes  []string
+	IsHidden  *bool
+	IsAdmin   *bool
+	RoomCode  string
+	InAnyRoom bool  // linked to at least one room
+	PatientOf int64 // patients with a visit with this provider
+	Group     string
+	SortCol   string // one of the keys of userSortCols
+	Desc      bool
+	Start     int
+	Limit     int
+}
+
+var userSortCols = map[string]string{
+	"id": "u.id", "full_name": "lower(trim(u.first_name || ' ' || u.last_name))", "first_name": "lower(u.first_name)",
+	"last_name": "lower(u.last_name)", "email": "lower(u.email)", "username": "u.username", "created": "u.created",
+	"last_login": "u.last_login", "type": "u.type",
+}
+
+// UserSortable reports whether ListUsers can sort by col.
+func UserSortable(col string) bool { _, ok := userSortCols[col]; return ok }
+
+// ListUsers returns one page of the users matching f and the total count.
+func (q *Q) ListUsers(ctx context.Context, f UserFilter) ([]*clinic.User, int, error) {
+	where := []string{"u.account_id = ?"}
+	args := []any{f.AccountID}
+	add := func(cond string, a ...any) { where = append(where, cond); args = append(args, a...) }
+	if len(f.IDs) > 0 {
+		add("u.id IN ("+placeholders(len(f.IDs))+")", anys(f.IDs)...)
+	}
+	if f.FullName != "" {
+		add(`lower(trim(u.first_name || ' ' || u.last_name)) LIKE ? ESCAPE '\'`, likeArg(f.FullName))
+	}
+	if f.Email != "" {
+		add(`lower(u.email) LIKE ? ESCAPE '\'`, likeArg(f.Email))
+	}
+	if f.Q != "" {
+		add(`(lower(trim(u.first_name || ' ' || u.last_name)) LIKE ? ESCAPE '\' OR lower(u.email) LIKE ? ESCAPE '\')`, likeArg(f.Q), likeArg(f.Q))
+	}
+	if len(f.Types) > 0 {
+		add("u.type IN ("+placeholders(len(f.Types))+")", anys(f.Types)...)
+	}
+	if len(f.Statuses) > 0 {
+		add("u.status IN ("+placeholders(len(f.Statuses))+")", anys(f.Statuses)...)
+	}
+	if len(f.Subtypes) > 0 {
+		add("u.subtype IN ("+placeholders(len(f.Subtypes))+")", anys(f.Subtypes)...)
+	}
+	if len(f.Roles) > 0 {
+		var ors []string
+		for _, r := range f.Roles {
+			ors = append(ors, `(',' || u.roles || ',') LIKE ? ESCAPE '\'`)
+			args = append(args, "%,"+escapeLike(r)+",%")
+		}
+		where = append(where, "("+strings.Join(ors, " OR ")+")")
+	}
+	if f.IsHidden != nil {
+		add("u.is_hidden = ?", b2i(*f.IsHidden))
+	}
+	if f.IsAdmin != nil {
+		add("u.is_admin = ?", b2i(*f.IsAdmin))
+	}
+	if f.Group != "" {
+		add("u.user_group = ?", f.Group)
+	}
+	if f.RoomCode != "" {
+		add("EXISTS (SELECT 1 FROM user_rooms ur JOIN rooms r ON r.id = ur.room_id WHERE ur.user_id = u.id AND r.account_id = ? AND r.code = ?)", f.AccountID, f.RoomCode)
+	}
+	if f.InAnyRoom {
+		add("EXISTS (SELECT 1 FROM user_rooms ur WHERE ur.user_id = u.id AND ur.account_id = ?)", f.AccountID)
+	}
+	if f.PatientOf != 0 {
+		add("EXISTS (SELECT 1 FROM visits v WHERE v.account_id = ? AND v.member_id = u.id AND v.provider_id = ?)", f.AccountID, f.PatientOf)
+	}
+	w := strings.Join(where, " AND ")
+	var total int
+	if err := q.queryRow(ctx, "SELECT COUNT(*) FROM users u WHERE "+w, args, &total); err != nil {
+		return nil, 0, err
+	}
+	order := "u.id"
+	if c, ok := userSortCols[f.SortCol]; ok {
+		order = c
+	}
+	if f.Desc {
+		order += " DESC"
+	}
+	order += ", u.id"
+	list, err := q.users(ctx, "SELECT "+userCols+" FROM users u WHERE "+w+" ORDER BY "+order+" LIMIT ? OFFSET ?",
+		append(args, f.Limit, f.Start)...)
+	return list, total, err
+}
+
+// HasVisitWith reports whether provider and member share a visit in the clinic.
+func (q *Q) HasVisitWith(ctx context.Context, accountID, providerID, memberID int64) (bool, error) {
+	var n int
+	err := q.queryRow(ctx, "SELECT COUNT(*) FROM visits WHERE account_id = ? AND provider_id = ? AND member_id = ?",
+		[]any{accountID, providerID, memberID}, &n)
+	return n > 0, err
+}
+
+// CreateVisitRecord inserts a bare visit row. The visits feature will own
+// this; until then it lets access rules that depend on visits be exercised.
+func (q *Q) CreateVisitRecord(ctx context.Context, accountID, memberID, providerID int64, status, typ int, now int64) (int64, error) {
+	return q.insert(ctx, `INSERT INTO visits (account_id, member_id, provider_id, status, type, created, modified) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		accountID, memberID, providerID, status, typ, now, now)
+}
+
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+func likeArg(s string) string { return "%" + strings.ToLower(escapeLike(s)) + "%" }
+
+func anys[T any](xs []T) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
+}
