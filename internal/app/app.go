@@ -125,3 +125,11 @@ func outcomeOf(err error) string {
 	}
 	return "error"
 }
+
+// Ping checks that the database answers.
+func (a *App) Ping(ctx context.Context) error {
+	if err := a.store.DB().PingContext(ctx); err != nil {
+		return fmt.Errorf("ping: %w", err)
+	}
+	return nil
+}

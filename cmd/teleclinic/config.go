@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// config is every setting of the binary. Each flag is also read from the
+// environment variable named after it: --data-dir ↔ TELECLINIC_DATA_DIR.
+// A flag given on the command line wins over the variable.
+type config struct {
+	Addr          string
+	DataDir       string
+	Database      string
+	BaseURL       string
+	PortalURL     string
+	UserTokenIdle time.Duration
+	UserTokenMax  time.Duration
+	RefreshMax    time.Duration
+	LogFormat     string
+	ServerKey     string
+	MaxBody       int64
+	Demo          bool
+}
+
+// storeFlags are the settings every subcommand that opens the database takes.
+func storeFlags(fs *flag.FlagSet, c *config) {
+	fs.StringVar(&c.DataDir, "data-dir", "./data", "directory for the SQLite database and local files")
+	fs.StringVar(&c.Database, "database", "", "database: a postgres:// URL, or a SQLite file path (default: teleclinic.db in the data dir)")
+	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&c.ServerKey, "server-key", "", "hex key (32+ bytes) signing links and sealing outbox mail; default: server.key in the data dir, created on first start. Processes sharing a database must share it")
+}
+
+func serveFlags(fs *flag.FlagSet, c *config) {
+	storeFlags(fs, c)
+	fs.StringVar(&c.Addr, "addr", ":8080", "address to listen on")
+	fs.StringVar(&c.BaseURL, "base-url", "", "public URL of this server, used in links (default: from --addr)")
+	fs.StringVar(&c.PortalURL, "portal-url", "", "patient portal address GET /auth redirects to (default: the base URL)")
+	fs.DurationVar(&c.UserTokenIdle, "user-token-idle", 30*time.Minute, "a user access token unused this long expires")
+	fs.DurationVar(&c.UserTokenMax, "user-token-max", 12*time.Hour, "a user access token expires this long after it was issued")
+	fs.DurationVar(&c.RefreshMax, "refresh-token-max", 30*24*time.Hour, "a refresh token expires this long after it was issued")
+	fs.Int64Var(&c.MaxBody, "max-body", 1<<20, "largest JSON or form request body, in bytes")
+	fs.BoolVar(&c.Demo, "demo", false, "create the demo clinic and print its credentials and example calls")
+}
+
+// parseFlags parses args, then fills unset flags from the environment.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] {
+			return
+		}
+		env := "TELECLINIC_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok {
+			if err := f.Value.Set(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", env, err))
+			}
+		}
+	})
+	if fs.NArg() > 0 {
+		errs = append(errs, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " ")))
+	}
+	return errors.Join(errs...)
+}
+
+// validate checks the settings and fills derived defaults.
+func (c *config) validate() error {
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return fmt.Errorf("--log-format must be text or json")
+	}
+	if c.Database == "" {
+		if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+			return fmt.Errorf("data dir: %w", err)
+		}
+		c.Database = filepath.Join(c.DataDir, "teleclinic.db")
+	}
+	if c.UserTokenIdle < 0 || c.UserTokenMax < 0 || (c.UserTokenIdle == 0 && c.Addr != "") {
+		return fmt.Errorf("--user-token-idle and --user-token-max must be positive")
+	}
+	return nil
+}
+
+func (c *config) logger(w io.Writer) *slog.Logger {
+	if c.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, nil))
+	}
+	return slog.New(slog.NewTextHandler(w, nil))
+}
+
+// serverKey returns the configured key, or the data dir's key file, made on
+// first use with 0600 permissions.
+func (c *config) serverKey() ([]byte, error) {
+	if c.ServerKey != "" {
+		k, err := hex.DecodeString(strings.TrimSpace(c.ServerKey))
+		if err != nil || len(k) < 32 {
+			return nil, errors.New("--server-key must be at least 32 bytes written in hex (64 hex digits)")
+		}
+		return k, nil
+	}
+	path := filepath.Join(c.DataDir, "server.key")
+	if b, err := os.ReadFile(path); err == nil {
+		k, err := hex.DecodeString(strings.TrimSpace(string(b)))
+		if err != nil || len(k) < 32 {
+			return nil, fmt.Errorf("%s: not a hex key of 32 or more bytes", path)
+		}
+		return k, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return nil, err
+	}
+	k := randomBytes(32)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if errors.Is(err, os.ErrExist) { // another process made it first
+		return c.serverKey()
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.WriteString(hex.EncodeToString(k) + "\n"); err != nil {
+		return nil, err
+	}
+	return k, f.Sync()
+}

@@ -1,0 +1,358 @@
+// Command teleclinic is the Teleclinic server and its operator commands.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/httpapi"
+	"teleclinic/internal/mail"
+	"teleclinic/internal/store"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = ""
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	var ue usageError
+	switch {
+	case err == nil:
+	case errors.As(err, &ue), errors.Is(err, flag.ErrHelp):
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "teleclinic:", err)
+		}
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "teleclinic:", err)
+		os.Exit(1)
+	}
+}
+
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+const usage = `usage: teleclinic <command> [flags]
+
+commands:
+  serve             run the server (--demo also seeds a demo clinic)
+  migrate           apply database migrations and exit
+  account create    create a clinic account and print its credentials
+  account update    change a clinic's settings (--sso on|off, --erx on|off)
+  account rotate    replace a clinic's admin token or API secret
+  version           print the version
+
+Run "teleclinic <command> -h" for a command's flags.`
+
+// run is the whole program, with its environment passed in so tests can
+// drive it.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, usage)
+		return usageError{"no command"}
+	}
+	switch args[0] {
+	case "serve":
+		return cmdServe(ctx, args[1:], stdout, stderr)
+	case "migrate":
+		return cmdMigrate(ctx, args[1:], stdout, stderr)
+	case "account":
+		return cmdAccount(ctx, args[1:], stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "teleclinic", buildVersion())
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	}
+	fmt.Fprintln(stderr, usage)
+	return usageError{fmt.Sprintf("unknown command %q", args[0])}
+}
+
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// open opens and migrates the database and builds the app.
+func open(ctx context.Context, c *config, stderr io.Writer) (*app.App, *slog.Logger, func(), error) {
+	if err := c.validate(); err != nil {
+		return nil, nil, nil, usageError{err.Error()}
+	}
+	log := c.logger(stderr)
+	st, err := store.Open(ctx, c.Database)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := st.Migrate(ctx); err != nil {
+		st.Close()
+		return nil, nil, nil, err
+	}
+	key, err := c.serverKey()
+	if err != nil {
+		st.Close()
+		return nil, nil, nil, err
+	}
+	a, err := app.New(st, app.Config{
+		BaseURL: c.BaseURL, PortalURL: c.PortalURL, UserTokenIdle: c.UserTokenIdle, UserTokenMax: c.UserTokenMax,
+		RefreshTokenMax: c.RefreshMax, ServerKey: key,
+	}, time.Now, log)
+	if err != nil {
+		st.Close()
+		return nil, nil, nil, err
+	}
+	return a, log, func() { st.Close() }, nil
+}
+
+func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c config
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	storeFlags(fs, &c)
+	if err := parseFlags(fs, args); err != nil {
+		return usageError{err.Error()}
+	}
+	c.UserTokenIdle, c.UserTokenMax = time.Minute, time.Minute
+	_, _, closeFn, err := open(ctx, &c, stderr)
+	if err != nil {
+		return err
+	}
+	closeFn()
+	fmt.Fprintln(stdout, "migrations applied")
+	return nil
+}
+
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c config
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	serveFlags(fs, &c)
+	if err := parseFlags(fs, args); err != nil {
+		return usageError{err.Error()}
+	}
+	ln, err := net.Listen("tcp", c.Addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	if c.BaseURL == "" {
+		c.BaseURL = baseURLFor(ln.Addr().(*net.TCPAddr))
+	}
+	a, log, closeFn, err := open(ctx, &c, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	if c.Demo {
+		d, err := a.SeedDemo(ctx)
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		printDemo(stdout, c.BaseURL, d)
+	}
+	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: c.MaxBody})
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       2 * time.Minute,
+		WriteTimeout:      2 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWorkers()
+	go a.RunMail(workers, mail.LogSender{Log: log}, 2*time.Second)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("teleclinic listening", "addr", ln.Addr().String(), "base_url", c.BaseURL, "database", a.Store().Engine(), "version", buildVersion())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing in-flight requests")
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	err = srv.Shutdown(shutCtx)
+	stopWorkers()
+	if err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+func baseURLFor(addr *net.TCPAddr) string {
+	host := addr.IP.String()
+	if addr.IP.IsUnspecified() {
+		host = "localhost"
+	} else if addr.IP.To4() == nil {
+		host = "[" + host + "]"
+	}
+	return fmt.Sprintf("http://%s:%d", host, addr.Port)
+}
+
+// printDemo prints the demo clinic's credentials and three calls that work
+// exactly as printed in a POSIX shell.
+func printDemo(w io.Writer, base string, d *app.Demo) {
+	cr := d.Credentials
+	fmt.Fprintf(w, `Demo clinic ready (account code %q). Credentials are new on every start:
+  admin token: %s
+  API key:     %s
+  API secret:  %s
+  patient login: username %s, password %s
+
+Try it:
+
+# 1. Sign a patient in with SSO and keep the access token
+TOKEN=$(curl -s -X POST %s/api_v3/users/sso -H 'X-AccountCode: %s' -H 'X-ApiKey: %s' -H 'X-ApiSecret: %s' -F first_name=Pat -F last_name=Patient -F type=200 -F code=%s | grep -o '"token":"[^"]*"' | head -n 1 | cut -d '"' -f 4)
+
+# 2. Read the patient's profile with that token
+curl -s %s/api_v3/me -H 'X-AccountCode: %s' -H "X-ApiToken: $TOKEN"
+
+# 3. List the clinic's rooms (the account code is enough)
+curl -s %s/api_v3/rooms -H 'X-AccountCode: %s'
+
+`, cr.AccountCode, cr.AdminToken, cr.APIKey, cr.APISecret, d.PatientUsername, d.PatientPassword,
+		base, cr.AccountCode, cr.APIKey, cr.APISecret, d.PatientCode,
+		base, cr.AccountCode,
+		base, cr.AccountCode)
+}
+
+func cmdAccount(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"account: name a subcommand: create, update or rotate"}
+	}
+	var c config
+	fs := flag.NewFlagSet("account "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	storeFlags(fs, &c)
+	code := fs.String("code", "", "account code")
+	var name, domain, ssoOnOff, erxOnOff *string
+	var sso, asJSON, rotAdmin, rotSecret *bool
+	switch args[0] {
+	case "create":
+		name = fs.String("name", "", "clinic name")
+		domain = fs.String("domain", "", "clinic domain, e.g. clinic.example.com")
+		sso = fs.Bool("sso", false, "enable single sign-on")
+		asJSON = fs.Bool("json", false, "print one JSON object with the credentials")
+	case "update":
+		ssoOnOff = fs.String("sso", "", "single sign-on: on or off")
+		erxOnOff = fs.String("erx", "", "e-prescribing requirements for patients: on or off")
+	case "rotate":
+		rotAdmin = fs.Bool("admin-token", false, "replace the admin token")
+		rotSecret = fs.Bool("api-secret", false, "replace the API secret")
+	default:
+		return usageError{fmt.Sprintf("account: unknown subcommand %q", args[0])}
+	}
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return usageError{err.Error()}
+	}
+	if *code == "" {
+		return usageError{"account: --code is required"}
+	}
+	c.UserTokenIdle, c.UserTokenMax = time.Minute, time.Minute
+	a, _, closeFn, err := open(ctx, &c, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	switch args[0] {
+	case "create":
+		creds, err := a.CreateAccount(ctx, app.NewAccount{Code: *code, Name: *name, Domain: *domain, SSO: *sso})
+		if err != nil {
+			return cliErr(err)
+		}
+		if *asJSON {
+			return json.NewEncoder(stdout).Encode(creds)
+		}
+		fmt.Fprintf(stdout, "Created account %s. Store these now; they are shown only once:\n  admin token: %s\n  API key:     %s\n  API secret:  %s\n",
+			creds.AccountCode, creds.AdminToken, creds.APIKey, creds.APISecret)
+	case "update":
+		if *ssoOnOff == "" && *erxOnOff == "" {
+			return usageError{"account update: give --sso on|off or --erx on|off"}
+		}
+		for _, set := range []struct {
+			val *string
+			do  func(bool) error
+		}{
+			{ssoOnOff, func(on bool) error { return a.SetSSO(ctx, *code, on) }},
+			{erxOnOff, func(on bool) error { return a.SetFeature(ctx, *code, app.FeatureERx, on) }},
+		} {
+			if *set.val == "" {
+				continue
+			}
+			on, err := onOff(*set.val)
+			if err != nil {
+				return err
+			}
+			if err := set.do(on); err != nil {
+				return cliErr(err)
+			}
+		}
+		fmt.Fprintf(stdout, "Updated account %s.\n", *code)
+	case "rotate":
+		if *rotAdmin == *rotSecret {
+			return usageError{"account rotate: give exactly one of --admin-token or --api-secret"}
+		}
+		what := app.RotateAdminToken
+		if *rotSecret {
+			what = app.RotateAPISecret
+		}
+		creds, err := a.Rotate(ctx, *code, what)
+		if err != nil {
+			return cliErr(err)
+		}
+		fmt.Fprintln(stdout, creds.AdminToken+creds.APISecret)
+	}
+	return nil
+}
+
+func onOff(s string) (bool, error) {
+	switch strings.ToLower(s) {
+	case "on", "true", "1", "yes":
+		return true, nil
+	case "off", "false", "0", "no":
+		return false, nil
+	}
+	return false, usageError{fmt.Sprintf("%q: want on or off", s)}
+}
+
+// cliErr shows a client error's message without its code.
+func cliErr(err error) error {
+	if clinic.ErrorCode(err) != clinic.EInternal {
+		return errors.New(clinic.ErrorMessage(err))
+	}
+	return err
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return b
+}

@@ -1,0 +1,40 @@
+package httpapi
+
+import (
+	"teleclinic/internal/app"
+)
+
+// registerRoutes is the API's table of contents. Paths are written without
+// the optional .json suffix, which ServeHTTP strips. Every route here is in
+// openapi.yaml and the reverse; a test holds both to it.
+func (s *Server) registerRoutes() {
+	// Users and sessions (spec: Users and sessions).
+	s.handle("GET", "/api_v3/users", app.NeedAdmin, famUsers, s.listUsers)
+	s.handle("GET", "/api_v3/users/{id}", app.NeedUser, famUsers, s.getUser)
+	s.handle("POST", "/api_v3/users/sso", app.NeedAPIKey, famUsers, s.sso)
+	s.handle("GET", "/api_v3/auth", app.NeedNone, famUsers, s.authRedirect)
+	s.handle("GET", "/api_v3/me", app.NeedUser, famUsers, s.getMe)
+	s.handle("POST", "/api_v3/me", app.NeedUser, famUsers, s.updateMe)
+	s.handle("POST", "/api_v3/users/logout", app.NeedUser, famUsers, s.logout)
+	s.handle("POST", "/api_v3/tokens/refresh", app.NeedAccountCode, famUsers, s.refresh)
+	// Extensions the spec names without showing (DESIGN.md: "not shown").
+	s.handle("POST", "/api_v3/users/token/refresh", app.NeedAccountCode, famUsers, s.refresh)
+	s.handle("POST", "/api_v3/users/login", app.NeedAccountCode, famUsers, s.login)
+	s.handle("POST", "/api_v3/users/activate/request", app.NeedAccountCode, famUsers, s.requestActivation)
+	s.handle("POST", "/api_v3/users/activate", app.NeedAccountCode, famUsers, s.activate)
+	s.handle("POST", "/api_v3/users/password/reset", app.NeedAccountCode, famUsers, s.requestReset)
+	s.handle("POST", "/api_v3/users/password/reset/confirm", app.NeedAccountCode, famUsers, s.confirmReset)
+
+	// Clinic accounts (extensions; COMPAT.md: other endpoints).
+	s.handle("GET", "/api_v3/settings", app.NeedAccountCode, famCode, s.settings)
+	s.handle("GET", "/api_v3/accounts", app.NeedAccountCode, famCode, s.listAccounts)
+	s.handle("GET", "/api_v3/accounts/{code}", app.NeedAccountCode, famCode, s.getAccount)
+	s.handle("GET", "/api_v3/audit", app.NeedAdmin, famCode, s.listAudit)
+
+	// Rooms (spec: Rooms).
+	s.handle("GET", "/api_v3/rooms", app.NeedAccountCode, famCode, s.listRooms)
+
+	// Operations.
+	s.handle("GET", "/openapi.yaml", app.NeedNone, famCode, s.openAPI)
+	s.handle("GET", "/healthz", app.NeedNone, famCode, s.healthz)
+}

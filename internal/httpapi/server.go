@@ -1,0 +1,250 @@
+// Package httpapi is Teleclinic's HTTP interface: it decodes parameters,
+// authenticates, calls the app, and encodes the {"data": …} envelope or the
+// error shape of the endpoint's family. It holds no rules.
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+)
+
+// Config holds the HTTP layer's settings.
+type Config struct {
+	MaxBodyBytes int64 // JSON and form bodies; default 1 MiB
+}
+
+// Server is the HTTP handler of the whole API.
+type Server struct {
+	app    *app.App
+	log    *slog.Logger
+	cfg    Config
+	mux    *http.ServeMux
+	routes []Route
+}
+
+// Route is one registered endpoint, as routes.go lists it.
+type Route struct {
+	Method, Path string
+	need         app.Need
+	fam          family
+	h            handlerFunc
+}
+
+// handlerFunc is an endpoint: it writes its success response itself and
+// returns errors for the adapter to encode.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, c *call) error
+
+// call is what a handler gets besides the request: who is calling and the
+// merged parameters.
+type call struct {
+	p      *clinic.Principal
+	params *Params
+}
+
+// New wires the API over a.
+func New(a *app.App, log *slog.Logger, cfg Config) *Server {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	s := &Server{app: a, log: log, cfg: cfg, mux: http.NewServeMux()}
+	s.registerRoutes()
+	return s
+}
+
+// Routes lists the registered endpoints (for the OpenAPI consistency test).
+func (s *Server) Routes() []Route { return s.routes }
+
+func (s *Server) handle(method, path string, need app.Need, fam family, h handlerFunc) {
+	rt := Route{Method: method, Path: path, need: need, fam: fam, h: h}
+	s.routes = append(s.routes, rt)
+	s.mux.Handle(method+" "+path, s.adapt(rt))
+}
+
+// adapt turns an endpoint into an http.Handler: authenticate, parse, call,
+// and encode any error in the family's shape.
+func (s *Server) adapt(rt Route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info := reqInfoFrom(r.Context())
+		creds := app.Credentials{
+			AccountCode: strings.TrimSpace(r.Header.Get("X-AccountCode")),
+			APIToken:    strings.TrimSpace(r.Header.Get("X-ApiToken")),
+			APIKey:      strings.TrimSpace(r.Header.Get("X-ApiKey")),
+			APISecret:   strings.TrimSpace(r.Header.Get("X-ApiSecret")),
+			RequestID:   info.id,
+		}
+		p, err := s.app.Authenticate(r.Context(), creds, rt.need)
+		if err == nil {
+			info.principal = p
+			var params *Params
+			if params, err = parseParams(r, w, s.cfg.MaxBodyBytes); err == nil {
+				if params.Files != nil {
+					defer params.Files.RemoveAll()
+				}
+				err = rt.h(w, r, &call{p: p, params: params})
+			}
+		}
+		if err != nil {
+			s.fail(w, r, rt.fam, err)
+		}
+	})
+}
+
+// fail encodes err; internal errors are logged once, with the request id, and
+// never shown.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, fam family, err error) {
+	code := clinic.ErrorCode(err)
+	if code == clinic.EInternal {
+		if r.Context().Err() != nil {
+			return // the client went away; nothing to answer
+		}
+		s.log.ErrorContext(r.Context(), "internal error", "request_id", reqInfoFrom(r.Context()).id, "err", err)
+	}
+	writeError(w, fam, statusOf(code), clinic.ErrorMessage(err))
+}
+
+// ServeHTTP runs the middleware chain around the router.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	info := &reqInfo{id: requestID(r)}
+	r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, info))
+	sw := &statusWriter{ResponseWriter: w}
+	sw.Header().Set("X-Request-Id", info.id)
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("panic", "request_id", info.id, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			if !sw.wrote {
+				writeError(sw, famCode, http.StatusInternalServerError, "Internal error.")
+			}
+		}
+		s.logRequest(r, sw, info, time.Since(start))
+	}()
+	// Clients call every route with or without a .json suffix (COMPAT.md).
+	if p := r.URL.Path; strings.HasSuffix(p, ".json") && strings.HasPrefix(p, "/api") {
+		r.URL.Path = strings.TrimSuffix(p, ".json")
+		r.URL.RawPath = ""
+	}
+	h, pattern := s.mux.Handler(r)
+	if pattern == "" {
+		s.noRoute(sw, r, h)
+		return
+	}
+	info.pattern = pattern
+	s.mux.ServeHTTP(sw, r)
+}
+
+// noRoute answers unknown paths with 404 and known paths with the wrong
+// method with 405 and Allow, both as JSON. The mux decides which by running
+// its own fallback handler into a recorder.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request, h http.Handler) {
+	rec := &headerRecorder{header: http.Header{}}
+	h.ServeHTTP(rec, r)
+	switch rec.status {
+	case http.StatusMethodNotAllowed:
+		w.Header().Set("Allow", rec.header.Get("Allow"))
+		writeError(w, famCode, http.StatusMethodNotAllowed, fmt.Sprintf("Method %s is not allowed here; allowed: %s.", r.Method, rec.header.Get("Allow")))
+	case http.StatusNotFound, 0:
+		writeError(w, famCode, http.StatusNotFound, "No such endpoint: "+r.Method+" "+r.URL.Path)
+	default: // the mux's own redirects (path cleaning)
+		for k, v := range rec.header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.status)
+	}
+}
+
+func (s *Server) logRequest(r *http.Request, sw *statusWriter, info *reqInfo, d time.Duration) {
+	attrs := []slog.Attr{
+		slog.String("request_id", info.id), slog.String("method", r.Method), slog.String("route", info.pattern),
+		slog.Int("status", sw.status()), slog.Duration("duration", d),
+	}
+	if info.principal != nil && info.principal.Account != nil {
+		attrs = append(attrs, slog.String("account", info.principal.Account.Code), slog.String("credential", info.principal.Kind.String()))
+	}
+	if info.pattern == "" {
+		attrs = append(attrs, slog.String("path", r.URL.Path))
+	}
+	s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+}
+
+// reqInfo travels with the request so the log line can name what the
+// handlers learned (route, clinic).
+type reqInfo struct {
+	id        string
+	pattern   string
+	principal *clinic.Principal
+}
+
+type reqInfoKey struct{}
+
+func reqInfoFrom(ctx context.Context) *reqInfo {
+	if i, ok := ctx.Value(reqInfoKey{}).(*reqInfo); ok {
+		return i
+	}
+	return &reqInfo{}
+}
+
+var goodRequestID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// requestID keeps a caller's X-Request-Id when it is plain, so that a load
+// balancer's id follows the request; otherwise it makes one.
+func requestID(r *http.Request) string {
+	if id := r.Header.Get("X-Request-Id"); goodRequestID.MatchString(id) {
+		return id
+	}
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	code  int
+	wrote bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.code, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.code, w.wrote = http.StatusOK, true
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) status() int {
+	if !w.wrote {
+		return http.StatusOK
+	}
+	return w.code
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+type headerRecorder struct {
+	header http.Header
+	status int
+}
+
+func (h *headerRecorder) Header() http.Header         { return h.header }
+func (h *headerRecorder) Write(b []byte) (int, error) { return len(b), nil }
+func (h *headerRecorder) WriteHeader(code int)        { h.status = code }

@@ -1,0 +1,338 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/testenv"
+)
+
+func TestUsers_SSO(t *testing.T) {
+	e := testenv.New(t)
+	c := e.NewClinic("alpha", true)
+
+	t.Run("OK creates then returns the same user", func(t *testing.T) {
+		a := mustSSO(t, e, c, "200", "pat-1", "Ada", "Lovelace")
+		if a.Body["type"].(float64) != 200 || a.Body["code"] != "pat-1" || a.Body["full_name"] != "Ada Lovelace" {
+			t.Fatalf("profile: %v", a.Body)
+		}
+		if a.Body["username"] == "" || a.Body["svcid"] == "" {
+			t.Fatalf("username and svcid are generated: %v", a.Body)
+		}
+		b := mustSSO(t, e, c, "200", "pat-1", "Someone", "Else")
+		if b.UserID != a.UserID || b.Token == a.Token {
+			t.Fatalf("same code must give the same user with a new token: %s/%s", a.UserID, b.UserID)
+		}
+		u, err := e.Store.Read().UserByCode(context.Background(), 1, "pat-1")
+		if err != nil || u.FirstName != "Ada" {
+			t.Fatalf("stored user: %v %v", u, err)
+		}
+	})
+	t.Run("OK as JSON, url-encoded, query and with .json suffix", func(t *testing.T) {
+		bodies := []testenv.Req{
+			{JSON: map[string]any{"first_name": "J", "last_name": "Son", "type": 400, "code": "prov-json"}},
+			{Form: q("first_name", "F", "last_name", "Orm", "type", "400", "code", "prov-form")},
+			{Query: q("first_name", "Q", "last_name", "Uery", "type", "400", "code", "prov-query")},
+		}
+		for i, r := range bodies {
+			r.Method, r.Path, r.Header = "POST", "/api_v3/users/sso.json", ssoHeaders(c)
+			res := e.Do(r)
+			if res.Status != 200 || res.Data()["type"].(float64) != 400 {
+				t.Fatalf("body %d: %d %s", i, res.Status, res.Raw)
+			}
+		}
+	})
+	t.Run("body wins over query", func(t *testing.T) {
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
+			Query: q("first_name", "Query"), Form: q("first_name", "Body", "last_name", "X", "type", "200", "code", "bw")})
+		if res.Status != 200 || res.Data()["first_name"] != "Body" {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+	})
+	t.Run("fields=vsee adds video identity", func(t *testing.T) {
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c), Query: q("fields", "vsee"),
+			Multipart: map[string]string{"first_name": "V", "last_name": "See", "type": "200", "code": "v1"}})
+		v, _ := res.Data()["vsee"].(map[string]any)
+		if res.Status != 200 || v["id"] != res.Data()["svcid"] || strings.Count(v["token"].(string), ".") != 2 {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+	})
+	t.Run("guest is one-time with a generated code", func(t *testing.T) {
+		g1 := mustSSO(t, e, c, "600", "", "Guest", "One")
+		g2 := mustSSO(t, e, c, "600", "", "Guest", "One")
+		code, _ := g1.Body["code"].(string)
+		if g1.UserID == g2.UserID || len(code) != 32 || strings.Trim(code, "0123456789abcdef") != "" {
+			t.Fatalf("guests %s %s code %q", g1.UserID, g2.UserID, code)
+		}
+	})
+	t.Run("token object shape", func(t *testing.T) {
+		a := mustSSO(t, e, c, "200", "shape", "S", "Hape")
+		tok := a.Body["token"].(map[string]any)
+		now := e.Clock.Now().Unix()
+		if tok["user_id"] != a.UserID || int64(tok["expiry"].(float64)) != now+30*60 {
+			t.Fatalf("token: %v", tok)
+		}
+		rt := tok["refresh_token"].(map[string]any)
+		if rt["user_id"] != a.UserID || int64(rt["created"].(float64)) != now || int64(rt["expiry"].(float64)) != now+30*24*3600 {
+			t.Fatalf("refresh: %v", rt)
+		}
+	})
+	t.Run("ErrMissingFields", func(t *testing.T) {
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c), Multipart: map[string]string{"type": "200", "code": "x"}})
+		if d := wantUsersErr(t, res, 400); !strings.Contains(d, "first_name") || !strings.Contains(d, "last_name") {
+			t.Fatalf("detail %q", d)
+		}
+	})
+	t.Run("ErrCodeRequired", func(t *testing.T) {
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c), Multipart: map[string]string{"first_name": "a", "last_name": "b", "type": "400"}})
+		wantUsersErr(t, res, 400)
+	})
+	t.Run("code of 128 characters is accepted, 129 is not", func(t *testing.T) {
+		mustSSO(t, e, c, "200", strings.Repeat("c", 128), "Long", "Code")
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
+			Multipart: map[string]string{"first_name": "a", "last_name": "b", "type": "200", "code": strings.Repeat("c", 129)}})
+		if d := wantUsersErr(t, res, 400); !strings.Contains(d, "128") {
+			t.Fatalf("detail %q", d)
+		}
+	})
+	t.Run("ErrBadType", func(t *testing.T) {
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c), Multipart: map[string]string{"first_name": "a", "last_name": "b", "type": "100", "code": "adm"}})
+		wantUsersErr(t, res, 400)
+	})
+	t.Run("ErrBadFields", func(t *testing.T) {
+		for field, val := range map[string]string{"dob": "03/04/1990", "gender": "other", "state": "Texas", "email": "not-an-email"} {
+			f := map[string]string{"first_name": "a", "last_name": "b", "type": "200", "code": "bad-" + field, field: val}
+			res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c), Multipart: f})
+			if d := wantUsersErr(t, res, 400); !strings.Contains(d, field) {
+				t.Fatalf("%s: detail %q", field, d)
+			}
+		}
+		if _, err := e.Store.Read().UserByCode(context.Background(), 1, "bad-dob"); err == nil {
+			t.Fatal("a rejected SSO must not create the user")
+		}
+	})
+	t.Run("ErrCodeOfOtherType", func(t *testing.T) {
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c), Multipart: map[string]string{"first_name": "a", "last_name": "b", "type": "400", "code": "pat-1"}})
+		wantUsersErr(t, res, 400)
+	})
+	t.Run("ErrKeyWithoutSecret", func(t *testing.T) {
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: map[string]string{"X-AccountCode": c.Code, "X-ApiKey": c.APIKey},
+			Multipart: map[string]string{"first_name": "a", "last_name": "b", "type": "200", "code": "k"}})
+		wantUsersErr(t, res, 401)
+	})
+	t.Run("ErrWrongSecret", func(t *testing.T) {
+		h := ssoHeaders(c)
+		h["X-ApiSecret"] = c.APISecret + "x"
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: h, Multipart: map[string]string{"first_name": "a", "last_name": "b", "type": "200", "code": "k"}})
+		wantUsersErr(t, res, 401)
+	})
+	t.Run("ErrMissingAccountCode", func(t *testing.T) {
+		h := ssoHeaders(c)
+		delete(h, "X-AccountCode")
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: h, Multipart: map[string]string{"first_name": "a", "last_name": "b", "type": "200", "code": "k"}})
+		wantUsersErr(t, res, 401)
+	})
+	t.Run("ErrAdminTokenIsWrongCredential", func(t *testing.T) {
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: adminHeaders(c), Multipart: map[string]string{"first_name": "a", "last_name": "b", "type": "200", "code": "k"}})
+		wantUsersErr(t, res, 401)
+	})
+	t.Run("ErrSSODisabled", func(t *testing.T) {
+		off := e.NewClinic("offsso", false)
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(off), Multipart: map[string]string{"first_name": "a", "last_name": "b", "type": "200", "code": "k"}})
+		wantErr(t, res, 403, 403)
+		if !strings.Contains(res.Body["message"].(string), "disabled") {
+			t.Fatalf("message: %s", res.Raw)
+		}
+		if err := e.App.SetSSO(context.Background(), "offsso", true); err != nil {
+			t.Fatal(err)
+		}
+		mustSSO(t, e, off, "200", "k", "a", "b")
+	})
+	t.Run("e-prescribing requires the patient's details", func(t *testing.T) {
+		erx := e.NewClinic("erxclinic", true)
+		if err := e.App.SetFeature(context.Background(), "erxclinic", "erx", true); err != nil {
+			t.Fatal(err)
+		}
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(erx), Multipart: map[string]string{"first_name": "a", "last_name": "b", "type": "200", "code": "k", "city": "Austin"}})
+		d := wantUsersErr(t, res, 400)
+		for _, f := range []string{"gender", "street_addr", "state", "zip", "phone", "dob"} {
+			if !strings.Contains(d, f) {
+				t.Fatalf("detail %q lacks %s", d, f)
+			}
+		}
+		res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(erx), Multipart: map[string]string{
+			"first_name": "a", "last_name": "b", "type": "200", "code": "k", "city": "Austin", "gender": "female",
+			"street_addr": "1 Main St", "state": "tx", "zip": "78701", "phone": "5125550100", "dob": "1980-02-03"}})
+		if res.Status != 200 || res.Data()["state"] != "TX" || res.Data()["gender"].(float64) != 2 || res.Data()["dob"] != "1980-02-03" {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+		// A provider needs none of it.
+		mustSSO(t, e, erx, "400", "doc", "D", "Oc")
+	})
+}
+
+func TestUsers_SSOConcurrentSameCode(t *testing.T) {
+	e := testenv.New(t)
+	c := e.NewClinic("alpha", true)
+	const n = 12
+	ids := make(chan string, n)
+	errs := make(chan string, n)
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		go func() {
+			<-start
+			res := testenv.Do(t, e.URL, testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
+				Multipart: map[string]string{"first_name": "Same", "last_name": "Code", "type": "200", "code": "race"}})
+			if res.Status != 200 {
+				errs <- fmt.Sprintf("%d %s", res.Status, res.Raw)
+				return
+			}
+			ids <- res.Data()["id"].(string)
+		}()
+	}
+	close(start)
+	seen := map[string]bool{}
+	for i := 0; i < n; i++ {
+		select {
+		case id := <-ids:
+			seen[id] = true
+		case msg := <-errs:
+			t.Fatalf("concurrent SSO failed: %s", msg)
+		}
+	}
+	if len(seen) != 1 {
+		t.Fatalf("one code gave %d users", len(seen))
+	}
+}
+
+func TestUsers_Get(t *testing.T) {
+	e := testenv.New(t)
+	c := e.NewClinic("alpha", true)
+	pat := mustSSO(t, e, c, "200", "p1", "Pat", "One")
+	other := mustSSO(t, e, c, "200", "p2", "Pat", "Two")
+	prov := mustSSO(t, e, c, "400", "d1", "Doc", "One")
+	prov2 := mustSSO(t, e, c, "400", "d2", "Doc", "Two")
+
+	get := func(token, id string) *testenv.Resp {
+		return e.Do(testenv.Req{Path: "/api_v3/users/" + id, Header: userHeaders(c, token)})
+	}
+	t.Run("OK self by id, by dash, and /me", func(t *testing.T) {
+		for _, path := range []string{"/api_v3/users/" + pat.UserID, "/api_v3/users/-", "/api_v3/me", "/api_v3/me.json"} {
+			res := e.Do(testenv.Req{Path: path, Header: userHeaders(c, pat.Token)})
+			if res.Status != 200 || res.Data()["id"] != pat.UserID {
+				t.Fatalf("%s: %d %s", path, res.Status, res.Raw)
+			}
+			d := res.Data()
+			if d["account_code"] != "alpha" || d["account"].(map[string]any)["name"] != "Alpha Clinic" {
+				t.Fatalf("account info: %v", d)
+			}
+			if cl := d["clinics"].([]any); len(cl) != 1 || cl[0] != "alpha" {
+				t.Fatalf("clinics: %v", d["clinics"])
+			}
+		}
+	})
+	t.Run("patient reads the clinic's providers", func(t *testing.T) {
+		if res := get(pat.Token, prov.UserID); res.Status != 200 {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+	})
+	t.Run("ErrPatientReadsAnotherPatient", func(t *testing.T) {
+		wantErr(t, get(pat.Token, other.UserID), 404, 404)
+	})
+	t.Run("provider reads only patients they have visits with", func(t *testing.T) {
+		wantErr(t, get(prov.Token, pat.UserID), 404, 404)
+		mustVisit(t, e, pat.UserID, prov.UserID)
+		if res := get(prov.Token, pat.UserID); res.Status != 200 {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+		wantErr(t, get(prov2.Token, pat.UserID), 404, 404)
+	})
+	t.Run("admin reads everyone, and - is the admin user", func(t *testing.T) {
+		for _, id := range []string{pat.UserID, other.UserID, prov.UserID} {
+			if res := e.Do(testenv.Req{Path: "/api_v3/users/" + id, Header: adminHeaders(c)}); res.Status != 200 {
+				t.Fatalf("%d %s", res.Status, res.Raw)
+			}
+		}
+		res := e.Do(testenv.Req{Path: "/api_v3/users/-", Header: adminHeaders(c)})
+		if res.Status != 200 || res.Data()["type"].(float64) != 100 || res.Data()["is_admin"] != true {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		wantErr(t, get(pat.Token, "999999"), 404, 404)
+		wantErr(t, get(pat.Token, "abc"), 404, 404)
+	})
+	t.Run("ErrBadPhotoSize", func(t *testing.T) {
+		res := e.Do(testenv.Req{Path: "/api_v3/me", Query: q("user_photo_size", "big"), Header: userHeaders(c, pat.Token)})
+		wantUsersErr(t, res, 400)
+	})
+	t.Run("ErrNoToken", func(t *testing.T) {
+		res := e.Do(testenv.Req{Path: "/api_v3/me", Header: acctHeaders(c)})
+		wantUsersErr(t, res, 401)
+	})
+	t.Run("ErrBadToken", func(t *testing.T) {
+		wantUsersErr(t, get("nope", pat.UserID), 401)
+	})
+	t.Run("reads are audited", func(t *testing.T) {
+		res := e.Do(testenv.Req{Path: "/api_v3/audit", Header: adminHeaders(c), Query: q("object_type", "user", "object_id", other.UserID, "action", "user.read")})
+		if res.Status != 200 {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+		outcomes := map[string]int{}
+		for _, en := range res.List() {
+			outcomes[en["outcome"].(string)]++
+			if en["request_id"] == "" {
+				t.Fatalf("no request id: %v", en)
+			}
+		}
+		// The patient's denied read and the admin's read above.
+		if outcomes["not_found"] < 1 || outcomes["ok"] < 1 {
+			t.Fatalf("audit outcomes %v: %s", outcomes, res.Raw)
+		}
+	})
+}
+
+// mustVisit records a visit between a patient and a provider directly in the
+// store: the visits API does not exist yet, and the access rule depends on it.
+func mustVisit(t *testing.T, e *testenv.Env, member, provider string) {
+	t.Helper()
+	var m, p int64
+	fmt.Sscan(member, &m)
+	fmt.Sscan(provider, &p)
+	u, err := e.Store.Read().UserByID(context.Background(), accountOf(t, e, m), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Store.Write().CreateVisitRecord(context.Background(), u.AccountID, m, p, clinic.VisitConfirmed, 3, e.Clock.Now().Unix()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func accountOf(t *testing.T, e *testenv.Env, userID int64) int64 {
+	t.Helper()
+	var acct int64
+	if err := e.Store.DB().QueryRow(rebind(e, "SELECT account_id FROM users WHERE id = ?"), userID).Scan(&acct); err != nil {
+		t.Fatal(err)
+	}
+	return acct
+}
+
+func rebind(e *testenv.Env, q string) string {
+	if e.Store.Engine() != "postgres" {
+		return q
+	}
+	n := 0
+	var b strings.Builder
+	for _, r := range q {
+		if r == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
