@@ -1,0 +1,407 @@
+package httpapi_test
+
+import (
+	"context"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"teleclinic/internal/mail"
+	"teleclinic/internal/testenv"
+)
+
+func TestSessions_AuthRedirect(t *testing.T) {
+	e := testenv.New(t)
+	c := e.NewClinic("alpha", true)
+
+	t.Run("OK keeps the token and passes next", func(t *testing.T) {
+		s := mustSSO(t, e, c, "200", "p1", "Pat", "One")
+		res := e.Do(testenv.Req{Path: "/api_v3/auth", Query: q("sso_token", s.Token, "next", "/visits/1", "disable_navigation", "1")})
+		if res.Status != 302 {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+		loc, _ := url.Parse(res.Header.Get("Location"))
+		if loc.Scheme != "https" || loc.Host != "portal.teleclinic.test" || loc.Path != "/auth" {
+			t.Fatalf("location %s", loc)
+		}
+		if loc.Query().Get("sso_token") != s.Token || loc.Query().Get("next") != "/visits/1" || loc.Query().Get("disable_navigation") != "1" {
+			t.Fatalf("location query %v", loc.Query())
+		}
+		if res.Header.Get("Cache-Control") != "no-store" {
+			t.Fatal("redirect carrying a token must not be cached")
+		}
+	})
+	t.Run("one_time_token consumes the SSO token", func(t *testing.T) {
+		s := mustSSO(t, e, c, "200", "p2", "Pat", "Two")
+		res := e.Do(testenv.Req{Path: "/api_v3/auth", Query: q("sso_token", s.Token, "one_time_token", "1")})
+		if res.Status != 302 {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+		loc, _ := url.Parse(res.Header.Get("Location"))
+		portal := loc.Query().Get("sso_token")
+		if portal == "" || portal == s.Token {
+			t.Fatalf("the portal gets a fresh token, got %q", portal)
+		}
+		again := e.Do(testenv.Req{Path: "/api_v3/auth", Query: q("sso_token", s.Token, "one_time_token", "1")})
+		wantUsersErr(t, again, 401)
+		wantUsersErr(t, e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(c, s.Token)}), 401)
+		if res := e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(c, portal)}); res.Status != 200 || res.Data()["id"] != s.UserID {
+			t.Fatalf("portal token: %d %s", res.Status, res.Raw)
+		}
+	})
+	t.Run("one_time_token under concurrent use: exactly one succeeds", func(t *testing.T) {
+		s := mustSSO(t, e, c, "200", "p3", "Pat", "Three")
+		const n = 16
+		var wg sync.WaitGroup
+		codes := make(chan int, n)
+		start := make(chan struct{})
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				codes <- testenv.Do(t, e.URL, testenv.Req{Path: "/api_v3/auth", Query: q("sso_token", s.Token, "one_time_token", "1")}).Status
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(codes)
+		got := map[int]int{}
+		for c := range codes {
+			got[c]++
+		}
+		if got[302] != 1 || got[401] != n-1 {
+			t.Fatalf("statuses %v, want one 302 and %d 401", got, n-1)
+		}
+	})
+	t.Run("ErrMissingToken", func(t *testing.T) {
+		wantUsersErr(t, e.Do(testenv.Req{Path: "/api_v3/auth"}), 400)
+	})
+	t.Run("ErrInvalidToken", func(t *testing.T) {
+		wantUsersErr(t, e.Do(testenv.Req{Path: "/api_v3/auth", Query: q("sso_token", "forged")}), 401)
+	})
+	t.Run("ErrOpenRedirect", func(t *testing.T) {
+		s := mustSSO(t, e, c, "200", "p4", "Pat", "Four")
+		for _, next := range []string{"https://evil.example", "//evil.example/x", "evil"} {
+			wantUsersErr(t, e.Do(testenv.Req{Path: "/api_v3/auth", Query: q("sso_token", s.Token, "next", next)}), 400)
+		}
+	})
+}
+
+func refresh(e *testenv.Env, c *testenv.Clinic, rt string) *testenv.Resp {
+	return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/tokens/refresh", Header: acctHeaders(c), Form: q("refresh_token", rt)})
+}
+
+func TestSessions_Refresh(t *testing.T) {
+	e := testenv.New(t)
+	c := e.NewClinic("alpha", true)
+
+	t.Run("OK rotates both tokens", func(t *testing.T) {
+		s := mustSSO(t, e, c, "200", "p1", "Pat", "One")
+		res := refresh(e, c, s.Refresh)
+		if res.Status != 200 {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+		tok := res.Data()["token"].(map[string]any)
+		access, rt := tok["token"].(string), tok["refresh_token"].(map[string]any)["token"].(string)
+		if access == s.Token || rt == s.Refresh || tok["user_id"] != s.UserID {
+			t.Fatalf("rotation must give new tokens: %v", tok)
+		}
+		if r := e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(c, access)}); r.Status != 200 {
+			t.Fatalf("new access token: %d", r.Status)
+		}
+		// The alias path rotates the same way.
+		res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/token/refresh.json", Header: acctHeaders(c), JSON: map[string]any{"refresh_token": rt}})
+		if res.Status != 200 {
+			t.Fatalf("alias: %d %s", res.Status, res.Raw)
+		}
+	})
+	t.Run("reuse revokes the whole login, newest tokens included", func(t *testing.T) {
+		s := mustSSO(t, e, c, "200", "p2", "Pat", "Two")
+		res := refresh(e, c, s.Refresh)
+		tok := res.Data()["token"].(map[string]any)
+		newAccess, newRefresh := tok["token"].(string), tok["refresh_token"].(map[string]any)["token"].(string)
+		wantUsersErr(t, refresh(e, c, s.Refresh), 401) // reuse
+		for _, at := range []string{s.Token, newAccess} {
+			wantUsersErr(t, e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(c, at)}), 401)
+		}
+		wantUsersErr(t, refresh(e, c, newRefresh), 401)
+		// Another login of the same user is untouched.
+		s2 := mustSSO(t, e, c, "200", "p2", "Pat", "Two")
+		if r := e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(c, s2.Token)}); r.Status != 200 {
+			t.Fatalf("other login: %d", r.Status)
+		}
+	})
+	t.Run("concurrent refresh of one token: exactly one wins", func(t *testing.T) {
+		s := mustSSO(t, e, c, "200", "p3", "Pat", "Three")
+		const n = 10
+		var wg sync.WaitGroup
+		codes := make(chan int, n)
+		start := make(chan struct{})
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				codes <- testenv.Do(t, e.URL, testenv.Req{Method: "POST", Path: "/api_v3/tokens/refresh", Header: acctHeaders(c), Form: q("refresh_token", s.Refresh)}).Status
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(codes)
+		got := map[int]int{}
+		for code := range codes {
+			got[code]++
+		}
+		if got[200] != 1 || got[401] != n-1 {
+			t.Fatalf("statuses %v", got)
+		}
+	})
+	t.Run("ErrMissing", func(t *testing.T) {
+		wantUsersErr(t, refresh(e, c, ""), 400)
+	})
+	t.Run("ErrAccessTokenIsNotARefreshToken", func(t *testing.T) {
+		s := mustSSO(t, e, c, "200", "p4", "Pat", "Four")
+		wantUsersErr(t, refresh(e, c, s.Token), 401)
+	})
+	t.Run("ErrExpired", func(t *testing.T) {
+		s := mustSSO(t, e, c, "200", "p5", "Pat", "Five")
+		e.Clock.Advance(30*24*time.Hour + time.Second)
+		wantUsersErr(t, refresh(e, c, s.Refresh), 401)
+	})
+}
+
+func TestSessions_Expiry(t *testing.T) {
+	e := testenv.New(t)
+	c := e.NewClinic("alpha", true)
+	me := func(tok string) int { return e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(c, tok)}).Status }
+
+	t.Run("idle period slides with use", func(t *testing.T) {
+		s := mustSSO(t, e, c, "200", "p1", "Pat", "One")
+		for i := 0; i < 4; i++ { // 4 × 20 min: always within 30 min of the last use
+			e.Clock.Advance(20 * time.Minute)
+			if got := me(s.Token); got != 200 {
+				t.Fatalf("after %d uses: %d", i, got)
+			}
+		}
+		e.Clock.Advance(31 * time.Minute)
+		if got := me(s.Token); got != 401 {
+			t.Fatalf("idle-expired token: %d", got)
+		}
+	})
+	t.Run("absolute lifetime ends a busy token", func(t *testing.T) {
+		s := mustSSO(t, e, c, "200", "p2", "Pat", "Two")
+		for elapsed := time.Duration(0); elapsed < 12*time.Hour-20*time.Minute; elapsed += 20 * time.Minute {
+			e.Clock.Advance(20 * time.Minute)
+			if got := me(s.Token); got != 200 {
+				t.Fatalf("at %v: %d", elapsed, got)
+			}
+		}
+		e.Clock.Advance(20 * time.Minute)
+		if got := me(s.Token); got != 401 {
+			t.Fatalf("past 12h: %d", got)
+		}
+		// The refresh token still starts a new pair.
+		if res := refresh(e, c, s.Refresh); res.Status != 200 {
+			t.Fatalf("refresh after expiry: %d", res.Status)
+		}
+	})
+	t.Run("the admin token does not expire", func(t *testing.T) {
+		e.Clock.Advance(400 * 24 * time.Hour)
+		if res := e.Do(testenv.Req{Path: "/api_v3/users", Header: adminHeaders(c)}); res.Status != 200 {
+			t.Fatalf("%d", res.Status)
+		}
+	})
+}
+
+func TestSessions_Logout(t *testing.T) {
+	e := testenv.New(t)
+	c := e.NewClinic("alpha", true)
+	me := func(tok string) int { return e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(c, tok)}).Status }
+
+	t.Run("OK ends the caller's login", func(t *testing.T) {
+		s := mustSSO(t, e, c, "200", "p1", "Pat", "One")
+		other := mustSSO(t, e, c, "200", "p1", "Pat", "One")
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/logout", Header: userHeaders(c, s.Token)})
+		if res.Status != 200 || res.Body["data"] != true {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+		if me(s.Token) != 401 || refresh(e, c, s.Refresh).Status != 401 {
+			t.Fatal("logout must end the access and the refresh token")
+		}
+		if me(other.Token) != 200 {
+			t.Fatal("another login of the same user survives")
+		}
+	})
+	t.Run("OK destroys the listed tokens, only the caller's", func(t *testing.T) {
+		s := mustSSO(t, e, c, "200", "p2", "Pat", "Two")
+		s2 := mustSSO(t, e, c, "200", "p2", "Pat", "Two")
+		victim := mustSSO(t, e, c, "200", "p3", "Pat", "Three")
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/logout", Header: userHeaders(c, s.Token),
+			Form: q("tokens", s2.Token+","+victim.Token+",unknown")})
+		if res.Status != 200 {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+		if me(s2.Token) != 401 || me(s.Token) != 200 || me(victim.Token) != 200 {
+			t.Fatal("only the caller's listed tokens are destroyed")
+		}
+		// The admin token may destroy any of the clinic's tokens.
+		res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/logout", Header: adminHeaders(c), Form: q("tokens", victim.Token)})
+		if res.Status != 200 || me(victim.Token) != 401 {
+			t.Fatalf("admin logout of a user token: %d", res.Status)
+		}
+	})
+	t.Run("ErrAdminTokenCannotLogOut", func(t *testing.T) {
+		wantUsersErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/logout", Header: adminHeaders(c)}), 400)
+	})
+	t.Run("ErrNoToken", func(t *testing.T) {
+		wantUsersErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/logout", Header: acctHeaders(c)}), 401)
+	})
+}
+
+func TestSessions_Login(t *testing.T) {
+	e := testenv.New(t)
+	c := e.NewClinic("alpha", true)
+	res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
+		Multipart: map[string]string{"first_name": "Lo", "last_name": "Gin", "type": "200", "code": "p1", "username": "login.user", "email": "Login@Example.com"}})
+	s := &session{Token: res.Data()["token"].(map[string]any)["token"].(string), UserID: res.Data()["id"].(string)}
+	login := func(f ...string) *testenv.Resp {
+		return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/login", Header: acctHeaders(c), Form: q(f...)})
+	}
+	t.Run("ErrNoPasswordYet", func(t *testing.T) {
+		wantUsersErr(t, login("username", "login.user", "password", "anything-at-all"), 401)
+	})
+	if r := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/me", Header: userHeaders(c, s.Token), Form: q("password", "correct horse")}); r.Status != 200 {
+		t.Fatalf("set password: %d %s", r.Status, r.Raw)
+	}
+	t.Run("OK by username and by email", func(t *testing.T) {
+		for _, f := range [][]string{{"username", "login.user"}, {"email", "login@example.com"}, {"username", "LOGIN@example.com"}} {
+			res := login(f[0], f[1], "password", "correct horse")
+			if res.Status != 200 || res.Data()["id"] != s.UserID || res.Data()["token"] == nil {
+				t.Fatalf("%v: %d %s", f, res.Status, res.Raw)
+			}
+			if res.Data()["last_login"].(float64) == 0 {
+				t.Fatal("last_login not recorded")
+			}
+		}
+	})
+	t.Run("ErrWrongPassword", func(t *testing.T) {
+		wantUsersErr(t, login("username", "login.user", "password", "wrong horse"), 401)
+	})
+	t.Run("ErrUnknownUser", func(t *testing.T) {
+		wantUsersErr(t, login("username", "nobody", "password", "correct horse"), 401)
+	})
+	t.Run("ErrMissing", func(t *testing.T) {
+		wantUsersErr(t, login("username", "login.user"), 400)
+	})
+	t.Run("ErrOtherClinic", func(t *testing.T) {
+		other := e.NewClinic("beta", true)
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/login", Header: acctHeaders(other), Form: q("username", "login.user", "password", "correct horse")})
+		wantUsersErr(t, res, 401)
+	})
+}
+
+// outbox is a mail.Sender that keeps what it is given.
+type outbox struct {
+	mu   sync.Mutex
+	msgs []mail.Message
+}
+
+func (o *outbox) Send(_ context.Context, m mail.Message) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.msgs = append(o.msgs, m)
+	return nil
+}
+
+var linkToken = regexp.MustCompile(`token=([A-Za-z0-9_%-]+)`)
+
+func (o *outbox) lastToken(t *testing.T) string {
+	t.Helper()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.msgs) == 0 {
+		t.Fatal("no mail sent")
+	}
+	m := linkToken.FindStringSubmatch(o.msgs[len(o.msgs)-1].Body)
+	if m == nil {
+		t.Fatalf("no link in %q", o.msgs[len(o.msgs)-1].Body)
+	}
+	tok, _ := url.QueryUnescape(m[1])
+	return tok
+}
+
+func TestSessions_ActivationAndReset(t *testing.T) {
+	e := testenv.New(t)
+	c := e.NewClinic("alpha", true)
+	res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
+		Multipart: map[string]string{"first_name": "Ac", "last_name": "Tive", "type": "200", "code": "p1", "email": "active@example.com"}})
+	if res.Status != 200 {
+		t.Fatalf("%d %s", res.Status, res.Raw)
+	}
+	uid := res.Data()["id"].(string)
+	box := &outbox{}
+	post := func(path string, f ...string) *testenv.Resp {
+		return e.Do(testenv.Req{Method: "POST", Path: path, Header: acctHeaders(c), Form: q(f...)})
+	}
+
+	t.Run("unknown names answer the same and send nothing", func(t *testing.T) {
+		if r := post("/api_v3/users/activate/request", "email", "nobody@example.com"); r.Status != 200 || r.Body["data"] != true {
+			t.Fatalf("%d %s", r.Status, r.Raw)
+		}
+		if n := e.App.DeliverMail(context.Background(), box); n != 0 {
+			t.Fatalf("sent %d", n)
+		}
+	})
+	t.Run("activation sets the first password and logs in", func(t *testing.T) {
+		if r := post("/api_v3/users/activate/request", "email", "active@example.com"); r.Status != 200 {
+			t.Fatalf("%d %s", r.Status, r.Raw)
+		}
+		if n := e.App.DeliverMail(context.Background(), box); n != 1 {
+			t.Fatalf("delivered %d mails", n)
+		}
+		if box.msgs[0].To != "active@example.com" || !strings.Contains(box.msgs[0].Subject, "Activate") {
+			t.Fatalf("mail %+v", box.msgs[0])
+		}
+		tok := box.lastToken(t)
+		wantUsersErr(t, post("/api_v3/users/activate", "token", tok, "password", "short"), 400)
+		r := post("/api_v3/users/activate", "token", tok, "password", "a long password")
+		if r.Status != 200 || r.Data()["id"] != uid || r.Data()["email_verified"] != true || r.Data()["token"] == nil {
+			t.Fatalf("%d %s", r.Status, r.Raw)
+		}
+		wantUsersErr(t, post("/api_v3/users/activate", "token", tok, "password", "another password"), 400)
+		if r := post("/api_v3/users/login", "email", "active@example.com", "password", "a long password"); r.Status != 200 {
+			t.Fatalf("login after activation: %d", r.Status)
+		}
+	})
+	t.Run("reset sets a new password and ends every login", func(t *testing.T) {
+		login := post("/api_v3/users/login", "email", "active@example.com", "password", "a long password")
+		old := login.Data()["token"].(map[string]any)["token"].(string)
+		if r := post("/api_v3/users/password/reset", "username", login.Data()["username"].(string)); r.Status != 200 {
+			t.Fatalf("%d %s", r.Status, r.Raw)
+		}
+		if n := e.App.DeliverMail(context.Background(), box); n != 1 {
+			t.Fatalf("delivered %d", n)
+		}
+		tok := box.lastToken(t)
+		if r := post("/api_v3/users/password/reset/confirm", "token", tok, "password", "a brand new password"); r.Status != 200 || r.Body["data"] != true {
+			t.Fatalf("%d %s", r.Status, r.Raw)
+		}
+		wantUsersErr(t, e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(c, old)}), 401)
+		wantUsersErr(t, post("/api_v3/users/login", "email", "active@example.com", "password", "a long password"), 401)
+		if r := post("/api_v3/users/login", "email", "active@example.com", "password", "a brand new password"); r.Status != 200 {
+			t.Fatalf("login with the new password: %d", r.Status)
+		}
+		wantUsersErr(t, post("/api_v3/users/password/reset/confirm", "token", tok, "password", "yet another one"), 400)
+	})
+	t.Run("ErrExpiredLink", func(t *testing.T) {
+		post("/api_v3/users/password/reset", "email", "active@example.com")
+		e.App.DeliverMail(context.Background(), box)
+		tok := box.lastToken(t)
+		e.Clock.Advance(25 * time.Hour)
+		wantUsersErr(t, post("/api_v3/users/password/reset/confirm", "token", tok, "password", "too late now"), 400)
+	})
+}

@@ -1,0 +1,214 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/testenv"
+)
+
+func TestUsers_List(t *testing.T) {
+	e := testenv.New(t)
+	c := e.NewClinic("alpha", true)
+	admin := adminHeaders(c)
+	var pats []*session
+	for i, n := range []string{"Alice Able", "Bob Baker", "Carol Cole", "Dave Dunn", "Eve Evans"} {
+		f, l, _ := strings.Cut(n, " ")
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c), Multipart: map[string]string{
+			"first_name": f, "last_name": l, "type": "200", "code": fmt.Sprintf("p%d", i), "email": strings.ToLower(f) + "@mail.example"}})
+		if res.Status != 200 {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+		pats = append(pats, &session{UserID: res.Data()["id"].(string), Token: res.Data()["token"].(map[string]any)["token"].(string)})
+	}
+	doc := mustSSO(t, e, c, "400", "d1", "Zed", "Doctor")
+	nurse := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c), JSON: map[string]any{"first_name": "Nina", "last_name": "Nurse", "type": 400, "code": "n1"}})
+	guest := mustSSO(t, e, c, "600", "", "Gus", "Guest")
+	mustVisit(t, e, pats[1].UserID, doc.UserID)
+	mustVisit(t, e, pats[3].UserID, doc.UserID)
+	acct, _ := e.App.AccountByCode(context.Background(), "alpha")
+	room, err := e.App.EnsureRoom(context.Background(), app.SystemPrincipal(acct), "r1", "Room One")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docID int64
+	fmt.Sscan(doc.UserID, &docID)
+	if err := e.Store.Write().LinkUserRoom(context.Background(), acct.ID, docID, room.ID, true, "test", 1); err != nil {
+		t.Fatal(err)
+	}
+	_ = nurse
+
+	list := func(kv ...string) *testenv.Resp {
+		t.Helper()
+		return e.Do(testenv.Req{Path: "/api_v3/users", Header: admin, Query: q(kv...)})
+	}
+	ids := func(res *testenv.Resp) []string {
+		t.Helper()
+		if res.Status != 200 {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+		var out []string
+		for _, u := range res.List() {
+			out = append(out, u["id"].(string))
+		}
+		return out
+	}
+	names := func(res *testenv.Resp) []string {
+		var out []string
+		for _, u := range res.List() {
+			out = append(out, u["full_name"].(string))
+		}
+		return out
+	}
+
+	t.Run("default page and total", func(t *testing.T) {
+		res := list()
+		// 5 patients, 2 providers, 1 guest and the clinic admin user.
+		if got := len(ids(res)); got != 9 || res.Body["total_count"].(float64) != 9 {
+			t.Fatalf("got %d of %v", got, res.Body["total_count"])
+		}
+	})
+	t.Run("start and limit", func(t *testing.T) {
+		res := list("type", "200", "start", "1", "limit", "2", "sort", "full_name.asc")
+		if got := names(res); strings.Join(got, ",") != "Bob Baker,Carol Cole" || res.Body["total_count"].(float64) != 5 {
+			t.Fatalf("page %v total %v", got, res.Body["total_count"])
+		}
+	})
+	t.Run("limit is capped", func(t *testing.T) {
+		if res := list("limit", "100000"); res.Status != 200 {
+			t.Fatalf("%d", res.Status)
+		}
+	})
+	t.Run("id single, comma list and array", func(t *testing.T) {
+		if got := ids(list("id", pats[0].UserID)); len(got) != 1 || got[0] != pats[0].UserID {
+			t.Fatalf("%v", got)
+		}
+		if got := ids(list("id", pats[0].UserID+","+pats[2].UserID)); len(got) != 2 {
+			t.Fatalf("%v", got)
+		}
+		res := e.Do(testenv.Req{Path: "/api_v3/users", Header: admin, Query: q("id[]", pats[1].UserID, "id[]", pats[4].UserID)})
+		if got := ids(res); len(got) != 2 {
+			t.Fatalf("%v", got)
+		}
+		// Form body on a GET, as some clients send.
+		res = e.Do(testenv.Req{Path: "/api_v3/users", Header: admin, Multipart: map[string]string{"id": pats[2].UserID}})
+		if got := ids(res); len(got) != 1 || got[0] != pats[2].UserID {
+			t.Fatalf("%v", got)
+		}
+	})
+	t.Run("full_name, email and q are case-insensitive substrings", func(t *testing.T) {
+		if got := names(list("full_name", "ROL C")); len(got) != 1 || got[0] != "Carol Cole" {
+			t.Fatalf("%v", got)
+		}
+		if got := names(list("email", "eve@")); len(got) != 1 || got[0] != "Eve Evans" {
+			t.Fatalf("%v", got)
+		}
+		if got := names(list("q", "dunn", "type", "200")); len(got) != 1 || got[0] != "Dave Dunn" {
+			t.Fatalf("%v", got)
+		}
+		if got := names(list("q", "mail.example", "type", "200,400")); len(got) != 5 {
+			t.Fatalf("%v", got)
+		}
+		if got := names(list("full_name", "100%")); len(got) != 0 {
+			t.Fatalf("LIKE wildcards must be literal: %v", got)
+		}
+	})
+	t.Run("ErrSearchShorterThan3", func(t *testing.T) {
+		for _, f := range []string{"full_name", "email", "q"} {
+			if d := wantUsersErr(t, list(f, "ab"), 400); !strings.Contains(d, f) || !strings.Contains(d, "3") {
+				t.Fatalf("detail %q", d)
+			}
+		}
+	})
+	t.Run("type, status, subtype lists", func(t *testing.T) {
+		if got := ids(list("type", "200,600")); len(got) != 6 {
+			t.Fatalf("%v", got)
+		}
+		if got := ids(list("type", "600")); len(got) != 1 || got[0] != guest.UserID {
+			t.Fatalf("%v", got)
+		}
+		if got := ids(list("status", "1,0")); len(got) != 9 {
+			t.Fatalf("%v", got)
+		}
+		if got := ids(list("status", "-1")); len(got) != 0 {
+			t.Fatalf("%v", got)
+		}
+		if got := ids(list("subtype", "482")); len(got) != 0 {
+			t.Fatalf("%v", got)
+		}
+	})
+	t.Run("role, is_admin, is_hidden, group", func(t *testing.T) {
+		res := list("role", "clinic_admin,scheduler")
+		if got := res.List(); len(got) != 1 || got[0]["type"].(float64) != 100 {
+			t.Fatalf("%s", res.Raw)
+		}
+		if got := ids(list("is_admin", "true")); len(got) != 1 {
+			t.Fatalf("%v", got)
+		}
+		if got := ids(list("is_admin", "0")); len(got) != 8 {
+			t.Fatalf("%v", got)
+		}
+		if got := ids(list("is_hidden", "1")); len(got) != 0 {
+			t.Fatalf("%v", got)
+		}
+		if got := ids(list("group", "none")); len(got) != 0 {
+			t.Fatalf("%v", got)
+		}
+	})
+	t.Run("room_code and ex_filter", func(t *testing.T) {
+		if got := ids(list("room_code", "r1")); len(got) != 1 || got[0] != doc.UserID {
+			t.Fatalf("%v", got)
+		}
+		if got := ids(list("ex_filter", "all")); len(got) != 1 || got[0] != doc.UserID {
+			t.Fatalf("%v", got)
+		}
+		// The admin user has no visits; a provider's patients come from their visits.
+		if got := ids(list("ex_filter", "my-patient")); len(got) != 0 {
+			t.Fatalf("%v", got)
+		}
+		wantUsersErr(t, list("ex_filter", "everyone"), 400)
+	})
+	t.Run("account_code of another clinic shows nothing", func(t *testing.T) {
+		if got := ids(list("account_code", "alpha")); len(got) != 9 {
+			t.Fatalf("%v", got)
+		}
+		res := list("account_code", "beta")
+		if got := ids(res); len(got) != 0 || res.Body["total_count"].(float64) != 0 {
+			t.Fatalf("%v", got)
+		}
+	})
+	t.Run("sort", func(t *testing.T) {
+		got := names(list("type", "200", "sort", "full_name.desc"))
+		if !sort.SliceIsSorted(got, func(i, j int) bool { return got[i] > got[j] }) || len(got) != 5 {
+			t.Fatalf("%v", got)
+		}
+		wantUsersErr(t, list("sort", "password.asc"), 400)
+		wantUsersErr(t, list("sort", "full_name.sideways"), 400)
+	})
+	t.Run("fields", func(t *testing.T) {
+		res := list("fields", "id,full_name,last_login", "limit", "1")
+		u := res.List()[0]
+		if len(u) != 3 || u["id"] == nil || u["full_name"] == nil || u["last_login"] == nil {
+			t.Fatalf("%v", u)
+		}
+		wantUsersErr(t, list("fields", "id,password_hash"), 400)
+	})
+	t.Run("ErrBadNumbers", func(t *testing.T) {
+		wantUsersErr(t, list("limit", "ten"), 400)
+		wantUsersErr(t, list("type", "provider"), 400)
+		wantUsersErr(t, list("is_hidden", "maybe"), 400)
+	})
+	t.Run("ErrUserTokenOnAdminEndpoint", func(t *testing.T) {
+		res := e.Do(testenv.Req{Path: "/api_v3/users", Header: userHeaders(c, pats[0].Token)})
+		if d := wantUsersErr(t, res, 401); !strings.Contains(d, "admin token") {
+			t.Fatalf("detail %q", d)
+		}
+	})
+	t.Run("ErrAdminTokenWithoutAccountCode", func(t *testing.T) {
+		wantUsersErr(t, e.Do(testenv.Req{Path: "/api_v3/users", Header: map[string]string{"X-ApiToken": c.AdminToken}}), 401)
+	})
+}
