@@ -217,6 +217,7 @@ func (a *App) Refresh(ctx context.Context, p *clinic.Principal, refresh string) 
 	var s *Session
 	reused := false
 	err := a.store.Tx(ctx, func(q *store.Q) error {
+		reused = false
 		t, err := q.TokenByHash(ctx, HashSecret(refresh))
 		if errors.Is(err, store.ErrNotFound) || (err == nil && (t.Kind != store.TokenRefresh || t.AccountID != p.Account.ID)) {
 			return unauthenticated("Invalid or expired refresh token.")

@@ -266,7 +266,12 @@ func (a *App) sso(ctx context.Context, p *clinic.Principal, in SSOInput) (*SSORe
 		return nil, err
 	}
 	res := &SSOResult{}
+	candidate := *u
 	err = a.store.Tx(ctx, func(q *store.Q) error {
+		// Start each attempt from the validated input: a rolled-back attempt
+		// may have given u an id that no longer exists.
+		fresh := candidate
+		u, res.Created = &fresh, false
 		if in.Type != clinic.UserGuest {
 			existing, err := q.UserByCode(ctx, p.Account.ID, in.Code)
 			switch {
@@ -316,28 +321,32 @@ func (a *App) sso(ctx context.Context, p *clinic.Principal, in SSOInput) (*SSORe
 	return res, nil
 }
 
-// createUser inserts u with generated username (unless given) and video
-// identity; a given username that is taken is a client error.
+// createUser inserts u with a generated username (unless given) and video
+// identity. The username is checked before the insert: on PostgreSQL a failed
+// INSERT aborts the transaction, so a conflict cannot be inspected after it.
+// A conflict that still happens is a race on the code and is returned as
+// store.ErrConflict for the caller to retry outside the transaction.
 func (a *App) createUser(ctx context.Context, q *store.Q, u *clinic.User, usernameGiven bool) error {
 	for try := 0; ; try++ {
 		if !usernameGiven {
 			u.Username = genUsername(u.FirstName, u.LastName)
 		}
-		u.SvcID = "tc" + randomHex(10)
-		err := q.CreateUser(ctx, u)
-		if err == nil || !errors.Is(err, store.ErrConflict) {
+		taken, err := q.UsernameTaken(ctx, u.AccountID, u.Username)
+		if err != nil {
 			return err
 		}
-		if _, cerr := q.UserByCode(ctx, u.AccountID, u.Code); cerr == nil {
-			return err // the code race: the caller retries as an existing user
+		if !taken {
+			break
 		}
 		if usernameGiven {
 			return clinic.Errorf(clinic.EInvalid, "username %q is already taken.", u.Username)
 		}
-		if try == 3 {
-			return err
+		if try == 5 {
+			return fmt.Errorf("create user: no free username for %q", u.Username)
 		}
 	}
+	u.SvcID = "tc" + randomHex(10)
+	return q.CreateUser(ctx, u)
 }
 
 var nonAlnum = regexp.MustCompile(`[^a-z0-9]+`)

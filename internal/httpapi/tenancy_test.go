@@ -187,6 +187,3 @@ func dumpDatabase(t *testing.T, e *testenv.Env) []byte {
 	}
 	return out.Bytes()
 }
-
-
-

@@ -9,7 +9,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
+	"time"
 )
 
 // Store is an open database: a writer pool and a reader pool. On SQLite the
@@ -55,7 +57,27 @@ func (s *Store) Write() *Q { return &Q{db: s.w, d: s.d} }
 // Tx runs fn in a write transaction and commits if fn returns nil. On SQLite
 // the transaction takes the write lock at BEGIN (txlock=immediate), so a
 // read-then-write inside it cannot fail halfway with "database is locked".
+// A transaction that fails with a serialization failure or a deadlock (two
+// PostgreSQL transactions updating the same rows in another order) is run
+// again, up to a few times: fn must therefore only build its result from
+// what it reads, never carry state from a failed attempt.
 func (s *Store) Tx(ctx context.Context, fn func(q *Q) error) error {
+	for attempt := 1; ; attempt++ {
+		err := s.tx(ctx, fn)
+		if !errors.Is(err, ErrRetry) || attempt == maxTxAttempts {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(attempt*attempt) * time.Duration(1+rand.IntN(5)) * time.Millisecond):
+		}
+	}
+}
+
+const maxTxAttempts = 5
+
+func (s *Store) tx(ctx context.Context, fn func(q *Q) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", s.d.translate(err))

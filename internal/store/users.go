@@ -262,3 +262,10 @@ func anys[T any](xs []T) []any {
 	}
 	return out
 }
+
+// UsernameTaken reports whether a user of the clinic has this username.
+func (q *Q) UsernameTaken(ctx context.Context, accountID int64, username string) (bool, error) {
+	var n int
+	err := q.queryRow(ctx, "SELECT COUNT(*) FROM users WHERE account_id = ? AND username = ?", []any{accountID, username}, &n)
+	return n > 0, err
+}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/testenv"
+)
+
+// syncBuffer is a bytes.Buffer safe to read while the server writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func runCmd(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), args, &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+func TestCLI_Account(t *testing.T) {
+	dir := t.TempDir()
+	db := testenv.DSN(t)
+	common := []string{"--data-dir", dir, "--database", db}
+
+	out, _, err := runCmd(t, append([]string{"account", "create", "--code", "acme", "--name", "Acme Health", "--domain", "acme.example.com", "--json"}, common...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var creds app.AccountCredentials
+	dec := json.NewDecoder(strings.NewReader(out))
+	if err := dec.Decode(&creds); err != nil || dec.More() {
+		t.Fatalf("want exactly one JSON object, got %q (%v)", out, err)
+	}
+	if creds.AccountCode != "acme" || len(creds.AdminToken) < 40 || len(creds.APIKey) < 40 || len(creds.APISecret) < 40 {
+		t.Fatalf("%+v", creds)
+	}
+	if strings.Contains(out, "\n{") {
+		t.Fatal("more than one object")
+	}
+
+	t.Run("ErrDuplicateCode", func(t *testing.T) {
+		_, _, err := runCmd(t, append([]string{"account", "create", "--code", "acme", "--name", "X", "--domain", "x.example.com"}, common...)...)
+		if err == nil || !strings.Contains(err.Error(), "already exists") {
+			t.Fatalf("err %v", err)
+		}
+		var ue usageError
+		if errors.As(err, &ue) {
+			t.Fatal("a duplicate is a failure (exit 1), not a usage error")
+		}
+	})
+	t.Run("ErrBadInput", func(t *testing.T) {
+		if _, _, err := runCmd(t, append([]string{"account", "create", "--code", "Bad Code!", "--name", "X", "--domain", "x.example.com"}, common...)...); err == nil {
+			t.Fatal("bad code accepted")
+		}
+		if _, _, err := runCmd(t, append([]string{"account", "create", "--name", "X"}, common...)...); err == nil {
+			t.Fatal("missing code accepted")
+		}
+	})
+
+	openApp := func() *app.App {
+		st := testenv.OpenStore(t, db)
+		a, err := app.New(st, app.Config{UserTokenIdle: time.Minute, UserTokenMax: time.Hour, ServerKey: bytes.Repeat([]byte{1}, 32)}, time.Now, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	a := openApp()
+	auth := func(token string) error {
+		_, err := a.Authenticate(context.Background(), app.Credentials{AccountCode: "acme", APIToken: token}, app.NeedAdmin)
+		return err
+	}
+	if err := auth(creds.AdminToken); err != nil {
+		t.Fatalf("new admin token: %v", err)
+	}
+
+	t.Run("update --sso", func(t *testing.T) {
+		for _, v := range []string{"on", "off"} {
+			if _, _, err := runCmd(t, append([]string{"account", "update", "--code", "acme", "--sso", v}, common...)...); err != nil {
+				t.Fatal(err)
+			}
+			acct, _ := a.AccountByCode(context.Background(), "acme")
+			if acct.SSOEnabled != (v == "on") {
+				t.Fatalf("sso %s: %v", v, acct.SSOEnabled)
+			}
+		}
+		if _, _, err := runCmd(t, append([]string{"account", "update", "--code", "nope", "--sso", "on"}, common...)...); err == nil {
+			t.Fatal("unknown account accepted")
+		}
+	})
+	t.Run("rotate --admin-token: the old token stops working at once", func(t *testing.T) {
+		out, _, err := runCmd(t, append([]string{"account", "rotate", "--code", "acme", "--admin-token"}, common...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		newTok := strings.TrimSpace(out)
+		if auth(creds.AdminToken) == nil || auth(newTok) != nil {
+			t.Fatal("rotation did not replace the token")
+		}
+	})
+	t.Run("rotate --api-secret", func(t *testing.T) {
+		out, _, err := runCmd(t, append([]string{"account", "rotate", "--code", "acme", "--api-secret"}, common...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sso := func(secret string) error {
+			_, err := a.Authenticate(context.Background(), app.Credentials{AccountCode: "acme", APIKey: creds.APIKey, APISecret: secret}, app.NeedAPIKey)
+			return err
+		}
+		if sso(creds.APISecret) == nil || sso(strings.TrimSpace(out)) != nil {
+			t.Fatal("rotation did not replace the secret")
+		}
+	})
+	t.Run("environment variables set flags", func(t *testing.T) {
+		t.Setenv("TELECLINIC_DATABASE", db)
+		t.Setenv("TELECLINIC_DATA_DIR", dir)
+		if _, _, err := runCmd(t, "account", "update", "--code", "acme", "--erx", "on"); err != nil {
+			t.Fatal(err)
+		}
+		acct, _ := a.AccountByCode(context.Background(), "acme")
+		if len(acct.Features) != 1 || acct.Features[0] != "erx" {
+			t.Fatalf("%v", acct.Features)
+		}
+	})
+}
+
+func TestCLI_VersionAndUsage(t *testing.T) {
+	out, _, err := runCmd(t, "version")
+	if err != nil || !strings.HasPrefix(out, "teleclinic ") {
+		t.Fatalf("%q %v", out, err)
+	}
+	if _, _, err := runCmd(t, "frobnicate"); err == nil {
+		t.Fatal("unknown command accepted")
+	}
+	if _, _, err := runCmd(t, "migrate", "--data-dir", t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCLI_ServeDemo starts the server with --demo, runs the three printed
+// curl commands exactly as printed, restarts it, and stops it with the
+// context as SIGINT would.
+func TestCLI_ServeDemo(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed")
+	}
+	dir := t.TempDir()
+	db := testenv.DSN(t)
+	if !strings.Contains(db, "://") {
+		db = filepath.Join(dir, "teleclinic.db")
+	}
+	start := func() (string, func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		stdout, stderr := &syncBuffer{}, &syncBuffer{}
+		done := make(chan error, 1)
+		go func() {
+			done <- run(ctx, []string{"serve", "--demo", "--addr", "127.0.0.1:0", "--data-dir", dir, "--database", db}, stdout, stderr)
+		}()
+		deadline := time.Now().Add(20 * time.Second)
+		for !strings.Contains(stdout.String(), "# 3.") || !strings.Contains(stderr.String(), "listening") {
+			select {
+			case err := <-done:
+				t.Fatalf("serve exited: %v\n%s", err, stderr.String())
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no demo output: %s\n%s", stdout.String(), stderr.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		time.Sleep(50 * time.Millisecond)
+		return stdout.String(), func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("serve returned %v", err)
+				}
+			case <-time.After(35 * time.Second):
+				t.Error("serve did not shut down")
+			}
+			if strings.Contains(stderr.String(), "level=ERROR") {
+				t.Errorf("errors logged: %s", stderr.String())
+			}
+		}
+	}
+	printed, stop := start()
+	var script []string
+	for _, line := range strings.Split(printed, "\n") {
+		if strings.HasPrefix(line, "TOKEN=") || strings.HasPrefix(line, "curl ") {
+			script = append(script, line)
+		}
+	}
+	if len(script) != 3 {
+		t.Fatalf("want 3 commands, got %q", printed)
+	}
+	cmd := exec.Command("bash", "-c", strings.Join(script, "\n"))
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("printed commands failed: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"code":"demo-patient"`) || !strings.Contains(lines[1], `"code":"main"`) {
+		t.Fatalf("unexpected output:\n%s", out)
+	}
+	stop()
+
+	// A second start finds the demo clinic and gives it new credentials.
+	again, stop2 := start()
+	defer stop2()
+	if again == printed || !strings.Contains(again, `account code "demo"`) {
+		t.Fatal("credentials must be new on every start")
+	}
+	cmd = exec.Command("bash", "-c", strings.Join(script, "\n"))
+	out, _ = cmd.CombinedOutput()
+	if strings.Contains(string(out), `"code":"demo-patient"`) {
+		t.Fatal("the first run's API secret still works")
+	}
+}
