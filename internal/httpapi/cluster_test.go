@@ -11,6 +11,7 @@ import (
 // connection pools, on one database, as three processes behind a load
 // balancer would, and checks that they behave as one server.
 func TestCluster_ThreeServers(t *testing.T) {
+	t.Parallel()
 	first := testenv.New(t)
 	servers := []*testenv.Env{first,
 		testenv.New(t, testenv.Options{DSN: first.DSN, ServerKey: first.Key, Clock: first.Clock}),

@@ -10,6 +10,7 @@ import (
 )
 
 func TestUsers_UpdateMe(t *testing.T) {
+	t.Parallel()
 	e := testenv.New(t)
 	c := e.NewClinic("alpha", true)
 	s := mustSSO(t, e, c, "200", "p1", "Pat", "One")

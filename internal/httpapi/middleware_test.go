@@ -8,6 +8,7 @@ import (
 )
 
 func TestHTTP_Conventions(t *testing.T) {
+	t.Parallel()
 	e := testenv.New(t, testenv.Options{MaxBody: 4096})
 	c := e.NewClinic("alpha", true)
 

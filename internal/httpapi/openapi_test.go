@@ -14,6 +14,7 @@ import (
 // TestOpenAPI_MatchesRoutes fails when a route exists in the router but not
 // in openapi.yaml, or the reverse.
 func TestOpenAPI_MatchesRoutes(t *testing.T) {
+	t.Parallel()
 	if _, err := testenv.OpenAPIRouter(); err != nil {
 		t.Fatalf("openapi.yaml does not load or validate: %v", err)
 	}
@@ -58,6 +59,7 @@ func TestOpenAPI_MatchesRoutes(t *testing.T) {
 
 // TestOpenAPI_Served checks GET /openapi.yaml serves the embedded document.
 func TestOpenAPI_Served(t *testing.T) {
+	t.Parallel()
 	e := testenv.New(t)
 	res := e.Do(testenv.Req{Path: "/openapi.yaml"})
 	if res.Status != 200 || !strings.HasPrefix(string(res.Raw), "openapi: 3.0.3") {

@@ -14,6 +14,7 @@ import (
 )
 
 func TestSessions_AuthRedirect(t *testing.T) {
+	t.Parallel()
 	e := testenv.New(t)
 	c := e.NewClinic("alpha", true)
 
@@ -96,6 +97,7 @@ func refresh(e *testenv.Env, c *testenv.Clinic, rt string) *testenv.Resp {
 }
 
 func TestSessions_Refresh(t *testing.T) {
+	t.Parallel()
 	e := testenv.New(t)
 	c := e.NewClinic("alpha", true)
 
@@ -175,6 +177,7 @@ func TestSessions_Refresh(t *testing.T) {
 }
 
 func TestSessions_Expiry(t *testing.T) {
+	t.Parallel()
 	e := testenv.New(t)
 	c := e.NewClinic("alpha", true)
 	me := func(tok string) int { return e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(c, tok)}).Status }
@@ -218,6 +221,7 @@ func TestSessions_Expiry(t *testing.T) {
 }
 
 func TestSessions_Logout(t *testing.T) {
+	t.Parallel()
 	e := testenv.New(t)
 	c := e.NewClinic("alpha", true)
 	me := func(tok string) int { return e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(c, tok)}).Status }
@@ -263,6 +267,7 @@ func TestSessions_Logout(t *testing.T) {
 }
 
 func TestSessions_Login(t *testing.T) {
+	t.Parallel()
 	e := testenv.New(t)
 	c := e.NewClinic("alpha", true)
 	res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
@@ -335,6 +340,7 @@ func (o *outbox) lastToken(t *testing.T) string {
 }
 
 func TestSessions_ActivationAndReset(t *testing.T) {
+	t.Parallel()
 	e := testenv.New(t)
 	c := e.NewClinic("alpha", true)
 	res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),

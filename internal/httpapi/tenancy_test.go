@@ -13,6 +13,7 @@ import (
 // TestTenancy_Isolation: a second clinic's admin token and users see nothing
 // of the first, whatever headers they send.
 func TestTenancy_Isolation(t *testing.T) {
+	t.Parallel()
 	e := testenv.New(t)
 	a := e.NewClinic("alpha", true)
 	b := e.NewClinic("beta", true)
@@ -92,6 +93,7 @@ func TestTenancy_Isolation(t *testing.T) {
 // TestTenancy_NoSecretsAtRest: after every kind of credential has been made
 // and used, no plaintext token, secret or password is in the database.
 func TestTenancy_NoSecretsAtRest(t *testing.T) {
+	t.Parallel()
 	e := testenv.New(t)
 	c := e.NewClinic("alpha", true)
 	secrets := []string{c.AdminToken, c.APIKey, c.APISecret}

@@ -12,6 +12,7 @@ import (
 )
 
 func TestUsers_List(t *testing.T) {
+	t.Parallel()
 	e := testenv.New(t)
 	c := e.NewClinic("alpha", true)
 	admin := adminHeaders(c)

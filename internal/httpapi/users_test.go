@@ -11,6 +11,7 @@ import (
 )
 
 func TestUsers_SSO(t *testing.T) {
+	t.Parallel()
 	e := testenv.New(t)
 	c := e.NewClinic("alpha", true)
 
@@ -175,6 +176,7 @@ func TestUsers_SSO(t *testing.T) {
 }
 
 func TestUsers_SSOConcurrentSameCode(t *testing.T) {
+	t.Parallel()
 	e := testenv.New(t)
 	c := e.NewClinic("alpha", true)
 	const n = 12
@@ -209,6 +211,7 @@ func TestUsers_SSOConcurrentSameCode(t *testing.T) {
 }
 
 func TestUsers_Get(t *testing.T) {
+	t.Parallel()
 	e := testenv.New(t)
 	c := e.NewClinic("alpha", true)
 	pat := mustSSO(t, e, c, "200", "p1", "Pat", "One")
