@@ -51,7 +51,7 @@ func (a *App) issueSession(ctx context.Context, q *store.Q, u *clinic.User, fami
 // address to send the browser to, logged in. With oneTime the SSO token is
 // consumed (exactly one of any number of concurrent uses succeeds, across
 // processes) and the portal receives a fresh token of the same login instead.
-func (a *App) AuthRedirect(ctx context.Context, ssoToken, next string, oneTime, disableNav bool) (string, error) {
+func (a *App) AuthRedirect(ctx context.Context, requestID, ssoToken, next string, oneTime, disableNav bool) (string, error) {
 	if ssoToken == "" {
 		return "", clinic.Errorf(clinic.EInvalid, "sso_token is required.")
 	}
@@ -68,8 +68,17 @@ func (a *App) AuthRedirect(ctx context.Context, ssoToken, next string, oneTime, 
 	if err := a.checkAccess(t, u, a.unix()); err != nil {
 		return "", unauthenticated("Invalid or expired sso_token.")
 	}
+	acct, err := a.store.Read().AccountByID(ctx, t.AccountID)
+	if err != nil {
+		return "", fmt.Errorf("auth: %w", err)
+	}
+	p := &clinic.Principal{Account: acct, Kind: clinic.CredUserToken, User: u, TokenID: t.ID, RequestID: requestID}
 	portalToken := ssoToken
-	if oneTime {
+	if !oneTime {
+		if err := a.audit(ctx, p, "user.portal_login", "user", i64s(u.ID), outcomeOK); err != nil {
+			return "", err
+		}
+	} else {
 		err := a.store.Tx(ctx, func(q *store.Q) error {
 			won, err := q.RevokeToken(ctx, t.AccountID, t.ID, a.unix())
 			if err != nil {
@@ -83,7 +92,7 @@ func (a *App) AuthRedirect(ctx context.Context, ssoToken, next string, oneTime, 
 				return err
 			}
 			portalToken = s.Token
-			return nil
+			return a.auditIn(ctx, q, p, "user.portal_login", "user", i64s(u.ID), outcomeOK)
 		})
 		if err != nil {
 			return "", storeErr("auth", err, "")

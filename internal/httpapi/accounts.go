@@ -79,15 +79,9 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, c *call) erro
 			return err
 		}
 	}
-	start, err := q.Int("start", 0)
-	if err != nil {
+	if in.Start, in.Limit, err = q.Paging(); err != nil {
 		return err
 	}
-	limit, err := q.Int("limit", 0)
-	if err != nil {
-		return err
-	}
-	in.Start, in.Limit = int(start), int(limit)
 	in.ObjectType, in.ObjectID, in.Action = q.Str("object_type"), q.Str("object_id"), q.Str("action")
 	list, total, err := s.app.ListAudit(r.Context(), c.p, in)
 	if err != nil {

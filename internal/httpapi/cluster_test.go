@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"sync"
 	"testing"
 
 	"teleclinic/internal/testenv"
@@ -27,30 +26,10 @@ func TestCluster_ThreeServers(t *testing.T) {
 			}
 		}
 	})
-	// race sends the same request to all servers from many goroutines at once
-	// and counts the statuses.
+	urls := []string{servers[0].URL, servers[1].URL, servers[2].URL}
 	race := func(t *testing.T, perServer int, req testenv.Req) map[int]int {
 		t.Helper()
-		var wg sync.WaitGroup
-		var mu sync.Mutex
-		got := map[int]int{}
-		start := make(chan struct{})
-		for _, e := range servers {
-			for i := 0; i < perServer; i++ {
-				wg.Add(1)
-				go func(url string) {
-					defer wg.Done()
-					<-start
-					st := testenv.Do(t, url, req).Status
-					mu.Lock()
-					got[st]++
-					mu.Unlock()
-				}(e.URL)
-			}
-		}
-		close(start)
-		wg.Wait()
-		return got
+		return raceStatuses(t, urls, perServer, req)
 	}
 	t.Run("a one-time SSO token is used once across servers", func(t *testing.T) {
 		for round := 0; round < 3; round++ {

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"net/url"
+	"sync"
 	"testing"
 
 	"teleclinic/internal/testenv"
@@ -78,4 +79,30 @@ func q(kv ...string) url.Values {
 		v.Add(kv[i], kv[i+1])
 	}
 	return v
+}
+
+// raceStatuses sends req n times to each base URL, all at once from as many
+// goroutines, and counts the answers by status.
+func raceStatuses(t *testing.T, bases []string, n int, req testenv.Req) map[int]int {
+	t.Helper()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	got := map[int]int{}
+	start := make(chan struct{})
+	for _, base := range bases {
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				st := testenv.Do(t, base, req).Status
+				mu.Lock()
+				got[st]++
+				mu.Unlock()
+			}()
+		}
+	}
+	close(start)
+	wg.Wait()
+	return got
 }

@@ -266,3 +266,14 @@ func (p *Params) Int(name string, def int64) (int64, error) {
 	}
 	return n, nil
 }
+
+// Paging reads the start and limit of a paged list; absent is 0, which the
+// app layer turns into its defaults.
+func (p *Params) Paging() (start, limit int, err error) {
+	s, err := p.Int("start", 0)
+	if err != nil {
+		return 0, 0, err
+	}
+	l, err := p.Int("limit", 0)
+	return int(s), int(l), err
+}

@@ -78,7 +78,7 @@ func (s *Server) authRedirect(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	to, err := s.app.AuthRedirect(r.Context(), q.Str("sso_token"), q.Str("next"), oneTime, noNav)
+	to, err := s.app.AuthRedirect(r.Context(), c.p.RequestID, q.Str("sso_token"), q.Str("next"), oneTime, noNav)
 	if err != nil {
 		return err
 	}

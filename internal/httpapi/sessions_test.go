@@ -34,6 +34,10 @@ func TestSessions_AuthRedirect(t *testing.T) {
 		if res.Header.Get("Cache-Control") != "no-store" {
 			t.Fatal("redirect carrying a token must not be cached")
 		}
+		au := e.Do(testenv.Req{Path: "/api_v3/audit", Header: adminHeaders(c), Query: q("action", "user.portal_login", "object_id", s.UserID)})
+		if au.Body["total_count"].(float64) != 1 {
+			t.Fatalf("portal login not audited: %s", au.Raw)
+		}
 	})
 	t.Run("one_time_token consumes the SSO token", func(t *testing.T) {
 		s := mustSSO(t, e, c, "200", "p2", "Pat", "Two")
@@ -56,24 +60,7 @@ func TestSessions_AuthRedirect(t *testing.T) {
 	t.Run("one_time_token under concurrent use: exactly one succeeds", func(t *testing.T) {
 		s := mustSSO(t, e, c, "200", "p3", "Pat", "Three")
 		const n = 16
-		var wg sync.WaitGroup
-		codes := make(chan int, n)
-		start := make(chan struct{})
-		for i := 0; i < n; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				codes <- testenv.Do(t, e.URL, testenv.Req{Path: "/api_v3/auth", Query: q("sso_token", s.Token, "one_time_token", "1")}).Status
-			}()
-		}
-		close(start)
-		wg.Wait()
-		close(codes)
-		got := map[int]int{}
-		for c := range codes {
-			got[c]++
-		}
+		got := raceStatuses(t, []string{e.URL}, n, testenv.Req{Path: "/api_v3/auth", Query: q("sso_token", s.Token, "one_time_token", "1")})
 		if got[302] != 1 || got[401] != n-1 {
 			t.Fatalf("statuses %v, want one 302 and %d 401", got, n-1)
 		}
@@ -140,24 +127,7 @@ func TestSessions_Refresh(t *testing.T) {
 	t.Run("concurrent refresh of one token: exactly one wins", func(t *testing.T) {
 		s := mustSSO(t, e, c, "200", "p3", "Pat", "Three")
 		const n = 10
-		var wg sync.WaitGroup
-		codes := make(chan int, n)
-		start := make(chan struct{})
-		for i := 0; i < n; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				codes <- testenv.Do(t, e.URL, testenv.Req{Method: "POST", Path: "/api_v3/tokens/refresh", Header: acctHeaders(c), Form: q("refresh_token", s.Refresh)}).Status
-			}()
-		}
-		close(start)
-		wg.Wait()
-		close(codes)
-		got := map[int]int{}
-		for code := range codes {
-			got[code]++
-		}
+		got := raceStatuses(t, []string{e.URL}, n, testenv.Req{Method: "POST", Path: "/api_v3/tokens/refresh", Header: acctHeaders(c), Form: q("refresh_token", s.Refresh)})
 		if got[200] != 1 || got[401] != n-1 {
 			t.Fatalf("statuses %v", got)
 		}

@@ -167,15 +167,9 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, c *call) erro
 	if in.IsAdmin, err = q.Bool("is_admin"); err != nil {
 		return err
 	}
-	start, err := q.Int("start", 0)
-	if err != nil {
+	if in.Start, in.Limit, err = q.Paging(); err != nil {
 		return err
 	}
-	limit, err := q.Int("limit", 0)
-	if err != nil {
-		return err
-	}
-	in.Start, in.Limit = int(start), int(limit)
 	users, total, err := s.app.ListUsers(r.Context(), c.p, in)
 	if err != nil {
 		return err
