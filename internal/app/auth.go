@@ -26,6 +26,7 @@ type Need int
 const (
 	NeedNone        Need = iota // GET /auth
 	NeedAccountCode             // pre-login and public endpoints
+	NeedAccountOptUser          // the account code; a user token too, if one is sent
 	NeedAPIKey                  // POST /users/sso
 	NeedUser                    // a user token, or the admin token acting as the clinic's admin user
 	NeedAdmin                   // the admin token only
@@ -52,6 +53,14 @@ func (a *App) Authenticate(ctx context.Context, c Credentials, need Need) (*clin
 		return p, nil
 	case NeedAPIKey:
 		return a.authAPIKey(ctx, c, p)
+	case NeedAccountOptUser:
+		if c.APIToken == "" {
+			return a.Authenticate(ctx, c, NeedAccountCode)
+		}
+		if c.AccountCode == "" {
+			return nil, unauthenticated("Missing X-AccountCode.")
+		}
+		need = NeedUser
 	}
 	if c.APIToken == "" {
 		return nil, unauthenticated("Missing API token: send X-ApiToken.")

@@ -2,8 +2,13 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
 
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/store"
@@ -13,23 +18,566 @@ import (
 const (
 	DefaultRoomLimit = 20
 	MaxRoomLimit     = 100
+	// DefaultQueueCapacity is how many walk-ins a room queues unless set.
+	DefaultQueueCapacity = 50
+	// defaultVisitSecs is the queue's estimate before a room has completed visits.
+	defaultVisitSecs = 15 * 60
 )
 
-// ListRooms is GET /rooms: page is 1-based.
-func (a *App) ListRooms(ctx context.Context, p *clinic.Principal, page, limit int) ([]clinic.Room, int, error) {
-	if page < 0 || limit < 0 {
-		return nil, 0, clinic.Errorf(clinic.EInvalid, "page and limit must not be negative.")
+// RoomQuery is GET /rooms: page/limit, or DataTables' start/length with a
+// search and an order.
+type RoomQuery struct {
+	Page, Limit int
+	Start       int // DataTables offset; used when DataTable is set
+	DataTable   bool
+	Search      string
+	SortCol     string
+	Desc        bool
+}
+
+// RoomPage is a page of rooms with the counts DataTables wants.
+type RoomPage struct {
+	Rooms           []clinic.Room
+	Filtered, Total int
+}
+
+// ListRooms is GET /rooms. Anyone with the account code may list rooms.
+func (a *App) ListRooms(ctx context.Context, p *clinic.Principal, in RoomQuery) (*RoomPage, error) {
+	if in.Page < 0 || in.Limit < 0 || in.Start < 0 {
+		return nil, clinic.Errorf(clinic.EInvalid, "page, start and limit must not be negative.")
 	}
-	page = max(page, 1)
-	if limit == 0 {
-		limit = DefaultRoomLimit
+	if in.SortCol != "" && !store.RoomSortable(in.SortCol) {
+		return nil, clinic.Errorf(clinic.EInvalid, "rooms sort by id, name, code, slug, created or modified.")
 	}
-	limit = min(limit, MaxRoomLimit)
-	rooms, total, err := a.store.Read().ListRooms(ctx, p.Account.ID, (page-1)*limit, limit)
+	if in.Limit == 0 {
+		in.Limit = DefaultRoomLimit
+	}
+	in.Limit = min(in.Limit, MaxRoomLimit)
+	start := in.Start
+	if !in.DataTable {
+		start = (max(in.Page, 1) - 1) * in.Limit
+	}
+	rooms, filtered, total, err := a.store.Read().ListRooms(ctx, store.RoomFilter{AccountID: p.Account.ID, Search: strings.TrimSpace(in.Search),
+		SortCol: in.SortCol, Desc: in.Desc, Start: start, Limit: in.Limit})
 	if err != nil {
-		return nil, 0, fmt.Errorf("list rooms: %w", err)
+		return nil, fmt.Errorf("list rooms: %w", err)
 	}
-	return rooms, total, nil
+	return &RoomPage{Rooms: rooms, Filtered: filtered, Total: total}, nil
+}
+
+func requireAdmin(p *clinic.Principal) error {
+	if !p.IsAdmin() {
+		return clinic.Errorf(clinic.EForbidden, "Only the clinic admin may do this.")
+	}
+	return nil
+}
+
+var (
+	roomCodeRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	slugRE     = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$`)
+	hhmmRE     = regexp.MustCompile(`^([01][0-9]|2[0-3]):[0-5][0-9]$`)
+)
+
+// NewRoom is POST /rooms.
+type NewRoom struct {
+	Domain, Name, Code, Slug string
+}
+
+// DefaultRoomSettings are a new room's settings (COMPAT.md): a free 15-minute
+// consultation in USD, walk-ins on, appointments off, guests (600) may log in.
+func DefaultRoomSettings() clinic.RoomSettings {
+	return clinic.RoomSettings{
+		WalkinEnabled: true, GuestType: clinic.UserGuest, GuestLogin: true, Currency: "USD",
+		Consultations: []clinic.Consultation{{ID: "1", Description: "15-min Consultation", Duration: 15, Amount: 0, Slots: 1}},
+		Specialties:   []clinic.Specialty{}, QueueCapacity: DefaultQueueCapacity,
+		Operation:     clinic.OperationSettings{IsOpenAllTime: true, ClosedDays: []string{}},
+	}
+}
+
+// CreateRoom is POST /rooms (admin). A code is generated when omitted and is
+// unique in the clinic; a slug is made from the name when omitted and is
+// unique in the domain.
+func (a *App) CreateRoom(ctx context.Context, p *clinic.Principal, in NewRoom) (*clinic.Room, error) {
+	if err := requireAdmin(p); err != nil {
+		return nil, err
+	}
+	in.Domain, in.Name = strings.ToLower(strings.TrimSpace(in.Domain)), strings.TrimSpace(in.Name)
+	switch {
+	case in.Domain == "" || in.Name == "":
+		return nil, clinic.Errorf(clinic.EInvalid, "domain and name are required.")
+	case !domainRE.MatchString(in.Domain):
+		return nil, clinic.Errorf(clinic.EInvalid, "domain must be a DNS name such as clinic.example.com.")
+	case in.Code != "" && !roomCodeRE.MatchString(in.Code):
+		return nil, clinic.Errorf(clinic.EInvalid, "code may hold only letters, digits, '-' and '_' (at most 64).")
+	case in.Slug != "" && !slugRE.MatchString(in.Slug):
+		return nil, clinic.Errorf(clinic.EInvalid, "slug may hold only lowercase letters, digits and '-' (at most 64).")
+	}
+	now := a.unix()
+	r := &clinic.Room{AccountID: p.Account.ID, Code: in.Code, Slug: in.Slug, Name: in.Name, Domain: in.Domain, Active: true,
+		Settings: DefaultRoomSettings(), Created: now, Modified: now}
+	err := a.store.Tx(ctx, func(q *store.Q) error {
+		r.Code, r.Slug = in.Code, in.Slug
+		if err := a.pickRoomNames(ctx, q, r); err != nil {
+			return err
+		}
+		if err := q.CreateRoom(ctx, r); err != nil {
+			return err
+		}
+		return a.auditIn(ctx, q, p, "room.create", "room", r.Code, outcomeOK)
+	})
+	if errors.Is(err, store.ErrConflict) {
+		return nil, clinic.Errorf(clinic.EInvalid, "In domain '%s' slug '%s' already exists.", r.Domain, r.Slug)
+	}
+	return r, storeErr("create room", err, "")
+}
+
+// pickRoomNames checks a given code and slug, or makes free ones, before the
+// insert (a failed insert aborts a PostgreSQL transaction).
+func (a *App) pickRoomNames(ctx context.Context, q *store.Q, r *clinic.Room) error {
+	if r.Code != "" {
+		taken, err := q.RoomCodeTaken(ctx, r.AccountID, r.Code)
+		if err != nil {
+			return err
+		}
+		if taken {
+			return clinic.Errorf(clinic.EInvalid, "A room with code '%s' already exists.", r.Code)
+		}
+	} else {
+		for {
+			r.Code = randomCode(5)
+			taken, err := q.RoomCodeTaken(ctx, r.AccountID, r.Code)
+			if err != nil || !taken {
+				if err != nil {
+					return err
+				}
+				break
+			}
+		}
+	}
+	given := r.Slug != ""
+	if !given {
+		r.Slug = slugify(r.Name)
+	}
+	for try := 0; ; try++ {
+		taken, err := q.SlugTaken(ctx, r.Domain, r.Slug)
+		if err != nil {
+			return err
+		}
+		if !taken {
+			return nil
+		}
+		if given {
+			return clinic.Errorf(clinic.EInvalid, "In domain '%s' slug '%s' already exists.", r.Domain, r.Slug)
+		}
+		r.Slug = slugify(r.Name) + "-" + randomCode(4)
+	}
+}
+
+func slugify(s string) string {
+	out := strings.Trim(regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(s), "-"), "-")
+	if len(out) > 50 {
+		out = strings.TrimRight(out[:50], "-")
+	}
+	if out == "" {
+		out = "room"
+	}
+	return out
+}
+
+// randomCode is n random lowercase letters and digits.
+func randomCode(n int) string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)] // 256 % 36 = 4: a negligible bias for an identifier
+	}
+	return string(b)
+}
+
+// RoomDetail is a room with what its detail shows beside it.
+type RoomDetail struct {
+	Room              *clinic.Room
+	ProviderIDs       []int64
+	UserIDs           []int64
+	IsClosedNow       bool
+	IsScheduledClosed bool
+}
+
+// GetRoom is GET /rooms/{code}.
+func (a *App) GetRoom(ctx context.Context, p *clinic.Principal, code string) (*RoomDetail, error) {
+	r, err := a.roomByCode(ctx, p, code)
+	if err != nil {
+		return nil, err
+	}
+	users, err := a.store.Read().RoomUsers(ctx, p.Account.ID, r.ID, 0)
+	if err != nil {
+		return nil, fmt.Errorf("room users: %w", err)
+	}
+	d := &RoomDetail{Room: r, ProviderIDs: []int64{}, UserIDs: []int64{}}
+	for _, u := range users {
+		d.UserIDs = append(d.UserIDs, u.ID)
+		if u.Type == clinic.UserProvider {
+			d.ProviderIDs = append(d.ProviderIDs, u.ID)
+		}
+	}
+	d.IsScheduledClosed = scheduledClosed(r.Settings.Operation, a.now())
+	d.IsClosedNow = r.Settings.Operation.IsClosed || d.IsScheduledClosed
+	return d, nil
+}
+
+func (a *App) roomByCode(ctx context.Context, p *clinic.Principal, code string) (*clinic.Room, error) {
+	r, err := a.store.Read().RoomByCode(ctx, p.Account.ID, code)
+	return r, storeErr("room", err, "Room not found.")
+}
+
+// scheduledClosed says whether the room's schedule closes it at now, in the
+// room's time zone (UTC when it has none): a closed weekday, or outside its
+// daily hours unless it is open all the time.
+func scheduledClosed(op clinic.OperationSettings, now time.Time) bool {
+	loc, err := time.LoadLocation(op.Timezone)
+	if err != nil || op.Timezone == "" {
+		loc = time.UTC
+	}
+	local := now.In(loc)
+	if slices.Contains(op.ClosedDays, strings.ToLower(local.Weekday().String())) {
+		return true
+	}
+	if op.IsOpenAllTime || op.OpenTime == "" || op.CloseTime == "" {
+		return false
+	}
+	hm := local.Format("15:04")
+	if op.OpenTime <= op.CloseTime {
+		return hm < op.OpenTime || hm >= op.CloseTime
+	}
+	return hm < op.OpenTime && hm >= op.CloseTime // hours past midnight, e.g. 22:00–06:00
+}
+
+// RoomUpdate is PUT /rooms/{code}. A nil field is left as it is.
+type RoomUpdate struct {
+	Name, Subtitle, Description      *string
+	Active, PublicAccess             *bool
+	WalkinEnabled, AppointmentEnable *bool
+	GuestType                        *int
+	GuestLogin                       *bool
+	Consultations                    *[]clinic.Consultation
+	Currency                         *string
+	Specialties                      *[]clinic.Specialty
+	IsClosed, IsOpenAllTime          *bool
+	CloseMsg, CloseHTML              *string
+	ClosedDays                       *[]string
+	Timezone, OpenTime, CloseTime    *string
+	QueueCapacity                    *int
+}
+
+var weekdays = []string{"sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"}
+
+// UpdateRoom is PUT /rooms/{code} (admin).
+func (a *App) UpdateRoom(ctx context.Context, p *clinic.Principal, code string, in RoomUpdate) (*RoomDetail, error) {
+	if err := requireAdmin(p); err != nil {
+		return nil, err
+	}
+	r, err := a.roomByCode(ctx, p, code)
+	if err != nil {
+		return nil, err
+	}
+	if err := applyRoomUpdate(r, in); err != nil {
+		return nil, err
+	}
+	r.Modified = a.unix()
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		if err := q.UpdateRoom(ctx, r); err != nil {
+			return err
+		}
+		return a.auditIn(ctx, q, p, "room.update", "room", r.Code, outcomeOK)
+	})
+	if err != nil {
+		return nil, storeErr("update room", err, "Room not found.")
+	}
+	return a.GetRoom(ctx, p, code)
+}
+
+func applyRoomUpdate(r *clinic.Room, in RoomUpdate) error {
+	s := &r.Settings
+	setS := func(dst *string, v *string) {
+		if v != nil {
+			*dst = strings.TrimSpace(*v)
+		}
+	}
+	setB := func(dst *bool, v *bool) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	if in.Name != nil && strings.TrimSpace(*in.Name) == "" {
+		return clinic.Errorf(clinic.EInvalid, "name cannot be empty.")
+	}
+	setS(&r.Name, in.Name)
+	setS(&s.Subtitle, in.Subtitle)
+	setS(&s.Description, in.Description)
+	setB(&r.Active, in.Active)
+	setB(&s.PublicAccess, in.PublicAccess)
+	setB(&s.WalkinEnabled, in.WalkinEnabled)
+	setB(&s.AppointmentEnabled, in.AppointmentEnable)
+	setB(&s.GuestLogin, in.GuestLogin)
+	setB(&s.Operation.IsClosed, in.IsClosed)
+	setB(&s.Operation.IsOpenAllTime, in.IsOpenAllTime)
+	setS(&s.Operation.CloseMsg, in.CloseMsg)
+	setS(&s.Operation.CloseHTML, in.CloseHTML)
+	if in.GuestType != nil {
+		if *in.GuestType != clinic.UserGuest && *in.GuestType != clinic.UserMember {
+			return clinic.Errorf(clinic.EInvalid, "auth.guest.type must be 600 (guest) or 200 (member).")
+		}
+		s.GuestType = *in.GuestType
+	}
+	if in.Currency != nil {
+		c := strings.ToUpper(strings.TrimSpace(*in.Currency))
+		if !regexp.MustCompile(`^[A-Z]{3}$`).MatchString(c) {
+			return clinic.Errorf(clinic.EInvalid, "currency must be a three-letter ISO 4217 code such as USD.")
+		}
+		s.Currency = c
+	}
+	if in.Consultations != nil {
+		cs, err := checkConsultations(*in.Consultations)
+		if err != nil {
+			return err
+		}
+		s.Consultations = cs
+	}
+	if in.Specialties != nil {
+		for _, sp := range *in.Specialties {
+			if strings.TrimSpace(sp.Code) == "" || strings.TrimSpace(sp.Name) == "" || sp.Duration < 0 {
+				return clinic.Errorf(clinic.EInvalid, "each specialty needs a code and a name, and a duration that is not negative.")
+			}
+		}
+		s.Specialties = *in.Specialties
+	}
+	if in.ClosedDays != nil {
+		days := []string{}
+		for _, d := range *in.ClosedDays {
+			d = strings.ToLower(strings.TrimSpace(d))
+			if !slices.Contains(weekdays, d) {
+				return clinic.Errorf(clinic.EInvalid, "closed_days holds weekday names such as saturday.")
+			}
+			if !slices.Contains(days, d) {
+				days = append(days, d)
+			}
+		}
+		s.Operation.ClosedDays = days
+	}
+	if in.Timezone != nil {
+		tz := strings.TrimSpace(*in.Timezone)
+		if _, err := time.LoadLocation(tz); err != nil || tz == "Local" {
+			return clinic.Errorf(clinic.EInvalid, "default_timezone must be an IANA time zone name.")
+		}
+		s.Operation.Timezone = tz
+	}
+	for _, t := range []struct {
+		v   *string
+		dst *string
+	}{{in.OpenTime, &s.Operation.OpenTime}, {in.CloseTime, &s.Operation.CloseTime}} {
+		if t.v == nil {
+			continue
+		}
+		if *t.v != "" && !hhmmRE.MatchString(*t.v) {
+			return clinic.Errorf(clinic.EInvalid, "open_time and close_time are HH:MM, 24-hour.")
+		}
+		*t.dst = *t.v
+	}
+	if in.QueueCapacity != nil {
+		if *in.QueueCapacity < 1 || *in.QueueCapacity > 10000 {
+			return clinic.Errorf(clinic.EInvalid, "queue_capacity must be between 1 and 10000.")
+		}
+		s.QueueCapacity = *in.QueueCapacity
+	}
+	return nil
+}
+
+func checkConsultations(cs []clinic.Consultation) ([]clinic.Consultation, error) {
+	if len(cs) == 0 {
+		return nil, clinic.Errorf(clinic.EInvalid, "a room needs at least one consultation.")
+	}
+	seen := map[string]bool{}
+	out := make([]clinic.Consultation, 0, len(cs))
+	for i, c := range cs {
+		if c.ID == "" {
+			c.ID = fmt.Sprint(i + 1)
+		}
+		switch {
+		case seen[c.ID]:
+			return nil, clinic.Errorf(clinic.EInvalid, "consultation ids must be unique (%s).", c.ID)
+		case strings.TrimSpace(c.Description) == "":
+			return nil, clinic.Errorf(clinic.EInvalid, "each consultation needs a description.")
+		case c.Duration <= 0 || c.Duration > 24*60:
+			return nil, clinic.Errorf(clinic.EInvalid, "consultation duration is in minutes, 1 to 1440.")
+		case c.Amount < 0:
+			return nil, clinic.Errorf(clinic.EInvalid, "consultation amount must not be negative.")
+		}
+		if c.Slots <= 0 {
+			c.Slots = 1
+		}
+		seen[c.ID] = true
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// DeleteRoom is DELETE /rooms/{code} (admin). A room with intakes or visits
+// keeps its history: it cannot be deleted, only deactivated.
+func (a *App) DeleteRoom(ctx context.Context, p *clinic.Principal, code string) error {
+	if err := requireAdmin(p); err != nil {
+		return err
+	}
+	r, err := a.roomByCode(ctx, p, code)
+	if err != nil {
+		return err
+	}
+	return storeErr("delete room", a.store.Tx(ctx, func(q *store.Q) error {
+		hist, err := q.RoomHasHistory(ctx, p.Account.ID, r.ID)
+		if err != nil {
+			return err
+		}
+		if hist {
+			return clinic.Errorf(clinic.EConflict, "Room '%s' has intakes or visits; deactivate it instead (PUT active=false).", code)
+		}
+		if err := q.DeleteRoom(ctx, p.Account.ID, r.ID); err != nil {
+			return err
+		}
+		return a.auditIn(ctx, q, p, "room.delete", "room", code, outcomeOK)
+	}), "Room not found.")
+}
+
+// RoomProvider is a provider of a room with their photo link.
+type RoomProvider struct {
+	User     *clinic.User
+	PhotoURL string
+}
+
+// RoomProviders is GET /rooms/{code}/providers.
+func (a *App) RoomProviders(ctx context.Context, p *clinic.Principal, code string) ([]RoomProvider, error) {
+	r, err := a.roomByCode(ctx, p, code)
+	if err != nil {
+		return nil, err
+	}
+	users, err := a.store.Read().RoomUsers(ctx, p.Account.ID, r.ID, clinic.UserProvider)
+	if err != nil {
+		return nil, fmt.Errorf("room providers: %w", err)
+	}
+	out := make([]RoomProvider, 0, len(users))
+	for _, u := range users {
+		if u.IsHidden || !u.Active {
+			continue
+		}
+		rp := RoomProvider{User: u}
+		if u.PhotoFileID != "" {
+			rp.PhotoURL = a.FileViewURL(mustID(u.PhotoFileID), "")
+		}
+		out = append(out, rp)
+	}
+	return out, nil
+}
+
+// RoomProviderByID is GET /rooms/{code}/providers/{id}.
+func (a *App) RoomProviderByID(ctx context.Context, p *clinic.Principal, code string, id int64) (*RoomProvider, error) {
+	list, err := a.RoomProviders(ctx, p, code)
+	if err != nil {
+		return nil, err
+	}
+	for i := range list {
+		if list[i].User.ID == id {
+			return &list[i], nil
+		}
+	}
+	return nil, clinic.Errorf(clinic.ENotFound, "Provider not found in this room.")
+}
+
+// Queue is a room's waiting room as one caller sees it.
+type Queue struct {
+	Length, Capacity, AverageVisitTime, BeforeMe int
+}
+
+// RoomQueue is GET /rooms/{code}/queue. before_me counts the walk-ins ahead of
+// the calling patient's own waiting visit (0 when they have none).
+func (a *App) RoomQueue(ctx context.Context, p *clinic.Principal, code string) (*Queue, error) {
+	r, err := a.roomByCode(ctx, p, code)
+	if err != nil {
+		return nil, err
+	}
+	st, err := a.store.Read().RoomQueue(ctx, p.Account.ID, r.ID)
+	if err != nil {
+		return nil, fmt.Errorf("queue: %w", err)
+	}
+	qu := &Queue{Length: st.Length, Capacity: r.Settings.QueueCapacity, AverageVisitTime: st.AvgVisitSecs}
+	if qu.Capacity == 0 {
+		qu.Capacity = DefaultQueueCapacity
+	}
+	if qu.AverageVisitTime == 0 {
+		qu.AverageVisitTime = defaultVisitSecs
+	}
+	if uid := p.UserID(); uid != 0 && !p.IsAdmin() {
+		mine, err := a.store.Read().ListVisits(ctx, store.VisitFilter{AccountID: p.Account.ID, MemberID: uid, RoomID: r.ID, Statuses: []int{clinic.VisitPending}, Limit: 50})
+		if err != nil {
+			return nil, fmt.Errorf("queue: %w", err)
+		}
+		for i, id := range st.BeforeVisitIDs {
+			if slices.ContainsFunc(mine, func(v *clinic.Visit) bool { return v.ID == id && v.Kind == clinic.KindWalkin }) {
+				qu.BeforeMe = i
+				break
+			}
+		}
+	}
+	return qu, nil
+}
+
+// LinkRoom is POST /users/{id}/rooms (admin): link a user to a room,
+// optionally as their default. It returns the user's links.
+func (a *App) LinkRoom(ctx context.Context, p *clinic.Principal, userID int64, code string, isDefault bool) ([]clinic.RoomLink, error) {
+	if err := requireAdmin(p); err != nil {
+		return nil, err
+	}
+	if code == "" {
+		return nil, clinic.Errorf(clinic.EInvalid, "code (the room code) is required.")
+	}
+	r, err := a.roomByCode(ctx, p, code)
+	if err != nil {
+		return nil, err
+	}
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		if _, err := q.UserByID(ctx, p.Account.ID, userID); err != nil {
+			return err
+		}
+		if isDefault {
+			if err := q.ClearDefaultRoom(ctx, p.Account.ID, userID); err != nil {
+				return err
+			}
+		}
+		if err := q.LinkUserRoom(ctx, p.Account.ID, userID, r.ID, isDefault, "admin", a.unix()); err != nil {
+			return err
+		}
+		return a.auditIn(ctx, q, p, "user.room.link", "user", i64s(userID), outcomeOK)
+	})
+	if err != nil {
+		return nil, storeErr("link room", err, "User not found.")
+	}
+	links, err := a.store.Read().UserRooms(ctx, p.Account.ID, userID)
+	return links, storeErr("link room", err, "")
+}
+
+// UnlinkRoom is DELETE /users/{id}/rooms/{room_code} (admin).
+func (a *App) UnlinkRoom(ctx context.Context, p *clinic.Principal, userID int64, code string) error {
+	if err := requireAdmin(p); err != nil {
+		return err
+	}
+	r, err := a.roomByCode(ctx, p, code)
+	if err != nil {
+		return err
+	}
+	return storeErr("unlink room", a.store.Tx(ctx, func(q *store.Q) error {
+		if err := q.UnlinkUserRoom(ctx, p.Account.ID, userID, r.ID); err != nil {
+			return err
+		}
+		return a.auditIn(ctx, q, p, "user.room.unlink", "user", i64s(userID), outcomeOK)
+	}), "The user is not linked to this room.")
 }
 
 // EnsureRoom creates a room with this code unless it exists (demo seeding).
@@ -39,6 +587,7 @@ func (a *App) EnsureRoom(ctx context.Context, p *clinic.Principal, code, name st
 		return r, err
 	}
 	now := a.unix()
-	r = &clinic.Room{AccountID: p.Account.ID, Code: code, Slug: code, Name: name, Domain: p.Account.Domain, Active: true, Created: now, Modified: now}
+	r = &clinic.Room{AccountID: p.Account.ID, Code: code, Slug: code, Name: name, Domain: p.Account.Domain, Active: true,
+		Settings: DefaultRoomSettings(), Created: now, Modified: now}
 	return r, storeErr("create room", a.store.Write().CreateRoom(ctx, r), "")
 }

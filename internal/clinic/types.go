@@ -99,8 +99,7 @@ func (u *User) FullName() string {
 	return u.FirstName + " " + u.LastName
 }
 
-// Room is a video consultation room. Only the fields the user profile and the
-// room list need exist so far.
+// Room is a video consultation room.
 type Room struct {
 	ID        int64
 	AccountID int64
@@ -109,8 +108,56 @@ type Room struct {
 	Name      string
 	Domain    string
 	Active    bool
+	Settings  RoomSettings
 	Created   int64
 	Modified  int64
+}
+
+// RoomSettings is everything about a room beyond its names. It is stored as
+// one JSON document; the tags are the storage names.
+type RoomSettings struct {
+	Subtitle           string            `json:"subtitle"`
+	Description        string            `json:"description"`
+	PublicAccess       bool              `json:"public_access_room"`
+	WalkinEnabled      bool              `json:"walkin_enabled"`
+	AppointmentEnabled bool              `json:"appointment_enabled"`
+	GuestType          int               `json:"guest_type"`
+	GuestLogin         bool              `json:"guest_login"`
+	Consultations      []Consultation    `json:"consultations"`
+	Currency           string            `json:"currency"`
+	Specialties        []Specialty       `json:"specialties"`
+	Operation          OperationSettings `json:"operation"`
+	QueueCapacity      int               `json:"queue_capacity"`
+}
+
+// Consultation is a kind of visit a room offers, with its length and price.
+type Consultation struct {
+	ID          string  `json:"id"`
+	Description string  `json:"description"`
+	Duration    int     `json:"duration"` // minutes
+	Amount      float64 `json:"amount"`
+	Group       bool    `json:"group"`
+	Charge      bool    `json:"charge"`
+	Slots       int     `json:"slots"`
+}
+
+// Specialty is a specialty a room offers.
+type Specialty struct {
+	Code     string `json:"code"`
+	Name     string `json:"name"`
+	Duration int    `json:"duration"`
+}
+
+// OperationSettings say when a room takes patients.
+type OperationSettings struct {
+	IsClosed      bool     `json:"is_closed"`
+	CloseMsg      string   `json:"close_msg"`
+	CloseHTML     string   `json:"close_html"`
+	ClosedDays    []string `json:"closed_days"` // lowercase weekday names
+	Timezone      string   `json:"default_timezone"`
+	IsOpenAllTime bool     `json:"is_open_all_time"`
+	OpenTime      string   `json:"open_time"`  // HH:MM local; with CloseTime, the daily hours
+	CloseTime     string   `json:"close_time"` // HH:MM local
 }
 
 // RoomLink is a user's association with a room, as the profile shows it.
@@ -169,4 +216,74 @@ func (p *Principal) UserID() int64 {
 		return 0
 	}
 	return p.User.ID
+}
+
+// Intake is what a patient tells the clinic before a visit.
+type Intake struct {
+	ID             int64
+	AccountID      int64
+	RoomID         int64
+	MemberID       int64
+	CreatorUserID  int64
+	ProviderID     int64
+	Type           int // 1 walk-in, 2 scheduled
+	ReasonForVisit string
+	Location       string
+	Phone          string
+	Custom         map[string]string
+	Attachments    []int64 // file ids
+	VisitID        int64
+	Created        int64
+	Modified       int64
+}
+
+// Intake types.
+const (
+	IntakeWalkin   = 1
+	IntakeSchedule = 2
+)
+
+// Visit kinds: how a visit came to be.
+const (
+	KindWalkin      = "walkin"
+	KindEconsult    = "econsult"
+	KindAppointment = "appointment"
+)
+
+// Visit subtypes (spec: Visit subtypes).
+const (
+	VisitInPerson = 1
+	VisitPhone    = 2
+	VisitVideo    = 3
+	VisitEconsult = 4
+)
+
+// Visit is a consultation between a patient and a provider.
+type Visit struct {
+	ID           int64
+	AccountID    int64
+	Code         string
+	Kind         string
+	MemberID     int64
+	ProviderID   int64 // 0 for an unassigned e-consult
+	RoomID       int64
+	IntakeID     int64
+	SlotID       int64
+	Status       int
+	Type         int
+	Start, End   int64
+	ActualStart  int64 // 0 until started
+	ActualEnd    int64 // 0 until ended
+	CancelReason string
+	Meeting      Meeting
+	Created      int64
+	Modified     int64
+}
+
+// Meeting is a visit's call details.
+type Meeting struct {
+	MeetingID          string `json:"meeting_id"`
+	ConferencePIN      string `json:"conference_pin"`
+	RecordingAutoStart bool   `json:"recording_auto_start"`
+	Expiry             int64  `json:"expiry"`
 }

@@ -277,3 +277,65 @@ func (p *Params) Paging() (start, limit int, err error) {
 	l, err := p.Int("limit", 0)
 	return int(s), int(l), err
 }
+
+// OptInt reads an optional integer: nil when absent or empty.
+func (p *Params) OptInt(name string) (*int, error) {
+	if s, ok := p.StrOK(name); !ok || strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	n, err := p.Int(name, 0)
+	if err != nil {
+		return nil, err
+	}
+	v := int(n)
+	return &v, nil
+}
+
+// OptList reads an optional list: nil when absent, an empty list when given
+// empty (so a client can clear it).
+func (p *Params) OptList(name string) *[]string {
+	if !p.Has(name) {
+		return nil
+	}
+	l := p.List(name)
+	if l == nil {
+		l = []string{}
+	}
+	return &l
+}
+
+// JSON decodes a structured parameter into dst: a JSON value in a JSON body,
+// or JSON text in a form field. It reports whether the parameter was there.
+func (p *Params) JSON(name string, dst any) (bool, error) {
+	v, ok := p.lookup(name)
+	if !ok {
+		return false, nil
+	}
+	var raw []byte
+	switch x := v.(type) {
+	case []string:
+		if len(x) == 0 {
+			return false, nil
+		}
+		raw = []byte(x[0])
+	case string:
+		raw = []byte(x)
+	default:
+		raw, _ = json.Marshal(x)
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		return true, clinic.Errorf(clinic.EInvalid, "%s must be JSON of the documented shape: %v", name, err)
+	}
+	return true, nil
+}
+
+// First returns the first of the names that is present, for aliases
+// (provider_id and provider, currency and paymentCurrency).
+func (p *Params) First(names ...string) string {
+	for _, n := range names {
+		if s, ok := p.StrOK(n); ok {
+			return s
+		}
+	}
+	return ""
+}

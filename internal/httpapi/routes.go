@@ -33,6 +33,16 @@ func (s *Server) registerRoutes() {
 
 	// Rooms (spec: Rooms).
 	s.handle("GET", "/api_v3/rooms", app.NeedAccountCode, famCode, s.listRooms)
+	s.handle("POST", "/api_v3/rooms", app.NeedAdmin, famCode, s.createRoom)
+	s.handle("GET", "/api_v3/rooms/{code}", app.NeedAccountCode, famCode, s.getRoom)
+	s.handle("GET", "/api_v3/rooms/{code}/providers", app.NeedAccountCode, famCode, s.roomProviders)
+	s.handle("GET", "/api_v3/rooms/{code}/providers/{id}", app.NeedAccountCode, famCode, s.roomProvider)
+	s.handle("GET", "/api_v3/rooms/{code}/queue", app.NeedAccountOptUser, famCode, s.roomQueue)
+	s.handle("POST", "/api_v3/users/{id}/rooms", app.NeedAdmin, famCode, s.linkRoom)
+	s.handle("DELETE", "/api_v3/users/{id}/rooms/{room_code}", app.NeedAdmin, famCode, s.unlinkRoom)
+	// Extensions (admin).
+	s.handle("PUT", "/api_v3/rooms/{code}", app.NeedAdmin, famCode, s.updateRoom)
+	s.handle("DELETE", "/api_v3/rooms/{code}", app.NeedAdmin, famCode, s.deleteRoom)
 
 	// Operations.
 	s.handle("GET", "/openapi.yaml", app.NeedNone, famCode, s.openAPI)

@@ -1,0 +1,261 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"strings"
+
+	"teleclinic/internal/clinic"
+)
+
+const intakeCols = "id, account_id, room_id, member_id, creator_user_id, provider_id, type, reason_for_visit, location, phone, custom, attachments, visit_id, created, modified"
+
+func scanIntake(sc interface{ Scan(...any) error }) (*clinic.Intake, error) {
+	var in clinic.Intake
+	var custom, att string
+	if err := sc.Scan(&in.ID, &in.AccountID, &in.RoomID, &in.MemberID, &in.CreatorUserID, &in.ProviderID, &in.Type, &in.ReasonForVisit,
+		&in.Location, &in.Phone, &custom, &att, &in.VisitID, &in.Created, &in.Modified); err != nil {
+		return nil, err
+	}
+	_ = json.Unmarshal([]byte(custom), &in.Custom)
+	_ = json.Unmarshal([]byte(att), &in.Attachments)
+	return &in, nil
+}
+
+// CreateIntake inserts an intake.
+func (q *Q) CreateIntake(ctx context.Context, in *clinic.Intake) error {
+	custom, _ := json.Marshal(in.Custom)
+	att, _ := json.Marshal(nonNilIDs(in.Attachments))
+	id, err := q.insert(ctx, `INSERT INTO intakes (account_id, room_id, member_id, creator_user_id, provider_id, type, reason_for_visit, location, phone, custom, attachments, visit_id, created, modified)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		in.AccountID, in.RoomID, in.MemberID, in.CreatorUserID, in.ProviderID, in.Type, in.ReasonForVisit, in.Location, in.Phone,
+		string(custom), string(att), in.VisitID, in.Created, in.Modified)
+	in.ID = id
+	return err
+}
+
+// UpdateIntake writes an intake's changeable fields.
+func (q *Q) UpdateIntake(ctx context.Context, in *clinic.Intake) error {
+	custom, _ := json.Marshal(in.Custom)
+	att, _ := json.Marshal(nonNilIDs(in.Attachments))
+	return q.mustAffect(ctx, `UPDATE intakes SET provider_id = ?, reason_for_visit = ?, location = ?, phone = ?, custom = ?, attachments = ?, visit_id = ?, modified = ?
+		WHERE account_id = ? AND id = ?`,
+		in.ProviderID, in.ReasonForVisit, in.Location, in.Phone, string(custom), string(att), in.VisitID, in.Modified, in.AccountID, in.ID)
+}
+
+// LinkIntakeVisit ties an intake to its visit, once: an intake already
+// linked to a visit is ErrConflict.
+func (q *Q) LinkIntakeVisit(ctx context.Context, accountID, intakeID, visitID, providerID, now int64) error {
+	n, err := q.affected(ctx, "UPDATE intakes SET visit_id = ?, provider_id = ?, modified = ? WHERE account_id = ? AND id = ? AND visit_id = 0",
+		visitID, providerID, now, accountID, intakeID)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return ErrConflict
+	}
+	return nil
+}
+
+// IntakeByID finds an intake of the clinic.
+func (q *Q) IntakeByID(ctx context.Context, accountID, id int64) (*clinic.Intake, error) {
+	rows, err := q.query(ctx, "SELECT "+intakeCols+" FROM intakes WHERE account_id = ? AND id = ?", accountID, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		return nil, firstErr(q.d.translate(rows.Err()), ErrNotFound)
+	}
+	in, err := scanIntake(rows)
+	return in, q.d.translate(err)
+}
+
+const visitCols = `v.id, v.account_id, v.code, v.kind, v.member_id, v.provider_id, COALESCE(v.room_id, 0), v.intake_id, v.slot_id, v.status, v.type,
+	v.starts_at, v.ends_at, COALESCE(v.actual_start, 0), COALESCE(v.actual_end, 0), v.cancel_reason, v.meeting, v.created, v.modified`
+
+func scanVisit(sc interface{ Scan(...any) error }) (*clinic.Visit, error) {
+	var v clinic.Visit
+	var meeting string
+	if err := sc.Scan(&v.ID, &v.AccountID, &v.Code, &v.Kind, &v.MemberID, &v.ProviderID, &v.RoomID, &v.IntakeID, &v.SlotID, &v.Status, &v.Type,
+		&v.Start, &v.End, &v.ActualStart, &v.ActualEnd, &v.CancelReason, &meeting, &v.Created, &v.Modified); err != nil {
+		return nil, err
+	}
+	_ = json.Unmarshal([]byte(meeting), &v.Meeting)
+	return &v, nil
+}
+
+// CreateVisit inserts a visit.
+func (q *Q) CreateVisit(ctx context.Context, v *clinic.Visit) error {
+	meeting, _ := json.Marshal(v.Meeting)
+	id, err := q.insert(ctx, `INSERT INTO visits (account_id, code, kind, member_id, provider_id, room_id, intake_id, slot_id, status, type, starts_at, ends_at, meeting, created, modified)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		v.AccountID, v.Code, v.Kind, v.MemberID, v.ProviderID, v.RoomID, v.IntakeID, v.SlotID, v.Status, v.Type, v.Start, v.End, string(meeting), v.Created, v.Modified)
+	v.ID = id
+	return err
+}
+
+// VisitByID finds a visit of the clinic.
+func (q *Q) VisitByID(ctx context.Context, accountID, id int64) (*clinic.Visit, error) {
+	vs, err := q.visits(ctx, "SELECT "+visitCols+" FROM visits v WHERE v.account_id = ? AND v.id = ?", accountID, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(vs) == 0 {
+		return nil, ErrNotFound
+	}
+	return vs[0], nil
+}
+
+func (q *Q) visits(ctx context.Context, query string, args ...any) ([]*clinic.Visit, error) {
+	rows, err := q.query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*clinic.Visit{}
+	for rows.Next() {
+		v, err := scanVisit(rows)
+		if err != nil {
+			return nil, q.d.translate(err)
+		}
+		out = append(out, v)
+	}
+	return out, q.d.translate(rows.Err())
+}
+
+// VisitFilter selects a clinic's visits. Zero values do not filter.
+type VisitFilter struct {
+	AccountID int64
+	// Who may see: with MemberID only that patient's visits; with
+	// ProviderID that provider's visits and, when ProviderRooms, the
+	// unassigned e-consults of the rooms the provider is linked to.
+	MemberID      int64
+	ProviderID    int64
+	ProviderRooms bool
+	RoomID        int64
+	StartAfter    int64 // visits starting at or after
+	EndBefore     int64 // visits ending at or before
+	Statuses      []int
+	Limit         int
+}
+
+// ListVisits lists visits, newest first.
+func (q *Q) ListVisits(ctx context.Context, f VisitFilter) ([]*clinic.Visit, error) {
+	where := []string{"v.account_id = ?"}
+	args := []any{f.AccountID}
+	add := func(c string, a ...any) { where = append(where, c); args = append(args, a...) }
+	if f.MemberID != 0 {
+		add("v.member_id = ?", f.MemberID)
+	}
+	if f.ProviderID != 0 {
+		if f.ProviderRooms {
+			add("(v.provider_id = ? OR (v.provider_id = 0 AND v.kind = ? AND v.room_id IN (SELECT room_id FROM user_rooms WHERE account_id = ? AND user_id = ?)))",
+				f.ProviderID, clinic.KindEconsult, f.AccountID, f.ProviderID)
+		} else {
+			add("v.provider_id = ?", f.ProviderID)
+		}
+	}
+	if f.RoomID != 0 {
+		add("v.room_id = ?", f.RoomID)
+	}
+	if f.StartAfter != 0 {
+		add("v.starts_at >= ?", f.StartAfter)
+	}
+	if f.EndBefore != 0 {
+		add("v.ends_at <= ?", f.EndBefore)
+	}
+	if len(f.Statuses) > 0 {
+		add("v.status IN ("+placeholders(len(f.Statuses))+")", anys(f.Statuses)...)
+	}
+	return q.visits(ctx, "SELECT "+visitCols+" FROM visits v WHERE "+strings.Join(where, " AND ")+" ORDER BY v.id DESC LIMIT ?", append(args, f.Limit)...)
+}
+
+// VisitMove is a conditional state change: it applies only while the visit
+// is in one of From, so of two concurrent moves only one takes effect.
+type VisitMove struct {
+	AccountID, ID int64
+	From          []int
+	To            int
+	ProviderID    int64 // when not 0, also set the provider (accepting an e-consult)
+	OnlyUnowned   bool  // only while provider_id is 0
+	ActualStart   int64 // when not 0, set
+	ActualEnd     int64 // when not 0, set
+	Reason        string
+	Now           int64
+}
+
+// MoveVisit applies m and reports whether it did.
+func (q *Q) MoveVisit(ctx context.Context, m VisitMove) (bool, error) {
+	set := []string{"status = ?", "modified = ?"}
+	args := []any{m.To, m.Now}
+	if m.ProviderID != 0 {
+		set, args = append(set, "provider_id = ?"), append(args, m.ProviderID)
+	}
+	if m.ActualStart != 0 {
+		set, args = append(set, "actual_start = ?"), append(args, m.ActualStart)
+	}
+	if m.ActualEnd != 0 {
+		set, args = append(set, "actual_end = ?"), append(args, m.ActualEnd)
+	}
+	if m.Reason != "" {
+		set, args = append(set, "cancel_reason = ?"), append(args, m.Reason)
+	}
+	where := "account_id = ? AND id = ? AND status IN (" + placeholders(len(m.From)) + ")"
+	args = append(append(args, m.AccountID, m.ID), anys(m.From)...)
+	if m.OnlyUnowned {
+		where += " AND provider_id = 0"
+	}
+	n, err := q.affected(ctx, "UPDATE visits SET "+strings.Join(set, ", ")+" WHERE "+where, args...)
+	return n == 1, err
+}
+
+// QueueStats are a room's waiting-room numbers.
+type QueueStats struct {
+	Length         int
+	AvgVisitSecs   int // average length of the room's recent completed visits; 0 when none
+	BeforeVisitIDs []int64
+}
+
+// RoomQueue counts the walk-ins waiting in a room, in arrival order, and
+// averages the length of its last 20 completed visits.
+func (q *Q) RoomQueue(ctx context.Context, accountID, roomID int64) (*QueueStats, error) {
+	rows, err := q.query(ctx, "SELECT id FROM visits WHERE account_id = ? AND room_id = ? AND kind = ? AND status = ? ORDER BY created, id",
+		accountID, roomID, clinic.KindWalkin, clinic.VisitPending)
+	if err != nil {
+		return nil, err
+	}
+	st := &QueueStats{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, q.d.translate(err)
+		}
+		st.BeforeVisitIDs = append(st.BeforeVisitIDs, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, q.d.translate(err)
+	}
+	st.Length = len(st.BeforeVisitIDs)
+	var avg sql.NullFloat64
+	err = q.queryRow(ctx, `SELECT AVG(d) FROM (SELECT actual_end - actual_start AS d FROM visits
+		WHERE account_id = ? AND room_id = ? AND status = ? AND actual_start IS NOT NULL AND actual_end IS NOT NULL AND actual_end > actual_start
+		ORDER BY actual_end DESC LIMIT 20) recent`, []any{accountID, roomID, clinic.VisitCompleted}, &avg)
+	if err != nil {
+		return nil, err
+	}
+	if avg.Valid {
+		st.AvgVisitSecs = int(avg.Float64 + 0.5)
+	}
+	return st, nil
+}
+
+func nonNilIDs(xs []int64) []int64 {
+	if xs == nil {
+		return []int64{}
+	}
+	return xs
+}
