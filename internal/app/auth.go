@@ -24,12 +24,12 @@ type Need int
 
 // Credential requirements, from weakest to strongest.
 const (
-	NeedNone        Need = iota // GET /auth
-	NeedAccountCode             // pre-login and public endpoints
-	NeedAccountOptUser          // the account code; a user token too, if one is sent
-	NeedAPIKey                  // POST /users/sso
-	NeedUser                    // a user token, or the admin token acting as the clinic's admin user
-	NeedAdmin                   // the admin token only
+	NeedNone           Need = iota // GET /auth
+	NeedAccountCode                // pre-login and public endpoints
+	NeedAccountOptUser             // the account code; a user token too, if one is sent
+	NeedAPIKey                     // POST /users/sso
+	NeedUser                       // a user token, or the admin token acting as the clinic's admin user
+	NeedAdmin                      // the admin token only
 )
 
 func unauthenticated(format string, args ...any) error {

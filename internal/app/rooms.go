@@ -90,7 +90,7 @@ func DefaultRoomSettings() clinic.RoomSettings {
 		WalkinEnabled: true, GuestType: clinic.UserGuest, GuestLogin: true, Currency: "USD",
 		Consultations: []clinic.Consultation{{ID: "1", Description: "15-min Consultation", Duration: 15, Amount: 0, Slots: 1}},
 		Specialties:   []clinic.Specialty{}, QueueCapacity: DefaultQueueCapacity,
-		Operation:     clinic.OperationSettings{IsOpenAllTime: true, ClosedDays: []string{}},
+		Operation: clinic.OperationSettings{IsOpenAllTime: true, ClosedDays: []string{}},
 	}
 }
 

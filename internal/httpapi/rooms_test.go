@@ -108,9 +108,9 @@ func TestRooms_ReadUpdateDelete(t *testing.T) {
 	t.Run("OK update every part", func(t *testing.T) {
 		res := put(map[string]any{
 			"name": "Main Room", "subtitle": "Walk in", "description": "Our main room", "public_access_room": true,
-			"visits":  map[string]any{"walkin": map[string]any{"enabled": false}, "appointment": map[string]any{"enabled": true}},
-			"auth":    map[string]any{"guest": map[string]any{"type": 200, "log_in": map[string]any{"enabled": false}}},
-			"payment": map[string]any{"currency": "eur", "consultations": []any{map[string]any{"description": "Long", "duration": 45, "amount": 80, "charge": true}}},
+			"visits":      map[string]any{"walkin": map[string]any{"enabled": false}, "appointment": map[string]any{"enabled": true}},
+			"auth":        map[string]any{"guest": map[string]any{"type": 200, "log_in": map[string]any{"enabled": false}}},
+			"payment":     map[string]any{"currency": "eur", "consultations": []any{map[string]any{"description": "Long", "duration": 45, "amount": 80, "charge": true}}},
 			"specialties": []any{map[string]any{"code": "derm", "name": "Dermatology", "duration": 30}},
 			"operation_settings": map[string]any{"close_msg": "Back soon", "close_message": map[string]any{"html": "<b>Back soon</b>"},
 				"closed_days": []any{"Sunday"}, "default_timezone": "America/New_York", "is_open_all_time": false, "open_time": "08:00", "close_time": "18:00"},
