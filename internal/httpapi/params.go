@@ -339,3 +339,21 @@ func (p *Params) First(names ...string) string {
 	}
 	return ""
 }
+
+// BodyScalars returns the body's top-level names with text values: the
+// custom field-value pairs of an intake form.
+func (p *Params) BodyScalars() map[string]string {
+	out := map[string]string{}
+	for k, v := range p.body {
+		if len(v) > 0 {
+			out[k] = v[0]
+		}
+	}
+	for k, v := range p.json {
+		switch v.(type) {
+		case string, json.Number, bool:
+			out[k] = scalar(v)
+		}
+	}
+	return out
+}

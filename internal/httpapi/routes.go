@@ -44,6 +44,21 @@ func (s *Server) registerRoutes() {
 	s.handle("PUT", "/api_v3/rooms/{code}", app.NeedAdmin, famCode, s.updateRoom)
 	s.handle("DELETE", "/api_v3/rooms/{code}", app.NeedAdmin, famCode, s.deleteRoom)
 
+	// Intakes and visits (spec: Visits, intakes, availability).
+	s.handle("POST", "/api_v3/intakes", app.NeedUser, famObject, s.createIntake)
+	s.handle("POST", "/api_v3/intakes/{id}", app.NeedUser, famObject, s.updateIntake)
+	s.handle("GET", "/api_v3/intakes/{id}", app.NeedUser, famObject, s.getIntake)
+	s.handle("POST", "/api_v3/visits/add_walkin", app.NeedUser, famObject, s.addWalkin)
+	s.handle("POST", "/api_v3/visits/add_econsult", app.NeedUser, famObject, s.addEconsult)
+	s.handle("GET", "/api_v3/visits", app.NeedUser, famObject, s.listVisits)
+	s.handle("GET", "/api_v3/visits/{id}", app.NeedUser, famObject, s.getVisit)
+	// The lifecycle (spec: transitions not shown; COMPAT.md: the forms clients post).
+	s.handle("POST", "/api_v3/visits/accept", app.NeedUser, famObject, s.moveVisit(app.ActAccept))
+	s.handle("POST", "/api_v3/visits/confirm", app.NeedUser, famObject, s.moveVisit(app.ActConfirm))
+	s.handle("POST", "/api_v3/visits/inprogress", app.NeedUser, famObject, s.moveVisit(app.ActInProgress))
+	s.handle("POST", "/api_v3/visits/close", app.NeedUser, famObject, s.moveVisit(app.ActClose))
+	s.handle("POST", "/api_v3/visits/delete", app.NeedUser, famObject, s.moveVisit(app.ActCancel))
+
 	// Operations.
 	s.handle("GET", "/openapi.yaml", app.NeedNone, famCode, s.openAPI)
 	s.handle("GET", "/healthz", app.NeedNone, famCode, s.healthz)

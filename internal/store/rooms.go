@@ -204,13 +204,15 @@ type FileRef struct {
 	TargetType    string
 	TargetID      int64
 	Name          string
+	Size          int64
+	Ext           string
 }
 
 // FileByID finds a file of the clinic.
 func (q *Q) FileByID(ctx context.Context, accountID, id int64) (*FileRef, error) {
 	var f FileRef
-	err := q.queryRow(ctx, "SELECT id, creator_user_id, category, target_type, target_id, name FROM files WHERE account_id = ? AND id = ?",
-		[]any{accountID, id}, &f.ID, &f.CreatorUserID, &f.Category, &f.TargetType, &f.TargetID, &f.Name)
+	err := q.queryRow(ctx, "SELECT id, creator_user_id, category, target_type, target_id, name, size, ext FROM files WHERE account_id = ? AND id = ?",
+		[]any{accountID, id}, &f.ID, &f.CreatorUserID, &f.Category, &f.TargetType, &f.TargetID, &f.Name, &f.Size, &f.Ext)
 	return &f, err
 }
 
@@ -219,4 +221,11 @@ func (q *Q) FileByID(ctx context.Context, accountID, id int64) (*FileRef, error)
 func (q *Q) CreateFileRecord(ctx context.Context, accountID, creator int64, category, targetType string, targetID int64, name string, now int64) (int64, error) {
 	return q.insert(ctx, "INSERT INTO files (account_id, creator_user_id, category, target_type, target_id, name, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
 		accountID, creator, category, targetType, targetID, name, now)
+}
+
+// UserInRoom reports whether a user is linked to a room.
+func (q *Q) UserInRoom(ctx context.Context, accountID, userID, roomID int64) (bool, error) {
+	var n int
+	err := q.queryRow(ctx, "SELECT COUNT(*) FROM user_rooms WHERE account_id = ? AND user_id = ? AND room_id = ?", []any{accountID, userID, roomID}, &n)
+	return n > 0, err
 }

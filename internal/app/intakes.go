@@ -1,0 +1,263 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/store"
+)
+
+// IntakeInput is POST /intakes and POST /intakes/{id}. Nil fields are absent.
+type IntakeInput struct {
+	RoomCode       string
+	ProviderID     *string
+	ReasonForVisit *string
+	Type           *string
+	MemberRef      string // the patient's user id or code, when someone else files for them
+	Location       *string
+	Phone          *string
+	Custom         map[string]string
+	Attachments    *[]string // file ids
+}
+
+const maxCustomFields = 100
+
+// isPatient reports whether the caller acts as a patient.
+func isPatient(p *clinic.Principal) bool {
+	return p.User != nil && (p.User.Type == clinic.UserMember || p.User.Type == clinic.UserGuest) && !p.IsAdmin()
+}
+
+func isProvider(p *clinic.Principal) bool {
+	return p.User != nil && p.User.Type == clinic.UserProvider && !p.IsAdmin()
+}
+
+// CreateIntake is POST /intakes. A patient files for themself; a provider or
+// the admin files for the patient named by member_id (an id or a code).
+func (a *App) CreateIntake(ctx context.Context, p *clinic.Principal, in IntakeInput) (*clinic.Intake, error) {
+	if in.RoomCode == "" {
+		return nil, clinic.Errorf(clinic.EInvalid, "room_code is required.")
+	}
+	r, err := a.roomByCode(ctx, p, in.RoomCode)
+	if err != nil {
+		return nil, err
+	}
+	if !r.Active {
+		return nil, clinic.Errorf(clinic.EInvalid, "Room '%s' is not active.", r.Code)
+	}
+	member, err := a.intakeMember(ctx, p, in.MemberRef)
+	if err != nil {
+		return nil, err
+	}
+	now := a.unix()
+	it := &clinic.Intake{AccountID: p.Account.ID, RoomID: r.ID, MemberID: member.ID, CreatorUserID: p.UserID(), Type: clinic.IntakeWalkin,
+		Custom: map[string]string{}, Created: now, Modified: now}
+	if in.Type != nil && *in.Type != "" {
+		switch *in.Type {
+		case "1":
+			it.Type = clinic.IntakeWalkin
+		case "2":
+			it.Type = clinic.IntakeSchedule
+		default:
+			return nil, clinic.Errorf(clinic.EInvalid, "type must be 1 (walk-in) or 2 (schedule).")
+		}
+	}
+	if err := a.applyIntake(ctx, p, it, in); err != nil {
+		return nil, err
+	}
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		if err := q.CreateIntake(ctx, it); err != nil {
+			return err
+		}
+		return a.auditIn(ctx, q, p, "intake.create", "intake", i64s(it.ID), outcomeOK)
+	})
+	return it, storeErr("create intake", err, "")
+}
+
+func (a *App) intakeMember(ctx context.Context, p *clinic.Principal, ref string) (*clinic.User, error) {
+	if isPatient(p) {
+		if ref != "" && ref != i64s(p.User.ID) && ref != p.User.Code {
+			return nil, clinic.Errorf(clinic.EForbidden, "A patient files intakes only for themself.")
+		}
+		return p.User, nil
+	}
+	if ref == "" {
+		return nil, clinic.Errorf(clinic.EInvalid, "member_id (the patient's id or code) is required when filing for a patient.")
+	}
+	u, err := a.store.Read().UserByCode(ctx, p.Account.ID, ref)
+	if errors.Is(err, store.ErrNotFound) {
+		if n, perr := strconv.ParseInt(ref, 10, 64); perr == nil {
+			u, err = a.store.Read().UserByID(ctx, p.Account.ID, n)
+		}
+	}
+	if errors.Is(err, store.ErrNotFound) || (err == nil && u.Type != clinic.UserMember && u.Type != clinic.UserGuest) {
+		return nil, clinic.Errorf(clinic.EInvalid, "member_id does not name a patient of this clinic.")
+	}
+	return u, err
+}
+
+// applyIntake validates and applies the changeable fields.
+func (a *App) applyIntake(ctx context.Context, p *clinic.Principal, it *clinic.Intake, in IntakeInput) error {
+	if in.ProviderID != nil && *in.ProviderID != "" && *in.ProviderID != "0" {
+		prov, err := a.providerByRef(ctx, p, *in.ProviderID)
+		if err != nil {
+			return err
+		}
+		it.ProviderID = prov.ID
+	}
+	if in.ReasonForVisit != nil {
+		if len(*in.ReasonForVisit) > 4000 {
+			return clinic.Errorf(clinic.EInvalid, "reason_for_visit must be at most 4000 characters.")
+		}
+		it.ReasonForVisit = strings.TrimSpace(*in.ReasonForVisit)
+	}
+	if in.Location != nil {
+		loc, err := checkState(*in.Location)
+		if err != nil {
+			return clinic.Errorf(clinic.EInvalid, "location must be a two-letter state code.")
+		}
+		it.Location = loc
+	}
+	if in.Phone != nil {
+		it.Phone = strings.TrimSpace(*in.Phone)
+	}
+	if len(in.Custom) > maxCustomFields {
+		return clinic.Errorf(clinic.EInvalid, "at most %d custom fields.", maxCustomFields)
+	}
+	for k, v := range in.Custom {
+		if len(k) > 100 || len(v) > 4000 {
+			return clinic.Errorf(clinic.EInvalid, "custom field %.20q is too long (names 100, values 4000 characters).", k)
+		}
+		if it.Custom == nil {
+			it.Custom = map[string]string{}
+		}
+		it.Custom[k] = v
+	}
+	if in.Attachments != nil {
+		ids := []int64{}
+		for _, s := range *in.Attachments {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				return clinic.Errorf(clinic.EInvalid, "attachments are file ids from POST /files.")
+			}
+			f, err := a.store.Read().FileByID(ctx, p.Account.ID, n)
+			visible := err == nil && (f.CreatorUserID == p.UserID() || f.CreatorUserID == it.MemberID ||
+				(f.TargetType == "user" && f.TargetID == it.MemberID) || p.IsAdmin())
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("attachment: %w", err)
+			}
+			if !visible {
+				return clinic.Errorf(clinic.EInvalid, "attachment %d is not a file you may attach.", n)
+			}
+			ids = append(ids, n)
+		}
+		it.Attachments = ids
+	}
+	return nil
+}
+
+// providerByRef finds a provider of the clinic by id.
+func (a *App) providerByRef(ctx context.Context, p *clinic.Principal, ref string) (*clinic.User, error) {
+	n, err := strconv.ParseInt(ref, 10, 64)
+	if err != nil {
+		return nil, clinic.Errorf(clinic.EInvalid, "provider_id must be a provider's user id.")
+	}
+	u, err := a.store.Read().UserByID(ctx, p.Account.ID, n)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && u.Type != clinic.UserProvider) {
+		return nil, clinic.Errorf(clinic.EInvalid, "provider_id does not name a provider of this clinic.")
+	}
+	return u, err
+}
+
+var errIntakeNotFound = clinic.Errorf(clinic.ENotFound, "Intake not found.")
+
+// intakeFor loads an intake the caller may see: its patient, whoever filed
+// it, the provider it names or of its visit, and the admin.
+func (a *App) intakeFor(ctx context.Context, p *clinic.Principal, id int64) (*clinic.Intake, error) {
+	it, err := a.store.Read().IntakeByID(ctx, p.Account.ID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errIntakeNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("intake: %w", err)
+	}
+	uid := p.UserID()
+	if p.IsAdmin() || it.MemberID == uid || it.CreatorUserID == uid || (it.ProviderID != 0 && it.ProviderID == uid) {
+		return it, nil
+	}
+	if it.VisitID != 0 && isProvider(p) {
+		v, err := a.store.Read().VisitByID(ctx, p.Account.ID, it.VisitID)
+		if err != nil {
+			return nil, fmt.Errorf("intake visit: %w", err)
+		}
+		if ok, err := a.canSeeVisit(ctx, p, v); err != nil || ok {
+			return it, err
+		}
+	}
+	return nil, errIntakeNotFound
+}
+
+// GetIntake is GET /intakes/{id}.
+func (a *App) GetIntake(ctx context.Context, p *clinic.Principal, id int64) (*clinic.Intake, error) {
+	it, err := a.intakeFor(ctx, p, id)
+	if aerr := a.audit(ctx, p, "intake.read", "intake", i64s(id), outcomeOf(err)); aerr != nil {
+		return nil, aerr
+	}
+	return it, err
+}
+
+// UpdateIntake is POST /intakes/{id}: until its visit is over, whoever may
+// see an intake may change its provider, reason, location, phone and fields.
+func (a *App) UpdateIntake(ctx context.Context, p *clinic.Principal, id int64, in IntakeInput) (*clinic.Intake, error) {
+	it, err := a.intakeFor(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	if it.VisitID != 0 {
+		v, err := a.store.Read().VisitByID(ctx, p.Account.ID, it.VisitID)
+		if err != nil {
+			return nil, fmt.Errorf("intake visit: %w", err)
+		}
+		if v.Status == clinic.VisitCompleted || v.Status == clinic.VisitCancelled {
+			return nil, clinic.Errorf(clinic.EConflict, "The intake's visit is over; its intake can no longer change.")
+		}
+	}
+	if err := a.applyIntake(ctx, p, it, in); err != nil {
+		return nil, err
+	}
+	it.Modified = a.unix()
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		if err := q.UpdateIntake(ctx, it); err != nil {
+			return err
+		}
+		return a.auditIn(ctx, q, p, "intake.update", "intake", i64s(it.ID), outcomeOK)
+	})
+	return it, storeErr("update intake", err, "Intake not found.")
+}
+
+// IntakeAttachment is an attached file as an intake shows it.
+type IntakeAttachment struct {
+	ID        int64
+	Name, Ext string
+	Size      int64
+	URL       string
+}
+
+// IntakeAttachments resolves an intake's file ids; files that are gone are left out.
+func (a *App) IntakeAttachments(ctx context.Context, p *clinic.Principal, it *clinic.Intake) ([]IntakeAttachment, error) {
+	out := []IntakeAttachment{}
+	for _, id := range it.Attachments {
+		f, err := a.store.Read().FileByID(ctx, p.Account.ID, id)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("intake attachments: %w", err)
+		}
+		out = append(out, IntakeAttachment{ID: f.ID, Name: f.Name, Ext: f.Ext, Size: f.Size, URL: a.FileViewURL(f.ID, "")})
+	}
+	return out, nil
+}

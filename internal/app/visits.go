@@ -1,0 +1,467 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/store"
+)
+
+// VisitDetail is a visit with the people, intake and room it shows.
+type VisitDetail struct {
+	Visit    *clinic.Visit
+	Member   *clinic.User
+	Provider *clinic.User // nil while unassigned
+	Intake   *clinic.Intake
+	Room     *clinic.Room
+	Account  *clinic.Account
+	InCharge bool // the caller is the visit's provider (e-consult creation)
+}
+
+var errVisitNotFound = clinic.Errorf(clinic.ENotFound, "Visit not found.")
+
+// StatusName names a visit status for messages.
+func StatusName(s int) string {
+	switch s {
+	case clinic.VisitPending:
+		return "pending (10)"
+	case clinic.VisitConfirmed:
+		return "confirmed (20)"
+	case clinic.VisitInProgress:
+		return "in progress (25)"
+	case clinic.VisitCompleted:
+		return "completed (30)"
+	case clinic.VisitCancelled:
+		return "cancelled (40)"
+	}
+	return strconv.Itoa(s)
+}
+
+// canSeeVisit: the admin sees all of the clinic's visits; a patient their
+// own; a provider those assigned to them and the unassigned e-consults of
+// the rooms they are linked to.
+func (a *App) canSeeVisit(ctx context.Context, p *clinic.Principal, v *clinic.Visit) (bool, error) {
+	uid := p.UserID()
+	switch {
+	case p.IsAdmin(), v.MemberID == uid, v.ProviderID != 0 && v.ProviderID == uid:
+		return true, nil
+	case isProvider(p) && v.ProviderID == 0 && v.Kind == clinic.KindEconsult:
+		return a.store.Read().UserInRoom(ctx, p.Account.ID, uid, v.RoomID)
+	}
+	return false, nil
+}
+
+// WalkinInput is POST /visits/add_walkin. visit_data_id is accepted and
+// ignored: clients never send it (COMPAT.md).
+type WalkinInput struct {
+	IntakeID   string
+	RoomCode   string
+	ProviderID string
+	UserCode   string
+}
+
+// AddWalkin is POST /visits/add_walkin: the intake's patient joins the
+// room's queue with a pending video visit.
+func (a *App) AddWalkin(ctx context.Context, p *clinic.Principal, in WalkinInput) (*VisitDetail, error) {
+	it, r, err := a.visitIntake(ctx, p, in.IntakeID, in.RoomCode)
+	if err != nil {
+		return nil, err
+	}
+	if !r.Settings.WalkinEnabled {
+		return nil, clinic.Errorf(clinic.EInvalid, "Room '%s' does not take walk-ins.", r.Code)
+	}
+	if r.Settings.Operation.IsClosed || scheduledClosed(r.Settings.Operation, a.now()) {
+		msg := r.Settings.Operation.CloseMsg
+		if msg == "" {
+			msg = "try again during opening hours"
+		}
+		return nil, clinic.Errorf(clinic.EConflict, "Room '%s' is closed: %s.", r.Code, strings.TrimSuffix(msg, "."))
+	}
+	member, err := a.store.Read().UserByID(ctx, p.Account.ID, it.MemberID)
+	if err != nil {
+		return nil, fmt.Errorf("walk-in member: %w", err)
+	}
+	if in.UserCode != "" && in.UserCode != member.Code {
+		return nil, clinic.Errorf(clinic.EInvalid, "user_code does not match the intake's patient.")
+	}
+	providerID := it.ProviderID
+	if in.ProviderID != "" && in.ProviderID != "0" {
+		prov, err := a.providerByRef(ctx, p, in.ProviderID)
+		if err != nil {
+			return nil, err
+		}
+		providerID = prov.ID
+	}
+	v := a.newVisit(p, it, r, clinic.KindWalkin, clinic.VisitVideo, providerID)
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		st, err := q.RoomQueue(ctx, p.Account.ID, r.ID)
+		if err != nil {
+			return err
+		}
+		capacity := r.Settings.QueueCapacity
+		if capacity == 0 {
+			capacity = DefaultQueueCapacity
+		}
+		if st.Length >= capacity {
+			return clinic.Errorf(clinic.EConflict, "Room '%s' has a full waiting room (%d); try again later.", r.Code, capacity)
+		}
+		return a.insertVisit(ctx, q, p, v, it)
+	})
+	if err != nil {
+		return nil, storeErr("walk-in", err, "")
+	}
+	return a.visitDetail(ctx, p, v)
+}
+
+// AddEconsult is POST /visits/add_econsult: an unassigned asynchronous visit
+// that the room's providers see and one of them accepts.
+func (a *App) AddEconsult(ctx context.Context, p *clinic.Principal, intakeID, roomCode string) (*VisitDetail, error) {
+	it, r, err := a.visitIntake(ctx, p, intakeID, roomCode)
+	if err != nil {
+		return nil, err
+	}
+	v := a.newVisit(p, it, r, clinic.KindEconsult, clinic.VisitEconsult, 0)
+	err = a.store.Tx(ctx, func(q *store.Q) error { return a.insertVisit(ctx, q, p, v, it) })
+	if err != nil {
+		return nil, storeErr("e-consult", err, "")
+	}
+	return a.visitDetail(ctx, p, v)
+}
+
+// visitIntake checks the inputs every visit creation shares: an intake the
+// caller may use, in the named room, without a visit yet.
+func (a *App) visitIntake(ctx context.Context, p *clinic.Principal, intakeID, roomCode string) (*clinic.Intake, *clinic.Room, error) {
+	if intakeID == "" || roomCode == "" {
+		return nil, nil, clinic.Errorf(clinic.EInvalid, "intake_id and room_code are required.")
+	}
+	n, err := strconv.ParseInt(intakeID, 10, 64)
+	if err != nil {
+		return nil, nil, errIntakeNotFound
+	}
+	it, err := a.intakeFor(ctx, p, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := a.roomByCode(ctx, p, roomCode)
+	if err != nil {
+		return nil, nil, err
+	}
+	switch {
+	case it.RoomID != r.ID:
+		return nil, nil, clinic.Errorf(clinic.EInvalid, "The intake was filed for another room.")
+	case !r.Active:
+		return nil, nil, clinic.Errorf(clinic.EInvalid, "Room '%s' is not active.", r.Code)
+	case it.VisitID != 0:
+		return nil, nil, clinic.Errorf(clinic.EConflict, "Intake %d already has visit %d.", it.ID, it.VisitID)
+	}
+	return it, r, nil
+}
+
+func (a *App) newVisit(p *clinic.Principal, it *clinic.Intake, r *clinic.Room, kind string, typ int, providerID int64) *clinic.Visit {
+	now := a.unix()
+	return &clinic.Visit{AccountID: p.Account.ID, Code: strings.ToUpper(randomCode(10)), Kind: kind, MemberID: it.MemberID,
+		ProviderID: providerID, RoomID: r.ID, IntakeID: it.ID, Status: clinic.VisitPending, Type: typ,
+		Meeting: clinic.Meeting{MeetingID: randomDigits(10), ConferencePIN: randomDigits(6), Expiry: now + 24*3600},
+		Created: now, Modified: now}
+}
+
+// insertVisit writes a visit and ties its intake to it, once: of two
+// concurrent requests for one intake, one gets the visit and the other a
+// conflict.
+func (a *App) insertVisit(ctx context.Context, q *store.Q, p *clinic.Principal, v *clinic.Visit, it *clinic.Intake) error {
+	v.ID = 0
+	if err := q.CreateVisit(ctx, v); err != nil {
+		return err
+	}
+	err := q.LinkIntakeVisit(ctx, p.Account.ID, it.ID, v.ID, v.ProviderID, v.Created)
+	if errors.Is(err, store.ErrConflict) {
+		return clinic.Errorf(clinic.EConflict, "Intake %d already has a visit.", it.ID)
+	}
+	if err != nil {
+		return err
+	}
+	it.VisitID, it.ProviderID = v.ID, v.ProviderID
+	return a.auditIn(ctx, q, p, "visit.create", "visit", i64s(v.ID), outcomeOK)
+}
+
+func randomDigits(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	for i := range b {
+		b[i] = '0' + b[i]%10
+	}
+	return string(b)
+}
+
+// visitDetail loads what a visit shows beside itself.
+func (a *App) visitDetail(ctx context.Context, p *clinic.Principal, v *clinic.Visit) (*VisitDetail, error) {
+	rd := a.store.Read()
+	d := &VisitDetail{Visit: v, Account: p.Account, InCharge: v.ProviderID != 0 && v.ProviderID == p.UserID()}
+	var err error
+	if d.Member, err = rd.UserByID(ctx, p.Account.ID, v.MemberID); err != nil {
+		return nil, fmt.Errorf("visit member: %w", err)
+	}
+	if v.ProviderID != 0 {
+		if d.Provider, err = rd.UserByID(ctx, p.Account.ID, v.ProviderID); err != nil {
+			return nil, fmt.Errorf("visit provider: %w", err)
+		}
+	}
+	if v.IntakeID != 0 {
+		if d.Intake, err = rd.IntakeByID(ctx, p.Account.ID, v.IntakeID); err != nil {
+			return nil, fmt.Errorf("visit intake: %w", err)
+		}
+	}
+	if v.RoomID != 0 {
+		if d.Room, err = rd.RoomByID(ctx, p.Account.ID, v.RoomID); err != nil {
+			return nil, fmt.Errorf("visit room: %w", err)
+		}
+	}
+	return d, nil
+}
+
+// GetVisit is GET /visits/{id}.
+func (a *App) GetVisit(ctx context.Context, p *clinic.Principal, id int64) (*VisitDetail, error) {
+	d, err := a.getVisit(ctx, p, id)
+	if aerr := a.audit(ctx, p, "visit.read", "visit", i64s(id), outcomeOf(err)); aerr != nil {
+		return nil, aerr
+	}
+	return d, err
+}
+
+func (a *App) getVisit(ctx context.Context, p *clinic.Principal, id int64) (*VisitDetail, error) {
+	v, err := a.visitFor(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	return a.visitDetail(ctx, p, v)
+}
+
+func (a *App) visitFor(ctx context.Context, p *clinic.Principal, id int64) (*clinic.Visit, error) {
+	v, err := a.store.Read().VisitByID(ctx, p.Account.ID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errVisitNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("visit: %w", err)
+	}
+	ok, err := a.canSeeVisit(ctx, p, v)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errVisitNotFound
+	}
+	return v, nil
+}
+
+// VisitQuery is GET /visits.
+type VisitQuery struct {
+	RoomCode           string
+	StartTime, EndTime int64
+	Statuses           []string
+}
+
+// MaxVisitList bounds one GET /visits answer.
+const MaxVisitList = 500
+
+// ListVisits is GET /visits: a patient's own visits, a provider's visits and
+// their rooms' unassigned e-consults, or all of the clinic's for the admin;
+// newest first.
+func (a *App) ListVisits(ctx context.Context, p *clinic.Principal, in VisitQuery) ([]*VisitDetail, error) {
+	f := store.VisitFilter{AccountID: p.Account.ID, StartAfter: in.StartTime, EndBefore: in.EndTime, Limit: MaxVisitList}
+	for _, s := range in.Statuses {
+		n, err := strconv.Atoi(s)
+		if err != nil || !slices.Contains([]int{10, 20, 25, 30, 40}, n) {
+			return nil, clinic.Errorf(clinic.EInvalid, "status is one or more of 10, 20, 25, 30, 40.")
+		}
+		f.Statuses = append(f.Statuses, n)
+	}
+	if in.StartTime < 0 || in.EndTime < 0 {
+		return nil, clinic.Errorf(clinic.EInvalid, "start_time and end_time are UNIX timestamps.")
+	}
+	if in.RoomCode != "" {
+		r, err := a.roomByCode(ctx, p, in.RoomCode)
+		if err != nil {
+			return nil, err
+		}
+		f.RoomID = r.ID
+	}
+	switch {
+	case p.IsAdmin():
+	case isProvider(p):
+		f.ProviderID, f.ProviderRooms = p.UserID(), true
+	default:
+		f.MemberID = p.UserID()
+	}
+	vs, err := a.store.Read().ListVisits(ctx, f)
+	if err != nil {
+		return nil, fmt.Errorf("list visits: %w", err)
+	}
+	out := make([]*VisitDetail, 0, len(vs))
+	for _, v := range vs {
+		d, err := a.visitDetail(ctx, p, v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	if err := a.audit(ctx, p, "visit.list", "visit", "", outcomeOK); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Visit lifecycle actions (COMPAT.md: the forms existing clients post).
+const (
+	ActAccept     = "accept"
+	ActConfirm    = "confirm"
+	ActInProgress = "inprogress"
+	ActClose      = "close"
+	ActCancel     = "delete"
+)
+
+// MoveInput is the body of a lifecycle call.
+type MoveInput struct {
+	ActualStart, ActualEnd int64
+	Status                 string // close may name 30
+	Reason                 string
+	ProviderID             string // accept by the admin names the provider
+}
+
+// transitions is the visit state machine: action → the states it leaves
+// from, and the state it goes to.
+var transitions = map[string]struct {
+	from []int
+	to   int
+}{
+	ActAccept:     {[]int{clinic.VisitPending}, clinic.VisitConfirmed},
+	ActConfirm:    {[]int{clinic.VisitPending}, clinic.VisitConfirmed},
+	ActInProgress: {[]int{clinic.VisitPending, clinic.VisitConfirmed}, clinic.VisitInProgress},
+	ActClose:      {[]int{clinic.VisitInProgress}, clinic.VisitCompleted},
+	ActCancel:     {[]int{clinic.VisitPending, clinic.VisitConfirmed, clinic.VisitInProgress}, clinic.VisitCancelled},
+}
+
+// MoveVisit applies a lifecycle action. The assigned provider and the admin
+// make every move; a provider of the room accepts an unassigned e-consult;
+// a patient may cancel their own visit while it is pending or confirmed. A
+// move from a state it does not leave answers 409 naming the current state;
+// the move is a conditional UPDATE, so of two concurrent moves one wins.
+func (a *App) MoveVisit(ctx context.Context, p *clinic.Principal, idStr, action string, in MoveInput) (*VisitDetail, error) {
+	t, ok := transitions[action]
+	if !ok {
+		return nil, fmt.Errorf("move visit: unknown action %q", action)
+	}
+	if idStr == "" {
+		return nil, clinic.Errorf(clinic.EInvalid, "id (the visit id) is required.")
+	}
+	id, err := strconv.ParseInt(idStr, 10, 64)
+	if err != nil {
+		return nil, errVisitNotFound
+	}
+	v, err := a.visitFor(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	m := store.VisitMove{AccountID: p.Account.ID, ID: v.ID, From: t.from, To: t.to, Now: a.unix()}
+	if err := a.allowMove(ctx, p, v, action, in, &m); err != nil {
+		_ = a.audit(ctx, p, "visit."+action, "visit", i64s(v.ID), outcomeOf(err))
+		return nil, err
+	}
+	if !slices.Contains(t.from, v.Status) {
+		return nil, clinic.Errorf(clinic.EConflict, "Visit %d is %s; it cannot %s.", v.ID, StatusName(v.Status), actionVerb(action))
+	}
+	var moved bool
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		var err error
+		if moved, err = q.MoveVisit(ctx, m); err != nil || !moved {
+			return err
+		}
+		return a.auditIn(ctx, q, p, "visit."+action, "visit", i64s(v.ID), outcomeOK)
+	})
+	if err != nil {
+		return nil, storeErr("move visit", err, "")
+	}
+	if v, err = a.store.Read().VisitByID(ctx, p.Account.ID, id); err != nil {
+		return nil, fmt.Errorf("move visit: %w", err)
+	}
+	if !moved { // another request moved it first
+		return nil, clinic.Errorf(clinic.EConflict, "Visit %d is %s; it cannot %s.", v.ID, StatusName(v.Status), actionVerb(action))
+	}
+	return a.visitDetail(ctx, p, v)
+}
+
+func actionVerb(action string) string {
+	switch action {
+	case ActInProgress:
+		return "start"
+	case ActCancel:
+		return "be cancelled"
+	}
+	return "be " + map[string]string{ActAccept: "accepted", ActConfirm: "confirmed", ActClose: "closed"}[action]
+}
+
+// allowMove decides who may make a move and fills in its details.
+func (a *App) allowMove(ctx context.Context, p *clinic.Principal, v *clinic.Visit, action string, in MoveInput, m *store.VisitMove) error {
+	uid := p.UserID()
+	staff := p.IsAdmin() || (v.ProviderID != 0 && v.ProviderID == uid)
+	switch action {
+	case ActAccept:
+		if v.Kind != clinic.KindEconsult || v.ProviderID != 0 {
+			return clinic.Errorf(clinic.EConflict, "Only an unassigned e-consult can be accepted.")
+		}
+		m.OnlyUnowned = true
+		switch {
+		case isProvider(p):
+			m.ProviderID = uid // visitFor already checked the room link
+		case p.IsAdmin():
+			prov, err := a.providerByRef(ctx, p, in.ProviderID)
+			if err != nil {
+				return clinic.Errorf(clinic.EInvalid, "provider_id (the provider who takes the e-consult) is required.")
+			}
+			m.ProviderID = prov.ID
+		default:
+			return clinic.Errorf(clinic.EForbidden, "Only a provider accepts an e-consult.")
+		}
+		return nil
+	case ActCancel:
+		if len(in.Reason) > 200 {
+			return clinic.Errorf(clinic.EInvalid, "reason must be at most 200 characters.")
+		}
+		m.Reason = strings.TrimSpace(in.Reason)
+		if !staff && v.MemberID == uid {
+			m.From = []int{clinic.VisitPending, clinic.VisitConfirmed}
+			if v.Status == clinic.VisitInProgress {
+				return clinic.Errorf(clinic.EConflict, "Visit %d is %s; a patient cannot cancel it now.", v.ID, StatusName(v.Status))
+			}
+			return nil
+		}
+	}
+	if !staff {
+		return clinic.Errorf(clinic.EForbidden, "Only the visit's provider or the clinic admin may do this.")
+	}
+	switch action {
+	case ActInProgress:
+		m.ActualStart = m.Now
+		if in.ActualStart > 0 {
+			m.ActualStart = in.ActualStart
+		}
+	case ActClose:
+		if in.Status != "" && in.Status != strconv.Itoa(clinic.VisitCompleted) {
+			return clinic.Errorf(clinic.EInvalid, "status must be 30 to close a visit.")
+		}
+		m.ActualEnd = m.Now
+		if in.ActualEnd > 0 {
+			m.ActualEnd = in.ActualEnd
+		}
+		if v.ActualStart != 0 && m.ActualEnd < v.ActualStart {
+			return clinic.Errorf(clinic.EInvalid, "actual_end must not be before actual_start.")
+		}
+	}
+	return nil
+}

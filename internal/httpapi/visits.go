@@ -1,0 +1,339 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+)
+
+// intakeOut is an intake as the API shows it. `type` is a string, as the
+// spec's Intake table has it; custom field-value pairs come back under
+// `custom`.
+type intakeOut struct {
+	ID             string            `json:"id"`
+	Type           string            `json:"type"`
+	ReasonForVisit string            `json:"reason_for_visit"`
+	Provider       string            `json:"provider,omitempty"`
+	VisitID        string            `json:"visit_id,omitempty"`
+	MemberID       string            `json:"member_id"`
+	RoomID         string            `json:"room_id"`
+	Location       string            `json:"location"`
+	Phone          string            `json:"phone"`
+	Custom         map[string]string `json:"custom"`
+	Attachments    []attachmentOut   `json:"attachments"`
+	Created        int64             `json:"created"`
+	Modified       int64             `json:"modified"`
+}
+
+type attachmentOut struct {
+	ID   string `json:"_id"`
+	Name string `json:"name"`
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+	Ext  string `json:"ext"`
+}
+
+func (s *Server) toIntake(ctx context.Context, p *clinic.Principal, it *clinic.Intake) (*intakeOut, error) {
+	att, err := s.app.IntakeAttachments(ctx, p, it)
+	if err != nil {
+		return nil, err
+	}
+	out := &intakeOut{ID: id(it.ID), Type: strconv.Itoa(it.Type), ReasonForVisit: it.ReasonForVisit, MemberID: id(it.MemberID),
+		RoomID: id(it.RoomID), Location: it.Location, Phone: it.Phone, Custom: it.Custom, Attachments: []attachmentOut{},
+		Created: it.Created, Modified: it.Modified}
+	if out.Custom == nil {
+		out.Custom = map[string]string{}
+	}
+	if it.ProviderID != 0 {
+		out.Provider = id(it.ProviderID)
+	}
+	if it.VisitID != 0 {
+		out.VisitID = id(it.VisitID)
+	}
+	for _, f := range att {
+		out.Attachments = append(out.Attachments, attachmentOut{ID: id(f.ID), Name: f.Name, Path: f.URL, Size: f.Size, Ext: f.Ext})
+	}
+	return out, nil
+}
+
+// intakeKnown are the named inputs of POST /intakes; every other body field is
+// a custom field-value pair.
+var intakeKnown = map[string]bool{"room_code": true, "provider_id": true, "provider": true, "reason_for_visit": true, "type": true,
+	"member_id": true, "location": true, "phone": true, "attachments": true, "id": true}
+
+func intakeInput(c *call) app.IntakeInput {
+	q := c.params
+	in := app.IntakeInput{RoomCode: q.Str("room_code"), ReasonForVisit: q.Opt("reason_for_visit"), Type: q.Opt("type"),
+		MemberRef: q.Str("member_id"), Location: q.Opt("location"), Phone: q.Opt("phone"), Custom: map[string]string{}}
+	// COMPAT.md: clients send provider for provider_id.
+	if v := q.Opt("provider_id"); v != nil {
+		in.ProviderID = v
+	} else {
+		in.ProviderID = q.Opt("provider")
+	}
+	// Attachments: a list of ids, or of objects carrying _id.
+	var objs []struct {
+		ID any `json:"_id"`
+	}
+	if found, err := q.JSON("attachments", &objs); found && err == nil {
+		l := []string{}
+		for _, o := range objs {
+			l = append(l, scalar(o.ID))
+		}
+		in.Attachments = &l
+	} else {
+		in.Attachments = q.OptList("attachments")
+	}
+	for k, v := range q.BodyScalars() {
+		if !intakeKnown[k] {
+			in.Custom[k] = v
+		}
+	}
+	return in
+}
+
+func (s *Server) createIntake(w http.ResponseWriter, r *http.Request, c *call) error {
+	it, err := s.app.CreateIntake(r.Context(), c.p, intakeInput(c))
+	if err != nil {
+		return err
+	}
+	out, err := s.toIntake(r.Context(), c.p, it)
+	if err != nil {
+		return err
+	}
+	return ok(w, out)
+}
+
+func pathID(c *call, name string, notFound error) (int64, error) {
+	n, err := strconv.ParseInt(c.params.Str(name), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, notFound
+	}
+	return n, nil
+}
+
+var errIntakeNotFound = clinic.Errorf(clinic.ENotFound, "Intake not found.")
+
+func (s *Server) getIntake(w http.ResponseWriter, r *http.Request, c *call) error {
+	n, err := pathID(c, "id", errIntakeNotFound)
+	if err != nil {
+		return err
+	}
+	it, err := s.app.GetIntake(r.Context(), c.p, n)
+	if err != nil {
+		return err
+	}
+	out, err := s.toIntake(r.Context(), c.p, it)
+	if err != nil {
+		return err
+	}
+	return ok(w, out)
+}
+
+func (s *Server) updateIntake(w http.ResponseWriter, r *http.Request, c *call) error {
+	n, err := pathID(c, "id", errIntakeNotFound)
+	if err != nil {
+		return err
+	}
+	it, err := s.app.UpdateIntake(r.Context(), c.p, n, intakeInput(c))
+	if err != nil {
+		return err
+	}
+	out, err := s.toIntake(r.Context(), c.p, it)
+	if err != nil {
+		return err
+	}
+	return ok(w, out)
+}
+
+// person is a visit's patient or provider.
+type person struct {
+	ID        string `json:"id"`
+	FirstName string `json:"first_name"`
+	LastName  string `json:"last_name"`
+	FullName  string `json:"full_name"`
+	Email     string `json:"email"`
+	Phone     string `json:"phone"`
+	Code      string `json:"code"`
+}
+
+func toPerson(u *clinic.User) *person {
+	if u == nil {
+		return nil
+	}
+	return &person{ID: id(u.ID), FirstName: u.FirstName, LastName: u.LastName, FullName: u.FullName(), Email: u.Email, Phone: u.Phone, Code: u.Code}
+}
+
+type meetingOut struct {
+	RecordingAutoStart bool                `json:"recording_auto_start"`
+	PhoneNumbers       map[string][]string `json:"phone_numbers"`
+	Hosts              []string            `json:"hosts"`
+	Expiry             int64               `json:"expiry"`
+	ConferencePIN      string              `json:"conference_pin"`
+	MeetingID          string              `json:"meeting_id"`
+}
+
+// visitOut is a visit. Times, type and status are integers everywhere
+// (COMPAT.md lets us pick one form); provider_id is "0" while unassigned.
+type visitOut struct {
+	ID            string      `json:"id"`
+	Code          string      `json:"code"`
+	Kind          string      `json:"kind"`
+	MemberID      string      `json:"member_id"`
+	ProviderID    string      `json:"provider_id"`
+	AccountCode   string      `json:"account_code"`
+	Start         int64       `json:"start"`
+	End           int64       `json:"end"`
+	ActualStart   *int64      `json:"actual_start"`
+	ActualEnd     *int64      `json:"actual_end"`
+	Type          int         `json:"type"`
+	Status        int         `json:"status"`
+	CancelReason  string      `json:"cancel_reason"`
+	RoomID        string      `json:"room_id"`
+	RoomCode      string      `json:"room_code"`
+	IntakeID      string      `json:"intake_id"`
+	Intake        *intakeOut  `json:"intake"`
+	Member        *person     `json:"member"`
+	Provider      *person     `json:"provider"`
+	Meeting       meetingOut  `json:"meeting"`
+	Hosts         []string    `json:"hosts"`
+	Account       accountName `json:"account"`
+	InCharge      *bool       `json:"incharge,omitempty"`
+	IsEditExpired *bool       `json:"isEditExpired,omitempty"`
+	Created       int64       `json:"created"`
+	Modified      int64       `json:"modified"`
+}
+
+type accountName struct {
+	Code string `json:"code"`
+	Name string `json:"name"`
+}
+
+func (s *Server) toVisit(ctx context.Context, p *clinic.Principal, d *app.VisitDetail) (*visitOut, error) {
+	v := d.Visit
+	out := &visitOut{ID: id(v.ID), Code: v.Code, Kind: v.Kind, MemberID: id(v.MemberID), ProviderID: id(v.ProviderID),
+		AccountCode: d.Account.Code, Start: v.Start, End: v.End, Type: v.Type, Status: v.Status, CancelReason: v.CancelReason,
+		IntakeID: id(v.IntakeID), Member: toPerson(d.Member), Provider: toPerson(d.Provider), Hosts: []string{},
+		Account: accountName{Code: d.Account.Code, Name: d.Account.Name}, Created: v.Created, Modified: v.Modified,
+		Meeting: meetingOut{RecordingAutoStart: v.Meeting.RecordingAutoStart, PhoneNumbers: map[string][]string{}, Hosts: []string{},
+			Expiry: v.Meeting.Expiry, ConferencePIN: v.Meeting.ConferencePIN, MeetingID: v.Meeting.MeetingID}}
+	if v.ActualStart != 0 {
+		out.ActualStart = &v.ActualStart
+	}
+	if v.ActualEnd != 0 {
+		out.ActualEnd = &v.ActualEnd
+	}
+	if d.Room != nil {
+		out.RoomID, out.RoomCode = id(d.Room.ID), d.Room.Code
+	}
+	if d.Provider != nil {
+		out.Hosts = []string{id(d.Provider.ID)}
+		out.Meeting.Hosts = []string{d.Provider.SvcID}
+	}
+	if d.Intake != nil {
+		it, err := s.toIntake(ctx, p, d.Intake)
+		if err != nil {
+			return nil, err
+		}
+		out.Intake = it
+	}
+	return out, nil
+}
+
+func (s *Server) addWalkin(w http.ResponseWriter, r *http.Request, c *call) error {
+	q := c.params
+	d, err := s.app.AddWalkin(r.Context(), c.p, app.WalkinInput{IntakeID: q.Str("intake_id"), RoomCode: q.Str("room_code"),
+		ProviderID: q.First("provider_id", "provider"), UserCode: q.Str("user_code")})
+	if err != nil {
+		return err
+	}
+	out, err := s.toVisit(r.Context(), c.p, d)
+	if err != nil {
+		return err
+	}
+	return ok(w, out)
+}
+
+func (s *Server) addEconsult(w http.ResponseWriter, r *http.Request, c *call) error {
+	d, err := s.app.AddEconsult(r.Context(), c.p, c.params.Str("intake_id"), c.params.Str("room_code"))
+	if err != nil {
+		return err
+	}
+	out, err := s.toVisit(r.Context(), c.p, d)
+	if err != nil {
+		return err
+	}
+	inCharge, expired := d.InCharge, false
+	out.InCharge, out.IsEditExpired = &inCharge, &expired
+	return ok(w, out)
+}
+
+func (s *Server) listVisits(w http.ResponseWriter, r *http.Request, c *call) error {
+	q := c.params
+	start, err := q.Int("start_time", 0)
+	if err != nil {
+		return err
+	}
+	end, err := q.Int("end_time", 0)
+	if err != nil {
+		return err
+	}
+	list, err := s.app.ListVisits(r.Context(), c.p, app.VisitQuery{RoomCode: q.Str("room_code"), StartTime: start, EndTime: end, Statuses: q.List("status")})
+	if err != nil {
+		return err
+	}
+	out := make([]*visitOut, 0, len(list))
+	for _, d := range list {
+		v, err := s.toVisit(r.Context(), c.p, d)
+		if err != nil {
+			return err
+		}
+		out = append(out, v)
+	}
+	return ok(w, out)
+}
+
+var errVisitNotFound = clinic.Errorf(clinic.ENotFound, "Visit not found.")
+
+func (s *Server) getVisit(w http.ResponseWriter, r *http.Request, c *call) error {
+	n, err := pathID(c, "id", errVisitNotFound)
+	if err != nil {
+		return err
+	}
+	d, err := s.app.GetVisit(r.Context(), c.p, n)
+	if err != nil {
+		return err
+	}
+	out, err := s.toVisit(r.Context(), c.p, d)
+	if err != nil {
+		return err
+	}
+	return ok(w, out)
+}
+
+// moveVisit returns the handler of one lifecycle action.
+func (s *Server) moveVisit(action string) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, c *call) error {
+		q := c.params
+		in := app.MoveInput{Status: q.Str("status"), Reason: q.Str("reason"), ProviderID: q.First("provider_id", "provider")}
+		var err error
+		if in.ActualStart, err = q.Int("actual_start", 0); err != nil {
+			return err
+		}
+		if in.ActualEnd, err = q.Int("actual_end", 0); err != nil {
+			return err
+		}
+		d, err := s.app.MoveVisit(r.Context(), c.p, q.Str("id"), action, in)
+		if err != nil {
+			return err
+		}
+		out, err := s.toVisit(r.Context(), c.p, d)
+		if err != nil {
+			return err
+		}
+		return ok(w, out)
+	}
+}
