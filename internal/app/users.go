@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -481,6 +482,8 @@ func checkState(s string) (string, error) {
 type ProfileUpdate struct {
 	FirstName, LastName, Password, OldPassword, DOB, Gender, Nationality, TOS,
 	Phone, StreetAddr, State, Zip, City, PCPName, PCPPhone, Timezone, Photo *string
+	// Providers only: what availability searches match (extension).
+	StatesServiced, Specialties *[]string
 }
 
 // UpdateMe is POST /me. Only the fields listed by the spec can change; a
@@ -589,6 +592,30 @@ func (a *App) applyProfile(ctx context.Context, p *clinic.Principal, u *clinic.U
 	if in.Photo != nil {
 		if err := a.checkPhoto(ctx, p, u, strings.TrimSpace(*in.Photo)); err != nil {
 			return err
+		}
+	}
+	if in.StatesServiced != nil || in.Specialties != nil {
+		if u.Type != clinic.UserProvider {
+			return clinic.Errorf(clinic.EInvalid, "states_serviced and specialties are for providers.")
+		}
+		u.Extra = maps.Clone(u.Extra)
+		if in.StatesServiced != nil {
+			states := []any{}
+			for _, st := range *in.StatesServiced {
+				st, err := checkState(st)
+				if err != nil || st == "" {
+					return clinic.Errorf(clinic.EInvalid, "states_serviced holds two-letter state codes.")
+				}
+				states = append(states, st)
+			}
+			u.Extra["states_serviced"] = states
+		}
+		if in.Specialties != nil {
+			specs := []any{}
+			for _, sp := range *in.Specialties {
+				specs = append(specs, sp)
+			}
+			u.Extra["specialties"] = specs
 		}
 	}
 	if in.Password != nil || in.OldPassword != nil {

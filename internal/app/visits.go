@@ -382,6 +382,12 @@ func (a *App) MoveVisit(ctx context.Context, p *clinic.Principal, idStr, action 
 		if moved, err = q.MoveVisit(ctx, m); err != nil || !moved {
 			return err
 		}
+		// A cancelled appointment gives its slots back; a completed one keeps them.
+		if action == ActCancel && v.Kind == clinic.KindAppointment {
+			if err := q.FreeVisitSlots(ctx, p.Account.ID, v.ID, m.Now); err != nil {
+				return err
+			}
+		}
 		return a.auditIn(ctx, q, p, "visit."+action, "visit", i64s(v.ID), outcomeOK)
 	})
 	if err != nil {

@@ -287,3 +287,44 @@ type Meeting struct {
 	RecordingAutoStart bool   `json:"recording_auto_start"`
 	Expiry             int64  `json:"expiry"`
 }
+
+// Slot statuses.
+const (
+	SlotOpen   = 10
+	SlotBooked = 20
+)
+
+// SlotGroup is one publication of availability, as the provider wrote it.
+type SlotGroup struct {
+	ID           int64
+	AccountID    int64
+	ProviderID   int64
+	RoomID       int64
+	DateStart    string // YYYY-MM-DD, local
+	DateEnd      string
+	TimeStart    string // HH:MM, local
+	TimeEnd      string
+	Timezone     string
+	Repeat       bool
+	RepeatDay    []string // weekday names
+	RepeatWeek   int
+	VisitType    string
+	Consultation Consultation
+	Duration     int // minutes per slot
+	Created      int64
+	Modified     int64
+}
+
+// Slot is a bookable time of a provider in a room.
+type Slot struct {
+	ID         int64
+	AccountID  int64
+	ProviderID int64
+	RoomID     int64
+	GroupID    int64
+	Start, End int64
+	Status     int
+	VisitID    int64
+	Created    int64
+	Modified   int64
+}

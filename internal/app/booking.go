@@ -1,0 +1,245 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/store"
+)
+
+// AvailabilityQuery is GET /availability.
+type AvailabilityQuery struct {
+	Start, End     int64
+	RoomCode       string
+	Duration       int // seconds the visit needs; 0: one slot
+	ProviderID     string
+	IntakeID       string
+	ConsultationID string
+	Location       string
+}
+
+// AvailSlot is one slot with its flags.
+type AvailSlot struct {
+	Slot      clinic.Slot
+	Booked    bool
+	Available bool
+}
+
+// Availability is GET /availability's answer.
+type Availability struct {
+	Slots  []AvailSlot
+	Groups map[int64]*clinic.SlotGroup
+}
+
+// Availability is GET /availability: the room's slots in [start, end) with
+// whether each is booked and whether a visit of the asked length can start
+// in it (it and the provider's following, back-to-back open slots cover the
+// duration). intake_id supplies the room, and the provider and location the
+// intake names, unless they are given.
+func (a *App) Availability(ctx context.Context, p *clinic.Principal, in AvailabilityQuery) (*Availability, error) {
+	if in.Start <= 0 || in.End <= in.Start {
+		return nil, clinic.Errorf(clinic.EInvalid, "start and end (UNIX timestamps, end after start) are required.")
+	}
+	if in.Duration < 0 {
+		return nil, clinic.Errorf(clinic.EInvalid, "duration (seconds) must not be negative.")
+	}
+	var r *clinic.Room
+	var err error
+	if in.IntakeID != "" {
+		n, perr := strconv.ParseInt(in.IntakeID, 10, 64)
+		if perr != nil {
+			return nil, errIntakeNotFound
+		}
+		it, err := a.intakeFor(ctx, p, n)
+		if err != nil {
+			return nil, err
+		}
+		if r, err = a.store.Read().RoomByID(ctx, p.Account.ID, it.RoomID); err != nil {
+			return nil, fmt.Errorf("availability: %w", err)
+		}
+		if in.ProviderID == "" && it.ProviderID != 0 {
+			in.ProviderID = i64s(it.ProviderID)
+		}
+		if in.Location == "" {
+			in.Location = it.Location
+		}
+	} else {
+		if in.RoomCode == "" {
+			return nil, clinic.Errorf(clinic.EInvalid, "room_code or intake_id is required.")
+		}
+		if r, err = a.roomByCode(ctx, p, in.RoomCode); err != nil {
+			return nil, err
+		}
+	}
+	need := int64(in.Duration)
+	if in.ConsultationID != "" {
+		i := slices.IndexFunc(r.Settings.Consultations, func(c clinic.Consultation) bool { return c.ID == in.ConsultationID })
+		if i < 0 {
+			return nil, clinic.Errorf(clinic.EInvalid, "consultation_id %q is not one of the room's consultations.", in.ConsultationID)
+		}
+		if need == 0 {
+			need = int64(r.Settings.Consultations[i].Duration) * 60
+		}
+	}
+	f := store.SlotFilter{AccountID: p.Account.ID, RoomID: r.ID, From: in.Start, To: in.End, Limit: MaxSlotList}
+	if in.ProviderID != "" {
+		n, err := strconv.ParseInt(in.ProviderID, 10, 64)
+		if err != nil {
+			return nil, clinic.Errorf(clinic.EInvalid, "provider_id must be a provider's user id.")
+		}
+		f.ProviderIDs = []int64{n}
+	}
+	slots, err := a.store.Read().ListSlots(ctx, f)
+	if err != nil {
+		return nil, fmt.Errorf("availability: %w", err)
+	}
+	v, err := a.slotsView(ctx, p, slots)
+	if err != nil {
+		return nil, err
+	}
+	out := &Availability{Groups: v.Groups, Slots: []AvailSlot{}}
+	for i, s := range slots {
+		if in.Location != "" && !servesState(v.Providers[s.ProviderID], in.Location) {
+			continue
+		}
+		out.Slots = append(out.Slots, AvailSlot{Slot: s, Booked: s.Status == clinic.SlotBooked,
+			Available: s.Status == clinic.SlotOpen && s.Start > a.unix() && covers(slots, i, need)})
+	}
+	return out, nil
+}
+
+// covers reports whether slots[i] and the same provider's back-to-back open
+// slots after it last at least need seconds.
+func covers(slots []clinic.Slot, i int, need int64) bool {
+	s := slots[i]
+	end := s.End
+	for j := i + 1; end-s.Start < need && j < len(slots); j++ {
+		n := slots[j]
+		if n.ProviderID != s.ProviderID {
+			continue
+		}
+		if n.Start != end || n.Status != clinic.SlotOpen {
+			break
+		}
+		end = n.End
+	}
+	return end-s.Start >= need
+}
+
+// BookInput is POST /visits.
+type BookInput struct {
+	SlotStart, SlotEnd int64
+	RoomCode           string
+	Type               string
+	IntakeID           string
+	MemberRef          string
+	ProviderID         string
+}
+
+// Book is POST /visits: it books the open slots of one provider that run
+// from slot_start to slot_end, back to back, for the intake's patient. Each
+// slot is taken by a conditional UPDATE in the visit's transaction, so of
+// any number of concurrent bookings of a slot — in one process or several —
+// exactly one gets a visit and the others a 409.
+func (a *App) Book(ctx context.Context, p *clinic.Principal, in BookInput) (*VisitDetail, error) {
+	if in.SlotStart <= 0 || in.SlotEnd <= in.SlotStart || in.RoomCode == "" || in.Type == "" || in.IntakeID == "" {
+		return nil, clinic.Errorf(clinic.EInvalid, "slot_start, slot_end (after slot_start), room_code, type and intake_id are required.")
+	}
+	if in.Type != "2" {
+		return nil, clinic.Errorf(clinic.EInvalid, "type must be 2 (scheduling).")
+	}
+	it, r, err := a.visitIntake(ctx, p, in.IntakeID, in.RoomCode)
+	if err != nil {
+		return nil, err
+	}
+	if !r.Settings.AppointmentEnabled {
+		return nil, clinic.Errorf(clinic.EInvalid, "Room '%s' does not take appointments.", r.Code)
+	}
+	if in.MemberRef != "" && in.MemberRef != i64s(it.MemberID) {
+		if m, err := a.store.Read().UserByCode(ctx, p.Account.ID, in.MemberRef); err != nil || m.ID != it.MemberID {
+			return nil, clinic.Errorf(clinic.EInvalid, "member_id does not match the intake's patient.")
+		}
+	}
+	if in.SlotStart <= a.unix() {
+		return nil, clinic.Errorf(clinic.EInvalid, "That slot has already started.")
+	}
+	f := store.SlotFilter{AccountID: p.Account.ID, RoomID: r.ID, From: in.SlotStart, To: in.SlotEnd, Limit: MaxSlotList}
+	provider := in.ProviderID
+	if provider == "" && it.ProviderID != 0 {
+		provider = i64s(it.ProviderID)
+	}
+	if provider != "" && provider != "0" {
+		prov, err := a.providerByRef(ctx, p, provider)
+		if err != nil {
+			return nil, err
+		}
+		f.ProviderIDs = []int64{prov.ID}
+	}
+	slots, err := a.store.Read().ListSlots(ctx, f)
+	if err != nil {
+		return nil, fmt.Errorf("book: %w", err)
+	}
+	chain, anyBooked := pickChain(slots, in.SlotStart, in.SlotEnd)
+	if chain == nil {
+		if anyBooked {
+			return nil, clinic.Errorf(clinic.EConflict, "That time is already booked.")
+		}
+		return nil, clinic.Errorf(clinic.EInvalid, "No slot of room '%s' runs from %s to %s.", r.Code,
+			time.Unix(in.SlotStart, 0).UTC().Format(time.RFC3339), time.Unix(in.SlotEnd, 0).UTC().Format(time.RFC3339))
+	}
+	v := a.newVisit(p, it, r, clinic.KindAppointment, clinic.VisitVideo, chain[0].ProviderID)
+	v.Start, v.End, v.SlotID = in.SlotStart, in.SlotEnd, chain[0].ID
+	v.Meeting.Expiry = in.SlotEnd + 3600
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		if err := a.insertVisit(ctx, q, p, v, it); err != nil {
+			return err
+		}
+		for _, s := range chain { // ascending ids: concurrent bookings lock in one order
+			won, err := q.BookSlot(ctx, p.Account.ID, s.ID, v.ID, v.Created)
+			if err != nil {
+				return err
+			}
+			if !won {
+				return clinic.Errorf(clinic.EConflict, "That time was just booked by someone else.")
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, storeErr("book", err, "")
+	}
+	return a.visitDetail(ctx, p, v)
+}
+
+// pickChain finds one provider's slots that run back to back from start to
+// end. It prefers open ones and reports whether a matching chain exists but
+// is booked.
+func pickChain(slots []clinic.Slot, start, end int64) (chain []clinic.Slot, anyBooked bool) {
+	for i, s := range slots {
+		if s.Start != start {
+			continue
+		}
+		c := []clinic.Slot{s}
+		at := s.End
+		for j := i + 1; at < end && j < len(slots); j++ {
+			if slots[j].ProviderID == s.ProviderID && slots[j].Start == at {
+				c = append(c, slots[j])
+				at = slots[j].End
+			}
+		}
+		if at != end {
+			continue
+		}
+		if slices.ContainsFunc(c, func(x clinic.Slot) bool { return x.Status != clinic.SlotOpen }) {
+			anyBooked = true
+			continue
+		}
+		slices.SortFunc(c, func(x, y clinic.Slot) int { return int(x.ID - y.ID) })
+		return c, false
+	}
+	return nil, anyBooked
+}

@@ -1,0 +1,302 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"teleclinic/internal/testenv"
+)
+
+// The test clock starts on Monday 2026-03-02 09:00 UTC; slots are published
+// for the next day, Tuesday 3 March, in New York (UTC-5).
+const slotDay = "2026-03-03"
+
+var tue0900NY = time.Date(2026, 3, 3, 14, 0, 0, 0, time.UTC).Unix() // 09:00 EST
+
+func (s *clinicSetup) publish(t *testing.T, who string, body map[string]any) []map[string]any {
+	t.Helper()
+	res := s.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: userHeaders(s.c, who), JSON: body})
+	if res.Status != 200 {
+		t.Fatalf("publish: %d %s", res.Status, res.Raw)
+	}
+	return res.List()
+}
+
+func (s *clinicSetup) enableAppointments(t *testing.T) {
+	t.Helper()
+	if r := s.e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/main", Header: adminHeaders(s.c), JSON: map[string]any{
+		"visits": map[string]any{"appointment": map[string]any{"enabled": true}}}}); r.Status != 200 {
+		t.Fatalf("%s", r.Raw)
+	}
+}
+
+func TestSlots_PublishListDelete(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	day := map[string]any{"room_code": "main", "date_start": slotDay, "time_start": "09:00", "time_end": "11:00", "timezone": "America/New_York", "duration": 30}
+
+	slots := s.publish(t, s.doc.Token, day)
+	t.Run("published in the spec's shape", func(t *testing.T) {
+		if len(slots) != 4 {
+			t.Fatalf("%d slots", len(slots))
+		}
+		first := slots[0]
+		g := first["group"].(map[string]any)
+		if first["start"].(float64) != float64(tue0900NY) || first["end"].(float64)-first["start"].(float64) != 1800 || first["status"].(float64) != 10 ||
+			first["provider_id"] != s.doc.UserID || first["provider"].(map[string]any)["full_name"] != "Dana Doc" || first["account"].(map[string]any)["code"] != "alpha" ||
+			g["time_start"] != fmt.Sprint(tue0900NY) || g["timezone"] != "America/New_York" || g["local"].(map[string]any)["time_start"] != "09:00" ||
+			g["consultation"].(map[string]any)["description"] != "15-min Consultation" {
+			t.Fatalf("%v", first)
+		}
+	})
+	t.Run("ErrOverlap", func(t *testing.T) {
+		body := map[string]any{"room_code": "main", "date_start": slotDay, "time_start": "10:15", "time_end": "12:00", "timezone": "America/New_York", "duration": 45}
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: userHeaders(s.c, s.doc.Token), JSON: body})
+		wantErr(t, res, 409, 409)
+	})
+	t.Run("who may publish", func(t *testing.T) {
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: userHeaders(s.c, s.pat.Token), JSON: day})
+		wantErr(t, res, 403, 403)
+		res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: userHeaders(s.c, s.other.Token), JSON: day})
+		wantErr(t, res, 400, 400) // not linked to the room
+		res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: userHeaders(s.c, s.doc.Token), JSON: map[string]any{
+			"room_code": "main", "date_start": slotDay, "time_start": "09:00", "time_end": "11:00", "timezone": "America/New_York", "duration": 30, "provider_id": s.other.UserID}})
+		wantErr(t, res, 403, 403)
+		// The admin publishes for a provider, here with the room's consultation.
+		if r := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/" + s.other.UserID + "/rooms", Header: adminHeaders(s.c), Form: q("code", "main")}); r.Status != 200 {
+			t.Fatal(r.Status)
+		}
+		res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: adminHeaders(s.c), Form: q("provider_id", s.other.UserID,
+			"room_code", "main", "date_start", slotDay, "time_start", "13:00", "time_end", "14:00", "timezone", "America/New_York", "consultation_id", "1")})
+		if res.Status != 200 || len(res.List()) != 4 {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+		wantErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: adminHeaders(s.c), JSON: day}), 400, 400) // no provider_id
+		bad := map[string]any{"room_code": "main", "date_start": slotDay, "time_start": "09:00", "time_end": "08:00", "timezone": "America/New_York", "duration": 30}
+		wantErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: userHeaders(s.c, s.doc.Token), JSON: bad}), 400, 400)
+	})
+	t.Run("list filters", func(t *testing.T) {
+		list := func(kv ...string) []map[string]any {
+			res := e.Do(testenv.Req{Path: "/api_v3/slots", Header: userHeaders(s.c, s.pat.Token), Query: q(append([]string{"start", fmt.Sprint(tue0900NY - 3600), "end", fmt.Sprint(tue0900NY + 24*3600)}, kv...)...)})
+			if res.Status != 200 {
+				t.Fatalf("%d %s", res.Status, res.Raw)
+			}
+			return res.List()
+		}
+		if n := len(list()); n != 8 {
+			t.Fatalf("%d", n)
+		}
+		if n := len(list("provider_id", s.doc.UserID)); n != 4 {
+			t.Fatalf("%d", n)
+		}
+		if n := len(list("room_code", "main", "status", "10", "type", "one")); n != 8 {
+			t.Fatalf("%d", n)
+		}
+		if n := len(list("type", "group")); n != 0 {
+			t.Fatalf("%d", n)
+		}
+		if n := len(list("account_code", "beta")); n != 0 {
+			t.Fatalf("%d", n)
+		}
+		if n := len(list("specialty_id", "derm")); n != 0 {
+			t.Fatalf("%d", n)
+		}
+		// A provider who serves only New York drops out of a California search.
+		if r := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/me", Header: userHeaders(s.c, s.doc.Token), Form: q("states_serviced", "ny,nj")}); r.Status != 200 {
+			t.Fatalf("%s", r.Raw)
+		}
+		if n := len(list("states_serviced", "CA")); n != 4 {
+			t.Fatalf("%d", n)
+		}
+		if n := len(list("states_serviced", "NJ")); n != 8 {
+			t.Fatalf("%d", n)
+		}
+		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/slots", Header: userHeaders(s.c, s.pat.Token)}), 400, 400)
+		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/slots", Header: userHeaders(s.c, s.pat.Token), Query: q("start", "1", "end", "2", "type", "many")}), 400, 400)
+		if l := e.Do(testenv.Req{Path: "/api_v3/slots/available", Header: userHeaders(s.c, s.pat.Token)}).List(); len(l) != 8 || l[0]["provider"].(map[string]any)["states_serviced"] == nil {
+			t.Fatalf("%v", l)
+		}
+	})
+	t.Run("delete a slot and a group", func(t *testing.T) {
+		id := slots[3]["id"].(string)
+		wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/slots/" + id, Header: userHeaders(s.c, s.pat.Token)}), 403, 403)
+		res := e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/slots/" + id, Header: userHeaders(s.c, s.doc.Token)})
+		if res.Status != 200 || res.Data()["slot_deleted"].(float64) != 1 || res.Data()["group_deleted"].(float64) != 0 {
+			t.Fatalf("%s", res.Raw)
+		}
+		wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/slots/" + id, Header: userHeaders(s.c, s.doc.Token)}), 404, 404)
+		res = e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/slots/groups/" + slots[0]["group_id"].(string), Header: adminHeaders(s.c)})
+		if res.Status != 200 || res.Data()["slot_deleted"].(float64) != 3 || res.Data()["group_deleted"].(float64) != 1 {
+			t.Fatalf("%s", res.Raw)
+		}
+		wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/slots/groups/" + slots[0]["group_id"].(string), Header: adminHeaders(s.c)}), 404, 404)
+	})
+}
+
+func TestSlots_AvailabilityAndBooking(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	slots := s.publish(t, s.doc.Token, map[string]any{"room_code": "main", "date_start": slotDay, "time_start": "09:00", "time_end": "10:30", "timezone": "America/New_York", "duration": 15})
+	slotAt := func(i int) (string, string) {
+		return fmt.Sprint(int64(slots[i]["start"].(float64))), fmt.Sprint(int64(slots[i]["end"].(float64)))
+	}
+	avail := func(kv ...string) map[string]any {
+		t.Helper()
+		res := e.Do(testenv.Req{Path: "/api_v3/availability", Header: userHeaders(s.c, s.pat.Token),
+			Query: q(append([]string{"start", fmt.Sprint(tue0900NY), "end", fmt.Sprint(tue0900NY + 3*3600)}, kv...)...)})
+		if res.Status != 200 {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+		return res.Data()
+	}
+	flags := func(d map[string]any, field string) string {
+		out := ""
+		for _, sl := range d["slots"].([]any) {
+			out += fmt.Sprint(sl.(map[string]any)[field])
+		}
+		return out
+	}
+
+	t.Run("ErrAppointmentsOff", func(t *testing.T) {
+		it := s.intake(t, s.pat, "type", "2")
+		st, en := slotAt(0)
+		wantObjErr(t, s.post(s.pat.Token, "/api_v3/visits", "slot_start", st, "slot_end", en, "room_code", "main", "type", "2", "intake_id", it), 400, "appointments")
+	})
+	s.enableAppointments(t)
+	t.Run("availability flags and slot_data", func(t *testing.T) {
+		d := avail("room_code", "main")
+		if flags(d, "slot_available") != "111111" || flags(d, "slot_booked") != "000000" {
+			t.Fatalf("%v", d)
+		}
+		sd := d["slot_data"].(map[string]any)[slots[0]["id"].(string)].(map[string]any)
+		if sd["provider_id"] != s.doc.UserID || sd["consultation"].(map[string]any)["duration"].(float64) != 15 {
+			t.Fatalf("%v", sd)
+		}
+		// 45 minutes need three back-to-back slots: the last two cannot start one.
+		if f := flags(avail("room_code", "main", "duration", "2700"), "slot_available"); f != "111100" {
+			t.Fatalf("%s", f)
+		}
+		wantObjErr(t, e.Do(testenv.Req{Path: "/api_v3/availability", Header: userHeaders(s.c, s.pat.Token), Query: q("room_code", "main")}), 400, "start")
+		wantObjErr(t, e.Do(testenv.Req{Path: "/api_v3/availability", Header: userHeaders(s.c, s.pat.Token), Query: q("start", "1", "end", "2")}), 400, "room_code")
+	})
+	var booked string
+	t.Run("book two back-to-back slots", func(t *testing.T) {
+		it := s.intake(t, s.pat, "type", "2")
+		st, _ := slotAt(1)
+		_, en := slotAt(2)
+		res := s.post(s.pat.Token, "/api_v3/visits", "slot_start", st, "slot_end", en, "room_code", "main", "type", "2", "intake_id", it)
+		v := res.Data()
+		if res.Status != 200 || v["kind"] != "appointment" || v["status"].(float64) != 10 || v["provider_id"] != s.doc.UserID ||
+			fmt.Sprint(int64(v["start"].(float64))) != st || fmt.Sprint(int64(v["end"].(float64))) != en {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+		booked = v["id"].(string)
+		if f := flags(avail("intake_id", s.intake(t, s.pat)), "slot_booked"); f != "011000" {
+			t.Fatalf("%s", f)
+		}
+		// The slot is taken: a booked slot is not deleted from under its visit.
+		wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/slots/" + slots[1]["id"].(string), Header: userHeaders(s.c, s.doc.Token)}), 409, 409)
+		res = e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/slots/groups/" + slots[0]["group_id"].(string), Header: userHeaders(s.c, s.doc.Token)})
+		// The group's four open slots go; the booked two stay, and so does the group.
+		if res.Data()["slot_deleted"].(float64) != 4 || res.Data()["group_deleted"].(float64) != 0 {
+			t.Fatalf("%s", res.Raw)
+		}
+	})
+	t.Run("booking errors", func(t *testing.T) {
+		it := s.intake(t, s.pat2, "type", "2")
+		st, en := slotAt(1)
+		wantObjErr(t, s.post(s.pat2.Token, "/api_v3/visits", "slot_start", st, "slot_end", en, "room_code", "main", "type", "2", "intake_id", it), 409, "booked")
+		wantObjErr(t, s.post(s.pat2.Token, "/api_v3/visits", "slot_start", st, "room_code", "main", "type", "2", "intake_id", it), 400, "slot_end")
+		wantObjErr(t, s.post(s.pat2.Token, "/api_v3/visits", "slot_start", st, "slot_end", en, "room_code", "main", "type", "1", "intake_id", it), 400, "type")
+		wantObjErr(t, s.post(s.pat2.Token, "/api_v3/visits", "slot_start", st, "slot_end", fmt.Sprint(tue0900NY+999), "room_code", "main", "type", "2", "intake_id", it), 400, "No slot")
+		wantObjErr(t, s.post(s.pat2.Token, "/api_v3/visits", "slot_start", st, "slot_end", en, "room_code", "main", "type", "2", "intake_id", it, "member_id", "pat"), 400, "member_id")
+	})
+	t.Run("cancelling the appointment reopens its slots; completing keeps them", func(t *testing.T) {
+		if r := s.post(s.pat.Token, "/api_v3/visits/delete", "id", booked, "reason", "patient_cancel_appointment"); r.Status != 200 {
+			t.Fatalf("%s", r.Raw)
+		}
+		if f := flags(avail("room_code", "main"), "slot_booked"); f != "00" {
+			t.Fatalf("%s", f)
+		}
+		it := s.intake(t, s.pat2, "type", "2")
+		st, en := slotAt(1)
+		res := s.post(s.pat2.Token, "/api_v3/visits", "slot_start", st, "slot_end", en, "room_code", "main", "type", "2", "intake_id", it)
+		if res.Status != 200 {
+			t.Fatalf("%s", res.Raw)
+		}
+		vid := res.Data()["id"].(string)
+		s.post(s.doc.Token, "/api_v3/visits/inprogress", "id", vid)
+		s.post(s.doc.Token, "/api_v3/visits/close", "id", vid)
+		if f := flags(avail("room_code", "main"), "slot_booked"); f != "10" {
+			t.Fatalf("%s", f)
+		}
+	})
+}
+
+// TestSlots_ConcurrentBooking: 50 patients book one slot at once, spread over
+// three servers on one database. Exactly one gets the visit; the others get
+// a clear 409 and nothing of theirs is left behind.
+func TestSlots_ConcurrentBooking(t *testing.T) {
+	t.Parallel()
+	first := testenv.New(t)
+	servers := []*testenv.Env{first,
+		testenv.New(t, testenv.Options{DSN: first.DSN, ServerKey: first.Key, Clock: first.Clock}),
+		testenv.New(t, testenv.Options{DSN: first.DSN, ServerKey: first.Key, Clock: first.Clock}),
+	}
+	s := newClinicSetup(t, first, "alpha")
+	s.enableAppointments(t)
+	slots := s.publish(t, s.doc.Token, map[string]any{"room_code": "main", "date_start": slotDay, "time_start": "09:00", "time_end": "09:30", "timezone": "America/New_York", "duration": 30})
+	st, en := fmt.Sprint(int64(slots[0]["start"].(float64))), fmt.Sprint(int64(slots[0]["end"].(float64)))
+	const n = 50
+	type patient struct{ token, intake string }
+	pats := make([]patient, n)
+	for i := range pats {
+		p := mustSSO(t, first, s.c, "200", fmt.Sprintf("racer%d", i), "Racer", fmt.Sprint(i))
+		pats[i] = patient{p.Token, s.intake(t, p, "type", "2")}
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	got := map[int]int{}
+	var winners []string
+	start := make(chan struct{})
+	for i, p := range pats {
+		wg.Add(1)
+		go func(url string, p patient) {
+			defer wg.Done()
+			<-start
+			res := testenv.Do(t, url, testenv.Req{Method: "POST", Path: "/api_v3/visits", Header: userHeaders(s.c, p.token),
+				Form: q("slot_start", st, "slot_end", en, "room_code", "main", "type", "2", "intake_id", p.intake)})
+			mu.Lock()
+			defer mu.Unlock()
+			got[res.Status]++
+			if res.Status == 200 {
+				winners = append(winners, res.Data()["id"].(string))
+			} else if res.Body["error"] != "Conflict" {
+				t.Errorf("loser's body: %s", res.Raw)
+			}
+		}(servers[i%3].URL, p)
+	}
+	close(start)
+	wg.Wait()
+	if got[200] != 1 || got[409] != n-1 {
+		t.Fatalf("statuses %v", got)
+	}
+	res := first.Do(testenv.Req{Path: "/api_v3/visits", Header: adminHeaders(s.c)})
+	if l := res.List(); len(l) != 1 || l[0]["id"] != winners[0] {
+		t.Fatalf("visits after the race: %s", res.Raw)
+	}
+	var freeIntakes int
+	for _, p := range pats {
+		r := first.Do(testenv.Req{Path: "/api_v3/intakes/" + p.intake, Header: userHeaders(s.c, p.token)})
+		if _, has := r.Data()["visit_id"]; !has {
+			freeIntakes++
+		}
+	}
+	if freeIntakes != n-1 {
+		t.Fatalf("%d losers' intakes are still free, want %d", freeIntakes, n-1)
+	}
+}

@@ -1,0 +1,170 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"teleclinic/internal/clinic"
+)
+
+const groupCols = "id, account_id, provider_id, room_id, date_start, date_end, time_start, time_end, timezone, repeats, repeat_day, repeat_week, visit_type, consultation, duration, created, modified"
+
+// CreateSlotGroup inserts a group and its slots. A slot starting when the
+// provider already has one is ErrConflict.
+func (q *Q) CreateSlotGroup(ctx context.Context, g *clinic.SlotGroup, slots []clinic.Slot) error {
+	days, _ := json.Marshal(nonNil(g.RepeatDay))
+	cons, _ := json.Marshal(g.Consultation)
+	id, err := q.insert(ctx, `INSERT INTO slot_groups (account_id, provider_id, room_id, date_start, date_end, time_start, time_end, timezone, repeats, repeat_day, repeat_week, visit_type, consultation, duration, created, modified)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		g.AccountID, g.ProviderID, g.RoomID, g.DateStart, g.DateEnd, g.TimeStart, g.TimeEnd, g.Timezone, b2i(g.Repeat), string(days), g.RepeatWeek,
+		g.VisitType, string(cons), g.Duration, g.Created, g.Modified)
+	if err != nil {
+		return err
+	}
+	g.ID = id
+	for i := range slots {
+		s := &slots[i]
+		s.GroupID = id
+		if s.ID, err = q.insert(ctx, "INSERT INTO slots (account_id, provider_id, room_id, group_id, starts_at, ends_at, status, created, modified) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+			s.AccountID, s.ProviderID, s.RoomID, id, s.Start, s.End, s.Status, s.Created, s.Modified); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SlotGroupsByID loads groups of the clinic by id.
+func (q *Q) SlotGroupsByID(ctx context.Context, accountID int64, ids []int64) (map[int64]*clinic.SlotGroup, error) {
+	out := map[int64]*clinic.SlotGroup{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := q.query(ctx, "SELECT "+groupCols+" FROM slot_groups WHERE account_id = ? AND id IN ("+placeholders(len(ids))+")", append([]any{accountID}, anys(ids)...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var g clinic.SlotGroup
+		var rep int
+		var days, cons string
+		if err := rows.Scan(&g.ID, &g.AccountID, &g.ProviderID, &g.RoomID, &g.DateStart, &g.DateEnd, &g.TimeStart, &g.TimeEnd, &g.Timezone,
+			&rep, &days, &g.RepeatWeek, &g.VisitType, &cons, &g.Duration, &g.Created, &g.Modified); err != nil {
+			return nil, q.d.translate(err)
+		}
+		g.Repeat = rep == 1
+		_ = json.Unmarshal([]byte(days), &g.RepeatDay)
+		_ = json.Unmarshal([]byte(cons), &g.Consultation)
+		out[g.ID] = &g
+	}
+	return out, q.d.translate(rows.Err())
+}
+
+const slotCols = "s.id, s.account_id, s.provider_id, s.room_id, s.group_id, s.starts_at, s.ends_at, s.status, s.visit_id, s.created, s.modified"
+
+func (q *Q) slots(ctx context.Context, query string, args ...any) ([]clinic.Slot, error) {
+	rows, err := q.query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []clinic.Slot{}
+	for rows.Next() {
+		var s clinic.Slot
+		if err := rows.Scan(&s.ID, &s.AccountID, &s.ProviderID, &s.RoomID, &s.GroupID, &s.Start, &s.End, &s.Status, &s.VisitID, &s.Created, &s.Modified); err != nil {
+			return nil, q.d.translate(err)
+		}
+		out = append(out, s)
+	}
+	return out, q.d.translate(rows.Err())
+}
+
+// SlotFilter selects a clinic's slots. Zero values do not filter.
+type SlotFilter struct {
+	AccountID   int64
+	From, To    int64 // slots starting in [From, To)
+	Status      int
+	ProviderIDs []int64
+	RoomID      int64
+	GroupID     int64
+	Limit       int
+}
+
+// ListSlots lists slots by start time.
+func (q *Q) ListSlots(ctx context.Context, f SlotFilter) ([]clinic.Slot, error) {
+	where := []string{"s.account_id = ?"}
+	args := []any{f.AccountID}
+	add := func(c string, a ...any) { where = append(where, c); args = append(args, a...) }
+	if f.From != 0 {
+		add("s.starts_at >= ?", f.From)
+	}
+	if f.To != 0 {
+		add("s.starts_at < ?", f.To)
+	}
+	if f.Status != 0 {
+		add("s.status = ?", f.Status)
+	}
+	if f.ProviderIDs != nil {
+		if len(f.ProviderIDs) == 0 {
+			return []clinic.Slot{}, nil
+		}
+		add("s.provider_id IN ("+placeholders(len(f.ProviderIDs))+")", anys(f.ProviderIDs)...)
+	}
+	if f.RoomID != 0 {
+		add("s.room_id = ?", f.RoomID)
+	}
+	if f.GroupID != 0 {
+		add("s.group_id = ?", f.GroupID)
+	}
+	return q.slots(ctx, "SELECT "+slotCols+" FROM slots s WHERE "+strings.Join(where, " AND ")+" ORDER BY s.starts_at, s.id LIMIT ?", append(args, f.Limit)...)
+}
+
+// ProviderSlotsOverlapping lists a provider's slots that overlap [from, to).
+func (q *Q) ProviderSlotsOverlapping(ctx context.Context, providerID, from, to int64) ([]clinic.Slot, error) {
+	return q.slots(ctx, "SELECT "+slotCols+" FROM slots s WHERE s.provider_id = ? AND s.starts_at < ? AND s.ends_at > ? ORDER BY s.starts_at", providerID, to, from)
+}
+
+// SlotByID finds a slot of the clinic.
+func (q *Q) SlotByID(ctx context.Context, accountID, id int64) (*clinic.Slot, error) {
+	ss, err := q.slots(ctx, "SELECT "+slotCols+" FROM slots s WHERE s.account_id = ? AND s.id = ?", accountID, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(ss) == 0 {
+		return nil, ErrNotFound
+	}
+	return &ss[0], nil
+}
+
+// BookSlot books an open slot for a visit; false when it is not open any
+// more (another booking won).
+func (q *Q) BookSlot(ctx context.Context, accountID, slotID, visitID, now int64) (bool, error) {
+	n, err := q.affected(ctx, "UPDATE slots SET status = ?, visit_id = ?, modified = ? WHERE account_id = ? AND id = ? AND status = ?",
+		clinic.SlotBooked, visitID, now, accountID, slotID, clinic.SlotOpen)
+	return n == 1, err
+}
+
+// FreeVisitSlots reopens the slots a cancelled visit held.
+func (q *Q) FreeVisitSlots(ctx context.Context, accountID, visitID, now int64) error {
+	_, err := q.exec(ctx, "UPDATE slots SET status = ?, visit_id = 0, modified = ? WHERE account_id = ? AND visit_id = ?",
+		clinic.SlotOpen, now, accountID, visitID)
+	return err
+}
+
+// DeleteOpenSlot deletes a slot if it is open; false when it is booked.
+func (q *Q) DeleteOpenSlot(ctx context.Context, accountID, id int64) (bool, error) {
+	n, err := q.affected(ctx, "DELETE FROM slots WHERE account_id = ? AND id = ? AND status = ?", accountID, id, clinic.SlotOpen)
+	return n == 1, err
+}
+
+// DeleteOpenGroupSlots deletes a group's open slots and returns how many.
+func (q *Q) DeleteOpenGroupSlots(ctx context.Context, accountID, groupID int64) (int64, error) {
+	return q.affected(ctx, "DELETE FROM slots WHERE account_id = ? AND group_id = ? AND status = ?", accountID, groupID, clinic.SlotOpen)
+}
+
+// DeleteGroupIfEmpty deletes a group that has no slots left; true if it did.
+func (q *Q) DeleteGroupIfEmpty(ctx context.Context, accountID, groupID int64) (bool, error) {
+	n, err := q.affected(ctx, "DELETE FROM slot_groups WHERE account_id = ? AND id = ? AND NOT EXISTS (SELECT 1 FROM slots WHERE group_id = ?)", accountID, groupID, groupID)
+	return n == 1, err
+}
