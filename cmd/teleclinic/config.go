@@ -28,6 +28,7 @@ type config struct {
 	LogFormat     string
 	ServerKey     string
 	MaxBody       int64
+	MaxUpload     int64
 	Demo          bool
 }
 
@@ -48,6 +49,7 @@ func serveFlags(fs *flag.FlagSet, c *config) {
 	fs.DurationVar(&c.UserTokenMax, "user-token-max", 12*time.Hour, "a user access token expires this long after it was issued")
 	fs.DurationVar(&c.RefreshMax, "refresh-token-max", 30*24*time.Hour, "a refresh token expires this long after it was issued")
 	fs.Int64Var(&c.MaxBody, "max-body", 1<<20, "largest JSON or form request body, in bytes")
+	fs.Int64Var(&c.MaxUpload, "max-upload", 2<<30, "largest file upload (recordings), in bytes")
 	fs.BoolVar(&c.Demo, "demo", false, "create the demo clinic and print its credentials and example calls")
 }
 

@@ -14,12 +14,14 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/blob"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/httpapi"
 	"teleclinic/internal/mail"
@@ -117,9 +119,14 @@ func open(ctx context.Context, c *config, stderr io.Writer) (*app.App, *slog.Log
 		st.Close()
 		return nil, nil, nil, err
 	}
+	blobs, err := blob.NewDisk(filepath.Join(c.DataDir, "blobs"))
+	if err != nil {
+		st.Close()
+		return nil, nil, nil, err
+	}
 	a, err := app.New(st, app.Config{
 		BaseURL: c.BaseURL, PortalURL: c.PortalURL, UserTokenIdle: c.UserTokenIdle, UserTokenMax: c.UserTokenMax,
-		RefreshTokenMax: c.RefreshMax, ServerKey: key,
+		RefreshTokenMax: c.RefreshMax, ServerKey: key, Blobs: blobs,
 	}, time.Now, log)
 	if err != nil {
 		st.Close()
@@ -174,7 +181,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		printDemo(stdout, c.BaseURL, d)
 	}
-	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: c.MaxBody})
+	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: c.MaxBody, MaxUploadBytes: c.MaxUpload})
 	srv := &http.Server{
 		Handler:           api,
 		ReadHeaderTimeout: 10 * time.Second,

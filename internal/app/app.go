@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"time"
 
+	"teleclinic/internal/blob"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/store"
 )
@@ -29,6 +30,8 @@ type Config struct {
 	// processes sharing a database must share it.
 	ServerKey []byte
 	Argon2    Argon2Params
+	// Blobs keeps file bytes (recordings).
+	Blobs blob.Store
 }
 
 // App is the rule layer. It is safe for concurrent use.

@@ -22,6 +22,8 @@ type VisitDetail struct {
 	Room     *clinic.Room
 	Account  *clinic.Account
 	InCharge bool // the caller is the visit's provider (e-consult creation)
+	// Recordings is set when asked for (fields=recordings).
+	Recordings []clinic.Recording
 }
 
 var errVisitNotFound = clinic.Errorf(clinic.ENotFound, "Visit not found.")
@@ -225,9 +227,31 @@ func (a *App) visitDetail(ctx context.Context, p *clinic.Principal, v *clinic.Vi
 	return d, nil
 }
 
-// GetVisit is GET /visits/{id}.
-func (a *App) GetVisit(ctx context.Context, p *clinic.Principal, id int64) (*VisitDetail, error) {
+// attachRecordings loads the recordings of listed visits in one query.
+func (a *App) attachRecordings(ctx context.Context, p *clinic.Principal, ds []*VisitDetail) error {
+	ids := make([]int64, 0, len(ds))
+	for _, d := range ds {
+		ids = append(ids, d.Visit.ID)
+	}
+	recs, err := a.store.Read().RecordingsOfVisits(ctx, p.Account.ID, ids)
+	if err != nil {
+		return fmt.Errorf("visit recordings: %w", err)
+	}
+	for _, d := range ds {
+		d.Recordings = recs[d.Visit.ID]
+		if d.Recordings == nil {
+			d.Recordings = []clinic.Recording{}
+		}
+	}
+	return nil
+}
+
+// GetVisit is GET /visits/{id}; withRecordings adds its recordings.
+func (a *App) GetVisit(ctx context.Context, p *clinic.Principal, id int64, withRecordings bool) (*VisitDetail, error) {
 	d, err := a.getVisit(ctx, p, id)
+	if err == nil && withRecordings {
+		err = a.attachRecordings(ctx, p, []*VisitDetail{d})
+	}
 	if aerr := a.audit(ctx, p, "visit.read", "visit", i64s(id), outcomeOf(err)); aerr != nil {
 		return nil, aerr
 	}
@@ -265,6 +289,8 @@ type VisitQuery struct {
 	RoomCode           string
 	StartTime, EndTime int64
 	Statuses           []string
+	WithRecordings     bool // fields=recordings: add each visit's recordings
+	WithRecordingsOnly bool // only visits that have recordings
 }
 
 // MaxVisitList bounds one GET /visits answer.
@@ -274,7 +300,7 @@ const MaxVisitList = 500
 // their rooms' unassigned e-consults, or all of the clinic's for the admin;
 // newest first.
 func (a *App) ListVisits(ctx context.Context, p *clinic.Principal, in VisitQuery) ([]*VisitDetail, error) {
-	f := store.VisitFilter{AccountID: p.Account.ID, StartAfter: in.StartTime, EndBefore: in.EndTime, Limit: MaxVisitList}
+	f := store.VisitFilter{AccountID: p.Account.ID, StartAfter: in.StartTime, EndBefore: in.EndTime, WithRecording: in.WithRecordingsOnly, Limit: MaxVisitList}
 	for _, s := range in.Statuses {
 		n, err := strconv.Atoi(s)
 		if err != nil || !slices.Contains([]int{10, 20, 25, 30, 40}, n) {
@@ -310,6 +336,11 @@ func (a *App) ListVisits(ctx context.Context, p *clinic.Principal, in VisitQuery
 			return nil, err
 		}
 		out = append(out, d)
+	}
+	if in.WithRecordings {
+		if err := a.attachRecordings(ctx, p, out); err != nil {
+			return nil, err
+		}
 	}
 	if err := a.audit(ctx, p, "visit.list", "visit", "", outcomeOK); err != nil {
 		return nil, err

@@ -328,3 +328,24 @@ type Slot struct {
 	Created    int64
 	Modified   int64
 }
+
+// Recording is a recorded call of a visit.
+type Recording struct {
+	ID           int64
+	AccountID    int64
+	VisitID      int64
+	BlobKey      string
+	Size         int64
+	ContentType  string
+	Start, End   int64
+	Version      int
+	Participants []Participant
+	Created      int64
+}
+
+// Participant is someone in a recorded call.
+type Participant struct {
+	FirstName string `json:"first_name"`
+	LastName  string `json:"last_name"`
+	SvcID     string `json:"svcid"`
+}

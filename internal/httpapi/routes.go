@@ -61,6 +61,11 @@ func (s *Server) registerRoutes() {
 	s.handle("POST", "/api_v3/visits/close", app.NeedUser, famObject, s.moveVisit(app.ActClose))
 	s.handle("POST", "/api_v3/visits/delete", app.NeedUser, famObject, s.moveVisit(app.ActCancel))
 
+	// Recordings (spec: Recordings; storing them and the download link are extensions).
+	s.handleUpload("POST", "/api_v3/visits/{id}/recordings", app.NeedAdmin, famObject, s.addRecording)
+	s.handle("GET", "/api_v3/visits/{id}/recordings/{recording_id}", app.NeedAdmin, famObject, s.getRecording)
+	s.handle("GET", "/api_v3/recordings/{id}/download", app.NeedNone, famCode, s.downloadRecording)
+
 	// Slots (spec: Slots; publishing them is an extension).
 	s.handle("POST", "/api_v3/slots", app.NeedUser, famCode, s.createSlots)
 	s.handle("GET", "/api_v3/slots", app.NeedUser, famCode, s.listSlots)

@@ -21,7 +21,8 @@ import (
 
 // Config holds the HTTP layer's settings.
 type Config struct {
-	MaxBodyBytes int64 // JSON and form bodies; default 1 MiB
+	MaxBodyBytes   int64 // JSON and form bodies; default 1 MiB
+	MaxUploadBytes int64 // file uploads (recordings); default 2 GiB
 }
 
 // Server is the HTTP handler of the whole API.
@@ -39,6 +40,7 @@ type Route struct {
 	need         app.Need
 	fam          family
 	h            handlerFunc
+	maxBody      int64
 }
 
 // handlerFunc is an endpoint: it writes its success response itself and
@@ -57,6 +59,9 @@ func New(a *app.App, log *slog.Logger, cfg Config) *Server {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
 	}
+	if cfg.MaxUploadBytes <= 0 {
+		cfg.MaxUploadBytes = 2 << 30
+	}
 	s := &Server{app: a, log: log, cfg: cfg, mux: http.NewServeMux()}
 	s.registerRoutes()
 	return s
@@ -66,9 +71,18 @@ func New(a *app.App, log *slog.Logger, cfg Config) *Server {
 func (s *Server) Routes() []Route { return s.routes }
 
 func (s *Server) handle(method, path string, need app.Need, fam family, h handlerFunc) {
-	rt := Route{Method: method, Path: path, need: need, fam: fam, h: h}
+	s.add(Route{Method: method, Path: path, need: need, fam: fam, h: h, maxBody: s.cfg.MaxBodyBytes})
+}
+
+// handleUpload registers an endpoint that takes a file: it gets the upload
+// limit instead of the body limit.
+func (s *Server) handleUpload(method, path string, need app.Need, fam family, h handlerFunc) {
+	s.add(Route{Method: method, Path: path, need: need, fam: fam, h: h, maxBody: s.cfg.MaxUploadBytes})
+}
+
+func (s *Server) add(rt Route) {
 	s.routes = append(s.routes, rt)
-	s.mux.Handle(method+" "+path, s.adapt(rt))
+	s.mux.Handle(rt.Method+" "+rt.Path, s.adapt(rt))
 }
 
 // adapt turns an endpoint into an http.Handler: authenticate, parse, call,
@@ -87,7 +101,7 @@ func (s *Server) adapt(rt Route) http.Handler {
 		if err == nil {
 			info.principal = p
 			var params *Params
-			if params, err = parseParams(r, w, s.cfg.MaxBodyBytes); err == nil {
+			if params, err = parseParams(r, w, rt.maxBody); err == nil {
 				if params.Files != nil {
 					defer params.Files.RemoveAll()
 				}

@@ -201,6 +201,7 @@ type visitOut struct {
 	Meeting       meetingOut  `json:"meeting"`
 	Hosts         []string    `json:"hosts"`
 	Account       accountName `json:"account"`
+	Recordings    *recordings `json:"recordings,omitempty"`
 	InCharge      *bool       `json:"incharge,omitempty"`
 	IsEditExpired *bool       `json:"isEditExpired,omitempty"`
 	Created       int64       `json:"created"`
@@ -232,6 +233,12 @@ func (s *Server) toVisit(ctx context.Context, p *clinic.Principal, d *app.VisitD
 	if d.Provider != nil {
 		out.Hosts = []string{id(d.Provider.ID)}
 		out.Meeting.Hosts = []string{d.Provider.SvcID}
+	}
+	if d.Recordings != nil {
+		out.Recordings = &recordings{Count: len(d.Recordings), Data: make([]recordingOut, 0, len(d.Recordings))}
+		for _, r := range d.Recordings {
+			out.Recordings.Data = append(out.Recordings.Data, toRecording(r))
+		}
 	}
 	if d.Intake != nil {
 		it, err := s.toIntake(ctx, p, d.Intake)
@@ -281,7 +288,12 @@ func (s *Server) listVisits(w http.ResponseWriter, r *http.Request, c *call) err
 	if err != nil {
 		return err
 	}
-	list, err := s.app.ListVisits(r.Context(), c.p, app.VisitQuery{RoomCode: q.Str("room_code"), StartTime: start, EndTime: end, Statuses: q.List("status")})
+	only, err := q.Flag("with_recordings_only")
+	if err != nil {
+		return err
+	}
+	list, err := s.app.ListVisits(r.Context(), c.p, app.VisitQuery{RoomCode: q.Str("room_code"), StartTime: start, EndTime: end,
+		Statuses: q.List("status"), WithRecordings: wantsRecordings(c) || only, WithRecordingsOnly: only})
 	if err != nil {
 		return err
 	}
@@ -303,7 +315,7 @@ func (s *Server) getVisit(w http.ResponseWriter, r *http.Request, c *call) error
 	if err != nil {
 		return err
 	}
-	d, err := s.app.GetVisit(r.Context(), c.p, n)
+	d, err := s.app.GetVisit(r.Context(), c.p, n, wantsRecordings(c))
 	if err != nil {
 		return err
 	}

@@ -138,6 +138,7 @@ type VisitFilter struct {
 	StartAfter    int64 // visits starting at or after
 	EndBefore     int64 // visits ending at or before
 	Statuses      []int
+	WithRecording bool // only visits that have a recording
 	Limit         int
 }
 
@@ -168,6 +169,9 @@ func (q *Q) ListVisits(ctx context.Context, f VisitFilter) ([]*clinic.Visit, err
 	}
 	if len(f.Statuses) > 0 {
 		add("v.status IN ("+placeholders(len(f.Statuses))+")", anys(f.Statuses)...)
+	}
+	if f.WithRecording {
+		add("EXISTS (SELECT 1 FROM recordings r WHERE r.account_id = v.account_id AND r.visit_id = v.id)")
 	}
 	return q.visits(ctx, "SELECT "+visitCols+" FROM visits v WHERE "+strings.Join(where, " AND ")+" ORDER BY v.id DESC LIMIT ?", append(args, f.Limit)...)
 }

@@ -28,6 +28,7 @@ type Req struct {
 	Header    map[string]string
 	Form      url.Values        // application/x-www-form-urlencoded
 	Multipart map[string]string // multipart/form-data fields
+	Files     map[string][]byte // multipart/form-data file parts, by field name (with Multipart)
 	JSON      any               // application/json
 	RawBody   []byte            // sent as is with Header's Content-Type
 	// NoValidate skips the OpenAPI check: for responses to routes that do not
@@ -109,6 +110,10 @@ func Do(t testing.TB, base string, r Req) *Resp {
 		mw := multipart.NewWriter(&buf)
 		for k, v := range r.Multipart {
 			_ = mw.WriteField(k, v)
+		}
+		for k, data := range r.Files {
+			fw, _ := mw.CreateFormFile(k, k+".bin")
+			_, _ = fw.Write(data)
 		}
 		mw.Close()
 		body, ctype = &buf, mw.FormDataContentType()

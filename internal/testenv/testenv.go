@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/blob"
 	"teleclinic/internal/httpapi"
 	"teleclinic/internal/store"
 )
@@ -106,6 +107,8 @@ type Options struct {
 	Clock     *Clock // default: a new clock
 	Config    func(*app.Config)
 	MaxBody   int64
+	MaxUpload int64
+	BlobDir   string    // default: a new temporary directory
 	Log       io.Writer // default: discarded
 }
 
@@ -118,6 +121,7 @@ type Env struct {
 	Clock *Clock
 	DSN   string
 	Key   []byte
+	Blobs string // the blob directory; servers sharing a database share it
 	api   *httpapi.Server
 }
 
@@ -144,11 +148,18 @@ func New(t testing.TB, opts ...Options) *Env {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
+	if o.BlobDir == "" {
+		o.BlobDir = filepath.Join(t.TempDir(), "blobs")
+	}
+	blobs, err := blob.NewDisk(o.BlobDir)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
 	st := OpenStore(t, o.DSN)
 	cfg := app.Config{
 		BaseURL: "http://teleclinic.test", PortalURL: "portal.teleclinic.test",
 		UserTokenIdle: 30 * time.Minute, UserTokenMax: 12 * time.Hour, RefreshTokenMax: 30 * 24 * time.Hour,
-		ServerKey: o.ServerKey, Argon2: CheapArgon2,
+		ServerKey: o.ServerKey, Argon2: CheapArgon2, Blobs: blobs,
 	}
 	if o.Config != nil {
 		o.Config(&cfg)
@@ -158,10 +169,10 @@ func New(t testing.TB, opts ...Options) *Env {
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
-	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: o.MaxBody})
+	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: o.MaxBody, MaxUploadBytes: o.MaxUpload})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	return &Env{T: t, URL: srv.URL, App: a, Store: st, Clock: o.Clock, DSN: o.DSN, Key: o.ServerKey, api: api}
+	return &Env{T: t, URL: srv.URL, App: a, Store: st, Clock: o.Clock, DSN: o.DSN, Key: o.ServerKey, Blobs: o.BlobDir, api: api}
 }
 
 // API is the server's handler, for checks on its route table.
