@@ -85,22 +85,11 @@ func (a *App) Availability(ctx context.Context, p *clinic.Principal, in Availabi
 			need = int64(r.Settings.Consultations[i].Duration) * 60
 		}
 	}
-	f := store.SlotFilter{AccountID: p.Account.ID, RoomID: r.ID, From: in.Start, To: in.End, Limit: MaxSlotList}
-	if in.ProviderID != "" {
-		n, err := strconv.ParseInt(in.ProviderID, 10, 64)
-		if err != nil {
-			return nil, clinic.Errorf(clinic.EInvalid, "provider_id must be a provider's user id.")
-		}
-		f.ProviderIDs = []int64{n}
-	}
-	slots, err := a.store.Read().ListSlots(ctx, f)
-	if err != nil {
-		return nil, fmt.Errorf("availability: %w", err)
-	}
-	v, err := a.slotsView(ctx, p, slots)
+	v, err := a.findSlots(ctx, p, store.SlotFilter{AccountID: p.Account.ID, RoomID: r.ID, From: in.Start, To: in.End, Limit: MaxSlotList}, in.ProviderID)
 	if err != nil {
 		return nil, err
 	}
+	slots := v.Slots
 	out := &Availability{Groups: v.Groups, Slots: []AvailSlot{}}
 	for i, s := range slots {
 		if in.Location != "" && !servesState(v.Providers[s.ProviderID], in.Location) {

@@ -307,18 +307,7 @@ func (a *App) ListSlots(ctx context.Context, p *clinic.Principal, in SlotQuery) 
 		}
 		f.RoomID = r.ID
 	}
-	if in.ProviderID != "" {
-		n, err := strconv.ParseInt(in.ProviderID, 10, 64)
-		if err != nil {
-			return nil, clinic.Errorf(clinic.EInvalid, "provider_id must be a provider's user id.")
-		}
-		f.ProviderIDs = []int64{n}
-	}
-	slots, err := a.store.Read().ListSlots(ctx, f)
-	if err != nil {
-		return nil, fmt.Errorf("list slots: %w", err)
-	}
-	v, err := a.slotsView(ctx, p, slots)
+	v, err := a.findSlots(ctx, p, f, in.ProviderID)
 	if err != nil {
 		return nil, err
 	}
@@ -335,6 +324,23 @@ func (a *App) ListSlots(ctx context.Context, p *clinic.Principal, in SlotQuery) 
 	}
 	v.Slots = keep
 	return v, nil
+}
+
+// findSlots lists the slots f selects, of the provider named by ref when
+// one is, with what they show.
+func (a *App) findSlots(ctx context.Context, p *clinic.Principal, f store.SlotFilter, ref string) (*SlotsView, error) {
+	if ref != "" {
+		n, err := strconv.ParseInt(ref, 10, 64)
+		if err != nil {
+			return nil, clinic.Errorf(clinic.EInvalid, "provider_id must be a provider's user id.")
+		}
+		f.ProviderIDs = []int64{n}
+	}
+	slots, err := a.store.Read().ListSlots(ctx, f)
+	if err != nil {
+		return nil, fmt.Errorf("slots: %w", err)
+	}
+	return a.slotsView(ctx, p, slots)
 }
 
 // servesState: a provider with no states_serviced serves every state.

@@ -293,12 +293,5 @@ func (s *Server) book(w http.ResponseWriter, r *http.Request, c *call) error {
 		return err
 	}
 	d, err := s.app.Book(r.Context(), c.p, in)
-	if err != nil {
-		return err
-	}
-	out, err := s.toVisit(r.Context(), c.p, d)
-	if err != nil {
-		return err
-	}
-	return ok(w, out)
+	return s.answerVisit(w, r, c, d, err)
 }

@@ -97,14 +97,7 @@ func intakeInput(c *call) app.IntakeInput {
 
 func (s *Server) createIntake(w http.ResponseWriter, r *http.Request, c *call) error {
 	it, err := s.app.CreateIntake(r.Context(), c.p, intakeInput(c))
-	if err != nil {
-		return err
-	}
-	out, err := s.toIntake(r.Context(), c.p, it)
-	if err != nil {
-		return err
-	}
-	return ok(w, out)
+	return s.answerIntake(w, r, c, it, err)
 }
 
 func pathID(c *call, name string, notFound error) (int64, error) {
@@ -123,14 +116,7 @@ func (s *Server) getIntake(w http.ResponseWriter, r *http.Request, c *call) erro
 		return err
 	}
 	it, err := s.app.GetIntake(r.Context(), c.p, n)
-	if err != nil {
-		return err
-	}
-	out, err := s.toIntake(r.Context(), c.p, it)
-	if err != nil {
-		return err
-	}
-	return ok(w, out)
+	return s.answerIntake(w, r, c, it, err)
 }
 
 func (s *Server) updateIntake(w http.ResponseWriter, r *http.Request, c *call) error {
@@ -139,14 +125,7 @@ func (s *Server) updateIntake(w http.ResponseWriter, r *http.Request, c *call) e
 		return err
 	}
 	it, err := s.app.UpdateIntake(r.Context(), c.p, n, intakeInput(c))
-	if err != nil {
-		return err
-	}
-	out, err := s.toIntake(r.Context(), c.p, it)
-	if err != nil {
-		return err
-	}
-	return ok(w, out)
+	return s.answerIntake(w, r, c, it, err)
 }
 
 // person is a visit's patient or provider.
@@ -316,14 +295,7 @@ func (s *Server) getVisit(w http.ResponseWriter, r *http.Request, c *call) error
 		return err
 	}
 	d, err := s.app.GetVisit(r.Context(), c.p, n, wantsRecordings(c))
-	if err != nil {
-		return err
-	}
-	out, err := s.toVisit(r.Context(), c.p, d)
-	if err != nil {
-		return err
-	}
-	return ok(w, out)
+	return s.answerVisit(w, r, c, d, err)
 }
 
 // moveVisit returns the handler of one lifecycle action.
@@ -339,13 +311,30 @@ func (s *Server) moveVisit(action string) handlerFunc {
 			return err
 		}
 		d, err := s.app.MoveVisit(r.Context(), c.p, q.Str("id"), action, in)
-		if err != nil {
-			return err
-		}
-		out, err := s.toVisit(r.Context(), c.p, d)
-		if err != nil {
-			return err
-		}
-		return ok(w, out)
+		return s.answerVisit(w, r, c, d, err)
 	}
+}
+
+// answerIntake encodes the intake an app call returned, or its error.
+func (s *Server) answerIntake(w http.ResponseWriter, r *http.Request, c *call, it *clinic.Intake, err error) error {
+	if err != nil {
+		return err
+	}
+	out, err := s.toIntake(r.Context(), c.p, it)
+	if err != nil {
+		return err
+	}
+	return ok(w, out)
+}
+
+// answerVisit encodes the visit an app call returned, or its error.
+func (s *Server) answerVisit(w http.ResponseWriter, r *http.Request, c *call, d *app.VisitDetail, err error) error {
+	if err != nil {
+		return err
+	}
+	out, err := s.toVisit(r.Context(), c.p, d)
+	if err != nil {
+		return err
+	}
+	return ok(w, out)
 }
