@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -65,7 +66,7 @@ func (a *App) AddRecording(ctx context.Context, p *clinic.Principal, visitID int
 	}
 	now := a.unix()
 	key := fmt.Sprintf("recordings/%d/%d/%s", p.Account.ID, v.ID, randomHex(16))
-	size, err := a.cfg.Blobs.Put(ctx, key, io.MultiReader(strings.NewReader(string(head[:n])), in.File))
+	size, err := a.cfg.Blobs.Put(ctx, key, io.MultiReader(bytes.NewReader(head[:n]), in.File))
 	if err != nil {
 		return nil, fmt.Errorf("recording: store: %w", err)
 	}

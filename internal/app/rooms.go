@@ -76,6 +76,8 @@ var (
 	roomCodeRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 	slugRE     = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$`)
 	hhmmRE     = regexp.MustCompile(`^([01][0-9]|2[0-3]):[0-5][0-9]$`)
+	slugJunkRE = regexp.MustCompile(`[^a-z0-9]+`)
+	currencyRE = regexp.MustCompile(`^[A-Z]{3}$`)
 )
 
 // NewRoom is POST /rooms.
@@ -143,14 +145,11 @@ func (a *App) pickRoomNames(ctx context.Context, q *store.Q, r *clinic.Room) err
 			return clinic.Errorf(clinic.EInvalid, "A room with code '%s' already exists.", r.Code)
 		}
 	} else {
-		for {
+		for taken := true; taken; {
 			r.Code = randomCode(5)
-			taken, err := q.RoomCodeTaken(ctx, r.AccountID, r.Code)
-			if err != nil || !taken {
-				if err != nil {
-					return err
-				}
-				break
+			var err error
+			if taken, err = q.RoomCodeTaken(ctx, r.AccountID, r.Code); err != nil {
+				return err
 			}
 		}
 	}
@@ -174,7 +173,7 @@ func (a *App) pickRoomNames(ctx context.Context, q *store.Q, r *clinic.Room) err
 }
 
 func slugify(s string) string {
-	out := strings.Trim(regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(s), "-"), "-")
+	out := strings.Trim(slugJunkRE.ReplaceAllString(strings.ToLower(s), "-"), "-")
 	if len(out) > 50 {
 		out = strings.TrimRight(out[:50], "-")
 	}
@@ -332,7 +331,7 @@ func applyRoomUpdate(r *clinic.Room, in RoomUpdate) error {
 	}
 	if in.Currency != nil {
 		c := strings.ToUpper(strings.TrimSpace(*in.Currency))
-		if !regexp.MustCompile(`^[A-Z]{3}$`).MatchString(c) {
+		if !currencyRE.MatchString(c) {
 			return clinic.Errorf(clinic.EInvalid, "currency must be a three-letter ISO 4217 code such as USD.")
 		}
 		s.Currency = c

@@ -280,7 +280,7 @@ func TestUsers_Get(t *testing.T) {
 }
 
 // mustVisit records a visit between a patient and a provider directly in the
-// store: the visits API does not exist yet, and the access rule depends on it.
+// store, without a room or intake: the user access rules depend only on it.
 func mustVisit(t *testing.T, e *testenv.Env, member, provider string) {
 	t.Helper()
 	var m, p int64
@@ -290,7 +290,10 @@ func mustVisit(t *testing.T, e *testenv.Env, member, provider string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Store.Write().CreateVisitRecord(context.Background(), u.AccountID, m, p, clinic.VisitConfirmed, 3, e.Clock.Now().Unix()); err != nil {
+	now := e.Clock.Now().Unix()
+	v := &clinic.Visit{AccountID: u.AccountID, Kind: clinic.KindAppointment, MemberID: m, ProviderID: p, Status: clinic.VisitConfirmed,
+		Type: clinic.VisitVideo, Created: now, Modified: now}
+	if err := e.Store.Write().CreateVisit(context.Background(), v); err != nil {
 		t.Fatal(err)
 	}
 }

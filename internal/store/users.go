@@ -242,13 +242,6 @@ func (q *Q) HasVisitWith(ctx context.Context, accountID, providerID, memberID in
 	return n > 0, err
 }
 
-// CreateVisitRecord inserts a bare visit row. The visits feature will own
-// this; until then it lets access rules that depend on visits be exercised.
-func (q *Q) CreateVisitRecord(ctx context.Context, accountID, memberID, providerID int64, status, typ int, now int64) (int64, error) {
-	return q.insert(ctx, `INSERT INTO visits (account_id, member_id, provider_id, status, type, created, modified) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		accountID, memberID, providerID, status, typ, now, now)
-}
-
 func escapeLike(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }

@@ -91,7 +91,7 @@ func (q *Q) CreateVisit(ctx context.Context, v *clinic.Visit) error {
 	meeting, _ := json.Marshal(v.Meeting)
 	id, err := q.insert(ctx, `INSERT INTO visits (account_id, code, kind, member_id, provider_id, room_id, intake_id, slot_id, status, type, starts_at, ends_at, meeting, created, modified)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		v.AccountID, v.Code, v.Kind, v.MemberID, v.ProviderID, v.RoomID, v.IntakeID, v.SlotID, v.Status, v.Type, v.Start, v.End, string(meeting), v.Created, v.Modified)
+		v.AccountID, v.Code, v.Kind, v.MemberID, v.ProviderID, nullZero(v.RoomID), v.IntakeID, v.SlotID, v.Status, v.Type, v.Start, v.End, string(meeting), v.Created, v.Modified)
 	v.ID = id
 	return err
 }
@@ -262,4 +262,13 @@ func nonNilIDs(xs []int64) []int64 {
 		return []int64{}
 	}
 	return xs
+}
+
+// nullZero stores an optional reference whose zero value means none as NULL,
+// which its foreign key allows.
+func nullZero(id int64) any {
+	if id == 0 {
+		return nil
+	}
+	return id
 }
