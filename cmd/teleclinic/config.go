@@ -11,6 +11,9 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"teleclinic/internal/mail"
+	"teleclinic/internal/push"
 )
 
 // config is every setting of the binary. Each flag is also read from the
@@ -30,6 +33,15 @@ type config struct {
 	MaxBody       int64
 	MaxUpload     int64
 	Demo          bool
+
+	WebhookRetryInterval time.Duration
+	WebhookTimeout       time.Duration
+	WebhookAllowPrivate  bool
+
+	SMTPAddr, SMTPFrom, SMTPUsername, SMTPPassword string
+
+	APNsKeyFile, APNsKeyID, APNsTeamID, APNsTopic, APNsURL string
+	FCMCredentialsFile, FCMURL                             string
 }
 
 // storeFlags are the settings every subcommand that opens the database takes.
@@ -50,7 +62,25 @@ func serveFlags(fs *flag.FlagSet, c *config) {
 	fs.DurationVar(&c.RefreshMax, "refresh-token-max", 30*24*time.Hour, "a refresh token expires this long after it was issued")
 	fs.Int64Var(&c.MaxBody, "max-body", 1<<20, "largest JSON or form request body, in bytes")
 	fs.Int64Var(&c.MaxUpload, "max-upload", 2<<30, "largest file upload (recordings), in bytes")
-	fs.BoolVar(&c.Demo, "demo", false, "create the demo clinic and print its credentials and example calls")
+	fs.BoolVar(&c.Demo, "demo", false, "create the demo clinic and print its credentials and example calls (implies --webhook-allow-private)")
+	fs.DurationVar(&c.WebhookRetryInterval, "webhook-retry-interval", 60*time.Second, "time between webhook delivery attempts (whole seconds; 5 attempts in all)")
+	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", 30*time.Second, "how long a webhook receiver has to answer 2xx")
+	webhookPrivateFlag(fs, c)
+	fs.StringVar(&c.SMTPAddr, "smtp-addr", "", "mail server host:port for outgoing email (default: log mail instead of sending it)")
+	fs.StringVar(&c.SMTPFrom, "smtp-from", "", "sender address of outgoing email")
+	fs.StringVar(&c.SMTPUsername, "smtp-username", "", "mail server user name (optional)")
+	fs.StringVar(&c.SMTPPassword, "smtp-password", "", "mail server password; prefer TELECLINIC_SMTP_PASSWORD")
+	fs.StringVar(&c.APNsKeyFile, "apns-key-file", "", "Apple push: the .p8 key file (enables Apple push with the three flags below)")
+	fs.StringVar(&c.APNsKeyID, "apns-key-id", "", "Apple push: the key's id")
+	fs.StringVar(&c.APNsTeamID, "apns-team-id", "", "Apple push: the developer team id")
+	fs.StringVar(&c.APNsTopic, "apns-topic", "", "Apple push: the app's bundle id")
+	fs.StringVar(&c.APNsURL, "apns-url", "https://api.push.apple.com", "Apple push service (https://api.sandbox.push.apple.com for development builds)")
+	fs.StringVar(&c.FCMCredentialsFile, "fcm-credentials-file", "", "Google push: the Firebase service account JSON key file (enables Google push)")
+	fs.StringVar(&c.FCMURL, "fcm-url", "https://fcm.googleapis.com", "Google push: the messaging service")
+}
+
+func webhookPrivateFlag(fs *flag.FlagSet, c *config) {
+	fs.BoolVar(&c.WebhookAllowPrivate, "webhook-allow-private", false, "let webhook URLs point at loopback and private addresses (development and tests only)")
 }
 
 // parseFlags parses args, then fills unset flags from the environment.
@@ -92,7 +122,46 @@ func (c *config) validate() error {
 	if c.UserTokenIdle < 0 || c.UserTokenMax < 0 || (c.UserTokenIdle == 0 && c.Addr != "") {
 		return fmt.Errorf("--user-token-idle and --user-token-max must be positive")
 	}
+	if c.WebhookRetryInterval < 0 || c.WebhookTimeout < 0 {
+		return fmt.Errorf("--webhook-retry-interval and --webhook-timeout must be positive")
+	}
+	if (c.SMTPAddr == "") != (c.SMTPFrom == "") {
+		return fmt.Errorf("--smtp-addr and --smtp-from go together")
+	}
 	return nil
+}
+
+// senders builds the configured mail and push senders; nil where a channel
+// is not configured.
+func (c *config) senders() (mail.Sender, push.Sender, push.Sender, error) {
+	var m mail.Sender
+	var apns, fcm push.Sender
+	if c.SMTPAddr != "" {
+		m = &mail.SMTP{Addr: c.SMTPAddr, From: c.SMTPFrom, Username: c.SMTPUsername, Password: c.SMTPPassword}
+	}
+	if c.APNsKeyFile != "" {
+		key, err := os.ReadFile(c.APNsKeyFile)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("--apns-key-file: %w", err)
+		}
+		s, err := push.NewAPNs(push.APNsConfig{KeyPEM: key, KeyID: c.APNsKeyID, TeamID: c.APNsTeamID, Topic: c.APNsTopic, URL: c.APNsURL})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		apns = s
+	}
+	if c.FCMCredentialsFile != "" {
+		creds, err := os.ReadFile(c.FCMCredentialsFile)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("--fcm-credentials-file: %w", err)
+		}
+		s, err := push.NewFCM(push.FCMConfig{CredentialsJSON: creds, URL: c.FCMURL})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		fcm = s
+	}
+	return m, apns, fcm, nil
 }
 
 func (c *config) logger(w io.Writer) *slog.Logger {

@@ -24,7 +24,6 @@ import (
 	"teleclinic/internal/blob"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/httpapi"
-	"teleclinic/internal/mail"
 	"teleclinic/internal/store"
 )
 
@@ -124,9 +123,15 @@ func open(ctx context.Context, c *config, stderr io.Writer) (*app.App, *slog.Log
 		st.Close()
 		return nil, nil, nil, err
 	}
+	mailer, apns, fcm, err := c.senders()
+	if err != nil {
+		st.Close()
+		return nil, nil, nil, usageError{err.Error()}
+	}
 	a, err := app.New(st, app.Config{
 		BaseURL: c.BaseURL, PortalURL: c.PortalURL, UserTokenIdle: c.UserTokenIdle, UserTokenMax: c.UserTokenMax,
-		RefreshTokenMax: c.RefreshMax, ServerKey: key, Blobs: blobs,
+		RefreshTokenMax: c.RefreshMax, ServerKey: key, Blobs: blobs, Mail: mailer, APNs: apns, FCM: fcm,
+		Webhooks: app.WebhookConfig{RetryInterval: c.WebhookRetryInterval, Timeout: c.WebhookTimeout, AllowPrivate: c.WebhookAllowPrivate},
 	}, time.Now, log)
 	if err != nil {
 		st.Close()
@@ -169,6 +174,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if c.BaseURL == "" {
 		c.BaseURL = baseURLFor(ln.Addr().(*net.TCPAddr))
 	}
+	if c.Demo {
+		c.WebhookAllowPrivate = true // the demo's receiver is usually on this machine
+	}
 	a, log, closeFn, err := open(ctx, &c, stderr)
 	if err != nil {
 		return err
@@ -193,7 +201,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWorkers()
-	go a.RunMail(workers, mail.LogSender{Log: log}, 2*time.Second)
+	go a.Run(workers)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -260,7 +268,7 @@ func cmdAccount(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.SetOutput(stderr)
 	storeFlags(fs, &c)
 	code := fs.String("code", "", "account code")
-	var name, domain, ssoOnOff, erxOnOff *string
+	var name, domain, ssoOnOff, erxOnOff, webhookURL *string
 	var sso, asJSON, rotAdmin, rotSecret *bool
 	switch args[0] {
 	case "create":
@@ -271,6 +279,8 @@ func cmdAccount(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case "update":
 		ssoOnOff = fs.String("sso", "", "single sign-on: on or off")
 		erxOnOff = fs.String("erx", "", "e-prescribing requirements for patients: on or off")
+		webhookURL = fs.String("webhook-url", "", `where visit.message.created is delivered ("none" removes it)`)
+		webhookPrivateFlag(fs, &c)
 	case "rotate":
 		rotAdmin = fs.Bool("admin-token", false, "replace the admin token")
 		rotSecret = fs.Bool("api-secret", false, "replace the API secret")
@@ -301,8 +311,17 @@ func cmdAccount(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stdout, "Created account %s. Store these now; they are shown only once:\n  admin token: %s\n  API key:     %s\n  API secret:  %s\n",
 			creds.AccountCode, creds.AdminToken, creds.APIKey, creds.APISecret)
 	case "update":
-		if *ssoOnOff == "" && *erxOnOff == "" {
-			return usageError{"account update: give --sso on|off or --erx on|off"}
+		if *ssoOnOff == "" && *erxOnOff == "" && *webhookURL == "" {
+			return usageError{"account update: give --sso on|off, --erx on|off or --webhook-url URL"}
+		}
+		if *webhookURL != "" {
+			u := *webhookURL
+			if u == "none" {
+				u = ""
+			}
+			if err := a.SetWebhookURL(ctx, *code, u); err != nil {
+				return cliErr(err)
+			}
 		}
 		for _, set := range []struct {
 			val *string

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
 	"teleclinic/internal/testenv"
 )
 
@@ -106,6 +107,29 @@ func TestCLI_Account(t *testing.T) {
 		}
 		if _, _, err := runCmd(t, append([]string{"account", "update", "--code", "nope", "--sso", "on"}, common...)...); err == nil {
 			t.Fatal("unknown account accepted")
+		}
+	})
+	t.Run("update --webhook-url", func(t *testing.T) {
+		if _, _, err := runCmd(t, append([]string{"account", "update", "--code", "acme", "--webhook-url", "https://hooks.acme.example/teleclinic"}, common...)...); err != nil {
+			t.Fatal(err)
+		}
+		acct, _ := a.AccountByCode(context.Background(), "acme")
+		p := &clinic.Principal{Account: acct, Kind: clinic.CredSystem}
+		if ws, _ := a.WebhookSettings(context.Background(), p); ws.URL != "https://hooks.acme.example/teleclinic" {
+			t.Fatalf("%+v", ws)
+		}
+		// A private address needs the development switch.
+		if _, _, err := runCmd(t, append([]string{"account", "update", "--code", "acme", "--webhook-url", "http://127.0.0.1:9000/"}, common...)...); err == nil {
+			t.Fatal("a loopback receiver was accepted")
+		}
+		if _, _, err := runCmd(t, append([]string{"account", "update", "--code", "acme", "--webhook-allow-private", "--webhook-url", "http://127.0.0.1:9000/"}, common...)...); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := runCmd(t, append([]string{"account", "update", "--code", "acme", "--webhook-url", "none"}, common...)...); err != nil {
+			t.Fatal(err)
+		}
+		if ws, _ := a.WebhookSettings(context.Background(), p); ws.URL != "" {
+			t.Fatalf("%+v", ws)
 		}
 	})
 	t.Run("rotate --admin-token: the old token stops working at once", func(t *testing.T) {

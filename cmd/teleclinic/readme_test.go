@@ -60,6 +60,7 @@ func TestREADME_Walkthrough(t *testing.T) {
 	for _, want := range []string{
 		`"timezone":"Europe/London"`, `"dob":"1985-12-10"`, `"full_name":"Ada Lovelace"`,
 		`{"data":{"token":{"user_id"`, `"total_count":1`, `"action":"token.refresh"`, "shutting down",
+		`"webhook_secret":"whsec_`, `"type":"patient_message"`, `"total_count":1`, `"event":"visit.message.created"`,
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %s:\n%s", want, out)

@@ -15,7 +15,10 @@ import (
 
 	"teleclinic/internal/blob"
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/mail"
+	"teleclinic/internal/push"
 	"teleclinic/internal/store"
+	"teleclinic/internal/webhook"
 )
 
 // Config holds the settings the rules depend on.
@@ -32,6 +35,17 @@ type Config struct {
 	Argon2    Argon2Params
 	// Blobs keeps file bytes (recordings).
 	Blobs blob.Store
+	// Mail sends email; nil logs each message's envelope instead.
+	Mail mail.Sender
+	// APNs and FCM send push notifications; nil leaves the channel off, and
+	// nothing is queued for it.
+	APNs, FCM push.Sender
+	// Webhooks says how visit.message.created deliveries are made.
+	Webhooks WebhookConfig
+	// OutboxPoll is how often delivery loops look for items due from other
+	// processes or for retries (default 1 s); this process's own new items
+	// wake them at once.
+	OutboxPoll time.Duration
 }
 
 // App is the rule layer. It is safe for concurrent use.
@@ -42,6 +56,10 @@ type App struct {
 	log     *slog.Logger
 	hashSem chan struct{} // bounds concurrent password hashing (64 MiB each)
 	sealKey [32]byte
+
+	webhooks    *webhook.Client
+	webhookKick chan struct{}
+	pushKick    chan struct{}
 }
 
 // New returns an App over st. now is the clock; tests pass one they control.
@@ -58,7 +76,21 @@ func New(st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*
 	if cfg.RefreshTokenMax == 0 {
 		cfg.RefreshTokenMax = 30 * 24 * time.Hour
 	}
-	a := &App{store: st, cfg: cfg, now: now, log: log, hashSem: make(chan struct{}, max(1, runtime.NumCPU()))}
+	if cfg.Webhooks.RetryInterval <= 0 {
+		cfg.Webhooks.RetryInterval = 60 * time.Second
+	}
+	if cfg.Webhooks.Timeout <= 0 {
+		cfg.Webhooks.Timeout = 30 * time.Second
+	}
+	if cfg.Mail == nil {
+		cfg.Mail = mail.LogSender{Log: log}
+	}
+	if cfg.OutboxPoll <= 0 {
+		cfg.OutboxPoll = time.Second
+	}
+	a := &App{store: st, cfg: cfg, now: now, log: log, hashSem: make(chan struct{}, max(1, runtime.NumCPU())),
+		webhooks:    webhook.NewClient(webhook.Options{AllowPrivate: cfg.Webhooks.AllowPrivate, Timeout: cfg.Webhooks.Timeout}),
+		webhookKick: make(chan struct{}, 1), pushKick: make(chan struct{}, 1)}
 	a.sealKey = sha256.Sum256(append([]byte("teleclinic-seal:"), cfg.ServerKey...))
 	return a, nil
 }

@@ -3,43 +3,92 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"sync"
 	"time"
 
 	"teleclinic/internal/mail"
+	"teleclinic/internal/push"
+	"teleclinic/internal/store"
 )
 
-// Mail delivery schedule.
+// Delivery schedules of the outbox topics.
 const (
 	mailLease       = 60 // seconds a worker holds a claimed message
 	mailMaxAttempts = 8
+	pushLease       = 60
+	pushMaxAttempts = 5
+	batchSize       = 64 // items one pass claims
 )
 
-// RunMail delivers outbox mail until ctx ends: it claims due messages, sends
-// them, and reschedules failures with a growing delay. Several workers, in
-// one process or several, never send the same claim twice.
-func (a *App) RunMail(ctx context.Context, s mail.Sender, poll time.Duration) {
-	t := time.NewTicker(poll)
+// Run delivers the outbox until ctx ends: mail, push notifications and
+// webhooks, each in its own loop so a slow receiver delays no other kind.
+// A loop wakes when this process commits a new item, every OutboxPoll for
+// items written by other processes or due for a retry, and at once again
+// after a full batch. Several processes may run it on one database: each
+// claim goes to exactly one of them.
+func (a *App) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, l := range []struct {
+		kick <-chan struct{}
+		pass func(context.Context) int
+	}{
+		{nil, func(ctx context.Context) int { n, _ := a.mailPass(ctx, a.cfg.Mail); return n }},
+		{a.pushKick, a.DeliverPush},
+		{a.webhookKick, a.DeliverWebhooks},
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.loop(ctx, l.kick, l.pass)
+		}()
+	}
+	wg.Wait()
+}
+
+func (a *App) loop(ctx context.Context, kick <-chan struct{}, pass func(context.Context) int) {
+	t := time.NewTicker(a.cfg.OutboxPoll)
 	defer t.Stop()
 	for {
-		a.DeliverMail(ctx, s)
+		if pass(ctx) >= batchSize {
+			continue // there may be more due right now
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-kick:
 		}
 	}
 }
 
-// DeliverMail makes one delivery pass and returns how many messages it sent.
+// kick wakes a delivery loop of this process without blocking: one pending
+// wake-up is enough, since a pass takes everything that is due.
+func kick(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+func (a *App) kickWebhooks() { kick(a.webhookKick) }
+func (a *App) kickPush()     { kick(a.pushKick) }
+
+// DeliverMail makes one delivery pass of the mail topic through s and
+// returns how many messages it sent.
 func (a *App) DeliverMail(ctx context.Context, s mail.Sender) int {
-	items, err := a.store.Write().ClaimOutbox(ctx, []string{TopicMail}, a.unix(), mailLease, 20)
+	_, sent := a.mailPass(ctx, s)
+	return sent
+}
+
+func (a *App) mailPass(ctx context.Context, s mail.Sender) (claimed, sent int) {
+	items, err := a.store.Write().ClaimOutbox(ctx, []string{TopicMail}, a.unix(), mailLease, batchSize)
 	if err != nil {
 		if ctx.Err() == nil {
 			a.log.Error("mail: claim", "err", err)
 		}
-		return 0
+		return 0, 0
 	}
-	sent := 0
 	for _, it := range items {
 		var m mailMessage
 		raw, err := a.unseal(it.Payload)
@@ -49,27 +98,126 @@ func (a *App) DeliverMail(ctx context.Context, s mail.Sender) int {
 		if err != nil {
 			// Sealed with another server key: no retry can read it.
 			a.log.Error("mail: unreadable outbox item; check that every process has the same server key", "id", it.ID)
-			_ = a.store.Write().FinishOutbox(ctx, it.ID, a.unix(), "unreadable: server key mismatch")
+			a.finish(ctx, it.ID, 0, "unreadable: server key mismatch")
 			continue
 		}
 		sendCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		err = s.Send(sendCtx, mail.Message{To: m.To, Subject: m.Subject, Body: m.Body})
 		cancel()
-		now := a.unix()
-		switch {
-		case err == nil:
+		if err == nil {
 			sent++
-			err = a.store.Write().FinishOutbox(ctx, it.ID, now, "")
-		case it.Attempts >= mailMaxAttempts:
-			a.log.Error("mail: giving up", "id", it.ID, "attempts", it.Attempts, "err", err)
-			err = a.store.Write().FinishOutbox(ctx, it.ID, now, err.Error())
-		default:
-			delay := int64(30) << min(it.Attempts, 8)
-			err = a.store.Write().RetryOutbox(ctx, it.ID, now+delay, err.Error())
 		}
-		if err != nil {
-			a.log.Error("mail: update outbox", "id", it.ID, "err", err)
-		}
+		a.settle(ctx, "mail", it, 0, err, mailMaxAttempts, int64(30)<<min(it.Attempts, 8))
 	}
-	return sent
+	return len(items), sent
+}
+
+// settle records an attempt's result: done on success or after the last
+// attempt, otherwise due again after delay seconds.
+func (a *App) settle(ctx context.Context, topic string, it store.OutboxItem, status int, err error, maxAttempts int, delay int64) {
+	now := a.unix()
+	var uerr error
+	var skip errSkip
+	switch {
+	case errors.As(err, &skip):
+		uerr = a.store.Write().FinishOutbox(ctx, it.ID, now, status, string(skip))
+	case err == nil:
+		uerr = a.store.Write().FinishOutbox(ctx, it.ID, now, status, "")
+	case it.Attempts >= maxAttempts:
+		a.log.Warn(topic+": giving up", "id", it.ID, "attempts", it.Attempts, "err", err)
+		uerr = a.store.Write().FinishOutbox(ctx, it.ID, now, status, errText(err))
+	default:
+		uerr = a.store.Write().RetryOutbox(ctx, it.ID, now+delay, status, errText(err))
+	}
+	if uerr != nil && ctx.Err() == nil {
+		a.log.Error(topic+": update outbox", "id", it.ID, "err", uerr)
+	}
+}
+
+func (a *App) finish(ctx context.Context, id int64, status int, why string) {
+	if err := a.store.Write().FinishOutbox(ctx, id, a.unix(), status, why); err != nil && ctx.Err() == nil {
+		a.log.Error("outbox: finish", "id", id, "err", err)
+	}
+}
+
+// errText bounds what an outbox row keeps of an error.
+func errText(err error) string {
+	s := err.Error()
+	if len(s) > 500 {
+		s = s[:500]
+	}
+	return s
+}
+
+// DeliverPush makes one delivery pass of notifications to endpoints and
+// returns how many items it claimed. A device whose token is no longer
+// registered loses its endpoint.
+func (a *App) DeliverPush(ctx context.Context) int {
+	items, err := a.store.Write().ClaimOutbox(ctx, []string{TopicPush}, a.unix(), pushLease, batchSize)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.log.Error("push: claim", "err", err)
+		}
+		return 0
+	}
+	for _, it := range items {
+		err := a.pushOne(ctx, it)
+		a.settle(ctx, "push", it, 0, err, pushMaxAttempts, int64(30)<<min(it.Attempts, 6))
+	}
+	return len(items)
+}
+
+// errSkip ends an item that has nothing left to deliver: it is recorded as
+// the item's last error and not retried.
+type errSkip string
+
+func (e errSkip) Error() string { return string(e) }
+
+func (a *App) pushOne(ctx context.Context, it store.OutboxItem) error {
+	var pi pushItem
+	if err := json.Unmarshal([]byte(it.Payload), &pi); err != nil {
+		return errSkip("unreadable payload")
+	}
+	q := a.store.Read()
+	ep, err := q.EndpointByID(ctx, it.AccountID, pi.EndpointID)
+	var n *store.Notification
+	if err == nil {
+		n, err = q.UserNotification(ctx, it.AccountID, ep.UserID, pi.NotificationID)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		// The endpoint was removed, or the device now belongs to someone else.
+		return errSkip("endpoint removed")
+	}
+	if err != nil {
+		return err
+	}
+	badge, err := q.Badge(ctx, it.AccountID, ep.UserID)
+	if err != nil {
+		return err
+	}
+	sendCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	switch ep.Type {
+	case EndpointEmail:
+		return a.cfg.Mail.Send(sendCtx, mail.Message{To: ep.Address, Subject: n.Title,
+			Body: n.Title + ".\n\nOpen the app to see it. This message carries no health information.\n"})
+	case EndpointAPNs, EndpointFCM:
+		s := a.cfg.APNs
+		if ep.Type == EndpointFCM {
+			s = a.cfg.FCM
+		}
+		if s == nil {
+			return errSkip("push channel not configured")
+		}
+		err := s.Send(sendCtx, push.Message{Token: ep.Address, Title: n.Title, Badge: badge,
+			Data: map[string]string{"notification_id": i64s(n.ID), "type": n.Type, "visit_id": i64s(n.VisitID)}})
+		if errors.Is(err, push.ErrUnregistered) {
+			if derr := a.store.Write().DeleteEndpoint(ctx, it.AccountID, ep.UserID, ep.ID); derr != nil && !errors.Is(derr, store.ErrNotFound) {
+				return derr
+			}
+			return errSkip("device unregistered; endpoint removed")
+		}
+		return err
+	}
+	return errSkip("unknown endpoint type")
 }

@@ -53,10 +53,16 @@ func (a *App) canSeeVisit(ctx context.Context, p *clinic.Principal, v *clinic.Vi
 	switch {
 	case p.IsAdmin(), v.MemberID == uid, v.ProviderID != 0 && v.ProviderID == uid:
 		return true, nil
-	case isProvider(p) && v.ProviderID == 0 && v.Kind == clinic.KindEconsult:
+	case isProvider(p) && awaitsProvider(v):
 		return a.store.Read().UserInRoom(ctx, p.Account.ID, uid, v.RoomID)
 	}
 	return false, nil
+}
+
+// awaitsProvider reports whether a visit is an e-consult no provider has
+// taken yet: the providers of its room host it until one does.
+func awaitsProvider(v *clinic.Visit) bool {
+	return v.ProviderID == 0 && v.Kind == clinic.KindEconsult && v.RoomID != 0
 }
 
 // WalkinInput is POST /visits/add_walkin. visit_data_id is accepted and
@@ -419,11 +425,15 @@ func (a *App) MoveVisit(ctx context.Context, p *clinic.Principal, idStr, action 
 				return err
 			}
 		}
+		if err := a.notifyVisitMove(ctx, q, p, v, action); err != nil {
+			return err
+		}
 		return a.auditIn(ctx, q, p, "visit."+action, "visit", i64s(v.ID), outcomeOK)
 	})
 	if err != nil {
 		return nil, storeErr("move visit", err, "")
 	}
+	a.kickPush()
 	if v, err = a.store.Read().VisitByID(ctx, p.Account.ID, id); err != nil {
 		return nil, fmt.Errorf("move visit: %w", err)
 	}

@@ -73,6 +73,26 @@ func (s *Server) registerRoutes() {
 	s.handle("DELETE", "/api_v3/slots/{id}", app.NeedUser, famCode, s.deleteSlot)
 	s.handle("DELETE", "/api_v3/slots/groups/{groupId}", app.NeedUser, famCode, s.deleteSlotGroup)
 
+	// Visit messages (spec: Visit messages; outside /api_v3, as the spec has them).
+	s.handle("GET", "/api/visits/{visit_id}/messages", app.NeedUser, famCode, s.listMessages)
+	s.handle("POST", "/api/visits/{visit_id}/messages", app.NeedUser, famCode, s.postMessage)
+
+	// Push endpoints and notifications (spec: Push endpoints and notifications).
+	s.handle("POST", "/api_v3/endpoints", app.NeedUser, famCode, s.createEndpoint)
+	s.handle("GET", "/api_v3/endpoints", app.NeedUser, famCode, s.listEndpoints)
+	s.handle("GET", "/api_v3/endpoints/{id}", app.NeedUser, famCode, s.getEndpoint)
+	s.handle("DELETE", "/api_v3/endpoints/{id}", app.NeedUser, famCode, s.deleteEndpoint)
+	s.handle("GET", "/api_v3/notifications", app.NeedUser, famCode, s.listNotifications)
+	s.handle("GET", "/api_v3/notifications/badge", app.NeedUser, famCode, s.badge)
+	s.handle("POST", "/api_v3/notifications/badge", app.NeedUser, famCode, s.resetBadge)
+	s.handle("PUT", "/api_v3/notifications/{id}", app.NeedUser, famCode, s.readNotification)
+
+	// The webhook's settings and deliveries (spec: Events, "not shown"; admin).
+	s.handle("GET", "/api_v3/account/settings", app.NeedAdmin, famCode, s.getAccountSettings)
+	s.handle("POST", "/api_v3/account/settings", app.NeedAdmin, famCode, s.setAccountSettings)
+	s.handle("GET", "/api_v3/webhooks/deliveries", app.NeedAdmin, famCode, s.listDeliveries)
+	s.handle("POST", "/api_v3/webhooks/deliveries/{id}/redeliver", app.NeedAdmin, famCode, s.redeliver)
+
 	// Operations.
 	s.handle("GET", "/openapi.yaml", app.NeedNone, famCode, s.openAPI)
 	s.handle("GET", "/healthz", app.NeedNone, famCode, s.healthz)

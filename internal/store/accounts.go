@@ -140,3 +140,22 @@ func (q *Q) SetAccountFeatures(ctx context.Context, id int64, features []string,
 	b, _ := json.Marshal(nonNil(features))
 	return q.mustAffect(ctx, "UPDATE accounts SET features = ?, modified = ? WHERE id = ?", string(b), now, id)
 }
+
+// AccountWebhook is where a clinic's webhook goes.
+type AccountWebhook struct {
+	Code         string // the clinic's account code, which deliveries carry
+	URL          string // "" when none is configured
+	SealedSecret string // the signing secret sealed with the server key; "" when none
+}
+
+// AccountWebhookByID reads a clinic's webhook settings.
+func (q *Q) AccountWebhookByID(ctx context.Context, id int64) (*AccountWebhook, error) {
+	var w AccountWebhook
+	err := q.queryRow(ctx, "SELECT code, webhook_url, webhook_secret FROM accounts WHERE id = ?", []any{id}, &w.Code, &w.URL, &w.SealedSecret)
+	return &w, err
+}
+
+// SetAccountWebhook replaces a clinic's webhook URL and sealed secret.
+func (q *Q) SetAccountWebhook(ctx context.Context, id int64, url, sealedSecret string, now int64) error {
+	return q.mustAffect(ctx, "UPDATE accounts SET webhook_url = ?, webhook_secret = ?, modified = ? WHERE id = ?", url, sealedSecret, now, id)
+}

@@ -60,16 +60,75 @@ func (q *Q) ClaimOutbox(ctx context.Context, topics []string, now, lease int64, 
 	return won, nil
 }
 
-// FinishOutbox marks an item delivered (or given up on, with its last error).
-func (q *Q) FinishOutbox(ctx context.Context, id, now int64, lastErr string) error {
-	_, err := q.exec(ctx, "UPDATE outbox SET done = ?, last_error = ? WHERE id = ?", now, lastErr, id)
+// FinishOutbox marks an item delivered (or given up on, with its last
+// error). status is the receiver's HTTP status, 0 when there was none.
+func (q *Q) FinishOutbox(ctx context.Context, id, now int64, status int, lastErr string) error {
+	_, err := q.exec(ctx, "UPDATE outbox SET done = ?, claimed_until = 0, last_status = ?, last_error = ? WHERE id = ?", now, status, lastErr, id)
 	return err
 }
 
 // RetryOutbox releases a claimed item to be tried again at due.
-func (q *Q) RetryOutbox(ctx context.Context, id, due int64, lastErr string) error {
-	_, err := q.exec(ctx, "UPDATE outbox SET due = ?, claimed_until = 0, last_error = ? WHERE id = ?", due, lastErr, id)
+func (q *Q) RetryOutbox(ctx context.Context, id, due int64, status int, lastErr string) error {
+	_, err := q.exec(ctx, "UPDATE outbox SET due = ?, claimed_until = 0, last_status = ?, last_error = ? WHERE id = ?", due, status, lastErr, id)
 	return err
+}
+
+// OutboxRecord is an outbox item with its delivery state, for the clinic's
+// list of webhook deliveries.
+type OutboxRecord struct {
+	OutboxItem
+	ClaimedUntil int64
+	Done         int64 // 0 while pending
+	LastStatus   int
+	LastError    string
+}
+
+const outboxRecordCols = "id, account_id, topic, payload, created, due, attempts, claimed_until, COALESCE(done, 0), last_status, last_error"
+
+func (q *Q) outboxRecords(ctx context.Context, query string, args ...any) ([]*OutboxRecord, error) {
+	rows, err := q.query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*OutboxRecord{}
+	for rows.Next() {
+		var r OutboxRecord
+		if err := rows.Scan(&r.ID, &r.AccountID, &r.Topic, &r.Payload, &r.Created, &r.Due, &r.Attempts, &r.ClaimedUntil, &r.Done, &r.LastStatus, &r.LastError); err != nil {
+			return nil, q.d.translate(err)
+		}
+		out = append(out, &r)
+	}
+	return out, q.d.translate(rows.Err())
+}
+
+// ListOutbox lists a clinic's items of one topic, newest first, those with
+// an id below beforeID when it is not 0.
+func (q *Q) ListOutbox(ctx context.Context, accountID int64, topic string, beforeID int64, limit int) ([]*OutboxRecord, error) {
+	if beforeID > 0 {
+		return q.outboxRecords(ctx, "SELECT "+outboxRecordCols+" FROM outbox WHERE account_id = ? AND topic = ? AND id < ? ORDER BY id DESC LIMIT ?", accountID, topic, beforeID, limit)
+	}
+	return q.outboxRecords(ctx, "SELECT "+outboxRecordCols+" FROM outbox WHERE account_id = ? AND topic = ? ORDER BY id DESC LIMIT ?", accountID, topic, limit)
+}
+
+// OutboxRecordByID finds one of a clinic's items of a topic.
+func (q *Q) OutboxRecordByID(ctx context.Context, accountID int64, topic string, id int64) (*OutboxRecord, error) {
+	rs, err := q.outboxRecords(ctx, "SELECT "+outboxRecordCols+" FROM outbox WHERE account_id = ? AND topic = ? AND id = ?", accountID, topic, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(rs) == 0 {
+		return nil, ErrNotFound
+	}
+	return rs[0], nil
+}
+
+// RequeueOutbox makes an item due now with a fresh set of attempts, unless a
+// worker holds it at this moment (reported as false).
+func (q *Q) RequeueOutbox(ctx context.Context, accountID int64, topic string, id, now int64) (bool, error) {
+	n, err := q.affected(ctx, "UPDATE outbox SET done = NULL, due = ?, attempts = 0, claimed_until = 0, last_status = 0, last_error = '' WHERE account_id = ? AND topic = ? AND id = ? AND claimed_until <= ?",
+		now, accountID, topic, id, now)
+	return n == 1, err
 }
 
 // OutboxBacklog counts undelivered items.

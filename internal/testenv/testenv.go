@@ -110,6 +110,9 @@ type Options struct {
 	MaxUpload int64
 	BlobDir   string    // default: a new temporary directory
 	Log       io.Writer // default: discarded
+	// Workers runs the outbox delivery loops (mail, push, webhooks) for the
+	// server's lifetime, polling every 20 ms.
+	Workers bool
 }
 
 // Env is one running server.
@@ -160,6 +163,10 @@ func New(t testing.TB, opts ...Options) *Env {
 		BaseURL: "http://teleclinic.test", PortalURL: "portal.teleclinic.test",
 		UserTokenIdle: 30 * time.Minute, UserTokenMax: 12 * time.Hour, RefreshTokenMax: 30 * 24 * time.Hour,
 		ServerKey: o.ServerKey, Argon2: CheapArgon2, Blobs: blobs,
+		// Test receivers listen on 127.0.0.1; the guard itself is tested
+		// with AllowPrivate off.
+		Webhooks:   app.WebhookConfig{AllowPrivate: true},
+		OutboxPoll: 20 * time.Millisecond,
 	}
 	if o.Config != nil {
 		o.Config(&cfg)
@@ -172,6 +179,12 @@ func New(t testing.TB, opts ...Options) *Env {
 	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: o.MaxBody, MaxUploadBytes: o.MaxUpload})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
+	if o.Workers {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); a.Run(ctx) }()
+		t.Cleanup(func() { cancel(); <-done })
+	}
 	return &Env{T: t, URL: srv.URL, App: a, Store: st, Clock: o.Clock, DSN: o.DSN, Key: o.ServerKey, Blobs: o.BlobDir, api: api}
 }
 

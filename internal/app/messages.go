@@ -1,0 +1,362 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/store"
+)
+
+// Message limits. The spec gives the page sizes; the others are ours.
+const (
+	MessagePageDefault    = 25
+	MessagePageMax        = 200
+	MaxMessageChars       = 10000
+	MaxMessageAttachments = 10
+)
+
+// closedForMessages are the visit statuses whose thread takes no new
+// messages (spec: Errors, 409).
+var closedForMessages = []int{clinic.VisitCompleted, clinic.VisitCancelled}
+
+// Message is one entry of a visit's thread as readers see it.
+type Message struct {
+	ID          int64
+	VisitID     int64
+	Type        string
+	Actor       MessageActor
+	Content     string
+	Attachments []int64
+	CreatedUS   int64 // microseconds since the epoch
+}
+
+// MessageActor is who wrote a message.
+type MessageActor struct {
+	ID          int64
+	Type        int // the user type: 200 a patient, 400 a provider
+	DisplayName string
+}
+
+// messageVisit finds a visit for its thread: unknown is 404; a caller who is
+// not its patient, its assigned provider or one of its hosts (see
+// awaitsProvider) is 403.
+func (a *App) messageVisit(ctx context.Context, p *clinic.Principal, idStr string) (*clinic.Visit, error) {
+	id, err := strconv.ParseInt(idStr, 10, 64)
+	if err != nil || id <= 0 {
+		return nil, errVisitNotFound
+	}
+	v, err := a.store.Read().VisitByID(ctx, p.Account.ID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errVisitNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("visit: %w", err)
+	}
+	// The participants are those who may see the visit, less the admin.
+	if !p.IsAdmin() && p.UserID() != 0 {
+		ok, err := a.canSeeVisit(ctx, p, v)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return v, nil
+		}
+	}
+	return nil, clinic.Errorf(clinic.EForbidden, "Only the visit's patient, its provider and its hosts may read or write its messages.")
+}
+
+// MessageQuery is GET /api/visits/{id}/messages.
+type MessageQuery struct {
+	Limit, Skip, Page *int
+	Sort, Order       string
+}
+
+// ListMessages returns a page of a visit's thread and the thread's length.
+// Oldest first unless sort or order asks for newest first. The order is the
+// commit order, the same for every reader, so a reader that asks with skip
+// set to the number it has seen gets exactly the new messages.
+func (a *App) ListMessages(ctx context.Context, p *clinic.Principal, visitID string, in MessageQuery) ([]*Message, int, error) {
+	limit, skip := MessagePageDefault, 0
+	if in.Limit != nil {
+		if *in.Limit < 1 {
+			return nil, 0, clinic.Errorf(clinic.EInvalid, "limit must be at least 1.")
+		}
+		limit = min(*in.Limit, MessagePageMax)
+	}
+	switch {
+	case in.Skip != nil:
+		if *in.Skip < 0 {
+			return nil, 0, clinic.Errorf(clinic.EInvalid, "skip must not be negative.")
+		}
+		skip = *in.Skip
+	case in.Page != nil:
+		if *in.Page < 1 {
+			return nil, 0, clinic.Errorf(clinic.EInvalid, "page must be at least 1.")
+		}
+		skip = (*in.Page - 1) * limit
+	}
+	desc, err := messageOrder(in.Sort, in.Order)
+	if err != nil {
+		return nil, 0, err
+	}
+	v, err := a.messageVisit(ctx, p, visitID)
+	if err != nil {
+		_ = a.audit(ctx, p, "visit.messages.read", "visit", visitID, outcomeOf(err))
+		return nil, 0, err
+	}
+	// The count is read before the page: a message committed in between
+	// shows in the page but not the count, so the reader's next skip (the
+	// count it holds) never passes over a message.
+	total, err := a.store.Read().MessageCount(ctx, p.Account.ID, v.ID)
+	if err != nil {
+		return nil, 0, fmt.Errorf("messages: %w", err)
+	}
+	rows, err := a.store.Read().ListMessages(ctx, p.Account.ID, v.ID, desc, skip, limit)
+	if err != nil {
+		return nil, 0, fmt.Errorf("messages: %w", err)
+	}
+	out, err := a.messagesOut(ctx, p, rows)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := a.audit(ctx, p, "visit.messages.read", "visit", i64s(v.ID), outcomeOK); err != nil {
+		return nil, 0, err
+	}
+	return out, total, nil
+}
+
+// messageOrder reads sort (a field, optionally with ":asc" or ":desc") and
+// order; order wins when both give a direction.
+func messageOrder(sort, order string) (desc bool, err error) {
+	field, dir, _ := strings.Cut(strings.TrimSpace(sort), ":")
+	switch field {
+	case "", "created", "id":
+	default:
+		return false, clinic.Errorf(clinic.EInvalid, "sort must be created (optionally created:asc or created:desc).")
+	}
+	if o := strings.TrimSpace(order); o != "" {
+		dir = o
+	}
+	switch strings.ToLower(dir) {
+	case "", "asc":
+		return false, nil
+	case "desc":
+		return true, nil
+	}
+	return false, clinic.Errorf(clinic.EInvalid, "order must be asc or desc.")
+}
+
+// messagesOut names each message's author, reading each author once.
+func (a *App) messagesOut(ctx context.Context, p *clinic.Principal, rows []*store.Message) ([]*Message, error) {
+	authors := map[int64]*clinic.User{}
+	out := make([]*Message, 0, len(rows))
+	for _, m := range rows {
+		u, ok := authors[m.AuthorID]
+		if !ok {
+			var err error
+			if u, err = a.store.Read().UserByID(ctx, p.Account.ID, m.AuthorID); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return nil, fmt.Errorf("messages: author: %w", err)
+			}
+			authors[m.AuthorID] = u
+		}
+		out = append(out, toMessage(m, u))
+	}
+	return out, nil
+}
+
+func toMessage(m *store.Message, author *clinic.User) *Message {
+	out := &Message{ID: m.ID, VisitID: m.VisitID, Type: m.Type, Content: m.Content, Attachments: m.Attachments, CreatedUS: m.CreatedUS,
+		Actor: MessageActor{ID: m.AuthorID, Type: m.ActorType}}
+	if author != nil {
+		out.Actor.DisplayName = author.FullName()
+	}
+	if out.Attachments == nil {
+		out.Attachments = []int64{}
+	}
+	return out
+}
+
+// NewMessage is POST /api/visits/{id}/messages.
+type NewMessage struct {
+	Content       *string
+	AttachmentIDs []string
+}
+
+// PostMessage appends a message to a visit's thread. In the same
+// transaction it writes the visit.message.created delivery for the clinic's
+// webhook, the notifications of the visit's other participants and the
+// audit entry; a closed visit answers 409 and its thread stays readable.
+func (a *App) PostMessage(ctx context.Context, p *clinic.Principal, visitID string, in NewMessage) (*Message, error) {
+	if in.Content == nil || strings.TrimSpace(*in.Content) == "" {
+		return nil, clinic.Errorf(clinic.EInvalid, "content is required and must not be empty.")
+	}
+	content := *in.Content
+	if !utf8.ValidString(content) || strings.ContainsRune(content, 0) {
+		return nil, clinic.Errorf(clinic.EInvalid, "content must be UTF-8 text.")
+	}
+	if n := utf8.RuneCountInString(content); n > MaxMessageChars {
+		return nil, clinic.Errorf(clinic.EInvalid, "content must be at most %d characters; it has %d.", MaxMessageChars, n)
+	}
+	v, err := a.messageVisit(ctx, p, visitID)
+	if err != nil {
+		_ = a.audit(ctx, p, "visit.message.create", "visit", visitID, outcomeOf(err))
+		return nil, err
+	}
+	attachments, err := a.messageAttachments(ctx, p, in.AttachmentIDs)
+	if err != nil {
+		return nil, err
+	}
+	if slices.Contains(closedForMessages, v.Status) {
+		return nil, errClosedThread(v.ID, v.Status)
+	}
+	u := p.User
+	m := &store.Message{AccountID: p.Account.ID, VisitID: v.ID, AuthorID: u.ID, ActorType: u.Type, Content: content, Attachments: attachments}
+	actor := "provider"
+	m.Type = "provider_message"
+	if v.MemberID == u.ID {
+		actor, m.Type = "patient", "patient_message"
+	}
+	now := a.now()
+	m.CreatedUS = now.UnixMicro()
+	var notified bool
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		notified = false
+		seq, err := q.NextMessageSeq(ctx, p.Account.ID, v.ID, closedForMessages)
+		if errors.Is(err, store.ErrNotFound) { // closed (or deleted) since it was read
+			cur, err := q.VisitByID(ctx, p.Account.ID, v.ID)
+			if err != nil {
+				return err
+			}
+			return errClosedThread(v.ID, cur.Status)
+		}
+		if err != nil {
+			return err
+		}
+		m.Seq = seq
+		if err := q.AddMessage(ctx, m); err != nil {
+			return err
+		}
+		if err := a.enqueueMessageEvent(ctx, q, p.Account.ID, v.ID, m.ID, actor, now.Unix()); err != nil {
+			return err
+		}
+		title := "New message from " + u.FullName()
+		uids, err := participants(ctx, q, v)
+		if err != nil {
+			return err
+		}
+		for _, uid := range uids {
+			if uid == u.ID {
+				continue
+			}
+			if err := a.notify(ctx, q, p.Account.ID, uid, NotifyMessage, title, v.ID); err != nil {
+				return err
+			}
+			notified = true
+		}
+		return a.auditIn(ctx, q, p, "visit.message.create", "visit_message", i64s(m.ID), outcomeOK)
+	})
+	if err != nil {
+		return nil, storeErr("post message", err, "")
+	}
+	a.kickWebhooks()
+	if notified {
+		a.kickPush()
+	}
+	return toMessage(m, u), nil
+}
+
+func errClosedThread(id int64, status int) error {
+	return clinic.Errorf(clinic.EConflict, "Visit %d is %s and closed for new messages; its history stays readable. A new concern needs a new e-consult.", id, StatusName(status))
+}
+
+// messageAttachments checks that every attachment is a file the sender may
+// see.
+func (a *App) messageAttachments(ctx context.Context, p *clinic.Principal, ids []string) ([]int64, error) {
+	if len(ids) > MaxMessageAttachments {
+		return nil, clinic.Errorf(clinic.EInvalid, "attachment_ids may name at most %d files.", MaxMessageAttachments)
+	}
+	out := make([]int64, 0, len(ids))
+	for _, s := range ids {
+		id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return nil, clinic.Errorf(clinic.EInvalid, "attachment_ids must be file ids from POST /files; %q is not one.", s)
+		}
+		f, err := a.store.Read().FileByID(ctx, p.Account.ID, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, clinic.Errorf(clinic.EInvalid, "attachment_ids: file %d does not exist or is not yours to share.", id)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("attachments: %w", err)
+		}
+		ok, err := a.canSeeFile(ctx, p, f)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, clinic.Errorf(clinic.EInvalid, "attachment_ids: file %d does not exist or is not yours to share.", id)
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// canSeeFile: the admin sees all of the clinic's files; a user the files
+// they uploaded and those uploaded for them; a provider also the files of
+// patients they have a visit with.
+func (a *App) canSeeFile(ctx context.Context, p *clinic.Principal, f *store.FileRef) (bool, error) {
+	uid := p.UserID()
+	switch {
+	case p.IsAdmin(), f.CreatorUserID == uid, f.TargetType == "user" && f.TargetID == uid:
+		return true, nil
+	case isProvider(p) && f.TargetType == "user":
+		return a.store.Read().HasVisitWith(ctx, p.Account.ID, uid, f.TargetID)
+	}
+	return false, nil
+}
+
+// participants are the users a visit's events concern: its patient, its
+// provider, or while an e-consult awaits one, the providers of its room.
+func participants(ctx context.Context, q *store.Q, v *clinic.Visit) ([]int64, error) {
+	ids := []int64{v.MemberID}
+	if v.ProviderID != 0 {
+		return append(ids, v.ProviderID), nil
+	}
+	if !awaitsProvider(v) {
+		return ids, nil
+	}
+	provs, err := q.RoomUsers(ctx, v.AccountID, v.RoomID, clinic.UserProvider)
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range provs {
+		ids = append(ids, u.ID)
+	}
+	return ids, nil
+}
+
+// messageEvent is the outbox payload of a visit.message.created delivery:
+// the spec's data object, fixed when the message commits.
+type messageEvent struct {
+	VisitID   string `json:"visit_id"`
+	MessageID string `json:"message_id"`
+	ActorType string `json:"actor_type"`
+	TS        int64  `json:"ts"`
+}
+
+// enqueueMessageEvent writes the webhook delivery of a new message, if the
+// clinic has a webhook URL.
+func (a *App) enqueueMessageEvent(ctx context.Context, q *store.Q, accountID, visitID, messageID int64, actor string, ts int64) error {
+	wh, err := q.AccountWebhookByID(ctx, accountID)
+	if err != nil || wh.URL == "" {
+		return err
+	}
+	b, _ := json.Marshal(messageEvent{VisitID: i64s(visitID), MessageID: i64s(messageID), ActorType: actor, TS: ts})
+	return q.Enqueue(ctx, &store.OutboxItem{AccountID: accountID, Topic: TopicWebhook, Payload: string(b), Created: ts, Due: ts})
+}

@@ -1,0 +1,275 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/store"
+)
+
+// Endpoint types (spec: Push endpoint and notification).
+const (
+	EndpointEmail = 10
+	EndpointAPNs  = 30
+	EndpointFCM   = 40
+)
+
+// Notification types: what happened, as clients switch on it.
+const (
+	NotifyMessage        = "visit_message"
+	NotifyVisitConfirmed = "visit_confirmed"
+	NotifyVisitStarted   = "visit_started"
+	NotifyVisitCompleted = "visit_completed"
+	NotifyVisitCancelled = "visit_cancelled"
+)
+
+// TopicPush is the outbox topic of notifications on their way to one endpoint.
+const TopicPush = "push"
+
+// NotificationPageDefault is GET /notifications' size (spec: Limits).
+const (
+	NotificationPageDefault = 10
+	NotificationPageMax     = 100
+)
+
+var (
+	apnsToken = regexp.MustCompile(`^[0-9a-fA-F]{32,200}$`)
+	fcmToken  = regexp.MustCompile(`^[A-Za-z0-9_:\-.]+$`)
+)
+
+var errEndpointNotFound = clinic.Errorf(clinic.ENotFound, "Endpoint not found.")
+
+func parseEndpointType(s string, required bool) (int, error) {
+	s = strings.TrimSpace(s)
+	if s == "" && !required {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || (n != EndpointEmail && n != EndpointAPNs && n != EndpointFCM) {
+		return 0, clinic.Errorf(clinic.EInvalid, "type must be 30 (Apple push), 40 (Google push) or 10 (email).")
+	}
+	return n, nil
+}
+
+// RegisterEndpoint is POST /endpoints. Registering an address again returns
+// its endpoint; a device token registered by another user of the clinic
+// moves to the caller, since a device belongs to whoever last signed in on it.
+func (a *App) RegisterEndpoint(ctx context.Context, p *clinic.Principal, key, typ string) (*store.Endpoint, error) {
+	t, err := parseEndpointType(typ, true)
+	if err != nil {
+		return nil, err
+	}
+	key = strings.TrimSpace(key)
+	if key == "" {
+		return nil, clinic.Errorf(clinic.EInvalid, "key is required: the device token, registration id or email address.")
+	}
+	switch t {
+	case EndpointAPNs:
+		if !apnsToken.MatchString(key) {
+			return nil, clinic.Errorf(clinic.EInvalid, "key must be an Apple device token (hexadecimal).")
+		}
+		key = strings.ToLower(key)
+	case EndpointFCM:
+		if len(key) < 16 || len(key) > 4096 || !fcmToken.MatchString(key) {
+			return nil, clinic.Errorf(clinic.EInvalid, "key must be a Firebase registration token.")
+		}
+	case EndpointEmail:
+		if len(key) > 254 || !emailRE.MatchString(key) {
+			return nil, clinic.Errorf(clinic.EInvalid, "key must be an email address.")
+		}
+	}
+	uid, now := p.UserID(), a.unix()
+	var out *store.Endpoint
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		e, err := q.EndpointByAddress(ctx, p.Account.ID, t, key)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			e = &store.Endpoint{AccountID: p.Account.ID, UserID: uid, Type: t, Address: key, Created: now, Modified: now}
+			if err := q.CreateEndpoint(ctx, e); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		case e.UserID != uid:
+			if err := q.MoveEndpoint(ctx, p.Account.ID, e.ID, uid, now); err != nil {
+				return err
+			}
+			e.UserID, e.Modified = uid, now
+		}
+		out = e
+		return a.auditIn(ctx, q, p, "endpoint.register", "endpoint", i64s(e.ID), outcomeOK)
+	})
+	if errors.Is(err, store.ErrConflict) { // registered by a concurrent request: it is there now
+		return a.RegisterEndpoint(ctx, p, key, typ)
+	}
+	return out, storeErr("register endpoint", err, "")
+}
+
+// Endpoints is GET /endpoints: the caller's own.
+func (a *App) Endpoints(ctx context.Context, p *clinic.Principal, typ string) ([]*store.Endpoint, error) {
+	t, err := parseEndpointType(typ, false)
+	if err != nil {
+		return nil, err
+	}
+	es, err := a.store.Read().UserEndpoints(ctx, p.Account.ID, p.UserID(), t)
+	return es, storeErr("endpoints", err, "")
+}
+
+// Endpoint is GET /endpoints/{id}: only the caller's own; another's is not found.
+func (a *App) Endpoint(ctx context.Context, p *clinic.Principal, id string) (*store.Endpoint, error) {
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil {
+		return nil, errEndpointNotFound
+	}
+	e, err := a.store.Read().UserEndpoint(ctx, p.Account.ID, p.UserID(), n)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errEndpointNotFound
+	}
+	return e, storeErr("endpoint", err, "")
+}
+
+// DeleteEndpoint is DELETE /endpoints/{id}.
+func (a *App) DeleteEndpoint(ctx context.Context, p *clinic.Principal, id string) (int64, error) {
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil {
+		return 0, errEndpointNotFound
+	}
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		if err := q.DeleteEndpoint(ctx, p.Account.ID, p.UserID(), n); err != nil {
+			return err
+		}
+		return a.auditIn(ctx, q, p, "endpoint.delete", "endpoint", i64s(n), outcomeOK)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, errEndpointNotFound
+	}
+	return n, storeErr("delete endpoint", err, "")
+}
+
+// notify records a notification for a user and queues it for each of the
+// user's endpoints whose channel is configured, in the caller's transaction.
+func (a *App) notify(ctx context.Context, q *store.Q, accountID, userID int64, typ, title string, visitID int64) error {
+	now := a.now()
+	n := &store.Notification{AccountID: accountID, UserID: userID, Type: typ, Title: title, VisitID: visitID, Created: now.Unix(), MtimeMS: now.UnixMilli()}
+	if err := q.CreateNotification(ctx, n); err != nil {
+		return err
+	}
+	eps, err := q.UserEndpoints(ctx, accountID, userID, 0)
+	if err != nil {
+		return err
+	}
+	for _, e := range eps {
+		if !a.channelOn(e.Type) {
+			continue
+		}
+		b, _ := json.Marshal(pushItem{EndpointID: e.ID, NotificationID: n.ID})
+		if err := q.Enqueue(ctx, &store.OutboxItem{AccountID: accountID, Topic: TopicPush, Payload: string(b), Created: n.Created, Due: n.Created}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// channelOn reports whether notifications of an endpoint type are sent:
+// email always (logged when no mail server is set), push once configured.
+func (a *App) channelOn(typ int) bool {
+	switch typ {
+	case EndpointEmail:
+		return true
+	case EndpointAPNs:
+		return a.cfg.APNs != nil
+	case EndpointFCM:
+		return a.cfg.FCM != nil
+	}
+	return false
+}
+
+// pushItem is the outbox payload of a notification for one endpoint. It
+// names rows rather than copying addresses, so a removed endpoint is not
+// written to.
+type pushItem struct {
+	EndpointID     int64 `json:"endpoint_id"`
+	NotificationID int64 `json:"notification_id"`
+}
+
+// notifyVisitMove tells a visit's participants, except the one who acted,
+// that it changed state.
+func (a *App) notifyVisitMove(ctx context.Context, q *store.Q, p *clinic.Principal, v *clinic.Visit, action string) error {
+	var typ, title string
+	switch action {
+	case ActConfirm:
+		typ, title = NotifyVisitConfirmed, "Your visit is confirmed"
+	case ActInProgress:
+		typ, title = NotifyVisitStarted, "Your visit has started"
+	case ActClose:
+		typ, title = NotifyVisitCompleted, "Your visit is complete"
+	case ActCancel:
+		typ, title = NotifyVisitCancelled, "Your visit was cancelled"
+	default:
+		return nil
+	}
+	uids, err := participants(ctx, q, v)
+	if err != nil {
+		return err
+	}
+	for _, uid := range uids {
+		if uid == p.UserID() {
+			continue
+		}
+		if err := a.notify(ctx, q, p.Account.ID, uid, typ, title, v.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Notifications is GET /notifications: newest first, size at a time, those
+// before last (milliseconds) when given.
+func (a *App) Notifications(ctx context.Context, p *clinic.Principal, size *int, last int64) ([]*store.Notification, error) {
+	n := NotificationPageDefault
+	if size != nil {
+		if *size < 1 {
+			return nil, clinic.Errorf(clinic.EInvalid, "size must be at least 1.")
+		}
+		n = min(*size, NotificationPageMax)
+	}
+	if last < 0 {
+		return nil, clinic.Errorf(clinic.EInvalid, "last must be a timestamp in milliseconds.")
+	}
+	ns, err := a.store.Read().UserNotifications(ctx, p.Account.ID, p.UserID(), last, n)
+	return ns, storeErr("notifications", err, "")
+}
+
+var errNotificationNotFound = clinic.Errorf(clinic.ENotFound, "Notification not found.")
+
+// ReadNotification is PUT /notifications/{id}.
+func (a *App) ReadNotification(ctx context.Context, p *clinic.Principal, id string) (*store.Notification, error) {
+	n, err := strconv.ParseInt(id, 10, 64)
+	if err != nil {
+		return nil, errNotificationNotFound
+	}
+	if err := a.store.Write().MarkNotificationRead(ctx, p.Account.ID, p.UserID(), n); errors.Is(err, store.ErrNotFound) {
+		return nil, errNotificationNotFound
+	} else if err != nil {
+		return nil, fmt.Errorf("read notification: %w", err)
+	}
+	out, err := a.store.Read().UserNotification(ctx, p.Account.ID, p.UserID(), n)
+	return out, storeErr("read notification", err, "Notification not found.")
+}
+
+// Badge is GET /notifications/badge: how many notifications are new.
+func (a *App) Badge(ctx context.Context, p *clinic.Principal) (int, error) {
+	n, err := a.store.Read().Badge(ctx, p.Account.ID, p.UserID())
+	return n, storeErr("badge", err, "")
+}
+
+// ResetBadge is POST /notifications/badge.
+func (a *App) ResetBadge(ctx context.Context, p *clinic.Principal) error {
+	return storeErr("reset badge", a.store.Write().ResetBadge(ctx, p.Account.ID, p.UserID()), "")
+}

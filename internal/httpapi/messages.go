@@ -1,0 +1,79 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+
+	"teleclinic/internal/app"
+)
+
+// messageOut is the spec's Visit message.
+type messageOut struct {
+	ID            string     `json:"id"`
+	VisitID       string     `json:"visit_id"`
+	Type          string     `json:"type"`
+	Actor         actorOut   `json:"actor"`
+	Content       string     `json:"content"`
+	AttachmentIDs []string   `json:"attachment_ids"`
+	Created       unixMicros `json:"created"`
+}
+
+type actorOut struct {
+	ID          string `json:"id"`
+	Type        int    `json:"type"`
+	DisplayName string `json:"display_name"`
+}
+
+// unixMicros is a time in microseconds written as UNIX seconds with a
+// six-digit fractional part, always present (spec: created has a
+// fractional part).
+type unixMicros int64
+
+func (u unixMicros) MarshalJSON() ([]byte, error) {
+	s, us := int64(u)/1e6, int64(u)%1e6
+	b := strconv.AppendInt(nil, s, 10)
+	b = append(b, '.')
+	frac := strconv.AppendInt(nil, 1e6+us, 10) // 1xxxxxx keeps the leading zeros
+	return append(b, frac[1:]...), nil
+}
+
+func toMessageOut(m *app.Message) messageOut {
+	att := make([]string, len(m.Attachments))
+	for i, a := range m.Attachments {
+		att[i] = id(a)
+	}
+	return messageOut{ID: id(m.ID), VisitID: id(m.VisitID), Type: m.Type, Content: m.Content, AttachmentIDs: att, Created: unixMicros(m.CreatedUS),
+		Actor: actorOut{ID: id(m.Actor.ID), Type: m.Actor.Type, DisplayName: m.Actor.DisplayName}}
+}
+
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *call) error {
+	var in app.MessageQuery
+	var err error
+	for name, dst := range map[string]**int{"limit": &in.Limit, "skip": &in.Skip, "page": &in.Page} {
+		if *dst, err = c.params.OptInt(name); err != nil {
+			return err
+		}
+	}
+	in.Sort, in.Order = c.params.Str("sort"), c.params.Str("order")
+	ms, total, err := s.app.ListMessages(r.Context(), c.p, c.params.Str("visit_id"), in)
+	if err != nil {
+		return err
+	}
+	out := make([]messageOut, len(ms))
+	for i, m := range ms {
+		out[i] = toMessageOut(m)
+	}
+	return okList(w, out, total)
+}
+
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, c *call) error {
+	in := app.NewMessage{AttachmentIDs: c.params.List("attachment_ids")}
+	if v, ok := c.params.StrOK("content"); ok {
+		in.Content = &v
+	}
+	m, err := s.app.PostMessage(r.Context(), c.p, c.params.Str("visit_id"), in)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, envelope{Data: toMessageOut(m)})
+}

@@ -1,0 +1,297 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"teleclinic/internal/testenv"
+)
+
+// econsult opens an e-consult for who in the main room and returns its id.
+func (s *clinicSetup) econsult(t *testing.T, who *session) string {
+	t.Helper()
+	it := s.intake(t, who, "reason_for_visit", "Rash")
+	res := s.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/add_econsult", Header: userHeaders(s.c, who.Token), Form: q("intake_id", it, "room_code", "main")})
+	if res.Status != 200 {
+		t.Fatalf("e-consult: %d %s", res.Status, res.Raw)
+	}
+	return res.Data()["id"].(string)
+}
+
+func msgPath(visit string) string { return "/api/visits/" + visit + "/messages" }
+
+// postMsg posts content as the holder of token; the user token alone, as the
+// spec's visit message calls send it.
+func postMsg(e *testenv.Env, token, visit, content string) *testenv.Resp {
+	return e.Do(testenv.Req{Method: "POST", Path: msgPath(visit), Header: map[string]string{"X-ApiToken": token}, JSON: map[string]any{"content": content}})
+}
+
+func mustPost(t *testing.T, e *testenv.Env, token, visit, content string) map[string]any {
+	t.Helper()
+	res := postMsg(e, token, visit, content)
+	if res.Status != 201 {
+		t.Fatalf("post: %d %s", res.Status, res.Raw)
+	}
+	return res.Data()
+}
+
+func readMsgs(t *testing.T, e *testenv.Env, token, visit string, kv ...string) ([]map[string]any, int) {
+	t.Helper()
+	res := e.Do(testenv.Req{Path: msgPath(visit), Header: map[string]string{"X-ApiToken": token}, Query: q(kv...)})
+	if res.Status != 200 {
+		t.Fatalf("read: %d %s", res.Status, res.Raw)
+	}
+	return res.List(), int(res.Body["total_count"].(float64))
+}
+
+func contents(ms []map[string]any) string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m["content"].(string))
+	}
+	return strings.Join(out, ",")
+}
+
+func TestMessages(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	visit := s.econsult(t, s.pat)
+
+	t.Run("a patient posts; 201 with the message of the spec", func(t *testing.T) {
+		res := postMsg(e, s.pat.Token, visit, "Hello, the rash is spreading.")
+		if res.Status != 201 {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+		d := res.Data()
+		a := d["actor"].(map[string]any)
+		if d["type"] != "patient_message" || d["content"] != "Hello, the rash is spreading." || d["visit_id"] != visit ||
+			a["id"] != s.pat.UserID || a["type"].(float64) != 200 || a["display_name"] != "Pat One" {
+			t.Fatalf("%s", res.Raw)
+		}
+		// created is UNIX seconds with a fractional part, even on a whole second.
+		if !regexp.MustCompile(`"created":1772442000\.\d{6}[,}]`).Match(res.Raw) {
+			t.Fatalf("created without its fraction: %s", res.Raw)
+		}
+	})
+	t.Run("a host provider replies as a provider", func(t *testing.T) {
+		d := mustPost(t, e, s.doc.Token, visit, "Please send a photo.")
+		if d["type"] != "provider_message" || d["actor"].(map[string]any)["type"].(float64) != 400 || d["actor"].(map[string]any)["display_name"] != "Dana Doc" {
+			t.Fatalf("%v", d)
+		}
+	})
+	t.Run("errors: 401, 400, 403, 404 in the code shape", func(t *testing.T) {
+		wantErr(t, e.Do(testenv.Req{Method: "POST", Path: msgPath(visit), JSON: map[string]any{"content": "x"}}), 401, 401)
+		wantErr(t, postMsg(e, "not-a-token", visit, "x"), 401, 401)
+		wantErr(t, e.Do(testenv.Req{Path: msgPath(visit)}), 401, 401)
+		wantErr(t, e.Do(testenv.Req{Method: "POST", Path: msgPath(visit), Header: map[string]string{"X-ApiToken": s.pat.Token}, JSON: map[string]any{}}), 400, 400)
+		wantErr(t, postMsg(e, s.pat.Token, visit, "   \n"), 400, 400)
+		wantErr(t, postMsg(e, s.pat.Token, visit, strings.Repeat("é", 10001)), 400, 400)
+		wantErr(t, postMsg(e, s.pat2.Token, visit, "x"), 403, 403)
+		wantErr(t, postMsg(e, s.other.Token, visit, "x"), 403, 403) // a provider not of this room
+		wantErr(t, e.Do(testenv.Req{Path: msgPath(visit), Header: map[string]string{"X-ApiToken": s.pat2.Token}}), 403, 403)
+		wantErr(t, e.Do(testenv.Req{Path: msgPath(visit), Header: adminHeaders(s.c)}), 403, 403)
+		wantErr(t, postMsg(e, s.pat.Token, "999999", "x"), 404, 404)
+		wantErr(t, postMsg(e, s.pat.Token, "abc", "x"), 404, 404)
+		wantErr(t, e.Do(testenv.Req{Path: msgPath(visit), Header: map[string]string{"X-ApiToken": s.pat.Token}, Query: q("limit", "0")}), 400, 400)
+		wantErr(t, e.Do(testenv.Req{Path: msgPath(visit), Header: map[string]string{"X-ApiToken": s.pat.Token}, Query: q("sort", "content")}), 400, 400)
+		wantErr(t, e.Do(testenv.Req{Path: msgPath(visit), Header: map[string]string{"X-ApiToken": s.pat.Token}, Query: q("order", "sideways")}), 400, 400)
+		// Form and multipart bodies work too, and the .json suffix.
+		res := e.Do(testenv.Req{Method: "POST", Path: msgPath(visit) + ".json", Header: userHeaders(s.c, s.pat.Token), Form: q("content", "form body")})
+		if res.Status != 201 {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+	})
+	t.Run("reading: order, paging, sort, and the polling rule", func(t *testing.T) {
+		ms, total := readMsgs(t, e, s.pat.Token, visit)
+		if total != 3 || contents(ms) != "Hello, the rash is spreading.,Please send a photo.,form body" {
+			t.Fatalf("%d %s", total, contents(ms))
+		}
+		if ms, _ := readMsgs(t, e, s.doc.Token, visit, "sort", "created:desc", "limit", "2"); contents(ms) != "form body,Please send a photo." {
+			t.Fatalf("desc: %s", contents(ms))
+		}
+		if ms, _ := readMsgs(t, e, s.doc.Token, visit, "sort", "created", "order", "desc", "skip", "2"); contents(ms) != "Hello, the rash is spreading." {
+			t.Fatalf("order wins: %s", contents(ms))
+		}
+		if ms, _ := readMsgs(t, e, s.pat.Token, visit, "limit", "2", "page", "2"); contents(ms) != "form body" {
+			t.Fatalf("page 2: %s", contents(ms))
+		}
+		// Polling: skip = the count held gives nothing until a new message, then only it.
+		if ms, total := readMsgs(t, e, s.pat.Token, visit, "skip", "3"); len(ms) != 0 || total != 3 {
+			t.Fatalf("caught up: %d %d", len(ms), total)
+		}
+		mustPost(t, e, s.doc.Token, visit, "Any fever?")
+		if ms, total := readMsgs(t, e, s.pat.Token, visit, "skip", "3"); contents(ms) != "Any fever?" || total != 4 {
+			t.Fatalf("new only: %s %d", contents(ms), total)
+		}
+		if ms, _ := readMsgs(t, e, s.pat.Token, visit, "limit", "1000"); len(ms) != 4 {
+			t.Fatal("a limit above 200 is served as 200")
+		}
+	})
+	t.Run("attachments must be files the sender may see", func(t *testing.T) {
+		var pid, p2 int64
+		fmt.Sscan(s.pat.UserID, &pid)
+		fmt.Sscan(s.pat2.UserID, &p2)
+		mine, _ := e.Store.Write().CreateFileRecord(context.Background(), 1, pid, "patient_shared", "user", pid, "photo.jpg", 1)
+		theirs, _ := e.Store.Write().CreateFileRecord(context.Background(), 1, p2, "patient_shared", "user", p2, "x.jpg", 1)
+		res := e.Do(testenv.Req{Method: "POST", Path: msgPath(visit), Header: map[string]string{"X-ApiToken": s.pat.Token},
+			JSON: map[string]any{"content": "Photo attached.", "attachment_ids": []any{fmt.Sprint(mine)}}})
+		if res.Status != 201 || fmt.Sprint(res.Data()["attachment_ids"]) != fmt.Sprintf("[%d]", mine) {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+		for _, bad := range []any{[]any{fmt.Sprint(theirs)}, []any{"nope"}, []any{"987654"}} {
+			wantErr(t, e.Do(testenv.Req{Method: "POST", Path: msgPath(visit), Header: map[string]string{"X-ApiToken": s.pat.Token},
+				JSON: map[string]any{"content": "x", "attachment_ids": bad}}), 400, 400)
+		}
+	})
+	t.Run("a completed visit is closed for new messages; its history stays readable", func(t *testing.T) {
+		before, _ := readMsgs(t, e, s.pat.Token, visit)
+		for _, step := range []string{"accept", "inprogress", "close"} {
+			if res := s.post(s.doc.Token, "/api_v3/visits/"+step, "id", visit); res.Status != 200 {
+				t.Fatalf("%s: %s", step, res.Raw)
+			}
+		}
+		res := postMsg(e, s.pat.Token, visit, "One more thing")
+		wantErr(t, res, 409, 409)
+		if !strings.Contains(res.Body["message"].(string), "completed") {
+			t.Fatalf("%s", res.Raw)
+		}
+		wantErr(t, postMsg(e, s.doc.Token, visit, "x"), 409, 409)
+		after, total := readMsgs(t, e, s.pat.Token, visit)
+		if len(after) != len(before) || total != len(before) {
+			t.Fatal("the history changed")
+		}
+		// Now assigned, the visit's thread is its provider's: another host of the room is not a participant.
+		if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/" + s.other.UserID + "/rooms", Header: adminHeaders(s.c), Form: q("code", "main")}); res.Status != 200 {
+			t.Fatal(res.Raw)
+		}
+		wantErr(t, e.Do(testenv.Req{Path: msgPath(visit), Header: map[string]string{"X-ApiToken": s.other.Token}}), 403, 403)
+	})
+	t.Run("every read and post is audited without content", func(t *testing.T) {
+		res := e.Do(testenv.Req{Path: "/api_v3/audit", Header: adminHeaders(s.c), Query: q("limit", "500")})
+		seen := map[string]int{}
+		for _, a := range res.List() {
+			seen[a["action"].(string)+"/"+a["outcome"].(string)]++
+		}
+		if seen["visit.message.create/ok"] < 5 || seen["visit.messages.read/ok"] < 5 || seen["visit.message.create/denied"] < 1 {
+			t.Fatalf("%v", seen)
+		}
+		if strings.Contains(string(res.Raw), "rash is spreading") {
+			t.Fatal("the audit holds message content")
+		}
+	})
+}
+
+// receiver is a webhook endpoint for tests: it records every delivery and
+// answers with what fail says for the n-th request (1-based).
+type receiver struct {
+	*httptest.Server
+	mu   sync.Mutex
+	got  []delivery
+	fail func(n int) int
+	ch   chan delivery
+}
+
+type delivery struct {
+	Header http.Header
+	Body   []byte
+	Event  struct {
+		ID          string `json:"id"`
+		Type        string `json:"type"`
+		Created     int64  `json:"created"`
+		AccountCode string `json:"account_code"`
+		Version     string `json:"version"`
+		Data        struct {
+			VisitID   string `json:"visit_id"`
+			MessageID string `json:"message_id"`
+			ActorType string `json:"actor_type"`
+			TS        int64  `json:"ts"`
+		} `json:"data"`
+	}
+	Keys []string // the payload's top-level and data keys
+}
+
+func newReceiver(t *testing.T, fail func(n int) int) *receiver {
+	rc := &receiver{fail: fail, ch: make(chan delivery, 1000)}
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		d := delivery{Header: r.Header.Clone(), Body: body}
+		if err := json.Unmarshal(body, &d.Event); err != nil {
+			t.Errorf("delivery is not JSON: %s", body)
+		}
+		var raw map[string]json.RawMessage
+		_ = json.Unmarshal(body, &raw)
+		var data map[string]any
+		_ = json.Unmarshal(raw["data"], &data)
+		for k := range raw {
+			d.Keys = append(d.Keys, k)
+		}
+		for k := range data {
+			d.Keys = append(d.Keys, "data."+k)
+		}
+		rc.mu.Lock()
+		rc.got = append(rc.got, d)
+		n := len(rc.got)
+		rc.mu.Unlock()
+		status := 200
+		if rc.fail != nil {
+			status = rc.fail(n)
+		}
+		w.WriteHeader(status)
+		rc.ch <- d
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+// next waits for the next delivery.
+func (rc *receiver) next(t *testing.T) delivery {
+	t.Helper()
+	select {
+	case d := <-rc.ch:
+		return d
+	case <-time.After(10 * time.Second):
+		t.Fatal("no delivery within 10 s")
+	}
+	return delivery{}
+}
+
+func (rc *receiver) count() int { rc.mu.Lock(); defer rc.mu.Unlock(); return len(rc.got) }
+
+func setWebhook(t *testing.T, e *testenv.Env, c *testenv.Clinic, kv ...string) map[string]any {
+	t.Helper()
+	res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/account/settings", Header: adminHeaders(c), Form: q(kv...)})
+	if res.Status != 200 {
+		t.Fatalf("settings: %d %s", res.Status, res.Raw)
+	}
+	return res.Data()
+}
+
+func deliveries(t *testing.T, e *testenv.Env, c *testenv.Clinic) []map[string]any {
+	t.Helper()
+	res := e.Do(testenv.Req{Path: "/api_v3/webhooks/deliveries", Header: adminHeaders(c)})
+	if res.Status != 200 {
+		t.Fatalf("deliveries: %d %s", res.Status, res.Raw)
+	}
+	return res.List()
+}
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}

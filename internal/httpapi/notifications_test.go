@@ -1,0 +1,260 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/mail"
+	"teleclinic/internal/push"
+	"teleclinic/internal/testenv"
+)
+
+// pushBox is a push.Sender that records what it is given and answers
+// ErrUnregistered for tokens it is told are gone.
+type pushBox struct {
+	mu   sync.Mutex
+	msgs []push.Message
+	gone map[string]bool
+}
+
+func (b *pushBox) Send(_ context.Context, m push.Message) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.gone[m.Token] {
+		return push.ErrUnregistered
+	}
+	b.msgs = append(b.msgs, m)
+	return nil
+}
+
+func (b *pushBox) sent() []push.Message {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]push.Message(nil), b.msgs...)
+}
+
+type mailBox struct {
+	mu   sync.Mutex
+	msgs []mail.Message
+}
+
+func (b *mailBox) Send(_ context.Context, m mail.Message) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.msgs = append(b.msgs, m)
+	return nil
+}
+
+const apnsTok = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90"
+
+func TestEndpoints(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	reg := func(who *session, kv ...string) *testenv.Resp {
+		return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/endpoints.json", Header: map[string]string{"X-ApiToken": who.Token}, Form: q(kv...)})
+	}
+	res := reg(s.pat, "key", apnsTok, "type", "30")
+	ep := res.Data()
+	if res.Status != 200 || ep["key"] != apnsTok || ep["type"].(float64) != 30 || ep["user_id"] != s.pat.UserID || !strings.Contains(ep["arn"].(string), "apns") {
+		t.Fatalf("%d %s", res.Status, res.Raw)
+	}
+	fcm := reg(s.pat, "key", "fcm-registration-token:APA91bH", "type", "40").Data()
+	email := reg(s.pat, "key", "pat@example.com", "type", "10").Data()
+	if _, has := email["arn"]; has {
+		t.Fatal("an email endpoint has no arn")
+	}
+	if again := reg(s.pat, "key", strings.ToUpper(apnsTok), "type", "30").Data(); again["id"] != ep["id"] {
+		t.Fatal("registering a token again makes a second endpoint")
+	}
+	for _, bad := range [][]string{{"type", "30"}, {"key", apnsTok}, {"key", apnsTok, "type", "20"}, {"key", "not-hex!", "type", "30"}, {"key", "short", "type", "40"}, {"key", "nope", "type", "10"}} {
+		wantErr(t, reg(s.pat, bad...), 400, 400)
+	}
+	list := func(who *session, kv ...string) []map[string]any {
+		res := e.Do(testenv.Req{Path: "/api_v3/endpoints", Header: userHeaders(s.c, who.Token), Query: q(kv...)})
+		if res.Status != 200 {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+		return res.List()
+	}
+	if n := len(list(s.pat)); n != 3 {
+		t.Fatalf("%d endpoints", n)
+	}
+	if l := list(s.pat, "type", "40"); len(l) != 1 || l[0]["id"] != fcm["id"] {
+		t.Fatalf("%v", l)
+	}
+	if len(list(s.pat2)) != 0 {
+		t.Fatal("another user sees the endpoints")
+	}
+	wantErr(t, e.Do(testenv.Req{Path: "/api_v3/endpoints", Header: userHeaders(s.c, s.pat.Token), Query: q("type", "99")}), 400, 400)
+	one := e.Do(testenv.Req{Path: "/api_v3/endpoints/" + ep["id"].(string), Header: userHeaders(s.c, s.pat.Token)})
+	if one.Status != 200 || one.Data()["key"] != apnsTok {
+		t.Fatalf("%s", one.Raw)
+	}
+	wantErr(t, e.Do(testenv.Req{Path: "/api_v3/endpoints/" + ep["id"].(string), Header: userHeaders(s.c, s.pat2.Token)}), 404, 404)
+	wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/endpoints/" + ep["id"].(string), Header: userHeaders(s.c, s.pat2.Token)}), 404, 404)
+	wantErr(t, e.Do(testenv.Req{Path: "/api_v3/endpoints"}), 401, 401)
+	del := e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/endpoints/" + fcm["id"].(string), Header: userHeaders(s.c, s.pat.Token)})
+	if del.Status != 200 || del.Data()["id"] != fcm["id"] {
+		t.Fatalf("%s", del.Raw)
+	}
+	wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/endpoints/" + fcm["id"].(string), Header: userHeaders(s.c, s.pat.Token)}), 404, 404)
+	// A device that changes hands follows the user who registers it last.
+	moved := reg(s.pat2, "key", apnsTok, "type", "30").Data()
+	if moved["id"] != ep["id"] || moved["user_id"] != s.pat2.UserID || len(list(s.pat, "type", "30")) != 0 {
+		t.Fatalf("%v", moved)
+	}
+}
+
+func TestNotifications(t *testing.T) {
+	t.Parallel()
+	apns, fcm, mbox := &pushBox{gone: map[string]bool{}}, &pushBox{}, &mailBox{}
+	e := testenv.New(t, testenv.Options{Config: func(c *app.Config) { c.APNs, c.FCM, c.Mail = apns, fcm, mbox }})
+	s := newClinicSetup(t, e, "alpha")
+	for _, r := range []struct {
+		who      *session
+		key, typ string
+	}{
+		{s.pat, apnsTok, "30"}, {s.pat, "pat@example.com", "10"}, {s.doc, "doc-fcm-registration-token-1", "40"},
+	} {
+		if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/endpoints", Header: userHeaders(s.c, r.who.Token), Form: q("key", r.key, "type", r.typ)}); res.Status != 200 {
+			t.Fatal(res.Raw)
+		}
+	}
+	notes := func(who *session, kv ...string) []map[string]any {
+		t.Helper()
+		res := e.Do(testenv.Req{Path: "/api_v3/notifications", Header: userHeaders(s.c, who.Token), Query: q(kv...)})
+		if res.Status != 200 {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+		return res.List()
+	}
+	badge := func(who *session) int {
+		res := e.Do(testenv.Req{Path: "/api_v3/notifications/badge", Header: userHeaders(s.c, who.Token)})
+		if res.Status != 200 {
+			t.Fatalf("%s", res.Raw)
+		}
+		return int(res.Body["data"].(float64))
+	}
+
+	visit := s.econsult(t, s.pat)
+	mustPost(t, e, s.pat.Token, visit, "The rash is spreading.")
+	// The host provider is told; the sender is not.
+	if n := notes(s.doc); len(n) != 1 || n[0]["type"] != "visit_message" || n[0]["title"] != "New message from Pat One" || n[0]["visit_id"] != visit || n[0]["is_new"] != true || n[0]["read"] != false {
+		t.Fatalf("%v", n)
+	}
+	if len(notes(s.pat)) != 0 || len(notes(s.other)) != 0 {
+		t.Fatal("the sender or a stranger was notified")
+	}
+	e.Clock.Advance(time.Second)
+	mustPost(t, e, s.doc.Token, visit, "Please send a photo.")
+	e.Clock.Advance(time.Second)
+	for _, step := range []string{"accept", "inprogress", "close"} {
+		if res := s.post(s.doc.Token, "/api_v3/visits/"+step, "id", visit); res.Status != 200 {
+			t.Fatalf("%s: %s", step, res.Raw)
+		}
+		e.Clock.Advance(time.Second)
+	}
+	n := notes(s.pat)
+	var types []string
+	for _, x := range n {
+		types = append(types, x["type"].(string))
+	}
+	if strings.Join(types, ",") != "visit_completed,visit_started,visit_message" {
+		t.Fatalf("%v", types)
+	}
+	if badge(s.pat) != 3 {
+		t.Fatal("badge")
+	}
+
+	t.Run("paging by mtime", func(t *testing.T) {
+		first := notes(s.pat, "size", "2")
+		if len(first) != 2 {
+			t.Fatalf("%v", first)
+		}
+		rest := notes(s.pat, "last", fmt.Sprint(int64(first[1]["mtime"].(float64))))
+		if len(rest) != 1 || rest[0]["type"] != "visit_message" || rest[0]["mtime"].(float64) >= first[1]["mtime"].(float64) {
+			t.Fatalf("%v", rest)
+		}
+		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/notifications", Header: userHeaders(s.c, s.pat.Token), Query: q("size", "0")}), 400, 400)
+		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/notifications", Header: userHeaders(s.c, s.pat.Token), Query: q("last", "soon")}), 400, 400)
+	})
+	t.Run("read, badge, reset", func(t *testing.T) {
+		id := n[0]["id"].(string)
+		res := e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/notifications/" + id, Header: userHeaders(s.c, s.pat.Token)})
+		if res.Status != 200 || res.Data()["read"] != true || res.Data()["is_new"] != false {
+			t.Fatalf("%s", res.Raw)
+		}
+		if badge(s.pat) != 2 {
+			t.Fatal("reading lowers the badge")
+		}
+		wantErr(t, e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/notifications/" + id, Header: userHeaders(s.c, s.doc.Token)}), 404, 404)
+		wantErr(t, e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/notifications/x", Header: userHeaders(s.c, s.pat.Token)}), 404, 404)
+		res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/notifications/badge", Header: userHeaders(s.c, s.pat.Token)})
+		if res.Status != 200 || res.Body["data"] != true || badge(s.pat) != 0 {
+			t.Fatalf("%s", res.Raw)
+		}
+		if len(notes(s.pat)) != 3 {
+			t.Fatal("resetting the badge removes nothing")
+		}
+	})
+	t.Run("each notification goes to the user's endpoints after commit", func(t *testing.T) {
+		if len(apns.sent()) != 0 {
+			t.Fatal("sent before the worker ran")
+		}
+		for e.App.DeliverPush(context.Background()) > 0 {
+		}
+		a, f := apns.sent(), fcm.sent()
+		if len(a) != 3 || len(f) != 1 || len(mbox.msgs) != 3 {
+			t.Fatalf("apns %d fcm %d mail %d", len(a), len(f), len(mbox.msgs))
+		}
+		if a[0].Token != apnsTok || a[0].Title != "New message from Dana Doc" || a[0].Data["visit_id"] != visit || a[0].Data["type"] != "visit_message" {
+			t.Fatalf("%+v", a[0])
+		}
+		if f[0].Token != "doc-fcm-registration-token-1" || f[0].Title != "New message from Pat One" || f[0].Badge != 1 {
+			t.Fatalf("%+v", f[0])
+		}
+		if mbox.msgs[0].To != "pat@example.com" || strings.Contains(mbox.msgs[0].Body, "photo") {
+			t.Fatalf("%+v", mbox.msgs[0])
+		}
+	})
+	t.Run("an unregistered device loses its endpoint", func(t *testing.T) {
+		apns.mu.Lock()
+		apns.gone[apnsTok] = true
+		apns.mu.Unlock()
+		visit2 := s.econsult(t, s.pat)
+		mustPost(t, e, s.doc.Token, visit2, "hello")
+		for e.App.DeliverPush(context.Background()) > 0 {
+		}
+		res := e.Do(testenv.Req{Path: "/api_v3/endpoints", Header: userHeaders(s.c, s.pat.Token), Query: q("type", "30")})
+		if len(res.List()) != 0 {
+			t.Fatalf("%s", res.Raw)
+		}
+	})
+}
+
+// TestNotifications_ChannelOff: with no push service configured nothing is
+// queued for push endpoints; the notification itself is still kept.
+func TestNotifications_ChannelOff(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/endpoints", Header: userHeaders(s.c, s.doc.Token), Form: q("key", apnsTok, "type", "30")}); res.Status != 200 {
+		t.Fatal(res.Raw)
+	}
+	visit := s.econsult(t, s.pat)
+	mustPost(t, e, s.pat.Token, visit, "hello")
+	var n int
+	_ = e.Store.DB().QueryRow("SELECT COUNT(*) FROM outbox WHERE topic = 'push'").Scan(&n)
+	if n != 0 {
+		t.Fatalf("%d push items queued for an unconfigured channel", n)
+	}
+	if res := e.Do(testenv.Req{Path: "/api_v3/notifications/badge", Header: userHeaders(s.c, s.doc.Token)}); res.Body["data"].(float64) != 1 {
+		t.Fatalf("%s", res.Raw)
+	}
+}

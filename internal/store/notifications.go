@@ -1,0 +1,182 @@
+package store
+
+import "context"
+
+// Endpoint is where a user's notifications are sent: a device's push token
+// or an email address.
+type Endpoint struct {
+	ID        int64
+	AccountID int64
+	UserID    int64
+	Type      int
+	Address   string
+	Created   int64
+	Modified  int64
+}
+
+const endpointCols = "id, account_id, user_id, type, address, created, modified"
+
+func (q *Q) endpoints(ctx context.Context, query string, args ...any) ([]*Endpoint, error) {
+	rows, err := q.query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*Endpoint{}
+	for rows.Next() {
+		var e Endpoint
+		if err := rows.Scan(&e.ID, &e.AccountID, &e.UserID, &e.Type, &e.Address, &e.Created, &e.Modified); err != nil {
+			return nil, q.d.translate(err)
+		}
+		out = append(out, &e)
+	}
+	return out, q.d.translate(rows.Err())
+}
+
+// EndpointByAddress finds the endpoint of a device token or email address.
+func (q *Q) EndpointByAddress(ctx context.Context, accountID int64, typ int, address string) (*Endpoint, error) {
+	es, err := q.endpoints(ctx, "SELECT "+endpointCols+" FROM endpoints WHERE account_id = ? AND type = ? AND address = ?", accountID, typ, address)
+	if err != nil {
+		return nil, err
+	}
+	if len(es) == 0 {
+		return nil, ErrNotFound
+	}
+	return es[0], nil
+}
+
+// CreateEndpoint inserts e; a registered address answers ErrConflict.
+func (q *Q) CreateEndpoint(ctx context.Context, e *Endpoint) error {
+	id, err := q.insert(ctx, "INSERT INTO endpoints (account_id, user_id, type, address, created, modified) VALUES (?, ?, ?, ?, ?, ?)",
+		e.AccountID, e.UserID, e.Type, e.Address, e.Created, e.Modified)
+	e.ID = id
+	return err
+}
+
+// MoveEndpoint gives an address to a user (a device that changed hands).
+func (q *Q) MoveEndpoint(ctx context.Context, accountID, id, userID, now int64) error {
+	return q.mustAffect(ctx, "UPDATE endpoints SET user_id = ?, modified = ? WHERE account_id = ? AND id = ?", userID, now, accountID, id)
+}
+
+// UserEndpoints lists a user's endpoints, of one type when typ is not 0.
+func (q *Q) UserEndpoints(ctx context.Context, accountID, userID int64, typ int) ([]*Endpoint, error) {
+	if typ != 0 {
+		return q.endpoints(ctx, "SELECT "+endpointCols+" FROM endpoints WHERE account_id = ? AND user_id = ? AND type = ? ORDER BY id", accountID, userID, typ)
+	}
+	return q.endpoints(ctx, "SELECT "+endpointCols+" FROM endpoints WHERE account_id = ? AND user_id = ? ORDER BY id", accountID, userID)
+}
+
+// UserEndpoint finds one of a user's endpoints.
+func (q *Q) UserEndpoint(ctx context.Context, accountID, userID, id int64) (*Endpoint, error) {
+	es, err := q.endpoints(ctx, "SELECT "+endpointCols+" FROM endpoints WHERE account_id = ? AND user_id = ? AND id = ?", accountID, userID, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(es) == 0 {
+		return nil, ErrNotFound
+	}
+	return es[0], nil
+}
+
+// DeleteEndpoint removes one of a user's endpoints.
+func (q *Q) DeleteEndpoint(ctx context.Context, accountID, userID, id int64) error {
+	return q.mustAffect(ctx, "DELETE FROM endpoints WHERE account_id = ? AND user_id = ? AND id = ?", accountID, userID, id)
+}
+
+// Notification is something a user is told.
+type Notification struct {
+	ID        int64
+	AccountID int64
+	UserID    int64
+	Type      string
+	Title     string
+	Image     string
+	VisitID   int64
+	IsNew     bool
+	Read      bool
+	Created   int64
+	MtimeMS   int64
+}
+
+const notificationCols = "id, account_id, user_id, type, title, image, visit_id, is_new, is_read, created, mtime_ms"
+
+func (q *Q) notifications(ctx context.Context, query string, args ...any) ([]*Notification, error) {
+	rows, err := q.query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*Notification{}
+	for rows.Next() {
+		var n Notification
+		var isNew, read int
+		if err := rows.Scan(&n.ID, &n.AccountID, &n.UserID, &n.Type, &n.Title, &n.Image, &n.VisitID, &isNew, &read, &n.Created, &n.MtimeMS); err != nil {
+			return nil, q.d.translate(err)
+		}
+		n.IsNew, n.Read = isNew == 1, read == 1
+		out = append(out, &n)
+	}
+	return out, q.d.translate(rows.Err())
+}
+
+// CreateNotification inserts n.
+func (q *Q) CreateNotification(ctx context.Context, n *Notification) error {
+	id, err := q.insert(ctx, "INSERT INTO notifications (account_id, user_id, type, title, image, visit_id, is_new, is_read, created, mtime_ms) VALUES (?, ?, ?, ?, ?, ?, 1, 0, ?, ?)",
+		n.AccountID, n.UserID, n.Type, n.Title, n.Image, n.VisitID, n.Created, n.MtimeMS)
+	n.ID, n.IsNew = id, true
+	return err
+}
+
+// UserNotifications lists a user's notifications newest first, those with
+// mtime before beforeMS when it is not 0.
+func (q *Q) UserNotifications(ctx context.Context, accountID, userID, beforeMS int64, limit int) ([]*Notification, error) {
+	if beforeMS > 0 {
+		return q.notifications(ctx, "SELECT "+notificationCols+" FROM notifications WHERE account_id = ? AND user_id = ? AND mtime_ms < ? ORDER BY mtime_ms DESC, id DESC LIMIT ?",
+			accountID, userID, beforeMS, limit)
+	}
+	return q.notifications(ctx, "SELECT "+notificationCols+" FROM notifications WHERE account_id = ? AND user_id = ? ORDER BY mtime_ms DESC, id DESC LIMIT ?",
+		accountID, userID, limit)
+}
+
+// UserNotification finds one of a user's notifications.
+func (q *Q) UserNotification(ctx context.Context, accountID, userID, id int64) (*Notification, error) {
+	ns, err := q.notifications(ctx, "SELECT "+notificationCols+" FROM notifications WHERE account_id = ? AND user_id = ? AND id = ?", accountID, userID, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(ns) == 0 {
+		return nil, ErrNotFound
+	}
+	return ns[0], nil
+}
+
+// MarkNotificationRead sets a notification read (and no longer new).
+func (q *Q) MarkNotificationRead(ctx context.Context, accountID, userID, id int64) error {
+	return q.mustAffect(ctx, "UPDATE notifications SET is_read = 1, is_new = 0 WHERE account_id = ? AND user_id = ? AND id = ?", accountID, userID, id)
+}
+
+// Badge counts a user's new notifications.
+func (q *Q) Badge(ctx context.Context, accountID, userID int64) (int, error) {
+	var n int
+	err := q.queryRow(ctx, "SELECT COUNT(*) FROM notifications WHERE account_id = ? AND user_id = ? AND is_new = 1", []any{accountID, userID}, &n)
+	return n, err
+}
+
+// ResetBadge marks all of a user's notifications seen.
+func (q *Q) ResetBadge(ctx context.Context, accountID, userID int64) error {
+	_, err := q.exec(ctx, "UPDATE notifications SET is_new = 0 WHERE account_id = ? AND user_id = ? AND is_new = 1", accountID, userID)
+	return err
+}
+
+// EndpointByID finds an endpoint of the clinic, whoever it belongs to: for
+// the delivery worker.
+func (q *Q) EndpointByID(ctx context.Context, accountID, id int64) (*Endpoint, error) {
+	es, err := q.endpoints(ctx, "SELECT "+endpointCols+" FROM endpoints WHERE account_id = ? AND id = ?", accountID, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(es) == 0 {
+		return nil, ErrNotFound
+	}
+	return es[0], nil
+}
