@@ -32,7 +32,12 @@ type config struct {
 	ServerKey     string
 	MaxBody       int64
 	MaxUpload     int64
+	MaxFile       int64
+	MaxPixels     int64
+	BlobURL       string
 	Demo          bool
+
+	EligibilityWindow time.Duration
 
 	WebhookRetryInterval time.Duration
 	WebhookTimeout       time.Duration
@@ -49,6 +54,7 @@ func storeFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.DataDir, "data-dir", "./data", "directory for the SQLite database and local files")
 	fs.StringVar(&c.Database, "database", "", "database: a postgres:// URL, or a SQLite file path (default: teleclinic.db in the data dir)")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&c.BlobURL, "blob-url", "", "where file bytes live: empty for blobs/ in the data dir, or s3://bucket?region=…&endpoint=…&use_path_style=true (credentials from the AWS_* environment)")
 	fs.StringVar(&c.ServerKey, "server-key", "", "hex key (32+ bytes) signing links and sealing outbox mail; default: server.key in the data dir, created on first start. Processes sharing a database must share it")
 }
 
@@ -61,7 +67,10 @@ func serveFlags(fs *flag.FlagSet, c *config) {
 	fs.DurationVar(&c.UserTokenMax, "user-token-max", 12*time.Hour, "a user access token expires this long after it was issued")
 	fs.DurationVar(&c.RefreshMax, "refresh-token-max", 30*24*time.Hour, "a refresh token expires this long after it was issued")
 	fs.Int64Var(&c.MaxBody, "max-body", 1<<20, "largest JSON or form request body, in bytes")
-	fs.Int64Var(&c.MaxUpload, "max-upload", 2<<30, "largest file upload (recordings), in bytes")
+	fs.Int64Var(&c.MaxUpload, "max-upload", 2<<30, "largest recording upload, in bytes")
+	fs.Int64Var(&c.MaxFile, "max-file-upload", 50<<20, "largest POST /files upload, in bytes (413 past it)")
+	fs.Int64Var(&c.MaxPixels, "max-image-pixels", 40_000_000, "largest image (width × height) GET /files/view resizes; larger ones are refused from their header")
+	fs.DurationVar(&c.EligibilityWindow, "eligibility-window", 60*time.Second, "another eligibility check of the same card within this time of the last one's start answers 429")
 	fs.BoolVar(&c.Demo, "demo", false, "create the demo clinic and print its credentials and example calls (implies --webhook-allow-private)")
 	fs.DurationVar(&c.WebhookRetryInterval, "webhook-retry-interval", 60*time.Second, "time between webhook delivery attempts (whole seconds; 5 attempts in all)")
 	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", 30*time.Second, "how long a webhook receiver has to answer 2xx")

@@ -118,7 +118,7 @@ func open(ctx context.Context, c *config, stderr io.Writer) (*app.App, *slog.Log
 		st.Close()
 		return nil, nil, nil, err
 	}
-	blobs, err := blob.NewDisk(filepath.Join(c.DataDir, "blobs"))
+	blobs, err := blob.Open(ctx, c.BlobURL, filepath.Join(c.DataDir, "blobs"))
 	if err != nil {
 		st.Close()
 		return nil, nil, nil, err
@@ -189,7 +189,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		printDemo(stdout, c.BaseURL, d)
 	}
-	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: c.MaxBody, MaxUploadBytes: c.MaxUpload})
+	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: c.MaxBody, MaxUploadBytes: c.MaxUpload, MaxFileBytes: c.MaxFile})
 	srv := &http.Server{
 		Handler:           api,
 		ReadHeaderTimeout: 10 * time.Second,

@@ -33,8 +33,11 @@ type Config struct {
 	// processes sharing a database must share it.
 	ServerKey []byte
 	Argon2    Argon2Params
-	// Blobs keeps file bytes (recordings).
+	// Blobs keeps file bytes (recordings and files).
 	Blobs blob.Store
+	// MaxImagePixels is the largest image (width × height) a view link
+	// resizes (default 40 MP).
+	MaxImagePixels int64
 	// Mail sends email; nil logs each message's envelope instead.
 	Mail mail.Sender
 	// APNs and FCM send push notifications; nil leaves the channel off, and
@@ -69,6 +72,9 @@ func New(st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*
 	}
 	if cfg.Argon2.Time == 0 {
 		cfg.Argon2 = DefaultArgon2
+	}
+	if cfg.MaxImagePixels <= 0 {
+		cfg.MaxImagePixels = 40_000_000
 	}
 	if cfg.SecretTTL == 0 {
 		cfg.SecretTTL = 24 * time.Hour

@@ -307,20 +307,6 @@ func (a *App) messageAttachments(ctx context.Context, p *clinic.Principal, ids [
 	return out, nil
 }
 
-// canSeeFile: the admin sees all of the clinic's files; a user the files
-// they uploaded and those uploaded for them; a provider also the files of
-// patients they have a visit with.
-func (a *App) canSeeFile(ctx context.Context, p *clinic.Principal, f *store.FileRef) (bool, error) {
-	uid := p.UserID()
-	switch {
-	case p.IsAdmin(), f.CreatorUserID == uid, f.TargetType == "user" && f.TargetID == uid:
-		return true, nil
-	case isProvider(p) && f.TargetType == "user":
-		return a.store.Read().HasVisitWith(ctx, p.Account.ID, uid, f.TargetID)
-	}
-	return false, nil
-}
-
 // participants are the users a visit's events concern: its patient, its
 // provider, or while an e-consult awaits one, the providers of its room.
 func participants(ctx context.Context, q *store.Q, v *clinic.Visit) ([]int64, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"regexp"
 	"slices"
@@ -484,6 +485,10 @@ type ProfileUpdate struct {
 	Phone, StreetAddr, State, Zip, City, PCPName, PCPPhone, Timezone, Photo *string
 	// Providers only: what availability searches match (extension).
 	StatesServiced, Specialties *[]string
+	// PhotoUpload is a picture sent as the photo part of a multipart POST
+	// /me: it becomes a user_avatar file of the user and their photo.
+	PhotoUpload     io.Reader
+	PhotoUploadName string
 }
 
 // UpdateMe is POST /me. Only the fields listed by the spec can change; a
@@ -492,6 +497,14 @@ func (a *App) UpdateMe(ctx context.Context, p *clinic.Principal, in ProfileUpdat
 	u, err := a.store.Read().UserByID(ctx, p.Account.ID, p.UserID())
 	if err != nil {
 		return nil, storeErr("update me", err, "User not found.")
+	}
+	if in.PhotoUpload != nil {
+		f, err := a.UploadFile(ctx, p, FileUpload{Body: in.PhotoUpload, Name: in.PhotoUploadName, Category: CategoryUserAvatar})
+		if err != nil {
+			return nil, err
+		}
+		id := i64s(f.ID)
+		in.Photo = &id
 	}
 	next := *u
 	if err := a.applyProfile(ctx, p, &next, in); err != nil {

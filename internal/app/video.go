@@ -50,9 +50,13 @@ const fileLinkTTL = time.Hour
 // so that a profile read twice gives the same link, which caches well.
 func (a *App) FileViewURL(id int64, size string) string {
 	exp := (a.unix()+int64(fileLinkTTL/time.Second))/600*600 + 600
-	v := url.Values{"auth_code": {a.mac("file", fmt.Sprintf("%d.%d", id, exp))}, "time": {fmt.Sprint(exp)}}
+	v := url.Values{"auth_code": {a.fileSig(id, exp)}, "time": {fmt.Sprint(exp)}}
 	if size != "" {
 		v.Set("size", size)
 	}
 	return strings.TrimRight(a.cfg.BaseURL, "/") + "/api_v3/files/view/" + fmt.Sprint(id) + "?" + v.Encode()
 }
+
+// fileSig signs a file id and a link expiry. File ids are never reused, so
+// a link cannot come to name another file.
+func (a *App) fileSig(id, exp int64) string { return a.mac("file", fmt.Sprintf("%d.%d", id, exp)) }

@@ -14,7 +14,7 @@ func (s *Server) registerRoutes() {
 	s.handle("POST", "/api_v3/users/sso", app.NeedAPIKey, famUsers, s.sso)
 	s.handle("GET", "/api_v3/auth", app.NeedNone, famUsers, s.authRedirect)
 	s.handle("GET", "/api_v3/me", app.NeedUser, famUsers, s.getMe)
-	s.handle("POST", "/api_v3/me", app.NeedUser, famUsers, s.updateMe)
+	s.handleUpload("POST", "/api_v3/me", app.NeedUser, famUsers, s.cfg.MaxFileBytes, s.updateMe) // photo may be an upload
 	s.handle("POST", "/api_v3/users/logout", app.NeedUser, famUsers, s.logout)
 	s.handle("POST", "/api_v3/tokens/refresh", app.NeedAccountCode, famUsers, s.refresh)
 	// Extensions the spec names without showing (DESIGN.md: "not shown").
@@ -62,9 +62,18 @@ func (s *Server) registerRoutes() {
 	s.handle("POST", "/api_v3/visits/delete", app.NeedUser, famObject, s.moveVisit(app.ActCancel))
 
 	// Recordings (spec: Recordings; storing them and the download link are extensions).
-	s.handleUpload("POST", "/api_v3/visits/{id}/recordings", app.NeedAdmin, famObject, s.addRecording)
+	s.handleUpload("POST", "/api_v3/visits/{id}/recordings", app.NeedAdmin, famObject, s.cfg.MaxUploadBytes, s.addRecording)
 	s.handle("GET", "/api_v3/visits/{id}/recordings/{recording_id}", app.NeedAdmin, famObject, s.getRecording)
 	s.handle("GET", "/api_v3/recordings/{id}/download", app.NeedNone, famCode, s.downloadRecording)
+
+	// Files (spec: Files).
+	s.handleUpload("POST", "/api_v3/files", app.NeedUser, famCode, s.cfg.MaxFileBytes, s.uploadFile)
+	s.handle("GET", "/api_v3/files", app.NeedUser, famCode, s.listFiles)
+	s.handle("GET", "/api_v3/files/{id}", app.NeedUser, famCode, s.getFile)
+	s.handle("POST", "/api_v3/files/{id}", app.NeedUser, famCode, s.updateFile)
+	s.handle("DELETE", "/api_v3/files/{id}", app.NeedUser, famCode, s.deleteFile)
+	// The link itself is the credential: images load in <img> tags, which send no headers.
+	s.handle("GET", "/api_v3/files/view/{id}", app.NeedNone, famCode, s.viewFile)
 
 	// Slots (spec: Slots; publishing them is an extension).
 	s.handle("POST", "/api_v3/slots", app.NeedUser, famCode, s.createSlots)

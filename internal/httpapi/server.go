@@ -22,7 +22,8 @@ import (
 // Config holds the HTTP layer's settings.
 type Config struct {
 	MaxBodyBytes   int64 // JSON and form bodies; default 1 MiB
-	MaxUploadBytes int64 // file uploads (recordings); default 2 GiB
+	MaxUploadBytes int64 // recording uploads; default 2 GiB
+	MaxFileBytes   int64 // POST /files uploads; default 50 MiB
 }
 
 // Server is the HTTP handler of the whole API.
@@ -62,6 +63,9 @@ func New(a *app.App, log *slog.Logger, cfg Config) *Server {
 	if cfg.MaxUploadBytes <= 0 {
 		cfg.MaxUploadBytes = 2 << 30
 	}
+	if cfg.MaxFileBytes <= 0 {
+		cfg.MaxFileBytes = 50 << 20
+	}
 	s := &Server{app: a, log: log, cfg: cfg, mux: http.NewServeMux()}
 	s.registerRoutes()
 	return s
@@ -74,10 +78,10 @@ func (s *Server) handle(method, path string, need app.Need, fam family, h handle
 	s.add(Route{Method: method, Path: path, need: need, fam: fam, h: h, maxBody: s.cfg.MaxBodyBytes})
 }
 
-// handleUpload registers an endpoint that takes a file: it gets the upload
+// handleUpload registers an endpoint that takes a file: it gets an upload
 // limit instead of the body limit.
-func (s *Server) handleUpload(method, path string, need app.Need, fam family, h handlerFunc) {
-	s.add(Route{Method: method, Path: path, need: need, fam: fam, h: h, maxBody: s.cfg.MaxUploadBytes})
+func (s *Server) handleUpload(method, path string, need app.Need, fam family, limit int64, h handlerFunc) {
+	s.add(Route{Method: method, Path: path, need: need, fam: fam, h: h, maxBody: limit})
 }
 
 func (s *Server) add(rt Route) {

@@ -224,13 +224,22 @@ func (s *Server) getMe(w http.ResponseWriter, r *http.Request, c *call) error {
 
 func (s *Server) updateMe(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := c.params
-	prof, err := s.app.UpdateMe(r.Context(), c.p, app.ProfileUpdate{
+	in := app.ProfileUpdate{
 		FirstName: q.Opt("first_name"), LastName: q.Opt("last_name"), Password: q.Opt("password"),
 		OldPassword: q.Opt("old_password"), DOB: q.Opt("dob"), Gender: q.Opt("gender"), Nationality: q.Opt("nationality"),
 		TOS: q.Opt("tos"), Phone: q.Opt("phone"), StreetAddr: q.Opt("street_addr"), State: q.Opt("state"), Zip: q.Opt("zip"),
 		City: q.Opt("city"), PCPName: q.Opt("pcp_name"), PCPPhone: q.Opt("pcp_phone"), Timezone: q.Opt("timezone"),
 		Photo: q.Opt("photo"), StatesServiced: q.OptList("states_serviced"), Specialties: q.OptList("specialties"),
-	})
+	}
+	f, fh, err := uploadedFile(c, "photo")
+	if err != nil {
+		return err
+	}
+	if f != nil {
+		defer f.Close()
+		in.PhotoUpload, in.PhotoUploadName = f, fh.Filename
+	}
+	prof, err := s.app.UpdateMe(r.Context(), c.p, in)
 	if err != nil {
 		return err
 	}

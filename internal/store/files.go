@@ -1,30 +1,152 @@
 package store
 
-import "context"
+import (
+	"context"
+	"database/sql"
+	"strings"
+)
 
-// FileRef is the little the profile needs to know about a file.
-type FileRef struct {
+// File is an uploaded file: its row describes the bytes kept in blob
+// storage under BlobKey.
+type File struct {
 	ID            int64
+	AccountID     int64
 	CreatorUserID int64
 	Category      string
-	TargetType    string
+	TargetType    string // user or visit
 	TargetID      int64
+	IntakeID      int64 // for a visit's file: the visit's intake, if any
 	Name          string
+	Title         string
+	Description   string
 	Size          int64
 	Ext           string
+	ContentType   string
+	BlobKey       string
+	Created       int64
 }
 
-// FileByID finds a file of the clinic.
-func (q *Q) FileByID(ctx context.Context, accountID, id int64) (*FileRef, error) {
-	var f FileRef
-	err := q.queryRow(ctx, "SELECT id, creator_user_id, category, target_type, target_id, name, size, ext FROM files WHERE account_id = ? AND id = ?",
-		[]any{accountID, id}, &f.ID, &f.CreatorUserID, &f.Category, &f.TargetType, &f.TargetID, &f.Name, &f.Size, &f.Ext)
+const fileCols = "id, account_id, creator_user_id, category, target_type, target_id, COALESCE(intake_id, 0), name, title, description, size, ext, content_type, blob_key, created"
+
+func scanFile(row interface{ Scan(...any) error }) (*File, error) {
+	var f File
+	err := row.Scan(&f.ID, &f.AccountID, &f.CreatorUserID, &f.Category, &f.TargetType, &f.TargetID, &f.IntakeID,
+		&f.Name, &f.Title, &f.Description, &f.Size, &f.Ext, &f.ContentType, &f.BlobKey, &f.Created)
 	return &f, err
 }
 
-// CreateFileRecord inserts a file row without content. The files feature
-// will own this; until then it lets the profile photo rule be exercised.
+// FileByID finds a file of the clinic.
+func (q *Q) FileByID(ctx context.Context, accountID, id int64) (*File, error) {
+	rows, err := q.query(ctx, "SELECT "+fileCols+" FROM files WHERE account_id = ? AND id = ?", accountID, id)
+	if err != nil {
+		return nil, err
+	}
+	fs, err := scanFiles(rows)
+	if err != nil {
+		return nil, err
+	}
+	if len(fs) == 0 {
+		return nil, ErrNotFound
+	}
+	return fs[0], nil
+}
+
+// FileForLink finds a file by id alone. Only a view link whose signature
+// over the id has been checked may call it: the signature, not a clinic
+// header, is what names the file there.
+func (q *Q) FileForLink(ctx context.Context, id int64) (*File, error) {
+	rows, err := q.query(ctx, "SELECT "+fileCols+" FROM files WHERE id = ?", id)
+	if err != nil {
+		return nil, err
+	}
+	fs, err := scanFiles(rows)
+	if err != nil {
+		return nil, err
+	}
+	if len(fs) == 0 {
+		return nil, ErrNotFound
+	}
+	return fs[0], nil
+}
+
+func scanFiles(rows *sql.Rows) ([]*File, error) {
+	defer rows.Close()
+	var out []*File
+	for rows.Next() {
+		f, err := scanFile(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+// CreateFile inserts a file row and sets f.ID.
+func (q *Q) CreateFile(ctx context.Context, f *File) error {
+	var intake any
+	if f.IntakeID != 0 {
+		intake = f.IntakeID
+	}
+	id, err := q.insert(ctx, "INSERT INTO files (account_id, creator_user_id, category, target_type, target_id, intake_id, name, title, description, size, ext, content_type, blob_key, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		f.AccountID, f.CreatorUserID, f.Category, f.TargetType, f.TargetID, intake, f.Name, f.Title, f.Description, f.Size, f.Ext, f.ContentType, f.BlobKey, f.Created)
+	f.ID = id
+	return err
+}
+
+// CreateFileRecord inserts a file row without content (tests of rules that
+// only need a file to exist).
 func (q *Q) CreateFileRecord(ctx context.Context, accountID, creator int64, category, targetType string, targetID int64, name string, now int64) (int64, error) {
-	return q.insert(ctx, "INSERT INTO files (account_id, creator_user_id, category, target_type, target_id, name, created) VALUES (?, ?, ?, ?, ?, ?, ?)",
-		accountID, creator, category, targetType, targetID, name, now)
+	f := &File{AccountID: accountID, CreatorUserID: creator, Category: category, TargetType: targetType, TargetID: targetID, Name: name, Created: now}
+	err := q.CreateFile(ctx, f)
+	return f.ID, err
+}
+
+// UpdateFileText changes a file's name, title and description.
+func (q *Q) UpdateFileText(ctx context.Context, f *File) error {
+	_, err := q.exec(ctx, "UPDATE files SET name = ?, title = ?, description = ? WHERE account_id = ? AND id = ?",
+		f.Name, f.Title, f.Description, f.AccountID, f.ID)
+	return err
+}
+
+// DeleteFile removes a file's row, and its use as a profile photo.
+func (q *Q) DeleteFile(ctx context.Context, accountID, id int64) error {
+	if _, err := q.exec(ctx, "UPDATE users SET photo_file_id = '' WHERE account_id = ? AND photo_file_id = ?", accountID, i64s(id)); err != nil {
+		return err
+	}
+	_, err := q.exec(ctx, "DELETE FROM files WHERE account_id = ? AND id = ?", accountID, id)
+	return err
+}
+
+// FileFilter selects files of one target.
+type FileFilter struct {
+	AccountID  int64
+	TargetType string
+	TargetID   int64
+	Category   string
+	// SharedVisitsOf also takes the files of this patient's visits.
+	SharedVisitsOf int64
+}
+
+// ListFiles lists a target's files, newest first.
+func (q *Q) ListFiles(ctx context.Context, f FileFilter) ([]*File, error) {
+	where := []string{"account_id = ?"}
+	args := []any{f.AccountID}
+	target := "(target_type = ? AND target_id = ?)"
+	targs := []any{f.TargetType, f.TargetID}
+	if f.SharedVisitsOf != 0 {
+		target = "(" + target + " OR (target_type = 'visit' AND target_id IN (SELECT id FROM visits WHERE account_id = ? AND member_id = ?)))"
+		targs = append(targs, f.AccountID, f.SharedVisitsOf)
+	}
+	where = append(where, target)
+	args = append(args, targs...)
+	if f.Category != "" {
+		where = append(where, "category = ?")
+		args = append(args, f.Category)
+	}
+	rows, err := q.query(ctx, "SELECT "+fileCols+" FROM files WHERE "+strings.Join(where, " AND ")+" ORDER BY id DESC LIMIT 1000", args...)
+	if err != nil {
+		return nil, err
+	}
+	return scanFiles(rows)
 }

@@ -29,6 +29,7 @@ type Req struct {
 	Form      url.Values        // application/x-www-form-urlencoded
 	Multipart map[string]string // multipart/form-data fields
 	Files     map[string][]byte // multipart/form-data file parts, by field name (with Multipart)
+	FileNames map[string]string // the parts' file names (default: field.bin)
 	JSON      any               // application/json
 	RawBody   []byte            // sent as is with Header's Content-Type
 	// NoValidate skips the OpenAPI check: for responses to routes that do not
@@ -112,7 +113,11 @@ func Do(t testing.TB, base string, r Req) *Resp {
 			_ = mw.WriteField(k, v)
 		}
 		for k, data := range r.Files {
-			fw, _ := mw.CreateFormFile(k, k+".bin")
+			name := k + ".bin"
+			if n, ok := r.FileNames[k]; ok {
+				name = n
+			}
+			fw, _ := mw.CreateFormFile(k, name)
 			_, _ = fw.Write(data)
 		}
 		mw.Close()

@@ -108,8 +108,10 @@ type Options struct {
 	Config    func(*app.Config)
 	MaxBody   int64
 	MaxUpload int64
-	BlobDir   string    // default: a new temporary directory
-	Log       io.Writer // default: discarded
+	MaxFile   int64      // POST /files limit
+	BlobDir   string     // default: a new temporary directory
+	BlobStore blob.Store // instead of the disk store under BlobDir
+	Log       io.Writer  // default: discarded
 	// Workers runs the outbox delivery loops (mail, push, webhooks) for the
 	// server's lifetime, polling every 20 ms.
 	Workers bool
@@ -154,9 +156,13 @@ func New(t testing.TB, opts ...Options) *Env {
 	if o.BlobDir == "" {
 		o.BlobDir = filepath.Join(t.TempDir(), "blobs")
 	}
-	blobs, err := blob.NewDisk(o.BlobDir)
-	if err != nil {
-		t.Fatalf("testenv: %v", err)
+	var blobs blob.Store = o.BlobStore
+	if blobs == nil {
+		disk, err := blob.NewDisk(o.BlobDir)
+		if err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+		blobs = disk
 	}
 	st := OpenStore(t, o.DSN)
 	cfg := app.Config{
@@ -176,7 +182,7 @@ func New(t testing.TB, opts ...Options) *Env {
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
-	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: o.MaxBody, MaxUploadBytes: o.MaxUpload})
+	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: o.MaxBody, MaxUploadBytes: o.MaxUpload, MaxFileBytes: o.MaxFile})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	if o.Workers {

@@ -1,0 +1,327 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"hash/crc32"
+	"image"
+	"image/color"
+	"image/png"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"teleclinic/internal/blob"
+	"teleclinic/internal/testenv"
+)
+
+func pngBytes(t testing.TB, w, h int) []byte {
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			img.Set(x, y, color.NRGBA{uint8(x), uint8(y), 80, 255})
+		}
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// hugePNG is a valid PNG header declaring w×h pixels and no pixel data.
+func hugePNG(w, h uint32) []byte {
+	var b bytes.Buffer
+	b.WriteString("\x89PNG\r\n\x1a\n")
+	ihdr := make([]byte, 13)
+	binary.BigEndian.PutUint32(ihdr[0:], w)
+	binary.BigEndian.PutUint32(ihdr[4:], h)
+	ihdr[8], ihdr[9] = 8, 6
+	_ = binary.Write(&b, binary.BigEndian, uint32(13))
+	chunk := append([]byte("IHDR"), ihdr...)
+	b.Write(chunk)
+	_ = binary.Write(&b, binary.BigEndian, crc32.ChecksumIEEE(chunk))
+	return b.Bytes()
+}
+
+func upload(e *testenv.Env, c *testenv.Clinic, token, name string, body []byte, kv ...string) *testenv.Resp {
+	fields := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		fields[kv[i]] = kv[i+1]
+	}
+	h := userHeaders(c, token)
+	if token == "" {
+		h = adminHeaders(c)
+	}
+	return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/files", Header: h, Multipart: fields,
+		Files: map[string][]byte{"file": body}, FileNames: map[string]string{"file": name}})
+}
+
+func mustUpload(t *testing.T, e *testenv.Env, c *testenv.Clinic, token, name string, body []byte, kv ...string) map[string]any {
+	t.Helper()
+	res := upload(e, c, token, name, body, kv...)
+	if res.Status != 200 {
+		t.Fatalf("upload %s: %d %s", name, res.Status, res.Raw)
+	}
+	return res.Data()
+}
+
+// view fetches a view link (path and query of fullpath) with no headers.
+func view(t *testing.T, e *testenv.Env, link string, extra ...string) *testenv.Resp {
+	t.Helper()
+	u, err := url.Parse(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qv := u.Query()
+	for i := 0; i+1 < len(extra); i += 2 {
+		qv.Set(extra[i], extra[i+1])
+	}
+	return e.Do(testenv.Req{Path: u.Path, Query: qv})
+}
+
+func TestFiles(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t, testenv.Options{MaxFile: 64 << 10})
+	s := newClinicSetup(t, e, "alpha")
+	pic := pngBytes(t, 400, 200)
+
+	f := mustUpload(t, e, s.c, s.pat.Token, "scan.png", pic, "meta.title", "Rash photo", "meta.description", "left arm")
+	meta := f["meta"].(map[string]any)
+	if f["name"] != "scan.png" || f["ext"] != "png" || f["size"].(float64) != float64(len(pic)) || f["content_type"] != "image/png" ||
+		meta["category"] != "user_document" || meta["title"] != "Rash photo" || meta["description"] != "left arm" ||
+		meta["target"].(map[string]any)["type"] != "user" || meta["target"].(map[string]any)["id"] != s.pat.UserID ||
+		meta["account"].(map[string]any)["code"] != "alpha" || f["creator"].(map[string]any)["id"] != s.pat.UserID ||
+		f["is_deletable"] != true {
+		t.Fatalf("%v", f)
+	}
+	fid := f["id"].(string)
+	link := f["fullpath"].(string)
+	if !strings.HasPrefix(link, "http://teleclinic.test/api_v3/files/view/"+fid+"?") || !strings.Contains(link, "auth_code=") || !strings.Contains(link, "time=") {
+		t.Fatal(link)
+	}
+
+	t.Run("view link: bytes, headers, resize, tampering, expiry", func(t *testing.T) {
+		res := view(t, e, link)
+		if res.Status != 200 || !bytes.Equal(res.Raw, pic) || res.Header.Get("X-Content-Type-Options") != "nosniff" ||
+			res.Header.Get("Content-Type") != "image/png" || !strings.HasPrefix(res.Header.Get("Content-Disposition"), "inline") {
+			t.Fatalf("%d %v", res.Status, res.Header)
+		}
+		res = view(t, e, link, "size", "100x100")
+		cfg, format, err := image.DecodeConfig(bytes.NewReader(res.Raw))
+		if res.Status != 200 || err != nil || format != "png" || cfg.Width != 100 || cfg.Height != 50 {
+			t.Fatalf("%d %v %s %+v", res.Status, err, format, cfg)
+		}
+		wantErr(t, view(t, e, link, "size", "huge"), 400, 400)
+		u, _ := url.Parse(link)
+		code := u.Query().Get("auth_code")
+		tampered := strings.Replace(link, code, strings.Repeat("0", len(code)), 1)
+		wantErr(t, view(t, e, tampered), 403, 403)
+		// The signature covers the id: another file's id with this code fails.
+		wantErr(t, view(t, e, strings.Replace(link, "/view/"+fid+"?", "/view/9"+fid+"?", 1)), 403, 403)
+		exp := u.Query().Get("time")
+		wantErr(t, view(t, e, link, "time", exp+"0"), 403, 403)
+		// Expired: a fresh env clock moved past the link's time.
+		clock := testenv.NewClock()
+		clock.Advance(3 * time.Hour)
+		later := testenv.New(t, testenv.Options{DSN: e.DSN, ServerKey: e.Key, BlobDir: e.Blobs, Clock: clock})
+		wantErr(t, view(t, later, link), 403, 403)
+	})
+
+	t.Run("non-images download; size is ignored", func(t *testing.T) {
+		pdf := []byte("%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n")
+		d := mustUpload(t, e, s.c, s.pat.Token, "labs.pdf", pdf, "meta.category", "user_consent")
+		res := view(t, e, d["fullpath"].(string), "size", "10x10")
+		if res.Status != 200 || !bytes.Equal(res.Raw, pdf) || res.Header.Get("Content-Type") != "application/pdf" ||
+			res.Header.Get("Content-Disposition") != `attachment; filename="labs.pdf"` || res.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Fatalf("%d %v", res.Status, res.Header)
+		}
+	})
+
+	t.Run("a 30000x30000 image is refused from its header", func(t *testing.T) {
+		d := mustUpload(t, e, s.c, s.pat.Token, "bomb.png", hugePNG(30000, 30000))
+		wantErr(t, view(t, e, d["fullpath"].(string), "size", "100x100"), 413, 413)
+		// Unresized, it is served as stored.
+		if res := view(t, e, d["fullpath"].(string)); res.Status != 200 {
+			t.Fatal(res.Status)
+		}
+	})
+
+	t.Run("bad uploads", func(t *testing.T) {
+		wantErr(t, upload(e, s.c, s.pat.Token, "page.html", []byte("<!DOCTYPE html><script>alert(1)</script>")), 400, 400)
+		wantErr(t, upload(e, s.c, s.pat.Token, "a.exe", []byte("MZ\x90\x00\x03\x00\x00\x00\x04\x00")), 400, 400)
+		wantErr(t, upload(e, s.c, s.pat.Token, "empty.txt", []byte{}), 400, 400)
+		wantErr(t, upload(e, s.c, s.pat.Token, "big.txt", bytes.Repeat([]byte("a"), 70<<10)), 413, 413)
+		wantErr(t, upload(e, s.c, s.pat.Token, "x.txt", []byte("hello"), "meta.category", "selfies"), 400, 400)
+		wantErr(t, upload(e, s.c, s.pat.Token, "x.txt", []byte("hello"), "meta.category", "user_avatar"), 400, 400)
+		wantErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/files", Header: userHeaders(s.c, s.pat.Token), Multipart: map[string]string{"meta.title": "x"}}), 400, 400)
+		wantErr(t, upload(e, s.c, "nope", "x.txt", []byte("hello")), 401, 401)
+	})
+
+	t.Run("who may upload for whom", func(t *testing.T) {
+		// Another patient is not found; a provider without a visit is refused.
+		wantErr(t, upload(e, s.c, s.pat2.Token, "x.txt", []byte("hello"), "meta.target.id", s.pat.UserID, "meta.target.type", "user"), 404, 404)
+		wantErr(t, upload(e, s.c, s.doc.Token, "x.txt", []byte("hello"), "meta.target.id", s.pat.UserID, "meta.target.type", "user"), 403, 403)
+		// The admin uploads for the patient.
+		d := mustUpload(t, e, s.c, "", "consent.txt", []byte("I consent."), "meta.target.id", s.pat.UserID, "meta.target.type", "user", "meta.category", "user_consent")
+		if d["meta"].(map[string]any)["target"].(map[string]any)["id"] != s.pat.UserID {
+			t.Fatalf("%v", d)
+		}
+	})
+
+	t.Run("visit files, listing and access", func(t *testing.T) {
+		visit := s.econsult(t, s.pat)
+		if res := s.post(s.doc.Token, "/api_v3/visits/accept", "id", visit); res.Status != 200 {
+			t.Fatalf("accept: %s", res.Raw)
+		}
+		att := mustUpload(t, e, s.c, s.pat.Token, "throat.jpg.txt", []byte("notes for the visit"), "meta.target.id", visit, "meta.target.type", "visit")
+		if m := att["meta"].(map[string]any); m["category"] != "intake_attachment" || m["intake"] == nil {
+			t.Fatalf("%v", att)
+		}
+		wantErr(t, upload(e, s.c, s.pat.Token, "x.txt", []byte("x"), "meta.target.id", visit, "meta.target.type", "visit", "meta.category", "user_document"), 400, 400)
+		wantErr(t, upload(e, s.c, s.pat2.Token, "x.txt", []byte("x"), "meta.target.id", visit, "meta.target.type", "visit"), 404, 404)
+
+		list := func(token string, kv ...string) []map[string]any {
+			t.Helper()
+			res := e.Do(testenv.Req{Path: "/api_v3/files", Header: userHeaders(s.c, token), Query: q(kv...)})
+			if res.Status != 200 {
+				t.Fatalf("%d %s", res.Status, res.Raw)
+			}
+			return res.List()
+		}
+		mine := list(s.pat.Token)
+		for _, x := range mine {
+			if x["id"] == att["id"] {
+				t.Fatal("a visit's file in the profile list")
+			}
+		}
+		if len(list(s.pat.Token, "include_shared", "1")) != len(mine)+1 {
+			t.Fatal("include_shared leaves out the visit's file")
+		}
+		if got := list(s.pat.Token, "target_type", "visit", "target_id", visit); len(got) != 1 || got[0]["id"] != att["id"] {
+			t.Fatalf("%v", got)
+		}
+		if got := list(s.pat.Token, "category_type", "user_consent"); len(got) != 2 {
+			t.Fatalf("%d consents", len(got))
+		}
+		// The provider now has a visit with the patient: reads their files, and
+		// cannot delete the patient's own upload.
+		docView := list(s.doc.Token, "target_id", s.pat.UserID, "target_type", "user")
+		if len(docView) != len(mine) || docView[0]["is_deletable"] != false {
+			t.Fatalf("%v", docView)
+		}
+		if res := e.Do(testenv.Req{Path: "/api_v3/files/" + fid, Header: userHeaders(s.c, s.doc.Token)}); res.Status != 200 {
+			t.Fatal(res.Status)
+		}
+		wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/files/" + fid, Header: userHeaders(s.c, s.doc.Token)}), 403, 403)
+		// Others see nothing.
+		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/files/" + fid, Header: userHeaders(s.c, s.pat2.Token)}), 404, 404)
+		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/files", Header: userHeaders(s.c, s.pat2.Token), Query: q("target_id", s.pat.UserID)}), 404, 404)
+		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/files", Header: userHeaders(s.c, s.other.Token), Query: q("target_id", s.pat.UserID)}), 403, 403)
+		beta := e.NewClinic("beta", true)
+		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/files/" + fid, Header: adminHeaders(beta)}), 404, 404)
+	})
+
+	t.Run("rename, retitle, delete", func(t *testing.T) {
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/files/" + fid, Header: userHeaders(s.c, s.pat.Token), Form: q("name", "arm.png")})
+		if res.Status != 200 || res.Data()["name"] != "arm.png" || res.Data()["meta"].(map[string]any)["title"] != "arm.png" {
+			t.Fatalf("%s", res.Raw)
+		}
+		res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/files/" + fid, Header: userHeaders(s.c, s.pat.Token), JSON: map[string]any{"meta": map[string]any{"title": "Arm, day 2"}}})
+		if res.Status != 200 || res.Data()["meta"].(map[string]any)["title"] != "Arm, day 2" || res.Data()["name"] != "arm.png" {
+			t.Fatalf("%s", res.Raw)
+		}
+		wantErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/files/" + fid, Header: userHeaders(s.c, s.pat2.Token), Form: q("name", "x")}), 404, 404)
+		var key string
+		_ = e.Store.DB().QueryRow("SELECT blob_key FROM files WHERE id = " + fid).Scan(&key)
+		if _, err := os.Stat(filepath.Join(e.Blobs, key)); err != nil {
+			t.Fatalf("bytes missing before delete: %v", err)
+		}
+		res = e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/files/" + fid, Header: userHeaders(s.c, s.pat.Token)})
+		if res.Status != 200 || res.Body["data"] != true {
+			t.Fatalf("%s", res.Raw)
+		}
+		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/files/" + fid, Header: userHeaders(s.c, s.pat.Token)}), 404, 404)
+		wantErr(t, view(t, e, link), 404, 404)
+		if _, err := os.Stat(filepath.Join(e.Blobs, key)); !os.IsNotExist(err) {
+			t.Fatalf("bytes left after delete: %v", err)
+		}
+		var n int
+		_ = e.Store.DB().QueryRow("SELECT COUNT(*) FROM audit WHERE action IN ('file.create', 'file.read', 'file.view', 'file.list', 'file.update', 'file.delete')").Scan(&n)
+		if n < 10 {
+			t.Fatalf("%d audit entries for file access", n)
+		}
+	})
+
+	t.Run("POST /me photo upload", func(t *testing.T) {
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/me", Header: userHeaders(s.c, s.pat2.Token),
+			Multipart: map[string]string{"first_name": "Pia"}, Files: map[string][]byte{"photo": pngBytes(t, 300, 300)}, FileNames: map[string]string{"photo": "me.png"}})
+		if res.Status != 200 {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+		me := e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(s.c, s.pat2.Token), Query: q("user_photo_size", "64x64")})
+		photo, _ := me.Data()["photo"].(string)
+		if photo == "" {
+			t.Fatalf("%s", me.Raw)
+		}
+		got := view(t, e, photo)
+		cfg, _, err := image.DecodeConfig(bytes.NewReader(got.Raw))
+		if got.Status != 200 || err != nil || cfg.Width != 64 {
+			t.Fatalf("%d %v %+v", got.Status, err, cfg)
+		}
+		// A non-image photo is refused.
+		res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/me", Header: userHeaders(s.c, s.pat2.Token),
+			Multipart: map[string]string{}, Files: map[string][]byte{"photo": []byte("%PDF-1.4 x")}})
+		if res.Status != 400 {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+	})
+}
+
+// TestFiles_S3 runs an upload and a download through an S3-compatible
+// bucket (an in-process fake) selected by its --blob-url.
+func TestFiles_S3(t *testing.T) {
+	backend := s3mem.New()
+	if err := backend.CreateBucket("clinic"); err != nil {
+		t.Fatal(err)
+	}
+	fake := httptest.NewServer(gofakes3.New(backend).Server())
+	defer fake.Close()
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	st, err := blob.Open(context.Background(), "s3://clinic?region=us-east-1&use_path_style=true&endpoint="+fake.URL, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := testenv.New(t, testenv.Options{BlobStore: st})
+	s := newClinicSetup(t, e, "alpha")
+	pic := pngBytes(t, 120, 80)
+	f := mustUpload(t, e, s.c, s.pat.Token, "x.png", pic)
+	var key string
+	_ = e.Store.DB().QueryRow("SELECT blob_key FROM files WHERE id = " + f["id"].(string)).Scan(&key)
+	obj, err := backend.HeadObject("clinic", key)
+	if err != nil || obj.Size != int64(len(pic)) {
+		t.Fatalf("object %q: %v", key, err)
+	}
+	res := view(t, e, f["fullpath"].(string))
+	if res.Status != 200 || !bytes.Equal(res.Raw, pic) {
+		t.Fatalf("%d %d bytes", res.Status, len(res.Raw))
+	}
+	if res := view(t, e, f["fullpath"].(string), "size", "60x60"); res.Status != 200 {
+		t.Fatal(res.Status)
+	}
+	if res := e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/files/" + f["id"].(string), Header: userHeaders(s.c, s.pat.Token)}); res.Status != 200 {
+		t.Fatal(res.Status)
+	}
+	if _, err := backend.HeadObject("clinic", key); err == nil {
+		t.Fatal("the object outlived its file")
+	}
+}

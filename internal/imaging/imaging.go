@@ -1,0 +1,77 @@
+// Package imaging reads image headers and makes bounded PNG thumbnails.
+// Sizes are checked from the header before any pixel is decoded, so a small
+// file that declares a huge image cannot make the server allocate for it.
+package imaging
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"image"
+	_ "image/gif" // decoders register themselves
+	_ "image/jpeg"
+	"image/png"
+	"io"
+
+	"golang.org/x/image/draw"
+	_ "golang.org/x/image/webp"
+)
+
+// ErrTooLarge is an image whose width × height exceeds the pixel budget.
+var ErrTooLarge = errors.New("imaging: image too large")
+
+// ErrNotImage is content no registered decoder reads.
+var ErrNotImage = errors.New("imaging: not an image")
+
+// Resize reads an image from r and writes it to w as a PNG that fits within
+// maxW × maxH, keeping its aspect ratio and never enlarging it. An image of
+// more than maxPixels pixels is refused from its header.
+func Resize(w io.Writer, r io.Reader, maxW, maxH int, maxPixels int64) error {
+	// The header is read through a recorder so the same bytes can be fed to
+	// the decoder afterwards without reading the file twice.
+	var head bytes.Buffer
+	br := bufio.NewReader(r)
+	cfg, _, err := image.DecodeConfig(io.TeeReader(br, &head))
+	if err != nil {
+		return ErrNotImage
+	}
+	if cfg.Width <= 0 || cfg.Height <= 0 || int64(cfg.Width)*int64(cfg.Height) > maxPixels {
+		return fmt.Errorf("%w: %d×%d", ErrTooLarge, cfg.Width, cfg.Height)
+	}
+	src, _, err := image.Decode(io.MultiReader(&head, br))
+	if err != nil {
+		return fmt.Errorf("imaging: decode: %w", err)
+	}
+	b := src.Bounds()
+	tw, th := Fit(b.Dx(), b.Dy(), maxW, maxH)
+	if tw == b.Dx() && th == b.Dy() {
+		return png.Encode(w, src)
+	}
+	dst := image.NewNRGBA(image.Rect(0, 0, tw, th))
+	draw.CatmullRom.Scale(dst, dst.Bounds(), src, b, draw.Src, nil)
+	return (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(w, dst)
+}
+
+// Fit returns the largest size within maxW × maxH with the aspect ratio of
+// w × h, never larger than w × h and never zero.
+func Fit(w, h, maxW, maxH int) (int, int) {
+	if w <= maxW && h <= maxH {
+		return w, h
+	}
+	// Scale by the tighter bound, in integers to stay exact.
+	tw, th := maxW, int(int64(h)*int64(maxW)/int64(w))
+	if th > maxH {
+		tw, th = int(int64(w)*int64(maxH)/int64(h)), maxH
+	}
+	return max(tw, 1), max(th, 1)
+}
+
+// IsImage reports whether a content type is one Resize reads.
+func IsImage(contentType string) bool {
+	switch contentType {
+	case "image/png", "image/jpeg", "image/gif", "image/webp":
+		return true
+	}
+	return false
+}
