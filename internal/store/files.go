@@ -111,7 +111,7 @@ func (q *Q) UpdateFileText(ctx context.Context, f *File) error {
 
 // DeleteFile removes a file's row, and its use as a profile photo.
 func (q *Q) DeleteFile(ctx context.Context, accountID, id int64) error {
-	if _, err := q.exec(ctx, "UPDATE users SET photo_file_id = '' WHERE account_id = ? AND photo_file_id = ?", accountID, i64s(id)); err != nil {
+	if _, err := q.exec(ctx, "UPDATE users SET photo_file_id = NULL WHERE account_id = ? AND photo_file_id = ?", accountID, id); err != nil {
 		return err
 	}
 	_, err := q.exec(ctx, "DELETE FROM files WHERE account_id = ? AND id = ?", accountID, id)
