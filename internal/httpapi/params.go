@@ -357,3 +357,19 @@ func (p *Params) BodyScalars() map[string]string {
 	}
 	return out
 }
+
+// Raw returns a parameter as the client typed it: a JSON value keeps its
+// type (numbers as json.Number), a form or query value is its first string.
+func (p *Params) Raw(name string) (any, bool) {
+	v, ok := p.lookup(name)
+	if !ok {
+		return nil, false
+	}
+	if ss, isList := v.([]string); isList {
+		if len(ss) == 0 {
+			return nil, false
+		}
+		return ss[0], true
+	}
+	return v, true
+}

@@ -75,6 +75,17 @@ func (s *Server) registerRoutes() {
 	// The link itself is the credential: images load in <img> tags, which send no headers.
 	s.handle("GET", "/api_v3/files/view/{id}", app.NeedNone, famCode, s.viewFile)
 
+	// Medical records (spec: EMR; the schema is an extension).
+	s.handle("GET", "/api_v3/users/{id}/emr", app.NeedUser, famCode, s.getEMR)
+	s.handle("POST", "/api_v3/users/{id}/emr/{name}", app.NeedUser, famCode, s.putEMR)
+	s.handle("GET", "/api_v3/emr/schema", app.NeedAccountCode, famCode, s.emrSchema)
+
+	// Health devices (spec: Health devices; the two reads are extensions).
+	s.handle("POST", "/api_v3/users/{user_id}/devices", app.NeedUser, famCode, s.registerDevice)
+	s.handle("GET", "/api_v3/users/{user_id}/devices", app.NeedUser, famCode, s.listDevices)
+	s.handle("POST", "/api_v3/health", app.NeedUser, famCode, s.addReading)
+	s.handle("GET", "/api_v3/users/{user_id}/health", app.NeedUser, famCode, s.listReadings)
+
 	// Slots (spec: Slots; publishing them is an extension).
 	s.handle("POST", "/api_v3/slots", app.NeedUser, famCode, s.createSlots)
 	s.handle("GET", "/api_v3/slots", app.NeedUser, famCode, s.listSlots)

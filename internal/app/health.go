@@ -1,0 +1,367 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/store"
+)
+
+// DeviceTypes are the device type values (spec: Device and health measurement).
+var DeviceTypes = []string{"vendorA_po_po3", "vendorA_scale_hs2", "vendorB_health", "vendorC_health", "vendorD_bp_bp100", "vendorA_bg_bg5s", "vendorA_thermometer_pt3sbt"}
+
+func isDeviceType(t string) bool {
+	for _, d := range DeviceTypes {
+		if d == t {
+			return true
+		}
+	}
+	return false
+}
+
+// A measurement's fields by data_type: each value field with its unit
+// field, the units allowed and the plausible range in each unit. The ranges
+// refuse typing errors and unit mix-ups, not unusual patients.
+type measure struct {
+	class  string
+	fields []measureField
+}
+
+type measureField struct {
+	name    string
+	kind    string // number, integer, string, flag (0/1)
+	unit    string // the unit field's name, if any
+	ranges  map[string][2]float64
+	noUnits bool // the unit field takes any text (noise)
+}
+
+var measures = map[string]measure{
+	"temperature_body": {"body", []measureField{{name: "temperature_body", kind: "number", unit: "temperature_unit",
+		ranges: map[string][2]float64{"cel": {25, 45}, "fah": {77, 113}}}}},
+	"bg": {"body", []measureField{{name: "bg", kind: "number", unit: "bg_unit",
+		ranges: map[string][2]float64{"mg/dL": {10, 1000}, "mmol/L": {0.5, 55}}}}},
+	"bp": {"body", []measureField{
+		{name: "hp", kind: "integer", unit: "bp_unit", ranges: map[string][2]float64{"mmHg": {40, 300}, "kPa": {5, 40}}},
+		{name: "lp", kind: "integer", unit: "bp_unit", ranges: map[string][2]float64{"mmHg": {20, 200}, "kPa": {3, 27}}}}},
+	"weight": {"body", []measureField{{name: "weight", kind: "number", unit: "weight_unit",
+		ranges: map[string][2]float64{"kg": {0.2, 700}, "lbs": {0.5, 1500}}}}},
+	"active_minutes": {"body", []measureField{{name: "active_minutes", kind: "integer", ranges: map[string][2]float64{"": {0, 1440}}}}},
+	"steps":          {"body", []measureField{{name: "steps", kind: "integer", ranges: map[string][2]float64{"": {0, 200000}}}}},
+	"hr":             {"body", []measureField{{name: "hr", kind: "number", ranges: map[string][2]float64{"": {20, 300}}}}},
+	"bo":             {"body", []measureField{{name: "bo", kind: "number", ranges: map[string][2]float64{"": {50, 100}}}}},
+	"illuminance": {"environment", []measureField{{name: "illuminance", kind: "number", unit: "illuminance_unit",
+		ranges: map[string][2]float64{"lux": {0, 200000}}}}},
+	"humidity": {"environment", []measureField{{name: "humidity", kind: "number", unit: "humidity_unit",
+		ranges: map[string][2]float64{"percentage": {0, 100}}}}},
+	"gas":      {"environment", []measureField{{name: "gas", kind: "string"}}},
+	"movement": {"environment", []measureField{{name: "movement", kind: "flag"}}},
+	"noise": {"environment", []measureField{{name: "noise", kind: "number", unit: "noise_unit", noUnits: true,
+		ranges: map[string][2]float64{"": {0, 1}}}}},
+	"range": {"environment", []measureField{{name: "range", kind: "number", unit: "range_unit",
+		ranges: map[string][2]float64{"cm": {2, 400}}}}},
+}
+
+// measurementFields is every value and unit field of POST /health.
+var measurementFields = func() map[string]bool {
+	m := map[string]bool{}
+	for _, ms := range measures {
+		for _, f := range ms.fields {
+			m[f.name] = true
+			if f.unit != "" {
+				m[f.unit] = true
+			}
+		}
+	}
+	return m
+}()
+
+// MeasurementFieldNames lists the value and unit fields, for the handler.
+func MeasurementFieldNames() []string {
+	out := make([]string, 0, len(measurementFields))
+	for k := range measurementFields {
+		out = append(out, k)
+	}
+	return out
+}
+
+// HealthInput is POST /health: the common fields, and the measurement
+// fields as the client sent them (strings from forms, typed from JSON).
+type HealthInput struct {
+	Type, Date, DeviceID, DataType, DataClass string
+	Time                                      any
+	Values                                    map[string]any
+}
+
+// RegisterDevice is POST /users/{user_id}/devices. Registering a device id
+// again renames it.
+func (a *App) RegisterDevice(ctx context.Context, p *clinic.Principal, userID, deviceID, name, typ string) (*store.Device, error) {
+	d, err := a.registerDevice(ctx, p, userID, deviceID, name, typ)
+	if err != nil {
+		return nil, a.auditRecord(ctx, p, "device.register", "user", userID, err)
+	}
+	return d, nil
+}
+
+func (a *App) registerDevice(ctx context.Context, p *clinic.Principal, userID, deviceID, name, typ string) (*store.Device, error) {
+	u, err := a.recordOwner(ctx, p, userID, ownRecords, true)
+	if err != nil {
+		return nil, err
+	}
+	deviceID, name = strings.TrimSpace(deviceID), strings.TrimSpace(name)
+	switch {
+	case deviceID == "" || len(deviceID) > 128:
+		return nil, clinic.Errorf(clinic.EInvalid, "device_id is required (at most 128 characters).")
+	case name == "" || len(name) > 200:
+		return nil, clinic.Errorf(clinic.EInvalid, "device_name is required (at most 200 characters).")
+	case !isDeviceType(typ):
+		return nil, clinic.Errorf(clinic.EInvalid, "type must be one of %s.", strings.Join(DeviceTypes, ", "))
+	}
+	d := &store.Device{UserID: u.ID, DeviceID: deviceID, Name: name, Type: typ, Created: a.unix()}
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		if err := q.UpsertDevice(ctx, p.Account.ID, d); err != nil {
+			return err
+		}
+		return a.auditIn(ctx, q, p, "device.register", "device", i64s(d.ID), outcomeOK)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("device: %w", err)
+	}
+	return d, nil
+}
+
+// Devices is GET /users/{id}/devices (extension).
+func (a *App) Devices(ctx context.Context, p *clinic.Principal, userID string) ([]*store.Device, error) {
+	u, err := a.recordOwner(ctx, p, userID, readRecords, false)
+	if err == nil {
+		var ds []*store.Device
+		if ds, err = a.store.Read().Devices(ctx, p.Account.ID, u.ID); err == nil {
+			return ds, a.auditRecord(ctx, p, "device.list", "user", userID, nil)
+		}
+	}
+	return nil, a.auditRecord(ctx, p, "device.list", "user", userID, err)
+}
+
+// AddReading is POST /health: a measurement from one of the caller's
+// registered devices, every field checked against its data_type.
+func (a *App) AddReading(ctx context.Context, p *clinic.Principal, in HealthInput) (*store.Reading, error) {
+	r, err := a.addReading(ctx, p, in)
+	if err != nil {
+		return nil, a.auditRecord(ctx, p, "health.add", "user", i64s(p.UserID()), err)
+	}
+	return r, nil
+}
+
+func (a *App) addReading(ctx context.Context, p *clinic.Principal, in HealthInput) (*store.Reading, error) {
+	bad := func(format string, args ...any) error { return clinic.Errorf(clinic.EInvalid, format, args...) }
+	ms, ok := measures[in.DataType]
+	if !ok {
+		return nil, bad("data_type is required: one of temperature_body, bg, bp, weight, active_minutes, steps, hr, bo, illuminance, humidity, gas, movement, noise, range.")
+	}
+	if !isDeviceType(in.Type) {
+		return nil, bad("type must be the device type: one of %s.", strings.Join(DeviceTypes, ", "))
+	}
+	if in.DataClass != ms.class {
+		return nil, bad("data_class must be %s for %s.", ms.class, in.DataType)
+	}
+	day, err := time.Parse("2006-01-02", in.Date)
+	if err != nil {
+		return nil, bad("date is required as YYYY-MM-DD.")
+	}
+	ts, ok := jsonInt(normNumber(in.Time))
+	if !ok || ts <= 0 {
+		return nil, bad("time is required as a UNIX timestamp.")
+	}
+	if ts > a.unix()+86400 {
+		return nil, bad("time is in the future.")
+	}
+	if d := time.Unix(ts, 0).UTC().Sub(day); d < -14*time.Hour || d > 38*time.Hour {
+		return nil, bad("date %s and time %d are not the same day.", in.Date, ts)
+	}
+	if strings.TrimSpace(in.DeviceID) == "" {
+		return nil, bad("device_id is required.")
+	}
+	dev, err := a.store.Read().DeviceByDeviceID(ctx, p.Account.ID, p.UserID(), in.DeviceID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, bad("device_id %q is not registered: register it with POST /users/-/devices first.", in.DeviceID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("health: %w", err)
+	}
+	if dev.Type != in.Type {
+		return nil, bad("type %s is not the registered type of device %s (%s).", in.Type, in.DeviceID, dev.Type)
+	}
+	values, err := ms.check(in.DataType, in.Values)
+	if err != nil {
+		return nil, err
+	}
+	r := &store.Reading{UserID: p.UserID(), DeviceID: in.DeviceID, Type: in.Type, DataType: in.DataType, DataClass: in.DataClass,
+		Date: in.Date, Time: ts, Values: values, Created: a.unix()}
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		if err := q.AddReading(ctx, p.Account.ID, r); err != nil {
+			return err
+		}
+		return a.auditIn(ctx, q, p, "health.add", "reading", i64s(r.ID), outcomeOK)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("health: %w", err)
+	}
+	return r, nil
+}
+
+// check validates the measurement fields of one data_type: its own fields
+// are required and in range for their unit; any other measurement field is
+// refused, so a reading cannot carry values it is not about.
+func (ms measure) check(dataType string, vals map[string]any) (map[string]any, error) {
+	bad := func(format string, args ...any) error { return clinic.Errorf(clinic.EInvalid, format, args...) }
+	mine := map[string]bool{}
+	for _, f := range ms.fields {
+		mine[f.name] = true
+		if f.unit != "" {
+			mine[f.unit] = true
+		}
+	}
+	for k := range vals {
+		if !mine[k] {
+			return nil, bad("%s does not belong to a %s reading.", k, dataType)
+		}
+	}
+	out := map[string]any{}
+	for _, f := range ms.fields {
+		raw, ok := vals[f.name]
+		if !ok || raw == nil || raw == "" {
+			return nil, bad("%s is required for a %s reading.", f.name, dataType)
+		}
+		unit := ""
+		if f.unit != "" {
+			u, _ := vals[f.unit].(string)
+			switch {
+			case f.noUnits:
+				unit = ""
+				if u != "" {
+					out[f.unit] = u
+				}
+			case u == "":
+				return nil, bad("%s is required with %s: one of %s.", f.unit, f.name, unitList(f.ranges))
+			default:
+				if _, ok := f.ranges[u]; !ok {
+					return nil, bad("%s must be one of %s.", f.unit, unitList(f.ranges))
+				}
+				unit = u
+				out[f.unit] = u
+			}
+		}
+		switch f.kind {
+		case "string":
+			s, ok := raw.(string)
+			if !ok || strings.TrimSpace(s) == "" || len(s) > 200 {
+				return nil, bad("%s must be a non-empty string.", f.name)
+			}
+			out[f.name] = strings.TrimSpace(s)
+		case "flag":
+			switch fmt.Sprint(normNumber(raw)) {
+			case "0", "false":
+				out[f.name] = 0
+			case "1", "true":
+				out[f.name] = 1
+			default:
+				return nil, bad("%s must be 0 or 1.", f.name)
+			}
+		case "number", "integer":
+			v, ok := jsonFloat(normNumber(raw))
+			if !ok {
+				return nil, bad("%s must be a number.", f.name)
+			}
+			if f.kind == "integer" && v != math.Trunc(v) {
+				return nil, bad("%s must be a whole number.", f.name)
+			}
+			lim := f.ranges[unit]
+			if v < lim[0] || v > lim[1] {
+				if unit == "" {
+					return nil, bad("%s must be from %g to %g.", f.name, lim[0], lim[1])
+				}
+				return nil, bad("%s must be from %g to %g %s.", f.name, lim[0], lim[1], unit)
+			}
+			if f.name == "temperature_body" {
+				out[f.name] = strconv.FormatFloat(v, 'f', -1, 64) // a string, as the spec has it
+			} else if f.kind == "integer" {
+				out[f.name] = int64(v)
+			} else {
+				out[f.name] = v
+			}
+		}
+	}
+	if dataType == "bp" && out["hp"].(int64) <= out["lp"].(int64) {
+		return nil, bad("hp (systolic) must be higher than lp (diastolic).")
+	}
+	return out, nil
+}
+
+func unitList(r map[string][2]float64) string {
+	var us []string
+	for u := range r {
+		us = append(us, u)
+	}
+	if len(us) == 2 && us[0] > us[1] {
+		us[0], us[1] = us[1], us[0]
+	}
+	return strings.Join(us, ", ")
+}
+
+// normNumber turns a json.Number into its text so one parser serves forms
+// and JSON.
+func normNumber(v any) any {
+	if n, ok := v.(json.Number); ok {
+		return n.String()
+	}
+	return v
+}
+
+func jsonFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, !math.IsNaN(x) && !math.IsInf(x, 0)
+	case string:
+		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+		return f, err == nil && !math.IsNaN(f) && !math.IsInf(f, 0)
+	}
+	return 0, false
+}
+
+// ReadingQuery is GET /users/{id}/health (extension).
+type ReadingQuery struct {
+	DataType string
+	From, To int64
+	Limit    int
+}
+
+// Readings is GET /users/{id}/health: a patient's readings, newest first.
+func (a *App) Readings(ctx context.Context, p *clinic.Principal, userID string, in ReadingQuery) ([]*store.Reading, error) {
+	out, err := a.readings(ctx, p, userID, in)
+	return out, a.auditRecord(ctx, p, "health.read", "user", userID, err)
+}
+
+func (a *App) readings(ctx context.Context, p *clinic.Principal, userID string, in ReadingQuery) ([]*store.Reading, error) {
+	u, err := a.recordOwner(ctx, p, userID, readRecords, false)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := measures[in.DataType]; in.DataType != "" && !ok {
+		return nil, clinic.Errorf(clinic.EInvalid, "data_type %q is not a measurement type.", in.DataType)
+	}
+	if in.Limit <= 0 {
+		in.Limit = 100
+	}
+	in.Limit = min(in.Limit, 1000)
+	rs, err := a.store.Read().Readings(ctx, p.Account.ID, u.ID, store.ReadingFilter{DataType: in.DataType, From: in.From, To: in.To, Limit: in.Limit})
+	if err != nil {
+		return nil, fmt.Errorf("health: %w", err)
+	}
+	return rs, nil
+}

@@ -1,0 +1,125 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Device is a user's health device.
+type Device struct {
+	ID       int64
+	UserID   int64
+	DeviceID string
+	Name     string
+	Type     string
+	Created  int64
+}
+
+// UpsertDevice registers a device, or renames an already registered one,
+// and returns the stored row.
+func (q *Q) UpsertDevice(ctx context.Context, accountID int64, d *Device) error {
+	_, err := q.exec(ctx, `INSERT INTO devices (account_id, user_id, device_id, device_name, type, created) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (account_id, user_id, device_id) DO UPDATE SET device_name = excluded.device_name, type = excluded.type`,
+		accountID, d.UserID, d.DeviceID, d.Name, d.Type, d.Created)
+	if err != nil {
+		return err
+	}
+	return q.queryRow(ctx, "SELECT id, created FROM devices WHERE account_id = ? AND user_id = ? AND device_id = ?",
+		[]any{accountID, d.UserID, d.DeviceID}, &d.ID, &d.Created)
+}
+
+// Devices lists a user's devices.
+func (q *Q) Devices(ctx context.Context, accountID, userID int64) ([]*Device, error) {
+	rows, err := q.query(ctx, "SELECT id, user_id, device_id, device_name, type, created FROM devices WHERE account_id = ? AND user_id = ? ORDER BY id", accountID, userID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*Device{}
+	for rows.Next() {
+		var d Device
+		if err := rows.Scan(&d.ID, &d.UserID, &d.DeviceID, &d.Name, &d.Type, &d.Created); err != nil {
+			return nil, err
+		}
+		out = append(out, &d)
+	}
+	return out, rows.Err()
+}
+
+// DeviceByDeviceID finds a user's device by the vendor's id.
+func (q *Q) DeviceByDeviceID(ctx context.Context, accountID, userID int64, deviceID string) (*Device, error) {
+	var d Device
+	err := q.queryRow(ctx, "SELECT id, user_id, device_id, device_name, type, created FROM devices WHERE account_id = ? AND user_id = ? AND device_id = ?",
+		[]any{accountID, userID, deviceID}, &d.ID, &d.UserID, &d.DeviceID, &d.Name, &d.Type, &d.Created)
+	return &d, err
+}
+
+// Reading is one health measurement.
+type Reading struct {
+	ID        int64
+	UserID    int64
+	DeviceID  string
+	Type      string
+	DataType  string
+	DataClass string
+	Date      string
+	Time      int64
+	Values    map[string]any
+	Created   int64
+}
+
+// AddReading stores a measurement and sets r.ID.
+func (q *Q) AddReading(ctx context.Context, accountID int64, r *Reading) error {
+	raw, err := json.Marshal(r.Values)
+	if err != nil {
+		return err
+	}
+	r.ID, err = q.insert(ctx, "INSERT INTO health_readings (account_id, user_id, device_id, type, data_type, data_class, date, time, reading, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+		accountID, r.UserID, r.DeviceID, r.Type, r.DataType, r.DataClass, r.Date, r.Time, string(raw), r.Created)
+	return err
+}
+
+// ReadingFilter selects a user's readings.
+type ReadingFilter struct {
+	DataType string
+	From, To int64 // measurement time, inclusive; 0 is open
+	Limit    int
+}
+
+// Readings lists a user's readings, newest measurement first.
+func (q *Q) Readings(ctx context.Context, accountID, userID int64, f ReadingFilter) ([]*Reading, error) {
+	query := "SELECT id, user_id, device_id, type, data_type, data_class, date, time, reading, created FROM health_readings WHERE account_id = ? AND user_id = ?"
+	args := []any{accountID, userID}
+	if f.DataType != "" {
+		query += " AND data_type = ?"
+		args = append(args, f.DataType)
+	}
+	if f.From != 0 {
+		query += " AND time >= ?"
+		args = append(args, f.From)
+	}
+	if f.To != 0 {
+		query += " AND time <= ?"
+		args = append(args, f.To)
+	}
+	query += " ORDER BY time DESC, id DESC LIMIT ?"
+	args = append(args, f.Limit)
+	rows, err := q.query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*Reading{}
+	for rows.Next() {
+		var r Reading
+		var raw string
+		if err := rows.Scan(&r.ID, &r.UserID, &r.DeviceID, &r.Type, &r.DataType, &r.DataClass, &r.Date, &r.Time, &raw, &r.Created); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(raw), &r.Values); err != nil {
+			return nil, err
+		}
+		out = append(out, &r)
+	}
+	return out, rows.Err()
+}
