@@ -15,8 +15,10 @@ import (
 
 	"teleclinic/internal/blob"
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/eligibility"
 	"teleclinic/internal/mail"
 	"teleclinic/internal/push"
+	"teleclinic/internal/reference"
 	"teleclinic/internal/store"
 	"teleclinic/internal/webhook"
 )
@@ -45,6 +47,14 @@ type Config struct {
 	APNs, FCM push.Sender
 	// Webhooks says how visit.message.created deliveries are made.
 	Webhooks WebhookConfig
+	// Eligibility answers insurance eligibility inquiries (default: the
+	// sandbox); EligibilityWindow is how soon after a check of a card
+	// started another may start (default 60 s).
+	Eligibility       eligibility.Checker
+	EligibilityWindow time.Duration
+	// Reference holds the diagnosis, procedure, modifier and payer lists
+	// (default: the embedded ones).
+	Reference *reference.Lists
 	// OutboxPoll is how often delivery loops look for items due from other
 	// processes or for retries (default 1 s); this process's own new items
 	// wake them at once.
@@ -60,9 +70,10 @@ type App struct {
 	hashSem chan struct{} // bounds concurrent password hashing (64 MiB each)
 	sealKey [32]byte
 
-	webhooks    *webhook.Client
-	webhookKick chan struct{}
-	pushKick    chan struct{}
+	webhooks        *webhook.Client
+	webhookKick     chan struct{}
+	pushKick        chan struct{}
+	eligibilityKick chan struct{}
 }
 
 // New returns an App over st. now is the clock; tests pass one they control.
@@ -72,6 +83,19 @@ func New(st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*
 	}
 	if cfg.Argon2.Time == 0 {
 		cfg.Argon2 = DefaultArgon2
+	}
+	if cfg.Eligibility == nil {
+		cfg.Eligibility = eligibility.Sandbox{}
+	}
+	if cfg.EligibilityWindow <= 0 {
+		cfg.EligibilityWindow = 60 * time.Second
+	}
+	if cfg.Reference == nil {
+		ref, err := reference.Load("")
+		if err != nil {
+			return nil, err
+		}
+		cfg.Reference = ref
 	}
 	if cfg.MaxImagePixels <= 0 {
 		cfg.MaxImagePixels = 40_000_000
@@ -96,7 +120,7 @@ func New(st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*
 	}
 	a := &App{store: st, cfg: cfg, now: now, log: log, hashSem: make(chan struct{}, max(1, runtime.NumCPU())),
 		webhooks:    webhook.NewClient(webhook.Options{AllowPrivate: cfg.Webhooks.AllowPrivate, Timeout: cfg.Webhooks.Timeout}),
-		webhookKick: make(chan struct{}, 1), pushKick: make(chan struct{}, 1)}
+		webhookKick: make(chan struct{}, 1), pushKick: make(chan struct{}, 1), eligibilityKick: make(chan struct{}, 1)}
 	a.sealKey = sha256.Sum256(append([]byte("teleclinic-seal:"), cfg.ServerKey...))
 	return a, nil
 }

@@ -21,8 +21,9 @@ const (
 	batchSize       = 64 // items one pass claims
 )
 
-// Run delivers the outbox until ctx ends: mail, push notifications and
-// webhooks, each in its own loop so a slow receiver delays no other kind.
+// Run delivers the outbox until ctx ends: mail, push notifications,
+// webhooks and eligibility checks, each in its own loop so a slow receiver
+// delays no other kind.
 // A loop wakes when this process commits a new item, every OutboxPoll for
 // items written by other processes or due for a retry, and at once again
 // after a full batch. Several processes may run it on one database: each
@@ -36,6 +37,7 @@ func (a *App) Run(ctx context.Context) {
 		{nil, func(ctx context.Context) int { n, _ := a.mailPass(ctx, a.cfg.Mail); return n }},
 		{a.pushKick, a.DeliverPush},
 		{a.webhookKick, a.DeliverWebhooks},
+		{a.eligibilityKick, a.DeliverEligibility},
 	} {
 		wg.Add(1)
 		go func() {

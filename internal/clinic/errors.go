@@ -26,6 +26,9 @@ const (
 type Error struct {
 	Code    string
 	Message string
+	// RetryAfter, on a too_many error, is how many seconds the client should
+	// wait before trying again (the Retry-After header).
+	RetryAfter int64
 }
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
@@ -52,4 +55,13 @@ func ErrorMessage(err error) string {
 		return e.Message
 	}
 	return "Internal error."
+}
+
+// RetryAfter returns the seconds to wait that err carries, or 0.
+func RetryAfter(err error) int64 {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.RetryAfter
+	}
+	return 0
 }

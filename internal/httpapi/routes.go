@@ -86,6 +86,21 @@ func (s *Server) registerRoutes() {
 	s.handle("POST", "/api_v3/health", app.NeedUser, famCode, s.addReading)
 	s.handle("GET", "/api_v3/users/{user_id}/health", app.NeedUser, famCode, s.listReadings)
 
+	// Insurance (spec: Insurance; visit codes are an extension).
+	s.handle("GET", "/api_v3/users/{user_id}/insurances", app.NeedUser, famCode, s.listCards)
+	s.handle("POST", "/api_v3/users/{user_id}/insurances/import", app.NeedUser, famCode, s.importCards)
+	s.handle("POST", "/api_v3/users/{user_id}/insurances/{card_type}", app.NeedUser, famCode, s.saveCard)
+	s.handle("GET", "/api_v3/users/{user_id}/insurances/{card_type}", app.NeedUser, famCode, s.getCard)
+	s.handle("DELETE", "/api_v3/users/{user_id}/insurances/{card_type}", app.NeedUser, famCode, s.deleteCard)
+	s.handle("POST", "/api_v3/users/{user_id}/insurances/primary/eligibility/check", app.NeedUser, famCode, s.checkEligibility)
+	s.handle("GET", "/api_v3/users/{user_id}/insurances/primary/eligibility", app.NeedUser, famCode, s.getEligibility)
+	s.handle("GET", "/api_v3/reports/claims", app.NeedUser, famCode, s.claimsReport)
+	for _, name := range []string{"carriers", "insurers", "billing_modifiers", "dxs", "procedures"} {
+		s.handle("GET", "/api_v3/insurances/list/"+name, app.NeedUser, famCode, s.referenceList(name))
+	}
+	s.handle("POST", "/api_v3/visits/{id}/codes", app.NeedUser, famObject, s.setVisitCodes)
+	s.handle("GET", "/api_v3/visits/{id}/codes", app.NeedUser, famObject, s.getVisitCodes)
+
 	// Slots (spec: Slots; publishing them is an extension).
 	s.handle("POST", "/api_v3/slots", app.NeedUser, famCode, s.createSlots)
 	s.handle("GET", "/api_v3/slots", app.NeedUser, famCode, s.listSlots)

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"regexp"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -127,6 +128,9 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, fam family, err er
 			return // the client went away; nothing to answer
 		}
 		s.log.ErrorContext(r.Context(), "internal error", "request_id", reqInfoFrom(r.Context()).id, "err", err)
+	}
+	if secs := clinic.RetryAfter(err); secs > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 	}
 	writeError(w, fam, statusOf(code), clinic.ErrorMessage(err))
 }

@@ -1,0 +1,216 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/reference"
+	"teleclinic/internal/store"
+)
+
+// ReferenceLists returns the insurance reference lists (GET
+// /insurances/list/*).
+func (a *App) ReferenceLists() *reference.Lists { return a.cfg.Reference }
+
+// ClaimCodes are the diagnoses and procedures a provider attaches to a
+// visit for its claim.
+type ClaimCodes struct {
+	Diagnoses  []string         `json:"diagnoses"`
+	Procedures []ClaimProcedure `json:"procedures"`
+}
+
+// ClaimProcedure is a procedure code with its modifiers.
+type ClaimProcedure struct {
+	Code      string   `json:"code"`
+	Modifiers []string `json:"modifiers"`
+}
+
+const (
+	maxClaimDiagnoses  = 12 // a CMS-1500 claim holds twelve
+	maxClaimProcedures = 6  // and six service lines
+	maxModifiers       = 4
+)
+
+// SetClaimCodes is POST /visits/{id}/codes (extension): the visit's
+// provider (or the admin) sets its diagnosis and procedure codes, each
+// checked against the reference lists. The codes are replaced whole.
+func (a *App) SetClaimCodes(ctx context.Context, p *clinic.Principal, visitID int64, in ClaimCodes) (*ClaimCodes, error) {
+	out, err := a.setClaimCodes(ctx, p, visitID, in)
+	if err != nil {
+		return nil, a.auditRecord(ctx, p, "visit.codes", "visit", i64s(visitID), err)
+	}
+	return out, nil
+}
+
+func (a *App) setClaimCodes(ctx context.Context, p *clinic.Principal, visitID int64, in ClaimCodes) (*ClaimCodes, error) {
+	v, err := a.visitFor(ctx, p, visitID)
+	if err != nil {
+		return nil, err
+	}
+	if !p.IsAdmin() && (v.ProviderID == 0 || v.ProviderID != p.UserID()) {
+		return nil, clinic.Errorf(clinic.EForbidden, "Only the visit's provider or the clinic admin may code it.")
+	}
+	ref := a.cfg.Reference
+	bad := func(format string, args ...any) error { return clinic.Errorf(clinic.EInvalid, format, args...) }
+	if len(in.Diagnoses) > maxClaimDiagnoses || len(in.Procedures) > maxClaimProcedures {
+		return nil, bad("A visit holds at most %d diagnoses and %d procedures.", maxClaimDiagnoses, maxClaimProcedures)
+	}
+	out := ClaimCodes{Diagnoses: []string{}, Procedures: []ClaimProcedure{}}
+	for i, d := range in.Diagnoses {
+		if !ref.IsDiagnosis(d) {
+			return nil, bad("diagnoses[%d]: %q is not an ICD-10-CM code of the list (GET /insurances/list/dxs).", i, d)
+		}
+		out.Diagnoses = append(out.Diagnoses, reference.DotCode(d))
+	}
+	for i, pr := range in.Procedures {
+		if !ref.IsProcedure(pr.Code) {
+			return nil, bad("procedures[%d].code: %q is not a procedure code of the list (GET /insurances/list/procedures).", i, pr.Code)
+		}
+		if len(pr.Modifiers) > maxModifiers {
+			return nil, bad("procedures[%d] holds at most %d modifiers.", i, maxModifiers)
+		}
+		cp := ClaimProcedure{Code: reference.NormCode(pr.Code), Modifiers: []string{}}
+		for j, m := range pr.Modifiers {
+			if !ref.IsModifier(m) {
+				return nil, bad("procedures[%d].modifiers[%d]: %q is not a billing modifier of the list.", i, j, m)
+			}
+			cp.Modifiers = append(cp.Modifiers, reference.NormCode(m))
+		}
+		out.Procedures = append(out.Procedures, cp)
+	}
+	raw, _ := json.Marshal(out)
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		if err := q.SetVisitClaimCodes(ctx, p.Account.ID, v.ID, string(raw), a.unix()); err != nil {
+			return err
+		}
+		return a.auditIn(ctx, q, p, "visit.codes", "visit", i64s(v.ID), outcomeOK)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim codes: %w", err)
+	}
+	return &out, nil
+}
+
+// ClaimCodesOf is GET /visits/{id}/codes (extension): whoever sees the
+// visit reads its codes.
+func (a *App) ClaimCodesOf(ctx context.Context, p *clinic.Principal, visitID int64) (*ClaimCodes, error) {
+	v, err := a.visitFor(ctx, p, visitID)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := a.store.Read().VisitClaimCodes(ctx, p.Account.ID, v.ID)
+	if err != nil {
+		return nil, fmt.Errorf("claim codes: %w", err)
+	}
+	return parseClaimCodes(raw), nil
+}
+
+func parseClaimCodes(raw string) *ClaimCodes {
+	c := &ClaimCodes{Diagnoses: []string{}, Procedures: []ClaimProcedure{}}
+	if raw != "" {
+		_ = json.Unmarshal([]byte(raw), c)
+	}
+	return c
+}
+
+// Claim is one visit of the claims report with what a claim needs.
+type Claim struct {
+	Visit     *clinic.Visit
+	Date      string // the day it took place, UTC
+	Patient   *clinic.User
+	Provider  *clinic.User // nil while unassigned
+	Codes     *ClaimCodes
+	Insurance []*Card
+}
+
+// maxClaimDays bounds one report's range.
+const maxClaimDays = 366
+
+// ClaimsReport is GET /reports/claims: the visits that took place from
+// from_date to to_date (inclusive, UTC days) with their claim data. The
+// admin sees every visit; a provider their own; patients none.
+func (a *App) ClaimsReport(ctx context.Context, p *clinic.Principal, fromDate, toDate string) ([]*Claim, error) {
+	out, err := a.claimsReport(ctx, p, fromDate, toDate)
+	return out, a.auditRecord(ctx, p, "report.claims", "report", fromDate+".."+toDate, err)
+}
+
+func (a *App) claimsReport(ctx context.Context, p *clinic.Principal, fromDate, toDate string) ([]*Claim, error) {
+	var provider int64
+	switch {
+	case p.IsAdmin():
+	case p.User != nil && p.User.Type == clinic.UserProvider:
+		provider = p.User.ID
+	default:
+		return nil, clinic.Errorf(clinic.EForbidden, "Only the clinic admin and providers may read the claims report.")
+	}
+	from, err1 := time.Parse("2006-01-02", strings.TrimSpace(fromDate))
+	to, err2 := time.Parse("2006-01-02", strings.TrimSpace(toDate))
+	if err1 != nil || err2 != nil {
+		return nil, clinic.Errorf(clinic.EInvalid, "from_date and to_date are required as YYYY-MM-DD.")
+	}
+	if to.Before(from) || to.Sub(from) > maxClaimDays*24*time.Hour {
+		return nil, clinic.Errorf(clinic.EInvalid, "to_date must be on or after from_date, at most %d days later.", maxClaimDays)
+	}
+	q := a.store.Read()
+	visits, err := q.ClaimVisits(ctx, p.Account.ID, provider, from.Unix(), to.AddDate(0, 0, 1).Unix(), 5000)
+	if err != nil {
+		return nil, fmt.Errorf("claims: %w", err)
+	}
+	users := map[int64]*clinic.User{}
+	user := func(id int64) (*clinic.User, error) {
+		if u, ok := users[id]; ok || id == 0 {
+			return u, nil
+		}
+		u, err := q.UserByID(ctx, p.Account.ID, id)
+		if errors.Is(err, store.ErrNotFound) {
+			err = nil
+		}
+		users[id] = u
+		return u, err
+	}
+	cards := map[int64][]*Card{}
+	out := make([]*Claim, 0, len(visits))
+	for _, v := range visits {
+		c := &Claim{Visit: v, Date: time.Unix(claimTime(v), 0).UTC().Format("2006-01-02")}
+		if c.Patient, err = user(v.MemberID); err != nil {
+			return nil, err
+		}
+		if c.Provider, err = user(v.ProviderID); err != nil {
+			return nil, err
+		}
+		raw, err := q.VisitClaimCodes(ctx, p.Account.ID, v.ID)
+		if err != nil {
+			return nil, err
+		}
+		c.Codes = parseClaimCodes(raw)
+		if _, ok := cards[v.MemberID]; !ok {
+			rows, err := q.InsuranceCards(ctx, p.Account.ID, v.MemberID)
+			if err != nil {
+				return nil, err
+			}
+			cs := make([]*Card, len(rows))
+			for i, r := range rows {
+				cs[i] = toCard(r)
+			}
+			cards[v.MemberID] = cs
+		}
+		c.Insurance = cards[v.MemberID]
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func claimTime(v *clinic.Visit) int64 {
+	switch {
+	case v.ActualStart > 0:
+		return v.ActualStart
+	case v.Start > 0:
+		return v.Start
+	}
+	return v.Created
+}

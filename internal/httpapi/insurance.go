@@ -1,0 +1,350 @@
+package httpapi
+
+import (
+	"net/http"
+	"strings"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/reference"
+	"teleclinic/internal/store"
+)
+
+// cardOut is the spec's insurance card: card_type and every field.
+type cardOut map[string]any
+
+func toCardOut(c *app.Card) cardOut {
+	out := cardOut{"card_type": c.CardType, "modified": c.Modified}
+	for k, v := range c.Fields {
+		out[k] = v
+	}
+	return out
+}
+
+// versioned is an insurance answer: data and the format version.
+type versioned struct {
+	Data    any    `json:"data"`
+	Version string `json:"version"`
+}
+
+func okVersioned(w http.ResponseWriter, data any) error {
+	return writeJSON(w, http.StatusOK, versioned{Data: data, Version: app.InsuranceVersion})
+}
+
+// cardInput gathers the card fields a request carries, typed as sent.
+func cardInput(q *Params) map[string]any {
+	in := map[string]any{}
+	for _, name := range app.CardFieldNames() {
+		if v, ok := q.Raw(name); ok {
+			in[name] = v
+		}
+	}
+	return in
+}
+
+func (s *Server) listCards(w http.ResponseWriter, r *http.Request, c *call) error {
+	cards, err := s.app.InsuranceCards(r.Context(), c.p, c.params.Str("user_id"))
+	if err != nil {
+		return err
+	}
+	out := make([]cardOut, len(cards))
+	for i, cd := range cards {
+		out[i] = toCardOut(cd)
+	}
+	return okVersioned(w, out)
+}
+
+func (s *Server) importCards(w http.ResponseWriter, r *http.Request, c *call) error {
+	var in []map[string]any
+	if _, err := c.params.JSON("insurances", &in); err != nil {
+		return err
+	}
+	cards, err := s.app.ImportInsuranceCards(r.Context(), c.p, c.params.Str("user_id"), in)
+	if err != nil {
+		return err
+	}
+	out := make([]cardOut, len(cards))
+	for i, cd := range cards {
+		out[i] = toCardOut(cd)
+	}
+	return okVersioned(w, out)
+}
+
+func (s *Server) saveCard(w http.ResponseWriter, r *http.Request, c *call) error {
+	cd, err := s.app.SaveInsuranceCard(r.Context(), c.p, c.params.Str("user_id"), c.params.Str("card_type"), cardInput(c.params))
+	if err != nil {
+		return err
+	}
+	return okVersioned(w, toCardOut(cd))
+}
+
+func (s *Server) getCard(w http.ResponseWriter, r *http.Request, c *call) error {
+	cd, err := s.app.InsuranceCard(r.Context(), c.p, c.params.Str("user_id"), c.params.Str("card_type"))
+	if err != nil {
+		return err
+	}
+	return okVersioned(w, toCardOut(cd))
+}
+
+func (s *Server) deleteCard(w http.ResponseWriter, r *http.Request, c *call) error {
+	if err := s.app.DeleteInsuranceCard(r.Context(), c.p, c.params.Str("user_id"), c.params.Str("card_type")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// jobOut is the spec's eligibility job, with its outcome once known.
+type jobOut struct {
+	JobID    string         `json:"job_id"`
+	Status   string         `json:"status"`
+	Details  map[string]any `json:"details"`
+	Started  int64          `json:"started"`
+	Finished *int64         `json:"finished"`
+}
+
+func toJob(j *store.EligibilityJob) jobOut {
+	out := jobOut{JobID: id(j.ID), Status: j.Status, Details: j.Details, Started: j.Started}
+	if out.Details == nil {
+		out.Details = map[string]any{}
+	}
+	if j.Finished != 0 {
+		out.Finished = &j.Finished
+	}
+	return out
+}
+
+func (s *Server) checkEligibility(w http.ResponseWriter, r *http.Request, c *call) error {
+	j, err := s.app.CheckEligibility(r.Context(), c.p, c.params.Str("user_id"))
+	if err != nil {
+		return err
+	}
+	return ok(w, toJob(j))
+}
+
+func (s *Server) getEligibility(w http.ResponseWriter, r *http.Request, c *call) error {
+	j, err := s.app.Eligibility(r.Context(), c.p, c.params.Str("user_id"))
+	if err != nil {
+		return err
+	}
+	return ok(w, toJob(j))
+}
+
+// Reference lists (spec: reference list entries).
+
+type refEntry struct {
+	ID          string `json:"id"`
+	Text        string `json:"text"`
+	Description string `json:"description"`
+}
+
+type dxOut struct {
+	Code        string    `json:"code"`
+	Description string    `json:"description"`
+	EHRVendor   ehrVendor `json:"ehr_vendor"`
+}
+
+type ehrVendor struct {
+	Code    string      `json:"code"`
+	CPID    string      `json:"cpid,omitempty"`
+	Address *ehrAddress `json:"address,omitempty"`
+}
+
+type ehrAddress struct {
+	Zip      string `json:"zip"`
+	City     string `json:"city"`
+	State    string `json:"state"`
+	Address1 string `json:"address1"`
+	Address2 string `json:"address2"`
+	AreaCode string `json:"areacode"`
+}
+
+type carrierOut struct {
+	Name      string    `json:"name"`
+	Code      string    `json:"code"`
+	EHRVendor ehrVendor `json:"ehr_vendor"`
+}
+
+// refFilter reads the optional q (code or words) and limit of a list.
+func refFilter(c *call) (func(...string) bool, int, error) {
+	needle := strings.ToLower(strings.TrimSpace(c.params.Str("q")))
+	limit, err := c.params.Int("limit", 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	match := func(fields ...string) bool {
+		if needle == "" {
+			return true
+		}
+		for _, f := range fields {
+			if strings.Contains(strings.ToLower(f), needle) || strings.Contains(strings.ToLower(reference.NormCode(f)), reference.NormCode(needle)) {
+				return true
+			}
+		}
+		return false
+	}
+	return match, int(limit), nil
+}
+
+func (s *Server) referenceList(name string) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, c *call) error {
+		match, limit, err := refFilter(c)
+		if err != nil {
+			return err
+		}
+		ref := s.app.ReferenceLists()
+		out := []any{}
+		add := func(v any) bool {
+			out = append(out, v)
+			return limit > 0 && len(out) >= limit
+		}
+		switch name {
+		case "dxs":
+			for _, d := range ref.Diagnoses {
+				if match(d.Code, d.Description) && add(dxOut{Code: d.Code, Description: d.Description, EHRVendor: ehrVendor{Code: reference.NormCode(d.Code)}}) {
+					break
+				}
+			}
+		case "procedures", "billing_modifiers":
+			list := ref.Procedures
+			if name == "billing_modifiers" {
+				list = ref.Modifiers
+			}
+			for _, e := range list {
+				if match(e.ID, e.Text, e.Description) && add(refEntry{ID: e.ID, Text: e.Text, Description: e.Description}) {
+					break
+				}
+			}
+		case "insurers":
+			for _, p := range ref.Payers {
+				if match(p.Code, p.Name) && add(refEntry{ID: p.Code, Text: p.Name, Description: "Payer ID " + p.PayerID}) {
+					break
+				}
+			}
+		case "carriers":
+			for _, p := range ref.Payers {
+				if match(p.Code, p.Name) && add(carrierOut{Name: p.Name, Code: p.Code, EHRVendor: ehrVendor{Code: p.Code, CPID: p.PayerID,
+					Address: &ehrAddress{Zip: p.Zip, City: p.City, State: p.State, Address1: p.Address1, Address2: p.Address2, AreaCode: p.AreaCode}}}) {
+					break
+				}
+			}
+		}
+		w.Header().Set("Cache-Control", "private, max-age=3600")
+		return ok(w, out)
+	}
+}
+
+// Claims.
+
+type claimOut struct {
+	VisitID    string         `json:"visit_id"`
+	Date       string         `json:"date"`
+	Status     int            `json:"status"`
+	Kind       string         `json:"kind"`
+	Start      int64          `json:"start"`
+	End        int64          `json:"end"`
+	Patient    claimPerson    `json:"patient"`
+	Provider   *claimPerson   `json:"provider"`
+	Diagnoses  []claimCode    `json:"diagnoses"`
+	Procedures []claimProc    `json:"procedures"`
+	Insurance  claimInsurance `json:"insurance"`
+}
+
+type claimPerson struct {
+	ID        string `json:"id"`
+	FirstName string `json:"first_name"`
+	LastName  string `json:"last_name"`
+	DOB       string `json:"dob,omitempty"`
+	Gender    *int   `json:"gender,omitempty"`
+}
+
+type claimCode struct {
+	Code        string `json:"code"`
+	Description string `json:"description"`
+}
+
+type claimProc struct {
+	Code        string   `json:"code"`
+	Description string   `json:"description"`
+	Modifiers   []string `json:"modifiers"`
+}
+
+type claimInsurance struct {
+	Primary   cardOut `json:"primary"`
+	Secondary cardOut `json:"secondary"`
+}
+
+func (s *Server) claimsReport(w http.ResponseWriter, r *http.Request, c *call) error {
+	claims, err := s.app.ClaimsReport(r.Context(), c.p, c.params.Str("from_date"), c.params.Str("to_date"))
+	if err != nil {
+		return err
+	}
+	ref := s.app.ReferenceLists()
+	out := make([]claimOut, len(claims))
+	for i, cl := range claims {
+		v := cl.Visit
+		o := claimOut{VisitID: id(v.ID), Date: cl.Date, Status: v.Status, Kind: v.Kind, Start: v.Start, End: v.End,
+			Diagnoses: []claimCode{}, Procedures: []claimProc{}}
+		if u := cl.Patient; u != nil {
+			g := u.Gender
+			o.Patient = claimPerson{ID: id(u.ID), FirstName: u.FirstName, LastName: u.LastName, DOB: u.DOB, Gender: &g}
+		}
+		if u := cl.Provider; u != nil {
+			o.Provider = &claimPerson{ID: id(u.ID), FirstName: u.FirstName, LastName: u.LastName}
+		}
+		for _, d := range cl.Codes.Diagnoses {
+			o.Diagnoses = append(o.Diagnoses, claimCode{Code: d, Description: ref.DiagnosisText(d)})
+		}
+		for _, p := range cl.Codes.Procedures {
+			o.Procedures = append(o.Procedures, claimProc{Code: p.Code, Description: ref.ProcedureText(p.Code), Modifiers: p.Modifiers})
+		}
+		for _, cd := range cl.Insurance {
+			if cd.CardType == "primary" {
+				o.Insurance.Primary = toCardOut(cd)
+			} else {
+				o.Insurance.Secondary = toCardOut(cd)
+			}
+		}
+		out[i] = o
+	}
+	return ok(w, out)
+}
+
+// Visit claim codes (extension).
+
+func (s *Server) setVisitCodes(w http.ResponseWriter, r *http.Request, c *call) error {
+	vid, err := pathID(c, "id", errVisitNotFound)
+	if err != nil {
+		return err
+	}
+	var in app.ClaimCodes
+	if _, err := c.params.JSON("diagnoses", &in.Diagnoses); err != nil {
+		in.Diagnoses = c.params.List("diagnoses")
+	}
+	if _, err := c.params.JSON("procedures", &in.Procedures); err != nil {
+		// A form lists bare codes: procedures[]=G2012.
+		for _, code := range c.params.List("procedures") {
+			in.Procedures = append(in.Procedures, app.ClaimProcedure{Code: code})
+		}
+	}
+	if !c.params.Has("diagnoses") && !c.params.Has("procedures") {
+		return clinic.Errorf(clinic.EInvalid, "diagnoses and/or procedures are required.")
+	}
+	codes, err := s.app.SetClaimCodes(r.Context(), c.p, vid, in)
+	if err != nil {
+		return err
+	}
+	return ok(w, codes)
+}
+
+func (s *Server) getVisitCodes(w http.ResponseWriter, r *http.Request, c *call) error {
+	vid, err := pathID(c, "id", errVisitNotFound)
+	if err != nil {
+		return err
+	}
+	codes, err := s.app.ClaimCodesOf(r.Context(), c.p, vid)
+	if err != nil {
+		return err
+	}
+	return ok(w, codes)
+}

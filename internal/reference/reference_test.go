@@ -1,0 +1,38 @@
+package reference
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestLoad_Embedded(t *testing.T) {
+	l, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Diagnoses) < 150 || len(l.Procedures) < 40 || len(l.Modifiers) < 20 || len(l.Payers) < 5 {
+		t.Fatalf("%d %d %d %d", len(l.Diagnoses), len(l.Procedures), len(l.Modifiers), len(l.Payers))
+	}
+	if !l.IsDiagnosis("E11.9") || !l.IsDiagnosis("e119") || l.IsDiagnosis("E11.99") || !l.IsProcedure("G2012") || !l.IsModifier("95") || l.IsProcedure("99213") {
+		t.Fatal("code lookups")
+	}
+}
+
+func TestLoad_CMSFile(t *testing.T) {
+	dir := t.TempDir()
+	body := "A000    Cholera due to Vibrio cholerae 01, biovar cholerae\nZ9989   Dependence on other enabling machines and devices\n"
+	if err := os.WriteFile(filepath.Join(dir, "icd10cm-codes.txt"), []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l, err := Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Diagnoses) != 2 || l.Diagnoses[0].Code != "A00.0" || !l.IsDiagnosis("Z99.89") || l.IsDiagnosis("E11.9") {
+		t.Fatalf("%+v", l.Diagnoses)
+	}
+	if len(l.Procedures) < 40 {
+		t.Fatal("the embedded procedures were not kept")
+	}
+}

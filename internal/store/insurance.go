@@ -1,0 +1,160 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+
+	"teleclinic/internal/clinic"
+)
+
+// InsuranceCard is a user's primary or secondary card; Fields holds the
+// card's fields by their API names.
+type InsuranceCard struct {
+	UserID       int64
+	CardType     string
+	Fields       map[string]any
+	Modified     int64
+	CheckStarted int64
+}
+
+// InsuranceCards lists a user's cards, primary first.
+func (q *Q) InsuranceCards(ctx context.Context, accountID, userID int64) ([]*InsuranceCard, error) {
+	rows, err := q.query(ctx, "SELECT user_id, card_type, fields, modified, check_started FROM insurance_cards WHERE account_id = ? AND user_id = ? ORDER BY card_type", accountID, userID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*InsuranceCard{}
+	for rows.Next() {
+		var c InsuranceCard
+		var raw string
+		if err := rows.Scan(&c.UserID, &c.CardType, &raw, &c.Modified, &c.CheckStarted); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(raw), &c.Fields); err != nil {
+			return nil, err
+		}
+		out = append(out, &c)
+	}
+	return out, rows.Err()
+}
+
+// InsuranceCard finds one card.
+func (q *Q) InsuranceCard(ctx context.Context, accountID, userID int64, cardType string) (*InsuranceCard, error) {
+	cards, err := q.InsuranceCards(ctx, accountID, userID)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range cards {
+		if c.CardType == cardType {
+			return c, nil
+		}
+	}
+	return nil, ErrNotFound
+}
+
+// PutInsuranceCard writes a card whole; the primary key keeps one card per
+// user and type.
+func (q *Q) PutInsuranceCard(ctx context.Context, accountID int64, c *InsuranceCard) error {
+	raw, err := json.Marshal(c.Fields)
+	if err != nil {
+		return err
+	}
+	_, err = q.exec(ctx, `INSERT INTO insurance_cards (account_id, user_id, card_type, fields, modified) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (account_id, user_id, card_type) DO UPDATE SET fields = excluded.fields, modified = excluded.modified`,
+		accountID, c.UserID, c.CardType, string(raw), c.Modified)
+	return err
+}
+
+// DeleteInsuranceCard removes a card.
+func (q *Q) DeleteInsuranceCard(ctx context.Context, accountID, userID int64, cardType string) error {
+	return q.mustAffect(ctx, "DELETE FROM insurance_cards WHERE account_id = ? AND user_id = ? AND card_type = ?", accountID, userID, cardType)
+}
+
+// StartEligibilityCheck marks a check of the card as started now, unless
+// one started after notBefore: the conditional UPDATE is the only gate, so
+// concurrent requests and other processes cannot both pass it.
+func (q *Q) StartEligibilityCheck(ctx context.Context, accountID, userID int64, cardType string, now, notBefore int64) (bool, error) {
+	n, err := q.affected(ctx, "UPDATE insurance_cards SET check_started = ? WHERE account_id = ? AND user_id = ? AND card_type = ? AND check_started <= ?",
+		now, accountID, userID, cardType, notBefore)
+	return n == 1, err
+}
+
+// EligibilityJob is one check of a card.
+type EligibilityJob struct {
+	ID       int64
+	UserID   int64
+	CardType string
+	Status   string
+	Details  map[string]any
+	Started  int64
+	Finished int64
+}
+
+// CreateEligibilityJob inserts a job and sets its id.
+func (q *Q) CreateEligibilityJob(ctx context.Context, accountID int64, j *EligibilityJob) error {
+	var err error
+	j.ID, err = q.insert(ctx, "INSERT INTO eligibility_jobs (account_id, user_id, card_type, status, started) VALUES (?, ?, ?, ?, ?)",
+		accountID, j.UserID, j.CardType, j.Status, j.Started)
+	return err
+}
+
+// FinishEligibilityJob records a pending job's outcome; a job already
+// finished is left as it is.
+func (q *Q) FinishEligibilityJob(ctx context.Context, accountID, id int64, status string, details map[string]any, now int64) error {
+	raw, err := json.Marshal(details)
+	if err != nil {
+		return err
+	}
+	_, err = q.exec(ctx, "UPDATE eligibility_jobs SET status = ?, details = ?, finished = ? WHERE account_id = ? AND id = ? AND finished = 0",
+		status, string(raw), now, accountID, id)
+	return err
+}
+
+const jobCols = "id, user_id, card_type, status, details, started, finished"
+
+func (q *Q) eligibilityJob(ctx context.Context, query string, args ...any) (*EligibilityJob, error) {
+	var j EligibilityJob
+	var raw string
+	if err := q.queryRow(ctx, query, args, &j.ID, &j.UserID, &j.CardType, &j.Status, &raw, &j.Started, &j.Finished); err != nil {
+		return nil, err
+	}
+	return &j, json.Unmarshal([]byte(raw), &j.Details)
+}
+
+// EligibilityJobByID finds a job.
+func (q *Q) EligibilityJobByID(ctx context.Context, accountID, id int64) (*EligibilityJob, error) {
+	return q.eligibilityJob(ctx, "SELECT "+jobCols+" FROM eligibility_jobs WHERE account_id = ? AND id = ?", accountID, id)
+}
+
+// LatestEligibilityJob finds a card's most recent check.
+func (q *Q) LatestEligibilityJob(ctx context.Context, accountID, userID int64, cardType string) (*EligibilityJob, error) {
+	return q.eligibilityJob(ctx, "SELECT "+jobCols+" FROM eligibility_jobs WHERE account_id = ? AND user_id = ? AND card_type = ? ORDER BY id DESC LIMIT 1",
+		accountID, userID, cardType)
+}
+
+// ClaimVisits lists the visits of a date range for the claims report: by
+// when they took place (started, else scheduled, else created), oldest
+// first. providerID 0 takes every provider's.
+func (q *Q) ClaimVisits(ctx context.Context, accountID, providerID, from, to int64, limit int) ([]*clinic.Visit, error) {
+	when := "CASE WHEN COALESCE(v.actual_start, 0) > 0 THEN v.actual_start WHEN v.starts_at > 0 THEN v.starts_at ELSE v.created END"
+	query := "SELECT " + visitCols + " FROM visits v WHERE v.account_id = ? AND " + when + " >= ? AND " + when + " < ?"
+	args := []any{accountID, from, to}
+	if providerID != 0 {
+		query += " AND v.provider_id = ?"
+		args = append(args, providerID)
+	}
+	return q.visits(ctx, query+" ORDER BY "+when+", v.id LIMIT ?", append(args, limit)...)
+}
+
+// VisitClaimCodes returns a visit's claim codes (JSON), "" when none.
+func (q *Q) VisitClaimCodes(ctx context.Context, accountID, visitID int64) (string, error) {
+	var s string
+	err := q.queryRow(ctx, "SELECT claim_codes FROM visits WHERE account_id = ? AND id = ?", []any{accountID, visitID}, &s)
+	return s, err
+}
+
+// SetVisitClaimCodes stores a visit's claim codes (JSON).
+func (q *Q) SetVisitClaimCodes(ctx context.Context, accountID, visitID int64, codes string, now int64) error {
+	return q.mustAffect(ctx, "UPDATE visits SET claim_codes = ?, modified = ? WHERE account_id = ? AND id = ?", codes, now, accountID, visitID)
+}
