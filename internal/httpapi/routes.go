@@ -101,6 +101,14 @@ func (s *Server) registerRoutes() {
 	s.handle("POST", "/api_v3/visits/{id}/codes", app.NeedUser, famObject, s.setVisitCodes)
 	s.handle("GET", "/api_v3/visits/{id}/codes", app.NeedUser, famObject, s.getVisitCodes)
 
+	// Pharmacy and prescriptions (spec; writing and discontinuing are extensions).
+	s.handle("GET", "/api_v3/users/{id}/erx/prescriptions", app.NeedUser, famCode, s.listPrescriptions)
+	s.handle("POST", "/api_v3/users/{id}/erx/prescriptions", app.NeedUser, famCode, s.prescribe)
+	s.handle("POST", "/api_v3/users/{id}/erx/prescriptions/{rx_id}/discontinue", app.NeedUser, famCode, s.discontinue)
+	s.handle("GET", "/api_v3/users/{id}/erx/pharmacies", app.NeedUser, famCode, s.listPharmacies)
+	s.handle("POST", "/api_v3/users/{id}/erx/pharmacies", app.NeedUser, famCode, s.savePharmacy)
+	s.handle("DELETE", "/api_v3/users/{id}/erx/pharmacies/{code}", app.NeedUser, famCode, s.deletePharmacy)
+
 	// Slots (spec: Slots; publishing them is an extension).
 	s.handle("POST", "/api_v3/slots", app.NeedUser, famCode, s.createSlots)
 	s.handle("GET", "/api_v3/slots", app.NeedUser, famCode, s.listSlots)

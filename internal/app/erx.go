@@ -1,0 +1,291 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/store"
+)
+
+// Prescription statuses.
+const (
+	RxCurrent      = "Current"
+	RxDiscontinued = "Discontinued"
+)
+
+var pharmacyStrings = []string{"name", "code", "address", "address_more", "city", "country", "state", "zip", "phone", "fax", "type"}
+var pharmacyNumbers = []string{"lat", "long", "distance"}
+
+// PharmacyFieldNames are the pharmacy fields a request may carry (besides extra).
+func PharmacyFieldNames() []string {
+	return append(append([]string{}, pharmacyStrings...), pharmacyNumbers...)
+}
+
+// PharmacyInput is POST /users/{id}/erx/pharmacies.
+type PharmacyInput struct {
+	Fields    map[string]any
+	Extra     json.RawMessage // the search result, kept as sent
+	IsDefault bool
+}
+
+// Pharmacies is GET /users/{id}/erx/pharmacies.
+func (a *App) Pharmacies(ctx context.Context, p *clinic.Principal, userID string) ([]*store.Pharmacy, error) {
+	out, err := a.pharmacies(ctx, p, userID)
+	return out, a.auditRecord(ctx, p, "pharmacy.list", "user", userID, err)
+}
+
+func (a *App) pharmacies(ctx context.Context, p *clinic.Principal, userID string) ([]*store.Pharmacy, error) {
+	u, err := a.recordOwner(ctx, p, userID, ownRecords, false)
+	if err != nil {
+		return nil, err
+	}
+	return a.store.Read().Pharmacies(ctx, p.Account.ID, u.ID)
+}
+
+// SavePharmacy is POST /users/{id}/erx/pharmacies: saved by its code (a
+// second save of a code replaces it). At most one is the default.
+func (a *App) SavePharmacy(ctx context.Context, p *clinic.Principal, userID string, in PharmacyInput) error {
+	err := a.savePharmacy(ctx, p, userID, in)
+	return a.auditRecord(ctx, p, "pharmacy.save", "user", userID, err)
+}
+
+func (a *App) savePharmacy(ctx context.Context, p *clinic.Principal, userID string, in PharmacyInput) error {
+	u, err := a.recordOwner(ctx, p, userID, ownRecords, true)
+	if err != nil {
+		return err
+	}
+	bad := func(format string, args ...any) error { return clinic.Errorf(clinic.EInvalid, format, args...) }
+	fields := map[string]any{}
+	for _, k := range pharmacyStrings {
+		v, ok := in.Fields[k]
+		if !ok || v == nil {
+			continue
+		}
+		s, isStr := normNumber(v).(string)
+		if !isStr {
+			return bad("%s must be text.", k)
+		}
+		if s = strings.TrimSpace(s); len(s) > 300 {
+			return bad("%s is longer than 300 characters.", k)
+		}
+		fields[k] = s
+	}
+	for _, k := range pharmacyNumbers {
+		v, ok := in.Fields[k]
+		if !ok || v == nil || v == "" {
+			continue
+		}
+		f, ok := jsonFloat(normNumber(v))
+		if !ok {
+			return bad("%s must be a number.", k)
+		}
+		fields[k] = f
+	}
+	if lat, ok := fields["lat"].(float64); ok && (lat < -90 || lat > 90) {
+		return bad("lat must be from -90 to 90.")
+	}
+	if lon, ok := fields["long"].(float64); ok && (lon < -180 || lon > 180) {
+		return bad("long must be from -180 to 180.")
+	}
+	name, _ := fields["name"].(string)
+	code, _ := fields["code"].(string)
+	if name == "" || code == "" {
+		return bad("name and code are required.")
+	}
+	if len(in.Extra) > 64<<10 {
+		return bad("extra is larger than 64 KiB.")
+	}
+	if len(in.Extra) > 0 && !json.Valid(in.Extra) {
+		return bad("extra must be the search result as JSON.")
+	}
+	ph := &store.Pharmacy{UserID: u.ID, Code: code, Fields: fields, Extra: in.Extra, IsDefault: in.IsDefault, Created: a.unix()}
+	err = a.store.Tx(ctx, func(q *store.Q) error { return q.PutPharmacy(ctx, p.Account.ID, ph) })
+	if errors.Is(err, store.ErrConflict) {
+		return clinic.Errorf(clinic.EConflict, "Another default pharmacy was saved at the same time; try again.")
+	}
+	return err
+}
+
+// DeletePharmacy is DELETE /users/{id}/erx/pharmacies/{code}.
+func (a *App) DeletePharmacy(ctx context.Context, p *clinic.Principal, userID, code string) error {
+	err := a.deletePharmacy(ctx, p, userID, code)
+	return a.auditRecord(ctx, p, "pharmacy.delete", "user", userID, err)
+}
+
+func (a *App) deletePharmacy(ctx context.Context, p *clinic.Principal, userID, code string) error {
+	u, err := a.recordOwner(ctx, p, userID, ownRecords, true)
+	if err != nil {
+		return err
+	}
+	err = a.store.Write().DeletePharmacy(ctx, p.Account.ID, u.ID, code)
+	if errors.Is(err, store.ErrNotFound) {
+		return clinic.Errorf(clinic.ENotFound, "No pharmacy %q is saved.", code)
+	}
+	return err
+}
+
+// PrescriptionView is a prescription with its prescriber's name.
+type PrescriptionView struct {
+	*store.Prescription
+	PrescriberName string
+}
+
+// Prescriptions is GET /users/{id}/erx/prescriptions: status Current by
+// default, Discontinued, or All.
+func (a *App) Prescriptions(ctx context.Context, p *clinic.Principal, userID, status string) ([]*PrescriptionView, error) {
+	out, err := a.prescriptions(ctx, p, userID, status)
+	return out, a.auditRecord(ctx, p, "prescription.list", "user", userID, err)
+}
+
+func (a *App) prescriptions(ctx context.Context, p *clinic.Principal, userID, status string) ([]*PrescriptionView, error) {
+	u, err := a.recordOwner(ctx, p, userID, readRecords, false)
+	if err != nil {
+		return nil, err
+	}
+	switch strings.ToLower(status) {
+	case "", "current":
+		status = RxCurrent
+	case "discontinued":
+		status = RxDiscontinued
+	case "all":
+		status = ""
+	default:
+		return nil, clinic.Errorf(clinic.EInvalid, "status must be Current, Discontinued or All.")
+	}
+	rxs, err := a.store.Read().Prescriptions(ctx, p.Account.ID, u.ID, status)
+	if err != nil {
+		return nil, fmt.Errorf("prescriptions: %w", err)
+	}
+	names := map[int64]string{}
+	out := make([]*PrescriptionView, len(rxs))
+	for i, rx := range rxs {
+		if _, ok := names[rx.PrescriberID]; !ok {
+			if pr, err := a.store.Read().UserByID(ctx, p.Account.ID, rx.PrescriberID); err == nil {
+				names[rx.PrescriberID] = strings.TrimSpace(pr.FirstName + " " + pr.LastName)
+			}
+		}
+		out[i] = &PrescriptionView{Prescription: rx, PrescriberName: names[rx.PrescriberID]}
+	}
+	return out, nil
+}
+
+// PrescriptionInput is POST /users/{id}/erx/prescriptions (extension).
+type PrescriptionInput struct {
+	DrugID, NDC, Drug, Directions, PharmacyCode string
+	Qty, Refills                                int64
+	VisitID                                     int64
+}
+
+var ndcRE = regexp.MustCompile(`^(?:[0-9]{4}-[0-9]{4}-[0-9]{2}|[0-9]{5}-[0-9]{3}-[0-9]{2}|[0-9]{5}-[0-9]{4}-[0-9]{1,2}|[0-9]{10,11})$`)
+
+// requirePrescriber: only a provider with a visit with the patient writes
+// and discontinues prescriptions; the admin manages records, not drugs.
+func (a *App) requirePrescriber(ctx context.Context, p *clinic.Principal, userID string) (*clinic.User, error) {
+	if p.User == nil || p.User.Type != clinic.UserProvider || p.IsAdmin() {
+		return nil, clinic.Errorf(clinic.EForbidden, "Only a provider who has a visit with the patient may prescribe.")
+	}
+	return a.recordOwner(ctx, p, userID, writeRecords, true)
+}
+
+// Prescribe writes a prescription.
+func (a *App) Prescribe(ctx context.Context, p *clinic.Principal, userID string, in PrescriptionInput) (*PrescriptionView, error) {
+	out, err := a.prescribe(ctx, p, userID, in)
+	if err != nil {
+		return nil, a.auditRecord(ctx, p, "prescription.create", "user", userID, err)
+	}
+	return out, nil
+}
+
+func (a *App) prescribe(ctx context.Context, p *clinic.Principal, userID string, in PrescriptionInput) (*PrescriptionView, error) {
+	u, err := a.requirePrescriber(ctx, p, userID)
+	if err != nil {
+		return nil, err
+	}
+	bad := func(format string, args ...any) error { return clinic.Errorf(clinic.EInvalid, format, args...) }
+	in.Drug, in.Directions = strings.TrimSpace(in.Drug), strings.TrimSpace(in.Directions)
+	switch {
+	case in.Drug == "" || len(in.Drug) > 300:
+		return nil, bad("drug is required (at most 300 characters).")
+	case in.Directions == "" || len(in.Directions) > 1000:
+		return nil, bad("directions are required (at most 1000 characters).")
+	case in.Qty < 1 || in.Qty > 10000:
+		return nil, bad("qty must be a whole number from 1 to 10000.")
+	case in.Refills < 0 || in.Refills > 11:
+		return nil, bad("refills must be from 0 to 11.")
+	case in.NDC != "" && !ndcRE.MatchString(in.NDC):
+		return nil, bad("ndc must be a National Drug Code: 10 or 11 digits, with or without its dashes.")
+	case len(in.DrugID) > 64:
+		return nil, bad("drug_id is at most 64 characters.")
+	}
+	if in.VisitID != 0 {
+		v, err := a.store.Read().VisitByID(ctx, p.Account.ID, in.VisitID)
+		if errors.Is(err, store.ErrNotFound) || (err == nil && (v.MemberID != u.ID || v.ProviderID != p.UserID())) {
+			return nil, bad("visit_id must be your visit with this patient.")
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if in.PharmacyCode != "" {
+		phs, err := a.store.Read().Pharmacies(ctx, p.Account.ID, u.ID)
+		if err != nil {
+			return nil, err
+		}
+		found := false
+		for _, ph := range phs {
+			found = found || ph.Code == in.PharmacyCode
+		}
+		if !found {
+			return nil, bad("pharmacy_code must be one of the patient's saved pharmacies.")
+		}
+	}
+	now := a.unix()
+	rx := &store.Prescription{UserID: u.ID, PrescriberID: p.UserID(), VisitID: in.VisitID, DrugID: in.DrugID, NDC: in.NDC, Drug: in.Drug,
+		Directions: in.Directions, Qty: int(in.Qty), Refills: int(in.Refills), PharmacyCode: in.PharmacyCode, Status: RxCurrent, Created: now, Modified: now}
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		if err := q.CreatePrescription(ctx, p.Account.ID, rx); err != nil {
+			return err
+		}
+		return a.auditIn(ctx, q, p, "prescription.create", "prescription", i64s(rx.ID), outcomeOK)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("prescribe: %w", err)
+	}
+	return &PrescriptionView{Prescription: rx, PrescriberName: strings.TrimSpace(p.User.FirstName + " " + p.User.LastName)}, nil
+}
+
+// Discontinue ends a current prescription.
+func (a *App) Discontinue(ctx context.Context, p *clinic.Principal, userID, rxID string) error {
+	err := a.discontinue(ctx, p, userID, rxID)
+	return a.auditRecord(ctx, p, "prescription.discontinue", "prescription", rxID, err)
+}
+
+func (a *App) discontinue(ctx context.Context, p *clinic.Principal, userID, rxID string) error {
+	u, err := a.requirePrescriber(ctx, p, userID)
+	if err != nil {
+		return err
+	}
+	id := mustID(rxID)
+	ok, err := a.store.Write().SetPrescriptionStatus(ctx, p.Account.ID, u.ID, id, RxCurrent, RxDiscontinued, a.unix())
+	if err != nil {
+		return err
+	}
+	if ok {
+		return nil
+	}
+	all, err := a.store.Read().Prescriptions(ctx, p.Account.ID, u.ID, "")
+	if err != nil {
+		return err
+	}
+	for _, rx := range all {
+		if rx.ID == id {
+			return clinic.Errorf(clinic.EConflict, "Prescription %d is already %s.", id, strings.ToLower(rx.Status))
+		}
+	}
+	return clinic.Errorf(clinic.ENotFound, "Prescription not found.")
+}

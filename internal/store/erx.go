@@ -1,0 +1,138 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Pharmacy is a pharmacy a patient chose; Fields holds its API fields and
+// Extra the search result it came from, as the client sent it.
+type Pharmacy struct {
+	UserID    int64
+	Code      string
+	Fields    map[string]any
+	Extra     json.RawMessage
+	IsDefault bool
+	Created   int64
+}
+
+// Pharmacies lists a user's pharmacies, the default first.
+func (q *Q) Pharmacies(ctx context.Context, accountID, userID int64) ([]*Pharmacy, error) {
+	rows, err := q.query(ctx, "SELECT user_id, code, fields, is_default, created FROM pharmacies WHERE account_id = ? AND user_id = ? ORDER BY is_default DESC, id", accountID, userID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*Pharmacy{}
+	for rows.Next() {
+		var p Pharmacy
+		var raw string
+		var def int
+		if err := rows.Scan(&p.UserID, &p.Code, &raw, &def, &p.Created); err != nil {
+			return nil, err
+		}
+		var stored struct {
+			Fields map[string]any  `json:"fields"`
+			Extra  json.RawMessage `json:"extra"`
+		}
+		if err := json.Unmarshal([]byte(raw), &stored); err != nil {
+			return nil, err
+		}
+		p.Fields, p.Extra, p.IsDefault = stored.Fields, stored.Extra, def == 1
+		out = append(out, &p)
+	}
+	return out, rows.Err()
+}
+
+// PutPharmacy saves a pharmacy by its code. Making it the default first
+// clears the user's other default; the partial unique index holds the
+// rule if two saves race.
+func (q *Q) PutPharmacy(ctx context.Context, accountID int64, p *Pharmacy) error {
+	raw, err := json.Marshal(struct {
+		Fields map[string]any  `json:"fields"`
+		Extra  json.RawMessage `json:"extra"`
+	}{p.Fields, p.Extra})
+	if err != nil {
+		return err
+	}
+	if p.IsDefault {
+		if _, err := q.exec(ctx, "UPDATE pharmacies SET is_default = 0 WHERE account_id = ? AND user_id = ? AND code <> ? AND is_default = 1", accountID, p.UserID, p.Code); err != nil {
+			return err
+		}
+	}
+	_, err = q.exec(ctx, `INSERT INTO pharmacies (account_id, user_id, code, fields, is_default, created) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (account_id, user_id, code) DO UPDATE SET fields = excluded.fields, is_default = excluded.is_default`,
+		accountID, p.UserID, p.Code, string(raw), b2i(p.IsDefault), p.Created)
+	return q.d.translate(err)
+}
+
+// DeletePharmacy removes a user's pharmacy.
+func (q *Q) DeletePharmacy(ctx context.Context, accountID, userID int64, code string) error {
+	return q.mustAffect(ctx, "DELETE FROM pharmacies WHERE account_id = ? AND user_id = ? AND code = ?", accountID, userID, code)
+}
+
+// Prescription is a drug a provider prescribed for a patient.
+type Prescription struct {
+	ID           int64
+	UserID       int64
+	PrescriberID int64
+	VisitID      int64
+	DrugID       string
+	NDC          string
+	Drug         string
+	Directions   string
+	Qty          int
+	Refills      int
+	PharmacyCode string
+	Status       string
+	Created      int64
+	Modified     int64
+}
+
+const rxCols = "id, user_id, prescriber_id, COALESCE(visit_id, 0), drug_id, ndc, drug, directions, qty, refills, pharmacy_code, status, created, modified"
+
+// CreatePrescription inserts a prescription and sets its id.
+func (q *Q) CreatePrescription(ctx context.Context, accountID int64, rx *Prescription) error {
+	var visit any
+	if rx.VisitID != 0 {
+		visit = rx.VisitID
+	}
+	var err error
+	rx.ID, err = q.insert(ctx, `INSERT INTO prescriptions (account_id, user_id, prescriber_id, visit_id, drug_id, ndc, drug, directions, qty, refills, pharmacy_code, status, created, modified)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		accountID, rx.UserID, rx.PrescriberID, visit, rx.DrugID, rx.NDC, rx.Drug, rx.Directions, rx.Qty, rx.Refills, rx.PharmacyCode, rx.Status, rx.Created, rx.Modified)
+	return err
+}
+
+// Prescriptions lists a user's prescriptions of a status ("" for all), newest first.
+func (q *Q) Prescriptions(ctx context.Context, accountID, userID int64, status string) ([]*Prescription, error) {
+	query := "SELECT " + rxCols + " FROM prescriptions WHERE account_id = ? AND user_id = ?"
+	args := []any{accountID, userID}
+	if status != "" {
+		query += " AND status = ?"
+		args = append(args, status)
+	}
+	rows, err := q.query(ctx, query+" ORDER BY id DESC LIMIT 1000", args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*Prescription{}
+	for rows.Next() {
+		var rx Prescription
+		if err := rows.Scan(&rx.ID, &rx.UserID, &rx.PrescriberID, &rx.VisitID, &rx.DrugID, &rx.NDC, &rx.Drug, &rx.Directions, &rx.Qty, &rx.Refills,
+			&rx.PharmacyCode, &rx.Status, &rx.Created, &rx.Modified); err != nil {
+			return nil, err
+		}
+		out = append(out, &rx)
+	}
+	return out, rows.Err()
+}
+
+// SetPrescriptionStatus moves a prescription from one status to another;
+// it reports whether it did (the conditional UPDATE decides races).
+func (q *Q) SetPrescriptionStatus(ctx context.Context, accountID, userID, id int64, from, to string, now int64) (bool, error) {
+	n, err := q.affected(ctx, "UPDATE prescriptions SET status = ?, modified = ? WHERE account_id = ? AND user_id = ? AND id = ? AND status = ?",
+		to, now, accountID, userID, id, from)
+	return n == 1, err
+}
