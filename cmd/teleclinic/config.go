@@ -38,6 +38,7 @@ type config struct {
 	Demo          bool
 
 	EligibilityWindow time.Duration
+	ReferenceDir      string
 
 	WebhookRetryInterval time.Duration
 	WebhookTimeout       time.Duration
@@ -70,6 +71,7 @@ func serveFlags(fs *flag.FlagSet, c *config) {
 	fs.Int64Var(&c.MaxUpload, "max-upload", 2<<30, "largest recording upload, in bytes")
 	fs.Int64Var(&c.MaxFile, "max-file-upload", 50<<20, "largest POST /files upload, in bytes (413 past it)")
 	fs.Int64Var(&c.MaxPixels, "max-image-pixels", 40_000_000, "largest image (width × height) GET /files/view resizes; larger ones are refused from their header")
+	fs.StringVar(&c.ReferenceDir, "reference-dir", "", "directory of newer reference lists (icd10cm-codes.txt from the CMS/CDC release, procedures.tsv, billing_modifiers.tsv, payers.tsv) replacing the embedded ones")
 	fs.DurationVar(&c.EligibilityWindow, "eligibility-window", 60*time.Second, "another eligibility check of the same card within this time of the last one's start answers 429")
 	fs.BoolVar(&c.Demo, "demo", false, "create the demo clinic and print its credentials and example calls (implies --webhook-allow-private)")
 	fs.DurationVar(&c.WebhookRetryInterval, "webhook-retry-interval", 60*time.Second, "time between webhook delivery attempts (whole seconds; 5 attempts in all)")

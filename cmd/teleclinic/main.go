@@ -24,6 +24,7 @@ import (
 	"teleclinic/internal/blob"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/httpapi"
+	"teleclinic/internal/reference"
 	"teleclinic/internal/store"
 )
 
@@ -123,6 +124,11 @@ func open(ctx context.Context, c *config, stderr io.Writer) (*app.App, *slog.Log
 		st.Close()
 		return nil, nil, nil, err
 	}
+	ref, err := reference.Load(c.ReferenceDir)
+	if err != nil {
+		st.Close()
+		return nil, nil, nil, usageError{err.Error()}
+	}
 	mailer, apns, fcm, err := c.senders()
 	if err != nil {
 		st.Close()
@@ -131,6 +137,7 @@ func open(ctx context.Context, c *config, stderr io.Writer) (*app.App, *slog.Log
 	a, err := app.New(st, app.Config{
 		BaseURL: c.BaseURL, PortalURL: c.PortalURL, UserTokenIdle: c.UserTokenIdle, UserTokenMax: c.UserTokenMax,
 		RefreshTokenMax: c.RefreshMax, ServerKey: key, Blobs: blobs, Mail: mailer, APNs: apns, FCM: fcm,
+		MaxImagePixels: c.MaxPixels, EligibilityWindow: c.EligibilityWindow, Reference: ref,
 		Webhooks: app.WebhookConfig{RetryInterval: c.WebhookRetryInterval, Timeout: c.WebhookTimeout, AllowPrivate: c.WebhookAllowPrivate},
 	}, time.Now, log)
 	if err != nil {

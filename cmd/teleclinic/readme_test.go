@@ -61,6 +61,8 @@ func TestREADME_Walkthrough(t *testing.T) {
 		`"timezone":"Europe/London"`, `"dob":"1985-12-10"`, `"full_name":"Ada Lovelace"`,
 		`{"data":{"token":{"user_id"`, `"total_count":1`, `"action":"token.refresh"`, "shutting down",
 		`"webhook_secret":"whsec_`, `"type":"patient_message"`, `"total_count":1`, `"event":"visit.message.created"`,
+		`"title":"Rash, day 1"`, `"fullpath":"http://`, `"substance":"Penicillin"`, `"subscriber_number":"W1234560"`,
+		`"status":"pending"`, `"status":"active"`,
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %s:\n%s", want, out)
