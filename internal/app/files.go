@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"path"
 	"regexp"
 	"strconv"
@@ -101,15 +100,11 @@ func (a *App) uploadFile(ctx context.Context, p *clinic.Principal, in FileUpload
 		return nil, clinic.Errorf(clinic.EInvalid, "meta.title is at most 255 characters and meta.description 2000.")
 	}
 
-	head := make([]byte, 512)
-	n, err := io.ReadFull(in.Body, head)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("file: read: %w", err)
+	body, ctype, err := sniff(in.Body)
+	if err != nil {
+		return nil, err
 	}
-	if n == 0 {
-		return nil, clinic.Errorf(clinic.EInvalid, "The file is empty.")
-	}
-	f.ContentType = http.DetectContentType(head[:n])
+	f.ContentType = ctype
 	if f.ContentType == "application/zip" && officeExts[f.Ext] {
 		f.ContentType = "application/octet-stream"
 	} else if !allowedTypes[f.ContentType] {
@@ -120,7 +115,7 @@ func (a *App) uploadFile(ctx context.Context, p *clinic.Principal, in FileUpload
 	}
 
 	f.BlobKey = fmt.Sprintf("files/%d/%s", p.Account.ID, randomHex(16))
-	size, err := a.cfg.Blobs.Put(ctx, f.BlobKey, io.MultiReader(bytes.NewReader(head[:n]), in.Body))
+	size, err := a.cfg.Blobs.Put(ctx, f.BlobKey, body)
 	if err != nil {
 		return nil, fmt.Errorf("file: store: %w", err)
 	}

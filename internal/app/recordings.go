@@ -51,22 +51,16 @@ func (a *App) AddRecording(ctx context.Context, p *clinic.Principal, visitID int
 			return nil, clinic.Errorf(clinic.EInvalid, "each participant needs a name or an svcid.")
 		}
 	}
-	// The content decides the type, not the name or the header.
-	head := make([]byte, 512)
-	n, err := io.ReadFull(in.File, head)
-	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("recording: read: %w", err)
+	body, ctype, err := sniff(in.File)
+	if err != nil {
+		return nil, err
 	}
-	if n == 0 {
-		return nil, clinic.Errorf(clinic.EInvalid, "the recording file is empty.")
-	}
-	ctype := http.DetectContentType(head[:n])
 	if !strings.HasPrefix(ctype, "video/") && !strings.HasPrefix(ctype, "audio/") && ctype != "application/octet-stream" {
 		return nil, clinic.Errorf(clinic.EInvalid, "the file is %s, not an audio or video recording.", ctype)
 	}
 	now := a.unix()
 	key := fmt.Sprintf("recordings/%d/%d/%s", p.Account.ID, v.ID, randomHex(16))
-	size, err := a.cfg.Blobs.Put(ctx, key, io.MultiReader(bytes.NewReader(head[:n]), in.File))
+	size, err := a.cfg.Blobs.Put(ctx, key, body)
 	if err != nil {
 		return nil, fmt.Errorf("recording: store: %w", err)
 	}
@@ -164,4 +158,18 @@ func (a *App) OpenRecording(ctx context.Context, requestID, account string, id, 
 	}
 	return &RecordingDownload{Body: body, Size: size, ContentType: rec.ContentType,
 		Name: fmt.Sprintf("visit-%d-recording-%d", rec.VisitID, rec.ID)}, nil
+}
+
+// sniff reads the type of an upload from its first bytes — the content
+// decides, not the name or the header — and returns a reader of the whole.
+func sniff(r io.Reader) (io.Reader, string, error) {
+	head := make([]byte, 512)
+	n, err := io.ReadFull(r, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, "", fmt.Errorf("upload: read: %w", err)
+	}
+	if n == 0 {
+		return nil, "", clinic.Errorf(clinic.EInvalid, "The file is empty.")
+	}
+	return io.MultiReader(bytes.NewReader(head[:n]), r), http.DetectContentType(head[:n]), nil
 }

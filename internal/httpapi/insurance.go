@@ -42,8 +42,7 @@ func cardInput(q *Params) map[string]any {
 	return in
 }
 
-func (s *Server) listCards(w http.ResponseWriter, r *http.Request, c *call) error {
-	cards, err := s.app.InsuranceCards(r.Context(), c.p, c.params.Str("user_id"))
+func okCards(w http.ResponseWriter, cards []*app.Card, err error) error {
 	if err != nil {
 		return err
 	}
@@ -54,20 +53,18 @@ func (s *Server) listCards(w http.ResponseWriter, r *http.Request, c *call) erro
 	return okVersioned(w, out)
 }
 
+func (s *Server) listCards(w http.ResponseWriter, r *http.Request, c *call) error {
+	cards, err := s.app.InsuranceCards(r.Context(), c.p, c.params.Str("user_id"))
+	return okCards(w, cards, err)
+}
+
 func (s *Server) importCards(w http.ResponseWriter, r *http.Request, c *call) error {
 	var in []map[string]any
 	if _, err := c.params.JSON("insurances", &in); err != nil {
 		return err
 	}
 	cards, err := s.app.ImportInsuranceCards(r.Context(), c.p, c.params.Str("user_id"), in)
-	if err != nil {
-		return err
-	}
-	out := make([]cardOut, len(cards))
-	for i, cd := range cards {
-		out[i] = toCardOut(cd)
-	}
-	return okVersioned(w, out)
+	return okCards(w, cards, err)
 }
 
 func (s *Server) saveCard(w http.ResponseWriter, r *http.Request, c *call) error {

@@ -37,25 +37,18 @@ func scanFile(row interface{ Scan(...any) error }) (*File, error) {
 
 // FileByID finds a file of the clinic.
 func (q *Q) FileByID(ctx context.Context, accountID, id int64) (*File, error) {
-	rows, err := q.query(ctx, "SELECT "+fileCols+" FROM files WHERE account_id = ? AND id = ?", accountID, id)
-	if err != nil {
-		return nil, err
-	}
-	fs, err := scanFiles(rows)
-	if err != nil {
-		return nil, err
-	}
-	if len(fs) == 0 {
-		return nil, ErrNotFound
-	}
-	return fs[0], nil
+	return q.oneFile(ctx, "SELECT "+fileCols+" FROM files WHERE account_id = ? AND id = ?", accountID, id)
 }
 
 // FileForLink finds a file by id alone. Only a view link whose signature
 // over the id has been checked may call it: the signature, not a clinic
 // header, is what names the file there.
 func (q *Q) FileForLink(ctx context.Context, id int64) (*File, error) {
-	rows, err := q.query(ctx, "SELECT "+fileCols+" FROM files WHERE id = ?", id)
+	return q.oneFile(ctx, "SELECT "+fileCols+" FROM files WHERE id = ?", id)
+}
+
+func (q *Q) oneFile(ctx context.Context, query string, args ...any) (*File, error) {
+	rows, err := q.query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
