@@ -57,6 +57,9 @@ func (a *App) setClaimCodes(ctx context.Context, p *clinic.Principal, visitID in
 	}
 	ref := a.cfg.Reference
 	bad := func(format string, args ...any) error { return clinic.Errorf(clinic.EInvalid, format, args...) }
+	if in.Diagnoses == nil && in.Procedures == nil {
+		return nil, bad("diagnoses and/or procedures are required.")
+	}
 	if len(in.Diagnoses) > maxClaimDiagnoses || len(in.Procedures) > maxClaimProcedures {
 		return nil, bad("A visit holds at most %d diagnoses and %d procedures.", maxClaimDiagnoses, maxClaimProcedures)
 	}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"io"
+	"mime"
 	"mime/multipart"
 	"net/http"
 	"strconv"
@@ -170,7 +171,7 @@ func (s *Server) viewFile(w http.ResponseWriter, r *http.Request, c *call) error
 	if fc.Inline {
 		disposition = "inline"
 	}
-	h.Set("Content-Disposition", disposition+`; filename="`+fc.Name+`"`)
+	h.Set("Content-Disposition", mime.FormatMediaType(disposition, map[string]string{"filename": fc.Name}))
 	if rs, ok := fc.Body.(io.ReadSeeker); ok {
 		http.ServeContent(w, r, "", timeZero, rs)
 		return nil

@@ -141,7 +141,7 @@ func TestFiles(t *testing.T) {
 		d := mustUpload(t, e, s.c, s.pat.Token, "labs.pdf", pdf, "meta.category", "user_consent")
 		res := view(t, e, d["fullpath"].(string), "size", "10x10")
 		if res.Status != 200 || !bytes.Equal(res.Raw, pdf) || res.Header.Get("Content-Type") != "application/pdf" ||
-			res.Header.Get("Content-Disposition") != `attachment; filename="labs.pdf"` || res.Header.Get("X-Content-Type-Options") != "nosniff" {
+			res.Header.Get("Content-Disposition") != "attachment; filename=labs.pdf" || res.Header.Get("X-Content-Type-Options") != "nosniff" {
 			t.Fatalf("%d %v", res.Status, res.Header)
 		}
 	})

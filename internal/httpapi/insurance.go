@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"teleclinic/internal/app"
-	"teleclinic/internal/clinic"
 	"teleclinic/internal/reference"
 	"teleclinic/internal/store"
 )
@@ -314,18 +313,21 @@ func (s *Server) setVisitCodes(w http.ResponseWriter, r *http.Request, c *call) 
 	if err != nil {
 		return err
 	}
+	// Absent lists stay nil: the rules tell "not sent" from "emptied".
 	var in app.ClaimCodes
-	if _, err := c.params.JSON("diagnoses", &in.Diagnoses); err != nil {
-		in.Diagnoses = c.params.List("diagnoses")
-	}
-	if _, err := c.params.JSON("procedures", &in.Procedures); err != nil {
-		// A form lists bare codes: procedures[]=G2012.
-		for _, code := range c.params.List("procedures") {
-			in.Procedures = append(in.Procedures, app.ClaimProcedure{Code: code})
+	if c.params.Has("diagnoses") {
+		if _, err := c.params.JSON("diagnoses", &in.Diagnoses); err != nil {
+			in.Diagnoses = c.params.List("diagnoses")
 		}
 	}
-	if !c.params.Has("diagnoses") && !c.params.Has("procedures") {
-		return clinic.Errorf(clinic.EInvalid, "diagnoses and/or procedures are required.")
+	if c.params.Has("procedures") {
+		if _, err := c.params.JSON("procedures", &in.Procedures); err != nil {
+			// A form lists bare codes: procedures[]=G2012.
+			in.Procedures = []app.ClaimProcedure{}
+			for _, code := range c.params.List("procedures") {
+				in.Procedures = append(in.Procedures, app.ClaimProcedure{Code: code})
+			}
+		}
 	}
 	codes, err := s.app.SetClaimCodes(r.Context(), c.p, vid, in)
 	if err != nil {
