@@ -277,6 +277,15 @@ func TestFiles(t *testing.T) {
 		if got.Status != 200 || err != nil || cfg.Width != 64 {
 			t.Fatalf("%d %v %+v", got.Status, err, cfg)
 		}
+		// Deleting the picture's file removes the photo.
+		u, _ := url.Parse(photo)
+		fileID := strings.TrimPrefix(u.Path, "/api_v3/files/view/")
+		if res := e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/files/" + fileID, Header: userHeaders(s.c, s.pat2.Token)}); res.Status != 200 {
+			t.Fatalf("%s", res.Raw)
+		}
+		if p := e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(s.c, s.pat2.Token)}).Data()["photo"]; p != "" && p != nil {
+			t.Fatalf("photo after its file was deleted: %v", p)
+		}
 		// A non-image photo is refused.
 		res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/me", Header: userHeaders(s.c, s.pat2.Token),
 			Multipart: map[string]string{}, Files: map[string][]byte{"photo": []byte("%PDF-1.4 x")}})
