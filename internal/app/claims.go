@@ -178,19 +178,15 @@ func (a *App) claimsReport(ctx context.Context, p *clinic.Principal, fromDate, t
 	}
 	cards := map[int64][]*Card{}
 	out := make([]*Claim, 0, len(visits))
-	for _, v := range visits {
-		c := &Claim{Visit: v, Date: time.Unix(claimTime(v), 0).UTC().Format("2006-01-02")}
+	for _, cv := range visits {
+		v := cv.Visit
+		c := &Claim{Visit: v, Codes: parseClaimCodes(cv.Codes), Date: time.Unix(claimTime(v), 0).UTC().Format("2006-01-02")}
 		if c.Patient, err = user(v.MemberID); err != nil {
 			return nil, err
 		}
 		if c.Provider, err = user(v.ProviderID); err != nil {
 			return nil, err
 		}
-		raw, err := q.VisitClaimCodes(ctx, p.Account.ID, v.ID)
-		if err != nil {
-			return nil, err
-		}
-		c.Codes = parseClaimCodes(raw)
 		if _, ok := cards[v.MemberID]; !ok {
 			rows, err := q.InsuranceCards(ctx, p.Account.ID, v.MemberID)
 			if err != nil {

@@ -66,11 +66,11 @@ func (a *App) savePharmacy(ctx context.Context, p *clinic.Principal, userID stri
 		if !ok || v == nil {
 			continue
 		}
-		s, isStr := normNumber(v).(string)
+		s, isStr := textValue(v)
 		if !isStr {
 			return bad("%s must be text.", k)
 		}
-		if s = strings.TrimSpace(s); len(s) > 300 {
+		if len(s) > 300 {
 			return bad("%s is longer than 300 characters.", k)
 		}
 		fields[k] = s

@@ -49,14 +49,9 @@ func cardFields(in map[string]any) (map[string]any, error) {
 		if !ok {
 			continue
 		}
-		s := strings.TrimSpace(fmt.Sprint(normNumber(v)))
-		if v == nil {
-			s = ""
-		}
-		if _, isStr := v.(string); !isStr && v != nil {
-			if _, isNum := normNumber(v).(string); !isNum {
-				return nil, bad("%s must be text.", name)
-			}
+		s, ok := textValue(v)
+		if !ok {
+			return nil, bad("%s must be text.", name)
 		}
 		if len(s) > 200 {
 			return nil, bad("%s is longer than 200 characters.", name)
@@ -454,4 +449,14 @@ func anyInt(v any) int {
 		return int(x)
 	}
 	return 0
+}
+
+// textValue reads a text field as sent: a string, a JSON number as written,
+// or null as empty; anything else is not text.
+func textValue(v any) (string, bool) {
+	if v == nil {
+		return "", true
+	}
+	s, ok := normNumber(v).(string)
+	return strings.TrimSpace(s), ok
 }

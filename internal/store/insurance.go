@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 
 	"teleclinic/internal/clinic"
@@ -133,19 +134,47 @@ func (q *Q) LatestEligibilityJob(ctx context.Context, accountID, userID int64, c
 		accountID, userID, cardType)
 }
 
-// ClaimVisits lists the visits of a date range for the claims report: by
-// when they took place (started, else scheduled, else created), oldest
-// first. providerID 0 takes every provider's.
-func (q *Q) ClaimVisits(ctx context.Context, accountID, providerID, from, to int64, limit int) ([]*clinic.Visit, error) {
+// ClaimVisit is a visit of the claims report with its claim codes (JSON).
+type ClaimVisit struct {
+	*clinic.Visit
+	Codes string
+}
+
+// ClaimVisits lists the visits of a date range for the claims report, with
+// their codes: by when they took place (started, else scheduled, else
+// created), oldest first. providerID 0 takes every provider's.
+func (q *Q) ClaimVisits(ctx context.Context, accountID, providerID, from, to int64, limit int) ([]ClaimVisit, error) {
 	when := "CASE WHEN COALESCE(v.actual_start, 0) > 0 THEN v.actual_start WHEN v.starts_at > 0 THEN v.starts_at ELSE v.created END"
-	query := "SELECT " + visitCols + " FROM visits v WHERE v.account_id = ? AND " + when + " >= ? AND " + when + " < ?"
+	query := "SELECT " + visitCols + ", v.claim_codes FROM visits v WHERE v.account_id = ? AND " + when + " >= ? AND " + when + " < ?"
 	args := []any{accountID, from, to}
 	if providerID != 0 {
 		query += " AND v.provider_id = ?"
 		args = append(args, providerID)
 	}
-	return q.visits(ctx, query+" ORDER BY "+when+", v.id LIMIT ?", append(args, limit)...)
+	rows, err := q.query(ctx, query+" ORDER BY "+when+", v.id LIMIT ?", append(args, limit)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []ClaimVisit{}
+	for rows.Next() {
+		var cv ClaimVisit
+		if cv.Visit, err = scanVisit(extraScan{rows, []any{&cv.Codes}}); err != nil {
+			return nil, q.d.translate(err)
+		}
+		out = append(out, cv)
+	}
+	return out, q.d.translate(rows.Err())
 }
+
+// extraScan scans a row's leading columns through a shared scanner and its
+// trailing columns into extra.
+type extraScan struct {
+	rows  *sql.Rows
+	extra []any
+}
+
+func (e extraScan) Scan(dest ...any) error { return e.rows.Scan(append(dest, e.extra...)...) }
 
 // VisitClaimCodes returns a visit's claim codes (JSON), "" when none.
 func (q *Q) VisitClaimCodes(ctx context.Context, accountID, visitID int64) (string, error) {
