@@ -17,6 +17,7 @@ import (
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/eligibility"
 	"teleclinic/internal/mail"
+	"teleclinic/internal/payments"
 	"teleclinic/internal/push"
 	"teleclinic/internal/reference"
 	"teleclinic/internal/store"
@@ -55,6 +56,11 @@ type Config struct {
 	// Reference holds the diagnosis, procedure, modifier and payer lists
 	// (default: the embedded ones).
 	Reference *reference.Lists
+	// Sandbox is the card processor of clinics that have not saved Stripe
+	// keys (default: a new sandbox on the app's clock). StripeAPIURL is
+	// where the Stripe adapter sends requests; empty is Stripe itself.
+	Sandbox      *payments.Sandbox
+	StripeAPIURL string
 	// OutboxPoll is how often delivery loops look for items due from other
 	// processes or for retries (default 1 s); this process's own new items
 	// wake them at once.
@@ -86,6 +92,9 @@ func New(st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*
 	}
 	if cfg.Eligibility == nil {
 		cfg.Eligibility = eligibility.Sandbox{}
+	}
+	if cfg.Sandbox == nil {
+		cfg.Sandbox = payments.NewSandbox(now)
 	}
 	if cfg.EligibilityWindow <= 0 {
 		cfg.EligibilityWindow = 60 * time.Second

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -22,6 +23,7 @@ type IntakeInput struct {
 	Phone          *string
 	Custom         map[string]string
 	Attachments    *[]string // file ids
+	Consultation   *string   // a room consultation id
 }
 
 const maxCustomFields = 100
@@ -123,6 +125,17 @@ func (a *App) applyIntake(ctx context.Context, p *clinic.Principal, it *clinic.I
 	}
 	if in.Phone != nil {
 		it.Phone = strings.TrimSpace(*in.Phone)
+	}
+	if in.Consultation != nil && *in.Consultation != it.ConsultationID {
+		r, err := a.store.Read().RoomByID(ctx, p.Account.ID, it.RoomID)
+		if err != nil {
+			return fmt.Errorf("intake room: %w", err)
+		}
+		c := strings.TrimSpace(*in.Consultation)
+		if c != "" && !slices.ContainsFunc(r.Settings.Consultations, func(rc clinic.Consultation) bool { return rc.ID == c }) {
+			return clinic.Errorf(clinic.EInvalid, "consultation %q is not one of the room's consultations.", c)
+		}
+		it.ConsultationID = c
 	}
 	if len(in.Custom) > maxCustomFields {
 		return clinic.Errorf(clinic.EInvalid, "at most %d custom fields.", maxCustomFields)

@@ -17,6 +17,8 @@ const (
 	EConflict        = "conflict"
 	ETooMany         = "too_many"
 	ETooLarge        = "too_large"
+	EPayment         = "payment" // the card processor refused a card
+	EUnavailable     = "unavailable"
 	EInternal        = "internal"
 )
 

@@ -232,6 +232,7 @@ type Intake struct {
 	Phone          string
 	Custom         map[string]string
 	Attachments    []int64 // file ids
+	ConsultationID string  // one of the room's consultations; "" is the room's first
 	VisitID        int64
 	Created        int64
 	Modified       int64

@@ -74,6 +74,10 @@ func statusOf(code string) int {
 		return http.StatusTooManyRequests
 	case clinic.ETooLarge:
 		return http.StatusRequestEntityTooLarge
+	case clinic.EPayment:
+		return http.StatusPaymentRequired
+	case clinic.EUnavailable:
+		return http.StatusBadGateway
 	}
 	return http.StatusInternalServerError
 }

@@ -109,6 +109,23 @@ func (s *Server) registerRoutes() {
 	s.handle("POST", "/api_v3/users/{id}/erx/pharmacies", app.NeedUser, famCode, s.savePharmacy)
 	s.handle("DELETE", "/api_v3/users/{id}/erx/pharmacies/{code}", app.NeedUser, famCode, s.deletePharmacy)
 
+	// Payments (spec: Payments; the processor, coupons, the invoice list and
+	// refunds are extensions for the clinic admin).
+	s.handle("GET", "/api_v3/billing/settings", app.NeedUser, famCode, s.billingSettings)
+	s.handle("GET", "/api_v3/billing/processor", app.NeedAdmin, famCode, s.getProcessor)
+	s.handle("POST", "/api_v3/billing/processor", app.NeedAdmin, famCode, s.setProcessor)
+	s.handle("GET", "/api_v3/billing/sources", app.NeedUser, famCode, s.listSources)
+	s.handle("POST", "/api_v3/billing/sources", app.NeedUser, famCode, s.addSource)
+	s.handle("GET", "/api_v3/billing/sources/{id}", app.NeedUser, famCode, s.getSource)
+	s.handle("PUT", "/api_v3/billing/sources/{id}", app.NeedUser, famCode, s.updateSource)
+	s.handle("DELETE", "/api_v3/billing/sources/{id}", app.NeedUser, famCode, s.deleteSource)
+	s.handle("POST", "/api_v3/billing/invoices/process", app.NeedUser, famCode, s.processInvoice)
+	s.handle("GET", "/api_v3/billing/invoices", app.NeedUser, famCode, s.listInvoices)
+	s.handle("POST", "/api_v3/billing/invoices/{id}/refund", app.NeedAdmin, famCode, s.refundInvoice)
+	s.handle("POST", "/api_v3/billing/coupons", app.NeedAdmin, famCode, s.createCoupon)
+	s.handle("GET", "/api_v3/billing/coupons", app.NeedAdmin, famCode, s.listCoupons)
+	s.handle("DELETE", "/api_v3/billing/coupons/{code}", app.NeedAdmin, famCode, s.deactivateCoupon)
+
 	// Slots (spec: Slots; publishing them is an extension).
 	s.handle("POST", "/api_v3/slots", app.NeedUser, famCode, s.createSlots)
 	s.handle("GET", "/api_v3/slots", app.NeedUser, famCode, s.listSlots)

@@ -24,6 +24,7 @@ type intakeOut struct {
 	Phone          string            `json:"phone"`
 	Custom         map[string]string `json:"custom"`
 	Attachments    []attachmentOut   `json:"attachments"`
+	Consultation   string            `json:"consultation_id,omitempty"`
 	Created        int64             `json:"created"`
 	Modified       int64             `json:"modified"`
 }
@@ -43,7 +44,8 @@ func (s *Server) toIntake(ctx context.Context, p *clinic.Principal, it *clinic.I
 	}
 	out := &intakeOut{ID: id(it.ID), Type: strconv.Itoa(it.Type), ReasonForVisit: it.ReasonForVisit, MemberID: id(it.MemberID),
 		RoomID: id(it.RoomID), Location: it.Location, Phone: it.Phone, Custom: it.Custom, Attachments: []attachmentOut{},
-		Created: it.Created, Modified: it.Modified}
+		Consultation: it.ConsultationID,
+		Created:      it.Created, Modified: it.Modified}
 	if out.Custom == nil {
 		out.Custom = map[string]string{}
 	}
@@ -62,7 +64,7 @@ func (s *Server) toIntake(ctx context.Context, p *clinic.Principal, it *clinic.I
 // intakeKnown are the named inputs of POST /intakes; every other body field is
 // a custom field-value pair.
 var intakeKnown = map[string]bool{"room_code": true, "provider_id": true, "provider": true, "reason_for_visit": true, "type": true,
-	"member_id": true, "location": true, "phone": true, "attachments": true, "id": true}
+	"member_id": true, "location": true, "phone": true, "attachments": true, "id": true, "consultation": true, "consultation_id": true}
 
 func intakeInput(c *call) app.IntakeInput {
 	q := c.params
@@ -73,6 +75,12 @@ func intakeInput(c *call) app.IntakeInput {
 		in.ProviderID = v
 	} else {
 		in.ProviderID = q.Opt("provider")
+	}
+	// The consultation: its id, as consultation_id or consultation.
+	if v := q.Opt("consultation_id"); v != nil {
+		in.Consultation = v
+	} else {
+		in.Consultation = q.Opt("consultation")
 	}
 	// Attachments: a list of ids, or of objects carrying _id.
 	var objs []struct {

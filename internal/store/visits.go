@@ -9,13 +9,13 @@ import (
 	"teleclinic/internal/clinic"
 )
 
-const intakeCols = "id, account_id, room_id, member_id, creator_user_id, provider_id, type, reason_for_visit, location, phone, custom, attachments, visit_id, created, modified"
+const intakeCols = "id, account_id, room_id, member_id, creator_user_id, provider_id, type, reason_for_visit, location, phone, custom, attachments, consultation_id, visit_id, created, modified"
 
 func scanIntake(sc interface{ Scan(...any) error }) (*clinic.Intake, error) {
 	var in clinic.Intake
 	var custom, att string
 	if err := sc.Scan(&in.ID, &in.AccountID, &in.RoomID, &in.MemberID, &in.CreatorUserID, &in.ProviderID, &in.Type, &in.ReasonForVisit,
-		&in.Location, &in.Phone, &custom, &att, &in.VisitID, &in.Created, &in.Modified); err != nil {
+		&in.Location, &in.Phone, &custom, &att, &in.ConsultationID, &in.VisitID, &in.Created, &in.Modified); err != nil {
 		return nil, err
 	}
 	_ = json.Unmarshal([]byte(custom), &in.Custom)
@@ -27,10 +27,10 @@ func scanIntake(sc interface{ Scan(...any) error }) (*clinic.Intake, error) {
 func (q *Q) CreateIntake(ctx context.Context, in *clinic.Intake) error {
 	custom, _ := json.Marshal(in.Custom)
 	att, _ := json.Marshal(nonNilIDs(in.Attachments))
-	id, err := q.insert(ctx, `INSERT INTO intakes (account_id, room_id, member_id, creator_user_id, provider_id, type, reason_for_visit, location, phone, custom, attachments, visit_id, created, modified)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	id, err := q.insert(ctx, `INSERT INTO intakes (account_id, room_id, member_id, creator_user_id, provider_id, type, reason_for_visit, location, phone, custom, attachments, consultation_id, visit_id, created, modified)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		in.AccountID, in.RoomID, in.MemberID, in.CreatorUserID, in.ProviderID, in.Type, in.ReasonForVisit, in.Location, in.Phone,
-		string(custom), string(att), in.VisitID, in.Created, in.Modified)
+		string(custom), string(att), in.ConsultationID, in.VisitID, in.Created, in.Modified)
 	in.ID = id
 	return err
 }
@@ -39,9 +39,9 @@ func (q *Q) CreateIntake(ctx context.Context, in *clinic.Intake) error {
 func (q *Q) UpdateIntake(ctx context.Context, in *clinic.Intake) error {
 	custom, _ := json.Marshal(in.Custom)
 	att, _ := json.Marshal(nonNilIDs(in.Attachments))
-	return q.mustAffect(ctx, `UPDATE intakes SET provider_id = ?, reason_for_visit = ?, location = ?, phone = ?, custom = ?, attachments = ?, visit_id = ?, modified = ?
+	return q.mustAffect(ctx, `UPDATE intakes SET provider_id = ?, reason_for_visit = ?, location = ?, phone = ?, custom = ?, attachments = ?, consultation_id = ?, visit_id = ?, modified = ?
 		WHERE account_id = ? AND id = ?`,
-		in.ProviderID, in.ReasonForVisit, in.Location, in.Phone, string(custom), string(att), in.VisitID, in.Modified, in.AccountID, in.ID)
+		in.ProviderID, in.ReasonForVisit, in.Location, in.Phone, string(custom), string(att), in.ConsultationID, in.VisitID, in.Modified, in.AccountID, in.ID)
 }
 
 // LinkIntakeVisit ties an intake to its visit, once: an intake already

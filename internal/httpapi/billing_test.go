@@ -1,0 +1,514 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/payments"
+	"teleclinic/internal/testenv"
+)
+
+// billingSetup is a clinic whose room "main" charges: consultation 1 at
+// 25.00 USD, 2 at 40.50, 3 free (charge false).
+func billingSetup(t *testing.T) (*testenv.Env, *clinicSetup, *payments.Sandbox) {
+	t.Helper()
+	clock := testenv.NewClock()
+	sb := payments.NewSandbox(clock.Now)
+	e := testenv.New(t, testenv.Options{Clock: clock, Config: func(c *app.Config) { c.Sandbox = sb }})
+	s := newClinicSetup(t, e, "alpha")
+	res := e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/main", Header: adminHeaders(s.c), JSON: map[string]any{
+		"payment": map[string]any{"currency": "usd", "consultations": []any{
+			map[string]any{"id": "1", "description": "15-min Consultation", "duration": 15, "amount": 25, "charge": true},
+			map[string]any{"id": "2", "description": "Follow-up", "duration": 30, "amount": 40.5, "charge": true},
+			map[string]any{"id": "3", "description": "Free triage", "duration": 5, "amount": 10, "charge": false},
+		}}}})
+	if res.Status != 200 {
+		t.Fatalf("room: %s", res.Raw)
+	}
+	return e, s, sb
+}
+
+func (s *clinicSetup) addCard(t *testing.T, who *session, token string, kv ...string) map[string]any {
+	t.Helper()
+	res := s.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/sources", Header: userHeaders(s.c, who.Token),
+		Query: q(append([]string{"room_code", "main"}, kv...)...), Form: q("type", "card", "token", token)})
+	if res.Status != 200 {
+		t.Fatalf("card %s: %s", token, res.Raw)
+	}
+	return res.Data()
+}
+
+func (s *clinicSetup) process(who string, kv ...string) *testenv.Resp {
+	return s.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/invoices/process", Header: userHeaders(s.c, who), Form: q(kv...)})
+}
+
+func count(t *testing.T, e *testenv.Env, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := e.Store.DB().QueryRow(rebind(e, query), args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestBilling_Settings(t *testing.T) {
+	t.Parallel()
+	e, s, _ := billingSetup(t)
+	h := userHeaders(s.c, s.pat.Token)
+	res := e.Do(testenv.Req{Path: "/api_v3/billing/settings.json", Header: h})
+	d := res.Data()
+	proc := d["processor"].(map[string]any)
+	if res.Status != 200 || proc["name"] != "sandbox" || proc["sandbox"] != true || proc["publishable_key"] != "pk_test_sandbox" ||
+		d["stripe"].(map[string]any)["publishable_key"] != "pk_test_sandbox" {
+		t.Fatalf("%s", res.Raw)
+	}
+	wantErr(t, e.Do(testenv.Req{Path: "/api_v3/billing/settings", Header: acctHeaders(s.c)}), 401, 401)
+
+	set := func(h map[string]string, kv ...string) *testenv.Resp {
+		return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/processor", Header: h, Form: q(kv...)})
+	}
+	wantErr(t, set(h, "processor", "sandbox"), 401, 401) // admin routes take the admin token only
+	wantErr(t, set(adminHeaders(s.c), "processor", "paypal"), 400, 400)
+	wantErr(t, set(adminHeaders(s.c), "processor", "stripe", "secret_key", "sk_test_abc", "publishable_key", "pk_live_abc"), 400, 400)
+	wantErr(t, set(adminHeaders(s.c), "processor", "stripe", "secret_key", "nope", "publishable_key", "pk_test_abc"), 400, 400)
+	res = set(adminHeaders(s.c), "processor", "stripe", "secret_key", "sk_test_51secretvalue", "publishable_key", "pk_test_51public")
+	if res.Status != 200 || res.Data()["name"] != "stripe" || res.Data()["secret_key_set"] != true || res.Data()["sandbox"] != true {
+		t.Fatalf("%s", res.Raw)
+	}
+	if strings.Contains(string(res.Raw), "sk_test") {
+		t.Fatal("the secret key was shown")
+	}
+	if n := count(t, e, "SELECT COUNT(*) FROM billing_settings WHERE sealed_secret LIKE '%sk_test%'"); n != 0 {
+		t.Fatal("the secret key is stored in the clear")
+	}
+	res = e.Do(testenv.Req{Path: "/api_v3/billing/settings", Header: h})
+	if res.Data()["stripe"].(map[string]any)["publishable_key"] != "pk_test_51public" || res.Data()["processor"].(map[string]any)["name"] != "stripe" {
+		t.Fatalf("%s", res.Raw)
+	}
+	// Another clinic still has the sandbox.
+	other := e.NewClinic("beta", true)
+	mustRoom(t, e, other, map[string]any{"domain": "beta.clinic.test", "name": "Main", "code": "main"})
+	op := mustSSO(t, e, other, "200", "p", "P", "Q")
+	if res := e.Do(testenv.Req{Path: "/api_v3/billing/settings", Header: userHeaders(other, op.Token)}); res.Data()["processor"].(map[string]any)["name"] != "sandbox" {
+		t.Fatalf("%s", res.Raw)
+	}
+	if res := set(adminHeaders(s.c), "processor", "sandbox"); res.Status != 200 || res.Data()["name"] != "sandbox" {
+		t.Fatalf("%s", res.Raw)
+	}
+}
+
+func TestBilling_Sources(t *testing.T) {
+	t.Parallel()
+	e, s, _ := billingSetup(t)
+	h := userHeaders(s.c, s.pat.Token)
+	add := func(query []string, form ...string) *testenv.Resp {
+		return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/sources.json", Header: h, Query: q(query...), Form: q(form...)})
+	}
+	main := []string{"room_code", "main"}
+	wantErr(t, add(nil, "type", "card", "token", "tok_visa"), 400, 400)
+	wantErr(t, add([]string{"room_code", "nope"}, "type", "card", "token", "tok_visa"), 404, 404)
+	wantErr(t, add(main, "token", "tok_visa"), 400, 400)
+	wantErr(t, add(main, "type", "bank_account", "token", "tok_visa"), 400, 400)
+	wantErr(t, add(main, "type", "card"), 400, 400)
+	wantErr(t, add(main, "type", "card", "token", "tok_unknown"), 400, 400)
+	wantErr(t, add(main, "type", "card", "token", "4242424242424242"), 400, 400)
+	res := add(main, "type", "card", "token", "tok_chargeDeclined")
+	wantErr(t, res, 402, 402)
+	if !strings.Contains(res.Body["message"].(string), "declined") {
+		t.Fatalf("%s", res.Raw)
+	}
+	if res := add(main, "type", "card", "token", "tok_chargeDeclinedExpiredCard"); res.Status != 402 || !strings.Contains(string(res.Raw), "expired") {
+		t.Fatalf("%s", res.Raw)
+	}
+	if n := count(t, e, "SELECT COUNT(*) FROM payment_sources"); n != 0 {
+		t.Fatalf("refused cards were saved: %d", n)
+	}
+
+	visa := s.addCard(t, s.pat, "tok_visa")
+	if visa["is_default"] != true || visa["brand"] != "visa" || visa["last4"] != "4242" || visa["type"] != "card" || visa["exp_month"].(float64) != 12 {
+		t.Fatalf("first card: %v", visa)
+	}
+	// A JSON body with the scope in the query, as clients send it.
+	res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/sources", Header: h, Query: q(main...), JSON: map[string]any{"type": "card", "token": "pm_card_mastercard"}})
+	mc := res.Data()
+	if res.Status != 200 || mc["is_default"] != false || mc["last4"] != "4444" {
+		t.Fatalf("second card: %s", res.Raw)
+	}
+	list := e.Do(testenv.Req{Path: "/api_v3/billing/sources", Header: h, Query: q("room_code", "main", "type", "card")}).List()
+	if len(list) != 2 || list[0]["id"] != visa["id"] || list[1]["id"] != mc["id"] {
+		t.Fatalf("%v", list)
+	}
+	if l := e.Do(testenv.Req{Path: "/api_v3/billing/sources", Header: h, Query: q("room_code", "main", "type", "ach")}).List(); len(l) != 0 {
+		t.Fatalf("%v", l)
+	}
+	// A provider's scope is its own, with its own default.
+	docScope := []string{"room_code", "main", "provider_id", s.doc.UserID}
+	if l := e.Do(testenv.Req{Path: "/api_v3/billing/sources", Header: h, Query: q(docScope...)}).List(); len(l) != 0 {
+		t.Fatalf("provider scope: %v", l)
+	}
+	amex := s.addCard(t, s.pat, "tok_amex", "provider_id", s.doc.UserID)
+	if amex["is_default"] != true || amex["provider_id"] != s.doc.UserID {
+		t.Fatalf("%v", amex)
+	}
+	wantErr(t, add([]string{"room_code", "main", "provider_id", "999999"}, "type", "card", "token", "tok_visa"), 400, 400)
+
+	src := "/api_v3/billing/sources/"
+	if res := e.Do(testenv.Req{Path: src + visa["id"].(string), Header: h, Query: q("room_code", "main")}); res.Status != 200 || res.Data()["last4"] != "4242" {
+		t.Fatalf("%s", res.Raw)
+	}
+	wantErr(t, e.Do(testenv.Req{Path: src + visa["id"].(string), Header: h, Query: q(docScope...)}), 404, 404)
+	// Another patient sees nothing of them.
+	h2 := userHeaders(s.c, s.pat2.Token)
+	wantErr(t, e.Do(testenv.Req{Path: src + visa["id"].(string), Header: h2}), 404, 404)
+	wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: src + visa["id"].(string), Header: h2}), 404, 404)
+	if l := e.Do(testenv.Req{Path: "/api_v3/billing/sources", Header: h2, Query: q(main...)}).List(); len(l) != 0 {
+		t.Fatalf("%v", l)
+	}
+
+	// Defaults: one per scope.
+	put := func(id string, body map[string]any) *testenv.Resp {
+		return e.Do(testenv.Req{Method: "PUT", Path: src + id, Header: h, JSON: body})
+	}
+	if res := put(mc["id"].(string), map[string]any{"is_default": true, "room_code": "main"}); res.Status != 200 || res.Data()["is_default"] != true {
+		t.Fatalf("%s", res.Raw)
+	}
+	wantErr(t, put(mc["id"].(string), map[string]any{"is_default": false}), 400, 400)
+	list = e.Do(testenv.Req{Path: "/api_v3/billing/sources", Header: h, Query: q(main...)}).List()
+	if list[0]["id"] != mc["id"] || list[0]["is_default"] != true || list[1]["is_default"] != false {
+		t.Fatalf("%v", list)
+	}
+	if n := count(t, e, "SELECT COUNT(*) FROM payment_sources WHERE is_default = 1"); n != 2 {
+		t.Fatalf("%d defaults over two scopes", n)
+	}
+	// Deleting the default promotes the other; deleting the last leaves none.
+	res = e.Do(testenv.Req{Method: "DELETE", Path: src + mc["id"].(string) + ".json", Header: h})
+	if res.Status != 200 || strings.TrimSpace(string(res.Raw)) != `{"data":[]}` {
+		t.Fatalf("%d %s", res.Status, res.Raw)
+	}
+	list = e.Do(testenv.Req{Path: "/api_v3/billing/sources", Header: h, Query: q(main...)}).List()
+	if len(list) != 1 || list[0]["id"] != visa["id"] || list[0]["is_default"] != true {
+		t.Fatalf("%v", list)
+	}
+	if res := e.Do(testenv.Req{Method: "DELETE", Path: src + visa["id"].(string), Header: h}); res.Status != 200 {
+		t.Fatalf("%s", res.Raw)
+	}
+	if l := e.Do(testenv.Req{Path: "/api_v3/billing/sources", Header: h, Query: q(main...)}).List(); len(l) != 0 {
+		t.Fatalf("%v", l)
+	}
+	wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: src + visa["id"].(string), Header: h}), 404, 404)
+
+	// First cards saved at once: still one default.
+	got := raceStatuses(t, []string{e.URL}, 8, testenv.Req{Method: "POST", Path: "/api_v3/billing/sources", Header: h2, Query: q(main...), Form: q("type", "card", "token", "tok_visa")})
+	if got[200] != 8 {
+		t.Fatalf("%v", got)
+	}
+	if n := count(t, e, "SELECT COUNT(*) FROM payment_sources WHERE user_id = ? AND is_default = 1", s.pat2.UserID); n != 1 {
+		t.Fatalf("%d defaults after concurrent first cards", n)
+	}
+	if n := count(t, e, "SELECT COUNT(*) FROM billing_customers WHERE user_id = ?", s.pat2.UserID); n != 1 {
+		t.Fatalf("%d customers for one patient", n)
+	}
+	if n := count(t, e, "SELECT COUNT(*) FROM audit WHERE action LIKE 'billing.source.%'"); n < 10 {
+		t.Fatalf("card changes not audited: %d", n)
+	}
+}
+
+func TestBilling_Coupons(t *testing.T) {
+	t.Parallel()
+	e, s, _ := billingSetup(t)
+	a := adminHeaders(s.c)
+	create := func(kv ...string) *testenv.Resp {
+		return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/coupons", Header: a, Form: q(kv...)})
+	}
+	for _, bad := range [][]string{
+		{"percent_off", "10"}, {"code", "x", "percent_off", "10"}, {"code", "has space", "percent_off", "10"},
+		{"code", "SAVE", "percent_off", "0"}, {"code", "SAVE", "percent_off", "101"}, {"code", "SAVE", "percent_off", "12.345"},
+		{"code", "SAVE", "percent_off", "ten"}, {"code", "SAVE", "percent_off", "10", "valid_until", "2020-01-01"},
+		{"code", "SAVE", "percent_off", "10", "valid_until", "soon"}, {"code", "SAVE", "percent_off", "10", "max_redemptions", "-1"},
+	} {
+		wantErr(t, create(bad...), 400, 400)
+	}
+	res := create("code", "save10", "percent_off", "12.5", "valid_until", "2026-12-31", "max_redemptions", "3")
+	d := res.Data()
+	if res.Status != 200 || d["code"] != "SAVE10" || d["id"] != "SAVE10" || d["percent_off"].(float64) != 12.5 || d["active"] != true ||
+		d["max_redemptions"].(float64) != 3 || int64(d["valid_until"].(float64)) != time.Date(2026, 12, 31, 23, 59, 59, 0, time.UTC).Unix() {
+		t.Fatalf("%s", res.Raw)
+	}
+	wantErr(t, create("code", "SAVE10", "percent_off", "5"), 409, 409)
+	wantErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/coupons", Header: userHeaders(s.c, s.pat.Token), Form: q("code", "MINE", "percent_off", "100")}), 401, 401)
+	wantErr(t, e.Do(testenv.Req{Path: "/api_v3/billing/coupons", Header: userHeaders(s.c, s.doc.Token)}), 401, 401)
+	if l := e.Do(testenv.Req{Path: "/api_v3/billing/coupons", Header: a}).List(); len(l) != 1 || l[0]["code"] != "SAVE10" {
+		t.Fatalf("%v", l)
+	}
+	res = e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/billing/coupons/save10", Header: a})
+	if res.Status != 200 || res.Data()["active"] != false {
+		t.Fatalf("%s", res.Raw)
+	}
+	wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/billing/coupons/NOPE", Header: a}), 404, 404)
+	wantErr(t, create("code", "SAVE10", "percent_off", "5"), 409, 409)
+}
+
+func TestBilling_Invoices(t *testing.T) {
+	t.Parallel()
+	e, s, sb := billingSetup(t)
+	a := adminHeaders(s.c)
+	coupon := func(kv ...string) {
+		t.Helper()
+		if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/coupons", Header: a, Form: q(kv...)}); res.Status != 200 {
+			t.Fatalf("%s", res.Raw)
+		}
+	}
+	coupon("code", "SAVE10", "percent_off", "10")
+	coupon("code", "SOON", "percent_off", "50", "valid_until", fmt.Sprint(e.Clock.Now().Add(time.Minute).Unix()))
+	coupon("code", "ONCE", "percent_off", "20", "max_redemptions", "1")
+	coupon("code", "GONE", "percent_off", "20")
+	coupon("code", "FREE", "percent_off", "100")
+	e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/billing/coupons/GONE", Header: a})
+	e.Clock.Advance(2 * time.Minute)
+
+	follow := s.intake(t, s.pat, "consultation_id", "2")
+	res := s.process(s.pat.Token, "intake_id", follow)
+	d := res.Data()
+	cons := d["consultation"].(map[string]any)
+	if res.Status != 200 || d["currency"] != "USD" || cons["id"] != "2" || cons["description"] != "Follow-up" || cons["amount"].(float64) != 40.5 ||
+		cons["duration"].(float64) != 30 || d["amount_due"].(float64) != 40.5 || d["coupon"] != nil || d["invoice"] != nil {
+		t.Fatalf("preview: %s", res.Raw)
+	}
+	res = s.process(s.pat.Token, "intake_id", follow, "promo_code", "save10")
+	d = res.Data()
+	cp := d["coupon"].(map[string]any)
+	if cp["id"] != "SAVE10" || cp["valid"] != true || cp["percent_off"].(float64) != 10 || d["discount"].(float64) != 4.05 || d["amount_due"].(float64) != 36.45 {
+		t.Fatalf("coupon preview: %s", res.Raw)
+	}
+	for code, reason := range map[string]string{"NOPE": "unknown", "SOON": "expired", "GONE": "inactive"} {
+		d := s.process(s.pat.Token, "intake_id", follow, "promo_code", code).Data()
+		if c := d["coupon"].(map[string]any); c["valid"] != false || c["reason"] != reason || d["amount_due"].(float64) != 40.5 {
+			t.Fatalf("%s: %v", code, d)
+		}
+		wantErr(t, s.process(s.pat.Token, "intake_id", follow, "promo_code", code, "create_invoice", "1"), 400, 400)
+	}
+	// Errors: the intake is required, must exist and be the caller's.
+	wantErr(t, s.process(s.pat.Token), 400, 400)
+	wantErr(t, s.process(s.pat.Token, "intake_id", "999999"), 404, 404)
+	wantErr(t, s.process(s.pat2.Token, "intake_id", follow), 404, 404)
+	wantErr(t, s.process(s.doc.Token, "intake_id", follow), 403, 403)
+	// No card yet: nothing is written.
+	wantErr(t, s.process(s.pat.Token, "intake_id", follow, "promo_code", "SAVE10", "create_invoice", "1"), 400, 400)
+	if n := count(t, e, "SELECT COUNT(*) FROM invoices"); n != 0 {
+		t.Fatalf("%d invoices", n)
+	}
+	if n := count(t, e, "SELECT redemptions FROM coupons WHERE code = 'SAVE10'"); n != 0 {
+		t.Fatalf("coupon used without an invoice: %d", n)
+	}
+
+	s.addCard(t, s.pat, "tok_visa")
+	res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/invoices/process.json", Header: userHeaders(s.c, s.pat.Token),
+		JSON: map[string]any{"intake_id": follow, "promo_code": "SAVE10", "create_invoice": 1}})
+	inv := res.Data()["invoice"].(map[string]any)
+	if res.Status != 200 || inv["status"] != "paid" || !strings.HasPrefix(inv["charge_id"].(string), "pi_sbx_") || inv["amount_due"].(float64) != 36.45 ||
+		inv["coupon_code"] != "SAVE10" || inv["intake_id"] != follow || inv["member_id"] != s.pat.UserID || res.Data()["amount_due"].(float64) != 36.45 {
+		t.Fatalf("%s", res.Raw)
+	}
+	calls, charges := sb.Ledger()
+	if calls != 1 || charges[inv["charge_id"].(string)] != 3645 {
+		t.Fatalf("ledger: %d calls, %v", calls, charges)
+	}
+	// Again, and as a preview: the same invoice, no second charge.
+	again := s.process(s.pat.Token, "intake_id", follow, "create_invoice", "1").Data()["invoice"].(map[string]any)
+	preview := s.process(s.pat.Token, "intake_id", follow).Data()["invoice"].(map[string]any)
+	if again["id"] != inv["id"] || preview["id"] != inv["id"] || again["status"] != "paid" {
+		t.Fatalf("%v %v", again, preview)
+	}
+	if calls, _ := sb.Ledger(); calls != 1 {
+		t.Fatalf("charged again: %d calls", calls)
+	}
+	if n := count(t, e, "SELECT redemptions FROM coupons WHERE code = 'SAVE10'"); n != 1 {
+		t.Fatalf("redemptions %d", n)
+	}
+	// An intake without a consultation is billed for the room's first.
+	first := s.intake(t, s.pat)
+	if d := s.process(s.pat.Token, "intake_id", first).Data(); d["consultation"].(map[string]any)["id"] != "1" || d["amount_due"].(float64) != 25 {
+		t.Fatalf("%v", d)
+	}
+	wantErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes/" + first, Header: userHeaders(s.c, s.pat.Token), Form: q("consultation", "9")}), 400, 400)
+	// Nothing due (a free consultation, a 100% coupon): paid, nothing charged.
+	free := s.intake(t, s.pat, "consultation", "3")
+	if d := s.process(s.pat.Token, "intake_id", free, "create_invoice", "1").Data(); d["amount_due"].(float64) != 0 || d["invoice"].(map[string]any)["status"] != "paid" ||
+		d["invoice"].(map[string]any)["charge_id"] != "" {
+		t.Fatalf("%v", d)
+	}
+	if d := s.process(s.pat.Token, "intake_id", first, "promo_code", "FREE", "create_invoice", "1").Data(); d["amount_due"].(float64) != 0 || d["discount"].(float64) != 25 ||
+		d["invoice"].(map[string]any)["status"] != "paid" {
+		t.Fatalf("%v", d)
+	}
+	if calls, _ := sb.Ledger(); calls != 1 {
+		t.Fatalf("charged for nothing due: %d calls", calls)
+	}
+
+	// A declined card leaves a failed invoice, gives the coupon back, and a
+	// later call with a good card charges.
+	s.addCard(t, s.pat2, "tok_chargeCustomerFail")
+	p2 := s.intake(t, s.pat2)
+	res = s.process(s.pat2.Token, "intake_id", p2, "promo_code", "ONCE", "create_invoice", "1")
+	wantErr(t, res, 402, 402)
+	if !strings.Contains(res.Body["message"].(string), "declined") {
+		t.Fatalf("%s", res.Raw)
+	}
+	if n := count(t, e, "SELECT COUNT(*) FROM invoices WHERE intake_id = ? AND status = 'failed' AND failure_code = 'card_declined'", p2); n != 1 {
+		t.Fatalf("%d failed invoices", n)
+	}
+	if n := count(t, e, "SELECT redemptions FROM coupons WHERE code = 'ONCE'"); n != 0 {
+		t.Fatalf("a failed charge used the coupon: %d", n)
+	}
+	good := s.addCard(t, s.pat2, "tok_visa")
+	if res := e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/billing/sources/" + good["id"].(string), Header: userHeaders(s.c, s.pat2.Token), Form: q("is_default", "1")}); res.Status != 200 {
+		t.Fatalf("%s", res.Raw)
+	}
+	res = s.process(s.pat2.Token, "intake_id", p2, "promo_code", "ONCE", "create_invoice", "1")
+	if inv := res.Data()["invoice"].(map[string]any); res.Status != 200 || inv["status"] != "paid" || inv["amount_due"].(float64) != 20 || inv["source_id"] != good["id"] {
+		t.Fatalf("%s", res.Raw)
+	}
+
+	// Lists: the admin sees all, a patient their own, a provider nothing.
+	all := e.Do(testenv.Req{Path: "/api_v3/billing/invoices", Header: a}).List()
+	if len(all) != 5 {
+		t.Fatalf("%d invoices", len(all))
+	}
+	mine := e.Do(testenv.Req{Path: "/api_v3/billing/invoices.json", Header: userHeaders(s.c, s.pat2.Token)}).List()
+	if len(mine) != 2 || mine[0]["status"] != "paid" || mine[1]["status"] != "failed" || mine[1]["failure_message"] == "" {
+		t.Fatalf("%v", mine)
+	}
+	if l := e.Do(testenv.Req{Path: "/api_v3/billing/invoices", Header: userHeaders(s.c, s.pat2.Token), Query: q("member_id", s.pat.UserID)}).List(); len(l) != 0 {
+		t.Fatalf("another patient's invoices: %v", l)
+	}
+	if l := e.Do(testenv.Req{Path: "/api_v3/billing/invoices", Header: a, Query: q("intake_id", follow)}).List(); len(l) != 1 || l[0]["id"] != inv["id"] {
+		t.Fatalf("%v", l)
+	}
+	if l := e.Do(testenv.Req{Path: "/api_v3/billing/invoices", Header: a, Query: q("limit", "2")}).List(); len(l) != 2 {
+		t.Fatalf("%v", l)
+	}
+	wantErr(t, e.Do(testenv.Req{Path: "/api_v3/billing/invoices", Header: a, Query: q("member_id", "x")}), 400, 400)
+	wantErr(t, e.Do(testenv.Req{Path: "/api_v3/billing/invoices", Header: userHeaders(s.c, s.doc.Token)}), 403, 403)
+
+	// Refunds: the admin's, of a paid invoice, once.
+	refund := func(h map[string]string, id string, kv ...string) *testenv.Resp {
+		return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/invoices/" + id + "/refund", Header: h, Form: q(kv...)})
+	}
+	wantErr(t, refund(userHeaders(s.c, s.pat.Token), inv["id"].(string)), 401, 401)
+	wantErr(t, refund(a, inv["id"].(string), "amount", "99"), 400, 400)
+	res = refund(a, inv["id"].(string), "amount", "10")
+	if d := res.Data(); res.Status != 200 || d["status"] != "refunded" || d["amount_refunded"].(float64) != 10 || !strings.HasPrefix(d["refund_id"].(string), "re_sbx_") {
+		t.Fatalf("%s", res.Raw)
+	}
+	wantErr(t, refund(a, inv["id"].(string)), 409, 409)
+	wantErr(t, refund(a, mine[1]["id"].(string)), 409, 409)
+	wantErr(t, refund(a, "999999"), 404, 404)
+	if n := count(t, e, "SELECT COUNT(*) FROM audit WHERE action IN ('invoice.create', 'invoice.charge', 'invoice.refund')"); n < 8 {
+		t.Fatalf("invoices not audited: %d", n)
+	}
+}
+
+// TestBilling_ChargeOnce: twenty calls at once to invoice one intake make one
+// invoice and one charge; every call answers with that invoice.
+func TestBilling_ChargeOnce(t *testing.T) {
+	t.Parallel()
+	e, s, sb := billingSetup(t)
+	s.addCard(t, s.pat, "tok_visa")
+	it := s.intake(t, s.pat)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ids := map[string]int{}
+	start := make(chan struct{})
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			res := testenv.Do(t, e.URL, testenv.Req{Method: "POST", Path: "/api_v3/billing/invoices/process", Header: userHeaders(s.c, s.pat.Token),
+				Form: q("intake_id", it, "create_invoice", "1")})
+			mu.Lock()
+			defer mu.Unlock()
+			if res.Status != 200 {
+				ids[fmt.Sprintf("status %d", res.Status)]++
+				return
+			}
+			inv := res.Data()["invoice"].(map[string]any)
+			ids[inv["id"].(string)]++
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if len(ids) != 1 {
+		t.Fatalf("answers: %v", ids)
+	}
+	calls, charges := sb.Ledger()
+	if calls != 1 || len(charges) != 1 {
+		t.Fatalf("%d charge calls, %v", calls, charges)
+	}
+	if n := count(t, e, "SELECT COUNT(*) FROM invoices"); n != 1 {
+		t.Fatalf("%d invoices", n)
+	}
+	// Whoever answered while the charge was in flight saw it pending; it is
+	// paid now.
+	if inv := s.process(s.pat.Token, "intake_id", it).Data()["invoice"].(map[string]any); inv["status"] != "paid" {
+		t.Fatalf("%v", inv)
+	}
+}
+
+// TestBilling_CouponOnce: a coupon with max_redemptions 1 used by ten
+// patients at once discounts exactly one invoice.
+func TestBilling_CouponOnce(t *testing.T) {
+	t.Parallel()
+	e, s, _ := billingSetup(t)
+	if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/coupons", Header: adminHeaders(s.c), Form: q("code", "FIRST", "percent_off", "50", "max_redemptions", "1")}); res.Status != 200 {
+		t.Fatalf("%s", res.Raw)
+	}
+	type patient struct {
+		sess   *session
+		intake string
+	}
+	var pats []patient
+	for i := range 10 {
+		p := mustSSO(t, e, s.c, "200", fmt.Sprintf("cp%d", i), "P", fmt.Sprint(i))
+		s.addCard(t, p, "tok_visa")
+		pats = append(pats, patient{p, s.intake(t, p)})
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	got := map[string]int{}
+	start := make(chan struct{})
+	for _, p := range pats {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			res := testenv.Do(t, e.URL, testenv.Req{Method: "POST", Path: "/api_v3/billing/invoices/process", Header: userHeaders(s.c, p.sess.Token),
+				Form: q("intake_id", p.intake, "promo_code", "FIRST", "create_invoice", "1")})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case res.Status == 200 && res.Data()["discount"].(float64) == 12.5:
+				got["discounted"]++
+			case res.Status == 400 && strings.Contains(res.Body["message"].(string), "FIRST"):
+				got["refused"]++
+			default:
+				got[fmt.Sprintf("%d %s", res.Status, res.Raw)]++
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if got["discounted"] != 1 || got["refused"] != 9 {
+		t.Fatalf("%v", got)
+	}
+	if n := count(t, e, "SELECT redemptions FROM coupons WHERE code = 'FIRST'"); n != 1 {
+		t.Fatalf("redemptions %d", n)
+	}
+	if n := count(t, e, "SELECT COUNT(*) FROM invoices WHERE coupon_code = 'FIRST'"); n != 1 {
+		t.Fatalf("%d discounted invoices", n)
+	}
+}
