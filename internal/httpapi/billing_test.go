@@ -454,8 +454,28 @@ func TestBilling_ChargeOnce(t *testing.T) {
 	}
 	// Whoever answered while the charge was in flight saw it pending; it is
 	// paid now.
-	if inv := s.process(s.pat.Token, "intake_id", it).Data()["invoice"].(map[string]any); inv["status"] != "paid" {
+	inv := s.process(s.pat.Token, "intake_id", it).Data()["invoice"].(map[string]any)
+	if inv["status"] != "paid" {
 		t.Fatalf("%v", inv)
+	}
+
+	// A process that died after the processor charged but before it
+	// recorded the charge leaves the invoice pending. Within the lease the
+	// invoice is left alone; after it, a retry charges with the same
+	// idempotency key and the processor answers with the same charge.
+	if _, err := e.Store.DB().Exec(rebind(e, "UPDATE invoices SET status = 'pending', charge_ref = '', attempt_started = ? WHERE id = ?"), e.Clock.Now().Unix(), inv["id"]); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.process(s.pat.Token, "intake_id", it, "create_invoice", "1").Data()["invoice"].(map[string]any); got["status"] != "pending" {
+		t.Fatalf("taken over within the lease: %v", got)
+	}
+	e.Clock.Advance(3 * time.Minute)
+	got := s.process(s.pat.Token, "intake_id", it, "create_invoice", "1").Data()["invoice"].(map[string]any)
+	if got["status"] != "paid" || got["charge_id"] != inv["charge_id"] || got["id"] != inv["id"] {
+		t.Fatalf("retry after the lease: %v, first %v", got, inv)
+	}
+	if calls, charges := sb.Ledger(); calls != 2 || len(charges) != 1 {
+		t.Fatalf("%d charge calls, %v", calls, charges)
 	}
 }
 
