@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"teleclinic/internal/mail"
+	"teleclinic/internal/metrics"
 	"teleclinic/internal/push"
 )
 
@@ -29,6 +30,9 @@ type config struct {
 	UserTokenMax  time.Duration
 	RefreshMax    time.Duration
 	LogFormat     string
+	LogLevel      string
+	MetricsAddr   string
+	Metrics       *metrics.Registry // made by serve; not a flag
 	ServerKey     string
 	MaxBody       int64
 	MaxUpload     int64
@@ -55,6 +59,7 @@ func storeFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.DataDir, "data-dir", "./data", "directory for the SQLite database and local files")
 	fs.StringVar(&c.Database, "database", "", "database: a postgres:// URL, or a SQLite file path (default: teleclinic.db in the data dir)")
 	fs.StringVar(&c.LogFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&c.LogLevel, "log-level", "info", "least severe log level written: debug, info (one line per request), warn or error")
 	fs.StringVar(&c.BlobURL, "blob-url", "", "where file bytes live: empty for blobs/ in the data dir, or s3://bucket?region=…&endpoint=…&use_path_style=true (credentials from the AWS_* environment)")
 	fs.StringVar(&c.ServerKey, "server-key", "", "hex key (32+ bytes) signing links and sealing outbox mail; default: server.key in the data dir, created on first start. Processes sharing a database must share it")
 }
@@ -62,6 +67,7 @@ func storeFlags(fs *flag.FlagSet, c *config) {
 func serveFlags(fs *flag.FlagSet, c *config) {
 	storeFlags(fs, c)
 	fs.StringVar(&c.Addr, "addr", ":8080", "address to listen on")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "also serve /metrics (no token) and /debug/pprof/ on this address, e.g. 127.0.0.1:9090; keep it private (default: /metrics only on --addr, behind the admin token)")
 	fs.StringVar(&c.BaseURL, "base-url", "", "public URL of this server, used in links (default: from --addr)")
 	fs.StringVar(&c.PortalURL, "portal-url", "", "patient portal address GET /auth redirects to (default: the base URL)")
 	fs.DurationVar(&c.UserTokenIdle, "user-token-idle", 30*time.Minute, "a user access token unused this long expires")
@@ -121,6 +127,9 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 
 // validate checks the settings and fills derived defaults.
 func (c *config) validate() error {
+	if _, ok := logLevels[c.LogLevel]; !ok {
+		return errors.New("--log-level must be debug, info, warn or error")
+	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("--log-format must be text or json")
 	}
@@ -175,11 +184,14 @@ func (c *config) senders() (mail.Sender, push.Sender, push.Sender, error) {
 	return m, apns, fcm, nil
 }
 
+var logLevels = map[string]slog.Level{"": slog.LevelInfo, "debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
+
 func (c *config) logger(w io.Writer) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: logLevels[c.LogLevel]}
 	if c.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, nil))
+		return slog.New(slog.NewJSONHandler(w, opts))
 	}
-	return slog.New(slog.NewTextHandler(w, nil))
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 // serverKey returns the configured key, or the data dir's key file, made on

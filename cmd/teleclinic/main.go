@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -24,6 +25,7 @@ import (
 	"teleclinic/internal/blob"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/httpapi"
+	"teleclinic/internal/metrics"
 	"teleclinic/internal/reference"
 	"teleclinic/internal/store"
 )
@@ -137,7 +139,7 @@ func open(ctx context.Context, c *config, stderr io.Writer) (*app.App, *slog.Log
 	a, err := app.New(st, app.Config{
 		BaseURL: c.BaseURL, PortalURL: c.PortalURL, UserTokenIdle: c.UserTokenIdle, UserTokenMax: c.UserTokenMax,
 		RefreshTokenMax: c.RefreshMax, ServerKey: key, Blobs: blobs, Mail: mailer, APNs: apns, FCM: fcm,
-		MaxImagePixels: c.MaxPixels, EligibilityWindow: c.EligibilityWindow, Reference: ref,
+		MaxImagePixels: c.MaxPixels, EligibilityWindow: c.EligibilityWindow, Reference: ref, Metrics: c.Metrics,
 		Webhooks: app.WebhookConfig{RetryInterval: c.WebhookRetryInterval, Timeout: c.WebhookTimeout, AllowPrivate: c.WebhookAllowPrivate},
 	}, time.Now, log)
 	if err != nil {
@@ -184,11 +186,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if c.Demo {
 		c.WebhookAllowPrivate = true // the demo's receiver is usually on this machine
 	}
+	c.Metrics = metrics.New()
 	a, log, closeFn, err := open(ctx, &c, stderr)
 	if err != nil {
 		return err
 	}
 	defer closeFn()
+	c.Metrics.AddCollector(a.WriteMetrics)
 	if c.Demo {
 		d, err := a.SeedDemo(ctx)
 		if err != nil {
@@ -196,7 +200,23 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		printDemo(stdout, c.BaseURL, d)
 	}
-	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: c.MaxBody, MaxUploadBytes: c.MaxUpload, MaxFileBytes: c.MaxFile})
+	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: c.MaxBody, MaxUploadBytes: c.MaxUpload, MaxFileBytes: c.MaxFile, Metrics: c.Metrics})
+	if c.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", c.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		defer mln.Close()
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", api.MetricsHandler())
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		go func() { _ = http.Serve(mln, mux) }()
+		log.Info("metrics and pprof listening", "addr", mln.Addr().String())
+	}
 	srv := &http.Server{
 		Handler:           api,
 		ReadHeaderTimeout: 10 * time.Second,

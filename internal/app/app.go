@@ -17,6 +17,7 @@ import (
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/eligibility"
 	"teleclinic/internal/mail"
+	"teleclinic/internal/metrics"
 	"teleclinic/internal/payments"
 	"teleclinic/internal/push"
 	"teleclinic/internal/reference"
@@ -61,6 +62,8 @@ type Config struct {
 	// where the Stripe adapter sends requests; empty is Stripe itself.
 	Sandbox      *payments.Sandbox
 	StripeAPIURL string
+	// Metrics counts outbox deliveries (nil: not counted).
+	Metrics *metrics.Registry
 	// OutboxPoll is how often delivery loops look for items due from other
 	// processes or for retries (default 1 s); this process's own new items
 	// wake them at once.

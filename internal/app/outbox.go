@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
 	"teleclinic/internal/mail"
+	"teleclinic/internal/metrics"
 	"teleclinic/internal/push"
 	"teleclinic/internal/store"
 )
@@ -122,13 +124,17 @@ func (a *App) settle(ctx context.Context, topic string, it store.OutboxItem, sta
 	var skip errSkip
 	switch {
 	case errors.As(err, &skip):
+		a.cfg.Metrics.CountDelivery(topic, "skipped")
 		uerr = a.store.Write().FinishOutbox(ctx, it.ID, now, status, string(skip))
 	case err == nil:
+		a.cfg.Metrics.CountDelivery(topic, "delivered")
 		uerr = a.store.Write().FinishOutbox(ctx, it.ID, now, status, "")
 	case it.Attempts >= maxAttempts:
+		a.cfg.Metrics.CountDelivery(topic, "gave_up")
 		a.log.Warn(topic+": giving up", "id", it.ID, "attempts", it.Attempts, "err", err)
 		uerr = a.store.Write().FinishOutbox(ctx, it.ID, now, status, errText(err))
 	default:
+		a.cfg.Metrics.CountDelivery(topic, "retry")
 		uerr = a.store.Write().RetryOutbox(ctx, it.ID, now+delay, status, errText(err))
 	}
 	if uerr != nil && ctx.Err() == nil {
@@ -222,4 +228,39 @@ func (a *App) pushOne(ctx context.Context, it store.OutboxItem) error {
 		return err
 	}
 	return errSkip("unknown endpoint type")
+}
+
+// WriteMetrics writes the outbox backlog and the database pools' waits:
+// the families computed at each scrape of /metrics.
+func (a *App) WriteMetrics(ctx context.Context, w *metrics.Writer) {
+	backlog, err := a.store.Read().OutboxBacklogByTopic(ctx, a.unix())
+	if err != nil {
+		a.log.Warn("metrics: outbox backlog", "err", err)
+	}
+	w.Help("teleclinic_outbox_backlog", "gauge", "Undelivered outbox items by topic.")
+	w.Help("teleclinic_outbox_oldest_due_seconds", "gauge", "How long the oldest due outbox item of a topic has waited.")
+	for _, topic := range []string{TopicWebhook, TopicPush, TopicMail, TopicEligibility} {
+		b := backlog[topic]
+		w.Sample("teleclinic_outbox_backlog", float64(b[0]), "topic", topic)
+		w.Sample("teleclinic_outbox_oldest_due_seconds", float64(b[1]), "topic", topic)
+	}
+	stats := a.store.PoolStats()
+	pools := make([]string, 0, len(stats))
+	for name := range stats {
+		pools = append(pools, name)
+	}
+	slices.Sort(pools)
+	w.Help("teleclinic_db_pool_wait_total", "counter", "Times a query waited for a free database connection.")
+	for _, p := range pools {
+		w.Sample("teleclinic_db_pool_wait_total", float64(stats[p].WaitCount), "pool", p)
+	}
+	w.Help("teleclinic_db_pool_wait_seconds_total", "counter", "Time spent waiting for a free database connection.")
+	for _, p := range pools {
+		w.Sample("teleclinic_db_pool_wait_seconds_total", stats[p].WaitDuration.Seconds(), "pool", p)
+	}
+	w.Help("teleclinic_db_pool_connections", "gauge", "Open database connections by pool and state.")
+	for _, p := range pools {
+		w.Sample("teleclinic_db_pool_connections", float64(stats[p].InUse), "pool", p, "state", "in_use")
+		w.Sample("teleclinic_db_pool_connections", float64(stats[p].Idle), "pool", p, "state", "idle")
+	}
 }

@@ -3,6 +3,8 @@ package httpapi
 import (
 	_ "embed"
 	"net/http"
+
+	"teleclinic/internal/clinic"
 )
 
 // OpenAPI is the API's OpenAPI 3.0.3 document.
@@ -26,4 +28,28 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request, c *call) error 
 		return err
 	}
 	return ok(w, health{Status: "ok"})
+}
+
+// metrics serves the Prometheus text format behind the admin token; a
+// separate --metrics-addr listener serves MetricsHandler without one.
+func (s *Server) metrics(w http.ResponseWriter, r *http.Request, c *call) error {
+	if s.cfg.Metrics == nil {
+		return clinic.Errorf(clinic.ENotFound, "Metrics are off.")
+	}
+	s.MetricsHandler().ServeHTTP(w, r)
+	return nil
+}
+
+// MetricsHandler writes the metrics in the Prometheus text format.
+func (s *Server) MetricsHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		if s.cfg.Metrics == nil {
+			http.NotFound(w, r)
+			return
+		}
+		if err := s.cfg.Metrics.Write(r.Context(), w); err != nil && r.Context().Err() == nil {
+			s.log.Warn("metrics: write", "err", err)
+		}
+	})
 }

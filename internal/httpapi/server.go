@@ -18,6 +18,7 @@ import (
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/metrics"
 )
 
 // Config holds the HTTP layer's settings.
@@ -25,6 +26,9 @@ type Config struct {
 	MaxBodyBytes   int64 // JSON and form bodies; default 1 MiB
 	MaxUploadBytes int64 // recording uploads; default 2 GiB
 	MaxFileBytes   int64 // POST /files uploads; default 50 MiB
+	// Metrics counts requests by route and status (nil: not counted, and
+	// GET /metrics answers 404).
+	Metrics *metrics.Registry
 }
 
 // Server is the HTTP handler of the whole API.
@@ -152,7 +156,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				writeError(sw, famCode, http.StatusInternalServerError, "Internal error.")
 			}
 		}
-		s.logRequest(r, sw, info, time.Since(start))
+		d := time.Since(start)
+		route := info.pattern
+		if route == "" {
+			route = "unmatched"
+		}
+		s.cfg.Metrics.ObserveRequest(route, sw.status(), d)
+		s.logRequest(r, sw, info, d)
 	}()
 	// Clients call every route with or without a .json suffix (COMPAT.md).
 	if p := r.URL.Path; strings.HasSuffix(p, ".json") && strings.HasPrefix(p, "/api") {

@@ -137,3 +137,28 @@ func (q *Q) OutboxBacklog(ctx context.Context) (int, error) {
 	err := q.queryRow(ctx, "SELECT COUNT(*) FROM outbox WHERE done IS NULL", nil, &n)
 	return n, err
 }
+
+// OutboxBacklogByTopic counts the undelivered outbox items of every clinic by
+// topic, with how long the oldest due one has waited (seconds; 0 when none
+// is due yet). It is for the operator's metrics, not for any clinic.
+func (q *Q) OutboxBacklogByTopic(ctx context.Context, now int64) (map[string][2]int64, error) {
+	rows, err := q.query(ctx, `SELECT topic, COUNT(*), COALESCE(MIN(CASE WHEN due <= ? THEN due END), 0) FROM outbox WHERE done IS NULL GROUP BY topic`, now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string][2]int64{}
+	for rows.Next() {
+		var topic string
+		var n, oldest int64
+		if err := rows.Scan(&topic, &n, &oldest); err != nil {
+			return nil, err
+		}
+		age := int64(0)
+		if oldest > 0 {
+			age = now - oldest
+		}
+		out[topic] = [2]int64{n, age}
+	}
+	return out, rows.Err()
+}

@@ -182,3 +182,12 @@ func b2i(b bool) int {
 	}
 	return 0
 }
+
+// PoolStats returns the connection pools' statistics by name: "writer" and
+// "reader" on SQLite, "main" on PostgreSQL where both are one pool.
+func (s *Store) PoolStats() map[string]sql.DBStats {
+	if s.r == s.w {
+		return map[string]sql.DBStats{"main": s.w.Stats()}
+	}
+	return map[string]sql.DBStats{"writer": s.w.Stats(), "reader": s.r.Stats()}
+}

@@ -23,6 +23,7 @@ import (
 	"teleclinic/internal/app"
 	"teleclinic/internal/blob"
 	"teleclinic/internal/httpapi"
+	"teleclinic/internal/metrics"
 	"teleclinic/internal/store"
 )
 
@@ -174,6 +175,8 @@ func New(t testing.TB, opts ...Options) *Env {
 		Webhooks:   app.WebhookConfig{AllowPrivate: true},
 		OutboxPoll: 20 * time.Millisecond,
 	}
+	reg := metrics.New()
+	cfg.Metrics = reg
 	if o.Config != nil {
 		o.Config(&cfg)
 	}
@@ -182,7 +185,8 @@ func New(t testing.TB, opts ...Options) *Env {
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
-	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: o.MaxBody, MaxUploadBytes: o.MaxUpload, MaxFileBytes: o.MaxFile})
+	reg.AddCollector(a.WriteMetrics)
+	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: o.MaxBody, MaxUploadBytes: o.MaxUpload, MaxFileBytes: o.MaxFile, Metrics: reg})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	if o.Workers {

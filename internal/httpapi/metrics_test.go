@@ -1,0 +1,57 @@
+package httpapi_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"teleclinic/internal/testenv"
+)
+
+func TestMetrics(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	c := e.NewClinic("alpha", true)
+	for range 3 {
+		e.Do(testenv.Req{Path: "/api_v3/rooms", Header: acctHeaders(c)})
+	}
+	e.Do(testenv.Req{Path: "/api_v3/nothing-here", Header: acctHeaders(c), NoValidate: true})
+	wantErr(t, e.Do(testenv.Req{Path: "/metrics", Header: acctHeaders(c)}), 401, 401)
+
+	req, _ := http.NewRequest("GET", e.URL+"/metrics", nil)
+	req.Header.Set("X-AccountCode", c.Code)
+	req.Header.Set("X-ApiToken", c.AdminToken)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	text := string(body)
+	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain; version=0.0.4") {
+		t.Fatalf("%d %s", res.StatusCode, text)
+	}
+	for _, want := range []string{
+		`teleclinic_http_requests_total{route="GET /api_v3/rooms",status="200"} 3`,
+		`teleclinic_http_requests_total{route="unmatched",status="404"} 1`,
+		`teleclinic_http_request_duration_seconds_bucket{route="GET /api_v3/rooms",status="200",le="+Inf"} 3`,
+		`teleclinic_http_request_duration_seconds_count{route="GET /api_v3/rooms",status="200"} 3`,
+		`teleclinic_outbox_backlog{topic="webhook"} 0`,
+		`# TYPE teleclinic_db_pool_wait_total counter`,
+		`teleclinic_db_pool_connections{pool=`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %s:\n%s", want, text)
+		}
+	}
+	// Every sample line is "name{labels} value" or "name value".
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		if f := strings.Fields(line); len(f) < 2 || !strings.HasPrefix(f[0], "teleclinic_") {
+			t.Errorf("bad sample line %q", line)
+		}
+	}
+}
