@@ -1,0 +1,564 @@
+// Command teleclinic-load measures how much one Teleclinic server carries.
+//
+// It starts the server binary as a separate process on a fresh database (or
+// targets --url), seeds a clinic with rooms, providers, patients, visits,
+// messages and slots, and runs each scenario for --duration at each
+// --connections value of keep-alive connections. Beside every scenario it
+// measures a baseline served by this tool in another process under the same
+// load — a bare net/http handler answering a small JSON object, and a bare
+// handler doing one SQLite insert (or point read) per request — and prints
+// the ratio, so figures from noisy machines can be compared.
+//
+//	teleclinic-load --duration 10s --connections 8,64,256
+//	teleclinic-load --database postgres://postgres@127.0.0.1/load?sslmode=disable --scenarios messages-post --connections 8
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if len(os.Args) > 1 && os.Args[1] == "baseline" {
+		if err := serveBaseline(ctx, os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "baseline:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "teleclinic-load:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command's flags.
+type options struct {
+	Bin         string
+	Database    string
+	URL         string
+	Account     string
+	AdminToken  string
+	APIKey      string
+	APISecret   string
+	Duration    time.Duration
+	Connections []int
+	Scenarios   []string
+	JSON        string
+	Patients    int
+	WebhookRate int
+	BurstRate   int
+	BurstFor    time.Duration
+	Short       bool
+	Quiet       bool
+}
+
+var allScenarios = []string{"rooms", "me", "messages-read", "messages-post", "sso", "availability", "book", "webhook"}
+
+func parseOptions(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("teleclinic-load", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.Bin, "bin", "", "the teleclinic binary to start (default: build ./cmd/teleclinic with go build)")
+	fs.StringVar(&o.Database, "database", "", "a postgres:// URL for the started server (default: SQLite in a temporary directory)")
+	fs.StringVar(&o.URL, "url", "", "target a running server instead of starting one (needs --account, --admin-token, --api-key, --api-secret)")
+	fs.StringVar(&o.Account, "account", "", "with --url: the clinic's account code (SSO on)")
+	fs.StringVar(&o.AdminToken, "admin-token", "", "with --url: the clinic's admin token")
+	fs.StringVar(&o.APIKey, "api-key", "", "with --url: the clinic's API key")
+	fs.StringVar(&o.APISecret, "api-secret", "", "with --url: the clinic's API secret")
+	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "how long each scenario runs at each connection count")
+	conns := fs.String("connections", "8,64", "keep-alive connection counts, comma-separated")
+	scen := fs.String("scenarios", strings.Join(allScenarios, ","), "scenarios to run: "+strings.Join(allScenarios, ", "))
+	fs.StringVar(&o.JSON, "json", "", "also write the results as JSON to this file")
+	fs.IntVar(&o.Patients, "patients", 64, "patients to seed, each with a visit of 30 messages")
+	fs.IntVar(&o.WebhookRate, "webhook-rate", 100, "webhook scenario: messages per second for latency")
+	fs.IntVar(&o.BurstRate, "burst-rate", 1000, "webhook scenario: messages per second in the burst")
+	fs.DurationVar(&o.BurstFor, "burst-for", 10*time.Second, "webhook scenario: how long the burst lasts")
+	fs.BoolVar(&o.Short, "short", false, "a smoke run: 1 s per scenario, 2 connections, 8 patients, a 1 s burst")
+	fs.BoolVar(&o.Quiet, "quiet", false, "no progress lines")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	for _, s := range strings.Split(*conns, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 || n > 4096 {
+			return nil, fmt.Errorf("--connections: %q is not a count from 1 to 4096", s)
+		}
+		o.Connections = append(o.Connections, n)
+	}
+	for _, s := range strings.Split(*scen, ",") {
+		s = strings.TrimSpace(s)
+		if !slices.Contains(allScenarios, s) {
+			return nil, fmt.Errorf("--scenarios: unknown scenario %q", s)
+		}
+		o.Scenarios = append(o.Scenarios, s)
+	}
+	if o.Short {
+		o.Duration, o.Connections, o.Patients, o.BurstFor, o.WebhookRate, o.BurstRate = time.Second, []int{2}, 8, time.Second, 50, 200
+	}
+	if o.URL != "" && (o.Account == "" || o.AdminToken == "" || o.APIKey == "" || o.APISecret == "") {
+		return nil, errors.New("--url needs --account, --admin-token, --api-key and --api-secret")
+	}
+	return o, nil
+}
+
+// Result is one scenario at one connection count.
+type Result struct {
+	Scenario     string  `json:"scenario"`
+	Connections  int     `json:"connections"`
+	Requests     int     `json:"requests"`
+	Errors       int     `json:"errors"`
+	RPS          float64 `json:"req_per_s"`
+	P50ms        float64 `json:"p50_ms"`
+	P90ms        float64 `json:"p90_ms"`
+	P99ms        float64 `json:"p99_ms"`
+	Baseline     string  `json:"baseline,omitempty"`
+	BaselineRPS  float64 `json:"baseline_req_per_s,omitempty"`
+	Ratio        float64 `json:"ratio,omitempty"`
+	Note         string  `json:"note,omitempty"`
+	FirstError   string  `json:"first_error,omitempty"`
+	DrainSeconds float64 `json:"drain_s,omitempty"`
+}
+
+// Report is the whole run.
+type Report struct {
+	Engine      string    `json:"engine"`
+	Started     time.Time `json:"started"`
+	GoMaxProcs  string    `json:"machine"`
+	Results     []Result  `json:"results"`
+	ServerRSSMB float64   `json:"server_rss_mb"`
+	ServerHWMMB float64   `json:"server_peak_rss_mb"`
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseOptions(args, stderr)
+	if err != nil {
+		return err
+	}
+	progress := func(format string, a ...any) {
+		if !o.Quiet {
+			fmt.Fprintf(stderr, format, a...)
+		}
+	}
+	tmp, err := os.MkdirTemp("", "teleclinic-load-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+
+	rep := &Report{Engine: "sqlite", Started: time.Now().UTC(), GoMaxProcs: machine()}
+	var srv *serverProc
+	var c *clinic
+	if o.URL != "" {
+		rep.Engine = "remote"
+		c = &clinic{base: strings.TrimRight(o.URL, "/"), code: o.Account, admin: o.AdminToken, key: o.APIKey, secret: o.APISecret}
+	} else {
+		if o.Database != "" {
+			rep.Engine = "postgres"
+		}
+		progress("starting the server…\n")
+		srv, c, err = startServer(ctx, o, tmp)
+		if err != nil {
+			return err
+		}
+		defer srv.stop()
+	}
+	progress("seeding %d patients…\n", o.Patients)
+	seed, err := c.seed(ctx, o.Patients)
+	if err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+
+	progress("starting the baselines…\n")
+	jsonBase, err := startBaseline(ctx, "json", tmp)
+	if err != nil {
+		return err
+	}
+	defer jsonBase.stop()
+	sqlBase, err := startBaseline(ctx, "sqlite", tmp)
+	if err != nil {
+		return err
+	}
+	defer sqlBase.stop()
+
+	baselines := map[string]float64{}
+	measureBase := func(kind string, conns int) (float64, error) {
+		k := fmt.Sprintf("%s/%d", kind, conns)
+		if v, ok := baselines[k]; ok {
+			return v, nil
+		}
+		var b *baseProc
+		var mk func(w, i int) (*http.Request, error)
+		switch kind {
+		case "json":
+			b, mk = jsonBase, func(int, int) (*http.Request, error) { return http.NewRequest("GET", jsonBase.url+"/json", nil) }
+		case "insert":
+			b, mk = sqlBase, func(w, i int) (*http.Request, error) {
+				return form("POST", sqlBase.url+"/insert", url.Values{"content": {"Hello from the load tool."}, "visit_id": {strconv.Itoa(w)}})
+			}
+		case "point-read":
+			b, mk = sqlBase, func(w, i int) (*http.Request, error) {
+				return http.NewRequest("GET", fmt.Sprintf("%s/read?id=%d", sqlBase.url, 1+(w*7919+i)%b.rows), nil)
+			}
+		}
+		progress("  baseline %-10s c=%-4d ", kind, conns)
+		r := load(ctx, "baseline "+kind, conns, o.Duration, mk, progress)
+		progress("%8.0f req/s\n", r.RPS)
+		baselines[k] = r.RPS
+		return r.RPS, nil
+	}
+
+	for _, name := range o.Scenarios {
+		if name == "webhook" {
+			progress("scenario webhook…\n")
+			rs, err := c.webhookScenario(ctx, o, seed, progress)
+			if err != nil {
+				return fmt.Errorf("webhook: %w", err)
+			}
+			rep.Results = append(rep.Results, rs...)
+			continue
+		}
+		sc := c.scenario(name, seed)
+		for _, conns := range o.Connections {
+			base, err := measureBase(sc.baseline, conns)
+			if err != nil {
+				return err
+			}
+			progress("  %-14s c=%-4d ", name, conns)
+			r := load(ctx, name, conns, o.Duration, sc.request, progress)
+			progress("%8.0f req/s, p99 %.1f ms, %d errors\n", r.RPS, r.P99ms, r.Errors)
+			r.Baseline, r.BaselineRPS, r.Note = sc.baseline, base, sc.note
+			if base > 0 {
+				r.Ratio = r.RPS / base
+			}
+			rep.Results = append(rep.Results, r)
+		}
+	}
+	if srv != nil {
+		rep.ServerRSSMB, rep.ServerHWMMB = srv.rss()
+	}
+	printReport(stdout, rep)
+	if o.JSON != "" {
+		b, _ := json.MarshalIndent(rep, "", "  ")
+		if err := os.WriteFile(o.JSON, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+func machine() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	return fmt.Sprintf("%d CPUs", strings.Count(string(b), "processor\t:"))
+}
+
+func printReport(w io.Writer, rep *Report) {
+	fmt.Fprintf(w, "\nTeleclinic on %s, %s, %s\n\n", rep.Engine, rep.GoMaxProcs, rep.Started.Format(time.RFC3339))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tconns\treq/s\tp50 ms\tp90 ms\tp99 ms\terrors\tbaseline\tbase req/s\tratio\t")
+	for _, r := range rep.Results {
+		ratio, base := "", ""
+		if r.BaselineRPS > 0 {
+			ratio, base = fmt.Sprintf("%.0f%%", 100*r.Ratio), fmt.Sprintf("%.0f", r.BaselineRPS)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%d\t%s\t%s\t%s\t\n", r.Scenario, r.Connections, r.RPS, r.P50ms, r.P90ms, r.P99ms, r.Errors, r.Baseline, base, ratio)
+	}
+	tw.Flush()
+	for _, r := range rep.Results {
+		if r.Note != "" || r.FirstError != "" {
+			fmt.Fprintf(w, "  %s c=%d: %s %s\n", r.Scenario, r.Connections, r.Note, r.FirstError)
+		}
+	}
+	if rep.ServerRSSMB > 0 {
+		fmt.Fprintf(w, "\nserver RSS at the end %.1f MB, peak %.1f MB\n", rep.ServerRSSMB, rep.ServerHWMMB)
+	}
+}
+
+// load runs one closed-loop scenario: conns workers, each on its own
+// keep-alive connection, sending the next request as soon as the last one
+// answered.
+func load(ctx context.Context, name string, conns int, dur time.Duration, mk func(worker, i int) (*http.Request, error), progress func(string, ...any)) Result {
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		MaxIdleConns: conns, MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns, DisableCompression: true, IdleConnTimeout: time.Minute}}
+	defer client.CloseIdleConnections()
+	lat := make([][]time.Duration, conns)
+	var errs atomic.Int64
+	var done atomic.Int64
+	var firstErr atomic.Value
+	deadline := time.Now().Add(dur)
+	start := time.Now()
+	var wg sync.WaitGroup
+	stopTick := make(chan struct{})
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				progress(".")
+			case <-stopTick:
+				return
+			}
+		}
+	}()
+	for w := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; time.Now().Before(deadline) && ctx.Err() == nil; i++ {
+				req, err := mk(w, i)
+				if errors.Is(err, errExhausted) {
+					return
+				}
+				t0 := time.Now()
+				status := 0
+				if err == nil {
+					var res *http.Response
+					if res, err = client.Do(req.WithContext(ctx)); err == nil {
+						status = res.StatusCode
+						if status >= 300 {
+							b, _ := io.ReadAll(io.LimitReader(res.Body, 300))
+							err = fmt.Errorf("%d %s", status, b)
+						} else {
+							_, _ = io.Copy(io.Discard, res.Body)
+						}
+						res.Body.Close()
+					}
+				}
+				lat[w] = append(lat[w], time.Since(t0))
+				done.Add(1)
+				if err != nil {
+					errs.Add(1)
+					firstErr.CompareAndSwap(nil, err.Error())
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(stopTick)
+	elapsed := time.Since(start)
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	r := summarize(name, conns, all, elapsed)
+	r.Errors = int(errs.Load())
+	if s, ok := firstErr.Load().(string); ok {
+		r.FirstError = "first error: " + s
+	}
+	return r
+}
+
+func summarize(name string, conns int, lat []time.Duration, elapsed time.Duration) Result {
+	slices.Sort(lat)
+	pct := func(p float64) float64 {
+		if len(lat) == 0 {
+			return 0
+		}
+		i := int(p * float64(len(lat)-1))
+		return float64(lat[i].Microseconds()) / 1000
+	}
+	return Result{Scenario: name, Connections: conns, Requests: len(lat), RPS: float64(len(lat)) / elapsed.Seconds(), P50ms: pct(0.50), P90ms: pct(0.90), P99ms: pct(0.99)}
+}
+
+var errExhausted = errors.New("no more inputs")
+
+func form(method, u string, v url.Values) (*http.Request, error) {
+	req, err := http.NewRequest(method, u, strings.NewReader(v.Encode()))
+	if err == nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	return req, err
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func waitHTTP(ctx context.Context, u string) error {
+	for i := 0; i < 300; i++ {
+		if res, err := http.Get(u); err == nil {
+			res.Body.Close()
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("%s did not answer", u)
+}
+
+// serverProc is the started server.
+type serverProc struct {
+	cmd *exec.Cmd
+	log *bytes.Buffer
+}
+
+func (s *serverProc) stop() {
+	_ = s.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+	}
+}
+
+// rss reads the server's resident set now and at its peak, in MB.
+func (s *serverProc) rss() (now, peak float64) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		return 0, 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "VmRSS:":
+			now = kb / 1024
+		case "VmHWM:":
+			peak = kb / 1024
+		}
+	}
+	return now, peak
+}
+
+// syncBuffer is a bytes.Buffer safe for the child's output goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.b.Len() > 1<<20 {
+		return len(p), nil
+	}
+	return s.b.Write(p)
+}
+
+func startServer(ctx context.Context, o *options, tmp string) (*serverProc, *clinic, error) {
+	bin := o.Bin
+	if bin == "" {
+		bin = filepath.Join(tmp, "teleclinic")
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/teleclinic")
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return nil, nil, fmt.Errorf("go build ./cmd/teleclinic (run from the repository, or give --bin): %w", err)
+		}
+	}
+	data := filepath.Join(tmp, "data")
+	store := []string{"--data-dir", data}
+	if o.Database != "" {
+		store = append(store, "--database", o.Database)
+	}
+	code := "load-" + randHex(3)
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, append(append([]string{"account", "create"}, store...), "--code", code, "--name", "Load Clinic", "--domain", "load.example.com", "--sso", "--json")...)
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return nil, nil, fmt.Errorf("account create: %w", err)
+	}
+	var creds struct {
+		AccountCode, AdminToken, APIKey, APISecret string
+	}
+	var raw map[string]string
+	if err := json.Unmarshal(out.Bytes(), &raw); err != nil {
+		return nil, nil, fmt.Errorf("account create: %w (%s)", err, out.String())
+	}
+	creds.AccountCode, creds.AdminToken, creds.APIKey, creds.APISecret = raw["account_code"], raw["admin_token"], raw["api_key"], raw["api_secret"]
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, nil, err
+	}
+	sb := &syncBuffer{}
+	srv := exec.Command(bin, append(append([]string{"serve"}, store...), "--addr", addr, "--log-level", "warn", "--webhook-allow-private",
+		"--webhook-retry-interval", "1s", "--webhook-timeout", "5s")...)
+	srv.Stdout, srv.Stderr = sb, sb
+	if err := srv.Start(); err != nil {
+		return nil, nil, err
+	}
+	p := &serverProc{cmd: srv, log: &sb.b}
+	base := "http://" + addr
+	if err := waitHTTP(ctx, base+"/healthz"); err != nil {
+		p.stop()
+		return nil, nil, fmt.Errorf("%w; server output:\n%s", err, sb.b.String())
+	}
+	return p, &clinic{base: base, code: creds.AccountCode, admin: creds.AdminToken, key: creds.APIKey, secret: creds.APISecret}, nil
+}
+
+// baseProc is a baseline server: this tool, started again in baseline mode.
+type baseProc struct {
+	cmd  *exec.Cmd
+	url  string
+	rows int
+}
+
+func (b *baseProc) stop() {
+	_ = b.cmd.Process.Kill()
+	_ = b.cmd.Wait()
+}
+
+func startBaseline(ctx context.Context, kind, tmp string) (*baseProc, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	const rows = 10000
+	cmd := exec.Command(self, "baseline", "--kind", kind, "--addr", addr, "--dir", filepath.Join(tmp, "baseline-"+kind), "--rows", strconv.Itoa(rows))
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	b := &baseProc{cmd: cmd, url: "http://" + addr, rows: rows}
+	if err := waitHTTP(ctx, b.url+"/healthz"); err != nil {
+		b.stop()
+		return nil, err
+	}
+	return b, nil
+}
