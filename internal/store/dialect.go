@@ -61,7 +61,7 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
 	r.SetConnMaxLifetime(0)
-	return &Store{w: w, r: r, d: &dialect{name: "sqlite"}}, nil
+	return &Store{w: w, r: r, d: &dialect{name: "sqlite"}, wc: newStmtCache(w), rc: newStmtCache(r)}, nil
 }
 
 func openPostgres(ctx context.Context, dsn string) (*Store, error) {
