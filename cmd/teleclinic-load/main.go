@@ -74,6 +74,7 @@ type options struct {
 	BurstFor    time.Duration
 	Short       bool
 	Quiet       bool
+	Profile     string
 }
 
 var allScenarios = []string{"rooms", "me", "messages-read", "messages-post", "sso", "availability", "book", "webhook"}
@@ -99,6 +100,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.BurstFor, "burst-for", 10*time.Second, "webhook scenario: how long the burst lasts")
 	fs.BoolVar(&o.Short, "short", false, "a smoke run: 1 s per scenario, 2 connections, 8 patients, a 1 s burst")
 	fs.BoolVar(&o.Quiet, "quiet", false, "no progress lines")
+	fs.StringVar(&o.Profile, "profile", "", "write the started server's CPU profile of each run to this directory (<scenario>-<conns>.pprof)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -248,7 +250,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 			progress("  %-14s c=%-4d ", name, conns)
+			wait := func() {}
+			if o.Profile != "" && srv != nil {
+				_ = os.MkdirAll(o.Profile, 0o755)
+				wait = srv.profile(filepath.Join(o.Profile, fmt.Sprintf("%s-%d.pprof", name, conns)), o.Duration-time.Second)
+			}
 			r := load(ctx, name, conns, o.Duration, sc.request, progress)
+			wait()
 			progress("%8.0f req/s, p99 %.1f ms, %d errors\n", r.RPS, r.P99ms, r.Errors)
 			r.Baseline, r.BaselineRPS, r.Note = sc.baseline, base, sc.note
 			if base > 0 {
@@ -426,8 +434,25 @@ func waitHTTP(ctx context.Context, u string) error {
 
 // serverProc is the started server.
 type serverProc struct {
-	cmd *exec.Cmd
-	log *bytes.Buffer
+	cmd     *exec.Cmd
+	log     *bytes.Buffer
+	metrics string // the --metrics-addr base URL, with pprof
+}
+
+// profile fetches a CPU profile of the next d into file, in the background.
+func (s *serverProc) profile(file string, d time.Duration) func() {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		res, err := http.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", s.metrics, max(int(d.Seconds()), 1)))
+		if err != nil {
+			return
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		_ = os.WriteFile(file, b, 0o644)
+	}()
+	return func() { <-done }
 }
 
 func (s *serverProc) stop() {
@@ -512,14 +537,18 @@ func startServer(ctx context.Context, o *options, tmp string) (*serverProc, *cli
 	if err != nil {
 		return nil, nil, err
 	}
+	maddr, err := freeAddr()
+	if err != nil {
+		return nil, nil, err
+	}
 	sb := &syncBuffer{}
-	srv := exec.Command(bin, append(append([]string{"serve"}, store...), "--addr", addr, "--log-level", "warn", "--webhook-allow-private",
+	srv := exec.Command(bin, append(append([]string{"serve"}, store...), "--addr", addr, "--metrics-addr", maddr, "--log-level", "warn", "--webhook-allow-private",
 		"--webhook-retry-interval", "1s", "--webhook-timeout", "5s")...)
 	srv.Stdout, srv.Stderr = sb, sb
 	if err := srv.Start(); err != nil {
 		return nil, nil, err
 	}
-	p := &serverProc{cmd: srv, log: &sb.b}
+	p := &serverProc{cmd: srv, log: &sb.b, metrics: "http://" + maddr}
 	base := "http://" + addr
 	if err := waitHTTP(ctx, base+"/healthz"); err != nil {
 		p.stop()

@@ -77,6 +77,7 @@ type App struct {
 	now     func() time.Time
 	log     *slog.Logger
 	hashSem chan struct{} // bounds concurrent password hashing (64 MiB each)
+	audits  *auditWriter
 	sealKey [32]byte
 
 	webhooks        *webhook.Client
@@ -132,7 +133,7 @@ func New(st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*
 	}
 	a := &App{store: st, cfg: cfg, now: now, log: log, hashSem: make(chan struct{}, max(1, runtime.NumCPU())),
 		webhooks:    webhook.NewClient(webhook.Options{AllowPrivate: cfg.Webhooks.AllowPrivate, Timeout: cfg.Webhooks.Timeout}),
-		webhookKick: make(chan struct{}, 1), pushKick: make(chan struct{}, 1), eligibilityKick: make(chan struct{}, 1)}
+		webhookKick: make(chan struct{}, 1), pushKick: make(chan struct{}, 1), eligibilityKick: make(chan struct{}, 1), audits: newAuditWriter(st)}
 	a.sealKey = sha256.Sum256(append([]byte("teleclinic-seal:"), cfg.ServerKey...))
 	return a, nil
 }
@@ -163,17 +164,23 @@ func storeErr(op string, err error, notFound string) error {
 // audit appends an audit entry outside any transaction, for reads. A failure
 // to audit fails the request: health data is not served unaudited.
 func (a *App) audit(ctx context.Context, p *clinic.Principal, action, objType, objID, outcome string) error {
-	return a.auditIn(ctx, a.store.Write(), p, action, objType, objID, outcome)
+	if err := a.audits.write(ctx, a.auditEntry(p, action, objType, objID, outcome)); err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	return nil
 }
 
-// auditIn appends an audit entry through q, inside the caller's transaction.
-func (a *App) auditIn(ctx context.Context, q *store.Q, p *clinic.Principal, action, objType, objID, outcome string) error {
-	e := &store.AuditEntry{
+func (a *App) auditEntry(p *clinic.Principal, action, objType, objID, outcome string) *store.AuditEntry {
+	return &store.AuditEntry{
 		AccountID: p.Account.ID, ActorKind: p.Kind.String(), ActorUserID: p.UserID(),
 		Action: action, ObjectType: objType, ObjectID: objID, Outcome: outcome,
 		RequestID: p.RequestID, Created: a.unix(),
 	}
-	if err := q.AppendAudit(ctx, e); err != nil {
+}
+
+// auditIn appends an audit entry through q, inside the caller's transaction.
+func (a *App) auditIn(ctx context.Context, q *store.Q, p *clinic.Principal, action, objType, objID, outcome string) error {
+	if err := q.AppendAudit(ctx, a.auditEntry(p, action, objType, objID, outcome)); err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
 	return nil

@@ -225,6 +225,13 @@ func (a *App) PostMessage(ctx context.Context, p *clinic.Principal, visitID stri
 	}
 	now := a.now()
 	m.CreatedUS = now.UnixMicro()
+	// Who is told is read before the transaction, from the reader pool: the
+	// transaction holds SQLite's only writer, and every read in it makes
+	// every other post wait.
+	uids, err := participants(ctx, a.store.Read(), v)
+	if err != nil {
+		return nil, fmt.Errorf("post message: %w", err)
+	}
 	var notified bool
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		notified = false
@@ -247,10 +254,6 @@ func (a *App) PostMessage(ctx context.Context, p *clinic.Principal, visitID stri
 			return err
 		}
 		title := "New message from " + u.FullName()
-		uids, err := participants(ctx, q, v)
-		if err != nil {
-			return err
-		}
 		for _, uid := range uids {
 			if uid == u.ID {
 				continue

@@ -108,19 +108,15 @@ var roomSortCols = map[string]string{"id": "r.id", "name": "lower(r.name)", "cod
 func RoomSortable(col string) bool { _, ok := roomSortCols[col]; return ok }
 
 // ListRooms returns a page of the clinic's rooms, the number matching the
-// search, and the clinic's total.
+// search, and the clinic's total. The counts come with the page in one
+// query (a window count and a subquery); only a page past the end needs
+// them asked for on their own.
 func (q *Q) ListRooms(ctx context.Context, f RoomFilter) (rooms []clinic.Room, filtered, total int, err error) {
-	if err = q.queryRow(ctx, "SELECT COUNT(*) FROM rooms WHERE account_id = ?", []any{f.AccountID}, &total); err != nil {
-		return nil, 0, 0, err
-	}
 	where, args := "r.account_id = ?", []any{f.AccountID}
 	if f.Search != "" {
 		where += ` AND (lower(r.name) LIKE ? ESCAPE '\' OR lower(r.code) LIKE ? ESCAPE '\' OR lower(r.slug) LIKE ? ESCAPE '\')`
 		l := likeArg(f.Search)
 		args = append(args, l, l, l)
-	}
-	if err = q.queryRow(ctx, "SELECT COUNT(*) FROM rooms r WHERE "+where, args, &filtered); err != nil {
-		return nil, 0, 0, err
 	}
 	order := "r.id"
 	if c, ok := roomSortCols[f.SortCol]; ok {
@@ -129,7 +125,8 @@ func (q *Q) ListRooms(ctx context.Context, f RoomFilter) (rooms []clinic.Room, f
 	if f.Desc {
 		order += " DESC"
 	}
-	rows, err := q.query(ctx, "SELECT "+roomCols+" FROM rooms r WHERE "+where+" ORDER BY "+order+", r.id LIMIT ? OFFSET ?", append(args, f.Limit, f.Start)...)
+	rows, err := q.query(ctx, "SELECT "+roomCols+", COUNT(*) OVER (), (SELECT COUNT(*) FROM rooms WHERE account_id = ?) FROM rooms r WHERE "+where+
+		" ORDER BY "+order+", r.id LIMIT ? OFFSET ?", append(append([]any{f.AccountID}, args...), f.Limit, f.Start)...)
 	if err != nil {
 		return nil, 0, 0, err
 	}
@@ -137,12 +134,23 @@ func (q *Q) ListRooms(ctx context.Context, f RoomFilter) (rooms []clinic.Room, f
 	rooms = []clinic.Room{}
 	for rows.Next() {
 		var r clinic.Room
-		if err := scanRoom(rows, &r); err != nil {
+		if err := scanRoom(rows, &r, &filtered, &total); err != nil {
 			return nil, 0, 0, q.d.translate(err)
 		}
 		rooms = append(rooms, r)
 	}
-	return rooms, filtered, total, q.d.translate(rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, 0, 0, q.d.translate(err)
+	}
+	if len(rooms) == 0 {
+		if err = q.queryRow(ctx, "SELECT COUNT(*) FROM rooms WHERE account_id = ?", []any{f.AccountID}, &total); err != nil {
+			return nil, 0, 0, err
+		}
+		if err = q.queryRow(ctx, "SELECT COUNT(*) FROM rooms r WHERE "+where, args, &filtered); err != nil {
+			return nil, 0, 0, err
+		}
+	}
+	return rooms, filtered, total, nil
 }
 
 // RoomUsers lists the users linked to a room, providers first, by name.

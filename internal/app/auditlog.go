@@ -1,0 +1,74 @@
+package app
+
+import (
+	"context"
+
+	"teleclinic/internal/store"
+)
+
+// auditWriter writes the audit entries of reads in groups. Each request
+// still waits until its own entry is committed — health data is never
+// served unaudited, and a crash loses no entry of an answered read — but
+// requests arriving while a group is being written share the next
+// transaction, so SQLite's single writer commits once per group instead of
+// once per read (pprof: the audit INSERT's commit was a fifth of GET /me).
+type auditWriter struct {
+	st   *store.Store
+	reqs chan auditReq
+}
+
+type auditReq struct {
+	e    *store.AuditEntry
+	done chan error
+}
+
+// maxAuditGroup bounds one transaction's entries.
+const maxAuditGroup = 256
+
+func newAuditWriter(st *store.Store) *auditWriter {
+	w := &auditWriter{st: st, reqs: make(chan auditReq, maxAuditGroup)}
+	go w.loop()
+	return w
+}
+
+// write appends e and returns once it is committed.
+func (w *auditWriter) write(ctx context.Context, e *store.AuditEntry) error {
+	r := auditReq{e: e, done: make(chan error, 1)}
+	select {
+	case w.reqs <- r:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-r.done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (w *auditWriter) loop() {
+	for first := range w.reqs {
+		group := []auditReq{first}
+	fill:
+		for len(group) < maxAuditGroup {
+			select {
+			case r := <-w.reqs:
+				group = append(group, r)
+			default:
+				break fill
+			}
+		}
+		err := w.st.Tx(context.Background(), func(q *store.Q) error {
+			for _, r := range group {
+				if err := q.AppendAudit(context.Background(), r.e); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		for _, r := range group {
+			r.done <- err
+		}
+	}
+}
