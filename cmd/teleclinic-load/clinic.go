@@ -90,8 +90,8 @@ func (c *clinic) sso(ctx context.Context, typ, code string) (id, token string, e
 	return id, token, nil
 }
 
-// seed makes a room with walk-ins and appointments, four providers with a
-// week of 5-minute slots each, and patients each with an e-consult of 30
+// seed makes a room with walk-ins and appointments, eight providers with
+// 12 days of 5-minute slots each, and patients each with an e-consult of 30
 // messages.
 func (c *clinic) seed(ctx context.Context, patients int) (*seeded, error) {
 	s := &seeded{room: "load" + randHex(2)}
@@ -108,25 +108,32 @@ func (c *clinic) seed(ctx context.Context, patients int) (*seeded, error) {
 	}
 	day := time.Now().UTC().Add(48 * time.Hour).Truncate(24 * time.Hour)
 	s.dayStart = day.Unix()
-	for i := range 4 {
+	// Eight providers with 12 days of 5-minute slots each (about 27,000):
+	// enough for a booking run at every connection count.
+	var providers []string
+	for i := range 8 {
 		id, tok, err := c.sso(ctx, "400", fmt.Sprintf("prov%d-%s", i, s.room))
 		if err != nil {
 			return nil, err
 		}
+		providers = append(providers, id)
 		if _, err := c.call(ctx, "POST", "/api_v3/users/"+id+"/rooms", c.admin, url.Values{"code": {s.room}}); err != nil {
 			return nil, err
 		}
-		res, err := c.call(ctx, "POST", "/api_v3/slots", tok, url.Values{"room_code": {s.room}, "date_start": {day.Format(time.DateOnly)},
-			"date_end": {day.Add(5 * 24 * time.Hour).Format(time.DateOnly)}, "time_start": {"00:00"}, "time_end": {"23:55"}, "timezone": {"UTC"}, "duration": {"5"}})
-		if err != nil {
-			return nil, err
-		}
-		list, _ := res["data"].([]any)
-		for _, it := range list {
-			sl := it.(map[string]any)
-			st, _ := sl["start"].(float64)
-			en, _ := sl["end"].(float64)
-			s.slots = append(s.slots, [2]int64{int64(st), int64(en)})
+		for week := range 2 {
+			from := day.Add(time.Duration(week*6) * 24 * time.Hour)
+			res, err := c.call(ctx, "POST", "/api_v3/slots", tok, url.Values{"room_code": {s.room}, "date_start": {from.Format(time.DateOnly)},
+				"date_end": {from.Add(5 * 24 * time.Hour).Format(time.DateOnly)}, "time_start": {"00:00"}, "time_end": {"23:55"}, "timezone": {"UTC"}, "duration": {"5"}})
+			if err != nil {
+				return nil, err
+			}
+			list, _ := res["data"].([]any)
+			for _, it := range list {
+				sl := it.(map[string]any)
+				st, _ := sl["start"].(float64)
+				en, _ := sl["end"].(float64)
+				s.slots = append(s.slots, [2]int64{int64(st), int64(en)})
+			}
 		}
 	}
 	// Patients in parallel: seeding 64 threads of 30 messages one by one
@@ -158,6 +165,12 @@ func (c *clinic) seed(ctx context.Context, patients int) (*seeded, error) {
 				return
 			}
 			p.visit = data(res)["id"].(string)
+			// A provider takes the e-consult, so a message notifies one
+			// provider, as in a visit between a patient and their provider.
+			if _, err := c.call(ctx, "POST", "/api_v3/visits/accept", c.admin, url.Values{"id": {p.visit}, "provider_id": {providers[i%len(providers)]}}); err != nil {
+				errc <- err
+				return
+			}
 			for j := range 30 {
 				if _, err := c.call(ctx, "POST", "/api/visits/"+p.visit+"/messages", p.token, url.Values{"content": {fmt.Sprintf("Seed message %d.", j)}}); err != nil {
 					errc <- err

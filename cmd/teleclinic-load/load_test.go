@@ -25,9 +25,6 @@ func TestMain(m *testing.M) {
 // TestLoad_Smoke runs every scenario briefly against a freshly built server:
 // the tool works end to end. It asserts nothing about speed.
 func TestLoad_Smoke(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the server")
-	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "teleclinic")
 	build := exec.Command("go", "build", "-o", bin, "teleclinic/cmd/teleclinic")

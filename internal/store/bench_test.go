@@ -1,0 +1,90 @@
+package store
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+)
+
+func benchStore(b *testing.B) *Store {
+	b.Helper()
+	ctx := context.Background()
+	st, err := Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return st
+}
+
+const benchQuery = "SELECT id, code, name FROM accounts WHERE code = ?"
+
+// BenchmarkQuery_Prepared is a small read through the store's statement
+// cache; BenchmarkQuery_Unprepared the same read parsed every time, as
+// before the cache.
+func BenchmarkQuery_Prepared(b *testing.B) {
+	st := benchStore(b)
+	ctx := context.Background()
+	q := st.Read()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		var id int64
+		var code, name string
+		for pb.Next() {
+			if err := q.queryRow(ctx, benchQuery, []any{"none"}, &id, &code, &name); err != ErrNotFound {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkQuery_Unprepared(b *testing.B) {
+	st := benchStore(b)
+	ctx := context.Background()
+	q := &Q{db: st.r, d: st.d}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		var id int64
+		var code, name string
+		for pb.Next() {
+			if err := q.queryRow(ctx, benchQuery, []any{"none"}, &id, &code, &name); err != ErrNotFound {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestStmtCache_InTransaction: a statement first used inside a transaction
+// on SQLite's single writer runs unprepared instead of waiting for the
+// connection the transaction holds, and is prepared after it.
+func TestStmtCache_InTransaction(t *testing.T) {
+	ctx := context.Background()
+	st, err := Open(ctx, filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const query = "SELECT COUNT(*) FROM accounts WHERE id > ?"
+	for range 2 {
+		err := st.Tx(ctx, func(q *Q) error {
+			var n int
+			return q.queryRow(ctx, query, []any{0}, &n)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n int
+	if err := st.Write().queryRow(ctx, query, []any{0}, &n); err != nil {
+		t.Fatal(err)
+	}
+	if st.wc.lookup(query) == nil {
+		t.Fatal("the statement was not prepared after the transaction")
+	}
+}
