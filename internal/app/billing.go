@@ -129,39 +129,40 @@ type SourceInput struct {
 	ProviderID string
 }
 
-// sourceScope resolves a scope for the calling patient.
-func (a *App) sourceScope(ctx context.Context, p *clinic.Principal, in SourceInput) (store.SourceScope, error) {
+// sourceScope resolves a scope for the calling patient, with the clinic's
+// processor.
+func (a *App) sourceScope(ctx context.Context, p *clinic.Principal, in SourceInput) (store.SourceScope, payments.Processor, error) {
 	if p.User == nil {
-		return store.SourceScope{}, clinic.Errorf(clinic.EForbidden, "Payment sources belong to a user; use a user token.")
+		return store.SourceScope{}, nil, clinic.Errorf(clinic.EForbidden, "Payment sources belong to a user; use a user token.")
 	}
 	if strings.TrimSpace(in.RoomCode) == "" {
-		return store.SourceScope{}, clinic.Errorf(clinic.EInvalid, "room_code is required.")
+		return store.SourceScope{}, nil, clinic.Errorf(clinic.EInvalid, "room_code is required.")
 	}
 	r, err := a.roomByCode(ctx, p, in.RoomCode)
 	if err != nil {
-		return store.SourceScope{}, err
+		return store.SourceScope{}, nil, err
 	}
 	sc := store.SourceScope{AccountID: p.Account.ID, UserID: p.User.ID, RoomID: r.ID}
 	if in.ProviderID != "" && in.ProviderID != "0" {
 		prov, err := a.providerByRef(ctx, p, in.ProviderID)
 		if err != nil {
-			return store.SourceScope{}, err
+			return store.SourceScope{}, nil, err
 		}
 		sc.ProviderID = prov.ID
 	}
 	proc, err := a.processor(ctx, p.Account.ID)
 	if err != nil {
-		return store.SourceScope{}, err
+		return store.SourceScope{}, nil, err
 	}
 	sc.Processor = proc.Name()
-	return sc, nil
+	return sc, proc, nil
 }
 
 // Sources is GET /billing/sources: the caller's cards in a scope, the
 // default first. Cards saved with another processor than the clinic's
 // current one cannot be charged and are not listed.
 func (a *App) Sources(ctx context.Context, p *clinic.Principal, in SourceInput, typ string) ([]*store.PaymentSource, error) {
-	sc, err := a.sourceScope(ctx, p, in)
+	sc, _, err := a.sourceScope(ctx, p, in)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +180,7 @@ func (a *App) Sources(ctx context.Context, p *clinic.Principal, in SourceInput, 
 // token into a card saved on the patient's customer, and we keep its
 // reference. The scope's first card becomes its default.
 func (a *App) AddSource(ctx context.Context, p *clinic.Principal, in SourceInput, typ, token string) (*store.PaymentSource, error) {
-	sc, err := a.sourceScope(ctx, p, in)
+	sc, proc, err := a.sourceScope(ctx, p, in)
 	if err != nil {
 		return nil, err
 	}
@@ -191,10 +192,6 @@ func (a *App) AddSource(ctx context.Context, p *clinic.Principal, in SourceInput
 	case strings.TrimSpace(token) == "":
 		return nil, clinic.Errorf(clinic.EInvalid, "token is required: the card processor's token for the card.")
 	}
-	proc, err := a.processor(ctx, p.Account.ID)
-	if err != nil {
-		return nil, err
-	}
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), processorTimeout)
 	defer cancel()
 	customer, err := a.customer(pctx, p, proc)
@@ -204,7 +201,7 @@ func (a *App) AddSource(ctx context.Context, p *clinic.Principal, in SourceInput
 	card, err := proc.AttachCard(pctx, customer, strings.TrimSpace(token))
 	if err != nil {
 		err = processorErr(err, "save the card")
-		return nil, a.auditFail(ctx, p, "billing.source.add", "user", i64s(p.User.ID), err)
+		return nil, a.auditRecord(ctx, p, "billing.source.add", "user", i64s(p.User.ID), err)
 	}
 	now := a.unix()
 	src := &store.PaymentSource{UserID: p.User.ID, RoomID: sc.RoomID, ProviderID: sc.ProviderID, Processor: sc.Processor,
@@ -730,6 +727,7 @@ func (a *App) charge(ctx context.Context, p *clinic.Principal, inv *store.Invoic
 	}
 	out := *inv
 	out.Modified = a.unix()
+	outcome := outcomeOf(err) // ok, or the refusal (the only error that gets past the switch)
 	ce, declined := payments.AsCardError(err)
 	switch {
 	case err == nil:
@@ -753,7 +751,7 @@ func (a *App) charge(ctx context.Context, p *clinic.Principal, inv *store.Invoic
 				return err
 			}
 		}
-		return a.auditIn(ctx, q, p, "invoice.charge", "invoice", i64s(inv.ID), outcomeOf(errIf(declined)))
+		return a.auditIn(ctx, q, p, "invoice.charge", "invoice", i64s(inv.ID), outcome)
 	})
 	if err != nil {
 		return nil, storeErr("invoice", err, "")
@@ -762,13 +760,6 @@ func (a *App) charge(ctx context.Context, p *clinic.Principal, inv *store.Invoic
 		return nil, clinic.Errorf(clinic.EPayment, "%s Invoice %d failed (%s); nothing was charged.", ce.Message, inv.ID, ce.Code)
 	}
 	return &out, nil
-}
-
-func errIf(b bool) error {
-	if b {
-		return clinic.Errorf(clinic.EPayment, "declined")
-	}
-	return nil
 }
 
 func invoiceView(inv *store.Invoice, roomCode string) *InvoiceView {
@@ -906,12 +897,4 @@ func processorErr(err error, what string) error {
 		return clinic.Errorf(clinic.EPayment, "%s", ce.Message)
 	}
 	return clinic.Errorf(clinic.EUnavailable, "The card processor could not %s; try again later.", what)
-}
-
-// auditFail audits a refused change and returns its error.
-func (a *App) auditFail(ctx context.Context, p *clinic.Principal, action, objType, objID string, err error) error {
-	if aerr := a.audit(ctx, p, action, objType, objID, outcomeOf(err)); aerr != nil {
-		a.log.Error("audit", "action", action, "err", aerr)
-	}
-	return err
 }

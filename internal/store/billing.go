@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -83,11 +84,7 @@ type SourceScope struct {
 
 const sourceCols = "id, user_id, room_id, provider_id, processor, payment_method, brand, last4, exp_month, exp_year, is_default, created, modified"
 
-func scanSources(rows interface {
-	Next() bool
-	Scan(...any) error
-	Err() error
-}) ([]*PaymentSource, error) {
+func scanSources(rows *sql.Rows) ([]*PaymentSource, error) {
 	out := []*PaymentSource{}
 	for rows.Next() {
 		var s PaymentSource
@@ -293,11 +290,7 @@ type Invoice struct {
 const invoiceCols = `id, intake_id, member_id, visit_id, room_id, source_id, processor, consultation, currency, amount, discount, amount_due,
 	coupon_id, coupon_code, percent_off_bp, status, charge_ref, failure_code, failure_message, refunded, refund_ref, attempt_started, created, modified`
 
-func scanInvoices(rows interface {
-	Next() bool
-	Scan(...any) error
-	Err() error
-}) ([]*Invoice, error) {
+func scanInvoices(rows *sql.Rows) ([]*Invoice, error) {
 	out := []*Invoice{}
 	for rows.Next() {
 		var v Invoice
