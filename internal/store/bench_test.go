@@ -4,6 +4,7 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func benchStore(b *testing.B) *Store {
@@ -80,11 +81,22 @@ func TestStmtCache_InTransaction(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The statement is prepared in the background once the transaction
+	// has released the connection.
+	prepared := func() bool {
+		st.wc.mu.RLock()
+		defer st.wc.mu.RUnlock()
+		return st.wc.m[query] != nil
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !prepared() {
+		if time.Now().After(deadline) {
+			t.Fatal("the statement was not prepared after the transaction")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	var n int
 	if err := st.Write().queryRow(ctx, query, []any{0}, &n); err != nil {
 		t.Fatal(err)
-	}
-	if st.wc.lookup(query) == nil {
-		t.Fatal("the statement was not prepared after the transaction")
 	}
 }
