@@ -92,12 +92,14 @@ func (a *App) SetSSO(ctx context.Context, code string, on bool) error {
 	if err != nil {
 		return err
 	}
-	return storeErr("set sso", a.store.Tx(ctx, func(q *store.Q) error {
+	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if err := q.SetAccountSSO(ctx, acct.ID, on, a.unix()); err != nil {
 			return err
 		}
 		return a.auditIn(ctx, q, SystemPrincipal(acct), "account.sso", "account", code, outcomeOK)
-	}), "")
+	})
+	a.accounts.invalidate()
+	return storeErr("set sso", err, "")
 }
 
 // SetFeature switches an account feature on or off.
@@ -114,12 +116,14 @@ func (a *App) SetFeature(ctx context.Context, code, feature string, on bool) err
 		fs = append(fs, feature)
 	}
 	slices.Sort(fs)
-	return storeErr("set feature", a.store.Tx(ctx, func(q *store.Q) error {
+	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if err := q.SetAccountFeatures(ctx, acct.ID, fs, a.unix()); err != nil {
 			return err
 		}
 		return a.auditIn(ctx, q, SystemPrincipal(acct), "account.feature", "account", code, outcomeOK)
-	}), "")
+	})
+	a.accounts.invalidate()
+	return storeErr("set feature", err, "")
 }
 
 // Rotation targets.
@@ -162,6 +166,7 @@ func (a *App) Rotate(ctx context.Context, code, what string) (*AccountCredential
 		}
 		return a.auditIn(ctx, q, SystemPrincipal(acct), "account.rotate."+what, "account", code, outcomeOK)
 	})
+	a.accounts.invalidate()
 	if err != nil {
 		return nil, storeErr("rotate", err, "")
 	}
@@ -183,4 +188,40 @@ func (a *App) Account(ctx context.Context, p *clinic.Principal, code string) (*c
 		return nil, clinic.Errorf(clinic.ENotFound, "Account not found.")
 	}
 	return p.Account, nil
+}
+
+// accountKey names a cached account by its code or by its id.
+type accountKey struct {
+	code string
+	id   int64
+}
+
+// accountByCode and accountByID are the request path's account reads,
+// through the read cache. Each caller gets its own copy.
+func (a *App) accountByCode(ctx context.Context, code string) (*clinic.Account, error) {
+	return a.cachedAccount(accountKey{code: code}, func() (*clinic.Account, error) { return a.store.Read().AccountByCode(ctx, code) })
+}
+
+func (a *App) accountByID(ctx context.Context, id int64) (*clinic.Account, error) {
+	return a.cachedAccount(accountKey{id: id}, func() (*clinic.Account, error) { return a.store.Read().AccountByID(ctx, id) })
+}
+
+func (a *App) cachedAccount(k accountKey, read func() (*clinic.Account, error)) (*clinic.Account, error) {
+	now := a.now()
+	if acct, ok := a.accounts.get(k, now); ok {
+		return copyAccount(acct), nil
+	}
+	gen := a.accounts.generation()
+	acct, err := read()
+	if err != nil {
+		return nil, err
+	}
+	a.accounts.put(k, copyAccount(acct), gen, now)
+	return acct, nil
+}
+
+func copyAccount(acct *clinic.Account) *clinic.Account {
+	c := *acct
+	c.Features = slices.Clone(acct.Features)
+	return &c
 }

@@ -103,7 +103,7 @@ func (a *App) accountFromCode(ctx context.Context, code string) (*clinic.Account
 	if code == "" {
 		return nil, unauthenticated("Missing X-AccountCode.")
 	}
-	acct, err := a.store.Read().AccountByCode(ctx, code)
+	acct, err := a.accountByCode(ctx, code)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, unauthenticated("Unknown account code.")
 	}
@@ -131,7 +131,7 @@ func (a *App) authAPIKey(ctx context.Context, c Credentials, p *clinic.Principal
 	if !equalHash(secretHash, HashSecret(c.APISecret)) {
 		return nil, unauthenticated("Invalid API key or secret.")
 	}
-	acct, err := a.store.Read().AccountByID(ctx, id)
+	acct, err := a.accountByID(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}
@@ -147,7 +147,7 @@ func (a *App) userPrincipal(ctx context.Context, c Credentials, p *clinic.Princi
 	if err := a.checkAccess(t, u, now); err != nil {
 		return nil, err
 	}
-	acct, err := a.store.Read().AccountByID(ctx, t.AccountID)
+	acct, err := a.accountByID(ctx, t.AccountID)
 	if err != nil {
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}

@@ -57,12 +57,26 @@ func (a *App) ListRooms(ctx context.Context, p *clinic.Principal, in RoomQuery) 
 	if !in.DataTable {
 		start = (max(in.Page, 1) - 1) * in.Limit
 	}
-	rooms, filtered, total, err := a.store.Read().ListRooms(ctx, store.RoomFilter{AccountID: p.Account.ID, Search: strings.TrimSpace(in.Search),
-		SortCol: in.SortCol, Desc: in.Desc, Start: start, Limit: in.Limit})
+	f := store.RoomFilter{AccountID: p.Account.ID, Search: strings.TrimSpace(in.Search),
+		SortCol: in.SortCol, Desc: in.Desc, Start: start, Limit: in.Limit}
+	// Unfiltered pages are what clients poll; a search is not kept, so made-up
+	// terms cannot churn the cache.
+	now := a.now()
+	if f.Search == "" {
+		if page, ok := a.rooms.get(f, now); ok {
+			return page, nil
+		}
+	}
+	gen := a.rooms.generation()
+	rooms, filtered, total, err := a.store.Read().ListRooms(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("list rooms: %w", err)
 	}
-	return &RoomPage{Rooms: rooms, Filtered: filtered, Total: total}, nil
+	page := &RoomPage{Rooms: rooms, Filtered: filtered, Total: total}
+	if f.Search == "" {
+		a.rooms.put(f, page, gen, now)
+	}
+	return page, nil
 }
 
 func requireAdmin(p *clinic.Principal) error {
@@ -127,6 +141,7 @@ func (a *App) CreateRoom(ctx context.Context, p *clinic.Principal, in NewRoom) (
 		}
 		return a.auditIn(ctx, q, p, "room.create", "room", r.Code, outcomeOK)
 	})
+	a.rooms.invalidate()
 	if errors.Is(err, store.ErrConflict) {
 		return nil, clinic.Errorf(clinic.EInvalid, "In domain '%s' slug '%s' already exists.", r.Domain, r.Slug)
 	}
@@ -290,6 +305,7 @@ func (a *App) UpdateRoom(ctx context.Context, p *clinic.Principal, code string, 
 		}
 		return a.auditIn(ctx, q, p, "room.update", "room", r.Code, outcomeOK)
 	})
+	a.rooms.invalidate()
 	if err != nil {
 		return nil, storeErr("update room", err, "Room not found.")
 	}
@@ -431,7 +447,7 @@ func (a *App) DeleteRoom(ctx context.Context, p *clinic.Principal, code string) 
 	if err != nil {
 		return err
 	}
-	return storeErr("delete room", a.store.Tx(ctx, func(q *store.Q) error {
+	err = a.store.Tx(ctx, func(q *store.Q) error {
 		hist, err := q.RoomHasHistory(ctx, p.Account.ID, r.ID)
 		if err != nil {
 			return err
@@ -443,7 +459,9 @@ func (a *App) DeleteRoom(ctx context.Context, p *clinic.Principal, code string) 
 			return err
 		}
 		return a.auditIn(ctx, q, p, "room.delete", "room", code, outcomeOK)
-	}), "Room not found.")
+	})
+	a.rooms.invalidate()
+	return storeErr("delete room", err, "Room not found.")
 }
 
 // RoomProvider is a provider of a room with their photo link.
@@ -588,5 +606,7 @@ func (a *App) EnsureRoom(ctx context.Context, p *clinic.Principal, code, name st
 	now := a.unix()
 	r = &clinic.Room{AccountID: p.Account.ID, Code: code, Slug: code, Name: name, Domain: p.Account.Domain, Active: true,
 		Settings: DefaultRoomSettings(), Created: now, Modified: now}
-	return r, storeErr("create room", a.store.Write().CreateRoom(ctx, r), "")
+	err = a.store.Write().CreateRoom(ctx, r)
+	a.rooms.invalidate()
+	return r, storeErr("create room", err, "")
 }

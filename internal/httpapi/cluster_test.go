@@ -1,7 +1,9 @@
 package httpapi_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"teleclinic/internal/testenv"
 )
@@ -64,6 +66,49 @@ func TestCluster_ThreeServers(t *testing.T) {
 		res := first.Do(testenv.Req{Path: "/api_v3/users", Header: adminHeaders(c), Query: q("full_name", "Once Only")})
 		if res.Body["total_count"].(float64) != 1 {
 			t.Fatalf("%s", res.Raw)
+		}
+	})
+	t.Run("room lists and clinic settings changed on one server show on the others within the read cache TTL", func(t *testing.T) {
+		count := func(e *testenv.Env) float64 {
+			t.Helper()
+			res := e.Do(testenv.Req{Path: "/api_v3/rooms.json", Header: acctHeaders(c)})
+			if res.Status != 200 {
+				t.Fatalf("%d %s", res.Status, res.Raw)
+			}
+			return res.Body["total_count"].(float64)
+		}
+		before := count(servers[1])
+		mustRoom(t, servers[0], c, map[string]any{"domain": "alpha.clinic.test", "name": "Cached Room"})
+		if got := count(servers[0]); got != before+1 {
+			t.Fatalf("the writing server lists %v rooms, want %v at once", got, before+1)
+		}
+		// The other server keeps its page until the TTL passes: the clock is
+		// frozen, so this is exactly the bound the design notes promise.
+		if got := count(servers[1]); got != before {
+			t.Fatalf("server 1 lists %v rooms before the TTL, want its cached %v", got, before)
+		}
+		first.Clock.Advance(time.Second)
+		if got := count(servers[1]); got != before+1 {
+			t.Fatalf("server 1 lists %v rooms after the TTL, want %v", got, before+1)
+		}
+
+		// SSO switched off through one process is refused by the others
+		// after the TTL.
+		if res := servers[2].Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
+			Multipart: map[string]string{"first_name": "Sso", "last_name": "On", "type": "200", "code": "cache-sso"}}); res.Status != 200 {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+		if err := first.App.SetSSO(context.Background(), c.Code, false); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = first.App.SetSSO(context.Background(), c.Code, true) })
+		first.Clock.Advance(time.Second)
+		for i, e := range servers {
+			res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
+				Multipart: map[string]string{"first_name": "Sso", "last_name": "On", "type": "200", "code": "cache-sso"}})
+			if res.Status == 200 {
+				t.Fatalf("server %d still signs in with SSO switched off", i)
+			}
 		}
 	})
 }
