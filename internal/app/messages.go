@@ -111,20 +111,13 @@ func (a *App) ListMessages(ctx context.Context, p *clinic.Principal, visitID str
 		_ = a.audit(ctx, p, "visit.messages.read", "visit", visitID, outcomeOf(err))
 		return nil, 0, err
 	}
-	// The count is read before the page: a message committed in between
-	// shows in the page but not the count, so the reader's next skip (the
-	// count it holds) never passes over a message.
-	total, err := a.store.Read().MessageCount(ctx, p.Account.ID, v.ID)
+	rows, total, err := a.store.Read().ListMessages(ctx, p.Account.ID, v.ID, desc, skip, limit)
 	if err != nil {
 		return nil, 0, fmt.Errorf("messages: %w", err)
 	}
-	rows, err := a.store.Read().ListMessages(ctx, p.Account.ID, v.ID, desc, skip, limit)
-	if err != nil {
-		return nil, 0, fmt.Errorf("messages: %w", err)
-	}
-	out, err := a.messagesOut(ctx, p, rows)
-	if err != nil {
-		return nil, 0, err
+	out := make([]*Message, 0, len(rows))
+	for _, m := range rows {
+		out = append(out, toMessage(m, m.AuthorName))
 	}
 	if err := a.audit(ctx, p, "visit.messages.read", "visit", i64s(v.ID), outcomeOK); err != nil {
 		return nil, 0, err
@@ -154,29 +147,9 @@ func messageOrder(sort, order string) (desc bool, err error) {
 }
 
 // messagesOut names each message's author, reading each author once.
-func (a *App) messagesOut(ctx context.Context, p *clinic.Principal, rows []*store.Message) ([]*Message, error) {
-	authors := map[int64]*clinic.User{}
-	out := make([]*Message, 0, len(rows))
-	for _, m := range rows {
-		u, ok := authors[m.AuthorID]
-		if !ok {
-			var err error
-			if u, err = a.store.Read().UserByID(ctx, p.Account.ID, m.AuthorID); err != nil && !errors.Is(err, store.ErrNotFound) {
-				return nil, fmt.Errorf("messages: author: %w", err)
-			}
-			authors[m.AuthorID] = u
-		}
-		out = append(out, toMessage(m, u))
-	}
-	return out, nil
-}
-
-func toMessage(m *store.Message, author *clinic.User) *Message {
+func toMessage(m *store.Message, authorName string) *Message {
 	out := &Message{ID: m.ID, VisitID: m.VisitID, Type: m.Type, Content: m.Content, Attachments: m.Attachments, CreatedUS: m.CreatedUS,
-		Actor: MessageActor{ID: m.AuthorID, Type: m.ActorType}}
-	if author != nil {
-		out.Actor.DisplayName = author.FullName()
-	}
+		Actor: MessageActor{ID: m.AuthorID, Type: m.ActorType, DisplayName: authorName}}
 	if out.Attachments == nil {
 		out.Attachments = []int64{}
 	}
@@ -272,7 +245,7 @@ func (a *App) PostMessage(ctx context.Context, p *clinic.Principal, visitID stri
 	if notified {
 		a.kickPush()
 	}
-	return toMessage(m, u), nil
+	return toMessage(m, u.FullName()), nil
 }
 
 func errClosedThread(id int64, status int) error {

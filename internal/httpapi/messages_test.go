@@ -148,6 +148,12 @@ func TestMessages(t *testing.T) {
 		if res.Status != 201 || fmt.Sprint(res.Data()["attachment_ids"]) != fmt.Sprintf("[%d]", mine) {
 			t.Fatalf("%d %s", res.Status, res.Raw)
 		}
+		// Read back, each message carries its attachments and its author's name.
+		ms, _ := readMsgs(t, e, s.pat.Token, visit, "sort", "created:desc", "limit", "2")
+		if fmt.Sprint(ms[0]["attachment_ids"]) != fmt.Sprintf("[%d]", mine) || ms[0]["actor"].(map[string]any)["display_name"] != "Pat One" ||
+			fmt.Sprint(ms[1]["attachment_ids"]) != "[]" {
+			t.Fatalf("%v", ms)
+		}
 		for _, bad := range []any{[]any{fmt.Sprint(theirs)}, []any{"nope"}, []any{"987654"}} {
 			wantErr(t, e.Do(testenv.Req{Method: "POST", Path: msgPath(visit), Header: map[string]string{"X-ApiToken": s.pat.Token},
 				JSON: map[string]any{"content": "x", "attachment_ids": bad}}), 400, 400)

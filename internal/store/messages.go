@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"encoding/json"
+
+	"teleclinic/internal/clinic"
 )
 
 // Message is one entry of a visit's thread.
@@ -16,7 +18,8 @@ type Message struct {
 	Type        string
 	Content     string
 	Attachments []int64
-	CreatedUS   int64 // microseconds since the epoch
+	CreatedUS   int64  // microseconds since the epoch
+	AuthorName  string // the author's full name as the thread shows it; empty if the author is gone
 }
 
 // NextMessageSeq takes the next place in an open visit's thread: it
@@ -49,27 +52,45 @@ func (q *Q) MessageCount(ctx context.Context, accountID, visitID int64) (int, er
 }
 
 // ListMessages returns a page of a visit's thread in seq order (newest first
-// when desc).
-func (q *Q) ListMessages(ctx context.Context, accountID, visitID int64, desc bool, skip, limit int) ([]*Message, error) {
+// when desc), each with its author's name, and the thread's length. The page
+// and the length come from one statement, so they agree: a reader that
+// skips as many messages as the length says never passes over one.
+func (q *Q) ListMessages(ctx context.Context, accountID, visitID int64, desc bool, skip, limit int) ([]*Message, int, error) {
 	order := "ASC"
 	if desc {
 		order = "DESC"
 	}
-	rows, err := q.query(ctx, "SELECT id, seq, author_id, actor_type, type, content, attachments, created_us FROM visit_messages WHERE account_id = ? AND visit_id = ? ORDER BY seq "+order+" LIMIT ? OFFSET ?",
+	rows, err := q.query(ctx, "SELECT m.id, m.seq, m.author_id, m.actor_type, m.type, m.content, m.attachments, m.created_us, "+
+		"COALESCE(u.first_name, ''), COALESCE(u.last_name, ''), v.message_count "+
+		"FROM visit_messages m JOIN visits v ON v.account_id = m.account_id AND v.id = m.visit_id "+
+		"LEFT JOIN users u ON u.account_id = m.account_id AND u.id = m.author_id "+
+		"WHERE m.account_id = ? AND m.visit_id = ? ORDER BY m.seq "+order+" LIMIT ? OFFSET ?",
 		accountID, visitID, limit, skip)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer rows.Close()
-	out := []*Message{}
+	out, total := []*Message{}, 0
 	for rows.Next() {
 		m := &Message{AccountID: accountID, VisitID: visitID}
 		var att string
-		if err := rows.Scan(&m.ID, &m.Seq, &m.AuthorID, &m.ActorType, &m.Type, &m.Content, &att, &m.CreatedUS); err != nil {
-			return nil, q.d.translate(err)
+		var author clinic.User
+		if err := rows.Scan(&m.ID, &m.Seq, &m.AuthorID, &m.ActorType, &m.Type, &m.Content, &att, &m.CreatedUS,
+			&author.FirstName, &author.LastName, &total); err != nil {
+			return nil, 0, q.d.translate(err)
 		}
-		_ = json.Unmarshal([]byte(att), &m.Attachments)
+		m.AuthorName = author.FullName()
+		if att != "[]" && att != "" {
+			_ = json.Unmarshal([]byte(att), &m.Attachments)
+		}
 		out = append(out, m)
 	}
-	return out, q.d.translate(rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, 0, q.d.translate(err)
+	}
+	if len(out) == 0 {
+		// A page past the end has no row to carry the length.
+		total, err = q.MessageCount(ctx, accountID, visitID)
+	}
+	return out, total, err
 }
