@@ -198,16 +198,21 @@ func (a *App) PostMessage(ctx context.Context, p *clinic.Principal, visitID stri
 	}
 	now := a.now()
 	m.CreatedUS = now.UnixMicro()
-	// Who is told is read before the transaction, from the reader pool: the
-	// transaction holds SQLite's only writer, and every read in it makes
-	// every other post wait.
+	// Who is told, and their devices, are read before the transaction, from
+	// the reader pool: the transaction holds SQLite's only writer, and every
+	// statement in it makes every other post wait (on PostgreSQL, every
+	// statement is a round trip).
 	uids, err := participants(ctx, a.store.Read(), v)
 	if err != nil {
 		return nil, fmt.Errorf("post message: %w", err)
 	}
-	var notified bool
+	uids = slices.DeleteFunc(uids, func(uid int64) bool { return uid == u.ID })
+	eps, err := a.store.Read().UsersEndpoints(ctx, p.Account.ID, uids)
+	if err != nil {
+		return nil, fmt.Errorf("post message: %w", err)
+	}
+	var announced, pushed bool
 	err = a.store.Tx(ctx, func(q *store.Q) error {
-		notified = false
 		seq, err := q.NextMessageSeq(ctx, p.Account.ID, v.ID, closedForMessages)
 		if errors.Is(err, store.ErrNotFound) { // closed (or deleted) since it was read
 			cur, err := q.VisitByID(ctx, p.Account.ID, v.ID)
@@ -223,26 +228,21 @@ func (a *App) PostMessage(ctx context.Context, p *clinic.Principal, visitID stri
 		if err := q.AddMessage(ctx, m); err != nil {
 			return err
 		}
-		if err := a.enqueueMessageEvent(ctx, q, p.Account.ID, v.ID, m.ID, actor, now.Unix()); err != nil {
+		if announced, err = a.enqueueMessageEvent(ctx, q, p.Account.ID, v.ID, m.ID, actor, now.Unix()); err != nil {
 			return err
 		}
-		title := "New message from " + u.FullName()
-		for _, uid := range uids {
-			if uid == u.ID {
-				continue
-			}
-			if err := a.notify(ctx, q, p.Account.ID, uid, NotifyMessage, title, v.ID); err != nil {
-				return err
-			}
-			notified = true
+		if pushed, err = a.notify(ctx, q, p.Account.ID, uids, NotifyMessage, "New message from "+u.FullName(), v.ID, eps); err != nil {
+			return err
 		}
 		return a.auditIn(ctx, q, p, "visit.message.create", "visit_message", i64s(m.ID), outcomeOK)
 	})
 	if err != nil {
 		return nil, storeErr("post message", err, "")
 	}
-	a.kickWebhooks()
-	if notified {
+	if announced {
+		a.kickWebhooks()
+	}
+	if pushed {
 		a.kickPush()
 	}
 	return toMessage(m, u.FullName()), nil
@@ -312,13 +312,9 @@ type messageEvent struct {
 	TS        int64  `json:"ts"`
 }
 
-// enqueueMessageEvent writes the webhook delivery of a new message, if the
-// clinic has a webhook URL.
-func (a *App) enqueueMessageEvent(ctx context.Context, q *store.Q, accountID, visitID, messageID int64, actor string, ts int64) error {
-	wh, err := q.AccountWebhookByID(ctx, accountID)
-	if err != nil || wh.URL == "" {
-		return err
-	}
+// enqueueMessageEvent writes the webhook delivery of a new message if the
+// clinic has a webhook URL, and reports whether it did.
+func (a *App) enqueueMessageEvent(ctx context.Context, q *store.Q, accountID, visitID, messageID int64, actor string, ts int64) (bool, error) {
 	b, _ := json.Marshal(messageEvent{VisitID: i64s(visitID), MessageID: i64s(messageID), ActorType: actor, TS: ts})
-	return q.Enqueue(ctx, &store.OutboxItem{AccountID: accountID, Topic: TopicWebhook, Payload: string(b), Created: ts, Due: ts})
+	return q.EnqueueWebhook(ctx, &store.OutboxItem{AccountID: accountID, Topic: TopicWebhook, Payload: string(b), Created: ts, Due: ts})
 }

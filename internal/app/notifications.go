@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -152,28 +153,39 @@ func (a *App) DeleteEndpoint(ctx context.Context, p *clinic.Principal, id string
 	return n, storeErr("delete endpoint", err, "")
 }
 
-// notify records a notification for a user and queues it for each of the
-// user's endpoints whose channel is configured, in the caller's transaction.
-func (a *App) notify(ctx context.Context, q *store.Q, accountID, userID int64, typ, title string, visitID int64) error {
+// notify tells users of a clinic about something: one notification each,
+// and a push queued for each of their endpoints of a channel that is on.
+// eps are the users' endpoints, read by the caller (before the transaction
+// when it can: a push queued for an endpoint removed since is skipped at
+// delivery). It reports whether it queued a push.
+func (a *App) notify(ctx context.Context, q *store.Q, accountID int64, userIDs []int64, typ, title string, visitID int64, eps []*store.Endpoint) (bool, error) {
 	now := a.now()
-	n := &store.Notification{AccountID: accountID, UserID: userID, Type: typ, Title: title, VisitID: visitID, Created: now.Unix(), MtimeMS: now.UnixMilli()}
-	if err := q.CreateNotification(ctx, n); err != nil {
-		return err
+	ns := make([]*store.Notification, 0, len(userIDs))
+	byUser := make(map[int64]*store.Notification, len(userIDs))
+	for _, uid := range userIDs {
+		if byUser[uid] != nil {
+			continue
+		}
+		n := &store.Notification{AccountID: accountID, UserID: uid, Type: typ, Title: title, VisitID: visitID, Created: now.Unix(), MtimeMS: now.UnixMilli()}
+		ns = append(ns, n)
+		byUser[uid] = n
 	}
-	eps, err := q.UserEndpoints(ctx, accountID, userID, 0)
-	if err != nil {
-		return err
+	if err := q.CreateNotifications(ctx, ns); err != nil {
+		return false, err
 	}
+	queued := false
 	for _, e := range eps {
-		if !a.channelOn(e.Type) {
+		n := byUser[e.UserID]
+		if n == nil || !a.channelOn(e.Type) {
 			continue
 		}
 		b, _ := json.Marshal(pushItem{EndpointID: e.ID, NotificationID: n.ID})
 		if err := q.Enqueue(ctx, &store.OutboxItem{AccountID: accountID, Topic: TopicPush, Payload: string(b), Created: n.Created, Due: n.Created}); err != nil {
-			return err
+			return false, err
 		}
+		queued = true
 	}
-	return nil
+	return queued, nil
 }
 
 // channelOn reports whether notifications of an endpoint type are sent:
@@ -218,15 +230,13 @@ func (a *App) notifyVisitMove(ctx context.Context, q *store.Q, p *clinic.Princip
 	if err != nil {
 		return err
 	}
-	for _, uid := range uids {
-		if uid == p.UserID() {
-			continue
-		}
-		if err := a.notify(ctx, q, p.Account.ID, uid, typ, title, v.ID); err != nil {
-			return err
-		}
+	uids = slices.DeleteFunc(uids, func(uid int64) bool { return uid == p.UserID() })
+	eps, err := q.UsersEndpoints(ctx, p.Account.ID, uids)
+	if err != nil {
+		return err
 	}
-	return nil
+	_, err = a.notify(ctx, q, p.Account.ID, uids, typ, title, v.ID, eps)
+	return err
 }
 
 // Notifications is GET /notifications: newest first, size at a time, those

@@ -1,6 +1,10 @@
 package store
 
-import "context"
+import (
+	"context"
+	"errors"
+	"strings"
+)
 
 // Endpoint is where a user's notifications are sent: a device's push token
 // or an email address.
@@ -66,6 +70,15 @@ func (q *Q) UserEndpoints(ctx context.Context, accountID, userID int64, typ int)
 	return q.endpoints(ctx, "SELECT "+endpointCols+" FROM endpoints WHERE account_id = ? AND user_id = ? ORDER BY id", accountID, userID)
 }
 
+// UsersEndpoints lists the endpoints of several users of a clinic, of every type.
+func (q *Q) UsersEndpoints(ctx context.Context, accountID int64, userIDs []int64) ([]*Endpoint, error) {
+	if len(userIDs) == 0 {
+		return []*Endpoint{}, nil
+	}
+	return q.endpoints(ctx, "SELECT "+endpointCols+" FROM endpoints WHERE account_id = ? AND user_id IN ("+placeholders(len(userIDs))+") ORDER BY id",
+		append([]any{accountID}, anys(userIDs)...)...)
+}
+
 // UserEndpoint finds one of a user's endpoints.
 func (q *Q) UserEndpoint(ctx context.Context, accountID, userID, id int64) (*Endpoint, error) {
 	es, err := q.endpoints(ctx, "SELECT "+endpointCols+" FROM endpoints WHERE account_id = ? AND user_id = ? AND id = ?", accountID, userID, id)
@@ -119,12 +132,42 @@ func (q *Q) notifications(ctx context.Context, query string, args ...any) ([]*No
 	return out, q.d.translate(rows.Err())
 }
 
-// CreateNotification inserts n.
-func (q *Q) CreateNotification(ctx context.Context, n *Notification) error {
-	id, err := q.insert(ctx, "INSERT INTO notifications (account_id, user_id, type, title, image, visit_id, is_new, is_read, created, mtime_ms) VALUES (?, ?, ?, ?, ?, ?, 1, 0, ?, ?)",
-		n.AccountID, n.UserID, n.Type, n.Title, n.Image, n.VisitID, n.Created, n.MtimeMS)
-	n.ID, n.IsNew = id, true
-	return err
+// CreateNotifications inserts notifications for distinct users in one
+// statement and sets their ids: one round trip however many are told.
+func (q *Q) CreateNotifications(ctx context.Context, ns []*Notification) error {
+	if len(ns) == 0 {
+		return nil
+	}
+	var sb strings.Builder
+	sb.WriteString("INSERT INTO notifications (account_id, user_id, type, title, image, visit_id, is_new, is_read, created, mtime_ms) VALUES ")
+	args := make([]any, 0, 8*len(ns))
+	byUser := make(map[int64]*Notification, len(ns))
+	for i, n := range ns {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		sb.WriteString("(?, ?, ?, ?, ?, ?, 1, 0, ?, ?)")
+		args = append(args, n.AccountID, n.UserID, n.Type, n.Title, n.Image, n.VisitID, n.Created, n.MtimeMS)
+		byUser[n.UserID] = n
+	}
+	if len(byUser) != len(ns) {
+		return errors.New("store: create notifications: one per user")
+	}
+	// RETURNING promises no order, so ids are matched by user.
+	sb.WriteString(" RETURNING id, user_id")
+	rows, err := q.query(ctx, sb.String(), args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, uid int64
+		if err := rows.Scan(&id, &uid); err != nil {
+			return q.d.translate(err)
+		}
+		byUser[uid].ID, byUser[uid].IsNew = id, true
+	}
+	return q.d.translate(rows.Err())
 }
 
 // UserNotifications lists a user's notifications newest first, those with

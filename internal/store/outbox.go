@@ -22,6 +22,15 @@ func (q *Q) Enqueue(ctx context.Context, it *OutboxItem) error {
 	return err
 }
 
+// EnqueueWebhook writes a webhook delivery if the clinic has a webhook URL
+// when the transaction commits, and reports whether it did: the check and
+// the insert are one statement.
+func (q *Q) EnqueueWebhook(ctx context.Context, it *OutboxItem) (bool, error) {
+	n, err := q.affected(ctx, "INSERT INTO outbox (account_id, topic, payload, created, due) SELECT id, ?, ?, ?, ? FROM accounts WHERE id = ? AND webhook_url <> ''",
+		it.Topic, it.Payload, it.Created, it.Due, it.AccountID)
+	return n == 1, err
+}
+
 // ClaimOutbox claims up to limit due items of the given topics for lease
 // seconds. A claim is a conditional UPDATE per item, so of several workers (in
 // one process or several) exactly one gets each item; an item whose worker
