@@ -59,14 +59,11 @@ func (w *auditWriter) loop() {
 				break fill
 			}
 		}
-		err := w.st.Tx(context.Background(), func(q *store.Q) error {
-			for _, r := range group {
-				if err := q.AppendAudit(context.Background(), r.e); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		es := make([]*store.AuditEntry, len(group))
+		for i, r := range group {
+			es[i] = r.e
+		}
+		err := w.st.Tx(context.Background(), func(q *store.Q) error { return q.AppendAudits(context.Background(), es) })
 		for _, r := range group {
 			r.done <- err
 		}

@@ -22,14 +22,38 @@ type AuditEntry struct {
 
 // AppendAudit appends an entry. There is no update or delete.
 func (q *Q) AppendAudit(ctx context.Context, e *AuditEntry) error {
-	var actor any
-	if e.ActorUserID != 0 {
-		actor = e.ActorUserID
+	return q.AppendAudits(ctx, []*AuditEntry{e})
+}
+
+// AppendAudits writes entries with multi-row inserts. Chunks are powers of
+// two in size, so a few statement texts serve every group size and stay
+// prepared.
+func (q *Q) AppendAudits(ctx context.Context, es []*AuditEntry) error {
+	for len(es) > 0 {
+		n := 1
+		for n*2 <= len(es) && n < 256 {
+			n *= 2
+		}
+		var sb strings.Builder
+		sb.WriteString("INSERT INTO audit (account_id, actor_kind, actor_user_id, action, object_type, object_id, outcome, request_id, created) VALUES ")
+		args := make([]any, 0, 9*n)
+		for i, e := range es[:n] {
+			if i > 0 {
+				sb.WriteString(", ")
+			}
+			sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			var actor any
+			if e.ActorUserID != 0 {
+				actor = e.ActorUserID
+			}
+			args = append(args, e.AccountID, e.ActorKind, actor, e.Action, e.ObjectType, e.ObjectID, e.Outcome, e.RequestID, e.Created)
+		}
+		if _, err := q.exec(ctx, sb.String(), args...); err != nil {
+			return err
+		}
+		es = es[n:]
 	}
-	_, err := q.exec(ctx, `INSERT INTO audit (account_id, actor_kind, actor_user_id, action, object_type, object_id, outcome, request_id, created)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		e.AccountID, e.ActorKind, actor, e.Action, e.ObjectType, e.ObjectID, e.Outcome, e.RequestID, e.Created)
-	return err
+	return nil
 }
 
 // AuditFilter selects audit entries of one clinic. Zero values do not filter.

@@ -61,11 +61,10 @@ func (q *Q) ListMessages(ctx context.Context, accountID, visitID int64, desc boo
 		order = "DESC"
 	}
 	rows, err := q.query(ctx, "SELECT m.id, m.seq, m.author_id, m.actor_type, m.type, m.content, m.attachments, m.created_us, "+
-		"COALESCE(u.first_name, ''), COALESCE(u.last_name, ''), v.message_count "+
-		"FROM visit_messages m JOIN visits v ON v.account_id = m.account_id AND v.id = m.visit_id "+
-		"LEFT JOIN users u ON u.account_id = m.account_id AND u.id = m.author_id "+
+		"COALESCE(u.first_name, ''), COALESCE(u.last_name, ''), (SELECT message_count FROM visits WHERE account_id = ? AND id = ?) "+
+		"FROM visit_messages m LEFT JOIN users u ON u.account_id = m.account_id AND u.id = m.author_id "+
 		"WHERE m.account_id = ? AND m.visit_id = ? ORDER BY m.seq "+order+" LIMIT ? OFFSET ?",
-		accountID, visitID, limit, skip)
+		accountID, visitID, accountID, visitID, limit, skip)
 	if err != nil {
 		return nil, 0, err
 	}
