@@ -172,7 +172,17 @@ func TestSlots_AvailabilityAndBooking(t *testing.T) {
 		if flags(d, "slot_available") != "111111" || flags(d, "slot_booked") != "000000" {
 			t.Fatalf("%v", d)
 		}
-		sd := d["slot_data"].(map[string]any)[slots[0]["id"].(string)].(map[string]any)
+		byID := d["slot_data"].(map[string]any)
+		if len(byID) != len(d["slots"].([]any)) {
+			t.Fatalf("%d slot_data entries for %d slots", len(byID), len(d["slots"].([]any)))
+		}
+		for _, x := range d["slots"].([]any) {
+			sl := x.(map[string]any)
+			if e, ok := byID[sl["slot_id"].(string)].(map[string]any); !ok || e["id"] != sl["slot_id"] || e["start"] != sl["slot_start"] {
+				t.Fatalf("slot %v: slot_data %v", sl, e)
+			}
+		}
+		sd := byID[slots[0]["id"].(string)].(map[string]any)
 		if sd["provider_id"] != s.doc.UserID || sd["consultation"].(map[string]any)["duration"].(float64) != 15 {
 			t.Fatalf("%v", sd)
 		}
