@@ -9,8 +9,9 @@ import (
 // rarely: the clinic an account code or token names, and a clinic's public
 // room list. Under load each of those reads was a SQLite query whose cost is
 // dominated by re-validating the connection's page cache after the last
-// commit, so skipping them is most of what GET /rooms costs (DESIGN.md,
-// Performance).
+// commit, so skipping them is most of what GET /rooms costs
+// (docs/design-notes.md, Performance). Cached values are shared: callers
+// copy what they would change.
 //
 // Correctness within a process comes from invalidate, which every write of
 // the cached rows calls after its commit, and from the generation: a reader

@@ -146,7 +146,7 @@ func messageOrder(sort, order string) (desc bool, err error) {
 	return false, clinic.Errorf(clinic.EInvalid, "order must be asc or desc.")
 }
 
-// messagesOut names each message's author, reading each author once.
+// toMessage is a stored message as the API shows it.
 func toMessage(m *store.Message, authorName string) *Message {
 	out := &Message{ID: m.ID, VisitID: m.VisitID, Type: m.Type, Content: m.Content, Attachments: m.Attachments, CreatedUS: m.CreatedUS,
 		Actor: MessageActor{ID: m.AuthorID, Type: m.ActorType, DisplayName: authorName}}
