@@ -34,21 +34,16 @@ func (q *Q) AppendAudits(ctx context.Context, es []*AuditEntry) error {
 		for n*2 <= len(es) && n < 256 {
 			n *= 2
 		}
-		var sb strings.Builder
-		sb.WriteString("INSERT INTO audit (account_id, actor_kind, actor_user_id, action, object_type, object_id, outcome, request_id, created) VALUES ")
 		args := make([]any, 0, 9*n)
-		for i, e := range es[:n] {
-			if i > 0 {
-				sb.WriteString(", ")
-			}
-			sb.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		for _, e := range es[:n] {
 			var actor any
 			if e.ActorUserID != 0 {
 				actor = e.ActorUserID
 			}
 			args = append(args, e.AccountID, e.ActorKind, actor, e.Action, e.ObjectType, e.ObjectID, e.Outcome, e.RequestID, e.Created)
 		}
-		if _, err := q.exec(ctx, sb.String(), args...); err != nil {
+		if _, err := q.exec(ctx, "INSERT INTO audit (account_id, actor_kind, actor_user_id, action, object_type, object_id, outcome, request_id, created) VALUES "+
+			valueRows("(?, ?, ?, ?, ?, ?, ?, ?, ?)", n), args...); err != nil {
 			return err
 		}
 		es = es[n:]

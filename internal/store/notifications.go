@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"strings"
 )
 
 // Endpoint is where a user's notifications are sent: a device's push token
@@ -138,15 +137,9 @@ func (q *Q) CreateNotifications(ctx context.Context, ns []*Notification) error {
 	if len(ns) == 0 {
 		return nil
 	}
-	var sb strings.Builder
-	sb.WriteString("INSERT INTO notifications (account_id, user_id, type, title, image, visit_id, is_new, is_read, created, mtime_ms) VALUES ")
 	args := make([]any, 0, 8*len(ns))
 	byUser := make(map[int64]*Notification, len(ns))
-	for i, n := range ns {
-		if i > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteString("(?, ?, ?, ?, ?, ?, 1, 0, ?, ?)")
+	for _, n := range ns {
 		args = append(args, n.AccountID, n.UserID, n.Type, n.Title, n.Image, n.VisitID, n.Created, n.MtimeMS)
 		byUser[n.UserID] = n
 	}
@@ -154,20 +147,20 @@ func (q *Q) CreateNotifications(ctx context.Context, ns []*Notification) error {
 		return errors.New("store: create notifications: one per user")
 	}
 	// RETURNING promises no order, so ids are matched by user.
-	sb.WriteString(" RETURNING id, user_id")
-	rows, err := q.query(ctx, sb.String(), args...)
+	rs, err := q.query(ctx, "INSERT INTO notifications (account_id, user_id, type, title, image, visit_id, is_new, is_read, created, mtime_ms) VALUES "+
+		valueRows("(?, ?, ?, ?, ?, ?, 1, 0, ?, ?)", len(ns))+" RETURNING id, user_id", args...)
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
+	defer rs.Close()
+	for rs.Next() {
 		var id, uid int64
-		if err := rows.Scan(&id, &uid); err != nil {
+		if err := rs.Scan(&id, &uid); err != nil {
 			return q.d.translate(err)
 		}
 		byUser[uid].ID, byUser[uid].IsNew = id, true
 	}
-	return q.d.translate(rows.Err())
+	return q.d.translate(rs.Err())
 }
 
 // UserNotifications lists a user's notifications newest first, those with

@@ -222,6 +222,11 @@ func placeholders(n int) string {
 	return strings.Repeat("?, ", n-1) + "?"
 }
 
+// valueRows repeats one VALUES row n times, for a multi-row insert.
+func valueRows(row string, n int) string {
+	return strings.Repeat(row+", ", n-1) + row
+}
+
 // b2i stores a boolean as the 0/1 integer both engines keep.
 func b2i(b bool) int {
 	if b {
