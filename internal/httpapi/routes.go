@@ -53,7 +53,7 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/api_v3/visits", app.NeedUser, famObject, s.listVisits)
 	s.handle("GET", "/api_v3/visits/{id}", app.NeedUser, famObject, s.getVisit)
 	s.handle("POST", "/api_v3/visits", app.NeedUser, famObject, s.book)
-	s.handle("GET", "/api_v3/availability", app.NeedUser, famObject, s.availability)
+	s.handleSlotList("GET", "/api_v3/availability", app.NeedUser, famObject, s.availability)
 	// The lifecycle (spec: transitions not shown; COMPAT.md: the forms clients post).
 	s.handle("POST", "/api_v3/visits/accept", app.NeedUser, famObject, s.moveVisit(app.ActAccept))
 	s.handle("POST", "/api_v3/visits/confirm", app.NeedUser, famObject, s.moveVisit(app.ActConfirm))
@@ -127,9 +127,9 @@ func (s *Server) registerRoutes() {
 	s.handle("DELETE", "/api_v3/billing/coupons/{code}", app.NeedAdmin, famCode, s.deactivateCoupon)
 
 	// Slots (spec: Slots; publishing them is an extension).
-	s.handle("POST", "/api_v3/slots", app.NeedUser, famCode, s.createSlots)
-	s.handle("GET", "/api_v3/slots", app.NeedUser, famCode, s.listSlots)
-	s.handle("GET", "/api_v3/slots/available", app.NeedUser, famCode, s.availableSlots)
+	s.handleSlotList("POST", "/api_v3/slots", app.NeedUser, famCode, s.createSlots)
+	s.handleSlotList("GET", "/api_v3/slots", app.NeedUser, famCode, s.listSlots)
+	s.handleSlotList("GET", "/api_v3/slots/available", app.NeedUser, famCode, s.availableSlots)
 	s.handle("DELETE", "/api_v3/slots/{id}", app.NeedUser, famCode, s.deleteSlot)
 	s.handle("DELETE", "/api_v3/slots/groups/{groupId}", app.NeedUser, famCode, s.deleteSlotGroup)
 

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -29,6 +30,12 @@ type Config struct {
 	// Metrics counts requests by route and status (nil: not counted, and
 	// GET /metrics answers 404).
 	Metrics *metrics.Registry
+	// MaxSlotLists bounds how many slot-list answers (availability and the
+	// slot lists, up to 1000 slots each) are built at once; more wait their
+	// turn. Each holds a few hundred KB until it is written, so a burst of
+	// them would otherwise set the process's peak memory (default
+	// 4 × GOMAXPROCS, at least 8).
+	MaxSlotLists int
 }
 
 // Server is the HTTP handler of the whole API.
@@ -38,6 +45,7 @@ type Server struct {
 	cfg    Config
 	mux    *http.ServeMux
 	routes []Route
+	lists  chan struct{} // the MaxSlotLists turns
 }
 
 // Route is one registered endpoint, as routes.go lists it.
@@ -47,6 +55,7 @@ type Route struct {
 	fam          family
 	h            handlerFunc
 	maxBody      int64
+	bounded      bool // takes a MaxSlotLists turn
 }
 
 // handlerFunc is an endpoint: it writes its success response itself and
@@ -71,7 +80,10 @@ func New(a *app.App, log *slog.Logger, cfg Config) *Server {
 	if cfg.MaxFileBytes <= 0 {
 		cfg.MaxFileBytes = 50 << 20
 	}
-	s := &Server{app: a, log: log, cfg: cfg, mux: http.NewServeMux()}
+	if cfg.MaxSlotLists <= 0 {
+		cfg.MaxSlotLists = max(8, 4*runtime.GOMAXPROCS(0))
+	}
+	s := &Server{app: a, log: log, cfg: cfg, mux: http.NewServeMux(), lists: make(chan struct{}, cfg.MaxSlotLists)}
 	s.registerRoutes()
 	return s
 }
@@ -87,6 +99,12 @@ func (s *Server) handle(method, path string, need app.Need, fam family, h handle
 // limit instead of the body limit.
 func (s *Server) handleUpload(method, path string, need app.Need, fam family, limit int64, h handlerFunc) {
 	s.add(Route{Method: method, Path: path, need: need, fam: fam, h: h, maxBody: limit})
+}
+
+// handleSlotList registers an endpoint that answers a long slot list: it
+// waits for one of the MaxSlotLists turns after authentication.
+func (s *Server) handleSlotList(method, path string, need app.Need, fam family, h handlerFunc) {
+	s.add(Route{Method: method, Path: path, need: need, fam: fam, h: h, maxBody: s.cfg.MaxBodyBytes, bounded: true})
 }
 
 func (s *Server) add(rt Route) {
@@ -114,13 +132,27 @@ func (s *Server) adapt(rt Route) http.Handler {
 				if params.Files != nil {
 					defer params.Files.RemoveAll()
 				}
-				err = rt.h(w, r, &call{p: p, params: params})
+				err = s.run(w, r, rt, &call{p: p, params: params})
 			}
 		}
 		if err != nil {
 			s.fail(w, r, rt.fam, err)
 		}
 	})
+}
+
+// run calls the endpoint, in its turn when the route is bounded. The turn is
+// held until the answer is written, since encoding is most of its memory.
+func (s *Server) run(w http.ResponseWriter, r *http.Request, rt Route, c *call) error {
+	if rt.bounded {
+		select {
+		case s.lists <- struct{}{}:
+			defer func() { <-s.lists }()
+		case <-r.Context().Done():
+			return r.Context().Err()
+		}
+	}
+	return rt.h(w, r, c)
 }
 
 // fail encodes err; internal errors are logged once, with the request id, and
