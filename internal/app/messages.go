@@ -211,8 +211,10 @@ func (a *App) PostMessage(ctx context.Context, p *clinic.Principal, visitID stri
 	if err != nil {
 		return nil, fmt.Errorf("post message: %w", err)
 	}
+	// Posts share commits with concurrent ones (store.Grouped): on SQLite
+	// the commit is most of a post's time at the single writer.
 	var announced, pushed bool
-	err = a.store.Tx(ctx, func(q *store.Q) error {
+	err = a.store.Grouped(ctx, func(q *store.Q) error {
 		seq, err := q.NextMessageSeq(ctx, p.Account.ID, v.ID, closedForMessages)
 		if errors.Is(err, store.ErrNotFound) { // closed (or deleted) since it was read
 			cur, err := q.VisitByID(ctx, p.Account.ID, v.ID)

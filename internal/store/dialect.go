@@ -61,7 +61,9 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
 	r.SetConnMaxLifetime(0)
-	return &Store{w: w, r: r, d: &dialect{name: "sqlite"}, wc: newStmtCache(w), rc: newStmtCache(r)}, nil
+	s := &Store{w: w, r: r, d: &dialect{name: "sqlite"}, wc: newStmtCache(w), rc: newStmtCache(r)}
+	s.group = newTxGroup(s)
+	return s, nil
 }
 
 func openPostgres(ctx context.Context, dsn string) (*Store, error) {

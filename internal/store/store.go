@@ -23,6 +23,7 @@ type Store struct {
 	w, r   *sql.DB
 	d      *dialect
 	wc, rc *stmtCache // nil on PostgreSQL
+	group  *txGroup   // Grouped's committer; nil on PostgreSQL
 }
 
 // Open connects to dsn: a "postgres://" or "postgresql://" URL selects
@@ -36,6 +37,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 
 // Close closes both pools.
 func (s *Store) Close() error {
+	s.group.close()
 	s.wc.close()
 	s.rc.close()
 	err := s.w.Close()
@@ -114,6 +116,17 @@ type Q struct {
 	d     *dialect
 	cache *stmtCache // prepared statements of the pool (SQLite only)
 	tx    *sql.Tx    // set inside a transaction
+	// fixed, when set, is the context every statement runs on, whatever
+	// context the caller passes (a Grouped transaction's).
+	fixed context.Context
+}
+
+// ctx is the context a statement runs on.
+func (q *Q) ctx(ctx context.Context) context.Context {
+	if q.fixed != nil {
+		return q.fixed
+	}
+	return ctx
 }
 
 // stmt is the prepared statement of query, or nil when statements are not
@@ -137,6 +150,7 @@ func (q *Q) stmt(ctx context.Context, query string) *sql.Stmt {
 }
 
 func (q *Q) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx = q.ctx(ctx)
 	query = q.d.rebind(query)
 	var res sql.Result
 	var err error
@@ -149,6 +163,7 @@ func (q *Q) exec(ctx context.Context, query string, args ...any) (sql.Result, er
 }
 
 func (q *Q) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	ctx = q.ctx(ctx)
 	query = q.d.rebind(query)
 	var rows *sql.Rows
 	var err error
@@ -162,6 +177,7 @@ func (q *Q) query(ctx context.Context, query string, args ...any) (*sql.Rows, er
 
 // queryRow scans one row into dest; sql.ErrNoRows becomes ErrNotFound.
 func (q *Q) queryRow(ctx context.Context, query string, args []any, dest ...any) error {
+	ctx = q.ctx(ctx)
 	query = q.d.rebind(query)
 	var row *sql.Row
 	if st := q.stmt(ctx, query); st != nil {
