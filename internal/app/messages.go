@@ -198,53 +198,44 @@ func (a *App) PostMessage(ctx context.Context, p *clinic.Principal, visitID stri
 	}
 	now := a.now()
 	m.CreatedUS = now.UnixMicro()
-	// Who is told, and their devices, are read before the transaction, from
-	// the reader pool: the transaction holds SQLite's only writer, and every
-	// statement in it makes every other post wait (on PostgreSQL, every
-	// statement is a round trip).
+	// Who is told is read before the post, from the reader pool: the post
+	// holds SQLite's only writer, and on PostgreSQL it is one statement
+	// (store.PostMessage), which also finds the users' devices.
 	uids, err := participants(ctx, a.store.Read(), v)
 	if err != nil {
 		return nil, fmt.Errorf("post message: %w", err)
 	}
 	uids = slices.DeleteFunc(uids, func(uid int64) bool { return uid == u.ID })
-	eps, err := a.store.Read().UsersEndpoints(ctx, p.Account.ID, uids)
-	if err != nil {
-		return nil, fmt.Errorf("post message: %w", err)
-	}
-	// Posts share commits with concurrent ones (store.Grouped): on SQLite
-	// the commit is most of a post's time at the single writer.
-	var announced, pushed bool
-	err = a.store.Grouped(ctx, func(q *store.Q) error {
-		seq, err := q.NextMessageSeq(ctx, p.Account.ID, v.ID, closedForMessages)
-		if errors.Is(err, store.ErrNotFound) { // closed (or deleted) since it was read
-			cur, err := q.VisitByID(ctx, p.Account.ID, v.ID)
-			if err != nil {
-				return err
-			}
-			return errClosedThread(v.ID, cur.Status)
+	slices.Sort(uids)
+	uids = slices.Compact(uids)
+	ts := now.Unix()
+	mp := &store.MessagePost{Message: m, Closed: closedForMessages,
+		Webhook:        store.OutboxItem{AccountID: p.Account.ID, Topic: TopicWebhook, Created: ts, Due: ts},
+		WebhookPayload: messageEventPayload(v.ID, actor, ts),
+		Notification: store.Notification{AccountID: p.Account.ID, Type: NotifyMessage, Title: "New message from " + u.FullName(),
+			VisitID: v.ID, Created: ts, MtimeMS: now.UnixMilli()},
+		NotifyUsers: uids,
+		PushTypes:   a.channelsOn(),
+		PushTopic:   TopicPush, PushPayload: pushPayload,
+		Audit: *a.auditEntry(p, "visit.message.create", "visit_message", "", outcomeOK)}
+	err = a.store.PostMessage(ctx, mp)
+	if errors.Is(err, store.ErrNotFound) { // closed (or deleted) since it was read
+		cur, err := a.store.Read().VisitByID(ctx, p.Account.ID, v.ID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, errVisitNotFound
 		}
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("post message: %w", err)
 		}
-		m.Seq = seq
-		if err := q.AddMessage(ctx, m); err != nil {
-			return err
-		}
-		if announced, err = a.enqueueMessageEvent(ctx, q, p.Account.ID, v.ID, m.ID, actor, now.Unix()); err != nil {
-			return err
-		}
-		if pushed, err = a.notify(ctx, q, p.Account.ID, uids, NotifyMessage, "New message from "+u.FullName(), v.ID, eps); err != nil {
-			return err
-		}
-		return a.auditIn(ctx, q, p, "visit.message.create", "visit_message", i64s(m.ID), outcomeOK)
-	})
+		return nil, errClosedThread(v.ID, cur.Status)
+	}
 	if err != nil {
 		return nil, storeErr("post message", err, "")
 	}
-	if announced {
+	if mp.Announced {
 		a.kickWebhooks()
 	}
-	if pushed {
+	if mp.Pushed {
 		a.kickPush()
 	}
 	return toMessage(m, u.FullName()), nil
@@ -314,9 +305,10 @@ type messageEvent struct {
 	TS        int64  `json:"ts"`
 }
 
-// enqueueMessageEvent writes the webhook delivery of a new message if the
-// clinic has a webhook URL, and reports whether it did.
-func (a *App) enqueueMessageEvent(ctx context.Context, q *store.Q, accountID, visitID, messageID int64, actor string, ts int64) (bool, error) {
-	b, _ := json.Marshal(messageEvent{VisitID: i64s(visitID), MessageID: i64s(messageID), ActorType: actor, TS: ts})
-	return q.EnqueueWebhook(ctx, &store.OutboxItem{AccountID: accountID, Topic: TopicWebhook, Payload: string(b), Created: ts, Due: ts})
+// messageEventPayload is the payload of a message's webhook delivery with a
+// hole for the message id, which the message's insert assigns.
+func messageEventPayload(visitID int64, actor string, ts int64) store.Template {
+	const hole = "$message_id$"
+	b, _ := json.Marshal(messageEvent{VisitID: i64s(visitID), MessageID: hole, ActorType: actor, TS: ts})
+	return strings.Split(string(b), hole)
 }

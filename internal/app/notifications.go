@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -179,8 +178,8 @@ func (a *App) notify(ctx context.Context, q *store.Q, accountID int64, userIDs [
 		if n == nil || !a.channelOn(e.Type) {
 			continue
 		}
-		b, _ := json.Marshal(pushItem{EndpointID: e.ID, NotificationID: n.ID})
-		if err := q.Enqueue(ctx, &store.OutboxItem{AccountID: accountID, Topic: TopicPush, Payload: string(b), Created: n.Created, Due: n.Created}); err != nil {
+		it := &store.OutboxItem{AccountID: accountID, Topic: TopicPush, Payload: pushPayload.Fill(e.ID, n.ID), Created: n.Created, Due: n.Created}
+		if err := q.Enqueue(ctx, it); err != nil {
 			return false, err
 		}
 		queued = true
@@ -202,6 +201,17 @@ func (a *App) channelOn(typ int) bool {
 	return false
 }
 
+// channelsOn are the endpoint types whose notifications are sent.
+func (a *App) channelsOn() []int {
+	var on []int
+	for _, t := range []int{EndpointEmail, EndpointAPNs, EndpointFCM} {
+		if a.channelOn(t) {
+			on = append(on, t)
+		}
+	}
+	return on
+}
+
 // pushItem is the outbox payload of a notification for one endpoint. It
 // names rows rather than copying addresses, so a removed endpoint is not
 // written to.
@@ -209,6 +219,11 @@ type pushItem struct {
 	EndpointID     int64 `json:"endpoint_id"`
 	NotificationID int64 `json:"notification_id"`
 }
+
+// pushPayload is a pushItem's encoding with holes for the endpoint id and
+// the notification id, so a store that assigns the notification's id in
+// the same statement can write it (a test holds it to json.Marshal's).
+var pushPayload = store.Template{`{"endpoint_id":`, `,"notification_id":`, `}`}
 
 // notifyVisitMove tells a visit's participants, except the one who acted,
 // that it changed state.

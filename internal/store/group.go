@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"runtime/debug"
 	"sync"
-	"time"
 )
 
 // Grouped runs fn in a write transaction, like Tx, and returns once fn's
@@ -139,8 +137,7 @@ func (g *txGroup) commit(group []*groupReq) {
 			// error, and the others are written again without it.
 			pending[failed].done <- err
 			pending = append(pending[:failed:failed], pending[failed+1:]...)
-		case errors.Is(err, ErrRetry) && attempt < maxTxAttempts:
-			time.Sleep(time.Duration(attempt*attempt) * time.Duration(1+rand.IntN(5)) * time.Millisecond)
+		case errors.Is(err, ErrRetry) && retryPause(context.Background(), attempt):
 		default:
 			for _, r := range pending {
 				r.done <- err

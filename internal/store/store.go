@@ -70,14 +70,23 @@ func (s *Store) Write() *Q { return &Q{db: s.w, d: s.d, cache: s.wc} }
 func (s *Store) Tx(ctx context.Context, fn func(q *Q) error) error {
 	for attempt := 1; ; attempt++ {
 		err := s.tx(ctx, fn)
-		if !errors.Is(err, ErrRetry) || attempt == maxTxAttempts {
+		if !errors.Is(err, ErrRetry) || !retryPause(ctx, attempt) {
 			return err
 		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(time.Duration(attempt*attempt) * time.Duration(1+rand.IntN(5)) * time.Millisecond):
-		}
+	}
+}
+
+// retryPause waits before attempt+1 of a transaction that failed with
+// ErrRetry, and reports false when there is to be none.
+func retryPause(ctx context.Context, attempt int) bool {
+	if attempt >= maxTxAttempts {
+		return false
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(time.Duration(attempt*attempt) * time.Duration(1+rand.IntN(5)) * time.Millisecond):
+		return true
 	}
 }
 
