@@ -34,7 +34,7 @@ type Message struct {
 // that commits first makes the UPDATE match nothing (ErrNotFound).
 func (q *Q) NextMessageSeq(ctx context.Context, accountID, visitID int64, closed []int) (int, error) {
 	var seq int
-	err := q.queryRow(ctx, "UPDATE visits SET message_count = message_count + 1 WHERE account_id = ? AND id = ? AND status NOT IN ("+placeholders(len(closed))+") RETURNING message_count",
+	err := q.queryRow(ctx, "UPDATE visits SET message_count = message_count + 1 WHERE account_id = ? AND id = ? AND NOT "+inList("status", len(closed))+" RETURNING message_count",
 		append([]any{accountID, visitID}, anys(closed)...), &seq)
 	return seq, err
 }
@@ -237,6 +237,15 @@ func (q *Q) postMessage(ctx context.Context, mp *MessagePost, push []*Endpoint) 
 	return q.AppendAudit(ctx, &mp.Audit)
 }
 
+// inList is "col IN (?, …)" for n arguments; with none it is FALSE, which
+// SQL's empty IN () cannot say.
+func inList(col string, n int) string {
+	if n == 0 {
+		return "FALSE"
+	}
+	return col + " IN (" + placeholders(n) + ")"
+}
+
 // postgres is mp as one PostgreSQL statement and its arguments. Its row is
 // the message's id and place and how many webhook and push items it wrote;
 // no row means the visit is closed or gone.
@@ -260,7 +269,7 @@ func (mp *MessagePost) postgres() (string, []any) {
 	add(a.AccountID, a.ActorKind, a.ActorUserID, a.Action, a.ObjectType, a.Outcome, a.RequestID, a.Created)
 	return `WITH v AS (
 	UPDATE visits SET message_count = message_count + 1
-	WHERE account_id = ? AND id = ? AND status NOT IN (` + placeholders(len(mp.Closed)) + `) RETURNING message_count),
+	WHERE account_id = ? AND id = ? AND NOT ` + inList("status", len(mp.Closed)) + ` RETURNING message_count),
 m AS (
 	INSERT INTO visit_messages (account_id, visit_id, seq, author_id, actor_type, type, content, attachments, created_us)
 	SELECT ?, ?, message_count, ?, ?, ?, ?, ?, ? FROM v RETURNING id, seq),
@@ -274,7 +283,7 @@ p AS (
 	INSERT INTO outbox (account_id, topic, payload, created, due)
 	SELECT ?, ?, ` + pushPayload + `, n.created, n.created
 	FROM n JOIN endpoints e ON e.account_id = n.account_id AND e.user_id = n.user_id
-	WHERE e.type IN (` + placeholders(len(mp.PushTypes)) + `) RETURNING 1),
+	WHERE ` + inList("e.type", len(mp.PushTypes)) + ` RETURNING 1),
 au AS (
 	INSERT INTO audit (account_id, actor_kind, actor_user_id, action, object_type, object_id, outcome, request_id, created)
 	SELECT ?, ?, NULLIF(?::bigint, 0), ?, ?, m.id::text, ?, ?, ? FROM m)
