@@ -119,9 +119,10 @@ func (g *txGroup) commit(group []*groupReq) {
 	}
 	for attempt := 1; len(pending) > 0; attempt++ {
 		if len(pending) == 1 {
-			// Alone, a member is an ordinary transaction on its own context.
+			// Alone, a member is an ordinary transaction on its own
+			// context (a panic still must not end the loop).
 			r := pending[0]
-			r.done <- g.s.Tx(r.ctx, r.fn)
+			r.done <- g.s.Tx(r.ctx, func(q *Q) error { err, _ := runMember(r.fn, q); return err })
 			return
 		}
 		failed, err := g.attempt(pending)

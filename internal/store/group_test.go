@@ -92,6 +92,14 @@ func TestCommitGroup(t *testing.T) {
 	if got := stored(t, st, acct); !slices.Equal(got, []string{"a", "d", "e"}) {
 		t.Fatalf("stored %v", got)
 	}
+	// A member alone is a plain transaction; its panic is still an error.
+	errs = store.CommitGroup(st, []context.Context{ctx}, []func(q *store.Q) error{func(q *store.Q) error { write("q")(q); panic("lone bug") }})
+	if errs[0] == nil || !strings.Contains(errs[0].Error(), "lone bug") {
+		t.Fatalf("lone member: %v", errs[0])
+	}
+	if got := stored(t, st, acct); !slices.Equal(got, []string{"a", "d", "e"}) {
+		t.Fatalf("stored %v after the lone panic", got)
+	}
 }
 
 // TestGrouped: concurrent callers each write and some fail afterwards;
