@@ -159,32 +159,9 @@ func (a *App) DeleteEndpoint(ctx context.Context, p *clinic.Principal, id string
 // delivery). It reports whether it queued a push.
 func (a *App) notify(ctx context.Context, q *store.Q, accountID int64, userIDs []int64, typ, title string, visitID int64, eps []*store.Endpoint) (bool, error) {
 	now := a.now()
-	ns := make([]*store.Notification, 0, len(userIDs))
-	byUser := make(map[int64]*store.Notification, len(userIDs))
-	for _, uid := range userIDs {
-		if byUser[uid] != nil {
-			continue
-		}
-		n := &store.Notification{AccountID: accountID, UserID: uid, Type: typ, Title: title, VisitID: visitID, Created: now.Unix(), MtimeMS: now.UnixMilli()}
-		ns = append(ns, n)
-		byUser[uid] = n
-	}
-	if err := q.CreateNotifications(ctx, ns); err != nil {
-		return false, err
-	}
-	queued := false
-	for _, e := range eps {
-		n := byUser[e.UserID]
-		if n == nil || !a.channelOn(e.Type) {
-			continue
-		}
-		it := &store.OutboxItem{AccountID: accountID, Topic: TopicPush, Payload: pushPayload.Fill(e.ID, n.ID), Created: n.Created, Due: n.Created}
-		if err := q.Enqueue(ctx, it); err != nil {
-			return false, err
-		}
-		queued = true
-	}
-	return queued, nil
+	n := store.Notification{AccountID: accountID, Type: typ, Title: title, VisitID: visitID, Created: now.Unix(), MtimeMS: now.UnixMilli()}
+	push := slices.DeleteFunc(slices.Clone(eps), func(e *store.Endpoint) bool { return !a.channelOn(e.Type) })
+	return q.Notify(ctx, n, userIDs, push, TopicPush, pushPayload)
 }
 
 // channelOn reports whether notifications of an endpoint type are sent:

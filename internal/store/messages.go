@@ -211,27 +211,8 @@ func (q *Q) postMessage(ctx context.Context, mp *MessagePost, push []*Endpoint) 
 	if mp.Announced, err = q.EnqueueWebhook(ctx, &wh); err != nil {
 		return err
 	}
-	ns := make([]*Notification, len(mp.NotifyUsers))
-	byUser := make(map[int64]*Notification, len(ns))
-	for i, uid := range mp.NotifyUsers {
-		n := mp.Notification
-		n.UserID = uid
-		ns[i], byUser[uid] = &n, &n
-	}
-	if err := q.CreateNotifications(ctx, ns); err != nil {
+	if mp.Pushed, err = q.Notify(ctx, mp.Notification, mp.NotifyUsers, push, mp.PushTopic, mp.PushPayload); err != nil {
 		return err
-	}
-	mp.Pushed = false
-	for _, e := range push {
-		n := byUser[e.UserID]
-		if n == nil {
-			continue
-		}
-		it := &OutboxItem{AccountID: m.AccountID, Topic: mp.PushTopic, Payload: mp.PushPayload.Fill(e.ID, n.ID), Created: n.Created, Due: n.Created}
-		if err := q.Enqueue(ctx, it); err != nil {
-			return err
-		}
-		mp.Pushed = true
 	}
 	mp.Audit.ObjectID = strconv.FormatInt(m.ID, 10)
 	return q.AppendAudit(ctx, &mp.Audit)

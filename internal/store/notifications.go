@@ -163,6 +163,40 @@ func (q *Q) CreateNotifications(ctx context.Context, ns []*Notification) error {
 	return q.d.translate(rs.Err())
 }
 
+// Notify writes notification n for each distinct user of userIDs and an
+// outbox item of topic for each endpoint in push whose user was notified,
+// its payload filled with the endpoint id and the notification id. It
+// reports whether it queued any item.
+func (q *Q) Notify(ctx context.Context, n Notification, userIDs []int64, push []*Endpoint, topic string, payload Template) (bool, error) {
+	ns := make([]*Notification, 0, len(userIDs))
+	byUser := make(map[int64]*Notification, len(userIDs))
+	for _, uid := range userIDs {
+		if byUser[uid] != nil {
+			continue
+		}
+		un := n
+		un.UserID = uid
+		ns = append(ns, &un)
+		byUser[uid] = &un
+	}
+	if err := q.CreateNotifications(ctx, ns); err != nil {
+		return false, err
+	}
+	queued := false
+	for _, e := range push {
+		un := byUser[e.UserID]
+		if un == nil {
+			continue
+		}
+		it := &OutboxItem{AccountID: un.AccountID, Topic: topic, Payload: payload.Fill(e.ID, un.ID), Created: un.Created, Due: un.Created}
+		if err := q.Enqueue(ctx, it); err != nil {
+			return false, err
+		}
+		queued = true
+	}
+	return queued, nil
+}
+
 // UserNotifications lists a user's notifications newest first, those with
 // mtime before beforeMS when it is not 0.
 func (q *Q) UserNotifications(ctx context.Context, accountID, userID, beforeMS int64, limit int) ([]*Notification, error) {
