@@ -116,6 +116,10 @@ func open(ctx context.Context, c *config, stderr io.Writer) (*app.App, *slog.Log
 		st.Close()
 		return nil, nil, nil, err
 	}
+	if err := st.StartReadAudits(ctx); err != nil {
+		st.Close()
+		return nil, nil, nil, err
+	}
 	key, err := c.serverKey()
 	if err != nil {
 		st.Close()

@@ -31,6 +31,10 @@ func (a *App) ListAudit(ctx context.Context, p *clinic.Principal, in AuditQuery)
 		in.Limit = 50
 	}
 	in.Limit = min(in.Limit, 500)
+	// Reads' entries may still be in the journal (store/journal.go).
+	if err := a.store.FlushAudits(ctx); err != nil {
+		return nil, 0, fmt.Errorf("list audit: %w", err)
+	}
 	list, total, err := a.store.Read().ListAudit(ctx, store.AuditFilter{AccountID: p.Account.ID, UserID: in.UserID,
 		ObjectType: in.ObjectType, ObjectID: in.ObjectID, Action: in.Action, From: in.From, To: in.To, Start: in.Start, Limit: in.Limit})
 	if err != nil {

@@ -49,6 +49,7 @@ func (s *clinicSetup) process(who string, kv ...string) *testenv.Resp {
 func count(t *testing.T, e *testenv.Env, query string, args ...any) int {
 	t.Helper()
 	var n int
+	e.FlushAudits() // the query may count audit entries
 	if err := e.Store.DB().QueryRow(rebind(e, query), args...).Scan(&n); err != nil {
 		t.Fatal(err)
 	}

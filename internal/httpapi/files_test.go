@@ -255,6 +255,7 @@ func TestFiles(t *testing.T) {
 			t.Fatalf("bytes left after delete: %v", err)
 		}
 		var n int
+		e.FlushAudits()
 		_ = e.Store.DB().QueryRow("SELECT COUNT(*) FROM audit WHERE action IN ('file.create', 'file.read', 'file.view', 'file.list', 'file.update', 'file.delete')").Scan(&n)
 		if n < 10 {
 			t.Fatalf("%d audit entries for file access", n)

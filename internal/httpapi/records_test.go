@@ -105,6 +105,7 @@ func TestEMR(t *testing.T) {
 		beta := e.NewClinic("beta", true)
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/users/" + s.pat.UserID + "/emr", Header: adminHeaders(beta)}), 404, 404)
 		var n int
+		e.FlushAudits()
 		_ = e.Store.DB().QueryRow("SELECT COUNT(*) FROM audit WHERE action IN ('emr.read', 'emr.write')").Scan(&n)
 		if n < 8 {
 			t.Fatalf("%d emr audit entries", n)

@@ -64,6 +64,9 @@ type AuditFilter struct {
 }
 
 // ListAudit returns a page of entries, newest first, and the total count.
+// Entries of one second are in the order they were inserted, which for
+// reads is when the journal was flushed, up to a fraction of a second
+// after their requests.
 func (q *Q) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, int, error) {
 	where := []string{"account_id = ?"}
 	args := []any{f.AccountID}
@@ -92,7 +95,7 @@ func (q *Q) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, int, er
 		return nil, 0, err
 	}
 	rows, err := q.query(ctx, `SELECT id, account_id, actor_kind, COALESCE(actor_user_id, 0), action, object_type, object_id, outcome, request_id, created
-		FROM audit WHERE `+w+" ORDER BY id DESC LIMIT ? OFFSET ?", append(args, f.Limit, f.Start)...)
+		FROM audit WHERE `+w+" ORDER BY created DESC, id DESC LIMIT ? OFFSET ?", append(args, f.Limit, f.Start)...)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -62,6 +62,9 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	r.SetMaxIdleConns(8)
 	r.SetConnMaxLifetime(0)
 	s := &Store{w: w, r: r, d: &dialect{name: "sqlite"}, wc: newStmtCache(w), rc: newStmtCache(r)}
+	if path != ":memory:" && !strings.Contains(path, "mode=memory") {
+		s.jpath = path
+	}
 	s.group = newTxGroup(s)
 	return s, nil
 }

@@ -17,3 +17,22 @@ func CommitGroup(s *Store, ctxs []context.Context, fns []func(q *Q) error) []err
 	}
 	return out
 }
+
+// AbandonJournal ends s's audit journal as a process that dies does: the
+// loop stops, the files are closed (which releases the lock) and nothing is
+// flushed. It returns the journal's directory and name.
+func AbandonJournal(s *Store) (dir, name string) {
+	j := s.journal
+	j.ending.Do(func() {
+		j.mu.Lock()
+		j.closed = true
+		if j.f != nil {
+			j.f.Close()
+		}
+		j.mu.Unlock()
+		close(j.stop)
+		<-j.done
+		j.lock.Close()
+	})
+	return j.dir, j.name
+}

@@ -17,11 +17,16 @@ import (
 func groupStore(t *testing.T, code string) (*store.Store, int64) {
 	t.Helper()
 	st := testenv.OpenStore(t, testenv.DSN(t))
+	return st, newAccount(t, st, code)
+}
+
+func newAccount(t *testing.T, st *store.Store, code string) int64 {
+	t.Helper()
 	acct := &clinic.Account{Code: code, Name: code, Domain: code + ".test", Features: []string{}}
 	if err := st.Write().CreateAccount(context.Background(), acct, store.AccountSecrets{AdminTokenHash: "a", APIKeyHash: "k", APISecretHash: "s"}); err != nil {
 		t.Fatal(err)
 	}
-	return st, acct.ID
+	return acct.ID
 }
 
 // stored lists the object ids of the account's audit entries, sorted.

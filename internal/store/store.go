@@ -20,10 +20,12 @@ import (
 // cheaper than busy-waiting in the driver) and readers are a separate pool of
 // query-only connections. On PostgreSQL both are the same pool.
 type Store struct {
-	w, r   *sql.DB
-	d      *dialect
-	wc, rc *stmtCache // nil on PostgreSQL
-	group  *txGroup   // Grouped's committer; nil on PostgreSQL
+	w, r    *sql.DB
+	d       *dialect
+	wc, rc  *stmtCache // nil on PostgreSQL
+	group   *txGroup   // Grouped's committer; nil on PostgreSQL
+	jpath   string     // the SQLite file, beside which the audit journal lives
+	journal *journal   // read audits, once StartReadAudits ran; nil on PostgreSQL
 }
 
 // Open connects to dsn: a "postgres://" or "postgresql://" URL selects
@@ -35,8 +37,12 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	return openSQLite(ctx, dsn)
 }
 
-// Close closes both pools.
+// Close flushes the audit journal and closes both pools.
 func (s *Store) Close() error {
+	var jerr error
+	if s.journal != nil {
+		jerr = s.journal.close()
+	}
 	s.group.close()
 	s.wc.close()
 	s.rc.close()
@@ -46,7 +52,7 @@ func (s *Store) Close() error {
 			err = e
 		}
 	}
-	return err
+	return firstErr(jerr, err)
 }
 
 // Engine names the database engine: "sqlite" or "postgres".

@@ -83,6 +83,9 @@ func OpenStore(t testing.TB, dsn string) *store.Store {
 	if err := st.Migrate(context.Background()); err != nil {
 		t.Fatalf("testenv: migrate: %v", err)
 	}
+	if err := st.StartReadAudits(context.Background()); err != nil {
+		t.Fatalf("testenv: audit journal: %v", err)
+	}
 	return st
 }
 
@@ -200,6 +203,15 @@ func New(t testing.TB, opts ...Options) *Env {
 
 // API is the server's handler, for checks on its route table.
 func (e *Env) API() *httpapi.Server { return e.api }
+
+// FlushAudits moves the journaled audit entries of reads into the audit
+// table, for tests that count them there.
+func (e *Env) FlushAudits() {
+	e.T.Helper()
+	if err := e.Store.FlushAudits(context.Background()); err != nil {
+		e.T.Fatalf("flush audits: %v", err)
+	}
+}
 
 // Clinic is an account created for a test, with its plain credentials.
 type Clinic struct {
