@@ -86,6 +86,8 @@ type App struct {
 
 	accounts *readCache[accountKey, *clinic.Account]
 	rooms    *readCache[store.RoomFilter, *RoomPage]
+	names    *readCache[userKey, string] // authors' names in threads
+	threads  *threadCache
 
 	webhooks        *webhook.Client
 	webhookKick     chan struct{}
@@ -146,6 +148,8 @@ func New(st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*
 		webhookKick: make(chan struct{}, 1), pushKick: make(chan struct{}, 1), eligibilityKick: make(chan struct{}, 1), audits: newAuditWriter(st)}
 	a.accounts = newReadCache[accountKey, *clinic.Account](cfg.ReadCacheTTL, 1024)
 	a.rooms = newReadCache[store.RoomFilter, *RoomPage](cfg.ReadCacheTTL, 1024)
+	a.names = newReadCache[userKey, string](cfg.ReadCacheTTL, 4096)
+	a.threads = newThreadCache(threadCacheBytes)
 	a.sealKey = sha256.Sum256(append([]byte("teleclinic-seal:"), cfg.ServerKey...))
 	return a, nil
 }

@@ -111,13 +111,28 @@ func (a *App) ListMessages(ctx context.Context, p *clinic.Principal, visitID str
 		_ = a.audit(ctx, p, "visit.messages.read", "visit", visitID, outcomeOf(err))
 		return nil, 0, err
 	}
-	rows, total, err := a.store.Read().ListMessages(ctx, p.Account.ID, v.ID, desc, skip, limit)
+	// The page is a range of places up to the visit's count, so the page
+	// and the length agree: a reader that skips as many messages as the
+	// length says never passes over one.
+	total := v.MessageCount
+	from, to := skip+1, min(skip+limit, total)
+	if desc {
+		from, to = max(1, total-skip-limit+1), total-skip
+	}
+	rows, err := a.threadPage(ctx, threadKey{p.Account.ID, v.ID, v.Created}, from, to)
 	if err != nil {
 		return nil, 0, fmt.Errorf("messages: %w", err)
 	}
-	out := make([]*Message, 0, len(rows))
-	for _, m := range rows {
-		out = append(out, toMessage(m, m.AuthorName))
+	names, err := a.authorNames(ctx, p.Account.ID, rows)
+	if err != nil {
+		return nil, 0, fmt.Errorf("messages: %w", err)
+	}
+	out := make([]*Message, len(rows))
+	for i, m := range rows {
+		if desc {
+			i = len(rows) - 1 - i
+		}
+		out[i] = toMessage(m, names[m.AuthorID])
 	}
 	if err := a.audit(ctx, p, "visit.messages.read", "visit", i64s(v.ID), outcomeOK); err != nil {
 		return nil, 0, err

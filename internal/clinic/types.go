@@ -279,6 +279,7 @@ type Visit struct {
 	Meeting      Meeting
 	Created      int64
 	Modified     int64
+	MessageCount int // messages in its thread; every place up to it is taken
 }
 
 // Meeting is a visit's call details.

@@ -197,6 +197,100 @@ func TestMessages(t *testing.T) {
 	})
 }
 
+// TestMessages_ThreadCache: pages served while the thread grows, read by
+// many at once, always show the places the count covers in their order,
+// and an author's new name shows at once.
+func TestMessages_ThreadCache(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	visit := s.econsult(t, s.pat)
+	mustPost(t, e, s.pat.Token, visit, "m-first")
+
+	t.Run("a new name shows on old messages at once", func(t *testing.T) {
+		if ms, _ := readMsgs(t, e, s.doc.Token, visit); ms[0]["actor"].(map[string]any)["display_name"] == "" {
+			t.Fatalf("no name: %v", ms[0])
+		}
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/me", Header: userHeaders(s.c, s.pat.Token), Form: q("first_name", "Renamed", "last_name", "Person")})
+		if res.Status != 200 {
+			t.Fatalf("rename: %d %s", res.Status, res.Raw)
+		}
+		if ms, _ := readMsgs(t, e, s.doc.Token, visit); ms[0]["actor"].(map[string]any)["display_name"] != "Renamed Person" {
+			t.Fatalf("old name shown: %v", ms[0]["actor"])
+		}
+	})
+
+	t.Run("concurrent readers and posters see consistent pages", func(t *testing.T) {
+		type seen struct {
+			skip, total int
+			desc        bool
+			ids         []string
+		}
+		var (
+			mu    sync.Mutex
+			pages []seen
+			wg    sync.WaitGroup
+		)
+		for w := range 3 {
+			token := []string{s.pat.Token, s.doc.Token, s.pat.Token}[w]
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				for i := range 12 {
+					if r := postMsg(e, token, visit, fmt.Sprintf("w%d-%d", w, i)); r.Status != 201 {
+						t.Errorf("post: %d %s", r.Status, r.Raw)
+						return
+					}
+				}
+			}()
+			go func() {
+				defer wg.Done()
+				for i := range 30 {
+					skip, desc := (i*7+w)%20, i%3 == 0
+					kv := []string{"skip", fmt.Sprint(skip), "limit", "5"}
+					if desc {
+						kv = append(kv, "order", "desc")
+					}
+					res := e.Do(testenv.Req{Path: msgPath(visit), Header: map[string]string{"X-ApiToken": token}, Query: q(kv...)})
+					if res.Status != 200 {
+						t.Errorf("read: %d %s", res.Status, res.Raw)
+						return
+					}
+					p := seen{skip: skip, total: int(res.Body["total_count"].(float64)), desc: desc}
+					for _, m := range res.List() {
+						p.ids = append(p.ids, m["id"].(string))
+					}
+					mu.Lock()
+					pages = append(pages, p)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		all, total := readMsgs(t, e, s.doc.Token, visit, "limit", "200")
+		if total != 37 || len(all) != 37 {
+			t.Fatalf("thread: %d of %d", len(all), total)
+		}
+		var order []string
+		for _, m := range all {
+			order = append(order, m["id"].(string))
+		}
+		for _, p := range pages {
+			// The page is the places the count it came with covers.
+			want := order[min(p.skip, p.total):min(p.skip+5, p.total)]
+			if p.desc {
+				want = nil
+				for i := p.total - 1 - p.skip; i >= 0 && i > p.total-1-p.skip-5; i-- {
+					want = append(want, order[i])
+				}
+			}
+			if strings.Join(p.ids, ",") != strings.Join(want, ",") {
+				t.Fatalf("skip %d desc %v of %d: %v, want %v", p.skip, p.desc, p.total, p.ids, want)
+			}
+		}
+	})
+}
+
 // receiver is a webhook endpoint for tests: it records every delivery and
 // answers with what fail says for the n-th request (1-based).
 type receiver struct {

@@ -48,54 +48,56 @@ func (q *Q) AddMessage(ctx context.Context, m *Message) error {
 	return err
 }
 
-// MessageCount is the number of messages in a visit's thread.
-func (q *Q) MessageCount(ctx context.Context, accountID, visitID int64) (int, error) {
-	var n int
-	err := q.queryRow(ctx, "SELECT message_count FROM visits WHERE account_id = ? AND id = ?", []any{accountID, visitID}, &n)
-	return n, err
-}
-
-// ListMessages returns a page of a visit's thread in seq order (newest first
-// when desc), each with its author's name, and the thread's length. The page
-// and the length come from one statement, so they agree: a reader that
-// skips as many messages as the length says never passes over one.
-func (q *Q) ListMessages(ctx context.Context, accountID, visitID int64, desc bool, skip, limit int) ([]*Message, int, error) {
-	order := "ASC"
-	if desc {
-		order = "DESC"
-	}
-	rows, err := q.query(ctx, "SELECT m.id, m.seq, m.author_id, m.actor_type, m.type, m.content, m.attachments, m.created_us, "+
-		"COALESCE(u.first_name, ''), COALESCE(u.last_name, ''), (SELECT message_count FROM visits WHERE account_id = ? AND id = ?) "+
-		"FROM visit_messages m LEFT JOIN users u ON u.account_id = m.account_id AND u.id = m.author_id "+
-		"WHERE m.account_id = ? AND m.visit_id = ? ORDER BY m.seq "+order+" LIMIT ? OFFSET ?",
-		accountID, visitID, accountID, visitID, limit, skip)
+// ThreadMessages returns the messages of a visit's thread whose places are
+// from to to (inclusive), in order. Every place up to the visit's message
+// count holds a committed message: the count is taken in the transaction
+// that writes the message. Authors' names are not read here (UserNames):
+// a message never changes, a name may.
+func (q *Q) ThreadMessages(ctx context.Context, accountID, visitID int64, from, to int) ([]*Message, error) {
+	rows, err := q.query(ctx, "SELECT id, seq, author_id, actor_type, type, content, attachments, created_us "+
+		"FROM visit_messages WHERE account_id = ? AND visit_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
+		accountID, visitID, from, to)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	defer rows.Close()
-	out, total := []*Message{}, 0
+	out := make([]*Message, 0, max(0, to-from+1))
 	for rows.Next() {
 		m := &Message{AccountID: accountID, VisitID: visitID}
 		var att string
-		var author clinic.User
-		if err := rows.Scan(&m.ID, &m.Seq, &m.AuthorID, &m.ActorType, &m.Type, &m.Content, &att, &m.CreatedUS,
-			&author.FirstName, &author.LastName, &total); err != nil {
-			return nil, 0, q.d.translate(err)
+		if err := rows.Scan(&m.ID, &m.Seq, &m.AuthorID, &m.ActorType, &m.Type, &m.Content, &att, &m.CreatedUS); err != nil {
+			return nil, q.d.translate(err)
 		}
-		m.AuthorName = author.FullName()
 		if att != "[]" && att != "" {
 			_ = json.Unmarshal([]byte(att), &m.Attachments)
 		}
 		out = append(out, m)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, 0, q.d.translate(err)
+	return out, q.d.translate(rows.Err())
+}
+
+// UserNames returns the full names of the clinic's users among ids; a user
+// that is gone has no entry.
+func (q *Q) UserNames(ctx context.Context, accountID int64, ids []int64) (map[int64]string, error) {
+	out := make(map[int64]string, len(ids))
+	if len(ids) == 0 {
+		return out, nil
 	}
-	if len(out) == 0 {
-		// A page past the end has no row to carry the length.
-		total, err = q.MessageCount(ctx, accountID, visitID)
+	rows, err := q.query(ctx, "SELECT id, COALESCE(first_name, ''), COALESCE(last_name, '') FROM users WHERE account_id = ? AND "+inList("id", len(ids)),
+		append([]any{accountID}, anys(ids)...)...)
+	if err != nil {
+		return nil, err
 	}
-	return out, total, err
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var u clinic.User
+		if err := rows.Scan(&id, &u.FirstName, &u.LastName); err != nil {
+			return nil, q.d.translate(err)
+		}
+		out[id] = u.FullName()
+	}
+	return out, q.d.translate(rows.Err())
 }
 
 // Template is a payload with holes for ids that only its row's insert

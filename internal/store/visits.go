@@ -73,13 +73,13 @@ func (q *Q) IntakeByID(ctx context.Context, accountID, id int64) (*clinic.Intake
 }
 
 const visitCols = `v.id, v.account_id, v.code, v.kind, v.member_id, v.provider_id, COALESCE(v.room_id, 0), v.intake_id, v.slot_id, v.status, v.type,
-	v.starts_at, v.ends_at, COALESCE(v.actual_start, 0), COALESCE(v.actual_end, 0), v.cancel_reason, v.meeting, v.created, v.modified`
+	v.starts_at, v.ends_at, COALESCE(v.actual_start, 0), COALESCE(v.actual_end, 0), v.cancel_reason, v.meeting, v.created, v.modified, v.message_count`
 
 func scanVisit(sc interface{ Scan(...any) error }) (*clinic.Visit, error) {
 	var v clinic.Visit
 	var meeting string
 	if err := sc.Scan(&v.ID, &v.AccountID, &v.Code, &v.Kind, &v.MemberID, &v.ProviderID, &v.RoomID, &v.IntakeID, &v.SlotID, &v.Status, &v.Type,
-		&v.Start, &v.End, &v.ActualStart, &v.ActualEnd, &v.CancelReason, &meeting, &v.Created, &v.Modified); err != nil {
+		&v.Start, &v.End, &v.ActualStart, &v.ActualEnd, &v.CancelReason, &meeting, &v.Created, &v.Modified, &v.MessageCount); err != nil {
 		return nil, err
 	}
 	_ = json.Unmarshal([]byte(meeting), &v.Meeting)

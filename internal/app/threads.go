@@ -1,0 +1,144 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"teleclinic/internal/store"
+)
+
+// threadCache keeps the messages of visit threads read lately. A message
+// never changes once written, and a thread only grows, each message at the
+// next place, so a thread's first n messages read once are right for as
+// long as the process lives: a page whose places the cache holds needs no
+// query, and a reader polling for new messages reads only those. The
+// visit's message count, read with the visit on every request, says which
+// places exist; nothing here can show a message that count does not cover.
+// Authors' names are not kept with the messages, since a name may change
+// (App.authorNames).
+//
+// It is bounded by the bytes of the messages held; past that, threads are
+// dropped at random (Go's map order) until it fits.
+type threadCache struct {
+	mu    sync.Mutex
+	m     map[threadKey][]*store.Message // index i holds place i+1
+	bytes int
+	max   int
+}
+
+type threadKey struct {
+	accountID, visitID int64
+	created            int64 // the visit's creation: a key never names two visits
+}
+
+const (
+	// threadCacheBytes bounds the messages held.
+	threadCacheBytes = 16 << 20
+	// threadCacheLen is the longest thread prefix kept: a page further in
+	// is read from the database each time.
+	threadCacheLen = 1000
+)
+
+func newThreadCache(max int) *threadCache {
+	return &threadCache{m: make(map[threadKey][]*store.Message), max: max}
+}
+
+func messageBytes(m *store.Message) int {
+	return 160 + len(m.Content) + len(m.Type) + 8*len(m.Attachments)
+}
+
+// prefix returns the first messages of k's thread that are held.
+func (c *threadCache) prefix(k threadKey) []*store.Message {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[k]
+}
+
+// extend appends ms, which follow have, to k's thread, unless another
+// reader changed it meanwhile. Slices handed out earlier stay valid: they
+// never see past their length, and held messages are never written.
+func (c *threadCache) extend(k threadKey, have []*store.Message, ms []*store.Message) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := c.m[k]
+	if len(cur) != len(have) || len(cur)+len(ms) > threadCacheLen {
+		return
+	}
+	for _, m := range ms {
+		c.bytes += messageBytes(m)
+	}
+	c.m[k] = append(cur, ms...)
+	for key, t := range c.m {
+		if c.bytes <= c.max {
+			break
+		}
+		for _, m := range t {
+			c.bytes -= messageBytes(m)
+		}
+		delete(c.m, key)
+	}
+}
+
+// threadPage returns the messages at places from to to (inclusive) of the
+// visit's thread, from the cache where it holds them.
+func (a *App) threadPage(ctx context.Context, k threadKey, from, to int) ([]*store.Message, error) {
+	if from > to {
+		return nil, nil
+	}
+	have := a.threads.prefix(k)
+	if to <= len(have) {
+		return have[from-1 : to], nil
+	}
+	// Read what the cache lacks up to the page's end, if that is not much
+	// more than the page itself; otherwise just the page.
+	if to > threadCacheLen || to-len(have) > max(MessagePageMax, 2*(to-from+1)) {
+		return a.store.Read().ThreadMessages(ctx, k.accountID, k.visitID, from, to)
+	}
+	ms, err := a.store.Read().ThreadMessages(ctx, k.accountID, k.visitID, len(have)+1, to)
+	if err != nil {
+		return nil, err
+	}
+	all := append(have[:len(have):len(have)], ms...)
+	if len(all) != to {
+		// A place below the count was empty, which the count rules out.
+		return nil, fmt.Errorf("thread of visit %d: %d messages for %d places", k.visitID, len(all), to)
+	}
+	a.threads.extend(k, have, ms)
+	return all[from-1 : to], nil
+}
+
+// authorNames returns the current names of the page's authors: from a
+// cache a user's own profile change clears, and that other processes'
+// changes reach within the read-cache TTL.
+func (a *App) authorNames(ctx context.Context, accountID int64, ms []*store.Message) (map[int64]string, error) {
+	out := make(map[int64]string, 2)
+	var missing []int64
+	now := a.now()
+	for _, m := range ms {
+		if _, ok := out[m.AuthorID]; ok {
+			continue
+		}
+		if n, ok := a.names.get(userKey{accountID, m.AuthorID}, now); ok {
+			out[m.AuthorID] = n
+			continue
+		}
+		out[m.AuthorID] = ""
+		missing = append(missing, m.AuthorID)
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	gen := a.names.generation()
+	names, err := a.store.Read().UserNames(ctx, accountID, missing)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range missing {
+		out[id] = names[id] // "" for an author who is gone
+		a.names.put(userKey{accountID, id}, names[id], gen, now)
+	}
+	return out, nil
+}
+
+type userKey struct{ accountID, userID int64 }
