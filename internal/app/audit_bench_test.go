@@ -65,3 +65,93 @@ func BenchmarkAudit_OnePerCommit(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkAudit_Journal is the audit of a read on SQLite today: the group
+// is appended to the audit journal and moved into the table in bulk
+// (store/journal.go). Compare BenchmarkAudit_Grouped, a commit per group.
+func BenchmarkAudit_Journal(b *testing.B) {
+	a, p := benchApp(b)
+	if err := a.store.StartReadAudits(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := a.audit(ctx, p, "bench.read", "user", "1", outcomeOK); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// benchThread makes a visit whose thread holds 30 messages.
+func benchThread(b *testing.B, a *App, p *clinic.Principal) threadKey {
+	b.Helper()
+	ctx := context.Background()
+	u, err := a.store.Read().AdminUser(ctx, p.Account.ID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	v := &clinic.Visit{AccountID: p.Account.ID, Code: "v1", Kind: clinic.KindEconsult, MemberID: u.ID, Status: 1, Type: 1, Created: 1, Modified: 1}
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		if err := q.CreateVisit(ctx, v); err != nil {
+			return err
+		}
+		for i := range 30 {
+			seq, err := q.NextMessageSeq(ctx, p.Account.ID, v.ID, nil)
+			if err != nil {
+				return err
+			}
+			m := &store.Message{AccountID: p.Account.ID, VisitID: v.ID, Seq: seq, AuthorID: u.ID, ActorType: 1, Type: "text",
+				Content: "A message of a usual length, a sentence or two about how the patient feels.", CreatedUS: int64(i)}
+			if err := q.AddMessage(ctx, m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return threadKey{p.Account.ID, v.ID, v.Created}
+}
+
+// BenchmarkThreadPage_Cached is a 25-message page with its authors' names
+// as GET /api/visits/{id}/messages gets it now (app/threads.go);
+// BenchmarkThreadPage_Read reads the same from the database each time.
+func BenchmarkThreadPage_Cached(b *testing.B) {
+	a, p := benchApp(b)
+	k := benchThread(b, a, p)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			ms, err := a.threadPage(ctx, k, 6, 30)
+			if err != nil || len(ms) != 25 {
+				b.Fatal(len(ms), err)
+			}
+			if _, err := a.authorNames(ctx, k.accountID, ms); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkThreadPage_Read(b *testing.B) {
+	a, p := benchApp(b)
+	k := benchThread(b, a, p)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			ms, err := a.store.Read().ThreadMessages(ctx, k.accountID, k.visitID, 6, 30)
+			if err != nil || len(ms) != 25 {
+				b.Fatal(len(ms), err)
+			}
+			if _, err := a.store.Read().UserNames(ctx, k.accountID, []int64{ms[0].AuthorID}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
