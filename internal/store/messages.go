@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"teleclinic/internal/clinic"
 )
 
 // Message is one entry of a visit's thread.
@@ -72,30 +70,6 @@ func (q *Q) ThreadMessages(ctx context.Context, accountID, visitID int64, from, 
 			_ = json.Unmarshal([]byte(att), &m.Attachments)
 		}
 		out = append(out, m)
-	}
-	return out, q.d.translate(rows.Err())
-}
-
-// UserNames returns the full names of the clinic's users among ids; a user
-// that is gone has no entry.
-func (q *Q) UserNames(ctx context.Context, accountID int64, ids []int64) (map[int64]string, error) {
-	out := make(map[int64]string, len(ids))
-	if len(ids) == 0 {
-		return out, nil
-	}
-	rows, err := q.query(ctx, "SELECT id, COALESCE(first_name, ''), COALESCE(last_name, '') FROM users WHERE account_id = ? AND "+inList("id", len(ids)),
-		append([]any{accountID}, anys(ids)...)...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id int64
-		var u clinic.User
-		if err := rows.Scan(&id, &u.FirstName, &u.LastName); err != nil {
-			return nil, q.d.translate(err)
-		}
-		out[id] = u.FullName()
 	}
 	return out, q.d.translate(rows.Err())
 }

@@ -91,6 +91,30 @@ func (q *Q) AdminUser(ctx context.Context, accountID int64) (*clinic.User, error
 	return q.user(ctx, "u.account_id = ? AND u.type = ? ORDER BY u.id", accountID, clinic.UserAdmin)
 }
 
+// UserNames returns the full names of the clinic's users among ids; a user
+// that is gone has no entry.
+func (q *Q) UserNames(ctx context.Context, accountID int64, ids []int64) (map[int64]string, error) {
+	out := make(map[int64]string, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := q.query(ctx, "SELECT id, COALESCE(first_name, ''), COALESCE(last_name, '') FROM users WHERE account_id = ? AND "+inList("id", len(ids)),
+		append([]any{accountID}, anys(ids)...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var u clinic.User
+		if err := rows.Scan(&id, &u.FirstName, &u.LastName); err != nil {
+			return nil, q.d.translate(err)
+		}
+		out[id] = u.FullName()
+	}
+	return out, q.d.translate(rows.Err())
+}
+
 // CreateUser inserts a user; a duplicate code, username or svcid is ErrConflict.
 func (q *Q) CreateUser(ctx context.Context, u *clinic.User) error {
 	extra, _ := json.Marshal(u.Extra)
