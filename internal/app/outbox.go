@@ -230,7 +230,8 @@ func (a *App) pushOne(ctx context.Context, it store.OutboxItem) error {
 	return errSkip("unknown endpoint type")
 }
 
-// WriteMetrics writes the outbox backlog and the database pools' waits:
+// WriteMetrics writes the outbox backlog, the audit journal's backlog and
+// the database pools' waits:
 // the families computed at each scrape of /metrics.
 func (a *App) WriteMetrics(ctx context.Context, w *metrics.Writer) {
 	backlog, err := a.store.Read().OutboxBacklogByTopic(ctx, a.unix())
@@ -244,6 +245,11 @@ func (a *App) WriteMetrics(ctx context.Context, w *metrics.Writer) {
 		w.Sample("teleclinic_outbox_backlog", float64(b[0]), "topic", topic)
 		w.Sample("teleclinic_outbox_oldest_due_seconds", float64(b[1]), "topic", topic)
 	}
+	waiting, failed := a.store.AuditJournalStats()
+	w.Help("teleclinic_audit_journal_waiting", "gauge", "Audit entries of reads in the journal, not yet in the audit table (SQLite).")
+	w.Sample("teleclinic_audit_journal_waiting", float64(waiting))
+	w.Help("teleclinic_audit_journal_failed_flushes_total", "counter", "Moves of journaled audit entries into the audit table that the database refused.")
+	w.Sample("teleclinic_audit_journal_failed_flushes_total", float64(failed))
 	stats := a.store.PoolStats()
 	pools := make([]string, 0, len(stats))
 	for name := range stats {

@@ -39,6 +39,8 @@ func TestMetrics(t *testing.T) {
 		`teleclinic_http_request_duration_seconds_count{route="GET /api_v3/rooms",status="200"} 3`,
 		`teleclinic_outbox_backlog{topic="webhook"} 0`,
 		`# TYPE teleclinic_db_pool_wait_total counter`,
+		`# TYPE teleclinic_audit_journal_waiting gauge`,
+		`teleclinic_audit_journal_failed_flushes_total 0`,
 		`teleclinic_db_pool_connections{pool=`,
 	} {
 		if !strings.Contains(text, want) {

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -57,11 +58,12 @@ type journal struct {
 	broken  error     // set when f may hold a partial group: appends fail
 	closed  bool
 
-	flushMu sync.Mutex // one flush at a time
-	ending  sync.Once
-	kick    chan struct{}
-	stop    chan struct{}
-	done    chan struct{}
+	flushMu  sync.Mutex    // one flush at a time
+	failures atomic.Uint64 // flushes the database refused
+	ending   sync.Once
+	kick     chan struct{}
+	stop     chan struct{}
+	done     chan struct{}
 }
 
 type segment struct {
@@ -137,6 +139,24 @@ func (s *Store) FlushAudits(ctx context.Context) error {
 		return nil
 	}
 	return s.journal.flush(ctx)
+}
+
+// AuditJournalStats says how many read-audit entries wait in the journal
+// for the audit table, and how many flushes the database has refused; both
+// are zero without a journal. A backlog that keeps growing means the
+// entries are safe on disk but not yet in GET /audit.
+func (s *Store) AuditJournalStats() (waiting int, failedFlushes uint64) {
+	j := s.journal
+	if j == nil {
+		return 0, 0
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	waiting = len(j.pending)
+	for _, sg := range j.sealed {
+		waiting += len(sg.es)
+	}
+	return waiting, j.failures.Load()
 }
 
 // createLock makes this store's lock file and locks it. The file gets its
@@ -241,6 +261,7 @@ func (j *journal) flush(ctx context.Context) error {
 	j.mu.Unlock()
 	for _, sg := range sealed {
 		if err := j.s.insertSegment(ctx, j.name, sg.n, sg.es); err != nil {
+			j.failures.Add(1)
 			return err
 		}
 		_ = os.Remove(sg.path) // a file left behind is skipped on replay

@@ -87,6 +87,28 @@ func TestReadAudits(t *testing.T) {
 		t.Fatalf("journal row left: %d %v", rows, err)
 	}
 
+	// A flush the database refuses keeps the entries in the journal, is
+	// counted, and is done again once the database takes it.
+	if _, err := st2.DB().Exec("ALTER TABLE audit_journal RENAME TO audit_journal_off"); err != nil {
+		t.Fatal(err)
+	}
+	appendIDs(st2, "r6b")
+	if err := st2.FlushAudits(ctx); err == nil {
+		t.Fatal("a flush into a missing table succeeded")
+	}
+	if waiting, failed := st2.AuditJournalStats(); waiting != 1 || failed == 0 {
+		t.Fatalf("after a refused flush: %d waiting, %d failed", waiting, failed)
+	}
+	if _, err := st2.DB().Exec("ALTER TABLE audit_journal_off RENAME TO audit_journal"); err != nil {
+		t.Fatal(err)
+	}
+	if got := flushed(st2); !slices.Equal(got, want("r1", "r2", "r3", "r4", "r5", "r6", "r6b")) {
+		t.Fatalf("after the database came back: %v", got)
+	}
+	if waiting, _ := st2.AuditJournalStats(); waiting != 0 {
+		t.Fatalf("%d waiting after a flush", waiting)
+	}
+
 	// A store that opens while another runs leaves the live journal alone,
 	// and many writers racing flushes lose and repeat nothing.
 	appendIDs(st2, "r7")
@@ -131,7 +153,7 @@ func TestReadAudits(t *testing.T) {
 	if err := st3.FlushAudits(ctx); err != nil {
 		t.Fatal(err)
 	}
-	all = append(all, "r1", "r2", "r3", "r4", "r5", "r6", "r7")
+	all = append(all, "r1", "r2", "r3", "r4", "r5", "r6", "r6b", "r7")
 	if got := flushed(st2); !slices.Equal(got, want(all...)) {
 		t.Fatalf("after concurrent appends: %d entries, want %d", len(got), len(all))
 	}
