@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -389,18 +390,14 @@ func (s *Store) replay(ctx context.Context, dir, name string) error {
 		return fmt.Errorf("audit journal: %w", err)
 	}
 	paths, _ := filepath.Glob(filepath.Join(dir, name+".*.log"))
-	type seg struct {
-		n    int64
-		path string
-	}
-	var segs []seg
+	var segs []segment // es is read only for those not in yet
 	for _, p := range paths {
 		n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimPrefix(filepath.Base(p), name+"."), ".log"), 10, 64)
 		if err == nil {
-			segs = append(segs, seg{n, p})
+			segs = append(segs, segment{n: n, path: p})
 		}
 	}
-	slices.SortFunc(segs, func(a, b seg) int { return int(a.n - b.n) })
+	slices.SortFunc(segs, func(a, b segment) int { return cmp.Compare(a.n, b.n) })
 	for _, sg := range segs {
 		if sg.n > done {
 			es, err := readSegment(sg.path)

@@ -20,8 +20,7 @@ type Message struct {
 	Type        string
 	Content     string
 	Attachments []int64
-	CreatedUS   int64  // microseconds since the epoch
-	AuthorName  string // the author's full name as the thread shows it; empty if the author is gone
+	CreatedUS   int64 // microseconds since the epoch
 }
 
 // NextMessageSeq takes the next place in an open visit's thread: it
