@@ -87,6 +87,7 @@ type App struct {
 	accounts *readCache[accountKey, *clinic.Account]
 	rooms    *readCache[store.RoomFilter, *RoomPage]
 	names    *readCache[userKey, string] // authors' names in threads
+	users    *userCache                  // the users tokens name, by row version
 	threads  *threadCache
 
 	webhooks        *webhook.Client
@@ -150,6 +151,7 @@ func New(st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*
 	a.rooms = newReadCache[store.RoomFilter, *RoomPage](cfg.ReadCacheTTL, 1024)
 	a.names = newReadCache[userKey, string](cfg.ReadCacheTTL, 4096)
 	a.threads = newThreadCache(threadCacheBytes)
+	a.users = newUserCache(userCacheMax)
 	a.sealKey = sha256.Sum256(append([]byte("teleclinic-seal:"), cfg.ServerKey...))
 	return a, nil
 }

@@ -67,7 +67,7 @@ func (a *App) Authenticate(ctx context.Context, c Credentials, need Need) (*clin
 	}
 	h := HashSecret(c.APIToken)
 	// User tokens are by far the most common, so they are looked up first.
-	t, u, err := a.store.Read().TokenWithUser(ctx, h)
+	t, u, err := a.tokenUser(ctx, h)
 	switch {
 	case err == nil:
 		if need == NeedAdmin {
@@ -139,10 +139,33 @@ func (a *App) authAPIKey(ctx context.Context, c Credentials, p *clinic.Principal
 	return p, nil
 }
 
+// userCacheMax bounds the user cache: about 1 KB a user, so at most ~10 MB.
+const userCacheMax = 10_000
+
+// tokenUser finds a token by hash and its user. The user comes from the
+// user cache when the row's version, read with the token, is the one cached;
+// otherwise it is read and cached. ErrNotFound when there is no such token.
+func (a *App) tokenUser(ctx context.Context, hash string) (*store.TokenAuth, *clinic.User, error) {
+	t, err := a.store.Read().TokenForAuth(ctx, hash)
+	if err != nil {
+		return nil, nil, err
+	}
+	if u, ok := a.users.get(t.UserID, t.UserVersion); ok {
+		return t, u, nil
+	}
+	u, err := a.store.Read().UserByID(ctx, t.AccountID, t.UserID)
+	if err != nil {
+		// Gone between the two reads: as if the token had not been found.
+		return nil, nil, err
+	}
+	a.users.put(u)
+	return t, u, nil
+}
+
 // userPrincipal validates an access token found by hash: kind, revocation,
 // absolute and idle expiry, the user's status, and the clinic. It moves the
 // token's idle clock forward.
-func (a *App) userPrincipal(ctx context.Context, c Credentials, p *clinic.Principal, t *store.Token, u *clinic.User) (*clinic.Principal, error) {
+func (a *App) userPrincipal(ctx context.Context, c Credentials, p *clinic.Principal, t *store.TokenAuth, u *clinic.User) (*clinic.Principal, error) {
 	now := a.unix()
 	if err := a.checkAccess(t, u, now); err != nil {
 		return nil, err
@@ -166,7 +189,7 @@ func (a *App) userPrincipal(ctx context.Context, c Credentials, p *clinic.Princi
 }
 
 // checkAccess says whether an access token is usable now.
-func (a *App) checkAccess(t *store.Token, u *clinic.User, now int64) error {
+func (a *App) checkAccess(t *store.TokenAuth, u *clinic.User, now int64) error {
 	switch {
 	case t.Kind != store.TokenAccess:
 		return unauthenticated("Invalid or expired API token.")

@@ -3,6 +3,8 @@ package app
 import (
 	"sync"
 	"time"
+
+	"teleclinic/internal/clinic"
 )
 
 // readCache keeps rows that nearly every request reads and that change
@@ -79,4 +81,54 @@ func (c *readCache[K, V]) invalidate() {
 	defer c.mu.Unlock()
 	c.gen++
 	clear(c.m)
+}
+
+// userCache keeps the users that tokens name, each as read at its row's
+// version. Authentication reads the version with the token, in the same
+// query, and takes a user from here only if the versions are equal: a
+// trigger moves the version on every change to the row, so an equal version
+// is the same row, whichever process changed it. Unlike readCache there is
+// no staleness window: a disabled user is refused on their next request.
+//
+// Cached users are shared; get hands out a copy of the struct, and callers
+// that change a user's map or slice fields clone them first (as applyProfile
+// does).
+type userCache struct {
+	mu  sync.Mutex
+	m   map[int64]*clinic.User
+	max int
+}
+
+func newUserCache(max int) *userCache {
+	return &userCache{m: make(map[int64]*clinic.User), max: max}
+}
+
+// get returns a copy of user id as read at version, if it is here.
+func (c *userCache) get(id, version int64) (*clinic.User, bool) {
+	c.mu.Lock()
+	u, ok := c.m[id]
+	c.mu.Unlock()
+	if !ok || u.Version != version {
+		return nil, false
+	}
+	cp := *u
+	return &cp, true
+}
+
+// put keeps u unless a newer version of it is here already. A full cache
+// drops an entry at random (map order): a user missing costs one read.
+func (c *userCache) put(u *clinic.User) {
+	cp := *u
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.m[u.ID]; ok && old.Version > u.Version {
+		return
+	}
+	if _, ok := c.m[u.ID]; !ok && len(c.m) >= c.max {
+		for k := range c.m {
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[u.ID] = &cp
 }

@@ -58,7 +58,7 @@ func (a *App) AuthRedirect(ctx context.Context, requestID, ssoToken, next string
 	if next != "" && (!strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, `\`)) {
 		return "", clinic.Errorf(clinic.EInvalid, "next must be a path on the portal, starting with a single '/'.")
 	}
-	t, u, err := a.store.Read().TokenWithUser(ctx, HashSecret(ssoToken))
+	t, u, err := a.tokenUser(ctx, HashSecret(ssoToken))
 	if errors.Is(err, store.ErrNotFound) {
 		return "", unauthenticated("Invalid or expired sso_token.")
 	}

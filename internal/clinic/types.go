@@ -86,6 +86,9 @@ type User struct {
 	LastLogin     int64
 	Created       int64
 	Modified      int64
+	// Version moves on every change to the row (a trigger does it), so two
+	// reads with the same version saw the same row.
+	Version int64
 }
 
 // FullName is first and last name joined the way the profile shows it.

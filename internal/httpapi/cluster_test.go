@@ -28,6 +28,45 @@ func TestCluster_ThreeServers(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a user changed through one server, or in the database, is seen at once by the others", func(t *testing.T) {
+		// Each server reuses the user it read while the row's version,
+		// read with the token, is unchanged; no TTL may hide a change.
+		s := mustSSO(t, servers[0], c, "200", "p-versions", "Pat", "Before")
+		me := func(e *testenv.Env) *testenv.Resp {
+			t.Helper()
+			return e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(c, s.Token)})
+		}
+		for _, e := range servers {
+			if res := me(e); res.Status != 200 || res.Data()["last_name"] != "Before" {
+				t.Fatalf("%d %s", res.Status, res.Raw)
+			}
+		}
+		if res := servers[0].Do(testenv.Req{Method: "POST", Path: "/api_v3/me", Header: userHeaders(c, s.Token), Form: q("last_name", "After")}); res.Status != 200 {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+		for i, e := range servers {
+			if res := me(e); res.Status != 200 || res.Data()["last_name"] != "After" {
+				t.Fatalf("server %d: %d %s", i, res.Status, res.Raw)
+			}
+		}
+		// A write no server made: another tool, or an operator.
+		if _, err := first.Store.DB().Exec(rebind(first, "UPDATE users SET status = -1 WHERE id = ?"), s.UserID); err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range servers {
+			if res := me(e); res.Status != 401 {
+				t.Fatalf("server %d still accepts a disabled user: %d %s", i, res.Status, res.Raw)
+			}
+		}
+		if _, err := first.Store.DB().Exec(rebind(first, "UPDATE users SET status = 1 WHERE id = ?"), s.UserID); err != nil {
+			t.Fatal(err)
+		}
+		for i, e := range servers {
+			if res := me(e); res.Status != 200 {
+				t.Fatalf("server %d: re-enabled user refused: %d %s", i, res.Status, res.Raw)
+			}
+		}
+	})
 	urls := []string{servers[0].URL, servers[1].URL, servers[2].URL}
 	race := func(t *testing.T, perServer int, req testenv.Req) map[int]int {
 		t.Helper()

@@ -11,7 +11,7 @@ import (
 const userCols = `u.id, u.account_id, u.code, u.username, u.first_name, u.last_name, u.email, u.password_hash, u.dob, u.gender,
 	u.type, u.subtype, u.status, u.active, u.tos, u.timezone, u.email_verified, u.signup_step, u.svcid, u.nationality,
 	u.phone, u.street_addr, u.city, u.state, u.zip, u.pcp_name, u.pcp_phone, u.photo_file_id, u.extra, u.disable_emails,
-	u.is_hidden, u.is_admin, u.roles, u.user_group, u.last_login, u.created, u.modified`
+	u.is_hidden, u.is_admin, u.roles, u.user_group, u.last_login, u.created, u.modified, u.version`
 
 func scanUser(sc interface{ Scan(...any) error }) (*clinic.User, error) {
 	var u clinic.User
@@ -21,7 +21,7 @@ func scanUser(sc interface{ Scan(...any) error }) (*clinic.User, error) {
 	err := sc.Scan(&u.ID, &u.AccountID, &u.Code, &u.Username, &u.FirstName, &u.LastName, &u.Email, &u.PasswordHash, &u.DOB, &u.Gender,
 		&u.Type, &u.Subtype, &u.Status, &active, &tos, &u.Timezone, &ev, &u.SignupStep, &u.SvcID, &u.Nationality,
 		&u.Phone, &u.StreetAddr, &u.City, &u.State, &u.Zip, &u.PCPName, &u.PCPPhone, &photo, &extra, &de,
-		&hidden, &admin, &roles, &u.Group, &u.LastLogin, &u.Created, &u.Modified)
+		&hidden, &admin, &roles, &u.Group, &u.LastLogin, &u.Created, &u.Modified, &u.Version)
 	if err != nil {
 		return nil, err
 	}
