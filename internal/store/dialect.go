@@ -81,7 +81,9 @@ func openPostgres(ctx context.Context, dsn string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	return &Store{w: db, r: db, d: &dialect{name: "postgres", postgres: true}}, nil
+	s := &Store{w: db, r: db, d: &dialect{name: "postgres", postgres: true}}
+	s.posts = newPostBatcher(db, s.d)
+	return s, nil
 }
 
 // rebind turns '?' placeholders into PostgreSQL's $1, $2, … . Queries hold no

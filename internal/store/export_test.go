@@ -36,3 +36,23 @@ func AbandonJournal(s *Store) (dir, name string) {
 	})
 	return j.dir, j.name
 }
+
+// WritePosts writes mps as one PostgreSQL post batch, as the batcher's
+// writer does with the posts that arrive together, and returns each one's
+// outcome. It is nil on SQLite, which has no batcher.
+func WritePosts(s *Store, ctxs []context.Context, mps []*MessagePost) []error {
+	if s.posts == nil {
+		return nil
+	}
+	batch := make([]*postReq, len(mps))
+	for i, mp := range mps {
+		query, args := mp.postgres()
+		batch[i] = &postReq{ctx: ctxs[i], mp: mp, query: s.d.rebind(query), args: args, done: make(chan error, 1)}
+	}
+	s.posts.write(batch)
+	out := make([]error, len(batch))
+	for i, r := range batch {
+		out[i] = <-r.done
+	}
+	return out
+}

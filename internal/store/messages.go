@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -155,19 +154,7 @@ func (s *Store) PostMessage(ctx context.Context, mp *MessagePost) error {
 		eps = slices.DeleteFunc(eps, func(e *Endpoint) bool { return !slices.Contains(mp.PushTypes, e.Type) })
 		return s.Grouped(ctx, func(q *Q) error { return q.postMessage(ctx, mp, eps) })
 	}
-	query, args := mp.postgres()
-	for attempt := 1; ; attempt++ {
-		var webhooks, pushes int
-		err := s.Write().queryRow(ctx, query, args, &mp.Message.ID, &mp.Message.Seq, &webhooks, &pushes)
-		if errors.Is(err, ErrRetry) && retryPause(ctx, attempt) {
-			continue
-		}
-		mp.Announced, mp.Pushed = webhooks > 0, pushes > 0
-		if err == nil {
-			mp.Audit.ObjectID = strconv.FormatInt(mp.Message.ID, 10)
-		}
-		return err
-	}
+	return s.posts.post(ctx, mp)
 }
 
 // postMessage writes mp statement by statement inside a transaction.

@@ -22,10 +22,11 @@ import (
 type Store struct {
 	w, r    *sql.DB
 	d       *dialect
-	wc, rc  *stmtCache // nil on PostgreSQL
-	group   *txGroup   // Grouped's committer; nil on PostgreSQL
-	jpath   string     // the SQLite file, beside which the audit journal lives
-	journal *journal   // read audits, once StartReadAudits ran; nil on PostgreSQL
+	wc, rc  *stmtCache   // nil on PostgreSQL
+	group   *txGroup     // Grouped's committer; nil on PostgreSQL
+	posts   *postBatcher // message posts' batches on PostgreSQL; nil on SQLite
+	jpath   string       // the SQLite file, beside which the audit journal lives
+	journal *journal     // read audits, once StartReadAudits ran; nil on PostgreSQL
 }
 
 // Open connects to dsn: a "postgres://" or "postgresql://" URL selects
@@ -44,6 +45,7 @@ func (s *Store) Close() error {
 		jerr = s.journal.close()
 	}
 	s.group.close()
+	s.posts.close()
 	s.wc.close()
 	s.rc.close()
 	err := s.w.Close()
