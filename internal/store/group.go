@@ -87,24 +87,34 @@ func (g *txGroup) close() {
 func (g *txGroup) loop() {
 	defer close(g.done)
 	for {
-		var first *groupReq
-		select {
-		case first = <-g.reqs:
-		case <-g.quit:
+		group := gather(g.reqs, g.quit, maxGroup)
+		if group == nil {
 			return
-		}
-		group := []*groupReq{first}
-	fill:
-		for len(group) < maxGroup {
-			select {
-			case r := <-g.reqs:
-				group = append(group, r)
-			default:
-				break fill
-			}
 		}
 		g.commit(group)
 	}
+}
+
+// gather waits for a request, then takes the ones already waiting behind
+// it, up to max: the requests that arrived while the last group was being
+// written. It returns nil once quit is closed.
+func gather[T any](reqs <-chan T, quit <-chan struct{}, max int) []T {
+	var first T
+	select {
+	case first = <-reqs:
+	case <-quit:
+		return nil
+	}
+	group := []T{first}
+	for len(group) < max {
+		select {
+		case r := <-reqs:
+			group = append(group, r)
+		default:
+			return group
+		}
+	}
+	return group
 }
 
 // commit writes a group and answers each member.

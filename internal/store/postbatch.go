@@ -97,21 +97,9 @@ func (b *postBatcher) post(ctx context.Context, mp *MessagePost) error {
 func (b *postBatcher) loop() {
 	defer b.wg.Done()
 	for {
-		var first *postReq
-		select {
-		case first = <-b.reqs:
-		case <-b.quit:
+		batch := gather(b.reqs, b.quit, maxPostBatch)
+		if batch == nil {
 			return
-		}
-		batch := []*postReq{first}
-	fill:
-		for len(batch) < maxPostBatch {
-			select {
-			case r := <-b.reqs:
-				batch = append(batch, r)
-			default:
-				break fill
-			}
 		}
 		b.write(batch)
 	}

@@ -69,7 +69,7 @@ type TokenAuth struct {
 // TokenForAuth finds a token by hash with its user's version: the lookup made
 // for every request that carries a user token. It reads nine columns, not
 // the user's forty: the caller reuses the user it read at that version
-// (app/auth.go), and on SQLite the cost of a query is mostly per column.
+// (app/auth.go) rather than scan and decode the row on every request.
 func (q *Q) TokenForAuth(ctx context.Context, hash string) (*TokenAuth, error) {
 	var t TokenAuth
 	err := q.queryRow(ctx, `SELECT t.id, t.account_id, t.user_id, t.kind, t.family, t.last_used, t.expires, COALESCE(t.revoked, 0), u.version
