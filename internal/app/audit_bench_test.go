@@ -155,3 +155,47 @@ func BenchmarkThreadPage_Read(b *testing.B) {
 		}
 	})
 }
+
+// benchToken is a patient of the bench clinic and a session of theirs.
+func benchToken(b *testing.B, a *App, p *clinic.Principal) string {
+	b.Helper()
+	ctx := context.Background()
+	u := &clinic.User{AccountID: p.Account.ID, Code: "bench-pat", Username: "bench-pat", FirstName: "Pat", LastName: "Bench",
+		Type: clinic.UserMember, Status: clinic.StatusActive, Active: true, Extra: map[string]any{"race": ""}}
+	if err := a.store.Write().CreateUser(ctx, u); err != nil {
+		b.Fatal(err)
+	}
+	s, err := a.issueSession(ctx, a.store.Write(), u, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s.Token
+}
+
+// BenchmarkAuthenticate_UserCached is a request's authentication with a
+// user token as the server does it: the token and the user's version in
+// one narrow query, the user from the cache. BenchmarkAuthenticate_UserRead
+// reads the user's row each time, as a cache miss does (and as every
+// request did before the cache, in one wider query).
+func BenchmarkAuthenticate_UserCached(b *testing.B) {
+	benchAuthenticate(b, false)
+}
+
+func BenchmarkAuthenticate_UserRead(b *testing.B) {
+	benchAuthenticate(b, true)
+}
+
+func benchAuthenticate(b *testing.B, miss bool) {
+	a, p := benchApp(b)
+	c := Credentials{AccountCode: p.Account.Code, APIToken: benchToken(b, a, p)}
+	ctx := context.Background()
+	b.ResetTimer()
+	for b.Loop() {
+		if miss {
+			a.users = newUserCache(userCacheMax)
+		}
+		if _, err := a.Authenticate(ctx, c, NeedUser); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
