@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,5 +60,51 @@ func TestLoad_Smoke(t *testing.T) {
 	}
 	if rep.ServerHWMMB <= 0 || !strings.Contains(stdout.String(), "messages-post") {
 		t.Errorf("report:\n%s", stdout.String())
+	}
+
+	// Rounds: one result per scenario and connection count, the median
+	// round's, with every round's requests.
+	stdout.Reset()
+	err = run(context.Background(), []string{"--short", "--quiet", "--bin", bin, "--duration", "300ms", "--scenarios", "rooms,me", "--rounds", "3", "--json", report}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	rep = Report{}
+	b, _ = os.ReadFile(report)
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 2 {
+		t.Fatalf("%d results with 3 rounds, want 2", len(rep.Results))
+	}
+	for _, r := range rep.Results {
+		if !strings.HasPrefix(r.Note, "median of 3 rounds") || r.Ratio <= 0 || r.Errors != 0 {
+			t.Errorf("%s: %+v", r.Scenario, r)
+		}
+	}
+}
+
+// TestMedianRound picks the round of the median ratio and counts every
+// round's errors.
+func TestMedianRound(t *testing.T) {
+	rounds := []Result{
+		{Scenario: "me", RPS: 900, Ratio: 0.30, Requests: 10, Errors: 1, FirstError: "first"},
+		{Scenario: "me", RPS: 1500, Ratio: 0.50, Requests: 20},
+		{Scenario: "me", RPS: 1200, Ratio: 0.40, Requests: 30, Errors: 2, Note: "scenario note"},
+	}
+	got := medianRound(rounds)
+	if got.RPS != 1200 || got.Ratio != 0.40 || got.Requests != 60 || got.Errors != 3 || got.FirstError != "first" ||
+		got.Note != "median of 3 rounds (ratios 30–50%); scenario note" {
+		t.Fatalf("%+v", got)
+	}
+	if one := medianRound(rounds[:1]); one.RPS != 900 || one.Note != "" {
+		t.Fatalf("one round: %+v", one)
+	}
+	two := medianRound(rounds[:2]) // the lower middle
+	if two.RPS != 900 || two.Errors != 1 {
+		t.Fatalf("two rounds: %+v", two)
+	}
+	if _, err := parseOptions([]string{"--rounds", "0"}, io.Discard); err == nil {
+		t.Fatal("--rounds 0 accepted")
 	}
 }

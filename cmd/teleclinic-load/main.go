@@ -15,6 +15,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -75,6 +76,7 @@ type options struct {
 	Short       bool
 	Quiet       bool
 	Profile     string
+	Rounds      int
 }
 
 var allScenarios = []string{"rooms", "me", "messages-read", "messages-post", "sso", "availability", "book", "webhook"}
@@ -100,6 +102,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.BurstFor, "burst-for", 10*time.Second, "webhook scenario: how long the burst lasts")
 	fs.BoolVar(&o.Short, "short", false, "a smoke run: 1 s per scenario, 2 connections, 8 patients, a 1 s burst")
 	fs.BoolVar(&o.Quiet, "quiet", false, "no progress lines")
+	fs.IntVar(&o.Rounds, "rounds", 1, "measure each scenario and its baseline this many times, alternating, and report the round with the median ratio")
 	fs.StringVar(&o.Profile, "profile", "", "write the started server's CPU profile of each run to this directory (<scenario>-<conns>.pprof)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -117,6 +120,9 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 			return nil, fmt.Errorf("--scenarios: unknown scenario %q", s)
 		}
 		o.Scenarios = append(o.Scenarios, s)
+	}
+	if o.Rounds < 1 || o.Rounds > 99 {
+		return nil, fmt.Errorf("--rounds: %d is not a count from 1 to 99", o.Rounds)
 	}
 	if o.Short {
 		o.Duration, o.Connections, o.Patients, o.BurstFor, o.WebhookRate, o.BurstRate = time.Second, []int{2}, 8, time.Second, 50, 200
@@ -206,10 +212,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer sqlBase.stop()
 
+	// With one round a baseline is measured once per connection count, just
+	// before the first scenario that needs it. With more, each round
+	// measures its own, just before the scenario's run, so a round's ratio
+	// compares two runs minutes apart at most.
 	baselines := map[string]float64{}
 	measureBase := func(kind string, conns int) (float64, error) {
 		k := fmt.Sprintf("%s/%d", kind, conns)
-		if v, ok := baselines[k]; ok {
+		if v, ok := baselines[k]; ok && o.Rounds == 1 {
 			return v, nil
 		}
 		var b *baseProc
@@ -245,24 +255,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		sc := c.scenario(name, seed)
 		for _, conns := range o.Connections {
-			base, err := measureBase(sc.baseline, conns)
-			if err != nil {
-				return err
+			rounds := make([]Result, 0, o.Rounds)
+			for round := range o.Rounds {
+				base, err := measureBase(sc.baseline, conns)
+				if err != nil {
+					return err
+				}
+				progress("  %-14s c=%-4d ", name, conns)
+				wait := func() {}
+				if o.Profile != "" && srv != nil && round == 0 {
+					_ = os.MkdirAll(o.Profile, 0o755)
+					wait = srv.profile(filepath.Join(o.Profile, fmt.Sprintf("%s-%d.pprof", name, conns)), o.Duration-time.Second)
+				}
+				r := load(ctx, name, conns, o.Duration, sc.request, progress)
+				wait()
+				progress("%8.0f req/s, p99 %.1f ms, %d errors\n", r.RPS, r.P99ms, r.Errors)
+				r.Baseline, r.BaselineRPS, r.Note = sc.baseline, base, sc.note
+				if base > 0 {
+					r.Ratio = r.RPS / base
+				}
+				rounds = append(rounds, r)
 			}
-			progress("  %-14s c=%-4d ", name, conns)
-			wait := func() {}
-			if o.Profile != "" && srv != nil {
-				_ = os.MkdirAll(o.Profile, 0o755)
-				wait = srv.profile(filepath.Join(o.Profile, fmt.Sprintf("%s-%d.pprof", name, conns)), o.Duration-time.Second)
-			}
-			r := load(ctx, name, conns, o.Duration, sc.request, progress)
-			wait()
-			progress("%8.0f req/s, p99 %.1f ms, %d errors\n", r.RPS, r.P99ms, r.Errors)
-			r.Baseline, r.BaselineRPS, r.Note = sc.baseline, base, sc.note
-			if base > 0 {
-				r.Ratio = r.RPS / base
-			}
-			rep.Results = append(rep.Results, r)
+			rep.Results = append(rep.Results, medianRound(rounds))
 		}
 	}
 	if srv != nil {
@@ -308,6 +322,33 @@ func printReport(w io.Writer, rep *Report) {
 // load runs one closed-loop scenario: conns workers, each on its own
 // keep-alive connection, sending the next request as soon as the last one
 // answered.
+// medianRound is the round whose ratio to its baseline is the median (the
+// lower middle one of an even count), with every round's errors counted
+// and the spread of the ratios in its note: a slow minute on a noisy
+// machine moves one round, not the figure.
+func medianRound(rounds []Result) Result {
+	if len(rounds) == 1 {
+		return rounds[0]
+	}
+	sorted := slices.Clone(rounds)
+	slices.SortStableFunc(sorted, func(a, b Result) int { return cmp.Compare(a.Ratio, b.Ratio) })
+	r := sorted[(len(sorted)-1)/2]
+	r.Errors, r.Requests, r.FirstError = 0, 0, ""
+	for _, x := range rounds {
+		r.Errors += x.Errors
+		r.Requests += x.Requests
+		if r.FirstError == "" {
+			r.FirstError = x.FirstError
+		}
+	}
+	spread := fmt.Sprintf("median of %d rounds (ratios %.0f–%.0f%%)", len(rounds), 100*sorted[0].Ratio, 100*sorted[len(sorted)-1].Ratio)
+	if r.Note != "" {
+		spread += "; " + r.Note
+	}
+	r.Note = spread
+	return r
+}
+
 func load(ctx context.Context, name string, conns int, dur time.Duration, mk func(worker, i int) (*http.Request, error), progress func(string, ...any)) Result {
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
 		MaxIdleConns: conns, MaxIdleConnsPerHost: conns, MaxConnsPerHost: conns, DisableCompression: true, IdleConnTimeout: time.Minute}}
