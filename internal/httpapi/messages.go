@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"teleclinic/internal/app"
 )
@@ -31,10 +32,15 @@ type actorOut struct {
 // method was a third of the encoding of a thread page, spent re-scanning
 // its output.
 func unixMicros(us int64) json.Number {
-	b := strconv.AppendInt(make([]byte, 0, 24), us/1e6, 10)
+	return json.Number(appendUnixMicros(make([]byte, 0, 24), us))
+}
+
+func appendUnixMicros(b []byte, us int64) []byte {
+	b = strconv.AppendInt(b, us/1e6, 10)
 	b = append(b, '.')
-	frac := strconv.AppendInt(nil, 1e6+us%1e6, 10) // 1xxxxxx keeps the leading zeros
-	return json.Number(append(b, frac[1:]...))
+	n := len(b)
+	b = strconv.AppendInt(b, 1e6+us%1e6, 10) // 1xxxxxx keeps the leading zeros
+	return append(b[:n], b[n+1:]...)
 }
 
 func toMessageOut(m *app.Message) messageOut {
@@ -59,11 +65,114 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	out := make([]messageOut, len(ms))
+	return writeMessagePage(w, ms, total)
+}
+
+// writeMessagePage answers a thread page with the bytes okList would write
+// for it (TestMessagePage_SameBytes holds it to that), appended by hand: a
+// page is the most requested answer there is, and encoding/json's
+// reflection over 25 messages and their envelope was a fifth of the
+// server's time in a thread read, with the garbage it left (pprof).
+func writeMessagePage(w http.ResponseWriter, ms []*app.Message, total int) error {
+	b := make([]byte, 0, 64+256*len(ms))
+	b = append(b, `{"data":[`...)
 	for i, m := range ms {
-		out[i] = toMessageOut(m)
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendMessage(b, m)
 	}
-	return okList(w, out, total)
+	b = append(b, `],"total_count":`...)
+	b = strconv.AppendInt(b, int64(total), 10)
+	b = append(b, "}\n"...)
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	_, err := w.Write(b)
+	return err
+}
+
+// appendMessage appends m as encoding/json writes toMessageOut(m).
+func appendMessage(b []byte, m *app.Message) []byte {
+	b = append(b, `{"id":"`...)
+	b = strconv.AppendInt(b, m.ID, 10)
+	b = append(b, `","visit_id":"`...)
+	b = strconv.AppendInt(b, m.VisitID, 10)
+	b = append(b, `","type":`...)
+	b = appendJSONString(b, m.Type)
+	b = append(b, `,"actor":{"id":"`...)
+	b = strconv.AppendInt(b, m.Actor.ID, 10)
+	b = append(b, `","type":`...)
+	b = strconv.AppendInt(b, int64(m.Actor.Type), 10)
+	b = append(b, `,"display_name":`...)
+	b = appendJSONString(b, m.Actor.DisplayName)
+	b = append(b, `},"content":`...)
+	b = appendJSONString(b, m.Content)
+	b = append(b, `,"attachment_ids":[`...)
+	for i, a := range m.Attachments {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = strconv.AppendInt(b, a, 10)
+		b = append(b, '"')
+	}
+	b = append(b, `],"created":`...)
+	b = appendUnixMicros(b, m.CreatedUS)
+	return append(b, '}')
+}
+
+// appendJSONString appends s as a JSON string the way encoding/json does
+// by default: HTML-safe (<, > and & escaped), control characters escaped,
+// invalid UTF-8 replaced by U+FFFD, and U+2028 and U+2029 escaped.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, c *call) error {
