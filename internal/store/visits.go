@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"strconv"
 	"strings"
 
 	"teleclinic/internal/clinic"
@@ -82,8 +83,61 @@ func scanVisit(sc interface{ Scan(...any) error }) (*clinic.Visit, error) {
 		&v.Start, &v.End, &v.ActualStart, &v.ActualEnd, &v.CancelReason, &meeting, &v.Created, &v.Modified, &v.MessageCount); err != nil {
 		return nil, err
 	}
-	_ = json.Unmarshal([]byte(meeting), &v.Meeting)
+	if !parseMeeting(meeting, &v.Meeting) {
+		_ = json.Unmarshal([]byte(meeting), &v.Meeting)
+	}
 	return &v, nil
+}
+
+// parseMeeting reads a meeting column as CreateVisit writes it: the four
+// fields in order, strings without escapes. It says false, having set
+// nothing, for anything else, which json.Unmarshal then reads. Every
+// access to a visit or its thread reads the visit, and encoding/json's
+// reflection was most of scanning the row (pprof).
+func parseMeeting(s string, m *clinic.Meeting) bool {
+	// str reads key and a string value of printable ASCII other than the
+	// backslash: what needs no unescaping, read the same by both.
+	str := func(rest, key string) (string, string, bool) {
+		rest, ok := strings.CutPrefix(rest, key)
+		if !ok {
+			return "", "", false
+		}
+		val, rest, ok := strings.Cut(rest, `"`)
+		if !ok || strings.ContainsFunc(val, func(r rune) bool { return r < 0x20 || r > 0x7e || r == '\\' }) {
+			return "", "", false
+		}
+		return val, rest, true
+	}
+	id, rest, ok := str(s, `{"meeting_id":"`)
+	if !ok {
+		return false
+	}
+	pin, rest, ok := str(rest, `,"conference_pin":"`)
+	if !ok {
+		return false
+	}
+	rest, ok = strings.CutPrefix(rest, `,"recording_auto_start":`)
+	if !ok {
+		return false
+	}
+	auto := strings.HasPrefix(rest, "true")
+	if rest, ok = strings.CutPrefix(rest, strconv.FormatBool(auto)); !ok {
+		return false
+	}
+	if rest, ok = strings.CutPrefix(rest, `,"expiry":`); !ok {
+		return false
+	}
+	num, ok := strings.CutSuffix(rest, "}")
+	digits := strings.TrimPrefix(num, "-")
+	if !ok || digits == "" || digits[0] < '0' || digits[0] > '9' || (digits[0] == '0' && len(digits) > 1) {
+		return false // JSON's integers: no sign but '-', no leading zero
+	}
+	expiry, err := strconv.ParseInt(num, 10, 64)
+	if err != nil {
+		return false
+	}
+	*m = clinic.Meeting{MeetingID: id, ConferencePIN: pin, RecordingAutoStart: auto, Expiry: expiry}
+	return true
 }
 
 // CreateVisit inserts a visit.
