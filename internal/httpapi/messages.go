@@ -71,8 +71,8 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *call) e
 // writeMessagePage answers a thread page with the bytes okList would write
 // for it (TestMessagePage_SameBytes holds it to that), appended by hand: a
 // page is the most requested answer there is, and encoding/json's
-// reflection over 25 messages and their envelope was a fifth of the
-// server's time in a thread read, with the garbage it left (pprof).
+// reflection over 25 messages and their envelope was 7% of the server's
+// CPU in a thread read, with 55 allocations a page (pprof, benchmarks).
 func writeMessagePage(w http.ResponseWriter, ms []*app.Message, total int) error {
 	b := make([]byte, 0, 64+256*len(ms))
 	b = append(b, `{"data":[`...)
