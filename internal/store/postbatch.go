@@ -140,9 +140,9 @@ func (b *postBatcher) write(batch []*postReq) {
 // send runs the members as one pipelined batch. Once it committed, each
 // member's results are on its MessagePost, and a member whose visit is
 // closed or gone (its statement wrote nothing) has ErrNotFound as its own
-// outcome. On an error it
-// returns the index of the member whose statement failed, or -1 when the
-// batch failed as a whole (its connection or its commit).
+// outcome. On an error it returns the index of the member whose statement
+// failed, or -1 when the batch failed as a whole (its connection or its
+// commit).
 func (b *postBatcher) send(members []*postReq) (failed int, err error) {
 	failed = -1
 	ctx := context.Background()
