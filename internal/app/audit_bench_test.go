@@ -185,10 +185,21 @@ func BenchmarkAuthenticate_UserRead(b *testing.B) {
 	benchAuthenticate(b, true)
 }
 
+// BenchmarkAuthenticate_RequestContext is the cached case on a context that
+// can be cancelled, as every request's is.
+func BenchmarkAuthenticate_RequestContext(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	benchAuthenticateCtx(b, ctx, false)
+}
+
 func benchAuthenticate(b *testing.B, miss bool) {
+	benchAuthenticateCtx(b, context.Background(), miss)
+}
+
+func benchAuthenticateCtx(b *testing.B, ctx context.Context, miss bool) {
 	a, p := benchApp(b)
 	c := Credentials{AccountCode: p.Account.Code, APIToken: benchToken(b, a, p)}
-	ctx := context.Background()
 	b.ResetTimer()
 	for b.Loop() {
 		if miss {
@@ -196,6 +207,36 @@ func benchAuthenticate(b *testing.B, miss bool) {
 		}
 		if _, err := a.Authenticate(ctx, c, NeedUser); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkThreadVisit_Narrow is the visit read of a thread request as the
+// server does it: store.ThreadVisit on a request's context (one that can
+// be cancelled). BenchmarkThreadVisit_Full reads the whole row the same
+// way, as thread requests did before.
+func BenchmarkThreadVisit_Narrow(b *testing.B) {
+	benchThreadVisit(b, func(ctx context.Context, a *App, k threadKey) (*clinic.Visit, error) {
+		return a.store.Read().ThreadVisit(ctx, k.accountID, k.visitID)
+	})
+}
+
+func BenchmarkThreadVisit_Full(b *testing.B) {
+	benchThreadVisit(b, func(ctx context.Context, a *App, k threadKey) (*clinic.Visit, error) {
+		return a.store.Read().VisitByID(ctx, k.accountID, k.visitID)
+	})
+}
+
+func benchThreadVisit(b *testing.B, read func(context.Context, *App, threadKey) (*clinic.Visit, error)) {
+	a, p := benchApp(b)
+	k := benchThread(b, a, p)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.ReportAllocs()
+	for b.Loop() {
+		v, err := read(ctx, a, k)
+		if err != nil || v.MessageCount != 30 {
+			b.Fatal(v, err)
 		}
 	}
 }

@@ -44,15 +44,15 @@ type MessageActor struct {
 	DisplayName string
 }
 
-// messageVisit finds a visit for its thread: unknown is 404; a caller who is
-// not its patient, its assigned provider or one of its hosts (see
-// awaitsProvider) is 403.
+// messageVisit finds a visit for its thread, with the fields
+// store.ThreadVisit reads: unknown is 404; a caller who is not its patient,
+// its assigned provider or one of its hosts (see awaitsProvider) is 403.
 func (a *App) messageVisit(ctx context.Context, p *clinic.Principal, idStr string) (*clinic.Visit, error) {
 	id, err := strconv.ParseInt(idStr, 10, 64)
 	if err != nil || id <= 0 {
 		return nil, errVisitNotFound
 	}
-	v, err := a.store.Read().VisitByID(ctx, p.Account.ID, id)
+	v, err := a.store.Read().ThreadVisit(ctx, p.Account.ID, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errVisitNotFound
 	}

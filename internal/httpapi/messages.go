@@ -55,8 +55,11 @@ func toMessageOut(m *app.Message) messageOut {
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *call) error {
 	var in app.MessageQuery
 	var err error
-	for name, dst := range map[string]**int{"limit": &in.Limit, "skip": &in.Skip, "page": &in.Page} {
-		if *dst, err = c.params.OptInt(name); err != nil {
+	for _, f := range [...]struct {
+		name string
+		dst  **int
+	}{{"limit", &in.Limit}, {"skip", &in.Skip}, {"page", &in.Page}} {
+		if *f.dst, err = c.params.OptInt(f.name); err != nil {
 			return err
 		}
 	}
@@ -85,7 +88,11 @@ func writeMessagePage(w http.ResponseWriter, ms []*app.Message, total int) error
 	b = append(b, `],"total_count":`...)
 	b = strconv.AppendInt(b, int64(total), 10)
 	b = append(b, "}\n"...)
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	// A page is larger than net/http's buffer: with its length given, it
+	// goes out as it is, not in chunks.
+	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(http.StatusOK)
 	_, err := w.Write(b)
 	return err

@@ -69,10 +69,11 @@ type TokenAuth struct {
 // TokenForAuth finds a token by hash with its user's version: the lookup made
 // for every request that carries a user token. It reads nine columns, not
 // the user's forty: the caller reuses the user it read at that version
-// (app/auth.go) rather than scan and decode the row on every request.
+// (app/auth.go) rather than scan and decode the row on every request. It
+// is a read by key (byKey).
 func (q *Q) TokenForAuth(ctx context.Context, hash string) (*TokenAuth, error) {
 	var t TokenAuth
-	err := q.queryRow(ctx, `SELECT t.id, t.account_id, t.user_id, t.kind, t.family, t.last_used, t.expires, COALESCE(t.revoked, 0), u.version
+	err := q.queryRow(q.byKey(ctx), `SELECT t.id, t.account_id, t.user_id, t.kind, t.family, t.last_used, t.expires, COALESCE(t.revoked, 0), u.version
 		FROM tokens t JOIN users u ON u.id = t.user_id AND u.account_id = t.account_id WHERE t.hash = ?`, []any{hash},
 		&t.ID, &t.AccountID, &t.UserID, &t.Kind, &t.Family, &t.LastUsed, &t.Expires, &t.Revoked, &t.UserVersion)
 	if err != nil {
