@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"os"
@@ -9,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"teleclinic/internal/testenv"
 )
 
 // TestMain lets the test binary serve as its own baseline process, as the
@@ -27,11 +30,7 @@ func TestMain(m *testing.M) {
 // the tool works end to end. It asserts nothing about speed.
 func TestLoad_Smoke(t *testing.T) {
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "teleclinic")
-	build := exec.Command("go", "build", "-o", bin, "teleclinic/cmd/teleclinic")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildServer(t, dir)
 	report := filepath.Join(dir, "report.json")
 	var stdout, stderr strings.Builder
 	err := run(context.Background(), []string{"--short", "--quiet", "--bin", bin, "--duration", "300ms", "--burst-for", "300ms", "--json", report}, &stdout, &stderr)
@@ -106,5 +105,60 @@ func TestMedianRound(t *testing.T) {
 	}
 	if _, err := parseOptions([]string{"--rounds", "0"}, io.Discard); err == nil {
 		t.Fatal("--rounds 0 accepted")
+	}
+}
+
+func buildServer(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "teleclinic")
+	build := exec.Command("go", "build", "-o", bin, "teleclinic/cmd/teleclinic")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestLoad_Postgres runs the thread scenarios on a fresh PostgreSQL
+// database (a schema of the test database), which the tool analyzes after
+// seeding: the tables of that schema, and only those, have statistics.
+func TestLoad_Postgres(t *testing.T) {
+	if testenv.Engine() != "postgres" {
+		t.Skip("PostgreSQL only: set " + testenv.EnvDatabaseURL)
+	}
+	dir := t.TempDir()
+	bin := buildServer(t, dir)
+	dsn := testenv.DSN(t)
+	report := filepath.Join(dir, "report.json")
+	var stdout, stderr strings.Builder
+	err := run(context.Background(), []string{"--short", "--quiet", "--bin", bin, "--database", dsn, "--scenarios", "messages-read,messages-post",
+		"--duration", "300ms", "--json", report}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	var rep Report
+	b, _ := os.ReadFile(report)
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Engine != "postgres" || len(rep.Results) != 2 {
+		t.Fatalf("engine %q, %d results:\n%s", rep.Engine, len(rep.Results), stdout.String())
+	}
+	for _, r := range rep.Results {
+		if r.Requests == 0 || r.Errors != 0 {
+			t.Errorf("%s: %d requests, %d errors %s", r.Scenario, r.Requests, r.Errors, r.FirstError)
+		}
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	// last_analyze is set by ANALYZE only, not by autovacuum.
+	var analyzed int
+	if err := db.QueryRow(`SELECT count(*) FROM pg_stat_user_tables WHERE schemaname = current_schema() AND relname = 'visits' AND last_analyze IS NOT NULL`).Scan(&analyzed); err != nil {
+		t.Fatal(err)
+	}
+	if analyzed != 1 {
+		t.Errorf("visits of the load schema analyzed: %d, want 1", analyzed)
 	}
 }
