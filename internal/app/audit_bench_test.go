@@ -99,7 +99,7 @@ func benchThread(b *testing.B, a *App, p *clinic.Principal) threadKey {
 			return err
 		}
 		for i := range 30 {
-			seq, err := q.NextMessageSeq(ctx, p.Account.ID, v.ID, nil)
+			seq, err := q.NextMessageSeq(ctx, p.Account.ID, v.ID, nil, nil)
 			if err != nil {
 				return err
 			}

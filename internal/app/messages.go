@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"teleclinic/internal/clinic"
@@ -192,18 +193,96 @@ func (a *App) PostMessage(ctx context.Context, p *clinic.Principal, visitID stri
 	if n := utf8.RuneCountInString(content); n > MaxMessageChars {
 		return nil, clinic.Errorf(clinic.EInvalid, "content must be at most %d characters; it has %d.", MaxMessageChars, n)
 	}
-	v, err := a.messageVisit(ctx, p, visitID)
-	if err != nil {
-		_ = a.audit(ctx, p, "visit.message.create", "visit", visitID, outcomeOf(err))
-		return nil, err
+	// The first attempt may decide on the visit as a post saw it lately
+	// (postVisits); the post then checks that the visit still has the
+	// parties the decisions were made on (store.MessagePost.Parties), and
+	// if not, it fails, and the next attempt decides again on a fresh read.
+	// A closed or deleted visit fails it the same way and is answered by
+	// that read.
+	var attachments []int64
+	for attempt := 1; ; attempt++ {
+		v, err := a.postVisit(ctx, p, visitID, attempt == 1)
+		if err != nil {
+			_ = a.audit(ctx, p, "visit.message.create", "visit", visitID, outcomeOf(err))
+			return nil, err
+		}
+		if attempt == 1 {
+			if attachments, err = a.messageAttachments(ctx, p, in.AttachmentIDs); err != nil {
+				return nil, err
+			}
+		}
+		if slices.Contains(closedForMessages, v.Status) {
+			return nil, errClosedThread(v.ID, v.Status)
+		}
+		m, mp, err := a.newPost(ctx, p, v, content, attachments)
+		if err != nil {
+			return nil, err
+		}
+		err = a.store.PostMessage(ctx, mp)
+		if errors.Is(err, store.ErrNotFound) {
+			a.postVisits.forget(visitKey{p.Account.ID, v.ID})
+			if attempt < maxPostAttempts {
+				continue
+			}
+			return nil, clinic.Errorf(clinic.EConflict, "Visit %d changed while the message was being posted; send it again.", v.ID)
+		}
+		if err != nil {
+			return nil, storeErr("post message", err, "")
+		}
+		if mp.Announced {
+			a.kickWebhooks()
+		}
+		if mp.Pushed {
+			a.kickPush()
+		}
+		return toMessage(m, p.User.FullName()), nil
 	}
-	attachments, err := a.messageAttachments(ctx, p, in.AttachmentIDs)
-	if err != nil {
-		return nil, err
+}
+
+const (
+	// maxPostAttempts bounds the attempts of a post whose visit keeps
+	// changing under it.
+	maxPostAttempts = 3
+	// postVisitTTL and postVisitsMax bound postVisits: a visit nobody
+	// posted to for ten minutes is read again, and a full cache starts
+	// over.
+	postVisitTTL  = 10 * time.Minute
+	postVisitsMax = 10000
+)
+
+type visitKey struct{ accountID, visitID int64 }
+
+// postVisit is messageVisit for a post. With cached set it first looks in
+// postVisits, the visits posts have seen lately: a post's own statement
+// checks the parties it was decided on, so a stale one costs an attempt,
+// not a wrong decision, and most posts need no read of the visit (on
+// PostgreSQL a round trip, a tenth of the post's cost). Who may write is
+// decided on the cached visit as on a fresh one; if it says no, a fresh
+// read answers.
+func (a *App) postVisit(ctx context.Context, p *clinic.Principal, idStr string, cached bool) (*clinic.Visit, error) {
+	now := a.now()
+	if id, err := strconv.ParseInt(idStr, 10, 64); err == nil && cached {
+		if v, ok := a.postVisits.get(visitKey{p.Account.ID, id}, now); ok && !p.IsAdmin() && p.UserID() != 0 {
+			ok, err := a.canSeeVisit(ctx, p, &v)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				return &v, nil
+			}
+		}
 	}
-	if slices.Contains(closedForMessages, v.Status) {
-		return nil, errClosedThread(v.ID, v.Status)
+	gen := a.postVisits.generation()
+	v, err := a.messageVisit(ctx, p, idStr)
+	if err == nil && !slices.Contains(closedForMessages, v.Status) {
+		a.postVisits.put(visitKey{p.Account.ID, v.ID}, *v, gen, now)
 	}
+	return v, err
+}
+
+// newPost is the post of content to v by the caller: the message and
+// everything its commit writes with it.
+func (a *App) newPost(ctx context.Context, p *clinic.Principal, v *clinic.Visit, content string, attachments []int64) (*store.Message, *store.MessagePost, error) {
 	u := p.User
 	m := &store.Message{AccountID: p.Account.ID, VisitID: v.ID, AuthorID: u.ID, ActorType: u.Type, Content: content, Attachments: attachments}
 	actor := "provider"
@@ -218,13 +297,14 @@ func (a *App) PostMessage(ctx context.Context, p *clinic.Principal, visitID stri
 	// (store.PostMessage), which also finds the users' devices.
 	uids, err := participants(ctx, a.store.Read(), v)
 	if err != nil {
-		return nil, fmt.Errorf("post message: %w", err)
+		return nil, nil, fmt.Errorf("post message: %w", err)
 	}
 	uids = slices.DeleteFunc(uids, func(uid int64) bool { return uid == u.ID })
 	slices.Sort(uids)
 	uids = slices.Compact(uids)
 	ts := now.Unix()
 	mp := &store.MessagePost{Message: m, Closed: closedForMessages,
+		Parties:        &store.VisitParties{Kind: v.Kind, MemberID: v.MemberID, ProviderID: v.ProviderID, RoomID: v.RoomID},
 		Webhook:        store.OutboxItem{AccountID: p.Account.ID, Topic: TopicWebhook, Created: ts, Due: ts},
 		WebhookPayload: messageEventPayload(v.ID, actor, ts),
 		Notification: store.Notification{AccountID: p.Account.ID, Type: NotifyMessage, Title: "New message from " + u.FullName(),
@@ -233,27 +313,7 @@ func (a *App) PostMessage(ctx context.Context, p *clinic.Principal, visitID stri
 		PushTypes:   a.channelsOn(),
 		PushTopic:   TopicPush, PushPayload: pushPayload,
 		Audit: *a.auditEntry(p, "visit.message.create", "visit_message", "", outcomeOK)}
-	err = a.store.PostMessage(ctx, mp)
-	if errors.Is(err, store.ErrNotFound) { // closed (or deleted) since it was read
-		cur, err := a.store.Read().VisitByID(ctx, p.Account.ID, v.ID)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil, errVisitNotFound
-		}
-		if err != nil {
-			return nil, fmt.Errorf("post message: %w", err)
-		}
-		return nil, errClosedThread(v.ID, cur.Status)
-	}
-	if err != nil {
-		return nil, storeErr("post message", err, "")
-	}
-	if mp.Announced {
-		a.kickWebhooks()
-	}
-	if mp.Pushed {
-		a.kickPush()
-	}
-	return toMessage(m, u.FullName()), nil
+	return m, mp, nil
 }
 
 func errClosedThread(id int64, status int) error {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"teleclinic/internal/clinic"
 	"teleclinic/internal/testenv"
 )
 
@@ -287,6 +288,77 @@ func TestMessages_ThreadCache(t *testing.T) {
 			if strings.Join(p.ids, ",") != strings.Join(want, ",") {
 				t.Fatalf("skip %d desc %v of %d: %v, want %v", p.skip, p.desc, p.total, p.ids, want)
 			}
+		}
+	})
+}
+
+// TestMessages_VisitChangedElsewhere changes a visit in SQL, as another
+// process would, between posts: a post decided on the visit as an earlier
+// post saw it (App.postVisit) must not be written on that stale view.
+func TestMessages_VisitChangedElsewhere(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	visit := s.econsult(t, s.pat)
+	db := e.Store.DB()
+	exec := func(query string, args ...any) {
+		t.Helper()
+		if _, err := db.Exec(rebind(e, query), args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	notified := func(who *session) int {
+		t.Helper()
+		var n int
+		if err := db.QueryRow(rebind(e, "SELECT COUNT(*) FROM notifications WHERE user_id = ? AND visit_id = ?"), who.UserID, visit).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	count := func() int {
+		t.Helper()
+		_, total := readMsgs(t, e, s.pat.Token, visit)
+		return total
+	}
+
+	// doc hosts the unassigned e-consult as a provider of its room.
+	mustPost(t, e, s.doc.Token, visit, "host")
+	mustPost(t, e, s.pat.Token, visit, "to the hosts")
+	if notified(s.doc) != 1 || notified(s.other) != 0 {
+		t.Fatalf("before: doc %d, other %d notifications", notified(s.doc), notified(s.other))
+	}
+
+	t.Run("a provider assigned elsewhere is the one told", func(t *testing.T) {
+		exec("UPDATE visits SET provider_id = ? WHERE id = ?", s.other.UserID, visit)
+		mustPost(t, e, s.pat.Token, visit, "to the assigned provider")
+		if notified(s.doc) != 1 || notified(s.other) != 1 {
+			t.Fatalf("doc %d, other %d notifications; want 1 and 1", notified(s.doc), notified(s.other))
+		}
+	})
+
+	t.Run("a host who lost the visit elsewhere may not post", func(t *testing.T) {
+		exec("UPDATE visits SET provider_id = 0 WHERE id = ?", visit)
+		mustPost(t, e, s.doc.Token, visit, "host again") // seen with doc hosting it
+		exec("UPDATE visits SET provider_id = ? WHERE id = ?", s.other.UserID, visit)
+		before := count()
+		if res := postMsg(e, s.doc.Token, visit, "stale host"); res.Status != 403 {
+			t.Fatalf("stale host: %d %s", res.Status, res.Raw)
+		}
+		if after := count(); after != before {
+			t.Fatalf("thread %d -> %d after a refused post", before, after)
+		}
+	})
+
+	t.Run("a visit closed elsewhere takes no post", func(t *testing.T) {
+		mustPost(t, e, s.pat.Token, visit, "last open") // seen open
+		exec("UPDATE visits SET status = ? WHERE id = ?", clinic.VisitCompleted, visit)
+		before := count()
+		res := postMsg(e, s.pat.Token, visit, "after close")
+		if res.Status != 409 {
+			t.Fatalf("closed: %d %s", res.Status, res.Raw)
+		}
+		if after := count(); after != before {
+			t.Fatalf("thread %d -> %d after a refused post", before, after)
 		}
 	})
 }

@@ -22,16 +22,34 @@ type Message struct {
 	CreatedUS   int64 // microseconds since the epoch
 }
 
+// VisitParties are the fields of a visit that say who takes part in it:
+// those a post's decisions (who may write, who is told) are made on.
+type VisitParties struct {
+	Kind                         string
+	MemberID, ProviderID, RoomID int64
+}
+
+// cond is the condition that a visit's row (unaliased) still has p's
+// parties, and its arguments; nothing for nil.
+func (p *VisitParties) cond() (string, []any) {
+	if p == nil {
+		return "", nil
+	}
+	return " AND kind = ? AND member_id = ? AND provider_id = ? AND COALESCE(room_id, 0) = ?", []any{p.Kind, p.MemberID, p.ProviderID, p.RoomID}
+}
+
 // NextMessageSeq takes the next place in an open visit's thread: it
 // increments the visit's message count, unless the visit is in one of the
-// closed statuses, and returns the new count. On PostgreSQL the UPDATE holds
-// the visit's row lock until commit, so concurrent posters queue and each
-// gets the next number only after the previous message committed; a close
-// that commits first makes the UPDATE match nothing (ErrNotFound).
-func (q *Q) NextMessageSeq(ctx context.Context, accountID, visitID int64, closed []int) (int, error) {
+// closed statuses or, with parties set, has other parties now, and returns
+// the new count. On PostgreSQL the UPDATE holds the visit's row lock until
+// commit, so concurrent posters queue and each gets the next number only
+// after the previous message committed; a close that commits first makes
+// the UPDATE match nothing (ErrNotFound).
+func (q *Q) NextMessageSeq(ctx context.Context, accountID, visitID int64, closed []int, parties *VisitParties) (int, error) {
 	var seq int
-	err := q.queryRow(ctx, "UPDATE visits SET message_count = message_count + 1 WHERE account_id = ? AND id = ? AND NOT "+inList("status", len(closed))+" RETURNING message_count",
-		append([]any{accountID, visitID}, anys(closed)...), &seq)
+	same, sameArgs := parties.cond()
+	err := q.queryRow(ctx, "UPDATE visits SET message_count = message_count + 1 WHERE account_id = ? AND id = ? AND NOT "+inList("status", len(closed))+same+" RETURNING message_count",
+		append(append([]any{accountID, visitID}, anys(closed)...), sameArgs...), &seq)
 	return seq, err
 }
 
@@ -116,6 +134,10 @@ type MessagePost struct {
 	// Closed are the visit statuses whose thread takes no message: a
 	// visit in one of them, or gone, makes the post ErrNotFound.
 	Closed []int
+	// Parties, when set, are the visit's parties as the caller saw them
+	// when it decided the post: a visit whose parties differ now makes
+	// the post ErrNotFound too.
+	Parties *VisitParties
 	// Webhook is the clinic's webhook delivery, written only if the clinic
 	// has a webhook URL; its payload is WebhookPayload around the message
 	// id.
@@ -160,7 +182,7 @@ func (s *Store) PostMessage(ctx context.Context, mp *MessagePost) error {
 // postMessage writes mp statement by statement inside a transaction.
 func (q *Q) postMessage(ctx context.Context, mp *MessagePost, push []*Endpoint) error {
 	m := mp.Message
-	seq, err := q.NextMessageSeq(ctx, m.AccountID, m.VisitID, mp.Closed)
+	seq, err := q.NextMessageSeq(ctx, m.AccountID, m.VisitID, mp.Closed, mp.Parties)
 	if err != nil {
 		return err
 	}
@@ -191,7 +213,7 @@ func inList(col string, n int) string {
 
 // postgres is mp as one PostgreSQL statement and its arguments. Its row is
 // the message's id and place and how many webhook and push items it wrote;
-// no row means the visit is closed or gone.
+// no row means the visit is closed, gone or has other parties.
 func (mp *MessagePost) postgres() (string, []any) {
 	m, n, a, wh := mp.Message, &mp.Notification, &mp.Audit, &mp.Webhook
 	att, _ := json.Marshal(nonNilIDs(m.Attachments))
@@ -201,6 +223,8 @@ func (mp *MessagePost) postgres() (string, []any) {
 	add := func(xs ...any) { args = append(args, xs...) }
 	add(m.AccountID, m.VisitID)
 	add(anys(mp.Closed)...)
+	same, sameArgs := mp.Parties.cond()
+	add(sameArgs...)
 	add(m.AccountID, m.VisitID, m.AuthorID, m.ActorType, m.Type, m.Content, string(att), m.CreatedUS)
 	add(wh.Topic)
 	add(whArgs...)
@@ -212,7 +236,7 @@ func (mp *MessagePost) postgres() (string, []any) {
 	add(a.AccountID, a.ActorKind, a.ActorUserID, a.Action, a.ObjectType, a.Outcome, a.RequestID, a.Created)
 	return `WITH v AS (
 	UPDATE visits SET message_count = message_count + 1
-	WHERE account_id = ? AND id = ? AND NOT ` + inList("status", len(mp.Closed)) + ` RETURNING message_count),
+	WHERE account_id = ? AND id = ? AND NOT ` + inList("status", len(mp.Closed)) + same + ` RETURNING message_count),
 m AS (
 	INSERT INTO visit_messages (account_id, visit_id, seq, author_id, actor_type, type, content, attachments, created_us)
 	SELECT ?, ?, message_count, ?, ?, ?, ?, ?, ? FROM v RETURNING id, seq),
