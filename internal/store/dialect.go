@@ -41,7 +41,7 @@ const sqlitePragmas = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pr
 func openSQLite(ctx context.Context, path string) (*Store, error) {
 	path = strings.TrimPrefix(path, "sqlite://")
 	path = strings.TrimPrefix(path, "file:")
-	w, err := sql.Open("sqlite", "file:"+path+"?"+sqlitePragmas)
+	w, err := sql.Open("sqlite", "file:"+path+"?"+sqlitePragmas+"&_pragma=temp_store(MEMORY)")
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
