@@ -3,10 +3,11 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/jsonstr"
 )
 
 // messageOut is the spec's Visit message.
@@ -68,7 +69,18 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	return writeMessagePage(w, ms, total)
+	// The page is built in a buffer kept from an earlier page: a new one
+	// was zeroed on every request. Buffers of pages far over the usual
+	// size are let go.
+	bp, _ := s.pages.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	*bp, err = writeMessagePage(w, (*bp)[:0], ms, total)
+	if cap(*bp) <= 64<<10 {
+		s.pages.Put(bp)
+	}
+	return err
 }
 
 // writeMessagePage answers a thread page with the bytes okList would write
@@ -76,8 +88,10 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *call) e
 // page is the most requested answer there is, and encoding/json's
 // reflection over 25 messages and their envelope was 7% of the server's
 // CPU in a thread read, with 55 allocations a page (pprof, benchmarks).
-func writeMessagePage(w http.ResponseWriter, ms []*app.Message, total int) error {
-	b := make([]byte, 0, 64+256*len(ms))
+//
+// It builds the page in b and returns it, grown.
+func writeMessagePage(w http.ResponseWriter, b []byte, ms []*app.Message, total int) ([]byte, error) {
+	b = slices.Grow(b, 64+256*len(ms))
 	b = append(b, `{"data":[`...)
 	for i, m := range ms {
 		if i > 0 {
@@ -95,7 +109,7 @@ func writeMessagePage(w http.ResponseWriter, ms []*app.Message, total int) error
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(http.StatusOK)
 	_, err := w.Write(b)
-	return err
+	return b, err
 }
 
 // appendMessage appends m as encoding/json writes toMessageOut(m).
@@ -105,15 +119,15 @@ func appendMessage(b []byte, m *app.Message) []byte {
 	b = append(b, `","visit_id":"`...)
 	b = strconv.AppendInt(b, m.VisitID, 10)
 	b = append(b, `","type":`...)
-	b = appendJSONString(b, m.Type)
+	b = jsonstr.Append(b, m.Type)
 	b = append(b, `,"actor":{"id":"`...)
 	b = strconv.AppendInt(b, m.Actor.ID, 10)
 	b = append(b, `","type":`...)
 	b = strconv.AppendInt(b, int64(m.Actor.Type), 10)
 	b = append(b, `,"display_name":`...)
-	b = appendJSONString(b, m.Actor.DisplayName)
+	b = jsonstr.Append(b, m.Actor.DisplayName)
 	b = append(b, `},"content":`...)
-	b = appendJSONString(b, m.Content)
+	b = jsonstr.Append(b, m.Content)
 	b = append(b, `,"attachment_ids":[`...)
 	for i, a := range m.Attachments {
 		if i > 0 {
@@ -126,60 +140,6 @@ func appendMessage(b []byte, m *app.Message) []byte {
 	b = append(b, `],"created":`...)
 	b = appendUnixMicros(b, m.CreatedUS)
 	return append(b, '}')
-}
-
-// appendJSONString appends s as a JSON string the way encoding/json does
-// by default: HTML-safe (<, > and & escaped), control characters escaped,
-// invalid UTF-8 replaced by U+FFFD, and U+2028 and U+2029 escaped.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, c *call) error {

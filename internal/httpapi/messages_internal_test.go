@@ -46,7 +46,7 @@ func TestMessagePage_SameBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := httptest.NewRecorder()
-		if err := writeMessagePage(got, ms, total); err != nil {
+		if _, err := writeMessagePage(got, nil, ms, total); err != nil {
 			t.Fatal(err)
 		}
 		if !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
@@ -63,8 +63,9 @@ func TestMessagePage_SameBytes(t *testing.T) {
 func BenchmarkMessagePage(b *testing.B) {
 	ms, w := benchPage(), &discard{h: http.Header{}}
 	b.ReportAllocs()
+	var buf []byte
 	for b.Loop() {
-		_ = writeMessagePage(w, ms, 30)
+		buf, _ = writeMessagePage(w, buf[:0], ms, 30)
 	}
 }
 

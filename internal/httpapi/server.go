@@ -15,6 +15,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"teleclinic/internal/app"
@@ -46,6 +47,7 @@ type Server struct {
 	mux    *http.ServeMux
 	routes []Route
 	lists  chan struct{} // the MaxSlotLists turns
+	pages  sync.Pool     // *[]byte: thread pages' buffers (writeMessagePage)
 }
 
 // Route is one registered endpoint, as routes.go lists it.
