@@ -31,17 +31,7 @@ func TestMain(m *testing.M) {
 func TestLoad_Smoke(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildServer(t, dir)
-	report := filepath.Join(dir, "report.json")
-	var stdout, stderr strings.Builder
-	err := run(context.Background(), []string{"--short", "--quiet", "--bin", bin, "--duration", "300ms", "--burst-for", "300ms", "--json", report}, &stdout, &stderr)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
-	var rep Report
-	b, _ := os.ReadFile(report)
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep, stdout := runTool(t, dir, "--short", "--quiet", "--bin", bin, "--duration", "300ms", "--burst-for", "300ms")
 	seen := map[string]bool{}
 	for _, r := range rep.Results {
 		seen[r.Scenario] = true
@@ -57,22 +47,13 @@ func TestLoad_Smoke(t *testing.T) {
 			t.Errorf("no result for %s", s)
 		}
 	}
-	if rep.ServerHWMMB <= 0 || !strings.Contains(stdout.String(), "messages-post") {
-		t.Errorf("report:\n%s", stdout.String())
+	if rep.ServerHWMMB <= 0 || !strings.Contains(stdout, "messages-post") {
+		t.Errorf("report:\n%s", stdout)
 	}
 
 	// Rounds: one result per scenario and connection count, the median
 	// round's, with every round's requests.
-	stdout.Reset()
-	err = run(context.Background(), []string{"--short", "--quiet", "--bin", bin, "--duration", "300ms", "--scenarios", "rooms,me", "--rounds", "3", "--json", report}, &stdout, &stderr)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
-	rep = Report{}
-	b, _ = os.ReadFile(report)
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep, _ = runTool(t, dir, "--short", "--quiet", "--bin", bin, "--duration", "300ms", "--scenarios", "rooms,me", "--rounds", "3")
 	if len(rep.Results) != 2 {
 		t.Fatalf("%d results with 3 rounds, want 2", len(rep.Results))
 	}
@@ -108,6 +89,23 @@ func TestMedianRound(t *testing.T) {
 	}
 }
 
+// runTool runs the tool with args and --json, and returns its report and
+// what it printed.
+func runTool(t *testing.T, dir string, args ...string) (Report, string) {
+	t.Helper()
+	report := filepath.Join(dir, "report.json")
+	var stdout, stderr strings.Builder
+	if err := run(context.Background(), append(args, "--json", report), &stdout, &stderr); err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	var rep Report
+	b, _ := os.ReadFile(report)
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	return rep, stdout.String()
+}
+
 func buildServer(t *testing.T, dir string) string {
 	t.Helper()
 	bin := filepath.Join(dir, "teleclinic")
@@ -128,20 +126,9 @@ func TestLoad_Postgres(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildServer(t, dir)
 	dsn := testenv.DSN(t)
-	report := filepath.Join(dir, "report.json")
-	var stdout, stderr strings.Builder
-	err := run(context.Background(), []string{"--short", "--quiet", "--bin", bin, "--database", dsn, "--scenarios", "messages-read,messages-post",
-		"--duration", "300ms", "--json", report}, &stdout, &stderr)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr.String())
-	}
-	var rep Report
-	b, _ := os.ReadFile(report)
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep, stdout := runTool(t, dir, "--short", "--quiet", "--bin", bin, "--database", dsn, "--scenarios", "messages-read,messages-post", "--duration", "300ms")
 	if rep.Engine != "postgres" || len(rep.Results) != 2 {
-		t.Fatalf("engine %q, %d results:\n%s", rep.Engine, len(rep.Results), stdout.String())
+		t.Fatalf("engine %q, %d results:\n%s", rep.Engine, len(rep.Results), stdout)
 	}
 	for _, r := range rep.Results {
 		if r.Requests == 0 || r.Errors != 0 {
