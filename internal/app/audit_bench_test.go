@@ -240,3 +240,37 @@ func benchThreadVisit(b *testing.B, read func(context.Context, *App, threadKey) 
 		}
 	}
 }
+
+// BenchmarkPostMessage_SeenVisit is a post as the server makes it, the
+// visit taken from what posts saw lately (App.postVisit) and checked by the
+// post itself; BenchmarkPostMessage_ReadVisit reads the visit for every
+// post, as before. On SQLite the read is a local query; on PostgreSQL, a
+// round trip (the load tool measures that).
+func BenchmarkPostMessage_SeenVisit(b *testing.B) { benchPost(b, true) }
+
+func BenchmarkPostMessage_ReadVisit(b *testing.B) { benchPost(b, false) }
+
+func benchPost(b *testing.B, seen bool) {
+	a, p := benchApp(b)
+	ctx := context.Background()
+	u := &clinic.User{AccountID: p.Account.ID, Code: "bench-pat", Username: "bench-pat", FirstName: "Pat", LastName: "Bench",
+		Type: clinic.UserMember, Status: clinic.StatusActive, Active: true, Extra: map[string]any{"race": ""}}
+	if err := a.store.Write().CreateUser(ctx, u); err != nil {
+		b.Fatal(err)
+	}
+	v := &clinic.Visit{AccountID: p.Account.ID, Code: "v1", Kind: clinic.KindEconsult, MemberID: u.ID, Status: clinic.VisitPending, Type: 1, Created: 1, Modified: 1}
+	if err := a.store.Write().CreateVisit(ctx, v); err != nil {
+		b.Fatal(err)
+	}
+	pu := &clinic.Principal{Account: p.Account, Kind: clinic.CredUserToken, User: u}
+	id, content := i64s(v.ID), "A message of a usual length, a sentence or two about how the patient feels."
+	b.ReportAllocs()
+	for b.Loop() {
+		if !seen {
+			a.postVisits.forget(visitKey{p.Account.ID, v.ID})
+		}
+		if _, err := a.PostMessage(ctx, pu, id, NewMessage{Content: &content}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
