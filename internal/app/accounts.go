@@ -174,16 +174,27 @@ func (a *App) Rotate(ctx context.Context, code, what string) (*AccountCredential
 }
 
 // Settings is GET /settings: what a clinic shows before anyone logs in.
-func (a *App) Settings(ctx context.Context, p *clinic.Principal) *clinic.Account { return p.Account }
+func (a *App) Settings(ctx context.Context, p *clinic.Principal) (*clinic.Account, error) {
+	if err := requireAccount(p); err != nil {
+		return nil, err
+	}
+	return p.Account, nil
+}
 
 // Accounts is GET /accounts. A clinic sees only itself: clinics hosted on one
 // server never learn of each other.
-func (a *App) Accounts(ctx context.Context, p *clinic.Principal) []*clinic.Account {
-	return []*clinic.Account{p.Account}
+func (a *App) Accounts(ctx context.Context, p *clinic.Principal) ([]*clinic.Account, error) {
+	if err := requireAccount(p); err != nil {
+		return nil, err
+	}
+	return []*clinic.Account{p.Account}, nil
 }
 
 // Account is GET /accounts/{code}; "-" is the caller's clinic.
 func (a *App) Account(ctx context.Context, p *clinic.Principal, code string) (*clinic.Account, error) {
+	if err := requireAccount(p); err != nil {
+		return nil, err
+	}
 	if code != "-" && code != p.Account.Code {
 		return nil, clinic.Errorf(clinic.ENotFound, "Account not found.")
 	}

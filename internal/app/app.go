@@ -192,8 +192,8 @@ func (a *App) audit(ctx context.Context, p *clinic.Principal, action, objType, o
 	return nil
 }
 
-func (a *App) auditEntry(p *clinic.Principal, action, objType, objID, outcome string) *store.AuditEntry {
-	return &store.AuditEntry{
+func (a *App) auditEntry(p *clinic.Principal, action, objType, objID, outcome string) *clinic.AuditEntry {
+	return &clinic.AuditEntry{
 		AccountID: p.Account.ID, ActorKind: p.Kind.String(), ActorUserID: p.UserID(),
 		Action: action, ObjectType: objType, ObjectID: objID, Outcome: outcome,
 		RequestID: p.RequestID, Created: a.unix(),

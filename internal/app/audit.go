@@ -20,9 +20,9 @@ type AuditQuery struct {
 }
 
 // ListAudit is GET /audit, for the clinic admin: the clinic's trail, newest first.
-func (a *App) ListAudit(ctx context.Context, p *clinic.Principal, in AuditQuery) ([]store.AuditEntry, int, error) {
-	if !p.IsAdmin() {
-		return nil, 0, clinic.Errorf(clinic.EForbidden, "Only the clinic admin reads the audit trail.")
+func (a *App) ListAudit(ctx context.Context, p *clinic.Principal, in AuditQuery) ([]clinic.AuditEntry, int, error) {
+	if err := requireAdmin(p); err != nil {
+		return nil, 0, err
 	}
 	if in.Start < 0 || in.Limit < 0 || (in.To != 0 && in.From > in.To) {
 		return nil, 0, clinic.Errorf(clinic.EInvalid, "start and limit must not be negative, and from must not be after to.")

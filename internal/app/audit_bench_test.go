@@ -103,7 +103,7 @@ func benchThread(b *testing.B, a *App, p *clinic.Principal) threadKey {
 			if err != nil {
 				return err
 			}
-			m := &store.Message{AccountID: p.Account.ID, VisitID: v.ID, Seq: seq, AuthorID: u.ID, ActorType: 1, Type: "text",
+			m := &clinic.Message{AccountID: p.Account.ID, VisitID: v.ID, Seq: seq, AuthorID: u.ID, ActorType: 1, Type: "text",
 				Content: "A message of a usual length, a sentence or two about how the patient feels.", CreatedUS: int64(i)}
 			if err := q.AddMessage(ctx, m); err != nil {
 				return err

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 
+	"teleclinic/internal/clinic"
 	"teleclinic/internal/store"
 )
 
@@ -18,7 +19,7 @@ type auditWriter struct {
 }
 
 type auditReq struct {
-	e    *store.AuditEntry
+	e    *clinic.AuditEntry
 	done chan error
 }
 
@@ -32,7 +33,7 @@ func newAuditWriter(st *store.Store) *auditWriter {
 }
 
 // write appends e and returns once it is committed.
-func (w *auditWriter) write(ctx context.Context, e *store.AuditEntry) error {
+func (w *auditWriter) write(ctx context.Context, e *clinic.AuditEntry) error {
 	r := auditReq{e: e, done: make(chan error, 1)}
 	select {
 	case w.reqs <- r:
@@ -59,7 +60,7 @@ func (w *auditWriter) loop() {
 				break fill
 			}
 		}
-		es := make([]*store.AuditEntry, len(group))
+		es := make([]*clinic.AuditEntry, len(group))
 		for i, r := range group {
 			es[i] = r.e
 		}

@@ -62,6 +62,9 @@ type BillingInfo struct {
 
 // BillingSettings is GET /billing/settings.
 func (a *App) BillingSettings(ctx context.Context, p *clinic.Principal) (*BillingInfo, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	proc, err := a.processor(ctx, p.Account.ID)
 	if err != nil {
 		return nil, err
@@ -79,6 +82,9 @@ type ProcessorInput struct {
 // SetProcessor chooses a clinic's card processor. Stripe keys must be a
 // pair of the same mode; the secret is sealed at rest and never shown again.
 func (a *App) SetProcessor(ctx context.Context, p *clinic.Principal, in ProcessorInput) (*BillingInfo, error) {
+	if err := requireAdmin(p); err != nil {
+		return nil, err
+	}
 	bs := &store.BillingSettings{Processor: strings.ToLower(strings.TrimSpace(in.Processor)), Modified: a.unix()}
 	switch bs.Processor {
 	case "sandbox":
@@ -161,13 +167,16 @@ func (a *App) sourceScope(ctx context.Context, p *clinic.Principal, in SourceInp
 // Sources is GET /billing/sources: the caller's cards in a scope, the
 // default first. Cards saved with another processor than the clinic's
 // current one cannot be charged and are not listed.
-func (a *App) Sources(ctx context.Context, p *clinic.Principal, in SourceInput, typ string) ([]*store.PaymentSource, error) {
+func (a *App) Sources(ctx context.Context, p *clinic.Principal, in SourceInput, typ string) ([]*clinic.PaymentSource, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	sc, _, err := a.sourceScope(ctx, p, in)
 	if err != nil {
 		return nil, err
 	}
 	if typ != "" && typ != "card" {
-		return []*store.PaymentSource{}, nil
+		return []*clinic.PaymentSource{}, nil
 	}
 	out, err := a.store.Read().PaymentSources(ctx, sc)
 	if err != nil {
@@ -179,7 +188,10 @@ func (a *App) Sources(ctx context.Context, p *clinic.Principal, in SourceInput, 
 // AddSource is POST /billing/sources: the processor turns the browser's
 // token into a card saved on the patient's customer, and we keep its
 // reference. The scope's first card becomes its default.
-func (a *App) AddSource(ctx context.Context, p *clinic.Principal, in SourceInput, typ, token string) (*store.PaymentSource, error) {
+func (a *App) AddSource(ctx context.Context, p *clinic.Principal, in SourceInput, typ, token string) (*clinic.PaymentSource, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	sc, proc, err := a.sourceScope(ctx, p, in)
 	if err != nil {
 		return nil, err
@@ -204,7 +216,7 @@ func (a *App) AddSource(ctx context.Context, p *clinic.Principal, in SourceInput
 		return nil, a.auditRecord(ctx, p, "billing.source.add", "user", i64s(p.User.ID), err)
 	}
 	now := a.unix()
-	src := &store.PaymentSource{UserID: p.User.ID, RoomID: sc.RoomID, ProviderID: sc.ProviderID, Processor: sc.Processor,
+	src := &clinic.PaymentSource{UserID: p.User.ID, RoomID: sc.RoomID, ProviderID: sc.ProviderID, Processor: sc.Processor,
 		PaymentMethod: card.PaymentMethod, Brand: card.Brand, Last4: card.Last4, ExpMonth: card.ExpMonth, ExpYear: card.ExpYear, Created: now, Modified: now}
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if err := q.AddPaymentSource(ctx, p.Account.ID, src); err != nil {
@@ -236,7 +248,10 @@ func (a *App) customer(ctx context.Context, p *clinic.Principal, proc payments.P
 
 // Source is GET /billing/sources/{id}. A room_code or provider_id given
 // must be the card's scope.
-func (a *App) Source(ctx context.Context, p *clinic.Principal, idStr string, in SourceInput) (*store.PaymentSource, error) {
+func (a *App) Source(ctx context.Context, p *clinic.Principal, idStr string, in SourceInput) (*clinic.PaymentSource, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	src, err := a.ownSource(ctx, p, idStr, in)
 	if err != nil {
 		return nil, err
@@ -244,7 +259,7 @@ func (a *App) Source(ctx context.Context, p *clinic.Principal, idStr string, in 
 	return src, a.audit(ctx, p, "billing.source.get", "payment_source", i64s(src.ID), outcomeOK)
 }
 
-func (a *App) ownSource(ctx context.Context, p *clinic.Principal, idStr string, in SourceInput) (*store.PaymentSource, error) {
+func (a *App) ownSource(ctx context.Context, p *clinic.Principal, idStr string, in SourceInput) (*clinic.PaymentSource, error) {
 	if p.User == nil {
 		return nil, clinic.Errorf(clinic.EForbidden, "Payment sources belong to a user; use a user token.")
 	}
@@ -275,7 +290,10 @@ func (a *App) ownSource(ctx context.Context, p *clinic.Principal, idStr string, 
 // UpdateSource is PUT /billing/sources/{id}: is_default true makes the
 // card its scope's default. A scope always keeps one default while it has
 // cards, so the default cannot be unset, only replaced.
-func (a *App) UpdateSource(ctx context.Context, p *clinic.Principal, idStr string, in SourceInput, isDefault *bool) (*store.PaymentSource, error) {
+func (a *App) UpdateSource(ctx context.Context, p *clinic.Principal, idStr string, in SourceInput, isDefault *bool) (*clinic.PaymentSource, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	src, err := a.ownSource(ctx, p, idStr, in)
 	if err != nil {
 		return nil, err
@@ -307,6 +325,9 @@ func (a *App) UpdateSource(ctx context.Context, p *clinic.Principal, idStr strin
 // the scope's oldest other card the default. The card is removed from the
 // processor's customer after the commit.
 func (a *App) DeleteSource(ctx context.Context, p *clinic.Principal, idStr string) error {
+	if err := requireUser(p); err != nil {
+		return err
+	}
 	src, err := a.ownSource(ctx, p, idStr, SourceInput{})
 	if err != nil {
 		return err
@@ -346,7 +367,10 @@ var couponCode = regexp.MustCompile(`^[A-Z0-9][A-Z0-9_-]{2,39}$`)
 func normCoupon(code string) string { return strings.ToUpper(strings.TrimSpace(code)) }
 
 // CreateCoupon is POST /billing/coupons (admin).
-func (a *App) CreateCoupon(ctx context.Context, p *clinic.Principal, in CouponInput) (*store.Coupon, error) {
+func (a *App) CreateCoupon(ctx context.Context, p *clinic.Principal, in CouponInput) (*clinic.Coupon, error) {
+	if err := requireAdmin(p); err != nil {
+		return nil, err
+	}
 	code := normCoupon(in.Code)
 	if !couponCode.MatchString(code) {
 		return nil, clinic.Errorf(clinic.EInvalid, "code must be 3 to 40 letters, digits, '-' or '_'.")
@@ -367,7 +391,7 @@ func (a *App) CreateCoupon(ctx context.Context, p *clinic.Principal, in CouponIn
 		return nil, clinic.Errorf(clinic.EInvalid, "max_redemptions must be 0 (no limit) or more.")
 	}
 	now := a.unix()
-	c := &store.Coupon{Code: code, PercentOffBP: bp, ValidUntil: until, MaxRedemptions: int(in.MaxRedemptions), Created: now, Modified: now}
+	c := &clinic.Coupon{Code: code, PercentOffBP: bp, ValidUntil: until, MaxRedemptions: int(in.MaxRedemptions), Created: now, Modified: now}
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if err := q.CreateCoupon(ctx, p.Account.ID, c); err != nil {
 			return err
@@ -398,16 +422,22 @@ func parseUntil(s string) (int64, error) {
 }
 
 // Coupons is GET /billing/coupons (admin).
-func (a *App) Coupons(ctx context.Context, p *clinic.Principal) ([]*store.Coupon, error) {
+func (a *App) Coupons(ctx context.Context, p *clinic.Principal) ([]*clinic.Coupon, error) {
+	if err := requireAdmin(p); err != nil {
+		return nil, err
+	}
 	out, err := a.store.Read().Coupons(ctx, p.Account.ID)
 	return out, storeErr("coupons", err, "")
 }
 
 // DeactivateCoupon is DELETE /billing/coupons/{code} (admin): the coupon
 // stays on the invoices that used it and can no longer be used.
-func (a *App) DeactivateCoupon(ctx context.Context, p *clinic.Principal, code string) (*store.Coupon, error) {
+func (a *App) DeactivateCoupon(ctx context.Context, p *clinic.Principal, code string) (*clinic.Coupon, error) {
+	if err := requireAdmin(p); err != nil {
+		return nil, err
+	}
 	code = normCoupon(code)
-	var c *store.Coupon
+	var c *clinic.Coupon
 	err := a.store.Tx(ctx, func(q *store.Q) error {
 		if err := q.DeactivateCoupon(ctx, p.Account.ID, code, a.unix()); err != nil {
 			return err
@@ -422,7 +452,7 @@ func (a *App) DeactivateCoupon(ctx context.Context, p *clinic.Principal, code st
 }
 
 // couponCheck says whether a coupon may be used now, and why not.
-func (a *App) couponCheck(c *store.Coupon) string {
+func (a *App) couponCheck(c *clinic.Coupon) string {
 	switch {
 	case !c.Active:
 		return "inactive"
@@ -466,7 +496,7 @@ type InvoiceView struct {
 	Amount       int64
 	Discount     int64
 	AmountDue    int64
-	Invoice      *store.Invoice
+	Invoice      *clinic.Invoice
 	RoomCode     string
 }
 
@@ -476,6 +506,9 @@ type InvoiceView struct {
 // written (with the coupon's use) before the charge, a unique index lets
 // only one call write it, and the others answer with that invoice.
 func (a *App) ProcessInvoice(ctx context.Context, p *clinic.Principal, in InvoiceInput) (*InvoiceView, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	it, err := a.billableIntake(ctx, p, in.IntakeID)
 	if err != nil {
 		return nil, err
@@ -536,7 +569,7 @@ func (a *App) billableIntake(ctx context.Context, p *clinic.Principal, idStr str
 
 // preview prices an intake: its consultation from the room, the coupon's
 // discount. The coupon is returned for redemption.
-func (a *App) preview(ctx context.Context, p *clinic.Principal, it *clinic.Intake, promo string) (*InvoiceView, *store.Coupon, error) {
+func (a *App) preview(ctx context.Context, p *clinic.Principal, it *clinic.Intake, promo string) (*InvoiceView, *clinic.Coupon, error) {
 	r, err := a.store.Read().RoomByID(ctx, p.Account.ID, it.RoomID)
 	if err != nil {
 		return nil, nil, storeErr("room", err, "The intake's room no longer exists.")
@@ -571,7 +604,7 @@ func (a *App) preview(ctx context.Context, p *clinic.Principal, it *clinic.Intak
 		amount = 0
 	}
 	v := &InvoiceView{Currency: currency, Consultation: c, Amount: amount, AmountDue: amount, RoomCode: r.Code}
-	var coupon *store.Coupon
+	var coupon *clinic.Coupon
 	if code := normCoupon(promo); code != "" {
 		v.Coupon = &CouponView{Code: code}
 		coupon, err = a.store.Read().CouponByCode(ctx, p.Account.ID, code)
@@ -596,7 +629,7 @@ func (a *App) preview(ctx context.Context, p *clinic.Principal, it *clinic.Intak
 // createInvoice writes the intake's invoice and redeems its coupon in one
 // transaction. When the intake already has an invoice that did not fail,
 // that one is returned and created is false.
-func (a *App) createInvoice(ctx context.Context, p *clinic.Principal, it *clinic.Intake, v *InvoiceView, coupon *store.Coupon, sourceID string) (*store.Invoice, bool, error) {
+func (a *App) createInvoice(ctx context.Context, p *clinic.Principal, it *clinic.Intake, v *InvoiceView, coupon *clinic.Coupon, sourceID string) (*clinic.Invoice, bool, error) {
 	if inv, err := a.store.Read().OpenInvoiceForIntake(ctx, p.Account.ID, it.ID); err == nil {
 		return inv, false, nil
 	} else if !errors.Is(err, store.ErrNotFound) {
@@ -606,7 +639,7 @@ func (a *App) createInvoice(ctx context.Context, p *clinic.Principal, it *clinic
 	if err != nil {
 		return nil, false, err
 	}
-	var src *store.PaymentSource
+	var src *clinic.PaymentSource
 	if v.AmountDue > 0 {
 		if src, err = a.chargeSource(ctx, p, it, proc.Name(), sourceID); err != nil {
 			return nil, false, err
@@ -614,7 +647,7 @@ func (a *App) createInvoice(ctx context.Context, p *clinic.Principal, it *clinic
 	}
 	cons, _ := json.Marshal(v.Consultation)
 	now := a.unix()
-	inv := &store.Invoice{IntakeID: it.ID, MemberID: it.MemberID, VisitID: it.VisitID, RoomID: it.RoomID, Processor: proc.Name(),
+	inv := &clinic.Invoice{IntakeID: it.ID, MemberID: it.MemberID, VisitID: it.VisitID, RoomID: it.RoomID, Processor: proc.Name(),
 		Consultation: cons, Currency: v.Currency, Amount: v.Amount, Discount: v.Discount, AmountDue: v.AmountDue,
 		Status: InvoicePending, AttemptStarted: now, Created: now, Modified: now}
 	if src != nil {
@@ -661,7 +694,7 @@ func (a *App) createInvoice(ctx context.Context, p *clinic.Principal, it *clinic
 
 // chargeSource is the card an intake is charged to: the one named, else the
 // default card for the intake's room and provider, else the room's own.
-func (a *App) chargeSource(ctx context.Context, p *clinic.Principal, it *clinic.Intake, processor, sourceID string) (*store.PaymentSource, error) {
+func (a *App) chargeSource(ctx context.Context, p *clinic.Principal, it *clinic.Intake, processor, sourceID string) (*clinic.PaymentSource, error) {
 	if sourceID != "" {
 		id, err := strconv.ParseInt(sourceID, 10, 64)
 		src, serr := a.store.Read().PaymentSource(ctx, p.Account.ID, it.MemberID, id)
@@ -688,7 +721,7 @@ func (a *App) chargeSource(ctx context.Context, p *clinic.Principal, it *clinic.
 // charge makes a pending invoice's charge, if no other call is making it,
 // and records how it ended. The idempotency key is the invoice's, so a
 // charge retried after a crash or a lapsed lease is still one charge.
-func (a *App) charge(ctx context.Context, p *clinic.Principal, inv *store.Invoice, mine bool) (*store.Invoice, error) {
+func (a *App) charge(ctx context.Context, p *clinic.Principal, inv *clinic.Invoice, mine bool) (*clinic.Invoice, error) {
 	now := a.unix()
 	// The call that wrote the invoice holds its attempt; another takes it
 	// over only once the lease has lapsed.
@@ -762,7 +795,7 @@ func (a *App) charge(ctx context.Context, p *clinic.Principal, inv *store.Invoic
 	return &out, nil
 }
 
-func invoiceView(inv *store.Invoice, roomCode string) *InvoiceView {
+func invoiceView(inv *clinic.Invoice, roomCode string) *InvoiceView {
 	v := &InvoiceView{Currency: inv.Currency, Amount: inv.Amount, Discount: inv.Discount, AmountDue: inv.AmountDue, Invoice: inv, RoomCode: roomCode}
 	_ = json.Unmarshal(inv.Consultation, &v.Consultation)
 	if inv.CouponCode != "" {
@@ -780,7 +813,10 @@ type InvoiceQuery struct {
 
 // Invoices is GET /billing/invoices: the admin sees the clinic's, a
 // patient their own.
-func (a *App) Invoices(ctx context.Context, p *clinic.Principal, in InvoiceQuery) ([]*store.Invoice, error) {
+func (a *App) Invoices(ctx context.Context, p *clinic.Principal, in InvoiceQuery) ([]*clinic.Invoice, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	f := store.InvoiceFilter{Before: in.Before, Limit: min(max(in.Limit, 1), 200)}
 	if in.Limit == 0 {
 		f.Limit = 50
@@ -803,7 +839,7 @@ func (a *App) Invoices(ctx context.Context, p *clinic.Principal, in InvoiceQuery
 	case p.IsAdmin():
 	case isPatient(p):
 		if f.MemberID != 0 && f.MemberID != p.User.ID {
-			return []*store.Invoice{}, nil
+			return []*clinic.Invoice{}, nil
 		}
 		f.MemberID = p.User.ID
 	default:
@@ -820,7 +856,10 @@ func (a *App) Invoices(ctx context.Context, p *clinic.Principal, in InvoiceQuery
 // paid invoice or part of it (amount in major units), once. The invoice
 // moves to refunding by a conditional UPDATE, so two refunds at once make
 // one; the refund's idempotency key is the invoice's.
-func (a *App) RefundInvoice(ctx context.Context, p *clinic.Principal, idStr, amountStr string) (*store.Invoice, error) {
+func (a *App) RefundInvoice(ctx context.Context, p *clinic.Principal, idStr, amountStr string) (*clinic.Invoice, error) {
+	if err := requireAdmin(p); err != nil {
+		return nil, err
+	}
 	notFound := clinic.Errorf(clinic.ENotFound, "Invoice not found.")
 	id, err := strconv.ParseInt(idStr, 10, 64)
 	if err != nil {

@@ -41,6 +41,9 @@ type Availability struct {
 // duration). intake_id supplies the room, and the provider and location the
 // intake names, unless they are given.
 func (a *App) Availability(ctx context.Context, p *clinic.Principal, in AvailabilityQuery) (*Availability, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	if in.Start <= 0 || in.End <= in.Start {
 		return nil, clinic.Errorf(clinic.EInvalid, "start and end (UNIX timestamps, end after start) are required.")
 	}
@@ -135,6 +138,9 @@ type BookInput struct {
 // any number of concurrent bookings of a slot — in one process or several —
 // exactly one gets a visit and the others a 409.
 func (a *App) Book(ctx context.Context, p *clinic.Principal, in BookInput) (*VisitDetail, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	if in.SlotStart <= 0 || in.SlotEnd <= in.SlotStart || in.RoomCode == "" || in.Type == "" || in.IntakeID == "" {
 		return nil, clinic.Errorf(clinic.EInvalid, "slot_start, slot_end (after slot_start), room_code, type and intake_id are required.")
 	}

@@ -40,6 +40,9 @@ const (
 // provider (or the admin) sets its diagnosis and procedure codes, each
 // checked against the reference lists. The codes are replaced whole.
 func (a *App) SetClaimCodes(ctx context.Context, p *clinic.Principal, visitID int64, in ClaimCodes) (*ClaimCodes, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	out, err := a.setClaimCodes(ctx, p, visitID, in)
 	if err != nil {
 		return nil, a.auditRecord(ctx, p, "visit.codes", "visit", i64s(visitID), err)
@@ -102,6 +105,9 @@ func (a *App) setClaimCodes(ctx context.Context, p *clinic.Principal, visitID in
 // ClaimCodesOf is GET /visits/{id}/codes (extension): whoever sees the
 // visit reads its codes.
 func (a *App) ClaimCodesOf(ctx context.Context, p *clinic.Principal, visitID int64) (*ClaimCodes, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	v, err := a.visitFor(ctx, p, visitID)
 	if err != nil {
 		return nil, err
@@ -138,6 +144,9 @@ const maxClaimDays = 366
 // from_date to to_date (inclusive, UTC days) with their claim data. The
 // admin sees every visit; a provider their own; patients none.
 func (a *App) ClaimsReport(ctx context.Context, p *clinic.Principal, fromDate, toDate string) ([]*Claim, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	out, err := a.claimsReport(ctx, p, fromDate, toDate)
 	return out, a.auditRecord(ctx, p, "report.claims", "report", fromDate+".."+toDate, err)
 }

@@ -224,6 +224,9 @@ type EMRSection struct {
 
 // GetEMR is GET /users/{id}/emr: all seven sections.
 func (a *App) GetEMR(ctx context.Context, p *clinic.Principal, userID string) (map[string]*EMRSection, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	out, err := a.getEMR(ctx, p, userID)
 	return out, a.auditRecord(ctx, p, "emr.read", "user", userID, err)
 }
@@ -273,6 +276,9 @@ func (a *App) getEMR(ctx context.Context, p *clinic.Principal, userID string) (m
 // data_not_reported true records that the patient declined to declare it
 // (data may then be empty).
 func (a *App) PutEMR(ctx context.Context, p *clinic.Principal, userID, name string, data any, hasData bool, notReported *bool) (*EMRSection, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	s, err := a.putEMR(ctx, p, userID, name, data, hasData, notReported)
 	if err != nil {
 		return nil, a.auditRecord(ctx, p, "emr.write", "emr", userID+"/"+name, err)
@@ -303,7 +309,7 @@ func (a *App) putEMR(ctx context.Context, p *clinic.Principal, userID, name stri
 	if err != nil {
 		return nil, fmt.Errorf("emr: %w", err)
 	}
-	row := store.EMRSection{Name: name, Data: raw, DataNotReported: *notReported, Modified: a.unix(), ModifiedBy: p.UserID()}
+	row := clinic.EMRSection{Name: name, Data: raw, DataNotReported: *notReported, Modified: a.unix(), ModifiedBy: p.UserID()}
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if err := q.PutEMR(ctx, p.Account.ID, u.ID, row); err != nil {
 			return err

@@ -34,12 +34,15 @@ type PharmacyInput struct {
 }
 
 // Pharmacies is GET /users/{id}/erx/pharmacies.
-func (a *App) Pharmacies(ctx context.Context, p *clinic.Principal, userID string) ([]*store.Pharmacy, error) {
+func (a *App) Pharmacies(ctx context.Context, p *clinic.Principal, userID string) ([]*clinic.Pharmacy, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	out, err := a.pharmacies(ctx, p, userID)
 	return out, a.auditRecord(ctx, p, "pharmacy.list", "user", userID, err)
 }
 
-func (a *App) pharmacies(ctx context.Context, p *clinic.Principal, userID string) ([]*store.Pharmacy, error) {
+func (a *App) pharmacies(ctx context.Context, p *clinic.Principal, userID string) ([]*clinic.Pharmacy, error) {
 	u, err := a.recordOwner(ctx, p, userID, ownRecords, false)
 	if err != nil {
 		return nil, err
@@ -50,6 +53,9 @@ func (a *App) pharmacies(ctx context.Context, p *clinic.Principal, userID string
 // SavePharmacy is POST /users/{id}/erx/pharmacies: saved by its code (a
 // second save of a code replaces it). At most one is the default.
 func (a *App) SavePharmacy(ctx context.Context, p *clinic.Principal, userID string, in PharmacyInput) error {
+	if err := requireUser(p); err != nil {
+		return err
+	}
 	err := a.savePharmacy(ctx, p, userID, in)
 	return a.auditRecord(ctx, p, "pharmacy.save", "user", userID, err)
 }
@@ -103,7 +109,7 @@ func (a *App) savePharmacy(ctx context.Context, p *clinic.Principal, userID stri
 	if len(in.Extra) > 0 && !json.Valid(in.Extra) {
 		return bad("extra must be the search result as JSON.")
 	}
-	ph := &store.Pharmacy{UserID: u.ID, Code: code, Fields: fields, Extra: in.Extra, IsDefault: in.IsDefault, Created: a.unix()}
+	ph := &clinic.Pharmacy{UserID: u.ID, Code: code, Fields: fields, Extra: in.Extra, IsDefault: in.IsDefault, Created: a.unix()}
 	err = a.store.Tx(ctx, func(q *store.Q) error { return q.PutPharmacy(ctx, p.Account.ID, ph) })
 	if errors.Is(err, store.ErrConflict) {
 		return clinic.Errorf(clinic.EConflict, "Another default pharmacy was saved at the same time; try again.")
@@ -113,6 +119,9 @@ func (a *App) savePharmacy(ctx context.Context, p *clinic.Principal, userID stri
 
 // DeletePharmacy is DELETE /users/{id}/erx/pharmacies/{code}.
 func (a *App) DeletePharmacy(ctx context.Context, p *clinic.Principal, userID, code string) error {
+	if err := requireUser(p); err != nil {
+		return err
+	}
 	err := a.deletePharmacy(ctx, p, userID, code)
 	return a.auditRecord(ctx, p, "pharmacy.delete", "user", userID, err)
 }
@@ -131,13 +140,16 @@ func (a *App) deletePharmacy(ctx context.Context, p *clinic.Principal, userID, c
 
 // PrescriptionView is a prescription with its prescriber's name.
 type PrescriptionView struct {
-	*store.Prescription
+	*clinic.Prescription
 	PrescriberName string
 }
 
 // Prescriptions is GET /users/{id}/erx/prescriptions: status Current by
 // default, Discontinued, or All.
 func (a *App) Prescriptions(ctx context.Context, p *clinic.Principal, userID, status string) ([]*PrescriptionView, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	out, err := a.prescriptions(ctx, p, userID, status)
 	return out, a.auditRecord(ctx, p, "prescription.list", "user", userID, err)
 }
@@ -194,6 +206,9 @@ func (a *App) requirePrescriber(ctx context.Context, p *clinic.Principal, userID
 
 // Prescribe writes a prescription.
 func (a *App) Prescribe(ctx context.Context, p *clinic.Principal, userID string, in PrescriptionInput) (*PrescriptionView, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	out, err := a.prescribe(ctx, p, userID, in)
 	if err != nil {
 		return nil, a.auditRecord(ctx, p, "prescription.create", "user", userID, err)
@@ -245,7 +260,7 @@ func (a *App) prescribe(ctx context.Context, p *clinic.Principal, userID string,
 		}
 	}
 	now := a.unix()
-	rx := &store.Prescription{UserID: u.ID, PrescriberID: p.UserID(), VisitID: in.VisitID, DrugID: in.DrugID, NDC: in.NDC, Drug: in.Drug,
+	rx := &clinic.Prescription{UserID: u.ID, PrescriberID: p.UserID(), VisitID: in.VisitID, DrugID: in.DrugID, NDC: in.NDC, Drug: in.Drug,
 		Directions: in.Directions, Qty: int(in.Qty), Refills: int(in.Refills), PharmacyCode: in.PharmacyCode, Status: RxCurrent, Created: now, Modified: now}
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if err := q.CreatePrescription(ctx, p.Account.ID, rx); err != nil {
@@ -261,6 +276,9 @@ func (a *App) prescribe(ctx context.Context, p *clinic.Principal, userID string,
 
 // Discontinue ends a current prescription.
 func (a *App) Discontinue(ctx context.Context, p *clinic.Principal, userID, rxID string) error {
+	if err := requireUser(p); err != nil {
+		return err
+	}
 	err := a.discontinue(ctx, p, userID, rxID)
 	return a.auditRecord(ctx, p, "prescription.discontinue", "prescription", rxID, err)
 }

@@ -57,7 +57,7 @@ type FileUpload struct {
 
 // FileInfo is a file as the API shows it.
 type FileInfo struct {
-	*store.File
+	*clinic.File
 	URL         string
 	Creator     *clinic.User
 	AccountCode string
@@ -68,6 +68,9 @@ type FileInfo struct {
 // storage first and the row after; bytes whose row failed are removed, so a
 // listed file always has its bytes.
 func (a *App) UploadFile(ctx context.Context, p *clinic.Principal, in FileUpload) (*FileInfo, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	info, err := a.uploadFile(ctx, p, in)
 	if err != nil {
 		return nil, a.auditRecord(ctx, p, "file.create", "file", "", err)
@@ -79,7 +82,7 @@ func (a *App) uploadFile(ctx context.Context, p *clinic.Principal, in FileUpload
 	if in.Body == nil {
 		return nil, clinic.Errorf(clinic.EInvalid, "file is required: send the bytes as a multipart part named file.")
 	}
-	f := &store.File{AccountID: p.Account.ID, CreatorUserID: p.UserID(), Title: strings.TrimSpace(in.Title),
+	f := &clinic.File{AccountID: p.Account.ID, CreatorUserID: p.UserID(), Title: strings.TrimSpace(in.Title),
 		Description: strings.TrimSpace(in.Description), Created: a.unix()}
 	if err := a.fileTarget(ctx, p, f, in.TargetType, in.TargetID); err != nil {
 		return nil, err
@@ -135,7 +138,7 @@ func (a *App) uploadFile(ctx context.Context, p *clinic.Principal, in FileUpload
 
 // fileTarget resolves meta.target: the caller by default; a user whose
 // records the caller may change; or a visit the caller takes part in.
-func (a *App) fileTarget(ctx context.Context, p *clinic.Principal, f *store.File, typ, id string) error {
+func (a *App) fileTarget(ctx context.Context, p *clinic.Principal, f *clinic.File, typ, id string) error {
 	switch typ {
 	case "", "user":
 		if id == "" {
@@ -184,7 +187,7 @@ func fileName(name string) (string, string) {
 	return name, ext
 }
 
-func (a *App) fileInfo(ctx context.Context, p *clinic.Principal, f *store.File) (*FileInfo, error) {
+func (a *App) fileInfo(ctx context.Context, p *clinic.Principal, f *clinic.File) (*FileInfo, error) {
 	creator, err := a.store.Read().UserByID(ctx, p.Account.ID, f.CreatorUserID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("file creator: %w", err)
@@ -195,7 +198,7 @@ func (a *App) fileInfo(ctx context.Context, p *clinic.Principal, f *store.File) 
 
 // mayChangeFile: the uploader, the user the file is for, and the admin may
 // rename and delete it.
-func mayChangeFile(p *clinic.Principal, f *store.File) bool {
+func mayChangeFile(p *clinic.Principal, f *clinic.File) bool {
 	uid := p.UserID()
 	return p.IsAdmin() || f.CreatorUserID == uid || (f.TargetType == "user" && f.TargetID == uid)
 }
@@ -203,7 +206,7 @@ func mayChangeFile(p *clinic.Principal, f *store.File) bool {
 // canSeeFile: the admin sees all of the clinic's files; a user the files
 // they uploaded and those for them; a provider also the files of patients
 // they have a visit with; a visit's files are seen by those who see it.
-func (a *App) canSeeFile(ctx context.Context, p *clinic.Principal, f *store.File) (bool, error) {
+func (a *App) canSeeFile(ctx context.Context, p *clinic.Principal, f *clinic.File) (bool, error) {
 	uid := p.UserID()
 	switch {
 	case p.IsAdmin(), f.CreatorUserID == uid, f.TargetType == "user" && f.TargetID == uid:
@@ -224,7 +227,7 @@ func (a *App) canSeeFile(ctx context.Context, p *clinic.Principal, f *store.File
 }
 
 // visibleFile finds a file the caller may see; any other is not found.
-func (a *App) visibleFile(ctx context.Context, p *clinic.Principal, idStr string) (*store.File, error) {
+func (a *App) visibleFile(ctx context.Context, p *clinic.Principal, idStr string) (*clinic.File, error) {
 	id, err := strconv.ParseInt(idStr, 10, 64)
 	if err != nil {
 		return nil, errFileNotFound
@@ -248,6 +251,9 @@ func (a *App) visibleFile(ctx context.Context, p *clinic.Principal, idStr string
 
 // GetFile is GET /files/{id}.
 func (a *App) GetFile(ctx context.Context, p *clinic.Principal, idStr string) (*FileInfo, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	f, err := a.visibleFile(ctx, p, idStr)
 	if err == nil {
 		var info *FileInfo
@@ -271,6 +277,9 @@ type FileQuery struct {
 // unless include_shared asks for them (spec: an intake attachment is
 // "visible only on the visit page").
 func (a *App) ListFiles(ctx context.Context, p *clinic.Principal, in FileQuery) ([]*FileInfo, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	out, err := a.listFiles(ctx, p, in)
 	target := in.TargetType + ":" + in.TargetID
 	return out, a.auditRecord(ctx, p, "file.list", "files", target, err)
@@ -338,6 +347,9 @@ type FileChange struct {
 
 // UpdateFile is POST /files/{id}.
 func (a *App) UpdateFile(ctx context.Context, p *clinic.Principal, idStr string, in FileChange) (*FileInfo, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	info, err := a.updateFile(ctx, p, idStr, in)
 	if err != nil {
 		return nil, a.auditRecord(ctx, p, "file.update", "file", idStr, err)
@@ -388,6 +400,9 @@ func (a *App) updateFile(ctx context.Context, p *clinic.Principal, idStr string,
 // with its audit entry; the bytes after the commit (a crash in between
 // leaves unreferenced bytes, never a row without bytes).
 func (a *App) DeleteFile(ctx context.Context, p *clinic.Principal, idStr string) error {
+	if err := requireUser(p); err != nil {
+		return err
+	}
 	f, err := a.visibleFile(ctx, p, idStr)
 	if err == nil && !mayChangeFile(p, f) {
 		err = clinic.Errorf(clinic.EForbidden, "Only the uploader, the user the file is for, or the clinic admin may delete it.")

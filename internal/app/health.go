@@ -101,7 +101,10 @@ type HealthInput struct {
 
 // RegisterDevice is POST /users/{user_id}/devices. Registering a device id
 // again renames it.
-func (a *App) RegisterDevice(ctx context.Context, p *clinic.Principal, userID, deviceID, name, typ string) (*store.Device, error) {
+func (a *App) RegisterDevice(ctx context.Context, p *clinic.Principal, userID, deviceID, name, typ string) (*clinic.Device, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	d, err := a.registerDevice(ctx, p, userID, deviceID, name, typ)
 	if err != nil {
 		return nil, a.auditRecord(ctx, p, "device.register", "user", userID, err)
@@ -109,7 +112,7 @@ func (a *App) RegisterDevice(ctx context.Context, p *clinic.Principal, userID, d
 	return d, nil
 }
 
-func (a *App) registerDevice(ctx context.Context, p *clinic.Principal, userID, deviceID, name, typ string) (*store.Device, error) {
+func (a *App) registerDevice(ctx context.Context, p *clinic.Principal, userID, deviceID, name, typ string) (*clinic.Device, error) {
 	u, err := a.recordOwner(ctx, p, userID, ownRecords, true)
 	if err != nil {
 		return nil, err
@@ -123,7 +126,7 @@ func (a *App) registerDevice(ctx context.Context, p *clinic.Principal, userID, d
 	case !isDeviceType(typ):
 		return nil, clinic.Errorf(clinic.EInvalid, "type must be one of %s.", strings.Join(DeviceTypes, ", "))
 	}
-	d := &store.Device{UserID: u.ID, DeviceID: deviceID, Name: name, Type: typ, Created: a.unix()}
+	d := &clinic.Device{UserID: u.ID, DeviceID: deviceID, Name: name, Type: typ, Created: a.unix()}
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if err := q.UpsertDevice(ctx, p.Account.ID, d); err != nil {
 			return err
@@ -137,10 +140,13 @@ func (a *App) registerDevice(ctx context.Context, p *clinic.Principal, userID, d
 }
 
 // Devices is GET /users/{id}/devices (extension).
-func (a *App) Devices(ctx context.Context, p *clinic.Principal, userID string) ([]*store.Device, error) {
+func (a *App) Devices(ctx context.Context, p *clinic.Principal, userID string) ([]*clinic.Device, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	u, err := a.recordOwner(ctx, p, userID, readRecords, false)
 	if err == nil {
-		var ds []*store.Device
+		var ds []*clinic.Device
 		if ds, err = a.store.Read().Devices(ctx, p.Account.ID, u.ID); err == nil {
 			return ds, a.auditRecord(ctx, p, "device.list", "user", userID, nil)
 		}
@@ -150,7 +156,10 @@ func (a *App) Devices(ctx context.Context, p *clinic.Principal, userID string) (
 
 // AddReading is POST /health: a measurement from one of the caller's
 // registered devices, every field checked against its data_type.
-func (a *App) AddReading(ctx context.Context, p *clinic.Principal, in HealthInput) (*store.Reading, error) {
+func (a *App) AddReading(ctx context.Context, p *clinic.Principal, in HealthInput) (*clinic.Reading, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	r, err := a.addReading(ctx, p, in)
 	if err != nil {
 		return nil, a.auditRecord(ctx, p, "health.add", "user", i64s(p.UserID()), err)
@@ -158,7 +167,7 @@ func (a *App) AddReading(ctx context.Context, p *clinic.Principal, in HealthInpu
 	return r, nil
 }
 
-func (a *App) addReading(ctx context.Context, p *clinic.Principal, in HealthInput) (*store.Reading, error) {
+func (a *App) addReading(ctx context.Context, p *clinic.Principal, in HealthInput) (*clinic.Reading, error) {
 	bad := func(format string, args ...any) error { return clinic.Errorf(clinic.EInvalid, format, args...) }
 	ms, ok := measures[in.DataType]
 	if !ok {
@@ -201,7 +210,7 @@ func (a *App) addReading(ctx context.Context, p *clinic.Principal, in HealthInpu
 	if err != nil {
 		return nil, err
 	}
-	r := &store.Reading{UserID: p.UserID(), DeviceID: in.DeviceID, Type: in.Type, DataType: in.DataType, DataClass: in.DataClass,
+	r := &clinic.Reading{UserID: p.UserID(), DeviceID: in.DeviceID, Type: in.Type, DataType: in.DataType, DataClass: in.DataClass,
 		Date: in.Date, Time: ts, Values: values, Created: a.unix()}
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if err := q.AddReading(ctx, p.Account.ID, r); err != nil {
@@ -342,12 +351,15 @@ type ReadingQuery struct {
 }
 
 // Readings is GET /users/{id}/health: a patient's readings, newest first.
-func (a *App) Readings(ctx context.Context, p *clinic.Principal, userID string, in ReadingQuery) ([]*store.Reading, error) {
+func (a *App) Readings(ctx context.Context, p *clinic.Principal, userID string, in ReadingQuery) ([]*clinic.Reading, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	out, err := a.readings(ctx, p, userID, in)
 	return out, a.auditRecord(ctx, p, "health.read", "user", userID, err)
 }
 
-func (a *App) readings(ctx context.Context, p *clinic.Principal, userID string, in ReadingQuery) ([]*store.Reading, error) {
+func (a *App) readings(ctx context.Context, p *clinic.Principal, userID string, in ReadingQuery) ([]*clinic.Reading, error) {
 	u, err := a.recordOwner(ctx, p, userID, readRecords, false)
 	if err != nil {
 		return nil, err

@@ -96,7 +96,7 @@ type Card struct {
 	Modified int64
 }
 
-func toCard(c *store.InsuranceCard) *Card {
+func toCard(c *clinic.InsuranceCard) *Card {
 	f := map[string]any{"guarantor_gender": 0, "consent": false}
 	for _, n := range cardStrings {
 		f[n] = ""
@@ -109,6 +109,9 @@ func toCard(c *store.InsuranceCard) *Card {
 
 // InsuranceCards is GET /users/{user_id}/insurances.
 func (a *App) InsuranceCards(ctx context.Context, p *clinic.Principal, userID string) ([]*Card, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	out, err := a.insuranceCards(ctx, p, userID)
 	return out, a.auditRecord(ctx, p, "insurance.read", "user", userID, err)
 }
@@ -131,6 +134,9 @@ func (a *App) insuranceCards(ctx context.Context, p *clinic.Principal, userID st
 
 // InsuranceCard is GET /users/{user_id}/insurances/{card_type}.
 func (a *App) InsuranceCard(ctx context.Context, p *clinic.Principal, userID, cardType string) (*Card, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	out, err := a.insuranceCard(ctx, p, userID, cardType)
 	return out, a.auditRecord(ctx, p, "insurance.read", "user", userID, err)
 }
@@ -156,6 +162,9 @@ func (a *App) insuranceCard(ctx context.Context, p *clinic.Principal, userID, ca
 // SaveInsuranceCard is POST /users/{user_id}/insurances/{card_type}: the
 // fields sent change the card (all optional); a missing card is created.
 func (a *App) SaveInsuranceCard(ctx context.Context, p *clinic.Principal, userID, cardType string, in map[string]any) (*Card, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	out, err := a.saveInsuranceCard(ctx, p, userID, cardType, in)
 	return out, a.auditRecord(ctx, p, "insurance.write", "user", userID, err)
 }
@@ -172,11 +181,11 @@ func (a *App) saveInsuranceCard(ctx context.Context, p *clinic.Principal, userID
 	if err != nil {
 		return nil, err
 	}
-	var saved *store.InsuranceCard
+	var saved *clinic.InsuranceCard
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		c, err := q.InsuranceCard(ctx, p.Account.ID, u.ID, cardType)
 		if errors.Is(err, store.ErrNotFound) {
-			c, err = &store.InsuranceCard{UserID: u.ID, CardType: cardType, Fields: map[string]any{}}, nil
+			c, err = &clinic.InsuranceCard{UserID: u.ID, CardType: cardType, Fields: map[string]any{}}, nil
 		}
 		if err != nil {
 			return err
@@ -197,6 +206,9 @@ func (a *App) saveInsuranceCard(ctx context.Context, p *clinic.Principal, userID
 // ImportInsuranceCards is POST /users/{user_id}/insurances/import: up to
 // two cards, one per type; each replaces the user's card of its type.
 func (a *App) ImportInsuranceCards(ctx context.Context, p *clinic.Principal, userID string, cards []map[string]any) ([]*Card, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	out, err := a.importInsuranceCards(ctx, p, userID, cards)
 	return out, a.auditRecord(ctx, p, "insurance.import", "user", userID, err)
 }
@@ -210,7 +222,7 @@ func (a *App) importInsuranceCards(ctx context.Context, p *clinic.Principal, use
 		return nil, clinic.Errorf(clinic.EInvalid, "insurances must hold one or two cards (one primary, one secondary).")
 	}
 	seen := map[string]bool{}
-	rows := make([]*store.InsuranceCard, 0, len(cards))
+	rows := make([]*clinic.InsuranceCard, 0, len(cards))
 	for i, in := range cards {
 		t, _ := in["card_type"].(string)
 		if !isCardType(t) {
@@ -225,7 +237,7 @@ func (a *App) importInsuranceCards(ctx context.Context, p *clinic.Principal, use
 		if err != nil {
 			return nil, clinic.Errorf(clinic.EInvalid, "insurances[%d]: %s", i, clinic.ErrorMessage(err))
 		}
-		rows = append(rows, &store.InsuranceCard{UserID: u.ID, CardType: t, Fields: fields, Modified: a.unix()})
+		rows = append(rows, &clinic.InsuranceCard{UserID: u.ID, CardType: t, Fields: fields, Modified: a.unix()})
 	}
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		for _, c := range rows {
@@ -243,6 +255,9 @@ func (a *App) importInsuranceCards(ctx context.Context, p *clinic.Principal, use
 
 // DeleteInsuranceCard is DELETE /users/{user_id}/insurances/{card_type}.
 func (a *App) DeleteInsuranceCard(ctx context.Context, p *clinic.Principal, userID, cardType string) error {
+	if err := requireUser(p); err != nil {
+		return err
+	}
 	err := a.deleteInsuranceCard(ctx, p, userID, cardType)
 	return a.auditRecord(ctx, p, "insurance.delete", "user", userID, err)
 }
@@ -263,7 +278,7 @@ func (a *App) deleteInsuranceCard(ctx context.Context, p *clinic.Principal, user
 }
 
 // EligibilityJob is a check as the API shows it.
-type EligibilityJob = store.EligibilityJob
+type EligibilityJob = clinic.EligibilityJob
 
 // CheckEligibility is POST …/insurances/primary/eligibility/check: it
 // starts a job and answers at once with it pending; the outbox runs it. A
@@ -271,6 +286,9 @@ type EligibilityJob = store.EligibilityJob
 // whether or not that one has finished: the gate is a conditional UPDATE on
 // the card, so it holds across concurrent requests and processes.
 func (a *App) CheckEligibility(ctx context.Context, p *clinic.Principal, userID string) (*EligibilityJob, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	job, err := a.checkEligibility(ctx, p, userID)
 	return job, a.auditRecord(ctx, p, "eligibility.check", "user", userID, err)
 }
@@ -282,7 +300,7 @@ func (a *App) checkEligibility(ctx context.Context, p *clinic.Principal, userID 
 	}
 	window := int64(a.cfg.EligibilityWindow / time.Second)
 	now := a.unix()
-	job := &store.EligibilityJob{UserID: u.ID, CardType: "primary", Status: eligibility.StatusPending, Started: now}
+	job := &clinic.EligibilityJob{UserID: u.ID, CardType: "primary", Status: eligibility.StatusPending, Started: now}
 	var started int64
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		ok, err := q.StartEligibilityCheck(ctx, p.Account.ID, u.ID, "primary", now, now-window)
@@ -327,6 +345,9 @@ type eligibilityItem struct {
 // Eligibility is GET …/insurances/primary/eligibility: the card's latest
 // check.
 func (a *App) Eligibility(ctx context.Context, p *clinic.Principal, userID string) (*EligibilityJob, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	job, err := a.eligibilityJob(ctx, p, userID)
 	return job, a.auditRecord(ctx, p, "eligibility.read", "user", userID, err)
 }
@@ -418,7 +439,7 @@ func (a *App) runEligibility(ctx context.Context, it store.OutboxItem) error {
 
 // eligibilityRequest is the inquiry about a card: the subscriber is the
 // card's guarantor where the card names one, else the patient.
-func (a *App) eligibilityRequest(acct *clinic.Account, u *clinic.User, card *store.InsuranceCard, job *store.EligibilityJob) eligibility.Request {
+func (a *App) eligibilityRequest(acct *clinic.Account, u *clinic.User, card *clinic.InsuranceCard, job *clinic.EligibilityJob) eligibility.Request {
 	f := toCard(card).Fields
 	str := func(k string) string { s, _ := f[k].(string); return s }
 	sub := eligibility.Subscriber{MemberID: str("subscriber_number"), Group: str("group_number"),

@@ -40,6 +40,9 @@ func isProvider(p *clinic.Principal) bool {
 // CreateIntake is POST /intakes. A patient files for themself; a provider or
 // the admin files for the patient named by member_id (an id or a code).
 func (a *App) CreateIntake(ctx context.Context, p *clinic.Principal, in IntakeInput) (*clinic.Intake, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	if in.RoomCode == "" {
 		return nil, clinic.Errorf(clinic.EInvalid, "room_code is required.")
 	}
@@ -215,6 +218,9 @@ func (a *App) intakeFor(ctx context.Context, p *clinic.Principal, id int64) (*cl
 
 // GetIntake is GET /intakes/{id}.
 func (a *App) GetIntake(ctx context.Context, p *clinic.Principal, id int64) (*clinic.Intake, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	it, err := a.intakeFor(ctx, p, id)
 	if aerr := a.audit(ctx, p, "intake.read", "intake", i64s(id), outcomeOf(err)); aerr != nil {
 		return nil, aerr
@@ -225,6 +231,9 @@ func (a *App) GetIntake(ctx context.Context, p *clinic.Principal, id int64) (*cl
 // UpdateIntake is POST /intakes/{id}: until its visit is over, whoever may
 // see an intake may change its provider, reason, location, phone and fields.
 func (a *App) UpdateIntake(ctx context.Context, p *clinic.Principal, id int64, in IntakeInput) (*clinic.Intake, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	it, err := a.intakeFor(ctx, p, id)
 	if err != nil {
 		return nil, err
@@ -261,6 +270,14 @@ type IntakeAttachment struct {
 
 // IntakeAttachments resolves an intake's file ids; files that are gone are left out.
 func (a *App) IntakeAttachments(ctx context.Context, p *clinic.Principal, it *clinic.Intake) ([]IntakeAttachment, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
+	// it came from the caller, so whether the caller may see it is decided
+	// again here, on the stored intake.
+	if _, err := a.intakeFor(ctx, p, it.ID); err != nil {
+		return nil, err
+	}
 	out := []IntakeAttachment{}
 	for _, id := range it.Attachments {
 		f, err := a.store.Read().FileByID(ctx, p.Account.ID, id)

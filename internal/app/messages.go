@@ -84,6 +84,9 @@ type MessageQuery struct {
 // commit order, the same for every reader, so a reader that asks with skip
 // set to the number it has seen gets exactly the new messages.
 func (a *App) ListMessages(ctx context.Context, p *clinic.Principal, visitID string, in MessageQuery) ([]*Message, int, error) {
+	if err := requireUser(p); err != nil {
+		return nil, 0, err
+	}
 	limit, skip := MessagePageDefault, 0
 	if in.Limit != nil {
 		if *in.Limit < 1 {
@@ -163,7 +166,7 @@ func messageOrder(sort, order string) (desc bool, err error) {
 }
 
 // toMessage is a stored message as the API shows it.
-func toMessage(m *store.Message, authorName string) *Message {
+func toMessage(m *clinic.Message, authorName string) *Message {
 	out := &Message{ID: m.ID, VisitID: m.VisitID, Type: m.Type, Content: m.Content, Attachments: m.Attachments, CreatedUS: m.CreatedUS,
 		Actor: MessageActor{ID: m.AuthorID, Type: m.ActorType, DisplayName: authorName}}
 	if out.Attachments == nil {
@@ -183,6 +186,9 @@ type NewMessage struct {
 // webhook, the notifications of the visit's other participants and the
 // audit entry; a closed visit answers 409 and its thread stays readable.
 func (a *App) PostMessage(ctx context.Context, p *clinic.Principal, visitID string, in NewMessage) (*Message, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	if in.Content == nil || strings.TrimSpace(*in.Content) == "" {
 		return nil, clinic.Errorf(clinic.EInvalid, "content is required and must not be empty.")
 	}
@@ -282,9 +288,9 @@ func (a *App) postVisit(ctx context.Context, p *clinic.Principal, idStr string, 
 
 // newPost is the post of content to v by the caller: the message and
 // everything its commit writes with it.
-func (a *App) newPost(ctx context.Context, p *clinic.Principal, v *clinic.Visit, content string, attachments []int64) (*store.Message, *store.MessagePost, error) {
+func (a *App) newPost(ctx context.Context, p *clinic.Principal, v *clinic.Visit, content string, attachments []int64) (*clinic.Message, *store.MessagePost, error) {
 	u := p.User
-	m := &store.Message{AccountID: p.Account.ID, VisitID: v.ID, AuthorID: u.ID, ActorType: u.Type, Content: content, Attachments: attachments}
+	m := &clinic.Message{AccountID: p.Account.ID, VisitID: v.ID, AuthorID: u.ID, ActorType: u.Type, Content: content, Attachments: attachments}
 	actor := "provider"
 	m.Type = "provider_message"
 	if v.MemberID == u.ID {
@@ -307,7 +313,7 @@ func (a *App) newPost(ctx context.Context, p *clinic.Principal, v *clinic.Visit,
 		Parties:        &store.VisitParties{Kind: v.Kind, MemberID: v.MemberID, ProviderID: v.ProviderID, RoomID: v.RoomID},
 		Webhook:        store.OutboxItem{AccountID: p.Account.ID, Topic: TopicWebhook, Created: ts, Due: ts},
 		WebhookPayload: messageEventPayload(v.ID, actor, ts),
-		Notification: store.Notification{AccountID: p.Account.ID, Type: NotifyMessage, Title: "New message from " + u.FullName(),
+		Notification: clinic.Notification{AccountID: p.Account.ID, Type: NotifyMessage, Title: "New message from " + u.FullName(),
 			VisitID: v.ID, Created: ts, MtimeMS: now.UnixMilli()},
 		NotifyUsers: uids,
 		PushTypes:   a.channelsOn(),

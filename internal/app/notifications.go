@@ -60,7 +60,10 @@ func parseEndpointType(s string, required bool) (int, error) {
 // RegisterEndpoint is POST /endpoints. Registering an address again returns
 // its endpoint; a device token registered by another user of the clinic
 // moves to the caller, since a device belongs to whoever last signed in on it.
-func (a *App) RegisterEndpoint(ctx context.Context, p *clinic.Principal, key, typ string) (*store.Endpoint, error) {
+func (a *App) RegisterEndpoint(ctx context.Context, p *clinic.Principal, key, typ string) (*clinic.Endpoint, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	t, err := parseEndpointType(typ, true)
 	if err != nil {
 		return nil, err
@@ -85,12 +88,12 @@ func (a *App) RegisterEndpoint(ctx context.Context, p *clinic.Principal, key, ty
 		}
 	}
 	uid, now := p.UserID(), a.unix()
-	var out *store.Endpoint
+	var out *clinic.Endpoint
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		e, err := q.EndpointByAddress(ctx, p.Account.ID, t, key)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			e = &store.Endpoint{AccountID: p.Account.ID, UserID: uid, Type: t, Address: key, Created: now, Modified: now}
+			e = &clinic.Endpoint{AccountID: p.Account.ID, UserID: uid, Type: t, Address: key, Created: now, Modified: now}
 			if err := q.CreateEndpoint(ctx, e); err != nil {
 				return err
 			}
@@ -112,7 +115,10 @@ func (a *App) RegisterEndpoint(ctx context.Context, p *clinic.Principal, key, ty
 }
 
 // Endpoints is GET /endpoints: the caller's own.
-func (a *App) Endpoints(ctx context.Context, p *clinic.Principal, typ string) ([]*store.Endpoint, error) {
+func (a *App) Endpoints(ctx context.Context, p *clinic.Principal, typ string) ([]*clinic.Endpoint, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	t, err := parseEndpointType(typ, false)
 	if err != nil {
 		return nil, err
@@ -122,7 +128,10 @@ func (a *App) Endpoints(ctx context.Context, p *clinic.Principal, typ string) ([
 }
 
 // Endpoint is GET /endpoints/{id}: only the caller's own; another's is not found.
-func (a *App) Endpoint(ctx context.Context, p *clinic.Principal, id string) (*store.Endpoint, error) {
+func (a *App) Endpoint(ctx context.Context, p *clinic.Principal, id string) (*clinic.Endpoint, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	n, err := strconv.ParseInt(id, 10, 64)
 	if err != nil {
 		return nil, errEndpointNotFound
@@ -136,6 +145,9 @@ func (a *App) Endpoint(ctx context.Context, p *clinic.Principal, id string) (*st
 
 // DeleteEndpoint is DELETE /endpoints/{id}.
 func (a *App) DeleteEndpoint(ctx context.Context, p *clinic.Principal, id string) (int64, error) {
+	if err := requireUser(p); err != nil {
+		return 0, err
+	}
 	n, err := strconv.ParseInt(id, 10, 64)
 	if err != nil {
 		return 0, errEndpointNotFound
@@ -157,10 +169,10 @@ func (a *App) DeleteEndpoint(ctx context.Context, p *clinic.Principal, id string
 // eps are the users' endpoints, read by the caller (before the transaction
 // when it can: a push queued for an endpoint removed since is skipped at
 // delivery). It reports whether it queued a push.
-func (a *App) notify(ctx context.Context, q *store.Q, accountID int64, userIDs []int64, typ, title string, visitID int64, eps []*store.Endpoint) (bool, error) {
+func (a *App) notify(ctx context.Context, q *store.Q, accountID int64, userIDs []int64, typ, title string, visitID int64, eps []*clinic.Endpoint) (bool, error) {
 	now := a.now()
-	n := store.Notification{AccountID: accountID, Type: typ, Title: title, VisitID: visitID, Created: now.Unix(), MtimeMS: now.UnixMilli()}
-	push := slices.DeleteFunc(slices.Clone(eps), func(e *store.Endpoint) bool { return !a.channelOn(e.Type) })
+	n := clinic.Notification{AccountID: accountID, Type: typ, Title: title, VisitID: visitID, Created: now.Unix(), MtimeMS: now.UnixMilli()}
+	push := slices.DeleteFunc(slices.Clone(eps), func(e *clinic.Endpoint) bool { return !a.channelOn(e.Type) })
 	return q.Notify(ctx, n, userIDs, push, TopicPush, pushPayload)
 }
 
@@ -233,7 +245,10 @@ func (a *App) notifyVisitMove(ctx context.Context, q *store.Q, p *clinic.Princip
 
 // Notifications is GET /notifications: newest first, size at a time, those
 // before last (milliseconds) when given.
-func (a *App) Notifications(ctx context.Context, p *clinic.Principal, size *int, last int64) ([]*store.Notification, error) {
+func (a *App) Notifications(ctx context.Context, p *clinic.Principal, size *int, last int64) ([]*clinic.Notification, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	n := NotificationPageDefault
 	if size != nil {
 		if *size < 1 {
@@ -251,7 +266,10 @@ func (a *App) Notifications(ctx context.Context, p *clinic.Principal, size *int,
 var errNotificationNotFound = clinic.Errorf(clinic.ENotFound, "Notification not found.")
 
 // ReadNotification is PUT /notifications/{id}.
-func (a *App) ReadNotification(ctx context.Context, p *clinic.Principal, id string) (*store.Notification, error) {
+func (a *App) ReadNotification(ctx context.Context, p *clinic.Principal, id string) (*clinic.Notification, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	n, err := strconv.ParseInt(id, 10, 64)
 	if err != nil {
 		return nil, errNotificationNotFound
@@ -267,11 +285,17 @@ func (a *App) ReadNotification(ctx context.Context, p *clinic.Principal, id stri
 
 // Badge is GET /notifications/badge: how many notifications are new.
 func (a *App) Badge(ctx context.Context, p *clinic.Principal) (int, error) {
+	if err := requireUser(p); err != nil {
+		return 0, err
+	}
 	n, err := a.store.Read().Badge(ctx, p.Account.ID, p.UserID())
 	return n, storeErr("badge", err, "")
 }
 
 // ResetBadge is POST /notifications/badge.
 func (a *App) ResetBadge(ctx context.Context, p *clinic.Principal) error {
+	if err := requireUser(p); err != nil {
+		return err
+	}
 	return storeErr("reset badge", a.store.Write().ResetBadge(ctx, p.Account.ID, p.UserID()), "")
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"teleclinic/internal/clinic"
 	"teleclinic/internal/mail"
 	"teleclinic/internal/metrics"
 	"teleclinic/internal/push"
@@ -188,7 +189,7 @@ func (a *App) pushOne(ctx context.Context, it store.OutboxItem) error {
 	}
 	q := a.store.Read()
 	ep, err := q.EndpointByID(ctx, it.AccountID, pi.EndpointID)
-	var n *store.Notification
+	var n *clinic.Notification
 	if err == nil {
 		n, err = q.UserNotification(ctx, it.AccountID, ep.UserID, pi.NotificationID)
 	}

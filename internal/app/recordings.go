@@ -92,6 +92,9 @@ type RecordingLink struct {
 // GetRecording is GET /visits/{id}/recordings/{recording_id} (admin): the
 // recording with a download link served by this server, valid for an hour.
 func (a *App) GetRecording(ctx context.Context, p *clinic.Principal, visitID, recID int64) (*RecordingLink, error) {
+	if err := requireAdmin(p); err != nil {
+		return nil, err
+	}
 	link, err := a.getRecording(ctx, p, visitID, recID)
 	if aerr := a.audit(ctx, p, "recording.read", "recording", i64s(recID), outcomeOf(err)); aerr != nil {
 		return nil, aerr

@@ -43,6 +43,9 @@ type RoomPage struct {
 
 // ListRooms is GET /rooms. Anyone with the account code may list rooms.
 func (a *App) ListRooms(ctx context.Context, p *clinic.Principal, in RoomQuery) (*RoomPage, error) {
+	if err := requireAccount(p); err != nil {
+		return nil, err
+	}
 	if in.Page < 0 || in.Limit < 0 || in.Start < 0 {
 		return nil, clinic.Errorf(clinic.EInvalid, "page, start and limit must not be negative.")
 	}
@@ -77,13 +80,6 @@ func (a *App) ListRooms(ctx context.Context, p *clinic.Principal, in RoomQuery) 
 		a.rooms.put(f, page, gen, now)
 	}
 	return page, nil
-}
-
-func requireAdmin(p *clinic.Principal) error {
-	if !p.IsAdmin() {
-		return clinic.Errorf(clinic.EForbidden, "Only the clinic admin may do this.")
-	}
-	return nil
 }
 
 var (
@@ -220,6 +216,9 @@ type RoomDetail struct {
 
 // GetRoom is GET /rooms/{code}.
 func (a *App) GetRoom(ctx context.Context, p *clinic.Principal, code string) (*RoomDetail, error) {
+	if err := requireAccount(p); err != nil {
+		return nil, err
+	}
 	r, err := a.roomByCode(ctx, p, code)
 	if err != nil {
 		return nil, err
@@ -472,6 +471,9 @@ type RoomProvider struct {
 
 // RoomProviders is GET /rooms/{code}/providers.
 func (a *App) RoomProviders(ctx context.Context, p *clinic.Principal, code string) ([]RoomProvider, error) {
+	if err := requireAccount(p); err != nil {
+		return nil, err
+	}
 	r, err := a.roomByCode(ctx, p, code)
 	if err != nil {
 		return nil, err
@@ -496,6 +498,9 @@ func (a *App) RoomProviders(ctx context.Context, p *clinic.Principal, code strin
 
 // RoomProviderByID is GET /rooms/{code}/providers/{id}.
 func (a *App) RoomProviderByID(ctx context.Context, p *clinic.Principal, code string, id int64) (*RoomProvider, error) {
+	if err := requireAccount(p); err != nil {
+		return nil, err
+	}
 	list, err := a.RoomProviders(ctx, p, code)
 	if err != nil {
 		return nil, err
@@ -516,6 +521,9 @@ type Queue struct {
 // RoomQueue is GET /rooms/{code}/queue. before_me counts the walk-ins ahead of
 // the calling patient's own waiting visit (0 when they have none).
 func (a *App) RoomQueue(ctx context.Context, p *clinic.Principal, code string) (*Queue, error) {
+	if err := requireAccount(p); err != nil {
+		return nil, err
+	}
 	r, err := a.roomByCode(ctx, p, code)
 	if err != nil {
 		return nil, err
@@ -599,6 +607,9 @@ func (a *App) UnlinkRoom(ctx context.Context, p *clinic.Principal, userID int64,
 
 // EnsureRoom creates a room with this code unless it exists (demo seeding).
 func (a *App) EnsureRoom(ctx context.Context, p *clinic.Principal, code, name string) (*clinic.Room, error) {
+	if err := requireAdmin(p); err != nil {
+		return nil, err
+	}
 	r, err := a.store.Read().RoomByCode(ctx, p.Account.ID, code)
 	if err == nil || !errors.Is(err, store.ErrNotFound) {
 		return r, err

@@ -123,6 +123,9 @@ func (a *App) portalBase() string {
 
 // Login is POST /users/login: username or email and password.
 func (a *App) Login(ctx context.Context, p *clinic.Principal, login, password string) (*Profile, *Session, error) {
+	if err := requireAccount(p); err != nil {
+		return nil, nil, err
+	}
 	if login == "" || password == "" {
 		return nil, nil, clinic.Errorf(clinic.EInvalid, "username (or email) and password are required.")
 	}
@@ -172,6 +175,9 @@ func (a *App) startSession(ctx context.Context, p *clinic.Principal, u *clinic.U
 // own; the admin token may destroy any of the clinic's); without, it ends the
 // caller's login, refresh token included.
 func (a *App) Logout(ctx context.Context, p *clinic.Principal, tokens []string) error {
+	if err := requireUser(p); err != nil {
+		return err
+	}
 	now := a.unix()
 	return storeErr("logout", a.store.Tx(ctx, func(q *store.Q) error {
 		if len(tokens) == 0 {
@@ -219,6 +225,9 @@ var errRefreshReuse = unauthenticated("This refresh token was already used; ever
 // UPDATE in UseToken picks one winner among concurrent requests in any number
 // of processes, and any later use revokes the whole family.
 func (a *App) Refresh(ctx context.Context, p *clinic.Principal, refresh string) (*Session, error) {
+	if err := requireAccount(p); err != nil {
+		return nil, err
+	}
 	if refresh == "" {
 		return nil, clinic.Errorf(clinic.EInvalid, "refresh_token is required.")
 	}
@@ -286,10 +295,10 @@ type mailMessage struct {
 // TopicMail is the outbox topic of outgoing mail.
 const TopicMail = "mail"
 
-// RequestSecret mails an activation link (users without a password) or a
+// requestSecret mails an activation link (users without a password) or a
 // reset link (users with one). It answers the same whether or not the login
 // names a user, so it cannot be used to find out who is a patient.
-func (a *App) RequestSecret(ctx context.Context, p *clinic.Principal, purpose, login string) error {
+func (a *App) requestSecret(ctx context.Context, p *clinic.Principal, purpose, login string) error {
 	if login == "" {
 		return clinic.Errorf(clinic.EInvalid, "email or username is required.")
 	}
@@ -333,17 +342,26 @@ func (a *App) RequestSecret(ctx context.Context, p *clinic.Principal, purpose, l
 
 // RequestActivation mails an activation link to a user without a password.
 func (a *App) RequestActivation(ctx context.Context, p *clinic.Principal, login string) error {
-	return a.RequestSecret(ctx, p, purposeActivate, login)
+	if err := requireAccount(p); err != nil {
+		return err
+	}
+	return a.requestSecret(ctx, p, purposeActivate, login)
 }
 
 // RequestReset mails a password reset link to a user with a password.
 func (a *App) RequestReset(ctx context.Context, p *clinic.Principal, login string) error {
-	return a.RequestSecret(ctx, p, purposeReset, login)
+	if err := requireAccount(p); err != nil {
+		return err
+	}
+	return a.requestSecret(ctx, p, purposeReset, login)
 }
 
 // Activate sets the first password of a user from an activation secret,
 // verifies their email (the link reached it) and logs them in.
 func (a *App) Activate(ctx context.Context, p *clinic.Principal, secret, password string) (*Profile, *Session, error) {
+	if err := requireAccount(p); err != nil {
+		return nil, nil, err
+	}
 	u, err := a.useSecret(ctx, p, purposeActivate, secret, password, true)
 	if err != nil {
 		return nil, nil, err
@@ -354,6 +372,9 @@ func (a *App) Activate(ctx context.Context, p *clinic.Principal, secret, passwor
 // ResetPassword sets a new password from a reset secret and ends every login
 // of the user.
 func (a *App) ResetPassword(ctx context.Context, p *clinic.Principal, secret, password string) error {
+	if err := requireAccount(p); err != nil {
+		return err
+	}
 	_, err := a.useSecret(ctx, p, purposeReset, secret, password, false)
 	return err
 }

@@ -146,6 +146,9 @@ type SlotsView struct {
 // they are linked to (or the admin for a provider). Slots overlapping the
 // provider's existing slots are refused.
 func (a *App) CreateSlots(ctx context.Context, p *clinic.Principal, in SlotGroupInput) (*clinic.SlotGroup, *SlotsView, error) {
+	if err := requireUser(p); err != nil {
+		return nil, nil, err
+	}
 	prov, err := a.slotProvider(ctx, p, in.ProviderID)
 	if err != nil {
 		return nil, nil, err
@@ -287,6 +290,9 @@ const MaxSlotList = 1000
 
 // ListSlots is GET /slots, for any user of the clinic.
 func (a *App) ListSlots(ctx context.Context, p *clinic.Principal, in SlotQuery) (*SlotsView, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	if in.Start <= 0 || in.End <= 0 || in.End <= in.Start {
 		return nil, clinic.Errorf(clinic.EInvalid, "start and end (UNIX timestamps, end after start) are required.")
 	}
@@ -370,6 +376,9 @@ func extraList(u *clinic.User, key string) []string {
 // AvailableSlots is GET /slots/available: the clinic's open slots from now,
 // soonest first.
 func (a *App) AvailableSlots(ctx context.Context, p *clinic.Principal) (*SlotsView, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	slots, err := a.store.Read().ListSlots(ctx, store.SlotFilter{AccountID: p.Account.ID, From: a.unix(), Status: clinic.SlotOpen, Limit: 200})
 	if err != nil {
 		return nil, fmt.Errorf("available slots: %w", err)
@@ -381,6 +390,9 @@ func (a *App) AvailableSlots(ctx context.Context, p *clinic.Principal) (*SlotsVi
 // open slot; a booked slot stays with its visit (409) until the visit is
 // cancelled. A group left without slots goes too.
 func (a *App) DeleteSlot(ctx context.Context, p *clinic.Principal, id int64) (slots, groups int, err error) {
+	if err := requireUser(p); err != nil {
+		return 0, 0, err
+	}
 	s, err := a.store.Read().SlotByID(ctx, p.Account.ID, id)
 	if err != nil {
 		return 0, 0, storeErr("delete slot", err, "Slot not found.")
@@ -412,6 +424,9 @@ func (a *App) DeleteSlot(ctx context.Context, p *clinic.Principal, id int64) (sl
 // slots; booked slots stay with their visits, and the group stays with them
 // (group_deleted 0) until they are gone.
 func (a *App) DeleteSlotGroup(ctx context.Context, p *clinic.Principal, id int64) (slots, groups int, err error) {
+	if err := requireUser(p); err != nil {
+		return 0, 0, err
+	}
 	gs, err := a.store.Read().SlotGroupsByID(ctx, p.Account.ID, []int64{id})
 	if err != nil {
 		return 0, 0, fmt.Errorf("delete group: %w", err)

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync"
 
-	"teleclinic/internal/store"
+	"teleclinic/internal/clinic"
 )
 
 // threadCache keeps the messages of visit threads read lately. A message
@@ -22,7 +22,7 @@ import (
 // dropped at random (Go's map order) until it fits.
 type threadCache struct {
 	mu    sync.Mutex
-	m     map[threadKey][]*store.Message // index i holds place i+1
+	m     map[threadKey][]*clinic.Message // index i holds place i+1
 	bytes int
 	max   int
 }
@@ -41,15 +41,15 @@ const (
 )
 
 func newThreadCache(max int) *threadCache {
-	return &threadCache{m: make(map[threadKey][]*store.Message), max: max}
+	return &threadCache{m: make(map[threadKey][]*clinic.Message), max: max}
 }
 
-func messageBytes(m *store.Message) int {
+func messageBytes(m *clinic.Message) int {
 	return 160 + len(m.Content) + len(m.Type) + 8*len(m.Attachments)
 }
 
 // prefix returns the first messages of k's thread that are held.
-func (c *threadCache) prefix(k threadKey) []*store.Message {
+func (c *threadCache) prefix(k threadKey) []*clinic.Message {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.m[k]
@@ -58,7 +58,7 @@ func (c *threadCache) prefix(k threadKey) []*store.Message {
 // extend appends ms, which follow have, to k's thread, unless another
 // reader changed it meanwhile. Slices handed out earlier stay valid: they
 // never see past their length, and held messages are never written.
-func (c *threadCache) extend(k threadKey, have []*store.Message, ms []*store.Message) {
+func (c *threadCache) extend(k threadKey, have []*clinic.Message, ms []*clinic.Message) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cur := c.m[k]
@@ -82,7 +82,7 @@ func (c *threadCache) extend(k threadKey, have []*store.Message, ms []*store.Mes
 
 // threadPage returns the messages at places from to to (inclusive) of the
 // visit's thread, from the cache where it holds them.
-func (a *App) threadPage(ctx context.Context, k threadKey, from, to int) ([]*store.Message, error) {
+func (a *App) threadPage(ctx context.Context, k threadKey, from, to int) ([]*clinic.Message, error) {
 	if from > to {
 		return nil, nil
 	}
@@ -111,7 +111,7 @@ func (a *App) threadPage(ctx context.Context, k threadKey, from, to int) ([]*sto
 // authorNames returns the current names of the page's authors: from a
 // cache a user's own profile change clears, and that other processes'
 // changes reach within the read-cache TTL.
-func (a *App) authorNames(ctx context.Context, accountID int64, ms []*store.Message) (map[int64]string, error) {
+func (a *App) authorNames(ctx context.Context, accountID int64, ms []*clinic.Message) (map[int64]string, error) {
 	out := make(map[int64]string, 2)
 	var missing []int64
 	now := a.now()

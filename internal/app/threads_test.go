@@ -4,13 +4,13 @@ import (
 	"strings"
 	"testing"
 
-	"teleclinic/internal/store"
+	"teleclinic/internal/clinic"
 )
 
-func msgs(from, to int, size int) []*store.Message {
-	var out []*store.Message
+func msgs(from, to int, size int) []*clinic.Message {
+	var out []*clinic.Message
 	for i := from; i <= to; i++ {
-		out = append(out, &store.Message{Seq: i, Content: strings.Repeat("x", size)})
+		out = append(out, &clinic.Message{Seq: i, Content: strings.Repeat("x", size)})
 	}
 	return out
 }

@@ -44,6 +44,9 @@ var errUserNotFound = clinic.Errorf(clinic.ENotFound, "User not found.")
 // they have visits with. Everything else is "not found", so a caller cannot
 // learn who else is a patient.
 func (a *App) GetUser(ctx context.Context, p *clinic.Principal, id int64, photoSize string) (*Profile, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	prof, err := a.getUser(ctx, p, id, photoSize)
 	if aerr := a.audit(ctx, p, "user.read", "user", i64s(id), outcomeOf(err)); aerr != nil {
 		return nil, aerr
@@ -128,6 +131,9 @@ var ListFields = map[string]bool{"id": true, "username": true, "first_name": tru
 
 // ListUsers is GET /users, for the clinic admin.
 func (a *App) ListUsers(ctx context.Context, p *clinic.Principal, in UserListQuery) ([]*clinic.User, int, error) {
+	if err := requireAdmin(p); err != nil {
+		return nil, 0, err
+	}
 	f, err := a.userFilter(p, in)
 	if err != nil {
 		return nil, 0, err
@@ -253,6 +259,9 @@ const FeatureERx = "erx"
 // SSO is POST /users/sso: the first call with a code creates the user, later
 // calls log the same user in. Guests (600) are created anew each time.
 func (a *App) SSO(ctx context.Context, p *clinic.Principal, in SSOInput) (*SSOResult, error) {
+	if err := requireAPIKey(p); err != nil {
+		return nil, err
+	}
 	for try := 0; ; try++ {
 		res, err := a.sso(ctx, p, in)
 		// A concurrent request created the same code first: the next try
@@ -499,6 +508,9 @@ type ProfileUpdate struct {
 // UpdateMe is POST /me. Only the fields listed by the spec can change; a
 // user's type, status, clinic, code and email verification cannot.
 func (a *App) UpdateMe(ctx context.Context, p *clinic.Principal, in ProfileUpdate) (*Profile, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	u, err := a.store.Read().UserByID(ctx, p.Account.ID, p.UserID())
 	if err != nil {
 		return nil, storeErr("update me", err, "User not found.")

@@ -77,6 +77,9 @@ type WalkinInput struct {
 // AddWalkin is POST /visits/add_walkin: the intake's patient joins the
 // room's queue with a pending video visit.
 func (a *App) AddWalkin(ctx context.Context, p *clinic.Principal, in WalkinInput) (*VisitDetail, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	it, r, err := a.visitIntake(ctx, p, in.IntakeID, in.RoomCode)
 	if err != nil {
 		return nil, err
@@ -130,6 +133,9 @@ func (a *App) AddWalkin(ctx context.Context, p *clinic.Principal, in WalkinInput
 // AddEconsult is POST /visits/add_econsult: an unassigned asynchronous visit
 // that the room's providers see and one of them accepts.
 func (a *App) AddEconsult(ctx context.Context, p *clinic.Principal, intakeID, roomCode string) (*VisitDetail, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	it, r, err := a.visitIntake(ctx, p, intakeID, roomCode)
 	if err != nil {
 		return nil, err
@@ -254,6 +260,9 @@ func (a *App) attachRecordings(ctx context.Context, p *clinic.Principal, ds []*V
 
 // GetVisit is GET /visits/{id}; withRecordings adds its recordings.
 func (a *App) GetVisit(ctx context.Context, p *clinic.Principal, id int64, withRecordings bool) (*VisitDetail, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	d, err := a.getVisit(ctx, p, id)
 	if err == nil && withRecordings {
 		err = a.attachRecordings(ctx, p, []*VisitDetail{d})
@@ -306,6 +315,9 @@ const MaxVisitList = 500
 // their rooms' unassigned e-consults, or all of the clinic's for the admin;
 // newest first.
 func (a *App) ListVisits(ctx context.Context, p *clinic.Principal, in VisitQuery) ([]*VisitDetail, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	f := store.VisitFilter{AccountID: p.Account.ID, StartAfter: in.StartTime, EndBefore: in.EndTime, WithRecording: in.WithRecordingsOnly, Limit: MaxVisitList}
 	for _, s := range in.Statuses {
 		n, err := strconv.Atoi(s)
@@ -390,6 +402,9 @@ var transitions = map[string]struct {
 // move from a state it does not leave answers 409 naming the current state;
 // the move is a conditional UPDATE, so of two concurrent moves one wins.
 func (a *App) MoveVisit(ctx context.Context, p *clinic.Principal, idStr, action string, in MoveInput) (*VisitDetail, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
 	t, ok := transitions[action]
 	if !ok {
 		return nil, fmt.Errorf("move visit: unknown action %q", action)

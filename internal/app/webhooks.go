@@ -123,6 +123,9 @@ type WebhookSettingsInput struct {
 
 // WebhookSettings is GET /account/settings.
 func (a *App) WebhookSettings(ctx context.Context, p *clinic.Principal) (*WebhookSettings, error) {
+	if err := requireAdmin(p); err != nil {
+		return nil, err
+	}
 	wh, err := a.store.Read().AccountWebhookByID(ctx, p.Account.ID)
 	if err != nil {
 		return nil, fmt.Errorf("webhook settings: %w", err)
@@ -132,6 +135,9 @@ func (a *App) WebhookSettings(ctx context.Context, p *clinic.Principal) (*Webhoo
 
 // SetWebhookSettings is POST /account/settings.
 func (a *App) SetWebhookSettings(ctx context.Context, p *clinic.Principal, in WebhookSettingsInput) (*WebhookSettings, error) {
+	if err := requireAdmin(p); err != nil {
+		return nil, err
+	}
 	if in.GenerateSecret && in.Secret != nil {
 		return nil, clinic.Errorf(clinic.EInvalid, "give webhook_secret or generate_webhook_secret, not both.")
 	}
@@ -239,6 +245,9 @@ const MaxDeliveryList = 200
 // WebhookDeliveries is GET /webhooks/deliveries: newest first, a page of
 // limit (default 50) before the delivery id before.
 func (a *App) WebhookDeliveries(ctx context.Context, p *clinic.Principal, before int64, limit int) ([]*WebhookDelivery, error) {
+	if err := requireAdmin(p); err != nil {
+		return nil, err
+	}
 	if limit <= 0 {
 		limit = 50
 	}
@@ -259,6 +268,9 @@ var errDeliveryNotFound = clinic.Errorf(clinic.ENotFound, "Delivery not found.")
 // due now with a fresh set of attempts, whatever became of it before; one
 // being attempted at this moment answers 409.
 func (a *App) Redeliver(ctx context.Context, p *clinic.Principal, idStr string) (*WebhookDelivery, error) {
+	if err := requireAdmin(p); err != nil {
+		return nil, err
+	}
 	id, err := strconv.ParseInt(idStr, 10, 64)
 	if err != nil {
 		return nil, errDeliveryNotFound

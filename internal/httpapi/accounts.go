@@ -16,7 +16,10 @@ type clinicSettings struct {
 }
 
 func (s *Server) settings(w http.ResponseWriter, r *http.Request, c *call) error {
-	a := s.app.Settings(r.Context(), c.p)
+	a, err := s.app.Settings(r.Context(), c.p)
+	if err != nil {
+		return err
+	}
 	fs := a.Features
 	if fs == nil {
 		fs = []string{}
@@ -30,8 +33,12 @@ type accountListItem struct {
 }
 
 func (s *Server) listAccounts(w http.ResponseWriter, r *http.Request, c *call) error {
+	accts, err := s.app.Accounts(r.Context(), c.p)
+	if err != nil {
+		return err
+	}
 	var out []accountListItem
-	for _, a := range s.app.Accounts(r.Context(), c.p) {
+	for _, a := range accts {
 		out = append(out, accountListItem{Code: a.Code, Name: a.Name})
 	}
 	return ok(w, out)

@@ -7,7 +7,6 @@ import (
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/payments"
-	"teleclinic/internal/store"
 )
 
 // billingSettingsOut is GET /billing/settings: the spec's `processor` and
@@ -70,7 +69,7 @@ type sourceOut struct {
 	Created    int64  `json:"created"`
 }
 
-func toSource(src *store.PaymentSource) sourceOut {
+func toSource(src *clinic.PaymentSource) sourceOut {
 	return sourceOut{ID: id(src.ID), Type: "card", Brand: src.Brand, Last4: src.Last4, ExpMonth: src.ExpMonth, ExpYear: src.ExpYear,
 		IsDefault: src.IsDefault, ProviderID: id(src.ProviderID), Created: src.Created}
 }
@@ -139,7 +138,7 @@ type couponOut struct {
 	Modified       int64   `json:"modified"`
 }
 
-func toCoupon(c *store.Coupon) couponOut {
+func toCoupon(c *clinic.Coupon) couponOut {
 	return couponOut{ID: c.Code, Code: c.Code, PercentOff: float64(c.PercentOffBP) / 100, ValidUntil: c.ValidUntil, MaxRedemptions: c.MaxRedemptions,
 		Redemptions: c.Redemptions, Active: c.Active, Created: c.Created, Modified: c.Modified}
 }
@@ -232,7 +231,7 @@ func toConsultation(c clinic.Consultation) consultationOut {
 	return consultationOut{ID: c.ID, Description: c.Description, Amount: c.Amount, Duration: c.Duration}
 }
 
-func toInvoice(inv *store.Invoice) *invoiceOut {
+func toInvoice(inv *clinic.Invoice) *invoiceOut {
 	m := func(n int64) float64 { return payments.ToMajor(n, inv.Currency) }
 	var cons clinic.Consultation
 	_ = json.Unmarshal(inv.Consultation, &cons)

@@ -6,7 +6,6 @@ import (
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
-	"teleclinic/internal/store"
 )
 
 // prescriptionOut is the spec's Prescription, with its capitalised names.
@@ -76,7 +75,7 @@ func (s *Server) discontinue(w http.ResponseWriter, r *http.Request, c *call) er
 	return ok(w, true)
 }
 
-func toPharmacy(p *store.Pharmacy) map[string]any {
+func toPharmacy(p *clinic.Pharmacy) map[string]any {
 	out := map[string]any{"is_default": p.IsDefault, "extra": json.RawMessage("{}")}
 	for _, k := range app.PharmacyFieldNames() {
 		if v, ok := p.Fields[k]; ok {

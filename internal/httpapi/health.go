@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	"teleclinic/internal/app"
-	"teleclinic/internal/store"
+	"teleclinic/internal/clinic"
 )
 
 // deviceOut is the spec's Device.
@@ -16,7 +16,7 @@ type deviceOut struct {
 	CreatedAt  int64  `json:"created_at"`
 }
 
-func toDevice(d *store.Device) deviceOut {
+func toDevice(d *clinic.Device) deviceOut {
 	return deviceOut{DeviceID: d.DeviceID, DeviceName: d.Name, Type: d.Type, UserID: id(d.UserID), CreatedAt: d.Created}
 }
 

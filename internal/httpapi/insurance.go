@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
 	"teleclinic/internal/reference"
-	"teleclinic/internal/store"
 )
 
 // cardOut is the spec's insurance card: card_type and every field.
@@ -99,7 +99,7 @@ type jobOut struct {
 	Finished *int64         `json:"finished"`
 }
 
-func toJob(j *store.EligibilityJob) jobOut {
+func toJob(j *clinic.EligibilityJob) jobOut {
 	out := jobOut{JobID: id(j.ID), Status: j.Status, Details: j.Details, Started: j.Started}
 	if out.Details == nil {
 		out.Details = map[string]any{}

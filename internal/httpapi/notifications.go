@@ -5,7 +5,6 @@ import (
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
-	"teleclinic/internal/store"
 )
 
 // endpointOut is the spec's push endpoint. arn names a push registration,
@@ -20,7 +19,7 @@ type endpointOut struct {
 	ARN      *string `json:"arn,omitempty"`
 }
 
-func toEndpoint(e *store.Endpoint) endpointOut {
+func toEndpoint(e *clinic.Endpoint) endpointOut {
 	out := endpointOut{ID: id(e.ID), Key: e.Address, UserID: id(e.UserID), Type: e.Type, Created: e.Created, Modified: e.Modified}
 	switch e.Type {
 	case app.EndpointAPNs:
@@ -88,7 +87,7 @@ type notificationOut struct {
 	VisitID string `json:"visit_id,omitempty"`
 }
 
-func toNotification(n *store.Notification) notificationOut {
+func toNotification(n *clinic.Notification) notificationOut {
 	out := notificationOut{ID: id(n.ID), UserID: id(n.UserID), Type: n.Type, Time: n.Created, Mtime: n.MtimeMS, IsNew: n.IsNew, Read: n.Read, Title: n.Title, Image: n.Image}
 	if n.VisitID != 0 {
 		out.VisitID = id(n.VisitID)

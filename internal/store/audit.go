@@ -3,32 +3,19 @@ package store
 import (
 	"context"
 	"strings"
+
+	"teleclinic/internal/clinic"
 )
 
-// AuditEntry is one line of the audit trail: who, which clinic, what action
-// on which object, and the outcome. It never holds the object's content.
-type AuditEntry struct {
-	ID          int64
-	AccountID   int64
-	ActorKind   string
-	ActorUserID int64
-	Action      string
-	ObjectType  string
-	ObjectID    string
-	Outcome     string
-	RequestID   string
-	Created     int64
-}
-
 // AppendAudit appends an entry. There is no update or delete.
-func (q *Q) AppendAudit(ctx context.Context, e *AuditEntry) error {
-	return q.AppendAudits(ctx, []*AuditEntry{e})
+func (q *Q) AppendAudit(ctx context.Context, e *clinic.AuditEntry) error {
+	return q.AppendAudits(ctx, []*clinic.AuditEntry{e})
 }
 
 // AppendAudits writes entries with multi-row inserts. Chunks are powers of
 // two in size, so a few statement texts serve every group size and stay
 // prepared.
-func (q *Q) AppendAudits(ctx context.Context, es []*AuditEntry) error {
+func (q *Q) AppendAudits(ctx context.Context, es []*clinic.AuditEntry) error {
 	for len(es) > 0 {
 		n := 1
 		for n*2 <= len(es) && n < 256 {
@@ -67,7 +54,7 @@ type AuditFilter struct {
 // Entries of one second are in the order they were inserted, which for
 // reads is when the journal was flushed, up to a fraction of a second
 // after their requests.
-func (q *Q) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, int, error) {
+func (q *Q) ListAudit(ctx context.Context, f AuditFilter) ([]clinic.AuditEntry, int, error) {
 	where := []string{"account_id = ?"}
 	args := []any{f.AccountID}
 	add := func(cond string, a any) { where = append(where, cond); args = append(args, a) }
@@ -100,9 +87,9 @@ func (q *Q) ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, int, er
 		return nil, 0, err
 	}
 	defer rows.Close()
-	out := []AuditEntry{}
+	out := []clinic.AuditEntry{}
 	for rows.Next() {
-		var e AuditEntry
+		var e clinic.AuditEntry
 		if err := rows.Scan(&e.ID, &e.AccountID, &e.ActorKind, &e.ActorUserID, &e.Action, &e.ObjectType, &e.ObjectID, &e.Outcome, &e.RequestID, &e.Created); err != nil {
 			return nil, 0, q.d.translate(err)
 		}

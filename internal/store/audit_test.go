@@ -21,9 +21,9 @@ func TestAppendAudits(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 300
-	es := make([]*store.AuditEntry, n)
+	es := make([]*clinic.AuditEntry, n)
 	for i := range es {
-		es[i] = &store.AuditEntry{AccountID: acct.ID, ActorKind: "admin_token", Action: "user.read", ObjectType: "user",
+		es[i] = &clinic.AuditEntry{AccountID: acct.ID, ActorKind: "admin_token", Action: "user.read", ObjectType: "user",
 			ObjectID: fmt.Sprint(i), Outcome: "ok", RequestID: fmt.Sprintf("req-%d", i), Created: int64(1000 + i)}
 	}
 	if err := st.Tx(ctx, func(q *store.Q) error { return q.AppendAudits(ctx, es) }); err != nil {

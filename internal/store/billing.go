@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+
+	"teleclinic/internal/clinic"
 )
 
 // BillingSettings is a clinic's card processor.
@@ -58,23 +60,6 @@ func (q *Q) PutBillingCustomer(ctx context.Context, accountID, userID int64, pro
 	return q.BillingCustomer(ctx, accountID, userID, processor)
 }
 
-// PaymentSource is a saved card.
-type PaymentSource struct {
-	ID            int64
-	UserID        int64
-	RoomID        int64
-	ProviderID    int64
-	Processor     string
-	PaymentMethod string
-	Brand         string
-	Last4         string
-	ExpMonth      int
-	ExpYear       int
-	IsDefault     bool
-	Created       int64
-	Modified      int64
-}
-
 // SourceScope names whose cards: a patient's, in a room, for a provider
 // (0: the room's own), with one processor.
 type SourceScope struct {
@@ -84,10 +69,10 @@ type SourceScope struct {
 
 const sourceCols = "id, user_id, room_id, provider_id, processor, payment_method, brand, last4, exp_month, exp_year, is_default, created, modified"
 
-func scanSources(rows *sql.Rows) ([]*PaymentSource, error) {
-	out := []*PaymentSource{}
+func scanSources(rows *sql.Rows) ([]*clinic.PaymentSource, error) {
+	out := []*clinic.PaymentSource{}
 	for rows.Next() {
-		var s PaymentSource
+		var s clinic.PaymentSource
 		var def int
 		if err := rows.Scan(&s.ID, &s.UserID, &s.RoomID, &s.ProviderID, &s.Processor, &s.PaymentMethod, &s.Brand, &s.Last4,
 			&s.ExpMonth, &s.ExpYear, &def, &s.Created, &s.Modified); err != nil {
@@ -100,7 +85,7 @@ func scanSources(rows *sql.Rows) ([]*PaymentSource, error) {
 }
 
 // PaymentSources lists a scope's cards, the default first.
-func (q *Q) PaymentSources(ctx context.Context, sc SourceScope) ([]*PaymentSource, error) {
+func (q *Q) PaymentSources(ctx context.Context, sc SourceScope) ([]*clinic.PaymentSource, error) {
 	rows, err := q.query(ctx, "SELECT "+sourceCols+` FROM payment_sources
 		WHERE account_id = ? AND user_id = ? AND room_id = ? AND provider_id = ? AND processor = ? ORDER BY is_default DESC, id`,
 		sc.AccountID, sc.UserID, sc.RoomID, sc.ProviderID, sc.Processor)
@@ -112,7 +97,7 @@ func (q *Q) PaymentSources(ctx context.Context, sc SourceScope) ([]*PaymentSourc
 }
 
 // PaymentSource finds one of a patient's cards.
-func (q *Q) PaymentSource(ctx context.Context, accountID, userID, id int64) (*PaymentSource, error) {
+func (q *Q) PaymentSource(ctx context.Context, accountID, userID, id int64) (*clinic.PaymentSource, error) {
 	rows, err := q.query(ctx, "SELECT "+sourceCols+" FROM payment_sources WHERE account_id = ? AND user_id = ? AND id = ?", accountID, userID, id)
 	if err != nil {
 		return nil, err
@@ -131,7 +116,7 @@ func (q *Q) PaymentSource(ctx context.Context, accountID, userID, id int64) (*Pa
 // AddPaymentSource saves a card; the scope's first card becomes its
 // default. Two first cards saved at once meet the partial unique index, and
 // the transaction retries as a second card.
-func (q *Q) AddPaymentSource(ctx context.Context, accountID int64, s *PaymentSource) error {
+func (q *Q) AddPaymentSource(ctx context.Context, accountID int64, s *clinic.PaymentSource) error {
 	var n int
 	if err := q.queryRow(ctx, "SELECT COUNT(*) FROM payment_sources WHERE account_id = ? AND user_id = ? AND room_id = ? AND provider_id = ? AND processor = ? AND is_default = 1",
 		[]any{accountID, s.UserID, s.RoomID, s.ProviderID, s.Processor}, &n); err != nil {
@@ -149,7 +134,7 @@ func (q *Q) AddPaymentSource(ctx context.Context, accountID int64, s *PaymentSou
 }
 
 // MakeDefaultSource makes a card its scope's default.
-func (q *Q) MakeDefaultSource(ctx context.Context, accountID int64, s *PaymentSource, now int64) error {
+func (q *Q) MakeDefaultSource(ctx context.Context, accountID int64, s *clinic.PaymentSource, now int64) error {
 	if _, err := q.exec(ctx, `UPDATE payment_sources SET is_default = 0, modified = ?
 		WHERE account_id = ? AND user_id = ? AND room_id = ? AND provider_id = ? AND processor = ? AND is_default = 1 AND id <> ?`,
 		now, accountID, s.UserID, s.RoomID, s.ProviderID, s.Processor, s.ID); err != nil {
@@ -160,7 +145,7 @@ func (q *Q) MakeDefaultSource(ctx context.Context, accountID int64, s *PaymentSo
 
 // DeletePaymentSource removes a card; when it was the default, the scope's
 // oldest other card becomes the default.
-func (q *Q) DeletePaymentSource(ctx context.Context, accountID int64, s *PaymentSource, now int64) error {
+func (q *Q) DeletePaymentSource(ctx context.Context, accountID int64, s *clinic.PaymentSource, now int64) error {
 	if err := q.mustAffect(ctx, "DELETE FROM payment_sources WHERE account_id = ? AND user_id = ? AND id = ?", accountID, s.UserID, s.ID); err != nil {
 		return err
 	}
@@ -173,23 +158,10 @@ func (q *Q) DeletePaymentSource(ctx context.Context, accountID int64, s *Payment
 	return err
 }
 
-// Coupon is a discount code of a clinic.
-type Coupon struct {
-	ID             int64
-	Code           string
-	PercentOffBP   int // hundredths of a percent
-	ValidUntil     int64
-	MaxRedemptions int
-	Redemptions    int
-	Active         bool
-	Created        int64
-	Modified       int64
-}
-
 const couponCols = "id, code, percent_off_bp, valid_until, max_redemptions, redemptions, active, created, modified"
 
-func scanCoupon(sc interface{ Scan(...any) error }) (*Coupon, error) {
-	var c Coupon
+func scanCoupon(sc interface{ Scan(...any) error }) (*clinic.Coupon, error) {
+	var c clinic.Coupon
 	var active int
 	err := sc.Scan(&c.ID, &c.Code, &c.PercentOffBP, &c.ValidUntil, &c.MaxRedemptions, &c.Redemptions, &active, &c.Created, &c.Modified)
 	c.Active = active == 1
@@ -198,7 +170,7 @@ func scanCoupon(sc interface{ Scan(...any) error }) (*Coupon, error) {
 
 // CreateCoupon adds a coupon; a code already used (even deactivated) is
 // ErrConflict, so a code on a receipt always names one coupon.
-func (q *Q) CreateCoupon(ctx context.Context, accountID int64, c *Coupon) error {
+func (q *Q) CreateCoupon(ctx context.Context, accountID int64, c *clinic.Coupon) error {
 	id, err := q.insert(ctx, `INSERT INTO coupons (account_id, code, percent_off_bp, valid_until, max_redemptions, redemptions, active, created, modified)
 		VALUES (?, ?, ?, ?, ?, 0, 1, ?, ?)`, accountID, c.Code, c.PercentOffBP, c.ValidUntil, c.MaxRedemptions, c.Created, c.Modified)
 	c.ID, c.Active = id, true
@@ -206,13 +178,13 @@ func (q *Q) CreateCoupon(ctx context.Context, accountID int64, c *Coupon) error 
 }
 
 // Coupons lists a clinic's coupons, newest first.
-func (q *Q) Coupons(ctx context.Context, accountID int64) ([]*Coupon, error) {
+func (q *Q) Coupons(ctx context.Context, accountID int64) ([]*clinic.Coupon, error) {
 	rows, err := q.query(ctx, "SELECT "+couponCols+" FROM coupons WHERE account_id = ? ORDER BY id DESC", accountID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := []*Coupon{}
+	out := []*clinic.Coupon{}
 	for rows.Next() {
 		c, err := scanCoupon(rows)
 		if err != nil {
@@ -224,7 +196,7 @@ func (q *Q) Coupons(ctx context.Context, accountID int64) ([]*Coupon, error) {
 }
 
 // CouponByCode finds a coupon by its (upper-case) code.
-func (q *Q) CouponByCode(ctx context.Context, accountID int64, code string) (*Coupon, error) {
+func (q *Q) CouponByCode(ctx context.Context, accountID int64, code string) (*clinic.Coupon, error) {
 	rows, err := q.query(ctx, "SELECT "+couponCols+" FROM coupons WHERE account_id = ? AND code = ?", accountID, code)
 	if err != nil {
 		return nil, err
@@ -259,41 +231,13 @@ func (q *Q) ReleaseCoupon(ctx context.Context, accountID, id, now int64) error {
 	return err
 }
 
-// Invoice is a consultation's bill. Amounts are minor units.
-type Invoice struct {
-	ID             int64
-	IntakeID       int64
-	MemberID       int64
-	VisitID        int64
-	RoomID         int64
-	SourceID       int64
-	Processor      string
-	Consultation   json.RawMessage
-	Currency       string
-	Amount         int64
-	Discount       int64
-	AmountDue      int64
-	CouponID       int64
-	CouponCode     string
-	PercentOffBP   int
-	Status         string
-	ChargeRef      string
-	FailureCode    string
-	FailureMessage string
-	Refunded       int64
-	RefundRef      string
-	AttemptStarted int64
-	Created        int64
-	Modified       int64
-}
-
 const invoiceCols = `id, intake_id, member_id, visit_id, room_id, source_id, processor, consultation, currency, amount, discount, amount_due,
 	coupon_id, coupon_code, percent_off_bp, status, charge_ref, failure_code, failure_message, refunded, refund_ref, attempt_started, created, modified`
 
-func scanInvoices(rows *sql.Rows) ([]*Invoice, error) {
-	out := []*Invoice{}
+func scanInvoices(rows *sql.Rows) ([]*clinic.Invoice, error) {
+	out := []*clinic.Invoice{}
 	for rows.Next() {
-		var v Invoice
+		var v clinic.Invoice
 		var cons string
 		if err := rows.Scan(&v.ID, &v.IntakeID, &v.MemberID, &v.VisitID, &v.RoomID, &v.SourceID, &v.Processor, &cons, &v.Currency, &v.Amount,
 			&v.Discount, &v.AmountDue, &v.CouponID, &v.CouponCode, &v.PercentOffBP, &v.Status, &v.ChargeRef, &v.FailureCode, &v.FailureMessage,
@@ -309,7 +253,7 @@ func scanInvoices(rows *sql.Rows) ([]*Invoice, error) {
 // CreateInvoice records a new pending invoice for an intake. When the
 // intake already has one that did not fail, nothing is written and
 // ErrConflict says so: the caller answers with the existing one.
-func (q *Q) CreateInvoice(ctx context.Context, accountID int64, v *Invoice) error {
+func (q *Q) CreateInvoice(ctx context.Context, accountID int64, v *clinic.Invoice) error {
 	id, err := q.insert(ctx, `INSERT INTO invoices (account_id, intake_id, member_id, visit_id, room_id, source_id, processor, consultation, currency,
 		amount, discount, amount_due, coupon_id, coupon_code, percent_off_bp, status, attempt_started, created, modified)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -334,7 +278,7 @@ func (q *Q) ClaimInvoiceCharge(ctx context.Context, accountID, id, staleBefore, 
 
 // FinishInvoice records how a charge or refund ended: the invoice moves
 // from one status to another only if it is still in the first.
-func (q *Q) FinishInvoice(ctx context.Context, accountID int64, v *Invoice, from string) error {
+func (q *Q) FinishInvoice(ctx context.Context, accountID int64, v *clinic.Invoice, from string) error {
 	return q.mustAffect(ctx, `UPDATE invoices SET status = ?, charge_ref = ?, failure_code = ?, failure_message = ?, refunded = ?, refund_ref = ?, modified = ?
 		WHERE account_id = ? AND id = ? AND status = ?`,
 		v.Status, v.ChargeRef, v.FailureCode, v.FailureMessage, v.Refunded, v.RefundRef, v.Modified, accountID, v.ID, from)
@@ -348,7 +292,7 @@ func (q *Q) MoveInvoice(ctx context.Context, accountID, id int64, from, to strin
 }
 
 // InvoiceByID finds an invoice of the clinic.
-func (q *Q) InvoiceByID(ctx context.Context, accountID, id int64) (*Invoice, error) {
+func (q *Q) InvoiceByID(ctx context.Context, accountID, id int64) (*clinic.Invoice, error) {
 	out, err := q.invoices(ctx, "account_id = ? AND id = ?", []any{accountID, id}, 1)
 	if err != nil {
 		return nil, err
@@ -360,7 +304,7 @@ func (q *Q) InvoiceByID(ctx context.Context, accountID, id int64) (*Invoice, err
 }
 
 // OpenInvoiceForIntake finds the intake's invoice that did not fail.
-func (q *Q) OpenInvoiceForIntake(ctx context.Context, accountID, intakeID int64) (*Invoice, error) {
+func (q *Q) OpenInvoiceForIntake(ctx context.Context, accountID, intakeID int64) (*clinic.Invoice, error) {
 	out, err := q.invoices(ctx, "account_id = ? AND intake_id = ? AND status <> 'failed'", []any{accountID, intakeID}, 1)
 	if err != nil {
 		return nil, err
@@ -379,7 +323,7 @@ type InvoiceFilter struct {
 }
 
 // Invoices lists a clinic's invoices, newest first.
-func (q *Q) Invoices(ctx context.Context, accountID int64, f InvoiceFilter) ([]*Invoice, error) {
+func (q *Q) Invoices(ctx context.Context, accountID int64, f InvoiceFilter) ([]*clinic.Invoice, error) {
 	where := []string{"account_id = ?"}
 	args := []any{accountID}
 	for _, c := range []struct {
@@ -398,7 +342,7 @@ func (q *Q) Invoices(ctx context.Context, accountID int64, f InvoiceFilter) ([]*
 	return q.invoices(ctx, strings.Join(where, " AND "), args, f.Limit)
 }
 
-func (q *Q) invoices(ctx context.Context, where string, args []any, limit int) ([]*Invoice, error) {
+func (q *Q) invoices(ctx context.Context, where string, args []any, limit int) ([]*clinic.Invoice, error) {
 	if limit <= 0 {
 		limit = 100
 	}

@@ -3,29 +3,20 @@ package store
 import (
 	"context"
 	"encoding/json"
+
+	"teleclinic/internal/clinic"
 )
 
-// Pharmacy is a pharmacy a patient chose; Fields holds its API fields and
-// Extra the search result it came from, as the client sent it.
-type Pharmacy struct {
-	UserID    int64
-	Code      string
-	Fields    map[string]any
-	Extra     json.RawMessage
-	IsDefault bool
-	Created   int64
-}
-
 // Pharmacies lists a user's pharmacies, the default first.
-func (q *Q) Pharmacies(ctx context.Context, accountID, userID int64) ([]*Pharmacy, error) {
+func (q *Q) Pharmacies(ctx context.Context, accountID, userID int64) ([]*clinic.Pharmacy, error) {
 	rows, err := q.query(ctx, "SELECT user_id, code, fields, is_default, created FROM pharmacies WHERE account_id = ? AND user_id = ? ORDER BY is_default DESC, id", accountID, userID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := []*Pharmacy{}
+	out := []*clinic.Pharmacy{}
 	for rows.Next() {
-		var p Pharmacy
+		var p clinic.Pharmacy
 		var raw string
 		var def int
 		if err := rows.Scan(&p.UserID, &p.Code, &raw, &def, &p.Created); err != nil {
@@ -47,7 +38,7 @@ func (q *Q) Pharmacies(ctx context.Context, accountID, userID int64) ([]*Pharmac
 // PutPharmacy saves a pharmacy by its code. Making it the default first
 // clears the user's other default; the partial unique index holds the
 // rule if two saves race.
-func (q *Q) PutPharmacy(ctx context.Context, accountID int64, p *Pharmacy) error {
+func (q *Q) PutPharmacy(ctx context.Context, accountID int64, p *clinic.Pharmacy) error {
 	raw, err := json.Marshal(struct {
 		Fields map[string]any  `json:"fields"`
 		Extra  json.RawMessage `json:"extra"`
@@ -71,28 +62,10 @@ func (q *Q) DeletePharmacy(ctx context.Context, accountID, userID int64, code st
 	return q.mustAffect(ctx, "DELETE FROM pharmacies WHERE account_id = ? AND user_id = ? AND code = ?", accountID, userID, code)
 }
 
-// Prescription is a drug a provider prescribed for a patient.
-type Prescription struct {
-	ID           int64
-	UserID       int64
-	PrescriberID int64
-	VisitID      int64
-	DrugID       string
-	NDC          string
-	Drug         string
-	Directions   string
-	Qty          int
-	Refills      int
-	PharmacyCode string
-	Status       string
-	Created      int64
-	Modified     int64
-}
-
 const rxCols = "id, user_id, prescriber_id, COALESCE(visit_id, 0), drug_id, ndc, drug, directions, qty, refills, pharmacy_code, status, created, modified"
 
 // CreatePrescription inserts a prescription and sets its id.
-func (q *Q) CreatePrescription(ctx context.Context, accountID int64, rx *Prescription) error {
+func (q *Q) CreatePrescription(ctx context.Context, accountID int64, rx *clinic.Prescription) error {
 	var visit any
 	if rx.VisitID != 0 {
 		visit = rx.VisitID
@@ -105,7 +78,7 @@ func (q *Q) CreatePrescription(ctx context.Context, accountID int64, rx *Prescri
 }
 
 // Prescriptions lists a user's prescriptions of a status ("" for all), newest first.
-func (q *Q) Prescriptions(ctx context.Context, accountID, userID int64, status string) ([]*Prescription, error) {
+func (q *Q) Prescriptions(ctx context.Context, accountID, userID int64, status string) ([]*clinic.Prescription, error) {
 	query := "SELECT " + rxCols + " FROM prescriptions WHERE account_id = ? AND user_id = ?"
 	args := []any{accountID, userID}
 	if status != "" {
@@ -117,9 +90,9 @@ func (q *Q) Prescriptions(ctx context.Context, accountID, userID int64, status s
 		return nil, err
 	}
 	defer rows.Close()
-	out := []*Prescription{}
+	out := []*clinic.Prescription{}
 	for rows.Next() {
-		var rx Prescription
+		var rx clinic.Prescription
 		if err := rows.Scan(&rx.ID, &rx.UserID, &rx.PrescriberID, &rx.VisitID, &rx.DrugID, &rx.NDC, &rx.Drug, &rx.Directions, &rx.Qty, &rx.Refills,
 			&rx.PharmacyCode, &rx.Status, &rx.Created, &rx.Modified); err != nil {
 			return nil, err

@@ -4,50 +4,32 @@ import (
 	"context"
 	"database/sql"
 	"strings"
-)
 
-// File is an uploaded file: its row describes the bytes kept in blob
-// storage under BlobKey.
-type File struct {
-	ID            int64
-	AccountID     int64
-	CreatorUserID int64
-	Category      string
-	TargetType    string // user or visit
-	TargetID      int64
-	IntakeID      int64 // for a visit's file: the visit's intake, if any
-	Name          string
-	Title         string
-	Description   string
-	Size          int64
-	Ext           string
-	ContentType   string
-	BlobKey       string
-	Created       int64
-}
+	"teleclinic/internal/clinic"
+)
 
 const fileCols = "id, account_id, creator_user_id, category, target_type, target_id, COALESCE(intake_id, 0), name, title, description, size, ext, content_type, blob_key, created"
 
-func scanFile(row interface{ Scan(...any) error }) (*File, error) {
-	var f File
+func scanFile(row interface{ Scan(...any) error }) (*clinic.File, error) {
+	var f clinic.File
 	err := row.Scan(&f.ID, &f.AccountID, &f.CreatorUserID, &f.Category, &f.TargetType, &f.TargetID, &f.IntakeID,
 		&f.Name, &f.Title, &f.Description, &f.Size, &f.Ext, &f.ContentType, &f.BlobKey, &f.Created)
 	return &f, err
 }
 
 // FileByID finds a file of the clinic.
-func (q *Q) FileByID(ctx context.Context, accountID, id int64) (*File, error) {
+func (q *Q) FileByID(ctx context.Context, accountID, id int64) (*clinic.File, error) {
 	return q.oneFile(ctx, "SELECT "+fileCols+" FROM files WHERE account_id = ? AND id = ?", accountID, id)
 }
 
 // FileForLink finds a file by id alone. Only a view link whose signature
 // over the id has been checked may call it: the signature, not a clinic
 // header, is what names the file there.
-func (q *Q) FileForLink(ctx context.Context, id int64) (*File, error) {
+func (q *Q) FileForLink(ctx context.Context, id int64) (*clinic.File, error) {
 	return q.oneFile(ctx, "SELECT "+fileCols+" FROM files WHERE id = ?", id)
 }
 
-func (q *Q) oneFile(ctx context.Context, query string, args ...any) (*File, error) {
+func (q *Q) oneFile(ctx context.Context, query string, args ...any) (*clinic.File, error) {
 	rows, err := q.query(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -62,9 +44,9 @@ func (q *Q) oneFile(ctx context.Context, query string, args ...any) (*File, erro
 	return fs[0], nil
 }
 
-func scanFiles(rows *sql.Rows) ([]*File, error) {
+func scanFiles(rows *sql.Rows) ([]*clinic.File, error) {
 	defer rows.Close()
-	var out []*File
+	var out []*clinic.File
 	for rows.Next() {
 		f, err := scanFile(rows)
 		if err != nil {
@@ -76,7 +58,7 @@ func scanFiles(rows *sql.Rows) ([]*File, error) {
 }
 
 // CreateFile inserts a file row and sets f.ID.
-func (q *Q) CreateFile(ctx context.Context, f *File) error {
+func (q *Q) CreateFile(ctx context.Context, f *clinic.File) error {
 	var intake any
 	if f.IntakeID != 0 {
 		intake = f.IntakeID
@@ -90,13 +72,13 @@ func (q *Q) CreateFile(ctx context.Context, f *File) error {
 // CreateFileRecord inserts a file row without content (tests of rules that
 // only need a file to exist).
 func (q *Q) CreateFileRecord(ctx context.Context, accountID, creator int64, category, targetType string, targetID int64, name string, now int64) (int64, error) {
-	f := &File{AccountID: accountID, CreatorUserID: creator, Category: category, TargetType: targetType, TargetID: targetID, Name: name, Created: now}
+	f := &clinic.File{AccountID: accountID, CreatorUserID: creator, Category: category, TargetType: targetType, TargetID: targetID, Name: name, Created: now}
 	err := q.CreateFile(ctx, f)
 	return f.ID, err
 }
 
 // UpdateFileText changes a file's name, title and description.
-func (q *Q) UpdateFileText(ctx context.Context, f *File) error {
+func (q *Q) UpdateFileText(ctx context.Context, f *clinic.File) error {
 	_, err := q.exec(ctx, "UPDATE files SET name = ?, title = ?, description = ? WHERE account_id = ? AND id = ?",
 		f.Name, f.Title, f.Description, f.AccountID, f.ID)
 	return err
@@ -122,7 +104,7 @@ type FileFilter struct {
 }
 
 // ListFiles lists a target's files, newest first.
-func (q *Q) ListFiles(ctx context.Context, f FileFilter) ([]*File, error) {
+func (q *Q) ListFiles(ctx context.Context, f FileFilter) ([]*clinic.File, error) {
 	where := []string{"account_id = ?"}
 	args := []any{f.AccountID}
 	target := "(target_type = ? AND target_id = ?)"

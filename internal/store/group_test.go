@@ -44,8 +44,8 @@ func stored(t *testing.T, st *store.Store, accountID int64) []string {
 	return ids
 }
 
-func entry(accountID int64, id string) *store.AuditEntry {
-	return &store.AuditEntry{AccountID: accountID, ActorKind: "admin_token", Action: "test.write", ObjectType: "test", ObjectID: id, Outcome: "ok", Created: 1}
+func entry(accountID int64, id string) *clinic.AuditEntry {
+	return &clinic.AuditEntry{AccountID: accountID, ActorKind: "admin_token", Action: "test.write", ObjectType: "test", ObjectID: id, Outcome: "ok", Created: 1}
 }
 
 // TestCommitGroup writes one group whose members succeed, fail, fail in
@@ -68,7 +68,7 @@ func TestCommitGroup(t *testing.T) {
 		func(q *store.Q) error { write("b")(q); return errOwn },
 		func(q *store.Q) error { // a statement the engine refuses, after a write
 			write("c")(q)
-			return q.AppendAudit(ctx, &store.AuditEntry{AccountID: acct + 1000, ActorKind: "admin_token", Action: "x", ObjectType: "x", ObjectID: "x", Outcome: "ok"})
+			return q.AppendAudit(ctx, &clinic.AuditEntry{AccountID: acct + 1000, ActorKind: "admin_token", Action: "x", ObjectType: "x", ObjectID: "x", Outcome: "ok"})
 		},
 		func(q *store.Q) error { ranGone = true; return write("gone")(q) },
 		write("d"),

@@ -3,21 +3,13 @@ package store
 import (
 	"context"
 	"encoding/json"
-)
 
-// Device is a user's health device.
-type Device struct {
-	ID       int64
-	UserID   int64
-	DeviceID string
-	Name     string
-	Type     string
-	Created  int64
-}
+	"teleclinic/internal/clinic"
+)
 
 // UpsertDevice registers a device, or renames an already registered one,
 // and returns the stored row.
-func (q *Q) UpsertDevice(ctx context.Context, accountID int64, d *Device) error {
+func (q *Q) UpsertDevice(ctx context.Context, accountID int64, d *clinic.Device) error {
 	_, err := q.exec(ctx, `INSERT INTO devices (account_id, user_id, device_id, device_name, type, created) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (account_id, user_id, device_id) DO UPDATE SET device_name = excluded.device_name, type = excluded.type`,
 		accountID, d.UserID, d.DeviceID, d.Name, d.Type, d.Created)
@@ -29,15 +21,15 @@ func (q *Q) UpsertDevice(ctx context.Context, accountID int64, d *Device) error 
 }
 
 // Devices lists a user's devices.
-func (q *Q) Devices(ctx context.Context, accountID, userID int64) ([]*Device, error) {
+func (q *Q) Devices(ctx context.Context, accountID, userID int64) ([]*clinic.Device, error) {
 	rows, err := q.query(ctx, "SELECT id, user_id, device_id, device_name, type, created FROM devices WHERE account_id = ? AND user_id = ? ORDER BY id", accountID, userID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := []*Device{}
+	out := []*clinic.Device{}
 	for rows.Next() {
-		var d Device
+		var d clinic.Device
 		if err := rows.Scan(&d.ID, &d.UserID, &d.DeviceID, &d.Name, &d.Type, &d.Created); err != nil {
 			return nil, err
 		}
@@ -47,29 +39,15 @@ func (q *Q) Devices(ctx context.Context, accountID, userID int64) ([]*Device, er
 }
 
 // DeviceByDeviceID finds a user's device by the vendor's id.
-func (q *Q) DeviceByDeviceID(ctx context.Context, accountID, userID int64, deviceID string) (*Device, error) {
-	var d Device
+func (q *Q) DeviceByDeviceID(ctx context.Context, accountID, userID int64, deviceID string) (*clinic.Device, error) {
+	var d clinic.Device
 	err := q.queryRow(ctx, "SELECT id, user_id, device_id, device_name, type, created FROM devices WHERE account_id = ? AND user_id = ? AND device_id = ?",
 		[]any{accountID, userID, deviceID}, &d.ID, &d.UserID, &d.DeviceID, &d.Name, &d.Type, &d.Created)
 	return &d, err
 }
 
-// Reading is one health measurement.
-type Reading struct {
-	ID        int64
-	UserID    int64
-	DeviceID  string
-	Type      string
-	DataType  string
-	DataClass string
-	Date      string
-	Time      int64
-	Values    map[string]any
-	Created   int64
-}
-
 // AddReading stores a measurement and sets r.ID.
-func (q *Q) AddReading(ctx context.Context, accountID int64, r *Reading) error {
+func (q *Q) AddReading(ctx context.Context, accountID int64, r *clinic.Reading) error {
 	raw, err := json.Marshal(r.Values)
 	if err != nil {
 		return err
@@ -87,7 +65,7 @@ type ReadingFilter struct {
 }
 
 // Readings lists a user's readings, newest measurement first.
-func (q *Q) Readings(ctx context.Context, accountID, userID int64, f ReadingFilter) ([]*Reading, error) {
+func (q *Q) Readings(ctx context.Context, accountID, userID int64, f ReadingFilter) ([]*clinic.Reading, error) {
 	query := "SELECT id, user_id, device_id, type, data_type, data_class, date, time, reading, created FROM health_readings WHERE account_id = ? AND user_id = ?"
 	args := []any{accountID, userID}
 	if f.DataType != "" {
@@ -109,9 +87,9 @@ func (q *Q) Readings(ctx context.Context, accountID, userID int64, f ReadingFilt
 		return nil, err
 	}
 	defer rows.Close()
-	out := []*Reading{}
+	out := []*clinic.Reading{}
 	for rows.Next() {
-		var r Reading
+		var r clinic.Reading
 		var raw string
 		if err := rows.Scan(&r.ID, &r.UserID, &r.DeviceID, &r.Type, &r.DataType, &r.DataClass, &r.Date, &r.Time, &raw, &r.Created); err != nil {
 			return nil, err

@@ -8,26 +8,16 @@ import (
 	"teleclinic/internal/clinic"
 )
 
-// InsuranceCard is a user's primary or secondary card; Fields holds the
-// card's fields by their API names.
-type InsuranceCard struct {
-	UserID       int64
-	CardType     string
-	Fields       map[string]any
-	Modified     int64
-	CheckStarted int64
-}
-
 // InsuranceCards lists a user's cards, primary first.
-func (q *Q) InsuranceCards(ctx context.Context, accountID, userID int64) ([]*InsuranceCard, error) {
+func (q *Q) InsuranceCards(ctx context.Context, accountID, userID int64) ([]*clinic.InsuranceCard, error) {
 	rows, err := q.query(ctx, "SELECT user_id, card_type, fields, modified, check_started FROM insurance_cards WHERE account_id = ? AND user_id = ? ORDER BY card_type", accountID, userID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := []*InsuranceCard{}
+	out := []*clinic.InsuranceCard{}
 	for rows.Next() {
-		var c InsuranceCard
+		var c clinic.InsuranceCard
 		var raw string
 		if err := rows.Scan(&c.UserID, &c.CardType, &raw, &c.Modified, &c.CheckStarted); err != nil {
 			return nil, err
@@ -41,7 +31,7 @@ func (q *Q) InsuranceCards(ctx context.Context, accountID, userID int64) ([]*Ins
 }
 
 // InsuranceCard finds one card.
-func (q *Q) InsuranceCard(ctx context.Context, accountID, userID int64, cardType string) (*InsuranceCard, error) {
+func (q *Q) InsuranceCard(ctx context.Context, accountID, userID int64, cardType string) (*clinic.InsuranceCard, error) {
 	cards, err := q.InsuranceCards(ctx, accountID, userID)
 	if err != nil {
 		return nil, err
@@ -56,7 +46,7 @@ func (q *Q) InsuranceCard(ctx context.Context, accountID, userID int64, cardType
 
 // PutInsuranceCard writes a card whole; the primary key keeps one card per
 // user and type.
-func (q *Q) PutInsuranceCard(ctx context.Context, accountID int64, c *InsuranceCard) error {
+func (q *Q) PutInsuranceCard(ctx context.Context, accountID int64, c *clinic.InsuranceCard) error {
 	raw, err := json.Marshal(c.Fields)
 	if err != nil {
 		return err
@@ -81,19 +71,8 @@ func (q *Q) StartEligibilityCheck(ctx context.Context, accountID, userID int64, 
 	return n == 1, err
 }
 
-// EligibilityJob is one check of a card.
-type EligibilityJob struct {
-	ID       int64
-	UserID   int64
-	CardType string
-	Status   string
-	Details  map[string]any
-	Started  int64
-	Finished int64
-}
-
 // CreateEligibilityJob inserts a job and sets its id.
-func (q *Q) CreateEligibilityJob(ctx context.Context, accountID int64, j *EligibilityJob) error {
+func (q *Q) CreateEligibilityJob(ctx context.Context, accountID int64, j *clinic.EligibilityJob) error {
 	var err error
 	j.ID, err = q.insert(ctx, "INSERT INTO eligibility_jobs (account_id, user_id, card_type, status, started) VALUES (?, ?, ?, ?, ?)",
 		accountID, j.UserID, j.CardType, j.Status, j.Started)
@@ -114,8 +93,8 @@ func (q *Q) FinishEligibilityJob(ctx context.Context, accountID, id int64, statu
 
 const jobCols = "id, user_id, card_type, status, details, started, finished"
 
-func (q *Q) eligibilityJob(ctx context.Context, query string, args ...any) (*EligibilityJob, error) {
-	var j EligibilityJob
+func (q *Q) eligibilityJob(ctx context.Context, query string, args ...any) (*clinic.EligibilityJob, error) {
+	var j clinic.EligibilityJob
 	var raw string
 	if err := q.queryRow(ctx, query, args, &j.ID, &j.UserID, &j.CardType, &j.Status, &raw, &j.Started, &j.Finished); err != nil {
 		return nil, err
@@ -124,12 +103,12 @@ func (q *Q) eligibilityJob(ctx context.Context, query string, args ...any) (*Eli
 }
 
 // EligibilityJobByID finds a job.
-func (q *Q) EligibilityJobByID(ctx context.Context, accountID, id int64) (*EligibilityJob, error) {
+func (q *Q) EligibilityJobByID(ctx context.Context, accountID, id int64) (*clinic.EligibilityJob, error) {
 	return q.eligibilityJob(ctx, "SELECT "+jobCols+" FROM eligibility_jobs WHERE account_id = ? AND id = ?", accountID, id)
 }
 
 // LatestEligibilityJob finds a card's most recent check.
-func (q *Q) LatestEligibilityJob(ctx context.Context, accountID, userID int64, cardType string) (*EligibilityJob, error) {
+func (q *Q) LatestEligibilityJob(ctx context.Context, accountID, userID int64, cardType string) (*clinic.EligibilityJob, error) {
 	return q.eligibilityJob(ctx, "SELECT "+jobCols+" FROM eligibility_jobs WHERE account_id = ? AND user_id = ? AND card_type = ? ORDER BY id DESC LIMIT 1",
 		accountID, userID, cardType)
 }

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"teleclinic/internal/clinic"
 	"teleclinic/internal/jsonstr"
 )
 
@@ -56,7 +57,7 @@ type journal struct {
 	seg     int64    // the current segment's number
 	f       *os.File // the current segment; nil until its first append
 	size    int64    // bytes of f that hold whole groups
-	pending []*AuditEntry
+	pending []*clinic.AuditEntry
 	sealed  []segment // written, not yet in the database; oldest first
 	broken  error     // set when f may hold a partial group: appends fail
 	closed  bool
@@ -72,7 +73,7 @@ type journal struct {
 type segment struct {
 	n    int64
 	path string
-	es   []*AuditEntry
+	es   []*clinic.AuditEntry
 }
 
 const (
@@ -102,7 +103,7 @@ type journalLine struct {
 // appendJournalLine appends e's line: the bytes json.Encoder writes for its
 // journalLine (TestJournalLine_SameBytes), without the reflection, which
 // was most of an append (pprof).
-func appendJournalLine(b []byte, e *AuditEntry) []byte {
+func appendJournalLine(b []byte, e *clinic.AuditEntry) []byte {
 	b = append(b, `{"account_id":`...)
 	b = strconv.AppendInt(b, e.AccountID, 10)
 	b = append(b, `,"actor_kind":`...)
@@ -155,7 +156,7 @@ func (s *Store) StartReadAudits(ctx context.Context) error {
 
 // AppendReadAudits records the audit entries of reads and returns once they
 // would survive a crash of this process: in the journal, or committed.
-func (s *Store) AppendReadAudits(ctx context.Context, es []*AuditEntry) error {
+func (s *Store) AppendReadAudits(ctx context.Context, es []*clinic.AuditEntry) error {
 	if s.journal != nil {
 		return s.journal.append(es)
 	}
@@ -230,7 +231,7 @@ func (j *journal) segPath(n int64) string {
 }
 
 // append writes es as one group and remembers them for the next flush.
-func (j *journal) append(es []*AuditEntry) error {
+func (j *journal) append(es []*clinic.AuditEntry) error {
 	buf := make([]byte, 0, 192*len(es))
 	for _, e := range es {
 		buf = appendJournalLine(buf, e)
@@ -300,7 +301,7 @@ func (j *journal) flush(ctx context.Context) error {
 }
 
 // insertSegment writes a segment's entries and records it, in one transaction.
-func (s *Store) insertSegment(ctx context.Context, name string, n int64, es []*AuditEntry) error {
+func (s *Store) insertSegment(ctx context.Context, name string, n int64, es []*clinic.AuditEntry) error {
 	return s.Tx(ctx, func(q *Q) error {
 		if err := q.AppendAudits(ctx, es); err != nil {
 			return err
@@ -449,7 +450,7 @@ func (s *Store) replay(ctx context.Context, dir, name string) error {
 // readSegment parses a segment file. A last line without its newline is a
 // group whose write never completed, so never reported written: it is
 // dropped. Any other line that does not parse is damage, and an error.
-func readSegment(path string) ([]*AuditEntry, error) {
+func readSegment(path string) ([]*clinic.AuditEntry, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("audit journal: %w", err)
@@ -457,7 +458,7 @@ func readSegment(path string) ([]*AuditEntry, error) {
 	if i := bytes.LastIndexByte(b, '\n'); i+1 < len(b) {
 		b = b[:i+1]
 	}
-	var es []*AuditEntry
+	var es []*clinic.AuditEntry
 	for n, line := range bytes.Split(b, []byte{'\n'}) {
 		if len(line) == 0 {
 			continue
@@ -466,7 +467,7 @@ func readSegment(path string) ([]*AuditEntry, error) {
 		if err := json.Unmarshal(line, &l); err != nil {
 			return nil, fmt.Errorf("audit journal: %s line %d: %w", path, n+1, err)
 		}
-		es = append(es, &AuditEntry{AccountID: l.AccountID, ActorKind: l.ActorKind, ActorUserID: l.ActorUserID, Action: l.Action,
+		es = append(es, &clinic.AuditEntry{AccountID: l.AccountID, ActorKind: l.ActorKind, ActorUserID: l.ActorUserID, Action: l.Action,
 			ObjectType: l.ObjectType, ObjectID: l.ObjectID, Outcome: l.Outcome, RequestID: l.RequestID, Created: l.Created})
 	}
 	return es, nil

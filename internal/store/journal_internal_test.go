@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"testing"
+
+	"teleclinic/internal/clinic"
 )
 
 // TestJournalLine_SameBytes holds appendJournalLine to what json.Encoder
@@ -22,7 +24,7 @@ func TestJournalLine_SameBytes(t *testing.T) {
 		return string(b)
 	}
 	for range 1000 {
-		e := &AuditEntry{AccountID: rnd.Int64N(1 << 40), ActorKind: str(), Action: str(), ObjectType: str(), ObjectID: str(),
+		e := &clinic.AuditEntry{AccountID: rnd.Int64N(1 << 40), ActorKind: str(), Action: str(), ObjectType: str(), ObjectID: str(),
 			Outcome: str(), RequestID: str(), Created: rnd.Int64N(1<<40) - 1<<20}
 		if rnd.IntN(3) > 0 {
 			e.ActorUserID = rnd.Int64N(1 << 40)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"teleclinic/internal/clinic"
 	"teleclinic/internal/store"
 	"teleclinic/internal/testenv"
 )
@@ -25,7 +26,7 @@ func TestReadAudits(t *testing.T) {
 	acct := newAccount(t, st, "journal")
 	appendIDs := func(st *store.Store, ids ...string) {
 		t.Helper()
-		es := make([]*store.AuditEntry, len(ids))
+		es := make([]*clinic.AuditEntry, len(ids))
 		for i, id := range ids {
 			es[i] = entry(acct, id)
 		}
@@ -69,7 +70,7 @@ func TestReadAudits(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, name+".1.log"), []byte(`{"account_id":`+strconv.FormatInt(acct, 10)+`,"actor_kind":"admin_token","action":"test.write","object_type":"test","object_id":"r1","outcome":"ok","request_id":"","created":1}`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.AppendReadAudits(ctx, []*store.AuditEntry{entry(acct, "late")}); err == nil {
+	if err := st.AppendReadAudits(ctx, []*clinic.AuditEntry{entry(acct, "late")}); err == nil {
 		t.Fatal("append to an ended journal succeeded")
 	}
 
@@ -141,7 +142,7 @@ func TestReadAudits(t *testing.T) {
 				if i%2 == 1 {
 					s = st3
 				}
-				if err := s.AppendReadAudits(ctx, []*store.AuditEntry{entry(acct, fmt.Sprintf("c%d-%02d", g, i))}); err != nil {
+				if err := s.AppendReadAudits(ctx, []*clinic.AuditEntry{entry(acct, fmt.Sprintf("c%d-%02d", g, i))}); err != nil {
 					t.Error(err)
 					return
 				}

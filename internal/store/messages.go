@@ -6,21 +6,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-)
 
-// Message is one entry of a visit's thread.
-type Message struct {
-	ID          int64
-	AccountID   int64
-	VisitID     int64
-	Seq         int
-	AuthorID    int64
-	ActorType   int
-	Type        string
-	Content     string
-	Attachments []int64
-	CreatedUS   int64 // microseconds since the epoch
-}
+	"teleclinic/internal/clinic"
+)
 
 // VisitParties are the fields of a visit that say who takes part in it:
 // those a post's decisions (who may write, who is told) are made on.
@@ -54,7 +42,7 @@ func (q *Q) NextMessageSeq(ctx context.Context, accountID, visitID int64, closed
 }
 
 // AddMessage appends m at m.Seq.
-func (q *Q) AddMessage(ctx context.Context, m *Message) error {
+func (q *Q) AddMessage(ctx context.Context, m *clinic.Message) error {
 	att, _ := json.Marshal(nonNilIDs(m.Attachments))
 	id, err := q.insert(ctx, "INSERT INTO visit_messages (account_id, visit_id, seq, author_id, actor_type, type, content, attachments, created_us) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		m.AccountID, m.VisitID, m.Seq, m.AuthorID, m.ActorType, m.Type, m.Content, string(att), m.CreatedUS)
@@ -67,7 +55,7 @@ func (q *Q) AddMessage(ctx context.Context, m *Message) error {
 // count holds a committed message: the count is taken in the transaction
 // that writes the message. Authors' names are not read here (UserNames):
 // a message never changes, a name may.
-func (q *Q) ThreadMessages(ctx context.Context, accountID, visitID int64, from, to int) ([]*Message, error) {
+func (q *Q) ThreadMessages(ctx context.Context, accountID, visitID int64, from, to int) ([]*clinic.Message, error) {
 	rows, err := q.query(ctx, "SELECT id, seq, author_id, actor_type, type, content, attachments, created_us "+
 		"FROM visit_messages WHERE account_id = ? AND visit_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
 		accountID, visitID, from, to)
@@ -75,9 +63,9 @@ func (q *Q) ThreadMessages(ctx context.Context, accountID, visitID int64, from, 
 		return nil, err
 	}
 	defer rows.Close()
-	out := make([]*Message, 0, max(0, to-from+1))
+	out := make([]*clinic.Message, 0, max(0, to-from+1))
 	for rows.Next() {
-		m := &Message{AccountID: accountID, VisitID: visitID}
+		m := &clinic.Message{AccountID: accountID, VisitID: visitID}
 		var att string
 		if err := rows.Scan(&m.ID, &m.Seq, &m.AuthorID, &m.ActorType, &m.Type, &m.Content, &att, &m.CreatedUS); err != nil {
 			return nil, q.d.translate(err)
@@ -130,7 +118,7 @@ func (t Template) sql(ids ...string) (string, []any) {
 // The caller decides all of it; the store only chooses how to write it.
 type MessagePost struct {
 	// Message is the message (its ID and Seq are set by the post).
-	Message *Message
+	Message *clinic.Message
 	// Closed are the visit statuses whose thread takes no message: a
 	// visit in one of them, or gone, makes the post ErrNotFound.
 	Closed []int
@@ -144,7 +132,7 @@ type MessagePost struct {
 	Webhook        OutboxItem
 	WebhookPayload Template
 	// Notification is written for each of NotifyUsers (distinct users).
-	Notification Notification
+	Notification clinic.Notification
 	NotifyUsers  []int64
 	// PushTypes are the endpoint types that are sent: each endpoint of a
 	// notified user with one of them gets an outbox item, whose payload is
@@ -153,7 +141,7 @@ type MessagePost struct {
 	PushTopic   string
 	PushPayload Template
 	// Audit is the post's audit entry; its ObjectID is the message id.
-	Audit AuditEntry
+	Audit clinic.AuditEntry
 	// Announced and Pushed report whether a webhook delivery and any push
 	// item were written.
 	Announced, Pushed bool
@@ -173,14 +161,14 @@ func (s *Store) PostMessage(ctx context.Context, mp *MessagePost) error {
 		if err != nil {
 			return err
 		}
-		eps = slices.DeleteFunc(eps, func(e *Endpoint) bool { return !slices.Contains(mp.PushTypes, e.Type) })
+		eps = slices.DeleteFunc(eps, func(e *clinic.Endpoint) bool { return !slices.Contains(mp.PushTypes, e.Type) })
 		return s.Grouped(ctx, func(q *Q) error { return q.postMessage(ctx, mp, eps) })
 	}
 	return s.posts.post(ctx, mp)
 }
 
 // postMessage writes mp statement by statement inside a transaction.
-func (q *Q) postMessage(ctx context.Context, mp *MessagePost, push []*Endpoint) error {
+func (q *Q) postMessage(ctx context.Context, mp *MessagePost, push []*clinic.Endpoint) error {
 	m := mp.Message
 	seq, err := q.NextMessageSeq(ctx, m.AccountID, m.VisitID, mp.Closed, mp.Parties)
 	if err != nil {

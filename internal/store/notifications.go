@@ -3,31 +3,21 @@ package store
 import (
 	"context"
 	"errors"
-)
 
-// Endpoint is where a user's notifications are sent: a device's push token
-// or an email address.
-type Endpoint struct {
-	ID        int64
-	AccountID int64
-	UserID    int64
-	Type      int
-	Address   string
-	Created   int64
-	Modified  int64
-}
+	"teleclinic/internal/clinic"
+)
 
 const endpointCols = "id, account_id, user_id, type, address, created, modified"
 
-func (q *Q) endpoints(ctx context.Context, query string, args ...any) ([]*Endpoint, error) {
+func (q *Q) endpoints(ctx context.Context, query string, args ...any) ([]*clinic.Endpoint, error) {
 	rows, err := q.query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := []*Endpoint{}
+	out := []*clinic.Endpoint{}
 	for rows.Next() {
-		var e Endpoint
+		var e clinic.Endpoint
 		if err := rows.Scan(&e.ID, &e.AccountID, &e.UserID, &e.Type, &e.Address, &e.Created, &e.Modified); err != nil {
 			return nil, q.d.translate(err)
 		}
@@ -37,7 +27,7 @@ func (q *Q) endpoints(ctx context.Context, query string, args ...any) ([]*Endpoi
 }
 
 // EndpointByAddress finds the endpoint of a device token or email address.
-func (q *Q) EndpointByAddress(ctx context.Context, accountID int64, typ int, address string) (*Endpoint, error) {
+func (q *Q) EndpointByAddress(ctx context.Context, accountID int64, typ int, address string) (*clinic.Endpoint, error) {
 	es, err := q.endpoints(ctx, "SELECT "+endpointCols+" FROM endpoints WHERE account_id = ? AND type = ? AND address = ?", accountID, typ, address)
 	if err != nil {
 		return nil, err
@@ -49,7 +39,7 @@ func (q *Q) EndpointByAddress(ctx context.Context, accountID int64, typ int, add
 }
 
 // CreateEndpoint inserts e; a registered address answers ErrConflict.
-func (q *Q) CreateEndpoint(ctx context.Context, e *Endpoint) error {
+func (q *Q) CreateEndpoint(ctx context.Context, e *clinic.Endpoint) error {
 	id, err := q.insert(ctx, "INSERT INTO endpoints (account_id, user_id, type, address, created, modified) VALUES (?, ?, ?, ?, ?, ?)",
 		e.AccountID, e.UserID, e.Type, e.Address, e.Created, e.Modified)
 	e.ID = id
@@ -62,7 +52,7 @@ func (q *Q) MoveEndpoint(ctx context.Context, accountID, id, userID, now int64) 
 }
 
 // UserEndpoints lists a user's endpoints, of one type when typ is not 0.
-func (q *Q) UserEndpoints(ctx context.Context, accountID, userID int64, typ int) ([]*Endpoint, error) {
+func (q *Q) UserEndpoints(ctx context.Context, accountID, userID int64, typ int) ([]*clinic.Endpoint, error) {
 	if typ != 0 {
 		return q.endpoints(ctx, "SELECT "+endpointCols+" FROM endpoints WHERE account_id = ? AND user_id = ? AND type = ? ORDER BY id", accountID, userID, typ)
 	}
@@ -70,16 +60,16 @@ func (q *Q) UserEndpoints(ctx context.Context, accountID, userID int64, typ int)
 }
 
 // UsersEndpoints lists the endpoints of several users of a clinic, of every type.
-func (q *Q) UsersEndpoints(ctx context.Context, accountID int64, userIDs []int64) ([]*Endpoint, error) {
+func (q *Q) UsersEndpoints(ctx context.Context, accountID int64, userIDs []int64) ([]*clinic.Endpoint, error) {
 	if len(userIDs) == 0 {
-		return []*Endpoint{}, nil
+		return []*clinic.Endpoint{}, nil
 	}
 	return q.endpoints(ctx, "SELECT "+endpointCols+" FROM endpoints WHERE account_id = ? AND user_id IN ("+placeholders(len(userIDs))+") ORDER BY id",
 		append([]any{accountID}, anys(userIDs)...)...)
 }
 
 // UserEndpoint finds one of a user's endpoints.
-func (q *Q) UserEndpoint(ctx context.Context, accountID, userID, id int64) (*Endpoint, error) {
+func (q *Q) UserEndpoint(ctx context.Context, accountID, userID, id int64) (*clinic.Endpoint, error) {
 	es, err := q.endpoints(ctx, "SELECT "+endpointCols+" FROM endpoints WHERE account_id = ? AND user_id = ? AND id = ?", accountID, userID, id)
 	if err != nil {
 		return nil, err
@@ -95,32 +85,17 @@ func (q *Q) DeleteEndpoint(ctx context.Context, accountID, userID, id int64) err
 	return q.mustAffect(ctx, "DELETE FROM endpoints WHERE account_id = ? AND user_id = ? AND id = ?", accountID, userID, id)
 }
 
-// Notification is something a user is told.
-type Notification struct {
-	ID        int64
-	AccountID int64
-	UserID    int64
-	Type      string
-	Title     string
-	Image     string
-	VisitID   int64
-	IsNew     bool
-	Read      bool
-	Created   int64
-	MtimeMS   int64
-}
-
 const notificationCols = "id, account_id, user_id, type, title, image, visit_id, is_new, is_read, created, mtime_ms"
 
-func (q *Q) notifications(ctx context.Context, query string, args ...any) ([]*Notification, error) {
+func (q *Q) notifications(ctx context.Context, query string, args ...any) ([]*clinic.Notification, error) {
 	rows, err := q.query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	out := []*Notification{}
+	out := []*clinic.Notification{}
 	for rows.Next() {
-		var n Notification
+		var n clinic.Notification
 		var isNew, read int
 		if err := rows.Scan(&n.ID, &n.AccountID, &n.UserID, &n.Type, &n.Title, &n.Image, &n.VisitID, &isNew, &read, &n.Created, &n.MtimeMS); err != nil {
 			return nil, q.d.translate(err)
@@ -133,12 +108,12 @@ func (q *Q) notifications(ctx context.Context, query string, args ...any) ([]*No
 
 // CreateNotifications inserts notifications for distinct users in one
 // statement and sets their ids: one round trip however many are told.
-func (q *Q) CreateNotifications(ctx context.Context, ns []*Notification) error {
+func (q *Q) CreateNotifications(ctx context.Context, ns []*clinic.Notification) error {
 	if len(ns) == 0 {
 		return nil
 	}
 	args := make([]any, 0, 8*len(ns))
-	byUser := make(map[int64]*Notification, len(ns))
+	byUser := make(map[int64]*clinic.Notification, len(ns))
 	for _, n := range ns {
 		args = append(args, n.AccountID, n.UserID, n.Type, n.Title, n.Image, n.VisitID, n.Created, n.MtimeMS)
 		byUser[n.UserID] = n
@@ -167,9 +142,9 @@ func (q *Q) CreateNotifications(ctx context.Context, ns []*Notification) error {
 // outbox item of topic for each endpoint in push whose user was notified,
 // its payload filled with the endpoint id and the notification id. It
 // reports whether it queued any item.
-func (q *Q) Notify(ctx context.Context, n Notification, userIDs []int64, push []*Endpoint, topic string, payload Template) (bool, error) {
-	ns := make([]*Notification, 0, len(userIDs))
-	byUser := make(map[int64]*Notification, len(userIDs))
+func (q *Q) Notify(ctx context.Context, n clinic.Notification, userIDs []int64, push []*clinic.Endpoint, topic string, payload Template) (bool, error) {
+	ns := make([]*clinic.Notification, 0, len(userIDs))
+	byUser := make(map[int64]*clinic.Notification, len(userIDs))
 	for _, uid := range userIDs {
 		if byUser[uid] != nil {
 			continue
@@ -199,7 +174,7 @@ func (q *Q) Notify(ctx context.Context, n Notification, userIDs []int64, push []
 
 // UserNotifications lists a user's notifications newest first, those with
 // mtime before beforeMS when it is not 0.
-func (q *Q) UserNotifications(ctx context.Context, accountID, userID, beforeMS int64, limit int) ([]*Notification, error) {
+func (q *Q) UserNotifications(ctx context.Context, accountID, userID, beforeMS int64, limit int) ([]*clinic.Notification, error) {
 	if beforeMS > 0 {
 		return q.notifications(ctx, "SELECT "+notificationCols+" FROM notifications WHERE account_id = ? AND user_id = ? AND mtime_ms < ? ORDER BY mtime_ms DESC, id DESC LIMIT ?",
 			accountID, userID, beforeMS, limit)
@@ -209,7 +184,7 @@ func (q *Q) UserNotifications(ctx context.Context, accountID, userID, beforeMS i
 }
 
 // UserNotification finds one of a user's notifications.
-func (q *Q) UserNotification(ctx context.Context, accountID, userID, id int64) (*Notification, error) {
+func (q *Q) UserNotification(ctx context.Context, accountID, userID, id int64) (*clinic.Notification, error) {
 	ns, err := q.notifications(ctx, "SELECT "+notificationCols+" FROM notifications WHERE account_id = ? AND user_id = ? AND id = ?", accountID, userID, id)
 	if err != nil {
 		return nil, err
@@ -240,7 +215,7 @@ func (q *Q) ResetBadge(ctx context.Context, accountID, userID int64) error {
 
 // EndpointByID finds an endpoint of the clinic, whoever it belongs to: for
 // the delivery worker.
-func (q *Q) EndpointByID(ctx context.Context, accountID, id int64) (*Endpoint, error) {
+func (q *Q) EndpointByID(ctx context.Context, accountID, id int64) (*clinic.Endpoint, error) {
 	es, err := q.endpoints(ctx, "SELECT "+endpointCols+" FROM endpoints WHERE account_id = ? AND id = ?", accountID, id)
 	if err != nil {
 		return nil, err

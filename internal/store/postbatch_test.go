@@ -45,12 +45,12 @@ func (f *postFixture) visit(t *testing.T, status int) int64 {
 
 func (f *postFixture) post(visit, author int64, content string) *store.MessagePost {
 	return &store.MessagePost{
-		Message: &store.Message{AccountID: f.acct, VisitID: visit, AuthorID: author, ActorType: 1, Type: "patient_message", Content: content, CreatedUS: 1},
+		Message: &clinic.Message{AccountID: f.acct, VisitID: visit, AuthorID: author, ActorType: 1, Type: "patient_message", Content: content, CreatedUS: 1},
 		Closed:  []int{closedStatus},
 		Webhook: store.OutboxItem{AccountID: f.acct, Topic: "webhook", Created: 1, Due: 1}, WebhookPayload: store.Template{`{"id":`, `}`},
-		Notification: store.Notification{AccountID: f.acct, Type: "visit_message", Title: "New message", VisitID: visit, Created: 1, MtimeMS: 1000},
+		Notification: clinic.Notification{AccountID: f.acct, Type: "visit_message", Title: "New message", VisitID: visit, Created: 1, MtimeMS: 1000},
 		NotifyUsers:  []int64{f.member}, PushTypes: []int{1}, PushTopic: "push", PushPayload: store.Template{"", "", ""},
-		Audit: store.AuditEntry{AccountID: f.acct, ActorKind: "user_token", ActorUserID: author, Action: "visit.message.create", ObjectType: "visit_message", Outcome: "ok", Created: 1},
+		Audit: clinic.AuditEntry{AccountID: f.acct, ActorKind: "user_token", ActorUserID: author, Action: "visit.message.create", ObjectType: "visit_message", Outcome: "ok", Created: 1},
 	}
 }
 

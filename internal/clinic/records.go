@@ -1,0 +1,223 @@
+package clinic
+
+import "encoding/json"
+
+// The records of the families whose rows app and httpapi pass around:
+// entity types live here, never in store, so that only app knows store.
+
+// AuditEntry is one line of the audit trail: who, which clinic, what action
+// on which object, and the outcome. It never holds the object's content.
+type AuditEntry struct {
+	ID          int64
+	AccountID   int64
+	ActorKind   string
+	ActorUserID int64
+	Action      string
+	ObjectType  string
+	ObjectID    string
+	Outcome     string
+	RequestID   string
+	Created     int64
+}
+
+// PaymentSource is a saved card.
+type PaymentSource struct {
+	ID            int64
+	UserID        int64
+	RoomID        int64
+	ProviderID    int64
+	Processor     string
+	PaymentMethod string
+	Brand         string
+	Last4         string
+	ExpMonth      int
+	ExpYear       int
+	IsDefault     bool
+	Created       int64
+	Modified      int64
+}
+
+// Coupon is a discount code of a clinic.
+type Coupon struct {
+	ID             int64
+	Code           string
+	PercentOffBP   int // hundredths of a percent
+	ValidUntil     int64
+	MaxRedemptions int
+	Redemptions    int
+	Active         bool
+	Created        int64
+	Modified       int64
+}
+
+// Invoice is a consultation's bill. Amounts are minor units.
+type Invoice struct {
+	ID             int64
+	IntakeID       int64
+	MemberID       int64
+	VisitID        int64
+	RoomID         int64
+	SourceID       int64
+	Processor      string
+	Consultation   json.RawMessage
+	Currency       string
+	Amount         int64
+	Discount       int64
+	AmountDue      int64
+	CouponID       int64
+	CouponCode     string
+	PercentOffBP   int
+	Status         string
+	ChargeRef      string
+	FailureCode    string
+	FailureMessage string
+	Refunded       int64
+	RefundRef      string
+	AttemptStarted int64
+	Created        int64
+	Modified       int64
+}
+
+// EMRSection is one stored medical-record section of a user.
+type EMRSection struct {
+	Name            string
+	Data            json.RawMessage
+	DataNotReported bool
+	Modified        int64
+	ModifiedBy      int64
+}
+
+// Pharmacy is a pharmacy a patient chose; Fields holds its API fields and
+// Extra the search result it came from, as the client sent it.
+type Pharmacy struct {
+	UserID    int64
+	Code      string
+	Fields    map[string]any
+	Extra     json.RawMessage
+	IsDefault bool
+	Created   int64
+}
+
+// Prescription is a drug a provider prescribed for a patient.
+type Prescription struct {
+	ID           int64
+	UserID       int64
+	PrescriberID int64
+	VisitID      int64
+	DrugID       string
+	NDC          string
+	Drug         string
+	Directions   string
+	Qty          int
+	Refills      int
+	PharmacyCode string
+	Status       string
+	Created      int64
+	Modified     int64
+}
+
+// File is an uploaded file: its row describes the bytes kept in blob
+// storage under BlobKey.
+type File struct {
+	ID            int64
+	AccountID     int64
+	CreatorUserID int64
+	Category      string
+	TargetType    string // user or visit
+	TargetID      int64
+	IntakeID      int64 // for a visit's file: the visit's intake, if any
+	Name          string
+	Title         string
+	Description   string
+	Size          int64
+	Ext           string
+	ContentType   string
+	BlobKey       string
+	Created       int64
+}
+
+// Device is a user's health device.
+type Device struct {
+	ID       int64
+	UserID   int64
+	DeviceID string
+	Name     string
+	Type     string
+	Created  int64
+}
+
+// Reading is one health measurement.
+type Reading struct {
+	ID        int64
+	UserID    int64
+	DeviceID  string
+	Type      string
+	DataType  string
+	DataClass string
+	Date      string
+	Time      int64
+	Values    map[string]any
+	Created   int64
+}
+
+// InsuranceCard is a user's primary or secondary card; Fields holds the
+// card's fields by their API names.
+type InsuranceCard struct {
+	UserID       int64
+	CardType     string
+	Fields       map[string]any
+	Modified     int64
+	CheckStarted int64
+}
+
+// EligibilityJob is one check of a card.
+type EligibilityJob struct {
+	ID       int64
+	UserID   int64
+	CardType string
+	Status   string
+	Details  map[string]any
+	Started  int64
+	Finished int64
+}
+
+// Message is one entry of a visit's thread.
+type Message struct {
+	ID          int64
+	AccountID   int64
+	VisitID     int64
+	Seq         int
+	AuthorID    int64
+	ActorType   int
+	Type        string
+	Content     string
+	Attachments []int64
+	CreatedUS   int64 // microseconds since the epoch
+}
+
+// Endpoint is where a user's notifications are sent: a device's push token
+// or an email address.
+type Endpoint struct {
+	ID        int64
+	AccountID int64
+	UserID    int64
+	Type      int
+	Address   string
+	Created   int64
+	Modified  int64
+}
+
+// Notification is something a user is told.
+type Notification struct {
+	ID        int64
+	AccountID int64
+	UserID    int64
+	Type      string
+	Title     string
+	Image     string
+	VisitID   int64
+	IsNew     bool
+	Read      bool
+	Created   int64
+	MtimeMS   int64
+}
