@@ -89,9 +89,6 @@ type App struct {
 	names    *readCache[userKey, string] // authors' names in threads
 	users    *userCache                  // the users tokens name, by row version
 	threads  *threadCache
-	// postVisits are the visits posts saw lately, as ThreadVisit reads
-	// them; a post checks what it used of one (App.postVisit).
-	postVisits *readCache[visitKey, clinic.Visit]
 
 	webhooks        *webhook.Client
 	webhookKick     chan struct{}
@@ -154,7 +151,6 @@ func New(st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*
 	a.rooms = newReadCache[store.RoomFilter, *RoomPage](cfg.ReadCacheTTL, 1024)
 	a.names = newReadCache[userKey, string](cfg.ReadCacheTTL, 4096)
 	a.threads = newThreadCache(threadCacheBytes)
-	a.postVisits = newReadCache[visitKey, clinic.Visit](postVisitTTL, postVisitsMax)
 	a.users = newUserCache(userCacheMax)
 	a.sealKey = sha256.Sum256(append([]byte("teleclinic-seal:"), cfg.ServerKey...))
 	return a, nil

@@ -213,7 +213,7 @@ func (a *App) AddSource(ctx context.Context, p *clinic.Principal, in SourceInput
 	card, err := proc.AttachCard(pctx, customer, strings.TrimSpace(token))
 	if err != nil {
 		err = processorErr(err, "save the card")
-		return nil, a.auditRecord(ctx, p, "billing.source.add", "user", i64s(p.User.ID), err)
+		return nil, a.auditOutcome(ctx, p, "billing.source.add", "user", i64s(p.User.ID), err)
 	}
 	now := a.unix()
 	src := &clinic.PaymentSource{UserID: p.User.ID, RoomID: sc.RoomID, ProviderID: sc.ProviderID, Processor: sc.Processor,
@@ -248,26 +248,22 @@ func (a *App) customer(ctx context.Context, p *clinic.Principal, proc payments.P
 
 // Source is GET /billing/sources/{id}. A room_code or provider_id given
 // must be the card's scope.
-func (a *App) Source(ctx context.Context, p *clinic.Principal, idStr string, in SourceInput) (*clinic.PaymentSource, error) {
+func (a *App) Source(ctx context.Context, p *clinic.Principal, id int64, in SourceInput) (*clinic.PaymentSource, error) {
 	if err := requireUser(p); err != nil {
 		return nil, err
 	}
-	src, err := a.ownSource(ctx, p, idStr, in)
+	src, err := a.ownSource(ctx, p, id, in)
 	if err != nil {
 		return nil, err
 	}
 	return src, a.audit(ctx, p, "billing.source.get", "payment_source", i64s(src.ID), outcomeOK)
 }
 
-func (a *App) ownSource(ctx context.Context, p *clinic.Principal, idStr string, in SourceInput) (*clinic.PaymentSource, error) {
+func (a *App) ownSource(ctx context.Context, p *clinic.Principal, id int64, in SourceInput) (*clinic.PaymentSource, error) {
 	if p.User == nil {
 		return nil, clinic.Errorf(clinic.EForbidden, "Payment sources belong to a user; use a user token.")
 	}
 	notFound := clinic.Errorf(clinic.ENotFound, "Payment source not found.")
-	id, err := strconv.ParseInt(idStr, 10, 64)
-	if err != nil {
-		return nil, notFound
-	}
 	src, err := a.store.Read().PaymentSource(ctx, p.Account.ID, p.User.ID, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, notFound
@@ -290,11 +286,11 @@ func (a *App) ownSource(ctx context.Context, p *clinic.Principal, idStr string, 
 // UpdateSource is PUT /billing/sources/{id}: is_default true makes the
 // card its scope's default. A scope always keeps one default while it has
 // cards, so the default cannot be unset, only replaced.
-func (a *App) UpdateSource(ctx context.Context, p *clinic.Principal, idStr string, in SourceInput, isDefault *bool) (*clinic.PaymentSource, error) {
+func (a *App) UpdateSource(ctx context.Context, p *clinic.Principal, id int64, in SourceInput, isDefault *bool) (*clinic.PaymentSource, error) {
 	if err := requireUser(p); err != nil {
 		return nil, err
 	}
-	src, err := a.ownSource(ctx, p, idStr, in)
+	src, err := a.ownSource(ctx, p, id, in)
 	if err != nil {
 		return nil, err
 	}
@@ -324,11 +320,11 @@ func (a *App) UpdateSource(ctx context.Context, p *clinic.Principal, idStr strin
 // DeleteSource is DELETE /billing/sources/{id}. Deleting the default makes
 // the scope's oldest other card the default. The card is removed from the
 // processor's customer after the commit.
-func (a *App) DeleteSource(ctx context.Context, p *clinic.Principal, idStr string) error {
+func (a *App) DeleteSource(ctx context.Context, p *clinic.Principal, id int64) error {
 	if err := requireUser(p); err != nil {
 		return err
 	}
-	src, err := a.ownSource(ctx, p, idStr, SourceInput{})
+	src, err := a.ownSource(ctx, p, id, SourceInput{})
 	if err != nil {
 		return err
 	}
@@ -473,7 +469,7 @@ var couponReasons = map[string]string{
 
 // InvoiceInput is POST /billing/invoices/process.
 type InvoiceInput struct {
-	IntakeID      string
+	IntakeID      int64
 	PromoCode     string
 	CreateInvoice bool
 	SourceID      string // a card of the patient's; default: the scope's default card
@@ -542,15 +538,11 @@ func (a *App) ProcessInvoice(ctx context.Context, p *clinic.Principal, in Invoic
 
 // billableIntake finds an intake the caller may pay for: the patient's own,
 // or any for the clinic admin.
-func (a *App) billableIntake(ctx context.Context, p *clinic.Principal, idStr string) (*clinic.Intake, error) {
-	if strings.TrimSpace(idStr) == "" {
+func (a *App) billableIntake(ctx context.Context, p *clinic.Principal, id int64) (*clinic.Intake, error) {
+	if id == 0 {
 		return nil, clinic.Errorf(clinic.EInvalid, "intake_id is required.")
 	}
 	notFound := clinic.Errorf(clinic.ENotFound, "Intake not found.")
-	id, err := strconv.ParseInt(strings.TrimSpace(idStr), 10, 64)
-	if err != nil {
-		return nil, notFound
-	}
 	it, err := a.store.Read().IntakeByID(ctx, p.Account.ID, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, notFound
@@ -806,7 +798,7 @@ func invoiceView(inv *clinic.Invoice, roomCode string) *InvoiceView {
 
 // InvoiceQuery is GET /billing/invoices.
 type InvoiceQuery struct {
-	MemberID, VisitID, IntakeID string
+	MemberID, VisitID, IntakeID int64 // 0: any
 	Before                      int64
 	Limit                       int
 }
@@ -821,20 +813,7 @@ func (a *App) Invoices(ctx context.Context, p *clinic.Principal, in InvoiceQuery
 	if in.Limit == 0 {
 		f.Limit = 50
 	}
-	for _, x := range []struct {
-		name string
-		s    string
-		dst  *int64
-	}{{"member_id", in.MemberID, &f.MemberID}, {"visit_id", in.VisitID, &f.VisitID}, {"intake_id", in.IntakeID, &f.IntakeID}} {
-		if x.s == "" {
-			continue
-		}
-		n, err := strconv.ParseInt(x.s, 10, 64)
-		if err != nil || n <= 0 {
-			return nil, clinic.Errorf(clinic.EInvalid, "%s must be an id.", x.name)
-		}
-		*x.dst = n
-	}
+	f.MemberID, f.VisitID, f.IntakeID = in.MemberID, in.VisitID, in.IntakeID
 	switch {
 	case p.IsAdmin():
 	case isPatient(p):
@@ -856,14 +835,9 @@ func (a *App) Invoices(ctx context.Context, p *clinic.Principal, in InvoiceQuery
 // paid invoice or part of it (amount in major units), once. The invoice
 // moves to refunding by a conditional UPDATE, so two refunds at once make
 // one; the refund's idempotency key is the invoice's.
-func (a *App) RefundInvoice(ctx context.Context, p *clinic.Principal, idStr, amountStr string) (*clinic.Invoice, error) {
+func (a *App) RefundInvoice(ctx context.Context, p *clinic.Principal, id int64, amountStr string) (*clinic.Invoice, error) {
 	if err := requireAdmin(p); err != nil {
 		return nil, err
-	}
-	notFound := clinic.Errorf(clinic.ENotFound, "Invoice not found.")
-	id, err := strconv.ParseInt(idStr, 10, 64)
-	if err != nil {
-		return nil, notFound
 	}
 	inv, err := a.store.Read().InvoiceByID(ctx, p.Account.ID, id)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"teleclinic/internal/clinic"
@@ -17,7 +16,7 @@ type AvailabilityQuery struct {
 	RoomCode       string
 	Duration       int // seconds the visit needs; 0: one slot
 	ProviderID     string
-	IntakeID       string
+	IntakeID       int64
 	ConsultationID string
 	Location       string
 }
@@ -52,12 +51,8 @@ func (a *App) Availability(ctx context.Context, p *clinic.Principal, in Availabi
 	}
 	var r *clinic.Room
 	var err error
-	if in.IntakeID != "" {
-		n, perr := strconv.ParseInt(in.IntakeID, 10, 64)
-		if perr != nil {
-			return nil, errIntakeNotFound
-		}
-		it, err := a.intakeFor(ctx, p, n)
+	if in.IntakeID != 0 {
+		it, err := a.intakeFor(ctx, p, in.IntakeID)
 		if err != nil {
 			return nil, err
 		}
@@ -127,7 +122,7 @@ type BookInput struct {
 	SlotStart, SlotEnd int64
 	RoomCode           string
 	Type               string
-	IntakeID           string
+	IntakeID           int64
 	MemberRef          string
 	ProviderID         string
 }
@@ -141,7 +136,7 @@ func (a *App) Book(ctx context.Context, p *clinic.Principal, in BookInput) (*Vis
 	if err := requireUser(p); err != nil {
 		return nil, err
 	}
-	if in.SlotStart <= 0 || in.SlotEnd <= in.SlotStart || in.RoomCode == "" || in.Type == "" || in.IntakeID == "" {
+	if in.SlotStart <= 0 || in.SlotEnd <= in.SlotStart || in.RoomCode == "" || in.Type == "" || in.IntakeID == 0 {
 		return nil, clinic.Errorf(clinic.EInvalid, "slot_start, slot_end (after slot_start), room_code, type and intake_id are required.")
 	}
 	if in.Type != "2" {

@@ -45,7 +45,7 @@ func (a *App) SetClaimCodes(ctx context.Context, p *clinic.Principal, visitID in
 	}
 	out, err := a.setClaimCodes(ctx, p, visitID, in)
 	if err != nil {
-		return nil, a.auditRecord(ctx, p, "visit.codes", "visit", i64s(visitID), err)
+		return nil, a.auditOutcome(ctx, p, "visit.codes", "visit", i64s(visitID), err)
 	}
 	return out, nil
 }
@@ -148,7 +148,7 @@ func (a *App) ClaimsReport(ctx context.Context, p *clinic.Principal, fromDate, t
 		return nil, err
 	}
 	out, err := a.claimsReport(ctx, p, fromDate, toDate)
-	return out, a.auditRecord(ctx, p, "report.claims", "report", fromDate+".."+toDate, err)
+	return out, a.auditOutcome(ctx, p, "report.claims", "report", fromDate+".."+toDate, err)
 }
 
 func (a *App) claimsReport(ctx context.Context, p *clinic.Principal, fromDate, toDate string) ([]*Claim, error) {

@@ -223,15 +223,15 @@ type EMRSection struct {
 }
 
 // GetEMR is GET /users/{id}/emr: all seven sections.
-func (a *App) GetEMR(ctx context.Context, p *clinic.Principal, userID string) (map[string]*EMRSection, error) {
+func (a *App) GetEMR(ctx context.Context, p *clinic.Principal, userID int64) (map[string]*EMRSection, error) {
 	if err := requireUser(p); err != nil {
 		return nil, err
 	}
 	out, err := a.getEMR(ctx, p, userID)
-	return out, a.auditRecord(ctx, p, "emr.read", "user", userID, err)
+	return out, a.auditOutcome(ctx, p, "emr.read", "user", i64s(userID), err)
 }
 
-func (a *App) getEMR(ctx context.Context, p *clinic.Principal, userID string) (map[string]*EMRSection, error) {
+func (a *App) getEMR(ctx context.Context, p *clinic.Principal, userID int64) (map[string]*EMRSection, error) {
 	u, err := a.recordOwner(ctx, p, userID, readRecords, false)
 	if err != nil {
 		return nil, err
@@ -275,18 +275,18 @@ func (a *App) getEMR(ctx context.Context, p *clinic.Principal, userID string) (m
 // PutEMR is POST /users/{id}/emr/{name}: the section is replaced whole.
 // data_not_reported true records that the patient declined to declare it
 // (data may then be empty).
-func (a *App) PutEMR(ctx context.Context, p *clinic.Principal, userID, name string, data any, hasData bool, notReported *bool) (*EMRSection, error) {
+func (a *App) PutEMR(ctx context.Context, p *clinic.Principal, userID int64, name string, data any, hasData bool, notReported *bool) (*EMRSection, error) {
 	if err := requireUser(p); err != nil {
 		return nil, err
 	}
 	s, err := a.putEMR(ctx, p, userID, name, data, hasData, notReported)
 	if err != nil {
-		return nil, a.auditRecord(ctx, p, "emr.write", "emr", userID+"/"+name, err)
+		return nil, a.auditOutcome(ctx, p, "emr.write", "emr", i64s(userID)+"/"+name, err)
 	}
 	return s, nil
 }
 
-func (a *App) putEMR(ctx context.Context, p *clinic.Principal, userID, name string, data any, hasData bool, notReported *bool) (*EMRSection, error) {
+func (a *App) putEMR(ctx context.Context, p *clinic.Principal, userID int64, name string, data any, hasData bool, notReported *bool) (*EMRSection, error) {
 	sh, ok := emrShapes[name]
 	if !ok {
 		return nil, clinic.Errorf(clinic.ENotFound, "No EMR section %q; the sections are %s.", name, strings.Join(EMRSectionNames(), ", "))

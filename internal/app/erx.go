@@ -34,15 +34,15 @@ type PharmacyInput struct {
 }
 
 // Pharmacies is GET /users/{id}/erx/pharmacies.
-func (a *App) Pharmacies(ctx context.Context, p *clinic.Principal, userID string) ([]*clinic.Pharmacy, error) {
+func (a *App) Pharmacies(ctx context.Context, p *clinic.Principal, userID int64) ([]*clinic.Pharmacy, error) {
 	if err := requireUser(p); err != nil {
 		return nil, err
 	}
 	out, err := a.pharmacies(ctx, p, userID)
-	return out, a.auditRecord(ctx, p, "pharmacy.list", "user", userID, err)
+	return out, a.auditOutcome(ctx, p, "pharmacy.list", "user", i64s(userID), err)
 }
 
-func (a *App) pharmacies(ctx context.Context, p *clinic.Principal, userID string) ([]*clinic.Pharmacy, error) {
+func (a *App) pharmacies(ctx context.Context, p *clinic.Principal, userID int64) ([]*clinic.Pharmacy, error) {
 	u, err := a.recordOwner(ctx, p, userID, ownRecords, false)
 	if err != nil {
 		return nil, err
@@ -52,15 +52,15 @@ func (a *App) pharmacies(ctx context.Context, p *clinic.Principal, userID string
 
 // SavePharmacy is POST /users/{id}/erx/pharmacies: saved by its code (a
 // second save of a code replaces it). At most one is the default.
-func (a *App) SavePharmacy(ctx context.Context, p *clinic.Principal, userID string, in PharmacyInput) error {
+func (a *App) SavePharmacy(ctx context.Context, p *clinic.Principal, userID int64, in PharmacyInput) error {
 	if err := requireUser(p); err != nil {
 		return err
 	}
 	err := a.savePharmacy(ctx, p, userID, in)
-	return a.auditRecord(ctx, p, "pharmacy.save", "user", userID, err)
+	return a.auditOutcome(ctx, p, "pharmacy.save", "user", i64s(userID), err)
 }
 
-func (a *App) savePharmacy(ctx context.Context, p *clinic.Principal, userID string, in PharmacyInput) error {
+func (a *App) savePharmacy(ctx context.Context, p *clinic.Principal, userID int64, in PharmacyInput) error {
 	u, err := a.recordOwner(ctx, p, userID, ownRecords, true)
 	if err != nil {
 		return err
@@ -118,15 +118,15 @@ func (a *App) savePharmacy(ctx context.Context, p *clinic.Principal, userID stri
 }
 
 // DeletePharmacy is DELETE /users/{id}/erx/pharmacies/{code}.
-func (a *App) DeletePharmacy(ctx context.Context, p *clinic.Principal, userID, code string) error {
+func (a *App) DeletePharmacy(ctx context.Context, p *clinic.Principal, userID int64, code string) error {
 	if err := requireUser(p); err != nil {
 		return err
 	}
 	err := a.deletePharmacy(ctx, p, userID, code)
-	return a.auditRecord(ctx, p, "pharmacy.delete", "user", userID, err)
+	return a.auditOutcome(ctx, p, "pharmacy.delete", "user", i64s(userID), err)
 }
 
-func (a *App) deletePharmacy(ctx context.Context, p *clinic.Principal, userID, code string) error {
+func (a *App) deletePharmacy(ctx context.Context, p *clinic.Principal, userID int64, code string) error {
 	u, err := a.recordOwner(ctx, p, userID, ownRecords, true)
 	if err != nil {
 		return err
@@ -146,15 +146,15 @@ type PrescriptionView struct {
 
 // Prescriptions is GET /users/{id}/erx/prescriptions: status Current by
 // default, Discontinued, or All.
-func (a *App) Prescriptions(ctx context.Context, p *clinic.Principal, userID, status string) ([]*PrescriptionView, error) {
+func (a *App) Prescriptions(ctx context.Context, p *clinic.Principal, userID int64, status string) ([]*PrescriptionView, error) {
 	if err := requireUser(p); err != nil {
 		return nil, err
 	}
 	out, err := a.prescriptions(ctx, p, userID, status)
-	return out, a.auditRecord(ctx, p, "prescription.list", "user", userID, err)
+	return out, a.auditOutcome(ctx, p, "prescription.list", "user", i64s(userID), err)
 }
 
-func (a *App) prescriptions(ctx context.Context, p *clinic.Principal, userID, status string) ([]*PrescriptionView, error) {
+func (a *App) prescriptions(ctx context.Context, p *clinic.Principal, userID int64, status string) ([]*PrescriptionView, error) {
 	u, err := a.recordOwner(ctx, p, userID, readRecords, false)
 	if err != nil {
 		return nil, err
@@ -197,7 +197,7 @@ var ndcRE = regexp.MustCompile(`^(?:[0-9]{4}-[0-9]{4}-[0-9]{2}|[0-9]{5}-[0-9]{3}
 
 // requirePrescriber: only a provider with a visit with the patient writes
 // and discontinues prescriptions; the admin manages records, not drugs.
-func (a *App) requirePrescriber(ctx context.Context, p *clinic.Principal, userID string) (*clinic.User, error) {
+func (a *App) requirePrescriber(ctx context.Context, p *clinic.Principal, userID int64) (*clinic.User, error) {
 	if p.User == nil || p.User.Type != clinic.UserProvider || p.IsAdmin() {
 		return nil, clinic.Errorf(clinic.EForbidden, "Only a provider who has a visit with the patient may prescribe.")
 	}
@@ -205,18 +205,18 @@ func (a *App) requirePrescriber(ctx context.Context, p *clinic.Principal, userID
 }
 
 // Prescribe writes a prescription.
-func (a *App) Prescribe(ctx context.Context, p *clinic.Principal, userID string, in PrescriptionInput) (*PrescriptionView, error) {
+func (a *App) Prescribe(ctx context.Context, p *clinic.Principal, userID int64, in PrescriptionInput) (*PrescriptionView, error) {
 	if err := requireUser(p); err != nil {
 		return nil, err
 	}
 	out, err := a.prescribe(ctx, p, userID, in)
 	if err != nil {
-		return nil, a.auditRecord(ctx, p, "prescription.create", "user", userID, err)
+		return nil, a.auditOutcome(ctx, p, "prescription.create", "user", i64s(userID), err)
 	}
 	return out, nil
 }
 
-func (a *App) prescribe(ctx context.Context, p *clinic.Principal, userID string, in PrescriptionInput) (*PrescriptionView, error) {
+func (a *App) prescribe(ctx context.Context, p *clinic.Principal, userID int64, in PrescriptionInput) (*PrescriptionView, error) {
 	u, err := a.requirePrescriber(ctx, p, userID)
 	if err != nil {
 		return nil, err
@@ -275,20 +275,20 @@ func (a *App) prescribe(ctx context.Context, p *clinic.Principal, userID string,
 }
 
 // Discontinue ends a current prescription.
-func (a *App) Discontinue(ctx context.Context, p *clinic.Principal, userID, rxID string) error {
+func (a *App) Discontinue(ctx context.Context, p *clinic.Principal, userID, rxID int64) error {
 	if err := requireUser(p); err != nil {
 		return err
 	}
 	err := a.discontinue(ctx, p, userID, rxID)
-	return a.auditRecord(ctx, p, "prescription.discontinue", "prescription", rxID, err)
+	return a.auditOutcome(ctx, p, "prescription.discontinue", "prescription", i64s(rxID), err)
 }
 
-func (a *App) discontinue(ctx context.Context, p *clinic.Principal, userID, rxID string) error {
+func (a *App) discontinue(ctx context.Context, p *clinic.Principal, userID, rxID int64) error {
 	u, err := a.requirePrescriber(ctx, p, userID)
 	if err != nil {
 		return err
 	}
-	id := mustID(rxID)
+	id := rxID
 	ok, err := a.store.Write().SetPrescriptionStatus(ctx, p.Account.ID, u.ID, id, RxCurrent, RxDiscontinued, a.unix())
 	if err != nil {
 		return err

@@ -50,7 +50,7 @@ type FileUpload struct {
 	Name        string
 	Title       string
 	Description string
-	TargetID    string
+	TargetID    int64 // 0: the caller, for a user target
 	TargetType  string
 	Category    string
 }
@@ -73,7 +73,7 @@ func (a *App) UploadFile(ctx context.Context, p *clinic.Principal, in FileUpload
 	}
 	info, err := a.uploadFile(ctx, p, in)
 	if err != nil {
-		return nil, a.auditRecord(ctx, p, "file.create", "file", "", err)
+		return nil, a.auditOutcome(ctx, p, "file.create", "file", "", err)
 	}
 	return info, nil
 }
@@ -138,11 +138,11 @@ func (a *App) uploadFile(ctx context.Context, p *clinic.Principal, in FileUpload
 
 // fileTarget resolves meta.target: the caller by default; a user whose
 // records the caller may change; or a visit the caller takes part in.
-func (a *App) fileTarget(ctx context.Context, p *clinic.Principal, f *clinic.File, typ, id string) error {
+func (a *App) fileTarget(ctx context.Context, p *clinic.Principal, f *clinic.File, typ string, id int64) error {
 	switch typ {
 	case "", "user":
-		if id == "" {
-			id = "-"
+		if id == 0 {
+			id = p.UserID()
 		}
 		u, err := a.recordOwner(ctx, p, id, writeRecords, true)
 		if err != nil {
@@ -150,11 +150,10 @@ func (a *App) fileTarget(ctx context.Context, p *clinic.Principal, f *clinic.Fil
 		}
 		f.TargetType, f.TargetID = "user", u.ID
 	case "visit":
-		n, err := strconv.ParseInt(id, 10, 64)
-		if err != nil {
+		if id <= 0 {
 			return clinic.Errorf(clinic.EInvalid, "meta.target.id must be the visit's id.")
 		}
-		v, err := a.visitFor(ctx, p, n)
+		v, err := a.visitFor(ctx, p, id)
 		if err != nil {
 			return err
 		}
@@ -227,11 +226,7 @@ func (a *App) canSeeFile(ctx context.Context, p *clinic.Principal, f *clinic.Fil
 }
 
 // visibleFile finds a file the caller may see; any other is not found.
-func (a *App) visibleFile(ctx context.Context, p *clinic.Principal, idStr string) (*clinic.File, error) {
-	id, err := strconv.ParseInt(idStr, 10, 64)
-	if err != nil {
-		return nil, errFileNotFound
-	}
+func (a *App) visibleFile(ctx context.Context, p *clinic.Principal, id int64) (*clinic.File, error) {
 	f, err := a.store.Read().FileByID(ctx, p.Account.ID, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errFileNotFound
@@ -250,23 +245,23 @@ func (a *App) visibleFile(ctx context.Context, p *clinic.Principal, idStr string
 }
 
 // GetFile is GET /files/{id}.
-func (a *App) GetFile(ctx context.Context, p *clinic.Principal, idStr string) (*FileInfo, error) {
+func (a *App) GetFile(ctx context.Context, p *clinic.Principal, id int64) (*FileInfo, error) {
 	if err := requireUser(p); err != nil {
 		return nil, err
 	}
-	f, err := a.visibleFile(ctx, p, idStr)
+	f, err := a.visibleFile(ctx, p, id)
 	if err == nil {
 		var info *FileInfo
 		if info, err = a.fileInfo(ctx, p, f); err == nil {
-			return info, a.auditRecord(ctx, p, "file.read", "file", idStr, nil)
+			return info, a.auditOutcome(ctx, p, "file.read", "file", i64s(id), nil)
 		}
 	}
-	return nil, a.auditRecord(ctx, p, "file.read", "file", idStr, err)
+	return nil, a.auditOutcome(ctx, p, "file.read", "file", i64s(id), err)
 }
 
 // FileQuery is GET /files.
 type FileQuery struct {
-	TargetID      string
+	TargetID      int64 // 0: the caller, for a user target
 	TargetType    string
 	Category      string
 	IncludeShared bool
@@ -281,8 +276,8 @@ func (a *App) ListFiles(ctx context.Context, p *clinic.Principal, in FileQuery) 
 		return nil, err
 	}
 	out, err := a.listFiles(ctx, p, in)
-	target := in.TargetType + ":" + in.TargetID
-	return out, a.auditRecord(ctx, p, "file.list", "files", target, err)
+	target := in.TargetType + ":" + i64s(in.TargetID)
+	return out, a.auditOutcome(ctx, p, "file.list", "files", target, err)
 }
 
 func (a *App) listFiles(ctx context.Context, p *clinic.Principal, in FileQuery) ([]*FileInfo, error) {
@@ -293,8 +288,8 @@ func (a *App) listFiles(ctx context.Context, p *clinic.Principal, in FileQuery) 
 	switch in.TargetType {
 	case "", "user":
 		id := in.TargetID
-		if id == "" {
-			id = "-"
+		if id == 0 {
+			id = p.UserID()
 		}
 		u, err := a.recordOwner(ctx, p, id, readRecords, false)
 		if err != nil {
@@ -305,11 +300,10 @@ func (a *App) listFiles(ctx context.Context, p *clinic.Principal, in FileQuery) 
 			flt.SharedVisitsOf = u.ID
 		}
 	case "visit":
-		n, err := strconv.ParseInt(in.TargetID, 10, 64)
-		if err != nil {
+		if in.TargetID <= 0 {
 			return nil, clinic.Errorf(clinic.EInvalid, "target_id must be the visit's id.")
 		}
-		v, err := a.visitFor(ctx, p, n)
+		v, err := a.visitFor(ctx, p, in.TargetID)
 		if err != nil {
 			return nil, err
 		}
@@ -346,19 +340,19 @@ type FileChange struct {
 }
 
 // UpdateFile is POST /files/{id}.
-func (a *App) UpdateFile(ctx context.Context, p *clinic.Principal, idStr string, in FileChange) (*FileInfo, error) {
+func (a *App) UpdateFile(ctx context.Context, p *clinic.Principal, id int64, in FileChange) (*FileInfo, error) {
 	if err := requireUser(p); err != nil {
 		return nil, err
 	}
-	info, err := a.updateFile(ctx, p, idStr, in)
+	info, err := a.updateFile(ctx, p, id, in)
 	if err != nil {
-		return nil, a.auditRecord(ctx, p, "file.update", "file", idStr, err)
+		return nil, a.auditOutcome(ctx, p, "file.update", "file", i64s(id), err)
 	}
 	return info, nil
 }
 
-func (a *App) updateFile(ctx context.Context, p *clinic.Principal, idStr string, in FileChange) (*FileInfo, error) {
-	f, err := a.visibleFile(ctx, p, idStr)
+func (a *App) updateFile(ctx context.Context, p *clinic.Principal, id int64, in FileChange) (*FileInfo, error) {
+	f, err := a.visibleFile(ctx, p, id)
 	if err != nil {
 		return nil, err
 	}
@@ -388,7 +382,7 @@ func (a *App) updateFile(ctx context.Context, p *clinic.Principal, idStr string,
 		if err := q.UpdateFileText(ctx, f); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "file.update", "file", idStr, outcomeOK)
+		return a.auditIn(ctx, q, p, "file.update", "file", i64s(id), outcomeOK)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("file: %w", err)
@@ -399,22 +393,22 @@ func (a *App) updateFile(ctx context.Context, p *clinic.Principal, idStr string,
 // DeleteFile is DELETE /files/{id}. The row goes first, in a transaction
 // with its audit entry; the bytes after the commit (a crash in between
 // leaves unreferenced bytes, never a row without bytes).
-func (a *App) DeleteFile(ctx context.Context, p *clinic.Principal, idStr string) error {
+func (a *App) DeleteFile(ctx context.Context, p *clinic.Principal, id int64) error {
 	if err := requireUser(p); err != nil {
 		return err
 	}
-	f, err := a.visibleFile(ctx, p, idStr)
+	f, err := a.visibleFile(ctx, p, id)
 	if err == nil && !mayChangeFile(p, f) {
 		err = clinic.Errorf(clinic.EForbidden, "Only the uploader, the user the file is for, or the clinic admin may delete it.")
 	}
 	if err != nil {
-		return a.auditRecord(ctx, p, "file.delete", "file", idStr, err)
+		return a.auditOutcome(ctx, p, "file.delete", "file", i64s(id), err)
 	}
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if err := q.DeleteFile(ctx, p.Account.ID, f.ID); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "file.delete", "file", idStr, outcomeOK)
+		return a.auditIn(ctx, q, p, "file.delete", "file", i64s(id), outcomeOK)
 	})
 	if err != nil {
 		return fmt.Errorf("file: %w", err)
@@ -465,7 +459,7 @@ func (a *App) ViewFile(ctx context.Context, requestID, idStr, authCode, expires,
 	}
 	p := &clinic.Principal{Account: acct, Kind: clinic.CredNone, RequestID: requestID}
 	if f.BlobKey == "" {
-		return nil, a.auditRecord(ctx, p, "file.view", "file", idStr, errFileNotFound)
+		return nil, a.auditOutcome(ctx, p, "file.view", "file", i64s(id), errFileNotFound)
 	}
 	body, n, err := a.cfg.Blobs.Open(ctx, f.BlobKey)
 	if err != nil {
@@ -475,7 +469,7 @@ func (a *App) ViewFile(ctx context.Context, requestID, idStr, authCode, expires,
 	if size != "" && fc.Inline {
 		err = a.resize(fc, size)
 	}
-	if err = a.auditRecord(ctx, p, "file.view", "file", idStr, err); err != nil {
+	if err = a.auditOutcome(ctx, p, "file.view", "file", i64s(id), err); err != nil {
 		fc.Body.Close()
 		return nil, err
 	}

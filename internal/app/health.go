@@ -101,18 +101,18 @@ type HealthInput struct {
 
 // RegisterDevice is POST /users/{user_id}/devices. Registering a device id
 // again renames it.
-func (a *App) RegisterDevice(ctx context.Context, p *clinic.Principal, userID, deviceID, name, typ string) (*clinic.Device, error) {
+func (a *App) RegisterDevice(ctx context.Context, p *clinic.Principal, userID int64, deviceID, name, typ string) (*clinic.Device, error) {
 	if err := requireUser(p); err != nil {
 		return nil, err
 	}
 	d, err := a.registerDevice(ctx, p, userID, deviceID, name, typ)
 	if err != nil {
-		return nil, a.auditRecord(ctx, p, "device.register", "user", userID, err)
+		return nil, a.auditOutcome(ctx, p, "device.register", "user", i64s(userID), err)
 	}
 	return d, nil
 }
 
-func (a *App) registerDevice(ctx context.Context, p *clinic.Principal, userID, deviceID, name, typ string) (*clinic.Device, error) {
+func (a *App) registerDevice(ctx context.Context, p *clinic.Principal, userID int64, deviceID, name, typ string) (*clinic.Device, error) {
 	u, err := a.recordOwner(ctx, p, userID, ownRecords, true)
 	if err != nil {
 		return nil, err
@@ -140,7 +140,7 @@ func (a *App) registerDevice(ctx context.Context, p *clinic.Principal, userID, d
 }
 
 // Devices is GET /users/{id}/devices (extension).
-func (a *App) Devices(ctx context.Context, p *clinic.Principal, userID string) ([]*clinic.Device, error) {
+func (a *App) Devices(ctx context.Context, p *clinic.Principal, userID int64) ([]*clinic.Device, error) {
 	if err := requireUser(p); err != nil {
 		return nil, err
 	}
@@ -148,10 +148,10 @@ func (a *App) Devices(ctx context.Context, p *clinic.Principal, userID string) (
 	if err == nil {
 		var ds []*clinic.Device
 		if ds, err = a.store.Read().Devices(ctx, p.Account.ID, u.ID); err == nil {
-			return ds, a.auditRecord(ctx, p, "device.list", "user", userID, nil)
+			return ds, a.auditOutcome(ctx, p, "device.list", "user", i64s(userID), nil)
 		}
 	}
-	return nil, a.auditRecord(ctx, p, "device.list", "user", userID, err)
+	return nil, a.auditOutcome(ctx, p, "device.list", "user", i64s(userID), err)
 }
 
 // AddReading is POST /health: a measurement from one of the caller's
@@ -162,7 +162,7 @@ func (a *App) AddReading(ctx context.Context, p *clinic.Principal, in HealthInpu
 	}
 	r, err := a.addReading(ctx, p, in)
 	if err != nil {
-		return nil, a.auditRecord(ctx, p, "health.add", "user", i64s(p.UserID()), err)
+		return nil, a.auditOutcome(ctx, p, "health.add", "user", i64s(p.UserID()), err)
 	}
 	return r, nil
 }
@@ -351,15 +351,15 @@ type ReadingQuery struct {
 }
 
 // Readings is GET /users/{id}/health: a patient's readings, newest first.
-func (a *App) Readings(ctx context.Context, p *clinic.Principal, userID string, in ReadingQuery) ([]*clinic.Reading, error) {
+func (a *App) Readings(ctx context.Context, p *clinic.Principal, userID int64, in ReadingQuery) ([]*clinic.Reading, error) {
 	if err := requireUser(p); err != nil {
 		return nil, err
 	}
 	out, err := a.readings(ctx, p, userID, in)
-	return out, a.auditRecord(ctx, p, "health.read", "user", userID, err)
+	return out, a.auditOutcome(ctx, p, "health.read", "user", i64s(userID), err)
 }
 
-func (a *App) readings(ctx context.Context, p *clinic.Principal, userID string, in ReadingQuery) ([]*clinic.Reading, error) {
+func (a *App) readings(ctx context.Context, p *clinic.Principal, userID int64, in ReadingQuery) ([]*clinic.Reading, error) {
 	u, err := a.recordOwner(ctx, p, userID, readRecords, false)
 	if err != nil {
 		return nil, err

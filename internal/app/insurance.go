@@ -108,15 +108,15 @@ func toCard(c *clinic.InsuranceCard) *Card {
 }
 
 // InsuranceCards is GET /users/{user_id}/insurances.
-func (a *App) InsuranceCards(ctx context.Context, p *clinic.Principal, userID string) ([]*Card, error) {
+func (a *App) InsuranceCards(ctx context.Context, p *clinic.Principal, userID int64) ([]*Card, error) {
 	if err := requireUser(p); err != nil {
 		return nil, err
 	}
 	out, err := a.insuranceCards(ctx, p, userID)
-	return out, a.auditRecord(ctx, p, "insurance.read", "user", userID, err)
+	return out, a.auditOutcome(ctx, p, "insurance.read", "user", i64s(userID), err)
 }
 
-func (a *App) insuranceCards(ctx context.Context, p *clinic.Principal, userID string) ([]*Card, error) {
+func (a *App) insuranceCards(ctx context.Context, p *clinic.Principal, userID int64) ([]*Card, error) {
 	u, err := a.recordOwner(ctx, p, userID, ownRecords, false)
 	if err != nil {
 		return nil, err
@@ -133,15 +133,15 @@ func (a *App) insuranceCards(ctx context.Context, p *clinic.Principal, userID st
 }
 
 // InsuranceCard is GET /users/{user_id}/insurances/{card_type}.
-func (a *App) InsuranceCard(ctx context.Context, p *clinic.Principal, userID, cardType string) (*Card, error) {
+func (a *App) InsuranceCard(ctx context.Context, p *clinic.Principal, userID int64, cardType string) (*Card, error) {
 	if err := requireUser(p); err != nil {
 		return nil, err
 	}
 	out, err := a.insuranceCard(ctx, p, userID, cardType)
-	return out, a.auditRecord(ctx, p, "insurance.read", "user", userID, err)
+	return out, a.auditOutcome(ctx, p, "insurance.read", "user", i64s(userID), err)
 }
 
-func (a *App) insuranceCard(ctx context.Context, p *clinic.Principal, userID, cardType string) (*Card, error) {
+func (a *App) insuranceCard(ctx context.Context, p *clinic.Principal, userID int64, cardType string) (*Card, error) {
 	if !isCardType(cardType) {
 		return nil, clinic.Errorf(clinic.ENotFound, "card_type must be primary or secondary.")
 	}
@@ -161,15 +161,15 @@ func (a *App) insuranceCard(ctx context.Context, p *clinic.Principal, userID, ca
 
 // SaveInsuranceCard is POST /users/{user_id}/insurances/{card_type}: the
 // fields sent change the card (all optional); a missing card is created.
-func (a *App) SaveInsuranceCard(ctx context.Context, p *clinic.Principal, userID, cardType string, in map[string]any) (*Card, error) {
+func (a *App) SaveInsuranceCard(ctx context.Context, p *clinic.Principal, userID int64, cardType string, in map[string]any) (*Card, error) {
 	if err := requireUser(p); err != nil {
 		return nil, err
 	}
 	out, err := a.saveInsuranceCard(ctx, p, userID, cardType, in)
-	return out, a.auditRecord(ctx, p, "insurance.write", "user", userID, err)
+	return out, a.auditOutcome(ctx, p, "insurance.write", "user", i64s(userID), err)
 }
 
-func (a *App) saveInsuranceCard(ctx context.Context, p *clinic.Principal, userID, cardType string, in map[string]any) (*Card, error) {
+func (a *App) saveInsuranceCard(ctx context.Context, p *clinic.Principal, userID int64, cardType string, in map[string]any) (*Card, error) {
 	if !isCardType(cardType) {
 		return nil, clinic.Errorf(clinic.ENotFound, "card_type must be primary or secondary.")
 	}
@@ -205,15 +205,15 @@ func (a *App) saveInsuranceCard(ctx context.Context, p *clinic.Principal, userID
 
 // ImportInsuranceCards is POST /users/{user_id}/insurances/import: up to
 // two cards, one per type; each replaces the user's card of its type.
-func (a *App) ImportInsuranceCards(ctx context.Context, p *clinic.Principal, userID string, cards []map[string]any) ([]*Card, error) {
+func (a *App) ImportInsuranceCards(ctx context.Context, p *clinic.Principal, userID int64, cards []map[string]any) ([]*Card, error) {
 	if err := requireUser(p); err != nil {
 		return nil, err
 	}
 	out, err := a.importInsuranceCards(ctx, p, userID, cards)
-	return out, a.auditRecord(ctx, p, "insurance.import", "user", userID, err)
+	return out, a.auditOutcome(ctx, p, "insurance.import", "user", i64s(userID), err)
 }
 
-func (a *App) importInsuranceCards(ctx context.Context, p *clinic.Principal, userID string, cards []map[string]any) ([]*Card, error) {
+func (a *App) importInsuranceCards(ctx context.Context, p *clinic.Principal, userID int64, cards []map[string]any) ([]*Card, error) {
 	u, err := a.recordOwner(ctx, p, userID, ownRecords, true)
 	if err != nil {
 		return nil, err
@@ -250,19 +250,19 @@ func (a *App) importInsuranceCards(ctx context.Context, p *clinic.Principal, use
 	if err != nil {
 		return nil, fmt.Errorf("insurance: %w", err)
 	}
-	return a.insuranceCards(ctx, p, i64s(u.ID))
+	return a.insuranceCards(ctx, p, u.ID)
 }
 
 // DeleteInsuranceCard is DELETE /users/{user_id}/insurances/{card_type}.
-func (a *App) DeleteInsuranceCard(ctx context.Context, p *clinic.Principal, userID, cardType string) error {
+func (a *App) DeleteInsuranceCard(ctx context.Context, p *clinic.Principal, userID int64, cardType string) error {
 	if err := requireUser(p); err != nil {
 		return err
 	}
 	err := a.deleteInsuranceCard(ctx, p, userID, cardType)
-	return a.auditRecord(ctx, p, "insurance.delete", "user", userID, err)
+	return a.auditOutcome(ctx, p, "insurance.delete", "user", i64s(userID), err)
 }
 
-func (a *App) deleteInsuranceCard(ctx context.Context, p *clinic.Principal, userID, cardType string) error {
+func (a *App) deleteInsuranceCard(ctx context.Context, p *clinic.Principal, userID int64, cardType string) error {
 	if !isCardType(cardType) {
 		return clinic.Errorf(clinic.ENotFound, "card_type must be primary or secondary.")
 	}
@@ -285,15 +285,15 @@ type EligibilityJob = clinic.EligibilityJob
 // second check of the card within the window after one started answers 429,
 // whether or not that one has finished: the gate is a conditional UPDATE on
 // the card, so it holds across concurrent requests and processes.
-func (a *App) CheckEligibility(ctx context.Context, p *clinic.Principal, userID string) (*EligibilityJob, error) {
+func (a *App) CheckEligibility(ctx context.Context, p *clinic.Principal, userID int64) (*EligibilityJob, error) {
 	if err := requireUser(p); err != nil {
 		return nil, err
 	}
 	job, err := a.checkEligibility(ctx, p, userID)
-	return job, a.auditRecord(ctx, p, "eligibility.check", "user", userID, err)
+	return job, a.auditOutcome(ctx, p, "eligibility.check", "user", i64s(userID), err)
 }
 
-func (a *App) checkEligibility(ctx context.Context, p *clinic.Principal, userID string) (*EligibilityJob, error) {
+func (a *App) checkEligibility(ctx context.Context, p *clinic.Principal, userID int64) (*EligibilityJob, error) {
 	u, err := a.recordOwner(ctx, p, userID, ownRecords, true)
 	if err != nil {
 		return nil, err
@@ -344,15 +344,15 @@ type eligibilityItem struct {
 
 // Eligibility is GET …/insurances/primary/eligibility: the card's latest
 // check.
-func (a *App) Eligibility(ctx context.Context, p *clinic.Principal, userID string) (*EligibilityJob, error) {
+func (a *App) Eligibility(ctx context.Context, p *clinic.Principal, userID int64) (*EligibilityJob, error) {
 	if err := requireUser(p); err != nil {
 		return nil, err
 	}
 	job, err := a.eligibilityJob(ctx, p, userID)
-	return job, a.auditRecord(ctx, p, "eligibility.read", "user", userID, err)
+	return job, a.auditOutcome(ctx, p, "eligibility.read", "user", i64s(userID), err)
 }
 
-func (a *App) eligibilityJob(ctx context.Context, p *clinic.Principal, userID string) (*EligibilityJob, error) {
+func (a *App) eligibilityJob(ctx context.Context, p *clinic.Principal, userID int64) (*EligibilityJob, error) {
 	u, err := a.recordOwner(ctx, p, userID, ownRecords, false)
 	if err != nil {
 		return nil, err

@@ -222,10 +222,10 @@ func (a *App) GetIntake(ctx context.Context, p *clinic.Principal, id int64) (*cl
 		return nil, err
 	}
 	it, err := a.intakeFor(ctx, p, id)
-	if aerr := a.audit(ctx, p, "intake.read", "intake", i64s(id), outcomeOf(err)); aerr != nil {
-		return nil, aerr
+	if err := a.auditOutcome(ctx, p, "intake.read", "intake", i64s(id), err); err != nil {
+		return nil, err
 	}
-	return it, err
+	return it, nil
 }
 
 // UpdateIntake is POST /intakes/{id}: until its visit is over, whoever may

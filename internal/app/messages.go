@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"teleclinic/internal/clinic"
@@ -48,11 +47,7 @@ type MessageActor struct {
 // messageVisit finds a visit for its thread, with the fields
 // store.ThreadVisit reads: unknown is 404; a caller who is not its patient,
 // its assigned provider or one of its hosts (see awaitsProvider) is 403.
-func (a *App) messageVisit(ctx context.Context, p *clinic.Principal, idStr string) (*clinic.Visit, error) {
-	id, err := strconv.ParseInt(idStr, 10, 64)
-	if err != nil || id <= 0 {
-		return nil, errVisitNotFound
-	}
+func (a *App) messageVisit(ctx context.Context, p *clinic.Principal, id int64) (*clinic.Visit, error) {
 	v, err := a.store.Read().ThreadVisit(ctx, p.Account.ID, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errVisitNotFound
@@ -83,7 +78,7 @@ type MessageQuery struct {
 // Oldest first unless sort or order asks for newest first. The order is the
 // commit order, the same for every reader, so a reader that asks with skip
 // set to the number it has seen gets exactly the new messages.
-func (a *App) ListMessages(ctx context.Context, p *clinic.Principal, visitID string, in MessageQuery) ([]*Message, int, error) {
+func (a *App) ListMessages(ctx context.Context, p *clinic.Principal, visitID int64, in MessageQuery) ([]*Message, int, error) {
 	if err := requireUser(p); err != nil {
 		return nil, 0, err
 	}
@@ -112,8 +107,7 @@ func (a *App) ListMessages(ctx context.Context, p *clinic.Principal, visitID str
 	}
 	v, err := a.messageVisit(ctx, p, visitID)
 	if err != nil {
-		_ = a.audit(ctx, p, "visit.messages.read", "visit", visitID, outcomeOf(err))
-		return nil, 0, err
+		return nil, 0, a.auditOutcome(ctx, p, "visit.messages.read", "visit", i64s(visitID), err)
 	}
 	// The page is a range of places up to the visit's count, so the page
 	// and the length agree: a reader that skips as many messages as the
@@ -185,7 +179,7 @@ type NewMessage struct {
 // transaction it writes the visit.message.created delivery for the clinic's
 // webhook, the notifications of the visit's other participants and the
 // audit entry; a closed visit answers 409 and its thread stays readable.
-func (a *App) PostMessage(ctx context.Context, p *clinic.Principal, visitID string, in NewMessage) (*Message, error) {
+func (a *App) PostMessage(ctx context.Context, p *clinic.Principal, visitID int64, in NewMessage) (*Message, error) {
 	if err := requireUser(p); err != nil {
 		return nil, err
 	}
@@ -199,91 +193,38 @@ func (a *App) PostMessage(ctx context.Context, p *clinic.Principal, visitID stri
 	if n := utf8.RuneCountInString(content); n > MaxMessageChars {
 		return nil, clinic.Errorf(clinic.EInvalid, "content must be at most %d characters; it has %d.", MaxMessageChars, n)
 	}
-	// The first attempt may decide on the visit as a post saw it lately
-	// (postVisits); the post then checks that the visit still has the
-	// parties the decisions were made on (store.MessagePost.Parties), and
-	// if not, it fails, and the next attempt decides again on a fresh read.
-	// A closed or deleted visit fails it the same way and is answered by
-	// that read.
-	var attachments []int64
-	for attempt := 1; ; attempt++ {
-		v, err := a.postVisit(ctx, p, visitID, attempt == 1)
-		if err != nil {
-			_ = a.audit(ctx, p, "visit.message.create", "visit", visitID, outcomeOf(err))
-			return nil, err
-		}
-		if attempt == 1 {
-			if attachments, err = a.messageAttachments(ctx, p, in.AttachmentIDs); err != nil {
-				return nil, err
-			}
-		}
-		if slices.Contains(closedForMessages, v.Status) {
-			return nil, errClosedThread(v.ID, v.Status)
-		}
-		m, mp, err := a.newPost(ctx, p, v, content, attachments)
-		if err != nil {
-			return nil, err
-		}
-		err = a.store.PostMessage(ctx, mp)
-		if errors.Is(err, store.ErrNotFound) {
-			a.postVisits.forget(visitKey{p.Account.ID, v.ID})
-			if attempt < maxPostAttempts {
-				continue
-			}
-			return nil, clinic.Errorf(clinic.EConflict, "Visit %d changed while the message was being posted; send it again.", v.ID)
-		}
-		if err != nil {
-			return nil, storeErr("post message", err, "")
-		}
-		if mp.Announced {
-			a.kickWebhooks()
-		}
-		if mp.Pushed {
-			a.kickPush()
-		}
-		return toMessage(m, p.User.FullName()), nil
+	v, err := a.messageVisit(ctx, p, visitID)
+	if err != nil {
+		return nil, a.auditOutcome(ctx, p, "visit.message.create", "visit", i64s(visitID), err)
 	}
-}
-
-const (
-	// maxPostAttempts bounds the attempts of a post whose visit keeps
-	// changing under it.
-	maxPostAttempts = 3
-	// postVisitTTL and postVisitsMax bound postVisits: a visit nobody
-	// posted to for ten minutes is read again, and a full cache starts
-	// over.
-	postVisitTTL  = 10 * time.Minute
-	postVisitsMax = 10000
-)
-
-type visitKey struct{ accountID, visitID int64 }
-
-// postVisit is messageVisit for a post. With cached set it first looks in
-// postVisits, the visits posts have seen lately: a post's own statement
-// checks the parties it was decided on, so a stale one costs an attempt,
-// not a wrong decision, and most posts need no read of the visit (on
-// PostgreSQL a round trip, a tenth of the post's cost). Who may write is
-// decided on the cached visit as on a fresh one; if it says no, a fresh
-// read answers.
-func (a *App) postVisit(ctx context.Context, p *clinic.Principal, idStr string, cached bool) (*clinic.Visit, error) {
-	now := a.now()
-	if id, err := strconv.ParseInt(idStr, 10, 64); err == nil && cached {
-		if v, ok := a.postVisits.get(visitKey{p.Account.ID, id}, now); ok && !p.IsAdmin() && p.UserID() != 0 {
-			ok, err := a.canSeeVisit(ctx, p, &v)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				return &v, nil
-			}
-		}
+	attachments, err := a.messageAttachments(ctx, p, in.AttachmentIDs)
+	if err != nil {
+		return nil, err
 	}
-	gen := a.postVisits.generation()
-	v, err := a.messageVisit(ctx, p, idStr)
-	if err == nil && !slices.Contains(closedForMessages, v.Status) {
-		a.postVisits.put(visitKey{p.Account.ID, v.ID}, *v, gen, now)
+	if slices.Contains(closedForMessages, v.Status) {
+		return nil, errClosedThread(v.ID, v.Status)
 	}
-	return v, err
+	m, mp, err := a.newPost(ctx, p, v, content, attachments)
+	if err != nil {
+		return nil, err
+	}
+	// The post's statement checks that the visit is still open and has the
+	// parties read above (store.MessagePost.Parties): one closed or
+	// reassigned since, by this process or another, writes nothing.
+	err = a.store.PostMessage(ctx, mp)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, clinic.Errorf(clinic.EConflict, "Visit %d changed while the message was being posted; read it and send again.", v.ID)
+	}
+	if err != nil {
+		return nil, storeErr("post message", err, "")
+	}
+	if mp.Announced {
+		a.kickWebhooks()
+	}
+	if mp.Pushed {
+		a.kickPush()
+	}
+	return toMessage(m, p.User.FullName()), nil
 }
 
 // newPost is the post of content to v by the caller: the message and

@@ -128,14 +128,11 @@ func (a *App) Endpoints(ctx context.Context, p *clinic.Principal, typ string) ([
 }
 
 // Endpoint is GET /endpoints/{id}: only the caller's own; another's is not found.
-func (a *App) Endpoint(ctx context.Context, p *clinic.Principal, id string) (*clinic.Endpoint, error) {
+func (a *App) Endpoint(ctx context.Context, p *clinic.Principal, id int64) (*clinic.Endpoint, error) {
 	if err := requireUser(p); err != nil {
 		return nil, err
 	}
-	n, err := strconv.ParseInt(id, 10, 64)
-	if err != nil {
-		return nil, errEndpointNotFound
-	}
+	n := id
 	e, err := a.store.Read().UserEndpoint(ctx, p.Account.ID, p.UserID(), n)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errEndpointNotFound
@@ -144,15 +141,12 @@ func (a *App) Endpoint(ctx context.Context, p *clinic.Principal, id string) (*cl
 }
 
 // DeleteEndpoint is DELETE /endpoints/{id}.
-func (a *App) DeleteEndpoint(ctx context.Context, p *clinic.Principal, id string) (int64, error) {
+func (a *App) DeleteEndpoint(ctx context.Context, p *clinic.Principal, id int64) (int64, error) {
 	if err := requireUser(p); err != nil {
 		return 0, err
 	}
-	n, err := strconv.ParseInt(id, 10, 64)
-	if err != nil {
-		return 0, errEndpointNotFound
-	}
-	err = a.store.Tx(ctx, func(q *store.Q) error {
+	n := id
+	err := a.store.Tx(ctx, func(q *store.Q) error {
 		if err := q.DeleteEndpoint(ctx, p.Account.ID, p.UserID(), n); err != nil {
 			return err
 		}
@@ -266,14 +260,11 @@ func (a *App) Notifications(ctx context.Context, p *clinic.Principal, size *int,
 var errNotificationNotFound = clinic.Errorf(clinic.ENotFound, "Notification not found.")
 
 // ReadNotification is PUT /notifications/{id}.
-func (a *App) ReadNotification(ctx context.Context, p *clinic.Principal, id string) (*clinic.Notification, error) {
+func (a *App) ReadNotification(ctx context.Context, p *clinic.Principal, id int64) (*clinic.Notification, error) {
 	if err := requireUser(p); err != nil {
 		return nil, err
 	}
-	n, err := strconv.ParseInt(id, 10, 64)
-	if err != nil {
-		return nil, errNotificationNotFound
-	}
+	n := id
 	if err := a.store.Write().MarkNotificationRead(ctx, p.Account.ID, p.UserID(), n); errors.Is(err, store.ErrNotFound) {
 		return nil, errNotificationNotFound
 	} else if err != nil {

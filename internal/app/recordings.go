@@ -96,10 +96,10 @@ func (a *App) GetRecording(ctx context.Context, p *clinic.Principal, visitID, re
 		return nil, err
 	}
 	link, err := a.getRecording(ctx, p, visitID, recID)
-	if aerr := a.audit(ctx, p, "recording.read", "recording", i64s(recID), outcomeOf(err)); aerr != nil {
-		return nil, aerr
+	if err := a.auditOutcome(ctx, p, "recording.read", "recording", i64s(recID), err); err != nil {
+		return nil, err
 	}
-	return link, err
+	return link, nil
 }
 
 func (a *App) getRecording(ctx context.Context, p *clinic.Principal, visitID, recID int64) (*RecordingLink, error) {

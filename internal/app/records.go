@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/store"
@@ -27,19 +26,8 @@ var (
 	ownRecords = recordRule{providerWrite: false}
 )
 
-// recordOwner resolves the {id} of a records path ("-" is the caller) and
-// checks the caller may act on that user's records; write asks for change.
-func (a *App) recordOwner(ctx context.Context, p *clinic.Principal, idStr string, rule recordRule, write bool) (*clinic.User, error) {
-	var id int64
-	if idStr == "-" || idStr == "" {
-		id = p.UserID()
-	} else {
-		n, err := strconv.ParseInt(idStr, 10, 64)
-		if err != nil || n <= 0 {
-			return nil, errUserNotFound
-		}
-		id = n
-	}
+// recordOwner finds the user whose records a path names and checks the caller may act on that user's records; write asks for change.
+func (a *App) recordOwner(ctx context.Context, p *clinic.Principal, id int64, rule recordRule, write bool) (*clinic.User, error) {
 	u, err := a.store.Read().UserByID(ctx, p.Account.ID, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errUserNotFound
@@ -66,9 +54,11 @@ func (a *App) recordOwner(ctx context.Context, p *clinic.Principal, idStr string
 	return nil, errUserNotFound
 }
 
-// auditRecord writes the audit entry of an access to a patient's records,
-// whatever its outcome, and returns err (or the audit's own failure).
-func (a *App) auditRecord(ctx context.Context, p *clinic.Principal, action, objType, objID string, err error) error {
+// auditOutcome writes the audit entry of an operation on a patient's data,
+// whatever its outcome, and returns err, or the audit's own failure when
+// the operation succeeded: health data is not served unaudited. It is the
+// one way an operation audits a failure.
+func (a *App) auditOutcome(ctx context.Context, p *clinic.Principal, action, objType, objID string, err error) error {
 	if aerr := a.audit(ctx, p, action, objType, objID, outcomeOf(err)); aerr != nil && err == nil {
 		return aerr
 	}

@@ -488,9 +488,7 @@ func (a *App) RoomProviders(ctx context.Context, p *clinic.Principal, code strin
 			continue
 		}
 		rp := RoomProvider{User: u}
-		if u.PhotoFileID != "" {
-			rp.PhotoURL = a.FileViewURL(mustID(u.PhotoFileID), "")
-		}
+		rp.PhotoURL = a.photoURL(u, "")
 		out = append(out, rp)
 	}
 	return out, nil

@@ -48,10 +48,10 @@ func (a *App) GetUser(ctx context.Context, p *clinic.Principal, id int64, photoS
 		return nil, err
 	}
 	prof, err := a.getUser(ctx, p, id, photoSize)
-	if aerr := a.audit(ctx, p, "user.read", "user", i64s(id), outcomeOf(err)); aerr != nil {
-		return nil, aerr
+	if err := a.auditOutcome(ctx, p, "user.read", "user", i64s(id), err); err != nil {
+		return nil, err
 	}
-	return prof, err
+	return prof, nil
 }
 
 func (a *App) getUser(ctx context.Context, p *clinic.Principal, id int64, photoSize string) (*Profile, error) {
@@ -79,7 +79,7 @@ func (a *App) getUser(ctx context.Context, p *clinic.Principal, id int64, photoS
 	}
 	prof, err := a.profile(ctx, p.Account, u)
 	if err == nil && prof.PhotoURL != "" && photoSize != "" {
-		prof.PhotoURL = a.FileViewURL(mustID(u.PhotoFileID), photoSize)
+		prof.PhotoURL = a.photoURL(u, photoSize)
 	}
 	return prof, err
 }
@@ -525,8 +525,7 @@ func (a *App) UpdateMe(ctx context.Context, p *clinic.Principal, in ProfileUpdat
 	}
 	next := *u
 	if err := a.applyProfile(ctx, p, &next, in); err != nil {
-		_ = a.audit(ctx, p, "user.update", "user", i64s(u.ID), outcomeOf(err))
-		return nil, err
+		return nil, a.auditOutcome(ctx, p, "user.update", "user", i64s(u.ID), err)
 	}
 	next.Modified = a.unix()
 	passwordChanged := next.PasswordHash != u.PasswordHash
@@ -708,4 +707,12 @@ func (a *App) changePassword(ctx context.Context, u *clinic.User, in ProfileUpda
 
 func i64s(n int64) string { return strconv.FormatInt(n, 10) }
 
-func mustID(s string) int64 { n, _ := strconv.ParseInt(s, 10, 64); return n }
+// photoURL is the view link of u's photo, or "" when u has none. The
+// photo's file id is kept as the text the profile's photo field holds.
+func (a *App) photoURL(u *clinic.User, size string) string {
+	id, err := strconv.ParseInt(u.PhotoFileID, 10, 64)
+	if err != nil || id <= 0 {
+		return ""
+	}
+	return a.FileViewURL(id, size)
+}

@@ -68,7 +68,7 @@ func awaitsProvider(v *clinic.Visit) bool {
 // WalkinInput is POST /visits/add_walkin. visit_data_id is accepted and
 // ignored: clients never send it (COMPAT.md).
 type WalkinInput struct {
-	IntakeID   string
+	IntakeID   int64
 	RoomCode   string
 	ProviderID string
 	UserCode   string
@@ -132,7 +132,7 @@ func (a *App) AddWalkin(ctx context.Context, p *clinic.Principal, in WalkinInput
 
 // AddEconsult is POST /visits/add_econsult: an unassigned asynchronous visit
 // that the room's providers see and one of them accepts.
-func (a *App) AddEconsult(ctx context.Context, p *clinic.Principal, intakeID, roomCode string) (*VisitDetail, error) {
+func (a *App) AddEconsult(ctx context.Context, p *clinic.Principal, intakeID int64, roomCode string) (*VisitDetail, error) {
 	if err := requireUser(p); err != nil {
 		return nil, err
 	}
@@ -150,15 +150,11 @@ func (a *App) AddEconsult(ctx context.Context, p *clinic.Principal, intakeID, ro
 
 // visitIntake checks the inputs every visit creation shares: an intake the
 // caller may use, in the named room, without a visit yet.
-func (a *App) visitIntake(ctx context.Context, p *clinic.Principal, intakeID, roomCode string) (*clinic.Intake, *clinic.Room, error) {
-	if intakeID == "" || roomCode == "" {
+func (a *App) visitIntake(ctx context.Context, p *clinic.Principal, intakeID int64, roomCode string) (*clinic.Intake, *clinic.Room, error) {
+	if intakeID == 0 || roomCode == "" {
 		return nil, nil, clinic.Errorf(clinic.EInvalid, "intake_id and room_code are required.")
 	}
-	n, err := strconv.ParseInt(intakeID, 10, 64)
-	if err != nil {
-		return nil, nil, errIntakeNotFound
-	}
-	it, err := a.intakeFor(ctx, p, n)
+	it, err := a.intakeFor(ctx, p, intakeID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -267,10 +263,10 @@ func (a *App) GetVisit(ctx context.Context, p *clinic.Principal, id int64, withR
 	if err == nil && withRecordings {
 		err = a.attachRecordings(ctx, p, []*VisitDetail{d})
 	}
-	if aerr := a.audit(ctx, p, "visit.read", "visit", i64s(id), outcomeOf(err)); aerr != nil {
-		return nil, aerr
+	if err := a.auditOutcome(ctx, p, "visit.read", "visit", i64s(id), err); err != nil {
+		return nil, err
 	}
-	return d, err
+	return d, nil
 }
 
 func (a *App) getVisit(ctx context.Context, p *clinic.Principal, id int64) (*VisitDetail, error) {
@@ -401,7 +397,7 @@ var transitions = map[string]struct {
 // a patient may cancel their own visit while it is pending or confirmed. A
 // move from a state it does not leave answers 409 naming the current state;
 // the move is a conditional UPDATE, so of two concurrent moves one wins.
-func (a *App) MoveVisit(ctx context.Context, p *clinic.Principal, idStr, action string, in MoveInput) (*VisitDetail, error) {
+func (a *App) MoveVisit(ctx context.Context, p *clinic.Principal, id int64, action string, in MoveInput) (*VisitDetail, error) {
 	if err := requireUser(p); err != nil {
 		return nil, err
 	}
@@ -409,12 +405,8 @@ func (a *App) MoveVisit(ctx context.Context, p *clinic.Principal, idStr, action 
 	if !ok {
 		return nil, fmt.Errorf("move visit: unknown action %q", action)
 	}
-	if idStr == "" {
+	if id == 0 {
 		return nil, clinic.Errorf(clinic.EInvalid, "id (the visit id) is required.")
-	}
-	id, err := strconv.ParseInt(idStr, 10, 64)
-	if err != nil {
-		return nil, errVisitNotFound
 	}
 	v, err := a.visitFor(ctx, p, id)
 	if err != nil {
@@ -422,8 +414,7 @@ func (a *App) MoveVisit(ctx context.Context, p *clinic.Principal, idStr, action 
 	}
 	m := store.VisitMove{AccountID: p.Account.ID, ID: v.ID, From: t.from, To: t.to, Now: a.unix()}
 	if err := a.allowMove(ctx, p, v, action, in, &m); err != nil {
-		_ = a.audit(ctx, p, "visit."+action, "visit", i64s(v.ID), outcomeOf(err))
-		return nil, err
+		return nil, a.auditOutcome(ctx, p, "visit."+action, "visit", i64s(v.ID), err)
 	}
 	if !slices.Contains(t.from, v.Status) {
 		return nil, clinic.Errorf(clinic.EConflict, "Visit %d is %s; it cannot %s.", v.ID, StatusName(v.Status), actionVerb(action))

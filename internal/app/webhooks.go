@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -267,20 +266,17 @@ var errDeliveryNotFound = clinic.Errorf(clinic.ENotFound, "Delivery not found.")
 // Redeliver is POST /webhooks/deliveries/{id}/redeliver: the delivery is
 // due now with a fresh set of attempts, whatever became of it before; one
 // being attempted at this moment answers 409.
-func (a *App) Redeliver(ctx context.Context, p *clinic.Principal, idStr string) (*WebhookDelivery, error) {
+func (a *App) Redeliver(ctx context.Context, p *clinic.Principal, id int64) (*WebhookDelivery, error) {
 	if err := requireAdmin(p); err != nil {
 		return nil, err
-	}
-	id, err := strconv.ParseInt(idStr, 10, 64)
-	if err != nil {
-		return nil, errDeliveryNotFound
 	}
 	// The answer is the requeued state read inside the transaction: once it
 	// commits, a dispatcher may claim the delivery at any moment.
 	var ok bool
 	var r *store.OutboxRecord
-	err = a.store.Tx(ctx, func(q *store.Q) error {
-		if _, err := q.OutboxRecordByID(ctx, p.Account.ID, TopicWebhook, id); err != nil {
+	err := a.store.Tx(ctx, func(q *store.Q) error {
+		_, err := q.OutboxRecordByID(ctx, p.Account.ID, TopicWebhook, id)
+		if err != nil {
 			return err
 		}
 		if ok, err = q.RequeueOutbox(ctx, p.Account.ID, TopicWebhook, id, a.unix()); err != nil || !ok {

@@ -99,7 +99,11 @@ func (s *Server) addSource(w http.ResponseWriter, r *http.Request, c *call) erro
 }
 
 func (s *Server) getSource(w http.ResponseWriter, r *http.Request, c *call) error {
-	src, err := s.app.Source(r.Context(), c.p, c.params.Str("id"), sourceInput(c))
+	sourceID, err := pathID(c, "id", "Payment source")
+	if err != nil {
+		return err
+	}
+	src, err := s.app.Source(r.Context(), c.p, sourceID, sourceInput(c))
 	if err != nil {
 		return err
 	}
@@ -111,7 +115,11 @@ func (s *Server) updateSource(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	src, err := s.app.UpdateSource(r.Context(), c.p, c.params.Str("id"), sourceInput(c), def)
+	sourceID, err := pathID(c, "id", "Payment source")
+	if err != nil {
+		return err
+	}
+	src, err := s.app.UpdateSource(r.Context(), c.p, sourceID, sourceInput(c), def)
 	if err != nil {
 		return err
 	}
@@ -119,7 +127,11 @@ func (s *Server) updateSource(w http.ResponseWriter, r *http.Request, c *call) e
 }
 
 func (s *Server) deleteSource(w http.ResponseWriter, r *http.Request, c *call) error {
-	if err := s.app.DeleteSource(r.Context(), c.p, c.params.Str("id")); err != nil {
+	sourceID, err := pathID(c, "id", "Payment source")
+	if err != nil {
+		return err
+	}
+	if err := s.app.DeleteSource(r.Context(), c.p, sourceID); err != nil {
 		return err
 	}
 	return ok(w, []any{})
@@ -255,7 +267,11 @@ func (s *Server) processInvoice(w http.ResponseWriter, r *http.Request, c *call)
 	if err != nil {
 		return err
 	}
-	v, err := s.app.ProcessInvoice(r.Context(), c.p, app.InvoiceInput{IntakeID: q.Str("intake_id"), PromoCode: q.First("promo_code", "coupon"),
+	intakeID, err := refID(c, "intake_id")
+	if err != nil {
+		return err
+	}
+	v, err := s.app.ProcessInvoice(r.Context(), c.p, app.InvoiceInput{IntakeID: intakeID, PromoCode: q.First("promo_code", "coupon"),
 		CreateInvoice: create, SourceID: q.Str("source_id")})
 	if err != nil {
 		return err
@@ -281,7 +297,19 @@ func (s *Server) listInvoices(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	invs, err := s.app.Invoices(r.Context(), c.p, app.InvoiceQuery{MemberID: q.Str("member_id"), VisitID: q.Str("visit_id"), IntakeID: q.Str("intake_id"),
+	memberID, err := refID(c, "member_id")
+	if err != nil {
+		return err
+	}
+	visitID, err := refID(c, "visit_id")
+	if err != nil {
+		return err
+	}
+	intakeID, err := refID(c, "intake_id")
+	if err != nil {
+		return err
+	}
+	invs, err := s.app.Invoices(r.Context(), c.p, app.InvoiceQuery{MemberID: memberID, VisitID: visitID, IntakeID: intakeID,
 		Before: before, Limit: int(limit)})
 	if err != nil {
 		return err
@@ -294,7 +322,11 @@ func (s *Server) listInvoices(w http.ResponseWriter, r *http.Request, c *call) e
 }
 
 func (s *Server) refundInvoice(w http.ResponseWriter, r *http.Request, c *call) error {
-	inv, err := s.app.RefundInvoice(r.Context(), c.p, c.params.Str("id"), c.params.Str("amount"))
+	invoiceID, err := pathID(c, "id", "Invoice")
+	if err != nil {
+		return err
+	}
+	inv, err := s.app.RefundInvoice(r.Context(), c.p, invoiceID, c.params.Str("amount"))
 	if err != nil {
 		return err
 	}

@@ -37,7 +37,11 @@ func toEMRSection(s *app.EMRSection) emrSectionOut {
 }
 
 func (s *Server) getEMR(w http.ResponseWriter, r *http.Request, c *call) error {
-	sections, err := s.app.GetEMR(r.Context(), c.p, c.params.Str("id"))
+	userID, err := userIDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	sections, err := s.app.GetEMR(r.Context(), c.p, userID)
 	if err != nil {
 		return err
 	}
@@ -59,7 +63,11 @@ func (s *Server) putEMR(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
-	sec, err := s.app.PutEMR(r.Context(), c.p, q.Str("id"), q.Str("name"), data, has, notReported)
+	userID, err := userIDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	sec, err := s.app.PutEMR(r.Context(), c.p, userID, q.Str("name"), data, has, notReported)
 	if err != nil {
 		return err
 	}

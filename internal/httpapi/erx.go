@@ -37,7 +37,11 @@ func toPrescription(rx *app.PrescriptionView) prescriptionOut {
 }
 
 func (s *Server) listPrescriptions(w http.ResponseWriter, r *http.Request, c *call) error {
-	rxs, err := s.app.Prescriptions(r.Context(), c.p, c.params.Str("id"), c.params.Str("status"))
+	userID, err := userIDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	rxs, err := s.app.Prescriptions(r.Context(), c.p, userID, c.params.Str("status"))
 	if err != nil {
 		return err
 	}
@@ -61,7 +65,11 @@ func (s *Server) prescribe(w http.ResponseWriter, r *http.Request, c *call) erro
 	if in.VisitID, err = q.Int("visit_id", 0); err != nil {
 		return err
 	}
-	rx, err := s.app.Prescribe(r.Context(), c.p, q.Str("id"), in)
+	userID, err := userIDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	rx, err := s.app.Prescribe(r.Context(), c.p, userID, in)
 	if err != nil {
 		return err
 	}
@@ -69,7 +77,15 @@ func (s *Server) prescribe(w http.ResponseWriter, r *http.Request, c *call) erro
 }
 
 func (s *Server) discontinue(w http.ResponseWriter, r *http.Request, c *call) error {
-	if err := s.app.Discontinue(r.Context(), c.p, c.params.Str("id"), c.params.Str("rx_id")); err != nil {
+	userID, err := userIDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	rxID, err := pathID(c, "rx_id", "Prescription")
+	if err != nil {
+		return err
+	}
+	if err := s.app.Discontinue(r.Context(), c.p, userID, rxID); err != nil {
 		return err
 	}
 	return ok(w, true)
@@ -89,7 +105,11 @@ func toPharmacy(p *clinic.Pharmacy) map[string]any {
 }
 
 func (s *Server) listPharmacies(w http.ResponseWriter, r *http.Request, c *call) error {
-	phs, err := s.app.Pharmacies(r.Context(), c.p, c.params.Str("id"))
+	userID, err := userIDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	phs, err := s.app.Pharmacies(r.Context(), c.p, userID)
 	if err != nil {
 		return err
 	}
@@ -125,14 +145,22 @@ func (s *Server) savePharmacy(w http.ResponseWriter, r *http.Request, c *call) e
 		return err
 	}
 	in.IsDefault = def
-	if err := s.app.SavePharmacy(r.Context(), c.p, q.Str("id"), in); err != nil {
+	userID, err := userIDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := s.app.SavePharmacy(r.Context(), c.p, userID, in); err != nil {
 		return err
 	}
 	return ok(w, true)
 }
 
 func (s *Server) deletePharmacy(w http.ResponseWriter, r *http.Request, c *call) error {
-	if err := s.app.DeletePharmacy(r.Context(), c.p, c.params.Str("id"), c.params.Str("code")); err != nil {
+	userID, err := userIDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := s.app.DeletePharmacy(r.Context(), c.p, userID, c.params.Str("code")); err != nil {
 		return err
 	}
 	return ok(w, true)

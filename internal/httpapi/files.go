@@ -92,7 +92,11 @@ func uploadedFile(c *call, name string) (multipart.File, *multipart.FileHeader, 
 
 func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := c.params
-	in := app.FileUpload{Title: q.Str("meta.title"), Description: q.Str("meta.description"), TargetID: q.Str("meta.target.id"),
+	targetID, err := refID(c, "meta.target.id")
+	if err != nil {
+		return err
+	}
+	in := app.FileUpload{Title: q.Str("meta.title"), Description: q.Str("meta.description"), TargetID: targetID,
 		TargetType: q.Str("meta.target.type"), Category: q.Str("meta.category")}
 	f, fh, err := uploadedFile(c, "file")
 	if err != nil {
@@ -115,7 +119,11 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request, c *call) erro
 	if err != nil {
 		return err
 	}
-	files, err := s.app.ListFiles(r.Context(), c.p, app.FileQuery{TargetID: q.Str("target_id"), TargetType: q.Str("target_type"),
+	targetID, err := refID(c, "target_id")
+	if err != nil {
+		return err
+	}
+	files, err := s.app.ListFiles(r.Context(), c.p, app.FileQuery{TargetID: targetID, TargetType: q.Str("target_type"),
 		Category: q.First("category_type", "category"), IncludeShared: shared})
 	if err != nil {
 		return err
@@ -128,7 +136,11 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request, c *call) erro
 }
 
 func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c *call) error {
-	info, err := s.app.GetFile(r.Context(), c.p, c.params.Str("id"))
+	fileID, err := pathID(c, "id", "File")
+	if err != nil {
+		return err
+	}
+	info, err := s.app.GetFile(r.Context(), c.p, fileID)
 	if err != nil {
 		return err
 	}
@@ -138,7 +150,11 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request, c *call) error 
 
 func (s *Server) updateFile(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := c.params
-	info, err := s.app.UpdateFile(r.Context(), c.p, q.Str("id"), app.FileChange{Name: q.Opt("name"), Title: q.Opt("meta.title"), Description: q.Opt("meta.description")})
+	fileID, err := pathID(c, "id", "File")
+	if err != nil {
+		return err
+	}
+	info, err := s.app.UpdateFile(r.Context(), c.p, fileID, app.FileChange{Name: q.Opt("name"), Title: q.Opt("meta.title"), Description: q.Opt("meta.description")})
 	if err != nil {
 		return err
 	}
@@ -146,7 +162,11 @@ func (s *Server) updateFile(w http.ResponseWriter, r *http.Request, c *call) err
 }
 
 func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request, c *call) error {
-	if err := s.app.DeleteFile(r.Context(), c.p, c.params.Str("id")); err != nil {
+	fileID, err := pathID(c, "id", "File")
+	if err != nil {
+		return err
+	}
+	if err := s.app.DeleteFile(r.Context(), c.p, fileID); err != nil {
 		return err
 	}
 	return ok(w, true)

@@ -22,7 +22,11 @@ func toDevice(d *clinic.Device) deviceOut {
 
 func (s *Server) registerDevice(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := c.params
-	d, err := s.app.RegisterDevice(r.Context(), c.p, q.Str("user_id"), q.Str("device_id"), q.Str("device_name"), q.Str("type"))
+	userID, err := userIDParam(c, "user_id")
+	if err != nil {
+		return err
+	}
+	d, err := s.app.RegisterDevice(r.Context(), c.p, userID, q.Str("device_id"), q.Str("device_name"), q.Str("type"))
 	if err != nil {
 		return err
 	}
@@ -30,7 +34,11 @@ func (s *Server) registerDevice(w http.ResponseWriter, r *http.Request, c *call)
 }
 
 func (s *Server) listDevices(w http.ResponseWriter, r *http.Request, c *call) error {
-	ds, err := s.app.Devices(r.Context(), c.p, c.params.Str("user_id"))
+	userID, err := userIDParam(c, "user_id")
+	if err != nil {
+		return err
+	}
+	ds, err := s.app.Devices(r.Context(), c.p, userID)
 	if err != nil {
 		return err
 	}
@@ -81,7 +89,11 @@ func (s *Server) listReadings(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	rs, err := s.app.Readings(r.Context(), c.p, q.Str("user_id"), app.ReadingQuery{DataType: q.Str("data_type"), From: from, To: to, Limit: int(limit)})
+	userID, err := userIDParam(c, "user_id")
+	if err != nil {
+		return err
+	}
+	rs, err := s.app.Readings(r.Context(), c.p, userID, app.ReadingQuery{DataType: q.Str("data_type"), From: from, To: to, Limit: int(limit)})
 	if err != nil {
 		return err
 	}

@@ -53,7 +53,11 @@ func okCards(w http.ResponseWriter, cards []*app.Card, err error) error {
 }
 
 func (s *Server) listCards(w http.ResponseWriter, r *http.Request, c *call) error {
-	cards, err := s.app.InsuranceCards(r.Context(), c.p, c.params.Str("user_id"))
+	userID, err := userIDParam(c, "user_id")
+	if err != nil {
+		return err
+	}
+	cards, err := s.app.InsuranceCards(r.Context(), c.p, userID)
 	return okCards(w, cards, err)
 }
 
@@ -62,12 +66,20 @@ func (s *Server) importCards(w http.ResponseWriter, r *http.Request, c *call) er
 	if _, err := c.params.JSON("insurances", &in); err != nil {
 		return err
 	}
-	cards, err := s.app.ImportInsuranceCards(r.Context(), c.p, c.params.Str("user_id"), in)
+	userID, err := userIDParam(c, "user_id")
+	if err != nil {
+		return err
+	}
+	cards, err := s.app.ImportInsuranceCards(r.Context(), c.p, userID, in)
 	return okCards(w, cards, err)
 }
 
 func (s *Server) saveCard(w http.ResponseWriter, r *http.Request, c *call) error {
-	cd, err := s.app.SaveInsuranceCard(r.Context(), c.p, c.params.Str("user_id"), c.params.Str("card_type"), cardInput(c.params))
+	userID, err := userIDParam(c, "user_id")
+	if err != nil {
+		return err
+	}
+	cd, err := s.app.SaveInsuranceCard(r.Context(), c.p, userID, c.params.Str("card_type"), cardInput(c.params))
 	if err != nil {
 		return err
 	}
@@ -75,7 +87,11 @@ func (s *Server) saveCard(w http.ResponseWriter, r *http.Request, c *call) error
 }
 
 func (s *Server) getCard(w http.ResponseWriter, r *http.Request, c *call) error {
-	cd, err := s.app.InsuranceCard(r.Context(), c.p, c.params.Str("user_id"), c.params.Str("card_type"))
+	userID, err := userIDParam(c, "user_id")
+	if err != nil {
+		return err
+	}
+	cd, err := s.app.InsuranceCard(r.Context(), c.p, userID, c.params.Str("card_type"))
 	if err != nil {
 		return err
 	}
@@ -83,7 +99,11 @@ func (s *Server) getCard(w http.ResponseWriter, r *http.Request, c *call) error 
 }
 
 func (s *Server) deleteCard(w http.ResponseWriter, r *http.Request, c *call) error {
-	if err := s.app.DeleteInsuranceCard(r.Context(), c.p, c.params.Str("user_id"), c.params.Str("card_type")); err != nil {
+	userID, err := userIDParam(c, "user_id")
+	if err != nil {
+		return err
+	}
+	if err := s.app.DeleteInsuranceCard(r.Context(), c.p, userID, c.params.Str("card_type")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -111,7 +131,11 @@ func toJob(j *clinic.EligibilityJob) jobOut {
 }
 
 func (s *Server) checkEligibility(w http.ResponseWriter, r *http.Request, c *call) error {
-	j, err := s.app.CheckEligibility(r.Context(), c.p, c.params.Str("user_id"))
+	userID, err := userIDParam(c, "user_id")
+	if err != nil {
+		return err
+	}
+	j, err := s.app.CheckEligibility(r.Context(), c.p, userID)
 	if err != nil {
 		return err
 	}
@@ -119,7 +143,11 @@ func (s *Server) checkEligibility(w http.ResponseWriter, r *http.Request, c *cal
 }
 
 func (s *Server) getEligibility(w http.ResponseWriter, r *http.Request, c *call) error {
-	j, err := s.app.Eligibility(r.Context(), c.p, c.params.Str("user_id"))
+	userID, err := userIDParam(c, "user_id")
+	if err != nil {
+		return err
+	}
+	j, err := s.app.Eligibility(r.Context(), c.p, userID)
 	if err != nil {
 		return err
 	}
@@ -309,7 +337,7 @@ func (s *Server) claimsReport(w http.ResponseWriter, r *http.Request, c *call) e
 // Visit claim codes (extension).
 
 func (s *Server) setVisitCodes(w http.ResponseWriter, r *http.Request, c *call) error {
-	vid, err := pathID(c, "id", errVisitNotFound)
+	vid, err := pathID(c, "id", "Visit")
 	if err != nil {
 		return err
 	}
@@ -337,7 +365,7 @@ func (s *Server) setVisitCodes(w http.ResponseWriter, r *http.Request, c *call) 
 }
 
 func (s *Server) getVisitCodes(w http.ResponseWriter, r *http.Request, c *call) error {
-	vid, err := pathID(c, "id", errVisitNotFound)
+	vid, err := pathID(c, "id", "Visit")
 	if err != nil {
 		return err
 	}

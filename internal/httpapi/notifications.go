@@ -53,7 +53,11 @@ func (s *Server) listEndpoints(w http.ResponseWriter, r *http.Request, c *call) 
 }
 
 func (s *Server) getEndpoint(w http.ResponseWriter, r *http.Request, c *call) error {
-	e, err := s.app.Endpoint(r.Context(), c.p, c.params.Str("id"))
+	endpointID, err := pathID(c, "id", "Endpoint")
+	if err != nil {
+		return err
+	}
+	e, err := s.app.Endpoint(r.Context(), c.p, endpointID)
 	if err != nil {
 		return err
 	}
@@ -65,7 +69,11 @@ type deletedID struct {
 }
 
 func (s *Server) deleteEndpoint(w http.ResponseWriter, r *http.Request, c *call) error {
-	n, err := s.app.DeleteEndpoint(r.Context(), c.p, c.params.Str("id"))
+	endpointID, err := pathID(c, "id", "Endpoint")
+	if err != nil {
+		return err
+	}
+	n, err := s.app.DeleteEndpoint(r.Context(), c.p, endpointID)
 	if err != nil {
 		return err
 	}
@@ -116,7 +124,11 @@ func (s *Server) listNotifications(w http.ResponseWriter, r *http.Request, c *ca
 }
 
 func (s *Server) readNotification(w http.ResponseWriter, r *http.Request, c *call) error {
-	n, err := s.app.ReadNotification(r.Context(), c.p, c.params.Str("id"))
+	notificationID, err := pathID(c, "id", "Notification")
+	if err != nil {
+		return err
+	}
+	n, err := s.app.ReadNotification(r.Context(), c.p, notificationID)
 	if err != nil {
 		return err
 	}

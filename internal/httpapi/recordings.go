@@ -53,7 +53,7 @@ func wantsRecordings(c *call) bool {
 }
 
 func (s *Server) addRecording(w http.ResponseWriter, r *http.Request, c *call) error {
-	vid, err := pathID(c, "id", errVisitNotFound)
+	vid, err := pathID(c, "id", "Visit")
 	if err != nil {
 		return err
 	}
@@ -85,12 +85,11 @@ func (s *Server) addRecording(w http.ResponseWriter, r *http.Request, c *call) e
 
 // getRecording answers the recording itself, not wrapped in data (spec).
 func (s *Server) getRecording(w http.ResponseWriter, r *http.Request, c *call) error {
-	vid, err := pathID(c, "id", errVisitNotFound)
+	vid, err := pathID(c, "id", "Visit")
 	if err != nil {
 		return err
 	}
-	notFound := clinic.Errorf(clinic.ENotFound, "Recording not found.")
-	rid, err := pathID(c, "recording_id", notFound)
+	rid, err := pathID(c, "recording_id", "Recording")
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"teleclinic/internal/app"
@@ -47,7 +46,6 @@ type Server struct {
 	mux    *http.ServeMux
 	routes []Route
 	lists  chan struct{} // the MaxSlotLists turns
-	pages  sync.Pool     // *[]byte: thread pages' buffers (writeMessagePage)
 }
 
 // Route is one registered endpoint, as routes.go lists it.

@@ -186,7 +186,7 @@ type deleted struct {
 var errSlotNotFound = clinic.Errorf(clinic.ENotFound, "Slot not found.")
 
 func (s *Server) deleteSlot(w http.ResponseWriter, r *http.Request, c *call) error {
-	n, err := pathID(c, "id", errSlotNotFound)
+	n, err := pathID(c, "id", "Slot")
 	if err != nil {
 		return err
 	}
@@ -198,7 +198,7 @@ func (s *Server) deleteSlot(w http.ResponseWriter, r *http.Request, c *call) err
 }
 
 func (s *Server) deleteSlotGroup(w http.ResponseWriter, r *http.Request, c *call) error {
-	n, err := pathID(c, "groupId", clinic.Errorf(clinic.ENotFound, "Slot group not found."))
+	n, err := pathID(c, "groupId", "Slot group")
 	if err != nil {
 		return err
 	}
@@ -241,9 +241,12 @@ type availability struct {
 
 func (s *Server) availability(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := c.params
-	in := app.AvailabilityQuery{RoomCode: q.Str("room_code"), ProviderID: q.First("provider_id", "provider"), IntakeID: q.Str("intake_id"),
+	intakeID, err := refID(c, "intake_id")
+	if err != nil {
+		return err
+	}
+	in := app.AvailabilityQuery{RoomCode: q.Str("room_code"), ProviderID: q.First("provider_id", "provider"), IntakeID: intakeID,
 		ConsultationID: q.Str("consultation_id"), Location: q.Str("location")}
-	var err error
 	if in.Start, err = q.Int("start", 0); err != nil {
 		return err
 	}
@@ -283,9 +286,12 @@ func b01(b bool) int {
 
 func (s *Server) book(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := c.params
-	in := app.BookInput{RoomCode: q.Str("room_code"), Type: q.Str("type"), IntakeID: q.Str("intake_id"), MemberRef: q.Str("member_id"),
+	intakeID, err := refID(c, "intake_id")
+	if err != nil {
+		return err
+	}
+	in := app.BookInput{RoomCode: q.Str("room_code"), Type: q.Str("type"), IntakeID: intakeID, MemberRef: q.Str("member_id"),
 		ProviderID: q.First("provider_id", "provider")}
-	var err error
 	if in.SlotStart, err = q.Int("slot_start", 0); err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"teleclinic/internal/app"
-	"teleclinic/internal/clinic"
 )
 
 // userProfile is the full profile of GET /users/{id}, GET and POST /me.
@@ -187,19 +186,6 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, c *call) erro
 		}
 	}
 	return okList(w, out, total)
-}
-
-// userIDParam reads a user id path value; "-" is the caller.
-func userIDParam(c *call, name string) (int64, error) {
-	v := c.params.Str(name)
-	if v == "-" {
-		return c.p.UserID(), nil
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, clinic.Errorf(clinic.ENotFound, "User not found.")
-	}
-	return n, nil
 }
 
 func (s *Server) getUser(w http.ResponseWriter, r *http.Request, c *call) error {

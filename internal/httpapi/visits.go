@@ -108,18 +108,10 @@ func (s *Server) createIntake(w http.ResponseWriter, r *http.Request, c *call) e
 	return s.answerIntake(w, r, c, it, err)
 }
 
-func pathID(c *call, name string, notFound error) (int64, error) {
-	n, err := strconv.ParseInt(c.params.Str(name), 10, 64)
-	if err != nil || n <= 0 {
-		return 0, notFound
-	}
-	return n, nil
-}
-
 var errIntakeNotFound = clinic.Errorf(clinic.ENotFound, "Intake not found.")
 
 func (s *Server) getIntake(w http.ResponseWriter, r *http.Request, c *call) error {
-	n, err := pathID(c, "id", errIntakeNotFound)
+	n, err := pathID(c, "id", "Intake")
 	if err != nil {
 		return err
 	}
@@ -128,7 +120,7 @@ func (s *Server) getIntake(w http.ResponseWriter, r *http.Request, c *call) erro
 }
 
 func (s *Server) updateIntake(w http.ResponseWriter, r *http.Request, c *call) error {
-	n, err := pathID(c, "id", errIntakeNotFound)
+	n, err := pathID(c, "id", "Intake")
 	if err != nil {
 		return err
 	}
@@ -239,7 +231,11 @@ func (s *Server) toVisit(ctx context.Context, p *clinic.Principal, d *app.VisitD
 
 func (s *Server) addWalkin(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := c.params
-	d, err := s.app.AddWalkin(r.Context(), c.p, app.WalkinInput{IntakeID: q.Str("intake_id"), RoomCode: q.Str("room_code"),
+	intakeID, err := refID(c, "intake_id")
+	if err != nil {
+		return err
+	}
+	d, err := s.app.AddWalkin(r.Context(), c.p, app.WalkinInput{IntakeID: intakeID, RoomCode: q.Str("room_code"),
 		ProviderID: q.First("provider_id", "provider"), UserCode: q.Str("user_code")})
 	if err != nil {
 		return err
@@ -252,7 +248,11 @@ func (s *Server) addWalkin(w http.ResponseWriter, r *http.Request, c *call) erro
 }
 
 func (s *Server) addEconsult(w http.ResponseWriter, r *http.Request, c *call) error {
-	d, err := s.app.AddEconsult(r.Context(), c.p, c.params.Str("intake_id"), c.params.Str("room_code"))
+	intakeID, err := refID(c, "intake_id")
+	if err != nil {
+		return err
+	}
+	d, err := s.app.AddEconsult(r.Context(), c.p, intakeID, c.params.Str("room_code"))
 	if err != nil {
 		return err
 	}
@@ -298,7 +298,7 @@ func (s *Server) listVisits(w http.ResponseWriter, r *http.Request, c *call) err
 var errVisitNotFound = clinic.Errorf(clinic.ENotFound, "Visit not found.")
 
 func (s *Server) getVisit(w http.ResponseWriter, r *http.Request, c *call) error {
-	n, err := pathID(c, "id", errVisitNotFound)
+	n, err := pathID(c, "id", "Visit")
 	if err != nil {
 		return err
 	}
@@ -318,7 +318,11 @@ func (s *Server) moveVisit(action string) handlerFunc {
 		if in.ActualEnd, err = q.Int("actual_end", 0); err != nil {
 			return err
 		}
-		d, err := s.app.MoveVisit(r.Context(), c.p, q.Str("id"), action, in)
+		visitID, err := refID(c, "id")
+		if err != nil {
+			return err
+		}
+		d, err := s.app.MoveVisit(r.Context(), c.p, visitID, action, in)
 		return s.answerVisit(w, r, c, d, err)
 	}
 }

@@ -93,7 +93,11 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, c *call)
 }
 
 func (s *Server) redeliver(w http.ResponseWriter, r *http.Request, c *call) error {
-	d, err := s.app.Redeliver(r.Context(), c.p, c.params.Str("id"))
+	deliveryID, err := pathID(c, "id", "Delivery")
+	if err != nil {
+		return err
+	}
+	d, err := s.app.Redeliver(r.Context(), c.p, deliveryID)
 	if err != nil {
 		return err
 	}

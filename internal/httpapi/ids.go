@@ -1,0 +1,49 @@
+package httpapi
+
+import (
+	"strconv"
+	"strings"
+
+	"teleclinic/internal/clinic"
+)
+
+// Ids are parsed here, once, and app receives them typed. A path id that is
+// not a positive integer names nothing: it is answered as the resource's
+// "not found", as an unknown id would be. A reference in a body or query
+// that is not an integer is invalid input.
+
+// pathID reads the path id name; what names the resource in the 404.
+func pathID(c *call, name, what string) (int64, error) {
+	n, err := strconv.ParseInt(c.params.Str(name), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, clinic.Errorf(clinic.ENotFound, "%s not found.", what)
+	}
+	return n, nil
+}
+
+// userIDParam reads a user id from the path or the body; "-" (or nothing)
+// is the caller.
+func userIDParam(c *call, name string) (int64, error) {
+	v := strings.TrimSpace(c.params.Str(name))
+	if v == "-" || v == "" {
+		return c.p.UserID(), nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, clinic.Errorf(clinic.ENotFound, "User not found.")
+	}
+	return n, nil
+}
+
+// refID reads an optional id a body or query refers to: absent or empty is
+// 0, "-" is the caller.
+func refID(c *call, name string) (int64, error) {
+	if strings.TrimSpace(c.params.Str(name)) == "-" {
+		return c.p.UserID(), nil
+	}
+	n, err := c.params.Int(name, 0)
+	if err != nil || n < 0 {
+		return 0, clinic.Errorf(clinic.EInvalid, "%s must be an id.", name)
+	}
+	return n, nil
+}
