@@ -50,7 +50,7 @@ func count(t *testing.T, e *testenv.Env, query string, args ...any) int {
 	t.Helper()
 	var n int
 	e.FlushAudits() // the query may count audit entries
-	if err := e.Store.DB().QueryRow(rebind(e, query), args...).Scan(&n); err != nil {
+	if err := e.Store.DB().QueryRow(e.Store.Rebind(query), args...).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -464,7 +464,7 @@ func TestBilling_ChargeOnce(t *testing.T) {
 	// recorded the charge leaves the invoice pending. Within the lease the
 	// invoice is left alone; after it, a retry charges with the same
 	// idempotency key and the processor answers with the same charge.
-	if _, err := e.Store.DB().Exec(rebind(e, "UPDATE invoices SET status = 'pending', charge_ref = '', attempt_started = ? WHERE id = ?"), e.Clock.Now().Unix(), inv["id"]); err != nil {
+	if _, err := e.Store.DB().Exec(e.Store.Rebind("UPDATE invoices SET status = 'pending', charge_ref = '', attempt_started = ? WHERE id = ?"), e.Clock.Now().Unix(), inv["id"]); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.process(s.pat.Token, "intake_id", it, "create_invoice", "1").Data()["invoice"].(map[string]any); got["status"] != "pending" {

@@ -50,7 +50,7 @@ func TestCluster_ThreeServers(t *testing.T) {
 			}
 		}
 		// A write no server made: another tool, or an operator.
-		if _, err := first.Store.DB().Exec(rebind(first, "UPDATE users SET status = -1 WHERE id = ?"), s.UserID); err != nil {
+		if _, err := first.Store.DB().Exec(first.Store.Rebind("UPDATE users SET status = -1 WHERE id = ?"), s.UserID); err != nil {
 			t.Fatal(err)
 		}
 		for i, e := range servers {
@@ -58,7 +58,7 @@ func TestCluster_ThreeServers(t *testing.T) {
 				t.Fatalf("server %d still accepts a disabled user: %d %s", i, res.Status, res.Raw)
 			}
 		}
-		if _, err := first.Store.DB().Exec(rebind(first, "UPDATE users SET status = 1 WHERE id = ?"), s.UserID); err != nil {
+		if _, err := first.Store.DB().Exec(first.Store.Rebind("UPDATE users SET status = 1 WHERE id = ?"), s.UserID); err != nil {
 			t.Fatal(err)
 		}
 		for i, e := range servers {

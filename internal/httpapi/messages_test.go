@@ -303,14 +303,14 @@ func TestMessages_VisitChangedElsewhere(t *testing.T) {
 	db := e.Store.DB()
 	exec := func(query string, args ...any) {
 		t.Helper()
-		if _, err := db.Exec(rebind(e, query), args...); err != nil {
+		if _, err := db.Exec(e.Store.Rebind(query), args...); err != nil {
 			t.Fatal(err)
 		}
 	}
 	notified := func(who *session) int {
 		t.Helper()
 		var n int
-		if err := db.QueryRow(rebind(e, "SELECT COUNT(*) FROM notifications WHERE user_id = ? AND visit_id = ?"), who.UserID, visit).Scan(&n); err != nil {
+		if err := db.QueryRow(e.Store.Rebind("SELECT COUNT(*) FROM notifications WHERE user_id = ? AND visit_id = ?"), who.UserID, visit).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n

@@ -301,25 +301,9 @@ func mustVisit(t *testing.T, e *testenv.Env, member, provider string) {
 func accountOf(t *testing.T, e *testenv.Env, userID int64) int64 {
 	t.Helper()
 	var acct int64
-	if err := e.Store.DB().QueryRow(rebind(e, "SELECT account_id FROM users WHERE id = ?"), userID).Scan(&acct); err != nil {
+	if err := e.Store.DB().QueryRow(e.Store.Rebind("SELECT account_id FROM users WHERE id = ?"), userID).Scan(&acct); err != nil {
 		t.Fatal(err)
 	}
 	return acct
 }
 
-func rebind(e *testenv.Env, q string) string {
-	if e.Store.Engine() != "postgres" {
-		return q
-	}
-	n := 0
-	var b strings.Builder
-	for _, r := range q {
-		if r == '?' {
-			n++
-			fmt.Fprintf(&b, "$%d", n)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}

@@ -83,10 +83,11 @@ func TestStmtCache_InTransaction(t *testing.T) {
 	}
 	// The statement is prepared in the background once the transaction
 	// has released the connection.
+	wc := st.eng.(*sqliteEngine).wc
 	prepared := func() bool {
-		st.wc.mu.RLock()
-		defer st.wc.mu.RUnlock()
-		return st.wc.m[query] != nil
+		wc.mu.RLock()
+		defer wc.mu.RUnlock()
+		return wc.m[query] != nil
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for !prepared() {

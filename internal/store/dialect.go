@@ -20,9 +20,11 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// This file holds everything that differs between SQLite and PostgreSQL:
-// connecting, placeholders, error codes and migrations. Queries elsewhere are
-// written once, in the SQL both engines accept.
+// This file holds what differs between SQLite and PostgreSQL in the text
+// and the setup: connecting, placeholders, error codes and migrations.
+// Queries elsewhere are written once, in the SQL both engines accept; what
+// the engines do differently at run time is the engine interface
+// (store.go), implemented in sqlite.go and postgres.go.
 
 type dialect struct {
 	name     string
@@ -61,11 +63,11 @@ func openSQLite(ctx context.Context, path string) (*Store, error) {
 	r.SetMaxOpenConns(8)
 	r.SetMaxIdleConns(8)
 	r.SetConnMaxLifetime(0)
-	s := &Store{w: w, r: r, d: &dialect{name: "sqlite"}, wc: newStmtCache(w), rc: newStmtCache(r)}
-	if path != ":memory:" && !strings.Contains(path, "mode=memory") {
-		s.jpath = path
+	s := &Store{w: w, r: r, d: &dialect{name: "sqlite"}}
+	if path == ":memory:" || strings.Contains(path, "mode=memory") {
+		path = ""
 	}
-	s.group = newTxGroup(s)
+	s.eng, s.audits = newSQLiteEngine(s, path), committedAudits{s}
 	return s, nil
 }
 
@@ -82,7 +84,7 @@ func openPostgres(ctx context.Context, dsn string) (*Store, error) {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
 	s := &Store{w: db, r: db, d: &dialect{name: "postgres", postgres: true}}
-	s.posts = newPostBatcher(db, s.d)
+	s.eng, s.audits = newPostgresEngine(s), committedAudits{s}
 	return s, nil
 }
 

@@ -22,7 +22,7 @@ func CommitGroup(s *Store, ctxs []context.Context, fns []func(q *Q) error) []err
 // loop stops, the files are closed (which releases the lock) and nothing is
 // flushed. It returns the journal's directory and name.
 func AbandonJournal(s *Store) (dir, name string) {
-	j := s.journal
+	j := s.audits.(*journal)
 	j.ending.Do(func() {
 		j.mu.Lock()
 		j.closed = true
@@ -41,7 +41,8 @@ func AbandonJournal(s *Store) (dir, name string) {
 // writer does with the posts that arrive together, and returns each one's
 // outcome. It is nil on SQLite, which has no batcher.
 func WritePosts(s *Store, ctxs []context.Context, mps []*MessagePost) []error {
-	if s.posts == nil {
+	pg, ok := s.eng.(*postgresEngine)
+	if !ok {
 		return nil
 	}
 	batch := make([]*postReq, len(mps))
@@ -49,7 +50,7 @@ func WritePosts(s *Store, ctxs []context.Context, mps []*MessagePost) []error {
 		query, args := mp.postgres()
 		batch[i] = &postReq{ctx: ctxs[i], mp: mp, query: s.d.rebind(query), args: args, done: make(chan error, 1)}
 	}
-	s.posts.write(batch)
+	pg.posts.write(batch)
 	out := make([]error, len(batch))
 	for i, r := range batch {
 		out[i] = <-r.done

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -147,24 +146,11 @@ type MessagePost struct {
 	Announced, Pushed bool
 }
 
-// PostMessage writes a message post atomically. On PostgreSQL it is one
-// statement: data-modifying CTEs take the thread's next place, insert the
-// message and hand its id to the outbox, notification and audit inserts,
-// all in one round trip and an implicit transaction (a post was 9 round
-// trips). On SQLite the same writes are statements in a Grouped
-// transaction, where a statement costs no round trip.
+// PostMessage writes a message post atomically: on SQLite as statements
+// in a Grouped transaction, on PostgreSQL as one statement in a pipelined
+// batch (sqlite.go, postgres.go).
 func (s *Store) PostMessage(ctx context.Context, mp *MessagePost) error {
-	if !s.d.postgres {
-		// The endpoints are read on the reader pool, not while holding the
-		// writer.
-		eps, err := s.Read().UsersEndpoints(ctx, mp.Message.AccountID, mp.NotifyUsers)
-		if err != nil {
-			return err
-		}
-		eps = slices.DeleteFunc(eps, func(e *clinic.Endpoint) bool { return !slices.Contains(mp.PushTypes, e.Type) })
-		return s.Grouped(ctx, func(q *Q) error { return q.postMessage(ctx, mp, eps) })
-	}
-	return s.posts.post(ctx, mp)
+	return s.eng.postMessage(ctx, mp)
 }
 
 // postMessage writes mp statement by statement inside a transaction.

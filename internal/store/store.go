@@ -11,8 +11,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"time"
+
+	"teleclinic/internal/clinic"
 )
 
 // Store is an open database: a writer pool and a reader pool. On SQLite the
@@ -20,14 +21,73 @@ import (
 // cheaper than busy-waiting in the driver) and readers are a separate pool of
 // query-only connections. On PostgreSQL both are the same pool.
 type Store struct {
-	w, r    *sql.DB
-	d       *dialect
-	wc, rc  *stmtCache   // nil on PostgreSQL
-	group   *txGroup     // Grouped's committer; nil on PostgreSQL
-	posts   *postBatcher // message posts' batches on PostgreSQL; nil on SQLite
-	jpath   string       // the SQLite file, beside which the audit journal lives
-	journal *journal     // read audits, once StartReadAudits ran; nil on PostgreSQL
+	w, r *sql.DB
+	d    *dialect
+	eng  engine
+	// audits is where the audit entries of reads go: committed at once,
+	// or into SQLite's journal once StartReadAudits started it.
+	audits auditSink
 }
+
+// engine is what SQLite and PostgreSQL do differently beyond the text of
+// their SQL, their error codes and their migrations (dialect.go): how
+// statements are prepared, how writes share a commit, how a message post
+// is written and where read audits wait. sqlite.go and postgres.go
+// implement it; nothing else in the store asks which engine it runs on.
+type engine interface {
+	// stmts is the source of prepared statements of the writer or the
+	// reader pool.
+	stmts(write bool) stmtSource
+	// keyCtx is the context of a read of one row by key outside a
+	// transaction (Q.byKey).
+	keyCtx(ctx context.Context) context.Context
+	// grouped runs fn in a write transaction whose commit it may share
+	// (Store.Grouped).
+	grouped(ctx context.Context, fn func(q *Q) error) error
+	// postMessage writes a message post atomically (Store.PostMessage).
+	postMessage(ctx context.Context, mp *MessagePost) error
+	// readAudits starts where the audit entries of reads go
+	// (Store.StartReadAudits).
+	readAudits(ctx context.Context) (auditSink, error)
+	// poolStats are the connection pools' statistics by name.
+	poolStats() map[string]sql.DBStats
+	// close stops the engine's machinery and closes its pools.
+	close() error
+}
+
+// stmtSource hands out a pool's prepared statements by query text.
+type stmtSource interface {
+	// get returns the statement, preparing it on the pool if it may; nil
+	// runs the query unprepared.
+	get(ctx context.Context, query string) *sql.Stmt
+	// lookup returns the statement only if it is prepared already (inside
+	// a transaction, where the pool's connection may be taken).
+	lookup(query string) *sql.Stmt
+}
+
+// auditSink keeps the audit entries of reads until they are in the audit
+// table.
+type auditSink interface {
+	// append returns once es would survive a crash of this process.
+	append(ctx context.Context, es []*clinic.AuditEntry) error
+	// flush moves what waits into the audit table.
+	flush(ctx context.Context) error
+	// stats says how many entries wait and how many flushes failed.
+	stats() (waiting int, failedFlushes uint64)
+	close() error
+}
+
+// committedAudits commits each append: the sink before StartReadAudits,
+// and always on PostgreSQL, where transactions commit in parallel and
+// there is no page cache to lose.
+type committedAudits struct{ s *Store }
+
+func (c committedAudits) append(ctx context.Context, es []*clinic.AuditEntry) error {
+	return c.s.Tx(ctx, func(q *Q) error { return q.AppendAudits(ctx, es) })
+}
+func (committedAudits) flush(context.Context) error { return nil }
+func (committedAudits) stats() (int, uint64)        { return 0, 0 }
+func (committedAudits) close() error                { return nil }
 
 // Open connects to dsn: a "postgres://" or "postgresql://" URL selects
 // PostgreSQL, anything else is a SQLite file path. It does not migrate.
@@ -38,23 +98,10 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	return openSQLite(ctx, dsn)
 }
 
-// Close flushes the audit journal and closes both pools.
+// Close flushes the read audits that wait and closes the pools.
 func (s *Store) Close() error {
-	var jerr error
-	if s.journal != nil {
-		jerr = s.journal.close()
-	}
-	s.group.close()
-	s.posts.close()
-	s.wc.close()
-	s.rc.close()
-	err := s.w.Close()
-	if s.r != s.w {
-		if e := s.r.Close(); err == nil {
-			err = e
-		}
-	}
-	return firstErr(jerr, err)
+	aerr := s.audits.close()
+	return firstErr(aerr, s.eng.close())
 }
 
 // Engine names the database engine: "sqlite" or "postgres".
@@ -62,11 +109,11 @@ func (s *Store) Engine() string { return s.d.name }
 
 // Read returns a query handle on the reader pool, for reads outside a
 // transaction. Writing through it fails on SQLite.
-func (s *Store) Read() *Q { return &Q{db: s.r, d: s.d, cache: s.rc} }
+func (s *Store) Read() *Q { return &Q{db: s.r, d: s.d, eng: s.eng, stmts: s.eng.stmts(false)} }
 
 // Write returns a query handle on the writer pool for a single autocommit
 // statement that needs no transaction around it.
-func (s *Store) Write() *Q { return &Q{db: s.w, d: s.d, cache: s.wc} }
+func (s *Store) Write() *Q { return &Q{db: s.w, d: s.d, eng: s.eng, stmts: s.eng.stmts(true)} }
 
 // Tx runs fn in a write transaction and commits if fn returns nil. On SQLite
 // the transaction takes the write lock at BEGIN (txlock=immediate), so a
@@ -105,7 +152,7 @@ func (s *Store) tx(ctx context.Context, fn func(q *Q) error) error {
 	if err != nil {
 		return fmt.Errorf("begin: %w", s.d.translate(err))
 	}
-	if err := fn(&Q{db: tx, d: s.d, cache: s.wc, tx: tx}); err != nil {
+	if err := fn(&Q{db: tx, d: s.d, eng: s.eng, stmts: s.eng.stmts(true), tx: tx}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -131,7 +178,8 @@ type querier interface {
 type Q struct {
 	db    querier
 	d     *dialect
-	cache *stmtCache // prepared statements of the pool (SQLite only)
+	eng   engine
+	stmts stmtSource // prepared statements of the pool
 	tx    *sql.Tx    // set inside a transaction
 	// fixed, when set, is the context every statement runs on, whatever
 	// context the caller passes (a Grouped transaction's).
@@ -146,34 +194,26 @@ func (q *Q) ctx(ctx context.Context) context.Context {
 	return ctx
 }
 
-// byKey is the context for a read of one row by key. On SQLite, outside a
-// transaction, it is ctx without its cancellation: such a read takes
-// microseconds, while a context that can be cancelled costs a goroutine
-// from database/sql and one from the driver for every statement, about
-// 2 µs of the 10 µs a request's token lookup took
-// (BenchmarkAuthenticate_RequestContext). PostgreSQL keeps ctx: its reads
-// cross a network that may stall.
+// byKey is the context for a read of one row by key: the engine's
+// (engine.keyCtx) outside a transaction, ctx inside one.
 func (q *Q) byKey(ctx context.Context) context.Context {
-	if q.d.postgres || q.tx != nil || q.fixed != nil {
+	if q.tx != nil || q.fixed != nil {
 		return ctx
 	}
-	return context.WithoutCancel(ctx)
+	return q.eng.keyCtx(ctx)
 }
 
-// stmt is the prepared statement of query, or nil when statements are not
-// cached (PostgreSQL, where pgx caches them itself) or the cache is full.
+// stmt is the prepared statement of query, or nil when the engine does not
+// prepare it.
 func (q *Q) stmt(ctx context.Context, query string) *sql.Stmt {
-	if q.cache == nil {
-		return nil
-	}
 	if q.tx == nil {
-		return q.cache.get(ctx, query)
+		return q.stmts.get(ctx, query)
 	}
 	// In a transaction the pool's connection may be the one the transaction
 	// holds (SQLite's single writer), so a missing statement cannot be
 	// prepared on the pool now: it runs unprepared and is prepared once the
 	// connection is free.
-	st := q.cache.lookup(query)
+	st := q.stmts.lookup(query)
 	if st == nil {
 		return nil
 	}
@@ -284,78 +324,8 @@ func b2i(b bool) int {
 
 // PoolStats returns the connection pools' statistics by name: "writer" and
 // "reader" on SQLite, "main" on PostgreSQL where both are one pool.
-func (s *Store) PoolStats() map[string]sql.DBStats {
-	if s.r == s.w {
-		return map[string]sql.DBStats{"main": s.w.Stats()}
-	}
-	return map[string]sql.DBStats{"writer": s.w.Stats(), "reader": s.r.Stats()}
-}
+func (s *Store) PoolStats() map[string]sql.DBStats { return s.eng.poolStats() }
 
-// stmtCache keeps a pool's prepared statements by query text. SQLite spends
-// most of a small query's time parsing it (pprof: about a third of the CPU
-// of GET /rooms); a prepared statement is parsed once per connection, which
-// database/sql does lazily on each connection it runs on. The cache is
-// bounded: queries built with a variable number of placeholders past the
-// bound run unprepared.
-type stmtCache struct {
-	db *sql.DB
-	mu sync.RWMutex
-	m  map[string]*sql.Stmt
-}
-
-const maxCachedStmts = 2000
-
-func newStmtCache(db *sql.DB) *stmtCache { return &stmtCache{db: db, m: map[string]*sql.Stmt{}} }
-
-// get returns the statement, preparing it on the pool if needed.
-func (c *stmtCache) get(ctx context.Context, query string) *sql.Stmt {
-	c.mu.RLock()
-	st, known := c.m[query]
-	full := len(c.m) >= maxCachedStmts
-	c.mu.RUnlock()
-	if st != nil || known || full {
-		return st // nil while another call prepares it
-	}
-	c.mu.Lock()
-	if _, known = c.m[query]; known {
-		c.mu.Unlock()
-		return nil
-	}
-	c.m[query] = nil // being prepared
-	c.mu.Unlock()
-	st, err := c.db.PrepareContext(ctx, query)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err != nil {
-		delete(c.m, query) // the unprepared path reports the error
-		return nil
-	}
-	c.m[query] = st
-	return st
-}
-
-// lookup returns the statement if it is prepared, and otherwise has it
-// prepared in the background.
-func (c *stmtCache) lookup(query string) *sql.Stmt {
-	c.mu.RLock()
-	st, known := c.m[query]
-	c.mu.RUnlock()
-	if !known {
-		go c.get(context.Background(), query)
-	}
-	return st
-}
-
-func (c *stmtCache) close() {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, st := range c.m {
-		if st != nil {
-			st.Close()
-		}
-	}
-	c.m = map[string]*sql.Stmt{}
-}
+// Rebind returns query, written with '?' placeholders, in the engine's
+// own, for tests and tools that run SQL of their own on DB.
+func (s *Store) Rebind(query string) string { return s.d.rebind(query) }

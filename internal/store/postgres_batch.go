@@ -73,9 +73,6 @@ func newPostBatcher(db *sql.DB, d *dialect) *postBatcher {
 
 // close stops the writers after the batches they are writing.
 func (b *postBatcher) close() {
-	if b == nil {
-		return
-	}
 	b.stop.Do(func() { close(b.quit) })
 	b.wg.Wait()
 }

@@ -30,10 +30,11 @@ import (
 // On PostgreSQL every transaction commits on its own connection in
 // parallel, and Grouped is Tx.
 func (s *Store) Grouped(ctx context.Context, fn func(q *Q) error) error {
-	g := s.group
-	if g == nil {
-		return s.Tx(ctx, fn)
-	}
+	return s.eng.grouped(ctx, fn)
+}
+
+// run queues fn for the next group and returns its outcome.
+func (g *txGroup) run(ctx context.Context, fn func(q *Q) error) error {
 	r := &groupReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	select {
 	case g.reqs <- r:
@@ -77,9 +78,6 @@ func newTxGroup(s *Store) *txGroup {
 
 // close stops the loop after the group it is writing.
 func (g *txGroup) close() {
-	if g == nil {
-		return
-	}
 	g.stop.Do(func() { close(g.quit) })
 	<-g.done
 }

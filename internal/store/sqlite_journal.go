@@ -129,58 +129,57 @@ func appendJournalLine(b []byte, e *clinic.AuditEntry) []byte {
 
 // StartReadAudits replays the audit journals that processes which ended
 // left behind and, on SQLite, starts this store's own journal, which
-// AppendReadAudits then uses. It is called once, after Migrate. Without it
-// (and always on PostgreSQL, where transactions commit in parallel and
-// there is no page cache to lose) AppendReadAudits commits the entries.
+// AppendReadAudits then uses. It is called once, after Migrate. Without it,
+// and always on PostgreSQL, AppendReadAudits commits the entries.
 func (s *Store) StartReadAudits(ctx context.Context) error {
-	if s.jpath == "" || s.journal != nil || !canLock {
+	if _, started := s.audits.(committedAudits); !started {
 		return nil
 	}
-	dir := s.jpath + ".audit"
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("audit journal: %w", err)
-	}
-	if err := s.recoverJournals(ctx, dir, ""); err != nil {
-		return err
-	}
-	name, lock, err := createLock(dir)
+	sink, err := s.eng.readAudits(ctx)
 	if err != nil {
 		return err
 	}
-	j := &journal{s: s, dir: dir, name: name, lock: lock, seg: 1,
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	s.journal = j
-	go j.loop()
+	s.audits = sink
 	return nil
 }
 
 // AppendReadAudits records the audit entries of reads and returns once they
 // would survive a crash of this process: in the journal, or committed.
 func (s *Store) AppendReadAudits(ctx context.Context, es []*clinic.AuditEntry) error {
-	if s.journal != nil {
-		return s.journal.append(es)
-	}
-	return s.Tx(ctx, func(q *Q) error { return q.AppendAudits(ctx, es) })
+	return s.audits.append(ctx, es)
 }
 
 // FlushAudits moves what the journal holds into the audit table; whoever
 // reads the table calls it first so the trail it sees is complete.
-func (s *Store) FlushAudits(ctx context.Context) error {
-	if s.journal == nil {
-		return nil
-	}
-	return s.journal.flush(ctx)
-}
+func (s *Store) FlushAudits(ctx context.Context) error { return s.audits.flush(ctx) }
 
 // AuditJournalStats says how many read-audit entries wait in the journal
 // for the audit table, and how many flushes the database has refused; both
 // are zero without a journal. A backlog that keeps growing means the
 // entries are safe on disk but not yet in GET /audit.
-func (s *Store) AuditJournalStats() (waiting int, failedFlushes uint64) {
-	j := s.journal
-	if j == nil {
-		return 0, 0
+func (s *Store) AuditJournalStats() (waiting int, failedFlushes uint64) { return s.audits.stats() }
+
+// startJournal replays the journals in dir that ended processes left and
+// starts this store's own there.
+func (s *Store) startJournal(ctx context.Context, dir string) (*journal, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("audit journal: %w", err)
 	}
+	if err := s.recoverJournals(ctx, dir, ""); err != nil {
+		return nil, err
+	}
+	name, lock, err := createLock(dir)
+	if err != nil {
+		return nil, err
+	}
+	j := &journal{s: s, dir: dir, name: name, lock: lock, seg: 1,
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	go j.loop()
+	return j, nil
+}
+
+// stats is AuditJournalStats of the journal.
+func (j *journal) stats() (waiting int, failedFlushes uint64) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	waiting = len(j.pending)
@@ -231,7 +230,7 @@ func (j *journal) segPath(n int64) string {
 }
 
 // append writes es as one group and remembers them for the next flush.
-func (j *journal) append(es []*clinic.AuditEntry) error {
+func (j *journal) append(_ context.Context, es []*clinic.AuditEntry) error {
 	buf := make([]byte, 0, 192*len(es))
 	for _, e := range es {
 		buf = appendJournalLine(buf, e)
