@@ -306,4 +306,3 @@ func accountOf(t *testing.T, e *testenv.Env, userID int64) int64 {
 	}
 	return acct
 }
-
