@@ -1,0 +1,603 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image"
+	"image/color"
+	"image/png"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/testenv"
+)
+
+// role is who calls an operation in the permission matrix.
+type role int
+
+const (
+	// asPatient is another patient of the clinic: not the patient whose
+	// visit, records and files the calls name.
+	asPatient role = iota
+	// asGuest is a guest of the clinic, signed in through SSO.
+	asGuest
+	// asOtherAdmin is the admin of another clinic on the same server.
+	asOtherAdmin
+	nRoles
+)
+
+func (r role) String() string { return [...]string{"patient", "guest", "other clinic's admin"}[r] }
+
+// allowed names the roles the API lets through an operation, acting on
+// their own data or their own clinic's; every other role must be refused.
+type allowed []role
+
+var (
+	nobody     = allowed{}
+	everyone   = allowed{asPatient, asGuest, asOtherAdmin}
+	users      = allowed{asPatient, asGuest}               // the clinic's users, on themselves or public rooms
+	otherAdmin = allowed{asOtherAdmin}                     // an admin's operation, on its own clinic
+	selfOnly   = allowed{asPatient, asGuest, asOtherAdmin} // only the caller's own data
+)
+
+// permFixture is a clinic with a patient who has a visit, an intake, a
+// message, a file, records, an endpoint and a notification, and the
+// principals that try to reach them.
+type permFixture struct {
+	env                 *testenv.Env
+	admin, p1, provider *clinic.Principal
+	callers             [nRoles]*clinic.Principal
+	p1Token             string
+	p1Code              string
+	visitID, intakeID   int64
+	fileID, endpointID  int64
+	notificationID      int64
+	intake              *clinic.Intake
+	markers             []string // text only the patient's data holds
+	clinicMarkers       []string // text only the first clinic's data holds
+}
+
+// TestPermissions_EveryOperation calls every exported App operation that
+// takes a Principal as another patient, a guest and another clinic's admin,
+// against the first clinic's patient's data, as the portal will call them:
+// without the route table's gate in front. Each must refuse (forbidden,
+// not found or unauthenticated) where the API would; where the API lets
+// the role through, the answer must hold nothing of the patient's (nor,
+// for the other clinic, of the first clinic's). A new operation fails the
+// test until it has a row.
+func TestPermissions_EveryOperation(t *testing.T) {
+	f := newPermFixture(t)
+	ctx := context.Background()
+	rows := permRows(f)
+
+	// Every operation has a row, and every row an operation.
+	typ := reflect.TypeFor[*app.App]()
+	principal := reflect.TypeFor[*clinic.Principal]()
+	for i := range typ.NumMethod() {
+		m := typ.Method(i)
+		takesPrincipal := false
+		for j := 1; j < m.Type.NumIn(); j++ {
+			takesPrincipal = takesPrincipal || m.Type.In(j) == principal
+		}
+		_, hasRow := rows[m.Name]
+		_, exempt := noPrincipal[m.Name]
+		switch {
+		case takesPrincipal && !hasRow:
+			t.Errorf("App.%s takes a Principal but has no row in the permission matrix", m.Name)
+		case !takesPrincipal && !exempt:
+			t.Errorf("App.%s takes no Principal: add it to noPrincipal with the reason it needs none", m.Name)
+		}
+	}
+	for name := range rows {
+		if _, ok := typ.MethodByName(name); !ok {
+			t.Errorf("row %s names no App operation", name)
+		}
+	}
+
+	for name, row := range rows {
+		for r := range nRoles {
+			t.Run(name+"/"+r.String(), func(t *testing.T) {
+				out, err := row.call(ctx, f.callers[r])
+				var code string
+				if err != nil {
+					code = clinic.ErrorCode(err)
+				}
+				if !slices.Contains(row.allow, r) {
+					switch {
+					case code == clinic.EForbidden, code == clinic.ENotFound, code == clinic.EUnauthenticated:
+					case code != "" && code == refusedAs[name]:
+					default:
+						t.Fatalf("want forbidden, not found or unauthenticated; got %v (%q)", err, code)
+					}
+					return
+				}
+				switch code {
+				case "", clinic.EInvalid, clinic.EConflict:
+				default:
+					t.Fatalf("the API lets %s through; got %v (%s)", r, err, code)
+				}
+				leaks := f.markers
+				if r == asOtherAdmin {
+					leaks = append(slices.Clone(leaks), f.clinicMarkers...)
+				}
+				b, jerr := json.Marshal(out)
+				if jerr != nil {
+					t.Fatalf("answer not inspectable: %v", jerr)
+				}
+				for _, m := range leaks {
+					if bytes.Contains(b, []byte(m)) {
+						t.Fatalf("the answer holds %q, which is not the caller's: %s", m, b)
+					}
+				}
+			})
+		}
+	}
+
+	// Nothing the refused calls tried took effect.
+	if _, err := f.env.App.Authenticate(ctx, app.Credentials{AccountCode: "acme", APIToken: f.p1Token}, app.NeedUser); err != nil {
+		t.Errorf("the patient's token no longer works: %v", err)
+	}
+	v, err := f.env.App.GetVisit(ctx, f.p1, f.visitID, false)
+	if err != nil || v.Visit.Status != clinic.VisitPending {
+		t.Errorf("the patient's visit changed: %+v, %v", v, err)
+	}
+	if _, err := f.env.App.GetFile(ctx, f.p1, f.fileID); err != nil {
+		t.Errorf("the patient's file: %v", err)
+	}
+	if _, err := f.env.App.GetRoom(ctx, f.admin, "main"); err != nil {
+		t.Errorf("the clinic's room: %v", err)
+	}
+	if ms, _, err := f.env.App.ListMessages(ctx, f.p1, f.visitID, app.MessageQuery{}); err != nil || len(ms) != 2 {
+		t.Errorf("the visit's thread: %d messages, %v", len(ms), err)
+	}
+}
+
+// noPrincipal are the operations that take no Principal, and why.
+var noPrincipal = map[string]string{
+	"CreateAccount":      "the operator's command line (teleclinic account create)",
+	"AccountByCode":      "the operator's command line",
+	"SetSSO":             "the operator's command line",
+	"SetFeature":         "the operator's command line",
+	"Rotate":             "the operator's command line",
+	"SetWebhookURL":      "the operator's command line",
+	"SeedDemo":           "the operator's command line (serve --demo)",
+	"Authenticate":       "it makes the Principal from the request's credentials",
+	"AuthRedirect":       "the one-time SSO token in the link is the credential",
+	"ViewFile":           "the signed, expiring link is the credential",
+	"OpenRecording":      "the signed, expiring link is the credential",
+	"Run":                "the server's delivery loops",
+	"DeliverEligibility": "the server's delivery loops",
+	"DeliverMail":        "the server's delivery loops",
+	"DeliverPush":        "the server's delivery loops",
+	"DeliverWebhooks":    "the server's delivery loops",
+	"WriteMetrics":       "the metrics endpoint, which has its own token",
+	"Ping":               "the health check; it reads nothing",
+	"Store":              "wiring",
+	"Now":                "the app's clock",
+	"ReferenceLists":     "public code lists",
+	"VideoKey":           "wiring",
+	"FileViewURL":        "builds a link; the file's checks are on its read",
+}
+
+type permRow struct {
+	allow allowed
+	call  func(ctx context.Context, p *clinic.Principal) (any, error)
+}
+
+// refusedAs are the operations the API refuses with another code: a link
+// that is not valid is invalid input (400), as a form naming another
+// clinic's provider is.
+var refusedAs = map[string]string{"CreateSlots": clinic.EInvalid, "Activate": clinic.EInvalid, "ResetPassword": clinic.EInvalid}
+
+func one[T any](v T, err error) (any, error) { return v, err }
+
+func two[T, U any](v T, u U, err error) (any, error) { return []any{v, u}, err }
+
+func none(err error) (any, error) { return nil, err }
+
+// permRows is the matrix: for each operation, the call against the
+// patient's data and the roles the API lets through.
+func permRows(f *permFixture) map[string]permRow {
+	a := f.env.App
+	str := func(s string) *string { return &s }
+	pt := f.p1.User.ID
+	return map[string]permRow{
+		// Clinic accounts.
+		"Settings": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.Settings(ctx, p)) }},
+		"Accounts": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.Accounts(ctx, p)) }},
+		"Account":  {users, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.Account(ctx, p, "acme")) }},
+		"ListAudit": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return two(a.ListAudit(ctx, p, app.AuditQuery{UserID: pt}))
+		}},
+
+		// Payments.
+		"BillingSettings": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.BillingSettings(ctx, p)) }},
+		"SetProcessor": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.SetProcessor(ctx, p, app.ProcessorInput{Processor: "sandbox"}))
+		}},
+		"Sources": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.Sources(ctx, p, app.SourceInput{RoomCode: "main"}, ""))
+		}},
+		"AddSource": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.AddSource(ctx, p, app.SourceInput{RoomCode: "main"}, "card", "tok_visa"))
+		}},
+		"Source": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.Source(ctx, p, f.sourceID(), app.SourceInput{RoomCode: "main"}))
+		}},
+		"UpdateSource": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			yes := true
+			return one(a.UpdateSource(ctx, p, f.sourceID(), app.SourceInput{RoomCode: "main"}, &yes))
+		}},
+		"DeleteSource": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return none(a.DeleteSource(ctx, p, f.sourceID()))
+		}},
+		"CreateCoupon": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.CreateCoupon(ctx, p, app.CouponInput{Code: "OWN10", PercentOff: "10"}))
+		}},
+		"Coupons": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.Coupons(ctx, p)) }},
+		"DeactivateCoupon": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.DeactivateCoupon(ctx, p, "ACMEONLY"))
+		}},
+		"ProcessInvoice": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.ProcessInvoice(ctx, p, app.InvoiceInput{IntakeID: f.intakeID}))
+		}},
+		"Invoices": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.Invoices(ctx, p, app.InvoiceQuery{MemberID: pt}))
+		}},
+		"RefundInvoice": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.RefundInvoice(ctx, p, 1, ""))
+		}},
+
+		// Scheduling.
+		"Availability": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			now := f.env.Clock.Now().Unix()
+			return one(a.Availability(ctx, p, app.AvailabilityQuery{RoomCode: "main", IntakeID: f.intakeID, Start: now, End: now + 7*86400}))
+		}},
+		"Book": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			start := f.env.Clock.Now().Add(48 * 3600e9).Unix()
+			return one(a.Book(ctx, p, app.BookInput{SlotStart: start, SlotEnd: start + 900, RoomCode: "main", Type: "2", IntakeID: f.intakeID}))
+		}},
+		"CreateSlots": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return two(a.CreateSlots(ctx, p, app.SlotGroupInput{ProviderID: i64s(f.provider.User.ID), RoomCode: "main",
+				DateStart: "2026-03-10", DateEnd: "2026-03-10", TimeStart: "09:00", TimeEnd: "10:00", Timezone: "UTC", Duration: 15}))
+		}},
+		"ListSlots": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			now := f.env.Clock.Now().Unix()
+			return one(a.ListSlots(ctx, p, app.SlotQuery{RoomCode: "main", Start: now, End: now + 7*86400}))
+		}},
+		"AvailableSlots": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.AvailableSlots(ctx, p)) }},
+		"DeleteSlot": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return slotsDeleted(a.DeleteSlot(ctx, p, 1))
+		}},
+		"DeleteSlotGroup": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return slotsDeleted(a.DeleteSlotGroup(ctx, p, 1))
+		}},
+
+		// Claims.
+		"SetClaimCodes": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.SetClaimCodes(ctx, p, f.visitID, app.ClaimCodes{Diagnoses: []string{"J06.9"}}))
+		}},
+		"ClaimCodesOf": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.ClaimCodesOf(ctx, p, f.visitID))
+		}},
+		"ClaimsReport": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.ClaimsReport(ctx, p, "", ""))
+		}},
+
+		// Medical records, prescriptions and pharmacies.
+		"GetEMR": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.GetEMR(ctx, p, pt)) }},
+		"PutEMR": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			no := false
+			return one(a.PutEMR(ctx, p, pt, "allergies", []any{}, true, &no))
+		}},
+		"Pharmacies": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.Pharmacies(ctx, p, pt)) }},
+		"SavePharmacy": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return none(a.SavePharmacy(ctx, p, pt, app.PharmacyInput{Fields: map[string]any{"code": "PH1", "name": "Corner"}}))
+		}},
+		"DeletePharmacy": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return none(a.DeletePharmacy(ctx, p, pt, "PH1"))
+		}},
+		"Prescriptions": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.Prescriptions(ctx, p, pt, ""))
+		}},
+		"Prescribe": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.Prescribe(ctx, p, pt, app.PrescriptionInput{Drug: "Amoxicillin 500 mg", Directions: "1 tablet 3x daily", Qty: 21}))
+		}},
+		"Discontinue": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) { return none(a.Discontinue(ctx, p, pt, 1)) }},
+
+		// Files.
+		"UploadFile": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.UploadFile(ctx, p, app.FileUpload{Body: bytes.NewReader(tinyPNG()), Name: "planted.png", TargetType: "user", TargetID: pt}))
+		}},
+		"GetFile": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.GetFile(ctx, p, f.fileID)) }},
+		"ListFiles": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.ListFiles(ctx, p, app.FileQuery{TargetType: "user", TargetID: pt}))
+		}},
+		"UpdateFile": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.UpdateFile(ctx, p, f.fileID, app.FileChange{Name: str("renamed.png")}))
+		}},
+		"DeleteFile": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return none(a.DeleteFile(ctx, p, f.fileID))
+		}},
+
+		// Health devices.
+		"RegisterDevice": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.RegisterDevice(ctx, p, pt, "scale-1", "Scale", "weight"))
+		}},
+		"Devices": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.Devices(ctx, p, pt)) }},
+		"AddReading": {selfOnly, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.AddReading(ctx, p, app.HealthInput{Type: "weight", Values: map[string]any{"weight": 70}}))
+		}},
+		"Readings": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.Readings(ctx, p, pt, app.ReadingQuery{}))
+		}},
+
+		// Insurance.
+		"InsuranceCards": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.InsuranceCards(ctx, p, pt)) }},
+		"InsuranceCard": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.InsuranceCard(ctx, p, pt, "primary"))
+		}},
+		"SaveInsuranceCard": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.SaveInsuranceCard(ctx, p, pt, "primary", map[string]any{"member_id": "X1"}))
+		}},
+		"ImportInsuranceCards": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.ImportInsuranceCards(ctx, p, pt, []map[string]any{{"type": "primary", "member_id": "X1"}}))
+		}},
+		"DeleteInsuranceCard": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return none(a.DeleteInsuranceCard(ctx, p, pt, "primary"))
+		}},
+		"CheckEligibility": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.CheckEligibility(ctx, p, pt))
+		}},
+		"Eligibility": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.Eligibility(ctx, p, pt)) }},
+
+		// Intakes and visits.
+		"CreateIntake": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.CreateIntake(ctx, p, app.IntakeInput{RoomCode: "main", MemberRef: f.p1Code, ReasonForVisit: str("planted")}))
+		}},
+		"GetIntake": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.GetIntake(ctx, p, f.intakeID))
+		}},
+		"UpdateIntake": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.UpdateIntake(ctx, p, f.intakeID, app.IntakeInput{ReasonForVisit: str("changed")}))
+		}},
+		"IntakeAttachments": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.IntakeAttachments(ctx, p, f.intake))
+		}},
+		"AddWalkin": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.AddWalkin(ctx, p, app.WalkinInput{IntakeID: f.intakeID, RoomCode: "main"}))
+		}},
+		"AddEconsult": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.AddEconsult(ctx, p, f.intakeID, "main"))
+		}},
+		"GetVisit": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.GetVisit(ctx, p, f.visitID, true))
+		}},
+		"ListVisits": {selfOnly, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.ListVisits(ctx, p, app.VisitQuery{}))
+		}},
+		"MoveVisit": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.MoveVisit(ctx, p, f.visitID, app.ActCancel, app.MoveInput{Reason: "planted"}))
+		}},
+		"AddRecording": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.AddRecording(ctx, p, f.visitID, app.RecordingInput{File: strings.NewReader("not a recording")}))
+		}},
+		"GetRecording": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.GetRecording(ctx, p, f.visitID, 1))
+		}},
+
+		// Visit messages.
+		"ListMessages": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return two(a.ListMessages(ctx, p, f.visitID, app.MessageQuery{}))
+		}},
+		"PostMessage": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.PostMessage(ctx, p, f.visitID, app.NewMessage{Content: str("planted")}))
+		}},
+
+		// Push endpoints and notifications.
+		"RegisterEndpoint": {selfOnly, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.RegisterEndpoint(ctx, p, "caller-"+i64s(p.UserID())+"@example.com", "10"))
+		}},
+		"Endpoints": {selfOnly, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.Endpoints(ctx, p, "")) }},
+		"Endpoint": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.Endpoint(ctx, p, f.endpointID))
+		}},
+		"DeleteEndpoint": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.DeleteEndpoint(ctx, p, f.endpointID))
+		}},
+		"Notifications": {selfOnly, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.Notifications(ctx, p, nil, 0))
+		}},
+		"ReadNotification": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.ReadNotification(ctx, p, f.notificationID))
+		}},
+		"Badge":      {selfOnly, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.Badge(ctx, p)) }},
+		"ResetBadge": {selfOnly, func(ctx context.Context, p *clinic.Principal) (any, error) { return none(a.ResetBadge(ctx, p)) }},
+
+		// Rooms.
+		"ListRooms": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.ListRooms(ctx, p, app.RoomQuery{}))
+		}},
+		"CreateRoom": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.CreateRoom(ctx, p, app.NewRoom{Code: "own", Name: "Own Room", Domain: "own.example.com"}))
+		}},
+		"GetRoom": {users, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.GetRoom(ctx, p, "main")) }},
+		"UpdateRoom": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.UpdateRoom(ctx, p, "main", app.RoomUpdate{Name: str("Taken Over")}))
+		}},
+		"DeleteRoom": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) { return none(a.DeleteRoom(ctx, p, "main")) }},
+		"RoomProviders": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.RoomProviders(ctx, p, "main"))
+		}},
+		"RoomProviderByID": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.RoomProviderByID(ctx, p, "main", f.provider.User.ID))
+		}},
+		"RoomQueue": {users, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.RoomQueue(ctx, p, "main")) }},
+		"LinkRoom": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.LinkRoom(ctx, p, p.UserID(), "main", true))
+		}},
+		"UnlinkRoom": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return none(a.UnlinkRoom(ctx, p, f.provider.User.ID, "main"))
+		}},
+		"EnsureRoom": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.EnsureRoom(ctx, p, "ensured", "Ensured"))
+		}},
+
+		// Sessions: the credential in the call is the permission.
+		"Login": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return two(a.Login(ctx, p, f.p1Code, "not-the-password"))
+		}},
+		// Naming another user's token destroys nothing (checked at the end).
+		"Logout": {selfOnly, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return none(a.Logout(ctx, p, []string{f.p1Token}))
+		}},
+		"Refresh": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.Refresh(ctx, p, "not-a-refresh-token"))
+		}},
+		"RequestActivation": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return none(a.RequestActivation(ctx, p, f.p1Code))
+		}},
+		"RequestReset": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return none(a.RequestReset(ctx, p, f.p1Code))
+		}},
+		"Activate": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return two(a.Activate(ctx, p, "not-a-secret", "a long new password 1"))
+		}},
+		"ResetPassword": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return none(a.ResetPassword(ctx, p, "not-a-secret", "a long new password 1"))
+		}},
+
+		// Users.
+		"GetUser": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.GetUser(ctx, p, pt, "")) }},
+		"ListUsers": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return two(a.ListUsers(ctx, p, app.UserListQuery{}))
+		}},
+		"SSO": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.SSO(ctx, p, app.SSOInput{FirstName: "Planted", LastName: "User", Type: clinic.UserMember, Code: f.p1Code}))
+		}},
+		"UpdateMe": {selfOnly, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.UpdateMe(ctx, p, app.ProfileUpdate{City: str("Elsewhere")}))
+		}},
+
+		// The clinic's webhook.
+		"WebhookSettings": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.WebhookSettings(ctx, p)) }},
+		"SetWebhookSettings": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.SetWebhookSettings(ctx, p, app.WebhookSettingsInput{URL: str("")}))
+		}},
+		"WebhookDeliveries": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.WebhookDeliveries(ctx, p, 0, 10))
+		}},
+		"Redeliver": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.Redeliver(ctx, p, f.deliveryID()))
+		}},
+	}
+}
+
+func slotsDeleted(slots, groups int, err error) (any, error) { return []int{slots, groups}, err }
+
+func newPermFixture(t *testing.T) *permFixture {
+	t.Helper()
+	e := testenv.New(t)
+	ctx := context.Background()
+	a := e.App
+	acme, other := e.NewClinic("acme", true), e.NewClinic("other", true)
+	auth := func(c *testenv.Clinic, token string, need app.Need) *clinic.Principal {
+		t.Helper()
+		p, err := a.Authenticate(ctx, app.Credentials{AccountCode: c.Code, APIToken: token, APIKey: c.APIKey, APISecret: c.APISecret}, need)
+		if err != nil {
+			t.Fatalf("authenticate: %v", err)
+		}
+		return p
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := &permFixture{env: e, admin: auth(acme, acme.AdminToken, app.NeedAdmin), p1Code: "acme-patient-1"}
+	key := auth(acme, "", app.NeedAPIKey)
+	sso := func(typ int, code, first, last string) (*clinic.Principal, string) {
+		t.Helper()
+		res, err := a.SSO(ctx, key, app.SSOInput{FirstName: first, LastName: last, Type: typ, Code: code})
+		must(err)
+		return auth(acme, res.Session.Token, app.NeedUser), res.Session.Token
+	}
+	f.p1, f.p1Token = sso(clinic.UserMember, f.p1Code, "Adalind", "Quixotepatient")
+	f.provider, _ = sso(clinic.UserProvider, "acme-provider-1", "Dana", "Acmeprovider")
+	f.callers[asPatient], _ = sso(clinic.UserMember, "acme-patient-2", "Other", "Patient")
+	f.callers[asGuest], _ = sso(clinic.UserGuest, "", "Passing", "Guest")
+	f.callers[asOtherAdmin] = auth(other, other.AdminToken, app.NeedAdmin)
+
+	_, err := a.CreateRoom(ctx, f.admin, app.NewRoom{Code: "main", Name: "Acme Main Room", Domain: "acme.clinic.test"})
+	must(err)
+	_, err = a.LinkRoom(ctx, f.admin, f.provider.User.ID, "main", true)
+	must(err)
+	_, err = a.CreateCoupon(ctx, f.admin, app.CouponInput{Code: "ACMEONLY", PercentOff: "10"})
+	must(err)
+	reason := "acme-reason-text"
+	f.intake, err = a.CreateIntake(ctx, f.p1, app.IntakeInput{RoomCode: "main", ReasonForVisit: &reason})
+	must(err)
+	f.intakeID = f.intake.ID
+	v, err := a.AddEconsult(ctx, f.p1, f.intakeID, "main")
+	must(err)
+	f.visitID = v.Visit.ID
+	content := "acme-secret-symptom"
+	_, err = a.PostMessage(ctx, f.p1, f.visitID, app.NewMessage{Content: &content})
+	must(err)
+	reply := "acme-provider-reply"
+	_, err = a.PostMessage(ctx, f.provider, f.visitID, app.NewMessage{Content: &reply})
+	must(err)
+	file, err := a.UploadFile(ctx, f.p1, app.FileUpload{Body: bytes.NewReader(tinyPNG()), Name: "acme-scan.png"})
+	must(err)
+	f.fileID = file.ID
+	ep, err := a.RegisterEndpoint(ctx, f.p1, "adalind@acme.example.com", "10")
+	must(err)
+	f.endpointID = ep.ID
+	ns, err := a.Notifications(ctx, f.p1, nil, 0)
+	must(err)
+	if len(ns) == 0 {
+		t.Fatal("the provider's reply made no notification for the patient")
+	}
+	f.notificationID = ns[0].ID
+	no := false
+	_, err = a.PutEMR(ctx, f.p1, f.p1.User.ID, "allergies", []any{map[string]any{"substance": "acme-allergy"}}, true, &no)
+	must(err)
+	_, err = a.AddSource(ctx, f.p1, app.SourceInput{RoomCode: "main"}, "card", "tok_visa")
+	must(err)
+	// Only the messages the thread holds, the patient's names and the
+	// patient's files and records are the patient's; the room and the
+	// provider are the clinic's, public to its users.
+	f.markers = []string{"Adalind", "Quixotepatient", f.p1Code, "acme-scan", content, reply, reason, "acme-allergy", "adalind@"}
+	f.clinicMarkers = []string{"Acme Main Room", "Acmeprovider", "ACMEONLY", "acme.clinic.test"}
+	return f
+}
+
+// sourceID is the patient's saved card.
+func (f *permFixture) sourceID() int64 {
+	ss, err := f.env.App.Sources(context.Background(), f.p1, app.SourceInput{RoomCode: "main"}, "")
+	if err != nil || len(ss) == 0 {
+		f.env.T.Fatalf("the patient's cards: %v", err)
+	}
+	return ss[0].ID
+}
+
+// deliveryID is a webhook delivery of the first clinic (its id, whether
+// or not the clinic has a webhook: 1 is the first outbox row).
+func (f *permFixture) deliveryID() int64 { return 1 }
+
+func tinyPNG() []byte {
+	img := image.NewRGBA(image.Rect(0, 0, 2, 2))
+	img.Set(0, 0, color.RGBA{R: 200, A: 255})
+	var b bytes.Buffer
+	_ = png.Encode(&b, img)
+	return b.Bytes()
+}
+
+func i64s(n int64) string { return strconv.FormatInt(n, 10) }
