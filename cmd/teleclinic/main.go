@@ -108,7 +108,7 @@ func open(ctx context.Context, c *config, stderr io.Writer) (*app.App, *slog.Log
 		return nil, nil, nil, usageError{err.Error()}
 	}
 	log := c.logger(stderr)
-	st, err := store.Open(ctx, c.Database)
+	st, err := store.Open(ctx, c.Database, store.Options{CacheTTL: c.ReadCacheTTL})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -143,7 +143,7 @@ func open(ctx context.Context, c *config, stderr io.Writer) (*app.App, *slog.Log
 	a, err := app.New(st, app.Config{
 		BaseURL: c.BaseURL, PortalURL: c.PortalURL, UserTokenIdle: c.UserTokenIdle, UserTokenMax: c.UserTokenMax,
 		RefreshTokenMax: c.RefreshMax, ServerKey: key, Blobs: blobs, Mail: mailer, APNs: apns, FCM: fcm,
-		MaxImagePixels: c.MaxPixels, EligibilityWindow: c.EligibilityWindow, ReadCacheTTL: c.ReadCacheTTL, Reference: ref, Metrics: c.Metrics,
+		MaxImagePixels: c.MaxPixels, EligibilityWindow: c.EligibilityWindow, Reference: ref, Metrics: c.Metrics,
 		Webhooks: app.WebhookConfig{RetryInterval: c.WebhookRetryInterval, Timeout: c.WebhookTimeout, AllowPrivate: c.WebhookAllowPrivate},
 	}, time.Now, log)
 	if err != nil {

@@ -98,7 +98,6 @@ func (a *App) SetSSO(ctx context.Context, code string, on bool) error {
 		}
 		return a.auditIn(ctx, q, SystemPrincipal(acct), "account.sso", "account", code, outcomeOK)
 	})
-	a.accounts.invalidate()
 	return storeErr("set sso", err, "")
 }
 
@@ -122,7 +121,6 @@ func (a *App) SetFeature(ctx context.Context, code, feature string, on bool) err
 		}
 		return a.auditIn(ctx, q, SystemPrincipal(acct), "account.feature", "account", code, outcomeOK)
 	})
-	a.accounts.invalidate()
 	return storeErr("set feature", err, "")
 }
 
@@ -166,7 +164,6 @@ func (a *App) Rotate(ctx context.Context, code, what string) (*AccountCredential
 		}
 		return a.auditIn(ctx, q, SystemPrincipal(acct), "account.rotate."+what, "account", code, outcomeOK)
 	})
-	a.accounts.invalidate()
 	if err != nil {
 		return nil, storeErr("rotate", err, "")
 	}
@@ -201,38 +198,12 @@ func (a *App) Account(ctx context.Context, p *clinic.Principal, code string) (*c
 	return p.Account, nil
 }
 
-// accountKey names a cached account by its code or by its id.
-type accountKey struct {
-	code string
-	id   int64
-}
-
 // accountByCode and accountByID are the request path's account reads,
-// through the read cache. Each caller gets its own copy.
+// through the store's account cache.
 func (a *App) accountByCode(ctx context.Context, code string) (*clinic.Account, error) {
-	return a.cachedAccount(accountKey{code: code}, func() (*clinic.Account, error) { return a.store.Read().AccountByCode(ctx, code) })
+	return a.store.AccountByCode(ctx, code)
 }
 
 func (a *App) accountByID(ctx context.Context, id int64) (*clinic.Account, error) {
-	return a.cachedAccount(accountKey{id: id}, func() (*clinic.Account, error) { return a.store.Read().AccountByID(ctx, id) })
-}
-
-func (a *App) cachedAccount(k accountKey, read func() (*clinic.Account, error)) (*clinic.Account, error) {
-	now := a.now()
-	if acct, ok := a.accounts.get(k, now); ok {
-		return copyAccount(acct), nil
-	}
-	gen := a.accounts.generation()
-	acct, err := read()
-	if err != nil {
-		return nil, err
-	}
-	a.accounts.put(k, copyAccount(acct), gen, now)
-	return acct, nil
-}
-
-func copyAccount(acct *clinic.Account) *clinic.Account {
-	c := *acct
-	c.Features = slices.Clone(acct.Features)
-	return &c
+	return a.store.AccountByID(ctx, id)
 }

@@ -64,10 +64,6 @@ type Config struct {
 	StripeAPIURL string
 	// Metrics counts outbox deliveries (nil: not counted).
 	Metrics *metrics.Registry
-	// ReadCacheTTL is how long this process keeps a clinic's account row
-	// and its public room list (default 1 s; negative: not cached). This
-	// process's own writes show at once; another process's within the TTL.
-	ReadCacheTTL time.Duration
 	// OutboxPoll is how often delivery loops look for items due from other
 	// processes or for retries (default 1 s); this process's own new items
 	// wake them at once.
@@ -83,12 +79,6 @@ type App struct {
 	hashSem chan struct{} // bounds concurrent password hashing (64 MiB each)
 	audits  *auditWriter
 	sealKey [32]byte
-
-	accounts *readCache[accountKey, *clinic.Account]
-	rooms    *readCache[store.RoomFilter, *RoomPage]
-	names    *readCache[userKey, string] // authors' names in threads
-	users    *userCache                  // the users tokens name, by row version
-	threads  *threadCache
 
 	webhooks        *webhook.Client
 	webhookKick     chan struct{}
@@ -141,17 +131,9 @@ func New(st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*
 	if cfg.OutboxPoll <= 0 {
 		cfg.OutboxPoll = time.Second
 	}
-	if cfg.ReadCacheTTL == 0 {
-		cfg.ReadCacheTTL = time.Second
-	}
 	a := &App{store: st, cfg: cfg, now: now, log: log, hashSem: make(chan struct{}, max(1, runtime.NumCPU())),
 		webhooks:    webhook.NewClient(webhook.Options{AllowPrivate: cfg.Webhooks.AllowPrivate, Timeout: cfg.Webhooks.Timeout}),
 		webhookKick: make(chan struct{}, 1), pushKick: make(chan struct{}, 1), eligibilityKick: make(chan struct{}, 1), audits: newAuditWriter(st)}
-	a.accounts = newReadCache[accountKey, *clinic.Account](cfg.ReadCacheTTL, 1024)
-	a.rooms = newReadCache[store.RoomFilter, *RoomPage](cfg.ReadCacheTTL, 1024)
-	a.names = newReadCache[userKey, string](cfg.ReadCacheTTL, 4096)
-	a.threads = newThreadCache(threadCacheBytes)
-	a.users = newUserCache(userCacheMax)
 	a.sealKey = sha256.Sum256(append([]byte("teleclinic-seal:"), cfg.ServerKey...))
 	return a, nil
 }

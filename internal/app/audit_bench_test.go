@@ -85,6 +85,9 @@ func BenchmarkAudit_Journal(b *testing.B) {
 	})
 }
 
+// threadKey names a bench thread.
+type threadKey struct{ accountID, visitID, created int64 }
+
 // benchThread makes a visit whose thread holds 30 messages.
 func benchThread(b *testing.B, a *App, p *clinic.Principal) threadKey {
 	b.Helper()
@@ -118,7 +121,7 @@ func benchThread(b *testing.B, a *App, p *clinic.Principal) threadKey {
 }
 
 // BenchmarkThreadPage_Cached is a 25-message page with its authors' names
-// as GET /api/visits/{id}/messages gets it now (app/threads.go);
+// as GET /api/visits/{id}/messages gets it now (store/threads.go);
 // BenchmarkThreadPage_Read reads the same from the database each time.
 func BenchmarkThreadPage_Cached(b *testing.B) {
 	a, p := benchApp(b)
@@ -127,11 +130,11 @@ func BenchmarkThreadPage_Cached(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			ms, err := a.threadPage(ctx, k, 6, 30)
+			ms, err := a.store.ThreadPage(ctx, k.accountID, k.visitID, k.created, 6, 30)
 			if err != nil || len(ms) != 25 {
 				b.Fatal(len(ms), err)
 			}
-			if _, err := a.authorNames(ctx, k.accountID, ms); err != nil {
+			if _, err := a.store.UserNames(ctx, k.accountID, []int64{ms[0].AuthorID}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -174,15 +177,10 @@ func benchToken(b *testing.B, a *App, p *clinic.Principal) string {
 
 // BenchmarkAuthenticate_UserCached is a request's authentication with a
 // user token as the server does it: the token and the user's version in
-// one narrow query, the user from the cache. BenchmarkAuthenticate_UserRead
-// reads the user's row each time, as a cache miss does (and as every
-// request did before the cache, in one wider query).
+// one narrow query, the user from the store's cache (a miss costs what
+// store.BenchmarkTokenUser_Read measures).
 func BenchmarkAuthenticate_UserCached(b *testing.B) {
-	benchAuthenticate(b, false)
-}
-
-func BenchmarkAuthenticate_UserRead(b *testing.B) {
-	benchAuthenticate(b, true)
+	benchAuthenticate(b)
 }
 
 // BenchmarkAuthenticate_RequestContext is the cached case on a context that
@@ -190,21 +188,18 @@ func BenchmarkAuthenticate_UserRead(b *testing.B) {
 func BenchmarkAuthenticate_RequestContext(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	benchAuthenticateCtx(b, ctx, false)
+	benchAuthenticateCtx(b, ctx)
 }
 
-func benchAuthenticate(b *testing.B, miss bool) {
-	benchAuthenticateCtx(b, context.Background(), miss)
+func benchAuthenticate(b *testing.B) {
+	benchAuthenticateCtx(b, context.Background())
 }
 
-func benchAuthenticateCtx(b *testing.B, ctx context.Context, miss bool) {
+func benchAuthenticateCtx(b *testing.B, ctx context.Context) {
 	a, p := benchApp(b)
 	c := Credentials{AccountCode: p.Account.Code, APIToken: benchToken(b, a, p)}
 	b.ResetTimer()
 	for b.Loop() {
-		if miss {
-			a.users = newUserCache(userCacheMax)
-		}
 		if _, err := a.Authenticate(ctx, c, NeedUser); err != nil {
 			b.Fatal(err)
 		}

@@ -139,27 +139,10 @@ func (a *App) authAPIKey(ctx context.Context, c Credentials, p *clinic.Principal
 	return p, nil
 }
 
-// userCacheMax bounds the user cache: about 1 KB a user, so at most ~10 MB.
-const userCacheMax = 10_000
-
-// tokenUser finds a token by hash and its user. The user comes from the
-// user cache when the row's version, read with the token, is the one cached;
-// otherwise it is read and cached. ErrNotFound when there is no such token.
+// tokenUser finds a token by hash and its user (store.TokenUser, through
+// the store's user cache). ErrNotFound when there is no such token.
 func (a *App) tokenUser(ctx context.Context, hash string) (*store.TokenAuth, *clinic.User, error) {
-	t, err := a.store.Read().TokenForAuth(ctx, hash)
-	if err != nil {
-		return nil, nil, err
-	}
-	if u, ok := a.users.get(t.UserID, t.UserVersion); ok {
-		return t, u, nil
-	}
-	u, err := a.store.Read().UserByID(ctx, t.AccountID, t.UserID)
-	if err != nil {
-		// Gone between the two reads: as if the token had not been found.
-		return nil, nil, err
-	}
-	a.users.put(u)
-	return t, u, nil
+	return a.store.TokenUser(ctx, hash)
 }
 
 // userPrincipal validates an access token found by hash: kind, revocation,

@@ -117,11 +117,15 @@ func (a *App) ListMessages(ctx context.Context, p *clinic.Principal, visitID int
 	if desc {
 		from, to = max(1, total-skip-limit+1), total-skip
 	}
-	rows, err := a.threadPage(ctx, threadKey{p.Account.ID, v.ID, v.Created}, from, to)
+	rows, err := a.store.ThreadPage(ctx, p.Account.ID, v.ID, v.Created, from, to)
 	if err != nil {
 		return nil, 0, fmt.Errorf("messages: %w", err)
 	}
-	names, err := a.authorNames(ctx, p.Account.ID, rows)
+	authors := make([]int64, len(rows))
+	for i, m := range rows {
+		authors[i] = m.AuthorID
+	}
+	names, err := a.store.UserNames(ctx, p.Account.ID, authors)
 	if err != nil {
 		return nil, 0, fmt.Errorf("messages: %w", err)
 	}

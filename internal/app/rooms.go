@@ -35,14 +35,8 @@ type RoomQuery struct {
 	Desc        bool
 }
 
-// RoomPage is a page of rooms with the counts DataTables wants.
-type RoomPage struct {
-	Rooms           []clinic.Room
-	Filtered, Total int
-}
-
 // ListRooms is GET /rooms. Anyone with the account code may list rooms.
-func (a *App) ListRooms(ctx context.Context, p *clinic.Principal, in RoomQuery) (*RoomPage, error) {
+func (a *App) ListRooms(ctx context.Context, p *clinic.Principal, in RoomQuery) (*clinic.RoomPage, error) {
 	if err := requireAccount(p); err != nil {
 		return nil, err
 	}
@@ -62,22 +56,9 @@ func (a *App) ListRooms(ctx context.Context, p *clinic.Principal, in RoomQuery) 
 	}
 	f := store.RoomFilter{AccountID: p.Account.ID, Search: strings.TrimSpace(in.Search),
 		SortCol: in.SortCol, Desc: in.Desc, Start: start, Limit: in.Limit}
-	// Unfiltered pages are what clients poll; a search is not kept, so made-up
-	// terms cannot churn the cache.
-	now := a.now()
-	if f.Search == "" {
-		if page, ok := a.rooms.get(f, now); ok {
-			return page, nil
-		}
-	}
-	gen := a.rooms.generation()
-	rooms, filtered, total, err := a.store.Read().ListRooms(ctx, f)
+	page, err := a.store.Rooms(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("list rooms: %w", err)
-	}
-	page := &RoomPage{Rooms: rooms, Filtered: filtered, Total: total}
-	if f.Search == "" {
-		a.rooms.put(f, page, gen, now)
 	}
 	return page, nil
 }
@@ -137,7 +118,6 @@ func (a *App) CreateRoom(ctx context.Context, p *clinic.Principal, in NewRoom) (
 		}
 		return a.auditIn(ctx, q, p, "room.create", "room", r.Code, outcomeOK)
 	})
-	a.rooms.invalidate()
 	if errors.Is(err, store.ErrConflict) {
 		return nil, clinic.Errorf(clinic.EInvalid, "In domain '%s' slug '%s' already exists.", r.Domain, r.Slug)
 	}
@@ -304,7 +284,6 @@ func (a *App) UpdateRoom(ctx context.Context, p *clinic.Principal, code string, 
 		}
 		return a.auditIn(ctx, q, p, "room.update", "room", r.Code, outcomeOK)
 	})
-	a.rooms.invalidate()
 	if err != nil {
 		return nil, storeErr("update room", err, "Room not found.")
 	}
@@ -459,7 +438,6 @@ func (a *App) DeleteRoom(ctx context.Context, p *clinic.Principal, code string) 
 		}
 		return a.auditIn(ctx, q, p, "room.delete", "room", code, outcomeOK)
 	})
-	a.rooms.invalidate()
 	return storeErr("delete room", err, "Room not found.")
 }
 
@@ -616,6 +594,5 @@ func (a *App) EnsureRoom(ctx context.Context, p *clinic.Principal, code, name st
 	r = &clinic.Room{AccountID: p.Account.ID, Code: code, Slug: code, Name: name, Domain: p.Account.Domain, Active: true,
 		Settings: DefaultRoomSettings(), Created: now, Modified: now}
 	err = a.store.Write().CreateRoom(ctx, r)
-	a.rooms.invalidate()
 	return r, storeErr("create room", err, "")
 }

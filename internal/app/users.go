@@ -548,7 +548,6 @@ func (a *App) UpdateMe(ctx context.Context, p *clinic.Principal, in ProfileUpdat
 		}
 		return a.auditIn(ctx, q, p, "user.update", "user", i64s(u.ID), outcomeOK)
 	})
-	a.names.invalidate() // the name threads show
 	if err != nil {
 		return nil, storeErr("update me", err, "User not found.")
 	}

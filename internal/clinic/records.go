@@ -221,3 +221,10 @@ type Notification struct {
 	Created   int64
 	MtimeMS   int64
 }
+
+// RoomPage is a page of a clinic's rooms with the counts of a DataTables
+// answer.
+type RoomPage struct {
+	Rooms           []Room
+	Filtered, Total int
+}

@@ -98,16 +98,19 @@ func (q *Q) CreateAccount(ctx context.Context, a *clinic.Account, s AccountSecre
 
 // SetAccountSSO turns SSO on or off for a clinic.
 func (q *Q) SetAccountSSO(ctx context.Context, id int64, on bool, now int64) error {
+	defer q.changed(q.c.accounts)
 	return q.mustAffect(ctx, "UPDATE accounts SET sso_enabled = ?, modified = ? WHERE id = ?", b2i(on), now, id)
 }
 
 // SetAccountAdminTokenHash replaces the admin token; the old one stops working with the commit.
 func (q *Q) SetAccountAdminTokenHash(ctx context.Context, id int64, h string, now int64) error {
+	defer q.changed(q.c.accounts)
 	return q.mustAffect(ctx, "UPDATE accounts SET admin_token_hash = ?, modified = ? WHERE id = ?", h, now, id)
 }
 
 // SetAccountAPISecretHash replaces the API secret.
 func (q *Q) SetAccountAPISecretHash(ctx context.Context, id int64, h string, now int64) error {
+	defer q.changed(q.c.accounts)
 	return q.mustAffect(ctx, "UPDATE accounts SET api_secret_hash = ?, modified = ? WHERE id = ?", h, now, id)
 }
 
@@ -132,11 +135,13 @@ func nonNil(s []string) []string {
 
 // SetAccountAPIKeyHash replaces the API key.
 func (q *Q) SetAccountAPIKeyHash(ctx context.Context, id int64, h string, now int64) error {
+	defer q.changed(q.c.accounts)
 	return q.mustAffect(ctx, "UPDATE accounts SET api_key_hash = ?, modified = ? WHERE id = ?", h, now, id)
 }
 
 // SetAccountFeatures replaces the list of switched-on features.
 func (q *Q) SetAccountFeatures(ctx context.Context, id int64, features []string, now int64) error {
+	defer q.changed(q.c.accounts)
 	b, _ := json.Marshal(nonNil(features))
 	return q.mustAffect(ctx, "UPDATE accounts SET features = ?, modified = ? WHERE id = ?", string(b), now, id)
 }
@@ -157,5 +162,6 @@ func (q *Q) AccountWebhookByID(ctx context.Context, id int64) (*AccountWebhook, 
 
 // SetAccountWebhook replaces a clinic's webhook URL and sealed secret.
 func (q *Q) SetAccountWebhook(ctx context.Context, id int64, url, sealedSecret string, now int64) error {
+	defer q.changed(q.c.accounts)
 	return q.mustAffect(ctx, "UPDATE accounts SET webhook_url = ?, webhook_secret = ?, modified = ? WHERE id = ?", url, sealedSecret, now, id)
 }

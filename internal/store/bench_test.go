@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"teleclinic/internal/clinic"
 )
 
 func benchStore(b *testing.B) *Store {
@@ -99,5 +101,39 @@ func TestStmtCache_InTransaction(t *testing.T) {
 	var n int
 	if err := st.Write().queryRow(ctx, query, []any{0}, &n); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BenchmarkTokenUser_Cached is a request's token lookup as the server does
+// it: the token and its user's row version in one narrow query, the user
+// from the user cache. BenchmarkTokenUser_Read reads the user's row each
+// time, as a cache miss does.
+func BenchmarkTokenUser_Cached(b *testing.B) { benchTokenUser(b, false) }
+
+func BenchmarkTokenUser_Read(b *testing.B) { benchTokenUser(b, true) }
+
+func benchTokenUser(b *testing.B, miss bool) {
+	st := benchStore(b)
+	ctx := context.Background()
+	acct := &clinic.Account{Code: "bench", Name: "Bench", Domain: "bench.test", Features: []string{}}
+	if err := st.Write().CreateAccount(ctx, acct, AccountSecrets{AdminTokenHash: "a", APIKeyHash: "k", APISecretHash: "s"}); err != nil {
+		b.Fatal(err)
+	}
+	u := &clinic.User{AccountID: acct.ID, Code: "pat", Username: "pat", FirstName: "Pat", LastName: "Bench",
+		Type: clinic.UserMember, Status: clinic.StatusActive, Active: true, Extra: map[string]any{}}
+	if err := st.Write().CreateUser(ctx, u); err != nil {
+		b.Fatal(err)
+	}
+	if err := st.Write().CreateToken(ctx, &Token{AccountID: acct.ID, UserID: u.ID, Kind: "access", Hash: "h", Family: "f", Expires: 1 << 40}); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if miss {
+			st.c.users = newUserCache(userCacheMax)
+		}
+		if _, _, err := st.TokenUser(ctx, "h"); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

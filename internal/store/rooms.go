@@ -23,6 +23,7 @@ func scanRoom(sc interface{ Scan(...any) error }, r *clinic.Room, more ...any) e
 // CreateRoom inserts a room; a duplicate code in the clinic or slug in the
 // domain is ErrConflict.
 func (q *Q) CreateRoom(ctx context.Context, r *clinic.Room) error {
+	defer q.changed(q.c.rooms)
 	settings, _ := json.Marshal(r.Settings)
 	id, err := q.insert(ctx, "INSERT INTO rooms (account_id, code, slug, name, domain, active, settings, created, modified) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
 		r.AccountID, r.Code, r.Slug, r.Name, r.Domain, b2i(r.Active), string(settings), r.Created, r.Modified)
@@ -32,6 +33,7 @@ func (q *Q) CreateRoom(ctx context.Context, r *clinic.Room) error {
 
 // UpdateRoom writes a room's name, state and settings.
 func (q *Q) UpdateRoom(ctx context.Context, r *clinic.Room) error {
+	defer q.changed(q.c.rooms)
 	settings, _ := json.Marshal(r.Settings)
 	return q.mustAffect(ctx, "UPDATE rooms SET name = ?, active = ?, settings = ?, modified = ? WHERE account_id = ? AND id = ?",
 		r.Name, b2i(r.Active), string(settings), r.Modified, r.AccountID, r.ID)
@@ -40,6 +42,7 @@ func (q *Q) UpdateRoom(ctx context.Context, r *clinic.Room) error {
 // DeleteRoom removes a room and its user links. A room that intakes or
 // visits refer to cannot go (foreign keys): ErrForeignKey.
 func (q *Q) DeleteRoom(ctx context.Context, accountID, id int64) error {
+	defer q.changed(q.c.rooms)
 	if _, err := q.exec(ctx, "DELETE FROM user_rooms WHERE account_id = ? AND room_id = ?", accountID, id); err != nil {
 		return err
 	}

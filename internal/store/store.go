@@ -24,6 +24,8 @@ type Store struct {
 	w, r *sql.DB
 	d    *dialect
 	eng  engine
+	c    *caches
+	now  func() time.Time // the caches' clock
 	// audits is where the audit entries of reads go: committed at once,
 	// or into SQLite's journal once StartReadAudits started it.
 	audits auditSink
@@ -91,11 +93,25 @@ func (committedAudits) close() error                { return nil }
 
 // Open connects to dsn: a "postgres://" or "postgresql://" URL selects
 // PostgreSQL, anything else is a SQLite file path. It does not migrate.
-func Open(ctx context.Context, dsn string) (*Store, error) {
-	if isPostgres(dsn) {
-		return openPostgres(ctx, dsn)
+// Options, if given, set the caches.
+func Open(ctx context.Context, dsn string, opts ...Options) (*Store, error) {
+	var o Options
+	if len(opts) > 0 {
+		o = opts[0]
 	}
-	return openSQLite(ctx, dsn)
+	open := openSQLite
+	if isPostgres(dsn) {
+		open = openPostgres
+	}
+	s, err := open(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	s.c, s.now = newCaches(o), o.Now
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s, nil
 }
 
 // Close flushes the read audits that wait and closes the pools.
@@ -109,11 +125,11 @@ func (s *Store) Engine() string { return s.d.name }
 
 // Read returns a query handle on the reader pool, for reads outside a
 // transaction. Writing through it fails on SQLite.
-func (s *Store) Read() *Q { return &Q{db: s.r, d: s.d, eng: s.eng, stmts: s.eng.stmts(false)} }
+func (s *Store) Read() *Q { return &Q{db: s.r, d: s.d, eng: s.eng, c: s.c, stmts: s.eng.stmts(false)} }
 
 // Write returns a query handle on the writer pool for a single autocommit
 // statement that needs no transaction around it.
-func (s *Store) Write() *Q { return &Q{db: s.w, d: s.d, eng: s.eng, stmts: s.eng.stmts(true)} }
+func (s *Store) Write() *Q { return &Q{db: s.w, d: s.d, eng: s.eng, c: s.c, stmts: s.eng.stmts(true)} }
 
 // Tx runs fn in a write transaction and commits if fn returns nil. On SQLite
 // the transaction takes the write lock at BEGIN (txlock=immediate), so a
@@ -152,12 +168,16 @@ func (s *Store) tx(ctx context.Context, fn func(q *Q) error) error {
 	if err != nil {
 		return fmt.Errorf("begin: %w", s.d.translate(err))
 	}
-	if err := fn(&Q{db: tx, d: s.d, eng: s.eng, stmts: s.eng.stmts(true), tx: tx}); err != nil {
+	var after []func()
+	if err := fn(&Q{db: tx, d: s.d, eng: s.eng, c: s.c, stmts: s.eng.stmts(true), tx: tx, after: &after}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", s.d.translate(err))
+	}
+	for _, fn := range after {
+		fn()
 	}
 	return nil
 }
@@ -179,7 +199,9 @@ type Q struct {
 	db    querier
 	d     *dialect
 	eng   engine
+	c     *caches
 	stmts stmtSource // prepared statements of the pool
+	after *[]func()  // inside a transaction: what runs once it commits
 	tx    *sql.Tx    // set inside a transaction
 	// fixed, when set, is the context every statement runs on, whatever
 	// context the caller passes (a Grouped transaction's).

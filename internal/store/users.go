@@ -134,6 +134,7 @@ func (q *Q) CreateUser(ctx context.Context, u *clinic.User) error {
 // UpdateProfile writes the fields a user may change about themself. Type,
 // status, account, code and email verification are deliberately absent.
 func (q *Q) UpdateProfile(ctx context.Context, u *clinic.User) error {
+	defer q.changed(q.c.names) // the names threads show
 	extra, _ := json.Marshal(u.Extra)
 	return q.mustAffect(ctx, `UPDATE users SET first_name = ?, last_name = ?, email = ?, password_hash = ?, dob = ?, gender = ?,
 		tos = ?, timezone = ?, nationality = ?, phone = ?, street_addr = ?, city = ?, state = ?, zip = ?, pcp_name = ?,

@@ -73,9 +73,10 @@ func DSN(t testing.TB) string {
 }
 
 // OpenStore opens and migrates the database at dsn, closed when t ends.
-func OpenStore(t testing.TB, dsn string) *store.Store {
+// opts, if given, set the store's caches.
+func OpenStore(t testing.TB, dsn string, opts ...store.Options) *store.Store {
 	t.Helper()
-	st, err := store.Open(context.Background(), dsn)
+	st, err := store.Open(context.Background(), dsn, opts...)
 	if err != nil {
 		t.Fatalf("testenv: open store: %v", err)
 	}
@@ -168,7 +169,7 @@ func New(t testing.TB, opts ...Options) *Env {
 		}
 		blobs = disk
 	}
-	st := OpenStore(t, o.DSN)
+	st := OpenStore(t, o.DSN, store.Options{Now: o.Clock.Now})
 	cfg := app.Config{
 		BaseURL: "http://teleclinic.test", PortalURL: "portal.teleclinic.test",
 		UserTokenIdle: 30 * time.Minute, UserTokenMax: 12 * time.Hour, RefreshTokenMax: 30 * 24 * time.Hour,

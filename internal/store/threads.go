@@ -1,4 +1,4 @@
-package app
+package store
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // visit's message count, read with the visit on every request, says which
 // places exist; nothing here can show a message that count does not cover.
 // Authors' names are not kept with the messages, since a name may change
-// (App.authorNames).
+// (Store.UserNames).
 //
 // It is bounded by the bytes of the messages held; past that, threads are
 // dropped at random (Go's map order) until it fits.
@@ -80,63 +80,70 @@ func (c *threadCache) extend(k threadKey, have []*clinic.Message, ms []*clinic.M
 	}
 }
 
-// threadPage returns the messages at places from to to (inclusive) of the
-// visit's thread, from the cache where it holds them.
-func (a *App) threadPage(ctx context.Context, k threadKey, from, to int) ([]*clinic.Message, error) {
+// ThreadPage returns the messages at places from to to (inclusive) of a
+// visit's thread whose message count is at least to, from the thread cache
+// where it holds them. created is the visit's creation time: with the ids
+// it keys the thread, so a key never names two visits.
+func (s *Store) ThreadPage(ctx context.Context, accountID, visitID, created int64, from, to int) ([]*clinic.Message, error) {
 	if from > to {
 		return nil, nil
 	}
-	have := a.threads.prefix(k)
+	k := threadKey{accountID, visitID, created}
+	have := s.c.threads.prefix(k)
 	if to <= len(have) {
 		return have[from-1 : to], nil
 	}
 	// Read what the cache lacks up to the page's end, if that is not much
 	// more than the page itself; otherwise just the page.
-	if to > threadCacheLen || to-len(have) > max(MessagePageMax, 2*(to-from+1)) {
-		return a.store.Read().ThreadMessages(ctx, k.accountID, k.visitID, from, to)
+	if to > threadCacheLen || to-len(have) > max(threadReadAhead, 2*(to-from+1)) {
+		return s.Read().ThreadMessages(ctx, accountID, visitID, from, to)
 	}
-	ms, err := a.store.Read().ThreadMessages(ctx, k.accountID, k.visitID, len(have)+1, to)
+	ms, err := s.Read().ThreadMessages(ctx, accountID, visitID, len(have)+1, to)
 	if err != nil {
 		return nil, err
 	}
 	all := append(have[:len(have):len(have)], ms...)
 	if len(all) != to {
 		// A place below the count was empty, which the count rules out.
-		return nil, fmt.Errorf("thread of visit %d: %d messages for %d places", k.visitID, len(all), to)
+		return nil, fmt.Errorf("thread of visit %d: %d messages for %d places", visitID, len(all), to)
 	}
-	a.threads.extend(k, have, ms)
+	s.c.threads.extend(k, have, ms)
 	return all[from-1 : to], nil
 }
 
-// authorNames returns the current names of the page's authors: from a
-// cache a user's own profile change clears, and that other processes'
-// changes reach within the read-cache TTL.
-func (a *App) authorNames(ctx context.Context, accountID int64, ms []*clinic.Message) (map[int64]string, error) {
-	out := make(map[int64]string, 2)
+// threadReadAhead is how far past the held prefix a page may start and
+// still be read with the places before it, to be held too.
+const threadReadAhead = 200
+
+// UserNames returns the current full names of users ids (none for a user
+// who is gone), from a cache that the store's own profile writes clear
+// and that other processes' writes reach within the cache's TTL.
+func (s *Store) UserNames(ctx context.Context, accountID int64, ids []int64) (map[int64]string, error) {
+	out := make(map[int64]string, len(ids))
 	var missing []int64
-	now := a.now()
-	for _, m := range ms {
-		if _, ok := out[m.AuthorID]; ok {
+	now := s.now()
+	for _, id := range ids {
+		if _, ok := out[id]; ok {
 			continue
 		}
-		if n, ok := a.names.get(userKey{accountID, m.AuthorID}, now); ok {
-			out[m.AuthorID] = n
+		if n, ok := s.c.names.get(userKey{accountID, id}, now); ok {
+			out[id] = n
 			continue
 		}
-		out[m.AuthorID] = ""
-		missing = append(missing, m.AuthorID)
+		out[id] = ""
+		missing = append(missing, id)
 	}
 	if len(missing) == 0 {
 		return out, nil
 	}
-	gen := a.names.generation()
-	names, err := a.store.Read().UserNames(ctx, accountID, missing)
+	gen := s.c.names.generation()
+	names, err := s.Read().UserNames(ctx, accountID, missing)
 	if err != nil {
 		return nil, err
 	}
 	for _, id := range missing {
-		out[id] = names[id] // "" for an author who is gone
-		a.names.put(userKey{accountID, id}, names[id], gen, now)
+		out[id] = names[id]
+		s.c.names.put(userKey{accountID, id}, names[id], gen, now)
 	}
 	return out, nil
 }
