@@ -64,9 +64,9 @@ func TestLoad_Smoke(t *testing.T) {
 	}
 }
 
-// TestMedianRound picks the round of the median ratio and counts every
+// TestLoad_MedianRound picks the round of the median ratio and counts every
 // round's errors.
-func TestMedianRound(t *testing.T) {
+func TestLoad_MedianRound(t *testing.T) {
 	rounds := []Result{
 		{Scenario: "me", RPS: 900, Ratio: 0.30, Requests: 10, Errors: 1, FirstError: "first"},
 		{Scenario: "me", RPS: 1500, Ratio: 0.50, Requests: 20},

@@ -95,7 +95,8 @@ func TestCLI_Account(t *testing.T) {
 		t.Fatalf("new admin token: %v", err)
 	}
 
-	t.Run("update --sso", func(t *testing.T) {
+	// Update --sso.
+	t.Run("OKUpdateSSO", func(t *testing.T) {
 		for _, v := range []string{"on", "off"} {
 			if _, _, err := runCmd(t, append([]string{"account", "update", "--code", "acme", "--sso", v}, common...)...); err != nil {
 				t.Fatal(err)
@@ -109,7 +110,8 @@ func TestCLI_Account(t *testing.T) {
 			t.Fatal("unknown account accepted")
 		}
 	})
-	t.Run("update --webhook-url", func(t *testing.T) {
+	// Update --webhook-url.
+	t.Run("OKUpdateWebhookURL", func(t *testing.T) {
 		if _, _, err := runCmd(t, append([]string{"account", "update", "--code", "acme", "--webhook-url", "https://hooks.acme.example/teleclinic"}, common...)...); err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +134,8 @@ func TestCLI_Account(t *testing.T) {
 			t.Fatalf("%+v", ws)
 		}
 	})
-	t.Run("rotate --admin-token: the old token stops working at once", func(t *testing.T) {
+	// Rotate --admin-token: the old token stops working at once.
+	t.Run("OKRotateAdminToken", func(t *testing.T) {
 		out, _, err := runCmd(t, append([]string{"account", "rotate", "--code", "acme", "--admin-token"}, common...)...)
 		if err != nil {
 			t.Fatal(err)
@@ -142,7 +145,8 @@ func TestCLI_Account(t *testing.T) {
 			t.Fatal("rotation did not replace the token")
 		}
 	})
-	t.Run("rotate --api-secret", func(t *testing.T) {
+	// Rotate --api-secret.
+	t.Run("OKRotateAPISecret", func(t *testing.T) {
 		out, _, err := runCmd(t, append([]string{"account", "rotate", "--code", "acme", "--api-secret"}, common...)...)
 		if err != nil {
 			t.Fatal(err)
@@ -155,7 +159,8 @@ func TestCLI_Account(t *testing.T) {
 			t.Fatal("rotation did not replace the secret")
 		}
 	})
-	t.Run("environment variables set flags", func(t *testing.T) {
+	// Environment variables set flags.
+	t.Run("OKEnvironmentVariables", func(t *testing.T) {
 		t.Setenv("TELECLINIC_DATABASE", db)
 		t.Setenv("TELECLINIC_DATA_DIR", dir)
 		if _, _, err := runCmd(t, "account", "update", "--code", "acme", "--erx", "on"); err != nil {

@@ -5,10 +5,10 @@ import (
 	"testing"
 )
 
-// TestPayloadTemplates: the templates the store fills in an insert give
+// TestMessages_PayloadTemplates: the templates the store fills in an insert give
 // exactly the bytes json.Marshal gives for the same ids, so a delivery does
 // not depend on the engine that wrote it.
-func TestPayloadTemplates(t *testing.T) {
+func TestMessages_PayloadTemplates(t *testing.T) {
 	for _, ids := range [][2]int64{{1, 2}, {9007199254740993, 42}, {0, 0}} {
 		want, _ := json.Marshal(pushItem{EndpointID: ids[0], NotificationID: ids[1]})
 		if got := pushPayload.Fill(ids[0], ids[1]); got != string(want) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-func TestDisk(t *testing.T) {
+func TestBlob_Disk(t *testing.T) {
 	d, err := NewDisk(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

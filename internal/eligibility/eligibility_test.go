@@ -15,7 +15,7 @@ func req(member string) Request {
 		Subscriber: Subscriber{MemberID: member, Group: "G-1", FirstName: "Pat", LastName: "O*Neil~", DOB: "1990-04-05", Gender: 2}}
 }
 
-func TestBuild270(t *testing.T) {
+func TestEligibility_Build270(t *testing.T) {
 	doc := string(Build270(req("W123456780")))
 	isa := doc[:strings.Index(doc, "~")+1]
 	if len(isa) != 106 {
@@ -31,7 +31,7 @@ func TestBuild270(t *testing.T) {
 	}
 }
 
-func TestSandbox(t *testing.T) {
+func TestEligibility_Sandbox(t *testing.T) {
 	for member, want := range map[string]string{"W1": StatusActive, "W7": StatusInactive, "W8": StatusNotFound, "W9": StatusError, "ABC": StatusActive} {
 		res, err := Sandbox{}.Check(context.Background(), Build270(req(member)))
 		if err != nil || res.Status != want || res.Details["checker"] != "sandbox" {

@@ -32,30 +32,6 @@ func billingSetup(t *testing.T) (*testenv.Env, *clinicSetup, *payments.Sandbox) 
 	return e, s, sb
 }
 
-func (s *clinicSetup) addCard(t *testing.T, who *session, token string, kv ...string) map[string]any {
-	t.Helper()
-	res := s.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/sources", Header: userHeaders(s.c, who.Token),
-		Query: q(append([]string{"room_code", "main"}, kv...)...), Form: q("type", "card", "token", token)})
-	if res.Status != 200 {
-		t.Fatalf("card %s: %s", token, res.Raw)
-	}
-	return res.Data()
-}
-
-func (s *clinicSetup) process(who string, kv ...string) *testenv.Resp {
-	return s.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/invoices/process", Header: userHeaders(s.c, who), Form: q(kv...)})
-}
-
-func count(t *testing.T, e *testenv.Env, query string, args ...any) int {
-	t.Helper()
-	var n int
-	e.FlushAudits() // the query may count audit entries
-	if err := e.Store.DB().QueryRow(e.Store.Rebind(query), args...).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 func TestBilling_Settings(t *testing.T) {
 	t.Parallel()
 	e, s, _ := billingSetup(t)

@@ -13,9 +13,9 @@ import (
 	"teleclinic/internal/app"
 )
 
-// TestSlotListTurns: of many concurrent requests to a slot-list route, no
+// TestSlots_ListTurns: of many concurrent requests to a slot-list route, no
 // more than MaxSlotLists run at once, and every one is answered.
-func TestSlotListTurns(t *testing.T) {
+func TestSlots_ListTurns(t *testing.T) {
 	const turns, clients = 2, 24
 	s := &Server{log: slog.New(slog.NewTextHandler(io.Discard, nil)), mux: http.NewServeMux(), lists: make(chan struct{}, turns)}
 	var running, most atomic.Int32

@@ -20,7 +20,8 @@ func TestCluster_ThreeServers(t *testing.T) {
 	}
 	c := first.NewClinic("alpha", true)
 
-	t.Run("a login made on one server works on the others", func(t *testing.T) {
+	// A login made on one server works on the others.
+	t.Run("OKLoginEverywhere", func(t *testing.T) {
 		s := mustSSO(t, servers[0], c, "200", "p1", "Pat", "One")
 		for i, e := range servers {
 			if res := e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(c, s.Token)}); res.Status != 200 {
@@ -28,7 +29,8 @@ func TestCluster_ThreeServers(t *testing.T) {
 			}
 		}
 	})
-	t.Run("a user changed through one server, or in the database, is seen at once by the others", func(t *testing.T) {
+	// A user changed through one server, or in the database, is seen at once by the others.
+	t.Run("OKUserChangeSeenAtOnce", func(t *testing.T) {
 		// Each server reuses the user it read while the row's version,
 		// read with the token, is unchanged; no TTL may hide a change.
 		s := mustSSO(t, servers[0], c, "200", "p-versions", "Pat", "Before")
@@ -72,7 +74,8 @@ func TestCluster_ThreeServers(t *testing.T) {
 		t.Helper()
 		return raceStatuses(t, urls, perServer, req)
 	}
-	t.Run("a one-time SSO token is used once across servers", func(t *testing.T) {
+	// A one-time SSO token is used once across servers.
+	t.Run("ErrOneTimeTokenReused", func(t *testing.T) {
 		for round := 0; round < 3; round++ {
 			s := mustSSO(t, servers[round], c, "200", "p2", "Pat", "Two")
 			got := race(t, 4, testenv.Req{Path: "/api_v3/auth", Query: q("sso_token", s.Token, "one_time_token", "1")})
@@ -81,7 +84,8 @@ func TestCluster_ThreeServers(t *testing.T) {
 			}
 		}
 	})
-	t.Run("a refresh token rotates once across servers, and the reuse is detected", func(t *testing.T) {
+	// A refresh token rotates once across servers, and the reuse is detected.
+	t.Run("ErrRefreshReused", func(t *testing.T) {
 		for round := 0; round < 3; round++ {
 			s := mustSSO(t, servers[round], c, "200", "p3", "Pat", "Three")
 			got := race(t, 3, testenv.Req{Method: "POST", Path: "/api_v3/tokens/refresh", Header: acctHeaders(c), Form: q("refresh_token", s.Refresh)})
@@ -96,7 +100,8 @@ func TestCluster_ThreeServers(t *testing.T) {
 			}
 		}
 	})
-	t.Run("SSO of one new code on all servers at once makes one user", func(t *testing.T) {
+	// SSO of one new code on all servers at once makes one user.
+	t.Run("OKConcurrentSSOOneUser", func(t *testing.T) {
 		got := race(t, 4, testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
 			Multipart: map[string]string{"first_name": "Once", "last_name": "Only", "type": "200", "code": "cluster-new"}})
 		if got[200] != 12 {
@@ -107,7 +112,8 @@ func TestCluster_ThreeServers(t *testing.T) {
 			t.Fatalf("%s", res.Raw)
 		}
 	})
-	t.Run("room lists and clinic settings changed on one server show on the others within the read cache TTL", func(t *testing.T) {
+	// Room lists and clinic settings changed on one server show on the others within the read cache TTL.
+	t.Run("OKCachedReadsWithinTTL", func(t *testing.T) {
 		count := func(e *testenv.Env) float64 {
 			t.Helper()
 			res := e.Do(testenv.Req{Path: "/api_v3/rooms.json", Header: acctHeaders(c)})

@@ -6,7 +6,7 @@ import (
 	"teleclinic/internal/testenv"
 )
 
-func TestPharmacies(t *testing.T) {
+func TestERx_Pharmacies(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
 	s := newClinicSetup(t, e, "alpha")
@@ -61,7 +61,7 @@ func TestPharmacies(t *testing.T) {
 	}
 }
 
-func TestPrescriptions(t *testing.T) {
+func TestERx_Prescriptions(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
 	s := newClinicSetup(t, e, "alpha")

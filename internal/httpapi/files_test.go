@@ -52,19 +52,6 @@ func hugePNG(w, h uint32) []byte {
 	return b.Bytes()
 }
 
-func upload(e *testenv.Env, c *testenv.Clinic, token, name string, body []byte, kv ...string) *testenv.Resp {
-	fields := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		fields[kv[i]] = kv[i+1]
-	}
-	h := userHeaders(c, token)
-	if token == "" {
-		h = adminHeaders(c)
-	}
-	return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/files", Header: h, Multipart: fields,
-		Files: map[string][]byte{"file": body}, FileNames: map[string]string{"file": name}})
-}
-
 func mustUpload(t *testing.T, e *testenv.Env, c *testenv.Clinic, token, name string, body []byte, kv ...string) map[string]any {
 	t.Helper()
 	res := upload(e, c, token, name, body, kv...)
@@ -74,21 +61,7 @@ func mustUpload(t *testing.T, e *testenv.Env, c *testenv.Clinic, token, name str
 	return res.Data()
 }
 
-// view fetches a view link (path and query of fullpath) with no headers.
-func view(t *testing.T, e *testenv.Env, link string, extra ...string) *testenv.Resp {
-	t.Helper()
-	u, err := url.Parse(link)
-	if err != nil {
-		t.Fatal(err)
-	}
-	qv := u.Query()
-	for i := 0; i+1 < len(extra); i += 2 {
-		qv.Set(extra[i], extra[i+1])
-	}
-	return e.Do(testenv.Req{Path: u.Path, Query: qv})
-}
-
-func TestFiles(t *testing.T) {
+func TestFiles_UploadViewList(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t, testenv.Options{MaxFile: 64 << 10})
 	s := newClinicSetup(t, e, "alpha")
@@ -109,7 +82,8 @@ func TestFiles(t *testing.T) {
 		t.Fatal(link)
 	}
 
-	t.Run("view link: bytes, headers, resize, tampering, expiry", func(t *testing.T) {
+	// View link: bytes, headers, resize, tampering, expiry.
+	t.Run("OKViewLink", func(t *testing.T) {
 		res := view(t, e, link)
 		if res.Status != 200 || !bytes.Equal(res.Raw, pic) || res.Header.Get("X-Content-Type-Options") != "nosniff" ||
 			res.Header.Get("Content-Type") != "image/png" || !strings.HasPrefix(res.Header.Get("Content-Disposition"), "inline") {
@@ -136,7 +110,8 @@ func TestFiles(t *testing.T) {
 		wantErr(t, view(t, later, link), 403, 403)
 	})
 
-	t.Run("non-images download; size is ignored", func(t *testing.T) {
+	// Non-images download; size is ignored.
+	t.Run("OKNonImageDownload", func(t *testing.T) {
 		pdf := []byte("%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n")
 		d := mustUpload(t, e, s.c, s.pat.Token, "labs.pdf", pdf, "meta.category", "user_consent")
 		res := view(t, e, d["fullpath"].(string), "size", "10x10")
@@ -146,7 +121,8 @@ func TestFiles(t *testing.T) {
 		}
 	})
 
-	t.Run("a 30000x30000 image is refused from its header", func(t *testing.T) {
+	// A 30000x30000 image is refused from its header.
+	t.Run("ErrHugeImage", func(t *testing.T) {
 		d := mustUpload(t, e, s.c, s.pat.Token, "bomb.png", hugePNG(30000, 30000))
 		wantErr(t, view(t, e, d["fullpath"].(string), "size", "100x100"), 413, 413)
 		// Unresized, it is served as stored.
@@ -155,7 +131,8 @@ func TestFiles(t *testing.T) {
 		}
 	})
 
-	t.Run("bad uploads", func(t *testing.T) {
+	// Bad uploads.
+	t.Run("ErrBadUpload", func(t *testing.T) {
 		wantErr(t, upload(e, s.c, s.pat.Token, "page.html", []byte("<!DOCTYPE html><script>alert(1)</script>")), 400, 400)
 		wantErr(t, upload(e, s.c, s.pat.Token, "a.exe", []byte("MZ\x90\x00\x03\x00\x00\x00\x04\x00")), 400, 400)
 		wantErr(t, upload(e, s.c, s.pat.Token, "empty.txt", []byte{}), 400, 400)
@@ -166,7 +143,8 @@ func TestFiles(t *testing.T) {
 		wantErr(t, upload(e, s.c, "nope", "x.txt", []byte("hello")), 401, 401)
 	})
 
-	t.Run("who may upload for whom", func(t *testing.T) {
+	// Who may upload for whom.
+	t.Run("ErrUploadForOthers", func(t *testing.T) {
 		// Another patient is not found; a provider without a visit is refused.
 		wantErr(t, upload(e, s.c, s.pat2.Token, "x.txt", []byte("hello"), "meta.target.id", s.pat.UserID, "meta.target.type", "user"), 404, 404)
 		wantErr(t, upload(e, s.c, s.doc.Token, "x.txt", []byte("hello"), "meta.target.id", s.pat.UserID, "meta.target.type", "user"), 403, 403)
@@ -177,7 +155,8 @@ func TestFiles(t *testing.T) {
 		}
 	})
 
-	t.Run("visit files, listing and access", func(t *testing.T) {
+	// Visit files, listing and access.
+	t.Run("OKVisitFiles", func(t *testing.T) {
 		visit := s.econsult(t, s.pat)
 		if res := s.post(s.doc.Token, "/api_v3/visits/accept", "id", visit); res.Status != 200 {
 			t.Fatalf("accept: %s", res.Raw)
@@ -230,7 +209,8 @@ func TestFiles(t *testing.T) {
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/files/" + fid, Header: adminHeaders(beta)}), 404, 404)
 	})
 
-	t.Run("rename, retitle, delete", func(t *testing.T) {
+	// Rename, retitle, delete.
+	t.Run("OKRenameRetitleDelete", func(t *testing.T) {
 		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/files/" + fid, Header: userHeaders(s.c, s.pat.Token), Form: q("name", "arm.png")})
 		if res.Status != 200 || res.Data()["name"] != "arm.png" || res.Data()["meta"].(map[string]any)["title"] != "arm.png" {
 			t.Fatalf("%s", res.Raw)
@@ -262,7 +242,8 @@ func TestFiles(t *testing.T) {
 		}
 	})
 
-	t.Run("POST /me photo upload", func(t *testing.T) {
+	// POST /me photo upload.
+	t.Run("OKPhotoUpload", func(t *testing.T) {
 		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/me", Header: userHeaders(s.c, s.pat2.Token),
 			Multipart: map[string]string{"first_name": "Pia"}, Files: map[string][]byte{"photo": pngBytes(t, 300, 300)}, FileNames: map[string]string{"photo": "me.png"}})
 		if res.Status != 200 {

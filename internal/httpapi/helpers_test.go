@@ -1,10 +1,20 @@
 package httpapi_test
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/mail"
 	"teleclinic/internal/testenv"
 )
 
@@ -105,4 +115,333 @@ func raceStatuses(t *testing.T, bases []string, n int, req testenv.Req) map[int]
 	close(start)
 	wg.Wait()
 	return got
+}
+
+// wantObjErr checks the error-object shape of the intake and visit family.
+func wantObjErr(t *testing.T, res *testenv.Resp, status int, contains string) {
+	t.Helper()
+	if res.Status != status {
+		t.Fatalf("status %d, want %d; body %s", res.Status, status, res.Raw)
+	}
+	if res.Body["error"] == nil || res.Body["code"].(float64) != float64(status) || !strings.Contains(res.Body["message"].(string), contains) {
+		t.Fatalf("error body %s, want message with %q", res.Raw, contains)
+	}
+}
+
+// clinicSetup is a clinic with a room, two providers (one linked to the
+// room) and two patients.
+type clinicSetup struct {
+	e                *testenv.Env
+	c                *testenv.Clinic
+	doc, other       *session
+	pat, pat2        *session
+	roomCode, domain string
+}
+
+func newClinicSetup(t *testing.T, e *testenv.Env, code string) *clinicSetup {
+	t.Helper()
+	c := e.NewClinic(code, true)
+	s := &clinicSetup{e: e, c: c, roomCode: "main", domain: code + ".clinic.test"}
+	mustRoom(t, e, c, map[string]any{"domain": s.domain, "name": "Main", "code": "main"})
+	s.doc = mustSSO(t, e, c, "400", "doc", "Dana", "Doc")
+	s.other = mustSSO(t, e, c, "400", "other", "Oscar", "Other")
+	s.pat = mustSSO(t, e, c, "200", "pat", "Pat", "One")
+	s.pat2 = mustSSO(t, e, c, "200", "pat2", "Pia", "Two")
+	if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/" + s.doc.UserID + "/rooms", Header: adminHeaders(c), Form: q("code", "main")}); res.Status != 200 {
+		t.Fatalf("link: %s", res.Raw)
+	}
+	return s
+}
+
+func (s *clinicSetup) intake(t *testing.T, who *session, kv ...string) string {
+	t.Helper()
+	res := s.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes.json", Header: userHeaders(s.c, who.Token), Query: q("room_code", s.roomCode), Form: q(kv...)})
+	if res.Status != 200 {
+		t.Fatalf("intake: %d %s", res.Status, res.Raw)
+	}
+	return res.Data()["id"].(string)
+}
+
+func (s *clinicSetup) post(who string, path string, kv ...string) *testenv.Resp {
+	return s.e.Do(testenv.Req{Method: "POST", Path: path, Header: userHeaders(s.c, who), Form: q(kv...)})
+}
+
+// mustVisit records a visit between a patient and a provider directly in the
+// store, without a room or intake: the user access rules depend only on it.
+func mustVisit(t *testing.T, e *testenv.Env, member, provider string) {
+	t.Helper()
+	var m, p int64
+	fmt.Sscan(member, &m)
+	fmt.Sscan(provider, &p)
+	u, err := e.Store.Read().UserByID(context.Background(), accountOf(t, e, m), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := e.Clock.Now().Unix()
+	v := &clinic.Visit{AccountID: u.AccountID, Kind: clinic.KindAppointment, MemberID: m, ProviderID: p, Status: clinic.VisitConfirmed,
+		Type: clinic.VisitVideo, Created: now, Modified: now}
+	if err := e.Store.Write().CreateVisit(context.Background(), v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *clinicSetup) publish(t *testing.T, who string, body map[string]any) []map[string]any {
+	t.Helper()
+	res := s.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: userHeaders(s.c, who), JSON: body})
+	if res.Status != 200 {
+		t.Fatalf("publish: %d %s", res.Status, res.Raw)
+	}
+	return res.List()
+}
+
+func (s *clinicSetup) enableAppointments(t *testing.T) {
+	t.Helper()
+	if r := s.e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/main", Header: adminHeaders(s.c), JSON: map[string]any{
+		"visits": map[string]any{"appointment": map[string]any{"enabled": true}}}}); r.Status != 200 {
+		t.Fatalf("%s", r.Raw)
+	}
+}
+
+func refresh(e *testenv.Env, c *testenv.Clinic, rt string) *testenv.Resp {
+	return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/tokens/refresh", Header: acctHeaders(c), Form: q("refresh_token", rt)})
+}
+
+// outbox is a mail.Sender that keeps what it is given.
+type outbox struct {
+	mu   sync.Mutex
+	msgs []mail.Message
+}
+
+func (o *outbox) Send(_ context.Context, m mail.Message) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.msgs = append(o.msgs, m)
+	return nil
+}
+
+func (o *outbox) lastToken(t *testing.T) string {
+	t.Helper()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.msgs) == 0 {
+		t.Fatal("no mail sent")
+	}
+	m := linkToken.FindStringSubmatch(o.msgs[len(o.msgs)-1].Body)
+	if m == nil {
+		t.Fatalf("no link in %q", o.msgs[len(o.msgs)-1].Body)
+	}
+	tok, _ := url.QueryUnescape(m[1])
+	return tok
+}
+
+func mustRoom(t *testing.T, e *testenv.Env, c *testenv.Clinic, body map[string]any) map[string]any {
+	t.Helper()
+	res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/rooms", Header: adminHeaders(c), JSON: body})
+	if res.Status != 200 {
+		t.Fatalf("create room: %d %s", res.Status, res.Raw)
+	}
+	return res.Data()
+}
+
+// withVisit gives the setup's doc a visit with pat (an accepted e-consult).
+func (s *clinicSetup) withVisit(t *testing.T) string {
+	t.Helper()
+	visit := s.econsult(t, s.pat)
+	if res := s.post(s.doc.Token, "/api_v3/visits/accept", "id", visit); res.Status != 200 {
+		t.Fatalf("accept: %s", res.Raw)
+	}
+	return visit
+}
+
+// econsult opens an e-consult for who in the main room and returns its id.
+func (s *clinicSetup) econsult(t *testing.T, who *session) string {
+	t.Helper()
+	it := s.intake(t, who, "reason_for_visit", "Rash")
+	res := s.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/add_econsult", Header: userHeaders(s.c, who.Token), Form: q("intake_id", it, "room_code", "main")})
+	if res.Status != 200 {
+		t.Fatalf("e-consult: %d %s", res.Status, res.Raw)
+	}
+	return res.Data()["id"].(string)
+}
+
+func msgPath(visit string) string { return "/api/visits/" + visit + "/messages" }
+
+// postMsg posts content as the holder of token; the user token alone, as the
+// spec's visit message calls send it.
+func postMsg(e *testenv.Env, token, visit, content string) *testenv.Resp {
+	return e.Do(testenv.Req{Method: "POST", Path: msgPath(visit), Header: map[string]string{"X-ApiToken": token}, JSON: map[string]any{"content": content}})
+}
+
+func mustPost(t *testing.T, e *testenv.Env, token, visit, content string) map[string]any {
+	t.Helper()
+	res := postMsg(e, token, visit, content)
+	if res.Status != 201 {
+		t.Fatalf("post: %d %s", res.Status, res.Raw)
+	}
+	return res.Data()
+}
+
+func readMsgs(t *testing.T, e *testenv.Env, token, visit string, kv ...string) ([]map[string]any, int) {
+	t.Helper()
+	res := e.Do(testenv.Req{Path: msgPath(visit), Header: map[string]string{"X-ApiToken": token}, Query: q(kv...)})
+	if res.Status != 200 {
+		t.Fatalf("read: %d %s", res.Status, res.Raw)
+	}
+	return res.List(), int(res.Body["total_count"].(float64))
+}
+
+// receiver is a webhook endpoint for tests: it records every delivery and
+// answers with what fail says for the n-th request (1-based).
+type receiver struct {
+	*httptest.Server
+	mu   sync.Mutex
+	got  []delivery
+	fail func(n int) int
+	ch   chan delivery
+}
+
+type delivery struct {
+	Header http.Header
+	Body   []byte
+	Event  struct {
+		ID          string `json:"id"`
+		Type        string `json:"type"`
+		Created     int64  `json:"created"`
+		AccountCode string `json:"account_code"`
+		Version     string `json:"version"`
+		Data        struct {
+			VisitID   string `json:"visit_id"`
+			MessageID string `json:"message_id"`
+			ActorType string `json:"actor_type"`
+			TS        int64  `json:"ts"`
+		} `json:"data"`
+	}
+	Keys []string // the payload's top-level and data keys
+}
+
+func newReceiver(t *testing.T, fail func(n int) int) *receiver {
+	rc := &receiver{fail: fail, ch: make(chan delivery, 1000)}
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		d := delivery{Header: r.Header.Clone(), Body: body}
+		if err := json.Unmarshal(body, &d.Event); err != nil {
+			t.Errorf("delivery is not JSON: %s", body)
+		}
+		var raw map[string]json.RawMessage
+		_ = json.Unmarshal(body, &raw)
+		var data map[string]any
+		_ = json.Unmarshal(raw["data"], &data)
+		for k := range raw {
+			d.Keys = append(d.Keys, k)
+		}
+		for k := range data {
+			d.Keys = append(d.Keys, "data."+k)
+		}
+		rc.mu.Lock()
+		rc.got = append(rc.got, d)
+		n := len(rc.got)
+		rc.mu.Unlock()
+		status := 200
+		if rc.fail != nil {
+			status = rc.fail(n)
+		}
+		w.WriteHeader(status)
+		rc.ch <- d
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+// next waits for the next delivery.
+func (rc *receiver) next(t *testing.T) delivery {
+	t.Helper()
+	select {
+	case d := <-rc.ch:
+		return d
+	case <-time.After(10 * time.Second):
+		t.Fatal("no delivery within 10 s")
+	}
+	return delivery{}
+}
+
+func (rc *receiver) count() int { rc.mu.Lock(); defer rc.mu.Unlock(); return len(rc.got) }
+
+func setWebhook(t *testing.T, e *testenv.Env, c *testenv.Clinic, kv ...string) map[string]any {
+	t.Helper()
+	res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/account/settings", Header: adminHeaders(c), Form: q(kv...)})
+	if res.Status != 200 {
+		t.Fatalf("settings: %d %s", res.Status, res.Raw)
+	}
+	return res.Data()
+}
+
+func deliveries(t *testing.T, e *testenv.Env, c *testenv.Clinic) []map[string]any {
+	t.Helper()
+	res := e.Do(testenv.Req{Path: "/api_v3/webhooks/deliveries", Header: adminHeaders(c)})
+	if res.Status != 200 {
+		t.Fatalf("deliveries: %d %s", res.Status, res.Raw)
+	}
+	return res.List()
+}
+
+// waitFor polls cond for up to 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
+}
+
+func upload(e *testenv.Env, c *testenv.Clinic, token, name string, body []byte, kv ...string) *testenv.Resp {
+	fields := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		fields[kv[i]] = kv[i+1]
+	}
+	h := userHeaders(c, token)
+	if token == "" {
+		h = adminHeaders(c)
+	}
+	return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/files", Header: h, Multipart: fields,
+		Files: map[string][]byte{"file": body}, FileNames: map[string]string{"file": name}})
+}
+
+// view fetches a view link (path and query of fullpath) with no headers.
+func view(t *testing.T, e *testenv.Env, link string, extra ...string) *testenv.Resp {
+	t.Helper()
+	u, err := url.Parse(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qv := u.Query()
+	for i := 0; i+1 < len(extra); i += 2 {
+		qv.Set(extra[i], extra[i+1])
+	}
+	return e.Do(testenv.Req{Path: u.Path, Query: qv})
+}
+
+func (s *clinicSetup) addCard(t *testing.T, who *session, token string, kv ...string) map[string]any {
+	t.Helper()
+	res := s.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/sources", Header: userHeaders(s.c, who.Token),
+		Query: q(append([]string{"room_code", "main"}, kv...)...), Form: q("type", "card", "token", token)})
+	if res.Status != 200 {
+		t.Fatalf("card %s: %s", token, res.Raw)
+	}
+	return res.Data()
+}
+
+func (s *clinicSetup) process(who string, kv ...string) *testenv.Resp {
+	return s.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/invoices/process", Header: userHeaders(s.c, who), Form: q(kv...)})
+}
+
+func count(t *testing.T, e *testenv.Env, query string, args ...any) int {
+	t.Helper()
+	var n int
+	e.FlushAudits() // the query may count audit entries
+	if err := e.Store.DB().QueryRow(e.Store.Rebind(query), args...).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

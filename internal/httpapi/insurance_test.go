@@ -8,7 +8,7 @@ import (
 	"teleclinic/internal/testenv"
 )
 
-func TestInsuranceCards(t *testing.T) {
+func TestInsurance_Cards(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
 	s := newClinicSetup(t, e, "alpha")
@@ -85,7 +85,7 @@ func TestInsuranceCards(t *testing.T) {
 	}
 }
 
-func TestEligibility(t *testing.T) {
+func TestInsurance_Eligibility(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t, testenv.Options{Workers: true})
 	s := newClinicSetup(t, e, "alpha")
@@ -165,7 +165,7 @@ func TestEligibility_OneJobUnderConcurrency(t *testing.T) {
 	}
 }
 
-func TestReferenceListsClaimsAndCodes(t *testing.T) {
+func TestInsurance_ReferenceListsClaimsAndCodes(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
 	s := newClinicSetup(t, e, "alpha")

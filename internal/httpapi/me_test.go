@@ -19,7 +19,8 @@ func TestUsers_UpdateMe(t *testing.T) {
 		return e.Do(r)
 	}
 
-	t.Run("OK every field, as a form", func(t *testing.T) {
+	// OK every field, as a form.
+	t.Run("OKEveryFieldAsForm", func(t *testing.T) {
 		res := post(testenv.Req{Form: q("first_name", "Patricia", "last_name", "Oneill", "dob", "1990-05-06", "gender", "female",
 			"nationality", "IE", "tos", "1", "phone", "555-0100", "street_addr", "1 Main St", "state", "ny", "zip", "10001",
 			"city", "New York", "pcp_name", "Dr Who", "pcp_phone", "(212) 555-0199", "timezone", "America/New_York", "reset", "true")})
@@ -40,13 +41,15 @@ func TestUsers_UpdateMe(t *testing.T) {
 			t.Fatalf("stored %+v", u)
 		}
 	})
-	t.Run("OK as JSON, absent fields unchanged", func(t *testing.T) {
+	// OK as JSON, absent fields unchanged.
+	t.Run("OKJSONAbsentUnchanged", func(t *testing.T) {
 		res := post(testenv.Req{JSON: map[string]any{"city": "Boston", "tos": 0}})
 		if d := res.Data(); res.Status != 200 || d["city"] != "Boston" || d["tos"] != false || d["first_name"] != "Patricia" {
 			t.Fatalf("%d %s", res.Status, res.Raw)
 		}
 	})
-	t.Run("fields a user may not set are never changed", func(t *testing.T) {
+	// Fields a user may not set are never changed.
+	t.Run("ErrProtectedFields", func(t *testing.T) {
 		res := post(testenv.Req{Form: q("type", "100", "status", "-1", "account_code", "beta", "email_verified", "1", "is_admin", "1", "code", "x", "email", "new@example.com")})
 		d := res.Data()
 		if res.Status != 200 || d["type"].(float64) != 200 || d["status"].(float64) != 1 || d["account_code"] != "alpha" ||
@@ -69,7 +72,8 @@ func TestUsers_UpdateMe(t *testing.T) {
 			t.Fatalf("a rejected update must change nothing: %+v", u)
 		}
 	})
-	t.Run("password: first set alone, change needs old_password", func(t *testing.T) {
+	// Password: first set alone, change needs old_password.
+	t.Run("ErrPasswordChangeNeedsOld", func(t *testing.T) {
 		if res := post(testenv.Req{Form: q("password", "first password")}); res.Status != 200 {
 			t.Fatalf("%d %s", res.Status, res.Raw)
 		}
@@ -92,7 +96,8 @@ func TestUsers_UpdateMe(t *testing.T) {
 			t.Fatalf("stored hash %q", u.PasswordHash)
 		}
 	})
-	t.Run("photo: own file sets a signed link, empty removes it", func(t *testing.T) {
+	// Photo: own file sets a signed link, empty removes it.
+	t.Run("OKPhoto", func(t *testing.T) {
 		var uid int64
 		fmt.Sscan(s.UserID, &uid)
 		fid, err := e.Store.Write().CreateFileRecord(context.Background(), 1, uid, "user_avatar", "user", uid, "me.png", 1)
@@ -117,7 +122,8 @@ func TestUsers_UpdateMe(t *testing.T) {
 			t.Fatalf("%d %s", res.Status, res.Raw)
 		}
 	})
-	t.Run("updates are audited", func(t *testing.T) {
+	// Updates are audited.
+	t.Run("OKAudited", func(t *testing.T) {
 		res := e.Do(testenv.Req{Path: "/api_v3/audit", Header: adminHeaders(c), Query: q("action", "user.update", "user_id", s.UserID)})
 		if res.Status != 200 || res.Body["total_count"].(float64) < 5 {
 			t.Fatalf("%d %s", res.Status, res.Raw)

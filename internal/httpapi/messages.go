@@ -2,8 +2,8 @@ package httpapi
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
+	"strconv"
 
 	"teleclinic/internal/app"
 )
@@ -29,7 +29,11 @@ type actorOut struct {
 // fractional part, always present (spec: created has a fractional part),
 // as a json.Number, which encoding/json writes as it is.
 func unixMicros(us int64) json.Number {
-	return json.Number(fmt.Sprintf("%d.%06d", us/1e6, us%1e6))
+	b := strconv.AppendInt(make([]byte, 0, 24), us/1e6, 10)
+	b = append(b, '.')
+	n := len(b)
+	b = strconv.AppendInt(b, 1e6+us%1e6, 10) // 1xxxxxx keeps the leading zeros
+	return json.Number(append(b[:n], b[n+1:]...))
 }
 
 func toMessageOut(m *app.Message) messageOut {

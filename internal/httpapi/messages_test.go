@@ -2,57 +2,15 @@ package httpapi_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/testenv"
 )
-
-// econsult opens an e-consult for who in the main room and returns its id.
-func (s *clinicSetup) econsult(t *testing.T, who *session) string {
-	t.Helper()
-	it := s.intake(t, who, "reason_for_visit", "Rash")
-	res := s.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/add_econsult", Header: userHeaders(s.c, who.Token), Form: q("intake_id", it, "room_code", "main")})
-	if res.Status != 200 {
-		t.Fatalf("e-consult: %d %s", res.Status, res.Raw)
-	}
-	return res.Data()["id"].(string)
-}
-
-func msgPath(visit string) string { return "/api/visits/" + visit + "/messages" }
-
-// postMsg posts content as the holder of token; the user token alone, as the
-// spec's visit message calls send it.
-func postMsg(e *testenv.Env, token, visit, content string) *testenv.Resp {
-	return e.Do(testenv.Req{Method: "POST", Path: msgPath(visit), Header: map[string]string{"X-ApiToken": token}, JSON: map[string]any{"content": content}})
-}
-
-func mustPost(t *testing.T, e *testenv.Env, token, visit, content string) map[string]any {
-	t.Helper()
-	res := postMsg(e, token, visit, content)
-	if res.Status != 201 {
-		t.Fatalf("post: %d %s", res.Status, res.Raw)
-	}
-	return res.Data()
-}
-
-func readMsgs(t *testing.T, e *testenv.Env, token, visit string, kv ...string) ([]map[string]any, int) {
-	t.Helper()
-	res := e.Do(testenv.Req{Path: msgPath(visit), Header: map[string]string{"X-ApiToken": token}, Query: q(kv...)})
-	if res.Status != 200 {
-		t.Fatalf("read: %d %s", res.Status, res.Raw)
-	}
-	return res.List(), int(res.Body["total_count"].(float64))
-}
 
 func contents(ms []map[string]any) string {
 	var out []string
@@ -62,13 +20,14 @@ func contents(ms []map[string]any) string {
 	return strings.Join(out, ",")
 }
 
-func TestMessages(t *testing.T) {
+func TestMessages_PostAndRead(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
 	s := newClinicSetup(t, e, "alpha")
 	visit := s.econsult(t, s.pat)
 
-	t.Run("a patient posts; 201 with the message of the spec", func(t *testing.T) {
+	// A patient posts; 201 with the message of the spec.
+	t.Run("OKPatientPosts", func(t *testing.T) {
 		res := postMsg(e, s.pat.Token, visit, "Hello, the rash is spreading.")
 		if res.Status != 201 {
 			t.Fatalf("%d %s", res.Status, res.Raw)
@@ -84,13 +43,15 @@ func TestMessages(t *testing.T) {
 			t.Fatalf("created without its fraction: %s", res.Raw)
 		}
 	})
-	t.Run("a host provider replies as a provider", func(t *testing.T) {
+	// A host provider replies as a provider.
+	t.Run("OKHostReplies", func(t *testing.T) {
 		d := mustPost(t, e, s.doc.Token, visit, "Please send a photo.")
 		if d["type"] != "provider_message" || d["actor"].(map[string]any)["type"].(float64) != 400 || d["actor"].(map[string]any)["display_name"] != "Dana Doc" {
 			t.Fatalf("%v", d)
 		}
 	})
-	t.Run("errors: 401, 400, 403, 404 in the code shape", func(t *testing.T) {
+	// Errors: 401, 400, 403, 404 in the code shape.
+	t.Run("ErrShapes", func(t *testing.T) {
 		wantErr(t, e.Do(testenv.Req{Method: "POST", Path: msgPath(visit), JSON: map[string]any{"content": "x"}}), 401, 401)
 		wantErr(t, postMsg(e, "not-a-token", visit, "x"), 401, 401)
 		wantErr(t, e.Do(testenv.Req{Path: msgPath(visit)}), 401, 401)
@@ -112,7 +73,8 @@ func TestMessages(t *testing.T) {
 			t.Fatalf("%d %s", res.Status, res.Raw)
 		}
 	})
-	t.Run("reading: order, paging, sort, and the polling rule", func(t *testing.T) {
+	// Reading: order, paging, sort, and the polling rule.
+	t.Run("OKReadPagingAndPolling", func(t *testing.T) {
 		ms, total := readMsgs(t, e, s.pat.Token, visit)
 		if total != 3 || contents(ms) != "Hello, the rash is spreading.,Please send a photo.,form body" {
 			t.Fatalf("%d %s", total, contents(ms))
@@ -138,7 +100,8 @@ func TestMessages(t *testing.T) {
 			t.Fatal("a limit above 200 is served as 200")
 		}
 	})
-	t.Run("attachments must be files the sender may see", func(t *testing.T) {
+	// Attachments must be files the sender may see.
+	t.Run("ErrAttachmentNotVisible", func(t *testing.T) {
 		var pid, p2 int64
 		fmt.Sscan(s.pat.UserID, &pid)
 		fmt.Sscan(s.pat2.UserID, &p2)
@@ -160,7 +123,8 @@ func TestMessages(t *testing.T) {
 				JSON: map[string]any{"content": "x", "attachment_ids": bad}}), 400, 400)
 		}
 	})
-	t.Run("a completed visit is closed for new messages; its history stays readable", func(t *testing.T) {
+	// A completed visit is closed for new messages; its history stays readable.
+	t.Run("ErrVisitClosed", func(t *testing.T) {
 		before, _ := readMsgs(t, e, s.pat.Token, visit)
 		for _, step := range []string{"accept", "inprogress", "close"} {
 			if res := s.post(s.doc.Token, "/api_v3/visits/"+step, "id", visit); res.Status != 200 {
@@ -183,7 +147,8 @@ func TestMessages(t *testing.T) {
 		}
 		wantErr(t, e.Do(testenv.Req{Path: msgPath(visit), Header: map[string]string{"X-ApiToken": s.other.Token}}), 403, 403)
 	})
-	t.Run("every read and post is audited without content", func(t *testing.T) {
+	// Every read and post is audited without content.
+	t.Run("OKAuditedWithoutContent", func(t *testing.T) {
 		res := e.Do(testenv.Req{Path: "/api_v3/audit", Header: adminHeaders(s.c), Query: q("limit", "500")})
 		seen := map[string]int{}
 		for _, a := range res.List() {
@@ -208,7 +173,8 @@ func TestMessages_ThreadCache(t *testing.T) {
 	visit := s.econsult(t, s.pat)
 	mustPost(t, e, s.pat.Token, visit, "m-first")
 
-	t.Run("a new name shows on old messages at once", func(t *testing.T) {
+	// A new name shows on old messages at once.
+	t.Run("OKNewNameShows", func(t *testing.T) {
 		if ms, _ := readMsgs(t, e, s.doc.Token, visit); ms[0]["actor"].(map[string]any)["display_name"] == "" {
 			t.Fatalf("no name: %v", ms[0])
 		}
@@ -221,7 +187,8 @@ func TestMessages_ThreadCache(t *testing.T) {
 		}
 	})
 
-	t.Run("concurrent readers and posters see consistent pages", func(t *testing.T) {
+	// Concurrent readers and posters see consistent pages.
+	t.Run("OKConcurrentConsistentPages", func(t *testing.T) {
 		type seen struct {
 			skip, total int
 			desc        bool
@@ -328,7 +295,8 @@ func TestMessages_VisitChangedElsewhere(t *testing.T) {
 		t.Fatalf("before: doc %d, other %d notifications", notified(s.doc), notified(s.other))
 	}
 
-	t.Run("a provider assigned elsewhere is the one told", func(t *testing.T) {
+	// A provider assigned elsewhere is the one told.
+	t.Run("OKReassignedProviderTold", func(t *testing.T) {
 		exec("UPDATE visits SET provider_id = ? WHERE id = ?", s.other.UserID, visit)
 		mustPost(t, e, s.pat.Token, visit, "to the assigned provider")
 		if notified(s.doc) != 1 || notified(s.other) != 1 {
@@ -336,7 +304,8 @@ func TestMessages_VisitChangedElsewhere(t *testing.T) {
 		}
 	})
 
-	t.Run("a host who lost the visit elsewhere may not post", func(t *testing.T) {
+	// A host who lost the visit elsewhere may not post.
+	t.Run("ErrHostLostVisit", func(t *testing.T) {
 		exec("UPDATE visits SET provider_id = 0 WHERE id = ?", visit)
 		mustPost(t, e, s.doc.Token, visit, "host again") // seen with doc hosting it
 		exec("UPDATE visits SET provider_id = ? WHERE id = ?", s.other.UserID, visit)
@@ -349,7 +318,8 @@ func TestMessages_VisitChangedElsewhere(t *testing.T) {
 		}
 	})
 
-	t.Run("a visit closed elsewhere takes no post", func(t *testing.T) {
+	// A visit closed elsewhere takes no post.
+	t.Run("ErrClosedElsewhere", func(t *testing.T) {
 		mustPost(t, e, s.pat.Token, visit, "last open") // seen open
 		exec("UPDATE visits SET status = ? WHERE id = ?", clinic.VisitCompleted, visit)
 		before := count()
@@ -361,109 +331,4 @@ func TestMessages_VisitChangedElsewhere(t *testing.T) {
 			t.Fatalf("thread %d -> %d after a refused post", before, after)
 		}
 	})
-}
-
-// receiver is a webhook endpoint for tests: it records every delivery and
-// answers with what fail says for the n-th request (1-based).
-type receiver struct {
-	*httptest.Server
-	mu   sync.Mutex
-	got  []delivery
-	fail func(n int) int
-	ch   chan delivery
-}
-
-type delivery struct {
-	Header http.Header
-	Body   []byte
-	Event  struct {
-		ID          string `json:"id"`
-		Type        string `json:"type"`
-		Created     int64  `json:"created"`
-		AccountCode string `json:"account_code"`
-		Version     string `json:"version"`
-		Data        struct {
-			VisitID   string `json:"visit_id"`
-			MessageID string `json:"message_id"`
-			ActorType string `json:"actor_type"`
-			TS        int64  `json:"ts"`
-		} `json:"data"`
-	}
-	Keys []string // the payload's top-level and data keys
-}
-
-func newReceiver(t *testing.T, fail func(n int) int) *receiver {
-	rc := &receiver{fail: fail, ch: make(chan delivery, 1000)}
-	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		d := delivery{Header: r.Header.Clone(), Body: body}
-		if err := json.Unmarshal(body, &d.Event); err != nil {
-			t.Errorf("delivery is not JSON: %s", body)
-		}
-		var raw map[string]json.RawMessage
-		_ = json.Unmarshal(body, &raw)
-		var data map[string]any
-		_ = json.Unmarshal(raw["data"], &data)
-		for k := range raw {
-			d.Keys = append(d.Keys, k)
-		}
-		for k := range data {
-			d.Keys = append(d.Keys, "data."+k)
-		}
-		rc.mu.Lock()
-		rc.got = append(rc.got, d)
-		n := len(rc.got)
-		rc.mu.Unlock()
-		status := 200
-		if rc.fail != nil {
-			status = rc.fail(n)
-		}
-		w.WriteHeader(status)
-		rc.ch <- d
-	}))
-	t.Cleanup(rc.Close)
-	return rc
-}
-
-// next waits for the next delivery.
-func (rc *receiver) next(t *testing.T) delivery {
-	t.Helper()
-	select {
-	case d := <-rc.ch:
-		return d
-	case <-time.After(10 * time.Second):
-		t.Fatal("no delivery within 10 s")
-	}
-	return delivery{}
-}
-
-func (rc *receiver) count() int { rc.mu.Lock(); defer rc.mu.Unlock(); return len(rc.got) }
-
-func setWebhook(t *testing.T, e *testenv.Env, c *testenv.Clinic, kv ...string) map[string]any {
-	t.Helper()
-	res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/account/settings", Header: adminHeaders(c), Form: q(kv...)})
-	if res.Status != 200 {
-		t.Fatalf("settings: %d %s", res.Status, res.Raw)
-	}
-	return res.Data()
-}
-
-func deliveries(t *testing.T, e *testenv.Env, c *testenv.Clinic) []map[string]any {
-	t.Helper()
-	res := e.Do(testenv.Req{Path: "/api_v3/webhooks/deliveries", Header: adminHeaders(c)})
-	if res.Status != 200 {
-		t.Fatalf("deliveries: %d %s", res.Status, res.Raw)
-	}
-	return res.List()
-}
-
-// waitFor polls cond for up to 10 s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting for %s", what)
 }

@@ -9,7 +9,7 @@ import (
 	"teleclinic/internal/testenv"
 )
 
-func TestMetrics(t *testing.T) {
+func TestMetrics_Endpoint(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
 	c := e.NewClinic("alpha", true)

@@ -12,14 +12,16 @@ func TestHTTP_Conventions(t *testing.T) {
 	e := testenv.New(t, testenv.Options{MaxBody: 4096})
 	c := e.NewClinic("alpha", true)
 
-	t.Run("unknown route is a JSON 404", func(t *testing.T) {
+	// Unknown route is a JSON 404.
+	t.Run("ErrUnknownRoute", func(t *testing.T) {
 		res := e.Do(testenv.Req{Path: "/api_v3/nowhere", NoValidate: true})
 		wantErr(t, res, 404, 404)
 		if !strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
 			t.Fatalf("content type %q", res.Header.Get("Content-Type"))
 		}
 	})
-	t.Run("wrong method is a JSON 405 with Allow", func(t *testing.T) {
+	// Wrong method is a JSON 405 with Allow.
+	t.Run("ErrWrongMethod", func(t *testing.T) {
 		res := e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/users/sso.json", NoValidate: true})
 		wantErr(t, res, 405, 405)
 		// GET matches /users/{id} too; DELETE matches nothing.
@@ -27,7 +29,8 @@ func TestHTTP_Conventions(t *testing.T) {
 			t.Fatalf("Allow %q", res.Header.Get("Allow"))
 		}
 	})
-	t.Run("a body over the limit is 413 and writes nothing", func(t *testing.T) {
+	// A body over the limit is 413 and writes nothing.
+	t.Run("ErrBodyTooLarge", func(t *testing.T) {
 		big := strings.Repeat("x", 5000)
 		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
 			Form: q("first_name", big, "last_name", "b", "type", "200", "code", "big")})
@@ -37,13 +40,15 @@ func TestHTTP_Conventions(t *testing.T) {
 			t.Fatal("a rejected body created a user")
 		}
 	})
-	t.Run("malformed JSON is 400", func(t *testing.T) {
+	// Malformed JSON is 400.
+	t.Run("ErrMalformedJSON", func(t *testing.T) {
 		h := ssoHeaders(c)
 		h["Content-Type"] = "application/json"
 		wantUsersErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: h, RawBody: []byte(`{"first_name":`)}), 400)
 		wantUsersErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: h, RawBody: []byte(`[1,2]`)}), 400)
 	})
-	t.Run("X-Request-Id is kept when plain, made when not", func(t *testing.T) {
+	// X-Request-Id is kept when plain, made when not.
+	t.Run("OKRequestID", func(t *testing.T) {
 		res := e.Do(testenv.Req{Path: "/api_v3/settings", Header: map[string]string{"X-AccountCode": "alpha", "X-Request-Id": "lb-123"}})
 		if res.Header.Get("X-Request-Id") != "lb-123" {
 			t.Fatalf("%q", res.Header.Get("X-Request-Id"))
@@ -53,7 +58,8 @@ func TestHTTP_Conventions(t *testing.T) {
 			t.Fatalf("%q", id)
 		}
 	})
-	t.Run("settings and accounts", func(t *testing.T) {
+	// Settings and accounts.
+	t.Run("OKSettingsAndAccounts", func(t *testing.T) {
 		res := e.Do(testenv.Req{Path: "/api_v3/settings.json", Header: acctHeaders(c)})
 		d := res.Data()
 		if res.Status != 200 || d["code"] != "alpha" || d["sso_enabled"] != true || d["name"] != "Alpha Clinic" {
@@ -66,14 +72,16 @@ func TestHTTP_Conventions(t *testing.T) {
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/settings", Header: map[string]string{"X-AccountCode": "nope"}}), 401, 401)
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/settings"}), 401, 401)
 	})
-	t.Run("rooms list", func(t *testing.T) {
+	// Rooms list.
+	t.Run("OKRoomsList", func(t *testing.T) {
 		res := e.Do(testenv.Req{Path: "/api_v3/rooms", Header: acctHeaders(c), Query: q("page", "1", "limit", "5")})
 		if res.Status != 200 || res.Body["total_count"].(float64) != 0 {
 			t.Fatalf("%d %s", res.Status, res.Raw)
 		}
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/rooms", Header: acctHeaders(c), Query: q("page", "-1")}), 400, 400)
 	})
-	t.Run("audit needs the admin token and checks its filters", func(t *testing.T) {
+	// Audit needs the admin token and checks its filters.
+	t.Run("ErrAuditNeedsAdmin", func(t *testing.T) {
 		s := mustSSO(t, e, c, "200", "p1", "Pat", "One")
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/audit", Header: userHeaders(c, s.Token)}), 401, 401)
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/audit", Header: adminHeaders(c), Query: q("from", "10", "to", "5")}), 400, 400)
@@ -82,7 +90,8 @@ func TestHTTP_Conventions(t *testing.T) {
 			t.Fatalf("%d %s", res.Status, res.Raw)
 		}
 	})
-	t.Run("healthz", func(t *testing.T) {
+	// Healthz.
+	t.Run("OKHealthz", func(t *testing.T) {
 		if res := e.Do(testenv.Req{Path: "/healthz"}); res.Status != 200 {
 			t.Fatalf("%d", res.Status)
 		}

@@ -52,7 +52,7 @@ func (b *mailBox) Send(_ context.Context, m mail.Message) error {
 
 const apnsTok = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90"
 
-func TestEndpoints(t *testing.T) {
+func TestNotifications_Endpoints(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
 	s := newClinicSetup(t, e, "alpha")
@@ -111,7 +111,7 @@ func TestEndpoints(t *testing.T) {
 	}
 }
 
-func TestNotifications(t *testing.T) {
+func TestNotifications_ListBadgePush(t *testing.T) {
 	t.Parallel()
 	apns, fcm, mbox := &pushBox{gone: map[string]bool{}}, &pushBox{}, &mailBox{}
 	e := testenv.New(t, testenv.Options{Config: func(c *app.Config) { c.APNs, c.FCM, c.Mail = apns, fcm, mbox }})
@@ -172,7 +172,8 @@ func TestNotifications(t *testing.T) {
 		t.Fatal("badge")
 	}
 
-	t.Run("paging by mtime", func(t *testing.T) {
+	// Paging by mtime.
+	t.Run("OKPagingByMtime", func(t *testing.T) {
 		first := notes(s.pat, "size", "2")
 		if len(first) != 2 {
 			t.Fatalf("%v", first)
@@ -184,7 +185,8 @@ func TestNotifications(t *testing.T) {
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/notifications", Header: userHeaders(s.c, s.pat.Token), Query: q("size", "0")}), 400, 400)
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/notifications", Header: userHeaders(s.c, s.pat.Token), Query: q("last", "soon")}), 400, 400)
 	})
-	t.Run("read, badge, reset", func(t *testing.T) {
+	// Read, badge, reset.
+	t.Run("OKReadBadgeReset", func(t *testing.T) {
 		id := n[0]["id"].(string)
 		res := e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/notifications/" + id, Header: userHeaders(s.c, s.pat.Token)})
 		if res.Status != 200 || res.Data()["read"] != true || res.Data()["is_new"] != false {
@@ -203,7 +205,8 @@ func TestNotifications(t *testing.T) {
 			t.Fatal("resetting the badge removes nothing")
 		}
 	})
-	t.Run("each notification goes to the user's endpoints after commit", func(t *testing.T) {
+	// Each notification goes to the user's endpoints after commit.
+	t.Run("OKPushedAfterCommit", func(t *testing.T) {
 		if len(apns.sent()) != 0 {
 			t.Fatal("sent before the worker ran")
 		}
@@ -223,7 +226,8 @@ func TestNotifications(t *testing.T) {
 			t.Fatalf("%+v", mbox.msgs[0])
 		}
 	})
-	t.Run("an unregistered device loses its endpoint", func(t *testing.T) {
+	// An unregistered device loses its endpoint.
+	t.Run("OKUnregisteredDeviceRemoved", func(t *testing.T) {
 		apns.mu.Lock()
 		apns.gone[apnsTok] = true
 		apns.mu.Unlock()

@@ -12,9 +12,9 @@ import (
 	"teleclinic/internal/app"
 )
 
-// TestPanicIsA500WithoutInternals registers a handler that panics on the
+// TestHTTP_PanicIsA500WithoutInternals registers a handler that panics on the
 // real middleware chain: the client gets a plain 500, the log gets the stack.
-func TestPanicIsA500WithoutInternals(t *testing.T) {
+func TestHTTP_PanicIsA500WithoutInternals(t *testing.T) {
 	var logs bytes.Buffer
 	s := &Server{log: slog.New(slog.NewTextHandler(&logs, nil)), mux: http.NewServeMux()}
 	s.handle("GET", "/boom", app.NeedNone, famCode, func(w http.ResponseWriter, r *http.Request, c *call) error {

@@ -15,7 +15,7 @@ import (
 // webm is the start of a WebM file: enough for content sniffing to call it video.
 var webm = append([]byte{0x1A, 0x45, 0xDF, 0xA3, 0x9F, 0x42, 0x86, 0x81, 0x01}, bytes.Repeat([]byte("recording-bytes "), 4096)...)
 
-func TestRecordings(t *testing.T) {
+func TestRecordings_UploadAndDownload(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t, testenv.Options{MaxUpload: 200 << 10})
 	s := newClinicSetup(t, e, "alpha")
@@ -37,7 +37,8 @@ func TestRecordings(t *testing.T) {
 	}
 	recID := res.Data()["id"].(float64)
 
-	t.Run("upload errors", func(t *testing.T) {
+	// Upload errors.
+	t.Run("ErrUpload", func(t *testing.T) {
 		wantObjErr(t, upload(adminHeaders(s.c), "/api_v3/visits/"+vid+"/recordings", []byte("<html><body>not a video</body></html>"), fields), 400, "text/html")
 		wantObjErr(t, upload(adminHeaders(s.c), "/api_v3/visits/"+vid+"/recordings", webm, map[string]string{"start": "10", "end": "5"}), 400, "start and end")
 		wantObjErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/" + vid + "/recordings", Header: adminHeaders(s.c), Multipart: fields}), 400, "file")
@@ -45,7 +46,8 @@ func TestRecordings(t *testing.T) {
 		wantObjErr(t, upload(adminHeaders(s.c), "/api_v3/visits/999999/recordings", webm, fields), 404, "Visit")
 		wantObjErr(t, upload(adminHeaders(s.c), "/api_v3/visits/"+vid+"/recordings", bytes.Repeat(webm, 4), fields), 413, "larger")
 	})
-	t.Run("listed with fields=recordings and with_recordings_only", func(t *testing.T) {
+	// Listed with fields=recordings and with_recordings_only.
+	t.Run("OKListedWithVisits", func(t *testing.T) {
 		res := e.Do(testenv.Req{Path: "/api_v3/visits", Header: adminHeaders(s.c), Query: q("fields", "recordings")})
 		byID := map[string]map[string]any{}
 		for _, x := range res.List() {
@@ -66,7 +68,8 @@ func TestRecordings(t *testing.T) {
 		}
 	})
 	var link string
-	t.Run("fetch with a link that downloads", func(t *testing.T) {
+	// Fetch with a link that downloads.
+	t.Run("OKDownloadLink", func(t *testing.T) {
 		res := e.Do(testenv.Req{Path: "/api_v3/visits/" + vid + "/recordings/" + formatID(recID), Header: adminHeaders(s.c)})
 		if res.Status != 200 || res.Body["data"] != nil || res.Body["id"].(float64) != recID {
 			t.Fatalf("the recording comes unwrapped: %d %s", res.Status, res.Raw)
@@ -88,7 +91,8 @@ func TestRecordings(t *testing.T) {
 		wantObjErr(t, e.Do(testenv.Req{Path: "/api_v3/visits/" + other + "/recordings/" + formatID(recID), Header: adminHeaders(s.c)}), 404, "Recording")
 		wantObjErr(t, e.Do(testenv.Req{Path: "/api_v3/visits/" + vid + "/recordings/" + formatID(recID), Header: userHeaders(s.c, s.pat.Token)}), 401, "admin")
 	})
-	t.Run("an altered or expired link is 403", func(t *testing.T) {
+	// An altered or expired link is 403.
+	t.Run("ErrBadLink", func(t *testing.T) {
 		u, _ := url.Parse(link)
 		qv := u.Query()
 		sig := qv.Get("signature")
@@ -114,12 +118,14 @@ func TestRecordings(t *testing.T) {
 			t.Fatalf("%s", res.Raw)
 		}
 	})
-	t.Run("another clinic's admin sees nothing", func(t *testing.T) {
+	// Another clinic's admin sees nothing.
+	t.Run("ErrOtherClinic", func(t *testing.T) {
 		b := e.NewClinic("beta", true)
 		wantObjErr(t, e.Do(testenv.Req{Path: "/api_v3/visits/" + vid + "/recordings/" + formatID(recID), Header: adminHeaders(b)}), 404, "Recording")
 		wantObjErr(t, upload(adminHeaders(b), "/api_v3/visits/"+vid+"/recordings", webm, fields), 404, "Visit")
 	})
-	t.Run("downloads are audited", func(t *testing.T) {
+	// Downloads are audited.
+	t.Run("OKAudited", func(t *testing.T) {
 		res := e.Do(testenv.Req{Path: "/api_v3/audit", Header: adminHeaders(s.c), Query: q("action", "recording.download")})
 		if res.Body["total_count"].(float64) < 2 {
 			t.Fatalf("%s", res.Raw)

@@ -7,17 +7,7 @@ import (
 	"teleclinic/internal/testenv"
 )
 
-// withVisit gives the setup's doc a visit with pat (an accepted e-consult).
-func (s *clinicSetup) withVisit(t *testing.T) string {
-	t.Helper()
-	visit := s.econsult(t, s.pat)
-	if res := s.post(s.doc.Token, "/api_v3/visits/accept", "id", visit); res.Status != 200 {
-		t.Fatalf("accept: %s", res.Raw)
-	}
-	return visit
-}
-
-func TestEMR(t *testing.T) {
+func TestEMR_ReadWrite(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
 	s := newClinicSetup(t, e, "alpha")
@@ -55,7 +45,8 @@ func TestEMR(t *testing.T) {
 		t.Fatalf("%s", res.Raw)
 	}
 
-	t.Run("wrong shapes name the field", func(t *testing.T) {
+	// Wrong shapes name the field.
+	t.Run("ErrWrongShape", func(t *testing.T) {
 		for _, c := range []struct {
 			name string
 			body map[string]any
@@ -80,7 +71,8 @@ func TestEMR(t *testing.T) {
 		wantErr(t, put(s.pat.Token, "-", "hobbies", map[string]any{"data_not_reported": false, "data": []any{}}), 404, 404)
 	})
 
-	t.Run("who may read and write", func(t *testing.T) {
+	// Who may read and write.
+	t.Run("ErrNotAllowed", func(t *testing.T) {
 		wantErr(t, get(s.pat2.Token, s.pat.UserID), 404, 404)
 		wantErr(t, get(s.doc.Token, s.pat.UserID), 403, 403)
 		wantErr(t, put(s.doc.Token, s.pat.UserID, "medications", map[string]any{"data_not_reported": false, "data": []any{}}), 403, 403)
@@ -112,7 +104,8 @@ func TestEMR(t *testing.T) {
 		}
 	})
 
-	t.Run("schema", func(t *testing.T) {
+	// Schema.
+	t.Run("OKSchema", func(t *testing.T) {
 		res := e.Do(testenv.Req{Path: "/api_v3/emr/schema", Header: acctHeaders(s.c)})
 		fam := res.Data()["family_conditions"].(map[string]any)
 		items := fam["items"].(map[string]any)
@@ -123,7 +116,7 @@ func TestEMR(t *testing.T) {
 	})
 }
 
-func TestHealthDevices(t *testing.T) {
+func TestHealth_DevicesAndReadings(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
 	s := newClinicSetup(t, e, "alpha")

@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// TestErrorShapes checks the three error bodies of the spec's Errors section.
-func TestErrorShapes(t *testing.T) {
+// TestHTTP_ErrorShapes checks the three error bodies of the spec's Errors section.
+func TestHTTP_ErrorShapes(t *testing.T) {
 	cases := []struct {
 		fam    family
 		status int

@@ -9,21 +9,13 @@ import (
 	"teleclinic/internal/testenv"
 )
 
-func mustRoom(t *testing.T, e *testenv.Env, c *testenv.Clinic, body map[string]any) map[string]any {
-	t.Helper()
-	res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/rooms", Header: adminHeaders(c), JSON: body})
-	if res.Status != 200 {
-		t.Fatalf("create room: %d %s", res.Status, res.Raw)
-	}
-	return res.Data()
-}
-
 func TestRooms_Create(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
 	c := e.NewClinic("alpha", true)
 
-	t.Run("OK with defaults and a generated code", func(t *testing.T) {
+	// OK with defaults and a generated code.
+	t.Run("OKDefaults", func(t *testing.T) {
 		d := mustRoom(t, e, c, map[string]any{"domain": "Alpha.Clinic.Test", "name": "Main Room"})
 		if !regexp.MustCompile(`^[a-z0-9]{5}$`).MatchString(d["code"].(string)) || d["slug"] != "main-room" || d["domain"] != "alpha.clinic.test" {
 			t.Fatalf("%v", d)
@@ -44,7 +36,8 @@ func TestRooms_Create(t *testing.T) {
 			t.Fatal("a new room is open")
 		}
 	})
-	t.Run("OK with code and slug, as a form", func(t *testing.T) {
+	// OK with code and slug, as a form.
+	t.Run("OKCodeAndSlugAsForm", func(t *testing.T) {
 		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/rooms.json", Header: adminHeaders(c), Form: q("domain", "alpha.clinic.test", "name", "Kids", "code", "kids", "slug", "children")})
 		if res.Status != 200 || res.Data()["code"] != "kids" || res.Data()["slug"] != "children" {
 			t.Fatalf("%d %s", res.Status, res.Raw)
@@ -88,7 +81,8 @@ func TestRooms_ReadUpdateDelete(t *testing.T) {
 		return e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/main", Header: adminHeaders(c), JSON: body})
 	}
 
-	t.Run("list, page and DataTables", func(t *testing.T) {
+	// List, page and DataTables.
+	t.Run("OKListAndPage", func(t *testing.T) {
 		for i := 0; i < 4; i++ {
 			mustRoom(t, e, c, map[string]any{"domain": "alpha.clinic.test", "name": "Extra " + string(rune('A'+i))})
 		}
@@ -105,7 +99,8 @@ func TestRooms_ReadUpdateDelete(t *testing.T) {
 		}
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/rooms", Header: acctHeaders(c), Query: q("draw", "1", "order[0][column]", "0", "columns[0][data]", "password")}), 400, 400)
 	})
-	t.Run("OK update every part", func(t *testing.T) {
+	// OK update every part.
+	t.Run("OKUpdateEveryPart", func(t *testing.T) {
 		res := put(map[string]any{
 			"name": "Main Room", "subtitle": "Walk in", "description": "Our main room", "public_access_room": true,
 			"visits":      map[string]any{"walkin": map[string]any{"enabled": false}, "appointment": map[string]any{"enabled": true}},
@@ -133,7 +128,8 @@ func TestRooms_ReadUpdateDelete(t *testing.T) {
 			t.Fatalf("%s", res.Raw)
 		}
 	})
-	t.Run("is_closed_now follows the schedule in the room's time zone", func(t *testing.T) {
+	// Is_closed_now follows the schedule in the room's time zone.
+	t.Run("OKClosedNowInRoomZone", func(t *testing.T) {
 		// The clock starts Monday 2026-03-02 09:00 UTC = 04:00 in New York: before 08:00.
 		get := func() map[string]any {
 			return e.Do(testenv.Req{Path: "/api_v3/rooms/main", Header: acctHeaders(c)}).Data()["operation_settings"].(map[string]any)
@@ -171,7 +167,8 @@ func TestRooms_ReadUpdateDelete(t *testing.T) {
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/rooms/nope", Header: acctHeaders(c)}), 404, 404)
 		wantErr(t, e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/nope", Header: adminHeaders(c), JSON: map[string]any{"name": "x"}}), 404, 404)
 	})
-	t.Run("providers, links and detail", func(t *testing.T) {
+	// Providers, links and detail.
+	t.Run("OKProvidersAndLinks", func(t *testing.T) {
 		doc := mustSSO(t, e, c, "400", "d1", "Dana", "Zed")
 		doc2 := mustSSO(t, e, c, "400", "d2", "Abe", "Able")
 		pat := mustSSO(t, e, c, "200", "p1", "Pat", "One")
@@ -216,14 +213,16 @@ func TestRooms_ReadUpdateDelete(t *testing.T) {
 			t.Fatalf("after unlink: %v", l)
 		}
 	})
-	t.Run("delete", func(t *testing.T) {
+	// Delete.
+	t.Run("OKDelete", func(t *testing.T) {
 		mustRoom(t, e, c, map[string]any{"domain": "alpha.clinic.test", "name": "Temp", "code": "temp"})
 		if res := e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/rooms/temp", Header: adminHeaders(c)}); res.Status != 200 {
 			t.Fatalf("%d %s", res.Status, res.Raw)
 		}
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/rooms/temp", Header: acctHeaders(c)}), 404, 404)
 	})
-	t.Run("another clinic sees nothing", func(t *testing.T) {
+	// Another clinic sees nothing.
+	t.Run("ErrOtherClinic", func(t *testing.T) {
 		b := e.NewClinic("beta", true)
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/rooms/main", Header: acctHeaders(b)}), 404, 404)
 		wantErr(t, e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/main", Header: adminHeaders(b), JSON: map[string]any{"name": "Mine"}}), 404, 404)

@@ -5,11 +5,9 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"teleclinic/internal/mail"
 	"teleclinic/internal/testenv"
 )
 
@@ -18,7 +16,8 @@ func TestSessions_AuthRedirect(t *testing.T) {
 	e := testenv.New(t)
 	c := e.NewClinic("alpha", true)
 
-	t.Run("OK keeps the token and passes next", func(t *testing.T) {
+	// OK keeps the token and passes next.
+	t.Run("OKKeepsToken", func(t *testing.T) {
 		s := mustSSO(t, e, c, "200", "p1", "Pat", "One")
 		res := e.Do(testenv.Req{Path: "/api_v3/auth", Query: q("sso_token", s.Token, "next", "/visits/1", "disable_navigation", "1")})
 		if res.Status != 302 {
@@ -39,7 +38,8 @@ func TestSessions_AuthRedirect(t *testing.T) {
 			t.Fatalf("portal login not audited: %s", au.Raw)
 		}
 	})
-	t.Run("one_time_token consumes the SSO token", func(t *testing.T) {
+	// One_time_token consumes the SSO token.
+	t.Run("OKOneTimeToken", func(t *testing.T) {
 		s := mustSSO(t, e, c, "200", "p2", "Pat", "Two")
 		res := e.Do(testenv.Req{Path: "/api_v3/auth", Query: q("sso_token", s.Token, "one_time_token", "1")})
 		if res.Status != 302 {
@@ -57,7 +57,8 @@ func TestSessions_AuthRedirect(t *testing.T) {
 			t.Fatalf("portal token: %d %s", res.Status, res.Raw)
 		}
 	})
-	t.Run("one_time_token under concurrent use: exactly one succeeds", func(t *testing.T) {
+	// One_time_token under concurrent use: exactly one succeeds.
+	t.Run("ErrOneTimeTokenConcurrent", func(t *testing.T) {
 		s := mustSSO(t, e, c, "200", "p3", "Pat", "Three")
 		const n = 16
 		got := raceStatuses(t, []string{e.URL}, n, testenv.Req{Path: "/api_v3/auth", Query: q("sso_token", s.Token, "one_time_token", "1")})
@@ -79,16 +80,13 @@ func TestSessions_AuthRedirect(t *testing.T) {
 	})
 }
 
-func refresh(e *testenv.Env, c *testenv.Clinic, rt string) *testenv.Resp {
-	return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/tokens/refresh", Header: acctHeaders(c), Form: q("refresh_token", rt)})
-}
-
 func TestSessions_Refresh(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
 	c := e.NewClinic("alpha", true)
 
-	t.Run("OK rotates both tokens", func(t *testing.T) {
+	// OK rotates both tokens.
+	t.Run("OKRotates", func(t *testing.T) {
 		s := mustSSO(t, e, c, "200", "p1", "Pat", "One")
 		res := refresh(e, c, s.Refresh)
 		if res.Status != 200 {
@@ -108,7 +106,8 @@ func TestSessions_Refresh(t *testing.T) {
 			t.Fatalf("alias: %d %s", res.Status, res.Raw)
 		}
 	})
-	t.Run("reuse revokes the whole login, newest tokens included", func(t *testing.T) {
+	// Reuse revokes the whole login, newest tokens included.
+	t.Run("ErrReuseRevokesFamily", func(t *testing.T) {
 		s := mustSSO(t, e, c, "200", "p2", "Pat", "Two")
 		res := refresh(e, c, s.Refresh)
 		tok := res.Data()["token"].(map[string]any)
@@ -124,7 +123,8 @@ func TestSessions_Refresh(t *testing.T) {
 			t.Fatalf("other login: %d", r.Status)
 		}
 	})
-	t.Run("concurrent refresh of one token: exactly one wins", func(t *testing.T) {
+	// Concurrent refresh of one token: exactly one wins.
+	t.Run("ErrConcurrentRefresh", func(t *testing.T) {
 		s := mustSSO(t, e, c, "200", "p3", "Pat", "Three")
 		const n = 10
 		got := raceStatuses(t, []string{e.URL}, n, testenv.Req{Method: "POST", Path: "/api_v3/tokens/refresh", Header: acctHeaders(c), Form: q("refresh_token", s.Refresh)})
@@ -152,7 +152,8 @@ func TestSessions_Expiry(t *testing.T) {
 	c := e.NewClinic("alpha", true)
 	me := func(tok string) int { return e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(c, tok)}).Status }
 
-	t.Run("idle period slides with use", func(t *testing.T) {
+	// Idle period slides with use.
+	t.Run("OKIdleSlides", func(t *testing.T) {
 		s := mustSSO(t, e, c, "200", "p1", "Pat", "One")
 		for i := 0; i < 4; i++ { // 4 × 20 min: always within 30 min of the last use
 			e.Clock.Advance(20 * time.Minute)
@@ -165,7 +166,8 @@ func TestSessions_Expiry(t *testing.T) {
 			t.Fatalf("idle-expired token: %d", got)
 		}
 	})
-	t.Run("absolute lifetime ends a busy token", func(t *testing.T) {
+	// Absolute lifetime ends a busy token.
+	t.Run("ErrAbsoluteLifetime", func(t *testing.T) {
 		s := mustSSO(t, e, c, "200", "p2", "Pat", "Two")
 		for elapsed := time.Duration(0); elapsed < 12*time.Hour-20*time.Minute; elapsed += 20 * time.Minute {
 			e.Clock.Advance(20 * time.Minute)
@@ -182,7 +184,8 @@ func TestSessions_Expiry(t *testing.T) {
 			t.Fatalf("refresh after expiry: %d", res.Status)
 		}
 	})
-	t.Run("the admin token does not expire", func(t *testing.T) {
+	// The admin token does not expire.
+	t.Run("OKAdminTokenLasts", func(t *testing.T) {
 		e.Clock.Advance(400 * 24 * time.Hour)
 		if res := e.Do(testenv.Req{Path: "/api_v3/users", Header: adminHeaders(c)}); res.Status != 200 {
 			t.Fatalf("%d", res.Status)
@@ -196,7 +199,8 @@ func TestSessions_Logout(t *testing.T) {
 	c := e.NewClinic("alpha", true)
 	me := func(tok string) int { return e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(c, tok)}).Status }
 
-	t.Run("OK ends the caller's login", func(t *testing.T) {
+	// OK ends the caller's login.
+	t.Run("OKEndsLogin", func(t *testing.T) {
 		s := mustSSO(t, e, c, "200", "p1", "Pat", "One")
 		other := mustSSO(t, e, c, "200", "p1", "Pat", "One")
 		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/logout", Header: userHeaders(c, s.Token)})
@@ -210,7 +214,8 @@ func TestSessions_Logout(t *testing.T) {
 			t.Fatal("another login of the same user survives")
 		}
 	})
-	t.Run("OK destroys the listed tokens, only the caller's", func(t *testing.T) {
+	// OK destroys the listed tokens, only the caller's.
+	t.Run("OKListedTokensOnlyOwn", func(t *testing.T) {
 		s := mustSSO(t, e, c, "200", "p2", "Pat", "Two")
 		s2 := mustSSO(t, e, c, "200", "p2", "Pat", "Two")
 		victim := mustSSO(t, e, c, "200", "p3", "Pat", "Three")
@@ -252,7 +257,8 @@ func TestSessions_Login(t *testing.T) {
 	if r := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/me", Header: userHeaders(c, s.Token), Form: q("password", "correct horse")}); r.Status != 200 {
 		t.Fatalf("set password: %d %s", r.Status, r.Raw)
 	}
-	t.Run("OK by username and by email", func(t *testing.T) {
+	// OK by username and by email.
+	t.Run("OKUsernameOrEmail", func(t *testing.T) {
 		for _, f := range [][]string{{"username", "login.user"}, {"email", "login@example.com"}, {"username", "LOGIN@example.com"}} {
 			res := login(f[0], f[1], "password", "correct horse")
 			if res.Status != 200 || res.Data()["id"] != s.UserID || res.Data()["token"] == nil {
@@ -279,35 +285,7 @@ func TestSessions_Login(t *testing.T) {
 	})
 }
 
-// outbox is a mail.Sender that keeps what it is given.
-type outbox struct {
-	mu   sync.Mutex
-	msgs []mail.Message
-}
-
-func (o *outbox) Send(_ context.Context, m mail.Message) error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.msgs = append(o.msgs, m)
-	return nil
-}
-
 var linkToken = regexp.MustCompile(`token=([A-Za-z0-9_%-]+)`)
-
-func (o *outbox) lastToken(t *testing.T) string {
-	t.Helper()
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if len(o.msgs) == 0 {
-		t.Fatal("no mail sent")
-	}
-	m := linkToken.FindStringSubmatch(o.msgs[len(o.msgs)-1].Body)
-	if m == nil {
-		t.Fatalf("no link in %q", o.msgs[len(o.msgs)-1].Body)
-	}
-	tok, _ := url.QueryUnescape(m[1])
-	return tok
-}
 
 func TestSessions_ActivationAndReset(t *testing.T) {
 	t.Parallel()
@@ -324,7 +302,8 @@ func TestSessions_ActivationAndReset(t *testing.T) {
 		return e.Do(testenv.Req{Method: "POST", Path: path, Header: acctHeaders(c), Form: q(f...)})
 	}
 
-	t.Run("unknown names answer the same and send nothing", func(t *testing.T) {
+	// Unknown names answer the same and send nothing.
+	t.Run("ErrUnknownNameSilent", func(t *testing.T) {
 		if r := post("/api_v3/users/activate/request", "email", "nobody@example.com"); r.Status != 200 || r.Body["data"] != true {
 			t.Fatalf("%d %s", r.Status, r.Raw)
 		}
@@ -332,7 +311,8 @@ func TestSessions_ActivationAndReset(t *testing.T) {
 			t.Fatalf("sent %d", n)
 		}
 	})
-	t.Run("activation sets the first password and logs in", func(t *testing.T) {
+	// Activation sets the first password and logs in.
+	t.Run("OKActivation", func(t *testing.T) {
 		if r := post("/api_v3/users/activate/request", "email", "active@example.com"); r.Status != 200 {
 			t.Fatalf("%d %s", r.Status, r.Raw)
 		}
@@ -353,7 +333,8 @@ func TestSessions_ActivationAndReset(t *testing.T) {
 			t.Fatalf("login after activation: %d", r.Status)
 		}
 	})
-	t.Run("reset sets a new password and ends every login", func(t *testing.T) {
+	// Reset sets a new password and ends every login.
+	t.Run("OKReset", func(t *testing.T) {
 		login := post("/api_v3/users/login", "email", "active@example.com", "password", "a long password")
 		old := login.Data()["token"].(map[string]any)["token"].(string)
 		if r := post("/api_v3/users/password/reset", "username", login.Data()["username"].(string)); r.Status != 200 {

@@ -15,23 +15,6 @@ const slotDay = "2026-03-03"
 
 var tue0900NY = time.Date(2026, 3, 3, 14, 0, 0, 0, time.UTC).Unix() // 09:00 EST
 
-func (s *clinicSetup) publish(t *testing.T, who string, body map[string]any) []map[string]any {
-	t.Helper()
-	res := s.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: userHeaders(s.c, who), JSON: body})
-	if res.Status != 200 {
-		t.Fatalf("publish: %d %s", res.Status, res.Raw)
-	}
-	return res.List()
-}
-
-func (s *clinicSetup) enableAppointments(t *testing.T) {
-	t.Helper()
-	if r := s.e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/main", Header: adminHeaders(s.c), JSON: map[string]any{
-		"visits": map[string]any{"appointment": map[string]any{"enabled": true}}}}); r.Status != 200 {
-		t.Fatalf("%s", r.Raw)
-	}
-}
-
 func TestSlots_PublishListDelete(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
@@ -39,7 +22,8 @@ func TestSlots_PublishListDelete(t *testing.T) {
 	day := map[string]any{"room_code": "main", "date_start": slotDay, "time_start": "09:00", "time_end": "11:00", "timezone": "America/New_York", "duration": 30}
 
 	slots := s.publish(t, s.doc.Token, day)
-	t.Run("published in the spec's shape", func(t *testing.T) {
+	// Published in the spec's shape.
+	t.Run("OKPublished", func(t *testing.T) {
 		if len(slots) != 4 {
 			t.Fatalf("%d slots", len(slots))
 		}
@@ -57,7 +41,8 @@ func TestSlots_PublishListDelete(t *testing.T) {
 		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: userHeaders(s.c, s.doc.Token), JSON: body})
 		wantErr(t, res, 409, 409)
 	})
-	t.Run("who may publish", func(t *testing.T) {
+	// Who may publish.
+	t.Run("ErrNotAllowed", func(t *testing.T) {
 		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: userHeaders(s.c, s.pat.Token), JSON: day})
 		wantErr(t, res, 403, 403)
 		res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: userHeaders(s.c, s.other.Token), JSON: day})
@@ -78,7 +63,8 @@ func TestSlots_PublishListDelete(t *testing.T) {
 		bad := map[string]any{"room_code": "main", "date_start": slotDay, "time_start": "09:00", "time_end": "08:00", "timezone": "America/New_York", "duration": 30}
 		wantErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: userHeaders(s.c, s.doc.Token), JSON: bad}), 400, 400)
 	})
-	t.Run("list filters", func(t *testing.T) {
+	// List filters.
+	t.Run("OKListFilters", func(t *testing.T) {
 		list := func(kv ...string) []map[string]any {
 			res := e.Do(testenv.Req{Path: "/api_v3/slots", Header: userHeaders(s.c, s.pat.Token), Query: q(append([]string{"start", fmt.Sprint(tue0900NY - 3600), "end", fmt.Sprint(tue0900NY + 24*3600)}, kv...)...)})
 			if res.Status != 200 {
@@ -120,7 +106,8 @@ func TestSlots_PublishListDelete(t *testing.T) {
 			t.Fatalf("%v", l)
 		}
 	})
-	t.Run("delete a slot and a group", func(t *testing.T) {
+	// Delete a slot and a group.
+	t.Run("OKDeleteSlotAndGroup", func(t *testing.T) {
 		id := slots[3]["id"].(string)
 		wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/slots/" + id, Header: userHeaders(s.c, s.pat.Token)}), 403, 403)
 		res := e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/slots/" + id, Header: userHeaders(s.c, s.doc.Token)})
@@ -167,7 +154,8 @@ func TestSlots_AvailabilityAndBooking(t *testing.T) {
 		wantObjErr(t, s.post(s.pat.Token, "/api_v3/visits", "slot_start", st, "slot_end", en, "room_code", "main", "type", "2", "intake_id", it), 400, "appointments")
 	})
 	s.enableAppointments(t)
-	t.Run("availability flags and slot_data", func(t *testing.T) {
+	// Availability flags and slot_data.
+	t.Run("OKAvailability", func(t *testing.T) {
 		d := avail("room_code", "main")
 		if flags(d, "slot_available") != "111111" || flags(d, "slot_booked") != "000000" {
 			t.Fatalf("%v", d)
@@ -194,7 +182,8 @@ func TestSlots_AvailabilityAndBooking(t *testing.T) {
 		wantObjErr(t, e.Do(testenv.Req{Path: "/api_v3/availability", Header: userHeaders(s.c, s.pat.Token), Query: q("start", "1", "end", "2")}), 400, "room_code")
 	})
 	var booked string
-	t.Run("book two back-to-back slots", func(t *testing.T) {
+	// Book two back-to-back slots.
+	t.Run("OKBookTwoSlots", func(t *testing.T) {
 		it := s.intake(t, s.pat, "type", "2")
 		st, _ := slotAt(1)
 		_, en := slotAt(2)
@@ -216,7 +205,8 @@ func TestSlots_AvailabilityAndBooking(t *testing.T) {
 			t.Fatalf("%s", res.Raw)
 		}
 	})
-	t.Run("booking errors", func(t *testing.T) {
+	// Booking errors.
+	t.Run("ErrBooking", func(t *testing.T) {
 		it := s.intake(t, s.pat2, "type", "2")
 		st, en := slotAt(1)
 		wantObjErr(t, s.post(s.pat2.Token, "/api_v3/visits", "slot_start", st, "slot_end", en, "room_code", "main", "type", "2", "intake_id", it), 409, "booked")
@@ -225,7 +215,8 @@ func TestSlots_AvailabilityAndBooking(t *testing.T) {
 		wantObjErr(t, s.post(s.pat2.Token, "/api_v3/visits", "slot_start", st, "slot_end", fmt.Sprint(tue0900NY+999), "room_code", "main", "type", "2", "intake_id", it), 400, "No slot")
 		wantObjErr(t, s.post(s.pat2.Token, "/api_v3/visits", "slot_start", st, "slot_end", en, "room_code", "main", "type", "2", "intake_id", it, "member_id", "pat"), 400, "member_id")
 	})
-	t.Run("cancelling the appointment reopens its slots; completing keeps them", func(t *testing.T) {
+	// Cancelling the appointment reopens its slots; completing keeps them.
+	t.Run("OKCancelReopensSlots", func(t *testing.T) {
 		if r := s.post(s.pat.Token, "/api_v3/visits/delete", "id", booked, "reason", "patient_cancel_appointment"); r.Status != 200 {
 			t.Fatalf("%s", r.Raw)
 		}

@@ -23,7 +23,8 @@ func TestTenancy_Isolation(t *testing.T) {
 		t.Fatal("the same code in two clinics is two users")
 	}
 
-	t.Run("admin of B lists only B", func(t *testing.T) {
+	// Admin of B lists only B.
+	t.Run("OKAdminListsOwn", func(t *testing.T) {
 		res := e.Do(testenv.Req{Path: "/api_v3/users", Header: adminHeaders(b), Query: q("limit", "200")})
 		for _, u := range res.List() {
 			if u["account_code"] != "beta" || u["id"] == pa.UserID {
@@ -35,45 +36,54 @@ func TestTenancy_Isolation(t *testing.T) {
 			t.Fatalf("B finds A's user by id: %s", res.Raw)
 		}
 	})
-	t.Run("admin of B reads no user of A", func(t *testing.T) {
+	// Admin of B reads no user of A.
+	t.Run("ErrAdminReadsOther", func(t *testing.T) {
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/users/" + pa.UserID, Header: adminHeaders(b)}), 404, 404)
 	})
-	t.Run("B's admin token with A's code is rejected", func(t *testing.T) {
+	// B's admin token with A's code is rejected.
+	t.Run("ErrAdminTokenOtherCode", func(t *testing.T) {
 		h := adminHeaders(b)
 		h["X-AccountCode"] = "alpha"
 		wantUsersErr(t, e.Do(testenv.Req{Path: "/api_v3/users", Header: h}), 401)
 	})
-	t.Run("A's user token with B's code is rejected", func(t *testing.T) {
+	// A's user token with B's code is rejected.
+	t.Run("ErrUserTokenOtherCode", func(t *testing.T) {
 		wantUsersErr(t, e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(b, pa.Token)}), 401)
 	})
-	t.Run("a user token without a code reads its own clinic", func(t *testing.T) {
+	// A user token without a code reads its own clinic.
+	t.Run("OKUserTokenWithoutCode", func(t *testing.T) {
 		res := e.Do(testenv.Req{Path: "/api_v3/me", Header: map[string]string{"X-ApiToken": pa.Token, "X-ApiKey": "ignored", "X-ApiSecret": "ignored"}})
 		if res.Status != 200 || res.Data()["account_code"] != "alpha" {
 			t.Fatalf("%d %s", res.Status, res.Raw)
 		}
 	})
-	t.Run("B's user reads no user of A", func(t *testing.T) {
+	// B's user reads no user of A.
+	t.Run("ErrUserReadsOther", func(t *testing.T) {
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/users/" + pa.UserID, Header: userHeaders(b, pb.Token)}), 404, 404)
 	})
-	t.Run("A's refresh token does not work at B", func(t *testing.T) {
+	// A's refresh token does not work at B.
+	t.Run("ErrRefreshOtherClinic", func(t *testing.T) {
 		wantUsersErr(t, refresh(e, b, pa.Refresh), 401)
 		if res := refresh(e, a, pa.Refresh); res.Status != 200 {
 			t.Fatal("the failed cross-clinic attempt must not spend the token")
 		}
 	})
-	t.Run("A's API key does not sign in at B", func(t *testing.T) {
+	// A's API key does not sign in at B.
+	t.Run("ErrAPIKeyOtherClinic", func(t *testing.T) {
 		h := ssoHeaders(a)
 		h["X-AccountCode"] = "beta"
 		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: h, Multipart: map[string]string{"first_name": "a", "last_name": "b", "type": "200", "code": "x"}})
 		wantUsersErr(t, res, 401)
 	})
-	t.Run("B's logout cannot destroy A's tokens", func(t *testing.T) {
+	// B's logout cannot destroy A's tokens.
+	t.Run("ErrLogoutOtherClinic", func(t *testing.T) {
 		e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/logout", Header: adminHeaders(b), Form: q("tokens", pa.Token)})
 		if res := e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(a, pa.Token)}); res.Status != 200 {
 			t.Fatal("A's token was destroyed by B")
 		}
 	})
-	t.Run("accounts and audit show only the caller's clinic", func(t *testing.T) {
+	// Accounts and audit show only the caller's clinic.
+	t.Run("OKAccountsAndAuditOwn", func(t *testing.T) {
 		res := e.Do(testenv.Req{Path: "/api_v3/accounts", Header: acctHeaders(b)})
 		if l := res.List(); len(l) != 1 || l[0]["code"] != "beta" {
 			t.Fatalf("%s", res.Raw)

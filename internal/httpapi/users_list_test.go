@@ -66,25 +66,29 @@ func TestUsers_List(t *testing.T) {
 		return out
 	}
 
-	t.Run("default page and total", func(t *testing.T) {
+	// Default page and total.
+	t.Run("OKDefaultPage", func(t *testing.T) {
 		res := list()
 		// 5 patients, 2 providers, 1 guest and the clinic admin user.
 		if got := len(ids(res)); got != 9 || res.Body["total_count"].(float64) != 9 {
 			t.Fatalf("got %d of %v", got, res.Body["total_count"])
 		}
 	})
-	t.Run("start and limit", func(t *testing.T) {
+	// Start and limit.
+	t.Run("OKStartAndLimit", func(t *testing.T) {
 		res := list("type", "200", "start", "1", "limit", "2", "sort", "full_name.asc")
 		if got := names(res); strings.Join(got, ",") != "Bob Baker,Carol Cole" || res.Body["total_count"].(float64) != 5 {
 			t.Fatalf("page %v total %v", got, res.Body["total_count"])
 		}
 	})
-	t.Run("limit is capped", func(t *testing.T) {
+	// Limit is capped.
+	t.Run("OKLimitCapped", func(t *testing.T) {
 		if res := list("limit", "100000"); res.Status != 200 {
 			t.Fatalf("%d", res.Status)
 		}
 	})
-	t.Run("id single, comma list and array", func(t *testing.T) {
+	// Id single, comma list and array.
+	t.Run("OKIDs", func(t *testing.T) {
 		if got := ids(list("id", pats[0].UserID)); len(got) != 1 || got[0] != pats[0].UserID {
 			t.Fatalf("%v", got)
 		}
@@ -101,7 +105,8 @@ func TestUsers_List(t *testing.T) {
 			t.Fatalf("%v", got)
 		}
 	})
-	t.Run("full_name, email and q are case-insensitive substrings", func(t *testing.T) {
+	// Full_name, email and q are case-insensitive substrings.
+	t.Run("OKSearch", func(t *testing.T) {
 		if got := names(list("full_name", "ROL C")); len(got) != 1 || got[0] != "Carol Cole" {
 			t.Fatalf("%v", got)
 		}
@@ -125,7 +130,8 @@ func TestUsers_List(t *testing.T) {
 			}
 		}
 	})
-	t.Run("type, status, subtype lists", func(t *testing.T) {
+	// Type, status, subtype lists.
+	t.Run("OKTypeStatusSubtype", func(t *testing.T) {
 		if got := ids(list("type", "200,600")); len(got) != 6 {
 			t.Fatalf("%v", got)
 		}
@@ -142,7 +148,8 @@ func TestUsers_List(t *testing.T) {
 			t.Fatalf("%v", got)
 		}
 	})
-	t.Run("role, is_admin, is_hidden, group", func(t *testing.T) {
+	// Role, is_admin, is_hidden, group.
+	t.Run("OKRoleAdminHiddenGroup", func(t *testing.T) {
 		res := list("role", "clinic_admin,scheduler")
 		if got := res.List(); len(got) != 1 || got[0]["type"].(float64) != 100 {
 			t.Fatalf("%s", res.Raw)
@@ -160,7 +167,8 @@ func TestUsers_List(t *testing.T) {
 			t.Fatalf("%v", got)
 		}
 	})
-	t.Run("room_code and ex_filter", func(t *testing.T) {
+	// Room_code and ex_filter.
+	t.Run("OKRoomAndExFilter", func(t *testing.T) {
 		if got := ids(list("room_code", "r1")); len(got) != 1 || got[0] != doc.UserID {
 			t.Fatalf("%v", got)
 		}
@@ -173,7 +181,8 @@ func TestUsers_List(t *testing.T) {
 		}
 		wantUsersErr(t, list("ex_filter", "everyone"), 400)
 	})
-	t.Run("account_code of another clinic shows nothing", func(t *testing.T) {
+	// Account_code of another clinic shows nothing.
+	t.Run("ErrOtherClinic", func(t *testing.T) {
 		if got := ids(list("account_code", "alpha")); len(got) != 9 {
 			t.Fatalf("%v", got)
 		}
@@ -182,7 +191,8 @@ func TestUsers_List(t *testing.T) {
 			t.Fatalf("%v", got)
 		}
 	})
-	t.Run("sort", func(t *testing.T) {
+	// Sort.
+	t.Run("OKSort", func(t *testing.T) {
 		got := names(list("type", "200", "sort", "full_name.desc"))
 		if !sort.SliceIsSorted(got, func(i, j int) bool { return got[i] > got[j] }) || len(got) != 5 {
 			t.Fatalf("%v", got)
@@ -190,7 +200,8 @@ func TestUsers_List(t *testing.T) {
 		wantUsersErr(t, list("sort", "password.asc"), 400)
 		wantUsersErr(t, list("sort", "full_name.sideways"), 400)
 	})
-	t.Run("fields", func(t *testing.T) {
+	// Fields.
+	t.Run("OKFields", func(t *testing.T) {
 		res := list("fields", "id,full_name,last_login", "limit", "1")
 		u := res.List()[0]
 		if len(u) != 3 || u["id"] == nil || u["full_name"] == nil || u["last_login"] == nil {

@@ -2,11 +2,9 @@ package httpapi_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
-	"teleclinic/internal/clinic"
 	"teleclinic/internal/testenv"
 )
 
@@ -15,7 +13,8 @@ func TestUsers_SSO(t *testing.T) {
 	e := testenv.New(t)
 	c := e.NewClinic("alpha", true)
 
-	t.Run("OK creates then returns the same user", func(t *testing.T) {
+	// OK creates then returns the same user.
+	t.Run("OKCreateThenSame", func(t *testing.T) {
 		a := mustSSO(t, e, c, "200", "pat-1", "Ada", "Lovelace")
 		if a.Body["type"].(float64) != 200 || a.Body["code"] != "pat-1" || a.Body["full_name"] != "Ada Lovelace" {
 			t.Fatalf("profile: %v", a.Body)
@@ -32,7 +31,8 @@ func TestUsers_SSO(t *testing.T) {
 			t.Fatalf("stored user: %v %v", u, err)
 		}
 	})
-	t.Run("OK as JSON, url-encoded, query and with .json suffix", func(t *testing.T) {
+	// OK as JSON, url-encoded, query and with .json suffix.
+	t.Run("OKEveryEncoding", func(t *testing.T) {
 		bodies := []testenv.Req{
 			{JSON: map[string]any{"first_name": "J", "last_name": "Son", "type": 400, "code": "prov-json"}},
 			{Form: q("first_name", "F", "last_name", "Orm", "type", "400", "code", "prov-form")},
@@ -46,14 +46,16 @@ func TestUsers_SSO(t *testing.T) {
 			}
 		}
 	})
-	t.Run("body wins over query", func(t *testing.T) {
+	// Body wins over query.
+	t.Run("OKBodyWinsOverQuery", func(t *testing.T) {
 		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
 			Query: q("first_name", "Query"), Form: q("first_name", "Body", "last_name", "X", "type", "200", "code", "bw")})
 		if res.Status != 200 || res.Data()["first_name"] != "Body" {
 			t.Fatalf("%d %s", res.Status, res.Raw)
 		}
 	})
-	t.Run("fields=vsee adds video identity", func(t *testing.T) {
+	// Fields=vsee adds video identity.
+	t.Run("OKVideoIdentity", func(t *testing.T) {
 		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c), Query: q("fields", "vsee"),
 			Multipart: map[string]string{"first_name": "V", "last_name": "See", "type": "200", "code": "v1"}})
 		v, _ := res.Data()["vsee"].(map[string]any)
@@ -61,7 +63,8 @@ func TestUsers_SSO(t *testing.T) {
 			t.Fatalf("%d %s", res.Status, res.Raw)
 		}
 	})
-	t.Run("guest is one-time with a generated code", func(t *testing.T) {
+	// Guest is one-time with a generated code.
+	t.Run("OKGuestOneTime", func(t *testing.T) {
 		g1 := mustSSO(t, e, c, "600", "", "Guest", "One")
 		g2 := mustSSO(t, e, c, "600", "", "Guest", "One")
 		code, _ := g1.Body["code"].(string)
@@ -69,7 +72,8 @@ func TestUsers_SSO(t *testing.T) {
 			t.Fatalf("guests %s %s code %q", g1.UserID, g2.UserID, code)
 		}
 	})
-	t.Run("token object shape", func(t *testing.T) {
+	// Token object shape.
+	t.Run("OKTokenShape", func(t *testing.T) {
 		a := mustSSO(t, e, c, "200", "shape", "S", "Hape")
 		tok := a.Body["token"].(map[string]any)
 		now := e.Clock.Now().Unix()
@@ -91,7 +95,8 @@ func TestUsers_SSO(t *testing.T) {
 		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c), Multipart: map[string]string{"first_name": "a", "last_name": "b", "type": "400"}})
 		wantUsersErr(t, res, 400)
 	})
-	t.Run("code of 128 characters is accepted, 129 is not", func(t *testing.T) {
+	// Code of 128 characters is accepted, 129 is not.
+	t.Run("ErrCodeTooLong", func(t *testing.T) {
 		mustSSO(t, e, c, "200", strings.Repeat("c", 128), "Long", "Code")
 		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
 			Multipart: map[string]string{"first_name": "a", "last_name": "b", "type": "200", "code": strings.Repeat("c", 129)}})
@@ -152,7 +157,8 @@ func TestUsers_SSO(t *testing.T) {
 		}
 		mustSSO(t, e, off, "200", "k", "a", "b")
 	})
-	t.Run("e-prescribing requires the patient's details", func(t *testing.T) {
+	// E-prescribing requires the patient's details.
+	t.Run("ErrERxDetails", func(t *testing.T) {
 		erx := e.NewClinic("erxclinic", true)
 		if err := e.App.SetFeature(context.Background(), "erxclinic", "erx", true); err != nil {
 			t.Fatal(err)
@@ -203,7 +209,8 @@ func TestUsers_Get(t *testing.T) {
 	get := func(token, id string) *testenv.Resp {
 		return e.Do(testenv.Req{Path: "/api_v3/users/" + id, Header: userHeaders(c, token)})
 	}
-	t.Run("OK self by id, by dash, and /me", func(t *testing.T) {
+	// OK self by id, by dash, and /me.
+	t.Run("OKSelf", func(t *testing.T) {
 		for _, path := range []string{"/api_v3/users/" + pat.UserID, "/api_v3/users/-", "/api_v3/me", "/api_v3/me.json"} {
 			res := e.Do(testenv.Req{Path: path, Header: userHeaders(c, pat.Token)})
 			if res.Status != 200 || res.Data()["id"] != pat.UserID {
@@ -218,7 +225,8 @@ func TestUsers_Get(t *testing.T) {
 			}
 		}
 	})
-	t.Run("patient reads the clinic's providers", func(t *testing.T) {
+	// Patient reads the clinic's providers.
+	t.Run("OKPatientReadsProviders", func(t *testing.T) {
 		if res := get(pat.Token, prov.UserID); res.Status != 200 {
 			t.Fatalf("%d %s", res.Status, res.Raw)
 		}
@@ -226,7 +234,8 @@ func TestUsers_Get(t *testing.T) {
 	t.Run("ErrPatientReadsAnotherPatient", func(t *testing.T) {
 		wantErr(t, get(pat.Token, other.UserID), 404, 404)
 	})
-	t.Run("provider reads only patients they have visits with", func(t *testing.T) {
+	// Provider reads only patients they have visits with.
+	t.Run("ErrProviderWithoutVisit", func(t *testing.T) {
 		wantErr(t, get(prov.Token, pat.UserID), 404, 404)
 		mustVisit(t, e, pat.UserID, prov.UserID)
 		if res := get(prov.Token, pat.UserID); res.Status != 200 {
@@ -234,7 +243,8 @@ func TestUsers_Get(t *testing.T) {
 		}
 		wantErr(t, get(prov2.Token, pat.UserID), 404, 404)
 	})
-	t.Run("admin reads everyone, and - is the admin user", func(t *testing.T) {
+	// Admin reads everyone, and - is the admin user.
+	t.Run("OKAdminReadsEveryone", func(t *testing.T) {
 		for _, id := range []string{pat.UserID, other.UserID, prov.UserID} {
 			if res := e.Do(testenv.Req{Path: "/api_v3/users/" + id, Header: adminHeaders(c)}); res.Status != 200 {
 				t.Fatalf("%d %s", res.Status, res.Raw)
@@ -260,7 +270,8 @@ func TestUsers_Get(t *testing.T) {
 	t.Run("ErrBadToken", func(t *testing.T) {
 		wantUsersErr(t, get("nope", pat.UserID), 401)
 	})
-	t.Run("reads are audited", func(t *testing.T) {
+	// Reads are audited.
+	t.Run("OKAudited", func(t *testing.T) {
 		res := e.Do(testenv.Req{Path: "/api_v3/audit", Header: adminHeaders(c), Query: q("object_type", "user", "object_id", other.UserID, "action", "user.read")})
 		if res.Status != 200 {
 			t.Fatalf("%d %s", res.Status, res.Raw)
@@ -277,25 +288,6 @@ func TestUsers_Get(t *testing.T) {
 			t.Fatalf("audit outcomes %v: %s", outcomes, res.Raw)
 		}
 	})
-}
-
-// mustVisit records a visit between a patient and a provider directly in the
-// store, without a room or intake: the user access rules depend only on it.
-func mustVisit(t *testing.T, e *testenv.Env, member, provider string) {
-	t.Helper()
-	var m, p int64
-	fmt.Sscan(member, &m)
-	fmt.Sscan(provider, &p)
-	u, err := e.Store.Read().UserByID(context.Background(), accountOf(t, e, m), m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := e.Clock.Now().Unix()
-	v := &clinic.Visit{AccountID: u.AccountID, Kind: clinic.KindAppointment, MemberID: m, ProviderID: p, Status: clinic.VisitConfirmed,
-		Type: clinic.VisitVideo, Created: now, Modified: now}
-	if err := e.Store.Write().CreateVisit(context.Background(), v); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func accountOf(t *testing.T, e *testenv.Env, userID int64) int64 {

@@ -10,61 +10,13 @@ import (
 	"teleclinic/internal/testenv"
 )
 
-// wantObjErr checks the error-object shape of the intake and visit family.
-func wantObjErr(t *testing.T, res *testenv.Resp, status int, contains string) {
-	t.Helper()
-	if res.Status != status {
-		t.Fatalf("status %d, want %d; body %s", res.Status, status, res.Raw)
-	}
-	if res.Body["error"] == nil || res.Body["code"].(float64) != float64(status) || !strings.Contains(res.Body["message"].(string), contains) {
-		t.Fatalf("error body %s, want message with %q", res.Raw, contains)
-	}
-}
-
-// clinicSetup is a clinic with a room, two providers (one linked to the
-// room) and two patients.
-type clinicSetup struct {
-	e                *testenv.Env
-	c                *testenv.Clinic
-	doc, other       *session
-	pat, pat2        *session
-	roomCode, domain string
-}
-
-func newClinicSetup(t *testing.T, e *testenv.Env, code string) *clinicSetup {
-	t.Helper()
-	c := e.NewClinic(code, true)
-	s := &clinicSetup{e: e, c: c, roomCode: "main", domain: code + ".clinic.test"}
-	mustRoom(t, e, c, map[string]any{"domain": s.domain, "name": "Main", "code": "main"})
-	s.doc = mustSSO(t, e, c, "400", "doc", "Dana", "Doc")
-	s.other = mustSSO(t, e, c, "400", "other", "Oscar", "Other")
-	s.pat = mustSSO(t, e, c, "200", "pat", "Pat", "One")
-	s.pat2 = mustSSO(t, e, c, "200", "pat2", "Pia", "Two")
-	if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/" + s.doc.UserID + "/rooms", Header: adminHeaders(c), Form: q("code", "main")}); res.Status != 200 {
-		t.Fatalf("link: %s", res.Raw)
-	}
-	return s
-}
-
-func (s *clinicSetup) intake(t *testing.T, who *session, kv ...string) string {
-	t.Helper()
-	res := s.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes.json", Header: userHeaders(s.c, who.Token), Query: q("room_code", s.roomCode), Form: q(kv...)})
-	if res.Status != 200 {
-		t.Fatalf("intake: %d %s", res.Status, res.Raw)
-	}
-	return res.Data()["id"].(string)
-}
-
-func (s *clinicSetup) post(who string, path string, kv ...string) *testenv.Resp {
-	return s.e.Do(testenv.Req{Method: "POST", Path: path, Header: userHeaders(s.c, who), Form: q(kv...)})
-}
-
-func TestIntakes(t *testing.T) {
+func TestIntakes_CreateReadUpdate(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
 	s := newClinicSetup(t, e, "alpha")
 
-	t.Run("OK custom fields echoed, query and body merged", func(t *testing.T) {
+	// OK custom fields echoed, query and body merged.
+	t.Run("OKCustomFields", func(t *testing.T) {
 		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: userHeaders(s.c, s.pat.Token),
 			Query: q("room_code", "main", "reason_for_visit", "Cough", "location", "ny", "type", "2"),
 			Form:  q("symptom_days", "3", "smoker", "no")})
@@ -83,7 +35,8 @@ func TestIntakes(t *testing.T) {
 			t.Fatalf("%s", got.Raw)
 		}
 	})
-	t.Run("who reads an intake", func(t *testing.T) {
+	// Who reads an intake.
+	t.Run("ErrNotAllowed", func(t *testing.T) {
 		id := s.intake(t, s.pat, "reason_for_visit", "Rash")
 		read := func(h map[string]string) int {
 			return e.Do(testenv.Req{Path: "/api_v3/intakes/" + id, Header: h}).Status
@@ -101,7 +54,8 @@ func TestIntakes(t *testing.T) {
 		}
 		wantObjErr(t, e.Do(testenv.Req{Path: "/api_v3/intakes/" + id, Header: userHeaders(s.c, s.pat2.Token)}), 404, "Intake not found")
 	})
-	t.Run("a provider files for a patient by code; a patient only for themself", func(t *testing.T) {
+	// A provider files for a patient by code; a patient only for themself.
+	t.Run("ErrFilesForOthers", func(t *testing.T) {
 		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: userHeaders(s.c, s.doc.Token), JSON: map[string]any{"room_code": "main", "member_id": "pat2", "provider": s.doc.UserID}})
 		if res.Status != 200 || res.Data()["member_id"] != s.pat2.UserID || res.Data()["provider"] != s.doc.UserID {
 			t.Fatalf("%d %s", res.Status, res.Raw)
@@ -110,7 +64,8 @@ func TestIntakes(t *testing.T) {
 		wantObjErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: userHeaders(s.c, s.doc.Token), JSON: map[string]any{"room_code": "main", "member_id": "doc"}}), 400, "member_id")
 		wantObjErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: userHeaders(s.c, s.pat.Token), JSON: map[string]any{"room_code": "main", "member_id": s.pat2.UserID}}), 403, "themself")
 	})
-	t.Run("attachments must be files the patient may attach", func(t *testing.T) {
+	// Attachments must be files the patient may attach.
+	t.Run("ErrAttachmentNotVisible", func(t *testing.T) {
 		var pid, p2 int64
 		fmt.Sscan(s.pat.UserID, &pid)
 		fmt.Sscan(s.pat2.UserID, &p2)
@@ -125,7 +80,8 @@ func TestIntakes(t *testing.T) {
 		res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: userHeaders(s.c, s.pat.Token), Form: q("room_code", "main", "attachments", fmt.Sprintf("%d,%d", mine, theirs))})
 		wantObjErr(t, res, 400, "attachment")
 	})
-	t.Run("errors", func(t *testing.T) {
+	// Errors.
+	t.Run("ErrInvalid", func(t *testing.T) {
 		wantObjErr(t, s.post(s.pat.Token, "/api_v3/intakes"), 400, "room_code")
 		wantObjErr(t, s.post(s.pat.Token, "/api_v3/intakes", "room_code", "nope"), 404, "Room")
 		wantObjErr(t, s.post(s.pat.Token, "/api_v3/intakes", "room_code", "main", "type", "3"), 400, "type")
@@ -167,7 +123,8 @@ func TestVisits_WalkinAndQueue(t *testing.T) {
 		t.Fatalf("%s", r.Raw)
 	}
 
-	t.Run("queue counts and before_me", func(t *testing.T) {
+	// Queue counts and before_me.
+	t.Run("OKQueueCounts", func(t *testing.T) {
 		if qu := queue(""); qu["length"].(float64) != 2 || qu["capacity"].(float64) != 50 || qu["average_visit_time"].(float64) != 900 || qu["before_me"].(float64) != 0 {
 			t.Fatalf("%v", qu)
 		}
@@ -181,7 +138,8 @@ func TestVisits_WalkinAndQueue(t *testing.T) {
 	t.Run("ErrIntakeUsedTwice", func(t *testing.T) {
 		wantObjErr(t, s.post(s.pat.Token, "/api_v3/visits/add_walkin", "intake_id", it1, "room_code", "main"), 409, "already has")
 	})
-	t.Run("one visit per intake under concurrent requests", func(t *testing.T) {
+	// One visit per intake under concurrent requests.
+	t.Run("ErrConcurrentSameIntake", func(t *testing.T) {
 		it := s.intake(t, s.pat)
 		got := raceStatuses(t, []string{e.URL}, 10, testenv.Req{Method: "POST", Path: "/api_v3/visits/add_walkin", Header: userHeaders(s.c, s.pat.Token), Form: q("intake_id", it, "room_code", "main")})
 		if got[200] != 1 || got[409] != 9 {
@@ -196,7 +154,8 @@ func TestVisits_WalkinAndQueue(t *testing.T) {
 		wantObjErr(t, s.post(s.pat.Token, "/api_v3/visits/add_walkin", "intake_id", it, "room_code", "other"), 400, "another room")
 		wantObjErr(t, s.post(s.pat.Token, "/api_v3/visits/add_walkin", "intake_id", it, "room_code", "main", "user_code", "pat2"), 400, "user_code")
 	})
-	t.Run("room rules: walk-ins off, closed, full", func(t *testing.T) {
+	// Room rules: walk-ins off, closed, full.
+	t.Run("ErrRoomRules", func(t *testing.T) {
 		put := func(body map[string]any) {
 			if r := e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/main", Header: adminHeaders(s.c), JSON: body}); r.Status != 200 {
 				t.Fatalf("%s", r.Raw)
@@ -211,7 +170,8 @@ func TestVisits_WalkinAndQueue(t *testing.T) {
 		wantObjErr(t, s.post(s.pat.Token, "/api_v3/visits/add_walkin", "intake_id", it, "room_code", "main"), 409, "full")
 		put(map[string]any{"queue_capacity": 50})
 	})
-	t.Run("average_visit_time from completed visits", func(t *testing.T) {
+	// Average_visit_time from completed visits.
+	t.Run("OKAverageVisitTime", func(t *testing.T) {
 		if r := s.post(s.doc.Token, "/api_v3/visits/inprogress", "id", visit1); r.Status != 404 {
 			t.Fatalf("an unassigned walk-in is not the provider's: %d", r.Status)
 		}
@@ -263,7 +223,8 @@ func TestVisits_EconsultAndLifecycle(t *testing.T) {
 	if v["provider_id"] != "0" || v["provider"] != nil || v["type"].(float64) != 4 || v["incharge"] != false || v["isEditExpired"] != false {
 		t.Fatalf("%v", v)
 	}
-	t.Run("the room's providers see an unassigned e-consult; others do not", func(t *testing.T) {
+	// The room's providers see an unassigned e-consult; others do not.
+	t.Run("ErrNotHost", func(t *testing.T) {
 		if ids := listIDs(s.doc.Token); len(ids) != 1 || ids[0] != vid {
 			t.Fatalf("%v", ids)
 		}
@@ -282,7 +243,8 @@ func TestVisits_EconsultAndLifecycle(t *testing.T) {
 	t.Run("ErrPatientCannotAccept", func(t *testing.T) {
 		wantObjErr(t, s.post(s.pat.Token, "/api_v3/visits/accept", "id", vid), 403, "provider")
 	})
-	t.Run("accept: exactly one of concurrent providers wins", func(t *testing.T) {
+	// Accept: exactly one of concurrent providers wins.
+	t.Run("ErrConcurrentAccept", func(t *testing.T) {
 		if r := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/" + s.other.UserID + "/rooms", Header: adminHeaders(s.c), Form: q("code", "main")}); r.Status != 200 {
 			t.Fatal(r.Status)
 		}
@@ -299,12 +261,14 @@ func TestVisits_EconsultAndLifecycle(t *testing.T) {
 			t.Fatalf("an accepted e-consult leaves the other providers' lists: %v", ids)
 		}
 	})
-	t.Run("the provider may now read the patient's profile", func(t *testing.T) {
+	// The provider may now read the patient's profile.
+	t.Run("OKProviderReadsPatient", func(t *testing.T) {
 		if r := e.Do(testenv.Req{Path: "/api_v3/users/" + s.pat.UserID, Header: userHeaders(s.c, s.doc.Token)}); r.Status != 200 {
 			t.Fatalf("%d", r.Status)
 		}
 	})
-	t.Run("lifecycle rules", func(t *testing.T) {
+	// Lifecycle rules.
+	t.Run("ErrLifecycle", func(t *testing.T) {
 		wantObjErr(t, s.post(s.pat.Token, "/api_v3/visits/inprogress", "id", vid), 403, "provider")
 		wantObjErr(t, s.post(s.doc.Token, "/api_v3/visits/close", "id", vid), 409, "confirmed (20)")
 		wantObjErr(t, s.post(s.doc.Token, "/api_v3/visits/confirm", "id", vid), 409, "confirmed (20)")
@@ -326,7 +290,8 @@ func TestVisits_EconsultAndLifecycle(t *testing.T) {
 		it := e.Do(testenv.Req{Path: "/api_v3/visits/" + vid, Header: userHeaders(s.c, s.pat.Token)}).Data()["intake_id"].(string)
 		wantObjErr(t, s.post(s.pat.Token, "/api_v3/intakes/"+it, "reason_for_visit", "changed"), 409, "over")
 	})
-	t.Run("a patient cancels their own pending or confirmed visit", func(t *testing.T) {
+	// A patient cancels their own pending or confirmed visit.
+	t.Run("OKPatientCancels", func(t *testing.T) {
 		v := econsult(s.pat)
 		r := s.post(s.pat.Token, "/api_v3/visits/delete", "id", v["id"].(string), "reason", "patient_cancel_appointment")
 		if r.Status != 200 || r.Data()["status"].(float64) != 40 || r.Data()["cancel_reason"] != "patient_cancel_appointment" {
@@ -335,7 +300,8 @@ func TestVisits_EconsultAndLifecycle(t *testing.T) {
 		v2 := econsult(s.pat2)
 		wantObjErr(t, s.post(s.pat.Token, "/api_v3/visits/delete", "id", v2["id"].(string)), 404, "Visit")
 	})
-	t.Run("list filters", func(t *testing.T) {
+	// List filters.
+	t.Run("OKListFilters", func(t *testing.T) {
 		all := listIDs(s.pat.Token)
 		if len(all) != 2 {
 			t.Fatalf("%v", all)
@@ -355,7 +321,8 @@ func TestVisits_EconsultAndLifecycle(t *testing.T) {
 			t.Fatalf("admin sees all: %d", len(res.List()))
 		}
 	})
-	t.Run("another clinic's admin sees nothing", func(t *testing.T) {
+	// Another clinic's admin sees nothing.
+	t.Run("ErrOtherClinic", func(t *testing.T) {
 		b := e.NewClinic("beta", true)
 		wantObjErr(t, e.Do(testenv.Req{Path: "/api_v3/visits/" + vid, Header: adminHeaders(b)}), 404, "Visit")
 		if l := e.Do(testenv.Req{Path: "/api_v3/visits", Header: adminHeaders(b)}).List(); len(l) != 0 {

@@ -90,14 +90,16 @@ func TestWebhook_DeliveryRetriesAndSignature(t *testing.T) {
 		t.Fatalf("%v", d)
 	}
 
-	t.Run("a provider's message fires the event with actor_type provider", func(t *testing.T) {
+	// A provider's message fires the event with actor_type provider.
+	t.Run("OKProviderMessage", func(t *testing.T) {
 		m := mustPost(t, e, s.doc.Token, visit, "Please send a photo.")
 		ev := rc.next(t).Event
 		if ev.Data.ActorType != "provider" || ev.Data.MessageID != m["id"] {
 			t.Fatalf("%+v", ev)
 		}
 	})
-	t.Run("a message that was not committed sends nothing", func(t *testing.T) {
+	// A message that was not committed sends nothing.
+	t.Run("ErrNotCommitted", func(t *testing.T) {
 		before := len(deliveries(t, e, s.c))
 		wantErr(t, postMsg(e, s.pat2.Token, visit, "x"), 403, 403)
 		wantErr(t, postMsg(e, s.pat.Token, visit, ""), 400, 400)

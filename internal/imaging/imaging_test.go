@@ -67,7 +67,7 @@ func testPNG(t testing.TB, w, h int) []byte {
 	return b.Bytes()
 }
 
-func TestResize(t *testing.T) {
+func TestImaging_Resize(t *testing.T) {
 	var out bytes.Buffer
 	if err := Resize(&out, bytes.NewReader(testPNG(t, 400, 200)), 100, 100, 40_000_000); err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestResize(t *testing.T) {
 	}
 }
 
-func TestFit(t *testing.T) {
+func TestImaging_Fit(t *testing.T) {
 	for _, c := range []struct{ w, h, mw, mh, ww, wh int }{
 		{400, 200, 100, 100, 100, 50}, {200, 400, 100, 100, 50, 100}, {50, 50, 100, 100, 50, 50},
 		{1000, 10, 100, 100, 100, 1}, {10000, 1, 100, 100, 100, 1},

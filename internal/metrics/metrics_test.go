@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-func TestRegistry(t *testing.T) {
+func TestMetrics_Registry(t *testing.T) {
 	r := New()
 	r.ObserveRequest("GET /x", 200, 3*time.Millisecond)
 	r.ObserveRequest("GET /x", 200, 20*time.Second)

@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-func TestToMinor(t *testing.T) {
+func TestPayments_ToMinor(t *testing.T) {
 	cases := []struct {
 		amount   float64
 		currency string
@@ -42,7 +42,7 @@ func TestToMinor(t *testing.T) {
 	}
 }
 
-func TestSandbox(t *testing.T) {
+func TestPayments_Sandbox(t *testing.T) {
 	ctx := context.Background()
 	s := NewSandbox(func() time.Time { return time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC) })
 	cus, err := s.EnsureCustomer(ctx, "", Customer{UserID: "1"})

@@ -56,7 +56,7 @@ func pemPKCS8(t *testing.T, k any) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: b})
 }
 
-func TestAPNs(t *testing.T) {
+func TestPush_APNs(t *testing.T) {
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	var calls atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -115,7 +115,7 @@ func TestAPNs(t *testing.T) {
 	}
 }
 
-func TestFCM(t *testing.T) {
+func TestPush_FCM(t *testing.T) {
 	key, _ := rsa.GenerateKey(rand.Reader, 2048)
 	var tokens, sends atomic.Int32
 	var srv *httptest.Server

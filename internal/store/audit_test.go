@@ -10,9 +10,9 @@ import (
 	"teleclinic/internal/testenv"
 )
 
-// TestAppendAudits writes a group larger than one chunk (256 + 32 + 8 + 4)
+// TestAudit_AppendGroups writes a group larger than one chunk (256 + 32 + 8 + 4)
 // and reads every entry back in order with its fields.
-func TestAppendAudits(t *testing.T) {
+func TestAudit_AppendGroups(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st := testenv.OpenStore(t, testenv.DSN(t))

@@ -6,9 +6,10 @@ import (
 	"time"
 )
 
-func TestReadCache(t *testing.T) {
+func TestCaches_ReadCache(t *testing.T) {
 	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
-	t.Run("a value read before a write is not stored after it", func(t *testing.T) {
+	// A value read before a write is not stored after it.
+	t.Run("OKGeneration", func(t *testing.T) {
 		c := newReadCache[string, int](time.Second, 10)
 		gen := c.generation() // a reader starts
 		c.invalidate()        // a write commits
@@ -21,7 +22,8 @@ func TestReadCache(t *testing.T) {
 			t.Fatalf("got %v %v", v, ok)
 		}
 	})
-	t.Run("entries expire after the TTL; a negative TTL keeps nothing", func(t *testing.T) {
+	// Entries expire after the TTL; a negative TTL keeps nothing.
+	t.Run("OKExpiry", func(t *testing.T) {
 		c := newReadCache[string, int](time.Second, 10)
 		c.put("k", 1, c.generation(), t0)
 		if _, ok := c.get("k", t0.Add(999*time.Millisecond)); !ok {
@@ -36,7 +38,8 @@ func TestReadCache(t *testing.T) {
 			t.Fatal("a cache switched off kept a value")
 		}
 	})
-	t.Run("a full cache starts over", func(t *testing.T) {
+	// A full cache starts over.
+	t.Run("OKFull", func(t *testing.T) {
 		c := newReadCache[int, int](time.Second, 3)
 		for i := range 4 {
 			c.put(i, i, c.generation(), t0)
@@ -48,7 +51,8 @@ func TestReadCache(t *testing.T) {
 			t.Fatal("the newest entry is missing")
 		}
 	})
-	t.Run("concurrent readers and writers", func(t *testing.T) {
+	// Concurrent readers and writers.
+	t.Run("OKConcurrent", func(t *testing.T) {
 		// Writers bump a version and invalidate after; readers put what they
 		// read. Once the writers stop, what the cache holds is the last version.
 		c := newReadCache[string, int](time.Hour, 10)

@@ -54,7 +54,8 @@ func TestCaches_WritesInvalidate(t *testing.T) {
 		}
 	})
 
-	t.Run("ReadDuringTransaction", func(t *testing.T) {
+	// ReadDuringTransaction.
+	t.Run("OKReadDuringTransaction", func(t *testing.T) {
 		err := st.Tx(ctx, func(q *store.Q) error {
 			room.Name = "Inside"
 			if err := q.UpdateRoom(ctx, room); err != nil {

@@ -48,11 +48,11 @@ func entry(accountID int64, id string) *clinic.AuditEntry {
 	return &clinic.AuditEntry{AccountID: accountID, ActorKind: "admin_token", Action: "test.write", ObjectType: "test", ObjectID: id, Outcome: "ok", Created: 1}
 }
 
-// TestCommitGroup writes one group whose members succeed, fail, fail in
+// TestSQLite_CommitGroup writes one group whose members succeed, fail, fail in
 // the database, panic, or were given up before their turn: only the
 // successful members' writes are stored, and each member gets its own
 // outcome.
-func TestCommitGroup(t *testing.T) {
+func TestSQLite_CommitGroup(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st, acct := groupStore(t, "group")
@@ -107,10 +107,10 @@ func TestCommitGroup(t *testing.T) {
 	}
 }
 
-// TestGrouped: concurrent callers each write and some fail afterwards;
+// TestSQLite_Grouped: concurrent callers each write and some fail afterwards;
 // what is stored is exactly what was reported committed. After Close,
 // Grouped answers an error rather than waiting.
-func TestGrouped(t *testing.T) {
+func TestSQLite_Grouped(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	st, acct := groupStore(t, "grouped")

@@ -15,10 +15,10 @@ import (
 	"teleclinic/internal/testenv"
 )
 
-// TestReadAudits: the audit entries of reads reach the audit table exactly
+// TestAudit_ReadAuditJournal: the audit entries of reads reach the audit table exactly
 // once, whether the journal is flushed, closed, or left behind by a process
 // that ended (SQLite), or committed at once (PostgreSQL).
-func TestReadAudits(t *testing.T) {
+func TestAudit_ReadAuditJournal(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dsn := testenv.DSN(t)

@@ -45,7 +45,7 @@ func common(sql string) string {
 	}
 }
 
-func TestRebind(t *testing.T) {
+func TestDialect_Rebind(t *testing.T) {
 	d := &dialect{postgres: true}
 	if got := d.rebind("SELECT a FROM t WHERE x = ? AND y IN (?, ?)"); got != "SELECT a FROM t WHERE x = $1 AND y IN ($2, $3)" {
 		t.Fatal(got)

@@ -75,11 +75,11 @@ func (f *postFixture) thread(t *testing.T, visit int64) ([]string, int) {
 	return out, v.MessageCount
 }
 
-// TestPostBatch writes one PostgreSQL batch whose members succeed, post to
+// TestPostgres_PostBatch writes one PostgreSQL batch whose members succeed, post to
 // a closed visit, fail in the database, or were given up before their
 // turn: only the successful posts are stored, with their side effects, in
 // consecutive places, and each member gets its own outcome.
-func TestPostBatch(t *testing.T) {
+func TestPostgres_PostBatch(t *testing.T) {
 	t.Parallel()
 	if testenv.Engine() != "postgres" {
 		t.Skip("the post batch is PostgreSQL's; SQLite's posts are Grouped (TestCommitGroup)")

@@ -5,10 +5,10 @@ import (
 	"testing"
 )
 
-// TestTemplateAndInList: a template's SQL expression has one text argument
+// TestMessages_TemplateAndInList: a template's SQL expression has one text argument
 // per part and the id expressions between them; an empty IN list is FALSE
 // rather than the invalid IN ().
-func TestTemplateAndInList(t *testing.T) {
+func TestMessages_TemplateAndInList(t *testing.T) {
 	tpl := Template{`{"a":`, `,"b":`, `}`}
 	if got := tpl.Fill(7, 8); got != `{"a":7,"b":8}` {
 		t.Fatalf("fill: %s", got)

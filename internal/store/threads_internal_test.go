@@ -15,9 +15,9 @@ func msgs(from, to int, size int) []*clinic.Message {
 	return out
 }
 
-// TestThreadCache: a thread grows only from the prefix its reader saw, what
+// TestCaches_Thread: a thread grows only from the prefix its reader saw, what
 // was handed out never changes, and the bytes held stay within the bound.
-func TestThreadCache(t *testing.T) {
+func TestCaches_Thread(t *testing.T) {
 	c := newThreadCache(1 << 20)
 	k := threadKey{1, 1, 1}
 	c.extend(k, nil, msgs(1, 2, 10))

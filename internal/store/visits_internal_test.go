@@ -9,10 +9,10 @@ import (
 	"teleclinic/internal/clinic"
 )
 
-// TestParseMeeting holds the meeting column's fast path to json.Unmarshal:
+// TestVisits_ParseMeeting holds the meeting column's fast path to json.Unmarshal:
 // whatever it accepts it reads the same, it accepts what CreateVisit
 // writes for plain values, and it declines what it cannot read exactly.
-func TestParseMeeting(t *testing.T) {
+func TestVisits_ParseMeeting(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(3, 4))
 	chars := []string{"0", "7", "a", " ", "<", "&", "\"", "\\", "\n", "é", "\u2028", "\xff"}
 	str := func(plain bool) string {

@@ -51,7 +51,7 @@ func TestSend_SignatureVerifiedByTheStandardLibrary(t *testing.T) {
 	}
 }
 
-func TestParseSecret(t *testing.T) {
+func TestWebhook_ParseSecret(t *testing.T) {
 	for _, bad := range []string{"", "secret", "whsec_!!", "whsec_AAAA"} {
 		if _, err := ParseSecret(bad); err == nil {
 			t.Errorf("%q accepted", bad)
@@ -154,7 +154,7 @@ func TestGuard_RefusesPrivateAddresses(t *testing.T) {
 	}
 }
 
-func TestRefused(t *testing.T) {
+func TestWebhook_Refused(t *testing.T) {
 	for s, want := range map[string]bool{
 		"127.0.0.1": true, "10.1.2.3": true, "172.20.0.1": true, "192.168.1.1": true, "169.254.169.254": true,
 		"100.64.0.1": true, "::1": true, "fd00:ec2::254": true, "fe80::1": true, "64:ff9b::a00:1": true, "::ffff:10.0.0.1": true,
@@ -166,7 +166,7 @@ func TestRefused(t *testing.T) {
 	}
 }
 
-func TestCheckURL(t *testing.T) {
+func TestWebhook_CheckURL(t *testing.T) {
 	for _, bad := range []string{"", "ftp://x", "http://", "/path", "http://u:p@example.com/", "http://127.0.0.1/", "http://[::1]/", "http://169.254.169.254/"} {
 		if CheckURL(bad, false) == nil {
 			t.Errorf("%q accepted", bad)
