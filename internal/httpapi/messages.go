@@ -29,11 +29,15 @@ type actorOut struct {
 // fractional part, always present (spec: created has a fractional part),
 // as a json.Number, which encoding/json writes as it is.
 func unixMicros(us int64) json.Number {
-	b := strconv.AppendInt(make([]byte, 0, 24), us/1e6, 10)
+	return json.Number(appendUnixMicros(make([]byte, 0, 24), us))
+}
+
+func appendUnixMicros(b []byte, us int64) []byte {
+	b = strconv.AppendInt(b, us/1e6, 10)
 	b = append(b, '.')
 	n := len(b)
 	b = strconv.AppendInt(b, 1e6+us%1e6, 10) // 1xxxxxx keeps the leading zeros
-	return json.Number(append(b[:n], b[n+1:]...))
+	return append(b[:n], b[n+1:]...)
 }
 
 func toMessageOut(m *app.Message) messageOut {
@@ -64,11 +68,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	out := make([]messageOut, len(ms))
-	for i, m := range ms {
-		out[i] = toMessageOut(m)
-	}
-	return okList(w, out, total)
+	return s.pages.write(w, ms, total)
 }
 
 func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, c *call) error {

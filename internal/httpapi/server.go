@@ -40,6 +40,7 @@ type Config struct {
 
 // Server is the HTTP handler of the whole API.
 type Server struct {
+	pages  messagePages // thread pages' writer
 	app    *app.App
 	log    *slog.Logger
 	cfg    Config
