@@ -132,7 +132,7 @@ func (a *App) SetProcessor(ctx context.Context, p *clinic.Principal, in Processo
 // SourceInput names a card scope: a room by code and optionally a provider.
 type SourceInput struct {
 	RoomCode   string
-	ProviderID string
+	ProviderID int64
 }
 
 // sourceScope resolves a scope for the calling patient, with the clinic's
@@ -149,8 +149,8 @@ func (a *App) sourceScope(ctx context.Context, p *clinic.Principal, in SourceInp
 		return store.SourceScope{}, nil, err
 	}
 	sc := store.SourceScope{AccountID: p.Account.ID, UserID: p.User.ID, RoomID: r.ID}
-	if in.ProviderID != "" && in.ProviderID != "0" {
-		prov, err := a.providerByRef(ctx, p, in.ProviderID)
+	if in.ProviderID != 0 {
+		prov, err := a.providerByID(ctx, p, in.ProviderID)
 		if err != nil {
 			return store.SourceScope{}, nil, err
 		}
@@ -277,7 +277,7 @@ func (a *App) ownSource(ctx context.Context, p *clinic.Principal, id int64, in S
 			return nil, notFound
 		}
 	}
-	if in.ProviderID != "" && in.ProviderID != i64s(src.ProviderID) {
+	if in.ProviderID != 0 && in.ProviderID != src.ProviderID {
 		return nil, notFound
 	}
 	return src, nil
@@ -472,7 +472,7 @@ type InvoiceInput struct {
 	IntakeID      int64
 	PromoCode     string
 	CreateInvoice bool
-	SourceID      string // a card of the patient's; default: the scope's default card
+	SourceID      int64 // a card of the patient's; 0: the scope's default card
 }
 
 // CouponView is a coupon as applied to an invoice.
@@ -621,7 +621,7 @@ func (a *App) preview(ctx context.Context, p *clinic.Principal, it *clinic.Intak
 // createInvoice writes the intake's invoice and redeems its coupon in one
 // transaction. When the intake already has an invoice that did not fail,
 // that one is returned and created is false.
-func (a *App) createInvoice(ctx context.Context, p *clinic.Principal, it *clinic.Intake, v *InvoiceView, coupon *clinic.Coupon, sourceID string) (*clinic.Invoice, bool, error) {
+func (a *App) createInvoice(ctx context.Context, p *clinic.Principal, it *clinic.Intake, v *InvoiceView, coupon *clinic.Coupon, sourceID int64) (*clinic.Invoice, bool, error) {
 	if inv, err := a.store.Read().OpenInvoiceForIntake(ctx, p.Account.ID, it.ID); err == nil {
 		return inv, false, nil
 	} else if !errors.Is(err, store.ErrNotFound) {
@@ -686,11 +686,10 @@ func (a *App) createInvoice(ctx context.Context, p *clinic.Principal, it *clinic
 
 // chargeSource is the card an intake is charged to: the one named, else the
 // default card for the intake's room and provider, else the room's own.
-func (a *App) chargeSource(ctx context.Context, p *clinic.Principal, it *clinic.Intake, processor, sourceID string) (*clinic.PaymentSource, error) {
-	if sourceID != "" {
-		id, err := strconv.ParseInt(sourceID, 10, 64)
-		src, serr := a.store.Read().PaymentSource(ctx, p.Account.ID, it.MemberID, id)
-		if err != nil || errors.Is(serr, store.ErrNotFound) || (serr == nil && src.Processor != processor) {
+func (a *App) chargeSource(ctx context.Context, p *clinic.Principal, it *clinic.Intake, processor string, sourceID int64) (*clinic.PaymentSource, error) {
+	if sourceID != 0 {
+		src, serr := a.store.Read().PaymentSource(ctx, p.Account.ID, it.MemberID, sourceID)
+		if errors.Is(serr, store.ErrNotFound) || (serr == nil && src.Processor != processor) {
 			return nil, clinic.Errorf(clinic.EInvalid, "source_id is not a saved card of the patient.")
 		}
 		return src, serr

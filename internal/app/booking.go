@@ -15,7 +15,7 @@ type AvailabilityQuery struct {
 	Start, End     int64
 	RoomCode       string
 	Duration       int // seconds the visit needs; 0: one slot
-	ProviderID     string
+	ProviderID     int64
 	IntakeID       int64
 	ConsultationID string
 	Location       string
@@ -59,8 +59,8 @@ func (a *App) Availability(ctx context.Context, p *clinic.Principal, in Availabi
 		if r, err = a.store.Read().RoomByID(ctx, p.Account.ID, it.RoomID); err != nil {
 			return nil, fmt.Errorf("availability: %w", err)
 		}
-		if in.ProviderID == "" && it.ProviderID != 0 {
-			in.ProviderID = i64s(it.ProviderID)
+		if in.ProviderID == 0 && it.ProviderID != 0 {
+			in.ProviderID = it.ProviderID
 		}
 		if in.Location == "" {
 			in.Location = it.Location
@@ -124,7 +124,7 @@ type BookInput struct {
 	Type               string
 	IntakeID           int64
 	MemberRef          string
-	ProviderID         string
+	ProviderID         int64
 }
 
 // Book is POST /visits: it books the open slots of one provider that run
@@ -159,11 +159,11 @@ func (a *App) Book(ctx context.Context, p *clinic.Principal, in BookInput) (*Vis
 	}
 	f := store.SlotFilter{AccountID: p.Account.ID, RoomID: r.ID, From: in.SlotStart, To: in.SlotEnd, Limit: MaxSlotList}
 	provider := in.ProviderID
-	if provider == "" && it.ProviderID != 0 {
-		provider = i64s(it.ProviderID)
+	if provider == 0 {
+		provider = it.ProviderID
 	}
-	if provider != "" && provider != "0" {
-		prov, err := a.providerByRef(ctx, p, provider)
+	if provider != 0 {
+		prov, err := a.providerByID(ctx, p, provider)
 		if err != nil {
 			return nil, err
 		}

@@ -15,7 +15,7 @@ import (
 // IntakeInput is POST /intakes and POST /intakes/{id}. Nil fields are absent.
 type IntakeInput struct {
 	RoomCode       string
-	ProviderID     *string
+	ProviderID     *int64 // 0: none
 	ReasonForVisit *string
 	Type           *string
 	MemberRef      string // the patient's user id or code, when someone else files for them
@@ -106,8 +106,8 @@ func (a *App) intakeMember(ctx context.Context, p *clinic.Principal, ref string)
 
 // applyIntake validates and applies the changeable fields.
 func (a *App) applyIntake(ctx context.Context, p *clinic.Principal, it *clinic.Intake, in IntakeInput) error {
-	if in.ProviderID != nil && *in.ProviderID != "" && *in.ProviderID != "0" {
-		prov, err := a.providerByRef(ctx, p, *in.ProviderID)
+	if in.ProviderID != nil && *in.ProviderID != 0 {
+		prov, err := a.providerByID(ctx, p, *in.ProviderID)
 		if err != nil {
 			return err
 		}
@@ -175,13 +175,9 @@ func (a *App) applyIntake(ctx context.Context, p *clinic.Principal, it *clinic.I
 	return nil
 }
 
-// providerByRef finds a provider of the clinic by id.
-func (a *App) providerByRef(ctx context.Context, p *clinic.Principal, ref string) (*clinic.User, error) {
-	n, err := strconv.ParseInt(ref, 10, 64)
-	if err != nil {
-		return nil, clinic.Errorf(clinic.EInvalid, "provider_id must be a provider's user id.")
-	}
-	u, err := a.store.Read().UserByID(ctx, p.Account.ID, n)
+// providerByID finds a provider of the clinic by id.
+func (a *App) providerByID(ctx context.Context, p *clinic.Principal, id int64) (*clinic.User, error) {
+	u, err := a.store.Read().UserByID(ctx, p.Account.ID, id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && u.Type != clinic.UserProvider) {
 		return nil, clinic.Errorf(clinic.EInvalid, "provider_id does not name a provider of this clinic.")
 	}

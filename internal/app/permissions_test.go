@@ -264,7 +264,7 @@ func permRows(f *permFixture) map[string]permRow {
 			return one(a.Book(ctx, p, app.BookInput{SlotStart: start, SlotEnd: start + 900, RoomCode: "main", Type: "2", IntakeID: f.intakeID}))
 		}},
 		"CreateSlots": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return two(a.CreateSlots(ctx, p, app.SlotGroupInput{ProviderID: i64s(f.provider.User.ID), RoomCode: "main",
+			return two(a.CreateSlots(ctx, p, app.SlotGroupInput{ProviderID: f.provider.User.ID, RoomCode: "main",
 				DateStart: "2026-03-10", DateEnd: "2026-03-10", TimeStart: "09:00", TimeEnd: "10:00", Timezone: "UTC", Duration: 15}))
 		}},
 		"ListSlots": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {

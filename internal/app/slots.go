@@ -119,7 +119,7 @@ func minutesOf(hhmm string) (int, bool) {
 
 // SlotGroupInput is POST /slots.
 type SlotGroupInput struct {
-	ProviderID     string // the admin names the provider; a provider publishes for themself
+	ProviderID     int64 // the admin names the provider; a provider publishes for themself (0)
 	RoomCode       string
 	DateStart      string
 	DateEnd        string
@@ -229,18 +229,18 @@ func (a *App) CreateSlots(ctx context.Context, p *clinic.Principal, in SlotGroup
 	return g, v, err
 }
 
-func (a *App) slotProvider(ctx context.Context, p *clinic.Principal, ref string) (*clinic.User, error) {
+func (a *App) slotProvider(ctx context.Context, p *clinic.Principal, id int64) (*clinic.User, error) {
 	switch {
 	case isProvider(p):
-		if ref != "" && ref != i64s(p.UserID()) {
+		if id != 0 && id != p.UserID() {
 			return nil, clinic.Errorf(clinic.EForbidden, "A provider manages only their own slots.")
 		}
 		return p.User, nil
 	case p.IsAdmin():
-		if ref == "" {
+		if id == 0 {
 			return nil, clinic.Errorf(clinic.EInvalid, "provider_id is required.")
 		}
-		return a.providerByRef(ctx, p, ref)
+		return a.providerByID(ctx, p, id)
 	}
 	return nil, clinic.Errorf(clinic.EForbidden, "Only providers and the clinic admin manage slots.")
 }
@@ -278,7 +278,7 @@ type SlotQuery struct {
 	Start, End     int64
 	Status         int
 	Type           string // one or group
-	ProviderID     string
+	ProviderID     int64
 	RoomCode       string
 	AccountCode    string
 	SpecialtyID    string
@@ -332,15 +332,11 @@ func (a *App) ListSlots(ctx context.Context, p *clinic.Principal, in SlotQuery) 
 	return v, nil
 }
 
-// findSlots lists the slots f selects, of the provider named by ref when
-// one is, with what they show.
-func (a *App) findSlots(ctx context.Context, p *clinic.Principal, f store.SlotFilter, ref string) (*SlotsView, error) {
-	if ref != "" {
-		n, err := strconv.ParseInt(ref, 10, 64)
-		if err != nil {
-			return nil, clinic.Errorf(clinic.EInvalid, "provider_id must be a provider's user id.")
-		}
-		f.ProviderIDs = []int64{n}
+// findSlots lists the slots f selects, of provider when one is named (not
+// 0), with what they show.
+func (a *App) findSlots(ctx context.Context, p *clinic.Principal, f store.SlotFilter, provider int64) (*SlotsView, error) {
+	if provider != 0 {
+		f.ProviderIDs = []int64{provider}
 	}
 	slots, err := a.store.Read().ListSlots(ctx, f)
 	if err != nil {

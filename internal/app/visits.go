@@ -70,7 +70,7 @@ func awaitsProvider(v *clinic.Visit) bool {
 type WalkinInput struct {
 	IntakeID   int64
 	RoomCode   string
-	ProviderID string
+	ProviderID int64
 	UserCode   string
 }
 
@@ -102,8 +102,8 @@ func (a *App) AddWalkin(ctx context.Context, p *clinic.Principal, in WalkinInput
 		return nil, clinic.Errorf(clinic.EInvalid, "user_code does not match the intake's patient.")
 	}
 	providerID := it.ProviderID
-	if in.ProviderID != "" && in.ProviderID != "0" {
-		prov, err := a.providerByRef(ctx, p, in.ProviderID)
+	if in.ProviderID != 0 {
+		prov, err := a.providerByID(ctx, p, in.ProviderID)
 		if err != nil {
 			return nil, err
 		}
@@ -376,7 +376,7 @@ type MoveInput struct {
 	ActualStart, ActualEnd int64
 	Status                 string // close may name 30
 	Reason                 string
-	ProviderID             string // accept by the admin names the provider
+	ProviderID             int64 // accept by the admin names the provider
 }
 
 // transitions is the visit state machine: action → the states it leaves
@@ -473,7 +473,7 @@ func (a *App) allowMove(ctx context.Context, p *clinic.Principal, v *clinic.Visi
 		case isProvider(p):
 			m.ProviderID = uid // visitFor already checked the room link
 		case p.IsAdmin():
-			prov, err := a.providerByRef(ctx, p, in.ProviderID)
+			prov, err := a.providerByID(ctx, p, in.ProviderID)
 			if err != nil {
 				return clinic.Errorf(clinic.EInvalid, "provider_id (the provider who takes the e-consult) is required.")
 			}

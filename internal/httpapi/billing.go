@@ -74,12 +74,17 @@ func toSource(src *clinic.PaymentSource) sourceOut {
 		IsDefault: src.IsDefault, ProviderID: id(src.ProviderID), Created: src.Created}
 }
 
-func sourceInput(c *call) app.SourceInput {
-	return app.SourceInput{RoomCode: c.params.Str("room_code"), ProviderID: c.params.Str("provider_id")}
+func sourceInput(c *call) (app.SourceInput, error) {
+	prov, err := refID(c, "provider_id")
+	return app.SourceInput{RoomCode: c.params.Str("room_code"), ProviderID: prov}, err
 }
 
 func (s *Server) listSources(w http.ResponseWriter, r *http.Request, c *call) error {
-	srcs, err := s.app.Sources(r.Context(), c.p, sourceInput(c), c.params.Str("type"))
+	sin, err := sourceInput(c)
+	if err != nil {
+		return err
+	}
+	srcs, err := s.app.Sources(r.Context(), c.p, sin, c.params.Str("type"))
 	if err != nil {
 		return err
 	}
@@ -91,7 +96,11 @@ func (s *Server) listSources(w http.ResponseWriter, r *http.Request, c *call) er
 }
 
 func (s *Server) addSource(w http.ResponseWriter, r *http.Request, c *call) error {
-	src, err := s.app.AddSource(r.Context(), c.p, sourceInput(c), c.params.Str("type"), c.params.Str("token"))
+	sin, err := sourceInput(c)
+	if err != nil {
+		return err
+	}
+	src, err := s.app.AddSource(r.Context(), c.p, sin, c.params.Str("type"), c.params.Str("token"))
 	if err != nil {
 		return err
 	}
@@ -103,7 +112,11 @@ func (s *Server) getSource(w http.ResponseWriter, r *http.Request, c *call) erro
 	if err != nil {
 		return err
 	}
-	src, err := s.app.Source(r.Context(), c.p, sourceID, sourceInput(c))
+	sin, err := sourceInput(c)
+	if err != nil {
+		return err
+	}
+	src, err := s.app.Source(r.Context(), c.p, sourceID, sin)
 	if err != nil {
 		return err
 	}
@@ -119,7 +132,11 @@ func (s *Server) updateSource(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	src, err := s.app.UpdateSource(r.Context(), c.p, sourceID, sourceInput(c), def)
+	sin, err := sourceInput(c)
+	if err != nil {
+		return err
+	}
+	src, err := s.app.UpdateSource(r.Context(), c.p, sourceID, sin, def)
 	if err != nil {
 		return err
 	}
@@ -271,8 +288,12 @@ func (s *Server) processInvoice(w http.ResponseWriter, r *http.Request, c *call)
 	if err != nil {
 		return err
 	}
+	sourceID, err := refID(c, "source_id")
+	if err != nil {
+		return err
+	}
 	v, err := s.app.ProcessInvoice(r.Context(), c.p, app.InvoiceInput{IntakeID: intakeID, PromoCode: q.First("promo_code", "coupon"),
-		CreateInvoice: create, SourceID: q.Str("source_id")})
+		CreateInvoice: create, SourceID: sourceID})
 	if err != nil {
 		return err
 	}

@@ -35,15 +35,29 @@ func userIDParam(c *call, name string) (int64, error) {
 	return n, nil
 }
 
-// refID reads an optional id a body or query refers to: absent or empty is
-// 0, "-" is the caller.
-func refID(c *call, name string) (int64, error) {
-	if strings.TrimSpace(c.params.Str(name)) == "-" {
-		return c.p.UserID(), nil
+// refID reads an optional id a body or query refers to, under the first of
+// names that is present (clients send provider for provider_id): absent
+// or empty is 0, "-" is the caller.
+func refID(c *call, names ...string) (int64, error) {
+	n, _, err := optRefID(c, names...)
+	return n, err
+}
+
+// optRefID is refID that also says whether any of names was present.
+func optRefID(c *call, names ...string) (int64, bool, error) {
+	for _, name := range names {
+		v, ok := c.params.StrOK(name)
+		if !ok {
+			continue
+		}
+		if strings.TrimSpace(v) == "-" {
+			return c.p.UserID(), true, nil
+		}
+		n, err := c.params.Int(name, 0)
+		if err != nil || n < 0 {
+			return 0, true, clinic.Errorf(clinic.EInvalid, "%s must be an id.", name)
+		}
+		return n, true, nil
 	}
-	n, err := c.params.Int(name, 0)
-	if err != nil || n < 0 {
-		return 0, clinic.Errorf(clinic.EInvalid, "%s must be an id.", name)
-	}
-	return n, nil
+	return 0, false, nil
 }

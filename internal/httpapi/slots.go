@@ -124,10 +124,13 @@ func toSlots(acct *clinic.Account, v *app.SlotsView) []slotOut {
 
 func (s *Server) createSlots(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := c.params
-	in := app.SlotGroupInput{ProviderID: q.First("provider_id", "provider"), RoomCode: q.Str("room_code"), DateStart: q.Str("date_start"),
+	providerID, err := refID(c, "provider_id", "provider")
+	if err != nil {
+		return err
+	}
+	in := app.SlotGroupInput{ProviderID: providerID, RoomCode: q.Str("room_code"), DateStart: q.Str("date_start"),
 		DateEnd: q.Str("date_end"), TimeStart: q.Str("time_start"), TimeEnd: q.Str("time_end"), Timezone: q.Str("timezone"),
 		ConsultationID: q.Str("consultation_id"), RepeatDay: q.List("repeat_day"), VisitType: q.Str("visit_type")}
-	var err error
 	if in.Repeat, err = q.Flag("repeat"); err != nil {
 		return err
 	}
@@ -149,9 +152,12 @@ func (s *Server) createSlots(w http.ResponseWriter, r *http.Request, c *call) er
 
 func (s *Server) listSlots(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := c.params
-	in := app.SlotQuery{Type: q.Str("type"), ProviderID: q.First("provider_id", "provider"), RoomCode: q.Str("room_code"),
+	providerID, err := refID(c, "provider_id", "provider")
+	if err != nil {
+		return err
+	}
+	in := app.SlotQuery{Type: q.Str("type"), ProviderID: providerID, RoomCode: q.Str("room_code"),
 		AccountCode: q.Str("account_code"), SpecialtyID: q.Str("specialty_id"), StatesServiced: q.Str("states_serviced")}
-	var err error
 	if in.Start, err = q.Int("start", 0); err != nil {
 		return err
 	}
@@ -245,7 +251,11 @@ func (s *Server) availability(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	in := app.AvailabilityQuery{RoomCode: q.Str("room_code"), ProviderID: q.First("provider_id", "provider"), IntakeID: intakeID,
+	providerID, err := refID(c, "provider_id", "provider")
+	if err != nil {
+		return err
+	}
+	in := app.AvailabilityQuery{RoomCode: q.Str("room_code"), ProviderID: providerID, IntakeID: intakeID,
 		ConsultationID: q.Str("consultation_id"), Location: q.Str("location")}
 	if in.Start, err = q.Int("start", 0); err != nil {
 		return err
@@ -290,8 +300,12 @@ func (s *Server) book(w http.ResponseWriter, r *http.Request, c *call) error {
 	if err != nil {
 		return err
 	}
+	providerID, err := refID(c, "provider_id", "provider")
+	if err != nil {
+		return err
+	}
 	in := app.BookInput{RoomCode: q.Str("room_code"), Type: q.Str("type"), IntakeID: intakeID, MemberRef: q.Str("member_id"),
-		ProviderID: q.First("provider_id", "provider")}
+		ProviderID: providerID}
 	if in.SlotStart, err = q.Int("slot_start", 0); err != nil {
 		return err
 	}

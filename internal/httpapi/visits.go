@@ -66,15 +66,17 @@ func (s *Server) toIntake(ctx context.Context, p *clinic.Principal, it *clinic.I
 var intakeKnown = map[string]bool{"room_code": true, "provider_id": true, "provider": true, "reason_for_visit": true, "type": true,
 	"member_id": true, "location": true, "phone": true, "attachments": true, "id": true, "consultation": true, "consultation_id": true}
 
-func intakeInput(c *call) app.IntakeInput {
+func intakeInput(c *call) (app.IntakeInput, error) {
 	q := c.params
 	in := app.IntakeInput{RoomCode: q.Str("room_code"), ReasonForVisit: q.Opt("reason_for_visit"), Type: q.Opt("type"),
 		MemberRef: q.Str("member_id"), Location: q.Opt("location"), Phone: q.Opt("phone"), Custom: map[string]string{}}
 	// COMPAT.md: clients send provider for provider_id.
-	if v := q.Opt("provider_id"); v != nil {
-		in.ProviderID = v
-	} else {
-		in.ProviderID = q.Opt("provider")
+	prov, given, err := optRefID(c, "provider_id", "provider")
+	if err != nil {
+		return in, err
+	}
+	if given {
+		in.ProviderID = &prov
 	}
 	// The consultation: its id, as consultation_id or consultation.
 	if v := q.Opt("consultation_id"); v != nil {
@@ -100,11 +102,15 @@ func intakeInput(c *call) app.IntakeInput {
 			in.Custom[k] = v
 		}
 	}
-	return in
+	return in, nil
 }
 
 func (s *Server) createIntake(w http.ResponseWriter, r *http.Request, c *call) error {
-	it, err := s.app.CreateIntake(r.Context(), c.p, intakeInput(c))
+	in, err := intakeInput(c)
+	if err != nil {
+		return err
+	}
+	it, err := s.app.CreateIntake(r.Context(), c.p, in)
 	return s.answerIntake(w, r, c, it, err)
 }
 
@@ -124,7 +130,11 @@ func (s *Server) updateIntake(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	it, err := s.app.UpdateIntake(r.Context(), c.p, n, intakeInput(c))
+	in, err := intakeInput(c)
+	if err != nil {
+		return err
+	}
+	it, err := s.app.UpdateIntake(r.Context(), c.p, n, in)
 	return s.answerIntake(w, r, c, it, err)
 }
 
@@ -235,8 +245,12 @@ func (s *Server) addWalkin(w http.ResponseWriter, r *http.Request, c *call) erro
 	if err != nil {
 		return err
 	}
+	providerID, err := refID(c, "provider_id", "provider")
+	if err != nil {
+		return err
+	}
 	d, err := s.app.AddWalkin(r.Context(), c.p, app.WalkinInput{IntakeID: intakeID, RoomCode: q.Str("room_code"),
-		ProviderID: q.First("provider_id", "provider"), UserCode: q.Str("user_code")})
+		ProviderID: providerID, UserCode: q.Str("user_code")})
 	if err != nil {
 		return err
 	}
@@ -310,8 +324,11 @@ func (s *Server) getVisit(w http.ResponseWriter, r *http.Request, c *call) error
 func (s *Server) moveVisit(action string) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, c *call) error {
 		q := c.params
-		in := app.MoveInput{Status: q.Str("status"), Reason: q.Str("reason"), ProviderID: q.First("provider_id", "provider")}
-		var err error
+		providerID, err := refID(c, "provider_id", "provider")
+		if err != nil {
+			return err
+		}
+		in := app.MoveInput{Status: q.Str("status"), Reason: q.Str("reason"), ProviderID: providerID}
 		if in.ActualStart, err = q.Int("actual_start", 0); err != nil {
 			return err
 		}
