@@ -22,8 +22,8 @@ type IntakeInput struct {
 	Location       *string
 	Phone          *string
 	Custom         map[string]string
-	Attachments    *[]string // file ids
-	Consultation   *string   // a room consultation id
+	Attachments    *[]int64 // file ids
+	Consultation   *string  // a room consultation id
 }
 
 const maxCustomFields = 100
@@ -154,11 +154,7 @@ func (a *App) applyIntake(ctx context.Context, p *clinic.Principal, it *clinic.I
 	}
 	if in.Attachments != nil {
 		ids := []int64{}
-		for _, s := range *in.Attachments {
-			n, err := strconv.ParseInt(s, 10, 64)
-			if err != nil {
-				return clinic.Errorf(clinic.EInvalid, "attachments are file ids from POST /files.")
-			}
+		for _, n := range *in.Attachments {
 			f, err := a.store.Read().FileByID(ctx, p.Account.ID, n)
 			visible := err == nil && (f.CreatorUserID == p.UserID() || f.CreatorUserID == it.MemberID ||
 				(f.TargetType == "user" && f.TargetID == it.MemberID) || p.IsAdmin())

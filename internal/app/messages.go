@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -176,7 +175,7 @@ func toMessage(m *clinic.Message, authorName string) *Message {
 // NewMessage is POST /api/visits/{id}/messages.
 type NewMessage struct {
 	Content       *string
-	AttachmentIDs []string
+	AttachmentIDs []int64
 }
 
 // PostMessage appends a message to a visit's thread. In the same
@@ -273,16 +272,12 @@ func errClosedThread(id int64, status int) error {
 
 // messageAttachments checks that every attachment is a file the sender may
 // see.
-func (a *App) messageAttachments(ctx context.Context, p *clinic.Principal, ids []string) ([]int64, error) {
+func (a *App) messageAttachments(ctx context.Context, p *clinic.Principal, ids []int64) ([]int64, error) {
 	if len(ids) > MaxMessageAttachments {
 		return nil, clinic.Errorf(clinic.EInvalid, "attachment_ids may name at most %d files.", MaxMessageAttachments)
 	}
 	out := make([]int64, 0, len(ids))
-	for _, s := range ids {
-		id, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-		if err != nil {
-			return nil, clinic.Errorf(clinic.EInvalid, "attachment_ids must be file ids from POST /files; %q is not one.", s)
-		}
+	for _, id := range ids {
 		f, err := a.store.Read().FileByID(ctx, p.Account.ID, id)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, clinic.Errorf(clinic.EInvalid, "attachment_ids: file %d does not exist or is not yours to share.", id)

@@ -98,7 +98,7 @@ func (a *App) canReadUser(ctx context.Context, p *clinic.Principal, u *clinic.Us
 
 // UserListQuery is GET /users as the client sent it.
 type UserListQuery struct {
-	IDs         []string
+	IDs         []int64
 	FullName    string
 	Email       string
 	Q           string
@@ -164,9 +164,7 @@ func (a *App) userFilter(p *clinic.Principal, in UserListQuery) (*store.UserFilt
 		Q: strings.TrimSpace(in.Q), Roles: in.Roles, Subtypes: in.Subtypes, IsHidden: in.IsHidden, IsAdmin: in.IsAdmin,
 		RoomCode: in.RoomCode, Group: in.Group, Start: in.Start, Limit: in.Limit}
 	var err error
-	if f.IDs, err = parseInts[int64]("id", in.IDs); err != nil {
-		return nil, err
-	}
+	f.IDs = in.IDs
 	if f.Types, err = parseInts[int]("type", in.Types); err != nil {
 		return nil, err
 	}

@@ -61,3 +61,17 @@ func optRefID(c *call, names ...string) (int64, bool, error) {
 	}
 	return 0, false, nil
 }
+
+// idList parses the ids of a list parameter; bad is the error for a value
+// that is not one.
+func idList(vals []string, bad func(v string) error) ([]int64, error) {
+	out := make([]int64, 0, len(vals))
+	for _, v := range vals {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return nil, bad(v)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
 )
 
 // messageOut is the spec's Visit message.
@@ -72,7 +73,13 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *call) e
 }
 
 func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, c *call) error {
-	in := app.NewMessage{AttachmentIDs: c.params.List("attachment_ids")}
+	att, err := idList(c.params.List("attachment_ids"), func(v string) error {
+		return clinic.Errorf(clinic.EInvalid, "attachment_ids must be file ids from POST /files; %q is not one.", v)
+	})
+	if err != nil {
+		return err
+	}
+	in := app.NewMessage{AttachmentIDs: att}
 	if v, ok := c.params.StrOK("content"); ok {
 		in.Content = &v
 	}

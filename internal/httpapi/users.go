@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
 )
 
 // userProfile is the full profile of GET /users/{id}, GET and POST /me.
@@ -153,13 +154,18 @@ func (u userSummary) pick(fields []string) map[string]any {
 
 func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := c.params
+	ids, err := idList(q.List("id"), func(string) error {
+		return clinic.Errorf(clinic.EInvalid, "id must be a number or a comma-separated list of numbers.")
+	})
+	if err != nil {
+		return err
+	}
 	in := app.UserListQuery{
-		IDs: q.List("id"), FullName: q.Str("full_name"), Email: q.Str("email"), Q: q.Str("q"),
+		IDs: ids, FullName: q.Str("full_name"), Email: q.Str("email"), Q: q.Str("q"),
 		Types: q.List("type"), Statuses: q.List("status"), Roles: q.List("role"), ExFilter: q.Str("ex_filter"),
 		RoomCode: q.Str("room_code"), AccountCode: q.Str("account_code"), Group: q.Str("group"),
 		Subtypes: q.List("subtype"), Sort: q.Str("sort"), Fields: q.List("fields"),
 	}
-	var err error
 	if in.IsHidden, err = q.Bool("is_hidden"); err != nil {
 		return err
 	}

@@ -88,14 +88,24 @@ func intakeInput(c *call) (app.IntakeInput, error) {
 	var objs []struct {
 		ID any `json:"_id"`
 	}
+	var list *[]string
 	if found, err := q.JSON("attachments", &objs); found && err == nil {
 		l := []string{}
 		for _, o := range objs {
 			l = append(l, scalar(o.ID))
 		}
-		in.Attachments = &l
+		list = &l
 	} else {
-		in.Attachments = q.OptList("attachments")
+		list = q.OptList("attachments")
+	}
+	if list != nil {
+		ids, err := idList(*list, func(string) error {
+			return clinic.Errorf(clinic.EInvalid, "attachments are file ids from POST /files.")
+		})
+		if err != nil {
+			return in, err
+		}
+		in.Attachments = &ids
 	}
 	for k, v := range q.BodyScalars() {
 		if !intakeKnown[k] {
