@@ -29,12 +29,7 @@ func (a *App) profile(ctx context.Context, acct *clinic.Account, u *clinic.User)
 	if err != nil {
 		return nil, fmt.Errorf("profile rooms: %w", err)
 	}
-	p := &Profile{User: u, Account: acct, Rooms: rooms}
-	if u.PhotoFileID != "" {
-		id, _ := strconv.ParseInt(u.PhotoFileID, 10, 64)
-		p.PhotoURL = a.FileViewURL(id, "")
-	}
-	return p, nil
+	return &Profile{User: u, Account: acct, Rooms: rooms, PhotoURL: a.photoURL(u, "")}, nil
 }
 
 var errUserNotFound = clinic.Errorf(clinic.ENotFound, "User not found.")
