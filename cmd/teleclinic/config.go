@@ -80,7 +80,7 @@ func serveFlags(fs *flag.FlagSet, c *config) {
 	fs.Int64Var(&c.MaxPixels, "max-image-pixels", 40_000_000, "largest image (width × height) GET /files/view resizes; larger ones are refused from their header")
 	fs.StringVar(&c.ReferenceDir, "reference-dir", "", "directory of newer reference lists (icd10cm-codes.txt from the CMS/CDC release, procedures.tsv, billing_modifiers.tsv, payers.tsv) replacing the embedded ones")
 	fs.DurationVar(&c.EligibilityWindow, "eligibility-window", 60*time.Second, "another eligibility check of the same card within this time of the last one's start answers 429")
-	fs.DurationVar(&c.ReadCacheTTL, "read-cache-ttl", time.Second, "how long a process keeps clinic settings and public room lists it read; another process's change shows within it (negative: no cache)")
+	fs.DurationVar(&c.ReadCacheTTL, "read-cache-ttl", time.Second, "how long a process keeps clinic settings, public room lists and messages' authors' names it read; another process's change shows within it (negative: no cache)")
 	fs.BoolVar(&c.Demo, "demo", false, "create the demo clinic and print its credentials and example calls (implies --webhook-allow-private)")
 	fs.DurationVar(&c.WebhookRetryInterval, "webhook-retry-interval", 60*time.Second, "time between webhook delivery attempts (whole seconds; 5 attempts in all)")
 	fs.DurationVar(&c.WebhookTimeout, "webhook-timeout", 30*time.Second, "how long a webhook receiver has to answer 2xx")

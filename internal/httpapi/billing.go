@@ -284,16 +284,11 @@ func (s *Server) processInvoice(w http.ResponseWriter, r *http.Request, c *call)
 	if err != nil {
 		return err
 	}
-	intakeID, err := refID(c, "intake_id")
-	if err != nil {
+	in := app.InvoiceInput{PromoCode: q.First("promo_code", "coupon"), CreateInvoice: create}
+	if err := readRefs(c, ref{dst: &in.IntakeID, name: "intake_id"}, ref{dst: &in.SourceID, name: "source_id"}); err != nil {
 		return err
 	}
-	sourceID, err := refID(c, "source_id")
-	if err != nil {
-		return err
-	}
-	v, err := s.app.ProcessInvoice(r.Context(), c.p, app.InvoiceInput{IntakeID: intakeID, PromoCode: q.First("promo_code", "coupon"),
-		CreateInvoice: create, SourceID: sourceID})
+	v, err := s.app.ProcessInvoice(r.Context(), c.p, in)
 	if err != nil {
 		return err
 	}
@@ -318,20 +313,11 @@ func (s *Server) listInvoices(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	memberID, err := refID(c, "member_id")
-	if err != nil {
+	in := app.InvoiceQuery{Before: before, Limit: int(limit)}
+	if err := readRefs(c, ref{dst: &in.MemberID, name: "member_id"}, ref{dst: &in.VisitID, name: "visit_id"}, ref{dst: &in.IntakeID, name: "intake_id"}); err != nil {
 		return err
 	}
-	visitID, err := refID(c, "visit_id")
-	if err != nil {
-		return err
-	}
-	intakeID, err := refID(c, "intake_id")
-	if err != nil {
-		return err
-	}
-	invs, err := s.app.Invoices(r.Context(), c.p, app.InvoiceQuery{MemberID: memberID, VisitID: visitID, IntakeID: intakeID,
-		Before: before, Limit: int(limit)})
+	invs, err := s.app.Invoices(r.Context(), c.p, in)
 	if err != nil {
 		return err
 	}

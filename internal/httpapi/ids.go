@@ -43,6 +43,30 @@ func refID(c *call, names ...string) (int64, error) {
 	return n, err
 }
 
+// ref names where readRefs puts an id a body or query refers to, and the
+// parameter (and the other name clients send it under, if any).
+type ref struct {
+	dst       *int64
+	name, alt string
+}
+
+// readRefs reads each reference with refID, in order; the first one that
+// is not an id is the error.
+func readRefs(c *call, refs ...ref) error {
+	for _, r := range refs {
+		names := []string{r.name}
+		if r.alt != "" {
+			names = append(names, r.alt)
+		}
+		n, err := refID(c, names...)
+		if err != nil {
+			return err
+		}
+		*r.dst = n
+	}
+	return nil
+}
+
 // optRefID is refID that also says whether any of names was present.
 func optRefID(c *call, names ...string) (int64, bool, error) {
 	for _, name := range names {

@@ -247,16 +247,11 @@ type availability struct {
 
 func (s *Server) availability(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := c.params
-	intakeID, err := refID(c, "intake_id")
+	in := app.AvailabilityQuery{RoomCode: q.Str("room_code"), ConsultationID: q.Str("consultation_id"), Location: q.Str("location")}
+	err := readRefs(c, ref{dst: &in.IntakeID, name: "intake_id"}, ref{dst: &in.ProviderID, name: "provider_id", alt: "provider"})
 	if err != nil {
 		return err
 	}
-	providerID, err := refID(c, "provider_id", "provider")
-	if err != nil {
-		return err
-	}
-	in := app.AvailabilityQuery{RoomCode: q.Str("room_code"), ProviderID: providerID, IntakeID: intakeID,
-		ConsultationID: q.Str("consultation_id"), Location: q.Str("location")}
 	if in.Start, err = q.Int("start", 0); err != nil {
 		return err
 	}
@@ -296,16 +291,11 @@ func b01(b bool) int {
 
 func (s *Server) book(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := c.params
-	intakeID, err := refID(c, "intake_id")
+	in := app.BookInput{RoomCode: q.Str("room_code"), Type: q.Str("type"), MemberRef: q.Str("member_id")}
+	err := readRefs(c, ref{dst: &in.IntakeID, name: "intake_id"}, ref{dst: &in.ProviderID, name: "provider_id", alt: "provider"})
 	if err != nil {
 		return err
 	}
-	providerID, err := refID(c, "provider_id", "provider")
-	if err != nil {
-		return err
-	}
-	in := app.BookInput{RoomCode: q.Str("room_code"), Type: q.Str("type"), IntakeID: intakeID, MemberRef: q.Str("member_id"),
-		ProviderID: providerID}
 	if in.SlotStart, err = q.Int("slot_start", 0); err != nil {
 		return err
 	}

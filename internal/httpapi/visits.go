@@ -251,16 +251,11 @@ func (s *Server) toVisit(ctx context.Context, p *clinic.Principal, d *app.VisitD
 
 func (s *Server) addWalkin(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := c.params
-	intakeID, err := refID(c, "intake_id")
-	if err != nil {
+	in := app.WalkinInput{RoomCode: q.Str("room_code"), UserCode: q.Str("user_code")}
+	if err := readRefs(c, ref{dst: &in.IntakeID, name: "intake_id"}, ref{dst: &in.ProviderID, name: "provider_id", alt: "provider"}); err != nil {
 		return err
 	}
-	providerID, err := refID(c, "provider_id", "provider")
-	if err != nil {
-		return err
-	}
-	d, err := s.app.AddWalkin(r.Context(), c.p, app.WalkinInput{IntakeID: intakeID, RoomCode: q.Str("room_code"),
-		ProviderID: providerID, UserCode: q.Str("user_code")})
+	d, err := s.app.AddWalkin(r.Context(), c.p, in)
 	if err != nil {
 		return err
 	}

@@ -32,8 +32,13 @@ type dialect struct {
 	cache    sync.Map // query text → rebound text
 }
 
-func isPostgres(dsn string) bool {
-	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
+// openDSN connects to the engine dsn names: a "postgres://" or
+// "postgresql://" URL is PostgreSQL, anything else a SQLite file path.
+func openDSN(ctx context.Context, dsn string) (*Store, error) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		return openPostgres(ctx, dsn)
+	}
+	return openSQLite(ctx, dsn)
 }
 
 // sqlitePragmas hold under load (measured, see DESIGN.md): WAL with

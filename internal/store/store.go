@@ -99,11 +99,7 @@ func Open(ctx context.Context, dsn string, opts ...Options) (*Store, error) {
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	open := openSQLite
-	if isPostgres(dsn) {
-		open = openPostgres
-	}
-	s, err := open(ctx, dsn)
+	s, err := openDSN(ctx, dsn)
 	if err != nil {
 		return nil, err
 	}
