@@ -28,6 +28,7 @@ import (
 	"teleclinic/internal/metrics"
 	"teleclinic/internal/reference"
 	"teleclinic/internal/store"
+	"teleclinic/internal/web"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -221,8 +222,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		go func() { _ = http.Serve(mln, mux) }()
 		log.Info("metrics and pprof listening", "addr", mln.Addr().String())
 	}
+	// The portal's pages answer their own paths and hand the rest to the API.
+	portal, err := web.New(a, log, web.Config{Secure: strings.HasPrefix(c.BaseURL, "https://"), SessionMax: c.UserTokenMax}, api)
+	if err != nil {
+		return err
+	}
 	srv := &http.Server{
-		Handler:           api,
+		Handler:           portal,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      2 * time.Minute,

@@ -183,6 +183,7 @@ var noPrincipal = map[string]string{
 	"ReferenceLists":     "public code lists",
 	"VideoKey":           "wiring",
 	"FileViewURL":        "builds a link; the file's checks are on its read",
+	"PortalSession":      "the access token in the portal's sign-in link is the credential",
 }
 
 type permRow struct {

@@ -55,47 +55,34 @@ func (a *App) AuthRedirect(ctx context.Context, requestID, ssoToken, next string
 	if ssoToken == "" {
 		return "", clinic.Errorf(clinic.EInvalid, "sso_token is required.")
 	}
-	if next != "" && (!strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, `\`)) {
+	if next != "" && !LocalPath(next) {
 		return "", clinic.Errorf(clinic.EInvalid, "next must be a path on the portal, starting with a single '/'.")
 	}
-	t, u, err := a.tokenUser(ctx, HashSecret(ssoToken))
-	if errors.Is(err, store.ErrNotFound) {
-		return "", unauthenticated("Invalid or expired sso_token.")
-	}
-	if err != nil {
-		return "", fmt.Errorf("auth: %w", err)
-	}
-	if err := a.checkAccess(t, u, a.unix()); err != nil {
-		return "", unauthenticated("Invalid or expired sso_token.")
-	}
-	acct, err := a.store.Read().AccountByID(ctx, t.AccountID)
-	if err != nil {
-		return "", fmt.Errorf("auth: %w", err)
-	}
-	p := &clinic.Principal{Account: acct, Kind: clinic.CredUserToken, User: u, TokenID: t.ID, RequestID: requestID}
 	portalToken := ssoToken
-	if !oneTime {
-		if err := a.audit(ctx, p, "user.portal_login", "user", i64s(u.ID), outcomeOK); err != nil {
+	if oneTime {
+		_, s, err := a.exchangeToken(ctx, requestID, ssoToken, true)
+		if err != nil {
 			return "", err
 		}
+		portalToken = s.Token
 	} else {
-		err := a.store.Tx(ctx, func(q *store.Q) error {
-			won, err := q.RevokeToken(ctx, t.AccountID, t.ID, a.unix())
-			if err != nil {
-				return err
-			}
-			if !won {
-				return unauthenticated("Invalid or expired sso_token.")
-			}
-			s, err := a.issueSession(ctx, q, u, t.Family)
-			if err != nil {
-				return err
-			}
-			portalToken = s.Token
-			return a.auditIn(ctx, q, p, "user.portal_login", "user", i64s(u.ID), outcomeOK)
-		})
+		t, u, err := a.tokenUser(ctx, HashSecret(ssoToken))
+		if errors.Is(err, store.ErrNotFound) {
+			return "", unauthenticated("Invalid or expired sso_token.")
+		}
 		if err != nil {
-			return "", storeErr("auth", err, "")
+			return "", fmt.Errorf("auth: %w", err)
+		}
+		if err := a.checkAccess(t, u, a.unix()); err != nil {
+			return "", unauthenticated("Invalid or expired sso_token.")
+		}
+		acct, err := a.accountByID(ctx, t.AccountID)
+		if err != nil {
+			return "", fmt.Errorf("auth: %w", err)
+		}
+		p := &clinic.Principal{Account: acct, Kind: clinic.CredUserToken, User: u, TokenID: t.ID, RequestID: requestID}
+		if err := a.audit(ctx, p, "user.portal_login", "user", i64s(u.ID), outcomeOK); err != nil {
+			return "", err
 		}
 	}
 	v := url.Values{"sso_token": {portalToken}}

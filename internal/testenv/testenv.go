@@ -25,6 +25,7 @@ import (
 	"teleclinic/internal/httpapi"
 	"teleclinic/internal/metrics"
 	"teleclinic/internal/store"
+	"teleclinic/internal/web"
 )
 
 // EnvDatabaseURL names the variable that switches the suite to PostgreSQL:
@@ -191,7 +192,11 @@ func New(t testing.TB, opts ...Options) *Env {
 	}
 	reg.AddCollector(a.WriteMetrics)
 	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: o.MaxBody, MaxUploadBytes: o.MaxUpload, MaxFileBytes: o.MaxFile, Metrics: reg})
-	srv := httptest.NewServer(api)
+	portal, err := web.New(a, log, web.Config{SessionMax: cfg.UserTokenMax}, api)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	srv := httptest.NewServer(portal)
 	t.Cleanup(srv.Close)
 	if o.Workers {
 		ctx, cancel := context.WithCancel(context.Background())

@@ -1,0 +1,99 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/store"
+)
+
+// LocalPath reports whether next is a path on this site, safe to redirect
+// a browser to: one leading '/', no scheme, host or backslash, no control
+// characters, and nothing that decodes (once or twice more) to one of
+// those. It is the open-redirect guard of GET /auth on the API and on the
+// portal.
+func LocalPath(next string) bool {
+	for range 3 {
+		if next == "" || next[0] != '/' || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n\t\x00") {
+			return false
+		}
+		u, err := url.Parse(next)
+		if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
+			return false
+		}
+		dec, err := url.PathUnescape(next)
+		if err != nil {
+			return false
+		}
+		if dec == next {
+			return true
+		}
+		next = dec
+	}
+	return false
+}
+
+// PortalSession exchanges token, a user's access token that a redirect
+// login (GET /api_v3/auth) hands to the portal in its address, for a new
+// access token of the same login, which the browser keeps in an HttpOnly
+// cookie: the token in the address, which the browser's history has seen,
+// is not the one the browser goes on using. With oneTime the token in the
+// address is consumed as well (exactly one of any number of concurrent
+// uses succeeds, across processes); without it, it stays what it was, the
+// integrator's API token. The session expires, idles out and is revoked
+// exactly as any access token is, on every process. The token is the
+// credential: there is no Principal yet.
+func (a *App) PortalSession(ctx context.Context, requestID, token string, oneTime bool) (*Session, error) {
+	_, s, err := a.exchangeToken(ctx, requestID, token, oneTime)
+	return s, err
+}
+
+// exchangeToken checks an access token, issues a new one of the same
+// login (consuming the old one when revoke is set) and audits the portal
+// sign-in.
+func (a *App) exchangeToken(ctx context.Context, requestID, token string, revoke bool) (*clinic.Principal, *Session, error) {
+	if token == "" {
+		return nil, nil, clinic.Errorf(clinic.EInvalid, "sso_token is required.")
+	}
+	invalid := unauthenticated("Invalid or expired sso_token.")
+	t, u, err := a.tokenUser(ctx, HashSecret(token))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, invalid
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("portal session: %w", err)
+	}
+	if err := a.checkAccess(t, u, a.unix()); err != nil {
+		return nil, nil, invalid
+	}
+	acct, err := a.accountByID(ctx, t.AccountID)
+	if err != nil {
+		return nil, nil, fmt.Errorf("portal session: %w", err)
+	}
+	p := &clinic.Principal{Account: acct, Kind: clinic.CredUserToken, User: u, TokenID: t.ID, RequestID: requestID}
+	var s *Session
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		if revoke {
+			won, err := q.RevokeToken(ctx, t.AccountID, t.ID, a.unix())
+			if err != nil {
+				return err
+			}
+			if !won {
+				return invalid
+			}
+		}
+		var err error
+		if s, err = a.issueSession(ctx, q, u, t.Family); err != nil {
+			return err
+		}
+		return a.auditIn(ctx, q, p, "user.portal_login", "user", i64s(u.ID), outcomeOK)
+	})
+	if err != nil {
+		return nil, nil, storeErr("portal session", err, "")
+	}
+	return p, s, nil
+}

@@ -1,0 +1,74 @@
+package web
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+)
+
+// layout is what every page is drawn in; view is the page's own data.
+type layout struct {
+	Title string
+	// Nav is false on sessions opened with disable_navigation=1.
+	Nav  bool
+	View any
+}
+
+// parseTemplates reads each page template with the layout.
+func (s *Server) parseTemplates() error {
+	funcs := template.FuncMap{
+		"unixtime": func(sec int64) string {
+			if sec == 0 {
+				return ""
+			}
+			return time.Unix(sec, 0).UTC().Format("2 Jan 2006, 15:04 UTC")
+		},
+		"micros": func(us int64) string { return time.UnixMicro(us).UTC().Format("2 Jan 15:04") },
+	}
+	names, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		name := strings.TrimSuffix(path.Base(n), ".html")
+		if name == "layout" {
+			continue
+		}
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", n)
+		if err != nil {
+			return fmt.Errorf("portal template %s: %w", name, err)
+		}
+		s.pages[name] = t
+	}
+	return nil
+}
+
+// render draws page with its view in the layout. The page is drawn into a
+// buffer first, so a template error is a 500 page, not half a page.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, page string, view any) {
+	t := s.pages[page]
+	nav := true
+	if c, err := r.Cookie(s.navCookie()); err == nil && c.Value == "1" {
+		nav = false
+	}
+	var b bytes.Buffer
+	if err := t.ExecuteTemplate(&b, "layout.html", layout{Title: pageTitles[page], Nav: nav, View: view}); err != nil {
+		s.log.Error("portal render", "page", page, "err", err)
+		http.Error(w, "The page could not be drawn.", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(b.Bytes())
+}
+
+var pageTitles = map[string]string{
+	"error": "Something is not right", "signin": "Sign in", "visits": "Your visits", "visit": "Visit", "clinic": "Clinic",
+}

@@ -1,0 +1,145 @@
+package web
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+)
+
+// A browser session is an access token in an HttpOnly cookie (DESIGN.md):
+// idle and absolute expiry, logout and revocation are the token's, on
+// every process. A second cookie, which grants nothing, remembers that the
+// session was opened with disable_navigation=1 (the portal inside an
+// integrator's own frame or app: no portal navigation on its pages).
+
+func (s *Server) sessionCookie() string {
+	if s.cfg.Secure {
+		return "__Host-tc_session"
+	}
+	return "tc_session"
+}
+
+func (s *Server) navCookie() string {
+	if s.cfg.Secure {
+		return "__Host-tc_nonav"
+	}
+	return "tc_nonav"
+}
+
+func (s *Server) setCookie(w http.ResponseWriter, name, value string, maxAge time.Duration) {
+	c := &http.Cookie{Name: name, Value: value, Path: "/", HttpOnly: true, Secure: s.cfg.Secure, SameSite: http.SameSiteLaxMode}
+	if maxAge > 0 {
+		c.Expires = time.Now().Add(maxAge)
+		c.MaxAge = int(maxAge / time.Second)
+	} else {
+		c.MaxAge = -1
+	}
+	http.SetCookie(w, c)
+}
+
+// principal is the signed-in user of r, through the same check as an API
+// request with the cookie's token; unauthenticated when there is none.
+func (s *Server) principal(r *http.Request) (*clinic.Principal, error) {
+	c, err := r.Cookie(s.sessionCookie())
+	if err != nil || c.Value == "" {
+		return nil, clinic.Errorf(clinic.EUnauthenticated, "Sign in first.")
+	}
+	return s.app.Authenticate(r.Context(), app.Credentials{APIToken: c.Value, RequestID: requestID(r)}, app.NeedUser)
+}
+
+// accountPrincipal is a caller who named a clinic and nothing more, as the
+// API's account-code endpoints see one.
+func (s *Server) accountPrincipal(r *http.Request, code string) (*clinic.Principal, error) {
+	return s.app.Authenticate(r.Context(), app.Credentials{AccountCode: code, RequestID: requestID(r)}, app.NeedAccountCode)
+}
+
+// auth is GET /auth?sso_token=…&next=…: the end of the spec's redirect
+// login. The token in the address is exchanged for the session's own
+// (app.PortalSession), and the browser goes to next, a path on this site.
+func (s *Server) auth(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	next := q.Get("next")
+	if next == "" {
+		next = "/visits"
+	}
+	if !app.LocalPath(next) {
+		return clinic.Errorf(clinic.EInvalid, "This sign-in link sends you to another site, so it was not followed. Ask the site that sent you for a new link.")
+	}
+	sess, err := s.app.PortalSession(r.Context(), requestID(r), q.Get("sso_token"), q.Get("one_time_token") == "1")
+	if err != nil {
+		if clinic.ErrorCode(err) == clinic.EUnauthenticated {
+			return clinic.Errorf(clinic.EUnauthenticated, "This sign-in link has expired or was used already. Go back to the site that sent you and open it again.")
+		}
+		return err
+	}
+	s.setCookie(w, s.sessionCookie(), sess.Token, s.cfg.SessionMax)
+	if q.Get("disable_navigation") == "1" {
+		s.setCookie(w, s.navCookie(), "1", s.cfg.SessionMax)
+	} else {
+		s.setCookie(w, s.navCookie(), "", 0)
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
+	return nil
+}
+
+type signinPage struct {
+	Clinic, Login, Next, Error string
+}
+
+// signinForm is the password sign-in of providers and staff (patients of
+// an integrator arrive signed in through /auth).
+func (s *Server) signinForm(w http.ResponseWriter, r *http.Request) error {
+	next := r.URL.Query().Get("next")
+	if !app.LocalPath(next) {
+		next = ""
+	}
+	s.render(w, r, http.StatusOK, "signin", signinPage{Clinic: r.URL.Query().Get("clinic"), Next: next})
+	return nil
+}
+
+func (s *Server) signin(w http.ResponseWriter, r *http.Request) error {
+	in := signinPage{Clinic: strings.TrimSpace(r.PostFormValue("clinic")), Login: strings.TrimSpace(r.PostFormValue("login")), Next: r.PostFormValue("next")}
+	if !app.LocalPath(in.Next) {
+		in.Next = "/visits"
+	}
+	again := func(msg string) error {
+		in.Error = msg
+		s.render(w, r, http.StatusUnauthorized, "signin", in)
+		return nil
+	}
+	p, err := s.accountPrincipal(r, in.Clinic)
+	if err != nil {
+		return again("No clinic has that code. Check the clinic code your clinic gave you.")
+	}
+	_, sess, err := s.app.Login(r.Context(), p, in.Login, r.PostFormValue("password"))
+	if err != nil {
+		if code := clinic.ErrorCode(err); code == clinic.EInvalid || code == clinic.EUnauthenticated {
+			return again("That username or email and password do not match. Check them and try again.")
+		}
+		return err
+	}
+	s.setCookie(w, s.sessionCookie(), sess.Token, s.cfg.SessionMax)
+	s.setCookie(w, s.navCookie(), "", 0)
+	http.Redirect(w, r, in.Next, http.StatusSeeOther)
+	return nil
+}
+
+// signout ends the session's login (its token family, as POST
+// /users/logout does) and forgets the cookies.
+func (s *Server) signout(w http.ResponseWriter, r *http.Request) error {
+	if p, err := s.principal(r); err == nil {
+		if err := s.app.Logout(r.Context(), p, nil); err != nil {
+			return err
+		}
+	}
+	s.setCookie(w, s.sessionCookie(), "", 0)
+	s.setCookie(w, s.navCookie(), "", 0)
+	http.Redirect(w, r, "/signin", http.StatusSeeOther)
+	return nil
+}
+
+// requestID is a new id for the request's audit entries and logs.
+func requestID(*http.Request) string { return app.NewSecret()[:16] }

@@ -1,0 +1,147 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+)
+
+type visitItem struct {
+	ID           int64
+	Room, Status string
+	With         string
+	Created      int64
+}
+
+type visitsPage struct{ Visits []visitItem }
+
+// visits is /visits: the caller's visits as GET /visits gives them (a
+// patient's own; a provider's and their rooms' waiting e-consults).
+func (s *Server) visits(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.principal(r)
+	if err != nil {
+		return err
+	}
+	ds, err := s.app.ListVisits(r.Context(), p, app.VisitQuery{})
+	if err != nil {
+		return err
+	}
+	page := visitsPage{}
+	for _, d := range ds {
+		it := visitItem{ID: d.Visit.ID, Status: statusWord(d.Visit.Status), Created: d.Visit.Created}
+		if d.Room != nil {
+			it.Room = d.Room.Name
+		}
+		switch {
+		case d.Member != nil && d.Member.ID != p.UserID():
+			it.With = d.Member.FullName()
+		case d.Provider != nil:
+			it.With = d.Provider.FullName()
+		}
+		page.Visits = append(page.Visits, it)
+	}
+	s.render(w, r, http.StatusOK, "visits", page)
+	return nil
+}
+
+type messageItem struct {
+	Author, Type, Content string
+	CreatedUS             int64
+}
+
+type visitPage struct {
+	ID                              int64
+	Room, Status, Patient, Provider string
+	Reason                          string
+	Open                            bool
+	Messages                        []messageItem
+}
+
+// visitID is the page's visit: a path id that is not one names no visit.
+func visitID(r *http.Request) (int64, error) {
+	n, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, clinic.Errorf(clinic.ENotFound, "Visit not found.")
+	}
+	return n, nil
+}
+
+// visit is /visits/start/{id}: the visit for each of its participants,
+// with its thread. Who may see it is decided by app, as for
+// GET /visits/{id} and GET /api/visits/{id}/messages.
+func (s *Server) visit(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.principal(r)
+	if err != nil {
+		return err
+	}
+	id, err := visitID(r)
+	if err != nil {
+		return err
+	}
+	d, err := s.app.GetVisit(r.Context(), p, id, false)
+	if err != nil {
+		return err
+	}
+	ms, _, err := s.app.ListMessages(r.Context(), p, id, app.MessageQuery{Limit: ptr(app.MessagePageMax)})
+	if err != nil && clinic.ErrorCode(err) != clinic.EForbidden {
+		return err
+	}
+	page := visitPage{ID: id, Status: statusWord(d.Visit.Status), Open: d.Visit.Status != clinic.VisitCompleted && d.Visit.Status != clinic.VisitCancelled}
+	if d.Room != nil {
+		page.Room = d.Room.Name
+	}
+	if d.Member != nil {
+		page.Patient = d.Member.FullName()
+	}
+	if d.Provider != nil {
+		page.Provider = d.Provider.FullName()
+	}
+	if d.Intake != nil {
+		page.Reason = d.Intake.ReasonForVisit
+	}
+	for _, m := range ms {
+		page.Messages = append(page.Messages, messageItem{Author: m.Actor.DisplayName, Type: m.Type, Content: m.Content, CreatedUS: m.CreatedUS})
+	}
+	s.render(w, r, http.StatusOK, "visit", page)
+	return nil
+}
+
+// postMessage sends the form's message to the visit's thread, as
+// POST /api/visits/{id}/messages does, and shows the thread again.
+func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.principal(r)
+	if err != nil {
+		return err
+	}
+	id, err := visitID(r)
+	if err != nil {
+		return err
+	}
+	content := r.PostFormValue("content")
+	if _, err := s.app.PostMessage(r.Context(), p, id, app.NewMessage{Content: &content}); err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/visits/start/"+strconv.FormatInt(id, 10), http.StatusSeeOther)
+	return nil
+}
+
+// statusWord names a visit status for people.
+func statusWord(st int) string {
+	switch st {
+	case clinic.VisitPending:
+		return "waiting"
+	case clinic.VisitConfirmed:
+		return "confirmed"
+	case clinic.VisitInProgress:
+		return "in progress"
+	case clinic.VisitCompleted:
+		return "completed"
+	case clinic.VisitCancelled:
+		return "cancelled"
+	}
+	return "unknown"
+}
+
+func ptr[T any](v T) *T { return &v }

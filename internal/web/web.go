@@ -1,0 +1,172 @@
+// Package web is the portal: the pages a clinic's patients, providers and
+// staff use in a browser, served by the same binary on the same rules as
+// the API. A page handler reads like an API handler: the principal from the
+// session cookie, the form, a call to app, then a template or a redirect.
+// No rule lives here or in a template: every read and write goes through
+// internal/app, with its permission checks, audit entries and outbox rows.
+package web
+
+import (
+	"embed"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Config are the portal's settings.
+type Config struct {
+	// Secure marks the session cookie Secure and gives it the __Host-
+	// prefix: set when the server's base URL is https.
+	Secure bool
+	// SessionMax is how long the browser keeps the session cookie: the
+	// access token's absolute lifetime (the server ends it sooner when it
+	// idles out or is revoked).
+	SessionMax time.Duration
+}
+
+// Server is the portal's handler. Requests for paths it does not serve go
+// to next (the API).
+type Server struct {
+	app   *app.App
+	log   *slog.Logger
+	cfg   Config
+	next  http.Handler
+	mux   *http.ServeMux
+	pages map[string]*template.Template
+	// guard refuses state-changing requests that a browser made for
+	// another site (Sec-Fetch-Site, or Origin against Host).
+	guard *http.CrossOriginProtection
+}
+
+// New returns the portal in front of next.
+func New(a *app.App, log *slog.Logger, cfg Config, next http.Handler) (*Server, error) {
+	s := &Server{app: a, log: log, cfg: cfg, next: next, mux: http.NewServeMux(), pages: map[string]*template.Template{},
+		guard: http.NewCrossOriginProtection()}
+	if err := s.parseTemplates(); err != nil {
+		return nil, err
+	}
+	s.routes()
+	return s, nil
+}
+
+// routes is the portal's table of contents.
+func (s *Server) routes() {
+	s.page("GET /auth", s.auth)
+	s.page("GET /signin", s.signinForm)
+	s.page("POST /signin", s.signin)
+	s.page("POST /signout", s.signout)
+	s.page("GET /visits", s.visits)
+	s.page("GET /visits/start/{id}", s.visit)
+	s.page("POST /visits/start/{id}/messages", s.postMessage)
+	s.page("GET /u/{account_code}", s.clinicHome)
+	static, _ := fs.Sub(staticFS, "static")
+	s.mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles(http.FileServerFS(static))))
+}
+
+// pageFunc is a page handler: it writes the page or returns an error,
+// which ServeHTTP answers as a page.
+type pageFunc func(w http.ResponseWriter, r *http.Request) error
+
+func (s *Server) page(pattern string, h pageFunc) {
+	s.mux.Handle(pattern, s.guard.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.fail(w, r, err)
+		}
+	})))
+}
+
+// ServeHTTP sends the portal's paths to its pages and the rest to the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := s.mux.Handler(r); pattern == "" {
+		s.next.ServeHTTP(w, r)
+		return
+	}
+	h := w.Header()
+	// Pages run no inline script and load nothing from elsewhere; no
+	// other site may frame them; and no address a page was reached by
+	// (which may carry a token) leaves it in a Referer.
+	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	start, sw := time.Now(), &statusWriter{ResponseWriter: w}
+	s.mux.ServeHTTP(sw, r)
+	// One line per page request, as for the API: never the address's
+	// query, which may carry a token.
+	s.log.Info("page", "method", r.Method, "route", r.Pattern, "status", sw.status(), "duration", time.Since(start))
+}
+
+// statusWriter remembers the status a page answered with.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) status() int {
+	if w.code == 0 {
+		return http.StatusOK
+	}
+	return w.code
+}
+
+// staticFiles serves the embedded assets for a day: they change only with
+// the binary.
+func staticFiles(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=86400")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// fail answers err as a page: a caller who is not signed in is sent to
+// sign in and back; the others see what went wrong in words, with the
+// status the API would give.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var ce *clinic.Error
+	if !errors.As(err, &ce) {
+		s.log.Error("portal", "path", r.URL.Path, "err", err)
+		ce = &clinic.Error{Code: clinic.EInternal, Message: "Something went wrong on our side. Try again in a moment."}
+	}
+	status := map[string]int{clinic.EInvalid: 400, clinic.EUnauthenticated: 401, clinic.EForbidden: 403, clinic.ENotFound: 404,
+		clinic.EConflict: 409, clinic.ETooMany: 429}[ce.Code]
+	if status == 0 {
+		status = 500
+	}
+	if status == 401 && r.Method == http.MethodGet && r.URL.Path != "/auth" {
+		http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+		return
+	}
+	s.render(w, r, status, "error", errorPage{Status: status, Message: ce.Message})
+}
+
+type errorPage struct {
+	Status  int
+	Message string
+}

@@ -1,0 +1,380 @@
+package web_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/testenv"
+)
+
+// browser is a client with its own cookies that, like a browser, does not
+// follow redirects by itself here: each test looks at where it is sent.
+type browser struct {
+	t    *testing.T
+	base string
+	c    *http.Client
+}
+
+func newBrowser(t *testing.T, e *testenv.Env) *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: t, base: e.URL, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+type page struct {
+	Status   int
+	Location string
+	Header   http.Header
+	Body     string
+}
+
+func (b *browser) do(method, path string, form url.Values, header map[string]string) *page {
+	b.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, b.base+path, body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := b.c.Do(req)
+	if err != nil {
+		b.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	return &page{Status: res.StatusCode, Location: res.Header.Get("Location"), Header: res.Header, Body: string(raw)}
+}
+
+func (b *browser) get(path string) *page { b.t.Helper(); return b.do("GET", path, nil, nil) }
+
+// sameOrigin is what a browser sends with a form posted from the portal.
+var sameOrigin = map[string]string{"Sec-Fetch-Site": "same-origin"}
+
+func (b *browser) post(path string, form url.Values) *page {
+	b.t.Helper()
+	return b.do("POST", path, form, sameOrigin)
+}
+
+// fixture is a clinic with a room, a provider and two patients, the first
+// with an e-consult that holds one message.
+type fixture struct {
+	e                *testenv.Env
+	clinic           *testenv.Clinic
+	key              *clinic.Principal
+	visitID          int64
+	p1Token, p2Token string
+	providerToken    string
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	e := testenv.New(t)
+	ctx := context.Background()
+	a := e.App
+	f := &fixture{e: e, clinic: e.NewClinic("acme", true)}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	var err error
+	f.key, err = a.Authenticate(ctx, app.Credentials{AccountCode: "acme", APIKey: f.clinic.APIKey, APISecret: f.clinic.APISecret}, app.NeedAPIKey)
+	must(err)
+	admin, err := a.Authenticate(ctx, app.Credentials{AccountCode: "acme", APIToken: f.clinic.AdminToken}, app.NeedAdmin)
+	must(err)
+	_, err = a.CreateRoom(ctx, admin, app.NewRoom{Code: "main", Name: "Main Room", Domain: "acme.clinic.test"})
+	must(err)
+	f.p1Token = f.sso(t, clinic.UserMember, "pat-1", "Ada", "Lovelace")
+	f.p2Token = f.sso(t, clinic.UserMember, "pat-2", "Mallory", "Other")
+	f.providerToken = f.sso(t, clinic.UserProvider, "dr-1", "Grace", "Hopper")
+	_, err = a.LinkRoom(ctx, admin, f.user(t, f.providerToken).User.ID, "main", true)
+	must(err)
+	p1 := f.user(t, f.p1Token)
+	reason := "A cough for a week"
+	it, err := a.CreateIntake(ctx, p1, app.IntakeInput{RoomCode: "main", ReasonForVisit: &reason})
+	must(err)
+	v, err := a.AddEconsult(ctx, p1, it.ID, "main")
+	must(err)
+	f.visitID = v.Visit.ID
+	msg := "It is worse at night."
+	_, err = a.PostMessage(ctx, p1, f.visitID, app.NewMessage{Content: &msg})
+	must(err)
+	return f
+}
+
+func (f *fixture) sso(t *testing.T, typ int, code, first, last string) string {
+	t.Helper()
+	res, err := f.e.App.SSO(context.Background(), f.key, app.SSOInput{FirstName: first, LastName: last, Type: typ, Code: code, Username: code})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Session.Token
+}
+
+func (f *fixture) user(t *testing.T, token string) *clinic.Principal {
+	t.Helper()
+	p, err := f.e.App.Authenticate(context.Background(), app.Credentials{AccountCode: "acme", APIToken: token}, app.NeedUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (f *fixture) visitPath() string { return "/visits/start/" + strconv.FormatInt(f.visitID, 10) }
+
+// redirectLogin follows the spec's redirect login as an integrator sends a
+// patient through it: GET /api_v3/auth, then the portal address it names.
+func (f *fixture) redirectLogin(t *testing.T, b *browser, token, next string, extra url.Values) *page {
+	t.Helper()
+	q := url.Values{"sso_token": {token}, "next": {next}}
+	for k, v := range extra {
+		q[k] = v
+	}
+	res := b.do("GET", "/api_v3/auth?"+q.Encode(), nil, map[string]string{"X-AccountCode": "acme"})
+	if res.Status != http.StatusFound {
+		t.Fatalf("GET /api_v3/auth: %d %s", res.Status, res.Body)
+	}
+	u, err := url.Parse(res.Location)
+	if err != nil || u.Path != "/auth" {
+		t.Fatalf("redirect login sent the browser to %q", res.Location)
+	}
+	return b.get(u.Path + "?" + u.RawQuery)
+}
+
+// TestPortal_RedirectLogin: the integrator's flow ends on the visit page,
+// signed in, with no further login; the session is an access token of its
+// own in an HttpOnly cookie.
+func TestPortal_RedirectLogin(t *testing.T) {
+	f := newFixture(t)
+
+	t.Run("OK", func(t *testing.T) {
+		b := newBrowser(t, f.e)
+		res := f.redirectLogin(t, b, f.p1Token, f.visitPath(), nil)
+		if res.Status != http.StatusSeeOther || res.Location != f.visitPath() {
+			t.Fatalf("GET /auth: %d to %q: %s", res.Status, res.Location, res.Body)
+		}
+		var cookie *http.Cookie
+		for _, c := range (&http.Response{Header: res.Header}).Cookies() {
+			if c.Name == "tc_session" {
+				cookie = c
+			}
+		}
+		if cookie == nil || !cookie.HttpOnly || cookie.SameSite != http.SameSiteLaxMode || cookie.Value == f.p1Token {
+			t.Fatalf("session cookie %+v: HttpOnly, SameSite=Lax and a token of its own expected", cookie)
+		}
+		page := b.get(f.visitPath())
+		if page.Status != 200 || !strings.Contains(page.Body, "It is worse at night.") || !strings.Contains(page.Body, "Main Room") {
+			t.Fatalf("visit page: %d %s", page.Status, page.Body)
+		}
+		for h, want := range map[string]string{"Referrer-Policy": "no-referrer", "X-Frame-Options": "DENY"} {
+			if got := page.Header.Get(h); got != want {
+				t.Errorf("%s: %q", h, got)
+			}
+		}
+		if csp := page.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || !strings.Contains(csp, "frame-ancestors 'none'") {
+			t.Errorf("Content-Security-Policy: %q", csp)
+		}
+		// The API token the integrator holds still works: without
+		// one_time_token it was not consumed.
+		f.user(t, f.p1Token)
+	})
+
+	t.Run("OKSendMessage", func(t *testing.T) {
+		b := newBrowser(t, f.e)
+		f.redirectLogin(t, b, f.p1Token, f.visitPath(), nil)
+		res := b.post(f.visitPath()+"/messages", url.Values{"content": {"Now with a fever."}})
+		if res.Status != http.StatusSeeOther {
+			t.Fatalf("post: %d %s", res.Status, res.Body)
+		}
+		ms, total, err := f.e.App.ListMessages(context.Background(), f.user(t, f.p1Token), f.visitID, app.MessageQuery{})
+		if err != nil || total != 2 || ms[1].Content != "Now with a fever." {
+			t.Fatalf("thread after the page's post: %d, %v", total, err)
+		}
+	})
+
+	t.Run("OKDisableNavigation", func(t *testing.T) {
+		b := newBrowser(t, f.e)
+		f.redirectLogin(t, b, f.p1Token, "/visits", url.Values{"disable_navigation": {"1"}})
+		if page := b.get("/visits"); page.Status != 200 || strings.Contains(page.Body, `aria-label="Portal"`) {
+			t.Fatalf("visits with navigation disabled: %d %s", page.Status, page.Body)
+		}
+		other := newBrowser(t, f.e)
+		f.redirectLogin(t, other, f.p1Token, "/visits", nil)
+		if page := other.get("/visits"); !strings.Contains(page.Body, `aria-label="Portal"`) {
+			t.Fatalf("visits with navigation: %s", page.Body)
+		}
+	})
+
+	t.Run("ErrOneTimeTokenReused", func(t *testing.T) {
+		token := f.sso(t, clinic.UserMember, "pat-1", "Ada", "Lovelace")
+		b := newBrowser(t, f.e)
+		q := "/auth?" + url.Values{"sso_token": {token}, "one_time_token": {"1"}, "next": {"/visits"}}.Encode()
+		if res := b.get(q); res.Status != http.StatusSeeOther {
+			t.Fatalf("first use: %d %s", res.Status, res.Body)
+		}
+		if res := newBrowser(t, f.e).get(q); res.Status != http.StatusUnauthorized || !strings.Contains(res.Body, "expired or was used already") {
+			t.Fatalf("second use: %d %s", res.Status, res.Body)
+		}
+	})
+
+	t.Run("ErrOpenRedirect", func(t *testing.T) {
+		for _, next := range []string{"//evil.example", "https://evil.example/", "/\\evil.example", "/%2F%2Fevil.example", "/%252F%252Fevil.example", "javascript:alert(1)", "%2F%2Fevil.example"} {
+			res := newBrowser(t, f.e).get("/auth?" + url.Values{"sso_token": {f.p1Token}, "next": {next}}.Encode())
+			if res.Status != http.StatusBadRequest || res.Location != "" {
+				t.Errorf("next=%q: %d to %q", next, res.Status, res.Location)
+			}
+		}
+	})
+
+	t.Run("ErrOtherPatientsVisit", func(t *testing.T) {
+		b := newBrowser(t, f.e)
+		f.redirectLogin(t, b, f.p2Token, "/visits", nil)
+		// GET /api_v3/visits/{id} answers 404 for a visit that is not the
+		// caller's, and so does its page.
+		if res := b.get(f.visitPath()); res.Status != http.StatusNotFound || strings.Contains(res.Body, "worse at night") {
+			t.Fatalf("another patient's visit page: %d %s", res.Status, res.Body)
+		}
+		if res := b.get("/visits"); res.Status != 200 || strings.Contains(res.Body, f.visitPath()) {
+			t.Fatalf("another patient's list shows the visit: %s", res.Body)
+		}
+	})
+
+	t.Run("ErrNotSignedIn", func(t *testing.T) {
+		res := newBrowser(t, f.e).get(f.visitPath())
+		if res.Status != http.StatusSeeOther || !strings.HasPrefix(res.Location, "/signin?next=") {
+			t.Fatalf("signed out: %d to %q", res.Status, res.Location)
+		}
+	})
+
+	t.Run("ErrCrossOrigin", func(t *testing.T) {
+		b := newBrowser(t, f.e)
+		f.redirectLogin(t, b, f.p1Token, "/visits", nil)
+		res := b.do("POST", f.visitPath()+"/messages", url.Values{"content": {"from elsewhere"}},
+			map[string]string{"Sec-Fetch-Site": "cross-site", "Origin": "https://evil.example"})
+		if res.Status != http.StatusForbidden {
+			t.Fatalf("cross-site post: %d %s", res.Status, res.Body)
+		}
+		_, total, _ := f.e.App.ListMessages(context.Background(), f.user(t, f.p1Token), f.visitID, app.MessageQuery{})
+		for _, n := range []int{total} {
+			if n > 2 {
+				t.Fatalf("a cross-site post was written: %d messages", n)
+			}
+		}
+	})
+}
+
+// TestPortal_SignInOut: a provider signs in with a password and out again;
+// signing out ends the session's token on the server, not just the cookie.
+func TestPortal_SignInOut(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	pw := "a long provider password"
+	if _, err := f.e.App.UpdateMe(ctx, f.user(t, f.providerToken), app.ProfileUpdate{Password: &pw}); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("OK", func(t *testing.T) {
+		b := newBrowser(t, f.e)
+		if res := b.get("/signin"); res.Status != 200 || !strings.Contains(res.Body, `<label for="password">`) {
+			t.Fatalf("sign-in page: %d %s", res.Status, res.Body)
+		}
+		res := b.post("/signin", url.Values{"clinic": {"acme"}, "login": {"dr-1"}, "password": {pw}, "next": {"/visits"}})
+		if res.Status != http.StatusSeeOther || res.Location != "/visits" {
+			t.Fatalf("sign in: %d to %q: %s", res.Status, res.Location, res.Body)
+		}
+		// The room's provider sees the waiting e-consult.
+		if page := b.get("/visits"); page.Status != 200 || !strings.Contains(page.Body, f.visitPath()) {
+			t.Fatalf("provider's visits: %d %s", page.Status, page.Body)
+		}
+		var token string
+		for _, c := range b.c.Jar.Cookies(mustURL(t, f.e.URL)) {
+			if c.Name == "tc_session" {
+				token = c.Value
+			}
+		}
+		if res := b.post("/signout", url.Values{}); res.Status != http.StatusSeeOther {
+			t.Fatalf("sign out: %d %s", res.Status, res.Body)
+		}
+		if _, err := f.e.App.Authenticate(ctx, app.Credentials{APIToken: token}, app.NeedUser); clinic.ErrorCode(err) != clinic.EUnauthenticated {
+			t.Fatalf("the signed-out session's token still works: %v", err)
+		}
+	})
+
+	t.Run("ErrWrongPassword", func(t *testing.T) {
+		res := newBrowser(t, f.e).post("/signin", url.Values{"clinic": {"acme"}, "login": {"dr-1"}, "password": {"wrong"}})
+		if res.Status != http.StatusUnauthorized || !strings.Contains(res.Body, "do not match") || !strings.Contains(res.Body, `value="dr-1"`) {
+			t.Fatalf("wrong password: %d %s", res.Status, res.Body)
+		}
+	})
+
+	t.Run("ErrUnknownClinic", func(t *testing.T) {
+		res := newBrowser(t, f.e).post("/signin", url.Values{"clinic": {"nope"}, "login": {"dr-1"}, "password": {pw}})
+		if res.Status != http.StatusUnauthorized || !strings.Contains(res.Body, "No clinic has that code") {
+			t.Fatalf("unknown clinic: %d %s", res.Status, res.Body)
+		}
+	})
+}
+
+// TestPortal_ClinicHome: /u/{account_code} lists the clinic's public
+// rooms; an unknown clinic is a 404 page.
+func TestPortal_ClinicHome(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	admin, err := f.e.App.Authenticate(ctx, app.Credentials{AccountCode: "acme", APIToken: f.clinic.AdminToken}, app.NeedAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	public := true
+	if _, err := f.e.App.UpdateRoom(ctx, admin, "main", app.RoomUpdate{PublicAccess: &public}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.App.CreateRoom(ctx, admin, app.NewRoom{Code: "staff", Name: "Staff Only", Domain: "acme.clinic.test"}); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("OK", func(t *testing.T) {
+		res := newBrowser(t, f.e).get("/u/acme")
+		if res.Status != 200 || !strings.Contains(res.Body, "Acme Clinic") || !strings.Contains(res.Body, "Main Room") || strings.Contains(res.Body, "Staff Only") {
+			t.Fatalf("clinic home: %d %s", res.Status, res.Body)
+		}
+	})
+	t.Run("ErrUnknownClinic", func(t *testing.T) {
+		if res := newBrowser(t, f.e).get("/u/nope"); res.Status != http.StatusNotFound {
+			t.Fatalf("unknown clinic: %d %s", res.Status, res.Body)
+		}
+	})
+	t.Run("OKStaticAndAPIUnchanged", func(t *testing.T) {
+		b := newBrowser(t, f.e)
+		if res := b.get("/static/portal.css"); res.Status != 200 || !strings.Contains(res.Header.Get("Content-Type"), "text/css") {
+			t.Fatalf("stylesheet: %d %q", res.Status, res.Header.Get("Content-Type"))
+		}
+		if res := b.get("/healthz"); res.Status != 200 {
+			t.Fatalf("the API behind the portal: %d %s", res.Status, res.Body)
+		}
+	})
+}
+
+func mustURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
