@@ -70,5 +70,5 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, page
 }
 
 var pageTitles = map[string]string{
-	"error": "Something is not right", "signin": "Sign in", "visits": "Your visits", "visit": "Visit", "clinic": "Clinic",
+	"error": "Something is not right", "signin": "Sign in", "visits": "Your visits", "visit": "Visit", "clinic": "Clinic", "room": "Room",
 }

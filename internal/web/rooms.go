@@ -1,7 +1,11 @@
 package web
 
 import (
+	"net"
 	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
@@ -34,4 +38,76 @@ func (s *Server) clinicHome(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.render(w, r, http.StatusOK, "clinic", page)
 	return nil
+}
+
+type roomPage struct {
+	Clinic, Name, Subtitle, Description string
+	Closed                              bool
+	ClosedMessage                       string
+	Walkin, Appointments, Guests        bool
+	SignedIn                            bool
+	SignInURL                           string
+}
+
+// room is the spec's room join URL, /c/{account_code}/{room_code} on a
+// single-host deployment: the room as GET /rooms/{code} shows it to
+// anyone with the clinic's code.
+func (s *Server) room(w http.ResponseWriter, r *http.Request) error {
+	return s.roomAt(w, r, r.PathValue("account_code"), r.PathValue("room_code"))
+}
+
+func (s *Server) roomAt(w http.ResponseWriter, r *http.Request, account, code string) error {
+	p, err := s.accountPrincipal(r, account)
+	if err != nil {
+		return clinic.Errorf(clinic.ENotFound, "No clinic has that address.")
+	}
+	d, err := s.app.GetRoom(r.Context(), p, code)
+	if err != nil {
+		return err
+	}
+	st := d.Room.Settings
+	page := roomPage{Clinic: p.Account.Name, Name: d.Room.Name, Subtitle: st.Subtitle, Description: st.Description,
+		Closed: d.IsClosedNow || !d.Room.Active, ClosedMessage: st.Operation.CloseMsg,
+		Walkin: st.WalkinEnabled, Appointments: st.AppointmentEnabled, Guests: st.GuestLogin,
+		SignInURL: "/signin?" + url.Values{"clinic": {p.Account.Code}, "next": {r.URL.Path}}.Encode()}
+	if me, err := s.principal(r); err == nil && me.Account.ID == p.Account.ID {
+		page.SignedIn = true
+	}
+	s.render(w, r, http.StatusOK, "room", page)
+	return nil
+}
+
+var roomPathRE = regexp.MustCompile(`^/([A-Za-z0-9_-]{1,64})$`)
+
+// hostRoom serves the join URL as the spec writes it,
+// https://{account_code}.{domain}/{room_code}: a one-segment path on a host
+// whose first label is a clinic's code and whose rest is the room's
+// domain. It reports false, leaving the request to the API, for anything
+// else.
+func (s *Server) hostRoom(w http.ResponseWriter, r *http.Request) bool {
+	m := roomPathRE.FindStringSubmatch(r.URL.Path)
+	if m == nil || r.Method != http.MethodGet {
+		return false
+	}
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	account, domain, ok := strings.Cut(strings.ToLower(host), ".")
+	if !ok || !strings.Contains(domain, ".") {
+		return false
+	}
+	p, err := s.accountPrincipal(r, account)
+	if err != nil {
+		return false
+	}
+	d, err := s.app.GetRoom(r.Context(), p, m[1])
+	if err != nil || !strings.EqualFold(d.Room.Domain, domain) {
+		return false
+	}
+	s.securePage(w)
+	if err := s.roomAt(w, r, account, m[1]); err != nil {
+		s.fail(w, r, err)
+	}
+	return true
 }

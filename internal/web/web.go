@@ -72,6 +72,7 @@ func (s *Server) routes() {
 	s.page("GET /visits/start/{id}", s.visit)
 	s.page("POST /visits/start/{id}/messages", s.postMessage)
 	s.page("GET /u/{account_code}", s.clinicHome)
+	s.page("GET /c/{account_code}/{room_code}", s.room)
 	static, _ := fs.Sub(staticFS, "static")
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles(http.FileServerFS(static))))
 }
@@ -91,9 +92,21 @@ func (s *Server) page(pattern string, h pageFunc) {
 // ServeHTTP sends the portal's paths to its pages and the rest to the API.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if _, pattern := s.mux.Handler(r); pattern == "" {
-		s.next.ServeHTTP(w, r)
+		if !s.hostRoom(w, r) {
+			s.next.ServeHTTP(w, r)
+		}
 		return
 	}
+	s.securePage(w)
+	start, sw := time.Now(), &statusWriter{ResponseWriter: w}
+	s.mux.ServeHTTP(sw, r)
+	// One line per page request, as for the API: never the address's
+	// query, which may carry a token.
+	s.log.Info("page", "method", r.Method, "route", r.Pattern, "status", sw.status(), "duration", time.Since(start))
+}
+
+// securePage sets the headers every page carries.
+func (s *Server) securePage(w http.ResponseWriter) {
 	h := w.Header()
 	// Pages run no inline script and load nothing from elsewhere; no
 	// other site may frame them; and no address a page was reached by
@@ -102,11 +115,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
-	start, sw := time.Now(), &statusWriter{ResponseWriter: w}
-	s.mux.ServeHTTP(sw, r)
-	// One line per page request, as for the API: never the address's
-	// query, which may carry a token.
-	s.log.Info("page", "method", r.Method, "route", r.Pattern, "status", sw.status(), "duration", time.Since(start))
 }
 
 // statusWriter remembers the status a page answered with.

@@ -49,6 +49,10 @@ func (b *browser) do(method, path string, form url.Values, header map[string]str
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
 	for k, v := range header {
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	res, err := b.c.Do(req)
@@ -377,4 +381,59 @@ func mustURL(t *testing.T, s string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// TestPortal_RoomPage: the room join URL, by path and by host, shows the
+// room and its closed state to anyone with the address.
+func TestPortal_RoomPage(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	admin, err := f.e.App.Authenticate(ctx, app.Credentials{AccountCode: "acme", APIToken: f.clinic.AdminToken}, app.NeedAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := "Same-day care"
+	if _, err := f.e.App.UpdateRoom(ctx, admin, "main", app.RoomUpdate{Subtitle: &sub}); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("OKByPath", func(t *testing.T) {
+		res := newBrowser(t, f.e).get("/c/acme/main")
+		if res.Status != 200 || !strings.Contains(res.Body, "<h1>Main Room</h1>") || !strings.Contains(res.Body, "Same-day care") ||
+			!strings.Contains(res.Body, "/signin?clinic=acme") {
+			t.Fatalf("room page: %d %s", res.Status, res.Body)
+		}
+	})
+	t.Run("OKByHost", func(t *testing.T) {
+		res := newBrowser(t, f.e).do("GET", "/main", nil, map[string]string{"Host": "acme.acme.clinic.test"})
+		if res.Status != 200 || !strings.Contains(res.Body, "<h1>Main Room</h1>") || res.Header.Get("Content-Security-Policy") == "" {
+			t.Fatalf("room page by host: %d %s", res.Status, res.Body)
+		}
+	})
+	t.Run("OKClosed", func(t *testing.T) {
+		yes, msg := true, "Back on Monday."
+		if _, err := f.e.App.UpdateRoom(ctx, admin, "main", app.RoomUpdate{IsClosed: &yes, CloseMsg: &msg}); err != nil {
+			t.Fatal(err)
+		}
+		res := newBrowser(t, f.e).get("/c/acme/main")
+		if res.Status != 200 || !strings.Contains(res.Body, "This room is closed now. Back on Monday.") {
+			t.Fatalf("closed room: %d %s", res.Status, res.Body)
+		}
+	})
+	t.Run("ErrUnknownRoom", func(t *testing.T) {
+		if res := newBrowser(t, f.e).get("/c/acme/nope"); res.Status != http.StatusNotFound {
+			t.Fatalf("unknown room: %d %s", res.Status, res.Body)
+		}
+		if res := newBrowser(t, f.e).get("/c/nope/main"); res.Status != http.StatusNotFound {
+			t.Fatalf("unknown clinic: %d %s", res.Status, res.Body)
+		}
+	})
+	t.Run("ErrHostOfAnotherDomain", func(t *testing.T) {
+		// The room's domain must be the host's: anything else is left to
+		// the API, which knows no such route.
+		res := newBrowser(t, f.e).do("GET", "/main", nil, map[string]string{"Host": "acme.elsewhere.example"})
+		if res.Status != http.StatusNotFound || strings.Contains(res.Body, "Main Room") {
+			t.Fatalf("another domain: %d %s", res.Status, res.Body)
+		}
+	})
 }
