@@ -121,6 +121,10 @@ type Options struct {
 	// Workers runs the outbox delivery loops (mail, push, webhooks) for the
 	// server's lifetime, polling every 20 ms.
 	Workers bool
+	// PortalHere makes the server's own address its base and portal URL,
+	// so that a browser following GET /api_v3/auth lands on this server's
+	// portal (the browser tests).
+	PortalHere bool
 }
 
 // Env is one running server.
@@ -180,6 +184,12 @@ func New(t testing.TB, opts ...Options) *Env {
 		Webhooks:   app.WebhookConfig{AllowPrivate: true},
 		OutboxPoll: 20 * time.Millisecond,
 	}
+	srv := httptest.NewUnstartedServer(nil)
+	t.Cleanup(srv.Close)
+	if o.PortalHere {
+		cfg.BaseURL = "http://" + srv.Listener.Addr().String()
+		cfg.PortalURL = cfg.BaseURL
+	}
 	reg := metrics.New()
 	cfg.Metrics = reg
 	if o.Config != nil {
@@ -196,8 +206,8 @@ func New(t testing.TB, opts ...Options) *Env {
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
-	srv := httptest.NewServer(portal)
-	t.Cleanup(srv.Close)
+	srv.Config.Handler = portal
+	srv.Start()
 	if o.Workers {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})

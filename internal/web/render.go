@@ -15,8 +15,12 @@ import (
 type layout struct {
 	Title string
 	// Nav is false on sessions opened with disable_navigation=1.
-	Nav  bool
-	View any
+	Nav bool
+	// Session says the browser holds a session cookie (whether it is
+	// still good is for the page's own check): the navigation offers
+	// signing out rather than in.
+	Session bool
+	View    any
 }
 
 // parseTemplates reads each page template with the layout.
@@ -56,8 +60,10 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, page
 	if c, err := r.Cookie(s.navCookie()); err == nil && c.Value == "1" {
 		nav = false
 	}
+	c, err := r.Cookie(s.sessionCookie())
+	session := err == nil && c.Value != ""
 	var b bytes.Buffer
-	if err := t.ExecuteTemplate(&b, "layout.html", layout{Title: pageTitles[page], Nav: nav, View: view}); err != nil {
+	if err := t.ExecuteTemplate(&b, "layout.html", layout{Title: pageTitles[page], Nav: nav, Session: session, View: view}); err != nil {
 		s.log.Error("portal render", "page", page, "err", err)
 		http.Error(w, "The page could not be drawn.", http.StatusInternalServerError)
 		return
