@@ -446,6 +446,11 @@ func permRows(f *permFixture) map[string]permRow {
 		"UnlinkRoom": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return none(a.UnlinkRoom(ctx, p, f.provider.User.ID, "main"))
 		}},
+		// A room that lets guests in lets anyone with the clinic's
+		// address in as a new guest (the fixture's room does).
+		"GuestJoin": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.GuestJoin(ctx, p, "main", "Walk", "In"))
+		}},
 		"EnsureRoom": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.EnsureRoom(ctx, p, "ensured", "Ensured"))
 		}},

@@ -97,3 +97,32 @@ func (a *App) exchangeToken(ctx context.Context, requestID, token string, revoke
 	}
 	return p, s, nil
 }
+
+// GuestJoin signs a guest in at a room that lets guests in (its
+// guest_login setting): a new user of the room's guest type, with a code of
+// its own, and a login, as SSO makes a guest for an integrator. Anyone with
+// the room's address may ask; the room decides.
+func (a *App) GuestJoin(ctx context.Context, p *clinic.Principal, roomCode, firstName, lastName string) (*Session, error) {
+	if err := requireAccount(p); err != nil {
+		return nil, err
+	}
+	r, err := a.roomByCode(ctx, p, roomCode)
+	if err != nil {
+		return nil, err
+	}
+	if !r.Active || !r.Settings.GuestLogin {
+		return nil, clinic.Errorf(clinic.EForbidden, "This room does not let guests in: sign in with the account your clinic gave you.")
+	}
+	in := SSOInput{FirstName: strings.TrimSpace(firstName), LastName: strings.TrimSpace(lastName), Type: r.Settings.GuestType}
+	if in.Type == 0 {
+		in.Type = clinic.UserGuest
+	}
+	if in.Type != clinic.UserGuest {
+		in.Code = "guest-" + randomHex(12)
+	}
+	res, err := a.signInUser(ctx, p, in, "user.guest_join")
+	if err != nil {
+		return nil, err
+	}
+	return res.Session, nil
+}

@@ -270,6 +270,12 @@ func (a *App) sso(ctx context.Context, p *clinic.Principal, in SSOInput) (*SSORe
 	if !p.Account.SSOEnabled {
 		return nil, clinic.Errorf(clinic.EForbidden, "Single sign-on is disabled for this account; the clinic operator must enable it.")
 	}
+	return a.signInUser(ctx, p, in, "user.sso")
+}
+
+// signInUser finds or makes the user in describes (a guest is always new)
+// and starts a login for them, audited as action.
+func (a *App) signInUser(ctx context.Context, p *clinic.Principal, in SSOInput, action string) (*SSOResult, error) {
 	u, err := a.validateSSO(p.Account, in)
 	if err != nil {
 		return nil, err
@@ -313,7 +319,7 @@ func (a *App) sso(ctx context.Context, p *clinic.Principal, in SSOInput) (*SSORe
 		}
 		pp := *p
 		pp.User = u
-		return a.auditIn(ctx, q, &pp, "user.sso", "user", i64s(u.ID), outcomeOK)
+		return a.auditIn(ctx, q, &pp, action, "user", i64s(u.ID), outcomeOK)
 	})
 	if errors.Is(err, store.ErrConflict) {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"teleclinic/internal/app"
@@ -47,6 +48,10 @@ type roomPage struct {
 	Walkin, Appointments, Guests        bool
 	SignedIn                            bool
 	SignInURL                           string
+	// Base is the room's address on this server, where its forms post.
+	Base string
+	// Error is what went wrong with the last form, in words.
+	Error, Reason string
 }
 
 // room is the spec's room join URL, /c/{account_code}/{room_code} on a
@@ -69,7 +74,8 @@ func (s *Server) roomAt(w http.ResponseWriter, r *http.Request, account, code st
 	page := roomPage{Clinic: p.Account.Name, Name: d.Room.Name, Subtitle: st.Subtitle, Description: st.Description,
 		Closed: d.IsClosedNow || !d.Room.Active, ClosedMessage: st.Operation.CloseMsg,
 		Walkin: st.WalkinEnabled, Appointments: st.AppointmentEnabled, Guests: st.GuestLogin,
-		SignInURL: "/signin?" + url.Values{"clinic": {p.Account.Code}, "next": {r.URL.Path}}.Encode()}
+		SignInURL: "/signin?" + url.Values{"clinic": {p.Account.Code}, "next": {r.URL.Path}}.Encode(),
+		Base:      "/c/" + url.PathEscape(p.Account.Code) + "/" + url.PathEscape(d.Room.Code)}
 	if me, err := s.principal(r); err == nil && me.Account.ID == p.Account.ID {
 		page.SignedIn = true
 	}
@@ -110,4 +116,54 @@ func (s *Server) hostRoom(w http.ResponseWriter, r *http.Request) bool {
 		s.fail(w, r, err)
 	}
 	return true
+}
+
+// guestJoin lets a guest in at a room that allows it (app.GuestJoin) and
+// brings them back to the room, signed in.
+func (s *Server) guestJoin(w http.ResponseWriter, r *http.Request) error {
+	account, room := r.PathValue("account_code"), r.PathValue("room_code")
+	p, err := s.accountPrincipal(r, account)
+	if err != nil {
+		return clinic.Errorf(clinic.ENotFound, "No clinic has that address.")
+	}
+	first, last := strings.TrimSpace(r.PostFormValue("first_name")), strings.TrimSpace(r.PostFormValue("last_name"))
+	if first == "" || last == "" {
+		return clinic.Errorf(clinic.EInvalid, "Give your first and last name, so the provider knows who is waiting.")
+	}
+	sess, err := s.app.GuestJoin(r.Context(), p, room, first, last)
+	if err != nil {
+		return err
+	}
+	s.setCookie(w, s.sessionCookie(), sess.Token, s.cfg.SessionMax)
+	http.Redirect(w, r, "/c/"+url.PathEscape(account)+"/"+url.PathEscape(room), http.StatusSeeOther)
+	return nil
+}
+
+// walkin files the intake form and joins the room's waiting room, as
+// POST /intakes and POST /visits/add_walkin do, then shows the visit (its
+// page is the waiting room while the visit waits).
+func (s *Server) walkin(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.principal(r)
+	if err != nil {
+		return err
+	}
+	room := r.PathValue("room_code")
+	if p.Account.Code != r.PathValue("account_code") {
+		return clinic.Errorf(clinic.EForbidden, "You are signed in at another clinic: sign out, then open this room's address again.")
+	}
+	reason := strings.TrimSpace(r.PostFormValue("reason_for_visit"))
+	if r.PostFormValue("terms") != "1" {
+		return clinic.Errorf(clinic.EInvalid, "Accept the clinic's terms to join the waiting room (the box under your reason).")
+	}
+	walkin := "1"
+	it, err := s.app.CreateIntake(r.Context(), p, app.IntakeInput{RoomCode: room, ReasonForVisit: &reason, Type: &walkin})
+	if err != nil {
+		return err
+	}
+	d, err := s.app.AddWalkin(r.Context(), p, app.WalkinInput{IntakeID: it.ID, RoomCode: room})
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/visits/start/"+strconv.FormatInt(d.Visit.ID, 10), http.StatusSeeOther)
+	return nil
 }

@@ -57,6 +57,10 @@ type visitPage struct {
 	Reason                          string
 	Open                            bool
 	Messages                        []messageItem
+	// Waiting is set on a patient's walk-in that waits: the page is the
+	// waiting room, with the queue as GET /rooms/{code}/queue gives it.
+	Waiting               bool
+	BeforeMe, WaitMinutes int
 }
 
 // visitID is the page's visit: a path id that is not one names no visit.
@@ -100,6 +104,16 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request) error {
 	}
 	if d.Intake != nil {
 		page.Reason = d.Intake.ReasonForVisit
+	}
+	if d.Visit.Kind == clinic.KindWalkin && d.Visit.Status == clinic.VisitPending && d.Visit.MemberID == p.UserID() && d.Room != nil {
+		q, err := s.app.RoomQueue(r.Context(), p, d.Room.Code)
+		if err != nil {
+			return err
+		}
+		page.Waiting, page.BeforeMe = true, q.BeforeMe
+		// The estimate is the room's average visit time for each patient
+		// ahead (spec: average_visit_time × before_me), in whole minutes.
+		page.WaitMinutes = (q.AverageVisitTime*q.BeforeMe + 59) / 60
 	}
 	for _, m := range ms {
 		page.Messages = append(page.Messages, messageItem{Author: m.Actor.DisplayName, Type: m.Type, Content: m.Content, CreatedUS: m.CreatedUS})

@@ -73,6 +73,8 @@ func (s *Server) routes() {
 	s.page("POST /visits/start/{id}/messages", s.postMessage)
 	s.page("GET /u/{account_code}", s.clinicHome)
 	s.page("GET /c/{account_code}/{room_code}", s.room)
+	s.page("POST /c/{account_code}/{room_code}/guest", s.guestJoin)
+	s.page("POST /c/{account_code}/{room_code}/walkin", s.walkin)
 	static, _ := fs.Sub(staticFS, "static")
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles(http.FileServerFS(static))))
 }

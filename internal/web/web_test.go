@@ -437,3 +437,77 @@ func TestPortal_RoomPage(t *testing.T) {
 		}
 	})
 }
+
+// TestPortal_GuestWalkin: a guest opens the room's address, joins as a
+// guest, fills the intake and waits: the waiting room shows who is ahead.
+func TestPortal_GuestWalkin(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	// A patient already waits in the room.
+	p2 := f.user(t, f.p2Token)
+	reason := "Sore throat"
+	it, err := f.e.App.CreateIntake(ctx, p2, app.IntakeInput{RoomCode: "main", ReasonForVisit: &reason})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.App.AddWalkin(ctx, p2, app.WalkinInput{IntakeID: it.ID, RoomCode: "main"}); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("OK", func(t *testing.T) {
+		b := newBrowser(t, f.e)
+		if res := b.get("/c/acme/main"); res.Status != 200 || !strings.Contains(res.Body, "Join as a guest") {
+			t.Fatalf("room page for a visitor: %d %s", res.Status, res.Body)
+		}
+		res := b.post("/c/acme/main/guest", url.Values{"first_name": {"Walk"}, "last_name": {"In"}})
+		if res.Status != http.StatusSeeOther || res.Location != "/c/acme/main" {
+			t.Fatalf("guest join: %d to %q: %s", res.Status, res.Location, res.Body)
+		}
+		if res := b.get("/c/acme/main"); !strings.Contains(res.Body, `action="/c/acme/main/walkin"`) || strings.Contains(res.Body, "Join as a guest") {
+			t.Fatalf("room page for the guest: %s", res.Body)
+		}
+		res = b.post("/c/acme/main/walkin", url.Values{"reason_for_visit": {"A rash"}, "terms": {"1"}})
+		if res.Status != http.StatusSeeOther || !strings.HasPrefix(res.Location, "/visits/start/") {
+			t.Fatalf("walk-in: %d to %q: %s", res.Status, res.Location, res.Body)
+		}
+		page := b.get(res.Location)
+		if page.Status != 200 || !strings.Contains(page.Body, "Waiting room") || !strings.Contains(page.Body, "1 patient before you") ||
+			!strings.Contains(page.Body, "Reason for the visit: A rash") {
+			t.Fatalf("waiting room: %d %s", page.Status, page.Body)
+		}
+	})
+
+	t.Run("ErrTermsNotAccepted", func(t *testing.T) {
+		b := newBrowser(t, f.e)
+		b.post("/c/acme/main/guest", url.Values{"first_name": {"Walk"}, "last_name": {"In"}})
+		res := b.post("/c/acme/main/walkin", url.Values{"reason_for_visit": {"A rash"}})
+		if res.Status != http.StatusBadRequest || !strings.Contains(res.Body, "Accept the clinic") {
+			t.Fatalf("without the terms: %d %s", res.Status, res.Body)
+		}
+	})
+
+	t.Run("ErrNoName", func(t *testing.T) {
+		res := newBrowser(t, f.e).post("/c/acme/main/guest", url.Values{"first_name": {"Walk"}})
+		if res.Status != http.StatusBadRequest {
+			t.Fatalf("guest without a last name: %d %s", res.Status, res.Body)
+		}
+	})
+
+	t.Run("ErrGuestsNotAllowed", func(t *testing.T) {
+		admin, err := f.e.App.Authenticate(ctx, app.Credentials{AccountCode: "acme", APIToken: f.clinic.AdminToken}, app.NeedAdmin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		no := false
+		if _, err := f.e.App.UpdateRoom(ctx, admin, "main", app.RoomUpdate{GuestLogin: &no}); err != nil {
+			t.Fatal(err)
+		}
+		b := newBrowser(t, f.e)
+		if res := b.get("/c/acme/main"); strings.Contains(res.Body, "Join as a guest") {
+			t.Fatalf("the room offers guests a way in: %s", res.Body)
+		}
+		if res := b.post("/c/acme/main/guest", url.Values{"first_name": {"Walk"}, "last_name": {"In"}}); res.Status != http.StatusForbidden {
+			t.Fatalf("guest join where guests may not: %d %s", res.Status, res.Body)
+		}
+	})
+}
