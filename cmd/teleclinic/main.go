@@ -290,9 +290,16 @@ curl -s %s/api_v3/me -H 'X-AccountCode: %s' -H "X-ApiToken: $TOKEN"
 # 3. List the clinic's rooms (the account code is enough)
 curl -s %s/api_v3/rooms -H 'X-AccountCode: %s'
 
+In a browser: the room's join page, where guests come in and wait:
+  %s/c/%s/%s
+and the sign-in page (the patient login above works there):
+  %s/signin?clinic=%s
+
 `, cr.AccountCode, cr.AdminToken, cr.APIKey, cr.APISecret, d.PatientUsername, d.PatientPassword,
 		base, cr.AccountCode, cr.APIKey, cr.APISecret, d.PatientCode,
 		base, cr.AccountCode,
+		base, cr.AccountCode,
+		base, cr.AccountCode, d.RoomCode,
 		base, cr.AccountCode)
 }
 

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -251,6 +253,23 @@ func TestCLI_ServeDemo(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], `"code":"demo-patient"`) || !strings.Contains(lines[1], `"code":"main"`) {
 		t.Fatalf("unexpected output:\n%s", out)
+	}
+	// The printed portal addresses answer pages.
+	for _, line := range strings.Split(printed, "\n") {
+		if u := strings.TrimSpace(line); strings.HasPrefix(u, "http://") {
+			res, err := http.Get(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != 200 || !strings.Contains(string(body), "<h1>") {
+				t.Fatalf("%s: %d %s", u, res.StatusCode, body)
+			}
+		}
+	}
+	if !strings.Contains(printed, "/c/demo/main") {
+		t.Fatalf("no join page address printed:\n%s", printed)
 	}
 	stop()
 
