@@ -79,12 +79,29 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles(http.FileServerFS(static))))
 }
 
+// maxFormBytes bounds a page's form body.
+const maxFormBytes = 64 << 10
+
 // pageFunc is a page handler: it writes the page or returns an error,
 // which ServeHTTP answers as a page.
 type pageFunc func(w http.ResponseWriter, r *http.Request) error
 
 func (s *Server) page(pattern string, h pageFunc) {
 	s.mux.Handle(pattern, s.guard.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A page's form is a few fields: a body past this is refused
+		// before it is read (net/http's own bound for forms is 10 MB).
+		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+		if r.Method == http.MethodPost {
+			if err := r.ParseForm(); err != nil {
+				var tooLarge *http.MaxBytesError
+				if errors.As(err, &tooLarge) {
+					s.fail(w, r, clinic.Errorf(clinic.ETooLarge, "That form is larger than this page sends: shorten what you wrote and send it again."))
+				} else {
+					s.fail(w, r, clinic.Errorf(clinic.EInvalid, "That form could not be read: send it again from the page."))
+				}
+				return
+			}
+		}
 		if err := h(w, r); err != nil {
 			s.fail(w, r, err)
 		}
@@ -165,7 +182,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		ce = &clinic.Error{Code: clinic.EInternal, Message: "Something went wrong on our side. Try again in a moment."}
 	}
 	status := map[string]int{clinic.EInvalid: 400, clinic.EUnauthenticated: 401, clinic.EForbidden: 403, clinic.ENotFound: 404,
-		clinic.EConflict: 409, clinic.ETooMany: 429}[ce.Code]
+		clinic.EConflict: 409, clinic.ETooLarge: 413, clinic.ETooMany: 429}[ce.Code]
 	if status == 0 {
 		status = 500
 	}

@@ -486,6 +486,15 @@ func TestPortal_GuestWalkin(t *testing.T) {
 		}
 	})
 
+	t.Run("ErrFormTooLarge", func(t *testing.T) {
+		b := newBrowser(t, f.e)
+		b.post("/c/acme/main/guest", url.Values{"first_name": {"Walk"}, "last_name": {"In"}})
+		res := b.post("/c/acme/main/walkin", url.Values{"reason_for_visit": {strings.Repeat("x", 100<<10)}, "terms": {"1"}})
+		if res.Status != http.StatusRequestEntityTooLarge || !strings.Contains(res.Body, "shorten what you wrote") {
+			t.Fatalf("a 100 KB form: %d %s", res.Status, res.Body)
+		}
+	})
+
 	t.Run("ErrNoName", func(t *testing.T) {
 		res := newBrowser(t, f.e).post("/c/acme/main/guest", url.Values{"first_name": {"Walk"}})
 		if res.Status != http.StatusBadRequest {
