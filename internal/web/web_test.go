@@ -140,6 +140,16 @@ func (f *fixture) user(t *testing.T, token string) *clinic.Principal {
 	return p
 }
 
+// admin is the clinic's admin, as its admin token signs in.
+func (f *fixture) admin(t *testing.T) *clinic.Principal {
+	t.Helper()
+	p, err := f.e.App.Authenticate(context.Background(), app.Credentials{AccountCode: "acme", APIToken: f.clinic.AdminToken}, app.NeedAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func (f *fixture) visitPath() string { return "/visits/start/" + strconv.FormatInt(f.visitID, 10) }
 
 // redirectLogin follows the spec's redirect login as an integrator sends a
@@ -340,10 +350,7 @@ func TestPortal_SignInOut(t *testing.T) {
 func TestPortal_ClinicHome(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	admin, err := f.e.App.Authenticate(ctx, app.Credentials{AccountCode: "acme", APIToken: f.clinic.AdminToken}, app.NeedAdmin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := f.admin(t)
 	public := true
 	if _, err := f.e.App.UpdateRoom(ctx, admin, "main", app.RoomUpdate{PublicAccess: &public}); err != nil {
 		t.Fatal(err)
@@ -388,10 +395,7 @@ func mustURL(t *testing.T, s string) *url.URL {
 func TestPortal_RoomPage(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	admin, err := f.e.App.Authenticate(ctx, app.Credentials{AccountCode: "acme", APIToken: f.clinic.AdminToken}, app.NeedAdmin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	admin := f.admin(t)
 	sub := "Same-day care"
 	if _, err := f.e.App.UpdateRoom(ctx, admin, "main", app.RoomUpdate{Subtitle: &sub}); err != nil {
 		t.Fatal(err)
@@ -503,10 +507,7 @@ func TestPortal_GuestWalkin(t *testing.T) {
 	})
 
 	t.Run("ErrGuestsNotAllowed", func(t *testing.T) {
-		admin, err := f.e.App.Authenticate(ctx, app.Credentials{AccountCode: "acme", APIToken: f.clinic.AdminToken}, app.NeedAdmin)
-		if err != nil {
-			t.Fatal(err)
-		}
+		admin := f.admin(t)
 		no := false
 		if _, err := f.e.App.UpdateRoom(ctx, admin, "main", app.RoomUpdate{GuestLogin: &no}); err != nil {
 			t.Fatal(err)
