@@ -9,6 +9,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"teleclinic/internal/clinic"
 )
 
 // layout is what every page is drawn in; view is the page's own data.
@@ -20,7 +22,9 @@ type layout struct {
 	// still good is for the page's own check): the navigation offers
 	// signing out rather than in.
 	Session bool
-	View    any
+	// Provider adds the dashboard to the navigation.
+	Provider bool
+	View     any
 }
 
 // parseTemplates reads each page template with the layout.
@@ -61,9 +65,14 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, page
 		nav = false
 	}
 	c, err := r.Cookie(s.sessionCookie())
-	session := err == nil && c.Value != ""
+	lay := layout{Title: pageTitles[page], Nav: nav, Session: err == nil && c.Value != "", View: view}
+	if lay.Session && nav {
+		if p, err := s.principal(r); err == nil {
+			lay.Provider = p.User.Type == clinic.UserProvider
+		}
+	}
 	var b bytes.Buffer
-	if err := t.ExecuteTemplate(&b, "layout.html", layout{Title: pageTitles[page], Nav: nav, Session: session, View: view}); err != nil {
+	if err := t.ExecuteTemplate(&b, "layout.html", lay); err != nil {
 		s.log.Error("portal render", "page", page, "err", err)
 		http.Error(w, "The page could not be drawn.", http.StatusInternalServerError)
 		return
@@ -76,5 +85,5 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, page
 }
 
 var pageTitles = map[string]string{
-	"error": "Something is not right", "signin": "Sign in", "visits": "Your visits", "visit": "Visit", "clinic": "Clinic", "room": "Room",
+	"error": "Something is not right", "signin": "Sign in", "visits": "Your visits", "visit": "Visit", "clinic": "Clinic", "room": "Room", "dashboard": "Dashboard",
 }

@@ -114,7 +114,7 @@ func (s *Server) signin(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return again("No clinic has that code. Check the clinic code your clinic gave you.")
 	}
-	_, sess, err := s.app.Login(r.Context(), p, in.Login, r.PostFormValue("password"))
+	prof, sess, err := s.app.Login(r.Context(), p, in.Login, r.PostFormValue("password"))
 	if err != nil {
 		if code := clinic.ErrorCode(err); code == clinic.EInvalid || code == clinic.EUnauthenticated {
 			return again("That username or email and password do not match. Check them and try again.")
@@ -123,6 +123,9 @@ func (s *Server) signin(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.setCookie(w, s.sessionCookie(), sess.Token, s.cfg.SessionMax)
 	s.setCookie(w, s.navCookie(), "", 0)
+	if r.PostFormValue("next") == "" && prof.User.Type == clinic.UserProvider {
+		in.Next = "/providers/dashboard"
+	}
 	http.Redirect(w, r, in.Next, http.StatusSeeOther)
 	return nil
 }

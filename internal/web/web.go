@@ -75,6 +75,8 @@ func (s *Server) routes() {
 	s.page("GET /c/{account_code}/{room_code}", s.room)
 	s.page("POST /c/{account_code}/{room_code}/guest", s.guestJoin)
 	s.page("POST /c/{account_code}/{room_code}/walkin", s.walkin)
+	s.page("GET /providers/dashboard", s.dashboard)
+	s.page("POST /providers/visits/{id}/{action}", s.moveVisit)
 	static, _ := fs.Sub(staticFS, "static")
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles(http.FileServerFS(static))))
 }

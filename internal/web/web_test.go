@@ -521,3 +521,81 @@ func TestPortal_GuestWalkin(t *testing.T) {
 		}
 	})
 }
+
+// TestPortal_Dashboard: a provider takes a waiting e-consult, starts and
+// completes it from the dashboard; the state machine's refusals are shown
+// on the page.
+func TestPortal_Dashboard(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	pw := "a long provider password"
+	if _, err := f.e.App.UpdateMe(ctx, f.user(t, f.providerToken), app.ProfileUpdate{Password: &pw}); err != nil {
+		t.Fatal(err)
+	}
+	provider := newBrowser(t, f.e)
+	if res := provider.post("/signin", url.Values{"clinic": {"acme"}, "login": {"dr-1"}, "password": {pw}}); res.Location != "/providers/dashboard" {
+		t.Fatalf("a provider's sign-in lands on %q", res.Location)
+	}
+	move := func(b *browser, action string) *page {
+		t.Helper()
+		return b.post("/providers/visits/"+strconv.FormatInt(f.visitID, 10)+"/"+action, url.Values{})
+	}
+	status := func() int {
+		t.Helper()
+		d, err := f.e.App.GetVisit(ctx, f.user(t, f.p1Token), f.visitID, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Visit.Status
+	}
+
+	t.Run("OK", func(t *testing.T) {
+		page := provider.get("/providers/dashboard")
+		waiting, _, _ := strings.Cut(page.Body, `id="mine"`)
+		if page.Status != 200 || !strings.Contains(waiting, "Ada Lovelace") || !strings.Contains(waiting, ">Accept</button>") {
+			t.Fatalf("dashboard: %d %s", page.Status, page.Body)
+		}
+		if res := move(provider, "accept"); res.Status != http.StatusSeeOther {
+			t.Fatalf("accept: %d %s", res.Status, res.Body)
+		}
+		page = provider.get("/providers/dashboard")
+		_, mine, _ := strings.Cut(page.Body, `id="mine"`)
+		if !strings.Contains(mine, "Ada Lovelace") || !strings.Contains(mine, ">Start</button>") || status() != clinic.VisitConfirmed {
+			t.Fatalf("after accepting (status %d): %s", status(), page.Body)
+		}
+		if res := move(provider, "inprogress"); res.Status != http.StatusSeeOther || status() != clinic.VisitInProgress {
+			t.Fatalf("start: %d, status %d", res.Status, status())
+		}
+		if res := move(provider, "close"); res.Status != http.StatusSeeOther || status() != clinic.VisitCompleted {
+			t.Fatalf("complete: %d, status %d", res.Status, status())
+		}
+		if page := provider.get("/providers/dashboard"); strings.Contains(page.Body, "Ada Lovelace") {
+			t.Fatalf("a completed visit is still on the dashboard: %s", page.Body)
+		}
+	})
+
+	t.Run("ErrConflictShown", func(t *testing.T) {
+		res := move(provider, "accept")
+		if res.Status != http.StatusConflict || !strings.Contains(res.Body, `role="alert"`) || !strings.Contains(res.Body, "<h1>Dashboard</h1>") {
+			t.Fatalf("accepting a completed visit: %d %s", res.Status, res.Body)
+		}
+	})
+
+	t.Run("ErrPatient", func(t *testing.T) {
+		patient := newBrowser(t, f.e)
+		f.redirectLogin(t, patient, f.p2Token, "/visits", nil)
+		if res := patient.get("/providers/dashboard"); res.Status != http.StatusForbidden {
+			t.Fatalf("a patient's dashboard: %d %s", res.Status, res.Body)
+		}
+		// The page offers a patient no buttons, and app refuses the move.
+		if res := move(patient, "inprogress"); res.Status != http.StatusNotFound && res.Status != http.StatusForbidden {
+			t.Fatalf("a patient's move on another's visit: %d %s", res.Status, res.Body)
+		}
+	})
+
+	t.Run("ErrUnknownMove", func(t *testing.T) {
+		if res := move(provider, "explode"); res.Status != http.StatusNotFound {
+			t.Fatalf("an unknown move: %d %s", res.Status, res.Body)
+		}
+	})
+}
