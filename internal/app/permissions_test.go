@@ -383,6 +383,7 @@ func permRows(f *permFixture) map[string]permRow {
 		"ListVisits": {selfOnly, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.ListVisits(ctx, p, app.VisitQuery{}))
 		}},
+		"ProviderDashboard": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.ProviderDashboard(ctx, p)) }},
 		"MoveVisit": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.MoveVisit(ctx, p, f.visitID, app.ActCancel, app.MoveInput{Reason: "planted"}))
 		}},

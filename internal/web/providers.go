@@ -13,9 +13,7 @@ type dashVisit struct {
 	Room, Patient, Reason string
 	Status                string
 	Created               int64
-	// Actions are the lifecycle moves the page offers for the visit's
-	// state; app decides whether the caller may make them.
-	Actions []dashAction
+	Actions               []dashAction
 }
 
 type dashAction struct{ Name, Label string }
@@ -25,9 +23,12 @@ type dashboardPage struct {
 	Error         string
 }
 
-// dashboard is /providers/dashboard: the e-consults of the provider's
-// rooms that wait for a provider, and the provider's own open visits, with
-// the moves of the visit state machine (POST /visits/accept and its kin).
+// moveLabels are the buttons' words for the visit moves.
+var moveLabels = map[string]string{app.ActAccept: "Accept", app.ActInProgress: "Start", app.ActClose: "Complete", app.ActCancel: "Cancel"}
+
+// dashboard is /providers/dashboard (app.ProviderDashboard): the
+// e-consults of the provider's rooms that wait for a provider, and the
+// provider's own open visits, each with the moves its state allows.
 func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) error {
 	return s.showDashboard(w, r, http.StatusOK, "")
 }
@@ -37,15 +38,18 @@ func (s *Server) showDashboard(w http.ResponseWriter, r *http.Request, status in
 	if err != nil {
 		return err
 	}
-	if p.User.Type != clinic.UserProvider {
-		return clinic.Errorf(clinic.EForbidden, "The dashboard is for the clinic's providers. Your visits are on the Visits page.")
-	}
-	ds, err := s.app.ListVisits(r.Context(), p, app.VisitQuery{Statuses: []string{"10", "20", "25"}})
+	db, err := s.app.ProviderDashboard(r.Context(), p)
 	if err != nil {
 		return err
 	}
-	page := dashboardPage{Error: msg}
-	for _, d := range ds {
+	page := dashboardPage{Waiting: dashVisits(db.Waiting), Mine: dashVisits(db.Mine), Error: msg}
+	s.render(w, r, status, "dashboard", page)
+	return nil
+}
+
+func dashVisits(vs []app.DashboardVisit) []dashVisit {
+	out := make([]dashVisit, 0, len(vs))
+	for _, d := range vs {
 		v := dashVisit{ID: d.Visit.ID, Status: statusWord(d.Visit.Status), Created: d.Visit.Created}
 		if d.Room != nil {
 			v.Room = d.Room.Name
@@ -56,40 +60,24 @@ func (s *Server) showDashboard(w http.ResponseWriter, r *http.Request, status in
 		if d.Intake != nil {
 			v.Reason = d.Intake.ReasonForVisit
 		}
-		if d.Visit.ProviderID == 0 {
-			v.Actions = []dashAction{{app.ActAccept, "Accept"}}
-			page.Waiting = append(page.Waiting, v)
-			continue
+		for _, m := range d.Moves {
+			v.Actions = append(v.Actions, dashAction{m, moveLabels[m]})
 		}
-		switch d.Visit.Status {
-		case clinic.VisitPending, clinic.VisitConfirmed:
-			v.Actions = []dashAction{{app.ActInProgress, "Start"}, {app.ActCancel, "Cancel"}}
-		case clinic.VisitInProgress:
-			v.Actions = []dashAction{{app.ActClose, "Complete"}, {app.ActCancel, "Cancel"}}
-		}
-		page.Mine = append(page.Mine, v)
+		out = append(out, v)
 	}
-	s.render(w, r, status, "dashboard", page)
-	return nil
+	return out
 }
-
-// dashboardMoves are the moves the dashboard's buttons post.
-var dashboardMoves = map[string]bool{app.ActAccept: true, app.ActInProgress: true, app.ActClose: true, app.ActCancel: true}
 
 // moveVisit makes one lifecycle move (app.MoveVisit, the rules and the
 // 409s of POST /visits/{action}) and shows the dashboard again; a refusal
 // is shown on it, in words.
 func (s *Server) moveVisit(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.principal(r)
-	if err != nil {
-		return err
-	}
-	id, err := visitID(r)
+	p, id, err := s.visitRequest(r)
 	if err != nil {
 		return err
 	}
 	action := r.PathValue("action")
-	if !dashboardMoves[action] {
+	if moveLabels[action] == "" {
 		return clinic.Errorf(clinic.ENotFound, "There is no such step for a visit.")
 	}
 	if _, err := s.app.MoveVisit(r.Context(), p, id, action, app.MoveInput{}); err != nil {

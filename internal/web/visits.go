@@ -63,24 +63,25 @@ type visitPage struct {
 	BeforeMe, WaitMinutes int
 }
 
-// visitID is the page's visit: a path id that is not one names no visit.
-func visitID(r *http.Request) (int64, error) {
+// visitRequest is the signed-in caller and the visit the path names; a
+// path id that is not one names no visit.
+func (s *Server) visitRequest(r *http.Request) (*clinic.Principal, int64, error) {
+	p, err := s.principal(r)
+	if err != nil {
+		return nil, 0, err
+	}
 	n, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || n <= 0 {
-		return 0, clinic.Errorf(clinic.ENotFound, "Visit not found.")
+		return nil, 0, clinic.Errorf(clinic.ENotFound, "Visit not found.")
 	}
-	return n, nil
+	return p, n, nil
 }
 
 // visit is /visits/start/{id}: the visit for each of its participants,
 // with its thread. Who may see it is decided by app, as for
 // GET /visits/{id} and GET /api/visits/{id}/messages.
 func (s *Server) visit(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.principal(r)
-	if err != nil {
-		return err
-	}
-	id, err := visitID(r)
+	p, id, err := s.visitRequest(r)
 	if err != nil {
 		return err
 	}
@@ -125,11 +126,7 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request) error {
 // postMessage sends the form's message to the visit's thread, as
 // POST /api/visits/{id}/messages does, and shows the thread again.
 func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.principal(r)
-	if err != nil {
-		return err
-	}
-	id, err := visitID(r)
+	p, id, err := s.visitRequest(r)
 	if err != nil {
 		return err
 	}
