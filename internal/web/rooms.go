@@ -58,18 +58,20 @@ type roomPage struct {
 // single-host deployment: the room as GET /rooms/{code} shows it to
 // anyone with the clinic's code.
 func (s *Server) room(w http.ResponseWriter, r *http.Request) error {
-	return s.roomAt(w, r, r.PathValue("account_code"), r.PathValue("room_code"))
-}
-
-func (s *Server) roomAt(w http.ResponseWriter, r *http.Request, account, code string) error {
-	p, err := s.accountPrincipal(r, account)
+	p, err := s.accountPrincipal(r, r.PathValue("account_code"))
 	if err != nil {
 		return clinic.Errorf(clinic.ENotFound, "No clinic has that address.")
 	}
-	d, err := s.app.GetRoom(r.Context(), p, code)
+	d, err := s.app.GetRoom(r.Context(), p, r.PathValue("room_code"))
 	if err != nil {
 		return err
 	}
+	s.showRoom(w, r, p, d)
+	return nil
+}
+
+// showRoom draws room d of the clinic p names.
+func (s *Server) showRoom(w http.ResponseWriter, r *http.Request, p *clinic.Principal, d *app.RoomDetail) {
 	st := d.Room.Settings
 	page := roomPage{Clinic: p.Account.Name, Name: d.Room.Name, Subtitle: st.Subtitle, Description: st.Description,
 		Closed: d.IsClosedNow || !d.Room.Active, ClosedMessage: st.Operation.CloseMsg,
@@ -80,7 +82,6 @@ func (s *Server) roomAt(w http.ResponseWriter, r *http.Request, account, code st
 		page.SignedIn = true
 	}
 	s.render(w, r, http.StatusOK, "room", page)
-	return nil
 }
 
 var roomPathRE = regexp.MustCompile(`^/([A-Za-z0-9_-]{1,64})$`)
@@ -112,9 +113,7 @@ func (s *Server) hostRoom(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	s.securePage(w)
-	if err := s.roomAt(w, r, account, m[1]); err != nil {
-		s.fail(w, r, err)
-	}
+	s.showRoom(w, withPageState(r), p, d)
 	return true
 }
 

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"time"
@@ -41,13 +42,38 @@ func (s *Server) setCookie(w http.ResponseWriter, name, value string, maxAge tim
 }
 
 // principal is the signed-in user of r, through the same check as an API
-// request with the cookie's token; unauthenticated when there is none.
+// request with the cookie's token; unauthenticated when there is none. A
+// page asks once: the handler and the layout share the answer.
 func (s *Server) principal(r *http.Request) (*clinic.Principal, error) {
+	st, _ := r.Context().Value(pageStateKey{}).(*pageState)
+	if st != nil && st.checked {
+		return st.p, st.err
+	}
+	var p *clinic.Principal
 	c, err := r.Cookie(s.sessionCookie())
 	if err != nil || c.Value == "" {
-		return nil, clinic.Errorf(clinic.EUnauthenticated, "Sign in first.")
+		err = clinic.Errorf(clinic.EUnauthenticated, "Sign in first.")
+	} else {
+		p, err = s.app.Authenticate(r.Context(), app.Credentials{APIToken: c.Value, RequestID: requestID(r)}, app.NeedUser)
 	}
-	return s.app.Authenticate(r.Context(), app.Credentials{APIToken: c.Value, RequestID: requestID(r)}, app.NeedUser)
+	if st != nil {
+		st.p, st.err, st.checked = p, err, true
+	}
+	return p, err
+}
+
+// pageState is what one page request learns once and uses twice.
+type pageState struct {
+	checked bool
+	p       *clinic.Principal
+	err     error
+}
+
+type pageStateKey struct{}
+
+// withPageState gives r a pageState.
+func withPageState(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), pageStateKey{}, &pageState{}))
 }
 
 // accountPrincipal is a caller who named a clinic and nothing more, as the

@@ -92,6 +92,7 @@ func (s *Server) page(pattern string, h pageFunc) {
 	s.mux.Handle(pattern, s.guard.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A page's form is a few fields: a body past this is refused
 		// before it is read (net/http's own bound for forms is 10 MB).
+		r = withPageState(r)
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 		if r.Method == http.MethodPost {
 			if err := r.ParseForm(); err != nil {
