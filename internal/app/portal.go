@@ -56,38 +56,24 @@ func (a *App) PortalSession(ctx context.Context, requestID, token string, oneTim
 // login (consuming the old one when revoke is set) and audits the portal
 // sign-in.
 func (a *App) exchangeToken(ctx context.Context, requestID, token string, revoke bool) (*clinic.Principal, *Session, error) {
-	if token == "" {
-		return nil, nil, clinic.Errorf(clinic.EInvalid, "sso_token is required.")
-	}
-	invalid := unauthenticated("Invalid or expired sso_token.")
-	t, u, err := a.tokenUser(ctx, HashSecret(token))
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil, invalid
-	}
+	p, family, err := a.linkPrincipal(ctx, requestID, token)
 	if err != nil {
-		return nil, nil, fmt.Errorf("portal session: %w", err)
+		return nil, nil, err
 	}
-	if err := a.checkAccess(t, u, a.unix()); err != nil {
-		return nil, nil, invalid
-	}
-	acct, err := a.accountByID(ctx, t.AccountID)
-	if err != nil {
-		return nil, nil, fmt.Errorf("portal session: %w", err)
-	}
-	p := &clinic.Principal{Account: acct, Kind: clinic.CredUserToken, User: u, TokenID: t.ID, RequestID: requestID}
+	u := p.User
 	var s *Session
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if revoke {
-			won, err := q.RevokeToken(ctx, t.AccountID, t.ID, a.unix())
+			won, err := q.RevokeToken(ctx, p.Account.ID, p.TokenID, a.unix())
 			if err != nil {
 				return err
 			}
 			if !won {
-				return invalid
+				return errLinkToken
 			}
 		}
 		var err error
-		if s, err = a.issueSession(ctx, q, u, t.Family); err != nil {
+		if s, err = a.issueSession(ctx, q, u, family); err != nil {
 			return err
 		}
 		return a.auditIn(ctx, q, p, "user.portal_login", "user", i64s(u.ID), outcomeOK)
@@ -125,4 +111,31 @@ func (a *App) GuestJoin(ctx context.Context, p *clinic.Principal, roomCode, firs
 		return nil, err
 	}
 	return res.Session, nil
+}
+
+var errLinkToken = unauthenticated("Invalid or expired sso_token.")
+
+// linkPrincipal is the caller a sign-in link's access token names (GET /auth
+// on the API or the portal), and the token's login family: the token must
+// be a live access token of an active user. Any failure is the same
+// "invalid or expired" answer.
+func (a *App) linkPrincipal(ctx context.Context, requestID, token string) (*clinic.Principal, string, error) {
+	if token == "" {
+		return nil, "", clinic.Errorf(clinic.EInvalid, "sso_token is required.")
+	}
+	t, u, err := a.tokenUser(ctx, HashSecret(token))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, "", errLinkToken
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("sign-in link: %w", err)
+	}
+	if err := a.checkAccess(t, u, a.unix()); err != nil {
+		return nil, "", errLinkToken
+	}
+	acct, err := a.accountByID(ctx, t.AccountID)
+	if err != nil {
+		return nil, "", fmt.Errorf("sign-in link: %w", err)
+	}
+	return &clinic.Principal{Account: acct, Kind: clinic.CredUserToken, User: u, TokenID: t.ID, RequestID: requestID}, t.Family, nil
 }

@@ -52,9 +52,6 @@ func (a *App) issueSession(ctx context.Context, q *store.Q, u *clinic.User, fami
 // consumed (exactly one of any number of concurrent uses succeeds, across
 // processes) and the portal receives a fresh token of the same login instead.
 func (a *App) AuthRedirect(ctx context.Context, requestID, ssoToken, next string, oneTime, disableNav bool) (string, error) {
-	if ssoToken == "" {
-		return "", clinic.Errorf(clinic.EInvalid, "sso_token is required.")
-	}
 	if next != "" && !LocalPath(next) {
 		return "", clinic.Errorf(clinic.EInvalid, "next must be a path on the portal, starting with a single '/'.")
 	}
@@ -66,22 +63,11 @@ func (a *App) AuthRedirect(ctx context.Context, requestID, ssoToken, next string
 		}
 		portalToken = s.Token
 	} else {
-		t, u, err := a.tokenUser(ctx, HashSecret(ssoToken))
-		if errors.Is(err, store.ErrNotFound) {
-			return "", unauthenticated("Invalid or expired sso_token.")
-		}
+		p, _, err := a.linkPrincipal(ctx, requestID, ssoToken)
 		if err != nil {
-			return "", fmt.Errorf("auth: %w", err)
+			return "", err
 		}
-		if err := a.checkAccess(t, u, a.unix()); err != nil {
-			return "", unauthenticated("Invalid or expired sso_token.")
-		}
-		acct, err := a.accountByID(ctx, t.AccountID)
-		if err != nil {
-			return "", fmt.Errorf("auth: %w", err)
-		}
-		p := &clinic.Principal{Account: acct, Kind: clinic.CredUserToken, User: u, TokenID: t.ID, RequestID: requestID}
-		if err := a.audit(ctx, p, "user.portal_login", "user", i64s(u.ID), outcomeOK); err != nil {
+		if err := a.audit(ctx, p, "user.portal_login", "user", i64s(p.User.ID), outcomeOK); err != nil {
 			return "", err
 		}
 	}
