@@ -114,3 +114,60 @@ func TestBrowser_IntegratorFlow(t *testing.T) {
 		t.Fatalf("stored thread: %d messages, %v", total, err)
 	}
 }
+
+// TestBrowser_GuestWaitingRoom: a guest opens the room's join address in a
+// browser, joins as a guest, fills the intake and lands in the waiting
+// room behind the patient already waiting; a provider takes an e-consult
+// from the dashboard with its Accept button.
+func TestBrowser_GuestWaitingRoom(t *testing.T) {
+	guest := chrome(t)
+	f := newFixture(t)
+	bg := context.Background()
+	p2 := f.user(t, f.p2Token)
+	reason := "Sore throat"
+	it, err := f.e.App.CreateIntake(bg, p2, app.IntakeInput{RoomCode: "main", ReasonForVisit: &reason})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.App.AddWalkin(bg, p2, app.WalkinInput{IntakeID: it.ID, RoomCode: "main"}); err != nil {
+		t.Fatal(err)
+	}
+
+	err = chromedp.Do(guest,
+		chromedp.Navigate(f.e.URL+"/c/acme/main"),
+		chromedp.SendKeys(chromedp.CSS("#first_name"), "Walk"),
+		chromedp.SendKeys(chromedp.CSS("#last_name"), "In"),
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Continue"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#reason")),
+		chromedp.SendKeys(chromedp.CSS("#reason"), "A rash on both arms"),
+		chromedp.Click(chromedp.CSS(`input[name="terms"]`)),
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Join"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#waiting")))
+	if err != nil {
+		t.Fatalf("guest: %v", err)
+	}
+	status, err := chromedp.Run(guest, chromedp.Text(chromedp.CSS(`.waiting [role="status"]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(status, "1 patient before you") {
+		t.Fatalf("waiting room says %q", status)
+	}
+
+	// The provider's browser: signed in by a link, Accept on the dashboard.
+	// A new tab of the same browser: its sign-in replaces the guest's cookie,
+	// which the guest's part no longer needs.
+	provider, cancel := chromedp.NewContext(guest)
+	defer cancel()
+	err = chromedp.Do(provider,
+		chromedp.Navigate(f.e.URL+"/auth?sso_token="+f.providerToken+"&next=/providers/dashboard"),
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Accept"]`)),
+		chromedp.WaitVisible(chromedp.Search(`//button[normalize-space()="Start"]`)))
+	if err != nil {
+		t.Fatalf("provider: %v", err)
+	}
+	d, err := f.e.App.GetVisit(bg, f.user(t, f.p1Token), f.visitID, false)
+	if err != nil || d.Visit.Status != clinic.VisitConfirmed || d.Provider == nil {
+		t.Fatalf("the e-consult after Accept: %+v, %v", d, err)
+	}
+}
