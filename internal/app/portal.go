@@ -100,6 +100,9 @@ func (a *App) GuestJoin(ctx context.Context, p *clinic.Principal, roomCode, firs
 		return nil, clinic.Errorf(clinic.EForbidden, "This room does not let guests in: sign in with the account your clinic gave you.")
 	}
 	in := SSOInput{FirstName: strings.TrimSpace(firstName), LastName: strings.TrimSpace(lastName), Type: r.Settings.GuestType}
+	if in.FirstName == "" || in.LastName == "" {
+		return nil, clinic.Errorf(clinic.EInvalid, "Give your first and last name, so the provider knows who is waiting.")
+	}
 	if in.Type == 0 {
 		in.Type = clinic.UserGuest
 	}

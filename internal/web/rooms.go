@@ -125,11 +125,7 @@ func (s *Server) guestJoin(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return clinic.Errorf(clinic.ENotFound, "No clinic has that address.")
 	}
-	first, last := strings.TrimSpace(r.PostFormValue("first_name")), strings.TrimSpace(r.PostFormValue("last_name"))
-	if first == "" || last == "" {
-		return clinic.Errorf(clinic.EInvalid, "Give your first and last name, so the provider knows who is waiting.")
-	}
-	sess, err := s.app.GuestJoin(r.Context(), p, room, first, last)
+	sess, err := s.app.GuestJoin(r.Context(), p, room, r.PostFormValue("first_name"), r.PostFormValue("last_name"))
 	if err != nil {
 		return err
 	}

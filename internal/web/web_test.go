@@ -507,7 +507,7 @@ func TestPortal_GuestWalkin(t *testing.T) {
 
 	t.Run("ErrNoName", func(t *testing.T) {
 		res := newBrowser(t, f.e).post("/c/acme/main/guest", url.Values{"first_name": {"Walk"}})
-		if res.Status != http.StatusBadRequest {
+		if res.Status != http.StatusBadRequest || !strings.Contains(res.Body, "first and last name") {
 			t.Fatalf("guest without a last name: %d %s", res.Status, res.Body)
 		}
 	})
