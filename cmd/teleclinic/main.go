@@ -109,7 +109,7 @@ func open(ctx context.Context, c *config, stderr io.Writer) (*app.App, *slog.Log
 		return nil, nil, nil, usageError{err.Error()}
 	}
 	log := c.logger(stderr)
-	st, err := store.Open(ctx, c.Database, store.Options{CacheTTL: c.ReadCacheTTL})
+	st, err := store.Open(ctx, c.Database, store.Options{CacheTTL: c.ReadCacheTTL, Logger: log})
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -221,6 +221,7 @@ func (a *App) PostMessage(ctx context.Context, p *clinic.Principal, visitID int6
 	if err != nil {
 		return nil, storeErr("post message", err, "")
 	}
+	a.publishMessage(v, m)
 	if mp.Announced {
 		a.kickWebhooks()
 	}

@@ -440,6 +440,22 @@ func permRows(f *permFixture) map[string]permRow {
 		"RoomProviderByID": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.RoomProviderByID(ctx, p, "main", f.provider.User.ID))
 		}},
+		"WatchQueue": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			w, err := a.WatchQueue(ctx, p, "main")
+			if err != nil {
+				return nil, err
+			}
+			defer w.Close()
+			return w.Next(ctx, 0)
+		}},
+		"WatchVisit": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			w, err := a.WatchVisit(ctx, p, f.visitID, 0)
+			if err != nil {
+				return nil, err
+			}
+			defer w.Close()
+			return w.Next(ctx, 0)
+		}},
 		"RoomQueue": {users, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.RoomQueue(ctx, p, "main")) }},
 		"LinkRoom": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.LinkRoom(ctx, p, p.UserID(), "main", true))

@@ -46,8 +46,8 @@ func StatusName(s int) string {
 }
 
 // canSeeVisit: the admin sees all of the clinic's visits; a patient their
-// own; a provider those assigned to them and the unassigned e-consults of
-// the rooms they are linked to.
+// own; a provider those assigned to them and the unassigned e-consults and
+// walk-ins of the rooms they are linked to.
 func (a *App) canSeeVisit(ctx context.Context, p *clinic.Principal, v *clinic.Visit) (bool, error) {
 	uid := p.UserID()
 	switch {
@@ -59,10 +59,11 @@ func (a *App) canSeeVisit(ctx context.Context, p *clinic.Principal, v *clinic.Vi
 	return false, nil
 }
 
-// awaitsProvider reports whether a visit is an e-consult no provider has
-// taken yet: the providers of its room host it until one does.
+// awaitsProvider reports whether a visit is an e-consult or a walk-in no
+// provider has taken yet: the providers of its room host it until one
+// does (a walk-in waits in the room's queue for one of them to accept it).
 func awaitsProvider(v *clinic.Visit) bool {
-	return v.ProviderID == 0 && v.Kind == clinic.KindEconsult && v.RoomID != 0
+	return v.ProviderID == 0 && (v.Kind == clinic.KindEconsult || v.Kind == clinic.KindWalkin) && v.RoomID != 0
 }
 
 // WalkinInput is POST /visits/add_walkin. visit_data_id is accepted and
@@ -197,6 +198,7 @@ func (a *App) insertVisit(ctx context.Context, q *store.Q, p *clinic.Principal, 
 		return err
 	}
 	it.VisitID, it.ProviderID = v.ID, v.ProviderID
+	q.AfterCommit(func() { a.publishVisit(v) })
 	return a.auditIn(ctx, q, p, "visit.create", "visit", i64s(v.ID), outcomeOK)
 }
 
@@ -308,7 +310,7 @@ type VisitQuery struct {
 const MaxVisitList = 500
 
 // ListVisits is GET /visits: a patient's own visits, a provider's visits and
-// their rooms' unassigned e-consults, or all of the clinic's for the admin;
+// their rooms' unassigned e-consults and walk-ins, or all of the clinic's for the admin;
 // newest first.
 func (a *App) ListVisits(ctx context.Context, p *clinic.Principal, in VisitQuery) ([]*VisitDetail, error) {
 	if err := requireUser(p); err != nil {
@@ -393,7 +395,8 @@ var transitions = map[string]struct {
 }
 
 // MoveVisit applies a lifecycle action. The assigned provider and the admin
-// make every move; a provider of the room accepts an unassigned e-consult;
+// make every move; a provider of the room accepts an unassigned e-consult
+// or walk-in;
 // a patient may cancel their own visit while it is pending or confirmed. A
 // move from a state it does not leave answers 409 naming the current state;
 // the move is a conditional UPDATE, so of two concurrent moves one wins.
@@ -434,6 +437,7 @@ func (a *App) MoveVisit(ctx context.Context, p *clinic.Principal, id int64, acti
 		if err := a.notifyVisitMove(ctx, q, p, v, action); err != nil {
 			return err
 		}
+		q.AfterCommit(func() { a.publishVisit(v) })
 		return a.auditIn(ctx, q, p, "visit."+action, "visit", i64s(v.ID), outcomeOK)
 	})
 	if err != nil {
@@ -465,8 +469,8 @@ func (a *App) allowMove(ctx context.Context, p *clinic.Principal, v *clinic.Visi
 	staff := p.IsAdmin() || (v.ProviderID != 0 && v.ProviderID == uid)
 	switch action {
 	case ActAccept:
-		if v.Kind != clinic.KindEconsult || v.ProviderID != 0 {
-			return clinic.Errorf(clinic.EConflict, "Only an unassigned e-consult can be accepted.")
+		if !awaitsProvider(v) {
+			return clinic.Errorf(clinic.EConflict, "Only an unassigned e-consult or walk-in can be accepted.")
 		}
 		m.OnlyUnowned = true
 		switch {
@@ -479,7 +483,7 @@ func (a *App) allowMove(ctx context.Context, p *clinic.Principal, v *clinic.Visi
 			}
 			m.ProviderID = prov.ID
 		default:
-			return clinic.Errorf(clinic.EForbidden, "Only a provider accepts an e-consult.")
+			return clinic.Errorf(clinic.EForbidden, "Only a provider accepts an e-consult or a walk-in.")
 		}
 		return nil
 	case ActCancel:

@@ -7,6 +7,7 @@ import (
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/live"
 )
 
 // messageOut is the spec's Visit message.
@@ -70,6 +71,56 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *call) e
 		return err
 	}
 	return s.pages.write(w, ms, total)
+}
+
+// messageEvents streams a visit's thread: an event "message" for each
+// message after the Last-Event-ID the client has (its place in the thread,
+// which is the event's id), as GET /api/visits/{id}/messages shows it, and
+// an event "visit" when the visit changes state.
+func (s *Server) messageEvents(w http.ResponseWriter, r *http.Request, c *call) error {
+	visitID, err := pathID(c, "visit_id", "Visit")
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	watch, err := s.app.WatchVisit(ctx, c.p, visitID, live.LastEventID(r))
+	if err != nil {
+		return err
+	}
+	defer watch.Close()
+	st, err := live.OpenStream(w)
+	if err != nil {
+		return nil
+	}
+	for {
+		ev, err := watch.Next(ctx, s.cfg.KeepAlive)
+		switch {
+		case err != nil:
+		case ev == nil:
+			if err = c.stillIn(ctx); err == nil {
+				err = st.Comment("keep-alive")
+			}
+		default:
+			if ev.Visit != nil {
+				err = st.Event("visit", "", mustJSON(visitEvent{ID: id(ev.Visit.ID), Status: ev.Visit.Status}))
+			}
+			for i, m := range ev.Messages {
+				if err == nil {
+					err = st.Event("message", strconv.Itoa(ev.First+i), mustJSON(toMessageOut(m)))
+				}
+			}
+		}
+		if err != nil {
+			s.streamEnd(ctx, st, err)
+			return nil
+		}
+	}
+}
+
+// visitEvent is the data of a "visit" event: the visit's new status.
+type visitEvent struct {
+	ID     string `json:"id"`
+	Status int    `json:"status"`
 }
 
 func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, c *call) error {

@@ -7,6 +7,7 @@ import (
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/live"
 )
 
 // roomListItem is a room as GET /rooms lists it.
@@ -353,6 +354,35 @@ func (s *Server) roomQueue(w http.ResponseWriter, r *http.Request, c *call) erro
 		return err
 	}
 	return ok(w, queue(*qu))
+}
+
+// roomQueueEvents streams the queue as GET /rooms/{code}/queue answers it:
+// an event "queue" at once and another each time it changes.
+func (s *Server) roomQueueEvents(w http.ResponseWriter, r *http.Request, c *call) error {
+	ctx := r.Context()
+	watch, err := s.app.WatchQueue(ctx, c.p, c.params.Str("code"))
+	if err != nil {
+		return err
+	}
+	defer watch.Close()
+	st, err := live.OpenStream(w)
+	if err != nil {
+		return nil // the client has gone
+	}
+	for {
+		qu, err := watch.Next(ctx, s.cfg.KeepAlive)
+		if err == nil && qu == nil {
+			if err = c.stillIn(ctx); err == nil {
+				err = st.Comment("keep-alive")
+			}
+		} else if err == nil {
+			err = st.Event("queue", "", mustJSON(queue(*qu)))
+		}
+		if err != nil {
+			s.streamEnd(ctx, st, err)
+			return nil
+		}
+	}
 }
 
 // mongoDate is how POST /users/{id}/rooms shows dates (spec: objects with

@@ -38,6 +38,8 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/api_v3/rooms/{code}/providers", app.NeedAccountCode, famCode, s.roomProviders)
 	s.handle("GET", "/api_v3/rooms/{code}/providers/{id}", app.NeedAccountCode, famCode, s.roomProvider)
 	s.handle("GET", "/api_v3/rooms/{code}/queue", app.NeedAccountOptUser, famCode, s.roomQueue)
+	// Extension: the queue's changes as server-sent events.
+	s.handle("GET", "/api_v3/rooms/{code}/queue/events", app.NeedAccountOptUser, famCode, s.roomQueueEvents)
 	s.handle("POST", "/api_v3/users/{id}/rooms", app.NeedAdmin, famCode, s.linkRoom)
 	s.handle("DELETE", "/api_v3/users/{id}/rooms/{room_code}", app.NeedAdmin, famCode, s.unlinkRoom)
 	// Extensions (admin).
@@ -136,6 +138,8 @@ func (s *Server) registerRoutes() {
 	// Visit messages (spec: Visit messages; outside /api_v3, as the spec has them).
 	s.handle("GET", "/api/visits/{visit_id}/messages", app.NeedUser, famCode, s.listMessages)
 	s.handle("POST", "/api/visits/{visit_id}/messages", app.NeedUser, famCode, s.postMessage)
+	// Extension: new messages and state changes as server-sent events.
+	s.handle("GET", "/api/visits/{visit_id}/messages/events", app.NeedUser, famCode, s.messageEvents)
 
 	// Push endpoints and notifications (spec: Push endpoints and notifications).
 	s.handle("POST", "/api_v3/endpoints", app.NeedUser, famCode, s.createEndpoint)

@@ -19,6 +19,7 @@ import (
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/live"
 	"teleclinic/internal/metrics"
 )
 
@@ -36,6 +37,10 @@ type Config struct {
 	// them would otherwise set the process's peak memory (default
 	// 4 × GOMAXPROCS, at least 8).
 	MaxSlotLists int
+	// KeepAlive is how long an event stream stays quiet before it sends a
+	// keep-alive and checks its caller's credentials again (default
+	// live.KeepAlive).
+	KeepAlive time.Duration
 }
 
 // Server is the HTTP handler of the whole API.
@@ -68,6 +73,9 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, c *call) error
 type call struct {
 	p      *clinic.Principal
 	params *Params
+	// stillIn authenticates the request's credentials again: an event
+	// stream asks at each keep-alive whether its caller is still signed in.
+	stillIn func(ctx context.Context) error
 }
 
 // New wires the API over a.
@@ -83,6 +91,9 @@ func New(a *app.App, log *slog.Logger, cfg Config) *Server {
 	}
 	if cfg.MaxSlotLists <= 0 {
 		cfg.MaxSlotLists = max(8, 4*runtime.GOMAXPROCS(0))
+	}
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = live.KeepAlive
 	}
 	s := &Server{app: a, log: log, cfg: cfg, mux: http.NewServeMux(), lists: make(chan struct{}, cfg.MaxSlotLists)}
 	s.registerRoutes()
@@ -133,7 +144,11 @@ func (s *Server) adapt(rt Route) http.Handler {
 				if params.Files != nil {
 					defer params.Files.RemoveAll()
 				}
-				err = s.run(w, r, rt, &call{p: p, params: params})
+				stillIn := func(ctx context.Context) error {
+					_, err := s.app.Authenticate(ctx, creds, rt.need)
+					return err
+				}
+				err = s.run(w, r, rt, &call{p: p, params: params, stillIn: stillIn})
 			}
 		}
 		if err != nil {

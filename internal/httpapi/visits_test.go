@@ -172,8 +172,10 @@ func TestVisits_WalkinAndQueue(t *testing.T) {
 	})
 	// Average_visit_time from completed visits.
 	t.Run("OKAverageVisitTime", func(t *testing.T) {
-		if r := s.post(s.doc.Token, "/api_v3/visits/inprogress", "id", visit1); r.Status != 404 {
-			t.Fatalf("an unassigned walk-in is not the provider's: %d", r.Status)
+		// The room's provider sees the waiting walk-in but must accept it
+		// before starting it.
+		if r := s.post(s.doc.Token, "/api_v3/visits/inprogress", "id", visit1); r.Status != 403 {
+			t.Fatalf("an unassigned walk-in is not the provider's to start: %d", r.Status)
 		}
 		start := e.Clock.Now().Unix()
 		r := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/inprogress", Header: adminHeaders(s.c), Form: q("id", visit1, "actual_start", fmt.Sprint(start))})

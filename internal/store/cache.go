@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -30,6 +31,9 @@ type Options struct {
 	CacheTTL time.Duration
 	// Now is the clock the caches' TTL runs on (default time.Now).
 	Now func() time.Time
+	// Logger receives what the store's background work has to report
+	// (default: nothing).
+	Logger *slog.Logger
 }
 
 // userCacheMax bounds the user cache: about 1 KB a user, so at most ~10 MB.

@@ -3,6 +3,9 @@ package store
 import (
 	"context"
 	"database/sql"
+	"log/slog"
+
+	"teleclinic/internal/live"
 )
 
 // postgresEngine is PostgreSQL's machinery (engine): one pool for reads and
@@ -41,6 +44,12 @@ func (e *postgresEngine) readAudits(context.Context) (auditSink, error) {
 
 func (e *postgresEngine) poolStats() map[string]sql.DBStats {
 	return map[string]sql.DBStats{"main": e.s.w.Stats()}
+}
+
+// newBus is NOTIFY and LISTEN: every process that shares the database
+// receives the events.
+func (e *postgresEngine) newBus(dsn string, log *slog.Logger) live.Bus {
+	return live.NewPostgres(dsn, e.s.w, log)
 }
 
 func (e *postgresEngine) close() error {

@@ -3,10 +3,12 @@ package store
 import (
 	"context"
 	"database/sql"
+	"log/slog"
 	"slices"
 	"sync"
 
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/live"
 )
 
 // sqliteEngine is SQLite's machinery (engine): prepared statements cached
@@ -65,6 +67,9 @@ func (e *sqliteEngine) readAudits(ctx context.Context) (auditSink, error) {
 	}
 	return e.s.startJournal(ctx, e.path+".audit")
 }
+
+// newBus is in process: one process serves a SQLite database.
+func (e *sqliteEngine) newBus(string, *slog.Logger) live.Bus { return live.NewLocal() }
 
 func (e *sqliteEngine) poolStats() map[string]sql.DBStats {
 	return map[string]sql.DBStats{"writer": e.s.w.Stats(), "reader": e.s.r.Stats()}

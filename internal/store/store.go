@@ -9,11 +9,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"time"
 
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/live"
 )
 
 // Store is an open database: a writer pool and a reader pool. On SQLite the
@@ -29,6 +31,8 @@ type Store struct {
 	// audits is where the audit entries of reads go: committed at once,
 	// or into SQLite's journal once StartReadAudits started it.
 	audits auditSink
+	// bus carries change events to the event streams of every process.
+	bus live.Bus
 }
 
 // engine is what SQLite and PostgreSQL do differently beyond the text of
@@ -53,6 +57,9 @@ type engine interface {
 	readAudits(ctx context.Context) (auditSink, error)
 	// poolStats are the connection pools' statistics by name.
 	poolStats() map[string]sql.DBStats
+	// newBus starts the bus that carries change events between the
+	// processes sharing the database (live.Bus).
+	newBus(dsn string, log *slog.Logger) live.Bus
 	// close stops the engine's machinery and closes its pools.
 	close() error
 }
@@ -107,13 +114,23 @@ func Open(ctx context.Context, dsn string, opts ...Options) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s.bus = s.eng.newBus(dsn, log)
 	return s, nil
 }
 
+// Live is the bus of change events (see package live): what app publishes
+// after a commit reaches the event streams of every process.
+func (s *Store) Live() live.Bus { return s.bus }
+
 // Close flushes the read audits that wait and closes the pools.
 func (s *Store) Close() error {
+	berr := s.bus.Close()
 	aerr := s.audits.close()
-	return firstErr(aerr, s.eng.close())
+	return firstErr(firstErr(berr, aerr), s.eng.close())
 }
 
 // Engine names the database engine: "sqlite" or "postgres".
@@ -347,3 +364,14 @@ func (s *Store) PoolStats() map[string]sql.DBStats { return s.eng.poolStats() }
 // Rebind returns query, written with '?' placeholders, in the engine's
 // own, for tests and tools that run SQL of their own on DB.
 func (s *Store) Rebind(query string) string { return s.d.rebind(query) }
+
+// AfterCommit runs fn once q's transaction has committed, and never if it
+// rolls back; outside a transaction it runs fn at once. It is for effects
+// outside the database that must not announce what may yet be undone.
+func (q *Q) AfterCommit(fn func()) {
+	if q.after == nil {
+		fn()
+		return
+	}
+	*q.after = append(*q.after, fn)
+}

@@ -200,7 +200,8 @@ type VisitFilter struct {
 	AccountID int64
 	// Who may see: with MemberID only that patient's visits; with
 	// ProviderID that provider's visits and, when ProviderRooms, the
-	// unassigned e-consults of the rooms the provider is linked to.
+	// unassigned e-consults and walk-ins of the rooms the provider is
+	// linked to.
 	MemberID      int64
 	ProviderID    int64
 	ProviderRooms bool
@@ -222,8 +223,8 @@ func (q *Q) ListVisits(ctx context.Context, f VisitFilter) ([]*clinic.Visit, err
 	}
 	if f.ProviderID != 0 {
 		if f.ProviderRooms {
-			add("(v.provider_id = ? OR (v.provider_id = 0 AND v.kind = ? AND v.room_id IN (SELECT room_id FROM user_rooms WHERE account_id = ? AND user_id = ?)))",
-				f.ProviderID, clinic.KindEconsult, f.AccountID, f.ProviderID)
+			add("(v.provider_id = ? OR (v.provider_id = 0 AND v.kind IN (?, ?) AND v.room_id IN (SELECT room_id FROM user_rooms WHERE account_id = ? AND user_id = ?)))",
+				f.ProviderID, clinic.KindEconsult, clinic.KindWalkin, f.AccountID, f.ProviderID)
 		} else {
 			add("v.provider_id = ?", f.ProviderID)
 		}

@@ -125,6 +125,8 @@ type Options struct {
 	// so that a browser following GET /api_v3/auth lands on this server's
 	// portal (the browser tests).
 	PortalHere bool
+	// KeepAlive is the event streams' keep-alive (default: the server's).
+	KeepAlive time.Duration
 }
 
 // Env is one running server.
@@ -201,8 +203,8 @@ func New(t testing.TB, opts ...Options) *Env {
 		t.Fatalf("testenv: %v", err)
 	}
 	reg.AddCollector(a.WriteMetrics)
-	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: o.MaxBody, MaxUploadBytes: o.MaxUpload, MaxFileBytes: o.MaxFile, Metrics: reg})
-	portal, err := web.New(a, log, web.Config{SessionMax: cfg.UserTokenMax}, api)
+	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: o.MaxBody, MaxUploadBytes: o.MaxUpload, MaxFileBytes: o.MaxFile, Metrics: reg, KeepAlive: o.KeepAlive})
+	portal, err := web.New(a, log, web.Config{SessionMax: cfg.UserTokenMax, KeepAlive: o.KeepAlive}, api)
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}

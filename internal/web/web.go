@@ -35,6 +35,10 @@ type Config struct {
 	// access token's absolute lifetime (the server ends it sooner when it
 	// idles out or is revoked).
 	SessionMax time.Duration
+	// KeepAlive is how long a page's event stream stays quiet before it
+	// sends a keep-alive and checks the session again (default
+	// live.KeepAlive).
+	KeepAlive time.Duration
 }
 
 // Server is the portal's handler. Requests for paths it does not serve go

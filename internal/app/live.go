@@ -1,0 +1,202 @@
+package app
+
+import (
+	"context"
+	"time"
+
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/live"
+)
+
+// The change events (package live) that app publishes once a change has
+// committed: a visit created or moved publishes on its room's topic and
+// its own; a message on its visit's topic and its room's. A watch below
+// turns them into what its caller may see, read again through the same
+// operation as the matching API read.
+
+// publishVisit announces that visit v was created or changed state.
+func (a *App) publishVisit(v *clinic.Visit) {
+	bus := a.store.Live()
+	if v.RoomID != 0 {
+		bus.Publish(live.Event{Topic: live.RoomTopic(v.AccountID, v.RoomID), Kind: live.KindVisit, ID: v.ID})
+	}
+	bus.Publish(live.Event{Topic: live.VisitTopic(v.AccountID, v.ID), Kind: live.KindVisit, ID: v.ID})
+}
+
+// publishMessage announces message m on visit v's thread.
+func (a *App) publishMessage(v *clinic.Visit, m *clinic.Message) {
+	bus := a.store.Live()
+	bus.Publish(live.Event{Topic: live.VisitTopic(v.AccountID, v.ID), Kind: live.KindMessage, ID: m.ID})
+	if v.RoomID != 0 {
+		bus.Publish(live.Event{Topic: live.RoomTopic(v.AccountID, v.RoomID), Kind: live.KindMessage, ID: m.ID})
+	}
+}
+
+// wait returns the next event of sub, or ok false when wait passes with
+// none (the stream's time to send a keep-alive and check its caller) or
+// ctx ends.
+func wait(ctx context.Context, sub *live.Sub, d time.Duration) (live.Event, bool, error) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return live.Event{}, false, ctx.Err()
+	case <-t.C:
+		return live.Event{}, false, nil
+	case e := <-sub.C:
+		return e, true, nil
+	}
+}
+
+// drain takes the events that wait behind the one being handled: one read
+// answers them all.
+func drain(sub *live.Sub) (kinds map[string]bool) {
+	kinds = map[string]bool{}
+	for {
+		select {
+		case e := <-sub.C:
+			kinds[e.Kind] = true
+		default:
+			return kinds
+		}
+	}
+}
+
+// QueueWatch follows a room's queue for one caller: GET
+// /rooms/{code}/queue/events.
+type QueueWatch struct {
+	a    *App
+	p    *clinic.Principal
+	code string
+	sub  *live.Sub
+	last *Queue
+}
+
+// WatchQueue starts following room code's queue. Who may is who may read
+// it (RoomQueue): anyone with the clinic's code; a signed-in patient's
+// before_me is their own.
+func (a *App) WatchQueue(ctx context.Context, p *clinic.Principal, code string) (*QueueWatch, error) {
+	if err := requireAccount(p); err != nil {
+		return nil, err
+	}
+	r, err := a.roomByCode(ctx, p, code)
+	if err != nil {
+		return nil, err
+	}
+	// Subscribed before the first read, so no change falls in between.
+	return &QueueWatch{a: a, p: p, code: r.Code, sub: a.store.Live().Subscribe(live.RoomTopic(p.Account.ID, r.ID))}, nil
+}
+
+// Next returns the queue: at once the first time, then when it has changed.
+// It returns nil after d with no change, and ctx's error when ctx ends.
+func (w *QueueWatch) Next(ctx context.Context, d time.Duration) (*Queue, error) {
+	if w.last == nil {
+		q, err := w.a.RoomQueue(ctx, w.p, w.code)
+		w.last = q
+		return q, err
+	}
+	deadline := time.Now().Add(d)
+	for {
+		e, ok, err := wait(ctx, w.sub, time.Until(deadline))
+		if err != nil || !ok {
+			return nil, err
+		}
+		kinds := drain(w.sub)
+		kinds[e.Kind] = true
+		if len(kinds) == 1 && kinds[live.KindMessage] {
+			continue // a thread's message does not move the queue
+		}
+		q, err := w.a.RoomQueue(ctx, w.p, w.code)
+		if err != nil {
+			return nil, err
+		}
+		if *q != *w.last {
+			w.last = q
+			return q, nil
+		}
+	}
+}
+
+// Close ends the watch.
+func (w *QueueWatch) Close() { w.sub.Close() }
+
+// VisitEvent is what changed on a watched visit: new messages of its
+// thread (with their places in it, from 1), or the visit itself.
+type VisitEvent struct {
+	Messages []*Message
+	// First is the place of Messages[0] in the thread.
+	First int
+	// Visit is set when the visit changed state.
+	Visit *clinic.Visit
+}
+
+// VisitWatch follows a visit and its thread for one caller: GET
+// /api/visits/{id}/messages/events.
+type VisitWatch struct {
+	a      *App
+	p      *clinic.Principal
+	id     int64
+	sub    *live.Sub
+	seen   int // messages already sent
+	status int
+}
+
+// WatchVisit starts following visit id and its thread after the first
+// seen messages. Who may is who may read the thread (ListMessages).
+func (a *App) WatchVisit(ctx context.Context, p *clinic.Principal, id int64, seen int) (*VisitWatch, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
+	if seen < 0 {
+		return nil, clinic.Errorf(clinic.EInvalid, "Last-Event-ID must be the place of a message in the thread (0 or more).")
+	}
+	sub := a.store.Live().Subscribe(live.VisitTopic(p.Account.ID, id))
+	v, err := a.messageVisit(ctx, p, id)
+	if err != nil {
+		sub.Close()
+		return nil, a.auditOutcome(ctx, p, "visit.messages.read", "visit", i64s(id), err)
+	}
+	return &VisitWatch{a: a, p: p, id: v.ID, sub: sub, seen: min(seen, v.MessageCount), status: v.Status}, nil
+}
+
+// Next returns the messages after those seen, at once if there are any,
+// and otherwise the next change. It returns nil after d with no change,
+// and ctx's error when ctx ends. The caller's right to the thread is
+// checked again for each change: a visit that is no longer theirs ends
+// the watch with the error the API would answer.
+func (w *VisitWatch) Next(ctx context.Context, d time.Duration) (*VisitEvent, error) {
+	deadline := time.Now().Add(d)
+	for first := true; ; first = false {
+		if !first {
+			_, ok, err := wait(ctx, w.sub, time.Until(deadline))
+			if err != nil || !ok {
+				return nil, err
+			}
+			drain(w.sub)
+		}
+		v, err := w.a.messageVisit(ctx, w.p, w.id)
+		if err != nil {
+			return nil, err
+		}
+		ev := &VisitEvent{First: w.seen + 1}
+		if v.Status != w.status {
+			w.status, ev.Visit = v.Status, v
+		}
+		if v.MessageCount > w.seen {
+			skip := w.seen
+			ms, _, err := w.a.ListMessages(ctx, w.p, w.id, MessageQuery{Skip: &skip, Limit: ptrTo(MessagePageMax)})
+			if err != nil {
+				return nil, err
+			}
+			ev.Messages, w.seen = ms, w.seen+len(ms)
+		}
+		if ev.Visit != nil || len(ev.Messages) > 0 {
+			return ev, nil
+		}
+	}
+}
+
+// Close ends the watch.
+func (w *VisitWatch) Close() { w.sub.Close() }
+
+func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,234 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"teleclinic/internal/testenv"
+)
+
+// sseEvent is one server-sent event.
+type sseEvent struct{ Name, ID, Data string }
+
+// eventStream is an open event stream read by a goroutine.
+type eventStream struct {
+	Status int
+	Type   string
+	events chan sseEvent
+	cancel context.CancelFunc
+}
+
+// openStream GETs path with headers and reads its events as they come.
+func openStream(t *testing.T, e *testenv.Env, path string, h map[string]string) *eventStream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, "GET", e.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	s := &eventStream{Status: res.StatusCode, Type: res.Header.Get("Content-Type"), events: make(chan sseEvent, 100), cancel: cancel}
+	t.Cleanup(func() { cancel(); res.Body.Close() })
+	go func() {
+		defer close(s.events)
+		sc := bufio.NewScanner(res.Body)
+		var ev sseEvent
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if ev.Data != "" || ev.Name != "" {
+					s.events <- ev
+				}
+				ev = sseEvent{}
+			case strings.HasPrefix(line, "event: "):
+				ev.Name = line[7:]
+			case strings.HasPrefix(line, "id: "):
+				ev.ID = line[4:]
+			case strings.HasPrefix(line, "data: "):
+				ev.Data += line[6:]
+			}
+		}
+	}()
+	return s
+}
+
+// next is the stream's next event; it fails t after 5 s without one.
+func (s *eventStream) next(t *testing.T) sseEvent {
+	t.Helper()
+	select {
+	case ev, ok := <-s.events:
+		if !ok {
+			t.Fatal("the stream ended")
+		}
+		return ev
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event within 5 s")
+	}
+	return sseEvent{}
+}
+
+func (s *eventStream) quiet(t *testing.T) {
+	t.Helper()
+	select {
+	case ev, ok := <-s.events:
+		if ok {
+			t.Fatalf("unexpected event %+v", ev)
+		}
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+func decodeData(t *testing.T, ev sseEvent) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(ev.Data), &m); err != nil {
+		t.Fatalf("event %q: %v", ev.Data, err)
+	}
+	return m
+}
+
+// TestEvents_Queue: the queue's stream answers the queue at once and again
+// when a walk-in joins and when a provider accepts one, with the calling
+// patient's own before_me; a message does not move it.
+func TestEvents_Queue(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	path := "/api_v3/rooms/main/queue/events"
+	walkin := func(who *session) string {
+		t.Helper()
+		res := s.post(who.Token, "/api_v3/visits/add_walkin", "intake_id", s.intake(t, who), "room_code", "main")
+		if res.Status != 200 {
+			t.Fatalf("walk-in: %s", res.Raw)
+		}
+		return res.Data()["id"].(string)
+	}
+	first := walkin(s.pat)
+
+	// OK: anyone with the clinic's code; a patient's stream counts ahead of them.
+	t.Run("OKLiveQueue", func(t *testing.T) {
+		anon := openStream(t, e, path, map[string]string{"X-AccountCode": s.c.Code})
+		if anon.Status != 200 || anon.Type != "text/event-stream" {
+			t.Fatalf("%d %s", anon.Status, anon.Type)
+		}
+		if ev := anon.next(t); ev.Name != "queue" || decodeData(t, ev)["length"].(float64) != 1 {
+			t.Fatalf("first event %+v", ev)
+		}
+		second := walkin(s.pat2)
+		if ev := anon.next(t); decodeData(t, ev)["length"].(float64) != 2 {
+			t.Fatalf("after a walk-in: %+v", ev)
+		}
+		mine := openStream(t, e, path, userHeaders(s.c, s.pat2.Token))
+		if q := decodeData(t, mine.next(t)); q["before_me"].(float64) != 1 || q["length"].(float64) != 2 {
+			t.Fatalf("pat2's queue: %v", q)
+		}
+		// A message on the first visit's thread moves nothing.
+		if res := postMsg(e, s.pat.Token, first, "Still here"); res.Status != 201 {
+			t.Fatalf("%s", res.Raw)
+		}
+		anon.quiet(t)
+		// The room's provider accepts the first walk-in: pat2 is next.
+		if res := s.post(s.doc.Token, "/api_v3/visits/accept", "id", first); res.Status != 200 {
+			t.Fatalf("accept: %s", res.Raw)
+		}
+		if q := decodeData(t, mine.next(t)); q["before_me"].(float64) != 0 || q["length"].(float64) != 1 {
+			t.Fatalf("pat2's queue after the accept: %v", q)
+		}
+		if q := decodeData(t, anon.next(t)); q["length"].(float64) != 1 || q["before_me"].(float64) != 0 {
+			t.Fatalf("the queue after the accept: %v", q)
+		}
+		_ = second
+	})
+	// Errors: as GET /rooms/{code}/queue.
+	t.Run("ErrAsTheRead", func(t *testing.T) {
+		if st := openStream(t, e, path, nil); st.Status != 401 {
+			t.Fatalf("no account code: %d", st.Status)
+		}
+		if st := openStream(t, e, "/api_v3/rooms/nope/queue/events", map[string]string{"X-AccountCode": s.c.Code}); st.Status != 404 {
+			t.Fatalf("unknown room: %d", st.Status)
+		}
+	})
+}
+
+// TestEvents_Messages: a visit's stream sends the thread after
+// Last-Event-ID, each new message as it is posted, the visit's state
+// changes, and is refused to whoever may not read the thread.
+func TestEvents_Messages(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t, testenv.Options{KeepAlive: 100 * time.Millisecond})
+	s := newClinicSetup(t, e, "alpha")
+	visit := s.econsult(t, s.pat)
+	path := "/api/visits/" + visit + "/messages/events"
+	mustPost(t, e, s.pat.Token, visit, "one")
+	mustPost(t, e, s.pat.Token, visit, "two")
+
+	t.Run("OKLiveThread", func(t *testing.T) {
+		pat := openStream(t, e, path, map[string]string{"X-ApiToken": s.pat.Token})
+		for i, want := range []string{"one", "two"} {
+			ev := pat.next(t)
+			if m := decodeData(t, ev); ev.Name != "message" || ev.ID != []string{"1", "2"}[i] || m["content"] != want || m["visit_id"] != visit {
+				t.Fatalf("event %d: %+v", i, ev)
+			}
+		}
+		// The room's provider resumes after the first and hears the rest.
+		doc := openStream(t, e, path, map[string]string{"X-ApiToken": s.doc.Token, "Last-Event-ID": "1"})
+		if ev := doc.next(t); ev.ID != "2" || decodeData(t, ev)["content"] != "two" {
+			t.Fatalf("resumed: %+v", ev)
+		}
+		mustPost(t, e, s.doc.Token, visit, "three")
+		for _, st := range []*eventStream{pat, doc} {
+			ev := st.next(t)
+			m := decodeData(t, ev)
+			if ev.ID != "3" || m["content"] != "three" || m["actor"].(map[string]any)["display_name"] != "Dana Doc" {
+				t.Fatalf("new message: %+v", ev)
+			}
+		}
+		if res := s.post(s.doc.Token, "/api_v3/visits/accept", "id", visit); res.Status != 200 {
+			t.Fatalf("accept: %s", res.Raw)
+		}
+		if ev := pat.next(t); ev.Name != "visit" || decodeData(t, ev)["status"].(float64) != 20 {
+			t.Fatalf("state change: %+v", ev)
+		}
+	})
+	t.Run("ErrAsTheRead", func(t *testing.T) {
+		for _, c := range []struct {
+			h    map[string]string
+			path string
+			want int
+		}{
+			{nil, path, 401},
+			{map[string]string{"X-ApiToken": s.pat2.Token}, path, 403},
+			{adminHeaders(s.c), path, 403},
+			{map[string]string{"X-ApiToken": s.pat.Token}, "/api/visits/999999/messages/events", 404},
+			{map[string]string{"X-ApiToken": s.pat.Token, "Last-Event-ID": "x"}, path, 400},
+		} {
+			if st := openStream(t, e, c.path, c.h); st.Status != c.want {
+				t.Errorf("%v %s: %d, want %d", c.h, c.path, st.Status, c.want)
+			}
+		}
+	})
+	// A signed-out caller's stream ends at the next keep-alive, saying why.
+	t.Run("ErrSignedOut", func(t *testing.T) {
+		pat := openStream(t, e, path, map[string]string{"X-ApiToken": s.pat.Token, "Last-Event-ID": "3"})
+		if res := s.post(s.pat.Token, "/api_v3/users/logout"); res.Status != 200 {
+			t.Fatalf("logout: %s", res.Raw)
+		}
+		ev := pat.next(t)
+		if ev.Name != "error" || decodeData(t, ev)["code"] != "unauthenticated" {
+			t.Fatalf("after logout: %+v", ev)
+		}
+	})
+}

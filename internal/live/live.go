@@ -1,0 +1,157 @@
+// Package live carries change events from the process that made a change
+// to the processes that hold open event streams (the API's and the
+// portal's server-sent events). An event only says what changed — a
+// room's queue, a visit, a visit's thread — never the data: a stream that
+// receives one reads the data again through app, as its caller, so what a
+// stream shows is exactly what the matching API read would show.
+//
+// Events are hints, not a log. They are published after the change
+// commits, so one can be lost if a process dies in between or while a
+// PostgreSQL listener reconnects; a stream that resumes re-reads from
+// where it was (Last-Event-ID), and a listener that reconnects sends
+// every subscriber a Resync.
+package live
+
+import (
+	"strconv"
+	"sync"
+)
+
+// Event is one change.
+type Event struct {
+	// Topic is what changed: RoomTopic or VisitTopic.
+	Topic string
+	// Kind is how: KindQueue, KindVisit, KindMessage or KindResync.
+	Kind string
+	// ID is the row the change is about (a visit, a message), 0 if none.
+	ID int64
+}
+
+// The kinds of event.
+const (
+	// KindVisit: a visit was created or changed state.
+	KindVisit = "visit"
+	// KindMessage: a message was posted to a visit's thread.
+	KindMessage = "message"
+	// KindResync: events may have been lost; read everything again.
+	KindResync = "resync"
+)
+
+// RoomTopic is the topic of a room's visits (its queue, its e-consults).
+func RoomTopic(accountID, roomID int64) string {
+	return "room:" + strconv.FormatInt(accountID, 10) + ":" + strconv.FormatInt(roomID, 10)
+}
+
+// VisitTopic is the topic of one visit and its thread.
+func VisitTopic(accountID, visitID int64) string {
+	return "visit:" + strconv.FormatInt(accountID, 10) + ":" + strconv.FormatInt(visitID, 10)
+}
+
+// Bus publishes events to every process's subscribers.
+type Bus interface {
+	// Publish sends e without waiting for it to be delivered.
+	Publish(e Event)
+	// Subscribe receives the events of topics until the Sub is closed.
+	Subscribe(topics ...string) *Sub
+	// Close stops the bus; its subscribers receive nothing more.
+	Close() error
+}
+
+// subBuffer is how many events a subscriber may be behind. A subscriber
+// further behind misses events, which is harmless: it has this many to
+// handle, and each makes it read the current state.
+const subBuffer = 64
+
+// Sub is a subscription. Its events arrive on C.
+type Sub struct {
+	C      <-chan Event
+	c      chan Event
+	h      *Hub
+	topics []string
+	once   sync.Once
+}
+
+// Close ends the subscription. C is not closed: select on a context too.
+func (s *Sub) Close() { s.once.Do(func() { s.h.remove(s) }) }
+
+// Hub fans events out to the subscribers of this process.
+type Hub struct {
+	mu   sync.Mutex
+	subs map[string]map[*Sub]struct{}
+}
+
+// NewHub returns an empty hub.
+func NewHub() *Hub { return &Hub{subs: map[string]map[*Sub]struct{}{}} }
+
+// Subscribe receives the events of topics.
+func (h *Hub) Subscribe(topics ...string) *Sub {
+	c := make(chan Event, subBuffer)
+	s := &Sub{C: c, c: c, h: h, topics: topics}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, t := range topics {
+		if h.subs[t] == nil {
+			h.subs[t] = map[*Sub]struct{}{}
+		}
+		h.subs[t][s] = struct{}{}
+	}
+	return s
+}
+
+func (h *Hub) remove(s *Sub) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, t := range s.topics {
+		delete(h.subs[t], s)
+		if len(h.subs[t]) == 0 {
+			delete(h.subs, t)
+		}
+	}
+}
+
+// Deliver hands e to the subscribers of its topic, or to all of them for a
+// Resync. It never blocks: a subscriber whose buffer is full misses e.
+func (h *Hub) Deliver(e Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	send := func(s *Sub) {
+		select {
+		case s.c <- e:
+		default:
+		}
+	}
+	if e.Kind == KindResync {
+		seen := map[*Sub]bool{}
+		for _, subs := range h.subs {
+			for s := range subs {
+				if !seen[s] {
+					seen[s] = true
+					send(s)
+				}
+			}
+		}
+		return
+	}
+	for s := range h.subs[e.Topic] {
+		send(s)
+	}
+}
+
+// Subscribers counts the open subscriptions of topic.
+func (h *Hub) Subscribers(topic string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs[topic])
+}
+
+// Local is the bus of a single process (SQLite): publishing is delivering.
+type Local struct{ *Hub }
+
+// NewLocal returns a bus for one process.
+func NewLocal() *Local { return &Local{NewHub()} }
+
+// Publish delivers e to this process's subscribers.
+func (l *Local) Publish(e Event) { l.Deliver(e) }
+
+// Close does nothing: there is nothing to stop.
+func (l *Local) Close() error { return nil }

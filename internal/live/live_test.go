@@ -1,0 +1,104 @@
+package live_test
+
+import (
+	"database/sql"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"teleclinic/internal/live"
+)
+
+func next(t *testing.T, s *live.Sub) live.Event {
+	t.Helper()
+	select {
+	case e := <-s.C:
+		return e
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event within 5 s")
+	}
+	return live.Event{}
+}
+
+func none(t *testing.T, s *live.Sub) {
+	t.Helper()
+	select {
+	case e := <-s.C:
+		t.Fatalf("unexpected event %+v", e)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// TestLocal_Delivers: a subscriber gets its topics' events and no other's,
+// a closed subscription gets nothing, and a full buffer never blocks the
+// publisher.
+func TestLocal_Delivers(t *testing.T) {
+	b := live.NewLocal()
+	room, visit := live.RoomTopic(1, 2), live.VisitTopic(1, 3)
+	s := b.Subscribe(room, visit)
+	other := b.Subscribe(live.RoomTopic(2, 2))
+	b.Publish(live.Event{Topic: room, Kind: live.KindVisit, ID: 7})
+	b.Publish(live.Event{Topic: visit, Kind: live.KindMessage, ID: 8})
+	if e := next(t, s); e.Topic != room || e.ID != 7 {
+		t.Fatalf("first event %+v", e)
+	}
+	if e := next(t, s); e.Kind != live.KindMessage || e.ID != 8 {
+		t.Fatalf("second event %+v", e)
+	}
+	none(t, other)
+	for range 1000 { // far past the buffer: must not block
+		b.Publish(live.Event{Topic: room, Kind: live.KindVisit})
+	}
+	s.Close()
+	if n := b.Subscribers(room); n != 0 {
+		t.Fatalf("%d subscribers after Close", n)
+	}
+	b.Publish(live.Event{Topic: live.RoomTopic(2, 2), Kind: live.KindResync})
+	if e := next(t, other); e.Kind != live.KindResync {
+		t.Fatalf("resync reached other as %+v", e)
+	}
+}
+
+// TestPostgres_AcrossProcesses: two buses on one database stand for two
+// processes; an event published on one reaches the other's subscribers
+// and not the subscribers of other topics.
+func TestPostgres_AcrossProcesses(t *testing.T) {
+	dsn := os.Getenv("TELECLINIC_TEST_DATABASE_URL")
+	if dsn == "" {
+		t.Skip("TELECLINIC_TEST_DATABASE_URL is not set: PostgreSQL tests skip")
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a, b := live.NewPostgres(dsn, db, log), live.NewPostgres(dsn, db, log)
+	defer a.Close()
+	defer b.Close()
+	for _, bus := range []*live.Postgres{a, b} {
+		select {
+		case <-bus.Ready():
+		case <-time.After(10 * time.Second):
+			t.Fatal("not listening within 10 s")
+		}
+	}
+	topic := live.VisitTopic(9, time.Now().UnixNano())
+	s := b.Subscribe(topic)
+	quiet := b.Subscribe(live.VisitTopic(9, 1))
+	defer s.Close()
+	defer quiet.Close()
+	for i := range 3 {
+		a.Publish(live.Event{Topic: topic, Kind: live.KindMessage, ID: int64(i + 1)})
+	}
+	for i := range 3 {
+		if e := next(t, s); e.Topic != topic || e.Kind != live.KindMessage || e.ID != int64(i+1) {
+			t.Fatalf("event %d: %+v", i, e)
+		}
+	}
+	none(t, quiet)
+}

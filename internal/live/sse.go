@@ -1,0 +1,86 @@
+package live
+
+import (
+	"bytes"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// KeepAlive is how often a quiet stream sends a comment: proxies close
+// idle connections after a minute or so, and the stream checks at each
+// one that its caller is still signed in.
+const KeepAlive = 20 * time.Second
+
+// Stream writes server-sent events (text/event-stream) to one client.
+type Stream struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+	b  bytes.Buffer
+}
+
+// OpenStream answers the request with an event stream. The server's write
+// timeout, which bounds an ordinary answer, is lifted for it: a stream
+// lasts until its client goes or its caller's session ends.
+func OpenStream(w http.ResponseWriter) (*Stream, error) {
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no") // nginx: pass events on as they come
+	rc := http.NewResponseController(w)
+	_ = rc.SetWriteDeadline(time.Time{}) // not every writer has deadlines
+	w.WriteHeader(http.StatusOK)
+	s := &Stream{w: w, rc: rc}
+	// retry: how long a browser's EventSource waits before reconnecting.
+	s.b.WriteString("retry: 3000\n\n")
+	return s, s.flush()
+}
+
+// Event writes one event. id, when not empty, is what the client sends
+// back as Last-Event-ID when it reconnects. data is one line (JSON).
+func (s *Stream) Event(name, id string, data []byte) error {
+	if name != "" {
+		s.b.WriteString("event: " + name + "\n")
+	}
+	if id != "" {
+		s.b.WriteString("id: " + id + "\n")
+	}
+	s.b.WriteString("data: ")
+	s.b.Write(bytes.ReplaceAll(data, []byte("\n"), []byte("\ndata: ")))
+	s.b.WriteString("\n\n")
+	return s.flush()
+}
+
+// Comment writes a comment line, which clients ignore: the keep-alive.
+func (s *Stream) Comment(text string) error {
+	s.b.WriteString(": " + text + "\n\n")
+	return s.flush()
+}
+
+func (s *Stream) flush() error {
+	_, err := s.w.Write(s.b.Bytes())
+	s.b.Reset()
+	if err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
+
+// LastEventID is the place a reconnecting client has seen up to: the
+// Last-Event-ID header a browser sends, or the last_event_id parameter of
+// a client that cannot set headers. It is -1 when the value is not a
+// number.
+func LastEventID(r *http.Request) int {
+	v := r.Header.Get("Last-Event-ID")
+	if v == "" {
+		v = r.URL.Query().Get("last_event_id")
+	}
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return -1
+	}
+	return n
+}
