@@ -205,7 +205,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		printDemo(stdout, c.BaseURL, d)
 	}
-	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: c.MaxBody, MaxUploadBytes: c.MaxUpload, MaxFileBytes: c.MaxFile, Metrics: c.Metrics})
+	// closing ends the event streams when shutdown begins: they would hold
+	// it for as long as their clients stay.
+	closing := make(chan struct{})
+	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: c.MaxBody, MaxUploadBytes: c.MaxUpload, MaxFileBytes: c.MaxFile, Metrics: c.Metrics, Closing: closing})
 	if c.MetricsAddr != "" {
 		mln, err := net.Listen("tcp", c.MetricsAddr)
 		if err != nil {
@@ -223,7 +226,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		log.Info("metrics and pprof listening", "addr", mln.Addr().String())
 	}
 	// The portal's pages answer their own paths and hand the rest to the API.
-	portal, err := web.New(a, log, web.Config{Secure: strings.HasPrefix(c.BaseURL, "https://"), SessionMax: c.UserTokenMax}, api)
+	portal, err := web.New(a, log, web.Config{Secure: strings.HasPrefix(c.BaseURL, "https://"), SessionMax: c.UserTokenMax, Closing: closing}, api)
 	if err != nil {
 		return err
 	}
@@ -236,6 +239,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	srv.RegisterOnShutdown(func() { close(closing) })
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWorkers()
 	go a.Run(workers)

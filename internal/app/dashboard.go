@@ -1,8 +1,10 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"slices"
+	"time"
 
 	"teleclinic/internal/clinic"
 )
@@ -12,13 +14,20 @@ import (
 type DashboardVisit struct {
 	*VisitDetail
 	Moves []string
+	// Latest is an e-consult's latest message (nil when none), read as
+	// ListMessages reads it, audit entry included.
+	Latest *Message
 }
 
-// Dashboard is what a provider works from: the e-consults of their rooms
-// that wait for a provider (Waiting, to accept) and their own open visits
-// (Mine, to start, complete or cancel). It is for providers only.
+// Dashboard is what a provider works from. Queue are the walk-ins of
+// their rooms that wait for a provider, in arrival order, and Inbox the
+// e-consults (both to accept); Today their appointments that start today
+// in their time zone, and Mine their other open visits (to start,
+// complete or cancel). It is for providers only.
 type Dashboard struct {
-	Waiting, Mine []DashboardVisit
+	Queue, Inbox, Today, Mine []DashboardVisit
+	// Zone is the provider's time zone, in which Today is today.
+	Zone *time.Location
 }
 
 // ProviderDashboard is the provider's dashboard, from the visits
@@ -34,13 +43,42 @@ func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal) (*Dash
 	if err != nil {
 		return nil, err
 	}
-	out := &Dashboard{}
+	out := &Dashboard{Zone: time.UTC}
+	if z, err := time.LoadLocation(p.User.Timezone); err == nil && p.User.Timezone != "" {
+		out.Zone = z
+	}
+	now := a.now().In(out.Zone)
+	dayStart := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, out.Zone).Unix()
+	dayEnd := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, out.Zone).Unix()
 	for _, d := range ds {
-		if d.Visit.ProviderID == 0 {
-			out.Waiting = append(out.Waiting, DashboardVisit{d, []string{ActAccept}})
-			continue
+		switch {
+		case d.Visit.ProviderID == 0 && d.Visit.Kind == clinic.KindWalkin:
+			out.Queue = append(out.Queue, DashboardVisit{VisitDetail: d, Moves: []string{ActAccept}})
+		case d.Visit.ProviderID == 0:
+			out.Inbox = append(out.Inbox, DashboardVisit{VisitDetail: d, Moves: []string{ActAccept}})
+		case d.Visit.Kind == clinic.KindAppointment && d.Visit.Start >= dayStart && d.Visit.Start < dayEnd:
+			out.Today = append(out.Today, DashboardVisit{VisitDetail: d, Moves: movesFrom(d.Visit.Status)})
+		default:
+			out.Mine = append(out.Mine, DashboardVisit{VisitDetail: d, Moves: movesFrom(d.Visit.Status)})
 		}
-		out.Mine = append(out.Mine, DashboardVisit{d, movesFrom(d.Visit.Status)})
+	}
+	// GET /visits is newest first; a queue is served first come, first
+	// served, and a day in the order of its appointments.
+	slices.Reverse(out.Queue)
+	slices.Reverse(out.Inbox)
+	slices.SortFunc(out.Today, func(x, y DashboardVisit) int { return cmp.Compare(x.Visit.Start, y.Visit.Start) })
+	for _, list := range [][]DashboardVisit{out.Inbox, out.Mine} {
+		for i := range list {
+			if d := &list[i]; d.Visit.Kind == clinic.KindEconsult && d.Visit.MessageCount > 0 {
+				ms, _, err := a.ListMessages(ctx, p, d.Visit.ID, MessageQuery{Limit: ptrTo(1), Order: "desc"})
+				if err != nil {
+					return nil, err
+				}
+				if len(ms) > 0 {
+					d.Latest = ms[0]
+				}
+			}
+		}
 	}
 	return out, nil
 }

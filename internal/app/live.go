@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"teleclinic/internal/clinic"
@@ -200,3 +201,45 @@ func (w *VisitWatch) Next(ctx context.Context, d time.Duration) (*VisitEvent, er
 func (w *VisitWatch) Close() { w.sub.Close() }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// ChangeWatch tells a page that something it shows may have changed; the
+// page reads itself again through its own operations.
+type ChangeWatch struct{ sub *live.Sub }
+
+// WatchDashboard follows what a provider's dashboard shows: the visits of
+// the rooms they are linked to (their queues, e-consults and threads) and
+// their own open visits. It is for providers only, as the dashboard is.
+func (a *App) WatchDashboard(ctx context.Context, p *clinic.Principal) (*ChangeWatch, error) {
+	db, err := a.ProviderDashboard(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	links, err := a.store.Read().UserRooms(ctx, p.Account.ID, p.UserID())
+	if err != nil {
+		return nil, fmt.Errorf("watch dashboard: %w", err)
+	}
+	var topics []string
+	for _, l := range links {
+		topics = append(topics, live.RoomTopic(p.Account.ID, l.Room.ID))
+	}
+	for _, d := range db.Mine {
+		topics = append(topics, live.VisitTopic(p.Account.ID, d.Visit.ID))
+	}
+	return &ChangeWatch{sub: a.store.Live().Subscribe(topics...)}, nil
+}
+
+// Next reports true when something changed, false after d with no change;
+// it returns ctx's error when ctx ends.
+func (w *ChangeWatch) Next(ctx context.Context, d time.Duration) (bool, error) {
+	_, ok, err := wait(ctx, w.sub, d)
+	if ok {
+		drain(w.sub)
+	}
+	return ok, err
+}
+
+// Close ends the watch.
+func (w *ChangeWatch) Close() { w.sub.Close() }
+
+// Seen is how many of the thread's messages the watch has handed out.
+func (w *VisitWatch) Seen() int { return w.seen }

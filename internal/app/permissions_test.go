@@ -448,6 +448,14 @@ func permRows(f *permFixture) map[string]permRow {
 			defer w.Close()
 			return w.Next(ctx, 0)
 		}},
+		"WatchDashboard": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			w, err := a.WatchDashboard(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			defer w.Close()
+			return w.Next(ctx, 0)
+		}},
 		"WatchVisit": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			w, err := a.WatchVisit(ctx, p, f.visitID, 0)
 			if err != nil {

@@ -82,7 +82,8 @@ func (s *Server) messageEvents(w http.ResponseWriter, r *http.Request, c *call) 
 	if err != nil {
 		return err
 	}
-	ctx := r.Context()
+	ctx, cancel := live.Until(r.Context(), s.cfg.Closing)
+	defer cancel()
 	watch, err := s.app.WatchVisit(ctx, c.p, visitID, live.LastEventID(r))
 	if err != nil {
 		return err

@@ -359,7 +359,8 @@ func (s *Server) roomQueue(w http.ResponseWriter, r *http.Request, c *call) erro
 // roomQueueEvents streams the queue as GET /rooms/{code}/queue answers it:
 // an event "queue" at once and another each time it changes.
 func (s *Server) roomQueueEvents(w http.ResponseWriter, r *http.Request, c *call) error {
-	ctx := r.Context()
+	ctx, cancel := live.Until(r.Context(), s.cfg.Closing)
+	defer cancel()
 	watch, err := s.app.WatchQueue(ctx, c.p, c.params.Str("code"))
 	if err != nil {
 		return err

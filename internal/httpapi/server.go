@@ -41,6 +41,9 @@ type Config struct {
 	// keep-alive and checks its caller's credentials again (default
 	// live.KeepAlive).
 	KeepAlive time.Duration
+	// Closing is closed when the server starts shutting down: the event
+	// streams end then, rather than hold the shutdown.
+	Closing <-chan struct{}
 }
 
 // Server is the HTTP handler of the whole API.

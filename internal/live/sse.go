@@ -2,6 +2,7 @@ package live
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -28,7 +29,10 @@ func OpenStream(w http.ResponseWriter) (*Stream, error) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no") // nginx: pass events on as they come
 	rc := http.NewResponseController(w)
-	_ = rc.SetWriteDeadline(time.Time{}) // not every writer has deadlines
+	// Not every writer has deadlines. The read deadline matters too: when
+	// it passes, the server cancels the request's context.
+	_ = rc.SetWriteDeadline(time.Time{})
+	_ = rc.SetReadDeadline(time.Time{})
 	w.WriteHeader(http.StatusOK)
 	s := &Stream{w: w, rc: rc}
 	// retry: how long a browser's EventSource waits before reconnecting.
@@ -64,6 +68,24 @@ func (s *Stream) flush() error {
 		return err
 	}
 	return s.rc.Flush()
+}
+
+// Until is ctx, also cancelled when closing is closed: the server is
+// shutting down, and a stream, which would otherwise hold the shutdown
+// until its client leaves, ends (its client reconnects to a server that
+// is up). A nil closing never closes.
+func Until(ctx context.Context, closing <-chan struct{}) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	if closing != nil {
+		go func() {
+			select {
+			case <-closing:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, cancel
 }
 
 // LastEventID is the place a reconnecting client has seen up to: the

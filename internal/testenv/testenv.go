@@ -188,6 +188,10 @@ func New(t testing.TB, opts ...Options) *Env {
 	}
 	srv := httptest.NewUnstartedServer(nil)
 	t.Cleanup(srv.Close)
+	// Cleanups run last first: the event streams end before Close waits
+	// for the connections, as they do when the real server shuts down.
+	closing := make(chan struct{})
+	t.Cleanup(func() { close(closing) })
 	if o.PortalHere {
 		cfg.BaseURL = "http://" + srv.Listener.Addr().String()
 		cfg.PortalURL = cfg.BaseURL
@@ -203,8 +207,8 @@ func New(t testing.TB, opts ...Options) *Env {
 		t.Fatalf("testenv: %v", err)
 	}
 	reg.AddCollector(a.WriteMetrics)
-	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: o.MaxBody, MaxUploadBytes: o.MaxUpload, MaxFileBytes: o.MaxFile, Metrics: reg, KeepAlive: o.KeepAlive})
-	portal, err := web.New(a, log, web.Config{SessionMax: cfg.UserTokenMax, KeepAlive: o.KeepAlive}, api)
+	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: o.MaxBody, MaxUploadBytes: o.MaxUpload, MaxFileBytes: o.MaxFile, Metrics: reg, KeepAlive: o.KeepAlive, Closing: closing})
+	portal, err := web.New(a, log, web.Config{SessionMax: cfg.UserTokenMax, KeepAlive: o.KeepAlive, Closing: closing}, api)
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}

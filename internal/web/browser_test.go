@@ -2,6 +2,9 @@ package web_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
@@ -115,12 +118,57 @@ func TestBrowser_IntegratorFlow(t *testing.T) {
 	}
 }
 
-// TestBrowser_GuestWaitingRoom: a guest opens the room's join address in a
-// browser, joins as a guest, fills the intake and lands in the waiting
-// room behind the patient already waiting; a provider takes an e-consult
-// from the dashboard with its Accept button.
+// separate is a new browser context of b's browser: its own cookies, as a
+// second person's browser has.
+func separate(t *testing.T, b context.Context) context.Context {
+	if err := chromedp.Do(b); err != nil { // the browser starts with b's first run
+		t.Fatalf("browser: %v", err)
+	}
+	ctx, cancel := chromedp.NewContext(b, chromedp.WithNewBrowserContext())
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// waitText waits until the text of sel contains want, and fails t with
+// what it said last if it does not within 10 s.
+func waitText(t *testing.T, ctx context.Context, sel, want string) {
+	t.Helper()
+	var last string
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector(`+strconv.Quote(sel)+`) || {}).innerText || ""`))
+		if err != nil {
+			t.Fatalf("reading %s: %v", sel, err)
+		}
+		if last = got; strings.Contains(got, want) {
+			return
+		}
+	}
+	t.Fatalf("%s says %q, not %q", sel, last, want)
+}
+
+// markPage sets a mark on the page's window that a reload would lose.
+func markPage(t *testing.T, ctx context.Context) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.notReloaded = true`)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func stillMarked(t *testing.T, ctx context.Context, who string) {
+	t.Helper()
+	marked, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`window.notReloaded === true`))
+	if err != nil || !marked {
+		t.Fatalf("%s's page was reloaded (%v)", who, err)
+	}
+}
+
+// TestBrowser_GuestWaitingRoom: a guest opens the room's join address,
+// joins as a guest, fills the intake and waits behind the patient already
+// waiting. The provider's dashboard, open all along, shows the guest
+// arrive without a reload; when the provider accepts the patient ahead,
+// the guest's page says they are next, without a reload either.
 func TestBrowser_GuestWaitingRoom(t *testing.T) {
-	guest := chrome(t)
+	browser := chrome(t)
 	f := newFixture(t)
 	bg := context.Background()
 	p2 := f.user(t, f.p2Token)
@@ -129,10 +177,22 @@ func TestBrowser_GuestWaitingRoom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.e.App.AddWalkin(bg, p2, app.WalkinInput{IntakeID: it.ID, RoomCode: "main"}); err != nil {
+	ahead, err := f.e.App.AddWalkin(bg, p2, app.WalkinInput{IntakeID: it.ID, RoomCode: "main"})
+	if err != nil {
 		t.Fatal(err)
 	}
 
+	provider := separate(t, browser)
+	err = chromedp.Do(provider,
+		chromedp.Navigate(f.e.URL+"/auth?sso_token="+f.providerToken+"&next=/providers/dashboard"),
+		chromedp.WaitVisible(chromedp.CSS("#queue")))
+	if err != nil {
+		t.Fatalf("provider: %v", err)
+	}
+	waitText(t, provider, "#dashboard-live", "Mallory Other")
+	markPage(t, provider)
+
+	guest := separate(t, browser)
 	err = chromedp.Do(guest,
 		chromedp.Navigate(f.e.URL+"/c/acme/main"),
 		chromedp.SendKeys(chromedp.CSS("#first_name"), "Walk"),
@@ -146,28 +206,98 @@ func TestBrowser_GuestWaitingRoom(t *testing.T) {
 	if err != nil {
 		t.Fatalf("guest: %v", err)
 	}
-	status, err := chromedp.Run(guest, chromedp.Text(chromedp.CSS(`.waiting [role="status"]`)))
+	waitText(t, guest, `.waiting [role="status"]`, "1 patient before you")
+	markPage(t, guest)
+
+	// The guest appears on the open dashboard, behind the patient.
+	waitText(t, provider, "#dashboard-live", "Walk In")
+	queue, err := chromedp.Run(provider, chromedp.Text(chromedp.CSS("#dashboard-live ol")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(status, "1 patient before you") {
-		t.Fatalf("waiting room says %q", status)
+	if strings.Index(queue, "Mallory Other") > strings.Index(queue, "Walk In") {
+		t.Fatalf("the queue is not first come, first served: %q", queue)
 	}
+	stillMarked(t, provider, "the provider")
 
-	// The provider's browser: signed in by a link, Accept on the dashboard.
-	// A new tab of the same browser: its sign-in replaces the guest's cookie,
-	// which the guest's part no longer needs.
-	provider, cancel := chromedp.NewContext(guest)
-	defer cancel()
-	err = chromedp.Do(provider,
-		chromedp.Navigate(f.e.URL+"/auth?sso_token="+f.providerToken+"&next=/providers/dashboard"),
-		chromedp.Click(chromedp.Search(`//button[normalize-space()="Accept"]`)),
-		chromedp.WaitVisible(chromedp.Search(`//button[normalize-space()="Start"]`)))
+	// Accept the patient ahead: the guest is next.
+	err = chromedp.Do(provider, chromedp.Click(chromedp.CSS("#act-"+strconv.FormatInt(ahead.Visit.ID, 10)+"-accept")))
 	if err != nil {
 		t.Fatalf("provider: %v", err)
 	}
-	d, err := f.e.App.GetVisit(bg, f.user(t, f.p1Token), f.visitID, false)
-	if err != nil || d.Visit.Status != clinic.VisitConfirmed || d.Provider == nil {
-		t.Fatalf("the e-consult after Accept: %+v, %v", d, err)
+	waitText(t, guest, `.waiting [role="status"]`, "You are next.")
+	stillMarked(t, guest, "the guest")
+	d, err := f.e.App.GetVisit(bg, p2, ahead.Visit.ID, false)
+	if err != nil || d.Visit.Status != clinic.VisitConfirmed || d.Provider == nil || d.Provider.FirstName != "Grace" {
+		t.Fatalf("the walk-in after Accept: %+v, %v", d, err)
 	}
+}
+
+// TestBrowser_EconsultInbox: a patient's e-consult message appears in the
+// provider's open inbox without a reload and the clinic's webhook
+// announces it; the provider's reply, sent from the visit page, appears in
+// the patient's open thread without a reload.
+func TestBrowser_EconsultInbox(t *testing.T) {
+	browser := chrome(t)
+	hooks := make(chan []byte, 10)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		hooks <- b
+	}))
+	defer receiver.Close()
+	f := newFixture(t, testenv.Options{Workers: true})
+	bg := context.Background()
+	url := receiver.URL + "/hooks"
+	if _, err := f.e.App.SetWebhookSettings(bg, f.admin(t), app.WebhookSettingsInput{URL: &url}); err != nil {
+		t.Fatal(err)
+	}
+	visit := "/visits/start/" + strconv.FormatInt(f.visitID, 10)
+
+	provider := separate(t, browser)
+	err := chromedp.Do(provider,
+		chromedp.Navigate(f.e.URL+"/auth?sso_token="+f.providerToken+"&next=/providers/dashboard"),
+		chromedp.WaitVisible(chromedp.CSS("#inbox")))
+	if err != nil {
+		t.Fatalf("provider: %v", err)
+	}
+	waitText(t, provider, "#dashboard-live", "A cough for a week")
+	markPage(t, provider)
+
+	patient := separate(t, browser)
+	err = chromedp.Do(patient,
+		chromedp.Navigate(f.e.URL+"/auth?sso_token="+f.p1Token+"&next="+visit),
+		chromedp.WaitVisible(chromedp.CSS("#content")),
+		chromedp.SendKeys(chromedp.CSS("#content"), "Now with a fever."),
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Send"]`)),
+		chromedp.WaitVisible(chromedp.CSS("ol.thread")))
+	if err != nil {
+		t.Fatalf("patient: %v", err)
+	}
+	waitText(t, patient, "ol.thread", "Now with a fever.")
+	markPage(t, patient)
+
+	// The inbox shows the patient's latest message, and the webhook fires.
+	waitText(t, provider, "#dashboard-live", "Now with a fever.")
+	stillMarked(t, provider, "the provider")
+	select {
+	case b := <-hooks:
+		if !strings.Contains(string(b), "visit.message.created") {
+			t.Fatalf("webhook body: %s", b)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no webhook delivery within 10 s")
+	}
+
+	// The provider replies from the visit page; the patient sees it.
+	err = chromedp.Do(provider,
+		chromedp.Navigate(f.e.URL+visit),
+		chromedp.WaitVisible(chromedp.CSS("#content")),
+		chromedp.SendKeys(chromedp.CSS("#content"), "Please come in today."),
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Send"]`)))
+	if err != nil {
+		t.Fatalf("provider: %v", err)
+	}
+	waitText(t, patient, "ol.thread", "Please come in today.")
+	stillMarked(t, patient, "the patient")
+	waitText(t, patient, "ol.thread", "Grace Hopper")
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 	"strconv"
+	"time"
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
@@ -11,17 +12,25 @@ import (
 type dashVisit struct {
 	ID                    int64
 	Room, Patient, Reason string
-	Status                string
+	Status, Kind          string
 	Created               int64
-	Actions               []dashAction
+	// When is an appointment's start in the provider's time zone.
+	When    string
+	Actions []dashAction
+	// Latest is an e-consult's latest message, by whom.
+	Latest, LatestBy string
 }
 
 type dashAction struct{ Name, Label string }
 
 type dashboardPage struct {
-	Waiting, Mine []dashVisit
-	Error         string
+	Queue, Inbox, Today, Mine []dashVisit
+	Zone                      string
+	Error                     string
 }
+
+// kindWord names a visit's kind for people.
+var kindWord = map[string]string{clinic.KindWalkin: "walk-in", clinic.KindEconsult: "e-consult", clinic.KindAppointment: "appointment"}
 
 // moveLabels are the buttons' words for the visit moves.
 var moveLabels = map[string]string{app.ActAccept: "Accept", app.ActInProgress: "Start", app.ActClose: "Complete", app.ActCancel: "Cancel"}
@@ -42,15 +51,19 @@ func (s *Server) showDashboard(w http.ResponseWriter, r *http.Request, status in
 	if err != nil {
 		return err
 	}
-	page := dashboardPage{Waiting: dashVisits(db.Waiting), Mine: dashVisits(db.Mine), Error: msg}
+	page := dashboardPage{Queue: dashVisits(db.Queue, db.Zone), Inbox: dashVisits(db.Inbox, db.Zone), Today: dashVisits(db.Today, db.Zone),
+		Mine: dashVisits(db.Mine, db.Zone), Zone: db.Zone.String(), Error: msg}
 	s.render(w, r, status, "dashboard", page)
 	return nil
 }
 
-func dashVisits(vs []app.DashboardVisit) []dashVisit {
+func dashVisits(vs []app.DashboardVisit, zone *time.Location) []dashVisit {
 	out := make([]dashVisit, 0, len(vs))
 	for _, d := range vs {
-		v := dashVisit{ID: d.Visit.ID, Status: statusWord(d.Visit.Status), Created: d.Visit.Created}
+		v := dashVisit{ID: d.Visit.ID, Status: statusWord(d.Visit.Status), Kind: kindWord[d.Visit.Kind], Created: d.Visit.Created}
+		if d.Visit.Start != 0 {
+			v.When = time.Unix(d.Visit.Start, 0).In(zone).Format("Mon 2 Jan, 15:04")
+		}
 		if d.Room != nil {
 			v.Room = d.Room.Name
 		}
@@ -59,6 +72,9 @@ func dashVisits(vs []app.DashboardVisit) []dashVisit {
 		}
 		if d.Intake != nil {
 			v.Reason = d.Intake.ReasonForVisit
+		}
+		if d.Latest != nil {
+			v.Latest, v.LatestBy = d.Latest.Content, d.Latest.Actor.DisplayName
 		}
 		for _, m := range d.Moves {
 			v.Actions = append(v.Actions, dashAction{m, moveLabels[m]})

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"slices"
 	"strconv"
 
 	"teleclinic/internal/app"
@@ -57,6 +58,10 @@ type visitPage struct {
 	Reason                          string
 	Open                            bool
 	Messages                        []messageItem
+	// Live is set when the caller may follow the thread (the page's event
+	// stream); Seen is the thread's length as drawn.
+	Live bool
+	Seen int
 	// Waiting is set on a patient's walk-in that waits: the page is the
 	// waiting room, with the queue as GET /rooms/{code}/queue gives it.
 	Waiting               bool
@@ -89,11 +94,15 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ms, _, err := s.app.ListMessages(r.Context(), p, id, app.MessageQuery{Limit: ptr(app.MessagePageMax)})
+	// The latest page of the thread, oldest first; the clinic's admin sees
+	// the visit but not its thread, as in the API.
+	ms, total, err := s.app.ListMessages(r.Context(), p, id, app.MessageQuery{Limit: ptr(app.MessagePageMax), Order: "desc"})
 	if err != nil && clinic.ErrorCode(err) != clinic.EForbidden {
 		return err
 	}
-	page := visitPage{ID: id, Status: statusWord(d.Visit.Status), Open: d.Visit.Status != clinic.VisitCompleted && d.Visit.Status != clinic.VisitCancelled}
+	slices.Reverse(ms)
+	page := visitPage{ID: id, Status: statusWord(d.Visit.Status), Open: d.Visit.Status != clinic.VisitCompleted && d.Visit.Status != clinic.VisitCancelled,
+		Live: err == nil, Seen: total}
 	if d.Room != nil {
 		page.Room = d.Room.Name
 	}

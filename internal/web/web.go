@@ -39,6 +39,9 @@ type Config struct {
 	// sends a keep-alive and checks the session again (default
 	// live.KeepAlive).
 	KeepAlive time.Duration
+	// Closing is closed when the server starts shutting down: the pages'
+	// event streams end then, rather than hold the shutdown.
+	Closing <-chan struct{}
 }
 
 // Server is the portal's handler. Requests for paths it does not serve go
@@ -74,12 +77,14 @@ func (s *Server) routes() {
 	s.page("POST /signout", s.signout)
 	s.page("GET /visits", s.visits)
 	s.page("GET /visits/start/{id}", s.visit)
+	s.page("GET /visits/start/{id}/events", s.visitEvents)
 	s.page("POST /visits/start/{id}/messages", s.postMessage)
 	s.page("GET /u/{account_code}", s.clinicHome)
 	s.page("GET /c/{account_code}/{room_code}", s.room)
 	s.page("POST /c/{account_code}/{room_code}/guest", s.guestJoin)
 	s.page("POST /c/{account_code}/{room_code}/walkin", s.walkin)
 	s.page("GET /providers/dashboard", s.dashboard)
+	s.page("GET /providers/dashboard/events", s.dashboardEvents)
 	s.page("POST /providers/visits/{id}/{action}", s.moveVisit)
 	static, _ := fs.Sub(staticFS, "static")
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles(http.FileServerFS(static))))
@@ -162,6 +167,10 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	}
 	return w.ResponseWriter.Write(b)
 }
+
+// Unwrap lets http.ResponseController reach the connection (event streams
+// flush through it).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *statusWriter) status() int {
 	if w.code == 0 {

@@ -85,9 +85,9 @@ type fixture struct {
 	providerToken    string
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T, opts ...testenv.Options) *fixture {
 	t.Helper()
-	e := testenv.New(t)
+	e := testenv.New(t, opts...)
 	ctx := context.Background()
 	a := e.App
 	f := &fixture{e: e, clinic: e.NewClinic("acme", true)}
