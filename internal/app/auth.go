@@ -168,6 +168,12 @@ func (a *App) userPrincipal(ctx context.Context, c Credentials, p *clinic.Princi
 		}
 	}
 	p.Account, p.Kind, p.User, p.TokenID = acct, clinic.CredUserToken, u, t.ID
+	// The admin user's tokens are only ever the admin's portal sessions
+	// (AdminSignIn): no other way issues one (SSO and sign-up refuse its
+	// type, and it has no password).
+	if u.Type == clinic.UserAdmin {
+		p.Kind = clinic.CredAdminSession
+	}
 	return p, nil
 }
 

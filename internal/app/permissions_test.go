@@ -184,6 +184,7 @@ var noPrincipal = map[string]string{
 	"VideoKey":           "wiring",
 	"FileViewURL":        "builds a link; the file's checks are on its read",
 	"PortalSession":      "the access token in the portal's sign-in link is the credential",
+	"AdminSignIn":        "the admin token it is given is the credential",
 }
 
 type permRow struct {
@@ -518,6 +519,9 @@ func permRows(f *permFixture) map[string]permRow {
 
 		// The clinic's webhook.
 		"WebhookSettings": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.WebhookSettings(ctx, p)) }},
+		"RotateCredential": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.RotateCredential(ctx, p, app.RotateAPISecret))
+		}},
 		"SetWebhookSettings": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.SetWebhookSettings(ctx, p, app.WebhookSettingsInput{URL: str("")}))
 		}},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/store"
@@ -141,4 +142,60 @@ func (a *App) linkPrincipal(ctx context.Context, requestID, token string) (*clin
 		return nil, "", fmt.Errorf("sign-in link: %w", err)
 	}
 	return &clinic.Principal{Account: acct, Kind: clinic.CredUserToken, User: u, TokenID: t.ID, RequestID: requestID}, t.Family, nil
+}
+
+// AdminSignIn opens the clinic admin's portal session: the admin token,
+// checked as the API checks it, buys an access token of the clinic's admin
+// user with a user token's idle and absolute lifetimes (and no refresh
+// token). Its principal is CredAdminSession: the admin in the portal. The
+// API's admin-only routes still take only the admin token itself.
+func (a *App) AdminSignIn(ctx context.Context, requestID, accountCode, adminToken string) (*Session, error) {
+	p, err := a.Authenticate(ctx, Credentials{AccountCode: accountCode, APIToken: adminToken, RequestID: requestID}, NeedAdmin)
+	if err != nil {
+		return nil, err
+	}
+	if p.Kind != clinic.CredAdminToken {
+		return nil, unauthenticated("Sign in with the clinic's admin token.")
+	}
+	now := a.unix()
+	s := &Session{UserID: p.User.ID, Token: NewSecret()}
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		access := &store.Token{AccountID: p.Account.ID, UserID: p.User.ID, Kind: store.TokenAccess, Hash: HashSecret(s.Token), Family: randomHex(16),
+			Created: now, LastUsed: now, Expires: now + int64(a.cfg.UserTokenMax/time.Second)}
+		if err := q.CreateToken(ctx, access); err != nil {
+			return err
+		}
+		s.Expiry = min(access.Expires, now+int64(a.cfg.UserTokenIdle/time.Second))
+		return a.auditIn(ctx, q, p, "admin.signin", "account", p.Account.Code, outcomeOK)
+	})
+	if err != nil {
+		return nil, storeErr("admin sign-in", err, "")
+	}
+	return s, nil
+}
+
+// RotateCredential replaces the clinic's admin token or API secret for the
+// signed-in admin (the portal's credential rotation) and returns the new
+// value, shown once. A new admin token ends every admin portal session,
+// this one included: they were opened with the old one.
+func (a *App) RotateCredential(ctx context.Context, p *clinic.Principal, what string) (*AccountCredentials, error) {
+	if err := requireAdmin(p); err != nil {
+		return nil, err
+	}
+	if what != RotateAdminToken && what != RotateAPISecret {
+		return nil, clinic.Errorf(clinic.EInvalid, "Name the admin token or the API secret to rotate.")
+	}
+	creds, err := a.Rotate(ctx, p.Account.Code, what)
+	if err != nil {
+		return nil, err
+	}
+	if what == RotateAdminToken {
+		err := a.store.Tx(ctx, func(q *store.Q) error {
+			return q.RevokeUserTokens(ctx, p.Account.ID, p.User.ID, a.unix())
+		})
+		if err != nil {
+			return nil, fmt.Errorf("rotate: end admin sessions: %w", err)
+		}
+	}
+	return creds, nil
 }

@@ -114,7 +114,9 @@ func (a *App) Login(ctx context.Context, p *clinic.Principal, login, password st
 	if err != nil {
 		return nil, nil, err
 	}
-	if u == nil || u.PasswordHash == "" || !ok {
+	// The clinic admin signs in with the admin token (AdminSignIn), never
+	// with a password.
+	if u == nil || u.PasswordHash == "" || !ok || u.Type == clinic.UserAdmin {
 		return nil, nil, unauthenticated("Invalid username or password.")
 	}
 	if u.Status == clinic.StatusDisabled || !u.Active {

@@ -182,6 +182,10 @@ const (
 	CredUserToken
 	CredAdminToken
 	CredSystem // the operator's command line
+	// CredAdminSession is the clinic admin signed in to the portal: a
+	// session of the clinic's admin user opened with the admin token
+	// (app.AdminSignIn), with a user token's lifetimes.
+	CredAdminSession
 )
 
 func (k CredentialKind) String() string {
@@ -196,6 +200,8 @@ func (k CredentialKind) String() string {
 		return "admin_token"
 	case CredSystem:
 		return "system"
+	case CredAdminSession:
+		return "admin_session"
 	}
 	return "none"
 }
@@ -211,7 +217,9 @@ type Principal struct {
 }
 
 // IsAdmin reports whether the caller has the clinic's full admin permissions.
-func (p *Principal) IsAdmin() bool { return p.Kind == CredAdminToken || p.Kind == CredSystem }
+func (p *Principal) IsAdmin() bool {
+	return p.Kind == CredAdminToken || p.Kind == CredSystem || p.Kind == CredAdminSession
+}
 
 // UserID returns the acting user's id, or 0.
 func (p *Principal) UserID() int64 {

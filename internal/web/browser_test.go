@@ -301,3 +301,136 @@ func TestBrowser_EconsultInbox(t *testing.T) {
 	stillMarked(t, patient, "the patient")
 	waitText(t, patient, "ol.thread", "Grace Hopper")
 }
+
+// TestBrowser_AdminWebhook: the clinic admin signs in at /admin/signin,
+// sets the webhook URL on /admin, and sees the delivery of the next
+// message in the delivery log, delivered.
+func TestBrowser_AdminWebhook(t *testing.T) {
+	browser := chrome(t)
+	hooks := make(chan []byte, 10)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		hooks <- b
+	}))
+	defer receiver.Close()
+	f := newFixture(t, testenv.Options{Workers: true})
+	err := chromedp.Do(browser,
+		chromedp.Navigate(f.e.URL+"/admin/signin"),
+		chromedp.SendKeys(chromedp.CSS("#clinic"), "acme"),
+		chromedp.SendKeys(chromedp.CSS("#token"), f.clinic.AdminToken),
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Sign in"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#webhook-url")),
+		chromedp.SendKeys(chromedp.CSS("#webhook-url"), receiver.URL+"/hooks"),
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Save webhook"]`)),
+		chromedp.WaitVisible(chromedp.CSS(".notice")))
+	if err != nil {
+		t.Fatalf("admin: %v", err)
+	}
+	msg := "Is the clinic open on Sunday?"
+	if _, err := f.e.App.PostMessage(context.Background(), f.user(t, f.p1Token), f.visitID, app.NewMessage{Content: &msg}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-hooks:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no webhook delivery within 10 s")
+	}
+	var log string
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end) && !strings.Contains(log, "delivered"); time.Sleep(100 * time.Millisecond) {
+		err := chromedp.Do(browser, chromedp.Navigate(f.e.URL+"/admin"), chromedp.WaitVisible(chromedp.CSS("#deliveries")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if log, err = chromedp.Run(browser, chromedp.Text(chromedp.CSS("#deliveries + table, #deliveries ~ p"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.Contains(log, "visit.message.created") || !strings.Contains(log, "delivered") {
+		t.Fatalf("delivery log: %q", log)
+	}
+}
+
+// TestBrowser_Refusals: what the portal refuses, in a browser. A form
+// another site posts is rejected and writes nothing; a sign-in link whose
+// next leaves the site is not followed; a second patient's browser cannot
+// open the first patient's visit page (404, as the API answers); a
+// one-time sign-in link works once.
+func TestBrowser_Refusals(t *testing.T) {
+	browser := chrome(t)
+	f := newFixture(t, testenv.Options{PortalHere: true})
+	bg := context.Background()
+	visit := "/visits/start/" + strconv.FormatInt(f.visitID, 10)
+	text := func(ctx context.Context) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+
+	patient := separate(t, browser)
+	if err := chromedp.Do(patient, chromedp.Navigate(f.e.URL+"/auth?sso_token="+f.p1Token+"&next="+visit), chromedp.WaitVisible(chromedp.CSS("#content"))); err != nil {
+		t.Fatal(err)
+	}
+	// Another site's page posts a message form to the portal as the patient.
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, `<form method="post" action="`+f.e.URL+visit+`/messages"><input name="content" value="posted by another site"></form><script>document.forms[0].submit()</script>`)
+	}))
+	defer evil.Close()
+	evilURL := strings.Replace(evil.URL, "127.0.0.1", "localhost", 1)
+	if err := chromedp.Do(patient, chromedp.Navigate(evilURL), chromedp.WaitReady(chromedp.CSS("body"))); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if u, _ := chromedp.Run(patient, chromedp.Evaluate[string](`location.href`)); strings.HasPrefix(u, f.e.URL) {
+			break
+		}
+	}
+	if _, total, err := f.e.App.ListMessages(bg, f.user(t, f.p1Token), f.visitID, app.MessageQuery{}); err != nil || total != 1 {
+		t.Fatalf("the thread after another site's post: %d messages, %v", total, err)
+	}
+
+	// next=//evil.example is refused, on the API's redirect and the portal's.
+	for _, path := range []string{"/api_v3/auth?sso_token=" + f.p2Token + "&next=//evil.example", "/auth?sso_token=" + f.p2Token + "&next=//evil.example"} {
+		other := separate(t, browser)
+		if err := chromedp.Do(other, chromedp.Navigate(f.e.URL+path)); err != nil {
+			t.Fatal(err)
+		}
+		u, _ := chromedp.Run(other, chromedp.Evaluate[string](`location.host`))
+		if !strings.HasPrefix(f.e.URL, "http://"+u) {
+			t.Fatalf("%s took the browser to %s", path, u)
+		}
+	}
+
+	// The second patient, signed in, cannot open the first one's visit.
+	second := separate(t, browser)
+	if err := chromedp.Do(second, chromedp.Navigate(f.e.URL+"/auth?sso_token="+f.p2Token+"&next=/visits")); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(second, chromedp.Navigate(f.e.URL+visit), chromedp.WaitVisible(chromedp.CSS("h1"))); err != nil {
+		t.Fatal(err)
+	}
+	if body := text(second); !strings.Contains(body, "Visit not found") || strings.Contains(body, "worse at night") {
+		t.Fatalf("the second patient sees: %q", body)
+	}
+
+	// A one-time link works once.
+	res, err := f.e.App.SSO(bg, f.key, app.SSOInput{FirstName: "Ada", LastName: "Lovelace", Type: clinic.UserMember, Code: "pat-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := f.e.URL + "/api_v3/auth?one_time_token=1&sso_token=" + res.Session.Token + "&next=" + visit
+	first := separate(t, browser)
+	if err := chromedp.Do(first, chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#content"))); err != nil {
+		t.Fatalf("first use: %v", err)
+	}
+	again := separate(t, browser)
+	if err := chromedp.Do(again, chromedp.Navigate(link), chromedp.WaitReady(chromedp.CSS("body"))); err != nil {
+		t.Fatal(err)
+	}
+	if body := text(again); strings.Contains(body, "worse at night") || !strings.Contains(body, "Invalid or expired sso_token") {
+		t.Fatalf("the one-time link worked twice: %q", body)
+	}
+}

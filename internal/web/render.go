@@ -22,8 +22,9 @@ type layout struct {
 	// still good is for the page's own check): the navigation offers
 	// signing out rather than in.
 	Session bool
-	// Provider adds the dashboard to the navigation.
-	Provider bool
+	// Provider adds the dashboard to the navigation, Admin the
+	// administration.
+	Provider, Admin bool
 	View     any
 }
 
@@ -68,7 +69,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, page
 	lay := layout{Title: pageTitles[page], Nav: nav, Session: err == nil && c.Value != "", View: view}
 	if lay.Session && nav {
 		if p, err := s.principal(r); err == nil {
-			lay.Provider = p.User.Type == clinic.UserProvider
+			lay.Provider, lay.Admin = p.User.Type == clinic.UserProvider, p.IsAdmin()
 		}
 	}
 	var b bytes.Buffer
@@ -86,4 +87,5 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, page
 
 var pageTitles = map[string]string{
 	"error": "Something is not right", "signin": "Sign in", "visits": "Your visits", "visit": "Visit", "clinic": "Clinic", "room": "Room", "dashboard": "Dashboard",
+	"adminsignin": "Admin sign-in", "admin": "Administration", "adminroom": "Room settings", "rotated": "New admin token",
 }

@@ -1,0 +1,306 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+)
+
+// The clinic admin's pages. The admin signs in with the clinic code and
+// the admin token (app.AdminSignIn); every page then calls the same admin
+// operations as the API's admin routes.
+
+type adminSigninPage struct{ Clinic, Error string }
+
+func (s *Server) adminSigninForm(w http.ResponseWriter, r *http.Request) error {
+	s.render(w, r, http.StatusOK, "adminsignin", adminSigninPage{Clinic: r.URL.Query().Get("clinic")})
+	return nil
+}
+
+func (s *Server) adminSignin(w http.ResponseWriter, r *http.Request) error {
+	in := adminSigninPage{Clinic: strings.TrimSpace(r.PostFormValue("clinic"))}
+	sess, err := s.app.AdminSignIn(r.Context(), requestID(r), in.Clinic, strings.TrimSpace(r.PostFormValue("token")))
+	if err != nil {
+		if clinic.ErrorCode(err) != clinic.EUnauthenticated {
+			return err
+		}
+		in.Error = "That clinic code and admin token do not match. Check both (the admin token was shown when the clinic was created or last rotated) and try again."
+		s.render(w, r, http.StatusUnauthorized, "adminsignin", in)
+		return nil
+	}
+	s.setCookie(w, s.sessionCookie(), sess.Token, s.cfg.SessionMax)
+	s.setCookie(w, s.navCookie(), "", 0)
+	http.Redirect(w, r, "/admin", http.StatusSeeOther)
+	return nil
+}
+
+// adminPrincipal is the signed-in admin; another signed-in user is told
+// the page is not theirs, as the API's admin routes answer them.
+func (s *Server) adminPrincipal(r *http.Request) (*clinic.Principal, error) {
+	p, err := s.principal(r)
+	if err != nil {
+		return nil, err
+	}
+	if !p.IsAdmin() {
+		return nil, clinic.Errorf(clinic.EForbidden, "This page is for the clinic's admin: sign out, then sign in at /admin/signin with the admin token.")
+	}
+	return p, nil
+}
+
+type adminRoom struct {
+	Code, Name, Address string
+	Closed              bool
+	Providers           int
+}
+
+type adminPage struct {
+	Clinic     string
+	Rooms      []adminRoom
+	WebhookURL string
+	SecretSet  bool
+	// Shown is a secret or credential shown once, just after it was made.
+	Shown, ShownWhat string
+	Deliveries       []*app.WebhookDelivery
+	Audit            []clinic.AuditEntry
+	Filter           app.AuditQuery
+	FilterUser       string
+	Notice, Error    string
+}
+
+// admin is /admin: rooms, the webhook and its deliveries, the audit trail
+// (filtered by the query's action, object_type, object_id, user_id) and
+// credential rotation.
+func (s *Server) admin(w http.ResponseWriter, r *http.Request) error {
+	return s.showAdmin(w, r, http.StatusOK, adminPage{Notice: noticeWords[r.URL.Query().Get("done")]})
+}
+
+var noticeWords = map[string]string{
+	"room": "The room was saved.", "webhook": "The webhook was saved.", "redeliver": "The delivery is queued to be sent again.",
+}
+
+func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, page adminPage) error {
+	p, err := s.adminPrincipal(r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	page.Clinic = p.Account.Name
+	rooms, err := s.app.ListRooms(ctx, p, app.RoomQuery{Limit: app.MaxRoomLimit})
+	if err != nil {
+		return err
+	}
+	for _, rm := range rooms.Rooms {
+		page.Rooms = append(page.Rooms, adminRoom{Code: rm.Code, Name: rm.Name, Closed: rm.Settings.Operation.IsClosed || !rm.Active,
+			Address: "/c/" + url.PathEscape(p.Account.Code) + "/" + url.PathEscape(rm.Code)})
+	}
+	wh, err := s.app.WebhookSettings(ctx, p)
+	if err != nil {
+		return err
+	}
+	page.WebhookURL, page.SecretSet = wh.URL, wh.SecretSet
+	if page.Deliveries, err = s.app.WebhookDeliveries(ctx, p, 0, 20); err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	page.Filter = app.AuditQuery{Action: strings.TrimSpace(q.Get("action")), ObjectType: strings.TrimSpace(q.Get("object_type")),
+		ObjectID: strings.TrimSpace(q.Get("object_id")), Limit: 50}
+	if page.FilterUser = strings.TrimSpace(q.Get("user_id")); page.FilterUser != "" {
+		n, err := strconv.ParseInt(page.FilterUser, 10, 64)
+		if err != nil || n <= 0 {
+			page.Error = "The user filter must be a user id (a number)."
+		}
+		page.Filter.UserID = n
+	}
+	if page.Audit, _, err = s.app.ListAudit(ctx, p, page.Filter); err != nil {
+		return err
+	}
+	s.render(w, r, status, "admin", page)
+	return nil
+}
+
+// adminRefused shows the admin page again with what went wrong, for the
+// refusals a form can cause (400, 409).
+func (s *Server) adminRefused(w http.ResponseWriter, r *http.Request, err error) error {
+	switch code := clinic.ErrorCode(err); code {
+	case clinic.EInvalid, clinic.EConflict, clinic.ENotFound:
+		return s.showAdmin(w, r, map[string]int{clinic.EInvalid: 400, clinic.EConflict: 409, clinic.ENotFound: 404}[code], adminPage{Error: clinic.ErrorMessage(err)})
+	}
+	return err
+}
+
+func (s *Server) adminCreateRoom(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.adminPrincipal(r)
+	if err != nil {
+		return err
+	}
+	rm, err := s.app.CreateRoom(r.Context(), p, app.NewRoom{Name: r.PostFormValue("name"), Code: strings.TrimSpace(r.PostFormValue("code")), Domain: r.PostFormValue("domain")})
+	if err != nil {
+		return s.adminRefused(w, r, err)
+	}
+	http.Redirect(w, r, "/admin/rooms/"+url.PathEscape(rm.Code), http.StatusSeeOther)
+	return nil
+}
+
+type adminRoomPage struct {
+	Code, Name, Subtitle, Description, CloseMsg string
+	Address                                     string
+	Active, Closed, Public                      bool
+	Walkin, Appointments, Guests                bool
+	Linked, Others                              []*clinic.User
+	Notice, Error                               string
+}
+
+// adminRoom is /admin/rooms/{code}: the room's settings and its providers.
+func (s *Server) adminRoom(w http.ResponseWriter, r *http.Request) error {
+	return s.showAdminRoom(w, r, http.StatusOK, noticeWords[r.URL.Query().Get("done")], "")
+}
+
+func (s *Server) showAdminRoom(w http.ResponseWriter, r *http.Request, status int, notice, msg string) error {
+	p, err := s.adminPrincipal(r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	d, err := s.app.GetRoom(ctx, p, r.PathValue("code"))
+	if err != nil {
+		return err
+	}
+	rm, st := d.Room, d.Room.Settings
+	page := adminRoomPage{Code: rm.Code, Name: rm.Name, Subtitle: st.Subtitle, Description: st.Description, CloseMsg: st.Operation.CloseMsg,
+		Address: "/c/" + url.PathEscape(p.Account.Code) + "/" + url.PathEscape(rm.Code),
+		Active: rm.Active, Closed: st.Operation.IsClosed, Public: st.PublicAccess, Walkin: st.WalkinEnabled,
+		Appointments: st.AppointmentEnabled, Guests: st.GuestLogin, Notice: notice, Error: msg}
+	providers, _, err := s.app.ListUsers(ctx, p, app.UserListQuery{Types: []string{strconv.Itoa(clinic.UserProvider)}, Limit: 500})
+	if err != nil {
+		return err
+	}
+	for _, u := range providers {
+		if containsID(d.ProviderIDs, u.ID) {
+			page.Linked = append(page.Linked, u)
+		} else {
+			page.Others = append(page.Others, u)
+		}
+	}
+	s.render(w, r, status, "adminroom", page)
+	return nil
+}
+
+func containsID(ids []int64, id int64) bool {
+	for _, x := range ids {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) adminUpdateRoom(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.adminPrincipal(r)
+	if err != nil {
+		return err
+	}
+	f := r.PostForm
+	on := func(name string) *bool { v := f.Get(name) == "1"; return &v }
+	text := func(name string) *string { v := strings.TrimSpace(f.Get(name)); return &v }
+	in := app.RoomUpdate{Name: text("name"), Subtitle: text("subtitle"), Description: text("description"), CloseMsg: text("close_msg"),
+		Active: on("active"), IsClosed: on("is_closed"), PublicAccess: on("public_access"), WalkinEnabled: on("walkin"),
+		AppointmentEnable: on("appointments"), GuestLogin: on("guest_login")}
+	code := r.PathValue("code")
+	if _, err := s.app.UpdateRoom(r.Context(), p, code, in); err != nil {
+		if c := clinic.ErrorCode(err); c == clinic.EInvalid || c == clinic.EConflict {
+			return s.showAdminRoom(w, r, map[string]int{clinic.EInvalid: 400, clinic.EConflict: 409}[c], "", clinic.ErrorMessage(err))
+		}
+		return err
+	}
+	http.Redirect(w, r, "/admin/rooms/"+url.PathEscape(code)+"?done=room", http.StatusSeeOther)
+	return nil
+}
+
+// adminLinkProvider links (or, with unlink=1, unlinks) a provider and the
+// room, as POST /users/{id}/rooms and DELETE /users/{id}/rooms/{code} do.
+func (s *Server) adminLinkProvider(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.adminPrincipal(r)
+	if err != nil {
+		return err
+	}
+	code := r.PathValue("code")
+	uid, err := strconv.ParseInt(r.PostFormValue("user_id"), 10, 64)
+	if err != nil || uid <= 0 {
+		return s.showAdminRoom(w, r, http.StatusBadRequest, "", "Choose a provider from the list.")
+	}
+	if r.PostFormValue("unlink") == "1" {
+		err = s.app.UnlinkRoom(r.Context(), p, uid, code)
+	} else {
+		_, err = s.app.LinkRoom(r.Context(), p, uid, code, false)
+	}
+	if err != nil {
+		if c := clinic.ErrorCode(err); c == clinic.EInvalid || c == clinic.ENotFound {
+			return s.showAdminRoom(w, r, map[string]int{clinic.EInvalid: 400, clinic.ENotFound: 404}[c], "", clinic.ErrorMessage(err))
+		}
+		return err
+	}
+	http.Redirect(w, r, "/admin/rooms/"+url.PathEscape(code)+"?done=room", http.StatusSeeOther)
+	return nil
+}
+
+// adminWebhook saves the webhook's address and, when asked, makes a new
+// signing secret, shown on the page this once.
+func (s *Server) adminWebhook(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.adminPrincipal(r)
+	if err != nil {
+		return err
+	}
+	u := strings.TrimSpace(r.PostFormValue("url"))
+	wh, err := s.app.SetWebhookSettings(r.Context(), p, app.WebhookSettingsInput{URL: &u, GenerateSecret: r.PostFormValue("generate_secret") == "1"})
+	if err != nil {
+		return s.adminRefused(w, r, err)
+	}
+	if wh.Secret != "" {
+		return s.showAdmin(w, r, http.StatusOK, adminPage{Notice: noticeWords["webhook"], Shown: wh.Secret, ShownWhat: "webhook signing secret"})
+	}
+	http.Redirect(w, r, "/admin?done=webhook#webhook", http.StatusSeeOther)
+	return nil
+}
+
+func (s *Server) adminRedeliver(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.adminPrincipal(r)
+	if err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return clinic.Errorf(clinic.ENotFound, "Delivery not found.")
+	}
+	if _, err := s.app.Redeliver(r.Context(), p, id); err != nil {
+		return s.adminRefused(w, r, err)
+	}
+	http.Redirect(w, r, "/admin?done=redeliver#deliveries", http.StatusSeeOther)
+	return nil
+}
+
+// adminRotate replaces the admin token or the API secret and shows the
+// new value once. A new admin token ends the admin's portal sessions, so
+// the page that shows it is the session's last.
+func (s *Server) adminRotate(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.adminPrincipal(r)
+	if err != nil {
+		return err
+	}
+	what := r.PostFormValue("what")
+	creds, err := s.app.RotateCredential(r.Context(), p, what)
+	if err != nil {
+		return s.adminRefused(w, r, err)
+	}
+	if what == app.RotateAdminToken {
+		s.setCookie(w, s.sessionCookie(), "", 0)
+		s.render(w, r, http.StatusOK, "rotated", rotatedPage{Clinic: p.Account.Code, Token: creds.AdminToken})
+		return nil
+	}
+	return s.showAdmin(w, r, http.StatusOK, adminPage{Shown: creds.APISecret, ShownWhat: "API secret"})
+}
+
+type rotatedPage struct{ Clinic, Token string }
