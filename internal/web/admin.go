@@ -172,7 +172,7 @@ func (s *Server) showAdminRoom(w http.ResponseWriter, r *http.Request, status in
 	rm, st := d.Room, d.Room.Settings
 	page := adminRoomPage{Code: rm.Code, Name: rm.Name, Subtitle: st.Subtitle, Description: st.Description, CloseMsg: st.Operation.CloseMsg,
 		Address: "/c/" + url.PathEscape(p.Account.Code) + "/" + url.PathEscape(rm.Code),
-		Active: rm.Active, Closed: st.Operation.IsClosed, Public: st.PublicAccess, Walkin: st.WalkinEnabled,
+		Active:  rm.Active, Closed: st.Operation.IsClosed, Public: st.PublicAccess, Walkin: st.WalkinEnabled,
 		Appointments: st.AppointmentEnabled, Guests: st.GuestLogin, Notice: notice, Error: msg}
 	providers, _, err := s.app.ListUsers(ctx, p, app.UserListQuery{Types: []string{strconv.Itoa(clinic.UserProvider)}, Limit: 500})
 	if err != nil {

@@ -25,7 +25,7 @@ type layout struct {
 	// Provider adds the dashboard to the navigation, Admin the
 	// administration.
 	Provider, Admin bool
-	View     any
+	View            any
 }
 
 // parseTemplates reads each page template with the layout.
