@@ -175,3 +175,50 @@ func TestPortal_Admin(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestPortal_Chart: a provider's chart of a patient they see shows the
+// record parts, each as its API read gives it to them; a patient they do
+// not see has no chart for them, and a patient has none at all.
+func TestPortal_Chart(t *testing.T) {
+	f := newFixture(t)
+	bg := context.Background()
+	p1 := f.user(t, f.p1Token)
+	prov := f.user(t, f.providerToken)
+	if _, err := f.e.App.MoveVisit(bg, prov, f.visitID, app.ActAccept, app.MoveInput{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.App.PutEMR(bg, p1, p1.User.ID, "allergies", []any{map[string]any{"substance": "Penicillin"}}, true, ptrBool(false)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.App.SaveInsuranceCard(bg, p1, p1.User.ID, "primary", map[string]any{"insurer_code": "AETNA", "subscriber_number": "W123456789"}); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, f.e)
+	f.redirectLogin(t, b, f.providerToken, "/providers/dashboard", nil)
+	pg := b.get("/providers/patient/" + itoa(p1.User.ID))
+	for _, want := range []string{"Ada Lovelace", "Penicillin", "W123456789", "AETNA", "/visits/start/" + itoa(f.visitID)} {
+		if !strings.Contains(pg.Body, want) {
+			t.Fatalf("chart %d lacks %q: %s", pg.Status, want, pg.Body)
+		}
+	}
+	// The dashboard links the chart.
+	if pg := b.get("/providers/dashboard"); !strings.Contains(pg.Body, "/providers/patient/"+itoa(p1.User.ID)) {
+		t.Fatal("no chart link on the dashboard")
+	}
+	// A patient the provider has no visit with: as GET /users/{id}.
+	p2 := f.user(t, f.p2Token)
+	_, apiErr := f.e.App.GetUser(bg, prov, p2.User.ID, "")
+	want := map[string]int{clinic.EForbidden: 403, clinic.ENotFound: 404}[clinic.ErrorCode(apiErr)]
+	if pg := b.get("/providers/patient/" + itoa(p2.User.ID)); want == 0 || pg.Status != want || strings.Contains(pg.Body, "Mallory") {
+		t.Fatalf("another patient's chart: %d (API: %v)", pg.Status, apiErr)
+	}
+	if pg := b.get("/providers/patient/abc"); pg.Status != 404 {
+		t.Fatalf("not an id: %d", pg.Status)
+	}
+	pb := newBrowser(t, f.e)
+	f.redirectLogin(t, pb, f.p2Token, "/visits", nil)
+	if pg := pb.get("/providers/patient/" + itoa(p1.User.ID)); pg.Status != 403 || strings.Contains(pg.Body, "Penicillin") {
+		t.Fatalf("a patient opens a chart: %d", pg.Status)
+	}
+}
+func ptrBool(b bool) *bool { return &b }

@@ -15,8 +15,9 @@ type dashVisit struct {
 	Status, Kind          string
 	Created               int64
 	// When is an appointment's start in the provider's time zone.
-	When    string
-	Actions []dashAction
+	When      string
+	Actions   []dashAction
+	PatientID int64
 	// Latest is an e-consult's latest message, by whom.
 	Latest, LatestBy string
 }
@@ -68,7 +69,7 @@ func dashVisits(vs []app.DashboardVisit, zone *time.Location) []dashVisit {
 			v.Room = d.Room.Name
 		}
 		if d.Member != nil {
-			v.Patient = d.Member.FullName()
+			v.Patient, v.PatientID = d.Member.FullName(), d.Member.ID
 		}
 		if d.Intake != nil {
 			v.Reason = d.Intake.ReasonForVisit

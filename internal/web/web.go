@@ -86,6 +86,7 @@ func (s *Server) routes() {
 	s.page("GET /providers/dashboard", s.dashboard)
 	s.page("GET /providers/dashboard/events", s.dashboardEvents)
 	s.page("POST /providers/visits/{id}/{action}", s.moveVisit)
+	s.page("GET /providers/patient/{user_id}", s.chart)
 	s.page("GET /admin/signin", s.adminSigninForm)
 	s.page("POST /admin/signin", s.adminSignin)
 	s.page("GET /admin", s.admin)

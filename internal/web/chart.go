@@ -1,0 +1,204 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strconv"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+)
+
+// chartSection is one part of a patient's chart: its rows, or why the
+// caller does not see it. Each part is read by the operation of its API
+// route, with that route's rule; a part the rule refuses says so instead
+// of failing the page.
+type chartSection struct {
+	Refused string
+}
+
+type chartPage struct {
+	ID                       int64
+	Name, DOB, Gender, Email string
+	Phone, Address, Timezone string
+	EMR                      []emrItem
+	EMRState                 chartSection
+	Files                    []*app.FileInfo
+	FilesState               chartSection
+	Cards                    []cardItem
+	CardsState               chartSection
+	Eligibility              *clinic.EligibilityJob
+	EligibilityDetails       string
+	Prescriptions            []*app.PrescriptionView
+	RxState                  chartSection
+	Pharmacies               []pharmacyItem
+	PharmaciesState          chartSection
+	Readings                 []readingItem
+	ReadingsState            chartSection
+	Visits                   []visitItem
+}
+
+type emrItem struct {
+	Name, Data string
+	Modified   int64
+}
+
+type cardItem struct {
+	Type   string
+	Fields []kv
+}
+
+type kv struct{ Key, Value string }
+
+type pharmacyItem struct {
+	Name, Code string
+	Default    bool
+}
+
+type readingItem struct {
+	Type, Date, Values string
+}
+
+// refusal is what a chart part says for err: the caller may not see it
+// (the API's 403 or 404), or err itself for anything else.
+func refusal(err error) (chartSection, error) {
+	switch clinic.ErrorCode(err) {
+	case clinic.EForbidden, clinic.ENotFound, clinic.EInvalid:
+		return chartSection{Refused: clinic.ErrorMessage(err)}, nil
+	}
+	return chartSection{}, err
+}
+
+// chart is /providers/patient/{user_id}: a patient's chart for a provider
+// (or the clinic's admin): profile, EMR sections, files with their view
+// links, insurance cards and the latest eligibility result,
+// prescriptions and pharmacies, device readings, and the visits with
+// their threads. The profile decides whether there is a page at all, as
+// GET /users/{id} does.
+func (s *Server) chart(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.principal(r)
+	if err != nil {
+		return err
+	}
+	uid, err := strconv.ParseInt(r.PathValue("user_id"), 10, 64)
+	if err != nil || uid <= 0 {
+		return clinic.Errorf(clinic.ENotFound, "User not found.")
+	}
+	if !isProviderOrAdmin(p) {
+		return clinic.Errorf(clinic.EForbidden, "A patient's chart is for the clinic's providers.")
+	}
+	ctx := r.Context()
+	prof, err := s.app.GetUser(ctx, p, uid, "")
+	if err != nil {
+		return err
+	}
+	u := prof.User
+	page := chartPage{ID: u.ID, Name: u.FullName(), DOB: u.DOB, Email: u.Email, Phone: u.Phone, Timezone: u.Timezone,
+		Gender: map[int]string{clinic.GenderMale: "male", clinic.GenderFemale: "female"}[u.Gender]}
+	for _, part := range []string{u.StreetAddr, u.City, u.State, u.Zip} {
+		if part != "" {
+			if page.Address != "" {
+				page.Address += ", "
+			}
+			page.Address += part
+		}
+	}
+	if err := s.chartRecords(ctx, p, uid, &page); err != nil {
+		return err
+	}
+	vs, err := s.app.ListVisits(ctx, p, app.VisitQuery{})
+	if err != nil {
+		return err
+	}
+	for _, d := range vs {
+		if d.Visit.MemberID != uid {
+			continue
+		}
+		it := visitItem{ID: d.Visit.ID, Status: statusWord(d.Visit.Status), Created: d.Visit.Created}
+		if d.Room != nil {
+			it.Room = d.Room.Name
+		}
+		if d.Provider != nil {
+			it.With = d.Provider.FullName()
+		}
+		page.Visits = append(page.Visits, it)
+	}
+	s.render(w, r, http.StatusOK, "chart", page)
+	return nil
+}
+
+func isProviderOrAdmin(p *clinic.Principal) bool {
+	return p.IsAdmin() || (p.User != nil && p.User.Type == clinic.UserProvider)
+}
+
+// chartRecords reads the chart's parts.
+func (s *Server) chartRecords(ctx context.Context, p *clinic.Principal, uid int64, page *chartPage) (err error) {
+	if emr, e := s.app.GetEMR(ctx, p, uid); e != nil {
+		if page.EMRState, err = refusal(e); err != nil {
+			return err
+		}
+	} else {
+		for name, sec := range emr {
+			if sec == nil || sec.Data == nil {
+				continue
+			}
+			b, _ := json.MarshalIndent(sec.Data, "", "  ")
+			page.EMR = append(page.EMR, emrItem{Name: name, Data: string(b), Modified: sec.Modified})
+		}
+		sort.Slice(page.EMR, func(i, j int) bool { return page.EMR[i].Name < page.EMR[j].Name })
+	}
+	if page.Files, err = s.app.ListFiles(ctx, p, app.FileQuery{TargetID: uid, TargetType: "user"}); err != nil {
+		if page.FilesState, err = refusal(err); err != nil {
+			return err
+		}
+	}
+	if cards, e := s.app.InsuranceCards(ctx, p, uid); e != nil {
+		if page.CardsState, err = refusal(e); err != nil {
+			return err
+		}
+	} else {
+		for _, c := range cards {
+			ci := cardItem{Type: c.CardType}
+			for k, v := range c.Fields {
+				if str, ok := v.(string); ok && str != "" {
+					ci.Fields = append(ci.Fields, kv{k, str})
+				}
+			}
+			sort.Slice(ci.Fields, func(i, j int) bool { return ci.Fields[i].Key < ci.Fields[j].Key })
+			page.Cards = append(page.Cards, ci)
+		}
+		if job, e := s.app.Eligibility(ctx, p, uid); e == nil {
+			page.Eligibility = job
+			b, _ := json.MarshalIndent(job.Details, "", "  ")
+			page.EligibilityDetails = string(b)
+		}
+	}
+	if page.Prescriptions, err = s.app.Prescriptions(ctx, p, uid, "All"); err != nil {
+		if page.RxState, err = refusal(err); err != nil {
+			return err
+		}
+	}
+	if phs, e := s.app.Pharmacies(ctx, p, uid); e != nil {
+		if page.PharmaciesState, err = refusal(e); err != nil {
+			return err
+		}
+	} else {
+		for _, ph := range phs {
+			name, _ := ph.Fields["name"].(string)
+			page.Pharmacies = append(page.Pharmacies, pharmacyItem{Name: name, Code: ph.Code, Default: ph.IsDefault})
+		}
+	}
+	if rs, e := s.app.Readings(ctx, p, uid, app.ReadingQuery{Limit: 50}); e != nil {
+		if page.ReadingsState, err = refusal(e); err != nil {
+			return err
+		}
+	} else {
+		for _, rd := range rs {
+			b, _ := json.Marshal(rd.Values)
+			page.Readings = append(page.Readings, readingItem{Type: rd.DataType, Date: rd.Date, Values: string(b)})
+		}
+	}
+	return nil
+}
