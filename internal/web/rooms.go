@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"teleclinic/internal/app"
@@ -131,34 +130,5 @@ func (s *Server) guestJoin(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.setCookie(w, s.sessionCookie(), sess.Token, s.cfg.SessionMax)
 	http.Redirect(w, r, "/c/"+url.PathEscape(account)+"/"+url.PathEscape(room), http.StatusSeeOther)
-	return nil
-}
-
-// walkin files the intake form and joins the room's waiting room, as
-// POST /intakes and POST /visits/add_walkin do, then shows the visit (its
-// page is the waiting room while the visit waits).
-func (s *Server) walkin(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.principal(r)
-	if err != nil {
-		return err
-	}
-	room := r.PathValue("room_code")
-	if p.Account.Code != r.PathValue("account_code") {
-		return clinic.Errorf(clinic.EForbidden, "You are signed in at another clinic: sign out, then open this room's address again.")
-	}
-	reason := strings.TrimSpace(r.PostFormValue("reason_for_visit"))
-	if r.PostFormValue("terms") != "1" {
-		return clinic.Errorf(clinic.EInvalid, "Accept the clinic's terms to join the waiting room (the box under your reason).")
-	}
-	walkin := "1"
-	it, err := s.app.CreateIntake(r.Context(), p, app.IntakeInput{RoomCode: room, ReasonForVisit: &reason, Type: &walkin})
-	if err != nil {
-		return err
-	}
-	d, err := s.app.AddWalkin(r.Context(), p, app.WalkinInput{IntakeID: it.ID, RoomCode: room})
-	if err != nil {
-		return err
-	}
-	http.Redirect(w, r, "/visits/start/"+strconv.FormatInt(d.Visit.ID, 10), http.StatusSeeOther)
 	return nil
 }

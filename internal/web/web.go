@@ -82,7 +82,11 @@ func (s *Server) routes() {
 	s.page("GET /u/{account_code}", s.clinicHome)
 	s.page("GET /c/{account_code}/{room_code}", s.room)
 	s.page("POST /c/{account_code}/{room_code}/guest", s.guestJoin)
-	s.page("POST /c/{account_code}/{room_code}/walkin", s.walkin)
+	s.page("POST /c/{account_code}/{room_code}/intake", s.intake)
+	s.page("GET /c/{account_code}/{room_code}/intake/{intake_id}/pay", s.pay)
+	s.page("POST /c/{account_code}/{room_code}/intake/{intake_id}/pay", s.payNow)
+	s.page("GET /c/{account_code}/{room_code}/intake/{intake_id}/book", s.bookForm)
+	s.page("POST /c/{account_code}/{room_code}/intake/{intake_id}/book", s.book)
 	s.page("GET /providers/dashboard", s.dashboard)
 	s.page("GET /providers/dashboard/events", s.dashboardEvents)
 	s.page("POST /providers/visits/{id}/{action}", s.moveVisit)
@@ -209,7 +213,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		ce = &clinic.Error{Code: clinic.EInternal, Message: "Something went wrong on our side. Try again in a moment."}
 	}
 	status := map[string]int{clinic.EInvalid: 400, clinic.EUnauthenticated: 401, clinic.EForbidden: 403, clinic.ENotFound: 404,
-		clinic.EConflict: 409, clinic.ETooLarge: 413, clinic.ETooMany: 429}[ce.Code]
+		clinic.EConflict: 409, clinic.ETooLarge: 413, clinic.ETooMany: 429, clinic.EPayment: 402}[ce.Code]
 	if status == 0 {
 		status = 500
 	}

@@ -473,10 +473,10 @@ func TestPortal_GuestWalkin(t *testing.T) {
 		if res.Status != http.StatusSeeOther || res.Location != "/c/acme/main" {
 			t.Fatalf("guest join: %d to %q: %s", res.Status, res.Location, res.Body)
 		}
-		if res := b.get("/c/acme/main"); !strings.Contains(res.Body, `action="/c/acme/main/walkin"`) || strings.Contains(res.Body, "Join as a guest") {
+		if res := b.get("/c/acme/main"); !strings.Contains(res.Body, `action="/c/acme/main/intake"`) || strings.Contains(res.Body, "Join as a guest") {
 			t.Fatalf("room page for the guest: %s", res.Body)
 		}
-		res = b.post("/c/acme/main/walkin", url.Values{"reason_for_visit": {"A rash"}, "terms": {"1"}})
+		res = b.post("/c/acme/main/intake", url.Values{"reason_for_visit": {"A rash"}, "terms": {"1"}, "kind": {"walkin"}})
 		if res.Status != http.StatusSeeOther || !strings.HasPrefix(res.Location, "/visits/start/") {
 			t.Fatalf("walk-in: %d to %q: %s", res.Status, res.Location, res.Body)
 		}
@@ -490,7 +490,7 @@ func TestPortal_GuestWalkin(t *testing.T) {
 	t.Run("ErrTermsNotAccepted", func(t *testing.T) {
 		b := newBrowser(t, f.e)
 		b.post("/c/acme/main/guest", url.Values{"first_name": {"Walk"}, "last_name": {"In"}})
-		res := b.post("/c/acme/main/walkin", url.Values{"reason_for_visit": {"A rash"}})
+		res := b.post("/c/acme/main/intake", url.Values{"reason_for_visit": {"A rash"}})
 		if res.Status != http.StatusBadRequest || !strings.Contains(res.Body, "Accept the clinic") {
 			t.Fatalf("without the terms: %d %s", res.Status, res.Body)
 		}
@@ -499,7 +499,7 @@ func TestPortal_GuestWalkin(t *testing.T) {
 	t.Run("ErrFormTooLarge", func(t *testing.T) {
 		b := newBrowser(t, f.e)
 		b.post("/c/acme/main/guest", url.Values{"first_name": {"Walk"}, "last_name": {"In"}})
-		res := b.post("/c/acme/main/walkin", url.Values{"reason_for_visit": {strings.Repeat("x", 100<<10)}, "terms": {"1"}})
+		res := b.post("/c/acme/main/intake", url.Values{"reason_for_visit": {strings.Repeat("x", 100<<10)}, "terms": {"1"}})
 		if res.Status != http.StatusRequestEntityTooLarge || !strings.Contains(res.Body, "shorten what you wrote") {
 			t.Fatalf("a 100 KB form: %d %s", res.Status, res.Body)
 		}

@@ -1,0 +1,307 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+)
+
+// A patient's way through a room: the intake form (reason, the clinic's
+// terms, and what kind of visit), then payment when the room's
+// consultation charges, then the visit: the waiting room for a walk-in,
+// the thread for an e-consult, the open slots for an appointment. Each
+// step is the API's operation of the same name, so each keeps its rules.
+
+// visit kinds a room's form offers, as its buttons send them.
+const (
+	kindWalkin      = "walkin"
+	kindEconsult    = "econsult"
+	kindAppointment = "appointment"
+)
+
+// roomBase is a room's address on this server.
+func roomBase(account, room string) string {
+	return "/c/" + url.PathEscape(account) + "/" + url.PathEscape(room)
+}
+
+// intakeRequest is the signed-in caller at the clinic the path names.
+func (s *Server) intakeRequest(r *http.Request) (*clinic.Principal, error) {
+	p, err := s.principal(r)
+	if err != nil {
+		return nil, err
+	}
+	if p.Account.Code != r.PathValue("account_code") {
+		return nil, clinic.Errorf(clinic.EForbidden, "You are signed in at another clinic: sign out, then open this room's address again.")
+	}
+	return p, nil
+}
+
+// intake files the room's intake form (POST /intakes) and goes on to the
+// next step for the kind of visit the pressed button asks for.
+func (s *Server) intake(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.intakeRequest(r)
+	if err != nil {
+		return err
+	}
+	room, kind := r.PathValue("room_code"), r.PostFormValue("kind")
+	if kind == "" {
+		kind = kindWalkin // the form's first button; a form sent by Enter
+	}
+	if kind != kindWalkin && kind != kindEconsult && kind != kindAppointment {
+		return clinic.Errorf(clinic.EInvalid, "Choose how you want to be seen with one of the form's buttons.")
+	}
+	reason := strings.TrimSpace(r.PostFormValue("reason_for_visit"))
+	if r.PostFormValue("terms") != "1" {
+		return clinic.Errorf(clinic.EInvalid, "Accept the clinic's terms to go on (the box under your reason).")
+	}
+	in := app.IntakeInput{RoomCode: room, ReasonForVisit: &reason}
+	switch kind {
+	case kindWalkin:
+		in.Type = ptr("1")
+	case kindAppointment:
+		in.Type = ptr("2")
+	}
+	it, err := s.app.CreateIntake(r.Context(), p, in)
+	if err != nil {
+		return err
+	}
+	return s.nextStep(w, r, p, it.ID, kind)
+}
+
+// nextStep takes the intake on after what is done: to payment while the
+// consultation's bill is not paid, then to the visit.
+func (s *Server) nextStep(w http.ResponseWriter, r *http.Request, p *clinic.Principal, intakeID int64, kind string) error {
+	ctx := r.Context()
+	account, room := r.PathValue("account_code"), r.PathValue("room_code")
+	step := roomBase(account, room) + "/intake/" + strconv.FormatInt(intakeID, 10)
+	bill, err := s.app.ProcessInvoice(ctx, p, app.InvoiceInput{IntakeID: intakeID})
+	if err != nil && clinic.ErrorCode(err) != clinic.EInvalid { // a room with nothing to bill
+		return err
+	}
+	if err == nil && bill.AmountDue > 0 && (bill.Invoice == nil || bill.Invoice.Status != app.InvoicePaid) {
+		http.Redirect(w, r, step+"/pay?kind="+url.QueryEscape(kind), http.StatusSeeOther)
+		return nil
+	}
+	var d *app.VisitDetail
+	switch kind {
+	case kindAppointment:
+		http.Redirect(w, r, step+"/book", http.StatusSeeOther)
+		return nil
+	case kindEconsult:
+		d, err = s.app.AddEconsult(ctx, p, intakeID, room)
+	default:
+		d, err = s.app.AddWalkin(ctx, p, app.WalkinInput{IntakeID: intakeID, RoomCode: room})
+	}
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/visits/start/"+strconv.FormatInt(d.Visit.ID, 10), http.StatusSeeOther)
+	return nil
+}
+
+// intakeID is the path's intake id; one that is not a number names none.
+func intakeID(r *http.Request) (int64, error) {
+	n, err := strconv.ParseInt(r.PathValue("intake_id"), 10, 64)
+	if err != nil || n <= 0 {
+		return 0, clinic.Errorf(clinic.ENotFound, "Intake not found.")
+	}
+	return n, nil
+}
+
+type payPage struct {
+	Action, Kind    string
+	Amount, Due     string
+	Consultation    string
+	Promo, Discount string
+	Sandbox         bool
+	TestCards       []testCard
+	Error           string
+}
+
+type testCard struct{ Token, Label string }
+
+// sandboxCards are the sandbox's test cards the payment form offers: the
+// sandbox, like a card processor's test mode, takes these and no real
+// card number.
+var sandboxCards = []testCard{
+	{"tok_visa", "Visa test card (succeeds)"},
+	{"tok_mastercard", "Mastercard test card (succeeds)"},
+	{"tok_chargeDeclined", "Test card that is declined"},
+	{"tok_chargeDeclinedInsufficientFunds", "Test card with insufficient funds"},
+}
+
+// pay is the payment step: the consultation's price, a coupon, and the
+// card (POST /billing/invoices/process).
+func (s *Server) pay(w http.ResponseWriter, r *http.Request) error {
+	return s.showPay(w, r, http.StatusOK, "")
+}
+
+func (s *Server) showPay(w http.ResponseWriter, r *http.Request, status int, msg string) error {
+	p, err := s.intakeRequest(r)
+	if err != nil {
+		return err
+	}
+	id, err := intakeID(r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	promo := strings.TrimSpace(r.FormValue("promo_code"))
+	bill, err := s.app.ProcessInvoice(ctx, p, app.InvoiceInput{IntakeID: id, PromoCode: promo})
+	if err != nil {
+		return err
+	}
+	billing, err := s.app.BillingSettings(ctx, p)
+	if err != nil {
+		return err
+	}
+	kind := r.FormValue("kind")
+	page := payPage{Action: roomBase(r.PathValue("account_code"), r.PathValue("room_code")) + "/intake/" + strconv.FormatInt(id, 10) + "/pay",
+		Kind: kind, Amount: money(bill.Amount, bill.Currency), Due: money(bill.AmountDue, bill.Currency),
+		Consultation: bill.Consultation.Description, Promo: promo, Sandbox: billing.Sandbox, TestCards: sandboxCards, Error: msg}
+	if bill.Discount > 0 {
+		page.Discount = money(bill.Discount, bill.Currency)
+	}
+	if bill.Coupon != nil && !bill.Coupon.Valid && page.Error == "" {
+		page.Error = "That coupon cannot be used: check its code, or pay without it."
+	}
+	s.render(w, r, status, "pay", page)
+	return nil
+}
+
+// payNow saves the chosen card and pays the bill; a declined card is shown
+// on the payment page, in words, and nothing is booked.
+func (s *Server) payNow(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.intakeRequest(r)
+	if err != nil {
+		return err
+	}
+	id, err := intakeID(r)
+	if err != nil {
+		return err
+	}
+	ctx := r.Context()
+	billing, err := s.app.BillingSettings(ctx, p)
+	if err != nil {
+		return err
+	}
+	if !billing.Sandbox {
+		return clinic.Errorf(clinic.EInvalid, "This clinic takes cards through its processor's own form, which this portal does not show yet; pay in the clinic's app.")
+	}
+	refuse := func(err error) error {
+		switch code := clinic.ErrorCode(err); code {
+		case clinic.EInvalid, clinic.EPayment, clinic.EConflict:
+			return s.showPay(w, r, map[string]int{clinic.EInvalid: 400, clinic.EPayment: 402, clinic.EConflict: 409}[code], clinic.ErrorMessage(err))
+		}
+		return err
+	}
+	src, err := s.app.AddSource(ctx, p, app.SourceInput{RoomCode: r.PathValue("room_code")}, "card", r.PostFormValue("token"))
+	if err != nil {
+		return refuse(err)
+	}
+	bill, err := s.app.ProcessInvoice(ctx, p, app.InvoiceInput{IntakeID: id, PromoCode: strings.TrimSpace(r.PostFormValue("promo_code")), CreateInvoice: true, SourceID: src.ID})
+	if err != nil {
+		return refuse(err)
+	}
+	if bill.Invoice == nil || bill.Invoice.Status != app.InvoicePaid {
+		return s.showPay(w, r, http.StatusPaymentRequired, "The payment did not go through. Try another card.")
+	}
+	return s.nextStep(w, r, p, id, r.PostFormValue("kind"))
+}
+
+// money writes minor units as an amount with its currency.
+func money(minor int64, currency string) string {
+	return strconv.FormatFloat(float64(minor)/100, 'f', 2, 64) + " " + currency
+}
+
+type bookPage struct {
+	Action string
+	Days   []bookDay
+	Zone   string
+	Error  string
+}
+
+type bookDay struct {
+	Day   string
+	Slots []bookSlot
+}
+
+type bookSlot struct {
+	Start, End int64
+	Time       string
+	Provider   int64
+}
+
+// bookForm is the appointment step: the room's open times in the next
+// two weeks (GET /availability for the intake), each with a Book button.
+func (s *Server) bookForm(w http.ResponseWriter, r *http.Request) error {
+	return s.showBook(w, r, http.StatusOK, "")
+}
+
+func (s *Server) showBook(w http.ResponseWriter, r *http.Request, status int, msg string) error {
+	p, err := s.intakeRequest(r)
+	if err != nil {
+		return err
+	}
+	id, err := intakeID(r)
+	if err != nil {
+		return err
+	}
+	now := s.app.Now()
+	av, err := s.app.Availability(r.Context(), p, app.AvailabilityQuery{IntakeID: id, RoomCode: r.PathValue("room_code"),
+		Start: now.Unix(), End: now.Add(14 * 24 * time.Hour).Unix()})
+	if err != nil {
+		return err
+	}
+	zone := time.UTC
+	if z, err := time.LoadLocation(p.User.Timezone); err == nil && p.User.Timezone != "" {
+		zone = z
+	}
+	page := bookPage{Action: roomBase(r.PathValue("account_code"), r.PathValue("room_code")) + "/intake/" + strconv.FormatInt(id, 10) + "/book",
+		Zone: zone.String(), Error: msg}
+	for _, sl := range av.Slots {
+		if !sl.Available || sl.Slot.Start <= now.Unix() {
+			continue
+		}
+		t := time.Unix(sl.Slot.Start, 0).In(zone)
+		day := t.Format("Monday 2 January")
+		if len(page.Days) == 0 || page.Days[len(page.Days)-1].Day != day {
+			page.Days = append(page.Days, bookDay{Day: day})
+		}
+		d := &page.Days[len(page.Days)-1]
+		d.Slots = append(d.Slots, bookSlot{Start: sl.Slot.Start, End: sl.Slot.End, Time: t.Format("15:04"), Provider: sl.Slot.ProviderID})
+	}
+	s.render(w, r, status, "book", page)
+	return nil
+}
+
+// book books the chosen time (POST /visits); a time taken meanwhile is
+// shown on the list again with the 409 in words.
+func (s *Server) book(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.intakeRequest(r)
+	if err != nil {
+		return err
+	}
+	id, err := intakeID(r)
+	if err != nil {
+		return err
+	}
+	start, _ := strconv.ParseInt(r.PostFormValue("slot_start"), 10, 64)
+	end, _ := strconv.ParseInt(r.PostFormValue("slot_end"), 10, 64)
+	prov, _ := strconv.ParseInt(r.PostFormValue("provider_id"), 10, 64)
+	d, err := s.app.Book(r.Context(), p, app.BookInput{SlotStart: start, SlotEnd: end, RoomCode: r.PathValue("room_code"), Type: "2", IntakeID: id, ProviderID: prov})
+	if err != nil {
+		switch code := clinic.ErrorCode(err); code {
+		case clinic.EConflict, clinic.EInvalid:
+			return s.showBook(w, r, map[string]int{clinic.EConflict: 409, clinic.EInvalid: 400}[code], clinic.ErrorMessage(err))
+		}
+		return err
+	}
+	http.Redirect(w, r, "/visits/start/"+strconv.FormatInt(d.Visit.ID, 10), http.StatusSeeOther)
+	return nil
+}

@@ -1,0 +1,131 @@
+package web_test
+
+import (
+	"context"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+)
+
+// visitFrom is the visit a page redirected to.
+func visitFrom(t *testing.T, f *fixture, pg *page) *app.VisitDetail {
+	t.Helper()
+	if pg.Status != 303 || !strings.HasPrefix(pg.Location, "/visits/start/") {
+		t.Fatalf("not sent to a visit: %d %s %s", pg.Status, pg.Location, pg.Body)
+	}
+	id, _ := strconv.ParseInt(strings.TrimPrefix(pg.Location, "/visits/start/"), 10, 64)
+	d, err := f.e.App.GetVisit(context.Background(), f.admin(t), id, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// TestPortal_RoomVisitKinds: the room's form leads to each kind of visit
+// the room offers: an e-consult's thread, an appointment at a time chosen
+// from the open slots (a time taken meanwhile is a 409 on the page), and,
+// when the consultation charges, through payment first (a declined card is
+// a 402 on the page and books nothing).
+func TestPortal_RoomVisitKinds(t *testing.T) {
+	f := newFixture(t)
+	bg := context.Background()
+	admin := f.admin(t)
+	form := func(kind string) url.Values {
+		return url.Values{"reason_for_visit": {"Headache"}, "terms": {"1"}, "kind": {kind}}
+	}
+	b := newBrowser(t, f.e)
+	f.redirectLogin(t, b, f.p1Token, "/c/acme/main", nil)
+
+	t.Run("OKEconsult", func(t *testing.T) {
+		d := visitFrom(t, f, b.post("/c/acme/main/intake", form("econsult")))
+		if d.Visit.Kind != clinic.KindEconsult || d.Intake == nil || d.Intake.ReasonForVisit != "Headache" {
+			t.Fatalf("%+v", d.Visit)
+		}
+	})
+	t.Run("ErrKind", func(t *testing.T) {
+		if pg := b.post("/c/acme/main/intake", form("house-call")); pg.Status != 400 {
+			t.Fatalf("%d", pg.Status)
+		}
+		// The room does not take appointments yet: as POST /visits says.
+		pg := b.post("/c/acme/main/intake", form("appointment"))
+		if pg.Status != 303 {
+			t.Fatalf("intake: %d %s", pg.Status, pg.Body)
+		}
+		if pg := b.get(pg.Location); pg.Status == 200 && strings.Contains(pg.Body, "aria-label=\"Book") {
+			t.Fatalf("a room without appointments offers times")
+		}
+	})
+	t.Run("OKAppointment", func(t *testing.T) {
+		on := true
+		if _, err := f.e.App.UpdateRoom(bg, admin, "main", app.RoomUpdate{AppointmentEnable: &on}); err != nil {
+			t.Fatal(err)
+		}
+		day := f.e.Clock.Now().Add(48 * 3600e9).UTC().Format("2006-01-02")
+		if _, _, err := f.e.App.CreateSlots(bg, f.user(t, f.providerToken), app.SlotGroupInput{RoomCode: "main",
+			DateStart: day, DateEnd: day, TimeStart: "09:00", TimeEnd: "10:00", Timezone: "UTC", Duration: 30}); err != nil {
+			t.Fatal(err)
+		}
+		pg := b.post("/c/acme/main/intake", form("appointment"))
+		if pg.Status != 303 || !strings.HasSuffix(pg.Location, "/book") {
+			t.Fatalf("%d %s %s", pg.Status, pg.Location, pg.Body)
+		}
+		book := pg.Location
+		list := b.get(book)
+		if list.Status != 200 || !strings.Contains(list.Body, `aria-label="Book 09:00"`) || !strings.Contains(list.Body, `aria-label="Book 09:30"`) {
+			t.Fatalf("%d %s", list.Status, list.Body)
+		}
+		start := f.e.Clock.Now().Add(48*3600e9).UTC().Truncate(24*3600e9).Add(9 * 3600e9).Unix()
+		slot := url.Values{"slot_start": {strconv.FormatInt(start, 10)}, "slot_end": {strconv.FormatInt(start+1800, 10)}}
+		d := visitFrom(t, f, b.post(book, slot))
+		if d.Visit.Kind != clinic.KindAppointment || d.Visit.Start != start || d.Provider == nil {
+			t.Fatalf("%+v", d.Visit)
+		}
+		// The second patient finds 09:00 gone, and is refused it.
+		b2 := newBrowser(t, f.e)
+		f.redirectLogin(t, b2, f.p2Token, "/c/acme/main", nil)
+		pg = b2.post("/c/acme/main/intake", form("appointment"))
+		if list := b2.get(pg.Location); strings.Contains(list.Body, `aria-label="Book 09:00"`) || !strings.Contains(list.Body, `aria-label="Book 09:30"`) {
+			t.Fatalf("the second patient's times: %s", list.Body)
+		}
+		if pg := b2.post(pg.Location, slot); pg.Status != 409 || !strings.Contains(pg.Body, "booked") {
+			t.Fatalf("a taken time: %d %s", pg.Status, pg.Body)
+		}
+	})
+	t.Run("OKPaidWalkin", func(t *testing.T) {
+		cons := []clinic.Consultation{{ID: "1", Description: "15-min Consultation", Duration: 15, Amount: 25, Charge: true, Slots: 1}}
+		if _, err := f.e.App.UpdateRoom(bg, admin, "main", app.RoomUpdate{Consultations: &cons}); err != nil {
+			t.Fatal(err)
+		}
+		pg := b.post("/c/acme/main/intake", form("walkin"))
+		if pg.Status != 303 || !strings.Contains(pg.Location, "/pay?kind=walkin") {
+			t.Fatalf("%d %s", pg.Status, pg.Location)
+		}
+		pay := strings.Split(pg.Location, "?")[0]
+		if pg := b.get(pg.Location); !strings.Contains(pg.Body, "25.00 USD") || !strings.Contains(pg.Body, "tok_visa") {
+			t.Fatalf("payment page: %s", pg.Body)
+		}
+		declined := b.post(pay, url.Values{"kind": {"walkin"}, "token": {"tok_chargeDeclined"}})
+		if declined.Status != 402 || !strings.Contains(declined.Body, `role="alert"`) {
+			t.Fatalf("declined: %d %s", declined.Status, declined.Body)
+		}
+		p1 := f.user(t, f.p1Token)
+		before, _ := f.e.App.ListVisits(bg, p1, app.VisitQuery{Statuses: []string{"10"}})
+		for _, d := range before {
+			if d.Visit.Kind == clinic.KindWalkin {
+				t.Fatal("a declined card joined the waiting room")
+			}
+		}
+		d := visitFrom(t, f, b.post(pay, url.Values{"kind": {"walkin"}, "token": {"tok_visa"}}))
+		if d.Visit.Kind != clinic.KindWalkin || d.Visit.Status != clinic.VisitPending {
+			t.Fatalf("%+v", d.Visit)
+		}
+		bill, err := f.e.App.ProcessInvoice(bg, p1, app.InvoiceInput{IntakeID: d.Intake.ID})
+		if err != nil || bill.Invoice == nil || bill.Invoice.Status != app.InvoicePaid || bill.Invoice.AmountDue != 2500 {
+			t.Fatalf("the invoice: %+v %v", bill, err)
+		}
+	})
+}
