@@ -78,7 +78,7 @@ func TestPortal_RoomVisitKinds(t *testing.T) {
 		if list.Status != 200 || !strings.Contains(list.Body, `aria-label="Book 09:00"`) || !strings.Contains(list.Body, `aria-label="Book 09:30"`) {
 			t.Fatalf("%d %s", list.Status, list.Body)
 		}
-		start := f.e.Clock.Now().Add(48*3600e9).UTC().Truncate(24*3600e9).Add(9 * 3600e9).Unix()
+		start := f.e.Clock.Now().Add(48 * 3600e9).UTC().Truncate(24 * 3600e9).Add(9 * 3600e9).Unix()
 		slot := url.Values{"slot_start": {strconv.FormatInt(start, 10)}, "slot_end": {strconv.FormatInt(start+1800, 10)}}
 		d := visitFrom(t, f, b.post(book, slot))
 		if d.Visit.Kind != clinic.KindAppointment || d.Visit.Start != start || d.Provider == nil {
