@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
@@ -128,4 +129,30 @@ func TestPortal_RoomVisitKinds(t *testing.T) {
 			t.Fatalf("the invoice: %+v %v", bill, err)
 		}
 	})
+}
+
+// TestPortal_PublishSlots: a provider publishes slots from the dashboard
+// in their own time zone, as POST /slots does; a bad form is a 400 on the
+// dashboard and publishes nothing.
+func TestPortal_PublishSlots(t *testing.T) {
+	f := newFixture(t)
+	bg := context.Background()
+	b := newBrowser(t, f.e)
+	f.redirectLogin(t, b, f.providerToken, "/providers/dashboard", nil)
+	day := f.e.Clock.Now().Add(72 * 3600e9).UTC().Format("2006-01-02")
+	if pg := b.post("/providers/slots", url.Values{"room_code": {"main"}, "date_start": {day}, "time_start": {"14:00"}, "time_end": {"13:00"}, "duration": {"20"}}); pg.Status != 400 {
+		t.Fatalf("end before start: %d", pg.Status)
+	}
+	pg := b.post("/providers/slots", url.Values{"room_code": {"main"}, "date_start": {day}, "time_start": {"14:00"}, "time_end": {"15:00"}, "duration": {"20"}})
+	if pg.Status != 303 {
+		t.Fatalf("%d %s", pg.Status, pg.Body)
+	}
+	now := f.e.Clock.Now().Unix()
+	v, err := f.e.App.ListSlots(bg, f.user(t, f.providerToken), app.SlotQuery{RoomCode: "main", Start: now, End: now + 7*86400})
+	if err != nil || len(v.Slots) != 3 || time.Unix(v.Slots[0].Start, 0).UTC().Format("15:04") != "14:00" {
+		t.Fatalf("%d slots, %v", len(v.Slots), err)
+	}
+	if pg := b.get("/providers/dashboard?done=slots"); !strings.Contains(pg.Body, "Your slots are published.") {
+		t.Fatal("no notice")
+	}
 }

@@ -27,7 +27,9 @@ type dashAction struct{ Name, Label string }
 type dashboardPage struct {
 	Queue, Inbox, Today, Mine []dashVisit
 	Zone                      string
-	Error                     string
+	Error, Notice             string
+	// Rooms are the provider's rooms, where they publish slots.
+	Rooms []roomItem
 }
 
 // kindWord names a visit's kind for people.
@@ -44,6 +46,7 @@ func (s *Server) dashboard(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) showDashboard(w http.ResponseWriter, r *http.Request, status int, msg string) error {
+	var notice string
 	p, err := s.principal(r)
 	if err != nil {
 		return err
@@ -52,7 +55,18 @@ func (s *Server) showDashboard(w http.ResponseWriter, r *http.Request, status in
 	if err != nil {
 		return err
 	}
-	page := dashboardPage{Queue: dashVisits(db.Queue, db.Zone), Inbox: dashVisits(db.Inbox, db.Zone), Today: dashVisits(db.Today, db.Zone),
+	links, err := s.app.GetUser(r.Context(), p, p.UserID(), "")
+	if err != nil {
+		return err
+	}
+	var rooms []roomItem
+	for _, l := range links.Rooms {
+		rooms = append(rooms, roomItem{Name: l.Room.Name, Code: l.Room.Code})
+	}
+	if msg == "" && r.URL.Query().Get("done") == "slots" {
+		notice = "Your slots are published."
+	}
+	page := dashboardPage{Rooms: rooms, Notice: notice, Queue: dashVisits(db.Queue, db.Zone), Inbox: dashVisits(db.Inbox, db.Zone), Today: dashVisits(db.Today, db.Zone),
 		Mine: dashVisits(db.Mine, db.Zone), Zone: db.Zone.String(), Error: msg}
 	s.render(w, r, status, "dashboard", page)
 	return nil
@@ -105,5 +119,39 @@ func (s *Server) moveVisit(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	http.Redirect(w, r, "/providers/dashboard#visit-"+strconv.FormatInt(id, 10), http.StatusSeeOther)
+	return nil
+}
+
+// publishSlots publishes the provider's slots from the dashboard's form
+// (POST /slots): one day or a range of days, a daily time span cut into
+// slots of the given length, in the provider's time zone.
+func (s *Server) publishSlots(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.principal(r)
+	if err != nil {
+		return err
+	}
+	f := r.PostForm
+	minutes, err := strconv.Atoi(f.Get("duration"))
+	if err != nil {
+		return s.showDashboard(w, r, http.StatusBadRequest, "The slot length must be a number of minutes.")
+	}
+	zone := p.User.Timezone
+	if zone == "" {
+		zone = "UTC"
+	}
+	end := f.Get("date_end")
+	if end == "" {
+		end = f.Get("date_start")
+	}
+	_, _, err = s.app.CreateSlots(r.Context(), p, app.SlotGroupInput{RoomCode: f.Get("room_code"), DateStart: f.Get("date_start"), DateEnd: end,
+		TimeStart: f.Get("time_start"), TimeEnd: f.Get("time_end"), Timezone: zone, Duration: minutes})
+	if err != nil {
+		switch code := clinic.ErrorCode(err); code {
+		case clinic.EInvalid, clinic.EConflict, clinic.ENotFound:
+			return s.showDashboard(w, r, map[string]int{clinic.EInvalid: 400, clinic.EConflict: 409, clinic.ENotFound: 404}[code], clinic.ErrorMessage(err))
+		}
+		return err
+	}
+	http.Redirect(w, r, "/providers/dashboard?done=slots#slots", http.StatusSeeOther)
 	return nil
 }

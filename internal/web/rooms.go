@@ -11,7 +11,7 @@ import (
 	"teleclinic/internal/clinic"
 )
 
-type roomItem struct{ Name, Subtitle string }
+type roomItem struct{ Name, Subtitle, Code string }
 
 type clinicPage struct {
 	Name  string

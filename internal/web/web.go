@@ -91,6 +91,7 @@ func (s *Server) routes() {
 	s.page("GET /providers/dashboard/events", s.dashboardEvents)
 	s.page("POST /providers/visits/{id}/{action}", s.moveVisit)
 	s.page("GET /providers/patient/{user_id}", s.chart)
+	s.page("POST /providers/slots", s.publishSlots)
 	s.page("GET /admin/signin", s.adminSigninForm)
 	s.page("POST /admin/signin", s.adminSignin)
 	s.page("GET /admin", s.admin)
