@@ -109,6 +109,8 @@ func TestBrowser_IntegratorFlow(t *testing.T) {
 	if path != visitPath || heading != "Visit in Main Room" {
 		t.Fatalf("landed on %q with heading %q", path, heading)
 	}
+	checkA11y(t, ctx, "visit")
+	screenshot(t, ctx, "visit")
 	if !strings.Contains(thread, "Sent from the visit page.") || !strings.Contains(thread, "Ada Lovelace") {
 		t.Fatalf("thread after sending: %q", thread)
 	}
@@ -193,8 +195,11 @@ func TestBrowser_GuestWaitingRoom(t *testing.T) {
 	markPage(t, provider)
 
 	guest := separate(t, browser)
+	if err := chromedp.Do(guest, chromedp.Navigate(f.e.URL+"/c/acme/main"), chromedp.WaitVisible(chromedp.CSS("#first_name"))); err != nil {
+		t.Fatalf("guest: %v", err)
+	}
+	checkA11y(t, guest, "room")
 	err = chromedp.Do(guest,
-		chromedp.Navigate(f.e.URL+"/c/acme/main"),
 		chromedp.SendKeys(chromedp.CSS("#first_name"), "Walk"),
 		chromedp.SendKeys(chromedp.CSS("#last_name"), "In"),
 		chromedp.Click(chromedp.Search(`//button[normalize-space()="Continue"]`)),
@@ -207,6 +212,8 @@ func TestBrowser_GuestWaitingRoom(t *testing.T) {
 		t.Fatalf("guest: %v", err)
 	}
 	waitText(t, guest, `.waiting [role="status"]`, "1 patient before you")
+	checkA11y(t, guest, "waiting room")
+	screenshot(t, guest, "waiting-room")
 	markPage(t, guest)
 
 	// The guest appears on the open dashboard, behind the patient.
@@ -219,6 +226,8 @@ func TestBrowser_GuestWaitingRoom(t *testing.T) {
 		t.Fatalf("the queue is not first come, first served: %q", queue)
 	}
 	stillMarked(t, provider, "the provider")
+	checkA11y(t, provider, "dashboard")
+	screenshot(t, provider, "dashboard")
 
 	// Accept the patient ahead: the guest is next.
 	err = chromedp.Do(provider, chromedp.Click(chromedp.CSS("#act-"+strconv.FormatInt(ahead.Visit.ID, 10)+"-accept")))
@@ -341,13 +350,15 @@ func TestBrowser_AdminWebhook(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if log, err = chromedp.Run(browser, chromedp.Text(chromedp.CSS("#deliveries + table, #deliveries ~ p"))); err != nil {
+		if log, err = chromedp.Run(browser, chromedp.Text(chromedp.CSS("#deliveries ~ .table-scroll, #deliveries ~ p"))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if !strings.Contains(log, "visit.message.created") || !strings.Contains(log, "delivered") {
 		t.Fatalf("delivery log: %q", log)
 	}
+	checkA11y(t, browser, "admin")
+	screenshot(t, browser, "admin")
 }
 
 // TestBrowser_Refusals: what the portal refuses, in a browser. A form
