@@ -296,6 +296,11 @@ curl -s %s/api_v3/rooms -H 'X-AccountCode: %s'
 
 In a browser: the room's join page, where guests come in and wait:
   %s/c/%s/%s
+the provider's dashboard, signed in (the link carries the provider's
+access token: treat it as a password):
+  %s/auth?sso_token=%s&next=/providers/dashboard
+the clinic admin's pages (sign in with the admin token above):
+  %s/admin/signin?clinic=%s
 and the sign-in page (the patient login above works there):
   %s/signin?clinic=%s
 
@@ -304,6 +309,8 @@ and the sign-in page (the patient login above works there):
 		base, cr.AccountCode,
 		base, cr.AccountCode,
 		base, cr.AccountCode, d.RoomCode,
+		base, d.ProviderToken,
+		base, cr.AccountCode,
 		base, cr.AccountCode)
 }
 

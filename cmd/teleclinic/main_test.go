@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/cookiejar"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -254,10 +255,12 @@ func TestCLI_ServeDemo(t *testing.T) {
 	if len(lines) != 2 || !strings.Contains(lines[0], `"code":"demo-patient"`) || !strings.Contains(lines[1], `"code":"main"`) {
 		t.Fatalf("unexpected output:\n%s", out)
 	}
-	// The printed portal addresses answer pages.
+	// The printed portal addresses answer pages; the provider's link signs
+	// the browser in on the dashboard.
 	for _, line := range strings.Split(printed, "\n") {
 		if u := strings.TrimSpace(line); strings.HasPrefix(u, "http://") {
-			res, err := http.Get(u)
+			jar, _ := cookiejar.New(nil)
+			res, err := (&http.Client{Jar: jar}).Get(u)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -266,9 +269,12 @@ func TestCLI_ServeDemo(t *testing.T) {
 			if res.StatusCode != 200 || !strings.Contains(string(body), "<h1>") {
 				t.Fatalf("%s: %d %s", u, res.StatusCode, body)
 			}
+			if strings.Contains(u, "next=/providers/dashboard") && !strings.Contains(string(body), "<h1>Dashboard</h1>") {
+				t.Fatalf("the provider's link did not sign in: %s", body)
+			}
 		}
 	}
-	if !strings.Contains(printed, "/c/demo/main") {
+	if !strings.Contains(printed, "/c/demo/main") || !strings.Contains(printed, "next=/providers/dashboard") {
 		t.Fatalf("no join page address printed:\n%s", printed)
 	}
 	stop()

@@ -16,6 +16,9 @@ type Demo struct {
 	PatientCode     string
 	PatientUsername string
 	PatientPassword string
+	// ProviderToken is an access token of the demo provider: the demo's
+	// signed-in link to the dashboard carries it.
+	ProviderToken string
 }
 
 // Demo clinic names.
@@ -66,6 +69,11 @@ func (a *App) SeedDemo(ctx context.Context) (*Demo, error) {
 		if err := q.LinkUserRoom(ctx, acct.ID, prov.ID, room.ID, true, "demo", now); err != nil {
 			return err
 		}
+		sess, err := a.issueSession(ctx, q, prov, "")
+		if err != nil {
+			return err
+		}
+		d.ProviderToken = sess.Token
 		pat, err := a.ensureUser(ctx, q, &clinic.User{AccountID: acct.ID, Code: demoPatient, Username: d.PatientUsername,
 			FirstName: "Pat", LastName: "Patient", Email: "patient@demo.teleclinic.test", Type: clinic.UserMember,
 			Status: clinic.StatusActive, Active: true, Extra: map[string]any{}, Created: now, Modified: now})
