@@ -80,9 +80,12 @@ type options struct {
 	Quiet       bool
 	Profile     string
 	Rounds      int
+	// Streams is how many event streams the streams scenario opens, and
+	// StreamChanges how many queue changes it makes.
+	Streams, StreamChanges int
 }
 
-var allScenarios = []string{"rooms", "me", "messages-read", "messages-post", "sso", "availability", "book", "webhook"}
+var allScenarios = []string{"rooms", "me", "messages-read", "messages-post", "sso", "availability", "book", "webhook", "streams"}
 
 func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
@@ -105,6 +108,8 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.BurstFor, "burst-for", 10*time.Second, "webhook scenario: how long the burst lasts")
 	fs.BoolVar(&o.Short, "short", false, "a smoke run: 1 s per scenario, 2 connections, 8 patients, a 1 s burst")
 	fs.BoolVar(&o.Quiet, "quiet", false, "no progress lines")
+	fs.IntVar(&o.Streams, "streams", 1000, "streams scenario: event streams open on one room's queue")
+	fs.IntVar(&o.StreamChanges, "stream-changes", 5, "streams scenario: queue changes to deliver to every stream")
 	fs.IntVar(&o.Rounds, "rounds", 1, "measure each scenario and its baseline this many times, alternating, and report the round with the median ratio")
 	fs.StringVar(&o.Profile, "profile", "", "write the started server's CPU profile of each run to this directory (<scenario>-<conns>.pprof)")
 	if err := fs.Parse(args); err != nil {
@@ -129,6 +134,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.Short {
 		o.Duration, o.Connections, o.Patients, o.BurstFor, o.WebhookRate, o.BurstRate = time.Second, []int{2}, 8, time.Second, 50, 200
+		o.Streams, o.StreamChanges = 20, 2
 	}
 	if o.URL != "" && (o.Account == "" || o.AdminToken == "" || o.APIKey == "" || o.APISecret == "") {
 		return nil, errors.New("--url needs --account, --admin-token, --api-key and --api-secret")
@@ -260,6 +266,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				return fmt.Errorf("webhook: %w", err)
 			}
 			rep.Results = append(rep.Results, rs...)
+			continue
+		}
+		if name == "streams" {
+			progress("scenario streams…\n")
+			r, err := c.streamsScenario(ctx, o, seed, srv, progress)
+			if err != nil {
+				return fmt.Errorf("streams: %w", err)
+			}
+			rep.Results = append(rep.Results, r)
 			continue
 		}
 		sc := c.scenario(name, seed)
