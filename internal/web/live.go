@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"teleclinic/internal/clinic"
@@ -97,17 +98,22 @@ func (s *Server) visitEvents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	// The thread from the place the page (or the last event) had.
-	seen := live.LastEventID(r)
-	if seen < 0 {
-		seen = math.MaxInt32
+	from := live.LastEventID(r)
+	if from < 0 {
+		from = math.MaxInt32
 	}
-	vw, err := s.app.WatchVisit(ctx, p, id, seen)
+	vw, err := s.app.WatchVisit(ctx, p, id, from)
 	if err != nil {
 		return err
 	}
 	defer vw.Close()
+	// The watch runs in its source's goroutine; the place it has reached
+	// is handed to the stream's loop through seen.
+	var seen atomic.Int64
+	seen.Store(int64(vw.Seen()))
 	sources := []changeSource{func(ctx context.Context, d time.Duration) (bool, error) {
 		ev, err := vw.Next(ctx, d)
+		seen.Store(int64(vw.Seen()))
 		return ev != nil, err
 	}}
 	if d.Visit.Kind == clinic.KindWalkin && d.Visit.Status == clinic.VisitPending && d.Visit.MemberID == p.UserID() && d.Room != nil {
@@ -124,7 +130,7 @@ func (s *Server) visitEvents(w http.ResponseWriter, r *http.Request) error {
 			return q != nil, err
 		})
 	}
-	return s.streamChanges(w, r, func() string { return strconv.Itoa(vw.Seen()) }, sources...)
+	return s.streamChanges(w, r, func() string { return strconv.FormatInt(seen.Load(), 10) }, sources...)
 }
 
 // dashboardEvents is the dashboard's stream (app.WatchDashboard).
