@@ -242,18 +242,25 @@ func TestBrowser_GuestWaitingRoom(t *testing.T) {
 	}
 }
 
+// hookReceiver is a webhook receiver: the bodies it receives arrive on
+// the channel.
+func hookReceiver(t *testing.T) (chan []byte, *httptest.Server) {
+	hooks := make(chan []byte, 10)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		hooks <- b
+	}))
+	t.Cleanup(receiver.Close)
+	return hooks, receiver
+}
+
 // TestBrowser_EconsultInbox: a patient's e-consult message appears in the
 // provider's open inbox without a reload and the clinic's webhook
 // announces it; the provider's reply, sent from the visit page, appears in
 // the patient's open thread without a reload.
 func TestBrowser_EconsultInbox(t *testing.T) {
 	browser := chrome(t)
-	hooks := make(chan []byte, 10)
-	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		hooks <- b
-	}))
-	defer receiver.Close()
+	hooks, receiver := hookReceiver(t)
 	f := newFixture(t, testenv.Options{Workers: true})
 	bg := context.Background()
 	url := receiver.URL + "/hooks"
@@ -316,12 +323,7 @@ func TestBrowser_EconsultInbox(t *testing.T) {
 // message in the delivery log, delivered.
 func TestBrowser_AdminWebhook(t *testing.T) {
 	browser := chrome(t)
-	hooks := make(chan []byte, 10)
-	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		hooks <- b
-	}))
-	defer receiver.Close()
+	hooks, receiver := hookReceiver(t)
 	f := newFixture(t, testenv.Options{Workers: true})
 	err := chromedp.Do(browser,
 		chromedp.Navigate(f.e.URL+"/admin/signin"),

@@ -104,13 +104,18 @@ func (s *Server) nextStep(w http.ResponseWriter, r *http.Request, p *clinic.Prin
 	return nil
 }
 
-// intakeID is the path's intake id; one that is not a number names none.
-func intakeID(r *http.Request) (int64, error) {
+// intakeStep is the signed-in caller and the path's intake, for a step
+// after the intake form; an id that is not a number names no intake.
+func (s *Server) intakeStep(r *http.Request) (*clinic.Principal, int64, error) {
+	p, err := s.intakeRequest(r)
+	if err != nil {
+		return nil, 0, err
+	}
 	n, err := strconv.ParseInt(r.PathValue("intake_id"), 10, 64)
 	if err != nil || n <= 0 {
-		return 0, clinic.Errorf(clinic.ENotFound, "Intake not found.")
+		return nil, 0, clinic.Errorf(clinic.ENotFound, "Intake not found.")
 	}
-	return n, nil
+	return p, n, nil
 }
 
 type payPage struct {
@@ -142,11 +147,7 @@ func (s *Server) pay(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) showPay(w http.ResponseWriter, r *http.Request, status int, msg string) error {
-	p, err := s.intakeRequest(r)
-	if err != nil {
-		return err
-	}
-	id, err := intakeID(r)
+	p, id, err := s.intakeStep(r)
 	if err != nil {
 		return err
 	}
@@ -177,11 +178,7 @@ func (s *Server) showPay(w http.ResponseWriter, r *http.Request, status int, msg
 // payNow saves the chosen card and pays the bill; a declined card is shown
 // on the payment page, in words, and nothing is booked.
 func (s *Server) payNow(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.intakeRequest(r)
-	if err != nil {
-		return err
-	}
-	id, err := intakeID(r)
+	p, id, err := s.intakeStep(r)
 	if err != nil {
 		return err
 	}
@@ -244,11 +241,7 @@ func (s *Server) bookForm(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) showBook(w http.ResponseWriter, r *http.Request, status int, msg string) error {
-	p, err := s.intakeRequest(r)
-	if err != nil {
-		return err
-	}
-	id, err := intakeID(r)
+	p, id, err := s.intakeStep(r)
 	if err != nil {
 		return err
 	}
@@ -283,11 +276,7 @@ func (s *Server) showBook(w http.ResponseWriter, r *http.Request, status int, ms
 // book books the chosen time (POST /visits); a time taken meanwhile is
 // shown on the list again with the 409 in words.
 func (s *Server) book(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.intakeRequest(r)
-	if err != nil {
-		return err
-	}
-	id, err := intakeID(r)
+	p, id, err := s.intakeStep(r)
 	if err != nil {
 		return err
 	}
