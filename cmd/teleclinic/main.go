@@ -226,7 +226,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		log.Info("metrics and pprof listening", "addr", mln.Addr().String())
 	}
 	// The portal's pages answer their own paths and hand the rest to the API.
-	portal, err := web.New(a, log, web.Config{Secure: strings.HasPrefix(c.BaseURL, "https://"), SessionMax: c.UserTokenMax, Closing: closing}, api)
+	portal, err := web.New(a, log, web.Config{Secure: strings.HasPrefix(c.BaseURL, "https://"), SessionMax: c.UserTokenMax, Closing: closing, MaxFileBytes: c.MaxFile}, api)
 	if err != nil {
 		return err
 	}

@@ -208,7 +208,7 @@ func New(t testing.TB, opts ...Options) *Env {
 	}
 	reg.AddCollector(a.WriteMetrics)
 	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: o.MaxBody, MaxUploadBytes: o.MaxUpload, MaxFileBytes: o.MaxFile, Metrics: reg, KeepAlive: o.KeepAlive, Closing: closing})
-	portal, err := web.New(a, log, web.Config{SessionMax: cfg.UserTokenMax, KeepAlive: o.KeepAlive, Closing: closing}, api)
+	portal, err := web.New(a, log, web.Config{SessionMax: cfg.UserTokenMax, KeepAlive: o.KeepAlive, Closing: closing, MaxFileBytes: o.MaxFile}, api)
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}

@@ -66,11 +66,60 @@ func (s *Server) intake(w http.ResponseWriter, r *http.Request) error {
 	case kindAppointment:
 		in.Type = ptr("2")
 	}
-	it, err := s.app.CreateIntake(r.Context(), p, in)
+	ids, err := s.attachments(r, p)
 	if err != nil {
 		return err
 	}
+	if len(ids) > 0 {
+		in.Attachments = &ids
+	}
+	it, err := s.app.CreateIntake(r.Context(), p, in)
+	if err != nil {
+		s.dropFiles(r, p, ids)
+		return err
+	}
 	return s.nextStep(w, r, p, it.ID, kind)
+}
+
+// attachments stores the form's files as the patient's documents
+// (POST /files, with its checks of each file's content) for the intake to
+// name. A file refused drops those stored before it.
+func (s *Server) attachments(r *http.Request, p *clinic.Principal) ([]int64, error) {
+	if r.MultipartForm == nil {
+		return nil, nil
+	}
+	files := r.MultipartForm.File["attachments"]
+	if len(files) > maxAttachments {
+		return nil, clinic.Errorf(clinic.EInvalid, "Attach at most %d files.", maxAttachments)
+	}
+	var ids []int64
+	for _, fh := range files {
+		if fh.Filename == "" && fh.Size == 0 {
+			continue // the file field sent empty
+		}
+		f, err := fh.Open()
+		if err != nil {
+			s.dropFiles(r, p, ids)
+			return nil, err
+		}
+		info, err := s.app.UploadFile(r.Context(), p, app.FileUpload{Body: f, Name: fh.Filename, TargetType: "user", Category: app.CategoryUserDocument})
+		f.Close()
+		if err != nil {
+			s.dropFiles(r, p, ids)
+			return nil, err
+		}
+		ids = append(ids, info.ID)
+	}
+	return ids, nil
+}
+
+// dropFiles removes files stored for a form that then failed.
+func (s *Server) dropFiles(r *http.Request, p *clinic.Principal, ids []int64) {
+	for _, id := range ids {
+		if err := s.app.DeleteFile(r.Context(), p, id); err != nil {
+			s.log.Warn("portal: dropping an attachment", "file", id, "err", err)
+		}
+	}
 }
 
 // nextStep takes the intake on after what is done: to payment while the

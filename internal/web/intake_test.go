@@ -1,7 +1,13 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
+	"image"
+	"image/png"
+	"io"
+	"mime/multipart"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -154,5 +160,85 @@ func TestPortal_PublishSlots(t *testing.T) {
 	}
 	if pg := b.get("/providers/dashboard?done=slots"); !strings.Contains(pg.Body, "Your slots are published.") {
 		t.Fatal("no notice")
+	}
+}
+
+// multipartPost posts fields and files (name → content) as a browser's
+// multipart form.
+func (b *browser) multipartPost(path string, fields url.Values, files map[string][]byte) *page {
+	b.t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	for k, vs := range fields {
+		for _, v := range vs {
+			_ = mw.WriteField(k, v)
+		}
+	}
+	for name, content := range files {
+		fw, _ := mw.CreateFormFile("attachments", name)
+		_, _ = fw.Write(content)
+	}
+	_ = mw.Close()
+	h := map[string]string{"Content-Type": mw.FormDataContentType()}
+	for k, v := range sameOrigin {
+		h[k] = v
+	}
+	req, err := http.NewRequest("POST", b.base+path, &body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	for k, v := range h {
+		req.Header.Set(k, v)
+	}
+	res, err := b.c.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	return &page{Status: res.StatusCode, Location: res.Header.Get("Location"), Header: res.Header, Body: string(raw)}
+}
+
+func pngBytes(t *testing.T) []byte {
+	var buf bytes.Buffer
+	img := image.NewRGBA(image.Rect(0, 0, 4, 4))
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestPortal_IntakeAttachments: the intake form takes photos and documents,
+// checked by their content as POST /files checks them; a refused file
+// files no intake and keeps none of the form's files.
+func TestPortal_IntakeAttachments(t *testing.T) {
+	f := newFixture(t)
+	bg := context.Background()
+	b := newBrowser(t, f.e)
+	f.redirectLogin(t, b, f.p1Token, "/c/acme/main", nil)
+	if pg := b.get("/c/acme/main"); !strings.Contains(pg.Body, `enctype="multipart/form-data"`) || !strings.Contains(pg.Body, `name="attachments"`) {
+		t.Fatal("no file field on the room's form")
+	}
+	fields := url.Values{"reason_for_visit": {"A rash, see the photo"}, "terms": {"1"}, "kind": {"econsult"}}
+	p1 := f.user(t, f.p1Token)
+	filesNow := func() int {
+		fs, err := f.e.App.ListFiles(bg, p1, app.FileQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(fs)
+	}
+	before := filesNow()
+	pg := b.multipartPost("/c/acme/main/intake", fields, map[string][]byte{"rash.png": pngBytes(t), "tool.bin": append([]byte("\x7fELF\x02\x01\x01\x00"), make([]byte, 64)...)})
+	if pg.Status != 400 || filesNow() != before {
+		t.Fatalf("a refused file: %d, files %d → %d", pg.Status, before, filesNow())
+	}
+	d := visitFrom(t, f, b.multipartPost("/c/acme/main/intake", fields, map[string][]byte{"rash.png": pngBytes(t)}))
+	if d.Intake == nil || len(d.Intake.Attachments) != 1 {
+		t.Fatalf("intake: %+v", d.Intake)
+	}
+	atts, err := f.e.App.IntakeAttachments(bg, p1, d.Intake)
+	if err != nil || len(atts) != 1 {
+		t.Fatalf("attachments: %+v %v", atts, err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"teleclinic/internal/app"
@@ -42,6 +43,9 @@ type Config struct {
 	// Closing is closed when the server starts shutting down: the pages'
 	// event streams end then, rather than hold the shutdown.
 	Closing <-chan struct{}
+	// MaxFileBytes bounds a file a page takes (the intake's attachments),
+	// as POST /files bounds one (default 50 MiB).
+	MaxFileBytes int64
 }
 
 // Server is the portal's handler. Requests for paths it does not serve go
@@ -82,7 +86,7 @@ func (s *Server) routes() {
 	s.page("GET /u/{account_code}", s.clinicHome)
 	s.page("GET /c/{account_code}/{room_code}", s.room)
 	s.page("POST /c/{account_code}/{room_code}/guest", s.guestJoin)
-	s.page("POST /c/{account_code}/{room_code}/intake", s.intake)
+	s.upload("POST /c/{account_code}/{room_code}/intake", s.intake)
 	s.page("GET /c/{account_code}/{room_code}/intake/{intake_id}/pay", s.pay)
 	s.page("POST /c/{account_code}/{room_code}/intake/{intake_id}/pay", s.payNow)
 	s.page("GET /c/{account_code}/{room_code}/intake/{intake_id}/book", s.bookForm)
@@ -113,21 +117,55 @@ const maxFormBytes = 64 << 10
 // which ServeHTTP answers as a page.
 type pageFunc func(w http.ResponseWriter, r *http.Request) error
 
-func (s *Server) page(pattern string, h pageFunc) {
+// maxAttachments bounds the files one form sends.
+const maxAttachments = 5
+
+// page registers a page handler. A page's form is a few fields: a body
+// past maxFormBytes is refused before it is read (net/http's own bound
+// for forms is 10 MB).
+func (s *Server) page(pattern string, h pageFunc) { s.handle(pattern, h, false) }
+
+// upload registers a page whose form may also carry files
+// (multipart/form-data): up to maxAttachments files of MaxFileBytes each.
+func (s *Server) upload(pattern string, h pageFunc) { s.handle(pattern, h, true) }
+
+func (s *Server) handle(pattern string, h pageFunc, files bool) {
+	fileMax := s.cfg.MaxFileBytes
+	if fileMax <= 0 {
+		fileMax = 50 << 20
+	}
 	s.mux.Handle(pattern, s.guard.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// A page's form is a few fields: a body past this is refused
-		// before it is read (net/http's own bound for forms is 10 MB).
 		r = withPageState(r)
-		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+		multipart := files && strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data")
+		limit := int64(maxFormBytes)
+		if multipart {
+			limit += maxAttachments * fileMax
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		if r.Method == http.MethodPost {
-			if err := r.ParseForm(); err != nil {
+			var err error
+			if multipart {
+				err = r.ParseMultipartForm(8 << 20)
+			} else {
+				err = r.ParseForm()
+			}
+			if err != nil {
 				var tooLarge *http.MaxBytesError
 				if errors.As(err, &tooLarge) {
-					s.fail(w, r, clinic.Errorf(clinic.ETooLarge, "That form is larger than this page sends: shorten what you wrote and send it again."))
+					s.fail(w, r, clinic.Errorf(clinic.ETooLarge, "That form is larger than this page takes: shorten what you wrote, or send smaller files (at most %d of %d MB), and send it again.", maxAttachments, fileMax>>20))
 				} else {
 					s.fail(w, r, clinic.Errorf(clinic.EInvalid, "That form could not be read: send it again from the page."))
 				}
 				return
+			}
+		}
+		if r.MultipartForm != nil {
+			defer r.MultipartForm.RemoveAll()
+			for _, fh := range r.MultipartForm.File["attachments"] {
+				if fh.Size > fileMax {
+					s.fail(w, r, clinic.Errorf(clinic.ETooLarge, "%s is larger than the clinic takes (%d MB).", fh.Filename, fileMax>>20))
+					return
+				}
 			}
 		}
 		if err := h(w, r); err != nil {
