@@ -44,6 +44,7 @@ type axeViolation struct {
 // and fails t for each serious or critical violation.
 func checkA11y(t *testing.T, ctx context.Context, page string) {
 	t.Helper()
+	fitsScreen(t, ctx, page)
 	src := axeSource(t)
 	if src == "" {
 		return
@@ -90,5 +91,27 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	}
 	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// fitsScreen fails t when the page is wider than the browser's phone-sized
+// window (a table may scroll inside its own box), naming what sticks out.
+func fitsScreen(t *testing.T, ctx context.Context, page string) {
+	t.Helper()
+	out, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`(() => {
+		const w = document.documentElement.clientWidth, wide = [];
+		for (const el of document.querySelectorAll("body *")) {
+			if (el.parentElement && el.parentElement.closest(".table-scroll")) continue;
+			const r = el.getBoundingClientRect();
+			if (r.right > w + 1) wide.push(el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + (el.className ? "." + el.className : "") + " " + Math.round(r.right) + "px");
+		}
+		if (document.documentElement.scrollWidth > w + 1) wide.push("the page scrolls sideways: " + document.documentElement.scrollWidth + "px in " + w + "px");
+		return wide.slice(0, 5);
+	})()`))
+	if err != nil {
+		t.Fatalf("%s: measuring: %v", page, err)
+	}
+	if len(out) > 0 {
+		t.Errorf("%s: wider than the screen: %s", page, strings.Join(out, ", "))
 	}
 }
