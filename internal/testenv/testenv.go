@@ -127,6 +127,8 @@ type Options struct {
 	PortalHere bool
 	// KeepAlive is the event streams' keep-alive (default: the server's).
 	KeepAlive time.Duration
+	// StripeJS is where the payment page loads Stripe.js from.
+	StripeJS string
 }
 
 // Env is one running server.
@@ -208,7 +210,7 @@ func New(t testing.TB, opts ...Options) *Env {
 	}
 	reg.AddCollector(a.WriteMetrics)
 	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: o.MaxBody, MaxUploadBytes: o.MaxUpload, MaxFileBytes: o.MaxFile, Metrics: reg, KeepAlive: o.KeepAlive, Closing: closing})
-	portal, err := web.New(a, log, web.Config{SessionMax: cfg.UserTokenMax, KeepAlive: o.KeepAlive, Closing: closing, MaxFileBytes: o.MaxFile}, api)
+	portal, err := web.New(a, log, web.Config{SessionMax: cfg.UserTokenMax, KeepAlive: o.KeepAlive, Closing: closing, MaxFileBytes: o.MaxFile, StripeJS: o.StripeJS}, api)
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}

@@ -447,3 +447,99 @@ func TestBrowser_Refusals(t *testing.T) {
 		t.Fatalf("the one-time link worked twice: %q", body)
 	}
 }
+
+// fakeStripeJS stands in for Stripe.js (js.stripe.com, which tests cannot
+// reach): the part of its API the payment page uses —
+// Stripe(key).elements().create("card").mount(selector) and
+// createPaymentMethod({type, card}) — with the card field an input and the
+// PaymentMethod one of Stripe's test ones. It records the key it was given.
+const fakeStripeJS = `window.Stripe = function (key) {
+  window.stripeKey = key;
+  return {
+    elements: function () { return { create: function (type) { return { mount: function (sel) {
+      var i = document.createElement("input"); i.id = "fake-card"; i.setAttribute("aria-label", "Card number");
+      document.querySelector(sel).appendChild(i); } }; } }; },
+    createPaymentMethod: function (opts) {
+      var n = document.getElementById("fake-card").value;
+      if (n !== "4242424242424242") { return Promise.resolve({ error: { message: "Your card number is incomplete." } }); }
+      return Promise.resolve({ paymentMethod: { id: "pm_card_visa" } });
+    }
+  };
+};`
+
+// TestBrowser_StripeElements: at a clinic that takes cards with Stripe,
+// the payment page loads Stripe.js (a stand-in here), mounts the card
+// field, and sends the PaymentMethod Stripe makes, never the card number;
+// the server saves the card with Stripe and charges it (stripe-mock, whose
+// canned PaymentIntent is not a success, so the page shows the refusal).
+func TestBrowser_StripeElements(t *testing.T) {
+	browser := chrome(t)
+	mock := os.Getenv("TELECLINIC_STRIPE_MOCK_URL")
+	if mock == "" {
+		t.Skip("TELECLINIC_STRIPE_MOCK_URL is not set: the Stripe payment page test needs stripe-mock (.ci/run starts it)")
+	}
+	js := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript")
+		io.WriteString(w, fakeStripeJS)
+	}))
+	defer js.Close()
+	f := newFixture(t, testenv.Options{StripeJS: js.URL + "/v3/", Config: func(c *app.Config) { c.StripeAPIURL = mock }})
+	bg := context.Background()
+	admin := f.admin(t)
+	if _, err := f.e.App.SetProcessor(bg, admin, app.ProcessorInput{Processor: "stripe", SecretKey: "sk_test_123", PublishableKey: "pk_test_123"}); err != nil {
+		t.Fatal(err)
+	}
+	cons := []clinic.Consultation{{ID: "1", Description: "15-min Consultation", Duration: 15, Amount: 25, Charge: true, Slots: 1}}
+	if _, err := f.e.App.UpdateRoom(bg, admin, "main", app.RoomUpdate{Consultations: &cons}); err != nil {
+		t.Fatal(err)
+	}
+	patient := separate(t, browser)
+	err := chromedp.Do(patient,
+		chromedp.Navigate(f.e.URL+"/auth?sso_token="+f.p2Token+"&next=/c/acme/main"),
+		chromedp.WaitVisible(chromedp.CSS("#reason")),
+		chromedp.SendKeys(chromedp.CSS("#reason"), "A rash"),
+		chromedp.Click(chromedp.CSS(`input[name="terms"]`)),
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Join"]`)),
+		chromedp.WaitVisible(chromedp.CSS("h1")))
+	if err != nil {
+		t.Fatalf("patient: %v", err)
+	}
+	if err := chromedp.Do(patient, chromedp.WaitVisible(chromedp.CSS("#fake-card"))); err != nil {
+		t.Fatalf("the card field: %v", err)
+	}
+	key, err := chromedp.Run(patient, chromedp.Evaluate[string](`window.stripeKey`))
+	if err != nil || key != "pk_test_123" {
+		t.Fatalf("Stripe.js got the key %q (%v)", key, err)
+	}
+	checkA11y(t, patient, "payment")
+	// An unfinished card stays in the page, with Stripe's message.
+	err = chromedp.Do(patient,
+		chromedp.SendKeys(chromedp.CSS("#fake-card"), "4242"),
+		chromedp.Click(chromedp.Search(`//button[starts-with(normalize-space(), "Pay")]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, patient, "#card-errors", "incomplete")
+	err = chromedp.Do(patient,
+		chromedp.SendKeys(chromedp.CSS("#fake-card"), "424242424242"),
+		chromedp.Click(chromedp.Search(`//button[starts-with(normalize-space(), "Pay")]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// stripe-mock's canned PaymentIntent is not a success: the refusal is
+	// on the page, in words.
+	waitText(t, patient, `main > p.error[role="alert"]`, "card")
+	p2 := f.user(t, f.p2Token)
+	cards, err := f.e.App.Sources(bg, p2, app.SourceInput{RoomCode: "main"}, "card")
+	if err != nil || len(cards) != 1 || cards[0].Processor != "stripe" || !strings.HasPrefix(cards[0].PaymentMethod, "pm_") {
+		t.Fatalf("the card saved with Stripe: %+v %v", cards, err)
+	}
+	body, _ := chromedp.Run(patient, chromedp.Text(chromedp.CSS("main")))
+	if strings.Contains(body, "4242424242424242") {
+		t.Fatal("the card number came back to the page")
+	}
+	vs, _ := f.e.App.ListVisits(bg, p2, app.VisitQuery{})
+	if len(vs) != 0 {
+		t.Fatalf("an unpaid walk-in joined the queue: %d visits", len(vs))
+	}
+}

@@ -172,9 +172,14 @@ type payPage struct {
 	Amount, Due     string
 	Consultation    string
 	Promo, Discount string
-	Sandbox         bool
-	TestCards       []testCard
-	Error           string
+	// Stripe says the clinic takes cards with Stripe; otherwise the
+	// sandbox's test cards are offered.
+	Stripe    bool
+	TestCards []testCard
+	// StripeJS and PublishableKey are set when the clinic takes cards
+	// with Stripe: the page mounts Stripe's card field (Stripe Elements).
+	StripeJS, PublishableKey string
+	Error                    string
 }
 
 type testCard struct{ Token, Label string }
@@ -213,7 +218,20 @@ func (s *Server) showPay(w http.ResponseWriter, r *http.Request, status int, msg
 	kind := r.FormValue("kind")
 	page := payPage{Action: roomBase(r.PathValue("account_code"), r.PathValue("room_code")) + "/intake/" + strconv.FormatInt(id, 10) + "/pay",
 		Kind: kind, Amount: money(bill.Amount, bill.Currency), Due: money(bill.AmountDue, bill.Currency),
-		Consultation: bill.Consultation.Description, Promo: promo, Sandbox: billing.Sandbox, TestCards: sandboxCards, Error: msg}
+		Consultation: bill.Consultation.Description, Promo: promo, Stripe: billing.Processor == "stripe", TestCards: sandboxCards, Error: msg}
+	if billing.Processor == "stripe" {
+		// Stripe's script and its card field's frame come from Stripe, and
+		// the script talks to Stripe's API: this one page allows them.
+		page.StripeJS, page.PublishableKey = s.cfg.StripeJS, billing.PublishableKey
+		origin := s.cfg.StripeJS
+		if u, err := url.Parse(origin); err == nil {
+			origin = u.Scheme + "://" + u.Host
+		}
+		w.Header().Set("Content-Security-Policy", strings.NewReplacer(
+			"script-src 'self'", "script-src 'self' "+origin,
+			"default-src 'self'", "default-src 'self'; frame-src "+origin+"; connect-src 'self' https://api.stripe.com "+origin,
+		).Replace(pageCSP))
+	}
 	if bill.Discount > 0 {
 		page.Discount = money(bill.Discount, bill.Currency)
 	}
@@ -224,8 +242,11 @@ func (s *Server) showPay(w http.ResponseWriter, r *http.Request, status int, msg
 	return nil
 }
 
-// payNow saves the chosen card and pays the bill; a declined card is shown
-// on the payment page, in words, and nothing is booked.
+// payNow saves the card and pays the bill; a declined card is shown on the
+// payment page, in words, and nothing is booked. In the sandbox the card
+// is one of its test cards; with Stripe it is the PaymentMethod that
+// Stripe's card field made in the browser (static/stripe-pay.js), so no
+// card number reaches this server.
 func (s *Server) payNow(w http.ResponseWriter, r *http.Request) error {
 	p, id, err := s.intakeStep(r)
 	if err != nil {
@@ -236,8 +257,11 @@ func (s *Server) payNow(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if !billing.Sandbox {
-		return clinic.Errorf(clinic.EInvalid, "This clinic takes cards through its processor's own form, which this portal does not show yet; pay in the clinic's app.")
+	token := r.PostFormValue("token")
+	if billing.Processor == "stripe" && !strings.HasPrefix(token, "pm_") {
+		// Stripe's card field hands the form a PaymentMethod id; nothing
+		// else (a card number above all) is taken.
+		return s.showPay(w, r, http.StatusBadRequest, "The card field did not finish: enter the card again and press Pay.")
 	}
 	refuse := func(err error) error {
 		switch code := clinic.ErrorCode(err); code {
@@ -246,7 +270,7 @@ func (s *Server) payNow(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	src, err := s.app.AddSource(ctx, p, app.SourceInput{RoomCode: r.PathValue("room_code")}, "card", r.PostFormValue("token"))
+	src, err := s.app.AddSource(ctx, p, app.SourceInput{RoomCode: r.PathValue("room_code")}, "card", token)
 	if err != nil {
 		return refuse(err)
 	}

@@ -46,6 +46,10 @@ type Config struct {
 	// MaxFileBytes bounds a file a page takes (the intake's attachments),
 	// as POST /files bounds one (default 50 MiB).
 	MaxFileBytes int64
+	// StripeJS is where the payment page loads Stripe.js from when a
+	// clinic takes cards with Stripe (default https://js.stripe.com/v3/;
+	// tests serve a stand-in).
+	StripeJS string
 }
 
 // Server is the portal's handler. Requests for paths it does not serve go
@@ -64,6 +68,9 @@ type Server struct {
 
 // New returns the portal in front of next.
 func New(a *app.App, log *slog.Logger, cfg Config, next http.Handler) (*Server, error) {
+	if cfg.StripeJS == "" {
+		cfg.StripeJS = "https://js.stripe.com/v3/"
+	}
 	s := &Server{app: a, log: log, cfg: cfg, next: next, mux: http.NewServeMux(), pages: map[string]*template.Template{},
 		guard: http.NewCrossOriginProtection()}
 	if err := s.parseTemplates(); err != nil {
@@ -196,11 +203,15 @@ func (s *Server) securePage(w http.ResponseWriter) {
 	// Pages run no inline script and load nothing from elsewhere; no
 	// other site may frame them; and no address a page was reached by
 	// (which may carry a token) leaves it in a Referer.
-	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+	h.Set("Content-Security-Policy", pageCSP)
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 }
+
+// pageCSP is every page's Content-Security-Policy but the Stripe payment
+// page's (stripeCSP).
+const pageCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 // statusWriter remembers the status a page answered with.
 type statusWriter struct {
