@@ -1,14 +1,18 @@
 package web_test
 
 import (
+	"bufio"
 	"context"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/testenv"
 )
 
 // adminSignIn signs b in as the clinic admin.
@@ -222,3 +226,63 @@ func TestPortal_Chart(t *testing.T) {
 	}
 }
 func ptrBool(b bool) *bool { return &b }
+
+// TestPortal_PageStreams: a visit page's event stream tells the page of a
+// new message with "changed", refuses whoever may not see the visit as the
+// page does, and ends with "ended" at the keep-alive after sign-out.
+func TestPortal_PageStreams(t *testing.T) {
+	f := newFixture(t, testenv.Options{KeepAlive: 100 * time.Millisecond})
+	bg := context.Background()
+	b := newBrowser(t, f.e)
+	f.redirectLogin(t, b, f.p1Token, f.visitPath(), nil)
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.e.URL+f.visitPath()+"/events?last_event_id=1", nil)
+	res, err := b.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("%d %s", res.StatusCode, res.Header.Get("Content-Type"))
+	}
+	events := make(chan string, 16)
+	go func() {
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			if name, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+				events <- name
+			}
+		}
+		close(events)
+	}()
+	next := func() string {
+		t.Helper()
+		select {
+		case e := <-events:
+			return e
+		case <-time.After(5 * time.Second):
+			t.Fatal("no event within 5 s")
+		}
+		return ""
+	}
+	msg := "Any news?"
+	if _, err := f.e.App.PostMessage(bg, f.user(t, f.p1Token), f.visitID, app.NewMessage{Content: &msg}); err != nil {
+		t.Fatal(err)
+	}
+	if e := next(); e != "changed" {
+		t.Fatalf("after a message: %q", e)
+	}
+	// The second patient's stream is the page's refusal.
+	b2 := newBrowser(t, f.e)
+	f.redirectLogin(t, b2, f.p2Token, "/visits", nil)
+	if pg := b2.get(f.visitPath() + "/events"); pg.Status != 404 || strings.Contains(pg.Body, "Any news") {
+		t.Fatalf("another patient's stream: %d", pg.Status)
+	}
+	if pg := b.post("/signout", nil); pg.Status != 303 {
+		t.Fatalf("sign out: %d", pg.Status)
+	}
+	if e := next(); e != "ended" {
+		t.Fatalf("after sign-out: %q", e)
+	}
+}
