@@ -108,7 +108,7 @@ func stripeMock(t *testing.T) string {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	cmd := exec.Command(bin, "-http-addr", addr)
+	cmd := exec.Command(bin, "-http-addr", addr, "-https-addr", "127.0.0.1:") // HTTPS on a port of its own, not the default 12112
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
