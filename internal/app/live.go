@@ -33,9 +33,10 @@ func (a *App) publishMessage(v *clinic.Visit, m *clinic.Message) {
 	}
 }
 
-// wait returns the next event of sub, or ok false when wait passes with
+// wait returns the next event of sub, or ok false when d passes with
 // none (the stream's time to send a keep-alive and check its caller) or
-// ctx ends.
+// ctx ends. Keep-alives run on real time, not the app's clock: they pace
+// a connection, and tests hold the app's clock still.
 func wait(ctx context.Context, sub *live.Sub, d time.Duration) (live.Event, bool, error) {
 	t := time.NewTimer(d)
 	defer t.Stop()
