@@ -53,6 +53,9 @@ type config struct {
 
 	APNsKeyFile, APNsKeyID, APNsTeamID, APNsTopic, APNsURL string
 	FCMCredentialsFile, FCMURL                             string
+	// The call's ICE servers: comma-separated STUN and TURN URLs, and the
+	// TURN servers' shared secret.
+	STUNURLs, TURNURLs, TURNSecret string
 }
 
 // storeFlags are the settings every subcommand that opens the database takes.
@@ -96,6 +99,9 @@ func serveFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.APNsURL, "apns-url", "https://api.push.apple.com", "Apple push service (https://api.sandbox.push.apple.com for development builds)")
 	fs.StringVar(&c.FCMCredentialsFile, "fcm-credentials-file", "", "Google push: the Firebase service account JSON key file (enables Google push)")
 	fs.StringVar(&c.FCMURL, "fcm-url", "https://fcm.googleapis.com", "Google push: the messaging service")
+	fs.StringVar(&c.STUNURLs, "stun-url", "", "video calls: STUN server URLs, comma-separated (stun:host:3478)")
+	fs.StringVar(&c.TURNURLs, "turn-url", "", "video calls: TURN server URLs, comma-separated (turn:host:3478?transport=udp, turns:host:5349)")
+	fs.StringVar(&c.TURNSecret, "turn-secret", "", "video calls: the TURN servers' static-auth-secret (coturn use-auth-secret); prefer TELECLINIC_TURN_SECRET")
 }
 
 func webhookPrivateFlag(fs *flag.FlagSet, c *config) {
@@ -131,6 +137,14 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 func (c *config) validate() error {
 	if _, ok := logLevels[c.LogLevel]; !ok {
 		return errors.New("--log-level must be debug, info, warn or error")
+	}
+	if (c.TURNURLs == "") != (c.TURNSecret == "") {
+		return errors.New("--turn-url and --turn-secret go together: the TURN servers' credentials are made with the secret")
+	}
+	for _, u := range append(urlList(c.STUNURLs), urlList(c.TURNURLs)...) {
+		if !strings.HasPrefix(u, "stun:") && !strings.HasPrefix(u, "stuns:") && !strings.HasPrefix(u, "turn:") && !strings.HasPrefix(u, "turns:") {
+			return fmt.Errorf("%q is not a STUN or TURN URL (stun:, stuns:, turn: or turns:)", u)
+		}
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		return fmt.Errorf("--log-format must be text or json")

@@ -57,3 +57,34 @@ func TestConfig_Senders(t *testing.T) {
 		t.Fatal("a missing FCM credentials file accepted")
 	}
 }
+
+// TestConfig_ICE: STUN and TURN URLs are lists; TURN needs its secret (also
+// from TELECLINIC_TURN_SECRET), and a URL that is not STUN or TURN is
+// refused at start.
+func TestConfig_ICE(t *testing.T) {
+	parse := func(args ...string) *config {
+		t.Helper()
+		var c config
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		serveFlags(fs, &c)
+		if err := parseFlags(fs, args); err != nil {
+			t.Fatal(err)
+		}
+		return &c
+	}
+	if err := parse("--turn-url", "turn:t.example:3478").validate(); err == nil {
+		t.Fatal("--turn-url without --turn-secret accepted")
+	}
+	if err := parse("--stun-url", "https://s.example").validate(); err == nil {
+		t.Fatal("an https URL accepted as STUN")
+	}
+	t.Setenv("TELECLINIC_TURN_SECRET", "north")
+	c := parse("--stun-url", "stun:s.example:3478, stun:s2.example:3478", "--turn-url", "turn:t.example:3478?transport=udp,turns:t.example:5349")
+	if err := c.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := urlList(c.TURNURLs); len(got) != 2 || got[1] != "turns:t.example:5349" || c.TURNSecret != "north" || len(urlList(c.STUNURLs)) != 2 {
+		t.Fatalf("%+v", c)
+	}
+}

@@ -25,6 +25,7 @@ import (
 	"teleclinic/internal/blob"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/httpapi"
+	"teleclinic/internal/media"
 	"teleclinic/internal/metrics"
 	"teleclinic/internal/reference"
 	"teleclinic/internal/store"
@@ -146,6 +147,7 @@ func open(ctx context.Context, c *config, stderr io.Writer) (*app.App, *slog.Log
 		RefreshTokenMax: c.RefreshMax, ServerKey: key, Blobs: blobs, Mail: mailer, APNs: apns, FCM: fcm,
 		MaxImagePixels: c.MaxPixels, EligibilityWindow: c.EligibilityWindow, Reference: ref, Metrics: c.Metrics,
 		Webhooks: app.WebhookConfig{RetryInterval: c.WebhookRetryInterval, Timeout: c.WebhookTimeout, AllowPrivate: c.WebhookAllowPrivate},
+		ICE:      media.Config{STUN: urlList(c.STUNURLs), TURN: urlList(c.TURNURLs), Secret: c.TURNSecret},
 	}, time.Now, log)
 	if err != nil {
 		st.Close()
@@ -261,6 +263,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// urlList splits a comma-separated flag value, dropping empty entries.
+func urlList(v string) []string {
+	var out []string
+	for _, u := range strings.Split(v, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 func baseURLFor(addr *net.TCPAddr) string {

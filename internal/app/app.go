@@ -17,6 +17,7 @@ import (
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/eligibility"
 	"teleclinic/internal/mail"
+	"teleclinic/internal/media"
 	"teleclinic/internal/metrics"
 	"teleclinic/internal/payments"
 	"teleclinic/internal/push"
@@ -62,6 +63,8 @@ type Config struct {
 	// where the Stripe adapter sends requests; empty is Stripe itself.
 	Sandbox      *payments.Sandbox
 	StripeAPIURL string
+	// ICE are the STUN and TURN servers a visit's call is handed.
+	ICE media.Config
 	// Metrics counts outbox deliveries (nil: not counted).
 	Metrics *metrics.Registry
 	// OutboxPoll is how often delivery loops look for items due from other

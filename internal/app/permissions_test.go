@@ -449,6 +449,9 @@ func permRows(f *permFixture) map[string]permRow {
 			defer w.Close()
 			return w.Next(ctx, 0)
 		}},
+		"CallICEServers": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.CallICEServers(ctx, p, f.visitID))
+		}},
 		"WatchDashboard": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			w, err := a.WatchDashboard(ctx, p)
 			if err != nil {
