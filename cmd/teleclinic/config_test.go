@@ -15,20 +15,23 @@ import (
 	"teleclinic/internal/mail"
 )
 
+// parseServe parses args as serve's flags (and the environment).
+func parseServe(t *testing.T, args ...string) *config {
+	t.Helper()
+	var c config
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	serveFlags(fs, &c)
+	if err := parseFlags(fs, args); err != nil {
+		t.Fatal(err)
+	}
+	return &c
+}
+
 // TestConfig_Senders: the mail and push channels are off until their flags
 // are given, and bad settings are refused at start.
 func TestConfig_Senders(t *testing.T) {
-	parse := func(args ...string) *config {
-		t.Helper()
-		var c config
-		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		serveFlags(fs, &c)
-		if err := parseFlags(fs, args); err != nil {
-			t.Fatal(err)
-		}
-		return &c
-	}
+	parse := func(args ...string) *config { t.Helper(); return parseServe(t, args...) }
 	m, apns, fcm, err := parse().senders()
 	if err != nil || m != nil || apns != nil || fcm != nil {
 		t.Fatalf("channels on without configuration: %v %v %v %v", m, apns, fcm, err)
@@ -62,17 +65,7 @@ func TestConfig_Senders(t *testing.T) {
 // from TELECLINIC_TURN_SECRET), and a URL that is not STUN or TURN is
 // refused at start.
 func TestConfig_ICE(t *testing.T) {
-	parse := func(args ...string) *config {
-		t.Helper()
-		var c config
-		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-		fs.SetOutput(io.Discard)
-		serveFlags(fs, &c)
-		if err := parseFlags(fs, args); err != nil {
-			t.Fatal(err)
-		}
-		return &c
-	}
+	parse := func(args ...string) *config { t.Helper(); return parseServe(t, args...) }
 	if err := parse("--turn-url", "turn:t.example:3478").validate(); err == nil {
 		t.Fatal("--turn-url without --turn-secret accepted")
 	}
