@@ -36,10 +36,7 @@ func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal) (*Dash
 	if err := requireUser(p); err != nil {
 		return nil, err
 	}
-	if !isProvider(p) {
-		return nil, clinic.Errorf(clinic.EForbidden, "The dashboard is for the clinic's providers. Your visits are on the Visits page.")
-	}
-	ds, err := a.ListVisits(ctx, p, VisitQuery{Statuses: []string{"10", "20", "25"}})
+	ds, err := a.openVisits(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -81,6 +78,16 @@ func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal) (*Dash
 		}
 	}
 	return out, nil
+}
+
+// openVisits are the provider's open visits as GET /visits gives them to
+// a provider (theirs, and their rooms' unassigned e-consults and
+// walk-ins); the dashboard and its watch are for providers only.
+func (a *App) openVisits(ctx context.Context, p *clinic.Principal) ([]*VisitDetail, error) {
+	if !isProvider(p) {
+		return nil, clinic.Errorf(clinic.EForbidden, "The dashboard is for the clinic's providers. Your visits are on the Visits page.")
+	}
+	return a.ListVisits(ctx, p, VisitQuery{Statuses: []string{"10", "20", "25"}})
 }
 
 // movesFrom are the moves of the assigned provider that the state machine

@@ -211,7 +211,12 @@ type ChangeWatch struct{ sub *live.Sub }
 // the rooms they are linked to (their queues, e-consults and threads) and
 // their own open visits. It is for providers only, as the dashboard is.
 func (a *App) WatchDashboard(ctx context.Context, p *clinic.Principal) (*ChangeWatch, error) {
-	db, err := a.ProviderDashboard(ctx, p)
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
+	// The visits only, not the dashboard: its threads' latest messages
+	// would be read (and audited) for a stream that shows none of them.
+	open, err := a.openVisits(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -223,8 +228,10 @@ func (a *App) WatchDashboard(ctx context.Context, p *clinic.Principal) (*ChangeW
 	for _, l := range links {
 		topics = append(topics, live.RoomTopic(p.Account.ID, l.Room.ID))
 	}
-	for _, d := range db.Mine {
-		topics = append(topics, live.VisitTopic(p.Account.ID, d.Visit.ID))
+	for _, d := range open {
+		if d.Visit.ProviderID == p.UserID() {
+			topics = append(topics, live.VisitTopic(p.Account.ID, d.Visit.ID))
+		}
 	}
 	return &ChangeWatch{sub: a.store.Live().Subscribe(topics...)}, nil
 }
