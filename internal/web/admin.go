@@ -12,7 +12,8 @@ import (
 
 // The clinic admin's pages. The admin signs in with the clinic code and
 // the admin token (app.AdminSignIn); every page then calls the same admin
-// operations as the API's admin routes.
+// operations as the API's admin routes, which refuse anyone else: each
+// page calls an admin-only one before anything else.
 
 type adminSigninPage struct{ Clinic, Error string }
 
@@ -36,19 +37,6 @@ func (s *Server) adminSignin(w http.ResponseWriter, r *http.Request) error {
 	s.setCookie(w, s.navCookie(), "", 0)
 	http.Redirect(w, r, "/admin", http.StatusSeeOther)
 	return nil
-}
-
-// adminPrincipal is the signed-in admin; another signed-in user is told
-// the page is not theirs, as the API's admin routes answer them.
-func (s *Server) adminPrincipal(r *http.Request) (*clinic.Principal, error) {
-	p, err := s.principal(r)
-	if err != nil {
-		return nil, err
-	}
-	if !p.IsAdmin() {
-		return nil, clinic.Errorf(clinic.EForbidden, "This page is for the clinic's admin: sign out, then sign in at /admin/signin with the admin token.")
-	}
-	return p, nil
 }
 
 type adminRoom struct {
@@ -83,12 +71,16 @@ var noticeWords = map[string]string{
 }
 
 func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, page adminPage) error {
-	p, err := s.adminPrincipal(r)
+	p, err := s.principal(r)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
-	page.Clinic = p.Account.Name
+	wh, err := s.app.WebhookSettings(ctx, p)
+	if err != nil {
+		return err
+	}
+	page.Clinic, page.WebhookURL, page.SecretSet = p.Account.Name, wh.URL, wh.SecretSet
 	rooms, err := s.app.ListRooms(ctx, p, app.RoomQuery{Limit: app.MaxRoomLimit})
 	if err != nil {
 		return err
@@ -97,11 +89,6 @@ func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, p
 		page.Rooms = append(page.Rooms, adminRoom{Code: rm.Code, Name: rm.Name, Closed: rm.Settings.Operation.IsClosed || !rm.Active,
 			Address: "/c/" + url.PathEscape(p.Account.Code) + "/" + url.PathEscape(rm.Code)})
 	}
-	wh, err := s.app.WebhookSettings(ctx, p)
-	if err != nil {
-		return err
-	}
-	page.WebhookURL, page.SecretSet = wh.URL, wh.SecretSet
 	if page.Deliveries, err = s.app.WebhookDeliveries(ctx, p, 0, 20); err != nil {
 		return err
 	}
@@ -133,7 +120,7 @@ func (s *Server) adminRefused(w http.ResponseWriter, r *http.Request, err error)
 }
 
 func (s *Server) adminCreateRoom(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.adminPrincipal(r)
+	p, err := s.principal(r)
 	if err != nil {
 		return err
 	}
@@ -160,11 +147,15 @@ func (s *Server) adminRoom(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) showAdminRoom(w http.ResponseWriter, r *http.Request, status int, notice, msg string) error {
-	p, err := s.adminPrincipal(r)
+	p, err := s.principal(r)
 	if err != nil {
 		return err
 	}
 	ctx := r.Context()
+	providers, _, err := s.app.ListUsers(ctx, p, app.UserListQuery{Types: []string{strconv.Itoa(clinic.UserProvider)}, Limit: 500})
+	if err != nil {
+		return err
+	}
 	d, err := s.app.GetRoom(ctx, p, r.PathValue("code"))
 	if err != nil {
 		return err
@@ -174,10 +165,6 @@ func (s *Server) showAdminRoom(w http.ResponseWriter, r *http.Request, status in
 		Address: "/c/" + url.PathEscape(p.Account.Code) + "/" + url.PathEscape(rm.Code),
 		Active:  rm.Active, Closed: st.Operation.IsClosed, Public: st.PublicAccess, Walkin: st.WalkinEnabled,
 		Appointments: st.AppointmentEnabled, Guests: st.GuestLogin, Notice: notice, Error: msg}
-	providers, _, err := s.app.ListUsers(ctx, p, app.UserListQuery{Types: []string{strconv.Itoa(clinic.UserProvider)}, Limit: 500})
-	if err != nil {
-		return err
-	}
 	for _, u := range providers {
 		if containsID(d.ProviderIDs, u.ID) {
 			page.Linked = append(page.Linked, u)
@@ -199,7 +186,7 @@ func containsID(ids []int64, id int64) bool {
 }
 
 func (s *Server) adminUpdateRoom(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.adminPrincipal(r)
+	p, err := s.principal(r)
 	if err != nil {
 		return err
 	}
@@ -223,7 +210,7 @@ func (s *Server) adminUpdateRoom(w http.ResponseWriter, r *http.Request) error {
 // adminLinkProvider links (or, with unlink=1, unlinks) a provider and the
 // room, as POST /users/{id}/rooms and DELETE /users/{id}/rooms/{code} do.
 func (s *Server) adminLinkProvider(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.adminPrincipal(r)
+	p, err := s.principal(r)
 	if err != nil {
 		return err
 	}
@@ -250,7 +237,7 @@ func (s *Server) adminLinkProvider(w http.ResponseWriter, r *http.Request) error
 // adminWebhook saves the webhook's address and, when asked, makes a new
 // signing secret, shown on the page this once.
 func (s *Server) adminWebhook(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.adminPrincipal(r)
+	p, err := s.principal(r)
 	if err != nil {
 		return err
 	}
@@ -267,7 +254,7 @@ func (s *Server) adminWebhook(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) adminRedeliver(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.adminPrincipal(r)
+	p, err := s.principal(r)
 	if err != nil {
 		return err
 	}
@@ -286,7 +273,7 @@ func (s *Server) adminRedeliver(w http.ResponseWriter, r *http.Request) error {
 // new value once. A new admin token ends the admin's portal sessions, so
 // the page that shows it is the session's last.
 func (s *Server) adminRotate(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.adminPrincipal(r)
+	p, err := s.principal(r)
 	if err != nil {
 		return err
 	}
