@@ -5,9 +5,7 @@ import (
 	"context"
 	"image"
 	"image/png"
-	"io"
 	"mime/multipart"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -183,20 +181,7 @@ func (b *browser) multipartPost(path string, fields url.Values, files map[string
 	for k, v := range sameOrigin {
 		h[k] = v
 	}
-	req, err := http.NewRequest("POST", b.base+path, &body)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	for k, v := range h {
-		req.Header.Set(k, v)
-	}
-	res, err := b.c.Do(req)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	return &page{Status: res.StatusCode, Location: res.Header.Get("Location"), Header: res.Header, Body: string(raw)}
+	return b.send("POST", path, &body, h)
 }
 
 func pngBytes(t *testing.T) []byte {

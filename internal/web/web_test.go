@@ -37,16 +37,23 @@ type page struct {
 
 func (b *browser) do(method, path string, form url.Values, header map[string]string) *page {
 	b.t.Helper()
-	var body io.Reader
-	if form != nil {
-		body = strings.NewReader(form.Encode())
+	if form == nil {
+		return b.send(method, path, nil, header)
 	}
+	h := map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
+	for k, v := range header {
+		h[k] = v
+	}
+	return b.send(method, path, strings.NewReader(form.Encode()), h)
+}
+
+// send makes one request with body and header (Host sets the request's
+// host).
+func (b *browser) send(method, path string, body io.Reader, header map[string]string) *page {
+	b.t.Helper()
 	req, err := http.NewRequest(method, b.base+path, body)
 	if err != nil {
 		b.t.Fatal(err)
-	}
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
 	for k, v := range header {
 		if k == "Host" {
