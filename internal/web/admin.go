@@ -3,6 +3,7 @@ package web
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -166,7 +167,7 @@ func (s *Server) showAdminRoom(w http.ResponseWriter, r *http.Request, status in
 		Active:  rm.Active, Closed: st.Operation.IsClosed, Public: st.PublicAccess, Walkin: st.WalkinEnabled,
 		Appointments: st.AppointmentEnabled, Guests: st.GuestLogin, Notice: notice, Error: msg}
 	for _, u := range providers {
-		if containsID(d.ProviderIDs, u.ID) {
+		if slices.Contains(d.ProviderIDs, u.ID) {
 			page.Linked = append(page.Linked, u)
 		} else {
 			page.Others = append(page.Others, u)
@@ -174,15 +175,6 @@ func (s *Server) showAdminRoom(w http.ResponseWriter, r *http.Request, status in
 	}
 	s.render(w, r, status, "adminroom", page)
 	return nil
-}
-
-func containsID(ids []int64, id int64) bool {
-	for _, x := range ids {
-		if x == id {
-			return true
-		}
-	}
-	return false
 }
 
 func (s *Server) adminUpdateRoom(w http.ResponseWriter, r *http.Request) error {

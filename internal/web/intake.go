@@ -9,6 +9,7 @@ import (
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/payments"
 )
 
 // A patient's way through a room: the intake form (reason, the clinic's
@@ -284,9 +285,10 @@ func (s *Server) payNow(w http.ResponseWriter, r *http.Request) error {
 	return s.nextStep(w, r, p, id, r.PostFormValue("kind"))
 }
 
-// money writes minor units as an amount with its currency.
+// money writes minor units as an amount with its currency, in the
+// currency's own decimals (none for JPY).
 func money(minor int64, currency string) string {
-	return strconv.FormatFloat(float64(minor)/100, 'f', 2, 64) + " " + currency
+	return strconv.FormatFloat(payments.ToMajor(minor, currency), 'f', payments.Exponent(currency), 64) + " " + currency
 }
 
 type bookPage struct {
