@@ -98,7 +98,7 @@ func (s *Server) messageEvents(w http.ResponseWriter, r *http.Request, c *call) 
 		switch {
 		case err != nil:
 		case ev == nil:
-			if err = c.stillIn(ctx); err == nil {
+			if err = s.stillIn(ctx, c); err == nil {
 				err = st.Comment("keep-alive")
 			}
 		default:

@@ -373,7 +373,7 @@ func (s *Server) roomQueueEvents(w http.ResponseWriter, r *http.Request, c *call
 	for {
 		qu, err := watch.Next(ctx, s.cfg.KeepAlive)
 		if err == nil && qu == nil {
-			if err = c.stillIn(ctx); err == nil {
+			if err = s.stillIn(ctx, c); err == nil {
 				err = st.Comment("keep-alive")
 			}
 		} else if err == nil {

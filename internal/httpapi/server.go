@@ -76,9 +76,17 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, c *call) error
 type call struct {
 	p      *clinic.Principal
 	params *Params
-	// stillIn authenticates the request's credentials again: an event
-	// stream asks at each keep-alive whether its caller is still signed in.
-	stillIn func(ctx context.Context) error
+	// creds and need are what authenticated the request: an event stream
+	// authenticates them again at each keep-alive (stillIn).
+	creds app.Credentials
+	need  app.Need
+}
+
+// stillIn reports whether c's caller is still signed in: their token not
+// revoked, expired or idled out since the request began.
+func (s *Server) stillIn(ctx context.Context, c *call) error {
+	_, err := s.app.Authenticate(ctx, c.creds, c.need)
+	return err
 }
 
 // New wires the API over a.
@@ -147,11 +155,7 @@ func (s *Server) adapt(rt Route) http.Handler {
 				if params.Files != nil {
 					defer params.Files.RemoveAll()
 				}
-				stillIn := func(ctx context.Context) error {
-					_, err := s.app.Authenticate(ctx, creds, rt.need)
-					return err
-				}
-				err = s.run(w, r, rt, &call{p: p, params: params, stillIn: stillIn})
+				err = s.run(w, r, rt, &call{p: p, params: params, creds: creds, need: rt.need})
 			}
 		}
 		if err != nil {
