@@ -361,6 +361,10 @@ func TestBrowser_AdminWebhook(t *testing.T) {
 	}
 	checkA11y(t, browser, "admin")
 	screenshot(t, browser, "admin")
+	if err := chromedp.Do(browser, chromedp.Navigate(f.e.URL+"/admin/rooms/main"), chromedp.WaitVisible(chromedp.CSS("#providers"))); err != nil {
+		t.Fatal(err)
+	}
+	checkA11y(t, browser, "admin room")
 }
 
 // TestBrowser_Refusals: what the portal refuses, in a browser. A form
@@ -542,4 +546,67 @@ func TestBrowser_StripeElements(t *testing.T) {
 	if len(vs) != 0 {
 		t.Fatalf("an unpaid walk-in joined the queue: %d visits", len(vs))
 	}
+}
+
+// TestBrowser_PaidAppointment: a patient books a paid appointment in a
+// browser — the room's form, the sandbox payment, an open time — and the
+// provider opens the patient's chart from the dashboard; each page passes
+// the accessibility check.
+func TestBrowser_PaidAppointment(t *testing.T) {
+	browser := chrome(t)
+	f := newFixture(t)
+	bg := context.Background()
+	admin := f.admin(t)
+	on := true
+	cons := []clinic.Consultation{{ID: "1", Description: "15-min Consultation", Duration: 15, Amount: 25, Charge: true, Slots: 1}}
+	if _, err := f.e.App.UpdateRoom(bg, admin, "main", app.RoomUpdate{AppointmentEnable: &on, Consultations: &cons}); err != nil {
+		t.Fatal(err)
+	}
+	day := f.e.Clock.Now().Add(48 * time.Hour).UTC().Format("2006-01-02")
+	if _, _, err := f.e.App.CreateSlots(bg, f.user(t, f.providerToken), app.SlotGroupInput{RoomCode: "main",
+		DateStart: day, DateEnd: day, TimeStart: "09:00", TimeEnd: "10:00", Timezone: "UTC", Duration: 30}); err != nil {
+		t.Fatal(err)
+	}
+	patient := separate(t, browser)
+	err := chromedp.Do(patient,
+		chromedp.Navigate(f.e.URL+"/auth?sso_token="+f.p2Token+"&next=/c/acme/main"),
+		chromedp.WaitVisible(chromedp.CSS("#reason")),
+		chromedp.SendKeys(chromedp.CSS("#reason"), "A follow-up"),
+		chromedp.Click(chromedp.CSS(`input[name="terms"]`)),
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Choose a time"]`)),
+		chromedp.WaitVisible(chromedp.Search(`//button[starts-with(normalize-space(), "Pay")]`)))
+	if err != nil {
+		t.Fatalf("patient: %v", err)
+	}
+	checkA11y(t, patient, "payment (sandbox)")
+	err = chromedp.Do(patient,
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Pay 25.00 USD"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`button[aria-label="Book 09:30"]`)))
+	if err != nil {
+		t.Fatalf("patient: %v", err)
+	}
+	checkA11y(t, patient, "open times")
+	err = chromedp.Do(patient,
+		chromedp.Click(chromedp.CSS(`button[aria-label="Book 09:30"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#content")))
+	if err != nil {
+		t.Fatalf("patient: %v", err)
+	}
+	p2 := f.user(t, f.p2Token)
+	vs, err := f.e.App.ListVisits(bg, p2, app.VisitQuery{})
+	if err != nil || len(vs) != 1 || vs[0].Visit.Kind != clinic.KindAppointment ||
+		time.Unix(vs[0].Visit.Start, 0).UTC().Format("15:04") != "09:30" {
+		t.Fatalf("the booked visit: %+v %v", vs, err)
+	}
+
+	provider := separate(t, browser)
+	err = chromedp.Do(provider,
+		chromedp.Navigate(f.e.URL+"/auth?sso_token="+f.providerToken+"&next=/providers/dashboard"),
+		chromedp.Click(chromedp.CSS(`#visit-`+strconv.FormatInt(vs[0].Visit.ID, 10)+` a[href^="/providers/patient/"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#emr-h")))
+	if err != nil {
+		t.Fatalf("provider: %v", err)
+	}
+	waitText(t, provider, "h1", "Mallory Other")
+	checkA11y(t, provider, "chart")
 }
