@@ -32,6 +32,13 @@ var refusedPrefixes = []netip.Prefix{
 	netip.MustParsePrefix("fc00::/7"),
 	netip.MustParsePrefix("fe80::/10"),
 	netip.MustParsePrefix("ff00::/8"),
+	// IPv6 transition addresses that carry an IPv4 address a router may
+	// deliver to: IPv4-compatible (::a.b.c.d, deprecated), 6to4 and
+	// Teredo. No webhook receiver needs them, so none is reached through
+	// them, whatever IPv4 address they carry.
+	netip.MustParsePrefix("::/96"),
+	netip.MustParsePrefix("2002::/16"),
+	netip.MustParsePrefix("2001::/32"),
 }
 
 // nat64 is the well-known NAT64 prefix: its addresses carry an IPv4 address

@@ -158,7 +158,8 @@ func TestWebhook_Refused(t *testing.T) {
 	for s, want := range map[string]bool{
 		"127.0.0.1": true, "10.1.2.3": true, "172.20.0.1": true, "192.168.1.1": true, "169.254.169.254": true,
 		"100.64.0.1": true, "::1": true, "fd00:ec2::254": true, "fe80::1": true, "64:ff9b::a00:1": true, "::ffff:10.0.0.1": true,
-		"8.8.8.8": false, "203.0.113.10": false, "2606:4700::1111": false,
+		"::7f00:1": true, "::8.8.8.8": true, "2002:7f00:1::1": true, "2002:808:808::1": true, "2001:0:4136:e378:8000:63bf:3fff:fdd2": true,
+		"8.8.8.8": false, "203.0.113.10": false, "2606:4700::1111": false, "2001:4860:4860::8888": false,
 	} {
 		if got := Refused(netip.MustParseAddr(s)); got != want {
 			t.Errorf("%s: %v, want %v", s, got, want)
