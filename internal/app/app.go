@@ -65,6 +65,9 @@ type Config struct {
 	StripeAPIURL string
 	// ICE are the STUN and TURN servers a visit's call is handed.
 	ICE media.Config
+	// LiveKit, when its URL is set, carries calls instead of the
+	// peer-to-peer mesh.
+	LiveKit media.LiveKit
 	// Metrics counts outbox deliveries (nil: not counted).
 	Metrics *metrics.Registry
 	// OutboxPoll is how often delivery loops look for items due from other

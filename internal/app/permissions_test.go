@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
@@ -181,7 +182,8 @@ var noPrincipal = map[string]string{
 	"Store":              "wiring",
 	"Now":                "the app's clock",
 	"ReferenceLists":     "public code lists",
-	"VideoKey":           "wiring",
+	"LiveKitRoom":        "names a room; JoinCall checks who joins it",
+	"LiveKitURL":         "the deployment's media server, for the page's policy",
 	"FileViewURL":        "builds a link; the file's checks are on its read",
 	"PortalSession":      "the access token in the portal's sign-in link is the credential",
 	"AdminSignIn":        "the admin token it is given is the credential",
@@ -198,6 +200,17 @@ type permRow struct {
 var refusedAs = map[string]string{"CreateSlots": clinic.EInvalid, "Activate": clinic.EInvalid, "ResetPassword": clinic.EInvalid}
 
 func one[T any](v T, err error) (any, error) { return v, err }
+
+// invite stores a new invitation into the fixture visit's call, as its
+// provider would make one, and returns its token.
+func (f *permFixture) invite() string {
+	tok := "invite-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	now := f.env.Clock.Now().Unix()
+	if err := f.env.Store.Write().AddCallInvite(context.Background(), f.p1.Account.ID, f.visitID, f.p1.User.ID, app.HashSecret(tok), now, now+3600); err != nil {
+		panic(err)
+	}
+	return tok
+}
 
 func two[T, U any](v T, u U, err error) (any, error) { return []any{v, u}, err }
 
@@ -449,8 +462,41 @@ func permRows(f *permFixture) map[string]permRow {
 			defer w.Close()
 			return w.Next(ctx, 0)
 		}},
-		"CallICEServers": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return one(a.CallICEServers(ctx, p, f.visitID))
+		"JoinCall": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.JoinCall(ctx, p, f.visitID))
+		}},
+		"SendCallSignal": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.SendCallSignal(ctx, p, f.visitID, app.CallSignalInput{Peer: "any", To: "other", Kind: "offer", Body: []byte(`{}`)}))
+		}},
+		"CallRole": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.CallRole(ctx, p, f.visitID))
+		}},
+		"InviteCallGuest": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.InviteCallGuest(ctx, p, f.visitID))
+		}},
+		// An invitation link lets anyone of its clinic who has it in as a
+		// new guest; another clinic's caller finds no such invitation.
+		"CallInviteOpen": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return none(a.CallInviteOpen(ctx, p, f.invite()))
+		}},
+		"AcceptCallInvite": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			s, _, err := a.AcceptCallInvite(ctx, p, f.invite(), "Invited", "Guest")
+			return s, err
+		}},
+		"AddCallRecording": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.AddCallRecording(ctx, p, f.visitID, app.CallRecordingInput{Peer: "any", Request: 1,
+				RecordingInput: app.RecordingInput{File: strings.NewReader("webm"), Start: 1, End: 2}}))
+		}},
+		"LeaveCall": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return none(a.LeaveCall(ctx, p, f.visitID, "any"))
+		}},
+		"WatchCall": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			w, err := a.WatchCall(ctx, p, f.visitID, "any", 0)
+			if err != nil {
+				return nil, err
+			}
+			defer w.Close()
+			return w.Next(ctx, 0)
 		}},
 		"WatchDashboard": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			w, err := a.WatchDashboard(ctx, p)

@@ -110,7 +110,7 @@ func (a *App) GuestJoin(ctx context.Context, p *clinic.Principal, roomCode, firs
 	if in.Type != clinic.UserGuest {
 		in.Code = "guest-" + randomHex(12)
 	}
-	res, err := a.signInUser(ctx, p, in, "user.guest_join")
+	res, err := a.signInUser(ctx, p, in, "user.guest_join", nil)
 	if err != nil {
 		return nil, err
 	}

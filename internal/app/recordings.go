@@ -40,6 +40,15 @@ func (a *App) AddRecording(ctx context.Context, p *clinic.Principal, visitID int
 	if err != nil {
 		return nil, err
 	}
+	return a.saveRecording(ctx, p, v, in)
+}
+
+// saveRecording checks a recording of visit v and stores it: its bytes
+// first, then its row, so a listed recording always has its bytes.
+func (a *App) saveRecording(ctx context.Context, p *clinic.Principal, v *clinic.Visit, in RecordingInput) (*clinic.Recording, error) {
+	if a.cfg.Blobs == nil {
+		return nil, errors.New("recordings: no blob store configured")
+	}
 	if in.File == nil {
 		return nil, clinic.Errorf(clinic.EInvalid, "file (the recording) is required.")
 	}

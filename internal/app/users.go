@@ -236,7 +236,8 @@ type SSOResult struct {
 	Created bool
 }
 
-// VideoIdentity is what the browser call SDK needs (fields=vsee).
+// VideoIdentity is what the browser call SDK needs (fields=vsee): the
+// user's video identity and a token the configured media service accepts.
 type VideoIdentity struct {
 	ID    string
 	Token string
@@ -270,12 +271,14 @@ func (a *App) sso(ctx context.Context, p *clinic.Principal, in SSOInput) (*SSORe
 	if !p.Account.SSOEnabled {
 		return nil, clinic.Errorf(clinic.EForbidden, "Single sign-on is disabled for this account; the clinic operator must enable it.")
 	}
-	return a.signInUser(ctx, p, in, "user.sso")
+	return a.signInUser(ctx, p, in, "user.sso", nil)
 }
 
 // signInUser finds or makes the user in describes (a guest is always new)
 // and starts a login for them, audited as action.
-func (a *App) signInUser(ctx context.Context, p *clinic.Principal, in SSOInput, action string) (*SSOResult, error) {
+// also, when set, runs in the same transaction once the user exists: what
+// else the sign-in makes true, all or nothing.
+func (a *App) signInUser(ctx context.Context, p *clinic.Principal, in SSOInput, action string, also func(q *store.Q, u *clinic.User) error) (*SSOResult, error) {
 	u, err := a.validateSSO(p.Account, in)
 	if err != nil {
 		return nil, err
@@ -319,6 +322,11 @@ func (a *App) signInUser(ctx context.Context, p *clinic.Principal, in SSOInput, 
 		}
 		pp := *p
 		pp.User = u
+		if also != nil {
+			if err := also(q, u); err != nil {
+				return err
+			}
+		}
 		return a.auditIn(ctx, q, &pp, action, "user", i64s(u.ID), outcomeOK)
 	})
 	if errors.Is(err, store.ErrConflict) {
@@ -331,7 +339,9 @@ func (a *App) signInUser(ctx context.Context, p *clinic.Principal, in SSOInput, 
 		return nil, err
 	}
 	if in.WithVideo {
-		res.Video = &VideoIdentity{ID: u.SvcID, Token: a.videoToken(p.Account, u)}
+		if res.Video, err = a.videoIdentityToken(u, res.Session); err != nil {
+			return nil, err
+		}
 	}
 	return res, nil
 }

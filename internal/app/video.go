@@ -1,10 +1,6 @@
 package app
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
@@ -13,32 +9,22 @@ import (
 	"teleclinic/internal/clinic"
 )
 
-// videoToken is the token the browser call SDK presents to the video
-// gateway (fields=vsee): an HS256 JWT whose subject is the user's video
-// identity, signed with a key derived from the server key and valid as long
-// as an access token. A gateway configured with the same derived key
-// verifies it without calling back.
-func (a *App) videoToken(acct *clinic.Account, u *clinic.User) string {
-	now := a.unix()
-	header := b64json(map[string]string{"alg": "HS256", "typ": "JWT"})
-	claims := b64json(map[string]any{
-		"iss": "teleclinic", "aud": "video", "sub": u.SvcID, "account": acct.Code,
-		"name": u.FullName(), "utype": u.Type, "iat": now, "exp": now + int64(a.cfg.UserTokenMax/time.Second),
-	})
-	m := hmac.New(sha256.New, a.VideoKey())
-	m.Write([]byte(header + "." + claims))
-	return header + "." + claims + "." + base64.RawURLEncoding.EncodeToString(m.Sum(nil))
-}
-
-// VideoKey is the HMAC key of video tokens, for the video gateway's config.
-func (a *App) VideoKey() []byte {
-	k := sha256.Sum256(append([]byte("teleclinic-video:"), a.cfg.ServerKey...))
-	return k[:]
-}
-
-func b64json(v any) string {
-	b, _ := json.Marshal(v)
-	return base64.RawURLEncoding.EncodeToString(b)
+// videoIdentityToken is SSO's fields=vsee: the user's video identity and
+// a token of the media service that carries calls. With LiveKit it is a
+// LiveKit token naming the user, valid as long as an access token; it
+// joins no room (each visit's page is given a token of its own room, so a
+// token never opens another visit's call). In peer-to-peer mode Teleclinic
+// itself is the media service, and what it accepts is this login's access
+// token (GET /auth?sso_token= opens the visit page with it).
+func (a *App) videoIdentityToken(u *clinic.User, s *Session) (*VideoIdentity, error) {
+	out := &VideoIdentity{ID: u.SvcID, Token: s.Token}
+	if lk := a.cfg.LiveKit; lk.Enabled() {
+		var err error
+		if out.Token, err = lk.IdentityToken(videoIdentity(u), u.FullName(), a.cfg.UserTokenMax); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // fileLinkTTL is how long a file view link works.

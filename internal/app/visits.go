@@ -434,6 +434,12 @@ func (a *App) MoveVisit(ctx context.Context, p *clinic.Principal, id int64, acti
 				return err
 			}
 		}
+		// A closed visit's call ends with it: its peers and signals go.
+		if t.to == clinic.VisitCompleted || t.to == clinic.VisitCancelled {
+			if err := q.EndCall(ctx, p.Account.ID, v.ID); err != nil {
+				return err
+			}
+		}
 		if err := a.notifyVisitMove(ctx, q, p, v, action); err != nil {
 			return err
 		}

@@ -362,3 +362,25 @@ type Participant struct {
 	LastName  string `json:"last_name"`
 	SvcID     string `json:"svcid"`
 }
+
+// CallPeer is one browser page in a visit's peer-to-peer call.
+type CallPeer struct {
+	AccountID, VisitID int64
+	Peer               string // random, chosen by the server at join
+	UserID             int64
+	Name               string
+	Role               string // patient, provider or guest
+	Joined, Seen       int64
+	Left               int64 // 0 while in the call
+}
+
+// CallSignal is a signalling message of a visit's call: from one peer to
+// another, or to all (To ""). Seq orders a visit's signals.
+type CallSignal struct {
+	AccountID, VisitID int64
+	Seq                int64
+	From, To           string
+	Kind               string
+	Body               string // JSON, as the sending page wrote it
+	Created            int64
+}

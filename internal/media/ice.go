@@ -29,6 +29,18 @@ type Config struct {
 	// TTL is how long a TURN credential works (default 12 hours: a visit
 	// is shorter, and a relay is refreshed with the same credential).
 	TTL time.Duration
+	// RelayOnly makes calls connect through TURN only: no participant
+	// learns another's network address (a patient's home IP, say), at
+	// the relay's cost.
+	RelayOnly bool
+}
+
+// Policy is RTCConfiguration.iceTransportPolicy: "relay" or "all".
+func (c Config) Policy() string {
+	if c.RelayOnly {
+		return "relay"
+	}
+	return "all"
 }
 
 // Servers are the ICE servers for user at now: the STUN ones, and the
