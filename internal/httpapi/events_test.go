@@ -209,7 +209,8 @@ func TestEvents_Messages(t *testing.T) {
 			path string
 			want int
 		}{
-			{nil, path, 401},
+			{nil, path, 400}, // no token: 400 on visit messages (spec: Errors)
+			{map[string]string{"X-ApiToken": "not-a-token"}, path, 401},
 			{map[string]string{"X-ApiToken": s.pat2.Token}, path, 403},
 			{adminHeaders(s.c), path, 403},
 			{map[string]string{"X-ApiToken": s.pat.Token}, "/api/visits/999999/messages/events", 404},

@@ -65,6 +65,10 @@ type Route struct {
 	h            handlerFunc
 	maxBody      int64
 	bounded      bool // takes a MaxSlotLists turn
+	// missingTokenInvalid answers a request with no X-ApiToken as 400, not
+	// 401: the spec's status table says so for visit messages, whose 401
+	// is for a token that is not valid.
+	missingTokenInvalid bool
 }
 
 // handlerFunc is an endpoint: it writes its success response itself and
@@ -118,6 +122,12 @@ func (s *Server) handle(method, path string, need app.Need, fam family, h handle
 	s.add(Route{Method: method, Path: path, need: need, fam: fam, h: h, maxBody: s.cfg.MaxBodyBytes})
 }
 
+// handleThread registers a visit message endpoint: a user's, where a
+// request without a token is a bad request (spec: Errors).
+func (s *Server) handleThread(method, path string, h handlerFunc) {
+	s.add(Route{Method: method, Path: path, need: app.NeedUser, fam: famCode, h: h, maxBody: s.cfg.MaxBodyBytes, missingTokenInvalid: true})
+}
+
 // handleUpload registers an endpoint that takes a file: it gets an upload
 // limit instead of the body limit.
 func (s *Server) handleUpload(method, path string, need app.Need, fam family, limit int64, h handlerFunc) {
@@ -147,7 +157,13 @@ func (s *Server) adapt(rt Route) http.Handler {
 			APISecret:   strings.TrimSpace(r.Header.Get("X-ApiSecret")),
 			RequestID:   info.id,
 		}
-		p, err := s.app.Authenticate(r.Context(), creds, rt.need)
+		var p *clinic.Principal
+		var err error
+		if rt.missingTokenInvalid && creds.APIToken == "" {
+			err = clinic.Errorf(clinic.EInvalid, "Missing API token: send X-ApiToken.")
+		} else {
+			p, err = s.app.Authenticate(r.Context(), creds, rt.need)
+		}
 		if err == nil {
 			info.principal = p
 			var params *Params

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"strconv"
+	"strings"
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
@@ -154,8 +155,15 @@ func (u userSummary) pick(fields []string) map[string]any {
 
 func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := c.params
-	ids, err := idList(q.List("id"), func(string) error {
-		return clinic.Errorf(clinic.EInvalid, "id must be a number or a comma-separated list of numbers.")
+	// "-" is the caller, as wherever a user id is taken (spec: Conventions).
+	vals := q.List("id")
+	for i, v := range vals {
+		if strings.TrimSpace(v) == "-" {
+			vals[i] = strconv.FormatInt(c.p.UserID(), 10)
+		}
+	}
+	ids, err := idList(vals, func(string) error {
+		return clinic.Errorf(clinic.EInvalid, "id must be a number, - (yourself) or a comma-separated list of them.")
 	})
 	if err != nil {
 		return err

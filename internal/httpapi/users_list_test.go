@@ -95,6 +95,14 @@ func TestUsers_List(t *testing.T) {
 		if got := ids(list("id", pats[0].UserID+","+pats[2].UserID)); len(got) != 2 {
 			t.Fatalf("%v", got)
 		}
+		// "-" is the caller: with the admin token, the clinic's admin user.
+		self := list("id", "-")
+		if d, _ := self.Body["data"].([]any); len(d) != 1 || d[0].(map[string]any)["type"].(float64) != 100 {
+			t.Fatalf("id=-: %s", self.Raw)
+		}
+		if got := ids(list("id", "-,"+pats[2].UserID)); len(got) != 2 {
+			t.Fatalf("id=-,%s: %v", pats[2].UserID, got)
+		}
 		res := e.Do(testenv.Req{Path: "/api_v3/users", Header: admin, Query: q("id[]", pats[1].UserID, "id[]", pats[4].UserID)})
 		if got := ids(res); len(got) != 2 {
 			t.Fatalf("%v", got)

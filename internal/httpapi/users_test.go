@@ -5,7 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"teleclinic/internal/app"
+	"teleclinic/internal/media"
 	"teleclinic/internal/testenv"
+
+	"github.com/livekit/protocol/auth"
 )
 
 func TestUsers_SSO(t *testing.T) {
@@ -58,9 +62,36 @@ func TestUsers_SSO(t *testing.T) {
 	t.Run("OKVideoIdentity", func(t *testing.T) {
 		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c), Query: q("fields", "vsee"),
 			Multipart: map[string]string{"first_name": "V", "last_name": "See", "type": "200", "code": "v1"}})
+		// Peer to peer, Teleclinic is the media service: the token is
+		// the login's own, which the visit page's sign-in takes.
 		v, _ := res.Data()["vsee"].(map[string]any)
-		if res.Status != 200 || v["id"] != res.Data()["svcid"] || strings.Count(v["token"].(string), ".") != 2 {
+		tok, _ := res.Data()["token"].(map[string]any)
+		if res.Status != 200 || v["id"] != res.Data()["svcid"] || v["token"] == "" || v["token"] != tok["token"] {
 			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+	})
+	// With LiveKit, a LiveKit token naming the user and joining no room.
+	t.Run("OKVideoIdentityLiveKit", func(t *testing.T) {
+		lk := media.LiveKit{URL: "wss://sfu.example", Key: "APIvisits", Secret: "a-livekit-secret-of-32-characters!"}
+		e := testenv.New(t, testenv.Options{Config: func(c *app.Config) { c.LiveKit = lk }})
+		c := e.NewClinic("alpha", true)
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c), Query: q("fields", "vsee"),
+			Multipart: map[string]string{"first_name": "V", "last_name": "See", "type": "200", "code": "v1"}})
+		v, _ := res.Data()["vsee"].(map[string]any)
+		raw, _ := v["token"].(string)
+		parsed, err := auth.ParseAPIToken(raw)
+		if res.Status != 200 || err != nil {
+			t.Fatalf("%d %s: %v", res.Status, res.Raw, err)
+		}
+		claims, grants, err := parsed.Verify(lk.Secret)
+		if err != nil || parsed.APIKey() != lk.Key || grants.Identity != res.Data()["svcid"] || grants.Name != "V See" {
+			t.Fatalf("token %+v %+v: %v", claims, grants, err)
+		}
+		if grants.Video == nil || grants.Video.RoomJoin || grants.Video.Room != "" {
+			t.Fatalf("the SSO token joins a room: %+v", grants.Video)
+		}
+		if _, _, err := parsed.Verify("another secret"); err == nil {
+			t.Fatal("the token verifies with another secret")
 		}
 	})
 	// Guest is one-time with a generated code.
