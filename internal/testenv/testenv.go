@@ -100,6 +100,10 @@ type Clock struct {
 // NewClock starts a clock at a fixed, realistic time.
 func NewClock() *Clock { return &Clock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)} }
 
+// ClockAt starts a clock at t: a test whose server talks to one on the
+// wall clock (a TURN server checking credential expiry) starts it now.
+func ClockAt(t time.Time) *Clock { return &Clock{t: t} }
+
 // Now is the clock's time.
 func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
 

@@ -12,7 +12,6 @@ import (
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
-	"teleclinic/internal/media"
 	"teleclinic/internal/testenv"
 )
 
@@ -285,38 +284,5 @@ func TestPortal_PageStreams(t *testing.T) {
 	}
 	if e := next(); e != "ended" {
 		t.Fatalf("after sign-out: %q", e)
-	}
-}
-
-// TestCalls_ICEServers: a visit's participants get the configured ICE
-// servers, the TURN one with a time-limited credential of their own;
-// anyone else, and anyone once the visit is over, gets none.
-func TestCalls_ICEServers(t *testing.T) {
-	ice := media.Config{STUN: []string{"stun:stun.example:3478"}, TURN: []string{"turn:turn.example:3478"}, Secret: "north"}
-	f := newFixture(t, testenv.Options{Config: func(c *app.Config) { c.ICE = ice }})
-	bg := context.Background()
-	p1, prov := f.user(t, f.p1Token), f.user(t, f.providerToken)
-	for _, p := range []*clinic.Principal{p1, prov} {
-		got, err := f.e.App.CallICEServers(bg, p, f.visitID)
-		if err != nil || len(got) != 2 {
-			t.Fatalf("%v: %+v %v", p.User.FirstName, got, err)
-		}
-		user := p.User.SvcID
-		if user == "" {
-			user = itoa(p.User.ID)
-		}
-		name, pass := media.TURNCredential("north", user, f.e.Clock.Now().Add(12*time.Hour))
-		if got[1].Username != name || got[1].Credential != pass {
-			t.Fatalf("%v's TURN credential: %+v", p.User.FirstName, got[1])
-		}
-	}
-	if _, err := f.e.App.CallICEServers(bg, f.user(t, f.p2Token), f.visitID); clinic.ErrorCode(err) != clinic.EForbidden {
-		t.Fatalf("another patient: %v", err)
-	}
-	if _, err := f.e.App.MoveVisit(bg, p1, f.visitID, app.ActCancel, app.MoveInput{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := f.e.App.CallICEServers(bg, p1, f.visitID); clinic.ErrorCode(err) != clinic.EConflict {
-		t.Fatalf("a cancelled visit: %v", err)
 	}
 }

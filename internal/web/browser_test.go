@@ -23,6 +23,13 @@ import (
 // saying so; CI installs it (.ci/run).
 func chrome(t *testing.T) context.Context {
 	t.Helper()
+	return chromeFor(t, 90*time.Second)
+}
+
+// chromeFor is chrome with a budget of its own, for a test that drives
+// many calls and would otherwise end at chrome's 90 s on a loaded machine.
+func chromeFor(t *testing.T, budget time.Duration) context.Context {
+	t.Helper()
 	path := os.Getenv("TELECLINIC_CHROMIUM")
 	if path == "" {
 		path = "/usr/bin/chromium"
@@ -33,10 +40,14 @@ func chrome(t *testing.T) context.Context {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
 		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("no-first-run", true),
+		// A fake camera and microphone, granted without asking, for the
+		// visit's call (DESIGN.md); and sound that plays without a click.
+		chromedp.Flag("use-fake-device-for-media-stream", true), chromedp.Flag("use-fake-ui-for-media-stream", true),
+		chromedp.Flag("autoplay-policy", "no-user-gesture-required"),
 		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(420, 860))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
+	ctx, cancelTimeout := context.WithTimeout(ctx, budget)
 	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
 	return ctx
 }

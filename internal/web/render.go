@@ -45,10 +45,11 @@ func (s *Server) parseTemplates() error {
 	}
 	for _, n := range names {
 		name := strings.TrimSuffix(path.Base(n), ".html")
-		if name == "layout" {
+		if name == "layout" || strings.HasPrefix(name, "_") {
 			continue
 		}
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", n)
+		// Parts shared by pages (_name.html) come with every page.
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/_*.html", n)
 		if err != nil {
 			return fmt.Errorf("portal template %s: %w", name, err)
 		}
@@ -88,4 +89,5 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, page
 var pageTitles = map[string]string{
 	"error": "Something is not right", "signin": "Sign in", "visits": "Your visits", "visit": "Visit", "clinic": "Clinic", "room": "Room", "dashboard": "Dashboard",
 	"adminsignin": "Admin sign-in", "admin": "Administration", "adminroom": "Room settings", "rotated": "New admin token", "chart": "Patient chart", "pay": "Payment", "book": "Choose a time",
+	"invite": "Join a video call", "call": "Video call",
 }

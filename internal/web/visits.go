@@ -66,6 +66,16 @@ type visitPage struct {
 	// waiting room, with the queue as GET /rooms/{code}/queue gives it.
 	Waiting               bool
 	BeforeMe, WaitMinutes int
+	// Call is set for the participants of an open visit's call.
+	Call *callView
+}
+
+// callView is the call part of the visit page (static/call.js).
+type callView struct {
+	Base   string // the call's routes: {Base}/join, /events, /signal, /leave, /end
+	Mode   string // p2p or livekit
+	Role   string
+	CanEnd bool // the provider ends the visit from the call
 }
 
 // visitRequest is the signed-in caller and the visit the path names; a
@@ -124,6 +134,11 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request) error {
 		// The estimate is the room's average visit time for each patient
 		// ahead (spec: average_visit_time × before_me), in whole minutes.
 		page.WaitMinutes = (q.AverageVisitTime*q.BeforeMe + 59) / 60
+	}
+	// The call's own rule is app's (JoinCall); the page offers it to
+	// those it would let in.
+	if role, err := s.app.CallRole(r.Context(), p, id); err == nil {
+		page.Call = s.callView(w, id, role)
 	}
 	for _, m := range ms {
 		page.Messages = append(page.Messages, messageItem{Author: m.Actor.DisplayName, Type: m.Type, Content: m.Content, CreatedUS: m.CreatedUS})

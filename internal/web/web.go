@@ -90,6 +90,16 @@ func (s *Server) routes() {
 	s.page("GET /visits/start/{id}", s.visit)
 	s.page("GET /visits/start/{id}/events", s.visitEvents)
 	s.page("POST /visits/start/{id}/messages", s.postMessage)
+	s.callRoute("POST /visits/start/{id}/call/join", s.callJoin)
+	s.callRoute("GET /visits/start/{id}/call/events", s.callEvents)
+	s.callRoute("POST /visits/start/{id}/call/signal", s.callSignal)
+	s.callRoute("POST /visits/start/{id}/call/leave", s.callLeave)
+	s.callRoute("POST /visits/start/{id}/call/end", s.callEnd)
+	s.callRoute("POST /visits/start/{id}/call/invite", s.callInvite)
+	s.callRouteMax("POST /visits/start/{id}/call/recording", s.callRecording, s.maxFileBytes()+maxFormBytes)
+	s.page("GET /visits/call/{id}", s.callOnly)
+	s.page("GET /invite/{account_code}/{token}", s.inviteForm)
+	s.page("POST /invite/{account_code}/{token}", s.inviteAccept)
 	s.page("GET /u/{account_code}", s.clinicHome)
 	s.page("GET /c/{account_code}/{room_code}", s.room)
 	s.page("POST /c/{account_code}/{room_code}/guest", s.guestJoin)
@@ -136,11 +146,16 @@ func (s *Server) page(pattern string, h pageFunc) { s.handle(pattern, h, false) 
 // (multipart/form-data): up to maxAttachments files of MaxFileBytes each.
 func (s *Server) upload(pattern string, h pageFunc) { s.handle(pattern, h, true) }
 
-func (s *Server) handle(pattern string, h pageFunc, files bool) {
-	fileMax := s.cfg.MaxFileBytes
-	if fileMax <= 0 {
-		fileMax = 50 << 20
+// maxFileBytes is the largest file a page takes (the API's upload limit).
+func (s *Server) maxFileBytes() int64 {
+	if s.cfg.MaxFileBytes <= 0 {
+		return 50 << 20
 	}
+	return s.cfg.MaxFileBytes
+}
+
+func (s *Server) handle(pattern string, h pageFunc, files bool) {
+	fileMax := s.maxFileBytes()
 	s.mux.Handle(pattern, s.guard.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r = withPageState(r)
 		multipart := files && strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data")
@@ -257,6 +272,17 @@ func staticFiles(h http.Handler) http.Handler {
 // sign in and back; the others see what went wrong in words, with the
 // status the API would give.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	ce, status := s.pageError(r, err)
+	if status == 401 && r.Method == http.MethodGet && r.URL.Path != "/auth" {
+		http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+		return
+	}
+	s.render(w, r, status, "error", errorPage{Status: status, Message: ce.Message})
+}
+
+// pageError is err as people read it, and its status as the API gives
+// it; an error that is not the product's is logged and told as ours.
+func (s *Server) pageError(r *http.Request, err error) (*clinic.Error, int) {
 	var ce *clinic.Error
 	if !errors.As(err, &ce) {
 		s.log.Error("portal", "path", r.URL.Path, "err", err)
@@ -267,11 +293,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if status == 0 {
 		status = 500
 	}
-	if status == 401 && r.Method == http.MethodGet && r.URL.Path != "/auth" {
-		http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
-		return
-	}
-	s.render(w, r, status, "error", errorPage{Status: status, Message: ce.Message})
+	return ce, status
 }
 
 type errorPage struct {

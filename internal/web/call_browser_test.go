@@ -1,0 +1,596 @@
+package web_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/media"
+	"teleclinic/internal/testenv"
+)
+
+// callStats is one connection's inbound side, as the page's
+// teleclinicCall.stats() reports it from RTCPeerConnection.getStats().
+type callStats struct {
+	Peer       string `json:"peer"`
+	VideoBytes int64  `json:"videoBytes"`
+	AudioBytes int64  `json:"audioBytes"`
+	Relay      bool   `json:"relay"`
+	Width      int    `json:"width"`
+}
+
+// openVisit signs a browser in with an SSO token by the redirect login and
+// opens the visit page.
+func openVisit(t *testing.T, ctx context.Context, base, token string, visitID int64) {
+	t.Helper()
+	browserStep(t, ctx, "open the visit",
+		chromedp.Navigate(base+"/auth?sso_token="+token+"&next=/visits/start/"+strconv.FormatInt(visitID, 10)),
+		chromedp.WaitVisible(chromedp.CSS("#call-join")))
+}
+
+// visitPages are the patient's and the provider's browsers (two contexts
+// of browser, with their own cookies) on the fixture's visit page, the
+// provider's on the server at providerURL.
+func visitPages(t *testing.T, browser context.Context, f *fixture, providerURL string) (patient, provider context.Context) {
+	t.Helper()
+	patient, provider = separate(t, browser), separate(t, browser)
+	openVisit(t, patient, f.e.URL, f.p1Token, f.visitID)
+	openVisit(t, provider, providerURL, f.providerToken, f.visitID)
+	return patient, provider
+}
+
+// joinCall presses "Join the call" once the page's call.js is running (a
+// page reached by a form's redirect can show the button before its
+// deferred script has run), and waits until the page is in the call.
+func joinCall(t *testing.T, ctx context.Context) {
+	t.Helper()
+	waitFor(t, "the page's call.js runs", func() bool {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`typeof window.teleclinicCall === "object"`))
+		return err == nil && ok
+	})
+	step, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Do(step, chromedp.Click(chromedp.CSS("#call-join")), chromedp.WaitVisible(chromedp.CSS("#call-leave"))); err != nil {
+		status, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#call-status")))
+		t.Fatalf("join: %v (the page says %q)", err, status)
+	}
+}
+
+// browserStep runs actions within 20 s; when they do not finish, it fails
+// t with what the page shows, so a stuck step says where it stuck rather
+// than running into the browser's whole budget.
+func browserStep(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	step, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Do(step, actions...); err != nil {
+		where, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + " — " + document.body.innerText.slice(0, 300)`))
+		t.Fatalf("%s: %v (the page: %q)", what, err, where)
+	}
+}
+
+// leaveCall presses Leave and waits until the page is out of the call.
+func leaveCall(t *testing.T, ctx context.Context) {
+	t.Helper()
+	step, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := chromedp.Do(step, chromedp.Click(chromedp.CSS("#call-leave")), chromedp.WaitVisible(chromedp.CSS("#call-join"))); err != nil {
+		status, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#call-status")))
+		t.Fatalf("leave: %v (the page says %q)", err, status)
+	}
+}
+
+// receiving waits until the page receives video and sound from a peer:
+// inbound-rtp video bytes and a <video> with a width, within 10 s.
+func receiving(t *testing.T, ctx context.Context, who string) callStats {
+	t.Helper()
+	var last []callStats
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[[]callStats](`window.teleclinicCall.stats()`, chromedp.EvalAwaitPromise))
+		if err != nil {
+			t.Fatalf("%s: stats: %v", who, err)
+		}
+		last = got
+		for _, s := range got {
+			if s.VideoBytes > 0 && s.AudioBytes > 0 && s.Width > 0 {
+				return s
+			}
+		}
+	}
+	status, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#call-status")))
+	t.Fatalf("%s receives no video after 10 s: %+v (status %q)", who, last, status)
+	return callStats{}
+}
+
+// waitFor waits up to 10 s for ok, and fails t naming what did not happen.
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); !ok(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("within 10 s: %s", what)
+		}
+	}
+}
+
+// setupMillis is the time from the page's Join to the first frame of the
+// other side's video, as the page measured it.
+func setupMillis(t *testing.T, ctx context.Context) float64 {
+	t.Helper()
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		ms, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`window.teleclinicCall.timing.firstFrame && window.teleclinicCall.timing.firstFrame - window.teleclinicCall.timing.join`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ms > 0 {
+			return ms
+		}
+	}
+	t.Fatal("the page saw no first frame")
+	return 0
+}
+
+// TestBrowser_Call: the patient and the provider open the visit page after
+// the redirect login, press Join, and each receives the other's video and
+// sound. The provider's join starts the visit; mute is shown to the other
+// side; a shared screen replaces the camera and gives it back; ending the
+// call (after the confirmation) completes the visit, as the API then
+// reads, and the patient's page says so. Run on each engine by the suite.
+func TestBrowser_Call(t *testing.T) {
+	browser := chrome(t)
+	f := newFixture(t)
+	bg := context.Background()
+	prov := f.user(t, f.providerToken)
+	f.accept(t)
+	patient, provider := separate(t, browser), separate(t, browser)
+	openVisit(t, patient, f.e.URL, f.p1Token, f.visitID)
+	checkA11y(t, patient, "visit with its call")
+	joinCall(t, patient)
+	waitText(t, patient, "#call-status", "Your provider will appear here")
+
+	openVisit(t, provider, f.e.URL, f.providerToken, f.visitID)
+	joinCall(t, provider)
+	got := receiving(t, provider, "the provider")
+	receiving(t, patient, "the patient")
+	if got.Relay {
+		t.Errorf("a loopback call went through a relay with no TURN server configured: %+v", got)
+	}
+	t.Logf("call set up in %.0f ms (the provider's Join to the patient's first frame)", setupMillis(t, provider))
+	screenshot(t, provider, "call")
+	checkA11y(t, provider, "the call")
+
+	d, err := f.e.App.GetVisit(bg, prov, f.visitID, false)
+	if err != nil || d.Visit.Status != clinic.VisitInProgress || d.Visit.ActualStart == 0 {
+		t.Fatalf("after the provider joined: %+v, %v", d.Visit, err)
+	}
+	waitText(t, patient, "#visit-status", "in progress")
+
+	// Mute and camera off are pressed buttons, and the other side is told.
+	if err := chromedp.Do(provider, chromedp.Click(chromedp.CSS("#call-mute"))); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, patient, ".stage", "(muted)")
+
+	// Screen sharing replaces the provider's camera in what the patient
+	// receives (the fake camera is 640 wide, the fake screen is not), and
+	// stopping brings the camera back.
+	if err := chromedp.Do(provider, chromedp.Click(chromedp.CSS("#call-share"))); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, provider, "#call-status", "You are sharing your screen")
+	remoteWidth := func() int {
+		w, err := chromedp.Run(patient, chromedp.Evaluate[int](`document.querySelector(".stage figure:not(.self) video").videoWidth`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	waitFor(t, "the patient sees the provider's screen", func() bool { return remoteWidth() != 640 })
+	if err := chromedp.Do(provider, chromedp.Click(chromedp.CSS("#call-share"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the patient sees the provider's camera again", func() bool { return remoteWidth() == 640 })
+
+	// End: the provider confirms in the dialog.
+	err = chromedp.Do(provider,
+		chromedp.Click(chromedp.CSS("#call-end")),
+		chromedp.WaitVisible(chromedp.CSS("#end-confirm")),
+		chromedp.Click(chromedp.CSS("#end-yes")))
+	if err != nil {
+		t.Fatalf("end: %v", err)
+	}
+	waitText(t, patient, "#call-status", "The visit has ended")
+	d, err = f.e.App.GetVisit(bg, prov, f.visitID, false)
+	if err != nil || d.Visit.Status != clinic.VisitCompleted || d.Visit.ActualEnd == 0 {
+		t.Fatalf("after the provider ended the call: %+v, %v", d.Visit, err)
+	}
+	peers, err := f.e.Store.Read().CallPeers(bg, d.Visit.AccountID, f.visitID, 0)
+	if err != nil || len(peers) != 0 {
+		t.Fatalf("the closed visit's call still has peers: %+v, %v", peers, err)
+	}
+}
+
+// TestBrowser_CallSetupTime: ten calls, each from the second Join to the
+// first remote frame; the median is logged for the notes.
+func TestBrowser_CallSetupTime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("ten calls")
+	}
+	browser := chromeFor(t, 5*time.Minute)
+	f := newFixture(t)
+	f.accept(t)
+	patient, provider := visitPages(t, browser, f, f.e.URL)
+	// The test process is the server (and the test's own driving of the
+	// browsers, so the figures are upper bounds); the browsers are others.
+	cpu0, mem0 := processCPU(t), heapAlloc()
+	var times []float64
+	for i := range 10 {
+		joinCall(t, patient)
+		joinCall(t, provider)
+		receiving(t, provider, "the provider, call "+strconv.Itoa(i+1))
+		times = append(times, setupMillis(t, provider))
+		leaveCall(t, provider)
+		// The patient's page drops the provider's tile when their leave
+		// arrives, which moves the buttons: wait for it, so the click
+		// lands on Leave and not where Leave was.
+		waitFor(t, "the patient's page sees the provider leave", func() bool {
+			n, err := chromedp.Run(patient, chromedp.Evaluate[int](`window.teleclinicCall.peers().length`))
+			return err == nil && n == 0
+		})
+		leaveCall(t, patient)
+	}
+	cpu1, mem1 := processCPU(t), heapAlloc()
+	var signals int
+	if err := f.e.Store.DB().QueryRow(f.e.Store.Rebind("SELECT COUNT(*) FROM call_signals WHERE visit_id = ?"), f.visitID).Scan(&signals); err != nil {
+		t.Fatal(err)
+	}
+	sort.Float64s(times)
+	t.Logf("call setup, Join to first remote frame, 10 calls: median %.0f ms, min %.0f, max %.0f", (times[4]+times[5])/2, times[0], times[9])
+	t.Logf("server per call (join, signalling, leave): %.1f ms CPU, %d signals, %.0f KB allocated", float64(cpu1-cpu0)/10/float64(time.Millisecond), signals/10, float64(mem1-mem0)/10/1024)
+	// A call in progress: the media goes browser to browser, so the server
+	// only keeps the two signalling streams alive.
+	joinCall(t, patient)
+	joinCall(t, provider)
+	receiving(t, provider, "the provider, held call")
+	cpu2 := processCPU(t)
+	time.Sleep(20 * time.Second)
+	cpu3 := processCPU(t)
+	receiving(t, patient, "the patient, held call")
+	t.Logf("server during 20 s of a connected call: %.1f ms CPU", float64(cpu3-cpu2)/float64(time.Millisecond))
+}
+
+// processCPU is the CPU time this process has used, user and system.
+func processCPU(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// heapAlloc is the bytes this process has allocated so far.
+func heapAlloc() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.TotalAlloc
+}
+
+// TestBrowser_CallTwoProcesses: the patient on one server and the provider
+// on another, both on one PostgreSQL database, as two processes behind a
+// load balancer: the signals cross by LISTEN/NOTIFY and the stored rows.
+func TestBrowser_CallTwoProcesses(t *testing.T) {
+	if os.Getenv(testenv.EnvDatabaseURL) == "" {
+		t.Skip(testenv.EnvDatabaseURL + " is not set: two processes share a call on PostgreSQL only (SQLite's change events stay in one process)")
+	}
+	browser := chrome(t)
+	f := newFixture(t, testenv.Options{PortalHere: true})
+	second := testenv.New(t, testenv.Options{DSN: f.e.DSN, ServerKey: f.e.Key, Clock: f.e.Clock, PortalHere: true})
+	f.accept(t)
+	patient, provider := visitPages(t, browser, f, second.URL)
+	joinCall(t, patient)
+	joinCall(t, provider)
+	receiving(t, provider, "the provider (second server)")
+	receiving(t, patient, "the patient (first server)")
+	// The visit's state crosses too: the patient's page shows the start
+	// the provider's server made.
+	waitText(t, patient, "#visit-status", "in progress")
+}
+
+// TestBrowser_CallRelayOnly: with Debian's coturn on loopback, started by
+// the test with use-auth-secret, and --turn-relay-only, the call connects
+// through the relay: proof that the TURN credentials the server hands out
+// are ones coturn accepts. Then the relay restarts, as a dropped network
+// would lose the path, and the call reconnects by an ICE restart without
+// a reload.
+func TestBrowser_CallRelayOnly(t *testing.T) {
+	browser := chrome(t)
+	turn := startCoturn(t, "relay-secret")
+	ice := media.Config{TURN: []string{"turn:" + turn.addr + "?transport=udp"}, Secret: "relay-secret", RelayOnly: true}
+	// coturn checks a credential's expiry on the wall clock.
+	f := newFixture(t, testenv.Options{Clock: testenv.ClockAt(time.Now()), Config: func(c *app.Config) { c.ICE = ice }})
+	f.accept(t)
+	patient, provider := visitPages(t, browser, f, f.e.URL)
+	joinCall(t, patient)
+	joinCall(t, provider)
+	for who, ctx := range map[string]context.Context{"the provider": provider, "the patient": patient} {
+		if got := receiving(t, ctx, who); !got.Relay {
+			t.Fatalf("%s's call does not go through the relay: %+v", who, got)
+		}
+	}
+
+	// The network drops: the relay restarts and every allocation is lost.
+	// The patient's page (it made the offer) restarts ICE and the call
+	// comes back, with no reload.
+	markPage(t, patient)
+	markPage(t, provider)
+	turn.stop()
+	turn.start()
+	var states []struct {
+		State    string `json:"state"`
+		Restarts int    `json:"restarts"`
+	}
+	for end := time.Now().Add(40 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		var err error
+		states, err = chromedp.Run(patient, chromedp.Evaluate[[]struct {
+			State    string `json:"state"`
+			Restarts int    `json:"restarts"`
+		}](`window.teleclinicCall.states()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(states) == 1 && states[0].Restarts > 0 && states[0].State == "connected" {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("no reconnection within 40 s of the relay's restart: %+v", states)
+		}
+	}
+	before := receiving(t, provider, "the provider, after the drop")
+	time.Sleep(time.Second)
+	after := receiving(t, provider, "the provider, after the drop")
+	if after.VideoBytes <= before.VideoBytes || !after.Relay {
+		t.Fatalf("video does not flow again through the relay: %+v then %+v", before, after)
+	}
+	stillMarked(t, patient, "the patient")
+	stillMarked(t, provider, "the provider")
+	t.Logf("reconnected after %d ICE restart(s)", states[0].Restarts)
+}
+
+// coturn is Debian's TURN server, run by a test on a loopback port.
+type coturn struct {
+	t    *testing.T
+	bin  string
+	args []string
+	addr string
+	log  string
+	cmd  *exec.Cmd
+}
+
+// startCoturn runs coturn on a free loopback port with secret as its
+// use-auth-secret, for the test's life; without coturn the test skips.
+func startCoturn(t *testing.T, secret string) *coturn {
+	t.Helper()
+	bin, err := exec.LookPath("turnserver")
+	if err != nil {
+		t.Skip("no turnserver: the relay test needs Debian's coturn (apt install coturn)")
+	}
+	l, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.LocalAddr().(*net.UDPAddr).Port
+	l.Close()
+	dir := t.TempDir()
+	c := &coturn{t: t, bin: bin, addr: "127.0.0.1:" + strconv.Itoa(port), log: filepath.Join(dir, "turn.log")}
+	c.args = []string{"--listening-ip=127.0.0.1", "--relay-ip=127.0.0.1", "--listening-port=" + strconv.Itoa(port),
+		"--use-auth-secret", "--static-auth-secret=" + secret, "--realm=teleclinic.test", "--allow-loopback-peers",
+		"--no-tls", "--no-dtls", "--no-cli", "--min-port=49152", "--max-port=65535",
+		"--log-file=" + c.log, "--simple-log", "--no-stdout-log", "--pidfile=" + filepath.Join(dir, "turn.pid")}
+	c.start()
+	t.Cleanup(func() {
+		c.stop()
+		if t.Failed() {
+			if b, err := os.ReadFile(c.log); err == nil {
+				t.Logf("turnserver log:\n%s", b)
+			}
+		}
+	})
+	return c
+}
+
+func (c *coturn) start() {
+	c.t.Helper()
+	c.cmd = exec.Command(c.bin, c.args...)
+	if err := c.cmd.Start(); err != nil {
+		c.t.Fatalf("turnserver: %v", err)
+	}
+	// It answers a STUN binding request once it listens.
+	for end := time.Now().Add(5 * time.Second); !stunAnswers(c.addr); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(end) {
+			c.t.Fatal("turnserver did not answer within 5 s")
+		}
+	}
+}
+
+// stop kills the server: every relay it held is gone.
+func (c *coturn) stop() {
+	if c.cmd != nil {
+		_ = c.cmd.Process.Kill()
+		_ = c.cmd.Wait()
+		c.cmd = nil
+	}
+}
+
+// stunAnswers sends a STUN binding request (RFC 5389) to addr over UDP.
+func stunAnswers(addr string) bool {
+	c, err := net.Dial("udp", addr)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	req := []byte{0x00, 0x01, 0x00, 0x00, 0x21, 0x12, 0xa4, 0x42, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+	_ = c.SetDeadline(time.Now().Add(200 * time.Millisecond))
+	if _, err := c.Write(req); err != nil {
+		return false
+	}
+	buf := make([]byte, 512)
+	n, err := c.Read(buf)
+	return err == nil && n >= 20 && buf[0] == 0x01 && buf[1] == 0x01
+}
+
+// TestBrowser_CallGuest: three in the mesh. The provider presses "Invite a
+// guest", the guest opens the link in a browser of their own, gives a
+// name and joins; each of the three receives the other two.
+func TestBrowser_CallGuest(t *testing.T) {
+	browser := chrome(t)
+	f := newFixture(t, testenv.Options{PortalHere: true})
+	f.accept(t)
+	patient, provider := visitPages(t, browser, f, f.e.URL)
+	guest := separate(t, browser)
+	joinCall(t, patient)
+	joinCall(t, provider)
+	browserStep(t, provider, "the provider invites a guest", chromedp.Click(chromedp.CSS("#call-invite")), chromedp.WaitVisible(chromedp.CSS("#invite-link")))
+	link, err := chromedp.Run(provider, chromedp.Evaluate[string](`document.getElementById("invite-link").value`))
+	if err != nil || !strings.Contains(link, "/invite/acme/") {
+		t.Fatalf("invitation link %q: %v", link, err)
+	}
+	browserStep(t, guest, "the guest opens the invitation", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#first_name")))
+	browserStep(t, guest, "the guest gives a name and continues",
+		chromedp.SendKeys(chromedp.CSS("#first_name"), "Ines"),
+		chromedp.SendKeys(chromedp.CSS("#last_name"), "Interpreter"),
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Continue"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#call-join")))
+	checkA11y(t, guest, "guest's call page")
+	joinCall(t, guest)
+	for who, ctx := range map[string]context.Context{"the guest": guest, "the patient": patient, "the provider": provider} {
+		fromBoth(t, ctx, who)
+	}
+	waitText(t, patient, ".stage", "Ines Interpreter")
+	screenshot(t, guest, "call-guest")
+}
+
+// fromBoth waits until the page receives video from two peers.
+func fromBoth(t *testing.T, ctx context.Context, who string) {
+	t.Helper()
+	var last []callStats
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[[]callStats](`window.teleclinicCall.stats()`, chromedp.EvalAwaitPromise))
+		if err != nil {
+			t.Fatalf("%s: %v", who, err)
+		}
+		last = got
+		n := 0
+		for _, s := range got {
+			if s.VideoBytes > 0 && s.Width > 0 {
+				n++
+			}
+		}
+		if n == 2 {
+			return
+		}
+	}
+	t.Fatalf("%s does not receive both others within 10 s: %+v", who, last)
+}
+
+// TestBrowser_CallDevices: the device check says what to do when the
+// browser refuses the camera, or finds none, and joins nothing.
+func TestBrowser_CallDevices(t *testing.T) {
+	browser := chrome(t)
+	f := newFixture(t)
+	for _, c := range []struct{ name, want string }{
+		{"NotAllowedError", "blocked for this page"},
+		{"NotFoundError", "No camera or microphone was found"},
+		{"NotReadableError", "Another app is using"},
+	} {
+		ctx := separate(t, browser)
+		openVisit(t, ctx, f.e.URL, f.p1Token, f.visitID)
+		// The browser's answer, as it gives it when the person said no or
+		// there is no device.
+		_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`navigator.mediaDevices.getUserMedia = () => Promise.reject(new DOMException("refused", `+strconv.Quote(c.name)+`)); true`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#call-join"))); err != nil {
+			t.Fatal(err)
+		}
+		waitText(t, ctx, "#call-status", c.want)
+		if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.teleclinicCall.peers().length`)); err != nil || n != 0 {
+			t.Fatalf("%s: %d peers, %v", c.name, n, err)
+		}
+	}
+	peers, err := f.e.Store.Read().CallPeers(context.Background(), f.user(t, f.p1Token).Account.ID, f.visitID, 0)
+	if err != nil || len(peers) != 0 {
+		t.Fatalf("a page that could not use its devices joined: %+v %v", peers, err)
+	}
+}
+
+// TestBrowser_CallRecording: the provider presses Record; the patient is
+// asked and agrees; both pages show that the call is recorded; Stop saves
+// the recording with the visit. Asked again, the patient says no, and
+// nothing is recorded.
+func TestBrowser_CallRecording(t *testing.T) {
+	browser := chrome(t)
+	f := newFixture(t)
+	bg := context.Background()
+	f.accept(t)
+	patient, provider := visitPages(t, browser, f, f.e.URL)
+	joinCall(t, patient)
+	joinCall(t, provider)
+	receiving(t, provider, "the provider")
+
+	if err := chromedp.Do(provider, chromedp.Click(chromedp.CSS("#call-record"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(patient, chromedp.WaitVisible(chromedp.CSS("#record-consent"))); err != nil {
+		t.Fatal(err)
+	}
+	checkA11y(t, patient, "the recording notice")
+	if err := chromedp.Do(patient, chromedp.Click(chromedp.CSS("#consent-yes"))); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, provider, "#call-status", "the call is being recorded")
+	waitText(t, patient, "#rec-indicator", "This call is being recorded")
+	time.Sleep(2 * time.Second)
+	if err := chromedp.Do(provider, chromedp.Click(chromedp.CSS("#call-record"))); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, provider, "#call-status", "is saved with the visit")
+	acct := f.user(t, f.p1Token).Account.ID
+	recs, err := f.e.Store.Read().RecordingsOfVisits(bg, acct, []int64{f.visitID})
+	if err != nil || len(recs[f.visitID]) != 1 {
+		t.Fatalf("recordings: %+v %v", recs, err)
+	}
+	if r := recs[f.visitID][0]; r.ContentType != "video/webm" || r.Size < 10000 || len(r.Participants) != 2 {
+		t.Fatalf("recording %+v", r)
+	}
+	hidden, err := chromedp.Run(patient, chromedp.Evaluate[bool](`document.getElementById("rec-indicator").hidden`))
+	if err != nil || !hidden {
+		t.Fatalf("the patient's page still says the call is recorded: %v", err)
+	}
+
+	// Asked again, the patient says no.
+	if err := chromedp.Do(provider, chromedp.Click(chromedp.CSS("#call-record"))); err != nil {
+		t.Fatal(err)
+	}
+	err = chromedp.Do(patient, chromedp.WaitVisible(chromedp.CSS("#record-consent")),
+		chromedp.Click(chromedp.Search(`//dialog[@id="record-consent"]//button[normalize-space()="I do not agree"]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, provider, "#call-status", "did not agree; nothing is recorded")
+	if recs, _ := f.e.Store.Read().RecordingsOfVisits(bg, acct, []int64{f.visitID}); len(recs[f.visitID]) != 1 {
+		t.Fatalf("a recording was kept without consent: %+v", recs)
+	}
+}

@@ -1,0 +1,394 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/live"
+	"teleclinic/internal/media"
+)
+
+// The visit page's call (static/call.js) talks to these JSON routes on the
+// portal session; app decides who may do what (JoinCall, SendCallSignal,
+// WatchCall, LeaveCall, InviteCallGuest, AddCallRecording) as it does for
+// the API. In peer-to-peer mode the page joins, follows its signals on an
+// event stream and sends its own with POST; in LiveKit mode the join hands
+// it the room's token and the page connects to LiveKit. Guests come in by
+// an invitation's pages (/invite/…) to a page with the call alone.
+
+// maxSignalBody bounds a signal request: the signal and its envelope.
+const maxSignalBody = app.MaxCallSignal + 1024
+
+// callRoute registers a JSON route of the call: errors are answered as
+// {"code", "message"} with the status the API would give, never a page.
+func (s *Server) callRoute(pattern string, h pageFunc) { s.callRouteMax(pattern, h, maxSignalBody) }
+
+// callRouteMax is callRoute with a body of up to limit bytes.
+func (s *Server) callRouteMax(pattern string, h pageFunc, limit int64) {
+	s.mux.Handle(pattern, s.guard.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = withPageState(r)
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		if err := h(w, r); err != nil {
+			s.failJSON(w, r, err)
+		}
+	})))
+}
+
+func (s *Server) failJSON(w http.ResponseWriter, r *http.Request, err error) {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		err = clinic.Errorf(clinic.ETooLarge, "That is more than the call takes (at most %d bytes).", tooLarge.Limit)
+	}
+	ce, status := s.pageError(r, err)
+	writeJSON(w, status, map[string]string{"code": ce.Code, "message": ce.Message})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+type callPeer struct {
+	Peer string `json:"peer"`
+	Name string `json:"name"`
+	Role string `json:"role"`
+}
+
+// callJoined is the answer to a join. Mode is "p2p" or "livekit".
+type callJoined struct {
+	Mode         string            `json:"mode"`
+	Role         string            `json:"role"`
+	Name         string            `json:"name"`
+	Status       string            `json:"status"`
+	Peer         string            `json:"peer,omitempty"`
+	After        int64             `json:"after"`
+	Peers        []callPeer        `json:"peers"`
+	ICEServers   []media.ICEServer `json:"ice_servers"`
+	ICEPolicy    string            `json:"ice_transport_policy,omitempty"`
+	LiveKitURL   string            `json:"livekit_url,omitempty"`
+	LiveKitToken string            `json:"livekit_token,omitempty"`
+}
+
+// callJoin is POST /visits/start/{id}/call/join.
+func (s *Server) callJoin(w http.ResponseWriter, r *http.Request) error {
+	p, id, err := s.visitRequest(r)
+	if err != nil {
+		return err
+	}
+	j, err := s.app.JoinCall(r.Context(), p, id)
+	if err != nil {
+		return err
+	}
+	out := callJoined{Mode: "p2p", Role: j.Role, Name: p.User.FullName(), Status: statusWord(j.Visit.Status), Peer: j.Peer, After: j.After,
+		Peers: []callPeer{}, ICEServers: j.ICEServers, ICEPolicy: j.ICEPolicy}
+	if j.LiveKitToken != "" {
+		out.Mode, out.LiveKitURL, out.LiveKitToken = "livekit", j.LiveKitURL, j.LiveKitToken
+	}
+	for _, c := range j.Peers {
+		out.Peers = append(out.Peers, callPeer{Peer: c.Peer, Name: c.Name, Role: c.Role})
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// callSignalIn is a signal as the page sends it.
+type callSignalIn struct {
+	Peer string          `json:"peer"`
+	To   string          `json:"to"`
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+// callSignal is POST /visits/start/{id}/call/signal; the answer is the
+// signal's number.
+func (s *Server) callSignal(w http.ResponseWriter, r *http.Request) error {
+	p, id, err := s.visitRequest(r)
+	if err != nil {
+		return err
+	}
+	var in callSignalIn
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return err
+		}
+		return clinic.Errorf(clinic.EInvalid, "The body must be a JSON object with peer, to, type and data.")
+	}
+	if len(in.Data) == 0 {
+		in.Data = json.RawMessage("{}")
+	}
+	seq, err := s.app.SendCallSignal(r.Context(), p, id, app.CallSignalInput{Peer: in.Peer, To: in.To, Kind: in.Type, Body: in.Data})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]int64{"seq": seq})
+	return nil
+}
+
+// callLeave is POST /visits/start/{id}/call/leave, sent by the Leave
+// button and, as a beacon, by a page that closes.
+func (s *Server) callLeave(w http.ResponseWriter, r *http.Request) error {
+	p, id, err := s.visitRequest(r)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Peer string `json:"peer"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		return clinic.Errorf(clinic.EInvalid, "The body must be a JSON object with peer.")
+	}
+	if err := s.app.LeaveCall(r.Context(), p, id, in.Peer); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// callEnd is POST /visits/start/{id}/call/end: the provider ends the
+// visit for everyone, as PUT /visits/close does (app.MoveVisit decides
+// who may).
+func (s *Server) callEnd(w http.ResponseWriter, r *http.Request) error {
+	p, id, err := s.visitRequest(r)
+	if err != nil {
+		return err
+	}
+	d, err := s.app.MoveVisit(r.Context(), p, id, app.ActClose, app.MoveInput{})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": statusWord(d.Visit.Status)})
+	return nil
+}
+
+// callInvite is POST /visits/start/{id}/call/invite: the provider's
+// one-time link for a guest.
+func (s *Server) callInvite(w http.ResponseWriter, r *http.Request) error {
+	p, id, err := s.visitRequest(r)
+	if err != nil {
+		return err
+	}
+	inv, err := s.app.InviteCallGuest(r.Context(), p, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"url": inv.URL, "expires": inv.Expires})
+	return nil
+}
+
+type invitePage struct {
+	Action string
+	Error  string
+}
+
+// inviteForm is GET /invite/{account_code}/{token}: a guest's invitation
+// asks their name, once the link is known to be good.
+func (s *Server) inviteForm(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.accountPrincipal(r, r.PathValue("account_code"))
+	if err != nil {
+		return clinic.Errorf(clinic.ENotFound, "No clinic has that address.")
+	}
+	if err := s.app.CallInviteOpen(r.Context(), p, r.PathValue("token")); err != nil {
+		return err
+	}
+	s.render(w, r, http.StatusOK, "invite", invitePage{Action: r.URL.Path})
+	return nil
+}
+
+// inviteAccept is POST /invite/{account_code}/{token}: the guest signs in
+// with the invitation and goes to the call.
+func (s *Server) inviteAccept(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.accountPrincipal(r, r.PathValue("account_code"))
+	if err != nil {
+		return clinic.Errorf(clinic.ENotFound, "No clinic has that address.")
+	}
+	sess, visitID, err := s.app.AcceptCallInvite(r.Context(), p, r.PathValue("token"), r.PostFormValue("first_name"), r.PostFormValue("last_name"))
+	if clinic.ErrorCode(err) == clinic.EInvalid {
+		s.render(w, r, http.StatusBadRequest, "invite", invitePage{Action: r.URL.Path, Error: err.(*clinic.Error).Message})
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	s.setCookie(w, s.sessionCookie(), sess.Token, s.cfg.SessionMax)
+	http.Redirect(w, r, "/visits/call/"+strconv.FormatInt(visitID, 10), http.StatusSeeOther)
+	return nil
+}
+
+type callPage struct{ Call *callView }
+
+// callOnly is GET /visits/call/{id}: the call alone, for everyone in it;
+// it is a guest's whole view of the visit.
+func (s *Server) callOnly(w http.ResponseWriter, r *http.Request) error {
+	p, id, err := s.visitRequest(r)
+	if err != nil {
+		return err
+	}
+	role, err := s.app.CallRole(r.Context(), p, id)
+	if err != nil {
+		return err
+	}
+	s.render(w, r, http.StatusOK, "call", callPage{Call: s.callView(w, id, role)})
+	return nil
+}
+
+// callView is the call part of a page for a participant in role.
+func (s *Server) callView(w http.ResponseWriter, id int64, role string) *callView {
+	c := &callView{Base: "/visits/start/" + strconv.FormatInt(id, 10) + "/call", Mode: "p2p", Role: role, CanEnd: role == app.CallProvider}
+	if u := s.app.LiveKitURL(); u != "" {
+		c.Mode = "livekit"
+		w.Header().Set("Content-Security-Policy", liveKitCSP(u))
+	}
+	return c
+}
+
+// callRecording is POST /visits/start/{id}/call/recording: a part of the
+// call recorded in the provider's page (multipart: file, start, end as
+// UNIX seconds, peer, and request, the number of the recording's notice).
+func (s *Server) callRecording(w http.ResponseWriter, r *http.Request) error {
+	p, id, err := s.visitRequest(r)
+	if err != nil {
+		return err
+	}
+	if err := r.ParseMultipartForm(8 << 20); err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return err
+		}
+		return clinic.Errorf(clinic.EInvalid, "The recording must be sent as multipart/form-data with file, start, end, peer and request.")
+	}
+	defer r.MultipartForm.RemoveAll()
+	f, _, err := r.FormFile("file")
+	if err != nil {
+		return clinic.Errorf(clinic.EInvalid, "file (the recording) is required.")
+	}
+	defer f.Close()
+	num := func(k string) int64 { n, _ := strconv.ParseInt(r.FormValue(k), 10, 64); return n }
+	rec, err := s.app.AddCallRecording(r.Context(), p, id, app.CallRecordingInput{Peer: r.FormValue("peer"), Request: num("request"),
+		RecordingInput: app.RecordingInput{File: f, Start: num("start"), End: num("end")}})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": strconv.FormatInt(rec.ID, 10), "size": rec.Size, "content_type": rec.ContentType})
+	return nil
+}
+
+// signalOut is a signal as the page receives it: event "signal", its id
+// the signal's number.
+type signalOut struct {
+	From string          `json:"from"`
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+// callEvents is GET /visits/start/{id}/call/events?peer=…&after=…: the
+// signals for the caller's peer, from after (or the stream's Last-Event-ID
+// when it reconnects), and "ended" when the visit closes or the caller may
+// no longer take part. At each keep-alive the session is checked and the
+// peer seen.
+func (s *Server) callEvents(w http.ResponseWriter, r *http.Request) error {
+	p, id, err := s.visitRequest(r)
+	if err != nil {
+		return err
+	}
+	// A browser that reconnects sends the last signal it had; the page's
+	// first request says where its join left off.
+	v := r.Header.Get("Last-Event-ID")
+	if v == "" {
+		v = r.URL.Query().Get("after")
+	}
+	after, err := int64(0), error(nil)
+	if v != "" {
+		after, err = strconv.ParseInt(v, 10, 64)
+	}
+	if err != nil {
+		return clinic.Errorf(clinic.EInvalid, "after (the last signal number the page has) must be a number.")
+	}
+	cw, err := s.app.WatchCall(r.Context(), p, id, r.URL.Query().Get("peer"), after)
+	if err != nil {
+		return err
+	}
+	defer cw.Close()
+	ctx, cancel := live.Until(r.Context(), s.cfg.Closing)
+	defer cancel()
+	keep := s.cfg.KeepAlive
+	if keep <= 0 {
+		keep = live.KeepAlive
+	}
+	st, err := live.OpenStream(w)
+	if err != nil {
+		return nil
+	}
+	ended := func(code string, v *clinic.Visit) {
+		body := map[string]string{"code": code}
+		if v != nil {
+			body["status"] = statusWord(v.Status)
+		}
+		b, _ := json.Marshal(body)
+		_ = st.Event("ended", "", b)
+	}
+	checked := time.Now()
+	for {
+		ev, err := cw.Next(ctx, keep-time.Since(checked))
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			ended(clinic.ErrorCode(err), nil)
+			return nil
+		}
+		// Every KeepAlive, busy or quiet: still signed in, still in the
+		// call (which also marks the peer seen)?
+		if time.Since(checked) >= keep {
+			checked = time.Now()
+			if _, err := s.principal(withPageState(r)); err != nil {
+				ended(clinic.ErrorCode(err), nil)
+				return nil
+			}
+			if err := cw.Alive(ctx); err != nil {
+				ended(clinic.ErrorCode(err), nil)
+				return nil
+			}
+			if ev == nil && st.Comment("keep-alive") != nil {
+				return nil
+			}
+		}
+		if ev == nil {
+			continue
+		}
+		if ev.Ended != nil {
+			ended(clinic.EConflict, ev.Ended)
+			return nil
+		}
+		for _, sg := range ev.Signals {
+			b, _ := json.Marshal(signalOut{From: sg.From, Type: sg.Kind, Data: json.RawMessage(sg.Body)})
+			if st.Event("signal", strconv.FormatInt(sg.Seq, 10), b) != nil {
+				return nil
+			}
+		}
+	}
+}
+
+// liveKitCSP is the visit page's policy when calls go through LiveKit at
+// u: the page also connects to it (its signalling WebSocket, and its
+// HTTPS address for the region and validation requests).
+func liveKitCSP(u string) string {
+	lk, err := url.Parse(u)
+	if err != nil || lk.Host == "" {
+		return pageCSP
+	}
+	ws, web := "wss://"+lk.Host, "https://"+lk.Host
+	if lk.Scheme == "ws" || lk.Scheme == "http" {
+		ws, web = "ws://"+lk.Host, "http://"+lk.Host
+	}
+	return strings.Replace(pageCSP, "default-src 'self';", "default-src 'self'; connect-src 'self' "+ws+" "+web+";", 1)
+}

@@ -1,0 +1,443 @@
+package web_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/media"
+	"teleclinic/internal/testenv"
+)
+
+// joined is the answer to POST {call}/join.
+type joined struct {
+	Mode       string `json:"mode"`
+	Role       string `json:"role"`
+	Peer       string `json:"peer"`
+	After      int64  `json:"after"`
+	Peers      []struct{ Peer, Name, Role string }
+	ICEServers []media.ICEServer `json:"ice_servers"`
+	Policy     string            `json:"ice_transport_policy"`
+	Token      string            `json:"livekit_token"`
+	URL        string            `json:"livekit_url"`
+}
+
+// accept has the fixture's provider take its e-consult: from then on they
+// are the visit's provider, and in its call.
+func (f *fixture) accept(t *testing.T) {
+	t.Helper()
+	if _, err := f.e.App.MoveVisit(context.Background(), f.user(t, f.providerToken), f.visitID, app.ActAccept, app.MoveInput{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// postJSON sends body as JSON from the portal's own pages.
+func (b *browser) postJSON(path, body string) *page {
+	b.t.Helper()
+	return b.send("POST", path, strings.NewReader(body), map[string]string{"Content-Type": "application/json", "Sec-Fetch-Site": "same-origin"})
+}
+
+func (b *browser) join(t *testing.T, f *fixture) (*page, joined) {
+	t.Helper()
+	pg := b.postJSON(f.visitPath()+"/call/join", "{}")
+	var j joined
+	if pg.Status == 200 {
+		if err := json.Unmarshal([]byte(pg.Body), &j); err != nil {
+			t.Fatalf("join: %v in %s", err, pg.Body)
+		}
+	}
+	return pg, j
+}
+
+type sseEvent struct{ Name, ID, Data string }
+
+// stream opens a call's event stream and hands its events to a channel.
+func (b *browser) stream(t *testing.T, path string, header map[string]string) (*http.Response, <-chan sseEvent) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	req, _ := http.NewRequestWithContext(ctx, "GET", b.base+path, nil)
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	res, err := b.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Body.Close() })
+	out := make(chan sseEvent, 64)
+	go func() {
+		defer close(out)
+		sc := bufio.NewScanner(res.Body)
+		var e sseEvent
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if e.Name != "" {
+					out <- e
+				}
+				e = sseEvent{}
+			case strings.HasPrefix(line, "event: "):
+				e.Name = line[7:]
+			case strings.HasPrefix(line, "id: "):
+				e.ID = line[4:]
+			case strings.HasPrefix(line, "data: "):
+				e.Data = line[6:]
+			}
+		}
+	}()
+	return res, out
+}
+
+func nextEvent(t *testing.T, c <-chan sseEvent) sseEvent {
+	t.Helper()
+	select {
+	case e, ok := <-c:
+		if !ok {
+			t.Fatal("the stream ended")
+		}
+		return e
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event within 5 s")
+	}
+	return sseEvent{}
+}
+
+// TestCall_Signalling: the call's routes on the portal session. Only the
+// visit's patient and its assigned provider join; the provider's join
+// starts the visit; signals reach the peer they are for, in order, and a
+// stream resumes after the last one it had; another user can neither join
+// nor read nor send; the mesh holds four; a closed visit ends the call.
+func TestCall_Signalling(t *testing.T) {
+	ice := media.Config{STUN: []string{"stun:stun.example:3478"}, TURN: []string{"turn:turn.example:3478"}, Secret: "north"}
+	f := newFixture(t, testenv.Options{Config: func(c *app.Config) { c.ICE = ice }, KeepAlive: 200 * time.Millisecond})
+	bg := context.Background()
+	pat, prov, other := newBrowser(t, f.e), newBrowser(t, f.e), newBrowser(t, f.e)
+	f.redirectLogin(t, pat, f.p1Token, f.visitPath(), nil)
+	f.redirectLogin(t, prov, f.providerToken, f.visitPath(), nil)
+	f.redirectLogin(t, other, f.p2Token, "/visits", nil)
+	base := f.visitPath() + "/call"
+
+	// The room's provider sees the waiting e-consult but is not in its
+	// call until they accept it.
+	if pg, _ := prov.join(t, f); pg.Status != 403 || !strings.Contains(pg.Body, `"code"`) {
+		t.Fatalf("provider before accepting: %d %s", pg.Status, pg.Body)
+	}
+	f.accept(t)
+
+	pg, pj := pat.join(t, f)
+	if pg.Status != 200 || pj.Mode != "p2p" || pj.Role != "patient" || pj.Peer == "" || len(pj.Peers) != 0 || pj.Policy != "all" {
+		t.Fatalf("patient joins: %d %s", pg.Status, pg.Body)
+	}
+	user := f.user(t, f.p1Token).User.SvcID
+	name, pass := media.TURNCredential("north", user, f.e.Clock.Now().Add(12*time.Hour))
+	if len(pj.ICEServers) != 2 || pj.ICEServers[1].Username != name || pj.ICEServers[1].Credential != pass {
+		t.Fatalf("the patient's ICE servers: %+v", pj.ICEServers)
+	}
+	if d, _ := f.e.App.GetVisit(bg, f.user(t, f.p1Token), f.visitID, false); d.Visit.ActualStart != 0 {
+		t.Fatalf("the patient's join started the visit: %+v", d.Visit)
+	}
+	res, patEvents := pat.stream(t, base+"/events?peer="+pj.Peer+"&after="+itoa(pj.After), nil)
+	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("patient's stream: %d", res.StatusCode)
+	}
+
+	// Another patient: 403 on every route, with the patient's own peer.
+	if pg, _ := other.join(t, f); pg.Status != 403 {
+		t.Fatalf("another patient joins: %d %s", pg.Status, pg.Body)
+	}
+	if pg := other.get(base + "/events?peer=" + pj.Peer); pg.Status != 403 || strings.Contains(pg.Body, "event:") {
+		t.Fatalf("another patient reads the signals: %d %s", pg.Status, pg.Body)
+	}
+	if pg := other.postJSON(base+"/signal", `{"peer":"`+pj.Peer+`","to":"x","type":"offer","data":{}}`); pg.Status != 403 {
+		t.Fatalf("another patient signals: %d %s", pg.Status, pg.Body)
+	}
+	// Not signed in: 401 as JSON, no sign-in page.
+	anon := newBrowser(t, f.e)
+	if pg := anon.postJSON(base+"/join", "{}"); pg.Status != 401 || !strings.Contains(pg.Body, `"unauthenticated"`) {
+		t.Fatalf("not signed in: %d %s", pg.Status, pg.Body)
+	}
+
+	// The provider joins: the visit starts, and the patient is told.
+	pg, vj := prov.join(t, f)
+	if pg.Status != 200 || vj.Role != "provider" || len(vj.Peers) != 1 || vj.Peers[0].Peer != pj.Peer {
+		t.Fatalf("provider joins: %d %s", pg.Status, pg.Body)
+	}
+	if d, _ := f.e.App.GetVisit(bg, f.user(t, f.p1Token), f.visitID, false); d.Visit.Status != clinic.VisitInProgress || d.Visit.ActualStart == 0 {
+		t.Fatalf("the provider's join did not start the visit: %+v", d.Visit)
+	}
+	e := nextEvent(t, patEvents)
+	if e.Name != "signal" || !strings.Contains(e.Data, `"type":"join"`) || !strings.Contains(e.Data, vj.Peer) || !strings.Contains(e.Data, "Grace Hopper") {
+		t.Fatalf("patient's first event: %+v", e)
+	}
+	joinSeq := e.ID
+
+	// Signals: the offer reaches the patient; the provider cannot send as
+	// the patient's peer; bad signals are 400 and 413.
+	offer := `{"peer":"` + vj.Peer + `","to":"` + pj.Peer + `","type":"offer","data":{"sdp":"v=0 offer"}}`
+	if pg := prov.postJSON(base+"/signal", offer); pg.Status != 200 || !strings.Contains(pg.Body, `"seq":`) {
+		t.Fatalf("offer: %d %s", pg.Status, pg.Body)
+	}
+	e = nextEvent(t, patEvents)
+	if e.Name != "signal" || !strings.Contains(e.Data, `"type":"offer"`) || !strings.Contains(e.Data, `"sdp":"v=0 offer"`) {
+		t.Fatalf("patient's offer: %+v", e)
+	}
+	for _, c := range []struct {
+		body   string
+		status int
+	}{
+		{`{"peer":"` + pj.Peer + `","to":"` + vj.Peer + `","type":"answer","data":{}}`, 403},
+		{`{"peer":"` + vj.Peer + `","to":"` + pj.Peer + `","type":"bye","data":{}}`, 400},
+		{`{"peer":"` + vj.Peer + `","type":"offer","data":{}}`, 400},
+		{`{"peer":`, 400},
+		{`{"peer":"` + vj.Peer + `","to":"` + pj.Peer + `","type":"offer","data":"` + strings.Repeat("a", app.MaxCallSignal+2000) + `"}`, 413},
+	} {
+		if pg := prov.postJSON(base+"/signal", c.body); pg.Status != c.status || !strings.Contains(pg.Body, `"message"`) {
+			t.Errorf("signal %.60s…: %d %s, want %d", c.body, pg.Status, pg.Body, c.status)
+		}
+	}
+
+	// A stream that reconnects with Last-Event-ID gets what came after.
+	_, again := pat.stream(t, base+"/events?peer="+pj.Peer+"&after=0", map[string]string{"Last-Event-ID": joinSeq})
+	if e := nextEvent(t, again); !strings.Contains(e.Data, `"type":"offer"`) {
+		t.Fatalf("resumed stream: %+v", e)
+	}
+
+	// Four in the mesh, then 409.
+	for range 2 {
+		if pg, _ := pat.join(t, f); pg.Status != 200 {
+			t.Fatalf("third and fourth page: %d %s", pg.Status, pg.Body)
+		}
+	}
+	if pg, _ := pat.join(t, f); pg.Status != 409 || !strings.Contains(pg.Body, "full") {
+		t.Fatalf("a fifth page: %d %s", pg.Status, pg.Body)
+	}
+
+	// Leave: the others are told; leaving twice is no error.
+	if pg := prov.postJSON(base+"/leave", `{"peer":"`+vj.Peer+`"}`); pg.Status != 204 {
+		t.Fatalf("leave: %d %s", pg.Status, pg.Body)
+	}
+	for e = nextEvent(t, patEvents); e.Name == "signal" && strings.Contains(e.Data, `"type":"join"`); e = nextEvent(t, patEvents) {
+	}
+	if !strings.Contains(e.Data, `"type":"leave"`) || !strings.Contains(e.Data, vj.Peer) {
+		t.Fatalf("after the provider left: %+v", e)
+	}
+	if pg := prov.postJSON(base+"/leave", `{"peer":"`+vj.Peer+`"}`); pg.Status != 204 {
+		t.Fatalf("leave again: %d %s", pg.Status, pg.Body)
+	}
+	if pg := prov.postJSON(base+"/signal", offer); pg.Status != 409 {
+		t.Fatalf("a signal from a peer that left: %d %s", pg.Status, pg.Body)
+	}
+
+	// The patient may not end the visit; the provider may, which ends the
+	// call: the stream says so, and a join is 409.
+	if pg := pat.postJSON(base+"/end", "{}"); pg.Status != 403 {
+		t.Fatalf("the patient ends the visit: %d %s", pg.Status, pg.Body)
+	}
+	if pg := prov.postJSON(base+"/end", "{}"); pg.Status != 200 || !strings.Contains(pg.Body, "completed") {
+		t.Fatalf("the provider ends the visit: %d %s", pg.Status, pg.Body)
+	}
+	e = nextEvent(t, patEvents)
+	if e.Name != "ended" || !strings.Contains(e.Data, "completed") {
+		t.Fatalf("patient's stream after the end: %+v", e)
+	}
+	if pg, _ := pat.join(t, f); pg.Status != 409 {
+		t.Fatalf("join a completed visit: %d %s", pg.Status, pg.Body)
+	}
+}
+
+// TestCall_GuestInvite: the visit's provider makes a one-time link; a
+// guest who opens it gives a name, is signed in as a new guest, and joins
+// the call, and only the call: the visit page and its thread stay closed
+// to them. The link works once, for two hours, in its own clinic.
+func TestCall_GuestInvite(t *testing.T) {
+	f := newFixture(t)
+	f.accept(t)
+	pat, prov := newBrowser(t, f.e), newBrowser(t, f.e)
+	f.redirectLogin(t, pat, f.p1Token, f.visitPath(), nil)
+	f.redirectLogin(t, prov, f.providerToken, f.visitPath(), nil)
+	if pg := pat.postJSON(f.visitPath()+"/call/invite", "{}"); pg.Status != 403 {
+		t.Fatalf("the patient invites: %d %s", pg.Status, pg.Body)
+	}
+	link := invite(t, f, prov)
+
+	guest := newBrowser(t, f.e)
+	if pg := guest.get(link); pg.Status != 200 || !strings.Contains(pg.Body, `name="first_name"`) {
+		t.Fatalf("the invitation page: %d %s", pg.Status, pg.Body)
+	}
+	if pg := guest.post(link, url.Values{"first_name": {""}, "last_name": {"Only"}}); pg.Status != 400 || !strings.Contains(pg.Body, "first and last name") {
+		t.Fatalf("no first name: %d", pg.Status)
+	}
+	pg := guest.post(link, url.Values{"first_name": {"Ines"}, "last_name": {"Interpreter"}})
+	if pg.Status != 303 || pg.Location != "/visits/call/"+itoa(f.visitID) {
+		t.Fatalf("accept: %d %q %s", pg.Status, pg.Location, pg.Body)
+	}
+	if pg := guest.get(pg.Location); pg.Status != 200 || !strings.Contains(pg.Body, `data-role="guest"`) || strings.Contains(pg.Body, "It is worse at night") {
+		t.Fatalf("the guest's call page: %d %s", pg.Status, pg.Body)
+	}
+	if pg, j := guest.join(t, f); pg.Status != 200 || j.Role != "guest" {
+		t.Fatalf("the guest joins: %d %s", pg.Status, pg.Body)
+	}
+	// The call, and nothing else of the visit.
+	if pg := guest.get(f.visitPath()); pg.Status != 404 || strings.Contains(pg.Body, "It is worse at night") || strings.Contains(pg.Body, "A cough") {
+		t.Fatalf("the guest opens the visit page: %d", pg.Status)
+	}
+	if pg := guest.post(f.visitPath()+"/messages", url.Values{"content": {"hello"}}); pg.Status != 403 {
+		t.Fatalf("the guest writes to the thread: %d", pg.Status)
+	}
+	if pg := guest.postJSON(f.visitPath()+"/call/invite", "{}"); pg.Status != 403 {
+		t.Fatalf("the guest invites: %d %s", pg.Status, pg.Body)
+	}
+
+	// Once only; not from another clinic's address; not after two hours.
+	if pg := newBrowser(t, f.e).post(link, url.Values{"first_name": {"Second"}, "last_name": {"Try"}}); pg.Status != 404 || !strings.Contains(pg.Body, "used or has expired") {
+		t.Fatalf("a used link: %d", pg.Status)
+	}
+	f.e.NewClinic("other", true)
+	link2 := invite(t, f, prov)
+	if pg := newBrowser(t, f.e).get(strings.Replace(link2, "/acme/", "/other/", 1)); pg.Status != 404 {
+		t.Fatalf("the link under another clinic: %d", pg.Status)
+	}
+	f.e.Clock.Advance(app.CallInviteTTL + time.Second)
+	if pg := newBrowser(t, f.e).get(link2); pg.Status != 404 {
+		t.Fatalf("an expired link: %d", pg.Status)
+	}
+}
+
+// TestCall_RecordingConsent: the provider's page keeps a recording only
+// when everyone in the call agreed to its notice; only the provider sends
+// one; it lands with the visit's recordings, naming who took part.
+func TestCall_RecordingConsent(t *testing.T) {
+	f := newFixture(t)
+	bg := context.Background()
+	f.accept(t)
+	pat, prov := newBrowser(t, f.e), newBrowser(t, f.e)
+	f.redirectLogin(t, pat, f.p1Token, f.visitPath(), nil)
+	f.redirectLogin(t, prov, f.providerToken, f.visitPath(), nil)
+	_, pj := pat.join(t, f)
+	_, vj := prov.join(t, f)
+	base := f.visitPath() + "/call"
+	signal := func(b *browser, from, to, typ, data string) int64 {
+		t.Helper()
+		pg := b.postJSON(base+"/signal", `{"peer":"`+from+`","to":"`+to+`","type":"`+typ+`","data":`+data+`}`)
+		var out struct{ Seq int64 }
+		if pg.Status != 200 || json.Unmarshal([]byte(pg.Body), &out) != nil || out.Seq == 0 {
+			t.Fatalf("%s: %d %s", typ, pg.Status, pg.Body)
+		}
+		return out.Seq
+	}
+	upload := func(b *browser, peer string, request int64) *page {
+		t.Helper()
+		var body bytes.Buffer
+		mw := multipart.NewWriter(&body)
+		fw, _ := mw.CreateFormFile("file", "call.webm")
+		fw.Write([]byte("\x1a\x45\xdf\xa3\x9f\x42\x86\x81\x01\x42\xf7\x81\x01\x42\xf2\x81\x04\x42\xf3\x81\x08\x42\x82\x84webm\x42\x87\x81\x04\x42\x85\x81\x02"))
+		for k, v := range map[string]string{"start": "1772442000", "end": "1772442060", "peer": peer, "request": itoa(request)} {
+			mw.WriteField(k, v)
+		}
+		mw.Close()
+		return b.send("POST", base+"/recording", &body, map[string]string{"Content-Type": mw.FormDataContentType(), "Sec-Fetch-Site": "same-origin"})
+	}
+	req := signal(prov, vj.Peer, "", "record", `{"name":"Grace Hopper"}`)
+	if pg := upload(pat, pj.Peer, req); pg.Status != 403 {
+		t.Fatalf("the patient sends a recording: %d %s", pg.Status, pg.Body)
+	}
+	if pg := upload(prov, vj.Peer, req); pg.Status != 409 || !strings.Contains(pg.Body, "Ada Lovelace has not agreed") {
+		t.Fatalf("no answer yet: %d %s", pg.Status, pg.Body)
+	}
+	signal(pat, pj.Peer, vj.Peer, "consent", `{"agree":false}`)
+	if pg := upload(prov, vj.Peer, req); pg.Status != 409 {
+		t.Fatalf("the patient said no: %d %s", pg.Status, pg.Body)
+	}
+	signal(pat, pj.Peer, vj.Peer, "consent", `{"agree":true}`)
+	if pg := upload(prov, vj.Peer, req-1); pg.Status != 400 {
+		t.Fatalf("request names another signal: %d %s", pg.Status, pg.Body)
+	}
+	pg := upload(prov, vj.Peer, req)
+	if pg.Status != 200 || !strings.Contains(pg.Body, `"content_type":"video/webm"`) {
+		t.Fatalf("with consent: %d %s", pg.Status, pg.Body)
+	}
+	recs, err := f.e.Store.Read().RecordingsOfVisits(bg, f.user(t, f.p1Token).Account.ID, []int64{f.visitID})
+	if err != nil || len(recs[f.visitID]) != 1 {
+		t.Fatalf("the visit's recordings: %+v, %v", recs, err)
+	}
+	r := recs[f.visitID][0]
+	if len(r.Participants) != 2 || r.Participants[1].FirstName != "Ada" || r.Size == 0 {
+		t.Fatalf("recording %+v", r)
+	}
+}
+
+// TestCall_Concurrent: eight pages joining one call at once get exactly
+// four seats, and eight people accepting one invitation at once let
+// exactly one guest in (and leave no other guest user behind).
+func TestCall_Concurrent(t *testing.T) {
+	f := newFixture(t)
+	f.accept(t)
+	prov := newBrowser(t, f.e)
+	f.redirectLogin(t, prov, f.providerToken, f.visitPath(), nil)
+	statuses := func(n int, do func() int) map[int]int {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		out := map[int]int{}
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				st := do()
+				mu.Lock()
+				out[st]++
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
+		return out
+	}
+	got := statuses(8, func() int { pg, _ := prov.join(t, f); return pg.Status })
+	if got[200] != app.MaxCallPeers || got[409] != 8-app.MaxCallPeers {
+		t.Fatalf("eight joins at once: %v", got)
+	}
+
+	link := invite(t, f, prov)
+	guestsBefore := countUsers(t, f, clinic.UserGuest)
+	got = statuses(8, func() int {
+		return newBrowser(t, f.e).post(link, url.Values{"first_name": {"Same"}, "last_name": {"Link"}}).Status
+	})
+	if got[303] != 1 || got[404] != 7 {
+		t.Fatalf("eight acceptances of one link: %v", got)
+	}
+	if n := countUsers(t, f, clinic.UserGuest); n != guestsBefore+1 {
+		t.Fatalf("%d guest users after one acceptance, had %d", n, guestsBefore)
+	}
+}
+
+// invite is the provider's (signed in on b) one-time link for a guest,
+// as a path on the test server.
+func invite(t *testing.T, f *fixture, b *browser) string {
+	t.Helper()
+	pg := b.postJSON(f.visitPath()+"/call/invite", "{}")
+	var out struct{ URL string }
+	if pg.Status != 200 || json.Unmarshal([]byte(pg.Body), &out) != nil || !strings.HasPrefix(out.URL, "https://portal.teleclinic.test/invite/acme/") {
+		t.Fatalf("invite: %d %s", pg.Status, pg.Body)
+	}
+	return strings.TrimPrefix(out.URL, "https://portal.teleclinic.test")
+}
+
+func countUsers(t *testing.T, f *fixture, typ int) int {
+	t.Helper()
+	var n int
+	if err := f.e.Store.DB().QueryRow(f.e.Store.Rebind("SELECT COUNT(*) FROM users WHERE type = ?"), typ).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}

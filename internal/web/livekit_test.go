@@ -1,0 +1,128 @@
+package web_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/livekit/protocol/auth"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/media"
+	"teleclinic/internal/testenv"
+)
+
+// A LiveKit server cannot run here, so LiveKit mode is tested up to its
+// edge: the tokens the server issues, checked with LiveKit's own
+// protocol/auth, and the visit page that hands its token to the LiveKit
+// address it is configured with.
+
+const liveKitSecret = "a-livekit-secret-of-32-characters!"
+
+// checkRoomToken verifies a LiveKit token as LiveKit would and checks that
+// it joins room only, as identity, for at most ten minutes.
+func checkRoomToken(t *testing.T, raw, room, identity string) {
+	t.Helper()
+	parsed, err := auth.ParseAPIToken(raw)
+	if err != nil {
+		t.Fatalf("LiveKit token: %v", err)
+	}
+	claims, grants, err := parsed.Verify(liveKitSecret)
+	if err != nil || parsed.APIKey() != "APIvisits" {
+		t.Fatalf("LiveKit token does not verify: %v (key %q)", err, parsed.APIKey())
+	}
+	v := grants.Video
+	if v == nil || !v.RoomJoin || v.Room != room || v.RoomAdmin || v.RoomCreate || v.RoomList || v.RoomRecord {
+		t.Fatalf("grant %+v: a join of %s only expected", v, room)
+	}
+	if grants.Identity != identity {
+		t.Fatalf("identity %q, want %q", grants.Identity, identity)
+	}
+	if ttl := time.Until(claims.ExpiresAt.Time); ttl <= 0 || ttl > media.LiveKitTokenTTL {
+		t.Fatalf("the token expires in %v", ttl)
+	}
+}
+
+// TestCall_LiveKit: with LiveKit configured, the join answers a token of
+// the visit's LiveKit room for the participant (and refuses others as in
+// peer-to-peer mode), and the visit page is in LiveKit mode: it loads the
+// LiveKit client, and its policy lets it connect to the LiveKit server.
+func TestCall_LiveKit(t *testing.T) {
+	lk := media.LiveKit{URL: "wss://sfu.example", Key: "APIvisits", Secret: liveKitSecret}
+	f := newFixture(t, testenv.Options{Config: func(c *app.Config) { c.LiveKit = lk }})
+	f.accept(t)
+	pat, other := newBrowser(t, f.e), newBrowser(t, f.e)
+	pg := f.redirectLogin(t, pat, f.p1Token, f.visitPath(), nil)
+	pg = pat.get(pg.Location)
+	if pg.Status != 200 || !strings.Contains(pg.Body, `data-mode="livekit"`) || !strings.Contains(pg.Body, "/static/vendor/livekit-client-2.23.0.umd.js") {
+		t.Fatalf("visit page in LiveKit mode: %d %s", pg.Status, pg.Body)
+	}
+	if csp := pg.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "connect-src 'self' wss://sfu.example https://sfu.example;") || !strings.Contains(csp, "script-src 'self'") {
+		t.Fatalf("CSP: %q", csp)
+	}
+	if js := pat.get("/static/vendor/livekit-client-2.23.0.umd.js"); js.Status != 200 || !strings.Contains(js.Body, "LivekitClient") {
+		t.Fatalf("the LiveKit client: %d", js.Status)
+	}
+	res, j := pat.join(t, f)
+	if res.Status != 200 || j.Mode != "livekit" || j.URL != lk.URL || j.Peer != "" {
+		t.Fatalf("join: %d %s", res.Status, res.Body)
+	}
+	checkRoomToken(t, j.Token, "acme-visit-"+itoa(f.visitID), f.user(t, f.p1Token).User.SvcID)
+	f.redirectLogin(t, other, f.p2Token, "/visits", nil)
+	if res, _ := other.join(t, f); res.Status != 403 || strings.Contains(res.Body, "livekit_token") {
+		t.Fatalf("another patient: %d %s", res.Status, res.Body)
+	}
+}
+
+// TestBrowser_CallLiveKit: in a browser, the visit page's Join connects to
+// the configured LiveKit address with the token of the visit's room. A
+// stand-in for the LiveKit server records what the page presents.
+func TestBrowser_CallLiveKit(t *testing.T) {
+	browser := chrome(t)
+	var mu sync.Mutex
+	var tokens []string
+	sfu := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok := r.URL.Query().Get("access_token")
+		if tok == "" {
+			tok = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		}
+		if tok != "" {
+			mu.Lock()
+			tokens = append(tokens, tok)
+			mu.Unlock()
+		}
+		http.Error(w, "not a LiveKit server", http.StatusUnauthorized)
+	}))
+	t.Cleanup(sfu.Close)
+	lk := media.LiveKit{URL: "ws" + strings.TrimPrefix(sfu.URL, "http"), Key: "APIvisits", Secret: liveKitSecret}
+	f := newFixture(t, testenv.Options{Clock: testenv.ClockAt(time.Now()), Config: func(c *app.Config) { c.LiveKit = lk }})
+	f.accept(t)
+	patient := separate(t, browser)
+	openVisit(t, patient, f.e.URL, f.p1Token, f.visitID)
+	mode, err := chromedp.Run(patient, chromedp.Evaluate[string](`window.teleclinicCall.mode + "/" + typeof window.LivekitClient`))
+	if err != nil || mode != "livekit/object" {
+		t.Fatalf("page mode %q: %v", mode, err)
+	}
+	if err := chromedp.Do(patient, chromedp.Click(chromedp.CSS("#call-join"))); err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	for end := time.Now().Add(10 * time.Second); got == "" && time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		mu.Lock()
+		if len(tokens) > 0 {
+			got = tokens[0]
+		}
+		mu.Unlock()
+	}
+	if got == "" {
+		status, _ := chromedp.Run(patient, chromedp.Text(chromedp.CSS("#call-status")))
+		t.Fatalf("the page did not connect to LiveKit within 10 s (status %q)", status)
+	}
+	checkRoomToken(t, got, "acme-visit-"+itoa(f.visitID), f.user(t, f.p1Token).User.SvcID)
+	// The stand-in refuses; the page says the call could not start.
+	waitText(t, patient, "#call-status", "could not")
+}

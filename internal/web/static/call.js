@@ -1,0 +1,849 @@
+// call.js is the visit page's video call. The page's section#call names
+// the call's routes in data-call and the mode in data-mode:
+//
+// p2p: browser to browser. Joining (POST {call}/join) makes this page a
+// peer; every peer already in the call gets a "join" signal and sends this
+// page an offer; this page answers. Offers, answers and ICE candidates go
+// through the server (POST {call}/signal) and arrive on an event stream
+// ({call}/events), which the browser resumes by itself after a drop (the
+// server numbers the signals). The peer that sent the offer restarts ICE
+// when a connection fails, so a dropped network reconnects without a
+// reload.
+//
+// livekit: the join answers a token of the visit's LiveKit room, and
+// livekit-client connects to it.
+//
+// window.teleclinicCall shows what the call is doing (peers, timing,
+// inbound video statistics) to the browser tests and to support.
+(function () {
+  "use strict";
+  var root = document.getElementById("call");
+  if (!root || !window.fetch) {
+    return;
+  }
+  var base = root.getAttribute("data-call");
+  var mode = root.getAttribute("data-mode");
+  var role = root.getAttribute("data-role");
+  function $(id) {
+    return document.getElementById(id);
+  }
+  var ui = {
+    stage: $("stage"), self: $("local-video"), status: $("call-status"), check: $("call-check"), join: $("call-join"),
+    mute: $("call-mute"), camera: $("call-camera"), share: $("call-share"), leave: $("call-leave"), end: $("call-end"),
+    confirm: $("end-confirm"), record: $("call-record"), recIndicator: $("rec-indicator"), consent: $("record-consent")
+  };
+  var local = null; // the camera and microphone
+  var screen = null; // the shared screen, while shared
+  var me = null; // this page's place in the call (the join's answer)
+  var events = null;
+  var room = null; // LiveKit mode
+  var peers = {};
+  var timing = { join: 0, firstFrame: 0 };
+
+  function say(text) {
+    ui.status.textContent = text;
+  }
+
+  function show(el, on) {
+    if (el) {
+      el.hidden = !on;
+    }
+  }
+
+  function inCall(on) {
+    show(ui.check, !on);
+    show(ui.join, !on);
+    [ui.mute, ui.camera, ui.share, ui.leave, ui.end, ui.record].forEach(function (el) {
+      show(el, on);
+    });
+    if (!navigator.mediaDevices || !navigator.mediaDevices.getDisplayMedia) {
+      show(ui.share, false);
+    }
+    if (mode === "livekit") {
+      show(ui.record, false); // recording with consent is the mesh's; LiveKit records with Egress
+    }
+  }
+
+  // The device check: the camera and microphone shown before joining,
+  // with what to do when the browser refuses them or finds none.
+  function devices() {
+    if (local) {
+      return Promise.resolve(local);
+    }
+    if (!navigator.mediaDevices || !navigator.mediaDevices.getUserMedia) {
+      return Promise.reject(new Error("This browser cannot use a camera here. Open the page over https in a current browser."));
+    }
+    say("Asking for your camera and microphone…");
+    return navigator.mediaDevices.getUserMedia({ audio: true, video: { width: 640, height: 480 } })
+      .catch(function (err) {
+        if (err.name === "NotFoundError" || err.name === "OverconstrainedError") {
+          // No camera: the visit can go on by voice.
+          return navigator.mediaDevices.getUserMedia({ audio: true });
+        }
+        throw err;
+      })
+      .then(function (stream) {
+        local = stream;
+        ui.self.srcObject = stream;
+        var cam = stream.getVideoTracks().length > 0;
+        say(cam ? "Your camera and microphone work. Join when you are ready."
+          : "No camera was found: you can join with your microphone only.");
+        return stream;
+      }, function (err) {
+        var text = "Your camera or microphone could not be used: " + err.message;
+        if (err.name === "NotAllowedError" || err.name === "SecurityError") {
+          text = "Camera and microphone are blocked for this page. Allow them in your browser's site settings, then press Check camera and microphone again.";
+        } else if (err.name === "NotFoundError") {
+          text = "No camera or microphone was found. Connect one, then press Check camera and microphone again.";
+        } else if (err.name === "NotReadableError") {
+          text = "Another app is using your camera or microphone. Close it, then press Check camera and microphone again.";
+        }
+        say(text);
+        err.said = true;
+        throw err;
+      });
+  }
+
+  function post(path, body, keepalive) {
+    return fetch(base + path, {
+      method: "POST", credentials: "same-origin", keepalive: !!keepalive,
+      headers: { "Content-Type": "application/json" }, body: JSON.stringify(body || {})
+    }).then(function (res) {
+      if (res.status === 204) {
+        return null;
+      }
+      return res.json().then(function (data) {
+        if (!res.ok) {
+          var err = new Error(data.message || "The server refused.");
+          err.status = res.status;
+          throw err;
+        }
+        return data;
+      });
+    });
+  }
+
+  function signal(to, type, data) {
+    return post("/signal", { peer: me.peer, to: to, type: type, data: data }).catch(function (err) {
+      say("A message to the other side was lost (" + err.message + "); the call may need a moment.");
+      return null;
+    });
+  }
+
+  // A remote participant's tile.
+  function tile(id, name) {
+    var fig = document.createElement("figure");
+    fig.className = "tile";
+    fig.id = "peer-" + id;
+    var video = document.createElement("video");
+    video.autoplay = true;
+    video.playsInline = true;
+    var cap = document.createElement("figcaption");
+    cap.textContent = name || "Participant";
+    fig.appendChild(video);
+    fig.appendChild(cap);
+    ui.stage.appendChild(fig);
+    // The first frame shown, for the call's setup time.
+    var frame = function () {
+      if (!timing.firstFrame && video.videoWidth > 0) {
+        timing.firstFrame = performance.now();
+      }
+    };
+    if (video.requestVideoFrameCallback) {
+      video.requestVideoFrameCallback(frame);
+    } else {
+      video.addEventListener("loadeddata", frame);
+    }
+    return { fig: fig, video: video, cap: cap };
+  }
+
+  function peerFor(id, name, initiator) {
+    var p = peers[id];
+    if (p) {
+      return p;
+    }
+    var pc = new RTCPeerConnection({ iceServers: me.ice_servers, iceTransportPolicy: me.ice_transport_policy || "all" });
+    p = peers[id] = { id: id, name: name, pc: pc, initiator: initiator, pending: [], view: tile(id, name), restarts: 0 };
+    // The camera, or the screen while it is shared, as the video.
+    var video = (screen || local).getVideoTracks()[0];
+    local.getAudioTracks().forEach(function (t) {
+      pc.addTrack(t, local);
+    });
+    if (video) {
+      pc.addTrack(video, local);
+    }
+    pc.onicecandidate = function (e) {
+      if (e.candidate) {
+        signal(id, "candidate", e.candidate.toJSON());
+      }
+    };
+    pc.ontrack = function (e) {
+      var stream = e.streams[0] || new MediaStream([e.track]);
+      if (p.view.video.srcObject !== stream) {
+        p.view.video.srcObject = stream;
+      }
+    };
+    pc.onconnectionstatechange = function () {
+      if (pc.connectionState === "connected") {
+        say("Connected with " + (p.name || "the other participant") + ".");
+      } else if (pc.connectionState === "failed" || pc.connectionState === "disconnected") {
+        restart(p);
+      }
+    };
+    return p;
+  }
+
+  // ICE restart after a failed or long-disconnected connection: the peer
+  // that made the first offer makes a new one with new ICE credentials
+  // (new TURN allocations too), and again every 10 s until it connects.
+  function restart(p) {
+    say("The connection with " + (p.name || "the other participant") + " dropped; reconnecting…");
+    if (!p.initiator || p.restarting) {
+      return;
+    }
+    p.restarting = true;
+    setTimeout(function () {
+      p.restarting = false;
+      var st = p.pc.connectionState;
+      if (peers[p.id] !== p || st === "connected" || st === "closed") {
+        return;
+      }
+      p.restarts++;
+      p.pc.restartIce();
+      offer(p, true);
+      setTimeout(function () {
+        var now = p.pc.connectionState;
+        if (peers[p.id] === p && now !== "connected" && now !== "closed") {
+          restart(p);
+        }
+      }, 10000);
+    }, p.pc.connectionState === "failed" ? 0 : 3000);
+  }
+
+  function offer(p, iceRestart) {
+    return p.pc.createOffer({ iceRestart: !!iceRestart })
+      .then(function (o) {
+        return p.pc.setLocalDescription(o);
+      })
+      .then(function () {
+        return signal(p.id, "offer", { sdp: p.pc.localDescription.sdp, name: myName(), role: role });
+      });
+  }
+
+  function myName() {
+    return me && me.name ? me.name : "";
+  }
+
+  function flush(p) {
+    var list = p.pending;
+    p.pending = [];
+    list.forEach(function (c) {
+      p.pc.addIceCandidate(c).catch(function () {});
+    });
+  }
+
+  function drop(id) {
+    var p = peers[id];
+    if (!p) {
+      return;
+    }
+    delete peers[id];
+    p.pc.close();
+    p.view.fig.remove();
+  }
+
+  function onSignal(s) {
+    var d = s.data || {};
+    var p = peers[s.from];
+    switch (s.type) {
+      case "join": // a newcomer: this page offers
+        if (rec.recorder) {
+          stopRecording("Recording stopped: someone joined who was not asked. Press Record to ask everyone again.");
+        }
+        drop(s.from);
+        offer(peerFor(s.from, d.name, true));
+        say((d.name || "Someone") + " joined the call.");
+        break;
+      case "offer":
+        p = peerFor(s.from, d.name, false);
+        if (d.name) {
+          p.view.cap.textContent = d.name;
+          p.name = d.name;
+        }
+        p.pc.setRemoteDescription({ type: "offer", sdp: d.sdp })
+          .then(function () {
+            flush(p);
+            return p.pc.createAnswer();
+          })
+          .then(function (a) {
+            return p.pc.setLocalDescription(a);
+          })
+          .then(function () {
+            return signal(s.from, "answer", { sdp: p.pc.localDescription.sdp });
+          })
+          .catch(function (err) {
+            say("Could not connect with " + (p.name || "the other participant") + ": " + err.message);
+          });
+        break;
+      case "answer":
+        if (p) {
+          p.pc.setRemoteDescription({ type: "answer", sdp: d.sdp }).then(function () {
+            flush(p);
+          });
+        }
+        break;
+      case "candidate":
+        if (p && p.pc.remoteDescription) {
+          p.pc.addIceCandidate(d).catch(function () {});
+        } else if (p) {
+          p.pending.push(d);
+        }
+        break;
+      case "record": // the provider asks everyone's consent
+        askConsent(s.from, d.name);
+        break;
+      case "consent":
+        if (rec.asking) {
+          rec.answers[s.from] = !!d.agree;
+          consentAnswered();
+        }
+        break;
+      case "state":
+        if (typeof d.recording === "boolean") {
+          show(ui.recIndicator, d.recording);
+        }
+        if (p) {
+          p.view.cap.textContent = (p.name || "Participant") + (d.muted ? " (muted)" : "") + (d.camera === false ? " (camera off)" : "");
+        }
+        break;
+      case "leave":
+        if (p) {
+          say((p.name || "The other participant") + " left the call.");
+        }
+        drop(s.from);
+        break;
+    }
+  }
+
+  function follow() {
+    events = new EventSource(base + "/events?peer=" + encodeURIComponent(me.peer) + "&after=" + me.after);
+    events.addEventListener("signal", function (e) {
+      onSignal(JSON.parse(e.data));
+    });
+    // The browser reconnects a dropped stream by itself; a stream the
+    // server refuses (this page's seat was given up while it slept) is
+    // closed for good, and the page must join again.
+    events.onerror = function () {
+      if (events && events.readyState === EventSource.CLOSED) {
+        hangUp();
+        say("The connection to the call was lost. Join again to continue.");
+      }
+    };
+    events.addEventListener("ended", function (e) {
+      var d = JSON.parse(e.data);
+      events.close();
+      if (d.code === "unauthenticated") {
+        location.reload(); // to sign in
+        return;
+      }
+      hangUp();
+      if (d.status === "completed" || d.status === "cancelled") {
+        say("The visit has ended. Thank you.");
+        show(ui.join, false);
+        show(ui.check, false);
+      } else {
+        say("You are no longer in the call. Join again when you are ready.");
+      }
+    });
+  }
+
+  function join() {
+    ui.join.disabled = true;
+    timing.join = performance.now();
+    timing.firstFrame = 0;
+    devices()
+      .then(function () {
+        say("Joining…");
+        return post("/join");
+      })
+      .then(function (j) {
+        me = j;
+        if (j.mode === "livekit") {
+          return joinLiveKit(j);
+        }
+        inCall(true);
+        follow();
+        say(j.peers.length ? "Connecting with " + j.peers.map(function (x) { return x.name; }).join(", ") + "…"
+          : (role === "provider" ? "You are in the call. Your patient will appear here when they join."
+            : "You are in the call. Your provider will appear here when they join."));
+      })
+      .catch(function (err) {
+        if (err.status) {
+          say(err.message);
+        } else if (!err.said) {
+          hangUp();
+          say("The call could not start (" + err.message + "). Try again in a moment.");
+        }
+      })
+      .then(function () {
+        ui.join.disabled = false;
+      });
+  }
+
+  function hangUp() {
+    if (rec.recorder) {
+      stopRecording("");
+    }
+    Object.keys(peers).forEach(drop);
+    if (events) {
+      events.close();
+      events = null;
+    }
+    if (room) {
+      room.disconnect();
+      room = null;
+    }
+    stopScreen(true);
+    inCall(false);
+  }
+
+  function leave() {
+    var was = me;
+    if (was) {
+      rec.peer = was.peer;
+    }
+    hangUp();
+    me = null;
+    if (was && was.peer) {
+      post("/leave", { peer: was.peer }, true).catch(function () {});
+    }
+    say(role === "patient" ? "You left the call and are back in the waiting room. Join again when you are ready."
+      : role === "provider" ? "You left the call. Join again to continue, or end the visit."
+        : "You left the call. Join again while the visit goes on.");
+  }
+
+  function sendState() {
+    if (!me || !me.peer || !local) {
+      return;
+    }
+    var a = local.getAudioTracks()[0];
+    var v = local.getVideoTracks()[0];
+    signal("", "state", { muted: a ? !a.enabled : true, camera: v ? v.enabled : false });
+  }
+
+  function toggle(button, tracks, onLabel, offLabel) {
+    var off = button.getAttribute("aria-pressed") !== "true";
+    tracks.forEach(function (t) {
+      t.enabled = !off;
+    });
+    button.setAttribute("aria-pressed", off ? "true" : "false");
+    button.textContent = off ? offLabel : onLabel;
+    if (room) {
+      return off;
+    }
+    sendState();
+    return off;
+  }
+
+  function videoSenders() {
+    var out = [];
+    Object.keys(peers).forEach(function (id) {
+      peers[id].pc.getSenders().forEach(function (s) {
+        if (s.track && s.track.kind === "video") {
+          out.push(s);
+        }
+      });
+    });
+    return out;
+  }
+
+  function stopScreen(quiet) {
+    if (!screen) {
+      return;
+    }
+    screen.getTracks().forEach(function (t) {
+      t.stop();
+    });
+    screen = null;
+    var cam = local && local.getVideoTracks()[0];
+    videoSenders().forEach(function (s) {
+      if (cam) {
+        s.replaceTrack(cam);
+      }
+    });
+    if (local) {
+      ui.self.srcObject = local;
+    }
+    ui.share.setAttribute("aria-pressed", "false");
+    ui.share.textContent = "Share screen";
+    if (!quiet) {
+      say("You stopped sharing your screen.");
+    }
+  }
+
+  function share() {
+    if (screen) {
+      stopScreen(false);
+      return;
+    }
+    if (room) {
+      var on = ui.share.getAttribute("aria-pressed") !== "true";
+      room.localParticipant.setScreenShareEnabled(on).then(function () {
+        ui.share.setAttribute("aria-pressed", on ? "true" : "false");
+        ui.share.textContent = on ? "Stop sharing" : "Share screen";
+      });
+      return;
+    }
+    navigator.mediaDevices.getDisplayMedia({ video: true }).then(function (s) {
+      screen = s;
+      var track = s.getVideoTracks()[0];
+      track.addEventListener("ended", function () {
+        stopScreen(false);
+      });
+      videoSenders().forEach(function (sender) {
+        sender.replaceTrack(track);
+      });
+      ui.self.srcObject = s;
+      ui.share.setAttribute("aria-pressed", "true");
+      ui.share.textContent = "Stop sharing";
+      say("You are sharing your screen.");
+    }, function () {
+      say("Screen sharing was not started.");
+    });
+  }
+
+  function endVisit() {
+    var go = function () {
+      // The recording is saved first: a completed visit takes no more.
+      (rec.recorder ? stopRecording("") : Promise.resolve()).then(function () {
+        return post("/end");
+      }).then(function () {
+        say("The visit has ended.");
+      }, function (err) {
+        say(err.message);
+      });
+    };
+    if (ui.confirm && ui.confirm.showModal) {
+      ui.confirm.returnValue = "";
+      ui.confirm.showModal();
+      ui.confirm.addEventListener("close", function once() {
+        ui.confirm.removeEventListener("close", once);
+        if (ui.confirm.returnValue === "end") {
+          go();
+        }
+      });
+    } else if (window.confirm("End the visit for everyone?")) {
+      go();
+    }
+  }
+
+  // Recording, with everyone's consent. The provider's Record sends a
+  // notice ("record") to the call; every other page asks its person, and
+  // answers ("consent"). When all present agree, the provider's page
+  // records what it receives (the first other participant's video, and
+  // everyone's sound) with MediaRecorder, in parts of ten minutes, and
+  // sends each part to the visit's recordings; the server keeps a part only
+  // if everyone in the call agreed to that notice. Someone joining stops it.
+  var rec = { asking: false, request: 0, answers: {}, recorder: null, chunks: [], start: 0, timer: null, audio: null, saved: 0 };
+
+  function recordToggle() {
+    if (rec.recorder) {
+      stopRecording("You stopped the recording.");
+      return;
+    }
+    if (rec.asking) {
+      return;
+    }
+    rec.asking = true;
+    rec.answers = {};
+    say("Asking everyone in the call to agree to the recording…");
+    signal("", "record", { name: myName() }).then(function (answer) {
+      if (!answer) {
+        rec.asking = false;
+        return;
+      }
+      rec.request = answer.seq;
+      consentAnswered();
+      setTimeout(function () {
+        if (rec.asking) {
+          rec.asking = false;
+          say("Not everyone answered the recording notice; nothing is recorded.");
+        }
+      }, 60000);
+    });
+  }
+
+  function consentAnswered() {
+    if (!rec.asking || !rec.request) {
+      return;
+    }
+    var ids = Object.keys(peers);
+    for (var i = 0; i < ids.length; i++) {
+      var a = rec.answers[ids[i]];
+      if (a === false) {
+        rec.asking = false;
+        say((peers[ids[i]].name || "Someone") + " did not agree; nothing is recorded.");
+        return;
+      }
+      if (a !== true) {
+        return; // still waiting
+      }
+    }
+    rec.asking = false;
+    startRecording();
+  }
+
+  // The sound of everyone and the video of the first other participant
+  // (or this page's own camera when alone), as one stream.
+  function mixed() {
+    var ctx = new AudioContext();
+    var out = ctx.createMediaStreamDestination();
+    var video = null;
+    var add = function (stream) {
+      if (stream && stream.getAudioTracks().length) {
+        ctx.createMediaStreamSource(stream).connect(out);
+      }
+    };
+    add(local);
+    Object.keys(peers).forEach(function (id) {
+      var s = peers[id].view.video.srcObject;
+      add(s);
+      if (!video && s && s.getVideoTracks().length) {
+        video = s.getVideoTracks()[0];
+      }
+    });
+    if (!video && local && local.getVideoTracks().length) {
+      video = local.getVideoTracks()[0];
+    }
+    rec.audio = ctx;
+    return new MediaStream((video ? [video] : []).concat(out.stream.getAudioTracks()));
+  }
+
+  function startRecording() {
+    if (!window.MediaRecorder) {
+      say("This browser cannot record.");
+      return;
+    }
+    var stream = mixed();
+    var part = function () {
+      var chunks = [];
+      var started = Math.floor(Date.now() / 1000);
+      var r = new MediaRecorder(stream, { mimeType: "video/webm", videoBitsPerSecond: 250000, audioBitsPerSecond: 32000 });
+      r.ondataavailable = function (e) {
+        if (e.data.size > 0) {
+          chunks.push(e.data);
+        }
+      };
+      r.onstop = function () {
+        var sent = upload(new Blob(chunks, { type: "video/webm" }), started, Math.floor(Date.now() / 1000));
+        if (r.onsent) {
+          r.onsent(sent);
+        }
+      };
+      r.start(1000);
+      rec.recorder = r;
+    };
+    part();
+    // A new part every ten minutes: each is a recording of its own, and a
+    // crash loses at most the part in progress.
+    rec.timer = setInterval(function () {
+      rec.recorder.stop();
+      part();
+    }, 600000);
+    ui.record.setAttribute("aria-pressed", "true");
+    ui.record.textContent = "Stop recording";
+    show(ui.recIndicator, true);
+    signal("", "state", { recording: true });
+    say("Everyone agreed: the call is being recorded.");
+  }
+
+  // stopRecording ends the recording; its promise settles once the last
+  // part is saved (or could not be).
+  function stopRecording(why) {
+    clearInterval(rec.timer);
+    var done = Promise.resolve();
+    var r = rec.recorder;
+    if (r && r.state !== "inactive") {
+      done = new Promise(function (resolve) {
+        r.onsent = function (sent) {
+          sent.then(resolve, resolve);
+        };
+      });
+      r.stop();
+    }
+    rec.recorder = null;
+    if (rec.audio) {
+      rec.audio.close();
+      rec.audio = null;
+    }
+    ui.record.setAttribute("aria-pressed", "false");
+    ui.record.textContent = "Record";
+    show(ui.recIndicator, false);
+    if (me && me.peer) {
+      signal("", "state", { recording: false });
+    }
+    if (why) {
+      say(why);
+    }
+    return done;
+  }
+
+  function upload(blob, start, end) {
+    var form = new FormData();
+    form.append("file", blob, "call.webm");
+    form.append("start", String(start));
+    form.append("end", String(Math.max(end, start)));
+    form.append("peer", (me && me.peer) || rec.peer);
+    form.append("request", String(rec.request));
+    return fetch(base + "/recording", { method: "POST", credentials: "same-origin", body: form }).then(function (res) {
+      return res.json().then(function (d) {
+        if (!res.ok) {
+          throw new Error(d.message);
+        }
+        rec.saved++;
+        say("The recording (" + Math.round(d.size / 1024) + " KB) is saved with the visit.");
+      });
+    }).catch(function (err) {
+      say("The recording could not be saved: " + err.message);
+    });
+  }
+
+  // A participant's answer to the recording notice.
+  function askConsent(from, name) {
+    if (!ui.consent || !ui.consent.showModal) {
+      signal(from, "consent", { agree: false });
+      return;
+    }
+    $("consent-who").textContent = name || "The provider";
+    ui.consent.returnValue = "";
+    ui.consent.showModal();
+    ui.consent.addEventListener("close", function once() {
+      ui.consent.removeEventListener("close", once);
+      signal(from, "consent", { agree: ui.consent.returnValue === "yes" });
+    });
+  }
+
+  // LiveKit mode: the SFU carries the media; the page publishes its
+  // camera and microphone and shows what it subscribes to.
+  function joinLiveKit(j) {
+    var LK = window.LivekitClient;
+    if (!LK) {
+      throw new Error("The call's client did not load; reload the page.");
+    }
+    room = new LK.Room({ adaptiveStream: true, dynacast: true });
+    room.on(LK.RoomEvent.TrackSubscribed, function (track, pub, participant) {
+      var p = peers[participant.identity] || (peers[participant.identity] = { id: participant.identity, view: tile(participant.identity, participant.name), pc: { close: function () {} } });
+      track.attach(track.kind === "video" ? p.view.video : undefined);
+    });
+    room.on(LK.RoomEvent.ParticipantDisconnected, function (participant) {
+      drop(participant.identity);
+    });
+    room.on(LK.RoomEvent.Disconnected, function () {
+      if (!ui.leave.hidden) {
+        say("You are no longer in the call. Join again when you are ready.");
+      }
+      inCall(false);
+    });
+    return room.connect(j.livekit_url, j.livekit_token).then(function () {
+      inCall(true);
+      return room.localParticipant.enableCameraAndMicrophone();
+    }).then(function () {
+      say("You are in the call.");
+    });
+  }
+
+  // The provider's one-time link for a guest (an interpreter, a relative).
+  function invite() {
+    post("/invite").then(function (d) {
+      var box = $("invite-box");
+      var link = $("invite-link");
+      link.value = d.url;
+      box.hidden = false;
+      link.focus();
+      link.select();
+      say("A guest link is ready below: it lets one person in, once, for two hours.");
+    }, function (err) {
+      say(err.message);
+    });
+  }
+
+  ui.check.addEventListener("click", function () {
+    devices().catch(function () {});
+  });
+  ui.join.addEventListener("click", join);
+  ui.leave.addEventListener("click", leave);
+  ui.mute.addEventListener("click", function () {
+    var off = toggle(ui.mute, local ? local.getAudioTracks() : [], "Mute", "Unmute");
+    if (room) {
+      room.localParticipant.setMicrophoneEnabled(!off);
+    }
+  });
+  ui.camera.addEventListener("click", function () {
+    var off = toggle(ui.camera, local ? local.getVideoTracks() : [], "Turn camera off", "Turn camera on");
+    if (room) {
+      room.localParticipant.setCameraEnabled(!off);
+    }
+  });
+  ui.share.addEventListener("click", share);
+  if (ui.end) {
+    ui.end.addEventListener("click", endVisit);
+  }
+  if (ui.record) {
+    ui.record.addEventListener("click", recordToggle);
+  }
+  if ($("call-invite")) {
+    $("call-invite").addEventListener("click", invite);
+  }
+  // A page that closes leaves the call, so its seat is free at once.
+  window.addEventListener("pagehide", function () {
+    if (me && me.peer) {
+      post("/leave", { peer: me.peer }, true).catch(function () {});
+    }
+  });
+
+  window.teleclinicCall = {
+    mode: mode,
+    timing: timing,
+    recordings: function () {
+      return rec.saved;
+    },
+    peers: function () {
+      return Object.keys(peers);
+    },
+    // Each connection's state and how many ICE restarts this page made.
+    states: function () {
+      return Object.keys(peers).map(function (id) {
+        return { peer: id, state: peers[id].pc.connectionState, restarts: peers[id].restarts || 0 };
+      });
+    },
+    // The inbound RTP statistics of every connection: bytes of video and
+    // audio received, and the candidate pair in use.
+    stats: function () {
+      var ids = Object.keys(peers);
+      return Promise.all(ids.map(function (id) {
+        if (!peers[id].pc.getStats) {
+          return {};
+        }
+        return peers[id].pc.getStats().then(function (report) {
+          var out = { peer: id, videoBytes: 0, audioBytes: 0, relay: false, width: peers[id].view.video.videoWidth };
+          var pairs = {};
+          report.forEach(function (r) {
+            if (r.type === "inbound-rtp" && r.kind === "video") {
+              out.videoBytes += r.bytesReceived || 0;
+            } else if (r.type === "inbound-rtp" && r.kind === "audio") {
+              out.audioBytes += r.bytesReceived || 0;
+            } else if (r.type === "candidate-pair" && r.nominated && r.state === "succeeded") {
+              pairs.local = r.localCandidateId;
+            }
+          });
+          report.forEach(function (r) {
+            if (r.id === pairs.local && r.candidateType === "relay") {
+              out.relay = true;
+            }
+          });
+          return out;
+        });
+      }));
+    }
+  };
+}());
