@@ -22,6 +22,8 @@ type clinic struct {
 // patient is a seeded patient with a visit holding 30 messages.
 type patient struct {
 	id, code, token, visit string
+	// providerToken is the token of the provider who took the visit.
+	providerToken string
 }
 
 // seeded is what the scenarios use.
@@ -110,13 +112,14 @@ func (c *clinic) seed(ctx context.Context, patients int) (*seeded, error) {
 	s.dayStart = day.Unix()
 	// Eight providers with 12 days of 5-minute slots each (about 27,000):
 	// enough for a booking run at every connection count.
-	var providers []string
+	var providers, providerTokens []string
 	for i := range 8 {
 		id, tok, err := c.sso(ctx, "400", fmt.Sprintf("prov%d-%s", i, s.room))
 		if err != nil {
 			return nil, err
 		}
 		providers = append(providers, id)
+		providerTokens = append(providerTokens, tok)
 		if _, err := c.call(ctx, "POST", "/api_v3/users/"+id+"/rooms", c.admin, url.Values{"code": {s.room}}); err != nil {
 			return nil, err
 		}
@@ -165,6 +168,7 @@ func (c *clinic) seed(ctx context.Context, patients int) (*seeded, error) {
 				return
 			}
 			p.visit = data(res)["id"].(string)
+			p.providerToken = providerTokens[i%len(providers)]
 			// A provider takes the e-consult, so a message notifies one
 			// provider, as in a visit between a patient and their provider.
 			if _, err := c.call(ctx, "POST", "/api_v3/visits/accept", c.admin, url.Values{"id": {p.visit}, "provider_id": {providers[i%len(providers)]}}); err != nil {

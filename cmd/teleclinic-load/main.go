@@ -83,9 +83,13 @@ type options struct {
 	// Streams is how many event streams the streams scenario opens, and
 	// StreamChanges how many queue changes it makes.
 	Streams, StreamChanges int
+	// Calls is how many two-person calls the calls scenario sets up, and
+	// CallHold how long it holds them all open.
+	Calls    int
+	CallHold time.Duration
 }
 
-var allScenarios = []string{"rooms", "me", "messages-read", "messages-post", "sso", "availability", "book", "webhook", "streams"}
+var allScenarios = []string{"rooms", "me", "messages-read", "messages-post", "sso", "availability", "book", "webhook", "streams", "calls"}
 
 func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
@@ -110,6 +114,8 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.Quiet, "quiet", false, "no progress lines")
 	fs.IntVar(&o.Streams, "streams", 1000, "streams scenario: event streams open on one room's queue")
 	fs.IntVar(&o.StreamChanges, "stream-changes", 5, "streams scenario: queue changes to deliver to every stream")
+	fs.IntVar(&o.Calls, "calls", 64, "calls scenario: two-person calls set up at once (at most --patients)")
+	fs.DurationVar(&o.CallHold, "call-hold", 10*time.Second, "calls scenario: how long all the calls stay open after set-up")
 	fs.IntVar(&o.Rounds, "rounds", 1, "measure each scenario and its baseline this many times, alternating, and report the round with the median ratio")
 	fs.StringVar(&o.Profile, "profile", "", "write the started server's CPU profile of each run to this directory (<scenario>-<conns>.pprof)")
 	if err := fs.Parse(args); err != nil {
@@ -135,6 +141,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	if o.Short {
 		o.Duration, o.Connections, o.Patients, o.BurstFor, o.WebhookRate, o.BurstRate = time.Second, []int{2}, 8, time.Second, 50, 200
 		o.Streams, o.StreamChanges = 20, 2
+		o.Calls, o.CallHold = 2, time.Second
 	}
 	if o.URL != "" && (o.Account == "" || o.AdminToken == "" || o.APIKey == "" || o.APISecret == "") {
 		return nil, errors.New("--url needs --account, --admin-token, --api-key and --api-secret")
@@ -266,6 +273,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				return fmt.Errorf("webhook: %w", err)
 			}
 			rep.Results = append(rep.Results, rs...)
+			continue
+		}
+		if name == "calls" {
+			progress("scenario calls…\n")
+			r, err := c.callsScenario(ctx, o, seed, srv, progress)
+			if err != nil {
+				return fmt.Errorf("calls: %w", err)
+			}
+			rep.Results = append(rep.Results, r)
 			continue
 		}
 		if name == "streams" {
@@ -535,6 +551,24 @@ func (s *serverProc) stop() {
 	case <-time.After(10 * time.Second):
 		_ = s.cmd.Process.Kill()
 	}
+}
+
+// cpu is the CPU time the server has used, user and system.
+func (s *serverProc) cpu() time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's name, which is in parentheses:
+	// utime and stime are the 12th and 13th, in clock ticks (100 a second
+	// on Linux).
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 // rss reads the server's resident set now and at its peak, in MB.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,6 +57,10 @@ type config struct {
 	// The call's ICE servers: comma-separated STUN and TURN URLs, and the
 	// TURN servers' shared secret.
 	STUNURLs, TURNURLs, TURNSecret string
+	TURNRelayOnly                  bool
+	// LiveKit, when its URL is set, carries calls instead of the
+	// peer-to-peer mesh.
+	LiveKitURL, LiveKitAPIKey, LiveKitAPISecret string
 }
 
 // storeFlags are the settings every subcommand that opens the database takes.
@@ -102,6 +107,10 @@ func serveFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.STUNURLs, "stun-url", "", "video calls: STUN server URLs, comma-separated (stun:host:3478)")
 	fs.StringVar(&c.TURNURLs, "turn-url", "", "video calls: TURN server URLs, comma-separated (turn:host:3478?transport=udp, turns:host:5349)")
 	fs.StringVar(&c.TURNSecret, "turn-secret", "", "video calls: the TURN servers' static-auth-secret (coturn use-auth-secret); prefer TELECLINIC_TURN_SECRET")
+	fs.BoolVar(&c.TURNRelayOnly, "turn-relay-only", false, "video calls: connect through the TURN servers only, so no participant learns another's network address")
+	fs.StringVar(&c.LiveKitURL, "livekit-url", "", "video calls through a LiveKit server (wss://host) instead of peer to peer; needs the two flags below")
+	fs.StringVar(&c.LiveKitAPIKey, "livekit-api-key", "", "video calls: the LiveKit server's API key")
+	fs.StringVar(&c.LiveKitAPISecret, "livekit-api-secret", "", "video calls: the LiveKit API key's secret; prefer TELECLINIC_LIVEKIT_API_SECRET")
 }
 
 func webhookPrivateFlag(fs *flag.FlagSet, c *config) {
@@ -140,6 +149,18 @@ func (c *config) validate() error {
 	}
 	if (c.TURNURLs == "") != (c.TURNSecret == "") {
 		return errors.New("--turn-url and --turn-secret go together: the TURN servers' credentials are made with the secret")
+	}
+	if c.TURNRelayOnly && c.TURNURLs == "" {
+		return errors.New("--turn-relay-only needs --turn-url: a relay-only call connects through TURN")
+	}
+	if c.LiveKitURL != "" || c.LiveKitAPIKey != "" || c.LiveKitAPISecret != "" {
+		u, err := url.Parse(c.LiveKitURL)
+		if err != nil || u.Host == "" || (u.Scheme != "wss" && u.Scheme != "ws" && u.Scheme != "https" && u.Scheme != "http") {
+			return errors.New("--livekit-url must be the LiveKit server's wss:// (or https://) address")
+		}
+		if c.LiveKitAPIKey == "" || c.LiveKitAPISecret == "" {
+			return errors.New("--livekit-url, --livekit-api-key and --livekit-api-secret go together: the server signs the calls' tokens with the key")
+		}
 	}
 	for _, u := range append(urlList(c.STUNURLs), urlList(c.TURNURLs)...) {
 		if !strings.HasPrefix(u, "stun:") && !strings.HasPrefix(u, "stuns:") && !strings.HasPrefix(u, "turn:") && !strings.HasPrefix(u, "turns:") {

@@ -81,3 +81,25 @@ func TestConfig_ICE(t *testing.T) {
 		t.Fatalf("%+v", c)
 	}
 }
+
+// TestConfig_CallModes: a relay-only call needs a TURN server; LiveKit
+// takes its address and both halves of its key, or nothing.
+func TestConfig_CallModes(t *testing.T) {
+	parse := func(args ...string) *config { t.Helper(); return parseServe(t, args...) }
+	for _, args := range [][]string{
+		{"--turn-relay-only"},
+		{"--livekit-url", "wss://sfu.example"},
+		{"--livekit-url", "wss://sfu.example", "--livekit-api-key", "APIk"},
+		{"--livekit-api-key", "APIk", "--livekit-api-secret", "s"},
+		{"--livekit-url", "sfu.example", "--livekit-api-key", "APIk", "--livekit-api-secret", "s"},
+	} {
+		if err := parse(args...).validate(); err == nil {
+			t.Errorf("%q accepted", args)
+		}
+	}
+	t.Setenv("TELECLINIC_LIVEKIT_API_SECRET", "from-the-environment")
+	c := parse("--livekit-url", "wss://sfu.example", "--livekit-api-key", "APIk", "--turn-url", "turn:t.example:3478", "--turn-secret", "x", "--turn-relay-only")
+	if err := c.validate(); err != nil || c.LiveKitAPISecret != "from-the-environment" || !c.TURNRelayOnly {
+		t.Fatalf("%+v: %v", c, err)
+	}
+}

@@ -147,7 +147,8 @@ func open(ctx context.Context, c *config, stderr io.Writer) (*app.App, *slog.Log
 		RefreshTokenMax: c.RefreshMax, ServerKey: key, Blobs: blobs, Mail: mailer, APNs: apns, FCM: fcm,
 		MaxImagePixels: c.MaxPixels, EligibilityWindow: c.EligibilityWindow, Reference: ref, Metrics: c.Metrics,
 		Webhooks: app.WebhookConfig{RetryInterval: c.WebhookRetryInterval, Timeout: c.WebhookTimeout, AllowPrivate: c.WebhookAllowPrivate},
-		ICE:      media.Config{STUN: urlList(c.STUNURLs), TURN: urlList(c.TURNURLs), Secret: c.TURNSecret},
+		ICE:      media.Config{STUN: urlList(c.STUNURLs), TURN: urlList(c.TURNURLs), Secret: c.TURNSecret, RelayOnly: c.TURNRelayOnly},
+		LiveKit:  media.LiveKit{URL: c.LiveKitURL, Key: c.LiveKitAPIKey, Secret: c.LiveKitAPISecret},
 	}, time.Now, log)
 	if err != nil {
 		st.Close()
