@@ -139,6 +139,12 @@ func separate(t *testing.T, b context.Context) context.Context {
 	}
 	ctx, cancel := chromedp.NewContext(b, chromedp.WithNewBrowserContext())
 	t.Cleanup(cancel)
+	// The tab opens now, before its first navigation: a tab that chromedp
+	// opens for a navigation that redirects (the redirect login) stops
+	// answering Runtime.evaluate in chromedp v0.22.1.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("tab: %v", err)
+	}
 	return ctx
 }
 
