@@ -43,6 +43,9 @@ func SystemPrincipal(acct *clinic.Account) *clinic.Principal {
 // CreateAccount creates a clinic with its admin user and returns its
 // credentials; only their hashes are stored.
 func (a *App) CreateAccount(ctx context.Context, in NewAccount) (*AccountCredentials, error) {
+	if err := checkFields(line("name", in.Name, MaxNameChars), line("domain", in.Domain, MaxLineChars)); err != nil {
+		return nil, err
+	}
 	in.Code = strings.TrimSpace(in.Code)
 	if !accountCodeRE.MatchString(in.Code) {
 		return nil, clinic.Errorf(clinic.EInvalid, "account code must be 2-63 lowercase letters, digits or '-', starting with a letter or digit.")

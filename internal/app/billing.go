@@ -85,6 +85,10 @@ func (a *App) SetProcessor(ctx context.Context, p *clinic.Principal, in Processo
 	if err := requireAdmin(p); err != nil {
 		return nil, err
 	}
+	if err := checkFields(line("processor", in.Processor, 32), line("secret_key", in.SecretKey, MaxLineChars),
+		line("publishable_key", in.PublishableKey, MaxLineChars)); err != nil {
+		return nil, err
+	}
 	bs := &store.BillingSettings{Processor: strings.ToLower(strings.TrimSpace(in.Processor)), Modified: a.unix()}
 	switch bs.Processor {
 	case "sandbox":

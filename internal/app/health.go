@@ -117,6 +117,9 @@ func (a *App) registerDevice(ctx context.Context, p *clinic.Principal, userID in
 	if err != nil {
 		return nil, err
 	}
+	if err := checkFields(line("device_id", deviceID, 128), line("device_name", name, 200)); err != nil {
+		return nil, err
+	}
 	deviceID, name = strings.TrimSpace(deviceID), strings.TrimSpace(name)
 	switch {
 	case deviceID == "" || len(deviceID) > 128:

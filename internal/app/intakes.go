@@ -106,6 +106,11 @@ func (a *App) intakeMember(ctx context.Context, p *clinic.Principal, ref string)
 
 // applyIntake validates and applies the changeable fields.
 func (a *App) applyIntake(ctx context.Context, p *clinic.Principal, it *clinic.Intake, in IntakeInput) error {
+	err := checkFields(optText("reason_for_visit", in.ReasonForVisit, MaxTextChars), optLine("location", in.Location, 32),
+		optLine("phone", in.Phone, 32), optLine("consultation", in.Consultation, MaxCodeChars), optLine("type", in.Type, 32))
+	if err != nil {
+		return err
+	}
 	if in.ProviderID != nil && *in.ProviderID != 0 {
 		prov, err := a.providerByID(ctx, p, *in.ProviderID)
 		if err != nil {
@@ -114,9 +119,6 @@ func (a *App) applyIntake(ctx context.Context, p *clinic.Principal, it *clinic.I
 		it.ProviderID = prov.ID
 	}
 	if in.ReasonForVisit != nil {
-		if len(*in.ReasonForVisit) > 4000 {
-			return clinic.Errorf(clinic.EInvalid, "reason_for_visit must be at most 4000 characters.")
-		}
 		it.ReasonForVisit = strings.TrimSpace(*in.ReasonForVisit)
 	}
 	if in.Location != nil {
@@ -144,8 +146,8 @@ func (a *App) applyIntake(ctx context.Context, p *clinic.Principal, it *clinic.I
 		return clinic.Errorf(clinic.EInvalid, "at most %d custom fields.", maxCustomFields)
 	}
 	for k, v := range in.Custom {
-		if len(k) > 100 || len(v) > 4000 {
-			return clinic.Errorf(clinic.EInvalid, "custom field %.20q is too long (names 100, values 4000 characters).", k)
+		if err := checkFields(line("a custom field's name", k, 100), text("custom field "+clip(k, 100), v, MaxTextChars)); err != nil {
+			return err
 		}
 		if it.Custom == nil {
 			it.Custom = map[string]string{}

@@ -90,13 +90,13 @@ func (a *App) ListMessages(ctx context.Context, p *clinic.Principal, visitID int
 	}
 	switch {
 	case in.Skip != nil:
-		if *in.Skip < 0 {
-			return nil, 0, clinic.Errorf(clinic.EInvalid, "skip must not be negative.")
+		if *in.Skip < 0 || *in.Skip > MaxSkip {
+			return nil, 0, clinic.Errorf(clinic.EInvalid, "skip must be from 0 to %d.", MaxSkip)
 		}
 		skip = *in.Skip
 	case in.Page != nil:
-		if *in.Page < 1 {
-			return nil, 0, clinic.Errorf(clinic.EInvalid, "page must be at least 1.")
+		if *in.Page < 1 || *in.Page > MaxSkip/MessagePageMax {
+			return nil, 0, clinic.Errorf(clinic.EInvalid, "page must be from 1 to %d.", MaxSkip/MessagePageMax)
 		}
 		skip = (*in.Page - 1) * limit
 	}

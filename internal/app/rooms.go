@@ -94,6 +94,10 @@ func (a *App) CreateRoom(ctx context.Context, p *clinic.Principal, in NewRoom) (
 	if err := requireAdmin(p); err != nil {
 		return nil, err
 	}
+	if err := checkFields(line("domain", in.Domain, MaxLineChars), line("name", in.Name, MaxNameChars),
+		line("code", in.Code, MaxCodeChars), line("slug", in.Slug, MaxCodeChars)); err != nil {
+		return nil, err
+	}
 	in.Domain, in.Name = strings.ToLower(strings.TrimSpace(in.Domain)), strings.TrimSpace(in.Name)
 	switch {
 	case in.Domain == "" || in.Name == "":
@@ -268,6 +272,13 @@ var weekdays = []string{"sunday", "monday", "tuesday", "wednesday", "thursday", 
 // UpdateRoom is PUT /rooms/{code} (admin).
 func (a *App) UpdateRoom(ctx context.Context, p *clinic.Principal, code string, in RoomUpdate) (*RoomDetail, error) {
 	if err := requireAdmin(p); err != nil {
+		return nil, err
+	}
+	if err := checkFields(optLine("name", in.Name, MaxNameChars), optLine("subtitle", in.Subtitle, MaxLineChars),
+		optText("description", in.Description, MaxTextChars), optText("operation_settings.close_msg", in.CloseMsg, MaxTextChars),
+		optText("operation_settings.close_message.html", in.CloseHTML, MaxRoomHTMLChars), optLine("currency", in.Currency, 8),
+		optLine("operation_settings.default_timezone", in.Timezone, 64), optLine("operation_settings.open_time", in.OpenTime, 16),
+		optLine("operation_settings.close_time", in.CloseTime, 16)); err != nil {
 		return nil, err
 	}
 	r, err := a.roomByCode(ctx, p, code)

@@ -388,6 +388,12 @@ func genUsername(first, last string) string {
 }
 
 func (a *App) validateSSO(acct *clinic.Account, in SSOInput) (*clinic.User, error) {
+	if err := checkFields(line("first_name", in.FirstName, MaxNameChars), line("last_name", in.LastName, MaxNameChars),
+		line("code", in.Code, MaxCodeChars), line("username", in.Username, MaxCodeChars), line("email", in.Email, MaxLineChars),
+		line("dob", in.DOB, 32), line("gender", in.Gender, 16), line("street_addr", in.StreetAddr, MaxLineChars),
+		line("city", in.City, MaxNameChars), line("state", in.State, 32), line("zip", in.Zip, 32), line("phone", in.Phone, 32)); err != nil {
+		return nil, err
+	}
 	var missing []string
 	if strings.TrimSpace(in.FirstName) == "" {
 		missing = append(missing, "first_name")
@@ -564,6 +570,28 @@ func (a *App) UpdateMe(ctx context.Context, p *clinic.Principal, in ProfileUpdat
 }
 
 func (a *App) applyProfile(ctx context.Context, p *clinic.Principal, u *clinic.User, in ProfileUpdate) error {
+	err := checkFields(optLine("first_name", in.FirstName, MaxNameChars), optLine("last_name", in.LastName, MaxNameChars),
+		optLine("dob", in.DOB, 32), optLine("gender", in.Gender, 16), optLine("nationality", in.Nationality, MaxNameChars),
+		optLine("tos", in.TOS, 8), optLine("phone", in.Phone, 32), optLine("street_addr", in.StreetAddr, MaxLineChars),
+		optLine("state", in.State, 32), optLine("zip", in.Zip, 32), optLine("city", in.City, MaxNameChars),
+		optLine("pcp_name", in.PCPName, MaxNameChars), optLine("pcp_phone", in.PCPPhone, 32), optLine("timezone", in.Timezone, 64),
+		optLine("photo", in.Photo, 32), optLine("password", in.Password, 256), optLine("old_password", in.OldPassword, 256))
+	if err != nil {
+		return err
+	}
+	for _, l := range []*[]string{in.StatesServiced, in.Specialties} {
+		if l == nil {
+			continue
+		}
+		if len(*l) > 100 {
+			return clinic.Errorf(clinic.EInvalid, "states_serviced and specialties take at most 100 entries.")
+		}
+		for _, s := range *l {
+			if err := checkFields(line("states_serviced and specialties entries", s, MaxNameChars)); err != nil {
+				return err
+			}
+		}
+	}
 	set := func(dst *string, v *string) {
 		if v != nil {
 			*dst = strings.TrimSpace(*v)
@@ -583,7 +611,7 @@ func (a *App) applyProfile(ctx context.Context, p *clinic.Principal, u *clinic.U
 	if in.LastName != nil && u.LastName == "" {
 		return clinic.Errorf(clinic.EInvalid, "last_name cannot be empty.")
 	}
-	var err error
+
 	if in.DOB != nil {
 		if u.DOB, err = a.checkDOB(*in.DOB); err != nil {
 			return err

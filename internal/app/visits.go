@@ -408,6 +408,9 @@ func (a *App) MoveVisit(ctx context.Context, p *clinic.Principal, id int64, acti
 	if !ok {
 		return nil, fmt.Errorf("move visit: unknown action %q", action)
 	}
+	if err := checkFields(text("reason", in.Reason, MaxTextChars), line("status", in.Status, 16)); err != nil {
+		return nil, err
+	}
 	if id == 0 {
 		return nil, clinic.Errorf(clinic.EInvalid, "id (the visit id) is required.")
 	}

@@ -137,6 +137,9 @@ func (a *App) SetWebhookSettings(ctx context.Context, p *clinic.Principal, in We
 	if err := requireAdmin(p); err != nil {
 		return nil, err
 	}
+	if err := checkFields(optLine("webhook_url", in.URL, 2048), optLine("webhook_secret", in.Secret, MaxLineChars)); err != nil {
+		return nil, err
+	}
 	if in.GenerateSecret && in.Secret != nil {
 		return nil, clinic.Errorf(clinic.EInvalid, "give webhook_secret or generate_webhook_secret, not both.")
 	}

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"io"
 	"mime"
-	"mime/multipart"
 	"net/http"
 	"strconv"
 
@@ -80,14 +79,14 @@ func fullName(first, last string) string {
 	return first + " " + last
 }
 
-// uploadedFile returns the multipart part named name, if any.
-func uploadedFile(c *call, name string) (multipart.File, *multipart.FileHeader, error) {
-	if c.params.Files == nil || len(c.params.Files.File[name]) == 0 {
+// uploadedFile returns the multipart file part named name, if any.
+func uploadedFile(c *call, name string) (io.ReadCloser, *Upload, error) {
+	if len(c.params.Files[name]) == 0 {
 		return nil, nil, nil
 	}
-	fh := c.params.Files.File[name][0]
-	f, err := fh.Open()
-	return f, fh, err
+	u := c.params.Files[name][0]
+	f, err := u.Open()
+	return f, u, err
 }
 
 func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request, c *call) error {

@@ -9,9 +9,12 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
+	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
 )
 
@@ -22,21 +25,47 @@ import (
 // (meta.target.id, id).
 type Params struct {
 	r     *http.Request
-	body  map[string][]string // form bodies, keys normalised
-	json  map[string]any      // a JSON object body
-	query map[string][]string // keys normalised
-	Files *multipart.Form     // multipart file parts, for uploads
+	body  map[string][]string  // form bodies, keys normalised
+	json  map[string]any       // a JSON object body
+	query map[string][]string  // keys normalised
+	Files map[string][]*Upload // multipart file parts, for uploads
 }
 
-// parseParams reads the body up to limit bytes. A larger body is a
-// too_large error; a malformed one is invalid.
-func parseParams(r *http.Request, w http.ResponseWriter, limit int64) (*Params, error) {
+// Bounds of what one request may carry besides its files (openapi.yaml,
+// "Limits"): a JSON body nested deeper, or with a longer array, is refused
+// before any handler sees it.
+const (
+	maxJSONDepth  = 32
+	maxJSONArray  = 1000
+	maxParamParts = 200 // multipart parts, form fields and query values
+)
+
+// limits are a route's body limits: body for a JSON or form body and for
+// all the non-file parts of a multipart body together, file for each file
+// part (0: the route takes no files beyond body).
+type limits struct{ body, file int64 }
+
+// parseParams reads the body within lim. A body over its limit is a
+// too_large error, refused by its Content-Length before it is read when it
+// declares one; a malformed one, or text that is not valid UTF-8 or holds a
+// NUL, is invalid.
+func parseParams(r *http.Request, w http.ResponseWriter, lim limits) (*Params, error) {
 	p := &Params{r: r, query: normKeys(r.URL.Query())}
+	if err := checkValues("query", p.query); err != nil {
+		return nil, err
+	}
 	if r.Body == nil || r.Body == http.NoBody {
 		return p, nil
 	}
-	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	ct, ctParams, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	total := lim.body
+	if ct == "multipart/form-data" && lim.file > 0 {
+		total = lim.body + lim.file
+	}
+	if r.ContentLength > total {
+		return nil, clinic.Errorf(clinic.ETooLarge, "The request body is larger than %d bytes.", total)
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, total)
 	switch ct {
 	case "application/json":
 		raw, err := io.ReadAll(r.Body)
@@ -45,6 +74,10 @@ func parseParams(r *http.Request, w http.ResponseWriter, limit int64) (*Params, 
 		}
 		if len(bytes.TrimSpace(raw)) == 0 {
 			return p, nil
+		}
+		// The decoder would replace invalid UTF-8 silently.
+		if !utf8.Valid(raw) {
+			return nil, clinic.Errorf(clinic.EInvalid, "The body is not valid UTF-8 text.")
 		}
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber()
@@ -55,6 +88,9 @@ func parseParams(r *http.Request, w http.ResponseWriter, limit int64) (*Params, 
 		obj, ok := v.(map[string]any)
 		if !ok {
 			return nil, clinic.Errorf(clinic.EInvalid, "The JSON body must be an object.")
+		}
+		if err := checkJSON("", obj, 1); err != nil {
+			return nil, err
 		}
 		p.json = obj
 	case "application/x-www-form-urlencoded":
@@ -68,15 +104,171 @@ func parseParams(r *http.Request, w http.ResponseWriter, limit int64) (*Params, 
 		}
 		p.body = normKeys(vals)
 	case "multipart/form-data":
-		// Up to 1 MiB of parts stays in memory; larger file parts spill to
-		// temporary files, which the server removes after the request.
-		if err := r.ParseMultipartForm(1 << 20); err != nil {
-			return nil, bodyErr(err)
+		vals, files, err := readMultipart(r.Body, ctParams["boundary"], lim)
+		p.Files = files // removed by RemoveFiles even after an error
+		if err != nil {
+			return p, err
 		}
-		p.body = normKeys(r.MultipartForm.Value)
-		p.Files = r.MultipartForm
+		p.body = normKeys(vals)
+	}
+	if err := checkValues("body", p.body); err != nil {
+		return p, err
 	}
 	return p, nil
+}
+
+// checkValues refuses form or query values that are not text: invalid
+// UTF-8 or a NUL byte (every text field; internal/app bounds the lengths),
+// and more values than a request carries.
+func checkValues(where string, vals map[string][]string) error {
+	n := 0
+	for k, vs := range vals {
+		if err := checkText(k, k); err != nil {
+			return err
+		}
+		for _, v := range vs {
+			if n++; n > maxParamParts {
+				return clinic.Errorf(clinic.EInvalid, "The %s has more than %d values.", where, maxParamParts)
+			}
+			if err := checkText(k, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func checkText(name, v string) error {
+	if !utf8.ValidString(v) {
+		return clinic.Errorf(clinic.EInvalid, "%s is not valid UTF-8 text.", printable(name))
+	}
+	if strings.IndexByte(v, 0) >= 0 {
+		return clinic.Errorf(clinic.EInvalid, "%s contains a NUL character.", printable(name))
+	}
+	return nil
+}
+
+// printable is a parameter name fit for an error message.
+func printable(name string) string {
+	if !utf8.ValidString(name) || strings.IndexByte(name, 0) >= 0 || len(name) > 100 {
+		return "A parameter name"
+	}
+	return name
+}
+
+// checkJSON walks a decoded JSON body: depth, array lengths, and text.
+func checkJSON(path string, v any, depth int) error {
+	if depth > maxJSONDepth {
+		return clinic.Errorf(clinic.EInvalid, "The JSON body is nested deeper than %d levels.", maxJSONDepth)
+	}
+	switch x := v.(type) {
+	case string:
+		return checkText(path, x)
+	case map[string]any:
+		for k, e := range x {
+			name := k
+			if path != "" {
+				name = path + "." + k
+			}
+			if err := checkText(name, k); err != nil {
+				return err
+			}
+			if err := checkJSON(name, e, depth+1); err != nil {
+				return err
+			}
+		}
+	case []any:
+		if len(x) > maxJSONArray {
+			return clinic.Errorf(clinic.EInvalid, "%s has more than %d elements.", printable(path), maxJSONArray)
+		}
+		for _, e := range x {
+			if err := checkJSON(path, e, depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Upload is a file part of a multipart body, spooled to a temporary file
+// that RemoveFiles deletes after the request.
+type Upload struct {
+	Filename string
+	Size     int64
+	f        *os.File
+}
+
+// Open reads the part from its start.
+func (u *Upload) Open() (io.ReadCloser, error) {
+	return io.NopCloser(io.NewSectionReader(u.f, 0, u.Size)), nil
+}
+
+// RemoveFiles deletes the spooled file parts.
+func (p *Params) RemoveFiles() {
+	for _, us := range p.Files {
+		for _, u := range us {
+			u.f.Close()
+			os.Remove(u.f.Name())
+		}
+	}
+}
+
+// readMultipart reads a multipart body part by part: the non-file parts
+// together within lim.body, kept in memory; each file part within lim.file
+// (lim.body on a route that takes no files), spooled to a temporary file.
+// Unlike Request.ParseMultipartForm, whose non-file parts may take 10 MiB
+// more than its memory bound, no text part can exceed the body limit.
+func readMultipart(body io.Reader, boundary string, lim limits) (map[string][]string, map[string][]*Upload, error) {
+	if boundary == "" {
+		return nil, nil, clinic.Errorf(clinic.EInvalid, "The multipart body has no boundary.")
+	}
+	fileLimit := lim.file
+	if fileLimit <= 0 {
+		fileLimit = lim.body
+	}
+	mr := multipart.NewReader(body, boundary)
+	vals := map[string][]string{}
+	files := map[string][]*Upload{}
+	valueBytes, parts := int64(0), 0
+	for {
+		part, err := mr.NextPart()
+		if err == io.EOF {
+			return vals, files, nil
+		}
+		if err != nil {
+			return vals, files, bodyErr(err)
+		}
+		if parts++; parts > maxParamParts {
+			return vals, files, clinic.Errorf(clinic.EInvalid, "The multipart body has more than %d parts.", maxParamParts)
+		}
+		name := part.FormName()
+		if name == "" {
+			continue
+		}
+		if part.FileName() == "" {
+			b, err := io.ReadAll(io.LimitReader(part, lim.body-valueBytes+1))
+			if err != nil {
+				return vals, files, bodyErr(err)
+			}
+			if valueBytes += int64(len(b)); valueBytes > lim.body {
+				return vals, files, clinic.Errorf(clinic.ETooLarge, "The non-file parts of the request are larger than %d bytes.", lim.body)
+			}
+			vals[name] = append(vals[name], string(b))
+			continue
+		}
+		f, err := os.CreateTemp("", "teleclinic-upload-*")
+		if err != nil {
+			return vals, files, err
+		}
+		u := &Upload{Filename: part.FileName(), f: f}
+		files[name] = append(files[name], u)
+		if u.Size, err = io.Copy(f, io.LimitReader(part, fileLimit+1)); err != nil {
+			return vals, files, bodyErr(err)
+		}
+		if u.Size > fileLimit {
+			return vals, files, clinic.Errorf(clinic.ETooLarge, "The file part %s is larger than %d bytes.", printable(name), fileLimit)
+		}
+	}
 }
 
 func bodyErr(err error) error {
@@ -275,6 +467,9 @@ func (p *Params) Paging() (start, limit int, err error) {
 		return 0, 0, err
 	}
 	l, err := p.Int("limit", 0)
+	if err == nil && (s < 0 || s > app.MaxSkip || l < 0 || l > app.MaxSkip) {
+		err = clinic.Errorf(clinic.EInvalid, "start and limit must be from 0 to %d.", app.MaxSkip)
+	}
 	return int(s), int(l), err
 }
 

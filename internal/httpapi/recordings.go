@@ -68,11 +68,11 @@ func (s *Server) addRecording(w http.ResponseWriter, r *http.Request, c *call) e
 	if _, err := q.JSON("participants", &in.Participants); err != nil {
 		return err
 	}
-	if q.Files != nil && len(q.Files.File["file"]) > 0 {
-		f, err := q.Files.File["file"][0].Open()
-		if err != nil {
-			return err
-		}
+	f, _, err := uploadedFile(c, "file")
+	if err != nil {
+		return err
+	}
+	if f != nil {
 		defer f.Close()
 		in.File = f
 	}

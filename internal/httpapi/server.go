@@ -63,7 +63,7 @@ type Route struct {
 	need         app.Need
 	fam          family
 	h            handlerFunc
-	maxBody      int64
+	lim          limits
 	bounded      bool // takes a MaxSlotLists turn
 	// missingTokenInvalid answers a request with no X-ApiToken as 400, not
 	// 401: the spec's status table says so for visit messages, whose 401
@@ -119,25 +119,25 @@ func New(a *app.App, log *slog.Logger, cfg Config) *Server {
 func (s *Server) Routes() []Route { return s.routes }
 
 func (s *Server) handle(method, path string, need app.Need, fam family, h handlerFunc) {
-	s.add(Route{Method: method, Path: path, need: need, fam: fam, h: h, maxBody: s.cfg.MaxBodyBytes})
+	s.add(Route{Method: method, Path: path, need: need, fam: fam, h: h, lim: limits{body: s.cfg.MaxBodyBytes}})
 }
 
 // handleThread registers a visit message endpoint: a user's, where a
 // request without a token is a bad request (spec: Errors).
 func (s *Server) handleThread(method, path string, h handlerFunc) {
-	s.add(Route{Method: method, Path: path, need: app.NeedUser, fam: famCode, h: h, maxBody: s.cfg.MaxBodyBytes, missingTokenInvalid: true})
+	s.add(Route{Method: method, Path: path, need: app.NeedUser, fam: famCode, h: h, lim: limits{body: s.cfg.MaxBodyBytes}, missingTokenInvalid: true})
 }
 
-// handleUpload registers an endpoint that takes a file: it gets an upload
-// limit instead of the body limit.
+// handleUpload registers an endpoint that takes a file: each file part may
+// take limit bytes; everything else in the request, the body limit.
 func (s *Server) handleUpload(method, path string, need app.Need, fam family, limit int64, h handlerFunc) {
-	s.add(Route{Method: method, Path: path, need: need, fam: fam, h: h, maxBody: limit})
+	s.add(Route{Method: method, Path: path, need: need, fam: fam, h: h, lim: limits{body: s.cfg.MaxBodyBytes, file: limit}})
 }
 
 // handleSlotList registers an endpoint that answers a long slot list: it
 // waits for one of the MaxSlotLists turns after authentication.
 func (s *Server) handleSlotList(method, path string, need app.Need, fam family, h handlerFunc) {
-	s.add(Route{Method: method, Path: path, need: need, fam: fam, h: h, maxBody: s.cfg.MaxBodyBytes, bounded: true})
+	s.add(Route{Method: method, Path: path, need: need, fam: fam, h: h, lim: limits{body: s.cfg.MaxBodyBytes}, bounded: true})
 }
 
 func (s *Server) add(rt Route) {
@@ -166,11 +166,11 @@ func (s *Server) adapt(rt Route) http.Handler {
 		}
 		if err == nil {
 			info.principal = p
-			var params *Params
-			if params, err = parseParams(r, w, rt.maxBody); err == nil {
-				if params.Files != nil {
-					defer params.Files.RemoveAll()
-				}
+			params, perr := parseParams(r, w, rt.lim)
+			if params != nil {
+				defer params.RemoveFiles()
+			}
+			if err = perr; err == nil {
 				err = s.run(w, r, rt, &call{p: p, params: params, creds: creds, need: rt.need})
 			}
 		}
