@@ -513,6 +513,13 @@ func (a *App) ProcessInvoice(ctx context.Context, p *clinic.Principal, in Invoic
 	if err != nil {
 		return nil, err
 	}
+	if in.CreateInvoice {
+		// A repeat (a retry after a lost answer, a second tap) answers with
+		// the intake's invoice, whatever has become of its coupon since.
+		if v, err := a.repeatInvoice(ctx, p, it); v != nil || err != nil {
+			return v, err
+		}
+	}
 	v, coupon, err := a.preview(ctx, p, it, in.PromoCode)
 	if err != nil {
 		return nil, err
@@ -526,6 +533,11 @@ func (a *App) ProcessInvoice(ctx context.Context, p *clinic.Principal, in Invoic
 		return v, nil
 	}
 	if v.Coupon != nil && !v.Coupon.Valid {
+		// A concurrent call may have written the invoice, and used the
+		// coupon up, since the look above.
+		if v, err := a.repeatInvoice(ctx, p, it); v != nil || err != nil {
+			return v, err
+		}
 		return nil, clinic.Errorf(clinic.EInvalid, "Coupon %s %s; no invoice was created.", v.Coupon.Code, couponReasons[v.Coupon.Reason])
 	}
 	inv, created, err := a.createInvoice(ctx, p, it, v, coupon, in.SourceID)
@@ -538,6 +550,30 @@ func (a *App) ProcessInvoice(ctx context.Context, p *clinic.Principal, in Invoic
 		}
 	}
 	return invoiceView(inv, v.RoomCode), nil
+}
+
+// repeatInvoice answers a repeated process of an intake that has its
+// invoice: that invoice as the first success showed it, charged first if
+// its charge was left pending by a call that did not finish. It is nil,
+// nil when the intake has no invoice (or only failed ones).
+func (a *App) repeatInvoice(ctx context.Context, p *clinic.Principal, it *clinic.Intake) (*InvoiceView, error) {
+	inv, err := a.store.Read().OpenInvoiceForIntake(ctx, p.Account.ID, it.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("invoice: %w", err)
+	}
+	roomCode := ""
+	if r, err := a.store.Read().RoomByID(ctx, p.Account.ID, inv.RoomID); err == nil {
+		roomCode = r.Code
+	}
+	if inv.Status == InvoicePending {
+		if inv, err = a.charge(ctx, p, inv, false); err != nil {
+			return nil, err
+		}
+	}
+	return invoiceView(inv, roomCode), nil
 }
 
 // billableIntake finds an intake the caller may pay for: the patient's own,
@@ -726,7 +762,8 @@ func (a *App) charge(ctx context.Context, p *clinic.Principal, inv *clinic.Invoi
 			return nil, fmt.Errorf("invoice: %w", err)
 		}
 		if !ok {
-			return inv, nil // being charged by another call; it answers with the outcome
+			// Another call is charging it and answers with the outcome.
+			return nil, clinic.Errorf(clinic.EConflict, "Invoice %d is being charged by another request; process it again in a moment for its outcome.", inv.ID)
 		}
 	}
 	proc, err := a.processor(ctx, p.Account.ID)

@@ -399,6 +399,7 @@ func TestBilling_ChargeOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	ids := map[string]int{}
+	var conflicts []string
 	start := make(chan struct{})
 	for range 20 {
 		wg.Add(1)
@@ -409,18 +410,27 @@ func TestBilling_ChargeOnce(t *testing.T) {
 				Form: q("intake_id", it, "create_invoice", "1")})
 			mu.Lock()
 			defer mu.Unlock()
-			if res.Status != 200 {
+			switch res.Status {
+			case 200:
+				ids[res.Data()["invoice"].(map[string]any)["id"].(string)]++
+			case 409: // the charge is in flight in another call; the message names the invoice
+				conflicts = append(conflicts, res.Body["message"].(string))
+			default:
 				ids[fmt.Sprintf("status %d", res.Status)]++
-				return
 			}
-			inv := res.Data()["invoice"].(map[string]any)
-			ids[inv["id"].(string)]++
 		}()
 	}
 	close(start)
 	wg.Wait()
 	if len(ids) != 1 {
-		t.Fatalf("answers: %v", ids)
+		t.Fatalf("answers: %v, conflicts %v", ids, conflicts)
+	}
+	for id := range ids {
+		for _, m := range conflicts {
+			if !strings.Contains(m, "Invoice "+id+" is being charged") {
+				t.Fatalf("409 %q does not name invoice %s", m, id)
+			}
+		}
 	}
 	calls, charges := sb.Ledger()
 	if calls != 1 || len(charges) != 1 {
@@ -443,8 +453,8 @@ func TestBilling_ChargeOnce(t *testing.T) {
 	if _, err := e.Store.DB().Exec(e.Store.Rebind("UPDATE invoices SET status = 'pending', charge_ref = '', attempt_started = ? WHERE id = ?"), e.Clock.Now().Unix(), inv["id"]); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.process(s.pat.Token, "intake_id", it, "create_invoice", "1").Data()["invoice"].(map[string]any); got["status"] != "pending" {
-		t.Fatalf("taken over within the lease: %v", got)
+	if res := s.process(s.pat.Token, "intake_id", it, "create_invoice", "1"); res.Status != 409 {
+		t.Fatalf("taken over within the lease: %d %s", res.Status, res.Raw)
 	}
 	e.Clock.Advance(3 * time.Minute)
 	got := s.process(s.pat.Token, "intake_id", it, "create_invoice", "1").Data()["invoice"].(map[string]any)
@@ -507,5 +517,81 @@ func TestBilling_CouponOnce(t *testing.T) {
 	}
 	if n := count(t, e, "SELECT COUNT(*) FROM invoices WHERE coupon_code = 'FIRST'"); n != 1 {
 		t.Fatalf("%d discounted invoices", n)
+	}
+}
+
+// TestBilling_RepeatAnswersTheInvoice: ten concurrent processes of one
+// intake with a coupon that may be used once all answer with its one
+// invoice (or 409 naming it while its charge is in flight); the coupon is
+// counted once; and a repeat after the coupon is deactivated answers
+// exactly what the first success did.
+func TestBilling_RepeatAnswersTheInvoice(t *testing.T) {
+	t.Parallel()
+	e, s, sb := billingSetup(t)
+	if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/coupons", Header: adminHeaders(s.c), Form: q("code", "ONCE", "percent_off", "50", "max_redemptions", "1")}); res.Status != 200 {
+		t.Fatalf("%s", res.Raw)
+	}
+	s.addCard(t, s.pat, "tok_visa")
+	it := s.intake(t, s.pat)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	bodies := map[string]int{}
+	var conflicts []string
+	start := make(chan struct{})
+	for range 10 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			res := testenv.Do(t, e.URL, testenv.Req{Method: "POST", Path: "/api_v3/billing/invoices/process", Header: userHeaders(s.c, s.pat.Token),
+				Form: q("intake_id", it, "promo_code", "ONCE", "create_invoice", "1")})
+			mu.Lock()
+			defer mu.Unlock()
+			switch res.Status {
+			case 200:
+				inv := res.Data()["invoice"].(map[string]any)
+				bodies[fmt.Sprintf("invoice %v %v, discount %v", inv["id"], inv["status"], res.Data()["discount"])]++
+			case 409:
+				conflicts = append(conflicts, res.Body["message"].(string))
+			default:
+				bodies[fmt.Sprintf("%d %s", res.Status, res.Raw)]++
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if len(bodies) != 1 {
+		t.Fatalf("answers: %v, conflicts %v", bodies, conflicts)
+	}
+	for b := range bodies {
+		if !strings.Contains(b, "paid, discount 12.5") {
+			t.Fatalf("answer %q", b)
+		}
+	}
+	for _, m := range conflicts {
+		if !strings.Contains(m, "is being charged") {
+			t.Fatalf("409 %q", m)
+		}
+	}
+	if n := count(t, e, "SELECT redemptions FROM coupons WHERE code = 'ONCE'"); n != 1 {
+		t.Fatalf("redemptions %d", n)
+	}
+	if n := count(t, e, "SELECT COUNT(*) FROM invoices"); n != 1 {
+		t.Fatalf("%d invoices", n)
+	}
+	if calls, charges := sb.Ledger(); calls != 1 || len(charges) != 1 {
+		t.Fatalf("%d charge calls, %v", calls, charges)
+	}
+
+	first := s.process(s.pat.Token, "intake_id", it, "promo_code", "ONCE", "create_invoice", "1")
+	if res := e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/billing/coupons/ONCE", Header: adminHeaders(s.c)}); res.Status != 200 {
+		t.Fatalf("deactivate: %d %s", res.Status, res.Raw)
+	}
+	again := s.process(s.pat.Token, "intake_id", it, "promo_code", "ONCE", "create_invoice", "1")
+	if first.Status != 200 || again.Status != 200 || string(first.Raw) != string(again.Raw) {
+		t.Fatalf("repeat after the coupon was deactivated:\n%d %s\nfirst:\n%d %s", again.Status, again.Raw, first.Status, first.Raw)
+	}
+	if n := count(t, e, "SELECT redemptions FROM coupons WHERE code = 'ONCE'"); n != 1 {
+		t.Fatalf("redemptions %d after repeats", n)
 	}
 }
