@@ -187,6 +187,7 @@ var noPrincipal = map[string]string{
 	"FileViewURL":        "builds a link; the file's checks are on its read",
 	"PortalSession":      "the access token in the portal's sign-in link is the credential",
 	"AdminSignIn":        "the admin token it is given is the credential",
+	"FinishIdempotent":   "it takes the claim BeginIdempotent gave the caller",
 }
 
 type permRow struct {
@@ -226,7 +227,12 @@ func permRows(f *permFixture) map[string]permRow {
 		// Clinic accounts.
 		"Settings": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.Settings(ctx, p)) }},
 		"Accounts": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.Accounts(ctx, p)) }},
-		"Account":  {users, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.Account(ctx, p, "acme")) }},
+		// Each caller's keys are their own: anyone signed in may claim one.
+		"BeginIdempotent": {selfOnly, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			c, _, err := a.BeginIdempotent(ctx, p, "perm-key-"+p.Account.Code+"-"+strconv.FormatInt(p.UserID(), 10), "fp")
+			return c, err
+		}},
+		"Account": {users, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.Account(ctx, p, "acme")) }},
 		"ListAudit": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return two(a.ListAudit(ctx, p, app.AuditQuery{UserID: pt}))
 		}},

@@ -17,7 +17,9 @@ const (
 	EConflict        = "conflict"
 	ETooMany         = "too_many"
 	ETooLarge        = "too_large"
-	EPayment         = "payment" // the card processor refused a card
+	EPayment         = "payment"  // the card processor refused a card
+	EMismatch        = "mismatch" // an idempotency key reused with other parameters
+	EBusy            = "busy"     // the server is at a bound of its own; try again after RetryAfter
 	EUnavailable     = "unavailable"
 	EInternal        = "internal"
 )

@@ -384,3 +384,16 @@ type CallSignal struct {
 	Body               string // JSON, as the sending page wrote it
 	Created            int64
 }
+
+// IdempotencyRecord is a request sent with an Idempotency-Key and, once it
+// has finished, its answer, which a retry with the same key replays.
+type IdempotencyRecord struct {
+	AccountID   int64
+	Caller      string // who sent it: the credential kind and the user
+	Key         string
+	Fingerprint string // the method, path and parameters, hashed
+	Status      int    // the answer's HTTP status; 0 while in flight
+	ContentType string
+	Body        []byte
+	Created     int64
+}

@@ -76,6 +76,10 @@ func statusOf(code string) int {
 		return http.StatusRequestEntityTooLarge
 	case clinic.EPayment:
 		return http.StatusPaymentRequired
+	case clinic.EMismatch:
+		return http.StatusUnprocessableEntity
+	case clinic.EBusy:
+		return http.StatusServiceUnavailable
 	case clinic.EUnavailable:
 		return http.StatusBadGateway
 	}

@@ -171,7 +171,7 @@ func (s *Server) adapt(rt Route) http.Handler {
 				defer params.RemoveFiles()
 			}
 			if err = perr; err == nil {
-				err = s.run(w, r, rt, &call{p: p, params: params, creds: creds, need: rt.need})
+				err = s.runOnce(w, r, rt, &call{p: p, params: params, creds: creds, need: rt.need})
 			}
 		}
 		if err != nil {

@@ -1,0 +1,85 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/store"
+)
+
+// Idempotency keys, with Stripe's semantics (docs/design-notes.md,
+// "Idempotency keys"): a POST, PUT or DELETE sent with an Idempotency-Key
+// runs once per caller and key; a retry with the same parameters replays
+// the first answer; the same key with other parameters is refused (422);
+// a retry while the first is in flight is refused (409). Keys are scoped
+// to the clinic and the caller and kept for IdempotencyKeep.
+const (
+	IdempotencyKeep = 24 * time.Hour
+	// idempotencyStale is how long an in-flight key holds: past it, the
+	// process that took it is taken to have died before it answered, and
+	// a retry runs again.
+	idempotencyStale  = 5 * time.Minute
+	maxIdempotencyKey = 255
+)
+
+// Idempotent is a request that holds its key: FinishIdempotent stores its
+// answer.
+type Idempotent struct{ rec clinic.IdempotencyRecord }
+
+// BeginIdempotent claims key for p's request, whose method, path and
+// parameters hash to fingerprint. It returns the claim when the request is
+// to run, or the stored answer to replay. Any caller that is signed in may
+// use keys; each sees only their own.
+func (a *App) BeginIdempotent(ctx context.Context, p *clinic.Principal, key, fingerprint string) (*Idempotent, *clinic.IdempotencyRecord, error) {
+	if err := requireAccount(p); err != nil {
+		return nil, nil, err
+	}
+	if err := checkFields(line("Idempotency-Key", key, maxIdempotencyKey)); err != nil {
+		return nil, nil, err
+	}
+	if strings.TrimSpace(key) == "" {
+		return nil, nil, clinic.Errorf(clinic.EInvalid, "Idempotency-Key is empty.")
+	}
+	now := a.now()
+	r := clinic.IdempotencyRecord{AccountID: p.Account.ID, Caller: idempotencyCaller(p), Key: key, Fingerprint: fingerprint, Created: now.Unix()}
+	for try := 0; ; try++ {
+		claimed, got, err := a.store.Write().ClaimIdempotencyKey(ctx, &r, now.Add(-IdempotencyKeep).Unix(), now.Add(-idempotencyStale).Unix())
+		if errors.Is(err, store.ErrConflict) && try < 3 {
+			continue
+		}
+		switch {
+		case err != nil:
+			return nil, nil, fmt.Errorf("idempotency key: %w", err)
+		case claimed:
+			return &Idempotent{rec: r}, nil, nil
+		case got.Fingerprint != fingerprint:
+			return nil, nil, clinic.Errorf(clinic.EMismatch, "Idempotency-Key %q was used with other parameters (or another method or path); use a new key for a new request.", key)
+		case got.Status == 0:
+			return nil, nil, clinic.Errorf(clinic.EConflict, "A request with Idempotency-Key %q is still in progress; retry when it has finished.", key)
+		}
+		return nil, got, nil
+	}
+}
+
+// FinishIdempotent stores the answer of the request that holds its key, to
+// be replayed to retries. An answer that says the server failed (5xx) is
+// not kept: the key is released, so that a retry runs again.
+func (a *App) FinishIdempotent(ctx context.Context, in *Idempotent, status int, contentType string, body []byte) error {
+	r := in.rec
+	if status >= 500 || body == nil {
+		return a.store.Write().ReleaseIdempotencyKey(context.WithoutCancel(ctx), &r)
+	}
+	r.Status, r.ContentType, r.Body = status, contentType, body
+	return a.store.Write().FinishIdempotencyKey(context.WithoutCancel(ctx), &r)
+}
+
+// idempotencyCaller names whose keys a request's are: the credential kind
+// and the acting user, so a patient's key never meets the admin's or
+// another patient's.
+func idempotencyCaller(p *clinic.Principal) string {
+	return fmt.Sprintf("%d:%d", p.Kind, p.UserID())
+}
