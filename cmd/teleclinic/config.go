@@ -43,6 +43,10 @@ type config struct {
 	Demo          bool
 
 	EligibilityWindow time.Duration
+	LoginAttempts     int
+	AddressAttempts   int
+	AttemptWindow     time.Duration
+	ClientIPHeader    string
 	ReadCacheTTL      time.Duration
 	ReferenceDir      string
 
@@ -87,6 +91,10 @@ func serveFlags(fs *flag.FlagSet, c *config) {
 	fs.Int64Var(&c.MaxFile, "max-file-upload", 50<<20, "largest POST /files upload, in bytes (413 past it)")
 	fs.Int64Var(&c.MaxPixels, "max-image-pixels", 40_000_000, "largest image (width × height) GET /files/view resizes; larger ones are refused from their header")
 	fs.StringVar(&c.ReferenceDir, "reference-dir", "", "directory of newer reference lists (icd10cm-codes.txt from the CMS/CDC release, procedures.tsv, billing_modifiers.tsv, payers.tsv) replacing the embedded ones")
+	fs.IntVar(&c.LoginAttempts, "login-attempts", 10, "sign-in attempts per clinic and user name (password logins, link requests; API key checks per clinic) in each --attempt-window; past it 429 with Retry-After (-1: no limit)")
+	fs.IntVar(&c.AddressAttempts, "address-attempts", 100, "sign-in attempts per client address in each --attempt-window, across clinics (-1: no limit)")
+	fs.DurationVar(&c.AttemptWindow, "attempt-window", 15*time.Minute, "the window of --login-attempts and --address-attempts")
+	fs.StringVar(&c.ClientIPHeader, "client-ip-header", "", "behind a reverse proxy: the header it puts the client's address in (X-Forwarded-For: its last address; X-Real-IP); empty uses the connection's address. Never set it without a proxy that sets the header: clients could choose their address")
 	fs.DurationVar(&c.EligibilityWindow, "eligibility-window", 60*time.Second, "another eligibility check of the same card within this time of the last one's start answers 429")
 	fs.DurationVar(&c.ReadCacheTTL, "read-cache-ttl", time.Second, "how long a process keeps clinic settings, public room lists and messages' authors' names it read; another process's change shows within it (negative: no cache)")
 	fs.BoolVar(&c.Demo, "demo", false, "create the demo clinic and print its credentials and example calls (implies --webhook-allow-private)")

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -145,7 +146,8 @@ func open(ctx context.Context, c *config, stderr io.Writer) (*app.App, *slog.Log
 	a, err := app.New(st, app.Config{
 		BaseURL: c.BaseURL, PortalURL: c.PortalURL, UserTokenIdle: c.UserTokenIdle, UserTokenMax: c.UserTokenMax,
 		RefreshTokenMax: c.RefreshMax, ServerKey: key, Blobs: blobs, Mail: mailer, APNs: apns, FCM: fcm,
-		MaxImagePixels: c.MaxPixels, EligibilityWindow: c.EligibilityWindow, Reference: ref, Metrics: c.Metrics,
+		MaxImagePixels: c.MaxPixels, EligibilityWindow: c.EligibilityWindow,
+		LoginAttempts: c.LoginAttempts, AddressAttempts: c.AddressAttempts, ThrottleWindow: c.AttemptWindow, Reference: ref, Metrics: c.Metrics,
 		Webhooks: app.WebhookConfig{RetryInterval: c.WebhookRetryInterval, Timeout: c.WebhookTimeout, AllowPrivate: c.WebhookAllowPrivate},
 		ICE:      media.Config{STUN: urlList(c.STUNURLs), TURN: urlList(c.TURNURLs), Secret: c.TURNSecret, RelayOnly: c.TURNRelayOnly},
 		LiveKit:  media.LiveKit{URL: c.LiveKitURL, Key: c.LiveKitAPIKey, Secret: c.LiveKitAPISecret},
@@ -234,7 +236,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	srv := &http.Server{
-		Handler:           portal,
+		Handler:           clientIP(c.ClientIPHeader, portal),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      2 * time.Minute,
@@ -450,4 +452,27 @@ func randomBytes(n int) []byte {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return b
+}
+
+// clientIP makes the request's RemoteAddr the client's address from header,
+// set by the reverse proxy in front (X-Forwarded-For: the last address,
+// the one that proxy added; any other header: its value). Without a
+// header, or a value that is not an IP address, the connection's address
+// stays.
+func clientIP(header string, h http.Handler) http.Handler {
+	if header == "" {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := r.Header.Get(header)
+		if i := strings.LastIndexByte(v, ','); i >= 0 {
+			v = v[i+1:]
+		}
+		if ip, err := netip.ParseAddr(strings.TrimSpace(v)); err == nil {
+			r2 := *r
+			r2.RemoteAddr = netip.AddrPortFrom(ip, 0).String()
+			r = &r2
+		}
+		h.ServeHTTP(w, r)
+	})
 }

@@ -74,6 +74,12 @@ type Config struct {
 	// processes or for retries (default 1 s); this process's own new items
 	// wake them at once.
 	OutboxPoll time.Duration
+	// LoginAttempts and AddressAttempts bound the sign-in attempts of a
+	// clinic's user name (or of a clinic's API key checks) and of a client
+	// address in each ThrottleWindow (defaults 10, 100 and 15 minutes;
+	// negative turns a limit off).
+	LoginAttempts, AddressAttempts int
+	ThrottleWindow                 time.Duration
 }
 
 // App is the rule layer. It is safe for concurrent use.
@@ -136,6 +142,15 @@ func New(st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*
 	}
 	if cfg.OutboxPoll <= 0 {
 		cfg.OutboxPoll = time.Second
+	}
+	if cfg.LoginAttempts == 0 {
+		cfg.LoginAttempts = defaultLoginAttempts
+	}
+	if cfg.AddressAttempts == 0 {
+		cfg.AddressAttempts = defaultAddressAttempts
+	}
+	if cfg.ThrottleWindow <= 0 {
+		cfg.ThrottleWindow = defaultThrottleWindow
 	}
 	a := &App{store: st, cfg: cfg, now: now, log: log, hashSem: make(chan struct{}, max(1, runtime.NumCPU())),
 		webhooks:    webhook.NewClient(webhook.Options{AllowPrivate: cfg.Webhooks.AllowPrivate, Timeout: cfg.Webhooks.Timeout}),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"teleclinic/internal/clinic"
@@ -17,6 +18,7 @@ type Credentials struct {
 	APIKey      string // X-ApiKey
 	APISecret   string // X-ApiSecret
 	RequestID   string
+	ClientAddr  string // the client's IP address
 }
 
 // Need says which credential an endpoint accepts (spec: Authentication).
@@ -40,7 +42,7 @@ func unauthenticated(format string, args ...any) error {
 // calling. It never reveals whether a token exists in another clinic: every
 // mismatch is the same "invalid credentials" answer.
 func (a *App) Authenticate(ctx context.Context, c Credentials, need Need) (*clinic.Principal, error) {
-	p := &clinic.Principal{RequestID: c.RequestID}
+	p := &clinic.Principal{RequestID: c.RequestID, ClientAddr: c.ClientAddr}
 	switch need {
 	case NeedNone:
 		return p, nil
@@ -121,6 +123,12 @@ func (a *App) authAPIKey(ctx context.Context, c Credentials, p *clinic.Principal
 		// A key alone is not a credential (COMPAT.md).
 		return nil, unauthenticated("This endpoint requires X-ApiKey and X-ApiSecret.")
 	}
+	// A clinic's key checks are counted under its code, known or not, so
+	// that guessing reveals nothing about which codes exist.
+	succeeded, err := a.countAttempt(ctx, a.attemptKeys(p, "sso:"+strings.ToLower(c.AccountCode), ""))
+	if err != nil {
+		return nil, err
+	}
 	id, secretHash, err := a.store.Read().AccountAPISecretHash(ctx, c.AccountCode, HashSecret(c.APIKey))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, unauthenticated("Invalid API key or secret.")
@@ -131,6 +139,7 @@ func (a *App) authAPIKey(ctx context.Context, c Credentials, p *clinic.Principal
 	if !equalHash(secretHash, HashSecret(c.APISecret)) {
 		return nil, unauthenticated("Invalid API key or secret.")
 	}
+	succeeded()
 	acct, err := a.accountByID(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("authenticate: %w", err)

@@ -102,6 +102,10 @@ func (a *App) Login(ctx context.Context, p *clinic.Principal, login, password st
 	if login == "" || password == "" {
 		return nil, nil, clinic.Errorf(clinic.EInvalid, "username (or email) and password are required.")
 	}
+	succeeded, err := a.countAttempt(ctx, a.attemptKeys(p, "login", login))
+	if err != nil {
+		return nil, nil, err
+	}
 	u, err := a.store.Read().UserByLogin(ctx, p.Account.ID, login)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, nil, fmt.Errorf("login: %w", err)
@@ -122,6 +126,7 @@ func (a *App) Login(ctx context.Context, p *clinic.Principal, login, password st
 	if u.Status == clinic.StatusDisabled || !u.Active {
 		return nil, nil, unauthenticated("This user is disabled.")
 	}
+	succeeded()
 	return a.startSession(ctx, p, u, "user.login")
 }
 
@@ -277,6 +282,11 @@ func (a *App) requestSecret(ctx context.Context, p *clinic.Principal, purpose, l
 	if login == "" {
 		return clinic.Errorf(clinic.EInvalid, "email or username is required.")
 	}
+	// Every request counts (none is given back): a person asks for a link
+	// a few times, a script that mails someone a hundred is stopped.
+	if _, err := a.countAttempt(ctx, a.attemptKeys(p, "mail", login)); err != nil {
+		return err
+	}
 	u, err := a.store.Read().UserByLogin(ctx, p.Account.ID, login)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
@@ -361,6 +371,11 @@ func (a *App) useSecret(ctx context.Context, p *clinic.Principal, purpose, secre
 	if err := checkPassword(password); err != nil {
 		return nil, err
 	}
+	// Links are guessed per clinic, not per user: the link names none.
+	succeeded, err := a.countAttempt(ctx, a.attemptKeys(p, "link", ""))
+	if err != nil {
+		return nil, err
+	}
 	hash, err := a.hashPassword(ctx, password)
 	if err != nil {
 		return nil, err
@@ -393,6 +408,7 @@ func (a *App) useSecret(ctx context.Context, p *clinic.Principal, purpose, secre
 	if err != nil {
 		return nil, storeErr(purpose, err, "")
 	}
+	succeeded()
 	return u, nil
 }
 

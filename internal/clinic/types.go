@@ -214,6 +214,9 @@ type Principal struct {
 	User      *User // the acting user: the token's user, or the clinic admin user for the admin token
 	TokenID   int64 // the access token row, for logout of "the caller's" token
 	RequestID string
+	// ClientAddr is the address the request came from, for throttling
+	// sign-in attempts ("" when unknown).
+	ClientAddr string
 }
 
 // IsAdmin reports whether the caller has the clinic's full admin permissions.

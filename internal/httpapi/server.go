@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"regexp"
 	"runtime"
@@ -156,6 +157,7 @@ func (s *Server) adapt(rt Route) http.Handler {
 			APIKey:      strings.TrimSpace(r.Header.Get("X-ApiKey")),
 			APISecret:   strings.TrimSpace(r.Header.Get("X-ApiSecret")),
 			RequestID:   info.id,
+			ClientAddr:  clientAddr(r),
 		}
 		var p *clinic.Principal
 		var err error
@@ -351,3 +353,13 @@ type headerRecorder struct {
 func (h *headerRecorder) Header() http.Header         { return h.header }
 func (h *headerRecorder) Write(b []byte) (int, error) { return len(b), nil }
 func (h *headerRecorder) WriteHeader(code int)        { h.status = code }
+
+// clientAddr is the IP address the request came from. Behind a proxy,
+// serve's --client-ip-header has put the client's address there.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -54,7 +55,7 @@ func (s *Server) principal(r *http.Request) (*clinic.Principal, error) {
 	if err != nil || c.Value == "" {
 		err = clinic.Errorf(clinic.EUnauthenticated, "Sign in first.")
 	} else {
-		p, err = s.app.Authenticate(r.Context(), app.Credentials{APIToken: c.Value, RequestID: requestID(r)}, app.NeedUser)
+		p, err = s.app.Authenticate(r.Context(), app.Credentials{APIToken: c.Value, RequestID: requestID(r), ClientAddr: clientAddr(r)}, app.NeedUser)
 	}
 	if st != nil {
 		st.p, st.err, st.checked = p, err, true
@@ -79,7 +80,7 @@ func withPageState(r *http.Request) *http.Request {
 // accountPrincipal is a caller who named a clinic and nothing more, as the
 // API's account-code endpoints see one.
 func (s *Server) accountPrincipal(r *http.Request, code string) (*clinic.Principal, error) {
-	return s.app.Authenticate(r.Context(), app.Credentials{AccountCode: code, RequestID: requestID(r)}, app.NeedAccountCode)
+	return s.app.Authenticate(r.Context(), app.Credentials{AccountCode: code, RequestID: requestID(r), ClientAddr: clientAddr(r)}, app.NeedAccountCode)
 }
 
 // auth is GET /auth?sso_token=…&next=…: the end of the spec's redirect
@@ -172,3 +173,13 @@ func (s *Server) signout(w http.ResponseWriter, r *http.Request) error {
 
 // requestID is a new id for the request's audit entries and logs.
 func requestID(*http.Request) string { return app.NewSecret()[:16] }
+
+// clientAddr is the IP address the request came from (serve's
+// --client-ip-header puts a proxy's client there), for throttling.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}

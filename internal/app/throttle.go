@@ -1,0 +1,78 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"teleclinic/internal/clinic"
+)
+
+// Throttling of sign-in attempts (docs/design-notes.md, "Throttling"):
+// password logins, activation and reset links and their requests, and API
+// key checks are counted per clinic and user name (or per clinic) and per
+// client address, in windows of ThrottleWindow, in the database so every
+// process shares them. Past a limit the attempt is refused with 429 and
+// Retry-After before it is judged, the right password included: guessing
+// cannot continue by luck. A successful attempt gives its count back.
+const (
+	defaultLoginAttempts   = 10
+	defaultAddressAttempts = 100
+	defaultThrottleWindow  = 15 * time.Minute
+)
+
+// throttleKey is one counter an attempt counts against.
+type throttleKey struct {
+	accountID int64 // 0: across clinics (a client address)
+	bucket    string
+	limit     int
+}
+
+// attemptKeys are the counters of a sign-in attempt of kind ("login",
+// "secret", "sso") in p's clinic: for name, if any, and the caller's
+// address.
+func (a *App) attemptKeys(p *clinic.Principal, kind, name string) []throttleKey {
+	var keys []throttleKey
+	if a.cfg.LoginAttempts > 0 {
+		acct := int64(0)
+		if p.Account != nil {
+			acct = p.Account.ID
+		}
+		keys = append(keys, throttleKey{acct, kind + ":" + strings.ToLower(strings.TrimSpace(name)), a.cfg.LoginAttempts})
+	}
+	if a.cfg.AddressAttempts > 0 && p.ClientAddr != "" {
+		keys = append(keys, throttleKey{0, "addr:" + p.ClientAddr, a.cfg.AddressAttempts})
+	}
+	return keys
+}
+
+// countAttempt counts an attempt against each key and refuses it (429)
+// when one is past its limit. It returns what to call if the attempt
+// succeeds.
+func (a *App) countAttempt(ctx context.Context, keys []throttleKey) (succeeded func(), err error) {
+	now := a.now()
+	since := now.Add(-a.cfg.ThrottleWindow).Unix()
+	var wait int64
+	for _, k := range keys {
+		n, start, err := a.store.Write().CountThrottleAttempt(ctx, k.accountID, k.bucket, now.Unix(), since)
+		if err != nil {
+			return nil, fmt.Errorf("throttle: %w", err)
+		}
+		if n > k.limit {
+			wait = max(wait, start+int64(a.cfg.ThrottleWindow/time.Second)-now.Unix())
+		}
+	}
+	if wait > 0 {
+		e := clinic.Errorf(clinic.ETooMany, "Too many attempts; try again in %d seconds.", wait)
+		e.RetryAfter = wait
+		return nil, e
+	}
+	return func() {
+		for _, k := range keys {
+			if err := a.store.Write().RefundThrottleAttempt(context.WithoutCancel(ctx), k.accountID, k.bucket); err != nil {
+				a.log.Error("throttle: refund", "err", err)
+			}
+		}
+	}, nil
+}
