@@ -66,6 +66,7 @@ commands:
   account create    create a clinic account and print its credentials
   account update    change a clinic's settings (--sso on|off, --erx on|off)
   account rotate    replace a clinic's admin token or API secret
+  audit verify      check a clinic's audit trail (its hash chain); exits 1 at a break
   version           print the version
 
 Run "teleclinic <command> -h" for a command's flags.`
@@ -84,6 +85,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdMigrate(ctx, args[1:], stdout, stderr)
 	case "account":
 		return cmdAccount(ctx, args[1:], stdout, stderr)
+	case "audit":
+		return cmdAudit(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "teleclinic", buildVersion())
 		return nil
@@ -111,7 +114,11 @@ func open(ctx context.Context, c *config, stderr io.Writer) (*app.App, *slog.Log
 		return nil, nil, nil, usageError{err.Error()}
 	}
 	log := c.logger(stderr)
-	st, err := store.Open(ctx, c.Database, store.Options{CacheTTL: c.ReadCacheTTL, Logger: log})
+	key, err := c.serverKey()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	st, err := store.Open(ctx, c.Database, store.Options{CacheTTL: c.ReadCacheTTL, Logger: log, AuditKey: app.AuditChainKey(key)})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -120,11 +127,6 @@ func open(ctx context.Context, c *config, stderr io.Writer) (*app.App, *slog.Log
 		return nil, nil, nil, err
 	}
 	if err := st.StartReadAudits(ctx); err != nil {
-		st.Close()
-		return nil, nil, nil, err
-	}
-	key, err := c.serverKey()
-	if err != nil {
 		st.Close()
 		return nil, nil, nil, err
 	}
@@ -475,4 +477,45 @@ func clientIP(header string, h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// errAuditBroken is audit verify's answer when the chain is broken: the
+// command has said where, and exits 1.
+var errAuditBroken = errors.New("the audit trail's hash chain is broken")
+
+func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "verify" {
+		return usageError{"audit: the subcommand is verify"}
+	}
+	var c config
+	fs := flag.NewFlagSet("audit verify", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	storeFlags(fs, &c)
+	code := fs.String("code", "", "account code of the clinic whose trail to check")
+	if err := parseFlags(fs, args[1:]); err != nil {
+		return usageError{err.Error()}
+	}
+	if *code == "" {
+		return usageError{"audit verify: --code is required"}
+	}
+	c.UserTokenIdle, c.UserTokenMax = time.Minute, time.Minute
+	a, _, closeFn, err := open(ctx, &c, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	acct, err := a.AccountByCode(ctx, *code)
+	if err != nil {
+		return cliErr(err)
+	}
+	v, err := a.VerifyAudit(ctx, app.SystemPrincipal(acct))
+	if err != nil {
+		return cliErr(err)
+	}
+	if b := v.Broken; b != nil {
+		fmt.Fprintf(stdout, "Audit trail of %s: BROKEN at entry %d (row %d) after %d intact entries: %s\n", *code, b.Seq, b.ID, v.Entries, b.Reason)
+		return errAuditBroken
+	}
+	fmt.Fprintf(stdout, "Audit trail of %s: intact, %d entries, head %s\n", *code, v.Entries, v.Head)
+	return nil
 }

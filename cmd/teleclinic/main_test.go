@@ -291,3 +291,35 @@ func TestCLI_ServeDemo(t *testing.T) {
 		t.Fatal("the first run's API secret still works")
 	}
 }
+
+// TestCLI_AuditVerify: audit verify says a clinic's trail is intact, and
+// exits 1 naming the entry once a row is edited in the database.
+func TestCLI_AuditVerify(t *testing.T) {
+	dir := t.TempDir()
+	db := testenv.DSN(t)
+	common := []string{"--data-dir", dir, "--database", db}
+	if _, _, err := runCmd(t, append([]string{"account", "create", "--code", "acme", "--name", "Acme Health", "--domain", "acme.example.com"}, common...)...); err != nil {
+		t.Fatal(err)
+	}
+	// Rotations are audited: three entries in the chain.
+	for range 3 {
+		if _, _, err := runCmd(t, append([]string{"account", "rotate", "--code", "acme", "--api-secret"}, common...)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, _, err := runCmd(t, append([]string{"audit", "verify", "--code", "acme"}, common...)...)
+	if err != nil || !strings.Contains(out, "intact") {
+		t.Fatalf("%q %v", out, err)
+	}
+	st := testenv.OpenStore(t, db)
+	if _, err := st.DB().Exec(st.Rebind("UPDATE audit SET outcome = 'denied' WHERE seq = 2")); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err = runCmd(t, append([]string{"audit", "verify", "--code", "acme"}, common...)...)
+	if !errors.Is(err, errAuditBroken) || !strings.Contains(out, "BROKEN at entry 2") {
+		t.Fatalf("%q %v", out, err)
+	}
+	if _, _, err := runCmd(t, append([]string{"audit", "verify"}, common...)...); err == nil {
+		t.Fatal("no --code accepted")
+	}
+}

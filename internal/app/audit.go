@@ -2,6 +2,9 @@ package app
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"errors"
 	"fmt"
 
 	"teleclinic/internal/clinic"
@@ -39,6 +42,93 @@ func (a *App) ListAudit(ctx context.Context, p *clinic.Principal, in AuditQuery)
 		ObjectType: in.ObjectType, ObjectID: in.ObjectID, Action: in.Action, From: in.From, To: in.To, Start: in.Start, Limit: in.Limit})
 	if err != nil {
 		return nil, 0, fmt.Errorf("list audit: %w", err)
+	}
+	return list, total, nil
+}
+
+// AuditChainKey is the key of the audit trail's hash chain, derived from
+// the server key (store.Options.AuditKey): whoever can write the database
+// but does not hold server.key cannot forge the chain over an edit.
+func AuditChainKey(serverKey []byte) []byte {
+	m := hmac.New(sha256.New, serverKey)
+	m.Write([]byte("teleclinic audit chain v1"))
+	return m.Sum(nil)
+}
+
+// AuditBreak is where a clinic's audit chain is first broken.
+type AuditBreak struct {
+	Seq    int64  // the place in the chain
+	ID     int64  // the entry's row, 0 when the entry is missing
+	Reason string // what is wrong there
+}
+
+// AuditVerification is the outcome of checking a clinic's audit chain.
+type AuditVerification struct {
+	Entries int64       // chained entries checked
+	Head    string      // the chain's recorded last hash
+	Broken  *AuditBreak // nil when the chain holds
+}
+
+// VerifyAudit checks the clinic's audit chain from its first entry:
+// every place present once, in order, each hash recomputed from the entry
+// and the one before, and the end matching the chain's recorded head. It
+// reports the first broken entry. Admin only; audited as audit.verify.
+func (a *App) VerifyAudit(ctx context.Context, p *clinic.Principal) (*AuditVerification, error) {
+	if err := requireAdmin(p); err != nil {
+		return nil, err
+	}
+	if err := a.store.FlushAudits(ctx); err != nil {
+		return nil, fmt.Errorf("audit verify: %w", err)
+	}
+	v, err := a.store.VerifyAuditChain(ctx, p.Account.ID)
+	if err != nil {
+		return nil, fmt.Errorf("audit verify: %w", err)
+	}
+	out := &AuditVerification{Entries: v.Entries, Head: v.Head}
+	if v.BrokenSeq != 0 {
+		out.Broken = &AuditBreak{Seq: v.BrokenSeq, ID: v.BrokenID, Reason: v.Reason}
+	}
+	if err := a.audit(ctx, p, "audit.verify", "account", i64s(p.Account.ID), outcomeOK); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AccessLog is GET /users/{id}/access-log: the accesses of others to a
+// patient's record (their profile, records and visits), who, when and
+// what, never the content — the accounting of disclosures a patient may
+// ask for. The user themself and the clinic admin may read it. Audited as
+// user.access_log.read.
+func (a *App) AccessLog(ctx context.Context, p *clinic.Principal, userID int64, start, limit int) ([]clinic.AccessEntry, int, error) {
+	if err := requireUser(p); err != nil {
+		return nil, 0, err
+	}
+	u, err := a.store.Read().UserByID(ctx, p.Account.ID, userID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, 0, clinic.Errorf(clinic.ENotFound, "User not found.")
+	case err != nil:
+		return nil, 0, fmt.Errorf("access log: %w", err)
+	case u.ID != p.UserID() && !p.IsAdmin():
+		return nil, 0, a.auditOutcome(ctx, p, "user.access_log.read", "user", i64s(userID),
+			clinic.Errorf(clinic.EForbidden, "Only the user and the clinic admin may read the accesses to a user's record."))
+	}
+	if start < 0 || limit < 0 {
+		return nil, 0, clinic.Errorf(clinic.EInvalid, "start and limit must not be negative.")
+	}
+	if limit == 0 {
+		limit = 50
+	}
+	limit = min(limit, 500)
+	if err := a.store.FlushAudits(ctx); err != nil {
+		return nil, 0, fmt.Errorf("access log: %w", err)
+	}
+	list, total, err := a.store.Read().AccessLog(ctx, p.Account.ID, u.ID, start, limit)
+	if err != nil {
+		return nil, 0, fmt.Errorf("access log: %w", err)
+	}
+	if err := a.audit(ctx, p, "user.access_log.read", "user", i64s(u.ID), outcomeOK); err != nil {
+		return nil, 0, err
 	}
 	return list, total, nil
 }

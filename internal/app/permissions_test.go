@@ -233,6 +233,10 @@ func permRows(f *permFixture) map[string]permRow {
 			return c, err
 		}},
 		"Account": {users, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.Account(ctx, p, "acme")) }},
+		"VerifyAudit": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.VerifyAudit(ctx, p)) }},
+		// The patient's own accounting of disclosures: p1's is p1's and the
+		// admin's only.
+		"AccessLog": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) { return two(a.AccessLog(ctx, p, pt, 0, 0)) }},
 		"ListAudit": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return two(a.ListAudit(ctx, p, app.AuditQuery{UserID: pt}))
 		}},

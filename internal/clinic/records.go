@@ -18,6 +18,10 @@ type AuditEntry struct {
 	Outcome     string
 	RequestID   string
 	Created     int64
+	// Seq and Hash are the entry's place in its clinic's hash chain and
+	// its link there (0 and "" for entries from before the chain).
+	Seq  int64
+	Hash string
 }
 
 // PaymentSource is a saved card.
@@ -227,4 +231,11 @@ type Notification struct {
 type RoomPage struct {
 	Rooms           []Room
 	Filtered, Total int
+}
+
+// AccessEntry is one access to a patient's record as the patient reads it
+// (GET /users/{id}/access-log): who, when and what, never the content.
+type AccessEntry struct {
+	AuditEntry
+	ActorName string // the acting user's name, "" for a credential without a user
 }

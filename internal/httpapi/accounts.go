@@ -105,3 +105,73 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, c *call) erro
 	}
 	return okList(w, out, total)
 }
+
+// auditVerification is GET /audit/verify.
+type auditVerification struct {
+	Entries int64       `json:"entries"`
+	Head    string      `json:"head"`
+	Intact  bool        `json:"intact"`
+	Broken  *auditBreak `json:"broken"`
+}
+
+type auditBreak struct {
+	Seq    int64  `json:"seq"`
+	ID     string `json:"id"` // "" when the entry is missing
+	Reason string `json:"reason"`
+}
+
+func (s *Server) verifyAudit(w http.ResponseWriter, r *http.Request, c *call) error {
+	v, err := s.app.VerifyAudit(r.Context(), c.p)
+	if err != nil {
+		return err
+	}
+	out := auditVerification{Entries: v.Entries, Head: v.Head, Intact: v.Broken == nil}
+	if b := v.Broken; b != nil {
+		out.Broken = &auditBreak{Seq: b.Seq, Reason: b.Reason}
+		if b.ID != 0 {
+			out.Broken.ID = id(b.ID)
+		}
+	}
+	return ok(w, out)
+}
+
+// accessEntry is one line of GET /users/{id}/access-log.
+type accessEntry struct {
+	ID      string      `json:"id"`
+	Actor   accessActor `json:"actor"`
+	Action  string      `json:"action"`
+	Object  auditObject `json:"object"`
+	Outcome string      `json:"outcome"`
+	Created int64       `json:"created"`
+}
+
+type accessActor struct {
+	Kind   string `json:"kind"`
+	UserID string `json:"user_id"`
+	Name   string `json:"name"`
+}
+
+func (s *Server) accessLog(w http.ResponseWriter, r *http.Request, c *call) error {
+	uid, err := userIDParam(c, "id")
+	if err != nil {
+		return err
+	}
+	start, limit, err := c.params.Paging()
+	if err != nil {
+		return err
+	}
+	list, total, err := s.app.AccessLog(r.Context(), c.p, uid, start, limit)
+	if err != nil {
+		return err
+	}
+	out := make([]accessEntry, 0, len(list))
+	for _, e := range list {
+		a := accessActor{Kind: e.ActorKind, Name: e.ActorName}
+		if e.ActorUserID != 0 {
+			a.UserID = id(e.ActorUserID)
+		}
+		out = append(out, accessEntry{ID: id(e.ID), Actor: a, Action: e.Action, Object: auditObject{Type: e.ObjectType, ID: e.ObjectID},
+			Outcome: e.Outcome, Created: e.Created})
+	}
+	return okList(w, out, total)
+}

@@ -30,6 +30,10 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/api_v3/accounts", app.NeedAccountCode, famCode, s.listAccounts)
 	s.handle("GET", "/api_v3/accounts/{code}", app.NeedAccountCode, famCode, s.getAccount)
 	s.handle("GET", "/api_v3/audit", app.NeedAdmin, famCode, s.listAudit)
+	// Extensions: the audit trail's hash chain, and a user's accounting of
+	// the accesses to their record.
+	s.handle("GET", "/api_v3/audit/verify", app.NeedAdmin, famCode, s.verifyAudit)
+	s.handle("GET", "/api_v3/users/{id}/access-log", app.NeedUser, famCode, s.accessLog)
 
 	// Rooms (spec: Rooms).
 	s.handle("GET", "/api_v3/rooms", app.NeedAccountCode, famCode, s.listRooms)

@@ -2,6 +2,14 @@ package store
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 
 	"teleclinic/internal/clinic"
@@ -12,30 +20,107 @@ func (q *Q) AppendAudit(ctx context.Context, e *clinic.AuditEntry) error {
 	return q.AppendAudits(ctx, []*clinic.AuditEntry{e})
 }
 
-// AppendAudits writes entries with multi-row inserts. Chunks are powers of
+// AppendAudits writes entries with multi-row inserts, chained per clinic
+// (migration 00013_audit_chain.sql): each clinic's chain row is locked, in
+// the order of clinic ids so that two groups never wait on each other,
+// and each entry gets the next place and its hash. Chunks are powers of
 // two in size, so a few statement texts serve every group size and stay
-// prepared.
+// prepared. It must run in a transaction, which holds the chain's lock
+// until the entries commit.
 func (q *Q) AppendAudits(ctx context.Context, es []*clinic.AuditEntry) error {
+	byAccount := map[int64][]*clinic.AuditEntry{}
+	for _, e := range es {
+		byAccount[e.AccountID] = append(byAccount[e.AccountID], e)
+	}
+	for _, acct := range slices.Sorted(maps.Keys(byAccount)) {
+		if _, err := q.exec(ctx, "INSERT INTO audit_chain (account_id) VALUES (?) ON CONFLICT DO NOTHING", acct); err != nil {
+			return err
+		}
+		var seq int64
+		var head string
+		if err := q.queryRow(ctx, "UPDATE audit_chain SET seq = seq WHERE account_id = ? RETURNING seq, head", []any{acct}, &seq, &head); err != nil {
+			return err
+		}
+		for _, e := range byAccount[acct] {
+			seq++
+			e.Seq = seq
+			e.Hash = AuditHash(q.auditKey, head, e)
+			head = e.Hash
+		}
+		if _, err := q.exec(ctx, "UPDATE audit_chain SET seq = ?, head = ? WHERE account_id = ?", seq, head, acct); err != nil {
+			return err
+		}
+	}
 	for len(es) > 0 {
 		n := 1
 		for n*2 <= len(es) && n < 256 {
 			n *= 2
 		}
-		args := make([]any, 0, 9*n)
+		args := make([]any, 0, 11*n)
 		for _, e := range es[:n] {
 			var actor any
 			if e.ActorUserID != 0 {
 				actor = e.ActorUserID
 			}
-			args = append(args, e.AccountID, e.ActorKind, actor, e.Action, e.ObjectType, e.ObjectID, e.Outcome, e.RequestID, e.Created)
+			args = append(args, e.AccountID, e.ActorKind, actor, e.Action, e.ObjectType, e.ObjectID, e.Outcome, e.RequestID, e.Created, e.Seq, e.Hash)
 		}
-		if _, err := q.exec(ctx, "INSERT INTO audit (account_id, actor_kind, actor_user_id, action, object_type, object_id, outcome, request_id, created) VALUES "+
-			valueRows("(?, ?, ?, ?, ?, ?, ?, ?, ?)", n), args...); err != nil {
+		if _, err := q.exec(ctx, "INSERT INTO audit (account_id, actor_kind, actor_user_id, action, object_type, object_id, outcome, request_id, created, seq, hash) VALUES "+
+			valueRows("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", n), args...); err != nil {
 			return err
 		}
 		es = es[n:]
 	}
 	return nil
+}
+
+// AuditHash is an entry's link in its clinic's chain: HMAC-SHA256 under
+// key (SHA-256 without one) of the previous entry's hash, the entry's
+// place and every field, each length-prefixed so no two entries write
+// the same bytes.
+func AuditHash(key []byte, prev string, e *clinic.AuditEntry) string {
+	var h hash.Hash
+	if len(key) > 0 {
+		h = hmac.New(sha256.New, key)
+	} else {
+		h = sha256.New()
+	}
+	for _, f := range []string{"teleclinic-audit-v1", prev, strconv.FormatInt(e.Seq, 10), strconv.FormatInt(e.AccountID, 10),
+		e.ActorKind, strconv.FormatInt(e.ActorUserID, 10), e.Action, e.ObjectType, e.ObjectID, e.Outcome, e.RequestID,
+		strconv.FormatInt(e.Created, 10)} {
+		fmt.Fprintf(h, "%d:%s", len(f), f)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// AuditChainPage is a clinic's chained entries from place after on, in
+// order, at most limit; and the chain's recorded end.
+func (q *Q) AuditChainPage(ctx context.Context, accountID, after int64, limit int) ([]clinic.AuditEntry, error) {
+	rows, err := q.query(ctx, `SELECT id, account_id, actor_kind, COALESCE(actor_user_id, 0), action, object_type, object_id, outcome, request_id, created, seq, hash
+		FROM audit WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?`, accountID, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []clinic.AuditEntry
+	for rows.Next() {
+		var e clinic.AuditEntry
+		if err := rows.Scan(&e.ID, &e.AccountID, &e.ActorKind, &e.ActorUserID, &e.Action, &e.ObjectType, &e.ObjectID, &e.Outcome, &e.RequestID, &e.Created, &e.Seq, &e.Hash); err != nil {
+			return nil, q.d.translate(err)
+		}
+		out = append(out, e)
+	}
+	return out, q.d.translate(rows.Err())
+}
+
+// AuditChainHead is where a clinic's chain ends: its last place and hash.
+func (q *Q) AuditChainHead(ctx context.Context, accountID int64) (int64, string, error) {
+	var seq int64
+	var head string
+	err := q.queryRow(ctx, "SELECT seq, head FROM audit_chain WHERE account_id = ?", []any{accountID}, &seq, &head)
+	if err == ErrNotFound {
+		return 0, "", nil
+	}
+	return seq, head, err
 }
 
 // AuditFilter selects audit entries of one clinic. Zero values do not filter.
@@ -91,6 +176,94 @@ func (q *Q) ListAudit(ctx context.Context, f AuditFilter) ([]clinic.AuditEntry, 
 	for rows.Next() {
 		var e clinic.AuditEntry
 		if err := rows.Scan(&e.ID, &e.AccountID, &e.ActorKind, &e.ActorUserID, &e.Action, &e.ObjectType, &e.ObjectID, &e.Outcome, &e.RequestID, &e.Created); err != nil {
+			return nil, 0, q.d.translate(err)
+		}
+		out = append(out, e)
+	}
+	return out, total, q.d.translate(rows.Err())
+}
+
+// AuditChainCheck is what VerifyAuditChain found.
+type AuditChainCheck struct {
+	Entries   int64
+	Head      string
+	BrokenSeq int64 // 0: the chain holds
+	BrokenID  int64 // the row at BrokenSeq, 0 when missing
+	Reason    string
+}
+
+// VerifyAuditChain walks a clinic's chain from its first entry and
+// reports the first place where it breaks: a place missing or twice, a
+// hash that its entry and the one before do not give, or an end that is
+// not the recorded head.
+func (s *Store) VerifyAuditChain(ctx context.Context, accountID int64) (*AuditChainCheck, error) {
+	q := s.Read()
+	seq, head, err := q.AuditChainHead(ctx, accountID)
+	if err != nil {
+		return nil, err
+	}
+	out := &AuditChainCheck{Head: head}
+	broken := func(at, id int64, format string, args ...any) (*AuditChainCheck, error) {
+		out.BrokenSeq, out.BrokenID, out.Reason = at, id, fmt.Sprintf(format, args...)
+		return out, nil
+	}
+	const page = 1000
+	prev, want := "", int64(1)
+	for {
+		es, err := q.AuditChainPage(ctx, accountID, want-1, page)
+		if err != nil {
+			return nil, err
+		}
+		for i := range es {
+			e := &es[i]
+			switch {
+			case e.Seq > want:
+				return broken(want, 0, "entry %d of the chain is missing (deleted, or its place changed)", want)
+			case e.Seq < want:
+				return broken(e.Seq, e.ID, "entry %d appears twice", e.Seq)
+			case AuditHash(s.auditKey, prev, e) != e.Hash:
+				return broken(e.Seq, e.ID, "entry %d (row %d) does not match its hash: its content was changed, or the entry before it", e.Seq, e.ID)
+			}
+			prev, want = e.Hash, want+1
+			out.Entries++
+		}
+		if len(es) < page {
+			break
+		}
+	}
+	switch {
+	case want-1 < seq:
+		return broken(want, 0, "the chain ends at entry %d, but %d were written: the last were deleted", want-1, seq)
+	case want-1 > seq, prev != head:
+		return broken(want-1, 0, "the last entry is not the chain's recorded end (entry %d)", seq)
+	}
+	return out, nil
+}
+
+// AccessLog is a page of the accesses to a user's record by others, newest
+// first, and their total: entries about the user and about the visits
+// where they are the patient.
+func (q *Q) AccessLog(ctx context.Context, accountID, userID int64, start, limit int) ([]clinic.AccessEntry, int, error) {
+	const where = `a.account_id = ? AND COALESCE(a.actor_user_id, 0) <> ? AND ((a.object_type = 'user' AND a.object_id = ?)
+		OR (a.object_type = 'visit' AND a.object_id IN (SELECT CAST(v.id AS TEXT) FROM visits v WHERE v.account_id = ? AND v.member_id = ?)))`
+	uid := strconv.FormatInt(userID, 10)
+	args := []any{accountID, userID, uid, accountID, userID}
+	var total int
+	if err := q.queryRow(ctx, "SELECT COUNT(*) FROM audit a WHERE "+where, args, &total); err != nil {
+		return nil, 0, err
+	}
+	rows, err := q.query(ctx, `SELECT a.id, a.actor_kind, COALESCE(a.actor_user_id, 0), a.action, a.object_type, a.object_id, a.outcome, a.created,
+		COALESCE(u.first_name || ' ' || u.last_name, '')
+		FROM audit a LEFT JOIN users u ON u.account_id = a.account_id AND u.id = a.actor_user_id
+		WHERE `+where+` ORDER BY a.created DESC, a.id DESC LIMIT ? OFFSET ?`, append(args, limit, start)...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	var out []clinic.AccessEntry
+	for rows.Next() {
+		e := clinic.AccessEntry{AuditEntry: clinic.AuditEntry{AccountID: accountID}}
+		if err := rows.Scan(&e.ID, &e.ActorKind, &e.ActorUserID, &e.Action, &e.ObjectType, &e.ObjectID, &e.Outcome, &e.Created, &e.ActorName); err != nil {
 			return nil, 0, q.d.translate(err)
 		}
 		out = append(out, e)

@@ -34,6 +34,11 @@ type Options struct {
 	// Logger receives what the store's background work has to report
 	// (default: nothing).
 	Logger *slog.Logger
+	// AuditKey keys the hash chain of the audit trail (HMAC-SHA256), so
+	// that someone who can write the database but does not hold the
+	// server key cannot recompute the chain over an edit. Every process of
+	// a database must use the same key (default: none, plain SHA-256).
+	AuditKey []byte
 }
 
 // userCacheMax bounds the user cache: about 1 KB a user, so at most ~10 MB.

@@ -33,6 +33,8 @@ type Store struct {
 	audits auditSink
 	// bus carries change events to the event streams of every process.
 	bus live.Bus
+	// auditKey keys the audit trail's hash chain (Options.AuditKey).
+	auditKey []byte
 }
 
 // engine is what SQLite and PostgreSQL do differently beyond the text of
@@ -110,7 +112,7 @@ func Open(ctx context.Context, dsn string, opts ...Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.c, s.now = newCaches(o), o.Now
+	s.c, s.now, s.auditKey = newCaches(o), o.Now, o.AuditKey
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -138,11 +140,15 @@ func (s *Store) Engine() string { return s.d.name }
 
 // Read returns a query handle on the reader pool, for reads outside a
 // transaction. Writing through it fails on SQLite.
-func (s *Store) Read() *Q { return &Q{db: s.r, d: s.d, eng: s.eng, c: s.c, stmts: s.eng.stmts(false)} }
+func (s *Store) Read() *Q {
+	return &Q{db: s.r, d: s.d, eng: s.eng, c: s.c, stmts: s.eng.stmts(false), auditKey: s.auditKey}
+}
 
 // Write returns a query handle on the writer pool for a single autocommit
 // statement that needs no transaction around it.
-func (s *Store) Write() *Q { return &Q{db: s.w, d: s.d, eng: s.eng, c: s.c, stmts: s.eng.stmts(true)} }
+func (s *Store) Write() *Q {
+	return &Q{db: s.w, d: s.d, eng: s.eng, c: s.c, stmts: s.eng.stmts(true), auditKey: s.auditKey}
+}
 
 // Tx runs fn in a write transaction and commits if fn returns nil. On SQLite
 // the transaction takes the write lock at BEGIN (txlock=immediate), so a
@@ -182,7 +188,7 @@ func (s *Store) tx(ctx context.Context, fn func(q *Q) error) error {
 		return fmt.Errorf("begin: %w", s.d.translate(err))
 	}
 	var after []func()
-	if err := fn(&Q{db: tx, d: s.d, eng: s.eng, c: s.c, stmts: s.eng.stmts(true), tx: tx, after: &after}); err != nil {
+	if err := fn(&Q{db: tx, d: s.d, eng: s.eng, c: s.c, stmts: s.eng.stmts(true), tx: tx, after: &after, auditKey: s.auditKey}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -219,6 +225,8 @@ type Q struct {
 	// fixed, when set, is the context every statement runs on, whatever
 	// context the caller passes (a Grouped transaction's).
 	fixed context.Context
+	// auditKey keys the audit trail's hash chain.
+	auditKey []byte
 }
 
 // ctx is the context a statement runs on.

@@ -182,7 +182,7 @@ func New(t testing.TB, opts ...Options) *Env {
 		}
 		blobs = disk
 	}
-	st := OpenStore(t, o.DSN, store.Options{Now: o.Clock.Now})
+	st := OpenStore(t, o.DSN, store.Options{Now: o.Clock.Now, AuditKey: app.AuditChainKey(o.ServerKey)})
 	cfg := app.Config{
 		BaseURL: "http://teleclinic.test", PortalURL: "portal.teleclinic.test",
 		UserTokenIdle: 30 * time.Minute, UserTokenMax: 12 * time.Hour, RefreshTokenMax: 30 * 24 * time.Hour,

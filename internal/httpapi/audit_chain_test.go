@@ -1,0 +1,143 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"teleclinic/internal/testenv"
+)
+
+// TestAudit_Chain: the clinic's audit entries, written by two processes
+// at once, form one intact chain; an entry edited, removed or cut from the
+// end in the database is found by GET /audit/verify, which names the
+// first broken place.
+func TestAudit_Chain(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	second := testenv.New(t, testenv.Options{DSN: e.DSN, ServerKey: e.Key, Clock: e.Clock})
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			base := e.URL
+			if i%2 == 1 {
+				base = second.URL
+			}
+			testenv.Do(t, base, testenv.Req{Path: "/api_v3/users/" + s.pat.UserID + "/emr", Header: userHeaders(s.c, s.pat.Token)})
+			testenv.Do(t, base, testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: userHeaders(s.c, s.pat.Token), Form: q("room_code", "main")})
+		}()
+	}
+	wg.Wait()
+	second.FlushAudits()
+	verify := func() map[string]any {
+		t.Helper()
+		res := e.Do(testenv.Req{Path: "/api_v3/audit/verify", Header: adminHeaders(s.c)})
+		if res.Status != 200 {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+		return res.Data()
+	}
+	v := verify()
+	chained := count(t, e, "SELECT COUNT(*) FROM audit WHERE account_id = (SELECT id FROM accounts WHERE code = 'alpha') AND seq > 0")
+	if v["intact"] != true || v["broken"] != nil || int(v["entries"].(float64)) < 40 || int(v["entries"].(float64)) > chained {
+		t.Fatalf("%v (%d chained rows)", v, chained)
+	}
+	acct := "(SELECT id FROM accounts WHERE code = 'alpha')"
+	exec := func(q string) {
+		t.Helper()
+		if _, err := e.Store.DB().Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	row := func(seq int) (id int, action string) {
+		t.Helper()
+		if err := e.Store.DB().QueryRow(e.Store.Rebind(fmt.Sprintf("SELECT id, action FROM audit WHERE account_id = %s AND seq = %d", acct, seq))).Scan(&id, &action); err != nil {
+			t.Fatal(err)
+		}
+		return id, action
+	}
+	brokenAt := func(seq int, says string) {
+		t.Helper()
+		v := verify()
+		b, _ := v["broken"].(map[string]any)
+		if v["intact"] != false || b == nil || int(b["seq"].(float64)) != seq || !strings.Contains(b["reason"].(string), says) {
+			t.Fatalf("want broken at %d (%q): %v", seq, says, v)
+		}
+	}
+
+	// An edited entry.
+	id, action := row(10)
+	exec(fmt.Sprintf("UPDATE audit SET action = 'user.list' WHERE id = %d", id))
+	brokenAt(10, "does not match its hash")
+	exec(fmt.Sprintf("UPDATE audit SET action = '%s' WHERE id = %d", action, id))
+	if v := verify(); v["intact"] != true {
+		t.Fatalf("restored: %v", v)
+	}
+	// A removed entry.
+	id, _ = row(7)
+	exec(fmt.Sprintf("DELETE FROM audit WHERE id = %d", id))
+	brokenAt(7, "missing")
+	t.Run("CutFromTheEnd", func(t *testing.T) {
+		e := testenv.New(t)
+		c := e.NewClinic("beta", true)
+		mustSSO(t, e, c, "200", "p", "P", "Q")
+		e.FlushAudits()
+		if _, err := e.Store.DB().Exec("DELETE FROM audit WHERE seq = (SELECT MAX(seq) FROM audit)"); err != nil {
+			t.Fatal(err)
+		}
+		res := e.Do(testenv.Req{Path: "/api_v3/audit/verify", Header: adminHeaders(c)})
+		b, _ := res.Data()["broken"].(map[string]any)
+		if res.Status != 200 || b == nil || !strings.Contains(b["reason"].(string), "the last were deleted") {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+	})
+	t.Run("NotForOthers", func(t *testing.T) {
+		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/audit/verify", Header: userHeaders(s.c, s.pat.Token)}), 401, 401)
+	})
+}
+
+// TestAudit_AccessLog: a patient reads who opened their record — the
+// provider's read of their EMR, by name and action — and nothing of its
+// content; another patient and a provider may not read it; the admin may.
+func TestAudit_AccessLog(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/" + s.pat.UserID + "/emr/family_conditions", Header: userHeaders(s.c, s.pat.Token),
+		JSON: map[string]any{"data_not_reported": false, "data": []any{map[string]any{"condition": "Penicillin", "relations": []any{"mother"}}}}}); res.Status != 200 {
+		t.Fatalf("%d %s", res.Status, res.Raw)
+	}
+	e.Do(testenv.Req{Path: "/api_v3/users/" + s.pat.UserID + "/emr", Header: adminHeaders(s.c)})
+	log := func(who, user string) *testenv.Resp {
+		return e.Do(testenv.Req{Path: "/api_v3/users/" + user + "/access-log", Header: userHeaders(s.c, who)})
+	}
+	res := log(s.pat.Token, "-")
+	if res.Status != 200 {
+		t.Fatalf("%d %s", res.Status, res.Raw)
+	}
+	found := false
+	for _, en := range res.List() {
+		a := en["actor"].(map[string]any)
+		if a["user_id"] == s.pat.UserID {
+			t.Fatalf("the patient's own access is listed: %v", en)
+		}
+		if en["action"] == "emr.read" && a["name"] == "Clinic Admin" && en["outcome"] == "ok" {
+			found = true
+		}
+	}
+	if !found || strings.Contains(string(res.Raw), "Penicillin") {
+		t.Fatalf("%s", res.Raw)
+	}
+	if n := int(res.Body["total_count"].(float64)); n != len(res.List()) {
+		t.Fatalf("total %d, %d listed", n, len(res.List()))
+	}
+	wantErr(t, log(s.pat2.Token, s.pat.UserID), 403, 403)
+	wantErr(t, log(s.doc.Token, s.pat.UserID), 403, 403)
+	if res := e.Do(testenv.Req{Path: "/api_v3/users/" + s.pat.UserID + "/access-log", Header: adminHeaders(s.c)}); res.Status != 200 {
+		t.Fatalf("admin: %d %s", res.Status, res.Raw)
+	}
+}
