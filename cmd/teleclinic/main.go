@@ -149,7 +149,7 @@ func open(ctx context.Context, c *config, stderr io.Writer) (*app.App, *slog.Log
 		BaseURL: c.BaseURL, PortalURL: c.PortalURL, UserTokenIdle: c.UserTokenIdle, UserTokenMax: c.UserTokenMax,
 		RefreshTokenMax: c.RefreshMax, ServerKey: key, Blobs: blobs, Mail: mailer, APNs: apns, FCM: fcm,
 		MaxImagePixels: c.MaxPixels, EligibilityWindow: c.EligibilityWindow,
-		LoginAttempts: c.LoginAttempts, AddressAttempts: c.AddressAttempts, ThrottleWindow: c.AttemptWindow, Reference: ref, Metrics: c.Metrics,
+		ResizeMemory: c.ResizeMemory, LoginAttempts: c.LoginAttempts, AddressAttempts: c.AddressAttempts, ThrottleWindow: c.AttemptWindow, Reference: ref, Metrics: c.Metrics,
 		Webhooks: app.WebhookConfig{RetryInterval: c.WebhookRetryInterval, Timeout: c.WebhookTimeout, AllowPrivate: c.WebhookAllowPrivate},
 		ICE:      media.Config{STUN: urlList(c.STUNURLs), TURN: urlList(c.TURNURLs), Secret: c.TURNSecret, RelayOnly: c.TURNRelayOnly},
 		LiveKit:  media.LiveKit{URL: c.LiveKitURL, Key: c.LiveKitAPIKey, Secret: c.LiveKitAPISecret},

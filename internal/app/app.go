@@ -5,6 +5,8 @@
 package app
 
 import (
+	"golang.org/x/sync/semaphore"
+
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -80,6 +82,12 @@ type Config struct {
 	// negative turns a limit off).
 	LoginAttempts, AddressAttempts int
 	ThrottleWindow                 time.Duration
+	// ResizeMemory bounds the memory all image resizes hold at once, and
+	// ResizeCacheBytes the resized images kept (defaults 256 MiB, 32 MiB).
+	ResizeMemory, ResizeCacheBytes int64
+	// ResizeWait is how long a resize waits for its share of ResizeMemory
+	// before it is refused with 503 (default 2 s).
+	ResizeWait time.Duration
 }
 
 // App is the rule layer. It is safe for concurrent use.
@@ -96,6 +104,10 @@ type App struct {
 	webhookKick     chan struct{}
 	pushKick        chan struct{}
 	eligibilityKick chan struct{}
+	// resizes is the memory budget of image resizes, resized their
+	// results (resize.go).
+	resizes *semaphore.Weighted
+	resized *resizeCache
 }
 
 // New returns an App over st. now is the clock; tests pass one they control.
@@ -152,7 +164,17 @@ func New(st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*
 	if cfg.ThrottleWindow <= 0 {
 		cfg.ThrottleWindow = defaultThrottleWindow
 	}
+	if cfg.ResizeMemory <= 0 {
+		cfg.ResizeMemory = defaultResizeMemory
+	}
+	if cfg.ResizeWait <= 0 {
+		cfg.ResizeWait = defaultResizeWait
+	}
+	if cfg.ResizeCacheBytes <= 0 {
+		cfg.ResizeCacheBytes = defaultResizeCacheBytes
+	}
 	a := &App{store: st, cfg: cfg, now: now, log: log, hashSem: make(chan struct{}, max(1, runtime.NumCPU())),
+		resizes: semaphore.NewWeighted(cfg.ResizeMemory), resized: newResizeCache(cfg.ResizeCacheBytes),
 		webhooks:    webhook.NewClient(webhook.Options{AllowPrivate: cfg.Webhooks.AllowPrivate, Timeout: cfg.Webhooks.Timeout}),
 		webhookKick: make(chan struct{}, 1), pushKick: make(chan struct{}, 1), eligibilityKick: make(chan struct{}, 1), audits: newAuditWriter(st)}
 	a.sealKey = sha256.Sum256(append([]byte("teleclinic-seal:"), cfg.ServerKey...))

@@ -461,13 +461,17 @@ func (a *App) ViewFile(ctx context.Context, requestID, idStr, authCode, expires,
 	if f.BlobKey == "" {
 		return nil, a.auditOutcome(ctx, p, "file.view", "file", i64s(id), errFileNotFound)
 	}
-	body, n, err := a.cfg.Blobs.Open(ctx, f.BlobKey)
-	if err != nil {
-		return nil, fmt.Errorf("file: %w", err)
-	}
-	fc := &FileContent{Body: body, Size: n, ContentType: f.ContentType, Name: f.Name, Inline: imaging.IsImage(f.ContentType)}
-	if size != "" && fc.Inline {
-		err = a.resize(fc, size)
+	fc := &FileContent{ContentType: f.ContentType, Name: f.Name, Inline: imaging.IsImage(f.ContentType)}
+	cacheKey := f.BlobKey + "\x00" + size
+	if cached, ok := a.resized.get(cacheKey); size != "" && fc.Inline && ok {
+		fc.Body, fc.Size, fc.ContentType, fc.Name = io.NopCloser(bytes.NewReader(cached)), int64(len(cached)), "image/png", pngName(f.Name)
+	} else {
+		if fc.Body, fc.Size, err = a.cfg.Blobs.Open(ctx, f.BlobKey); err != nil {
+			return nil, fmt.Errorf("file: %w", err)
+		}
+		if size != "" && fc.Inline {
+			err = a.resize(ctx, fc, size, cacheKey)
+		}
 	}
 	if err = a.auditOutcome(ctx, p, "file.view", "file", i64s(id), err); err != nil {
 		fc.Body.Close()
@@ -476,9 +480,11 @@ func (a *App) ViewFile(ctx context.Context, requestID, idStr, authCode, expires,
 	return fc, nil
 }
 
-// resize replaces fc's body with the resized PNG. The result is bounded by
-// maxResize², so it is made in memory and sent with its length.
-func (a *App) resize(fc *FileContent, size string) error {
+// resize replaces fc's body with the resized PNG and keeps it under
+// cacheKey. The result is bounded by maxResize², so it is made in memory
+// and sent with its length; the decode waits for its share of the resize
+// budget (resize.go).
+func (a *App) resize(ctx context.Context, fc *FileContent, size, cacheKey string) error {
 	m := sizeParam.FindStringSubmatch(size)
 	if m == nil {
 		return clinic.Errorf(clinic.EInvalid, "size must be WIDTHxHEIGHT, for example 200x200.")
@@ -490,13 +496,20 @@ func (a *App) resize(fc *FileContent, size string) error {
 	}
 	defer fc.Body.Close()
 	var out bytes.Buffer
-	switch err := imaging.Resize(&out, fc.Body, w, h, a.cfg.MaxImagePixels); {
+	var ce *clinic.Error
+	switch err := imaging.Resize(&out, fc.Body, w, h, a.cfg.MaxImagePixels, a.admitResize(ctx)); {
+	case errors.As(err, &ce):
+		return err
 	case errors.Is(err, imaging.ErrTooLarge):
 		return clinic.Errorf(clinic.ETooLarge, "The image is larger than %d pixels and cannot be resized; fetch it without size.", a.cfg.MaxImagePixels)
 	case err != nil:
 		return clinic.Errorf(clinic.EInvalid, "The image could not be read for resizing.")
 	}
+	a.resized.put(cacheKey, out.Bytes())
 	fc.Body, fc.Size, fc.ContentType = io.NopCloser(&out), int64(out.Len()), "image/png"
-	fc.Name = strings.TrimSuffix(fc.Name, path.Ext(fc.Name)) + ".png"
+	fc.Name = pngName(fc.Name)
 	return nil
 }
+
+// pngName is a file's name with the .png of its resized copy.
+func pngName(name string) string { return strings.TrimSuffix(name, path.Ext(name)) + ".png" }

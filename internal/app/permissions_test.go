@@ -232,7 +232,7 @@ func permRows(f *permFixture) map[string]permRow {
 			c, _, err := a.BeginIdempotent(ctx, p, "perm-key-"+p.Account.Code+"-"+strconv.FormatInt(p.UserID(), 10), "fp")
 			return c, err
 		}},
-		"Account": {users, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.Account(ctx, p, "acme")) }},
+		"Account":     {users, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.Account(ctx, p, "acme")) }},
 		"VerifyAudit": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.VerifyAudit(ctx, p)) }},
 		// The patient's own accounting of disclosures: p1's is p1's and the
 		// admin's only.

@@ -26,8 +26,11 @@ var ErrNotImage = errors.New("imaging: not an image")
 
 // Resize reads an image from r and writes it to w as a PNG that fits within
 // maxW × maxH, keeping its aspect ratio and never enlarging it. An image of
-// more than maxPixels pixels is refused from its header.
-func Resize(w io.Writer, r io.Reader, maxW, maxH int, maxPixels int64) error {
+// more than maxPixels pixels is refused from its header. admit, when set,
+// is asked with the memory the decode and the scaled copy will take
+// (MemoryFor) before any pixel is decoded; its error ends the resize, and
+// the release it returns is called once the pixels are no longer held.
+func Resize(w io.Writer, r io.Reader, maxW, maxH int, maxPixels int64, admit func(bytes int64) (release func(), err error)) error {
 	// The header is read through a recorder so the same bytes can be fed to
 	// the decoder afterwards without reading the file twice.
 	var head bytes.Buffer
@@ -38,6 +41,13 @@ func Resize(w io.Writer, r io.Reader, maxW, maxH int, maxPixels int64) error {
 	}
 	if cfg.Width <= 0 || cfg.Height <= 0 || int64(cfg.Width)*int64(cfg.Height) > maxPixels {
 		return fmt.Errorf("%w: %d×%d", ErrTooLarge, cfg.Width, cfg.Height)
+	}
+	if admit != nil {
+		release, err := admit(MemoryFor(cfg.Width, cfg.Height, maxW, maxH))
+		if err != nil {
+			return err
+		}
+		defer release()
 	}
 	src, _, err := image.Decode(io.MultiReader(&head, br))
 	if err != nil {
@@ -74,4 +84,12 @@ func IsImage(contentType string) bool {
 		return true
 	}
 	return false
+}
+
+// MemoryFor is what resizing a w × h image into maxW × maxH holds at its
+// peak: the decoded image (at most 4 bytes a pixel: RGBA; JPEG's YCbCr
+// takes less) and the scaled copy (4 bytes a pixel).
+func MemoryFor(w, h, maxW, maxH int) int64 {
+	tw, th := Fit(w, h, maxW, maxH)
+	return 4*int64(w)*int64(h) + 4*int64(tw)*int64(th)
 }

@@ -44,7 +44,7 @@ func TestResize_RefusesHugeImageFromItsHeader(t *testing.T) {
 	hdr := HugePNGHeader(30000, 30000)
 	// Pad with junk: a decoder that went on would read it.
 	cr := &countingReader{r: io.MultiReader(bytes.NewReader(hdr), bytes.NewReader(make([]byte, 1<<20)))}
-	err := Resize(io.Discard, cr, 100, 100, 40_000_000)
+	err := Resize(io.Discard, cr, 100, 100, 40_000_000, nil)
 	if !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("%v, want ErrTooLarge", err)
 	}
@@ -69,7 +69,7 @@ func testPNG(t testing.TB, w, h int) []byte {
 
 func TestImaging_Resize(t *testing.T) {
 	var out bytes.Buffer
-	if err := Resize(&out, bytes.NewReader(testPNG(t, 400, 200)), 100, 100, 40_000_000); err != nil {
+	if err := Resize(&out, bytes.NewReader(testPNG(t, 400, 200)), 100, 100, 40_000_000, nil); err != nil {
 		t.Fatal(err)
 	}
 	img, format, err := image.Decode(&out)
@@ -78,13 +78,13 @@ func TestImaging_Resize(t *testing.T) {
 	}
 	// Never enlarged.
 	out.Reset()
-	if err := Resize(&out, bytes.NewReader(testPNG(t, 40, 20)), 100, 100, 40_000_000); err != nil {
+	if err := Resize(&out, bytes.NewReader(testPNG(t, 40, 20)), 100, 100, 40_000_000, nil); err != nil {
 		t.Fatal(err)
 	}
 	if cfg, _ := png.DecodeConfig(&out); cfg.Width != 40 || cfg.Height != 20 {
 		t.Fatalf("%+v", cfg)
 	}
-	if err := Resize(io.Discard, bytes.NewReader([]byte("%PDF-1.4 not an image")), 10, 10, 1000); !errors.Is(err, ErrNotImage) {
+	if err := Resize(io.Discard, bytes.NewReader([]byte("%PDF-1.4 not an image")), 10, 10, 1000, nil); !errors.Is(err, ErrNotImage) {
 		t.Fatal(err)
 	}
 }
@@ -104,7 +104,7 @@ func BenchmarkResize(b *testing.B) {
 	src := testPNG(b, 1200, 900)
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := Resize(io.Discard, bytes.NewReader(src), 200, 200, 40_000_000); err != nil {
+		if err := Resize(io.Discard, bytes.NewReader(src), 200, 200, 40_000_000, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
