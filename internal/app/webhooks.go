@@ -64,6 +64,11 @@ func (a *App) DeliverWebhooks(ctx context.Context) int {
 		go func() {
 			defer wg.Done()
 			status, err := a.deliverWebhook(ctx, it)
+			// The clinic reads what failed; the operator's log also says
+			// how, addresses included.
+			if de := (*webhook.DeliveryError)(nil); errors.As(err, &de) {
+				a.log.Info("webhook: delivery failed", "id", it.ID, "reason", de.Reason, "err", de.Err)
+			}
 			a.settle(ctx, "webhook", it, status, err, WebhookMaxAttempts, a.retryDelay())
 		}()
 	}

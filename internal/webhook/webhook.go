@@ -10,6 +10,8 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -20,6 +22,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -110,7 +113,7 @@ func (c *Client) Send(ctx context.Context, d Delivery) (int, error) {
 	}
 	res, err := c.hc.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, &DeliveryError{Reason: describe(err), Err: err}
 	}
 	defer res.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 64<<10)) // lets the connection be reused
@@ -171,4 +174,53 @@ func CheckURL(s string, allowPrivate bool) error {
 		return fmt.Errorf("webhook_url points at %s, a private or reserved address", ip)
 	}
 	return nil
+}
+
+// DeliveryError is a delivery that reached no answer. Its text, which the
+// clinic admin reads in the delivery log, says what failed (DNS, refused,
+// a private address, timeout, TLS) and never the resolver's or the
+// network's internal addresses; Err keeps the whole story for the
+// server's own log.
+type DeliveryError struct {
+	Reason string
+	Err    error
+}
+
+func (e *DeliveryError) Error() string { return e.Reason }
+func (e *DeliveryError) Unwrap() error { return e.Err }
+
+// describe says what kind of failure err is, in words fit for the clinic.
+func describe(err error) string {
+	var dns *net.DNSError
+	var cert *tls.CertificateVerificationError
+	var hostname x509.HostnameError
+	var unknown x509.UnknownAuthorityError
+	var invalid x509.CertificateInvalidError
+	var record tls.RecordHeaderError
+	var nerr net.Error
+	switch {
+	case errors.Is(err, ErrRefusedAddress):
+		return "refused: the receiver's host resolves to a private or reserved address"
+	case errors.As(err, &dns) && dns.IsNotFound:
+		return "DNS: the receiver's host name does not exist"
+	case errors.As(err, &dns) && dns.IsTimeout:
+		return "DNS: the lookup of the receiver's host name timed out"
+	case errors.As(err, &dns):
+		return "DNS: the receiver's host name could not be looked up"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &nerr) && nerr.Timeout():
+		return "timeout: the receiver did not answer in time"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused by the receiver"
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "the receiver closed the connection before answering"
+	case errors.As(err, &cert), errors.As(err, &hostname), errors.As(err, &unknown), errors.As(err, &invalid):
+		return "TLS: the receiver's certificate is not valid for its host"
+	case errors.As(err, &record):
+		return "TLS: the receiver does not speak HTTPS on that port"
+	case strings.Contains(err.Error(), "redirects"):
+		return "stopped after 3 redirects"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "the receiver's network is unreachable"
+	}
+	return "the connection to the receiver failed"
 }

@@ -180,3 +180,25 @@ func TestWebhook_CheckURL(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDescribe: a failed delivery's text names the kind of failure and no
+// address of the server's network or resolver.
+func TestDescribe(t *testing.T) {
+	c := NewClient(Options{Timeout: 2 * time.Second})
+	cases := []struct{ url, says string }{
+		{"http://no-such-host.invalid/hook", "DNS"},
+		{"http://127.0.0.1:1/hook", "refused"}, // a private address, refused before any connection
+	}
+	for _, tc := range cases {
+		_, err := c.Send(context.Background(), Delivery{URL: tc.url, ID: "msg_1", Timestamp: 1, Body: []byte("{}")})
+		if err == nil || !strings.Contains(err.Error(), tc.says) || strings.Contains(err.Error(), "127.0.0") || strings.Contains(err.Error(), ":53") {
+			t.Fatalf("%s: %v", tc.url, err)
+		}
+	}
+	// With private addresses allowed (development), a closed port is a
+	// refused connection, said without its address.
+	_, err := NewClient(Options{AllowPrivate: true, Timeout: 2 * time.Second}).Send(context.Background(), Delivery{URL: "http://127.0.0.1:1/hook", ID: "msg_1", Timestamp: 1, Body: []byte("{}")})
+	if err == nil || err.Error() != "connection refused by the receiver" {
+		t.Fatalf("%v", err)
+	}
+}
