@@ -117,7 +117,7 @@ func (a *App) InsuranceCards(ctx context.Context, p *clinic.Principal, userID in
 }
 
 func (a *App) insuranceCards(ctx context.Context, p *clinic.Principal, userID int64) ([]*Card, error) {
-	u, err := a.recordOwner(ctx, p, userID, ownRecords, false)
+	u, err := a.recordOwner(ctx, p, userID, patientRecords, false)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +145,7 @@ func (a *App) insuranceCard(ctx context.Context, p *clinic.Principal, userID int
 	if !isCardType(cardType) {
 		return nil, clinic.Errorf(clinic.ENotFound, "card_type must be primary or secondary.")
 	}
-	u, err := a.recordOwner(ctx, p, userID, ownRecords, false)
+	u, err := a.recordOwner(ctx, p, userID, patientRecords, false)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +173,7 @@ func (a *App) saveInsuranceCard(ctx context.Context, p *clinic.Principal, userID
 	if !isCardType(cardType) {
 		return nil, clinic.Errorf(clinic.ENotFound, "card_type must be primary or secondary.")
 	}
-	u, err := a.recordOwner(ctx, p, userID, ownRecords, true)
+	u, err := a.recordOwner(ctx, p, userID, patientRecords, true)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +214,7 @@ func (a *App) ImportInsuranceCards(ctx context.Context, p *clinic.Principal, use
 }
 
 func (a *App) importInsuranceCards(ctx context.Context, p *clinic.Principal, userID int64, cards []map[string]any) ([]*Card, error) {
-	u, err := a.recordOwner(ctx, p, userID, ownRecords, true)
+	u, err := a.recordOwner(ctx, p, userID, patientRecords, true)
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +266,7 @@ func (a *App) deleteInsuranceCard(ctx context.Context, p *clinic.Principal, user
 	if !isCardType(cardType) {
 		return clinic.Errorf(clinic.ENotFound, "card_type must be primary or secondary.")
 	}
-	u, err := a.recordOwner(ctx, p, userID, ownRecords, true)
+	u, err := a.recordOwner(ctx, p, userID, patientRecords, true)
 	if err != nil {
 		return err
 	}
@@ -294,7 +294,7 @@ func (a *App) CheckEligibility(ctx context.Context, p *clinic.Principal, userID 
 }
 
 func (a *App) checkEligibility(ctx context.Context, p *clinic.Principal, userID int64) (*EligibilityJob, error) {
-	u, err := a.recordOwner(ctx, p, userID, ownRecords, true)
+	u, err := a.recordOwner(ctx, p, userID, patientRecords, true)
 	if err != nil {
 		return nil, err
 	}
@@ -353,7 +353,7 @@ func (a *App) Eligibility(ctx context.Context, p *clinic.Principal, userID int64
 }
 
 func (a *App) eligibilityJob(ctx context.Context, p *clinic.Principal, userID int64) (*EligibilityJob, error) {
-	u, err := a.recordOwner(ctx, p, userID, ownRecords, false)
+	u, err := a.recordOwner(ctx, p, userID, patientRecords, false)
 	if err != nil {
 		return nil, err
 	}

@@ -9,21 +9,25 @@ import (
 	"teleclinic/internal/store"
 )
 
-// Who may touch a patient's records (files, EMR, devices, insurance,
-// prescriptions): the patient, the clinic admin, and providers who have a
-// visit with the patient. Another patient is told the user does not exist;
-// a provider without a visit is refused.
+// Who may touch a patient's records (files, EMR, devices, prescriptions):
+// the patient, the clinic admin, and providers who have a visit with the
+// patient. Insurance is the patient's and the admin's only, as the
+// specification has it ("a patient token or a Clinic Admin token").
+// Another patient is told the user does not exist; a provider without a
+// visit, or with one where the rule lets no provider in, is refused.
 type recordRule struct {
-	// providerWrite lets providers with a visit change the records, not
-	// only read them.
-	providerWrite bool
+	// providerRead lets providers with a visit read the records;
+	// providerWrite lets them change them too.
+	providerRead, providerWrite bool
 }
 
 var (
-	readRecords  = recordRule{}
-	writeRecords = recordRule{providerWrite: true}
+	readRecords  = recordRule{providerRead: true}
+	writeRecords = recordRule{providerRead: true, providerWrite: true}
 	// ownRecords: the patient and the admin change them; providers read.
-	ownRecords = recordRule{providerWrite: false}
+	ownRecords = recordRule{providerRead: true}
+	// patientRecords: the patient and the admin only (insurance).
+	patientRecords = recordRule{}
 )
 
 // recordOwner finds the user whose records a path names and checks the caller may act on that user's records; write asks for change.
@@ -38,6 +42,8 @@ func (a *App) recordOwner(ctx context.Context, p *clinic.Principal, id int64, ru
 	switch {
 	case p.IsAdmin(), u.ID == p.UserID():
 		return u, nil
+	case p.User != nil && p.User.Type == clinic.UserProvider && !rule.providerRead:
+		return nil, clinic.Errorf(clinic.EForbidden, "Only the patient or the clinic admin may see or change a patient's insurance.")
 	case p.User != nil && p.User.Type == clinic.UserProvider:
 		ok, err := a.store.Read().HasVisitWith(ctx, p.Account.ID, p.User.ID, u.ID)
 		if err != nil {

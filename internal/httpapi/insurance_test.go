@@ -60,11 +60,14 @@ func TestInsurance_Cards(t *testing.T) {
 		t.Fatalf("%v", got)
 	}
 
-	// Access.
+	// Access: the patient and the clinic admin only (spec: Insurance), so
+	// not even a provider with a visit.
 	wantErr(t, e.Do(testenv.Req{Path: path, Header: userHeaders(s.c, s.pat2.Token)}), 404, 404)
 	wantErr(t, e.Do(testenv.Req{Path: path, Header: userHeaders(s.c, s.doc.Token)}), 403, 403)
 	s.withVisit(t)
-	if res := e.Do(testenv.Req{Path: path, Header: userHeaders(s.c, s.doc.Token)}); res.Status != 200 {
+	wantErr(t, e.Do(testenv.Req{Path: path, Header: userHeaders(s.c, s.doc.Token)}), 403, 403)
+	wantErr(t, e.Do(testenv.Req{Path: path + "/primary", Header: userHeaders(s.c, s.doc.Token)}), 403, 403)
+	if res := e.Do(testenv.Req{Path: path, Header: adminHeaders(s.c)}); res.Status != 200 {
 		t.Fatal(res.Status)
 	}
 	wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path + "/primary", Header: userHeaders(s.c, s.doc.Token), Form: q("group_number", "x")}), 403, 403)

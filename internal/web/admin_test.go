@@ -200,10 +200,16 @@ func TestPortal_Chart(t *testing.T) {
 	b := newBrowser(t, f.e)
 	f.redirectLogin(t, b, f.providerToken, "/providers/dashboard", nil)
 	pg := b.get("/providers/patient/" + itoa(p1.User.ID))
-	for _, want := range []string{"Ada Lovelace", "Penicillin", "W123456789", "AETNA", "/visits/start/" + itoa(f.visitID)} {
+	for _, want := range []string{"Ada Lovelace", "Penicillin", "/visits/start/" + itoa(f.visitID),
+		"Only the patient or the clinic admin may see or change a patient&#39;s insurance."} {
 		if !strings.Contains(pg.Body, want) {
 			t.Fatalf("chart %d lacks %q: %s", pg.Status, want, pg.Body)
 		}
+	}
+	// Insurance is the patient's and the admin's (spec: Insurance): the
+	// chart says so instead of showing the card.
+	if strings.Contains(pg.Body, "W123456789") {
+		t.Fatal("the chart shows the patient's insurance card to a provider")
 	}
 	// The dashboard links the chart.
 	if pg := b.get("/providers/dashboard"); !strings.Contains(pg.Body, "/providers/patient/"+itoa(p1.User.ID)) {
