@@ -125,21 +125,22 @@ func (a *App) authAPIKey(ctx context.Context, c Credentials, p *clinic.Principal
 	}
 	// A clinic's key checks are counted under its code, known or not, so
 	// that guessing reveals nothing about which codes exist.
-	succeeded, err := a.countAttempt(ctx, a.attemptKeys(p, "sso:"+strings.ToLower(c.AccountCode), ""))
-	if err != nil {
+	keys := a.attemptKeys(p, "sso:"+strings.ToLower(c.AccountCode), "")
+	if err := a.checkFailures(ctx, keys); err != nil {
 		return nil, err
 	}
 	id, secretHash, err := a.store.Read().AccountAPISecretHash(ctx, c.AccountCode, HashSecret(c.APIKey))
 	if errors.Is(err, store.ErrNotFound) {
+		a.failedAttempt(ctx, keys)
 		return nil, unauthenticated("Invalid API key or secret.")
 	}
 	if err != nil {
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}
 	if !equalHash(secretHash, HashSecret(c.APISecret)) {
+		a.failedAttempt(ctx, keys)
 		return nil, unauthenticated("Invalid API key or secret.")
 	}
-	succeeded()
 	acct, err := a.accountByID(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("authenticate: %w", err)

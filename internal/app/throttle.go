@@ -47,6 +47,43 @@ func (a *App) attemptKeys(p *clinic.Principal, kind, name string) []throttleKey 
 	return keys
 }
 
+// checkFailures refuses an attempt (429) when a key has reached its limit
+// of failures; failedAttempt counts one. API key checks use the pair: an
+// integrator's server signs many patients in at once from one address,
+// and counting its attempts in flight (as countAttempt does) would
+// throttle it; guesses made at once may then pass the limit by as many as
+// run together.
+func (a *App) checkFailures(ctx context.Context, keys []throttleKey) error {
+	now := a.now()
+	since := now.Add(-a.cfg.ThrottleWindow).Unix()
+	var wait int64
+	for _, k := range keys {
+		n, start, err := a.store.Read().ThrottleCount(ctx, k.accountID, k.bucket, since)
+		if err != nil {
+			return fmt.Errorf("throttle: %w", err)
+		}
+		if n >= k.limit {
+			wait = max(wait, start+int64(a.cfg.ThrottleWindow/time.Second)-now.Unix())
+		}
+	}
+	if wait > 0 {
+		e := clinic.Errorf(clinic.ETooMany, "Too many failed attempts; try again in %d seconds.", wait)
+		e.RetryAfter = wait
+		return e
+	}
+	return nil
+}
+
+func (a *App) failedAttempt(ctx context.Context, keys []throttleKey) {
+	now := a.now()
+	since := now.Add(-a.cfg.ThrottleWindow).Unix()
+	for _, k := range keys {
+		if _, _, err := a.store.Write().CountThrottleAttempt(context.WithoutCancel(ctx), k.accountID, k.bucket, now.Unix(), since); err != nil {
+			a.log.Error("throttle: count", "err", err)
+		}
+	}
+}
+
 // countAttempt counts an attempt against each key and refuses it (429)
 // when one is past its limit. It returns what to call if the attempt
 // succeeds.

@@ -79,12 +79,19 @@ func (a *App) getUser(ctx context.Context, p *clinic.Principal, id int64, photoS
 	return prof, err
 }
 
+// canReadUser: the admin and the user read anyone's profile; a provider
+// reads another provider's (colleagues) and their patients'; a patient or
+// guest reads only the providers who serve them — of their visits, or of a
+// room they filed an intake in or are linked to — since a profile holds an
+// email and a phone. Everyone else is told the user does not exist.
 func (a *App) canReadUser(ctx context.Context, p *clinic.Principal, u *clinic.User) (bool, error) {
 	switch {
 	case p.IsAdmin(), p.UserID() == u.ID:
 		return true, nil
-	case u.Type == clinic.UserProvider:
+	case u.Type == clinic.UserProvider && p.User != nil && p.User.Type == clinic.UserProvider:
 		return true, nil
+	case u.Type == clinic.UserProvider && p.User != nil:
+		return a.store.Read().ServesPatient(ctx, p.Account.ID, u.ID, p.User.ID)
 	case p.User != nil && p.User.Type == clinic.UserProvider && (u.Type == clinic.UserMember || u.Type == clinic.UserGuest):
 		return a.store.Read().HasVisitWith(ctx, p.Account.ID, p.User.ID, u.ID)
 	}

@@ -87,7 +87,8 @@ func TestThrottle_Login(t *testing.T) {
 
 // TestThrottle_AddressAndSSO: a client address is held to its own limit
 // across user names and clinics, and wrong API secrets to the clinic's;
-// the links of activation and reset count too.
+// the links of activation and reset count too. API key checks count only
+// failures, so a burst of good ones from one server is never held back.
 func TestThrottle_AddressAndSSO(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t, testenv.Options{Config: func(c *app.Config) { c.AddressAttempts = 25 }})
@@ -107,18 +108,21 @@ func TestThrottle_AddressAndSSO(t *testing.T) {
 	if r := sso(c, c.APISecret); r.Status != 429 || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("the right secret past the limit: %d %s", r.Status, r.Raw)
 	}
-	if r := sso(other, other.APISecret); r.Status != 200 {
-		t.Fatalf("another clinic's SSO: %d %s", r.Status, r.Raw)
+	for range 30 {
+		if r := sso(other, other.APISecret); r.Status != 200 {
+			t.Fatalf("another clinic's SSO: %d %s", r.Status, r.Raw)
+		}
 	}
-	// The address has 11 attempts against it; wrong links and logins of
-	// other names take it to 25, then it is refused even for a new name.
+	// The address has 10 failures against it (a refused check is not
+	// counted); wrong links and logins of other names take it to 25, then
+	// it is refused even for a new name.
 	for i := range 7 {
 		r := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/activate", Header: acctHeaders(c), Form: q("token", "guess", "password", "a long password")})
 		if r.Status != 400 {
 			t.Fatalf("link %d: %d %s", i+1, r.Status, r.Raw)
 		}
 	}
-	for i := range 7 {
+	for i := range 8 {
 		r := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/login", Header: acctHeaders(other), Form: q("username", fmt.Sprint("name", i), "password", "wrong horse")})
 		if r.Status != 401 {
 			t.Fatalf("login %d: %d %s", i+1, r.Status, r.Raw)

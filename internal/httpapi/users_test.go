@@ -256,10 +256,20 @@ func TestUsers_Get(t *testing.T) {
 			}
 		}
 	})
-	// Patient reads the clinic's providers.
-	t.Run("OKPatientReadsProviders", func(t *testing.T) {
-		if res := get(pat.Token, prov.UserID); res.Status != 200 {
+	// A patient reads the providers who serve them (of a visit, or of a
+	// room they filed an intake in or share), not the others: a profile
+	// holds an email and a phone.
+	t.Run("PatientReadsTheirProviders", func(t *testing.T) {
+		prov3 := mustSSO(t, e, c, "400", "d3", "Doc", "Three")
+		pat3 := mustSSO(t, e, c, "200", "p3", "Pat", "Three")
+		wantErr(t, get(pat3.Token, prov3.UserID), 404, 404)
+		mustVisit(t, e, pat3.UserID, prov3.UserID)
+		if res := get(pat3.Token, prov3.UserID); res.Status != 200 {
 			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+		wantErr(t, get(pat3.Token, prov2.UserID), 404, 404)
+		if res := get(prov2.Token, prov3.UserID); res.Status != 200 {
+			t.Fatalf("a provider reads a colleague: %d %s", res.Status, res.Raw)
 		}
 	})
 	t.Run("ErrPatientReadsAnotherPatient", func(t *testing.T) {

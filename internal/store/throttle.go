@@ -24,6 +24,19 @@ func (q *Q) CountThrottleAttempt(ctx context.Context, accountID int64, bucket st
 	return n, start, err
 }
 
+// ThrottleCount is bucket's count in the window that began at or after
+// since, and that window's start (0, 0 when there is none).
+func (q *Q) ThrottleCount(ctx context.Context, accountID int64, bucket string, since int64) (int, int64, error) {
+	var n int
+	var start int64
+	err := q.queryRow(ctx, "SELECT failures, window_start FROM throttle WHERE account_id = ? AND bucket = ? AND window_start >= ?",
+		[]any{accountID, bucket, since}, &n, &start)
+	if err == ErrNotFound {
+		return 0, 0, nil
+	}
+	return n, start, err
+}
+
 // RefundThrottleAttempt takes back an attempt that succeeded.
 func (q *Q) RefundThrottleAttempt(ctx context.Context, accountID int64, bucket string) error {
 	_, err := q.exec(ctx, "UPDATE throttle SET failures = failures - 1 WHERE account_id = ? AND bucket = ? AND failures > 0", accountID, bucket)

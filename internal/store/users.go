@@ -267,6 +267,22 @@ func (q *Q) HasVisitWith(ctx context.Context, accountID, providerID, memberID in
 	return n > 0, err
 }
 
+// ServesPatient reports whether a provider is one of a patient's own: the
+// provider of one of their visits, or linked to a room where the patient
+// filed an intake or to which the patient is linked too.
+func (q *Q) ServesPatient(ctx context.Context, accountID, providerID, memberID int64) (bool, error) {
+	var n int
+	err := q.queryRow(ctx, `SELECT CASE WHEN
+		EXISTS (SELECT 1 FROM visits WHERE account_id = ? AND provider_id = ? AND member_id = ?)
+		OR EXISTS (SELECT 1 FROM user_rooms pr JOIN intakes i ON i.account_id = pr.account_id AND i.room_id = pr.room_id
+			WHERE pr.account_id = ? AND pr.user_id = ? AND i.member_id = ?)
+		OR EXISTS (SELECT 1 FROM user_rooms pr JOIN user_rooms mr ON mr.account_id = pr.account_id AND mr.room_id = pr.room_id
+			WHERE pr.account_id = ? AND pr.user_id = ? AND mr.user_id = ?)
+		THEN 1 ELSE 0 END`,
+		[]any{accountID, providerID, memberID, accountID, providerID, memberID, accountID, providerID, memberID}, &n)
+	return n > 0, err
+}
+
 func escapeLike(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
