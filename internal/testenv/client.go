@@ -35,6 +35,9 @@ type Req struct {
 	// NoValidate skips the OpenAPI check: for responses to routes that do not
 	// exist (404, 405) and for deliberately broken requests.
 	NoValidate bool
+	// StartOnly returns as soon as an event stream has answered its
+	// headers, instead of reading it to its end.
+	StartOnly bool
 }
 
 // Resp is a response with its body decoded.
@@ -147,6 +150,10 @@ func Do(t testing.TB, base string, r Req) *Resp {
 		t.Fatalf("%s %s: %v", method, r.Path, err)
 	}
 	defer res.Body.Close()
+	if r.StartOnly && strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		// A stream that opened: its status is the answer.
+		return &Resp{Status: res.StatusCode, Header: res.Header}
+	}
 	raw, err := io.ReadAll(res.Body)
 	if err != nil {
 		t.Fatalf("%s %s: read body: %v", method, r.Path, err)

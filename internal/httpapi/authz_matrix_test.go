@@ -1,0 +1,389 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"testing"
+
+	"teleclinic/internal/testenv"
+)
+
+// The authorization matrix: every route of routes.go declares, for every
+// kind of caller, whether it is let through (A), refused for its
+// credentials (R: 401, or 400 where the spec says so for a missing token)
+// or denied the object (D: 403 or 404). One test sends every cell over
+// HTTP, on the engine the suite runs on, and fails on a route without a
+// declaration. "Let through" is judged by status class only (a request
+// without the right body may still be a 400), and a 5xx fails any cell.
+
+type outcome byte
+
+const (
+	allow  outcome = 'A'
+	refuse outcome = 'R'
+	deny   outcome = 'D'
+	// missing: let through to look up an object that the fixture does not
+	// have: exactly 404. It shows the credential and role checks let the
+	// caller in.
+	missing outcome = 'N'
+	// gone: let through, the object there or already deleted by an
+	// earlier cell: 2xx or 404.
+	gone outcome = 'G'
+)
+
+// The callers, in the order the cells run (the refused first, so that a
+// route that deletes its object is exercised by the others before).
+var callerKinds = []string{
+	"none", "code only", "key and secret", "expired token", "other admin, this code",
+	"other patient", "other provider", "guest", "other admin, own code",
+	"provider of the visit", "owning patient", "clinic admin",
+}
+
+// profile gives each caller's outcome on a route; a route declares one.
+type profile map[string]outcome
+
+func prof(def outcome, except map[string]outcome) profile {
+	p := profile{}
+	for _, k := range callerKinds {
+		p[k] = def
+	}
+	for k, v := range except {
+		p[k] = v
+	}
+	return p
+}
+
+var (
+	// Everyone: public routes and links that carry their own credential.
+	pPublic = prof(allow, nil)
+	// The account code: every credential of a clinic works, none is needed
+	// beyond the code.
+	pAccount = prof(allow, map[string]outcome{"none": refuse})
+	// The account code, and a user token if one is sent, which must be valid.
+	pAccountOptUser = prof(allow, map[string]outcome{"none": refuse, "expired token": refuse, "other admin, this code": refuse})
+	// The clinic's API key and secret.
+	pAPIKey = prof(refuse, map[string]outcome{"key and secret": allow})
+	// Any signed-in user of the clinic, acting on their own things.
+	pUser = prof(allow, map[string]outcome{"none": refuse, "code only": refuse, "key and secret": refuse, "expired token": refuse, "other admin, this code": refuse})
+	// The admin token only (the other clinic's admin on its own clinic).
+	pAdmin = prof(refuse, map[string]outcome{"clinic admin": allow, "other admin, own code": allow})
+	// A patient's records: the patient, the admin, the provider of their
+	// visit; anyone else is denied.
+	pRecords = with(pUser, map[string]outcome{"other patient": deny, "other provider": deny, "guest": deny, "other admin, own code": deny})
+	// Records only the patient and the admin change (or, for insurance,
+	// read).
+	pPatientOnly = with(pRecords, map[string]outcome{"provider of the visit": deny})
+	// The visit's own: its patient, its provider, the admin.
+	pVisit = pRecords
+	// Things of the patient's own (files they made, their cards, their
+	// endpoints): the patient and the admin.
+	pOwn = pPatientOnly
+	// Visit messages: the thread's participants; a missing token is a 400.
+	pThread = with(pRecords, map[string]outcome{"other admin, own code": deny, "clinic admin": deny})
+	// Provider operations (codes of a visit) that a patient may not use.
+	pProviderOfVisit = with(pVisit, map[string]outcome{"owning patient": deny})
+	// Prescribing: the provider of the visit only.
+	pPrescriber = with(pProviderOfVisit, map[string]outcome{"clinic admin": deny})
+	// Only the owner: a patient's saved cards are theirs alone.
+	pOwnerOnly = with(pOwn, map[string]outcome{"clinic admin": deny})
+	// A room of this clinic: the other clinic has none of that code.
+	pRoom    = with(pAccount, map[string]outcome{"other admin, own code": deny})
+	pQueue   = with(pAccountOptUser, map[string]outcome{"other admin, own code": deny})
+	pAdminOn = with(pAdmin, map[string]outcome{"other admin, own code": deny})
+	// An admin's object the fixture lacks: let through, nothing found.
+	pAdminMissing = with(pAdminOn, map[string]outcome{"clinic admin": missing})
+	// Staff: providers and the admin; patients and guests are refused.
+	pStaff = with(pUser, map[string]outcome{"other patient": deny, "guest": deny, "owning patient": deny})
+	// Not for providers (invoices are the patient's and the admin's).
+	pNoProviders = with(pUser, map[string]outcome{"other provider": deny, "provider of the visit": deny})
+	// A signed link: its signature is the credential; without one,
+	// everyone is denied whatever headers they send.
+	pLink = prof(deny, nil)
+	// Every signed-in caller is let through to an object no one has.
+	pUserMissing = with(pUser, map[string]outcome{"other patient": missing, "other provider": missing, "guest": missing,
+		"other admin, own code": missing, "provider of the visit": missing, "owning patient": missing, "clinic admin": missing})
+)
+
+func with(base profile, except map[string]outcome) profile {
+	p := profile{}
+	for k, v := range base {
+		p[k] = v
+	}
+	for k, v := range except {
+		p[k] = v
+	}
+	return p
+}
+
+// matrix declares every route: method and pattern as routes.go registers
+// them → profile.
+func matrix() map[string]profile {
+	return map[string]profile{
+		"GET /api_v3/users":                                                 pAdmin,
+		"GET /api_v3/users/{id}":                                            with(pRecords, map[string]outcome{"guest": deny}),
+		"POST /api_v3/users/sso":                                            pAPIKey,
+		"GET /api_v3/auth":                                                  pPublic,
+		"GET /api_v3/me":                                                    pUser,
+		"POST /api_v3/me":                                                   pUser,
+		"POST /api_v3/users/logout":                                         pUser,
+		"POST /api_v3/tokens/refresh":                                       pAccount,
+		"POST /api_v3/users/token/refresh":                                  pAccount,
+		"POST /api_v3/users/login":                                          pAccount,
+		"POST /api_v3/users/activate/request":                               pAccount,
+		"POST /api_v3/users/activate":                                       pAccount,
+		"POST /api_v3/users/password/reset":                                 pAccount,
+		"POST /api_v3/users/password/reset/confirm":                         pAccount,
+		"GET /api_v3/settings":                                              pAccount,
+		"GET /api_v3/accounts":                                              pAccount,
+		"GET /api_v3/accounts/{code}":                                       with(pAccount, map[string]outcome{"other admin, own code": deny}),
+		"GET /api_v3/audit":                                                 pAdmin,
+		"GET /api_v3/audit/verify":                                          pAdmin,
+		"GET /api_v3/users/{id}/access-log":                                 with(pOwn, map[string]outcome{}),
+		"GET /api_v3/rooms":                                                 pAccount,
+		"POST /api_v3/rooms":                                                pAdmin,
+		"GET /api_v3/rooms/{code}":                                          pRoom,
+		"GET /api_v3/rooms/{code}/providers":                                pRoom,
+		"GET /api_v3/rooms/{code}/providers/{id}":                           pRoom,
+		"GET /api_v3/rooms/{code}/queue":                                    pQueue,
+		"GET /api_v3/rooms/{code}/queue/events":                             pQueue,
+		"POST /api_v3/users/{id}/rooms":                                     pAdmin,
+		"DELETE /api_v3/users/{id}/rooms/{room_code}":                       pAdminMissing,
+		"PUT /api_v3/rooms/{code}":                                          pAdminOn,
+		"DELETE /api_v3/rooms/{code}":                                       with(pAdminOn, map[string]outcome{"clinic admin": gone}),
+		"POST /api_v3/intakes":                                              pUser,
+		"POST /api_v3/intakes/{id}":                                         pOwn,
+		"GET /api_v3/intakes/{id}":                                          pOwn,
+		"POST /api_v3/visits/add_walkin":                                    pUser,
+		"POST /api_v3/visits/add_econsult":                                  pUser,
+		"GET /api_v3/visits":                                                pUser,
+		"GET /api_v3/visits/{id}":                                           pVisit,
+		"POST /api_v3/visits":                                               pUser,
+		"GET /api_v3/availability":                                          pUser,
+		"POST /api_v3/visits/accept":                                        pUser,
+		"POST /api_v3/visits/confirm":                                       pUser,
+		"POST /api_v3/visits/inprogress":                                    pUser,
+		"POST /api_v3/visits/close":                                         pUser,
+		"POST /api_v3/visits/delete":                                        pUser,
+		"POST /api_v3/visits/{id}/recordings":                               pAdminOn,
+		"GET /api_v3/visits/{id}/recordings/{recording_id}":                 pAdminMissing,
+		"GET /api_v3/recordings/{id}/download":                              pLink,
+		"POST /api_v3/files":                                                pUser,
+		"GET /api_v3/files":                                                 pUser,
+		"GET /api_v3/files/{id}":                                            pRecords,
+		"POST /api_v3/files/{id}":                                           pOwn,
+		"DELETE /api_v3/files/{id}":                                         with(pOwn, map[string]outcome{"clinic admin": gone}),
+		"GET /api_v3/files/view/{id}":                                       pLink,
+		"GET /api_v3/users/{id}/emr":                                        pRecords,
+		"POST /api_v3/users/{id}/emr/{name}":                                pRecords,
+		"GET /api_v3/emr/schema":                                            pAccount,
+		"POST /api_v3/users/{user_id}/devices":                              pPatientOnly,
+		"GET /api_v3/users/{user_id}/devices":                               pRecords,
+		"POST /api_v3/health":                                               pUser,
+		"GET /api_v3/users/{user_id}/health":                                pRecords,
+		"GET /api_v3/users/{user_id}/insurances":                            pPatientOnly,
+		"POST /api_v3/users/{user_id}/insurances/import":                    pPatientOnly,
+		"POST /api_v3/users/{user_id}/insurances/{card_type}":               pPatientOnly,
+		"GET /api_v3/users/{user_id}/insurances/{card_type}":                pPatientOnly,
+		"DELETE /api_v3/users/{user_id}/insurances/{card_type}":             with(pPatientOnly, map[string]outcome{"clinic admin": gone}),
+		"POST /api_v3/users/{user_id}/insurances/primary/eligibility/check": pPatientOnly,
+		"GET /api_v3/users/{user_id}/insurances/primary/eligibility":        with(pPatientOnly, map[string]outcome{"owning patient": missing, "clinic admin": missing}),
+		"GET /api_v3/reports/claims":                                        pStaff,
+		"GET /api_v3/insurances/list/carriers":                              pUser,
+		"GET /api_v3/insurances/list/insurers":                              pUser,
+		"GET /api_v3/insurances/list/billing_modifiers":                     pUser,
+		"GET /api_v3/insurances/list/dxs":                                   pUser,
+		"GET /api_v3/insurances/list/procedures":                            pUser,
+		"POST /api_v3/visits/{id}/codes":                                    pProviderOfVisit,
+		"GET /api_v3/visits/{id}/codes":                                     pVisit,
+		"GET /api_v3/users/{id}/erx/prescriptions":                          pRecords,
+		"POST /api_v3/users/{id}/erx/prescriptions":                         pPrescriber,
+		"POST /api_v3/users/{id}/erx/prescriptions/{rx_id}/discontinue":     with(pPrescriber, map[string]outcome{"provider of the visit": missing}),
+		"GET /api_v3/users/{id}/erx/pharmacies":                             pRecords,
+		"POST /api_v3/users/{id}/erx/pharmacies":                            pPatientOnly,
+		"DELETE /api_v3/users/{id}/erx/pharmacies/{code}":                   with(pPatientOnly, map[string]outcome{"owning patient": missing, "clinic admin": missing}),
+		"GET /api_v3/billing/settings":                                      pUser,
+		"GET /api_v3/billing/processor":                                     pAdmin,
+		"POST /api_v3/billing/processor":                                    pAdmin,
+		"GET /api_v3/billing/sources":                                       pUser,
+		"POST /api_v3/billing/sources":                                      pUser,
+		"GET /api_v3/billing/sources/{id}":                                  pOwnerOnly,
+		"PUT /api_v3/billing/sources/{id}":                                  pOwnerOnly,
+		"DELETE /api_v3/billing/sources/{id}":                               pOwnerOnly,
+		"POST /api_v3/billing/invoices/process":                             pUser,
+		"GET /api_v3/billing/invoices":                                      pNoProviders,
+		"POST /api_v3/billing/invoices/{id}/refund":                         pAdminMissing,
+		"POST /api_v3/billing/coupons":                                      pAdmin,
+		"GET /api_v3/billing/coupons":                                       pAdmin,
+		"DELETE /api_v3/billing/coupons/{code}":                             pAdminMissing,
+		"POST /api_v3/slots":                                                pStaff,
+		"GET /api_v3/slots":                                                 pUser,
+		"GET /api_v3/slots/available":                                       pUser,
+		"DELETE /api_v3/slots/{id}":                                         pUserMissing,
+		"DELETE /api_v3/slots/groups/{groupId}":                             pUserMissing,
+		"GET /api/visits/{visit_id}/messages":                               pThread,
+		"POST /api/visits/{visit_id}/messages":                              pThread,
+		"GET /api/visits/{visit_id}/messages/events":                        pThread,
+		"POST /api_v3/endpoints":                                            pUser,
+		"GET /api_v3/endpoints":                                             pUser,
+		"GET /api_v3/endpoints/{id}":                                        pOwnerOnly,
+		"DELETE /api_v3/endpoints/{id}":                                     pOwnerOnly,
+		"GET /api_v3/notifications":                                         pUser,
+		"GET /api_v3/notifications/badge":                                   pUser,
+		"POST /api_v3/notifications/badge":                                  pUser,
+		"PUT /api_v3/notifications/{id}":                                    pOwnerOnly,
+		"GET /api_v3/account/settings":                                      pAdmin,
+		"POST /api_v3/account/settings":                                     pAdmin,
+		"GET /api_v3/webhooks/deliveries":                                   pAdmin,
+		"POST /api_v3/webhooks/deliveries/{id}/redeliver":                   pAdminMissing,
+		"GET /openapi.yaml":                                                 pPublic,
+		"GET /healthz":                                                      pPublic,
+		"GET /metrics":                                                      pAdmin,
+	}
+}
+
+func TestAuthzMatrix(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	other := e.NewClinic("beta", true)
+	guest := mustSSO(t, e, s.c, "600", "", "Gus", "Guest")
+	visit := s.withVisit(t)
+	it := s.intake(t, s.pat, "reason_for_visit", "Cough")
+	file := mustUpload(t, e, s.c, s.pat.Token, "scan.png", pngBytes(t, 20, 20))["id"].(string)
+	card := s.addCard(t, s.pat, "tok_visa")["id"].(string)
+	ep := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/endpoints", Header: userHeaders(s.c, s.pat.Token),
+		Form: q("type", "10", "key", "pat@example.com")})
+	endpoint, _ := ep.Data()["id"].(string)
+	if endpoint == "" {
+		t.Fatalf("endpoint: %d %s", ep.Status, ep.Raw)
+	}
+	if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/" + s.pat.UserID + "/insurances/primary", Header: userHeaders(s.c, s.pat.Token),
+		Form: q("insurer_code", "AETNA", "subscriber_number", "W1")}); res.Status != 200 {
+		t.Fatalf("card: %d %s", res.Status, res.Raw)
+	}
+	expired := mustSSO(t, e, s.c, "200", "pat", "Pat", "One")
+	if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/logout", Header: userHeaders(s.c, expired.Token)}); res.Status != 200 {
+		t.Fatalf("logout: %d %s", res.Status, res.Raw)
+	}
+
+	headers := map[string]map[string]string{
+		"none":                   {},
+		"code only":              acctHeaders(s.c),
+		"key and secret":         ssoHeaders(s.c),
+		"expired token":          userHeaders(s.c, expired.Token),
+		"other admin, this code": {"X-AccountCode": "alpha", "X-ApiToken": other.AdminToken},
+		"other patient":          userHeaders(s.c, s.pat2.Token),
+		"other provider":         userHeaders(s.c, s.other.Token),
+		"guest":                  userHeaders(s.c, guest.Token),
+		"other admin, own code":  adminHeaders(other),
+		"provider of the visit":  userHeaders(s.c, s.doc.Token),
+		"owning patient":         userHeaders(s.c, s.pat.Token),
+		"clinic admin":           adminHeaders(s.c),
+	}
+	// Path values: the owning patient's things.
+	values := map[string]string{"{code}": "main", "{room_code}": "main", "{user_id}": s.pat.UserID, "{visit_id}": visit,
+		"{card_type}": "primary", "{name}": "allergies", "{recording_id}": "1", "{rx_id}": "1", "{groupId}": "1"}
+	idOf := func(pattern string) string {
+		switch {
+		case strings.HasPrefix(pattern, "/api_v3/users/{id}"), strings.HasPrefix(pattern, "/api_v3/rooms/{code}/providers/{id}"):
+			if strings.HasPrefix(pattern, "/api_v3/rooms/") {
+				return s.doc.UserID
+			}
+			return s.pat.UserID
+		case strings.HasPrefix(pattern, "/api_v3/visits/{id}"):
+			return visit
+		case strings.HasPrefix(pattern, "/api_v3/intakes/{id}"):
+			return it
+		case strings.HasPrefix(pattern, "/api_v3/files/"):
+			return file
+		case strings.HasPrefix(pattern, "/api_v3/billing/sources/"):
+			return card
+		case strings.HasPrefix(pattern, "/api_v3/endpoints/"):
+			return endpoint
+		}
+		return "1"
+	}
+
+	declared := matrix()
+	var routes []string
+	for _, rt := range e.API().Routes() {
+		key := rt.Method + " " + rt.Path
+		if _, ok := declared[key]; !ok {
+			t.Errorf("route %s has no row in the authorization matrix", key)
+			continue
+		}
+		routes = append(routes, key)
+	}
+	// Reads, then writes, then deletes; logout last of all.
+	rank := func(k string) int {
+		switch {
+		case strings.HasSuffix(k, "/logout"):
+			return 4
+		case strings.HasPrefix(k, "DELETE /api_v3/rooms/"):
+			return 3
+		case strings.HasPrefix(k, "DELETE"):
+			return 2
+		case strings.HasPrefix(k, "GET"):
+			return 0
+		}
+		return 1
+	}
+	sort.SliceStable(routes, func(i, j int) bool { return rank(routes[i]) < rank(routes[j]) })
+
+	// Bodies where an empty request would be refused before the caller's
+	// rights are judged.
+	bodies := map[string]url.Values{"POST /api/visits/{visit_id}/messages": q("content", "Hello")}
+	cells, failures := 0, 0
+	for _, key := range routes {
+		method, pattern, _ := strings.Cut(key, " ")
+		path := pattern
+		for k, v := range values {
+			path = strings.ReplaceAll(path, k, v)
+		}
+		if strings.HasPrefix(pattern, "/api_v3/accounts/") {
+			path = strings.ReplaceAll(pattern, "{code}", "alpha")
+		}
+		path = strings.ReplaceAll(path, "{id}", idOf(pattern))
+		for _, who := range callerKinds {
+			want := declared[key][who]
+			h := map[string]string{}
+			for k, v := range headers[who] {
+				h[k] = v
+			}
+			req := testenv.Req{Method: method, Path: path, Header: h, NoValidate: true, StartOnly: true}
+			if body, ok := bodies[key]; ok {
+				req.Form = body
+			}
+			res := testenv.Do(t, e.URL, req)
+			cells++
+			got := classify(res.Status, strings.HasPrefix(pattern, "/api/visits/"))
+			switch {
+			case want == missing && res.Status == http.StatusNotFound, want == gone && (got == allow || res.Status == http.StatusNotFound):
+				got = want
+			}
+			if got != want {
+				failures++
+				t.Errorf("%s as %s: %d (%c), want %c: %.200s", key, who, res.Status, got, want, res.Raw)
+			}
+		}
+	}
+	t.Logf("authorization matrix: %d routes × %d callers = %d cells, %d failed", len(routes), len(callerKinds), cells, failures)
+}
+
+// classify puts a status in its outcome class; a 5xx is none of them.
+func classify(status int, thread bool) outcome {
+	switch {
+	case status >= 500:
+		return '!'
+	case status == http.StatusUnauthorized, thread && status == http.StatusBadRequest:
+		return refuse
+	case status == http.StatusForbidden, status == http.StatusNotFound:
+		return deny
+	}
+	return allow
+}
+
+var _ = fmt.Sprint
