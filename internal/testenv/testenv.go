@@ -146,6 +146,7 @@ type Env struct {
 	Key   []byte
 	Blobs string // the blob directory; servers sharing a database share it
 	api   *httpapi.Server
+	web   *web.Server
 }
 
 // CheapArgon2 keeps password hashing fast under the race detector; the hash
@@ -226,11 +227,14 @@ func New(t testing.TB, opts ...Options) *Env {
 		go func() { defer close(done); a.Run(ctx) }()
 		t.Cleanup(func() { cancel(); <-done })
 	}
-	return &Env{T: t, URL: srv.URL, App: a, Store: st, Clock: o.Clock, DSN: o.DSN, Key: o.ServerKey, Blobs: o.BlobDir, api: api}
+	return &Env{T: t, URL: srv.URL, App: a, Store: st, Clock: o.Clock, DSN: o.DSN, Key: o.ServerKey, Blobs: o.BlobDir, api: api, web: portal}
 }
 
 // API is the server's handler, for checks on its route table.
 func (e *Env) API() *httpapi.Server { return e.api }
+
+// Portal is the portal's handler, for checks on its route table.
+func (e *Env) Portal() *web.Server { return e.web }
 
 // FlushAudits moves the journaled audit entries of reads into the audit
 // table, for tests that count them there.

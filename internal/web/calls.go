@@ -32,6 +32,7 @@ func (s *Server) callRoute(pattern string, h pageFunc) { s.callRouteMax(pattern,
 
 // callRouteMax is callRoute with a body of up to limit bytes.
 func (s *Server) callRouteMax(pattern string, h pageFunc, limit int64) {
+	s.patterns = append(s.patterns, pattern)
 	s.mux.Handle(pattern, s.guard.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r = withPageState(r)
 		r.Body = http.MaxBytesReader(w, r.Body, limit)

@@ -61,6 +61,8 @@ type Server struct {
 	next  http.Handler
 	mux   *http.ServeMux
 	pages map[string]*template.Template
+	// patterns are the registered routes, for the authorization matrix.
+	patterns []string
 	// guard refuses state-changing requests that a browser made for
 	// another site (Sec-Fetch-Site, or Origin against Host).
 	guard *http.CrossOriginProtection
@@ -154,7 +156,12 @@ func (s *Server) maxFileBytes() int64 {
 	return s.cfg.MaxFileBytes
 }
 
+// Patterns lists the portal's routes (method and pattern), as the
+// authorization matrix test checks each has a row.
+func (s *Server) Patterns() []string { return s.patterns }
+
 func (s *Server) handle(pattern string, h pageFunc, files bool) {
+	s.patterns = append(s.patterns, pattern)
 	fileMax := s.maxFileBytes()
 	s.mux.Handle(pattern, s.guard.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r = withPageState(r)

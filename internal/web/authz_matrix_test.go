@@ -1,0 +1,270 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+)
+
+// The portal's authorization matrix: every page, form and stream declares,
+// for each kind of caller, whether it is let through (A), sent to sign in
+// or refused for its session (R: a redirect to a sign-in page, or 401) or
+// denied (D: 403 or 404); N is let through to an object the fixture does
+// not have (404). A 5xx fails any cell. The callers are the portal's
+// sessions, in this order:
+var portalCallers = []string{
+	"none",                  // no session
+	"expired session",       // the cookie of a session that signed out
+	"other patient",         // a patient of the clinic with no part in the visit
+	"other provider",        // a provider of the clinic with no part in the visit
+	"guest",                 // a guest of the clinic
+	"other clinic's admin",  // another clinic's admin session
+	"provider of the visit", // the visit's provider, linked to the room
+	"owning patient",        // the visit's and the intake's patient
+	"clinic admin",          // the clinic admin's portal session
+}
+
+// portalMatrix: route → one letter per caller, in portalCallers' order.
+func portalMatrix() map[string]string {
+	return map[string]string{
+		// Public: the sign-in pages, the clinic's and its rooms' pages, the
+		// redirect login (its one-time token is the credential) and a
+		// guest's join.
+		"GET /auth":                                "AAAAAAAAA",
+		"GET /signin":                              "AAAAAAAAA",
+		"GET /admin/signin":                        "AAAAAAAAA",
+		"GET /u/{account_code}":                    "AAAAAAAAA",
+		"GET /c/{account_code}/{room_code}":        "AAAAAAAAA",
+		"POST /c/{account_code}/{room_code}/guest": "AAAAAAAAA",
+		// A sign-in with no credentials in the form is refused whoever sends it.
+		"POST /signin":       "RRRRRRRRR",
+		"POST /admin/signin": "RRRRRRRRR",
+		// Anyone may sign out.
+		"POST /signout": "AAAAAAAAA",
+		// An invitation link that is not one: nobody gets in.
+		"GET /invite/{account_code}/{token}":  "DDDDDDDDD",
+		"POST /invite/{account_code}/{token}": "DDDDDDDDD",
+		// Signed in: each their own list.
+		"GET /visits": "RRAAAAAAA",
+		// The visit: its patient, its provider; the clinic admin sees the page
+		// but is not in its thread, call or live updates (as in the API).
+		"GET /visits/start/{id}":              "RRDDDDAAA",
+		"GET /visits/start/{id}/events":       "RRDDDDAAD",
+		"GET /visits/call/{id}":               "RRDDDDAAD",
+		"POST /visits/start/{id}/messages":    "RRDDDDAAD",
+		"POST /visits/start/{id}/call/join":   "RRDDDDAAD",
+		"POST /visits/start/{id}/call/signal": "RRDDDDAAD",
+		// The call's stream and leave: each participant with their own peer.
+		"GET /visits/start/{id}/call/events": "RRDDDDAAD",
+		"POST /visits/start/{id}/call/leave": "RRDDDDAAD",
+		// A recording: the provider of the visit only (here let through to
+		// a 400, since it names no recording request everyone consented to:
+		// TestCall_RecordingConsent).
+		"POST /visits/start/{id}/call/recording": "RRDDDDADD",
+		// Inviting a guest and ending the visit: its provider (and the admin
+		// ends it too).
+		"POST /visits/start/{id}/call/invite": "RRDDDDADD",
+		"POST /visits/start/{id}/call/end":    "RRDDDDADA",
+		// An intake's payment and booking: its patient and the admin.
+		"GET /c/{account_code}/{room_code}/intake/{intake_id}/pay":   "RRDDDDDAA",
+		"POST /c/{account_code}/{room_code}/intake/{intake_id}/pay":  "RRDDDDDAA",
+		"GET /c/{account_code}/{room_code}/intake/{intake_id}/book":  "RRDDDDDAA",
+		"POST /c/{account_code}/{room_code}/intake/{intake_id}/book": "RRDDDDDAA",
+		// Filing an intake: any session of this clinic.
+		"POST /c/{account_code}/{room_code}/intake": "RRAAADAAA",
+		// Providers' pages: any provider; a visit's moves: its provider; a
+		// patient's chart: the provider of their visit and the admin.
+		"GET /providers/dashboard":             "RRDADDADD",
+		"GET /providers/dashboard/events":      "RRDADDADD",
+		"POST /providers/slots":                "RRDADDADD",
+		"POST /providers/visits/{id}/{action}": "RRDDDDADD",
+		"GET /providers/patient/{user_id}":     "RRDDDDADA",
+		// The admin's pages: an admin session, each on its own clinic (the
+		// other clinic's admin has no room "main").
+		"GET /admin":                            "RRDDDADDA",
+		"POST /admin/rooms":                     "RRDDDADDA",
+		"POST /admin/webhook":                   "RRDDDADDA",
+		"POST /admin/rotate":                    "RRDDDADDA",
+		"GET /admin/rooms/{code}":               "RRDDDDDDA",
+		"POST /admin/rooms/{code}":              "RRDDDDDDA",
+		"POST /admin/rooms/{code}/providers":    "RRDDDDDDA",
+		"POST /admin/deliveries/{id}/redeliver": "RRDDDDDDN",
+	}
+}
+
+func TestPortalAuthzMatrix(t *testing.T) {
+	f := newFixture(t)
+	bg := context.Background()
+	f.accept(t)
+	a := f.e.App
+	p1 := f.user(t, f.p1Token)
+	reason := "A rash"
+	it, err := a.CreateIntake(bg, p1, app.IntakeInput{RoomCode: "main", ReasonForVisit: &reason})
+	if err != nil {
+		t.Fatal(err)
+	}
+	beta := f.e.NewClinic("beta", true)
+	sessions := map[string]*browser{}
+	signIn := func(who, token string) {
+		b := newBrowser(t, f.e)
+		f.redirectLogin(t, b, token, "/visits", nil)
+		sessions[who] = b
+	}
+	sessions["none"] = newBrowser(t, f.e)
+	signIn("expired session", f.sso(t, clinic.UserMember, "pat-1", "Ada", "Lovelace"))
+	if pg := sessions["expired session"].post("/signout", url.Values{}); pg.Status >= 400 {
+		t.Fatalf("signout: %d", pg.Status)
+	}
+	signIn("other patient", f.p2Token)
+	signIn("other provider", f.sso(t, clinic.UserProvider, "dr-2", "Other", "Doctor"))
+	signIn("guest", f.sso(t, clinic.UserGuest, "", "Gus", "Guest"))
+	signIn("provider of the visit", f.providerToken)
+	signIn("owning patient", f.p1Token)
+	adminSession := func(code, token string) *browser {
+		b := newBrowser(t, f.e)
+		if pg := b.post("/admin/signin", url.Values{"clinic": {code}, "token": {token}}); pg.Status != http.StatusSeeOther {
+			t.Fatalf("admin signin %s: %d %s", code, pg.Status, pg.Body)
+		}
+		return b
+	}
+	sessions["clinic admin"] = adminSession("acme", f.clinic.AdminToken)
+	sessions["other clinic's admin"] = adminSession("beta", beta.AdminToken)
+
+	// The visit's participants join its call, so the call's routes are
+	// judged with a peer of their own; everyone else names a peer that is
+	// not theirs.
+	peers := map[string]string{}
+	for _, who := range []string{"provider of the visit", "owning patient"} {
+		pg, j := sessions[who].join(t, f)
+		if pg.Status != http.StatusOK || j.Peer == "" {
+			t.Fatalf("%s joins: %d %s", who, pg.Status, pg.Body)
+		}
+		peers[who] = j.Peer
+	}
+	peerOf := func(who string) string {
+		if p, ok := peers[who]; ok {
+			return p
+		}
+		return peers["owning patient"]
+	}
+	values := map[string]string{
+		"{id}": strconv.FormatInt(f.visitID, 10), "{account_code}": "acme", "{room_code}": "main", "{code}": "main",
+		"{intake_id}": strconv.FormatInt(it.ID, 10), "{user_id}": strconv.FormatInt(p1.User.ID, 10), "{token}": "not-an-invite",
+		"{action}": "inprogress",
+	}
+	declared := portalMatrix()
+	routes := append([]string(nil), f.e.Portal().Patterns()...)
+	// Reads first; then forms; what ends a session or a visit last.
+	rank := func(k string) int {
+		switch {
+		case strings.HasSuffix(k, "/guest"):
+			return 5 // a guest's join replaces the browser's session
+		case strings.HasSuffix(k, "/signout"):
+			return 4
+		case strings.HasPrefix(k, "POST /admin/rotate"):
+			return 3
+		case strings.HasSuffix(k, "/call/end"):
+			return 2
+		case strings.HasPrefix(k, "GET"):
+			return 0
+		}
+		return 1
+	}
+	sort.SliceStable(routes, func(i, j int) bool { return rank(routes[i]) < rank(routes[j]) })
+	// Forms where an empty one would be refused before the caller's rights
+	// are judged.
+	forms := map[string]url.Values{
+		"POST /visits/start/{id}/messages":         {"content": {"Hello"}},
+		"POST /invite/{account_code}/{token}":      {"first_name": {"Gia"}, "last_name": {"Guest"}},
+		"POST /c/{account_code}/{room_code}/guest": {"first_name": {"Gia"}, "last_name": {"Guest"}},
+	}
+	cells, failures := 0, 0
+	var observed []string
+	for _, key := range routes {
+		method, pattern, _ := strings.Cut(key, " ")
+		path := pattern
+		if strings.HasPrefix(pattern, "/admin/deliveries/") {
+			path = strings.ReplaceAll(path, "{id}", "1")
+		}
+		for k, v := range values {
+			path = strings.ReplaceAll(path, k, v)
+		}
+		row := declared[key]
+		if len(row) != len(portalCallers) {
+			t.Errorf("portal route %s has no row in the authorization matrix", key)
+		}
+		got := ""
+		for i, who := range portalCallers {
+			b := sessions[who]
+			var pg *page
+			switch {
+			case method == "GET" && strings.HasSuffix(pattern, "/events"):
+				p := path
+				if strings.Contains(pattern, "/call/") {
+					p += "?after=0&peer=" + peerOf(who)
+				}
+				res, _ := b.stream(t, p, nil)
+				pg = &page{Status: res.StatusCode, Location: res.Header.Get("Location")}
+				res.Body.Close()
+			case method == "GET":
+				pg = b.get(path)
+			case strings.HasSuffix(pattern, "/call/recording"):
+				// A whole recording, so that only the caller's part in
+				// the call decides.
+				var body bytes.Buffer
+				mw := multipart.NewWriter(&body)
+				fw, _ := mw.CreateFormFile("file", "call.webm")
+				fw.Write([]byte("\x1a\x45\xdf\xa3 not really webm"))
+				for k, v := range map[string]string{"peer": peerOf(who), "request": "1", "start": "1", "end": "2"} {
+					mw.WriteField(k, v)
+				}
+				mw.Close()
+				pg = b.send("POST", path, &body, map[string]string{"Content-Type": mw.FormDataContentType(), "Sec-Fetch-Site": "same-origin"})
+			case strings.Contains(pattern, "/call/"):
+				pg = b.postJSON(path, `{"peer":"`+peerOf(who)+`","to":"`+peerOf("owning patient")+`","kind":"ice","body":"{}"}`)
+			default:
+				pg = b.post(path, forms[key])
+			}
+			cells++
+			o := portalOutcome(pg)
+			if strings.HasSuffix(pattern, "/signout") && pg.Status/100 == 3 {
+				o = 'A' // a sign-out ends on the sign-in page
+			}
+			if i < len(row) && row[i] == 'N' && pg.Status == http.StatusNotFound {
+				o = 'N'
+			}
+			got += string(o)
+			if i < len(row) && o != row[i] {
+				failures++
+				t.Errorf("%s as %s: %d %s (%c), want %c", key, who, pg.Status, pg.Location, o, row[i])
+			}
+		}
+		observed = append(observed, strconv.Quote(key)+": "+strconv.Quote(got)+",")
+	}
+	if t.Failed() {
+		t.Logf("observed:\n%s", strings.Join(observed, "\n"))
+	}
+	t.Logf("portal authorization matrix: %d routes × %d callers = %d cells, %d failed", len(routes), len(portalCallers), cells, failures)
+}
+
+// portalOutcome classifies a page's answer.
+func portalOutcome(pg *page) byte {
+	switch {
+	case pg.Status >= 500:
+		return '!'
+	case pg.Status == http.StatusUnauthorized, pg.Status/100 == 3 && strings.Contains(pg.Location, "signin"):
+		return 'R'
+	case pg.Status == http.StatusForbidden, pg.Status == http.StatusNotFound:
+		return 'D'
+	}
+	return 'A'
+}
