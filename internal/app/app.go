@@ -86,7 +86,7 @@ type Config struct {
 	// ResizeCacheBytes the resized images kept (defaults 256 MiB, 32 MiB).
 	ResizeMemory, ResizeCacheBytes int64
 	// ResizeWait is how long a resize waits for its share of ResizeMemory
-	// before it is refused with 503 (default 2 s).
+	// before it is refused with 503 (default 10 s).
 	ResizeWait time.Duration
 }
 

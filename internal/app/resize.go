@@ -20,7 +20,7 @@ import (
 const (
 	defaultResizeMemory     = 256 << 20
 	defaultResizeCacheBytes = 32 << 20
-	defaultResizeWait       = 2 * time.Second
+	defaultResizeWait       = 10 * time.Second
 )
 
 // admitResize reserves bytes of the resize budget, waiting up to
