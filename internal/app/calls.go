@@ -490,20 +490,21 @@ func (w *CallWatch) ended(ctx context.Context) (*clinic.Visit, error) {
 }
 
 // Alive runs at each keep-alive of the peer's stream: the peer is seen,
-// and the caller's right to the call checked again. A peer that has left
-// (from another page, or timed out) gets 409.
-func (w *CallWatch) Alive(ctx context.Context) error {
-	if _, _, err := w.a.callVisit(ctx, w.p, w.v.ID); err != nil {
-		return err
+// and the caller's right to the call checked again. A visit that closed
+// since is returned, as Next returns it (the keep-alive may find it
+// first); a peer that has left (from another page, or timed out) gets 409.
+func (w *CallWatch) Alive(ctx context.Context) (*clinic.Visit, error) {
+	if ended, err := w.ended(ctx); ended != nil || err != nil {
+		return ended, err
 	}
 	seen, err := w.a.store.Write().SeeCallPeer(ctx, w.p.Account.ID, w.v.ID, w.peer, w.a.unix())
 	if err != nil {
-		return fmt.Errorf("call peer seen: %w", err)
+		return nil, fmt.Errorf("call peer seen: %w", err)
 	}
 	if !seen {
-		return clinic.Errorf(clinic.EConflict, "Peer %s has left the call; join it again.", w.peer)
+		return nil, clinic.Errorf(clinic.EConflict, "Peer %s has left the call; join it again.", w.peer)
 	}
-	return nil
+	return nil, nil
 }
 
 // After is the number of the last signal handed out.

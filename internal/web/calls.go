@@ -355,7 +355,12 @@ func (s *Server) callEvents(w http.ResponseWriter, r *http.Request) error {
 				ended(clinic.ErrorCode(err), nil)
 				return nil
 			}
-			if err := cw.Alive(ctx); err != nil {
+			v, err := cw.Alive(ctx)
+			if v != nil {
+				ended(clinic.EConflict, v)
+				return nil
+			}
+			if err != nil {
 				ended(clinic.ErrorCode(err), nil)
 				return nil
 			}
