@@ -42,11 +42,10 @@ func main() {
 	stop()
 	var ue usageError
 	switch {
-	case err == nil:
-	case errors.As(err, &ue), errors.Is(err, flag.ErrHelp):
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "teleclinic:", err)
-		}
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		// -h printed the command's flags, as asked: a success.
+	case errors.As(err, &ue):
+		fmt.Fprintln(os.Stderr, "teleclinic:", err)
 		os.Exit(2)
 	default:
 		fmt.Fprintln(os.Stderr, "teleclinic:", err)
@@ -55,6 +54,16 @@ func main() {
 }
 
 type usageError struct{ msg string }
+
+// flagsErr is a command's answer to flags that did not parse: -h is no
+// error (the flags were printed, and the command exits 0); the rest is a
+// usage error.
+func flagsErr(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return usageError{err.Error()}
+}
 
 func (e usageError) Error() string { return e.msg }
 
@@ -167,7 +176,7 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.SetOutput(stderr)
 	storeFlags(fs, &c)
 	if err := parseFlags(fs, args); err != nil {
-		return usageError{err.Error()}
+		return flagsErr(err)
 	}
 	c.UserTokenIdle, c.UserTokenMax = time.Minute, time.Minute
 	_, _, closeFn, err := open(ctx, &c, stderr)
@@ -185,7 +194,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.SetOutput(stderr)
 	serveFlags(fs, &c)
 	if err := parseFlags(fs, args); err != nil {
-		return usageError{err.Error()}
+		return flagsErr(err)
 	}
 	ln, err := net.Listen("tcp", c.Addr)
 	if err != nil {
@@ -361,7 +370,7 @@ func cmdAccount(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return usageError{fmt.Sprintf("account: unknown subcommand %q", args[0])}
 	}
 	if err := parseFlags(fs, args[1:]); err != nil {
-		return usageError{err.Error()}
+		return flagsErr(err)
 	}
 	if *code == "" {
 		return usageError{"account: --code is required"}
@@ -493,7 +502,7 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	storeFlags(fs, &c)
 	code := fs.String("code", "", "account code of the clinic whose trail to check")
 	if err := parseFlags(fs, args[1:]); err != nil {
-		return usageError{err.Error()}
+		return flagsErr(err)
 	}
 	if *code == "" {
 		return usageError{"audit verify: --code is required"}

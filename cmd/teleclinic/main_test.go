@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"io"
 	"log/slog"
 	"net/http"
@@ -321,5 +322,24 @@ func TestCLI_AuditVerify(t *testing.T) {
 	}
 	if _, _, err := runCmd(t, append([]string{"audit", "verify"}, common...)...); err == nil {
 		t.Fatal("no --code accepted")
+	}
+}
+
+// TestCLI_HelpExitsZero: -h on every command prints its flags and is not an
+// error, so the process exits 0.
+func TestCLI_HelpExitsZero(t *testing.T) {
+	for _, args := range [][]string{{"serve", "-h"}, {"migrate", "-h"}, {"account", "create", "-h"}, {"account", "update", "-h"},
+		{"account", "rotate", "-h"}, {"audit", "verify", "-h"}, {"help"}, {"-h"}} {
+		_, stderr, err := runCmd(t, args...)
+		if err != nil && !errors.Is(err, flag.ErrHelp) {
+			t.Fatalf("%v: %v", args, err)
+		}
+		var ue usageError
+		if errors.As(err, &ue) {
+			t.Fatalf("%v is a usage error", args)
+		}
+		if args[0] != "help" && args[0] != "-h" && !strings.Contains(stderr, "-") {
+			t.Fatalf("%v printed no flags: %q", args, stderr)
+		}
 	}
 }

@@ -219,6 +219,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, info))
 	sw := &statusWriter{ResponseWriter: w}
 	sw.Header().Set("X-Request-Id", info.id)
+	// Answers hold patient data: no cache keeps them, unless a handler
+	// says otherwise for what is public (reference lists) or a signed link.
+	sw.Header().Set("Cache-Control", "no-store")
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
