@@ -11,6 +11,7 @@ require (
 	github.com/johannesboyne/gofakes3 v1.2.0
 	github.com/livekit/protocol v1.54.0
 	github.com/pressly/goose/v3 v3.29.0
+	github.com/rs/cors v1.11.1
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	github.com/stripe/stripe-go/v85 v85.0.0
 	gocloud.dev v0.47.0

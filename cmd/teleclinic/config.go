@@ -48,6 +48,7 @@ type config struct {
 	AddressAttempts   int
 	AttemptWindow     time.Duration
 	ClientIPHeader    string
+	CORSOrigins       string
 	ReadCacheTTL      time.Duration
 	ReferenceDir      string
 
@@ -96,6 +97,7 @@ func serveFlags(fs *flag.FlagSet, c *config) {
 	fs.IntVar(&c.LoginAttempts, "login-attempts", 10, "sign-in attempts per clinic and user name (password logins, link requests; API key checks per clinic) in each --attempt-window; past it 429 with Retry-After (-1: no limit)")
 	fs.IntVar(&c.AddressAttempts, "address-attempts", 100, "sign-in attempts per client address in each --attempt-window, across clinics (-1: no limit)")
 	fs.DurationVar(&c.AttemptWindow, "attempt-window", 15*time.Minute, "the window of --login-attempts and --address-attempts")
+	fs.StringVar(&c.CORSOrigins, "cors-origins", "", "web origins whose browser apps may call the API, comma-separated (https://app.example.com), or * for any; empty: none")
 	fs.StringVar(&c.ClientIPHeader, "client-ip-header", "", "behind a reverse proxy: the header it puts the client's address in (X-Forwarded-For: its last address; X-Real-IP); empty uses the connection's address. Never set it without a proxy that sets the header: clients could choose their address")
 	fs.DurationVar(&c.EligibilityWindow, "eligibility-window", 60*time.Second, "another eligibility check of the same card within this time of the last one's start answers 429")
 	fs.DurationVar(&c.ReadCacheTTL, "read-cache-ttl", time.Second, "how long a process keeps clinic settings, public room lists and messages' authors' names it read; another process's change shows within it (negative: no cache)")

@@ -224,7 +224,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// closing ends the event streams when shutdown begins: they would hold
 	// it for as long as their clients stay.
 	closing := make(chan struct{})
-	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: c.MaxBody, MaxUploadBytes: c.MaxUpload, MaxFileBytes: c.MaxFile, Metrics: c.Metrics, Closing: closing})
+	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: c.MaxBody, MaxUploadBytes: c.MaxUpload, MaxFileBytes: c.MaxFile, Metrics: c.Metrics, Closing: closing,
+		CORSOrigins: splitList(c.CORSOrigins)})
 	if c.MetricsAddr != "" {
 		mln, err := net.Listen("tcp", c.MetricsAddr)
 		if err != nil {
@@ -527,4 +528,15 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "Audit trail of %s: intact, %d entries, head %s\n", *code, v.Entries, v.Head)
 	return nil
+}
+
+// splitList is a comma-separated flag's values, trimmed, without empties.
+func splitList(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -4,6 +4,8 @@
 package httpapi
 
 import (
+	"github.com/rs/cors"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -45,6 +47,10 @@ type Config struct {
 	// Closing is closed when the server starts shutting down: the event
 	// streams end then, rather than hold the shutdown.
 	Closing <-chan struct{}
+	// CORSOrigins are the web origins whose browser apps may call the API
+	// (serve's --cors-origins; "*" for any). None: no cross-origin
+	// answers, and a preflight is a 405 like any unknown method.
+	CORSOrigins []string
 }
 
 // Server is the HTTP handler of the whole API.
@@ -56,6 +62,8 @@ type Server struct {
 	mux    *http.ServeMux
 	routes []Route
 	lists  chan struct{} // the MaxSlotLists turns
+	// handler is serve, behind the CORS layer when origins are configured.
+	handler http.Handler
 }
 
 // Route is one registered endpoint, as routes.go lists it.
@@ -113,6 +121,19 @@ func New(a *app.App, log *slog.Logger, cfg Config) *Server {
 	}
 	s := &Server{app: a, log: log, cfg: cfg, mux: http.NewServeMux(), lists: make(chan struct{}, cfg.MaxSlotLists)}
 	s.registerRoutes()
+	s.handler = http.HandlerFunc(s.serve)
+	if len(cfg.CORSOrigins) > 0 {
+		// The API's credentials are headers, never cookies, so a browser
+		// app on another origin sends them itself and no credentialed CORS
+		// is needed.
+		s.handler = cors.New(cors.Options{
+			AllowedOrigins: cfg.CORSOrigins,
+			AllowedMethods: []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete},
+			AllowedHeaders: []string{"Content-Type", "X-AccountCode", "X-ApiToken", "X-ApiKey", "X-ApiSecret", "Idempotency-Key", "X-Request-Id", "Last-Event-ID"},
+			ExposedHeaders: []string{"X-Request-Id", "Retry-After", "Idempotent-Replayed", "Content-Disposition"},
+			MaxAge:         600,
+		}).Handler(s.handler)
+	}
 	return s
 }
 
@@ -212,8 +233,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, fam family, err er
 	writeError(w, fam, statusOf(code), clinic.ErrorMessage(err))
 }
 
-// ServeHTTP runs the middleware chain around the router.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// ServeHTTP answers a request: CORS first, when configured, then serve.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// serve runs the middleware chain around the router.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	info := &reqInfo{id: requestID(r)}
 	r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, info))

@@ -121,7 +121,9 @@ type Options struct {
 	MaxFile   int64      // POST /files limit
 	BlobDir   string     // default: a new temporary directory
 	BlobStore blob.Store // instead of the disk store under BlobDir
-	Log       io.Writer  // default: discarded
+	// CORSOrigins are the origins the API answers cross-origin requests of.
+	CORSOrigins []string
+	Log         io.Writer // default: discarded
 	// Workers runs the outbox delivery loops (mail, push, webhooks) for the
 	// server's lifetime, polling every 20 ms.
 	Workers bool
@@ -214,7 +216,8 @@ func New(t testing.TB, opts ...Options) *Env {
 		t.Fatalf("testenv: %v", err)
 	}
 	reg.AddCollector(a.WriteMetrics)
-	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: o.MaxBody, MaxUploadBytes: o.MaxUpload, MaxFileBytes: o.MaxFile, Metrics: reg, KeepAlive: o.KeepAlive, Closing: closing})
+	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: o.MaxBody, MaxUploadBytes: o.MaxUpload, MaxFileBytes: o.MaxFile, Metrics: reg, KeepAlive: o.KeepAlive, Closing: closing,
+		CORSOrigins: o.CORSOrigins})
 	portal, err := web.New(a, log, web.Config{SessionMax: cfg.UserTokenMax, KeepAlive: o.KeepAlive, Closing: closing, MaxFileBytes: o.MaxFile, StripeJS: o.StripeJS}, api)
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
