@@ -27,6 +27,7 @@ func TestSlots_ListTurns(t *testing.T) {
 		time.Sleep(5 * time.Millisecond) // long enough for the others to pile up
 		return ok(w, []int{1, 2, 3})
 	})
+	s.handler = http.HandlerFunc(s.serve)
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	var wg sync.WaitGroup

@@ -20,6 +20,7 @@ func TestHTTP_PanicIsA500WithoutInternals(t *testing.T) {
 	s.handle("GET", "/boom", app.NeedNone, famCode, func(w http.ResponseWriter, r *http.Request, c *call) error {
 		panic("secret internal detail")
 	})
+	s.handler = http.HandlerFunc(s.serve)
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	res, err := http.Get(srv.URL + "/boom")
