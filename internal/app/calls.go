@@ -502,6 +502,11 @@ func (w *CallWatch) Alive(ctx context.Context) (*clinic.Visit, error) {
 		return nil, fmt.Errorf("call peer seen: %w", err)
 	}
 	if !seen {
+		// The visit may have closed (which ends its peers) between the
+		// look above and this write: that is the answer, if so.
+		if ended, err := w.ended(ctx); ended != nil || err != nil {
+			return ended, err
+		}
 		return nil, clinic.Errorf(clinic.EConflict, "Peer %s has left the call; join it again.", w.peer)
 	}
 	return nil, nil
