@@ -42,6 +42,7 @@ func portalMatrix() map[string]string {
 		"GET /auth":                                "AAAAAAAAA",
 		"GET /signin":                              "AAAAAAAAA",
 		"GET /admin/signin":                        "AAAAAAAAA",
+		"GET /docs":                                "AAAAAAAAA",
 		"GET /u/{account_code}":                    "AAAAAAAAA",
 		"GET /c/{account_code}/{room_code}":        "AAAAAAAAA",
 		"POST /c/{account_code}/{room_code}/guest": "AAAAAAAAA",

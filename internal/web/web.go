@@ -10,6 +10,7 @@ import (
 	"embed"
 	"errors"
 	"html/template"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -115,6 +116,7 @@ func (s *Server) routes() {
 	s.page("POST /providers/visits/{id}/{action}", s.moveVisit)
 	s.page("GET /providers/patient/{user_id}", s.chart)
 	s.page("POST /providers/slots", s.publishSlots)
+	s.page("GET /docs", s.docs)
 	s.page("GET /admin/signin", s.adminSigninForm)
 	s.page("POST /admin/signin", s.adminSignin)
 	s.page("GET /admin", s.admin)
@@ -307,3 +309,33 @@ type errorPage struct {
 	Status  int
 	Message string
 }
+
+// docs is GET /docs: the API reference, drawn in the browser by the
+// vendored Redoc from /openapi.yaml. Redoc styles itself with inline
+// styles and searches in a worker, which the page's policy allows and
+// nothing else does.
+func (s *Server) docs(w http.ResponseWriter, r *http.Request) error {
+	h := w.Header()
+	h.Set("Content-Security-Policy", docsCSP)
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	_, err := io.WriteString(w, docsPage)
+	return err
+}
+
+const docsCSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; worker-src 'self' blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+const docsPage = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Teleclinic API reference</title>
+</head>
+<body>
+<noscript>The API reference needs JavaScript; the document itself is <a href="/openapi.yaml">/openapi.yaml</a>.</noscript>
+<div id="redoc"></div>
+<script type="module" src="/static/docs.js"></script>
+</body>
+</html>
+`
