@@ -80,6 +80,9 @@ func (a *App) VerifyAudit(ctx context.Context, p *clinic.Principal) (*AuditVerif
 	if err := a.store.FlushAudits(ctx); err != nil {
 		return nil, fmt.Errorf("audit verify: %w", err)
 	}
+	if err := a.store.ChainPendingAudits(ctx, p.Account.ID); err != nil {
+		return nil, fmt.Errorf("audit verify: %w", err)
+	}
 	v, err := a.store.VerifyAuditChain(ctx, p.Account.ID)
 	if err != nil {
 		return nil, fmt.Errorf("audit verify: %w", err)

@@ -18,6 +18,7 @@ func TestAudit_Chain(t *testing.T) {
 	e := testenv.New(t)
 	s := newClinicSetup(t, e, "alpha")
 	second := testenv.New(t, testenv.Options{DSN: e.DSN, ServerKey: e.Key, Clock: e.Clock})
+	visit := s.withVisit(t)
 	var wg sync.WaitGroup
 	for i := range 20 {
 		wg.Add(1)
@@ -29,6 +30,12 @@ func TestAudit_Chain(t *testing.T) {
 			}
 			testenv.Do(t, base, testenv.Req{Path: "/api_v3/users/" + s.pat.UserID + "/emr", Header: userHeaders(s.c, s.pat.Token)})
 			testenv.Do(t, base, testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: userHeaders(s.c, s.pat.Token), Form: q("room_code", "main")})
+			// A message post: on PostgreSQL one statement whose entry the
+			// chain takes in afterwards.
+			if res := testenv.Do(t, base, testenv.Req{Method: "POST", Path: "/api/visits/" + visit + "/messages", Header: map[string]string{"X-ApiToken": s.pat.Token},
+				Form: q("content", fmt.Sprint("note ", i))}); res.Status != 201 {
+				t.Errorf("post: %d %s", res.Status, res.Raw)
+			}
 		}()
 	}
 	wg.Wait()
@@ -43,8 +50,14 @@ func TestAudit_Chain(t *testing.T) {
 	}
 	v := verify()
 	chained := count(t, e, "SELECT COUNT(*) FROM audit WHERE account_id = (SELECT id FROM accounts WHERE code = 'alpha') AND seq > 0")
-	if v["intact"] != true || v["broken"] != nil || int(v["entries"].(float64)) < 40 || int(v["entries"].(float64)) > chained {
+	if v["intact"] != true || v["broken"] != nil || int(v["entries"].(float64)) < 60 || int(v["entries"].(float64)) > chained {
 		t.Fatalf("%v (%d chained rows)", v, chained)
+	}
+	if n := count(t, e, "SELECT COUNT(*) FROM audit WHERE seq = -1"); n != 0 {
+		t.Fatalf("%d entries left out of the chain", n)
+	}
+	if n := count(t, e, "SELECT COUNT(*) FROM audit WHERE action = 'visit.message.create' AND seq > 0"); n < 20 {
+		t.Fatalf("%d message posts chained, want 20", n)
 	}
 	acct := "(SELECT id FROM accounts WHERE code = 'alpha')"
 	exec := func(q string) {

@@ -41,6 +41,10 @@ func (q *Q) AppendAudits(ctx context.Context, es []*clinic.AuditEntry) error {
 		if err := q.queryRow(ctx, "UPDATE audit_chain SET seq = seq WHERE account_id = ? RETURNING seq, head", []any{acct}, &seq, &head); err != nil {
 			return err
 		}
+		var err error
+		if seq, head, err = q.chainPending(ctx, acct, seq, head); err != nil {
+			return err
+		}
 		for _, e := range byAccount[acct] {
 			seq++
 			e.Seq = seq
@@ -71,6 +75,63 @@ func (q *Q) AppendAudits(ctx context.Context, es []*clinic.AuditEntry) error {
 		es = es[n:]
 	}
 	return nil
+}
+
+// chainPending chains the clinic's pending entries (seq -1: a PostgreSQL
+// message post's, written in its one statement) after place seq and hash
+// head, in the order they were stored, and returns the new end. The
+// caller holds the chain row's lock.
+func (q *Q) chainPending(ctx context.Context, accountID, seq int64, head string) (int64, string, error) {
+	rows, err := q.query(ctx, `SELECT id, actor_kind, COALESCE(actor_user_id, 0), action, object_type, object_id, outcome, request_id, created
+		FROM audit WHERE account_id = ? AND seq = -1 ORDER BY id`, accountID)
+	if err != nil {
+		return 0, "", err
+	}
+	var pending []clinic.AuditEntry
+	for rows.Next() {
+		e := clinic.AuditEntry{AccountID: accountID}
+		if err := rows.Scan(&e.ID, &e.ActorKind, &e.ActorUserID, &e.Action, &e.ObjectType, &e.ObjectID, &e.Outcome, &e.RequestID, &e.Created); err != nil {
+			rows.Close()
+			return 0, "", q.d.translate(err)
+		}
+		pending = append(pending, e)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, "", q.d.translate(err)
+	}
+	for i := range pending {
+		e := &pending[i]
+		seq++
+		e.Seq = seq
+		e.Hash = AuditHash(q.auditKey, head, e)
+		head = e.Hash
+		if _, err := q.exec(ctx, "UPDATE audit SET seq = ?, hash = ? WHERE id = ? AND account_id = ? AND seq = -1", e.Seq, e.Hash, e.ID, accountID); err != nil {
+			return 0, "", err
+		}
+	}
+	return seq, head, nil
+}
+
+// ChainPendingAudits chains a clinic's pending entries now (before a
+// verification reads the chain).
+func (s *Store) ChainPendingAudits(ctx context.Context, accountID int64) error {
+	return s.Tx(ctx, func(q *Q) error {
+		if _, err := q.exec(ctx, "INSERT INTO audit_chain (account_id) VALUES (?) ON CONFLICT DO NOTHING", accountID); err != nil {
+			return err
+		}
+		var seq int64
+		var head string
+		if err := q.queryRow(ctx, "UPDATE audit_chain SET seq = seq WHERE account_id = ? RETURNING seq, head", []any{accountID}, &seq, &head); err != nil {
+			return err
+		}
+		seq, head, err := q.chainPending(ctx, accountID, seq, head)
+		if err != nil {
+			return err
+		}
+		_, err = q.exec(ctx, "UPDATE audit_chain SET seq = ?, head = ? WHERE account_id = ?", seq, head, accountID)
+		return err
+	})
 }
 
 // AuditHash is an entry's link in its clinic's chain: HMAC-SHA256 under

@@ -193,7 +193,9 @@ func inList(col string, n int) string {
 	return col + " IN (" + placeholders(n) + ")"
 }
 
-// postgres is mp as one PostgreSQL statement and its arguments. Its row is
+// postgres is mp as one PostgreSQL statement and its arguments. Its audit
+// entry is written pending (seq -1): the clinic's next audit append, or a
+// verification, chains it (AppendAudits), so the post stays one statement. Its row is
 // the message's id and place and how many webhook and push items it wrote;
 // no row means the visit is closed, gone or has other parties.
 func (mp *MessagePost) postgres() (string, []any) {
@@ -234,7 +236,7 @@ p AS (
 	FROM n JOIN endpoints e ON e.account_id = n.account_id AND e.user_id = n.user_id
 	WHERE ` + inList("e.type", len(mp.PushTypes)) + ` RETURNING 1),
 au AS (
-	INSERT INTO audit (account_id, actor_kind, actor_user_id, action, object_type, object_id, outcome, request_id, created)
-	SELECT ?, ?, NULLIF(?::bigint, 0), ?, ?, m.id::text, ?, ?, ? FROM m)
+	INSERT INTO audit (account_id, actor_kind, actor_user_id, action, object_type, object_id, outcome, request_id, created, seq)
+	SELECT ?, ?, NULLIF(?::bigint, 0), ?, ?, m.id::text, ?, ?, ?, -1 FROM m)
 SELECT m.id, m.seq, (SELECT count(*) FROM w), (SELECT count(*) FROM p) FROM m`, args
 }
