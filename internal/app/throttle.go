@@ -30,8 +30,8 @@ type throttleKey struct {
 }
 
 // attemptKeys are the counters of a sign-in attempt of kind ("login",
-// "secret", "sso") in p's clinic: for name, if any, and the caller's
-// address.
+// "mail" for link requests, "link" for link uses, "sso:<code>" for API key
+// checks) in p's clinic: for name, if any, and the caller's address.
 func (a *App) attemptKeys(p *clinic.Principal, kind, name string) []throttleKey {
 	var keys []throttleKey
 	if a.cfg.LoginAttempts > 0 {
