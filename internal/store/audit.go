@@ -33,25 +33,16 @@ func (q *Q) AppendAudits(ctx context.Context, es []*clinic.AuditEntry) error {
 		byAccount[e.AccountID] = append(byAccount[e.AccountID], e)
 	}
 	for _, acct := range slices.Sorted(maps.Keys(byAccount)) {
-		if _, err := q.exec(ctx, "INSERT INTO audit_chain (account_id) VALUES (?) ON CONFLICT DO NOTHING", acct); err != nil {
-			return err
-		}
-		var seq int64
-		var head string
-		if err := q.queryRow(ctx, "UPDATE audit_chain SET seq = seq WHERE account_id = ? RETURNING seq, head", []any{acct}, &seq, &head); err != nil {
-			return err
-		}
-		var err error
-		if seq, head, err = q.chainPending(ctx, acct, seq, head); err != nil {
-			return err
-		}
-		for _, e := range byAccount[acct] {
-			seq++
-			e.Seq = seq
-			e.Hash = AuditHash(q.auditKey, head, e)
-			head = e.Hash
-		}
-		if _, err := q.exec(ctx, "UPDATE audit_chain SET seq = ?, head = ? WHERE account_id = ?", seq, head, acct); err != nil {
+		err := q.extendChain(ctx, acct, func(seq int64, head string) (int64, string) {
+			for _, e := range byAccount[acct] {
+				seq++
+				e.Seq = seq
+				e.Hash = AuditHash(q.auditKey, head, e)
+				head = e.Hash
+			}
+			return seq, head
+		})
+		if err != nil {
 			return err
 		}
 	}
@@ -117,21 +108,30 @@ func (q *Q) chainPending(ctx context.Context, accountID, seq int64, head string)
 // verification reads the chain).
 func (s *Store) ChainPendingAudits(ctx context.Context, accountID int64) error {
 	return s.Tx(ctx, func(q *Q) error {
-		if _, err := q.exec(ctx, "INSERT INTO audit_chain (account_id) VALUES (?) ON CONFLICT DO NOTHING", accountID); err != nil {
-			return err
-		}
-		var seq int64
-		var head string
-		if err := q.queryRow(ctx, "UPDATE audit_chain SET seq = seq WHERE account_id = ? RETURNING seq, head", []any{accountID}, &seq, &head); err != nil {
-			return err
-		}
-		seq, head, err := q.chainPending(ctx, accountID, seq, head)
-		if err != nil {
-			return err
-		}
-		_, err = q.exec(ctx, "UPDATE audit_chain SET seq = ?, head = ? WHERE account_id = ?", seq, head, accountID)
-		return err
+		return q.extendChain(ctx, accountID, func(seq int64, head string) (int64, string) { return seq, head })
 	})
+}
+
+// extendChain takes the lock of a clinic's chain row (made if missing) for
+// the rest of the transaction, chains the pending entries, lets add give
+// places and hashes to new ones after the end it is handed, and records
+// the end add returns.
+func (q *Q) extendChain(ctx context.Context, accountID int64, add func(seq int64, head string) (int64, string)) error {
+	if _, err := q.exec(ctx, "INSERT INTO audit_chain (account_id) VALUES (?) ON CONFLICT DO NOTHING", accountID); err != nil {
+		return err
+	}
+	var seq int64
+	var head string
+	if err := q.queryRow(ctx, "UPDATE audit_chain SET seq = seq WHERE account_id = ? RETURNING seq, head", []any{accountID}, &seq, &head); err != nil {
+		return err
+	}
+	seq, head, err := q.chainPending(ctx, accountID, seq, head)
+	if err != nil {
+		return err
+	}
+	seq, head = add(seq, head)
+	_, err = q.exec(ctx, "UPDATE audit_chain SET seq = ?, head = ? WHERE account_id = ?", seq, head, accountID)
+	return err
 }
 
 // AuditHash is an entry's link in its clinic's chain: HMAC-SHA256 under
