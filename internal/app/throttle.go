@@ -66,12 +66,18 @@ func (a *App) checkFailures(ctx context.Context, keys []throttleKey) error {
 			wait = max(wait, start+int64(a.cfg.ThrottleWindow/time.Second)-now.Unix())
 		}
 	}
-	if wait > 0 {
-		e := clinic.Errorf(clinic.ETooMany, "Too many failed attempts; try again in %d seconds.", wait)
-		e.RetryAfter = wait
-		return e
+	return tooManyAttempts(wait)
+}
+
+// tooManyAttempts is the 429 of an attempt that must wait seconds, or nil
+// when it need not.
+func tooManyAttempts(wait int64) error {
+	if wait <= 0 {
+		return nil
 	}
-	return nil
+	e := clinic.Errorf(clinic.ETooMany, "Too many attempts; try again in %d seconds.", wait)
+	e.RetryAfter = wait
+	return e
 }
 
 func (a *App) failedAttempt(ctx context.Context, keys []throttleKey) {
@@ -100,10 +106,8 @@ func (a *App) countAttempt(ctx context.Context, keys []throttleKey) (succeeded f
 			wait = max(wait, start+int64(a.cfg.ThrottleWindow/time.Second)-now.Unix())
 		}
 	}
-	if wait > 0 {
-		e := clinic.Errorf(clinic.ETooMany, "Too many attempts; try again in %d seconds.", wait)
-		e.RetryAfter = wait
-		return nil, e
+	if err := tooManyAttempts(wait); err != nil {
+		return nil, err
 	}
 	return func() {
 		for _, k := range keys {

@@ -78,7 +78,7 @@ func newClient(o Options, g *guard) *Client {
 		Transport: tr,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) >= 3 {
-				return errors.New("stopped after 3 redirects")
+				return errTooManyRedirects
 			}
 			return nil
 		},
@@ -176,6 +176,9 @@ func CheckURL(s string, allowPrivate bool) error {
 	return nil
 }
 
+// errTooManyRedirects ends a delivery that was redirected a fourth time.
+var errTooManyRedirects = errors.New("stopped after 3 redirects")
+
 // DeliveryError is a delivery that reached no answer. Its text, which the
 // clinic admin reads in the delivery log, says what failed (DNS, refused,
 // a private address, timeout, TLS) and never the resolver's or the
@@ -217,8 +220,8 @@ func describe(err error) string {
 		return "TLS: the receiver's certificate is not valid for its host"
 	case errors.As(err, &record):
 		return "TLS: the receiver does not speak HTTPS on that port"
-	case strings.Contains(err.Error(), "redirects"):
-		return "stopped after 3 redirects"
+	case errors.Is(err, errTooManyRedirects):
+		return errTooManyRedirects.Error()
 	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
 		return "the receiver's network is unreachable"
 	}
