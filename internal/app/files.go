@@ -462,14 +462,19 @@ func (a *App) ViewFile(ctx context.Context, requestID, idStr, authCode, expires,
 		return nil, a.auditOutcome(ctx, p, "file.view", "file", i64s(id), errFileNotFound)
 	}
 	fc := &FileContent{ContentType: f.ContentType, Name: f.Name, Inline: imaging.IsImage(f.ContentType)}
+	resize := size != "" && fc.Inline
 	cacheKey := f.BlobKey + "\x00" + size
-	if cached, ok := a.resized.get(cacheKey); size != "" && fc.Inline && ok {
+	var cached []byte
+	if resize {
+		cached, _ = a.resized.get(cacheKey)
+	}
+	if cached != nil {
 		fc.Body, fc.Size, fc.ContentType, fc.Name = io.NopCloser(bytes.NewReader(cached)), int64(len(cached)), "image/png", pngName(f.Name)
 	} else {
 		if fc.Body, fc.Size, err = a.cfg.Blobs.Open(ctx, f.BlobKey); err != nil {
 			return nil, fmt.Errorf("file: %w", err)
 		}
-		if size != "" && fc.Inline {
+		if resize {
 			err = a.resize(ctx, fc, size, cacheKey)
 		}
 	}
