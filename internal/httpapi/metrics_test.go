@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
 	"teleclinic/internal/testenv"
 )
 
@@ -47,13 +49,29 @@ func TestMetrics_Endpoint(t *testing.T) {
 			t.Errorf("metrics lack %s:\n%s", want, text)
 		}
 	}
-	// Every sample line is "name{labels} value" or "name value".
-	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
-		if strings.HasPrefix(line, "#") {
-			continue
+	// The scrape passes promtool's checks (its linter), and carries the
+	// runtime's, the process's and the build's families.
+	problems, err := promlint.New(strings.NewReader(text)).Lint()
+	if err != nil {
+		t.Fatalf("the scrape does not parse: %v", err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+	for _, want := range []string{"# TYPE go_goroutines gauge", "# TYPE process_resident_memory_bytes gauge", "# TYPE go_build_info gauge"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %s", want)
 		}
-		if f := strings.Fields(line); len(f) < 2 || !strings.HasPrefix(f[0], "teleclinic_") {
-			t.Errorf("bad sample line %q", line)
+	}
+	// Each family is written once, in one block.
+	seen := map[string]bool{}
+	for _, line := range strings.Split(text, "\n") {
+		if name, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			name, _, _ = strings.Cut(name, " ")
+			if seen[name] {
+				t.Errorf("family %s is written twice", name)
+			}
+			seen[name] = true
 		}
 	}
 }

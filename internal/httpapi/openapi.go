@@ -40,16 +40,12 @@ func (s *Server) metrics(w http.ResponseWriter, r *http.Request, c *call) error 
 	return nil
 }
 
-// MetricsHandler writes the metrics in the Prometheus text format.
+// MetricsHandler serves the metrics in the Prometheus exposition format
+// (client_golang's handler: the text format unless the scraper asks for
+// another).
 func (s *Server) MetricsHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-		if s.cfg.Metrics == nil {
-			http.NotFound(w, r)
-			return
-		}
-		if err := s.cfg.Metrics.Write(r.Context(), w); err != nil && r.Context().Err() == nil {
-			s.log.Warn("metrics: write", "err", err)
-		}
-	})
+	if s.cfg.Metrics == nil {
+		return http.NotFoundHandler()
+	}
+	return s.cfg.Metrics.Handler()
 }

@@ -1,50 +1,57 @@
-// Package metrics keeps the server's counters and writes them in the
-// Prometheus text exposition format (version 0.0.4). It is small on
-// purpose: a few fixed families, no client library.
+// Package metrics keeps the server's metrics in a Prometheus registry
+// (github.com/prometheus/client_golang) and serves them in the exposition
+// format: the request and delivery counters, the Go runtime's and the
+// process's families, the build's, and the families the app computes at
+// each scrape (outbox backlog, database pools).
 package metrics
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"math"
-	"sort"
+	"net/http"
 	"strconv"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // buckets are the request duration histogram's upper bounds, in seconds.
-var buckets = [...]float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
+var buckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10}
 
-// Registry holds the counters. The zero value is not usable; use New. A nil
-// *Registry ignores every observation, so callers need not check.
+// scrapeTimeout bounds the database reads of one scrape's computed families.
+const scrapeTimeout = 5 * time.Second
+
+// Registry holds the server's metrics. The zero value is not usable; use
+// New. A nil *Registry ignores every observation, so callers need not check.
 type Registry struct {
-	mu         sync.RWMutex
-	requests   map[reqKey]*histogram
-	deliveries map[[2]string]*atomic.Int64
-	collectors []Collector
+	reg        *prometheus.Registry
+	requests   *prometheus.CounterVec
+	durations  *prometheus.HistogramVec
+	deliveries *prometheus.CounterVec
+	computed   *computed
 }
 
 // Collector writes families computed at scrape time (gauges read from the
 // database, pool statistics).
 type Collector func(ctx context.Context, w *Writer)
 
-type reqKey struct {
-	route  string
-	status int
-}
-
-type histogram struct {
-	counts [len(buckets) + 1]atomic.Int64 // the last is +Inf
-	sumNS  atomic.Int64
-}
-
-// New makes an empty registry.
+// New makes a registry with the server's families and the runtime's.
 func New() *Registry {
-	return &Registry{requests: map[reqKey]*histogram{}, deliveries: map[[2]string]*atomic.Int64{}}
+	r := &Registry{
+		reg: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "teleclinic_http_requests_total",
+			Help: "HTTP requests by route and status."}, []string{"route", "status"}),
+		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "teleclinic_http_request_duration_seconds",
+			Help: "HTTP request durations by route and status.", Buckets: buckets}, []string{"route", "status"}),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "teleclinic_outbox_deliveries_total",
+			Help: "Outbox delivery attempts (webhook, push, mail, eligibility) by outcome."}, []string{"topic", "outcome"}),
+		computed: &computed{},
+	}
+	r.reg.MustRegister(r.requests, r.durations, r.deliveries, r.computed,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), collectors.NewBuildInfoCollector())
+	return r
 }
 
 // ObserveRequest counts one request of a route ("GET /api_v3/rooms") with
@@ -53,22 +60,9 @@ func (r *Registry) ObserveRequest(route string, status int, d time.Duration) {
 	if r == nil {
 		return
 	}
-	k := reqKey{route, status}
-	r.mu.RLock()
-	h := r.requests[k]
-	r.mu.RUnlock()
-	if h == nil {
-		r.mu.Lock()
-		if h = r.requests[k]; h == nil {
-			h = &histogram{}
-			r.requests[k] = h
-		}
-		r.mu.Unlock()
-	}
-	sec := d.Seconds()
-	i := sort.SearchFloat64s(buckets[:], sec)
-	h.counts[i].Add(1)
-	h.sumNS.Add(int64(d))
+	st := strconv.Itoa(status)
+	r.requests.WithLabelValues(route, st).Inc()
+	r.durations.WithLabelValues(route, st).Observe(d.Seconds())
 }
 
 // CountDelivery counts one outbox delivery attempt of a topic (webhook,
@@ -77,135 +71,76 @@ func (r *Registry) CountDelivery(topic, outcome string) {
 	if r == nil {
 		return
 	}
-	k := [2]string{topic, outcome}
-	r.mu.RLock()
-	c := r.deliveries[k]
-	r.mu.RUnlock()
-	if c == nil {
-		r.mu.Lock()
-		if c = r.deliveries[k]; c == nil {
-			c = &atomic.Int64{}
-			r.deliveries[k] = c
-		}
-		r.mu.Unlock()
-	}
-	c.Add(1)
+	r.deliveries.WithLabelValues(topic, outcome).Inc()
 }
 
 // AddCollector adds families computed at each scrape.
 func (r *Registry) AddCollector(c Collector) {
-	r.mu.Lock()
-	r.collectors = append(r.collectors, c)
-	r.mu.Unlock()
+	r.computed.mu.Lock()
+	r.computed.fns = append(r.computed.fns, c)
+	r.computed.mu.Unlock()
 }
 
-// Write writes every family.
-func (r *Registry) Write(ctx context.Context, out io.Writer) error {
-	w := &Writer{w: out}
-	r.mu.RLock()
-	reqs := make([]reqKey, 0, len(r.requests))
-	for k := range r.requests {
-		reqs = append(reqs, k)
-	}
-	dels := make([][2]string, 0, len(r.deliveries))
-	for k := range r.deliveries {
-		dels = append(dels, k)
-	}
-	collectors := append([]Collector(nil), r.collectors...)
-	r.mu.RUnlock()
-	sort.Slice(reqs, func(i, j int) bool {
-		if reqs[i].route != reqs[j].route {
-			return reqs[i].route < reqs[j].route
-		}
-		return reqs[i].status < reqs[j].status
-	})
-	sort.Slice(dels, func(i, j int) bool { return dels[i][0]+dels[i][1] < dels[j][0]+dels[j][1] })
+// Gatherer is the registry, for tests and other exporters.
+func (r *Registry) Gatherer() prometheus.Gatherer { return r.reg }
 
-	w.Help("teleclinic_http_requests_total", "counter", "HTTP requests by route and status.")
-	r.mu.RLock()
-	for _, k := range reqs {
-		h := r.requests[k]
-		var n int64
-		for i := range h.counts {
-			n += h.counts[i].Load()
-		}
-		w.Sample("teleclinic_http_requests_total", float64(n), "route", k.route, "status", strconv.Itoa(k.status))
-	}
-	w.Help("teleclinic_http_request_duration_seconds", "histogram", "HTTP request durations by route and status.")
-	for _, k := range reqs {
-		h := r.requests[k]
-		var cum int64
-		st := strconv.Itoa(k.status)
-		for i, b := range buckets {
-			cum += h.counts[i].Load()
-			w.Sample("teleclinic_http_request_duration_seconds_bucket", float64(cum), "route", k.route, "status", st, "le", formatFloat(b))
-		}
-		cum += h.counts[len(buckets)].Load()
-		w.Sample("teleclinic_http_request_duration_seconds_bucket", float64(cum), "route", k.route, "status", st, "le", "+Inf")
-		w.Sample("teleclinic_http_request_duration_seconds_sum", float64(h.sumNS.Load())/1e9, "route", k.route, "status", st)
-		w.Sample("teleclinic_http_request_duration_seconds_count", float64(cum), "route", k.route, "status", st)
-	}
-	w.Help("teleclinic_outbox_deliveries_total", "counter", "Outbox delivery attempts (webhook, push, mail, eligibility) by outcome.")
-	for _, k := range dels {
-		w.Sample("teleclinic_outbox_deliveries_total", float64(r.deliveries[k].Load()), "topic", k[0], "outcome", k[1])
-	}
-	r.mu.RUnlock()
-	for _, c := range collectors {
-		c(ctx, w)
-	}
-	return w.err
+// Handler serves the metrics in the format the scraper asks for.
+func (r *Registry) Handler() http.Handler {
+	return promhttp.HandlerFor(r.reg, promhttp.HandlerOpts{})
 }
 
-// Writer writes families in the text format.
+// computed is the collector of the families computed at scrape time. It
+// is unchecked (it describes nothing in advance): its families are what
+// the Collector functions write.
+type computed struct {
+	mu  sync.Mutex
+	fns []Collector
+}
+
+func (c *computed) Describe(chan<- *prometheus.Desc) {}
+
+func (c *computed) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	fns := append([]Collector(nil), c.fns...)
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	w := &Writer{ch: ch, families: map[string]family{}}
+	for _, fn := range fns {
+		fn(ctx, w)
+	}
+}
+
+type family struct {
+	help string
+	typ  prometheus.ValueType
+}
+
+// Writer takes the samples of the computed families.
 type Writer struct {
-	w   io.Writer
-	err error
+	ch       chan<- prometheus.Metric
+	families map[string]family
 }
 
-// Help writes a family's HELP and TYPE lines.
+// Help declares a family: its type ("counter" or "gauge") and help text.
 func (w *Writer) Help(name, typ, help string) {
-	w.printf("# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+	vt := prometheus.GaugeValue
+	if typ == "counter" {
+		vt = prometheus.CounterValue
+	}
+	w.families[name] = family{help: help, typ: vt}
 }
 
-// Sample writes one sample with label name-value pairs.
+// Sample writes one sample of a declared family with label name-value
+// pairs.
 func (w *Writer) Sample(name string, v float64, labels ...string) {
-	var b strings.Builder
-	b.WriteString(name)
-	if len(labels) > 0 {
-		b.WriteByte('{')
-		for i := 0; i+1 < len(labels); i += 2 {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteString(labels[i])
-			b.WriteString(`="`)
-			b.WriteString(escape(labels[i+1]))
-			b.WriteByte('"')
-		}
-		b.WriteByte('}')
+	f, ok := w.families[name]
+	if !ok {
+		f = family{help: name, typ: prometheus.GaugeValue}
 	}
-	b.WriteByte(' ')
-	b.WriteString(formatFloat(v))
-	b.WriteByte('\n')
-	w.printf("%s", b.String())
-}
-
-func (w *Writer) printf(format string, args ...any) {
-	if w.err == nil {
-		_, w.err = fmt.Fprintf(w.w, format, args...)
+	var names, values []string
+	for i := 0; i+1 < len(labels); i += 2 {
+		names, values = append(names, labels[i]), append(values, labels[i+1])
 	}
-}
-
-func escape(s string) string {
-	return strings.NewReplacer(`\`, `\\`, "\n", `\n`, `"`, `\"`).Replace(s)
-}
-
-func formatFloat(v float64) string {
-	switch {
-	case math.IsInf(v, 1):
-		return "+Inf"
-	case v == math.Trunc(v) && math.Abs(v) < 1e15:
-		return strconv.FormatInt(int64(v), 10)
-	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
+	w.ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(name, f.help, names, nil), f.typ, v, values...)
 }
