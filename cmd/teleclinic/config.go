@@ -56,7 +56,7 @@ type config struct {
 	WebhookTimeout       time.Duration
 	WebhookAllowPrivate  bool
 
-	SMTPAddr, SMTPFrom, SMTPUsername, SMTPPassword string
+	SMTPAddr, SMTPFrom, SMTPUsername, SMTPPassword, SMTPTLS string
 
 	APNsKeyFile, APNsKeyID, APNsTeamID, APNsTopic, APNsURL string
 	FCMCredentialsFile, FCMURL                             string
@@ -109,6 +109,7 @@ func serveFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.SMTPFrom, "smtp-from", "", "sender address of outgoing email")
 	fs.StringVar(&c.SMTPUsername, "smtp-username", "", "mail server user name (optional)")
 	fs.StringVar(&c.SMTPPassword, "smtp-password", "", "mail server password; prefer TELECLINIC_SMTP_PASSWORD")
+	fs.StringVar(&c.SMTPTLS, "smtp-tls", "", "encryption to the mail server: starttls (required, the default), tls (implicit, the default on port 465) or none (clear text: a relay on this host only)")
 	fs.StringVar(&c.APNsKeyFile, "apns-key-file", "", "Apple push: the .p8 key file (enables Apple push with the three flags below)")
 	fs.StringVar(&c.APNsKeyID, "apns-key-id", "", "Apple push: the key's id")
 	fs.StringVar(&c.APNsTeamID, "apns-team-id", "", "Apple push: the developer team id")
@@ -197,6 +198,11 @@ func (c *config) validate() error {
 	if (c.SMTPAddr == "") != (c.SMTPFrom == "") {
 		return fmt.Errorf("--smtp-addr and --smtp-from go together")
 	}
+	if c.SMTPAddr != "" {
+		if err := c.smtp().Check(); err != nil {
+			return fmt.Errorf("--smtp-addr, --smtp-from, --smtp-tls: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -206,7 +212,7 @@ func (c *config) senders() (mail.Sender, push.Sender, push.Sender, error) {
 	var m mail.Sender
 	var apns, fcm push.Sender
 	if c.SMTPAddr != "" {
-		m = &mail.SMTP{Addr: c.SMTPAddr, From: c.SMTPFrom, Username: c.SMTPUsername, Password: c.SMTPPassword}
+		m = c.smtp()
 	}
 	if c.APNsKeyFile != "" {
 		key, err := os.ReadFile(c.APNsKeyFile)
@@ -279,4 +285,9 @@ func (c *config) serverKey() ([]byte, error) {
 		return nil, err
 	}
 	return k, f.Sync()
+}
+
+// smtp is the mail server the flags name.
+func (c *config) smtp() *mail.SMTP {
+	return &mail.SMTP{Addr: c.SMTPAddr, From: c.SMTPFrom, Username: c.SMTPUsername, Password: c.SMTPPassword, TLS: c.SMTPTLS}
 }

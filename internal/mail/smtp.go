@@ -2,30 +2,82 @@ package mail
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"mime"
 	"net"
-	"net/smtp"
+	"strconv"
 	"strings"
 	"time"
+
+	gomail "github.com/wneessen/go-mail"
 )
 
-// SMTP sends through a mail server with the standard library's client. It
-// upgrades the connection with STARTTLS whenever the server offers it, and
-// authenticates (PLAIN) only over TLS or to a server on this host.
+// TLS modes of the connection to the mail server. Email here carries
+// sign-in and password-reset links, so the default requires encryption.
+const (
+	// TLSStartTLS requires STARTTLS: a server that does not offer it is
+	// refused (ports 587 and 25).
+	TLSStartTLS = "starttls"
+	// TLSImplicit speaks TLS from the first byte (port 465).
+	TLSImplicit = "tls"
+	// TLSNone sends in clear text: only for a relay on this host or a
+	// private network the operator vouches for.
+	TLSNone = "none"
+)
+
+// SMTP sends through a mail server with github.com/wneessen/go-mail.
 type SMTP struct {
 	Addr     string // host:port of the submission server
 	From     string // envelope and header sender
-	Username string // optional
+	Username string // optional: authenticates (PLAIN) when set
 	Password string
-	// TLSConfig is used for STARTTLS (default: verify the server's name).
+	// TLS is TLSStartTLS, TLSImplicit or TLSNone; "" is TLSImplicit on
+	// port 465 and TLSStartTLS elsewhere.
+	TLS string
+	// TLSConfig verifies the server (default: its name, TLS 1.2 or later).
 	TLSConfig *tls.Config
 	// Now dates the message; default time.Now.
 	Now func() time.Time
+}
+
+// TLSMode is the mode Send uses: TLS, or the default for Addr's port.
+func (s *SMTP) TLSMode() string {
+	if s.TLS != "" {
+		return s.TLS
+	}
+	if _, port, _ := net.SplitHostPort(s.Addr); port == "465" {
+		return TLSImplicit
+	}
+	return TLSStartTLS
+}
+
+// Check reports a configuration Send could not use.
+func (s *SMTP) Check() error {
+	if _, _, err := s.hostPort(); err != nil {
+		return err
+	}
+	switch s.TLSMode() {
+	case TLSStartTLS, TLSImplicit, TLSNone:
+	default:
+		return fmt.Errorf("smtp: TLS mode %q: use starttls, tls or none", s.TLS)
+	}
+	if err := checkHeader(s.From); err != nil {
+		return fmt.Errorf("smtp: from: %w", err)
+	}
+	return nil
+}
+
+func (s *SMTP) hostPort() (string, int, error) {
+	host, p, err := net.SplitHostPort(s.Addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("smtp: address %q: %w", s.Addr, err)
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port <= 0 || port > 65535 {
+		return "", 0, fmt.Errorf("smtp: address %q: bad port", s.Addr)
+	}
+	return host, port, nil
 }
 
 // Send delivers m. The context bounds the whole conversation.
@@ -33,86 +85,64 @@ func (s *SMTP) Send(ctx context.Context, m Message) error {
 	if err := checkHeader(m.To); err != nil {
 		return fmt.Errorf("smtp: to: %w", err)
 	}
-	host, _, err := net.SplitHostPort(s.Addr)
-	if err != nil {
-		return fmt.Errorf("smtp: address %q: %w", s.Addr, err)
+	if err := s.Check(); err != nil {
+		return err
 	}
-	conn, err := (&net.Dialer{Timeout: 15 * time.Second}).DialContext(ctx, "tcp", s.Addr)
-	if err != nil {
-		return fmt.Errorf("smtp: %w", err)
+	host, port, _ := s.hostPort()
+	cfg := s.TLSConfig
+	if cfg == nil {
+		cfg = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
 	}
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-	} else {
-		_ = conn.SetDeadline(time.Now().Add(time.Minute))
-	}
-	c, err := smtp.NewClient(conn, host)
-	if err != nil {
-		conn.Close()
-		return fmt.Errorf("smtp: %w", err)
-	}
-	defer c.Close()
-	if ok, _ := c.Extension("STARTTLS"); ok {
-		cfg := s.TLSConfig
-		if cfg == nil {
-			cfg = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
-		}
-		if err := c.StartTLS(cfg); err != nil {
-			return fmt.Errorf("smtp: starttls: %w", err)
-		}
+	opts := []gomail.Option{gomail.WithPort(port), gomail.WithTLSConfig(cfg), gomail.WithTimeout(15 * time.Second)}
+	switch s.TLSMode() {
+	case TLSImplicit:
+		opts = append(opts, gomail.WithSSL())
+	case TLSNone:
+		opts = append(opts, gomail.WithTLSPolicy(gomail.NoTLS))
+	default:
+		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSMandatory))
 	}
 	if s.Username != "" {
-		// PlainAuth itself refuses to send the password unencrypted to
-		// anything but localhost.
-		if err := c.Auth(smtp.PlainAuth("", s.Username, s.Password, host)); err != nil {
-			return fmt.Errorf("smtp: auth: %w", err)
+		auth := gomail.SMTPAuthPlain
+		if s.TLSMode() == TLSNone {
+			// The operator chose clear text: the password goes with it.
+			auth = gomail.SMTPAuthPlainNoEnc
 		}
+		opts = append(opts, gomail.WithSMTPAuth(auth), gomail.WithUsername(s.Username), gomail.WithPassword(s.Password))
 	}
-	if err := c.Mail(s.From); err != nil {
-		return fmt.Errorf("smtp: from: %w", err)
-	}
-	if err := c.Rcpt(m.To); err != nil {
-		return fmt.Errorf("smtp: rcpt: %w", err)
-	}
-	w, err := c.Data()
+	c, err := gomail.NewClient(host, opts...)
 	if err != nil {
-		return fmt.Errorf("smtp: data: %w", err)
+		return fmt.Errorf("smtp: %w", err)
 	}
-	if _, err := w.Write(s.render(m)); err != nil {
-		return fmt.Errorf("smtp: data: %w", err)
+	msg, err := s.message(m)
+	if err != nil {
+		return err
 	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("smtp: data: %w", err)
+	if err := c.DialAndSendWithContext(ctx, msg); err != nil {
+		return fmt.Errorf("smtp: %w", err)
 	}
-	return c.Quit()
+	return nil
 }
 
-// render writes the message with its headers; the subject is encoded for
-// non-ASCII text and the body's line ends are CRLF.
-func (s *SMTP) render(m Message) []byte {
+// message is m with its headers; go-mail encodes the subject and writes
+// the body with CRLF line ends.
+func (s *SMTP) message(m Message) (*gomail.Msg, error) {
 	now := time.Now
 	if s.Now != nil {
 		now = s.Now
 	}
-	id := make([]byte, 12)
-	_, _ = rand.Read(id)
-	domain := "teleclinic.local"
-	if _, d, ok := strings.Cut(s.From, "@"); ok {
-		domain = strings.Trim(d, "> ")
+	msg := gomail.NewMsg()
+	if err := msg.From(s.From); err != nil {
+		return nil, fmt.Errorf("smtp: from: %w", err)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "From: %s\r\n", s.From)
-	fmt.Fprintf(&b, "To: %s\r\n", m.To)
-	fmt.Fprintf(&b, "Subject: %s\r\n", mime.QEncoding.Encode("utf-8", oneLine(m.Subject)))
-	fmt.Fprintf(&b, "Date: %s\r\n", now().Format(time.RFC1123Z))
-	fmt.Fprintf(&b, "Message-ID: <%s@%s>\r\n", hex.EncodeToString(id), domain)
-	b.WriteString("MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n")
-	body := strings.ReplaceAll(strings.ReplaceAll(m.Body, "\r\n", "\n"), "\n", "\r\n")
-	b.WriteString(body)
-	if !strings.HasSuffix(body, "\r\n") {
-		b.WriteString("\r\n")
+	if err := msg.To(m.To); err != nil {
+		return nil, fmt.Errorf("smtp: to: %w", err)
 	}
-	return []byte(b.String())
+	msg.Subject(oneLine(m.Subject))
+	msg.SetDateWithValue(now())
+	msg.SetMessageID()
+	msg.SetBodyString(gomail.TypeTextPlain, m.Body)
+	return msg, nil
 }
 
 // checkHeader refuses addresses that would inject headers.
