@@ -13,6 +13,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/google"
+	googlejwt "golang.org/x/oauth2/jwt"
 )
 
 // FCMConfig is a Firebase service account (the JSON key file).
@@ -21,48 +25,38 @@ type FCMConfig struct {
 	// URL is the messaging service (default https://fcm.googleapis.com).
 	URL    string
 	Client *http.Client
-	Now    func() time.Time
 }
 
-type serviceAccount struct {
-	ProjectID   string `json:"project_id"`
-	PrivateKey  string `json:"private_key"`
-	ClientEmail string `json:"client_email"`
-	TokenURI    string `json:"token_uri"`
-}
-
-// FCM sends through Firebase Cloud Messaging's HTTP v1 API. It trades a
-// signed assertion for an OAuth access token, and keeps the token until
-// shortly before it expires.
+// FCM sends through Firebase Cloud Messaging's HTTP v1 API. Its access
+// tokens come from golang.org/x/oauth2/google: a service account's signed
+// assertion traded for a token, kept until shortly before it expires.
 type FCM struct {
-	cfg FCMConfig
-	sa  serviceAccount
-	key *rsa.PrivateKey
+	cfg     FCMConfig
+	project string
+	jwt     *googlejwt.Config
 
-	mu      sync.Mutex
-	access  string
-	expires time.Time
+	mu sync.Mutex
+	ts oauth2.TokenSource
 }
 
-// NewFCM checks cfg and parses the service account.
+// NewFCM checks cfg and reads the service account key.
 func NewFCM(cfg FCMConfig) (*FCM, error) {
-	var sa serviceAccount
+	var sa struct {
+		ProjectID string `json:"project_id"`
+	}
 	if err := json.Unmarshal(cfg.CredentialsJSON, &sa); err != nil {
 		return nil, fmt.Errorf("fcm: credentials: %w", err)
 	}
-	if sa.ProjectID == "" || sa.ClientEmail == "" || sa.PrivateKey == "" {
+	// Only a service account key is taken: the file names who signs.
+	conf, err := google.JWTConfigFromJSON(cfg.CredentialsJSON, fcmScope)
+	if err != nil {
+		return nil, fmt.Errorf("fcm: credentials: %w", err)
+	}
+	if sa.ProjectID == "" || conf.Email == "" || len(conf.PrivateKey) == 0 {
 		return nil, errors.New("fcm: credentials need project_id, client_email and private_key")
 	}
-	if sa.TokenURI == "" {
-		sa.TokenURI = "https://oauth2.googleapis.com/token"
-	}
-	k, err := parseKey([]byte(sa.PrivateKey))
-	if err != nil {
-		return nil, fmt.Errorf("fcm: private_key: %w", err)
-	}
-	rk, ok := k.(*rsa.PrivateKey)
-	if !ok {
-		return nil, errors.New("fcm: private_key is not an RSA key")
+	if conf.TokenURL == "" {
+		conf.TokenURL = google.JWTTokenURL
 	}
 	if cfg.URL == "" {
 		cfg.URL = "https://fcm.googleapis.com"
@@ -71,52 +65,27 @@ func NewFCM(cfg FCMConfig) (*FCM, error) {
 	if cfg.Client == nil {
 		cfg.Client = &http.Client{Timeout: 30 * time.Second}
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	// A key that cannot sign is a configuration error now, not a failed
+	// send later.
+	if k, err := parseKey(conf.PrivateKey); err != nil {
+		return nil, fmt.Errorf("fcm: private_key: %w", err)
+	} else if _, ok := k.(*rsa.PrivateKey); !ok {
+		return nil, errors.New("fcm: private_key is not an RSA key")
 	}
-	return &FCM{cfg: cfg, sa: sa, key: rk}, nil
+	return &FCM{cfg: cfg, project: sa.ProjectID, jwt: conf}, nil
 }
 
 const fcmScope = "https://www.googleapis.com/auth/firebase.messaging"
 
-func (s *FCM) token(ctx context.Context) (string, error) {
+// tokens is the cached token source; a refused token starts a new one.
+func (s *FCM) tokens() oauth2.TokenSource {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	now := s.cfg.Now()
-	if s.access != "" && now.Before(s.expires) {
-		return s.access, nil
+	if s.ts == nil {
+		ctx := context.WithValue(context.Background(), oauth2.HTTPClient, s.cfg.Client)
+		s.ts = oauth2.ReuseTokenSource(nil, s.jwt.TokenSource(ctx))
 	}
-	assertion, err := jwt(map[string]string{"alg": "RS256", "typ": "JWT"}, map[string]any{
-		"iss": s.sa.ClientEmail, "scope": fcmScope, "aud": s.sa.TokenURI,
-		"iat": now.Unix(), "exp": now.Add(time.Hour).Unix(),
-	}, s.key, false)
-	if err != nil {
-		return "", err
-	}
-	form := url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"}, "assertion": {assertion}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.sa.TokenURI, strings.NewReader(form.Encode()))
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	res, err := s.cfg.Client.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("fcm: token: %w", err)
-	}
-	defer res.Body.Close()
-	var tr struct {
-		AccessToken string `json:"access_token"`
-		ExpiresIn   int64  `json:"expires_in"`
-	}
-	if res.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("fcm: token: %d", res.StatusCode)
-	}
-	if err := json.NewDecoder(io.LimitReader(res.Body, 64<<10)).Decode(&tr); err != nil || tr.AccessToken == "" {
-		return "", errors.New("fcm: token: malformed answer")
-	}
-	s.access = tr.AccessToken
-	s.expires = now.Add(time.Duration(max(tr.ExpiresIn-60, 0)) * time.Second)
-	return s.access, nil
+	return s.ts
 }
 
 type fcmRequest struct {
@@ -135,16 +104,16 @@ type fcmNotification struct {
 
 // Send posts one notification.
 func (s *FCM) Send(ctx context.Context, m Message) error {
-	tok, err := s.token(ctx)
+	tok, err := s.tokens().Token()
 	if err != nil {
-		return err
+		return fmt.Errorf("fcm: token: %w", err)
 	}
 	body, _ := json.Marshal(fcmRequest{Message: fcmMessage{Token: m.Token, Notification: fcmNotification{Title: m.Title}, Data: m.Data}})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.URL+"/v1/projects/"+url.PathEscape(s.sa.ProjectID)+"/messages:send", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.URL+"/v1/projects/"+url.PathEscape(s.project)+"/messages:send", bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
 	req.Header.Set("Content-Type", "application/json")
 	res, err := s.cfg.Client.Do(req)
 	if err != nil {
@@ -163,7 +132,7 @@ func (s *FCM) Send(ctx context.Context, m Message) error {
 	_ = json.NewDecoder(io.LimitReader(res.Body, 16<<10)).Decode(&e)
 	if res.StatusCode == http.StatusUnauthorized {
 		s.mu.Lock()
-		s.access = "" // fetch a new access token on the next try
+		s.ts = nil // fetch a new access token on the next try
 		s.mu.Unlock()
 	}
 	if res.StatusCode == http.StatusNotFound || e.Error.Status == "UNREGISTERED" {

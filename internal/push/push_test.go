@@ -131,6 +131,7 @@ func TestPush_FCM(t *testing.T) {
 			if h["alg"] != "RS256" || c["iss"] != "push@clinic.iam.gserviceaccount.com" || c["scope"] != fcmScope || c["aud"] != srv.URL+"/token" {
 				t.Errorf("assertion %v %v", h, c)
 			}
+			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte(`{"access_token":"ya29.test","expires_in":3600,"token_type":"Bearer"}`))
 		case "/v1/projects/clinic-app/messages:send":
 			sends.Add(1)
@@ -141,6 +142,11 @@ func TestPush_FCM(t *testing.T) {
 			_ = json.NewDecoder(r.Body).Decode(&req)
 			if req.Message.Notification.Title != "Visit confirmed" || req.Message.Data["type"] != "visit_confirmed" {
 				t.Errorf("message %+v", req)
+			}
+			if req.Message.Token == "stale-auth-0123456789" && tokens.Load() == 1 {
+				w.WriteHeader(401)
+				_, _ = w.Write([]byte(`{"error":{"code":401,"status":"UNAUTHENTICATED"}}`))
+				return
 			}
 			if req.Message.Token == "gone-token-0123456789" {
 				w.WriteHeader(404)
@@ -172,7 +178,26 @@ func TestPush_FCM(t *testing.T) {
 	if tokens.Load() != 1 || sends.Load() != 3 {
 		t.Fatalf("access token fetched %d times for %d sends; it should be kept", tokens.Load(), sends.Load())
 	}
+	// A refused access token is dropped: the retry fetches a new one.
+	m.Token = "stale-auth-0123456789"
+	if err := s.Send(context.Background(), m); err == nil {
+		t.Fatal("a 401 was taken as sent")
+	}
+	if err := s.Send(context.Background(), m); err != nil || tokens.Load() != 2 {
+		t.Fatalf("after a 401: %v, %d token fetches", err, tokens.Load())
+	}
 	if _, err := NewFCM(FCMConfig{CredentialsJSON: []byte(`{}`)}); err == nil {
 		t.Fatal("empty credentials accepted")
+	}
+	// Only a service account's key: another kind of Google credential is
+	// refused, and so is a key that cannot sign.
+	other, _ := json.Marshal(map[string]string{"type": "authorized_user", "project_id": "clinic-app", "client_id": "x", "client_secret": "y", "refresh_token": "z"})
+	if _, err := NewFCM(FCMConfig{CredentialsJSON: other}); err == nil {
+		t.Fatal("user credentials accepted")
+	}
+	broken, _ := json.Marshal(map[string]string{"type": "service_account", "project_id": "clinic-app", "client_email": "push@clinic.iam.gserviceaccount.com",
+		"private_key": "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"})
+	if _, err := NewFCM(FCMConfig{CredentialsJSON: broken}); err == nil {
+		t.Fatal("a key that cannot sign accepted")
 	}
 }
