@@ -135,3 +135,30 @@ func (a *App) AccessLog(ctx context.Context, p *clinic.Principal, userID int64, 
 	}
 	return list, total, nil
 }
+
+// ChainAudits is one pass of the background chaining of pending audit
+// entries (a PostgreSQL message post writes its entry pending, in its one
+// statement): it chains the pending entries of up to batchSize clinics
+// and returns how many it chained. Left to the next audited write, a
+// burst of messages would make that write chain them all while it holds
+// the clinic's chain lock; measured with the load tool on PostgreSQL, the
+// bookings that followed a 15 s message burst ran at 74/s instead of
+// about 260/s.
+func (a *App) ChainAudits(ctx context.Context) int {
+	ids, err := a.store.Read().PendingAuditClinics(ctx, batchSize)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.log.Warn("audit chain: pending clinics", "err", err)
+		}
+		return 0
+	}
+	for _, id := range ids {
+		if err := a.store.ChainPendingAudits(ctx, id); err != nil {
+			if ctx.Err() == nil {
+				a.log.Warn("audit chain: chaining pending entries", "account_id", id, "err", err)
+			}
+			return 0
+		}
+	}
+	return len(ids)
+}

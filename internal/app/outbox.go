@@ -26,7 +26,7 @@ const (
 
 // Run delivers the outbox until ctx ends: mail, push notifications,
 // webhooks and eligibility checks, each in its own loop so a slow receiver
-// delays no other kind.
+// delays no other kind; beside them it chains pending audit entries.
 // A loop wakes when this process commits a new item, every OutboxPoll for
 // items written by other processes or due for a retry, and at once again
 // after a full batch. Several processes may run it on one database: each
@@ -41,6 +41,7 @@ func (a *App) Run(ctx context.Context) {
 		{a.pushKick, a.DeliverPush},
 		{a.webhookKick, a.DeliverWebhooks},
 		{a.eligibilityKick, a.DeliverEligibility},
+		{nil, a.ChainAudits},
 	} {
 		wg.Add(1)
 		go func() {

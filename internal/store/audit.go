@@ -97,11 +97,46 @@ func (q *Q) chainPending(ctx context.Context, accountID, seq int64, head string)
 		e.Seq = seq
 		e.Hash = AuditHash(q.auditKey, head, e)
 		head = e.Hash
-		if _, err := q.exec(ctx, "UPDATE audit SET seq = ?, hash = ? WHERE id = ? AND account_id = ? AND seq = -1", e.Seq, e.Hash, e.ID, accountID); err != nil {
+	}
+	// One statement per chunk of up to 256 entries: a burst of messages
+	// leaves thousands pending, and one round trip each would hold the
+	// chain's lock (and the append that found them) for seconds.
+	// Chunks are powers of two in size, as in AppendAudits.
+	for len(pending) > 0 {
+		n := 1
+		for n*2 <= len(pending) && n < 256 {
+			n *= 2
+		}
+		args := make([]any, 0, 3*n+1)
+		for _, e := range pending[:n] {
+			args = append(args, e.ID, e.Seq, e.Hash)
+		}
+		args = append(args, accountID)
+		if _, err := q.exec(ctx, "WITH v (id, seq, hash) AS (VALUES "+valueRows("(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS TEXT))", n)+
+			") UPDATE audit SET seq = v.seq, hash = v.hash FROM v WHERE audit.id = v.id AND audit.account_id = ? AND audit.seq = -1", args...); err != nil {
 			return 0, "", err
 		}
+		pending = pending[n:]
 	}
 	return seq, head, nil
+}
+
+// PendingAuditClinics lists up to limit clinics with pending entries.
+func (q *Q) PendingAuditClinics(ctx context.Context, limit int) ([]int64, error) {
+	rows, err := q.query(ctx, "SELECT DISTINCT account_id FROM audit WHERE seq = -1 LIMIT ?", limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, q.d.translate(err)
+		}
+		out = append(out, id)
+	}
+	return out, q.d.translate(rows.Err())
 }
 
 // ChainPendingAudits chains a clinic's pending entries now (before a

@@ -43,3 +43,61 @@ func TestAudit_AppendGroups(t *testing.T) {
 		}
 	}
 }
+
+// TestAudit_ChainPending chains more pending entries (seq -1, as a
+// PostgreSQL message post writes them) than one statement takes, between
+// chained ones, and finds the chain whole and nothing left pending.
+func TestAudit_ChainPending(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := testenv.OpenStore(t, testenv.DSN(t))
+	acct := &clinic.Account{Code: "pending", Name: "Pending", Domain: "pending.test", Features: []string{}}
+	if err := st.Write().CreateAccount(ctx, acct, store.AccountSecrets{AdminTokenHash: "a", APIKeyHash: "k", APISecretHash: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	entry := func(i int) *clinic.AuditEntry {
+		return &clinic.AuditEntry{AccountID: acct.ID, ActorKind: "user_token", Action: "visit.message.create", ObjectType: "visit",
+			ObjectID: fmt.Sprint(i), Outcome: "ok", RequestID: fmt.Sprintf("req-%d", i), Created: int64(1000 + i)}
+	}
+	if err := st.Tx(ctx, func(q *store.Q) error { return q.AppendAudits(ctx, []*clinic.AuditEntry{entry(0)}) }); err != nil {
+		t.Fatal(err)
+	}
+	const pending = 300 // 256 + 32 + 8 + 4
+	for i := 1; i <= pending; i++ {
+		if _, err := st.DB().Exec(st.Rebind(`INSERT INTO audit (account_id, actor_kind, action, object_type, object_id, outcome, request_id, created, seq, hash)
+			VALUES (?, 'user_token', 'visit.message.create', 'visit', ?, 'ok', ?, ?, -1, '')`), acct.ID, fmt.Sprint(i), fmt.Sprintf("req-%d", i), 1000+i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids, err := st.Read().PendingAuditClinics(ctx, 10)
+	if err != nil || len(ids) != 1 || ids[0] != acct.ID {
+		t.Fatalf("pending clinics %v, %v", ids, err)
+	}
+	if err := st.ChainPendingAudits(ctx, acct.ID); err != nil {
+		t.Fatal(err)
+	}
+	// The next append goes after them.
+	if err := st.Tx(ctx, func(q *store.Q) error { return q.AppendAudits(ctx, []*clinic.AuditEntry{entry(pending + 1)}) }); err != nil {
+		t.Fatal(err)
+	}
+	v, err := st.VerifyAuditChain(ctx, acct.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.BrokenSeq != 0 || v.Entries != pending+2 {
+		t.Fatalf("chain: %+v", v)
+	}
+	if ids, _ := st.Read().PendingAuditClinics(ctx, 10); len(ids) != 0 {
+		t.Fatalf("still pending: %v", ids)
+	}
+	// In the order they were stored.
+	page, err := st.Read().AuditChainPage(ctx, acct.ID, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range page {
+		if e.Seq != int64(i+1) || e.ObjectID != fmt.Sprint(i) {
+			t.Fatalf("place %d: %+v", i+1, e)
+		}
+	}
+}
