@@ -260,3 +260,7 @@ func (a *App) Ping(ctx context.Context) error {
 	}
 	return nil
 }
+
+// BaseURL is the server's public URL, for the absolute links some formats
+// require (FHIR's fullUrl).
+func (a *App) BaseURL() string { return a.cfg.BaseURL }

@@ -181,6 +181,8 @@ var noPrincipal = map[string]string{
 	"Ping":               "the health check; it reads nothing",
 	"Store":              "wiring",
 	"Now":                "the app's clock",
+	"BaseURL":            "the server's public address",
+	"ChainAudits":        "the background worker's pass over every clinic",
 	"ReferenceLists":     "public code lists",
 	"LiveKitRoom":        "names a room; JoinCall checks who joins it",
 	"LiveKitURL":         "the deployment's media server, for the page's policy",
@@ -364,6 +366,10 @@ func permRows(f *permFixture) map[string]permRow {
 		}},
 
 		// Insurance.
+		"PatientRecord": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.PatientRecord(ctx, p, pt, app.AllRecordParts))
+		}},
+		"Practitioner":   {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.Practitioner(ctx, p, pt)) }},
 		"InsuranceCards": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.InsuranceCards(ctx, p, pt)) }},
 		"InsuranceCard": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.InsuranceCard(ctx, p, pt, "primary"))

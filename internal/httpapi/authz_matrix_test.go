@@ -241,6 +241,10 @@ func matrix() map[string]profile {
 		"GET /openapi.yaml":                                                 pPublic,
 		"GET /healthz":                                                      pPublic,
 		"GET /metrics":                                                      pAdmin,
+		"GET /fhir/R4/metadata":                                             pPublic,
+		"GET /fhir/R4/{type}":                                               pRecords,
+		"GET /fhir/R4/{type}/{id}":                                          pRecords,
+		"GET /fhir/R4/Patient/{id}/$everything":                             pRecords,
 	}
 }
 
@@ -286,9 +290,11 @@ func TestAuthzMatrix(t *testing.T) {
 	}
 	// Path values: the owning patient's things.
 	values := map[string]string{"{code}": "main", "{room_code}": "main", "{user_id}": s.pat.UserID, "{visit_id}": visit,
-		"{card_type}": "primary", "{name}": "allergies", "{recording_id}": "1", "{rx_id}": "1", "{groupId}": "1"}
+		"{card_type}": "primary", "{name}": "allergies", "{recording_id}": "1", "{rx_id}": "1", "{groupId}": "1", "{type}": "Patient"}
 	idOf := func(pattern string) string {
 		switch {
+		case strings.HasPrefix(pattern, "/fhir/R4/"):
+			return s.pat.UserID
 		case strings.HasPrefix(pattern, "/api_v3/users/{id}"), strings.HasPrefix(pattern, "/api_v3/rooms/{code}/providers/{id}"):
 			if strings.HasPrefix(pattern, "/api_v3/rooms/") {
 				return s.doc.UserID
@@ -348,6 +354,9 @@ func TestAuthzMatrix(t *testing.T) {
 			path = strings.ReplaceAll(pattern, "{code}", "alpha")
 		}
 		path = strings.ReplaceAll(path, "{id}", idOf(pattern))
+		if key == "GET /fhir/R4/{type}" {
+			path += "?patient=" + s.pat.UserID // the owning patient's record
+		}
 		for _, who := range callerKinds {
 			want := declared[key][who]
 			h := map[string]string{}

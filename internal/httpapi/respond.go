@@ -21,6 +21,8 @@ const (
 	// famObject answers {"error": <status text>, "message": …, "code": <status>}:
 	// intakes, visits, availability.
 	famObject
+	// famFHIR answers a FHIR OperationOutcome (application/fhir+json).
+	famFHIR
 )
 
 // envelope is every success body: {"data": …} with the list extras the
@@ -92,6 +94,9 @@ const pageNotAvailable = "Page not available."
 func writeError(w http.ResponseWriter, fam family, status int, msg string) {
 	var body any
 	switch {
+	case fam == famFHIR:
+		writeOutcome(w, status, msg)
+		return
 	case fam == famObject:
 		body = objectError{Error: http.StatusText(status), Message: msg, Code: status}
 	case fam == famUsers && (status == http.StatusBadRequest || status == http.StatusUnauthorized):

@@ -162,6 +162,13 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/api_v3/webhooks/deliveries", app.NeedAdmin, famCode, s.listDeliveries)
 	s.handle("POST", "/api_v3/webhooks/deliveries/{id}/redeliver", app.NeedAdmin, famCode, s.redeliver)
 
+	// FHIR R4, read only (extension): the clinic's records in the EHR
+	// world's format, on the same credentials and rules.
+	s.handle("GET", "/fhir/R4/metadata", app.NeedNone, famFHIR, s.fhirMetadata)
+	s.handle("GET", "/fhir/R4/{type}", app.NeedUser, famFHIR, s.fhirSearch)
+	s.handle("GET", "/fhir/R4/{type}/{id}", app.NeedUser, famFHIR, s.fhirRead)
+	s.handle("GET", "/fhir/R4/Patient/{id}/$everything", app.NeedUser, famFHIR, s.fhirEverything)
+
 	// Operations.
 	s.handle("GET", "/openapi.yaml", app.NeedNone, famCode, s.openAPI)
 	s.handle("GET", "/healthz", app.NeedNone, famCode, s.healthz)

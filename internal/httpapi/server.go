@@ -129,7 +129,7 @@ func New(a *app.App, log *slog.Logger, cfg Config) *Server {
 		s.handler = cors.New(cors.Options{
 			AllowedOrigins: cfg.CORSOrigins,
 			AllowedMethods: []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete},
-			AllowedHeaders: []string{"Content-Type", "X-AccountCode", "X-ApiToken", "X-ApiKey", "X-ApiSecret", "Idempotency-Key", "X-Request-Id", "Last-Event-ID"},
+			AllowedHeaders: []string{"Content-Type", "X-AccountCode", "X-ApiToken", "X-ApiKey", "X-ApiSecret", "Idempotency-Key", "X-Request-Id", "Last-Event-ID", "Authorization"},
 			ExposedHeaders: []string{"X-Request-Id", "Retry-After", "Idempotent-Replayed", "Content-Disposition"},
 			MaxAge:         600,
 		}).Handler(s.handler)
@@ -179,6 +179,12 @@ func (s *Server) adapt(rt Route) http.Handler {
 			APISecret:   strings.TrimSpace(r.Header.Get("X-ApiSecret")),
 			RequestID:   info.id,
 			ClientAddr:  clientAddr(r),
+		}
+		if rt.fam == famFHIR && creds.APIToken == "" {
+			// FHIR clients send their token as a bearer token.
+			if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+				creds.APIToken = strings.TrimSpace(tok)
+			}
 		}
 		var p *clinic.Principal
 		var err error

@@ -84,6 +84,8 @@ func OpenAPIRouter() (routers.Router, error) {
 		// The document's server is an example address; the tests' servers
 		// listen elsewhere, so requests are matched by path alone.
 		doc.Servers = nil
+		// FHIR answers are JSON under their own media type.
+		openapi3filter.RegisterBodyDecoder("application/fhir+json", openapi3filter.JSONBodyDecoder)
 		docRouter, docErr = legacy.NewRouter(doc)
 	})
 	return docRouter, docErr

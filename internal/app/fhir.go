@@ -1,0 +1,184 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/store"
+)
+
+// The FHIR door (/fhir/R4) reads a patient's record through these
+// operations, under the API's rules: the admin reads the clinic's
+// patients, a patient their own record, a provider the records of the
+// patients they have a visit with. Within a record each part keeps its own
+// rule, as the API has it: a visit's messages are its participants' (not
+// the admin's), insurance is the patient's and the admin's (not a
+// provider's), and a provider sees only the visits they see through the
+// API.
+
+// RecordParts names the parts of a patient's record a read needs, so a
+// search of one resource type loads only that type.
+type RecordParts struct {
+	Visits, Messages, Readings, Coverage, Prescriptions, EMR, Files bool
+}
+
+// AllRecordParts is every part, for Patient/$everything.
+var AllRecordParts = RecordParts{Visits: true, Messages: true, Readings: true, Coverage: true, Prescriptions: true, EMR: true, Files: true}
+
+// MaxRecordReadings bounds the device readings one record read returns
+// (the newest first).
+const MaxRecordReadings = 5000
+
+// PatientRecord is one patient's record as the caller may read it. A part
+// not asked for, or not the caller's to read, is empty.
+type PatientRecord struct {
+	Patient       *clinic.User
+	Account       *clinic.Account
+	Visits        []*VisitDetail
+	Messages      []*Message // the threads of the visits the caller takes part in, oldest first per visit
+	Readings      []*clinic.Reading
+	Cards         []*Card
+	Prescriptions []*PrescriptionView
+	EMR           map[string]*EMRSection
+	Files         []*FileInfo
+}
+
+// PatientRecord reads the parts of a patient's record the caller asks for
+// and may see, as one audited read ("record.read" on the patient). Another
+// clinic's user, a user who is not a patient, and another patient are not
+// found; a provider without a visit with the patient is refused.
+func (a *App) PatientRecord(ctx context.Context, p *clinic.Principal, patientID int64, parts RecordParts) (*PatientRecord, error) {
+	if err := requireUser(p); err != nil {
+		return nil, err
+	}
+	rec, err := a.patientRecord(ctx, p, patientID, parts)
+	if err := a.auditOutcome(ctx, p, "record.read", "user", i64s(patientID), err); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+func (a *App) patientRecord(ctx context.Context, p *clinic.Principal, patientID int64, parts RecordParts) (*PatientRecord, error) {
+	u, err := a.recordOwner(ctx, p, patientID, readRecords, false)
+	if err != nil {
+		return nil, err
+	}
+	if u.Type != clinic.UserMember {
+		return nil, clinic.Errorf(clinic.ENotFound, "Patient not found.")
+	}
+	rec := &PatientRecord{Patient: u, Account: p.Account}
+	if parts.Visits || parts.Messages {
+		if err := a.recordVisits(ctx, p, rec, parts.Messages); err != nil {
+			return nil, err
+		}
+		if !parts.Visits {
+			rec.Visits = nil
+		}
+	}
+	if parts.Readings {
+		rec.Readings, err = a.store.Read().Readings(ctx, p.Account.ID, u.ID, store.ReadingFilter{Limit: MaxRecordReadings})
+		if err != nil {
+			return nil, fmt.Errorf("record readings: %w", err)
+		}
+	}
+	// Insurance is the patient's and the admin's: a provider's read of the
+	// record leaves it out rather than failing.
+	if parts.Coverage && (p.IsAdmin() || u.ID == p.UserID()) {
+		if rec.Cards, err = a.insuranceCards(ctx, p, u.ID); err != nil {
+			return nil, err
+		}
+	}
+	if parts.Prescriptions {
+		if rec.Prescriptions, err = a.prescriptions(ctx, p, u.ID, "all"); err != nil {
+			return nil, err
+		}
+	}
+	if parts.EMR {
+		if rec.EMR, err = a.getEMR(ctx, p, u.ID); err != nil {
+			return nil, err
+		}
+	}
+	if parts.Files {
+		files, err := a.listFiles(ctx, p, FileQuery{TargetID: u.ID, TargetType: "user", IncludeShared: true})
+		if err != nil {
+			return nil, err
+		}
+		// The shared files are those of the patient's visits: each is the
+		// caller's only if its visit is.
+		for _, f := range files {
+			ok, err := a.canSeeFile(ctx, p, f.File)
+			if err != nil {
+				return nil, fmt.Errorf("record files: %w", err)
+			}
+			if ok {
+				rec.Files = append(rec.Files, f)
+			}
+		}
+	}
+	return rec, nil
+}
+
+// recordVisits adds the patient's visits the caller sees and, when asked,
+// the threads of those the caller takes part in.
+func (a *App) recordVisits(ctx context.Context, p *clinic.Principal, rec *PatientRecord, messages bool) error {
+	vs, err := a.store.Read().ListVisits(ctx, store.VisitFilter{AccountID: p.Account.ID, MemberID: rec.Patient.ID, Limit: MaxVisitList})
+	if err != nil {
+		return fmt.Errorf("record visits: %w", err)
+	}
+	for _, v := range vs {
+		ok, err := a.canSeeVisit(ctx, p, v)
+		if err != nil {
+			return fmt.Errorf("record visits: %w", err)
+		}
+		if !ok {
+			continue
+		}
+		d, err := a.visitDetail(ctx, p, v)
+		if err != nil {
+			return err
+		}
+		rec.Visits = append(rec.Visits, d)
+		// The thread's participants are those who see the visit, less the
+		// admin (messageVisit).
+		if !messages || p.IsAdmin() {
+			continue
+		}
+		tv, err := a.store.Read().ThreadVisit(ctx, p.Account.ID, v.ID)
+		if err != nil {
+			return fmt.Errorf("record thread: %w", err)
+		}
+		if tv.MessageCount == 0 {
+			continue
+		}
+		rows, err := a.store.ThreadPage(ctx, p.Account.ID, tv.ID, tv.Created, 1, tv.MessageCount)
+		if err != nil {
+			return fmt.Errorf("record thread: %w", err)
+		}
+		authors := make([]int64, len(rows))
+		for i, m := range rows {
+			authors[i] = m.AuthorID
+		}
+		names, err := a.store.UserNames(ctx, p.Account.ID, authors)
+		if err != nil {
+			return fmt.Errorf("record thread: %w", err)
+		}
+		for _, m := range rows {
+			rec.Messages = append(rec.Messages, toMessage(m, names[m.AuthorID]))
+		}
+	}
+	return nil
+}
+
+// Practitioner reads a provider of the clinic as GET /users/{id} lets the
+// caller (audited as user.read); a user who is not a provider is not found.
+func (a *App) Practitioner(ctx context.Context, p *clinic.Principal, id int64) (*clinic.User, error) {
+	prof, err := a.GetUser(ctx, p, id, "")
+	if err != nil {
+		return nil, err
+	}
+	if prof.User.Type != clinic.UserProvider {
+		return nil, clinic.Errorf(clinic.ENotFound, "Practitioner not found.")
+	}
+	return prof.User, nil
+}

