@@ -63,7 +63,7 @@ func TestREADME_Walkthrough(t *testing.T) {
 		`"webhook_secret":"whsec_`, `"type":"patient_message"`, `"total_count":1`, `"event":"visit.message.created"`,
 		`"title":"Rash, day 1"`, `"fullpath":"http://`, `"substance":"Penicillin"`, `"subscriber_number":"W1234560"`,
 		`"status":"pending"`, `"status":"active"`, `"sandbox":true`, `"last4":"4242"`, `"amount_due":22.5`, `"status":"paid"`,
-		"The rash is spreading.\n",
+		"The rash is spreading.\n", `1 "resourceType":"Bundle"`, `1 "resourceType":"Communication"`, `1 "resourceType":"Coverage"`,
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %s:\n%s", want, out)
