@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto"
 	"github.com/chromedp/chromedp"
 
 	"teleclinic/internal/app"
@@ -165,6 +167,25 @@ func waitText(t *testing.T, ctx context.Context, sel, want string) {
 	t.Fatalf("%s says %q, not %q", sel, last, want)
 }
 
+// clickLive clicks sel inside a data-live-region. live.js replaces the
+// region whenever the server announces a change, and a swap between
+// chromedp finding the node and clicking it loses the node ("Could not
+// find node with given id"): the click is then tried on the fresh region.
+// Only that refusal is retried; it comes before any mouse event is sent.
+func clickLive(t *testing.T, ctx context.Context, who, sel string) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel)))
+		if err == nil {
+			return
+		}
+		var cdp *cdproto.Error
+		if !errors.As(err, &cdp) || !strings.Contains(strings.ToLower(cdp.Message), "node") || time.Now().After(end) {
+			t.Fatalf("%s: clicking %s: %v", who, sel, err)
+		}
+	}
+}
+
 // markPage sets a mark on the page's window that a reload would lose.
 func markPage(t *testing.T, ctx context.Context) {
 	t.Helper()
@@ -247,10 +268,7 @@ func TestBrowser_GuestWaitingRoom(t *testing.T) {
 	screenshot(t, provider, "dashboard")
 
 	// Accept the patient ahead: the guest is next.
-	err = chromedp.Do(provider, chromedp.Click(chromedp.CSS("#act-"+strconv.FormatInt(ahead.Visit.ID, 10)+"-accept")))
-	if err != nil {
-		t.Fatalf("provider: %v", err)
-	}
+	clickLive(t, provider, "provider", "#act-"+strconv.FormatInt(ahead.Visit.ID, 10)+"-accept")
 	waitText(t, guest, `.waiting [role="status"]`, "You are next.")
 	stillMarked(t, guest, "the guest")
 	d, err := f.e.App.GetVisit(bg, p2, ahead.Visit.ID, false)
@@ -619,9 +637,12 @@ func TestBrowser_PaidAppointment(t *testing.T) {
 	provider := separate(t, browser)
 	err = chromedp.Do(provider,
 		chromedp.Navigate(f.e.URL+"/auth?sso_token="+f.providerToken+"&next=/providers/dashboard"),
-		chromedp.Click(chromedp.CSS(`#visit-`+strconv.FormatInt(vs[0].Visit.ID, 10)+` a[href^="/providers/patient/"]`)),
-		chromedp.WaitVisible(chromedp.CSS("#emr-h")))
+		chromedp.WaitVisible(chromedp.CSS("#dashboard-live")))
 	if err != nil {
+		t.Fatalf("provider: %v", err)
+	}
+	clickLive(t, provider, "provider", `#visit-`+strconv.FormatInt(vs[0].Visit.ID, 10)+` a[href^="/providers/patient/"]`)
+	if err := chromedp.Do(provider, chromedp.WaitVisible(chromedp.CSS("#emr-h"))); err != nil {
 		t.Fatalf("provider: %v", err)
 	}
 	waitText(t, provider, "h1", "Mallory Other")
