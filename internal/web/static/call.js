@@ -826,21 +826,24 @@
         }
         return peers[id].pc.getStats().then(function (report) {
           var out = { peer: id, videoBytes: 0, audioBytes: 0, relay: false, width: peers[id].view.video.videoWidth };
-          var pairs = {};
+          // The pair in use is the one the transport names; a pair
+          // flagged nominated is the fallback for browsers without it
+          // (the flag alone can lag behind the media).
+          var selected = "", nominated = "";
           report.forEach(function (r) {
             if (r.type === "inbound-rtp" && r.kind === "video") {
               out.videoBytes += r.bytesReceived || 0;
             } else if (r.type === "inbound-rtp" && r.kind === "audio") {
               out.audioBytes += r.bytesReceived || 0;
+            } else if (r.type === "transport" && r.selectedCandidatePairId) {
+              selected = r.selectedCandidatePairId;
             } else if (r.type === "candidate-pair" && r.nominated && r.state === "succeeded") {
-              pairs.local = r.localCandidateId;
+              nominated = r.id;
             }
           });
-          report.forEach(function (r) {
-            if (r.id === pairs.local && r.candidateType === "relay") {
-              out.relay = true;
-            }
-          });
+          var pair = report.get(selected || nominated);
+          var local = pair && report.get(pair.localCandidateId);
+          out.relay = !!local && local.candidateType === "relay";
           return out;
         });
       }));
