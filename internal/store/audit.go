@@ -23,9 +23,8 @@ func (q *Q) AppendAudit(ctx context.Context, e *clinic.AuditEntry) error {
 // AppendAudits writes entries with multi-row inserts, chained per clinic
 // (migration 00013_audit_chain.sql): each clinic's chain row is locked, in
 // the order of clinic ids so that two groups never wait on each other,
-// and each entry gets the next place and its hash. Chunks are powers of
-// two in size, so a few statement texts serve every group size and stay
-// prepared. It must run in a transaction, which holds the chain's lock
+// and each entry gets the next place and its hash, in chunks of
+// chunkSize. It must run in a transaction, which holds the chain's lock
 // until the entries commit.
 func (q *Q) AppendAudits(ctx context.Context, es []*clinic.AuditEntry) error {
 	byAccount := map[int64][]*clinic.AuditEntry{}
@@ -47,10 +46,7 @@ func (q *Q) AppendAudits(ctx context.Context, es []*clinic.AuditEntry) error {
 		}
 	}
 	for len(es) > 0 {
-		n := 1
-		for n*2 <= len(es) && n < 256 {
-			n *= 2
-		}
+		n := chunkSize(len(es))
 		args := make([]any, 0, 11*n)
 		for _, e := range es[:n] {
 			var actor any
@@ -101,12 +97,8 @@ func (q *Q) chainPending(ctx context.Context, accountID, seq int64, head string)
 	// One statement per chunk of up to 256 entries: a burst of messages
 	// leaves thousands pending, and one round trip each would hold the
 	// chain's lock (and the append that found them) for seconds.
-	// Chunks are powers of two in size, as in AppendAudits.
 	for len(pending) > 0 {
-		n := 1
-		for n*2 <= len(pending) && n < 256 {
-			n *= 2
-		}
+		n := chunkSize(len(pending))
 		args := make([]any, 0, 3*n+1)
 		for _, e := range pending[:n] {
 			args = append(args, e.ID, e.Seq, e.Hash)

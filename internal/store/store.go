@@ -357,6 +357,17 @@ func valueRows(row string, n int) string {
 	return strings.Repeat(row+", ", n-1) + row
 }
 
+// chunkSize is the rows of the next multi-row statement for n rows to
+// go: the largest power of two up to n, at most 256. So a few statement
+// texts serve every batch size and stay prepared.
+func chunkSize(n int) int {
+	c := 1
+	for c*2 <= n && c < 256 {
+		c *= 2
+	}
+	return c
+}
+
 // b2i stores a boolean as the 0/1 integer both engines keep.
 func b2i(b bool) int {
 	if b {
