@@ -116,29 +116,39 @@ func (a *App) ListMessages(ctx context.Context, p *clinic.Principal, visitID int
 	if desc {
 		from, to = max(1, total-skip-limit+1), total-skip
 	}
-	rows, err := a.store.ThreadPage(ctx, p.Account.ID, v.ID, v.Created, from, to)
+	out, err := a.threadMessages(ctx, p.Account.ID, v, from, to)
 	if err != nil {
-		return nil, 0, fmt.Errorf("messages: %w", err)
+		return nil, 0, err
 	}
-	authors := make([]int64, len(rows))
-	for i, m := range rows {
-		authors[i] = m.AuthorID
-	}
-	names, err := a.store.UserNames(ctx, p.Account.ID, authors)
-	if err != nil {
-		return nil, 0, fmt.Errorf("messages: %w", err)
-	}
-	out := make([]*Message, len(rows))
-	for i, m := range rows {
-		if desc {
-			i = len(rows) - 1 - i
-		}
-		out[i] = toMessage(m, names[m.AuthorID])
+	if desc {
+		slices.Reverse(out)
 	}
 	if err := a.audit(ctx, p, "visit.messages.read", "visit", i64s(v.ID), outcomeOK); err != nil {
 		return nil, 0, err
 	}
 	return out, total, nil
+}
+
+// threadMessages reads places from to to of a visit's thread (v as
+// store.ThreadVisit reads it), oldest first, with their authors' names.
+func (a *App) threadMessages(ctx context.Context, accountID int64, v *clinic.Visit, from, to int) ([]*Message, error) {
+	rows, err := a.store.ThreadPage(ctx, accountID, v.ID, v.Created, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("messages: %w", err)
+	}
+	authors := make([]int64, len(rows))
+	for i, m := range rows {
+		authors[i] = m.AuthorID
+	}
+	names, err := a.store.UserNames(ctx, accountID, authors)
+	if err != nil {
+		return nil, fmt.Errorf("messages: %w", err)
+	}
+	out := make([]*Message, len(rows))
+	for i, m := range rows {
+		out[i] = toMessage(m, names[m.AuthorID])
+	}
+	return out, nil
 }
 
 // messageOrder reads sort (a field, optionally with ":asc" or ":desc") and
