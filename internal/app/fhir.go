@@ -45,12 +45,20 @@ type PatientRecord struct {
 }
 
 // PatientRecord reads the parts of a patient's record the caller asks for
-// and may see, as one audited read ("record.read" on the patient). Another
-// clinic's user, a user who is not a patient, and another patient are not
-// found; a provider without a visit with the patient is refused.
+// and may see, as one audited read ("record.read" on the patient). A
+// patient id of 0 is the caller's own record, for a patient; anyone else
+// must name the patient. Another clinic's user, a user who is not a
+// patient, and another patient are not found; a provider without a visit
+// with the patient is refused.
 func (a *App) PatientRecord(ctx context.Context, p *clinic.Principal, patientID int64, parts RecordParts) (*PatientRecord, error) {
 	if err := requireUser(p); err != nil {
 		return nil, err
+	}
+	if patientID == 0 {
+		if p.User == nil || p.User.Type != clinic.UserMember || p.IsAdmin() {
+			return nil, clinic.Errorf(clinic.EInvalid, "Name the patient: patient=<id> (a patient's own record is the default).")
+		}
+		patientID = p.User.ID
 	}
 	rec, err := a.patientRecord(ctx, p, patientID, parts)
 	if err := a.auditOutcome(ctx, p, "record.read", "user", i64s(patientID), err); err != nil {
@@ -151,21 +159,11 @@ func (a *App) recordVisits(ctx context.Context, p *clinic.Principal, rec *Patien
 		if tv.MessageCount == 0 {
 			continue
 		}
-		rows, err := a.store.ThreadPage(ctx, p.Account.ID, tv.ID, tv.Created, 1, tv.MessageCount)
+		msgs, err := a.threadMessages(ctx, p.Account.ID, tv, 1, tv.MessageCount)
 		if err != nil {
-			return fmt.Errorf("record thread: %w", err)
+			return err
 		}
-		authors := make([]int64, len(rows))
-		for i, m := range rows {
-			authors[i] = m.AuthorID
-		}
-		names, err := a.store.UserNames(ctx, p.Account.ID, authors)
-		if err != nil {
-			return fmt.Errorf("record thread: %w", err)
-		}
-		for _, m := range rows {
-			rec.Messages = append(rec.Messages, toMessage(m, names[m.AuthorID]))
-		}
+		rec.Messages = append(rec.Messages, msgs...)
 	}
 	return nil
 }

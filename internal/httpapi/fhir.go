@@ -406,8 +406,8 @@ func searchNames(typ string) []string {
 	return []string{"patient"}
 }
 
-// fhirSearch is GET /fhir/R4/{type}: one patient's resources of the type,
-// the caller's own when they are a patient and name nobody.
+// fhirSearch is GET /fhir/R4/{type}: one patient's resources of the type
+// (q.patient 0, naming nobody, is a patient's own record).
 func (s *Server) fhirSearch(w http.ResponseWriter, r *http.Request, c *call) error {
 	typ := r.PathValue("type")
 	parts, ok := fhirType(typ)
@@ -437,12 +437,6 @@ func (s *Server) fhirSearch(w http.ResponseWriter, r *http.Request, c *call) err
 			return writeFHIR(w, http.StatusOK, s.bundle(r, nil))
 		}
 		q.patient = n
-	}
-	if q.patient == 0 {
-		if c.p.User == nil || c.p.User.Type != clinic.UserMember || c.p.IsAdmin() {
-			return clinic.Errorf(clinic.EInvalid, "Name the patient: patient=<id> (a patient's own record is the default).")
-		}
-		q.patient = c.p.User.ID
 	}
 	rec, err := s.app.PatientRecord(r.Context(), c.p, q.patient, parts)
 	if err != nil {
@@ -518,6 +512,8 @@ func (s *Server) fhirRead(w http.ResponseWriter, r *http.Request, c *call) error
 				return err
 			}
 			patient = d.Visit.MemberID
+		default: // a file of no patient's
+			return notFound
 		}
 	default:
 		head, _, found := strings.Cut(rid, "-")
