@@ -19,32 +19,38 @@ import (
 // audit. Answers are application/fhir+json; errors are OperationOutcome
 // resources.
 
-// fhirTypes are the resource types served, in the CapabilityStatement's
-// order, with the record parts each needs.
-var fhirTypes = []struct {
-	name  string
-	parts app.RecordParts
-}{
-	{"Patient", app.RecordParts{}},
-	{"Practitioner", app.RecordParts{Visits: true}},
-	{"Encounter", app.RecordParts{Visits: true}},
-	{"Appointment", app.RecordParts{Visits: true}},
-	{"Communication", app.RecordParts{Messages: true}},
-	{"Observation", app.RecordParts{Readings: true}},
-	{"Coverage", app.RecordParts{Coverage: true}},
-	{"MedicationRequest", app.RecordParts{Prescriptions: true}},
-	{"AllergyIntolerance", app.RecordParts{EMR: true}},
-	{"Condition", app.RecordParts{EMR: true}},
-	{"DocumentReference", app.RecordParts{Files: true}},
+// fhirType is a resource type served: the record parts it needs and the
+// search parameters it takes besides _lastUpdated and _format.
+type fhirType struct {
+	name   string
+	parts  app.RecordParts
+	search []string
 }
 
-func fhirType(name string) (app.RecordParts, bool) {
+// fhirTypes are the resource types served, in the CapabilityStatement's
+// order.
+var fhirTypes = []fhirType{
+	{"Patient", app.RecordParts{}, []string{"patient", "_id"}},
+	{"Practitioner", app.RecordParts{Visits: true}, []string{"patient", "_id"}},
+	{"Encounter", app.RecordParts{Visits: true}, []string{"patient", "subject"}},
+	{"Appointment", app.RecordParts{Visits: true}, []string{"patient"}},
+	{"Communication", app.RecordParts{Messages: true}, []string{"patient", "subject"}},
+	{"Observation", app.RecordParts{Readings: true}, []string{"patient", "subject"}},
+	{"Coverage", app.RecordParts{Coverage: true}, []string{"patient"}},
+	{"MedicationRequest", app.RecordParts{Prescriptions: true}, []string{"patient", "subject"}},
+	{"AllergyIntolerance", app.RecordParts{EMR: true}, []string{"patient"}},
+	{"Condition", app.RecordParts{EMR: true}, []string{"patient", "subject"}},
+	{"DocumentReference", app.RecordParts{Files: true}, []string{"patient", "subject"}},
+}
+
+// lookupFHIRType finds a served type by name.
+func lookupFHIRType(name string) (fhirType, error) {
 	for _, t := range fhirTypes {
 		if t.name == name {
-			return t.parts, true
+			return t, nil
 		}
 	}
-	return app.RecordParts{}, false
+	return fhirType{}, clinic.Errorf(clinic.ENotFound, "This server does not serve %s resources; see GET /fhir/R4/metadata.", name)
 }
 
 const fhirContentType = "application/fhir+json; charset=utf-8"
@@ -376,15 +382,19 @@ func (s *Server) capabilities() *fhirCapability {
 	rest.Security.Description = "X-AccountCode with X-ApiToken (a user token or the clinic admin token), or a user token as Authorization: Bearer. " +
 		"The admin reads the clinic's patients; a patient their own record; a provider the records of the patients they have a visit with. " +
 		"Visit messages are their participants'; insurance is the patient's and the admin's. Every read is audited."
+	params := map[string]fhirSearchParam{
+		"patient": {Name: "patient", Type: "reference", Documentation: "the patient's id (12 or Patient/12); a patient's own by default"},
+		"subject": {Name: "subject", Type: "reference"},
+		"_id":     {Name: "_id", Type: "token"},
+	}
 	updated := fhirSearchParam{Name: "_lastUpdated", Type: "date", Documentation: "eq, gt, ge, lt or le and a date or dateTime"}
-	patient := fhirSearchParam{Name: "patient", Type: "reference", Documentation: "the patient's id (12 or Patient/12); a patient's own by default"}
 	for _, t := range fhirTypes {
-		res := fhirCapResource{Type: t.name, Interaction: []fhirInteraction{{"read"}, {"search-type"}}, SearchParam: []fhirSearchParam{patient, updated}}
-		switch t.name {
-		case "Patient", "Practitioner":
-			res.SearchParam = append(res.SearchParam, fhirSearchParam{Name: "_id", Type: "token"})
-		case "Encounter", "Observation", "Communication", "Condition", "DocumentReference", "MedicationRequest":
-			res.SearchParam = append(res.SearchParam, fhirSearchParam{Name: "subject", Type: "reference"})
+		res := fhirCapResource{Type: t.name, Interaction: []fhirInteraction{{"read"}, {"search-type"}}}
+		for _, name := range t.search {
+			res.SearchParam = append(res.SearchParam, params[name])
+			if name == "patient" {
+				res.SearchParam = append(res.SearchParam, updated)
+			}
 		}
 		if t.name == "Patient" {
 			res.Operation = []fhirOperation{{Name: "everything", Definition: "http://hl7.org/fhir/OperationDefinition/Patient-everything"}}
@@ -395,26 +405,15 @@ func (s *Server) capabilities() *fhirCapability {
 	return c
 }
 
-// searchNames are the parameters a type's search takes.
-func searchNames(typ string) []string {
-	switch typ {
-	case "Patient", "Practitioner":
-		return []string{"patient", "_id"}
-	case "Encounter", "Observation", "Communication", "Condition", "DocumentReference", "MedicationRequest":
-		return []string{"patient", "subject"}
-	}
-	return []string{"patient"}
-}
-
 // fhirSearch is GET /fhir/R4/{type}: one patient's resources of the type
 // (q.patient 0, naming nobody, is a patient's own record).
 func (s *Server) fhirSearch(w http.ResponseWriter, r *http.Request, c *call) error {
-	typ := r.PathValue("type")
-	parts, ok := fhirType(typ)
-	if !ok {
-		return clinic.Errorf(clinic.ENotFound, "This server does not serve %s resources; see GET /fhir/R4/metadata.", typ)
+	t, err := lookupFHIRType(r.PathValue("type"))
+	if err != nil {
+		return err
 	}
-	q, err := parseFHIRQuery(r.URL.Query(), searchNames(typ)...)
+	typ := t.name
+	q, err := parseFHIRQuery(r.URL.Query(), t.search...)
 	if err != nil {
 		return err
 	}
@@ -438,7 +437,7 @@ func (s *Server) fhirSearch(w http.ResponseWriter, r *http.Request, c *call) err
 		}
 		q.patient = n
 	}
-	rec, err := s.app.PatientRecord(r.Context(), c.p, q.patient, parts)
+	rec, err := s.app.PatientRecord(r.Context(), c.p, q.patient, t.parts)
 	if err != nil {
 		return err
 	}
@@ -457,11 +456,11 @@ func filter(rs []fhirResource, q *fhirQuery) []fhirResource {
 
 // fhirRead is GET /fhir/R4/{type}/{id}.
 func (s *Server) fhirRead(w http.ResponseWriter, r *http.Request, c *call) error {
-	typ, rid := r.PathValue("type"), r.PathValue("id")
-	parts, ok := fhirType(typ)
-	if !ok {
-		return clinic.Errorf(clinic.ENotFound, "This server does not serve %s resources; see GET /fhir/R4/metadata.", typ)
+	t, err := lookupFHIRType(r.PathValue("type"))
+	if err != nil {
+		return err
 	}
+	typ, rid := t.name, r.PathValue("id")
 	notFound := clinic.Errorf(clinic.ENotFound, "%s/%s not found.", typ, rid)
 	if _, err := parseFHIRQuery(r.URL.Query()); err != nil {
 		return err
@@ -523,7 +522,7 @@ func (s *Server) fhirRead(w http.ResponseWriter, r *http.Request, c *call) error
 		}
 		patient = p
 	}
-	rec, err := s.app.PatientRecord(r.Context(), c.p, patient, parts)
+	rec, err := s.app.PatientRecord(r.Context(), c.p, patient, t.parts)
 	if err != nil {
 		return err
 	}
