@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -291,6 +289,14 @@ func visitPeriod(v *clinic.Visit) *fhirPeriod {
 	return p
 }
 
+// visitReason is the reason the patient gave in the visit's intake.
+func visitReason(d *app.VisitDetail) []fhirConcept {
+	if d.Intake == nil || strings.TrimSpace(d.Intake.ReasonForVisit) == "" {
+		return nil
+	}
+	return []fhirConcept{{Text: d.Intake.ReasonForVisit}}
+}
+
 func toFHIREncounter(d *app.VisitDetail) *fhirEncounter {
 	v := d.Visit
 	out := &fhirEncounter{base: newBase("Encounter", id(v.ID), v.Modified), Status: encounterStatus(v), Class: encounterClass(v),
@@ -304,9 +310,7 @@ func toFHIREncounter(d *app.VisitDetail) *fhirEncounter {
 	if v.Kind == clinic.KindAppointment {
 		out.Appointment = []fhirRef{{Reference: "Appointment/" + id(v.ID)}}
 	}
-	if d.Intake != nil && strings.TrimSpace(d.Intake.ReasonForVisit) != "" {
-		out.ReasonCode = []fhirConcept{{Text: d.Intake.ReasonForVisit}}
-	}
+	out.ReasonCode = visitReason(d)
 	return out
 }
 
@@ -353,9 +357,7 @@ func toFHIRAppointment(d *app.VisitDetail) *fhirAppointment {
 	if v.Status == clinic.VisitCancelled && v.CancelReason != "" {
 		out.CancelationReason = &fhirConcept{Text: v.CancelReason}
 	}
-	if d.Intake != nil && strings.TrimSpace(d.Intake.ReasonForVisit) != "" {
-		out.ReasonCode = []fhirConcept{{Text: d.Intake.ReasonForVisit}}
-	}
+	out.ReasonCode = visitReason(d)
 	if d.Room != nil {
 		out.Description = d.Room.Name
 	}
@@ -622,11 +624,6 @@ type fhirAllergy struct {
 	Code           fhirConcept `json:"code"`
 	Patient        fhirRef     `json:"patient"`
 	RecordedDate   string      `json:"recordedDate,omitempty"`
-	Note           []fhirNote  `json:"note,omitempty"`
-}
-
-type fhirNote struct {
-	Text string `json:"text"`
 }
 
 type fhirCondition struct {
@@ -635,63 +632,41 @@ type fhirCondition struct {
 	Code         fhirConcept   `json:"code"`
 	Subject      fhirRef       `json:"subject"`
 	RecordedDate string        `json:"recordedDate,omitempty"`
-	Note         []fhirNote    `json:"note,omitempty"`
-}
-
-// sectionItems are the entries of an array EMR section, each with the
-// text of its named field and the other fields as notes, skipping entries
-// without that text. A section the patient declined to declare has none.
-func sectionItems(s *app.EMRSection, field string) (texts []string, notes [][]fhirNote) {
-	if s == nil || (s.DataNotReported != nil && *s.DataNotReported) {
-		return nil, nil
-	}
-	items, _ := s.Data.([]any)
-	for _, it := range items {
-		m, _ := it.(map[string]any)
-		text, _ := m[field].(string)
-		var ns []fhirNote
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			if k != field {
-				keys = append(keys, k)
-			}
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			ns = append(ns, fhirNote{Text: fmt.Sprintf("%s: %v", k, m[k])})
-		}
-		texts, notes = append(texts, strings.TrimSpace(text)), append(notes, ns)
-	}
-	return texts, notes
 }
 
 // sectionResources makes one resource of each entry of an array EMR
-// section that has the text of its field; build makes it from its id,
-// text and notes.
-func sectionResources(patient *clinic.User, s *app.EMRSection, field string, build func(b base, text string, notes []fhirNote) fhirResource) []fhirResource {
-	texts, notes := sectionItems(s, field)
+// section (allergies: substance; conditions: condition, the one field
+// each has); build makes it from its base and text. An entry's id is its
+// place in the section. A section the patient declined to declare has
+// none.
+func sectionResources(patient *clinic.User, s *app.EMRSection, field string, build func(b base, text string) fhirResource) []fhirResource {
+	if s == nil || (s.DataNotReported != nil && *s.DataNotReported) {
+		return nil
+	}
+	items, _ := s.Data.([]any)
 	var out []fhirResource
-	for i, t := range texts {
-		if t != "" {
-			out = append(out, build(newBase("", subID(patient.ID, strconv.Itoa(i+1)), s.Modified), t, notes[i]))
+	for i, it := range items {
+		m, _ := it.(map[string]any)
+		if text, _ := m[field].(string); strings.TrimSpace(text) != "" {
+			out = append(out, build(newBase("", subID(patient.ID, strconv.Itoa(i+1)), s.Modified), strings.TrimSpace(text)))
 		}
 	}
 	return out
 }
 
 func toFHIRAllergies(patient *clinic.User, s *app.EMRSection) []fhirResource {
-	return sectionResources(patient, s, "substance", func(b base, text string, notes []fhirNote) fhirResource {
+	return sectionResources(patient, s, "substance", func(b base, text string) fhirResource {
 		b.ResourceType = "AllergyIntolerance"
 		return &fhirAllergy{base: b, ClinicalStatus: fhirConcept{Coding: []fhirCoding{{System: sysAllergyClin, Code: "active"}}},
-			Code: fhirConcept{Text: text}, Patient: patientRef(patient), RecordedDate: instant(s.Modified), Note: notes}
+			Code: fhirConcept{Text: text}, Patient: patientRef(patient), RecordedDate: instant(s.Modified)}
 	})
 }
 
 func toFHIRConditions(patient *clinic.User, s *app.EMRSection) []fhirResource {
-	return sectionResources(patient, s, "condition", func(b base, text string, notes []fhirNote) fhirResource {
+	return sectionResources(patient, s, "condition", func(b base, text string) fhirResource {
 		b.ResourceType = "Condition"
 		return &fhirCondition{base: b, Category: []fhirConcept{{Coding: []fhirCoding{{System: sysCondCat, Code: "problem-list-item"}}}},
-			Code: fhirConcept{Text: text}, Subject: patientRef(patient), RecordedDate: instant(s.Modified), Note: notes}
+			Code: fhirConcept{Text: text}, Subject: patientRef(patient), RecordedDate: instant(s.Modified)}
 	})
 }
 
