@@ -40,13 +40,13 @@ func Engine() string {
 	return "sqlite"
 }
 
-// DSN returns a fresh, empty database for t: a SQLite file in t.TempDir(),
+// DSN returns a fresh, empty database for t: a SQLite file in dbDir(t),
 // or a new PostgreSQL schema dropped when t ends.
 func DSN(t testing.TB) string {
 	t.Helper()
 	base := os.Getenv(EnvDatabaseURL)
 	if base == "" {
-		return filepath.Join(t.TempDir(), "teleclinic.db")
+		return filepath.Join(dbDir(t), "teleclinic.db")
 	}
 	admin, err := sql.Open("pgx", base)
 	if err != nil {
@@ -71,6 +71,34 @@ func DSN(t testing.TB) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// dbDir is a directory for t's SQLite database, removed when t ends. Not
+// t.TempDir: database/sql's Close does not wait for a connection its
+// opener goroutine is still making, and SQLite creates the -wal and -shm
+// files as it opens (then deletes them as it closes), so under load a
+// removal right after the store's Close can meet a file that appeared
+// midway and fail with "directory not empty". The removal is tried again
+// once the late connection has come and gone.
+func dbDir(t testing.TB) string {
+	dir, err := os.MkdirTemp("", "teleclinic-test-")
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	t.Cleanup(func() {
+		for try := 1; ; try++ {
+			err := os.RemoveAll(dir)
+			if err == nil {
+				return
+			}
+			if try == 20 {
+				t.Errorf("testenv: removing %s: %v", dir, err)
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	return dir
 }
 
 // OpenStore opens and migrates the database at dsn, closed when t ends.
