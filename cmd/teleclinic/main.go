@@ -25,6 +25,7 @@ import (
 	"teleclinic/internal/app"
 	"teleclinic/internal/blob"
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/edge"
 	"teleclinic/internal/httpapi"
 	"teleclinic/internal/media"
 	"teleclinic/internal/metrics"
@@ -242,13 +243,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		go func() { _ = http.Serve(mln, mux) }()
 		log.Info("metrics and pprof listening", "addr", mln.Addr().String())
 	}
-	// The portal's pages answer their own paths and hand the rest to the API.
+	// The portal's pages answer their own paths and hand the rest to the
+	// API; the edge in front of both gives every request its id, log line,
+	// metrics and panic recovery.
 	portal, err := web.New(a, log, web.Config{Secure: strings.HasPrefix(c.BaseURL, "https://"), SessionMax: c.UserTokenMax, Closing: closing, MaxFileBytes: c.MaxFile}, api)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           clientIP(c.ClientIPHeader, portal),
+		Handler:           clientIP(c.ClientIPHeader, edge.New(portal, log, c.Metrics)),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      2 * time.Minute,

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"teleclinic/internal/edge"
 )
 
 // Idempotency-Key (app.BeginIdempotent): a POST, PUT or DELETE that names
@@ -46,7 +47,7 @@ func (s *Server) runOnce(w http.ResponseWriter, r *http.Request, rt Route, c *ca
 		status, body = http.StatusInternalServerError, nil // nothing to replay
 	}
 	if err := s.app.FinishIdempotent(r.Context(), claim, status, tw.Header().Get("Content-Type"), body); err != nil {
-		s.log.ErrorContext(r.Context(), "idempotency key: storing the answer", "request_id", reqInfoFrom(r.Context()).id, "err", err)
+		s.log.ErrorContext(r.Context(), "idempotency key: storing the answer", "request_id", edge.RequestID(r.Context()), "err", err)
 	}
 	return nil
 }

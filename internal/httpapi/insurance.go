@@ -6,6 +6,7 @@ import (
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/edge"
 	"teleclinic/internal/reference"
 )
 
@@ -27,7 +28,7 @@ type versioned struct {
 }
 
 func okVersioned(w http.ResponseWriter, data any) error {
-	return writeJSON(w, http.StatusOK, versioned{Data: data, Version: app.InsuranceVersion})
+	return edge.WriteJSON(w, http.StatusOK, versioned{Data: data, Version: app.InsuranceVersion})
 }
 
 // cardInput gathers the card fields a request carries, typed as sent.

@@ -8,6 +8,7 @@ import (
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/edge"
 )
 
 // recordingOut is the spec's Recording; `path` only in the single fetch.
@@ -100,7 +101,7 @@ func (s *Server) getRecording(w http.ResponseWriter, r *http.Request, c *call) e
 	out := toRecording(*link.Recording)
 	out.Path = &recordingPath{URL: link.URL, Expiry: link.Expiry}
 	w.Header().Set("Cache-Control", "no-store")
-	return writeJSON(w, http.StatusOK, out)
+	return edge.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) downloadRecording(w http.ResponseWriter, r *http.Request, c *call) error {

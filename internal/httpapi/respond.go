@@ -1,10 +1,8 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"net/http"
-
-	"teleclinic/internal/clinic"
+	"teleclinic/internal/edge"
 )
 
 // family is an endpoint family's error shape (spec: Errors).
@@ -45,47 +43,12 @@ type objectError struct {
 	Code    int    `json:"code"`
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) error {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(status)
-	return json.NewEncoder(w).Encode(v)
-}
-
 func ok(w http.ResponseWriter, data any) error {
-	return writeJSON(w, http.StatusOK, envelope{Data: data})
+	return edge.WriteJSON(w, http.StatusOK, envelope{Data: data})
 }
 
 func okList(w http.ResponseWriter, data any, total int) error {
-	return writeJSON(w, http.StatusOK, envelope{Data: data, TotalCount: &total})
-}
-
-// statusOf maps an error code to its HTTP status.
-func statusOf(code string) int {
-	switch code {
-	case clinic.EInvalid:
-		return http.StatusBadRequest
-	case clinic.EUnauthenticated:
-		return http.StatusUnauthorized
-	case clinic.EForbidden:
-		return http.StatusForbidden
-	case clinic.ENotFound:
-		return http.StatusNotFound
-	case clinic.EConflict:
-		return http.StatusConflict
-	case clinic.ETooMany:
-		return http.StatusTooManyRequests
-	case clinic.ETooLarge:
-		return http.StatusRequestEntityTooLarge
-	case clinic.EPayment:
-		return http.StatusPaymentRequired
-	case clinic.EMismatch:
-		return http.StatusUnprocessableEntity
-	case clinic.EBusy:
-		return http.StatusServiceUnavailable
-	case clinic.EUnavailable:
-		return http.StatusBadGateway
-	}
-	return http.StatusInternalServerError
+	return edge.WriteJSON(w, http.StatusOK, envelope{Data: data, TotalCount: &total})
 }
 
 // pageNotAvailable is the users family's generic message (spec: Errors).
@@ -104,5 +67,5 @@ func writeError(w http.ResponseWriter, fam family, status int, msg string) {
 	default:
 		body = codeError{Code: status, Message: msg}
 	}
-	_ = writeJSON(w, status, body)
+	_ = edge.WriteJSON(w, status, body)
 }

@@ -7,21 +7,16 @@ import (
 	"github.com/rs/cors"
 
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"regexp"
 	"runtime"
-	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/edge"
 	"teleclinic/internal/live"
 	"teleclinic/internal/metrics"
 )
@@ -90,13 +85,14 @@ type call struct {
 	p      *clinic.Principal
 	params *Params
 	// creds and need are what authenticated the request: an event stream
-	// authenticates them again at each keep-alive (stillIn).
+	// authenticates them again before every event it sends (stillIn).
 	creds app.Credentials
 	need  app.Need
 }
 
 // stillIn reports whether c's caller is still signed in: their token not
-// revoked, expired or idled out since the request began.
+// logged out, revoked, expired, idled out or rotated since the request
+// began.
 func (s *Server) stillIn(ctx context.Context, c *call) error {
 	_, err := s.app.Authenticate(ctx, c.creds, c.need)
 	return err
@@ -171,14 +167,17 @@ func (s *Server) add(rt Route) {
 // and encode any error in the family's shape.
 func (s *Server) adapt(rt Route) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		info := reqInfoFrom(r.Context())
+		info := edge.From(r.Context())
+		info.SetReply(func(w http.ResponseWriter, _ *http.Request, status int, msg string) {
+			writeError(w, rt.fam, status, msg)
+		})
 		creds := app.Credentials{
 			AccountCode: strings.TrimSpace(r.Header.Get("X-AccountCode")),
 			APIToken:    strings.TrimSpace(r.Header.Get("X-ApiToken")),
 			APIKey:      strings.TrimSpace(r.Header.Get("X-ApiKey")),
 			APISecret:   strings.TrimSpace(r.Header.Get("X-ApiSecret")),
-			RequestID:   info.id,
-			ClientAddr:  clientAddr(r),
+			RequestID:   info.ID(),
+			ClientAddr:  edge.ClientAddr(r),
 		}
 		if rt.fam == famFHIR && creds.APIToken == "" {
 			// FHIR clients send their token as a bearer token.
@@ -194,7 +193,7 @@ func (s *Server) adapt(rt Route) http.Handler {
 			p, err = s.app.Authenticate(r.Context(), creds, rt.need)
 		}
 		if err == nil {
-			info.principal = p
+			info.SetPrincipal(p)
 			params, perr := parseParams(r, w, rt.lim)
 			if params != nil {
 				defer params.RemoveFiles()
@@ -223,53 +222,27 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, rt Route, c *call) 
 	return rt.h(w, r, c)
 }
 
-// fail encodes err; internal errors are logged once, with the request id, and
-// never shown.
+// fail encodes err in the family's shape, with the status the edge maps
+// its code to; an internal error is logged there and never shown.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, fam family, err error) {
-	code := clinic.ErrorCode(err)
-	if code == clinic.EInternal {
-		if r.Context().Err() != nil {
-			return // the client went away; nothing to answer
-		}
-		s.log.ErrorContext(r.Context(), "internal error", "request_id", reqInfoFrom(r.Context()).id, "err", err)
+	pr := edge.ProblemOf(r, err)
+	if pr.Code == clinic.EInternal && r.Context().Err() != nil {
+		return // the client went away; nothing to answer
 	}
-	if secs := clinic.RetryAfter(err); secs > 0 {
-		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
-	}
-	writeError(w, fam, statusOf(code), clinic.ErrorMessage(err))
+	pr.SetHeaders(w)
+	writeError(w, fam, pr.Status, pr.Message)
 }
 
 // ServeHTTP answers a request: CORS first, when configured, then serve.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-// serve runs the middleware chain around the router.
+// serve routes the request; the edge in front has given it its id, its
+// headers, its log line, its metrics and its panic recovery.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
-	info := &reqInfo{id: requestID(r)}
-	r = r.WithContext(context.WithValue(r.Context(), reqInfoKey{}, info))
-	sw := &statusWriter{ResponseWriter: w}
-	sw.Header().Set("X-Request-Id", info.id)
-	// Answers hold patient data: no cache keeps them, unless a handler
-	// says otherwise for what is public (reference lists) or a signed link.
-	sw.Header().Set("Cache-Control", "no-store")
-	defer func() {
-		if v := recover(); v != nil {
-			if v == http.ErrAbortHandler {
-				panic(v)
-			}
-			s.log.Error("panic", "request_id", info.id, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			if !sw.wrote {
-				writeError(sw, famCode, http.StatusInternalServerError, "Internal error.")
-			}
-		}
-		d := time.Since(start)
-		route := info.pattern
-		if route == "" {
-			route = "unmatched"
-		}
-		s.cfg.Metrics.ObserveRequest(route, sw.status(), d)
-		s.logRequest(r, sw, info, d)
-	}()
+	info := edge.From(r.Context())
+	info.SetReply(func(w http.ResponseWriter, _ *http.Request, status int, msg string) {
+		writeError(w, famCode, status, msg)
+	})
 	// Clients call every route with or without a .json suffix (COMPAT.md).
 	if p := r.URL.Path; strings.HasSuffix(p, ".json") && strings.HasPrefix(p, "/api") {
 		r.URL.Path = strings.TrimSuffix(p, ".json")
@@ -277,11 +250,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	h, pattern := s.mux.Handler(r)
 	if pattern == "" {
-		s.noRoute(sw, r, h)
+		s.noRoute(w, r, h)
 		return
 	}
-	info.pattern = pattern
-	s.mux.ServeHTTP(sw, r)
+	info.SetRoute(pattern)
+	s.mux.ServeHTTP(w, r)
 }
 
 // noRoute answers unknown paths with 404 and known paths with the wrong
@@ -304,80 +277,6 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request, h http.Handler)
 	}
 }
 
-func (s *Server) logRequest(r *http.Request, sw *statusWriter, info *reqInfo, d time.Duration) {
-	attrs := []slog.Attr{
-		slog.String("request_id", info.id), slog.String("method", r.Method), slog.String("route", info.pattern),
-		slog.Int("status", sw.status()), slog.Duration("duration", d),
-	}
-	if info.principal != nil && info.principal.Account != nil {
-		attrs = append(attrs, slog.String("account", info.principal.Account.Code), slog.String("credential", info.principal.Kind.String()))
-	}
-	if info.pattern == "" {
-		attrs = append(attrs, slog.String("path", r.URL.Path))
-	}
-	s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
-}
-
-// reqInfo travels with the request so the log line can name what the
-// handlers learned (route, clinic).
-type reqInfo struct {
-	id        string
-	pattern   string
-	principal *clinic.Principal
-}
-
-type reqInfoKey struct{}
-
-func reqInfoFrom(ctx context.Context) *reqInfo {
-	if i, ok := ctx.Value(reqInfoKey{}).(*reqInfo); ok {
-		return i
-	}
-	return &reqInfo{}
-}
-
-var goodRequestID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
-
-// requestID keeps a caller's X-Request-Id when it is plain, so that a load
-// balancer's id follows the request; otherwise it makes one.
-func requestID(r *http.Request) string {
-	if id := r.Header.Get("X-Request-Id"); goodRequestID.MatchString(id) {
-		return id
-	}
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-type statusWriter struct {
-	http.ResponseWriter
-	code  int
-	wrote bool
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if !w.wrote {
-		w.code, w.wrote = code, true
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if !w.wrote {
-		w.code, w.wrote = http.StatusOK, true
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *statusWriter) status() int {
-	if !w.wrote {
-		return http.StatusOK
-	}
-	return w.code
-}
-
-// Unwrap lets http.ResponseController reach the connection.
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
 type headerRecorder struct {
 	header http.Header
 	status int
@@ -386,13 +285,3 @@ type headerRecorder struct {
 func (h *headerRecorder) Header() http.Header         { return h.header }
 func (h *headerRecorder) Write(b []byte) (int, error) { return len(b), nil }
 func (h *headerRecorder) WriteHeader(code int)        { h.status = code }
-
-// clientAddr is the IP address the request came from. Behind a proxy,
-// serve's --client-ip-header has put the client's address there.
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}

@@ -22,6 +22,7 @@ import (
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/blob"
+	"teleclinic/internal/edge"
 	"teleclinic/internal/httpapi"
 	"teleclinic/internal/metrics"
 	"teleclinic/internal/store"
@@ -250,7 +251,7 @@ func New(t testing.TB, opts ...Options) *Env {
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
-	srv.Config.Handler = portal
+	srv.Config.Handler = edge.New(portal, log, reg)
 	srv.Start()
 	if o.Workers {
 		ctx, cancel := context.WithCancel(context.Background())

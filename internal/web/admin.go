@@ -9,6 +9,7 @@ import (
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/edge"
 )
 
 // The clinic admin's pages. The admin signs in with the clinic code and
@@ -25,7 +26,7 @@ func (s *Server) adminSigninForm(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) adminSignin(w http.ResponseWriter, r *http.Request) error {
 	in := adminSigninPage{Clinic: strings.TrimSpace(r.PostFormValue("clinic"))}
-	sess, err := s.app.AdminSignIn(r.Context(), requestID(r), in.Clinic, strings.TrimSpace(r.PostFormValue("token")))
+	sess, err := s.app.AdminSignIn(r.Context(), edge.RequestID(r.Context()), in.Clinic, strings.TrimSpace(r.PostFormValue("token")))
 	if err != nil {
 		if clinic.ErrorCode(err) != clinic.EUnauthenticated {
 			return err
@@ -113,9 +114,8 @@ func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, p
 // adminRefused shows the admin page again with what went wrong, for the
 // refusals a form can cause (400, 409).
 func (s *Server) adminRefused(w http.ResponseWriter, r *http.Request, err error) error {
-	switch code := clinic.ErrorCode(err); code {
-	case clinic.EInvalid, clinic.EConflict, clinic.ENotFound:
-		return s.showAdmin(w, r, map[string]int{clinic.EInvalid: 400, clinic.EConflict: 409, clinic.ENotFound: 404}[code], adminPage{Error: clinic.ErrorMessage(err)})
+	if status, msg, ok := refused(err, clinic.EInvalid, clinic.EConflict, clinic.ENotFound); ok {
+		return s.showAdmin(w, r, status, adminPage{Error: msg})
 	}
 	return err
 }
@@ -190,8 +190,8 @@ func (s *Server) adminUpdateRoom(w http.ResponseWriter, r *http.Request) error {
 		AppointmentEnable: on("appointments"), GuestLogin: on("guest_login")}
 	code := r.PathValue("code")
 	if _, err := s.app.UpdateRoom(r.Context(), p, code, in); err != nil {
-		if c := clinic.ErrorCode(err); c == clinic.EInvalid || c == clinic.EConflict {
-			return s.showAdminRoom(w, r, map[string]int{clinic.EInvalid: 400, clinic.EConflict: 409}[c], "", clinic.ErrorMessage(err))
+		if status, msg, ok := refused(err, clinic.EInvalid, clinic.EConflict); ok {
+			return s.showAdminRoom(w, r, status, "", msg)
 		}
 		return err
 	}
@@ -217,8 +217,8 @@ func (s *Server) adminLinkProvider(w http.ResponseWriter, r *http.Request) error
 		_, err = s.app.LinkRoom(r.Context(), p, uid, code, false)
 	}
 	if err != nil {
-		if c := clinic.ErrorCode(err); c == clinic.EInvalid || c == clinic.ENotFound {
-			return s.showAdminRoom(w, r, map[string]int{clinic.EInvalid: 400, clinic.ENotFound: 404}[c], "", clinic.ErrorMessage(err))
+		if status, msg, ok := refused(err, clinic.EInvalid, clinic.ENotFound); ok {
+			return s.showAdminRoom(w, r, status, "", msg)
 		}
 		return err
 	}

@@ -265,9 +265,8 @@ func (s *Server) payNow(w http.ResponseWriter, r *http.Request) error {
 		return s.showPay(w, r, http.StatusBadRequest, "The card field did not finish: enter the card again and press Pay.")
 	}
 	refuse := func(err error) error {
-		switch code := clinic.ErrorCode(err); code {
-		case clinic.EInvalid, clinic.EPayment, clinic.EConflict:
-			return s.showPay(w, r, map[string]int{clinic.EInvalid: 400, clinic.EPayment: 402, clinic.EConflict: 409}[code], clinic.ErrorMessage(err))
+		if status, msg, ok := refused(err, clinic.EInvalid, clinic.EPayment, clinic.EConflict); ok {
+			return s.showPay(w, r, status, msg)
 		}
 		return err
 	}
@@ -360,9 +359,8 @@ func (s *Server) book(w http.ResponseWriter, r *http.Request) error {
 	prov, _ := strconv.ParseInt(r.PostFormValue("provider_id"), 10, 64)
 	d, err := s.app.Book(r.Context(), p, app.BookInput{SlotStart: start, SlotEnd: end, RoomCode: r.PathValue("room_code"), Type: "2", IntakeID: id, ProviderID: prov})
 	if err != nil {
-		switch code := clinic.ErrorCode(err); code {
-		case clinic.EConflict, clinic.EInvalid:
-			return s.showBook(w, r, map[string]int{clinic.EConflict: 409, clinic.EInvalid: 400}[code], clinic.ErrorMessage(err))
+		if status, msg, ok := refused(err, clinic.EConflict, clinic.EInvalid); ok {
+			return s.showBook(w, r, status, msg)
 		}
 		return err
 	}

@@ -112,9 +112,8 @@ func (s *Server) moveVisit(w http.ResponseWriter, r *http.Request) error {
 		return clinic.Errorf(clinic.ENotFound, "There is no such step for a visit.")
 	}
 	if _, err := s.app.MoveVisit(r.Context(), p, id, action, app.MoveInput{}); err != nil {
-		switch code := clinic.ErrorCode(err); code {
-		case clinic.EConflict, clinic.EInvalid:
-			return s.showDashboard(w, r, map[string]int{clinic.EConflict: 409, clinic.EInvalid: 400}[code], clinic.ErrorMessage(err))
+		if status, msg, ok := refused(err, clinic.EConflict, clinic.EInvalid); ok {
+			return s.showDashboard(w, r, status, msg)
 		}
 		return err
 	}
@@ -146,9 +145,8 @@ func (s *Server) publishSlots(w http.ResponseWriter, r *http.Request) error {
 	_, _, err = s.app.CreateSlots(r.Context(), p, app.SlotGroupInput{RoomCode: f.Get("room_code"), DateStart: f.Get("date_start"), DateEnd: end,
 		TimeStart: f.Get("time_start"), TimeEnd: f.Get("time_end"), Timezone: zone, Duration: minutes})
 	if err != nil {
-		switch code := clinic.ErrorCode(err); code {
-		case clinic.EInvalid, clinic.EConflict, clinic.ENotFound:
-			return s.showDashboard(w, r, map[string]int{clinic.EInvalid: 400, clinic.EConflict: 409, clinic.ENotFound: 404}[code], clinic.ErrorMessage(err))
+		if status, msg, ok := refused(err, clinic.EInvalid, clinic.EConflict, clinic.ENotFound); ok {
+			return s.showDashboard(w, r, status, msg)
 		}
 		return err
 	}

@@ -83,6 +83,9 @@ func (s *Server) showRoom(w http.ResponseWriter, r *http.Request, p *clinic.Prin
 	s.render(w, r, http.StatusOK, "room", page)
 }
 
+// hostRoomRoute is the metrics' and the log's route of a join URL.
+const hostRoomRoute = "GET {account_code}.{domain}/{room_code}"
+
 var roomPathRE = regexp.MustCompile(`^/([A-Za-z0-9_-]{1,64})$`)
 
 // hostRoom serves the join URL as the spec writes it,

@@ -2,13 +2,13 @@ package web
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"strings"
 	"time"
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/edge"
 )
 
 // A browser session is an access token in an HttpOnly cookie (DESIGN.md):
@@ -55,10 +55,13 @@ func (s *Server) principal(r *http.Request) (*clinic.Principal, error) {
 	if err != nil || c.Value == "" {
 		err = clinic.Errorf(clinic.EUnauthenticated, "Sign in first.")
 	} else {
-		p, err = s.app.Authenticate(r.Context(), app.Credentials{APIToken: c.Value, RequestID: requestID(r), ClientAddr: clientAddr(r)}, app.NeedUser)
+		p, err = s.app.Authenticate(r.Context(), app.Credentials{APIToken: c.Value, RequestID: edge.RequestID(r.Context()), ClientAddr: edge.ClientAddr(r)}, app.NeedUser)
 	}
 	if st != nil {
 		st.p, st.err, st.checked = p, err, true
+	}
+	if err == nil {
+		edge.From(r.Context()).SetPrincipal(p)
 	}
 	return p, err
 }
@@ -80,7 +83,7 @@ func withPageState(r *http.Request) *http.Request {
 // accountPrincipal is a caller who named a clinic and nothing more, as the
 // API's account-code endpoints see one.
 func (s *Server) accountPrincipal(r *http.Request, code string) (*clinic.Principal, error) {
-	return s.app.Authenticate(r.Context(), app.Credentials{AccountCode: code, RequestID: requestID(r), ClientAddr: clientAddr(r)}, app.NeedAccountCode)
+	return s.app.Authenticate(r.Context(), app.Credentials{AccountCode: code, RequestID: edge.RequestID(r.Context()), ClientAddr: edge.ClientAddr(r)}, app.NeedAccountCode)
 }
 
 // auth is GET /auth?sso_token=…&next=…: the end of the spec's redirect
@@ -95,7 +98,7 @@ func (s *Server) auth(w http.ResponseWriter, r *http.Request) error {
 	if !app.LocalPath(next) {
 		return clinic.Errorf(clinic.EInvalid, "This sign-in link sends you to another site, so it was not followed. Ask the site that sent you for a new link.")
 	}
-	sess, err := s.app.PortalSession(r.Context(), requestID(r), q.Get("sso_token"), q.Get("one_time_token") == "1")
+	sess, err := s.app.PortalSession(r.Context(), edge.RequestID(r.Context()), q.Get("sso_token"), q.Get("one_time_token") == "1")
 	if err != nil {
 		if clinic.ErrorCode(err) == clinic.EUnauthenticated {
 			return clinic.Errorf(clinic.EUnauthenticated, "This sign-in link has expired or was used already. Go back to the site that sent you and open it again.")
@@ -169,17 +172,4 @@ func (s *Server) signout(w http.ResponseWriter, r *http.Request) error {
 	s.setCookie(w, s.navCookie(), "", 0)
 	http.Redirect(w, r, "/signin", http.StatusSeeOther)
 	return nil
-}
-
-// requestID is a new id for the request's audit entries and logs.
-func requestID(*http.Request) string { return app.NewSecret()[:16] }
-
-// clientAddr is the IP address the request came from (serve's
-// --client-ip-header puts a proxy's client there), for throttling.
-func clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }

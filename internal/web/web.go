@@ -15,11 +15,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/edge"
 )
 
 //go:embed templates/*.html
@@ -206,19 +208,24 @@ func (s *Server) handle(pattern string, h pageFunc, files bool) {
 }
 
 // ServeHTTP sends the portal's paths to its pages and the rest to the API.
+// The edge in front has given the request its id, its log line, its
+// metrics and its panic recovery; the portal names its route and how it
+// answers an error.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if _, pattern := s.mux.Handler(r); pattern == "" {
-		if !s.hostRoom(w, r) {
-			s.next.ServeHTTP(w, r)
+	info := edge.From(r.Context())
+	_, pattern := s.mux.Handler(r)
+	if pattern == "" {
+		if s.hostRoom(w, r) {
+			info.SetRoute(hostRoomRoute)
+			return
 		}
+		s.next.ServeHTTP(w, r)
 		return
 	}
+	info.SetRoute(pattern)
+	info.SetReply(s.reply)
 	s.securePage(w)
-	start, sw := time.Now(), &statusWriter{ResponseWriter: w}
-	s.mux.ServeHTTP(sw, r)
-	// One line per page request, as for the API: never the address's
-	// query, which may carry a token.
-	s.log.Info("page", "method", r.Method, "route", r.Pattern, "status", sw.status(), "duration", time.Since(start))
+	s.mux.ServeHTTP(w, r)
 }
 
 // securePage sets the headers every page carries.
@@ -237,37 +244,6 @@ func (s *Server) securePage(w http.ResponseWriter) {
 // page's (stripeCSP).
 const pageCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-// statusWriter remembers the status a page answered with.
-type statusWriter struct {
-	http.ResponseWriter
-	code int
-}
-
-func (w *statusWriter) WriteHeader(code int) {
-	if w.code == 0 {
-		w.code = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.code == 0 {
-		w.code = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-// Unwrap lets http.ResponseController reach the connection (event streams
-// flush through it).
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-func (w *statusWriter) status() int {
-	if w.code == 0 {
-		return http.StatusOK
-	}
-	return w.code
-}
-
 // staticFiles serves the embedded assets for a day: they change only with
 // the binary.
 func staticFiles(h http.Handler) http.Handler {
@@ -279,30 +255,37 @@ func staticFiles(h http.Handler) http.Handler {
 
 // fail answers err as a page: a caller who is not signed in is sent to
 // sign in and back; the others see what went wrong in words, with the
-// status the API would give.
+// status the API would give (edge.ProblemOf, which also logs an error that
+// is not the product's).
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	ce, status := s.pageError(r, err)
-	if status == 401 && r.Method == http.MethodGet && r.URL.Path != "/auth" {
+	pr := edge.ProblemOf(r, err)
+	if pr.Status == http.StatusUnauthorized && r.Method == http.MethodGet && r.URL.Path != "/auth" {
 		http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 		return
 	}
-	s.render(w, r, status, "error", errorPage{Status: status, Message: ce.Message})
+	pr.SetHeaders(w)
+	s.reply(w, r, pr.Status, pr.Message)
 }
 
-// pageError is err as people read it, and its status as the API gives
-// it; an error that is not the product's is logged and told as ours.
-func (s *Server) pageError(r *http.Request, err error) (*clinic.Error, int) {
-	var ce *clinic.Error
-	if !errors.As(err, &ce) {
-		s.log.Error("portal", "path", r.URL.Path, "err", err)
-		ce = &clinic.Error{Code: clinic.EInternal, Message: "Something went wrong on our side. Try again in a moment."}
+// reply draws the error page (edge.Reply): the message, or for an internal
+// error words for people with the request's id to quote.
+func (s *Server) reply(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	if status == http.StatusInternalServerError {
+		msg = "Something went wrong on our side. Try again in a moment; if it goes on, tell the clinic this reference: " + edge.RequestID(r.Context()) + "."
 	}
-	status := map[string]int{clinic.EInvalid: 400, clinic.EUnauthenticated: 401, clinic.EForbidden: 403, clinic.ENotFound: 404,
-		clinic.EConflict: 409, clinic.ETooLarge: 413, clinic.ETooMany: 429, clinic.EPayment: 402}[ce.Code]
-	if status == 0 {
-		status = 500
+	s.render(w, r, status, "error", errorPage{Status: status, Message: msg})
+}
+
+// refused is err as a message on the form that caused it, when its code is
+// one of codes (the refusals the form's input can cause): the status the
+// API gives it and its message. For any other error ok is false, and the
+// handler returns err to fail the page.
+func refused(err error, codes ...string) (status int, msg string, ok bool) {
+	code := clinic.ErrorCode(err)
+	if !slices.Contains(codes, code) {
+		return 0, "", false
 	}
-	return ce, status
+	return edge.Status(code), clinic.ErrorMessage(err), true
 }
 
 type errorPage struct {

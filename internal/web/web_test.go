@@ -350,6 +350,18 @@ func TestPortal_SignInOut(t *testing.T) {
 		}
 	})
 
+	// Guessing is throttled as on the API: 429 with Retry-After.
+	t.Run("ErrThrottled", func(t *testing.T) {
+		b := newBrowser(t, f.e)
+		var res *page
+		for range 12 {
+			res = b.post("/signin", url.Values{"clinic": {"acme"}, "login": {"grace"}, "password": {"wrong"}})
+		}
+		if res.Status != http.StatusTooManyRequests || res.Header.Get("Retry-After") == "" || !strings.Contains(res.Body, "try again in") {
+			t.Fatalf("the 12th wrong password: %d Retry-After %q %s", res.Status, res.Header.Get("Retry-After"), res.Body)
+		}
+	})
+
 	t.Run("ErrUnknownClinic", func(t *testing.T) {
 		res := newBrowser(t, f.e).post("/signin", url.Values{"clinic": {"nope"}, "login": {"dr-1"}, "password": {pw}})
 		if res.Status != http.StatusUnauthorized || !strings.Contains(res.Body, "No clinic has that code") {

@@ -1,0 +1,9 @@
+package web
+
+import "net/http"
+
+// AddPage registers a page handler on a running portal, for the tests of
+// the edge around it (a panic, each error code).
+func (s *Server) AddPage(pattern string, h func(http.ResponseWriter, *http.Request) error) {
+	s.page(pattern, h)
+}
