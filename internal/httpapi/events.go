@@ -3,28 +3,36 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/edge"
 	"teleclinic/internal/live"
 )
 
-// streamEnd ends an event stream that err stopped. A client that went
-// away hears nothing; one whose right ended (signed out, the visit no
-// longer theirs) gets an event "error" with the error's code and message
-// as the API's error bodies give them, and does not reconnect to it.
-func (s *Server) streamEnd(ctx context.Context, st *live.Stream, err error) {
-	if ctx.Err() != nil {
-		return
+// pump is the API's side of an event stream (live.Pump): the caller's
+// credentials are authenticated again before every event and at every
+// keep-alive, and a stream whose right ended (signed out, revoked,
+// expired, the visit no longer theirs) ends with an event "error" with the
+// error's code and message as the API's error bodies give them.
+func (s *Server) pump(r *http.Request, c *call) live.Pump {
+	return live.Pump{
+		KeepAlive: s.cfg.KeepAlive,
+		Closing:   s.cfg.Closing,
+		Check:     func(ctx context.Context) error { return s.stillIn(ctx, c) },
+		End:       streamEnd,
+		Log:       s.log.With("route", r.Pattern, "request_id", edge.RequestID(r.Context())),
 	}
-	code, msg := clinic.ErrorCode(err), clinic.ErrorMessage(err)
-	if code == clinic.EInternal {
-		s.log.Error("event stream", "err", err)
-		msg = "Internal error."
-	}
-	_ = st.Event("error", "", mustJSON(struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	}{code, msg}))
+}
+
+// streamEnd is the API's end event: "error", with the code and message.
+func streamEnd(err error) live.Frame {
+	return live.Frame{Name: "error", Data: mustJSON(streamError{Code: clinic.ErrorCode(err), Message: clinic.ErrorMessage(err)})}
+}
+
+type streamError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 // mustJSON encodes a value of one of the response types, which always

@@ -1,102 +1,22 @@
 package httpapi_test
 
 import (
-	"bufio"
-	"context"
-	"encoding/json"
-	"net/http"
-	"strings"
 	"testing"
 	"time"
 
 	"teleclinic/internal/testenv"
 )
 
-// sseEvent is one server-sent event.
-type sseEvent struct{ Name, ID, Data string }
-
-// eventStream is an open event stream read by a goroutine.
-type eventStream struct {
-	Status int
-	Type   string
-	events chan sseEvent
-	cancel context.CancelFunc
-}
-
 // openStream GETs path with headers and reads its events as they come.
-func openStream(t *testing.T, e *testenv.Env, path string, h map[string]string) *eventStream {
+func openStream(t *testing.T, e *testenv.Env, path string, h map[string]string) *testenv.Stream {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, "GET", e.URL+path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range h {
-		req.Header.Set(k, v)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	s := &eventStream{Status: res.StatusCode, Type: res.Header.Get("Content-Type"), events: make(chan sseEvent, 100), cancel: cancel}
-	t.Cleanup(func() { cancel(); res.Body.Close() })
-	go func() {
-		defer close(s.events)
-		sc := bufio.NewScanner(res.Body)
-		var ev sseEvent
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "":
-				if ev.Data != "" || ev.Name != "" {
-					s.events <- ev
-				}
-				ev = sseEvent{}
-			case strings.HasPrefix(line, "event: "):
-				ev.Name = line[7:]
-			case strings.HasPrefix(line, "id: "):
-				ev.ID = line[4:]
-			case strings.HasPrefix(line, "data: "):
-				ev.Data += line[6:]
-			}
-		}
-	}()
-	return s
+	return testenv.OpenStream(t, nil, e.URL+path, h)
 }
 
-// next is the stream's next event; it fails t after 5 s without one.
-func (s *eventStream) next(t *testing.T) sseEvent {
-	t.Helper()
-	select {
-	case ev, ok := <-s.events:
-		if !ok {
-			t.Fatal("the stream ended")
-		}
-		return ev
-	case <-time.After(5 * time.Second):
-		t.Fatal("no event within 5 s")
-	}
-	return sseEvent{}
-}
-
-func (s *eventStream) quiet(t *testing.T) {
-	t.Helper()
-	select {
-	case ev, ok := <-s.events:
-		if ok {
-			t.Fatalf("unexpected event %+v", ev)
-		}
-	case <-time.After(100 * time.Millisecond):
-	}
-}
-
-func decodeData(t *testing.T, ev sseEvent) map[string]any {
+func decodeData(t *testing.T, ev testenv.Event) map[string]any {
 	t.Helper()
 	var m map[string]any
-	if err := json.Unmarshal([]byte(ev.Data), &m); err != nil {
-		t.Fatalf("event %q: %v", ev.Data, err)
-	}
+	ev.Decode(t, &m)
 	return m
 }
 
@@ -121,33 +41,33 @@ func TestEvents_Queue(t *testing.T) {
 	// OK: anyone with the clinic's code; a patient's stream counts ahead of them.
 	t.Run("OKLiveQueue", func(t *testing.T) {
 		anon := openStream(t, e, path, map[string]string{"X-AccountCode": s.c.Code})
-		if anon.Status != 200 || anon.Type != "text/event-stream" {
-			t.Fatalf("%d %s", anon.Status, anon.Type)
+		if anon.Status != 200 || anon.Header.Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("%d %s", anon.Status, anon.Header.Get("Content-Type"))
 		}
-		if ev := anon.next(t); ev.Name != "queue" || decodeData(t, ev)["length"].(float64) != 1 {
+		if ev := anon.Next(t); ev.Name != "queue" || decodeData(t, ev)["length"].(float64) != 1 {
 			t.Fatalf("first event %+v", ev)
 		}
 		second := walkin(s.pat2)
-		if ev := anon.next(t); decodeData(t, ev)["length"].(float64) != 2 {
+		if ev := anon.Next(t); decodeData(t, ev)["length"].(float64) != 2 {
 			t.Fatalf("after a walk-in: %+v", ev)
 		}
 		mine := openStream(t, e, path, userHeaders(s.c, s.pat2.Token))
-		if q := decodeData(t, mine.next(t)); q["before_me"].(float64) != 1 || q["length"].(float64) != 2 {
+		if q := decodeData(t, mine.Next(t)); q["before_me"].(float64) != 1 || q["length"].(float64) != 2 {
 			t.Fatalf("pat2's queue: %v", q)
 		}
 		// A message on the first visit's thread moves nothing.
 		if res := postMsg(e, s.pat.Token, first, "Still here"); res.Status != 201 {
 			t.Fatalf("%s", res.Raw)
 		}
-		anon.quiet(t)
+		anon.Quiet(t, 100*time.Millisecond)
 		// The room's provider accepts the first walk-in: pat2 is next.
 		if res := s.post(s.doc.Token, "/api_v3/visits/accept", "id", first); res.Status != 200 {
 			t.Fatalf("accept: %s", res.Raw)
 		}
-		if q := decodeData(t, mine.next(t)); q["before_me"].(float64) != 0 || q["length"].(float64) != 1 {
+		if q := decodeData(t, mine.Next(t)); q["before_me"].(float64) != 0 || q["length"].(float64) != 1 {
 			t.Fatalf("pat2's queue after the accept: %v", q)
 		}
-		if q := decodeData(t, anon.next(t)); q["length"].(float64) != 1 || q["before_me"].(float64) != 0 {
+		if q := decodeData(t, anon.Next(t)); q["length"].(float64) != 1 || q["before_me"].(float64) != 0 {
 			t.Fatalf("the queue after the accept: %v", q)
 		}
 		_ = second
@@ -178,19 +98,19 @@ func TestEvents_Messages(t *testing.T) {
 	t.Run("OKLiveThread", func(t *testing.T) {
 		pat := openStream(t, e, path, map[string]string{"X-ApiToken": s.pat.Token})
 		for i, want := range []string{"one", "two"} {
-			ev := pat.next(t)
+			ev := pat.Next(t)
 			if m := decodeData(t, ev); ev.Name != "message" || ev.ID != []string{"1", "2"}[i] || m["content"] != want || m["visit_id"] != visit {
 				t.Fatalf("event %d: %+v", i, ev)
 			}
 		}
 		// The room's provider resumes after the first and hears the rest.
 		doc := openStream(t, e, path, map[string]string{"X-ApiToken": s.doc.Token, "Last-Event-ID": "1"})
-		if ev := doc.next(t); ev.ID != "2" || decodeData(t, ev)["content"] != "two" {
+		if ev := doc.Next(t); ev.ID != "2" || decodeData(t, ev)["content"] != "two" {
 			t.Fatalf("resumed: %+v", ev)
 		}
 		mustPost(t, e, s.doc.Token, visit, "three")
-		for _, st := range []*eventStream{pat, doc} {
-			ev := st.next(t)
+		for _, st := range []*testenv.Stream{pat, doc} {
+			ev := st.Next(t)
 			m := decodeData(t, ev)
 			if ev.ID != "3" || m["content"] != "three" || m["actor"].(map[string]any)["display_name"] != "Dana Doc" {
 				t.Fatalf("new message: %+v", ev)
@@ -199,7 +119,7 @@ func TestEvents_Messages(t *testing.T) {
 		if res := s.post(s.doc.Token, "/api_v3/visits/accept", "id", visit); res.Status != 200 {
 			t.Fatalf("accept: %s", res.Raw)
 		}
-		if ev := pat.next(t); ev.Name != "visit" || decodeData(t, ev)["status"].(float64) != 20 {
+		if ev := pat.Next(t); ev.Name != "visit" || decodeData(t, ev)["status"].(float64) != 20 {
 			t.Fatalf("state change: %+v", ev)
 		}
 	})
@@ -227,7 +147,7 @@ func TestEvents_Messages(t *testing.T) {
 		if res := s.post(s.pat.Token, "/api_v3/users/logout"); res.Status != 200 {
 			t.Fatalf("logout: %s", res.Raw)
 		}
-		ev := pat.next(t)
+		ev := pat.Next(t)
 		if ev.Name != "error" || decodeData(t, ev)["code"] != "unauthenticated" {
 			t.Fatalf("after logout: %+v", ev)
 		}

@@ -1,12 +1,15 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"time"
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/edge"
 	"teleclinic/internal/live"
 )
 
@@ -82,40 +85,26 @@ func (s *Server) messageEvents(w http.ResponseWriter, r *http.Request, c *call) 
 	if err != nil {
 		return err
 	}
-	ctx, cancel := live.Until(r.Context(), s.cfg.Closing)
-	defer cancel()
-	watch, err := s.app.WatchVisit(ctx, c.p, visitID, live.LastEventID(r))
+	watch, err := s.app.WatchVisit(r.Context(), c.p, visitID, live.LastEventID(r))
 	if err != nil {
 		return err
 	}
 	defer watch.Close()
-	st, err := live.OpenStream(w)
-	if err != nil {
-		return nil
-	}
-	for {
-		ev, err := watch.Next(ctx, s.cfg.KeepAlive)
-		switch {
-		case err != nil:
-		case ev == nil:
-			if err = s.stillIn(ctx, c); err == nil {
-				err = st.Comment("keep-alive")
-			}
-		default:
-			if ev.Visit != nil {
-				err = st.Event("visit", "", mustJSON(visitEvent{ID: id(ev.Visit.ID), Status: ev.Visit.Status}))
-			}
-			for i, m := range ev.Messages {
-				if err == nil {
-					err = st.Event("message", strconv.Itoa(ev.First+i), mustJSON(toMessageOut(m)))
-				}
-			}
+	s.pump(r, c).Run(r.Context(), w, func(ctx context.Context, d time.Duration) ([]live.Frame, error) {
+		ev, err := watch.Next(ctx, d)
+		if ev == nil || err != nil {
+			return nil, err
 		}
-		if err != nil {
-			s.streamEnd(ctx, st, err)
-			return nil
+		var out []live.Frame
+		if ev.Visit != nil {
+			out = append(out, live.Frame{Name: "visit", Data: mustJSON(visitEvent{ID: id(ev.Visit.ID), Status: ev.Visit.Status})})
 		}
-	}
+		for i, m := range ev.Messages {
+			out = append(out, live.Frame{Name: "message", ID: strconv.Itoa(ev.First + i), Data: mustJSON(toMessageOut(m))})
+		}
+		return out, nil
+	})
+	return nil
 }
 
 // visitEvent is the data of a "visit" event: the visit's new status.
@@ -143,5 +132,5 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request, c *call) er
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, envelope{Data: toMessageOut(m)})
+	return edge.WriteJSON(w, http.StatusCreated, envelope{Data: toMessageOut(m)})
 }

@@ -1,12 +1,15 @@
 package httpapi
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/edge"
 	"teleclinic/internal/live"
 )
 
@@ -80,7 +83,7 @@ func (s *Server) listRooms(w http.ResponseWriter, r *http.Request, c *call) erro
 	if draw != nil {
 		out.Draw, out.RecordsTotal, out.RecordsFiltered = draw, &pg.Total, &pg.Filtered
 	}
-	return writeJSON(w, http.StatusOK, out)
+	return edge.WriteJSON(w, http.StatusOK, out)
 }
 
 // roomDetail is a room as GET, POST and PUT /rooms answer it.
@@ -359,31 +362,19 @@ func (s *Server) roomQueue(w http.ResponseWriter, r *http.Request, c *call) erro
 // roomQueueEvents streams the queue as GET /rooms/{code}/queue answers it:
 // an event "queue" at once and another each time it changes.
 func (s *Server) roomQueueEvents(w http.ResponseWriter, r *http.Request, c *call) error {
-	ctx, cancel := live.Until(r.Context(), s.cfg.Closing)
-	defer cancel()
-	watch, err := s.app.WatchQueue(ctx, c.p, c.params.Str("code"))
+	watch, err := s.app.WatchQueue(r.Context(), c.p, c.params.Str("code"))
 	if err != nil {
 		return err
 	}
 	defer watch.Close()
-	st, err := live.OpenStream(w)
-	if err != nil {
-		return nil // the client has gone
-	}
-	for {
-		qu, err := watch.Next(ctx, s.cfg.KeepAlive)
-		if err == nil && qu == nil {
-			if err = s.stillIn(ctx, c); err == nil {
-				err = st.Comment("keep-alive")
-			}
-		} else if err == nil {
-			err = st.Event("queue", "", mustJSON(queue(*qu)))
+	s.pump(r, c).Run(r.Context(), w, func(ctx context.Context, d time.Duration) ([]live.Frame, error) {
+		qu, err := watch.Next(ctx, d)
+		if qu == nil || err != nil {
+			return nil, err
 		}
-		if err != nil {
-			s.streamEnd(ctx, st, err)
-			return nil
-		}
-	}
+		return []live.Frame{{Name: "queue", Data: mustJSON(queue(*qu))}}, nil
+	})
+	return nil
 }
 
 // mongoDate is how POST /users/{id}/rooms shows dates (spec: objects with

@@ -1,9 +1,7 @@
 package web_test
 
 import (
-	"bufio"
 	"context"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -241,37 +239,11 @@ func TestPortal_PageStreams(t *testing.T) {
 	bg := context.Background()
 	b := newBrowser(t, f.e)
 	f.redirectLogin(t, b, f.p1Token, f.visitPath(), nil)
-	ctx, cancel := context.WithCancel(bg)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", f.e.URL+f.visitPath()+"/events?last_event_id=1", nil)
-	res, err := b.c.Do(req)
-	if err != nil {
-		t.Fatal(err)
+	st := b.stream(t, f.visitPath()+"/events?last_event_id=1", nil)
+	if st.Status != 200 || st.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("%d %s", st.Status, st.Header.Get("Content-Type"))
 	}
-	defer res.Body.Close()
-	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" {
-		t.Fatalf("%d %s", res.StatusCode, res.Header.Get("Content-Type"))
-	}
-	events := make(chan string, 16)
-	go func() {
-		sc := bufio.NewScanner(res.Body)
-		for sc.Scan() {
-			if name, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
-				events <- name
-			}
-		}
-		close(events)
-	}()
-	next := func() string {
-		t.Helper()
-		select {
-		case e := <-events:
-			return e
-		case <-time.After(5 * time.Second):
-			t.Fatal("no event within 5 s")
-		}
-		return ""
-	}
+	next := func() string { t.Helper(); return st.Next(t).Name }
 	msg := "Any news?"
 	if _, err := f.e.App.PostMessage(bg, f.user(t, f.p1Token), f.visitID, app.NewMessage{Content: &msg}); err != nil {
 		t.Fatal(err)

@@ -213,9 +213,9 @@ func TestPortalAuthzMatrix(t *testing.T) {
 				if strings.Contains(pattern, "/call/") {
 					p += "?after=0&peer=" + peerOf(who)
 				}
-				res, _ := b.stream(t, p, nil)
-				pg = &page{Status: res.StatusCode, Location: res.Header.Get("Location")}
-				res.Body.Close()
+				st := b.stream(t, p, nil)
+				pg = &page{Status: st.Status, Location: st.Header.Get("Location")}
+				st.Close()
 			case method == "GET":
 				pg = b.get(path)
 			case strings.HasSuffix(pattern, "/call/recording"):

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/edge"
 	"teleclinic/internal/live"
 	"teleclinic/internal/media"
 )
@@ -47,15 +49,15 @@ func (s *Server) failJSON(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.As(err, &tooLarge) {
 		err = clinic.Errorf(clinic.ETooLarge, "That is more than the call takes (at most %d bytes).", tooLarge.Limit)
 	}
-	ce, status := s.pageError(r, err)
-	writeJSON(w, status, map[string]string{"code": ce.Code, "message": ce.Message})
+	pr := edge.ProblemOf(r, err)
+	pr.SetHeaders(w)
+	_ = edge.WriteJSON(w, pr.Status, callError{Code: pr.Code, Message: pr.Message})
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+// callError is the call routes' error body.
+type callError struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
 }
 
 type callPeer struct {
@@ -97,7 +99,7 @@ func (s *Server) callJoin(w http.ResponseWriter, r *http.Request) error {
 	for _, c := range j.Peers {
 		out.Peers = append(out.Peers, callPeer{Peer: c.Peer, Name: c.Name, Role: c.Role})
 	}
-	writeJSON(w, http.StatusOK, out)
+	edge.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -131,7 +133,7 @@ func (s *Server) callSignal(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]int64{"seq": seq})
+	edge.WriteJSON(w, http.StatusOK, map[string]int64{"seq": seq})
 	return nil
 }
 
@@ -167,7 +169,7 @@ func (s *Server) callEnd(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": statusWord(d.Visit.Status)})
+	edge.WriteJSON(w, http.StatusOK, map[string]string{"status": statusWord(d.Visit.Status)})
 	return nil
 }
 
@@ -182,7 +184,7 @@ func (s *Server) callInvite(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"url": inv.URL, "expires": inv.Expires})
+	edge.WriteJSON(w, http.StatusOK, map[string]any{"url": inv.URL, "expires": inv.Expires})
 	return nil
 }
 
@@ -213,8 +215,8 @@ func (s *Server) inviteAccept(w http.ResponseWriter, r *http.Request) error {
 		return clinic.Errorf(clinic.ENotFound, "No clinic has that address.")
 	}
 	sess, visitID, err := s.app.AcceptCallInvite(r.Context(), p, r.PathValue("token"), r.PostFormValue("first_name"), r.PostFormValue("last_name"))
-	if clinic.ErrorCode(err) == clinic.EInvalid {
-		s.render(w, r, http.StatusBadRequest, "invite", invitePage{Action: r.URL.Path, Error: err.(*clinic.Error).Message})
+	if status, msg, ok := refused(err, clinic.EInvalid); ok {
+		s.render(w, r, status, "invite", invitePage{Action: r.URL.Path, Error: msg})
 		return nil
 	}
 	if err != nil {
@@ -279,7 +281,7 @@ func (s *Server) callRecording(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"id": strconv.FormatInt(rec.ID, 10), "size": rec.Size, "content_type": rec.ContentType})
+	edge.WriteJSON(w, http.StatusOK, map[string]any{"id": strconv.FormatInt(rec.ID, 10), "size": rec.Size, "content_type": rec.ContentType})
 	return nil
 }
 
@@ -294,8 +296,8 @@ type signalOut struct {
 // callEvents is GET /visits/start/{id}/call/events?peer=…&after=…: the
 // signals for the caller's peer, from after (or the stream's Last-Event-ID
 // when it reconnects), and "ended" when the visit closes or the caller may
-// no longer take part. At each keep-alive the session is checked and the
-// peer seen.
+// no longer take part. The session is checked before every event (the
+// pump), and at each keep-alive the peer is seen.
 func (s *Server) callEvents(w http.ResponseWriter, r *http.Request) error {
 	p, id, err := s.visitRequest(r)
 	if err != nil {
@@ -319,70 +321,47 @@ func (s *Server) callEvents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer cw.Close()
-	ctx, cancel := live.Until(r.Context(), s.cfg.Closing)
-	defer cancel()
-	keep := s.cfg.KeepAlive
-	if keep <= 0 {
-		keep = live.KeepAlive
-	}
-	st, err := live.OpenStream(w)
-	if err != nil {
-		return nil
-	}
-	ended := func(code string, v *clinic.Visit) {
-		body := map[string]string{"code": code}
+	pump := s.pump(r)
+	// Every keep-alive, busy or quiet: still in the call? (which also
+	// marks the peer seen).
+	pump.Tick = func(ctx context.Context) error {
+		v, err := cw.Alive(ctx)
 		if v != nil {
-			body["status"] = statusWord(v.Status)
+			return callEnded{v}
 		}
-		b, _ := json.Marshal(body)
-		_ = st.Event("ended", "", b)
+		return err
 	}
-	checked := time.Now()
-	for {
-		ev, err := cw.Next(ctx, keep-time.Since(checked))
-		if ctx.Err() != nil {
-			return nil
+	pump.End = func(err error) live.Frame {
+		if ce, ok := errors.AsType[callEnded](err); ok {
+			return endedFrame(clinic.EConflict, statusWord(ce.v.Status))
 		}
-		if err != nil {
-			ended(clinic.ErrorCode(err), nil)
-			return nil
+		return endedFrame(clinic.ErrorCode(err), "")
+	}
+	pump.Run(r.Context(), w, func(ctx context.Context, d time.Duration) ([]live.Frame, error) {
+		ev, err := cw.Next(ctx, d)
+		switch {
+		case err != nil || ev == nil:
+			return nil, err
+		case ev.Ended != nil:
+			return nil, callEnded{ev.Ended}
 		}
-		// Every KeepAlive, busy or quiet: still signed in, still in the
-		// call (which also marks the peer seen)?
-		if time.Since(checked) >= keep {
-			checked = time.Now()
-			if _, err := s.principal(withPageState(r)); err != nil {
-				ended(clinic.ErrorCode(err), nil)
-				return nil
-			}
-			v, err := cw.Alive(ctx)
-			if v != nil {
-				ended(clinic.EConflict, v)
-				return nil
-			}
-			if err != nil {
-				ended(clinic.ErrorCode(err), nil)
-				return nil
-			}
-			if ev == nil && st.Comment("keep-alive") != nil {
-				return nil
-			}
-		}
-		if ev == nil {
-			continue
-		}
-		if ev.Ended != nil {
-			ended(clinic.EConflict, ev.Ended)
-			return nil
-		}
+		out := make([]live.Frame, 0, len(ev.Signals))
 		for _, sg := range ev.Signals {
 			b, _ := json.Marshal(signalOut{From: sg.From, Type: sg.Kind, Data: json.RawMessage(sg.Body)})
-			if st.Event("signal", strconv.FormatInt(sg.Seq, 10), b) != nil {
-				return nil
-			}
+			out = append(out, live.Frame{Name: "signal", ID: strconv.FormatInt(sg.Seq, 10), Data: b})
 		}
-	}
+		return out, nil
+	})
+	return nil
 }
+
+// callEnded ends a call's stream: the visit closed (409 with its status).
+type callEnded struct{ v *clinic.Visit }
+
+func (e callEnded) Error() string { return "conflict: the visit has ended" }
+
+// Unwrap gives the end its code, conflict, as the API's calls answer it.
+func (e callEnded) Unwrap() error { return clinic.Errorf(clinic.EConflict, "The visit has ended.") }
 
 // liveKitCSP is the visit page's policy when calls go through LiveKit at
 // u: the page also connects to it (its signalling WebSocket, and its

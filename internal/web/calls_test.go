@@ -1,12 +1,10 @@
 package web_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"mime/multipart"
-	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -59,59 +57,10 @@ func (b *browser) join(t *testing.T, f *fixture) (*page, joined) {
 	return pg, j
 }
 
-type sseEvent struct{ Name, ID, Data string }
-
-// stream opens a call's event stream and hands its events to a channel.
-func (b *browser) stream(t *testing.T, path string, header map[string]string) (*http.Response, <-chan sseEvent) {
+// stream opens one of the browser's event streams.
+func (b *browser) stream(t *testing.T, path string, header map[string]string) *testenv.Stream {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	req, _ := http.NewRequestWithContext(ctx, "GET", b.base+path, nil)
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	res, err := b.c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { res.Body.Close() })
-	out := make(chan sseEvent, 64)
-	go func() {
-		defer close(out)
-		sc := bufio.NewScanner(res.Body)
-		var e sseEvent
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case line == "":
-				if e.Name != "" {
-					out <- e
-				}
-				e = sseEvent{}
-			case strings.HasPrefix(line, "event: "):
-				e.Name = line[7:]
-			case strings.HasPrefix(line, "id: "):
-				e.ID = line[4:]
-			case strings.HasPrefix(line, "data: "):
-				e.Data = line[6:]
-			}
-		}
-	}()
-	return res, out
-}
-
-func nextEvent(t *testing.T, c <-chan sseEvent) sseEvent {
-	t.Helper()
-	select {
-	case e, ok := <-c:
-		if !ok {
-			t.Fatal("the stream ended")
-		}
-		return e
-	case <-time.After(5 * time.Second):
-		t.Fatal("no event within 5 s")
-	}
-	return sseEvent{}
+	return testenv.OpenStream(t, b.c, b.base+path, header)
 }
 
 // TestCall_Signalling: the call's routes on the portal session. Only the
@@ -148,9 +97,9 @@ func TestCall_Signalling(t *testing.T) {
 	if d, _ := f.e.App.GetVisit(bg, f.user(t, f.p1Token), f.visitID, false); d.Visit.ActualStart != 0 {
 		t.Fatalf("the patient's join started the visit: %+v", d.Visit)
 	}
-	res, patEvents := pat.stream(t, base+"/events?peer="+pj.Peer+"&after="+itoa(pj.After), nil)
-	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "text/event-stream" {
-		t.Fatalf("patient's stream: %d", res.StatusCode)
+	patEvents := pat.stream(t, base+"/events?peer="+pj.Peer+"&after="+itoa(pj.After), nil)
+	if patEvents.Status != 200 || patEvents.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("patient's stream: %d", patEvents.Status)
 	}
 
 	// Another patient: 403 on every route, with the patient's own peer.
@@ -177,7 +126,7 @@ func TestCall_Signalling(t *testing.T) {
 	if d, _ := f.e.App.GetVisit(bg, f.user(t, f.p1Token), f.visitID, false); d.Visit.Status != clinic.VisitInProgress || d.Visit.ActualStart == 0 {
 		t.Fatalf("the provider's join did not start the visit: %+v", d.Visit)
 	}
-	e := nextEvent(t, patEvents)
+	e := patEvents.Next(t)
 	if e.Name != "signal" || !strings.Contains(e.Data, `"type":"join"`) || !strings.Contains(e.Data, vj.Peer) || !strings.Contains(e.Data, "Grace Hopper") {
 		t.Fatalf("patient's first event: %+v", e)
 	}
@@ -189,7 +138,7 @@ func TestCall_Signalling(t *testing.T) {
 	if pg := prov.postJSON(base+"/signal", offer); pg.Status != 200 || !strings.Contains(pg.Body, `"seq":`) {
 		t.Fatalf("offer: %d %s", pg.Status, pg.Body)
 	}
-	e = nextEvent(t, patEvents)
+	e = patEvents.Next(t)
 	if e.Name != "signal" || !strings.Contains(e.Data, `"type":"offer"`) || !strings.Contains(e.Data, `"sdp":"v=0 offer"`) {
 		t.Fatalf("patient's offer: %+v", e)
 	}
@@ -209,8 +158,8 @@ func TestCall_Signalling(t *testing.T) {
 	}
 
 	// A stream that reconnects with Last-Event-ID gets what came after.
-	_, again := pat.stream(t, base+"/events?peer="+pj.Peer+"&after=0", map[string]string{"Last-Event-ID": joinSeq})
-	if e := nextEvent(t, again); !strings.Contains(e.Data, `"type":"offer"`) {
+	again := pat.stream(t, base+"/events?peer="+pj.Peer+"&after=0", map[string]string{"Last-Event-ID": joinSeq})
+	if e := again.Next(t); !strings.Contains(e.Data, `"type":"offer"`) {
 		t.Fatalf("resumed stream: %+v", e)
 	}
 
@@ -228,7 +177,7 @@ func TestCall_Signalling(t *testing.T) {
 	if pg := prov.postJSON(base+"/leave", `{"peer":"`+vj.Peer+`"}`); pg.Status != 204 {
 		t.Fatalf("leave: %d %s", pg.Status, pg.Body)
 	}
-	for e = nextEvent(t, patEvents); e.Name == "signal" && strings.Contains(e.Data, `"type":"join"`); e = nextEvent(t, patEvents) {
+	for e = patEvents.Next(t); e.Name == "signal" && strings.Contains(e.Data, `"type":"join"`); e = patEvents.Next(t) {
 	}
 	if !strings.Contains(e.Data, `"type":"leave"`) || !strings.Contains(e.Data, vj.Peer) {
 		t.Fatalf("after the provider left: %+v", e)
@@ -248,7 +197,7 @@ func TestCall_Signalling(t *testing.T) {
 	if pg := prov.postJSON(base+"/end", "{}"); pg.Status != 200 || !strings.Contains(pg.Body, "completed") {
 		t.Fatalf("the provider ends the visit: %d %s", pg.Status, pg.Body)
 	}
-	e = nextEvent(t, patEvents)
+	e = patEvents.Next(t)
 	if e.Name != "ended" || !strings.Contains(e.Data, "completed") {
 		t.Fatalf("patient's stream after the end: %+v", e)
 	}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"math"
 	"net/http"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/edge"
 	"teleclinic/internal/live"
 )
 
@@ -23,18 +25,12 @@ import (
 // passed (false), or ctx ended.
 type changeSource func(ctx context.Context, d time.Duration) (bool, error)
 
-// streamChanges writes an event "changed" each time a source reports one,
-// and a keep-alive after each quiet KeepAlive, when the session is checked
-// again: a session that ended (signed out, revoked, idle) ends the stream
-// with an event "signedout". id, when set, gives each event the id the
-// browser sends back on reconnecting.
+// streamChanges writes an event "changed" each time a source reports one.
+// id, when set, gives each event the id the browser sends back on
+// reconnecting.
 func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request, id func() string, sources ...changeSource) error {
-	ctx, cancel := live.Until(r.Context(), s.cfg.Closing)
+	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	keep := s.cfg.KeepAlive
-	if keep <= 0 {
-		keep = live.KeepAlive
-	}
 	changes, errs := make(chan struct{}, 1), make(chan error, len(sources))
 	for _, src := range sources {
 		go func() {
@@ -53,36 +49,50 @@ func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request, id func()
 			}
 		}()
 	}
-	st, err := live.OpenStream(w)
-	if err != nil {
-		return nil
-	}
-	tick := time.NewTicker(keep)
-	defer tick.Stop()
-	for {
+	s.pump(r).Run(ctx, w, func(ctx context.Context, d time.Duration) ([]live.Frame, error) {
+		t := time.NewTimer(d)
+		defer t.Stop()
 		select {
 		case <-ctx.Done():
-			return nil
-		case <-changes:
-			if st.Event("changed", id(), []byte("{}")) != nil {
-				return nil
-			}
+			return nil, ctx.Err()
 		case err := <-errs:
-			if ctx.Err() == nil {
-				s.log.Info("page stream ended", "route", r.Pattern, "code", clinic.ErrorCode(err))
-				_ = st.Event("ended", "", []byte(`{"code":"`+clinic.ErrorCode(err)+`"}`))
-			}
-			return nil
-		case <-tick.C:
-			if _, err := s.principal(withPageState(r)); err != nil {
-				_ = st.Event("ended", "", []byte(`{"code":"`+clinic.ErrorCode(err)+`"}`))
-				return nil
-			}
-			if st.Comment("keep-alive") != nil {
-				return nil
-			}
+			return nil, err
+		case <-changes:
+			return []live.Frame{{Name: "changed", ID: id(), Data: []byte("{}")}}, nil
+		case <-t.C:
+			return nil, nil
 		}
+	})
+	return nil
+}
+
+// pump is the portal's side of an event stream (live.Pump): the session is
+// checked again before every event and at every keep-alive, and a stream
+// that may no longer be read (signed out, revoked, idle, the visit no
+// longer the caller's) ends with an event "ended" with the error's code.
+func (s *Server) pump(r *http.Request) live.Pump {
+	return live.Pump{
+		KeepAlive: s.cfg.KeepAlive,
+		Closing:   s.cfg.Closing,
+		Check: func(context.Context) error {
+			_, err := s.principal(withPageState(r))
+			return err
+		},
+		End: func(err error) live.Frame { return endedFrame(clinic.ErrorCode(err), "") },
+		Log: s.log.With("route", r.Pattern, "request_id", edge.RequestID(r.Context())),
 	}
+}
+
+// endedFrame is the portal's end event: the code, and for a call whose
+// visit closed, the visit's status.
+func endedFrame(code, status string) live.Frame {
+	b, _ := json.Marshal(streamEnded{Code: code, Status: status})
+	return live.Frame{Name: "ended", Data: b}
+}
+
+type streamEnded struct {
+	Code   string `json:"code"`
+	Status string `json:"status,omitempty"`
 }
 
 // visitEvents is the visit page's stream: its thread and state, and, while

@@ -1,0 +1,117 @@
+package live
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"teleclinic/internal/clinic"
+)
+
+// Frame is one event as a door encodes it.
+type Frame struct {
+	Name, ID string
+	Data     []byte
+}
+
+// Source waits up to d for what a stream sends next: frames, or none when
+// d passed quietly. An error ends the stream (ctx's when ctx ended).
+type Source func(ctx context.Context, d time.Duration) ([]Frame, error)
+
+// Pump runs the event streams of both doors (the API's and the portal's):
+// it waits on the door's Source, checks the caller's credential before
+// every event it sends and at every keep-alive, sends keep-alives, stops on
+// shutdown, and ends a stream whose caller's right ended with the door's
+// end event. A door supplies its encoder (the Source's frames), its check
+// and its end event; nothing else of a stream is written twice.
+type Pump struct {
+	// KeepAlive is how long a stream stays quiet before a keep-alive
+	// (default KeepAlive). The keep-alive also runs Check and Tick when
+	// the stream is busy.
+	KeepAlive time.Duration
+	// Closing is closed when the server shuts down: the stream then ends
+	// without an end event, and its client reconnects to a server that is
+	// up.
+	Closing <-chan struct{}
+	// Check says whether the caller may still read the stream: their
+	// credential not logged out, revoked, expired or rotated. It runs
+	// before every batch of events, so that not one event reaches a
+	// caller whose right ended, and at every keep-alive.
+	Check func(ctx context.Context) error
+	// Tick, when set, runs at every keep-alive after Check (the call's
+	// stream marks its peer seen there).
+	Tick func(ctx context.Context) error
+	// End is the event that ends a stream err stopped.
+	End func(err error) Frame
+	// Log notes why a stream ended (an internal error as an error); the
+	// door gives it the route and the request id.
+	Log *slog.Logger
+}
+
+// Run answers the request with an event stream and pumps src into it
+// until the client leaves, the server shuts down, or an error ends it.
+func (p Pump) Run(ctx context.Context, w http.ResponseWriter, src Source) {
+	ctx, cancel := Until(ctx, p.Closing)
+	defer cancel()
+	st, err := OpenStream(w)
+	if err != nil {
+		return // the client has gone
+	}
+	keep := p.KeepAlive
+	if keep <= 0 {
+		keep = KeepAlive
+	}
+	checked := time.Now()
+	for {
+		frames, err := src(ctx, keep-time.Since(checked))
+		switch {
+		case err != nil:
+		case time.Since(checked) >= keep:
+			checked = time.Now()
+			if err = p.alive(ctx); err == nil && len(frames) == 0 && st.Comment("keep-alive") != nil {
+				return
+			}
+		case len(frames) > 0:
+			err = p.Check(ctx)
+		}
+		if err != nil {
+			p.end(ctx, st, err)
+			return
+		}
+		for _, f := range frames {
+			if st.Event(f.Name, f.ID, f.Data) != nil {
+				return
+			}
+		}
+	}
+}
+
+// alive is the keep-alive's check: the credential, then the door's Tick.
+func (p Pump) alive(ctx context.Context) error {
+	if err := p.Check(ctx); err != nil {
+		return err
+	}
+	if p.Tick != nil {
+		return p.Tick(ctx)
+	}
+	return nil
+}
+
+// end writes the end event for err, unless the client went away or the
+// server is shutting down (ctx ended), when there is no one to tell.
+func (p Pump) end(ctx context.Context, st *Stream, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	code := clinic.ErrorCode(err)
+	if p.Log != nil {
+		if code == clinic.EInternal {
+			p.Log.Error("event stream", "err", err)
+		} else {
+			p.Log.Info("event stream ended", "code", code)
+		}
+	}
+	f := p.End(err)
+	_ = st.Event(f.Name, f.ID, f.Data)
+}
