@@ -189,8 +189,6 @@ type deleted struct {
 	GroupDeleted int `json:"group_deleted"`
 }
 
-var errSlotNotFound = clinic.Errorf(clinic.ENotFound, "Slot not found.")
-
 func (s *Server) deleteSlot(w http.ResponseWriter, r *http.Request, c *call) error {
 	n, err := pathID(c, "id", "Slot")
 	if err != nil {

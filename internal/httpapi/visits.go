@@ -124,8 +124,6 @@ func (s *Server) createIntake(w http.ResponseWriter, r *http.Request, c *call) e
 	return s.answerIntake(w, r, c, it, err)
 }
 
-var errIntakeNotFound = clinic.Errorf(clinic.ENotFound, "Intake not found.")
-
 func (s *Server) getIntake(w http.ResponseWriter, r *http.Request, c *call) error {
 	n, err := pathID(c, "id", "Intake")
 	if err != nil {
@@ -313,8 +311,6 @@ func (s *Server) listVisits(w http.ResponseWriter, r *http.Request, c *call) err
 	}
 	return ok(w, out)
 }
-
-var errVisitNotFound = clinic.Errorf(clinic.ENotFound, "Visit not found.")
 
 func (s *Server) getVisit(w http.ResponseWriter, r *http.Request, c *call) error {
 	n, err := pathID(c, "id", "Visit")

@@ -219,13 +219,6 @@ func (c *readCache[K, V]) put(k K, v V, gen uint64, now time.Time) {
 	c.m[k] = cached[V]{v: v, expires: now.Add(c.ttl)}
 }
 
-// forget drops k's value.
-func (c *readCache[K, V]) forget(k K) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, k)
-}
-
 // invalidate forgets everything; it is called after a write commits.
 func (c *readCache[K, V]) invalidate() {
 	c.mu.Lock()

@@ -1,3 +1,5 @@
+//go:build browser
+
 package web_test
 
 import (
@@ -151,11 +153,11 @@ func separate(t *testing.T, b context.Context) context.Context {
 }
 
 // waitText waits until the text of sel contains want, and fails t with
-// what it said last if it does not within 10 s.
+// what it said last if it does not within stepBudget.
 func waitText(t *testing.T, ctx context.Context, sel, want string) {
 	t.Helper()
 	var last string
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+	for end := time.Now().Add(stepBudget); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
 		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(document.querySelector(`+strconv.Quote(sel)+`) || {}).innerText || ""`))
 		if err != nil {
 			t.Fatalf("reading %s: %v", sel, err)
