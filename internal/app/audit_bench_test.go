@@ -211,27 +211,36 @@ func benchAuthenticateCtx(b *testing.B, ctx context.Context) {
 // be cancelled). BenchmarkThreadVisit_Full reads the whole row the same
 // way, as thread requests did before.
 func BenchmarkThreadVisit_Narrow(b *testing.B) {
-	benchThreadVisit(b, func(ctx context.Context, a *App, k threadKey) (*clinic.Visit, error) {
-		return a.store.Read().ThreadVisit(ctx, k.accountID, k.visitID)
+	benchThreadVisit(b, func(ctx context.Context, a *App, k threadKey) (int, error) {
+		v, err := a.store.Read().ThreadVisit(ctx, k.accountID, k.visitID)
+		if err != nil {
+			return 0, err
+		}
+		return v.MessageCount, nil
 	})
 }
 
 func BenchmarkThreadVisit_Full(b *testing.B) {
-	benchThreadVisit(b, func(ctx context.Context, a *App, k threadKey) (*clinic.Visit, error) {
-		return a.store.Read().VisitByID(ctx, k.accountID, k.visitID)
+	benchThreadVisit(b, func(ctx context.Context, a *App, k threadKey) (int, error) {
+		v, err := a.store.Read().VisitByID(ctx, k.accountID, k.visitID)
+		if err != nil {
+			return 0, err
+		}
+		return v.MessageCount, nil
 	})
 }
 
-func benchThreadVisit(b *testing.B, read func(context.Context, *App, threadKey) (*clinic.Visit, error)) {
+// read returns the thread's length as the visit read gives it.
+func benchThreadVisit(b *testing.B, read func(context.Context, *App, threadKey) (int, error)) {
 	a, p := benchApp(b)
 	k := benchThread(b, a, p)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	b.ReportAllocs()
 	for b.Loop() {
-		v, err := read(ctx, a, k)
-		if err != nil || v.MessageCount != 30 {
-			b.Fatal(v, err)
+		n, err := read(ctx, a, k)
+		if err != nil || n != 30 {
+			b.Fatal(n, err)
 		}
 	}
 }

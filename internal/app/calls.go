@@ -65,7 +65,7 @@ func callTopic(accountID, visitID int64) string {
 // while the visit is open. Others who may see the visit get 403 (the
 // clinic admin, a provider of the room before one has accepted it);
 // anyone else the 404 or 403 of its thread.
-func (a *App) callVisit(ctx context.Context, p *clinic.Principal, id int64) (*clinic.Visit, string, error) {
+func (a *App) callVisit(ctx context.Context, p *clinic.Principal, id int64) (*clinic.ThreadVisit, string, error) {
 	if err := requireUser(p); err != nil {
 		return nil, "", err
 	}
@@ -191,8 +191,9 @@ func (a *App) AcceptCallInvite(ctx context.Context, p *clinic.Principal, token, 
 
 // CallJoin is what a page needs to take part in a visit's call.
 type CallJoin struct {
-	Visit *clinic.Visit
-	Role  string
+	// Status is the visit's, after the join (a provider's starts it).
+	Status int
+	Role   string
 	// Peer-to-peer mode: the page's peer id, the others already in the
 	// call (who will send it offers), the ICE servers with the caller's
 	// TURN credential, and the signal number its stream starts after.
@@ -217,12 +218,12 @@ func (a *App) JoinCall(ctx context.Context, p *clinic.Principal, id int64) (*Cal
 		d, err := a.MoveVisit(ctx, p, v.ID, ActInProgress, MoveInput{})
 		switch {
 		case err == nil:
-			v = d.Visit
+			v = d.Visit.Thread()
 		case clinic.ErrorCode(err) != clinic.EConflict: // another page of theirs started it
 			return nil, err
 		}
 	}
-	out := &CallJoin{Visit: v, Role: role}
+	out := &CallJoin{Status: v.Status, Role: role}
 	name := p.User.FullName()
 	if lk := a.cfg.LiveKit; lk.Enabled() {
 		out.LiveKitURL = lk.URL
@@ -294,13 +295,13 @@ func videoIdentity(u *clinic.User) string {
 	return i64s(u.ID)
 }
 
-func (a *App) publishSignal(v *clinic.Visit, seq int64) {
+func (a *App) publishSignal(v *clinic.ThreadVisit, seq int64) {
 	a.store.Live().Publish(live.Event{Topic: callTopic(v.AccountID, v.ID), Kind: KindSignal, ID: seq})
 }
 
 // ownPeer is peer of visit v's call for its own user: another's peer
 // is 403, a peer that has left 409.
-func (a *App) ownPeer(ctx context.Context, p *clinic.Principal, v *clinic.Visit, peer string) (*clinic.CallPeer, error) {
+func (a *App) ownPeer(ctx context.Context, p *clinic.Principal, v *clinic.ThreadVisit, peer string) (*clinic.CallPeer, error) {
 	c, err := a.store.Read().CallPeer(ctx, p.Account.ID, v.ID, peer)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && c.UserID != p.UserID()) {
 		return nil, clinic.Errorf(clinic.EForbidden, "peer is not one of yours in this call; join it first.")
@@ -413,7 +414,7 @@ type CallEvent struct {
 type CallWatch struct {
 	a     *App
 	p     *clinic.Principal
-	v     *clinic.Visit
+	v     *clinic.ThreadVisit
 	peer  string
 	after int64
 	sub   *live.Sub
@@ -587,5 +588,5 @@ func (a *App) AddCallRecording(ctx context.Context, p *clinic.Principal, id int6
 		}
 		in.Participants = append(in.Participants, clinic.Participant{FirstName: u.FirstName, LastName: u.LastName, SvcID: u.SvcID})
 	}
-	return a.saveRecording(ctx, p, v, in.RecordingInput)
+	return a.saveRecording(ctx, p, v.ID, in.RecordingInput)
 }

@@ -67,7 +67,7 @@ func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal) (*Dash
 	for _, list := range [][]DashboardVisit{out.Inbox, out.Mine} {
 		for i := range list {
 			if d := &list[i]; d.Visit.Kind == clinic.KindEconsult && d.Visit.MessageCount > 0 {
-				ms, _, err := a.ListMessages(ctx, p, d.Visit.ID, MessageQuery{Limit: ptrTo(1), Order: "desc"})
+				ms, _, err := a.ListMessages(ctx, p, d.Visit.ID, MessageQuery{Limit: new(1), Order: "desc"})
 				if err != nil {
 					return nil, err
 				}

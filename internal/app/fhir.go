@@ -135,7 +135,7 @@ func (a *App) recordVisits(ctx context.Context, p *clinic.Principal, rec *Patien
 		return fmt.Errorf("record visits: %w", err)
 	}
 	for _, v := range vs {
-		ok, err := a.canSeeVisit(ctx, p, v)
+		ok, err := a.canSeeVisit(ctx, p, v.Thread())
 		if err != nil {
 			return fmt.Errorf("record visits: %w", err)
 		}

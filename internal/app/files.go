@@ -218,7 +218,7 @@ func (a *App) canSeeFile(ctx context.Context, p *clinic.Principal, f *clinic.Fil
 		if err != nil {
 			return false, err
 		}
-		return a.canSeeVisit(ctx, p, v)
+		return a.canSeeVisit(ctx, p, v.Thread())
 	case isProvider(p) && f.TargetType == "user":
 		return a.store.Read().HasVisitWith(ctx, p.Account.ID, uid, f.TargetID)
 	}

@@ -203,7 +203,7 @@ func (a *App) intakeFor(ctx context.Context, p *clinic.Principal, id int64) (*cl
 		if err != nil {
 			return nil, fmt.Errorf("intake visit: %w", err)
 		}
-		if ok, err := a.canSeeVisit(ctx, p, v); err != nil || ok {
+		if ok, err := a.canSeeVisit(ctx, p, v.Thread()); err != nil || ok {
 			return it, err
 		}
 	}

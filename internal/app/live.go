@@ -25,7 +25,7 @@ func (a *App) publishVisit(v *clinic.Visit) {
 }
 
 // publishMessage announces message m on visit v's thread.
-func (a *App) publishMessage(v *clinic.Visit, m *clinic.Message) {
+func (a *App) publishMessage(v *clinic.ThreadVisit, m *clinic.Message) {
 	bus := a.store.Live()
 	bus.Publish(live.Event{Topic: live.VisitTopic(v.AccountID, v.ID), Kind: live.KindMessage, ID: m.ID})
 	if v.RoomID != 0 {
@@ -129,7 +129,7 @@ type VisitEvent struct {
 	// First is the place of Messages[0] in the thread.
 	First int
 	// Visit is set when the visit changed state.
-	Visit *clinic.Visit
+	Visit *clinic.ThreadVisit
 }
 
 // VisitWatch follows a visit and its thread for one caller: GET
@@ -186,7 +186,7 @@ func (w *VisitWatch) Next(ctx context.Context, d time.Duration) (*VisitEvent, er
 		}
 		if v.MessageCount > w.seen {
 			skip := w.seen
-			ms, _, err := w.a.ListMessages(ctx, w.p, w.id, MessageQuery{Skip: &skip, Limit: ptrTo(MessagePageMax)})
+			ms, _, err := w.a.ListMessages(ctx, w.p, w.id, MessageQuery{Skip: &skip, Limit: new(MessagePageMax)})
 			if err != nil {
 				return nil, err
 			}
@@ -200,8 +200,6 @@ func (w *VisitWatch) Next(ctx context.Context, d time.Duration) (*VisitEvent, er
 
 // Close ends the watch.
 func (w *VisitWatch) Close() { w.sub.Close() }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // ChangeWatch tells a page that something it shows may have changed; the
 // page reads itself again through its own operations.

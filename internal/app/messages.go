@@ -46,7 +46,7 @@ type MessageActor struct {
 // messageVisit finds a visit for its thread, with the fields
 // store.ThreadVisit reads: unknown is 404; a caller who is not its patient,
 // its assigned provider or one of its hosts (see awaitsProvider) is 403.
-func (a *App) messageVisit(ctx context.Context, p *clinic.Principal, id int64) (*clinic.Visit, error) {
+func (a *App) messageVisit(ctx context.Context, p *clinic.Principal, id int64) (*clinic.ThreadVisit, error) {
 	v, err := a.store.Read().ThreadVisit(ctx, p.Account.ID, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errVisitNotFound
@@ -131,7 +131,7 @@ func (a *App) ListMessages(ctx context.Context, p *clinic.Principal, visitID int
 
 // threadMessages reads places from to to of a visit's thread (v as
 // store.ThreadVisit reads it), oldest first, with their authors' names.
-func (a *App) threadMessages(ctx context.Context, accountID int64, v *clinic.Visit, from, to int) ([]*Message, error) {
+func (a *App) threadMessages(ctx context.Context, accountID int64, v *clinic.ThreadVisit, from, to int) ([]*Message, error) {
 	rows, err := a.store.ThreadPage(ctx, accountID, v.ID, v.Created, from, to)
 	if err != nil {
 		return nil, fmt.Errorf("messages: %w", err)
@@ -243,7 +243,7 @@ func (a *App) PostMessage(ctx context.Context, p *clinic.Principal, visitID int6
 
 // newPost is the post of content to v by the caller: the message and
 // everything its commit writes with it.
-func (a *App) newPost(ctx context.Context, p *clinic.Principal, v *clinic.Visit, content string, attachments []int64) (*clinic.Message, *store.MessagePost, error) {
+func (a *App) newPost(ctx context.Context, p *clinic.Principal, v *clinic.ThreadVisit, content string, attachments []int64) (*clinic.Message, *store.MessagePost, error) {
 	u := p.User
 	m := &clinic.Message{AccountID: p.Account.ID, VisitID: v.ID, AuthorID: u.ID, ActorType: u.Type, Content: content, Attachments: attachments}
 	actor := "provider"
@@ -310,7 +310,7 @@ func (a *App) messageAttachments(ctx context.Context, p *clinic.Principal, ids [
 
 // participants are the users a visit's events concern: its patient, its
 // provider, or while an e-consult awaits one, the providers of its room.
-func participants(ctx context.Context, q *store.Q, v *clinic.Visit) ([]int64, error) {
+func participants(ctx context.Context, q *store.Q, v *clinic.ThreadVisit) ([]int64, error) {
 	ids := []int64{v.MemberID}
 	if v.ProviderID != 0 {
 		return append(ids, v.ProviderID), nil

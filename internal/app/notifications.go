@@ -224,7 +224,7 @@ func (a *App) notifyVisitMove(ctx context.Context, q *store.Q, p *clinic.Princip
 	default:
 		return nil
 	}
-	uids, err := participants(ctx, q, v)
+	uids, err := participants(ctx, q, v.Thread())
 	if err != nil {
 		return err
 	}

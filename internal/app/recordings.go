@@ -40,12 +40,12 @@ func (a *App) AddRecording(ctx context.Context, p *clinic.Principal, visitID int
 	if err != nil {
 		return nil, err
 	}
-	return a.saveRecording(ctx, p, v, in)
+	return a.saveRecording(ctx, p, v.ID, in)
 }
 
 // saveRecording checks a recording of visit v and stores it: its bytes
 // first, then its row, so a listed recording always has its bytes.
-func (a *App) saveRecording(ctx context.Context, p *clinic.Principal, v *clinic.Visit, in RecordingInput) (*clinic.Recording, error) {
+func (a *App) saveRecording(ctx context.Context, p *clinic.Principal, visitID int64, in RecordingInput) (*clinic.Recording, error) {
 	if a.cfg.Blobs == nil {
 		return nil, errors.New("recordings: no blob store configured")
 	}
@@ -68,12 +68,12 @@ func (a *App) saveRecording(ctx context.Context, p *clinic.Principal, v *clinic.
 		return nil, clinic.Errorf(clinic.EInvalid, "the file is %s, not an audio or video recording.", ctype)
 	}
 	now := a.unix()
-	key := fmt.Sprintf("recordings/%d/%d/%s", p.Account.ID, v.ID, randomHex(16))
+	key := fmt.Sprintf("recordings/%d/%d/%s", p.Account.ID, visitID, randomHex(16))
 	size, err := a.cfg.Blobs.Put(ctx, key, body)
 	if err != nil {
 		return nil, fmt.Errorf("recording: store: %w", err)
 	}
-	rec := &clinic.Recording{AccountID: p.Account.ID, VisitID: v.ID, BlobKey: key, Size: size, ContentType: ctype, Start: in.Start, End: in.End,
+	rec := &clinic.Recording{AccountID: p.Account.ID, VisitID: visitID, BlobKey: key, Size: size, ContentType: ctype, Start: in.Start, End: in.End,
 		Version: 1, Participants: in.Participants, Created: now}
 	if rec.Participants == nil {
 		rec.Participants = []clinic.Participant{}

@@ -48,7 +48,7 @@ func StatusName(s int) string {
 // canSeeVisit: the admin sees all of the clinic's visits; a patient their
 // own; a provider those assigned to them and the unassigned e-consults and
 // walk-ins of the rooms they are linked to.
-func (a *App) canSeeVisit(ctx context.Context, p *clinic.Principal, v *clinic.Visit) (bool, error) {
+func (a *App) canSeeVisit(ctx context.Context, p *clinic.Principal, v *clinic.ThreadVisit) (bool, error) {
 	uid := p.UserID()
 	switch {
 	case p.IsAdmin(), v.MemberID == uid, v.ProviderID != 0 && v.ProviderID == uid:
@@ -62,7 +62,7 @@ func (a *App) canSeeVisit(ctx context.Context, p *clinic.Principal, v *clinic.Vi
 // awaitsProvider reports whether a visit is an e-consult or a walk-in no
 // provider has taken yet: the providers of its room host it until one
 // does (a walk-in waits in the room's queue for one of them to accept it).
-func awaitsProvider(v *clinic.Visit) bool {
+func awaitsProvider(v *clinic.ThreadVisit) bool {
 	return v.ProviderID == 0 && (v.Kind == clinic.KindEconsult || v.Kind == clinic.KindWalkin) && v.RoomID != 0
 }
 
@@ -287,7 +287,7 @@ func (a *App) visitFor(ctx context.Context, p *clinic.Principal, id int64) (*cli
 	if err != nil {
 		return nil, fmt.Errorf("visit: %w", err)
 	}
-	ok, err := a.canSeeVisit(ctx, p, v)
+	ok, err := a.canSeeVisit(ctx, p, v.Thread())
 	if err != nil {
 		return nil, err
 	}
@@ -478,7 +478,7 @@ func (a *App) allowMove(ctx context.Context, p *clinic.Principal, v *clinic.Visi
 	staff := p.IsAdmin() || (v.ProviderID != 0 && v.ProviderID == uid)
 	switch action {
 	case ActAccept:
-		if !awaitsProvider(v) {
+		if !awaitsProvider(v.Thread()) {
 			return clinic.Errorf(clinic.EConflict, "Only an unassigned e-consult or walk-in can be accepted.")
 		}
 		m.OnlyUnowned = true

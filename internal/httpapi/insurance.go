@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"strings"
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
@@ -190,73 +189,72 @@ type carrierOut struct {
 	EHRVendor ehrVendor `json:"ehr_vendor"`
 }
 
-// refFilter reads the optional q (code or words) and limit of a list.
-func refFilter(c *call) (func(...string) bool, int, error) {
-	needle := strings.ToLower(strings.TrimSpace(c.params.Str("q")))
+// refQuery reads a list's optional q (a code or words) and limit.
+func refQuery(c *call) (reference.Query, error) {
 	limit, err := c.params.Int("limit", 0)
-	if err != nil {
-		return nil, 0, err
-	}
-	match := func(fields ...string) bool {
-		if needle == "" {
-			return true
-		}
-		for _, f := range fields {
-			if strings.Contains(strings.ToLower(f), needle) || strings.Contains(strings.ToLower(reference.NormCode(f)), reference.NormCode(needle)) {
-				return true
-			}
-		}
-		return false
-	}
-	return match, int(limit), nil
+	return reference.Query{Q: c.params.Str("q"), Limit: int(limit)}, err
 }
 
-func (s *Server) referenceList(name string) handlerFunc {
-	return func(w http.ResponseWriter, r *http.Request, c *call) error {
-		match, limit, err := refFilter(c)
-		if err != nil {
-			return err
-		}
-		ref := s.app.ReferenceLists()
-		out := []any{}
-		add := func(v any) bool {
-			out = append(out, v)
-			return limit > 0 && len(out) >= limit
-		}
-		switch name {
-		case "dxs":
-			for _, d := range ref.Diagnoses {
-				if match(d.Code, d.Description) && add(dxOut{Code: d.Code, Description: d.Description, EHRVendor: ehrVendor{Code: reference.NormCode(d.Code)}}) {
-					break
-				}
-			}
-		case "procedures", "billing_modifiers":
-			list := ref.Procedures
-			if name == "billing_modifiers" {
-				list = ref.Modifiers
-			}
-			for _, e := range list {
-				if match(e.ID, e.Text, e.Description) && add(refEntry{ID: e.ID, Text: e.Text, Description: e.Description}) {
-					break
-				}
-			}
-		case "insurers":
-			for _, p := range ref.Payers {
-				if match(p.Code, p.Name) && add(refEntry{ID: p.Code, Text: p.Name, Description: "Payer ID " + p.PayerID}) {
-					break
-				}
-			}
-		case "carriers":
-			for _, p := range ref.Payers {
-				if match(p.Code, p.Name) && add(carrierOut{Name: p.Name, Code: p.Code, EHRVendor: ehrVendor{Code: p.Code, CPID: p.PayerID,
-					Address: &ehrAddress{Zip: p.Zip, City: p.City, State: p.State, Address1: p.Address1, Address2: p.Address2, AreaCode: p.AreaCode}}}) {
-					break
-				}
-			}
-		}
-		w.Header().Set("Cache-Control", "private, max-age=3600")
-		return ok(w, out)
+// okRefList answers a reference list: the same for every caller of the
+// clinic for as long as the server runs, so a browser may keep it.
+func okRefList[T, O any](w http.ResponseWriter, list []T, out func(T) O) error {
+	res := make([]O, len(list))
+	for i, e := range list {
+		res[i] = out(e)
 	}
+	w.Header().Set("Cache-Control", "private, max-age=3600")
+	return ok(w, res)
+}
+
+func (s *Server) listDiagnoses(w http.ResponseWriter, r *http.Request, c *call) error {
+	q, err := refQuery(c)
+	if err != nil {
+		return err
+	}
+	return okRefList(w, s.app.ReferenceLists().FindDiagnoses(q), func(d reference.Diagnosis) dxOut {
+		return dxOut{Code: d.Code, Description: d.Description, EHRVendor: ehrVendor{Code: reference.NormCode(d.Code)}}
+	})
+}
+
+func (s *Server) listProcedures(w http.ResponseWriter, r *http.Request, c *call) error {
+	q, err := refQuery(c)
+	if err != nil {
+		return err
+	}
+	return okRefList(w, s.app.ReferenceLists().FindProcedures(q), toRefEntry)
+}
+
+func (s *Server) listModifiers(w http.ResponseWriter, r *http.Request, c *call) error {
+	q, err := refQuery(c)
+	if err != nil {
+		return err
+	}
+	return okRefList(w, s.app.ReferenceLists().FindModifiers(q), toRefEntry)
+}
+
+func toRefEntry(e reference.Entry) refEntry {
+	return refEntry{ID: e.ID, Text: e.Text, Description: e.Description}
+}
+
+func (s *Server) listInsurers(w http.ResponseWriter, r *http.Request, c *call) error {
+	q, err := refQuery(c)
+	if err != nil {
+		return err
+	}
+	return okRefList(w, s.app.ReferenceLists().FindPayers(q), func(p reference.Payer) refEntry {
+		return refEntry{ID: p.Code, Text: p.Name, Description: "Payer ID " + p.PayerID}
+	})
+}
+
+func (s *Server) listCarriers(w http.ResponseWriter, r *http.Request, c *call) error {
+	q, err := refQuery(c)
+	if err != nil {
+		return err
+	}
+	return okRefList(w, s.app.ReferenceLists().FindPayers(q), func(p reference.Payer) carrierOut {
+		return carrierOut{Name: p.Name, Code: p.Code, EHRVendor: ehrVendor{Code: p.Code, CPID: p.PayerID,
+			Address: &ehrAddress{Zip: p.Zip, City: p.City, State: p.State, Address1: p.Address1, Address2: p.Address2, AreaCode: p.AreaCode}}}
+	})
 }
 
 // Claims.

@@ -101,9 +101,11 @@ func (s *Server) registerRoutes() {
 	s.handle("POST", "/api_v3/users/{user_id}/insurances/primary/eligibility/check", app.NeedUser, famCode, s.checkEligibility)
 	s.handle("GET", "/api_v3/users/{user_id}/insurances/primary/eligibility", app.NeedUser, famCode, s.getEligibility)
 	s.handle("GET", "/api_v3/reports/claims", app.NeedUser, famCode, s.claimsReport)
-	for _, name := range []string{"carriers", "insurers", "billing_modifiers", "dxs", "procedures"} {
-		s.handle("GET", "/api_v3/insurances/list/"+name, app.NeedUser, famCode, s.referenceList(name))
-	}
+	s.handle("GET", "/api_v3/insurances/list/carriers", app.NeedUser, famCode, s.listCarriers)
+	s.handle("GET", "/api_v3/insurances/list/insurers", app.NeedUser, famCode, s.listInsurers)
+	s.handle("GET", "/api_v3/insurances/list/billing_modifiers", app.NeedUser, famCode, s.listModifiers)
+	s.handle("GET", "/api_v3/insurances/list/dxs", app.NeedUser, famCode, s.listDiagnoses)
+	s.handle("GET", "/api_v3/insurances/list/procedures", app.NeedUser, famCode, s.listProcedures)
 	s.handle("POST", "/api_v3/visits/{id}/codes", app.NeedUser, famObject, s.setVisitCodes)
 	s.handle("GET", "/api_v3/visits/{id}/codes", app.NeedUser, famObject, s.getVisitCodes)
 

@@ -36,3 +36,28 @@ func TestLoad_CMSFile(t *testing.T) {
 		t.Fatal("the embedded procedures were not kept")
 	}
 }
+
+// TestFind: a search matches a code with or without its dot, in any case,
+// and words of the text; the limit caps the answer; an empty query is the
+// whole list.
+func TestFind(t *testing.T) {
+	l, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"E11.9", "e119", "E119"} {
+		got := l.FindDiagnoses(Query{Q: q})
+		if len(got) == 0 || got[0].Code != "E11.9" {
+			t.Errorf("%q: %+v", q, got)
+		}
+	}
+	if got := l.FindDiagnoses(Query{Q: "diabetes", Limit: 2}); len(got) != 2 {
+		t.Errorf("diabetes, limit 2: %d", len(got))
+	}
+	if got := l.FindModifiers(Query{}); len(got) != len(l.Modifiers) {
+		t.Errorf("all modifiers: %d of %d", len(got), len(l.Modifiers))
+	}
+	if got := l.FindPayers(Query{Q: "no such payer at all"}); len(got) != 0 {
+		t.Errorf("no match: %+v", got)
+	}
+}

@@ -162,14 +162,12 @@ func (q *Q) VisitByID(ctx context.Context, accountID, id int64) (*clinic.Visit, 
 	return vs[0], nil
 }
 
-// ThreadVisit reads what a visit's thread needs of the visit: who may read
-// and write it (its patient, provider, kind and room), its status, creation
-// and message count. The other fields are left zero. It is the read of
-// every thread request, so it reads 8 columns, not VisitByID's 20, and
-// reads by key (byKey): the driver's cost per column and per statement
-// was most of it (pprof).
-func (q *Q) ThreadVisit(ctx context.Context, accountID, id int64) (*clinic.Visit, error) {
-	v := clinic.Visit{AccountID: accountID}
+// ThreadVisit reads what a visit's thread needs of the visit
+// (clinic.ThreadVisit). It is the read of every thread request, so it
+// reads 8 columns, not VisitByID's 20, and reads by key (byKey): the
+// driver's cost per column and per statement was most of it (pprof).
+func (q *Q) ThreadVisit(ctx context.Context, accountID, id int64) (*clinic.ThreadVisit, error) {
+	v := clinic.ThreadVisit{AccountID: accountID}
 	err := q.queryRow(q.byKey(ctx), "SELECT id, kind, member_id, provider_id, COALESCE(room_id, 0), status, created, message_count FROM visits WHERE account_id = ? AND id = ?",
 		[]any{accountID, id}, &v.ID, &v.Kind, &v.MemberID, &v.ProviderID, &v.RoomID, &v.Status, &v.Created, &v.MessageCount)
 	if err != nil {

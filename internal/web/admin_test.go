@@ -189,7 +189,7 @@ func TestPortal_Chart(t *testing.T) {
 	if _, err := f.e.App.MoveVisit(bg, prov, f.visitID, app.ActAccept, app.MoveInput{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.e.App.PutEMR(bg, p1, p1.User.ID, "allergies", []any{map[string]any{"substance": "Penicillin"}}, true, ptrBool(false)); err != nil {
+	if _, err := f.e.App.PutEMR(bg, p1, p1.User.ID, "allergies", []any{map[string]any{"substance": "Penicillin"}}, true, new(false)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.e.App.SaveInsuranceCard(bg, p1, p1.User.ID, "primary", map[string]any{"insurer_code": "AETNA", "subscriber_number": "W123456789"}); err != nil {
@@ -229,7 +229,6 @@ func TestPortal_Chart(t *testing.T) {
 		t.Fatalf("a patient opens a chart: %d", pg.Status)
 	}
 }
-func ptrBool(b bool) *bool { return &b }
 
 // TestPortal_PageStreams: a visit page's event stream tells the page of a
 // new message with "changed", refuses whoever may not see the visit as the

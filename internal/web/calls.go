@@ -91,7 +91,7 @@ func (s *Server) callJoin(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := callJoined{Mode: "p2p", Role: j.Role, Name: p.User.FullName(), Status: statusWord(j.Visit.Status), Peer: j.Peer, After: j.After,
+	out := callJoined{Mode: "p2p", Role: j.Role, Name: p.User.FullName(), Status: statusWord(j.Status), Peer: j.Peer, After: j.After,
 		Peers: []callPeer{}, ICEServers: j.ICEServers, ICEPolicy: j.ICEPolicy}
 	if j.LiveKitToken != "" {
 		out.Mode, out.LiveKitURL, out.LiveKitToken = "livekit", j.LiveKitURL, j.LiveKitToken

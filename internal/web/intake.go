@@ -63,9 +63,9 @@ func (s *Server) intake(w http.ResponseWriter, r *http.Request) error {
 	in := app.IntakeInput{RoomCode: room, ReasonForVisit: &reason}
 	switch kind {
 	case kindWalkin:
-		in.Type = ptr("1")
+		in.Type = new("1")
 	case kindAppointment:
-		in.Type = ptr("2")
+		in.Type = new("2")
 	}
 	ids, err := s.attachments(r, p)
 	if err != nil {

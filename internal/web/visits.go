@@ -106,7 +106,7 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The latest page of the thread, oldest first; the clinic's admin sees
 	// the visit but not its thread, as in the API.
-	ms, total, err := s.app.ListMessages(r.Context(), p, id, app.MessageQuery{Limit: ptr(app.MessagePageMax), Order: "desc"})
+	ms, total, err := s.app.ListMessages(r.Context(), p, id, app.MessageQuery{Limit: new(app.MessagePageMax), Order: "desc"})
 	if err != nil && clinic.ErrorCode(err) != clinic.EForbidden {
 		return err
 	}
@@ -178,5 +178,3 @@ func statusWord(st int) string {
 	}
 	return "unknown"
 }
-
-func ptr[T any](v T) *T { return &v }
