@@ -231,6 +231,19 @@ func TestFHIR_Record(t *testing.T) {
 		}
 	}
 
+	// _id finds the one resource of that id, or none.
+	for typ, rid := range map[string]string{"Patient": s.pat.UserID, "Practitioner": s.doc.UserID} {
+		if got := entries(t, fhirGet(t, e, admin, "/fhir/R4/"+typ, "_id", rid)); len(got[typ]) != 1 || got[typ][0]["id"] != rid {
+			t.Errorf("%s?_id=%s: %s", typ, rid, counts(got))
+		}
+		if got := entries(t, fhirGet(t, e, admin, "/fhir/R4/"+typ, "_id", "999999")); len(got) != 0 {
+			t.Errorf("%s?_id=999999: %s", typ, counts(got))
+		}
+	}
+	if got := entries(t, fhirGet(t, e, admin, "/fhir/R4/Patient", "_id", s.pat.UserID, "patient", s.pat2.UserID)); len(got) != 0 {
+		t.Errorf("_id and patient naming two patients: %s", counts(got))
+	}
+
 	// Codes and units.
 	obs := map[string]map[string]any{}
 	for _, o := range all["Observation"] {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"teleclinic/internal/edge"
+	"teleclinic/internal/fhir"
 )
 
 // family is an endpoint family's error shape (spec: Errors).
@@ -58,7 +59,7 @@ func writeError(w http.ResponseWriter, fam family, status int, msg string) {
 	var body any
 	switch {
 	case fam == famFHIR:
-		writeOutcome(w, status, msg)
+		fhir.WriteOutcome(w, status, msg)
 		return
 	case fam == famObject:
 		body = objectError{Error: http.StatusText(status), Message: msg, Code: status}

@@ -166,10 +166,10 @@ func (s *Server) registerRoutes() {
 
 	// FHIR R4, read only (extension): the clinic's records in the EHR
 	// world's format, on the same credentials and rules.
-	s.handle("GET", "/fhir/R4/metadata", app.NeedNone, famFHIR, s.fhirMetadata)
-	s.handle("GET", "/fhir/R4/{type}", app.NeedUser, famFHIR, s.fhirSearch)
-	s.handle("GET", "/fhir/R4/{type}/{id}", app.NeedUser, famFHIR, s.fhirRead)
-	s.handle("GET", "/fhir/R4/Patient/{id}/$everything", app.NeedUser, famFHIR, s.fhirEverything)
+	s.handle("GET", "/fhir/R4/metadata", app.NeedNone, famFHIR, fhirRoute(s.fhir.Metadata))
+	s.handle("GET", "/fhir/R4/{type}", app.NeedUser, famFHIR, fhirRoute(s.fhir.Search))
+	s.handle("GET", "/fhir/R4/{type}/{id}", app.NeedUser, famFHIR, fhirRoute(s.fhir.Read))
+	s.handle("GET", "/fhir/R4/Patient/{id}/$everything", app.NeedUser, famFHIR, fhirRoute(s.fhir.Everything))
 
 	// Operations.
 	s.handle("GET", "/openapi.yaml", app.NeedNone, famCode, s.openAPI)

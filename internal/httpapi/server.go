@@ -17,6 +17,7 @@ import (
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/edge"
+	"teleclinic/internal/fhir"
 	"teleclinic/internal/live"
 	"teleclinic/internal/metrics"
 )
@@ -52,6 +53,7 @@ type Config struct {
 type Server struct {
 	pages  messagePages // thread pages' writer
 	app    *app.App
+	fhir   *fhir.Server
 	log    *slog.Logger
 	cfg    Config
 	mux    *http.ServeMux
@@ -115,7 +117,7 @@ func New(a *app.App, log *slog.Logger, cfg Config) *Server {
 	if cfg.KeepAlive <= 0 {
 		cfg.KeepAlive = live.KeepAlive
 	}
-	s := &Server{app: a, log: log, cfg: cfg, mux: http.NewServeMux(), lists: make(chan struct{}, cfg.MaxSlotLists)}
+	s := &Server{app: a, fhir: fhir.New(a), log: log, cfg: cfg, mux: http.NewServeMux(), lists: make(chan struct{}, cfg.MaxSlotLists)}
 	s.registerRoutes()
 	s.handler = http.HandlerFunc(s.serve)
 	if len(cfg.CORSOrigins) > 0 {

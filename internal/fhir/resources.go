@@ -1,4 +1,4 @@
-package httpapi
+package fhir
 
 import (
 	"strconv"
@@ -38,9 +38,9 @@ const (
 	sysDataType = "urn:teleclinic:health:data_type"
 )
 
-// fhirResource is what every resource answers: its type, id and last
+// resource is what every resource answers: its type, id and last
 // change, for entries, links and the _lastUpdated search.
-type fhirResource interface {
+type resource interface {
 	ref() string
 	updated() int64
 }
@@ -121,7 +121,10 @@ func newBase(typ, id string, modified int64) base {
 	return base{ResourceType: typ, ID: id, Meta: fhirMeta{LastUpdated: instant(modified)}, modified: modified}
 }
 
-func (b base) ref() string    { return b.ResourceType + "/" + b.ID }
+func (b base) ref() string { return b.ResourceType + "/" + b.ID }
+
+// id is a number as FHIR ids and references write it.
+func id(n int64) string       { return strconv.FormatInt(n, 10) }
 func (b base) updated() int64 { return b.modified }
 
 // instant is a FHIR instant: seconds in UTC.
@@ -639,12 +642,12 @@ type fhirCondition struct {
 // each has); build makes it from its base and text. An entry's id is its
 // place in the section. A section the patient declined to declare has
 // none.
-func sectionResources(patient *clinic.User, s *app.EMRSection, field string, build func(b base, text string) fhirResource) []fhirResource {
+func sectionResources(patient *clinic.User, s *app.EMRSection, field string, build func(b base, text string) resource) []resource {
 	if s == nil || (s.DataNotReported != nil && *s.DataNotReported) {
 		return nil
 	}
 	items, _ := s.Data.([]any)
-	var out []fhirResource
+	var out []resource
 	for i, it := range items {
 		m, _ := it.(map[string]any)
 		if text, _ := m[field].(string); strings.TrimSpace(text) != "" {
@@ -654,16 +657,16 @@ func sectionResources(patient *clinic.User, s *app.EMRSection, field string, bui
 	return out
 }
 
-func toFHIRAllergies(patient *clinic.User, s *app.EMRSection) []fhirResource {
-	return sectionResources(patient, s, "substance", func(b base, text string) fhirResource {
+func toFHIRAllergies(patient *clinic.User, s *app.EMRSection) []resource {
+	return sectionResources(patient, s, "substance", func(b base, text string) resource {
 		b.ResourceType = "AllergyIntolerance"
 		return &fhirAllergy{base: b, ClinicalStatus: fhirConcept{Coding: []fhirCoding{{System: sysAllergyClin, Code: "active"}}},
 			Code: fhirConcept{Text: text}, Patient: patientRef(patient), RecordedDate: instant(s.Modified)}
 	})
 }
 
-func toFHIRConditions(patient *clinic.User, s *app.EMRSection) []fhirResource {
-	return sectionResources(patient, s, "condition", func(b base, text string) fhirResource {
+func toFHIRConditions(patient *clinic.User, s *app.EMRSection) []resource {
+	return sectionResources(patient, s, "condition", func(b base, text string) resource {
 		b.ResourceType = "Condition"
 		return &fhirCondition{base: b, Category: []fhirConcept{{Coding: []fhirCoding{{System: sysCondCat, Code: "problem-list-item"}}}},
 			Code: fhirConcept{Text: text}, Subject: patientRef(patient), RecordedDate: instant(s.Modified)}

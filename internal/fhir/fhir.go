@@ -1,0 +1,349 @@
+// Package fhir is the FHIR R4 read API (/fhir/R4): a patient's record in
+// the EHR world's format, on the API's credentials (httpapi authenticates
+// the request; a user token may also come as "Authorization: Bearer"), the
+// API's rules (app.PatientRecord and the reads it names) and its audit.
+// Answers are application/fhir+json; errors are OperationOutcome resources.
+//
+// Each resource type is one row of types (types.go): its name, its search
+// parameters, what its ids are, and how its resources are drawn from a
+// patient's record. A new type is a resource and its to… function
+// (resources.go) and a row; search, read, $everything and the
+// CapabilityStatement follow from the row.
+package fhir
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+)
+
+// Server answers the FHIR routes over a.
+type Server struct{ app *app.App }
+
+// New is the FHIR door over a.
+func New(a *app.App) *Server { return &Server{app: a} }
+
+// Metadata is GET /fhir/R4/metadata: what this server does, in FHIR's
+// words. It needs no credentials, as FHIR clients expect.
+func (s *Server) Metadata(w http.ResponseWriter, r *http.Request, _ *clinic.Principal) error {
+	return writeFHIR(w, http.StatusOK, s.capabilities())
+}
+
+// Search is GET /fhir/R4/{type}: one patient's resources of the type (a
+// patient's own record when the search names nobody), or with _id the one
+// resource of that id.
+func (s *Server) Search(w http.ResponseWriter, r *http.Request, p *clinic.Principal) error {
+	t, err := lookup(r.PathValue("type"))
+	if err != nil {
+		return err
+	}
+	q, err := parseFHIRQuery(r.URL.Query(), t.search...)
+	if err != nil {
+		return err
+	}
+	var rs []resource
+	switch {
+	case q.id != "" && t.id == patientID && q.patient != 0 && q.id != id(q.patient):
+		// _id and patient name different patients: nothing matches.
+	case q.id != "":
+		res, err := s.read(r.Context(), p, t, q.id)
+		if err != nil && clinic.ErrorCode(err) != clinic.ENotFound {
+			return err
+		}
+		if res != nil {
+			rs = []resource{res}
+		}
+	default:
+		rec, err := s.app.PatientRecord(r.Context(), p, q.patient, t.parts)
+		if err != nil {
+			return err
+		}
+		rs = t.draw(rec)
+	}
+	return writeFHIR(w, http.StatusOK, s.bundle(r, filter(rs, q)))
+}
+
+// Read is GET /fhir/R4/{type}/{id}.
+func (s *Server) Read(w http.ResponseWriter, r *http.Request, p *clinic.Principal) error {
+	t, err := lookup(r.PathValue("type"))
+	if err != nil {
+		return err
+	}
+	if _, err := parseFHIRQuery(r.URL.Query()); err != nil {
+		return err
+	}
+	res, err := s.read(r.Context(), p, t, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return writeFHIR(w, http.StatusOK, res)
+}
+
+// Everything is GET /fhir/R4/Patient/{id}/$everything: the patient and
+// every resource of their record the caller may read, in one search set
+// (_since keeps those changed since an instant).
+func (s *Server) Everything(w http.ResponseWriter, r *http.Request, p *clinic.Principal) error {
+	n, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || n <= 0 {
+		return clinic.Errorf(clinic.ENotFound, "Patient/%s not found.", r.PathValue("id"))
+	}
+	q, err := parseFHIRQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	rec, err := s.app.PatientRecord(r.Context(), p, n, app.AllRecordParts)
+	if err != nil {
+		return err
+	}
+	var rs []resource
+	for _, t := range types {
+		rs = append(rs, filter(t.draw(rec), q)...)
+	}
+	return writeFHIR(w, http.StatusOK, s.bundle(r, rs))
+}
+
+// read finds the resource of type t with logical id rid: directly for a
+// provider, in the visit for a visit's types, and otherwise in the record
+// of the patient the id leads to.
+func (s *Server) read(ctx context.Context, p *clinic.Principal, t *resourceType, rid string) (resource, error) {
+	notFound := clinic.Errorf(clinic.ENotFound, "%s/%s not found.", t.name, rid)
+	n, err := strconv.ParseInt(rid, 10, 64)
+	numbered := err == nil && n > 0
+	if !numbered && t.id != localID {
+		return nil, notFound
+	}
+	var rec *app.PatientRecord
+	switch t.id {
+	case providerID:
+		u, err := s.app.Practitioner(ctx, p, n)
+		if err != nil {
+			return nil, err
+		}
+		return toFHIRPractitioner(p.Account, u), nil
+	case visitID:
+		d, err := s.app.GetVisit(ctx, p, n, false)
+		if err != nil {
+			return nil, err
+		}
+		rec = &app.PatientRecord{Account: p.Account, Visits: []*app.VisitDetail{d}}
+	default:
+		patient, err := s.patientOf(ctx, p, t.id, rid, n)
+		if err != nil || patient == 0 {
+			return nil, cmp.Or(err, error(notFound))
+		}
+		if rec, err = s.app.PatientRecord(ctx, p, patient, t.parts); err != nil {
+			return nil, err
+		}
+	}
+	for _, res := range t.draw(rec) {
+		if res.ref() == t.name+"/"+rid {
+			return res, nil
+		}
+	}
+	return nil, notFound
+}
+
+// patientOf is the patient whose record holds the resource of id rid (n
+// when it is a number), 0 when the id leads to no patient.
+func (s *Server) patientOf(ctx context.Context, p *clinic.Principal, kind idKind, rid string, n int64) (int64, error) {
+	switch kind {
+	case patientID:
+		return n, nil
+	case fileID:
+		f, err := s.app.GetFile(ctx, p, n)
+		if err != nil {
+			return 0, err
+		}
+		switch f.TargetType {
+		case "user":
+			return f.TargetID, nil
+		case "visit":
+			d, err := s.app.GetVisit(ctx, p, f.TargetID, false)
+			if err != nil {
+				return 0, err
+			}
+			return d.Visit.MemberID, nil
+		}
+		return 0, nil // a file of no patient's
+	}
+	head, _, found := strings.Cut(rid, "-")
+	patient, err := strconv.ParseInt(head, 10, 64)
+	if !found || err != nil || patient <= 0 {
+		return 0, nil
+	}
+	return patient, nil
+}
+
+const fhirContentType = "application/fhir+json; charset=utf-8"
+
+func writeFHIR(w http.ResponseWriter, status int, v any) error {
+	w.Header().Set("Content-Type", fhirContentType)
+	w.WriteHeader(status)
+	return json.NewEncoder(w).Encode(v)
+}
+
+type fhirIssue struct {
+	Severity    string `json:"severity"`
+	Code        string `json:"code"`
+	Diagnostics string `json:"diagnostics"`
+}
+
+type fhirOutcome struct {
+	ResourceType string      `json:"resourceType"`
+	Issue        []fhirIssue `json:"issue"`
+}
+
+// outcomeCode is the OperationOutcome issue code of an answer's status.
+func outcomeCode(status int) string {
+	switch status {
+	case http.StatusBadRequest:
+		return "invalid"
+	case http.StatusUnauthorized:
+		return "login"
+	case http.StatusForbidden:
+		return "forbidden"
+	case http.StatusNotFound:
+		return "not-found"
+	case http.StatusTooManyRequests:
+		return "throttled"
+	case http.StatusRequestEntityTooLarge:
+		return "too-costly"
+	case http.StatusConflict:
+		return "conflict"
+	}
+	return "exception"
+}
+
+// WriteOutcome answers an error as a FHIR OperationOutcome.
+func WriteOutcome(w http.ResponseWriter, status int, msg string) {
+	_ = writeFHIR(w, status, fhirOutcome{ResourceType: "OperationOutcome",
+		Issue: []fhirIssue{{Severity: "error", Code: outcomeCode(status), Diagnostics: msg}}})
+}
+
+type fhirLink struct {
+	Relation string `json:"relation"`
+	URL      string `json:"url"`
+}
+
+type fhirSearchMode struct {
+	Mode string `json:"mode"`
+}
+
+type fhirEntry struct {
+	FullURL  string          `json:"fullUrl"`
+	Resource resource        `json:"resource"`
+	Search   *fhirSearchMode `json:"search,omitempty"`
+}
+
+type fhirBundle struct {
+	ResourceType string      `json:"resourceType"`
+	Meta         fhirMeta    `json:"meta"`
+	Type         string      `json:"type"`
+	Timestamp    string      `json:"timestamp"`
+	Total        int         `json:"total"`
+	Link         []fhirLink  `json:"link"`
+	Entry        []fhirEntry `json:"entry,omitempty"`
+}
+
+func (s *Server) base() string { return strings.TrimRight(s.app.BaseURL(), "/") + "/fhir/R4/" }
+
+// bundle is a search set of rs, linked to the request that asked.
+func (s *Server) bundle(r *http.Request, rs []resource) *fhirBundle {
+	now := s.app.Now().Unix()
+	self := s.base() + strings.TrimPrefix(r.URL.Path, "/fhir/R4/")
+	if r.URL.RawQuery != "" {
+		self += "?" + r.URL.RawQuery
+	}
+	b := &fhirBundle{ResourceType: "Bundle", Meta: fhirMeta{LastUpdated: instant(now)}, Type: "searchset", Timestamp: instant(now),
+		Total: len(rs), Link: []fhirLink{{Relation: "self", URL: self}}}
+	for _, res := range rs {
+		b.Entry = append(b.Entry, fhirEntry{FullURL: s.base() + res.ref(), Resource: res, Search: &fhirSearchMode{Mode: "match"}})
+	}
+	return b
+}
+
+type fhirSearchParam struct {
+	Name          string `json:"name"`
+	Type          string `json:"type"`
+	Documentation string `json:"documentation,omitempty"`
+}
+
+type fhirInteraction struct {
+	Code string `json:"code"`
+}
+
+type fhirOperation struct {
+	Name       string `json:"name"`
+	Definition string `json:"definition"`
+}
+
+type fhirCapResource struct {
+	Type        string            `json:"type"`
+	Interaction []fhirInteraction `json:"interaction"`
+	SearchParam []fhirSearchParam `json:"searchParam"`
+	Operation   []fhirOperation   `json:"operation,omitempty"`
+}
+
+type fhirCapRest struct {
+	Mode     string `json:"mode"`
+	Security struct {
+		Description string `json:"description"`
+	} `json:"security"`
+	Resource []fhirCapResource `json:"resource"`
+}
+
+type fhirCapability struct {
+	ResourceType string `json:"resourceType"`
+	Status       string `json:"status"`
+	Date         string `json:"date"`
+	Kind         string `json:"kind"`
+	Software     struct {
+		Name string `json:"name"`
+	} `json:"software"`
+	Implementation struct {
+		Description string `json:"description"`
+		URL         string `json:"url"`
+	} `json:"implementation"`
+	FHIRVersion string        `json:"fhirVersion"`
+	Format      []string      `json:"format"`
+	Rest        []fhirCapRest `json:"rest"`
+}
+
+func (s *Server) capabilities() *fhirCapability {
+	c := &fhirCapability{ResourceType: "CapabilityStatement", Status: "active", Date: s.app.Now().UTC().Format("2006-01-02"),
+		Kind: "instance", FHIRVersion: "4.0.1", Format: []string{"json"}}
+	c.Software.Name = "Teleclinic"
+	c.Implementation.Description = "Teleclinic's read-only FHIR R4 view of the clinic's records"
+	c.Implementation.URL = strings.TrimSuffix(s.base(), "/")
+	rest := fhirCapRest{Mode: "server"}
+	rest.Security.Description = "X-AccountCode with X-ApiToken (a user token or the clinic admin token), or a user token as Authorization: Bearer. " +
+		"The admin reads the clinic's patients; a patient their own record; a provider the records of the patients they have a visit with. " +
+		"Visit messages are their participants'; insurance is the patient's and the admin's. Every read is audited."
+	params := map[string]fhirSearchParam{
+		"patient": {Name: "patient", Type: "reference", Documentation: "the patient's id (12 or Patient/12); a patient's own by default"},
+		"subject": {Name: "subject", Type: "reference"},
+		"_id":     {Name: "_id", Type: "token"},
+	}
+	updated := fhirSearchParam{Name: "_lastUpdated", Type: "date", Documentation: "eq, gt, ge, lt or le and a date or dateTime"}
+	for _, t := range types {
+		res := fhirCapResource{Type: t.name, Interaction: []fhirInteraction{{"read"}, {"search-type"}}}
+		for _, name := range t.search {
+			res.SearchParam = append(res.SearchParam, params[name])
+			if name == "patient" {
+				res.SearchParam = append(res.SearchParam, updated)
+			}
+		}
+		if t.name == "Patient" {
+			res.Operation = []fhirOperation{{Name: "everything", Definition: "http://hl7.org/fhir/OperationDefinition/Patient-everything"}}
+		}
+		rest.Resource = append(rest.Resource, res)
+	}
+	c.Rest = []fhirCapRest{rest}
+	return c
+}

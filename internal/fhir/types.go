@@ -1,0 +1,116 @@
+package fhir
+
+import (
+	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+)
+
+// resourceType is one resource type served: a row of types. Search, read,
+// $everything and the CapabilityStatement are loops over the rows.
+type resourceType struct {
+	name string
+	// parts are the parts of a patient's record its resources come from.
+	parts app.RecordParts
+	// search are the search parameters it takes besides _lastUpdated,
+	// _since and _format.
+	search []string
+	// id is what its logical ids are, and so how a read finds one.
+	id idKind
+	// draw makes its resources from a patient's record (the parts above).
+	draw func(rec *app.PatientRecord) []resource
+}
+
+// idKind is what a type's logical ids are.
+type idKind int
+
+const (
+	// localID is "<patient>-<local id>": the resource is in that
+	// patient's record (a reading, a message, a prescription, an EMR
+	// entry, the coverage).
+	localID idKind = iota
+	// patientID is the patient's user id.
+	patientID
+	// providerID is a provider's user id, read as GET /users/{id} lets
+	// the caller.
+	providerID
+	// visitID is a visit's id, read as GET /visits/{id} lets the caller.
+	visitID
+	// fileID is a file's id: the resource is in the record of the file's
+	// patient.
+	fileID
+)
+
+// types are the resource types served, in the CapabilityStatement's order
+// (and $everything's).
+var types = []resourceType{
+	{"Patient", app.RecordParts{}, []string{"patient", "_id"}, patientID, func(rec *app.PatientRecord) []resource {
+		return []resource{toFHIRPatient(rec.Account, rec.Patient)}
+	}},
+	{"Practitioner", app.RecordParts{Visits: true}, []string{"patient", "_id"}, providerID, practitioners},
+	{"Encounter", app.RecordParts{Visits: true}, []string{"patient", "subject"}, visitID, func(rec *app.PatientRecord) []resource {
+		return each(rec.Visits, func(d *app.VisitDetail) resource { return toFHIREncounter(d) })
+	}},
+	{"Appointment", app.RecordParts{Visits: true}, []string{"patient"}, visitID, func(rec *app.PatientRecord) []resource {
+		return each(rec.Visits, func(d *app.VisitDetail) resource {
+			if d.Visit.Kind != clinic.KindAppointment {
+				return nil
+			}
+			return toFHIRAppointment(d)
+		})
+	}},
+	{"Communication", app.RecordParts{Messages: true}, []string{"patient", "subject"}, localID, func(rec *app.PatientRecord) []resource {
+		return each(rec.Messages, func(m *app.Message) resource { return toFHIRCommunication(rec.Patient, m) })
+	}},
+	{"Observation", app.RecordParts{Readings: true}, []string{"patient", "subject"}, localID, func(rec *app.PatientRecord) []resource {
+		return each(rec.Readings, func(r *clinic.Reading) resource { return toFHIRObservation(rec.Patient, r) })
+	}},
+	{"Coverage", app.RecordParts{Coverage: true}, []string{"patient"}, localID, func(rec *app.PatientRecord) []resource {
+		return each(rec.Cards, func(c *app.Card) resource { return toFHIRCoverage(rec.Patient, c) })
+	}},
+	{"MedicationRequest", app.RecordParts{Prescriptions: true}, []string{"patient", "subject"}, localID, func(rec *app.PatientRecord) []resource {
+		return each(rec.Prescriptions, func(rx *app.PrescriptionView) resource { return toFHIRMedicationRequest(rec.Patient, rx) })
+	}},
+	{"AllergyIntolerance", app.RecordParts{EMR: true}, []string{"patient"}, localID, func(rec *app.PatientRecord) []resource {
+		return toFHIRAllergies(rec.Patient, rec.EMR["allergies"])
+	}},
+	{"Condition", app.RecordParts{EMR: true}, []string{"patient", "subject"}, localID, func(rec *app.PatientRecord) []resource {
+		return toFHIRConditions(rec.Patient, rec.EMR["conditions"])
+	}},
+	{"DocumentReference", app.RecordParts{Files: true}, []string{"patient", "subject"}, fileID, func(rec *app.PatientRecord) []resource {
+		return each(rec.Files, func(f *app.FileInfo) resource { return toFHIRDocumentReference(rec.Patient, f) })
+	}},
+}
+
+// lookup finds a served type by name.
+func lookup(name string) (*resourceType, error) {
+	for i := range types {
+		if types[i].name == name {
+			return &types[i], nil
+		}
+	}
+	return nil, clinic.Errorf(clinic.ENotFound, "This server does not serve %s resources; see GET /fhir/R4/metadata.", name)
+}
+
+// each maps the items of a record's part to resources; an item that makes
+// none (nil) is left out.
+func each[T any](items []T, to func(T) resource) []resource {
+	var out []resource
+	for _, it := range items {
+		if res := to(it); res != nil {
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+// practitioners are the providers of the patient's visits, each once.
+func practitioners(rec *app.PatientRecord) []resource {
+	seen := map[int64]bool{}
+	return each(rec.Visits, func(d *app.VisitDetail) resource {
+		if d.Provider == nil || seen[d.Provider.ID] {
+			return nil
+		}
+		seen[d.Provider.ID] = true
+		return toFHIRPractitioner(rec.Account, d.Provider)
+	})
+}
