@@ -7,6 +7,7 @@ replace github.com/google/pprof => github.com/google/pprof v0.0.0-20260802141513
 require (
 	github.com/chromedp/chromedp v0.22.1
 	github.com/getkin/kin-openapi v0.152.0
+	github.com/google/go-cmp v0.7.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/johannesboyne/gofakes3 v1.2.0
 	github.com/livekit/protocol v1.54.0

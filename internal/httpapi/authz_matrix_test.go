@@ -1,9 +1,7 @@
 package httpapi_test
 
 import (
-	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 	"testing"
 
@@ -19,19 +17,14 @@ import (
 // declaration. "Let through" is judged by status class only (a request
 // without the right body may still be a 400), and a 5xx fails any cell.
 
-type outcome byte
+type outcome = testenv.Outcome
 
 const (
-	allow  outcome = 'A'
-	refuse outcome = 'R'
-	deny   outcome = 'D'
-	// missing: let through to look up an object that the fixture does not
-	// have: exactly 404. It shows the credential and role checks let the
-	// caller in.
-	missing outcome = 'N'
-	// gone: let through, the object there or already deleted by an
-	// earlier cell: 2xx or 404.
-	gone outcome = 'G'
+	allow   = testenv.Allow
+	refuse  = testenv.Refuse
+	deny    = testenv.Deny
+	missing = testenv.Missing
+	gone    = testenv.Gone
 )
 
 // The callers, in the order the cells run (the refused first, so that a
@@ -317,48 +310,53 @@ func TestAuthzMatrix(t *testing.T) {
 	declared := matrix()
 	var routes []string
 	for _, rt := range e.API().Routes() {
-		key := rt.Method + " " + rt.Path
-		if _, ok := declared[key]; !ok {
-			t.Errorf("route %s has no row in the authorization matrix", key)
-			continue
-		}
-		routes = append(routes, key)
+		routes = append(routes, rt.Method+" "+rt.Path)
 	}
-	// Reads, then writes, then deletes; logout last of all.
-	rank := func(k string) int {
-		switch {
-		case strings.HasSuffix(k, "/logout"):
-			return 4
-		case strings.HasPrefix(k, "DELETE /api_v3/rooms/"):
-			return 3
-		case strings.HasPrefix(k, "DELETE"):
-			return 2
-		case strings.HasPrefix(k, "GET"):
-			return 0
-		}
-		return 1
-	}
-	sort.SliceStable(routes, func(i, j int) bool { return rank(routes[i]) < rank(routes[j]) })
-
 	// Bodies where an empty request would be refused before the caller's
 	// rights are judged.
 	bodies := map[string]url.Values{"POST /api/visits/{visit_id}/messages": q("content", "Hello")}
-	cells, failures := 0, 0
-	for _, key := range routes {
-		method, pattern, _ := strings.Cut(key, " ")
-		path := pattern
-		for k, v := range values {
-			path = strings.ReplaceAll(path, k, v)
-		}
-		if strings.HasPrefix(pattern, "/api_v3/accounts/") {
-			path = strings.ReplaceAll(pattern, "{code}", "alpha")
-		}
-		path = strings.ReplaceAll(path, "{id}", idOf(pattern))
-		if key == "GET /fhir/R4/{type}" {
-			path += "?patient=" + s.pat.UserID // the owning patient's record
-		}
-		for _, who := range callerKinds {
-			want := declared[key][who]
+	testenv.Matrix{
+		Name:    "authorization matrix",
+		Callers: callerKinds,
+		Routes:  routes,
+		Want: func(route string) []outcome {
+			p, ok := declared[route]
+			if !ok {
+				return nil
+			}
+			row := make([]outcome, len(callerKinds))
+			for i, who := range callerKinds {
+				row[i] = p[who]
+			}
+			return row
+		},
+		// Reads, then writes, then deletes; logout last of all.
+		Rank: func(k string) int {
+			switch {
+			case strings.HasSuffix(k, "/logout"):
+				return 4
+			case strings.HasPrefix(k, "DELETE /api_v3/rooms/"):
+				return 3
+			case strings.HasPrefix(k, "DELETE"):
+				return 2
+			case strings.HasPrefix(k, "GET"):
+				return 0
+			}
+			return 1
+		},
+		Do: func(key, who string) testenv.Answer {
+			method, pattern, _ := strings.Cut(key, " ")
+			path := pattern
+			for k, v := range values {
+				path = strings.ReplaceAll(path, k, v)
+			}
+			if strings.HasPrefix(pattern, "/api_v3/accounts/") {
+				path = strings.ReplaceAll(pattern, "{code}", "alpha")
+			}
+			path = strings.ReplaceAll(path, "{id}", idOf(pattern))
+			if key == "GET /fhir/R4/{type}" {
+				path += "?patient=" + s.pat.UserID // the owning patient's record
+			}
 			h := map[string]string{}
 			for k, v := range headers[who] {
 				h[k] = v
@@ -368,30 +366,7 @@ func TestAuthzMatrix(t *testing.T) {
 				req.Form = body
 			}
 			res := testenv.Do(t, e.URL, req)
-			cells++
-			got := classify(res.Status, strings.HasPrefix(pattern, "/api/visits/"))
-			switch {
-			case want == missing && res.Status == http.StatusNotFound, want == gone && (got == allow || res.Status == http.StatusNotFound):
-				got = want
-			}
-			if got != want {
-				failures++
-				t.Errorf("%s as %s: %d (%c), want %c: %.200s", key, who, res.Status, got, want, res.Raw)
-			}
-		}
-	}
-	t.Logf("authorization matrix: %d routes × %d callers = %d cells, %d failed", len(routes), len(callerKinds), cells, failures)
-}
-
-// classify puts a status in its outcome class; a 5xx is none of them.
-func classify(status int, thread bool) outcome {
-	switch {
-	case status >= 500:
-		return '!'
-	case status == http.StatusUnauthorized, thread && status == http.StatusBadRequest:
-		return refuse
-	case status == http.StatusForbidden, status == http.StatusNotFound:
-		return deny
-	}
-	return allow
+			return testenv.Answer{Status: res.Status, Class: testenv.ClassifyAPI(res.Status, strings.HasPrefix(pattern, "/api/visits/")), Detail: string(res.Raw)}
+		},
+	}.Run(t)
 }

@@ -3,12 +3,14 @@ package httpapi_test
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"teleclinic/internal/testenv"
@@ -108,39 +110,93 @@ func wantOutcome(t *testing.T, res *testenv.Resp, status int, code string) {
 	checkFHIR(t, res.Raw)
 }
 
-// entries groups a bundle's resources by type.
-func entries(t *testing.T, res *testenv.Resp) map[string][]map[string]any {
+// fhirRes is a FHIR resource as the tests read it: the elements they
+// check, decoded by name.
+type fhirRes struct {
+	ResourceType, ID, Status, Intent string
+	Subject, Requester, Encounter    *fhirRef
+	Code                             *fhirConcept
+	ValueQuantity                    *fhirQty
+	ValueBoolean                     *bool
+	Component                        []struct {
+		Code          fhirConcept
+		ValueQuantity *fhirQty
+	}
+	SubscriberID              string
+	Payor                     []fhirRef
+	MedicationCodeableConcept *fhirConcept
+	Payload                   []struct{ ContentString string }
+	// Class is an Encounter's coding, a Coverage's list: read by the test
+	// that needs it.
+	Class       json.RawMessage
+	ReasonCode  []fhirConcept
+	Participant []struct{ Individual *fhirRef }
+	Content     []struct{ Attachment struct{ URL string } }
+}
+
+type fhirRef struct{ Reference, Display string }
+
+type fhirCoding struct{ System, Code, Display string }
+
+type fhirConcept struct {
+	Coding []fhirCoding
+	Text   string
+}
+
+// key is the concept's first coding as system|code.
+func (c *fhirConcept) key() string {
+	if c == nil || len(c.Coding) == 0 {
+		return ""
+	}
+	return c.Coding[0].System + "|" + c.Coding[0].Code
+}
+
+type fhirQty struct {
+	Value        float64
+	Unit, System string
+	Code         string
+}
+
+// fhirBundle is a search set as the tests read it.
+type fhirBundle struct {
+	ResourceType, Type string
+	Total              int
+	Entry              []struct {
+		FullURL  string
+		Resource fhirRes
+	}
+}
+
+// entries groups a search set's resources by type, after checking it is
+// one and that each entry's fullUrl names its resource.
+func entries(t *testing.T, res *testenv.Resp) map[string][]fhirRes {
 	t.Helper()
-	if res.Status != 200 || res.Body["resourceType"] != "Bundle" || res.Body["type"] != "searchset" {
+	var b fhirBundle
+	if res.Status != 200 || json.Unmarshal(res.Raw, &b) != nil || b.ResourceType != "Bundle" || b.Type != "searchset" {
 		t.Fatalf("want a search set: %d %s", res.Status, res.Raw)
 	}
-	out := map[string][]map[string]any{}
-	list, _ := res.Body["entry"].([]any)
-	if int(res.Body["total"].(float64)) != len(list) {
-		t.Fatalf("total %v with %d entries", res.Body["total"], len(list))
+	if b.Total != len(b.Entry) {
+		t.Fatalf("total %d with %d entries", b.Total, len(b.Entry))
 	}
-	for _, x := range list {
-		ent := x.(map[string]any)
-		r := ent["resource"].(map[string]any)
-		typ := r["resourceType"].(string)
-		if !strings.HasSuffix(ent["fullUrl"].(string), "/fhir/R4/"+typ+"/"+r["id"].(string)) {
-			t.Errorf("fullUrl %v for %s/%v", ent["fullUrl"], typ, r["id"])
+	out := map[string][]fhirRes{}
+	for _, ent := range b.Entry {
+		r := ent.Resource
+		if !strings.HasSuffix(ent.FullURL, "/fhir/R4/"+r.ResourceType+"/"+r.ID) {
+			t.Errorf("fullUrl %s for %s/%s", ent.FullURL, r.ResourceType, r.ID)
 		}
-		out[typ] = append(out[typ], r)
+		out[r.ResourceType] = append(out[r.ResourceType], r)
 	}
 	return out
 }
 
-func counts(m map[string][]map[string]any) string {
-	var parts []string
+// counts is how many resources of each type a search set holds.
+func counts(m map[string][]fhirRes) map[string]int {
+	out := map[string]int{}
 	for k, v := range m {
-		parts = append(parts, k+"="+itoa(len(v)))
+		out[k] = len(v)
 	}
-	sort.Strings(parts)
-	return strings.Join(parts, " ")
+	return out
 }
-
-func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 // fhirRecord gives the setup's patient a record with something of every
 // part: an e-consult with doc and its messages, a booked appointment,
@@ -196,146 +252,69 @@ func TestFHIR_Record(t *testing.T) {
 	visit := fhirRecord(t, s)
 	pat, admin, doc := userHeaders(s.c, s.pat.Token), adminHeaders(s.c), userHeaders(s.c, s.doc.Token)
 	everything := "/fhir/R4/Patient/" + s.pat.UserID + "/$everything"
-
-	// The patient's $everything holds every part of the record.
-	all := entries(t, fhirGet(t, e, pat, everything))
 	want := map[string]int{"Patient": 1, "Practitioner": 1, "Encounter": 2, "Appointment": 1, "Communication": 2, "Observation": 8,
 		"Coverage": 1, "MedicationRequest": 1, "AllergyIntolerance": 1, "Condition": 1, "DocumentReference": 1}
-	for typ, n := range want {
-		if len(all[typ]) != n {
-			t.Errorf("$everything: %d %s, want %d (%s)", len(all[typ]), typ, n, counts(all))
-		}
-	}
-	if len(all) != len(want) {
-		t.Errorf("$everything types: %s", counts(all))
-	}
+	all := entries(t, fhirGet(t, e, pat, everything))
 
-	// Every type: the search by patient, and each entry read by its id.
-	for typ := range want {
-		found := entries(t, fhirGet(t, e, admin, "/fhir/R4/"+typ, "patient", "Patient/"+s.pat.UserID))
-		if typ == "Communication" {
-			// The admin is not a participant of the visit's thread.
-			if len(found[typ]) != 0 {
-				t.Errorf("admin's Communication search: %d", len(found[typ]))
+	t.Run("EverythingHoldsEveryPart", func(t *testing.T) {
+		if diff := cmp.Diff(want, counts(all)); diff != "" {
+			t.Errorf("$everything by type (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("EachTypeSearchedAndRead", func(t *testing.T) {
+		for typ := range want {
+			found := entries(t, fhirGet(t, e, admin, "/fhir/R4/"+typ, "patient", "Patient/"+s.pat.UserID))
+			if typ == "Communication" {
+				// The admin is not a participant of the visit's thread.
+				if len(found[typ]) != 0 {
+					t.Errorf("admin's Communication search: %v", counts(found))
+				}
+				found = entries(t, fhirGet(t, e, pat, "/fhir/R4/"+typ))
 			}
-			found = entries(t, fhirGet(t, e, pat, "/fhir/R4/"+typ))
-		}
-		if len(found[typ]) != want[typ] {
-			t.Errorf("search %s: %s", typ, counts(found))
-		}
-		for _, r := range found[typ] {
-			res := fhirGet(t, e, pat, "/fhir/R4/"+typ+"/"+r["id"].(string))
-			if res.Status != 200 || res.Body["id"] != r["id"] || res.Body["resourceType"] != typ {
-				t.Errorf("read %s/%v: %d %s", typ, r["id"], res.Status, res.Raw)
+			if len(found[typ]) != want[typ] {
+				t.Errorf("search %s: %v", typ, counts(found))
+			}
+			for _, r := range found[typ] {
+				res := fhirGet(t, e, pat, "/fhir/R4/"+typ+"/"+r.ID)
+				var got fhirRes
+				if res.Status != 200 || json.Unmarshal(res.Raw, &got) != nil || got.ID != r.ID || got.ResourceType != typ {
+					t.Errorf("read %s/%s: %d %s", typ, r.ID, res.Status, res.Raw)
+				}
 			}
 		}
-	}
+	})
 
-	// _id finds the one resource of that id, or none.
-	for typ, rid := range map[string]string{"Patient": s.pat.UserID, "Practitioner": s.doc.UserID} {
-		if got := entries(t, fhirGet(t, e, admin, "/fhir/R4/"+typ, "_id", rid)); len(got[typ]) != 1 || got[typ][0]["id"] != rid {
-			t.Errorf("%s?_id=%s: %s", typ, rid, counts(got))
+	t.Run("SearchByID", func(t *testing.T) {
+		for typ, rid := range map[string]string{"Patient": s.pat.UserID, "Practitioner": s.doc.UserID} {
+			if got := entries(t, fhirGet(t, e, admin, "/fhir/R4/"+typ, "_id", rid)); len(got[typ]) != 1 || got[typ][0].ID != rid {
+				t.Errorf("%s?_id=%s: %v", typ, rid, counts(got))
+			}
+			if got := entries(t, fhirGet(t, e, admin, "/fhir/R4/"+typ, "_id", "999999")); len(got) != 0 {
+				t.Errorf("%s?_id=999999: %v", typ, counts(got))
+			}
 		}
-		if got := entries(t, fhirGet(t, e, admin, "/fhir/R4/"+typ, "_id", "999999")); len(got) != 0 {
-			t.Errorf("%s?_id=999999: %s", typ, counts(got))
+		if got := entries(t, fhirGet(t, e, admin, "/fhir/R4/Patient", "_id", s.pat.UserID, "patient", s.pat2.UserID)); len(got) != 0 {
+			t.Errorf("_id and patient naming two patients: %v", counts(got))
 		}
-	}
-	if got := entries(t, fhirGet(t, e, admin, "/fhir/R4/Patient", "_id", s.pat.UserID, "patient", s.pat2.UserID)); len(got) != 0 {
-		t.Errorf("_id and patient naming two patients: %s", counts(got))
-	}
+	})
 
-	// Codes and units.
-	obs := map[string]map[string]any{}
-	for _, o := range all["Observation"] {
-		code := o["code"].(map[string]any)["coding"].([]any)[0].(map[string]any)
-		obs[code["system"].(string)+"|"+code["code"].(string)] = o
-		if o["subject"].(map[string]any)["reference"] != "Patient/"+s.pat.UserID || o["status"] != "final" {
-			t.Errorf("%v", o)
-		}
-	}
-	bp := obs["http://loinc.org|85354-9"]
-	if bp == nil {
-		t.Fatalf("no blood pressure panel: %v", obs)
-	}
-	sys := bp["component"].([]any)[0].(map[string]any)
-	if sys["code"].(map[string]any)["coding"].([]any)[0].(map[string]any)["code"] != "8480-6" ||
-		sys["valueQuantity"].(map[string]any)["value"].(float64) != 128 || sys["valueQuantity"].(map[string]any)["code"] != "mm[Hg]" ||
-		sys["valueQuantity"].(map[string]any)["system"] != "http://unitsofmeasure.org" {
-		t.Errorf("systolic: %v", sys)
-	}
-	for key, unit := range map[string]string{"http://loinc.org|29463-7": "kg", "http://loinc.org|8310-5": "Cel", "http://loinc.org|8867-4": "/min",
-		"http://loinc.org|15074-8": "mmol/L", "http://loinc.org|55423-8": "{steps}", "urn:teleclinic:health:data_type|humidity": "%"} {
-		o := obs[key]
-		if o == nil {
-			t.Errorf("no observation %s", key)
-			continue
-		}
-		if q := o["valueQuantity"].(map[string]any); q["code"] != unit || q["system"] != "http://unitsofmeasure.org" {
-			t.Errorf("%s: %v", key, q)
-		}
-	}
-	if mv := obs["urn:teleclinic:health:data_type|movement"]; mv == nil || mv["valueBoolean"] != true {
-		t.Errorf("movement: %v", mv)
-	}
-	if w := obs["http://loinc.org|29463-7"]["valueQuantity"].(map[string]any)["value"]; w != 71.5 {
-		t.Errorf("weight %v", w)
-	}
-
-	// The other resources carry what the API holds.
-	cov := all["Coverage"][0]
-	if cov["subscriberId"] != "W100" || cov["payor"].([]any)[0].(map[string]any)["display"] != "aetna" || cov["id"] != s.pat.UserID+"-primary" {
-		t.Errorf("coverage: %v", cov)
-	}
-	rx := all["MedicationRequest"][0]
-	if rx["status"] != "active" || rx["intent"] != "order" || rx["requester"].(map[string]any)["reference"] != "Practitioner/"+s.doc.UserID ||
-		rx["encounter"].(map[string]any)["reference"] != "Encounter/"+visit ||
-		rx["medicationCodeableConcept"].(map[string]any)["coding"].([]any)[0].(map[string]any)["code"] != "0093-3109-01" {
-		t.Errorf("prescription: %v", rx)
-	}
-	if a := all["AllergyIntolerance"][0]; a["code"].(map[string]any)["text"] != "Penicillin" {
-		t.Errorf("allergy: %v", a)
-	}
-	if c := all["Condition"][0]; c["code"].(map[string]any)["text"] != "Asthma" {
-		t.Errorf("condition: %v", c)
-	}
-	var texts []string
-	for _, m := range all["Communication"] {
-		texts = append(texts, m["payload"].([]any)[0].(map[string]any)["contentString"].(string))
-		if m["encounter"].(map[string]any)["reference"] != "Encounter/"+visit {
-			t.Errorf("message: %v", m)
-		}
-	}
-	if strings.Join(texts, "|") != "The rash spread to my arm.|Please send a photo." {
-		t.Errorf("messages: %v", texts)
-	}
-	var econsult map[string]any
-	for _, enc := range all["Encounter"] {
-		if enc["id"] == visit {
-			econsult = enc
-		}
-	}
-	if econsult == nil || econsult["status"] != "planned" || econsult["class"].(map[string]any)["code"] != "VR" ||
-		econsult["reasonCode"].([]any)[0].(map[string]any)["text"] != "Rash" ||
-		econsult["participant"].([]any)[0].(map[string]any)["individual"].(map[string]any)["reference"] != "Practitioner/"+s.doc.UserID {
-		t.Errorf("encounter: %v", econsult)
-	}
-	doc0 := all["DocumentReference"][0]
-	link := doc0["content"].([]any)[0].(map[string]any)["attachment"].(map[string]any)["url"].(string)
-	if v := view(t, e, link); v.Status != 200 || string(v.Raw) != "%PDF-1.4 referral" {
-		t.Errorf("the document's link: %d %q", v.Status, v.Raw)
-	}
+	t.Run("ObservationCodesAndUnits", func(t *testing.T) { checkFHIRObservations(t, all["Observation"], s.pat.UserID) })
+	t.Run("ResourcesCarryTheAPIsData", func(t *testing.T) { checkFHIRRecordData(t, e, s, all, visit) })
 
 	// Each caller's rules: the admin has no messages, the provider no
 	// insurance.
-	byAdmin := entries(t, fhirGet(t, e, admin, everything))
-	if len(byAdmin["Communication"]) != 0 || len(byAdmin["Coverage"]) != 1 || len(byAdmin["Observation"]) != 8 {
-		t.Errorf("admin's $everything: %s", counts(byAdmin))
-	}
-	byDoc := entries(t, fhirGet(t, e, doc, everything))
-	if len(byDoc["Communication"]) != 2 || len(byDoc["Coverage"]) != 0 || len(byDoc["MedicationRequest"]) != 1 {
-		t.Errorf("provider's $everything: %s", counts(byDoc))
-	}
-	wantOutcome(t, fhirGet(t, e, doc, "/fhir/R4/Coverage/"+s.pat.UserID+"-primary"), 404, "not-found")
+	t.Run("EachCallersRules", func(t *testing.T) {
+		byAdmin, byDoc := counts(entries(t, fhirGet(t, e, admin, everything))), counts(entries(t, fhirGet(t, e, doc, everything)))
+		type some struct{ Communication, Coverage, Observation, MedicationRequest int }
+		if diff := cmp.Diff(some{0, 1, 8, 1}, some{byAdmin["Communication"], byAdmin["Coverage"], byAdmin["Observation"], byAdmin["MedicationRequest"]}); diff != "" {
+			t.Errorf("admin's $everything (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff(some{2, 0, 8, 1}, some{byDoc["Communication"], byDoc["Coverage"], byDoc["Observation"], byDoc["MedicationRequest"]}); diff != "" {
+			t.Errorf("provider's $everything (-want +got):\n%s", diff)
+		}
+		wantOutcome(t, fhirGet(t, e, doc, "/fhir/R4/Coverage/"+s.pat.UserID+"-primary"), 404, "not-found")
+	})
 }
 
 func TestFHIR_Access(t *testing.T) {
@@ -356,16 +335,16 @@ func TestFHIR_Access(t *testing.T) {
 	wantOutcome(t, fhirGet(t, e, acctHeaders(s.c), everything), 401, "login")
 	// pat2's own search is pat2's record: empty, not pat's.
 	if got := entries(t, fhirGet(t, e, userHeaders(s.c, s.pat2.Token), "/fhir/R4/Observation")); len(got) != 0 {
-		t.Errorf("pat2's observations: %s", counts(got))
+		t.Errorf("pat2's observations: %v", counts(got))
 	}
 	own := entries(t, fhirGet(t, e, userHeaders(s.c, s.pat2.Token), "/fhir/R4/Patient"))
-	if len(own["Patient"]) != 1 || own["Patient"][0]["id"] != s.pat2.UserID {
+	if len(own["Patient"]) != 1 || own["Patient"][0].ID != s.pat2.UserID {
 		t.Errorf("pat2's Patient search: %v", own)
 	}
 	// Reads by id keep the same rules.
 	obs := entries(t, fhirGet(t, e, userHeaders(s.c, s.pat.Token), "/fhir/R4/Observation"))["Observation"]
-	wantOutcome(t, fhirGet(t, e, userHeaders(s.c, s.pat2.Token), "/fhir/R4/Observation/"+obs[0]["id"].(string)), 404, "not-found")
-	wantOutcome(t, fhirGet(t, e, userHeaders(s.c, s.other.Token), "/fhir/R4/Observation/"+obs[0]["id"].(string)), 403, "forbidden")
+	wantOutcome(t, fhirGet(t, e, userHeaders(s.c, s.pat2.Token), "/fhir/R4/Observation/"+obs[0].ID), 404, "not-found")
+	wantOutcome(t, fhirGet(t, e, userHeaders(s.c, s.other.Token), "/fhir/R4/Observation/"+obs[0].ID), 403, "forbidden")
 	wantOutcome(t, fhirGet(t, e, userHeaders(s.c, s.pat.Token), "/fhir/R4/Observation/"+s.pat.UserID+"-999999"), 404, "not-found")
 	wantOutcome(t, fhirGet(t, e, userHeaders(s.c, s.pat.Token), "/fhir/R4/Patient/"+s.doc.UserID), 404, "not-found")
 	wantOutcome(t, fhirGet(t, e, userHeaders(s.c, s.pat.Token), "/fhir/R4/Practitioner/"+s.pat2.UserID), 404, "not-found")
@@ -387,19 +366,19 @@ func TestFHIR_Access(t *testing.T) {
 	// _lastUpdated: the record was written at the test clock's now.
 	h := userHeaders(s.c, s.pat.Token)
 	if got := entries(t, fhirGet(t, e, h, "/fhir/R4/Observation", "_lastUpdated", "ge2026-03-02")); len(got["Observation"]) != 8 {
-		t.Errorf("ge today: %s", counts(got))
+		t.Errorf("ge today: %v", counts(got))
 	}
 	if got := entries(t, fhirGet(t, e, h, "/fhir/R4/Observation", "_lastUpdated", "gt2026-03-02")); len(got) != 0 {
-		t.Errorf("after today: %s", counts(got))
+		t.Errorf("after today: %v", counts(got))
 	}
 	if got := entries(t, fhirGet(t, e, h, "/fhir/R4/Observation", "_lastUpdated", "ge2026-03-01T00:00:00Z", "_lastUpdated", "lt2026-03")); len(got) != 0 {
-		t.Errorf("a range before: %s", counts(got))
+		t.Errorf("a range before: %v", counts(got))
 	}
 	if got := entries(t, fhirGet(t, e, h, "/fhir/R4/Observation", "_lastUpdated", "2026-03")); len(got["Observation"]) != 8 {
-		t.Errorf("eq this month: %s", counts(got))
+		t.Errorf("eq this month: %v", counts(got))
 	}
 	if got := entries(t, fhirGet(t, e, h, everything, "_since", "2027-01-01T00:00:00Z")); len(got) != 0 {
-		t.Errorf("_since next year: %s", counts(got))
+		t.Errorf("_since next year: %v", counts(got))
 	}
 
 	// Each record read is audited on the patient, the refused ones too.
@@ -455,5 +434,111 @@ func TestFHIR_SchemaRefuses(t *testing.T) {
 		if sch.Validate(inst) == nil {
 			t.Errorf("the schema took %s", bad)
 		}
+	}
+}
+
+// checkFHIRObservations checks the readings of fhirRecord as Observations:
+// LOINC codes, UCUM units, the blood pressure panel's components.
+func checkFHIRObservations(t *testing.T, observations []fhirRes, patient string) {
+	obs := map[string]fhirRes{}
+	for _, o := range observations {
+		obs[o.Code.key()] = o
+		if o.Subject == nil || o.Subject.Reference != "Patient/"+patient || o.Status != "final" {
+			t.Errorf("observation %s: subject %+v, status %q", o.ID, o.Subject, o.Status)
+		}
+	}
+	bp, ok := obs["http://loinc.org|85354-9"]
+	if !ok || len(bp.Component) == 0 {
+		t.Fatalf("no blood pressure panel among %v", slices.Sorted(maps.Keys(obs)))
+	}
+	ucum := "http://unitsofmeasure.org"
+	sys := bp.Component[0]
+	if diff := cmp.Diff(struct {
+		Code string
+		Qty  *fhirQty
+	}{"http://loinc.org|8480-6", &fhirQty{Value: 128, Unit: "mmHg", System: ucum, Code: "mm[Hg]"}}, struct {
+		Code string
+		Qty  *fhirQty
+	}{sys.Code.key(), sys.ValueQuantity}); diff != "" {
+		t.Errorf("systolic (-want +got):\n%s", diff)
+	}
+	units := map[string]string{}
+	for key, o := range obs {
+		if o.ValueQuantity != nil && o.ValueQuantity.System == ucum {
+			units[key] = o.ValueQuantity.Code
+		}
+	}
+	wantUnits := map[string]string{"http://loinc.org|29463-7": "kg", "http://loinc.org|8310-5": "Cel", "http://loinc.org|8867-4": "/min",
+		"http://loinc.org|15074-8": "mmol/L", "http://loinc.org|55423-8": "{steps}", "urn:teleclinic:health:data_type|humidity": "%"}
+	if diff := cmp.Diff(wantUnits, units); diff != "" {
+		t.Errorf("UCUM units by code (-want +got):\n%s", diff)
+	}
+	if mv := obs["urn:teleclinic:health:data_type|movement"]; mv.ValueBoolean == nil || !*mv.ValueBoolean {
+		t.Errorf("movement: %+v", mv)
+	}
+	if w := obs["http://loinc.org|29463-7"].ValueQuantity; w == nil || w.Value != 71.5 {
+		t.Errorf("weight %+v", w)
+	}
+}
+
+// checkFHIRRecordData checks that the other resources of fhirRecord carry
+// what the API holds: coverage, prescription, EMR, messages, the
+// e-consult's Encounter and the document's link.
+func checkFHIRRecordData(t *testing.T, e *testenv.Env, s *clinicSetup, all map[string][]fhirRes, visit string) {
+	type summary struct {
+		CoverageID, Subscriber, Payor                string
+		RxStatus, RxIntent, RxRequester, RxEncounter string
+		RxCode, Allergy, Condition                   string
+		Messages                                     []string
+		MessageEncounters                            []string
+	}
+	cov, rx := all["Coverage"][0], all["MedicationRequest"][0]
+	got := summary{CoverageID: cov.ID, Subscriber: cov.SubscriberID, RxStatus: rx.Status, RxIntent: rx.Intent,
+		Allergy: all["AllergyIntolerance"][0].Code.Text, Condition: all["Condition"][0].Code.Text}
+	if len(cov.Payor) > 0 {
+		got.Payor = cov.Payor[0].Display
+	}
+	if rx.Requester != nil && rx.Encounter != nil {
+		got.RxRequester, got.RxEncounter = rx.Requester.Reference, rx.Encounter.Reference
+	}
+	if c := rx.MedicationCodeableConcept; c != nil && len(c.Coding) > 0 {
+		got.RxCode = c.Coding[0].Code
+	}
+	for _, m := range all["Communication"] {
+		got.Messages = append(got.Messages, m.Payload[0].ContentString)
+		got.MessageEncounters = append(got.MessageEncounters, m.Encounter.Reference)
+	}
+	wantSummary := summary{CoverageID: s.pat.UserID + "-primary", Subscriber: "W100", Payor: "aetna",
+		RxStatus: "active", RxIntent: "order", RxRequester: "Practitioner/" + s.doc.UserID, RxEncounter: "Encounter/" + visit,
+		RxCode: "0093-3109-01", Allergy: "Penicillin", Condition: "Asthma",
+		Messages: []string{"The rash spread to my arm.", "Please send a photo."}, MessageEncounters: []string{"Encounter/" + visit, "Encounter/" + visit}}
+	if diff := cmp.Diff(wantSummary, got); diff != "" {
+		t.Errorf("record (-want +got):\n%s", diff)
+	}
+
+	i := slices.IndexFunc(all["Encounter"], func(r fhirRes) bool { return r.ID == visit })
+	if i < 0 {
+		t.Fatalf("no Encounter/%s among %v", visit, all["Encounter"])
+	}
+	enc := all["Encounter"][i]
+	type encounter struct{ Status, Class, Reason, Participant string }
+	gotEnc := encounter{Status: enc.Status}
+	var class fhirCoding
+	if json.Unmarshal(enc.Class, &class) == nil {
+		gotEnc.Class = class.Code
+	}
+	if len(enc.ReasonCode) > 0 {
+		gotEnc.Reason = enc.ReasonCode[0].Text
+	}
+	if len(enc.Participant) > 0 && enc.Participant[0].Individual != nil {
+		gotEnc.Participant = enc.Participant[0].Individual.Reference
+	}
+	if diff := cmp.Diff(encounter{"planned", "VR", "Rash", "Practitioner/" + s.doc.UserID}, gotEnc); diff != "" {
+		t.Errorf("the e-consult's Encounter (-want +got):\n%s", diff)
+	}
+
+	link := all["DocumentReference"][0].Content[0].Attachment.URL
+	if v := view(t, e, link); v.Status != 200 || string(v.Raw) != "%PDF-1.4 referral" {
+		t.Errorf("the document's link: %d %q", v.Status, v.Raw)
 	}
 }

@@ -6,13 +6,13 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/testenv"
 )
 
 // The portal's authorization matrix: every page, form and stream declares,
@@ -163,24 +163,6 @@ func TestPortalAuthzMatrix(t *testing.T) {
 		"{action}": "inprogress",
 	}
 	declared := portalMatrix()
-	routes := append([]string(nil), f.e.Portal().Patterns()...)
-	// Reads first; then forms; what ends a session or a visit last.
-	rank := func(k string) int {
-		switch {
-		case strings.HasSuffix(k, "/guest"):
-			return 5 // a guest's join replaces the browser's session
-		case strings.HasSuffix(k, "/signout"):
-			return 4
-		case strings.HasPrefix(k, "POST /admin/rotate"):
-			return 3
-		case strings.HasSuffix(k, "/call/end"):
-			return 2
-		case strings.HasPrefix(k, "GET"):
-			return 0
-		}
-		return 1
-	}
-	sort.SliceStable(routes, func(i, j int) bool { return rank(routes[i]) < rank(routes[j]) })
 	// Forms where an empty one would be refused before the caller's rights
 	// are judged.
 	forms := map[string]url.Values{
@@ -188,23 +170,41 @@ func TestPortalAuthzMatrix(t *testing.T) {
 		"POST /invite/{account_code}/{token}":      {"first_name": {"Gia"}, "last_name": {"Guest"}},
 		"POST /c/{account_code}/{room_code}/guest": {"first_name": {"Gia"}, "last_name": {"Guest"}},
 	}
-	cells, failures := 0, 0
-	var observed []string
-	for _, key := range routes {
-		method, pattern, _ := strings.Cut(key, " ")
-		path := pattern
-		if strings.HasPrefix(pattern, "/admin/deliveries/") {
-			path = strings.ReplaceAll(path, "{id}", "1")
-		}
-		for k, v := range values {
-			path = strings.ReplaceAll(path, k, v)
-		}
-		row := declared[key]
-		if len(row) != len(portalCallers) {
-			t.Errorf("portal route %s has no row in the authorization matrix", key)
-		}
-		got := ""
-		for i, who := range portalCallers {
+	testenv.Matrix{
+		Name:    "portal authorization matrix",
+		Callers: portalCallers,
+		Routes:  f.e.Portal().Patterns(),
+		Want: func(route string) []testenv.Outcome {
+			if row, ok := declared[route]; ok {
+				return testenv.Row(row)
+			}
+			return nil
+		},
+		// Reads first; then forms; what ends a session or a visit last.
+		Rank: func(k string) int {
+			switch {
+			case strings.HasSuffix(k, "/guest"):
+				return 5 // a guest's join replaces the browser's session
+			case strings.HasSuffix(k, "/signout"):
+				return 4
+			case strings.HasPrefix(k, "POST /admin/rotate"):
+				return 3
+			case strings.HasSuffix(k, "/call/end"):
+				return 2
+			case strings.HasPrefix(k, "GET"):
+				return 0
+			}
+			return 1
+		},
+		Do: func(key, who string) testenv.Answer {
+			method, pattern, _ := strings.Cut(key, " ")
+			path := pattern
+			if strings.HasPrefix(pattern, "/admin/deliveries/") {
+				path = strings.ReplaceAll(path, "{id}", "1")
+			}
+			for k, v := range values {
+				path = strings.ReplaceAll(path, k, v)
+			}
 			b := sessions[who]
 			var pg *page
 			switch {
@@ -235,37 +235,23 @@ func TestPortalAuthzMatrix(t *testing.T) {
 			default:
 				pg = b.post(path, forms[key])
 			}
-			cells++
 			o := portalOutcome(pg)
 			if strings.HasSuffix(pattern, "/signout") && pg.Status/100 == 3 {
-				o = 'A' // a sign-out ends on the sign-in page
+				o = testenv.Allow // a sign-out ends on the sign-in page
 			}
-			if i < len(row) && row[i] == 'N' && pg.Status == http.StatusNotFound {
-				o = 'N'
-			}
-			got += string(o)
-			if i < len(row) && o != row[i] {
-				failures++
-				t.Errorf("%s as %s: %d %s (%c), want %c", key, who, pg.Status, pg.Location, o, row[i])
-			}
-		}
-		observed = append(observed, strconv.Quote(key)+": "+strconv.Quote(got)+",")
-	}
-	if t.Failed() {
-		t.Logf("observed:\n%s", strings.Join(observed, "\n"))
-	}
-	t.Logf("portal authorization matrix: %d routes × %d callers = %d cells, %d failed", len(routes), len(portalCallers), cells, failures)
+			return testenv.Answer{Status: pg.Status, Class: o, Detail: pg.Location}
+		},
+	}.Run(t)
 }
 
-// portalOutcome classifies a page's answer.
-func portalOutcome(pg *page) byte {
+// portalOutcome classifies a page's answer: a 401 or the sign-in page
+// refuses, 403 and 404 deny.
+func portalOutcome(pg *page) testenv.Outcome {
 	switch {
-	case pg.Status >= 500:
-		return '!'
 	case pg.Status == http.StatusUnauthorized, pg.Status/100 == 3 && strings.Contains(pg.Location, "signin"):
-		return 'R'
+		return testenv.Refuse
 	case pg.Status == http.StatusForbidden, pg.Status == http.StatusNotFound:
-		return 'D'
+		return testenv.Deny
 	}
-	return 'A'
+	return testenv.Allow
 }
