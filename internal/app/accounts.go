@@ -43,7 +43,7 @@ func SystemPrincipal(acct *clinic.Account) *clinic.Principal {
 // CreateAccount creates a clinic with its admin user and returns its
 // credentials; only their hashes are stored.
 func (a *App) CreateAccount(ctx context.Context, in NewAccount) (*AccountCredentials, error) {
-	if err := checkFields(line("name", in.Name, MaxNameChars), line("domain", in.Domain, MaxLineChars)); err != nil {
+	if err := CheckFields(Line("name", in.Name, MaxNameChars), Line("domain", in.Domain, MaxLineChars)); err != nil {
 		return nil, err
 	}
 	in.Code = strings.TrimSpace(in.Code)
@@ -56,7 +56,7 @@ func (a *App) CreateAccount(ctx context.Context, in NewAccount) (*AccountCredent
 	if !domainRE.MatchString(in.Domain) {
 		return nil, clinic.Errorf(clinic.EInvalid, "domain must be a DNS name such as clinic.example.com.")
 	}
-	now := a.unix()
+	now := a.Unix()
 	creds := &AccountCredentials{AccountCode: in.Code, AdminToken: NewSecret(), APIKey: NewSecret(), APISecret: NewSecret()}
 	acct := &clinic.Account{Code: in.Code, Name: strings.TrimSpace(in.Name), Domain: strings.ToLower(in.Domain), SSOEnabled: in.SSO, Created: now, Modified: now}
 	err := a.store.Tx(ctx, func(q *store.Q) error {
@@ -75,10 +75,10 @@ func (a *App) CreateAccount(ctx context.Context, in NewAccount) (*AccountCredent
 		if err := a.createUser(ctx, q, admin, true); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, SystemPrincipal(acct), "account.create", "account", in.Code, outcomeOK)
+		return a.AuditIn(ctx, q, SystemPrincipal(acct), "account.create", "account", in.Code, OutcomeOK)
 	})
 	if err != nil {
-		return nil, storeErr("create account", err, "")
+		return nil, StoreErr("create account", err, "")
 	}
 	return creds, nil
 }
@@ -86,7 +86,7 @@ func (a *App) CreateAccount(ctx context.Context, in NewAccount) (*AccountCredent
 // AccountByCode finds a clinic for the command line.
 func (a *App) AccountByCode(ctx context.Context, code string) (*clinic.Account, error) {
 	acct, err := a.store.Read().AccountByCode(ctx, code)
-	return acct, storeErr("account", err, fmt.Sprintf("no account with code %q.", code))
+	return acct, StoreErr("account", err, fmt.Sprintf("no account with code %q.", code))
 }
 
 // SetSSO turns single sign-on on or off.
@@ -96,12 +96,12 @@ func (a *App) SetSSO(ctx context.Context, code string, on bool) error {
 		return err
 	}
 	err = a.store.Tx(ctx, func(q *store.Q) error {
-		if err := q.SetAccountSSO(ctx, acct.ID, on, a.unix()); err != nil {
+		if err := q.SetAccountSSO(ctx, acct.ID, on, a.Unix()); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, SystemPrincipal(acct), "account.sso", "account", code, outcomeOK)
+		return a.AuditIn(ctx, q, SystemPrincipal(acct), "account.sso", "account", code, OutcomeOK)
 	})
-	return storeErr("set sso", err, "")
+	return StoreErr("set sso", err, "")
 }
 
 // SetFeature switches an account feature on or off.
@@ -119,12 +119,12 @@ func (a *App) SetFeature(ctx context.Context, code, feature string, on bool) err
 	}
 	slices.Sort(fs)
 	err = a.store.Tx(ctx, func(q *store.Q) error {
-		if err := q.SetAccountFeatures(ctx, acct.ID, fs, a.unix()); err != nil {
+		if err := q.SetAccountFeatures(ctx, acct.ID, fs, a.Unix()); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, SystemPrincipal(acct), "account.feature", "account", code, outcomeOK)
+		return a.AuditIn(ctx, q, SystemPrincipal(acct), "account.feature", "account", code, OutcomeOK)
 	})
-	return storeErr("set feature", err, "")
+	return StoreErr("set feature", err, "")
 }
 
 // Rotation targets.
@@ -142,7 +142,7 @@ func (a *App) Rotate(ctx context.Context, code, what string) (*AccountCredential
 		return nil, err
 	}
 	creds := &AccountCredentials{AccountCode: code}
-	now := a.unix()
+	now := a.Unix()
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if what == RotateAdminToken || what == RotateAll {
 			creds.AdminToken = NewSecret()
@@ -165,10 +165,10 @@ func (a *App) Rotate(ctx context.Context, code, what string) (*AccountCredential
 		if creds.AdminToken == "" && creds.APISecret == "" {
 			return clinic.Errorf(clinic.EInvalid, "nothing to rotate: name the admin token or the API secret.")
 		}
-		return a.auditIn(ctx, q, SystemPrincipal(acct), "account.rotate."+what, "account", code, outcomeOK)
+		return a.AuditIn(ctx, q, SystemPrincipal(acct), "account.rotate."+what, "account", code, OutcomeOK)
 	})
 	if err != nil {
-		return nil, storeErr("rotate", err, "")
+		return nil, StoreErr("rotate", err, "")
 	}
 	return creds, nil
 }

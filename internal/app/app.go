@@ -184,14 +184,25 @@ func New(st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*
 // Store exposes the store to the commands that wire the server.
 func (a *App) Store() *store.Store { return a.store }
 
+// Log is the app's logger, for the families built on it (app/billing).
+func (a *App) Log() *slog.Logger { return a.log }
+
+// Config is the app's configuration as it was started.
+func (a *App) Config() Config { return a.cfg }
+
+// ReferenceLists returns the insurance reference lists (GET
+// /insurances/list/…): public code lists, the same for every caller.
+func (a *App) ReferenceLists() *reference.Lists { return a.cfg.Reference }
+
 // Now is the app's clock.
 func (a *App) Now() time.Time { return a.now() }
 
-func (a *App) unix() int64 { return a.now().Unix() }
+// Unix is the app's clock in unix seconds, as rows store time.
+func (a *App) Unix() int64 { return a.now().Unix() }
 
-// storeErr turns store errors into client errors where they have a meaning
+// StoreErr turns store errors into client errors where they have a meaning
 // of their own, and wraps the rest as internal.
-func storeErr(op string, err error, notFound string) error {
+func StoreErr(op string, err error, notFound string) error {
 	var ce *clinic.Error
 	switch {
 	case err == nil:
@@ -204,9 +215,9 @@ func storeErr(op string, err error, notFound string) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-// audit appends an audit entry outside any transaction, for reads. A failure
+// Audit appends an audit entry outside any transaction, for reads. A failure
 // to audit fails the request: health data is not served unaudited.
-func (a *App) audit(ctx context.Context, p *clinic.Principal, action, objType, objID, outcome string) error {
+func (a *App) Audit(ctx context.Context, p *clinic.Principal, action, objType, objID, outcome string) error {
 	if err := a.audits.write(ctx, a.auditEntry(p, action, objType, objID, outcome)); err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
@@ -217,12 +228,12 @@ func (a *App) auditEntry(p *clinic.Principal, action, objType, objID, outcome st
 	return &clinic.AuditEntry{
 		AccountID: p.Account.ID, ActorKind: p.Kind.String(), ActorUserID: p.UserID(),
 		Action: action, ObjectType: objType, ObjectID: objID, Outcome: outcome,
-		RequestID: p.RequestID, Created: a.unix(),
+		RequestID: p.RequestID, Created: a.Unix(),
 	}
 }
 
-// auditIn appends an audit entry through q, inside the caller's transaction.
-func (a *App) auditIn(ctx context.Context, q *store.Q, p *clinic.Principal, action, objType, objID, outcome string) error {
+// AuditIn appends an audit entry through q, inside the caller's transaction.
+func (a *App) AuditIn(ctx context.Context, q *store.Q, p *clinic.Principal, action, objType, objID, outcome string) error {
 	if err := q.AppendAudit(ctx, a.auditEntry(p, action, objType, objID, outcome)); err != nil {
 		return fmt.Errorf("audit: %w", err)
 	}
@@ -231,14 +242,14 @@ func (a *App) auditIn(ctx context.Context, q *store.Q, p *clinic.Principal, acti
 
 // Audit outcomes.
 const (
-	outcomeOK       = "ok"
+	OutcomeOK       = "ok"
 	outcomeDenied   = "denied"
 	outcomeNotFound = "not_found"
 	outcomeInvalid  = "invalid"
 )
 
-// outcomeOf names the audit outcome of an operation's error.
-func outcomeOf(err error) string {
+// OutcomeOf names the audit outcome of an operation's error.
+func OutcomeOf(err error) string {
 	switch clinic.ErrorCode(err) {
 	case clinic.EForbidden, clinic.EUnauthenticated:
 		return outcomeDenied
@@ -248,7 +259,7 @@ func outcomeOf(err error) string {
 		return outcomeInvalid
 	}
 	if err == nil {
-		return outcomeOK
+		return OutcomeOK
 	}
 	return "error"
 }

@@ -24,7 +24,7 @@ type AuditQuery struct {
 
 // ListAudit is GET /audit, for the clinic admin: the clinic's trail, newest first.
 func (a *App) ListAudit(ctx context.Context, p *clinic.Principal, in AuditQuery) ([]clinic.AuditEntry, int, error) {
-	if err := requireAdmin(p); err != nil {
+	if err := RequireAdmin(p); err != nil {
 		return nil, 0, err
 	}
 	if in.Start < 0 || in.Limit < 0 || (in.To != 0 && in.From > in.To) {
@@ -74,7 +74,7 @@ type AuditVerification struct {
 // and the one before, and the end matching the chain's recorded head. It
 // reports the first broken entry. Admin only; audited as audit.verify.
 func (a *App) VerifyAudit(ctx context.Context, p *clinic.Principal) (*AuditVerification, error) {
-	if err := requireAdmin(p); err != nil {
+	if err := RequireAdmin(p); err != nil {
 		return nil, err
 	}
 	if err := a.store.FlushAudits(ctx); err != nil {
@@ -91,7 +91,7 @@ func (a *App) VerifyAudit(ctx context.Context, p *clinic.Principal) (*AuditVerif
 	if v.BrokenSeq != 0 {
 		out.Broken = &AuditBreak{Seq: v.BrokenSeq, ID: v.BrokenID, Reason: v.Reason}
 	}
-	if err := a.audit(ctx, p, "audit.verify", "account", i64s(p.Account.ID), outcomeOK); err != nil {
+	if err := a.Audit(ctx, p, "audit.verify", "account", i64s(p.Account.ID), OutcomeOK); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -103,7 +103,7 @@ func (a *App) VerifyAudit(ctx context.Context, p *clinic.Principal) (*AuditVerif
 // ask for. The user themself and the clinic admin may read it. Audited as
 // user.access_log.read.
 func (a *App) AccessLog(ctx context.Context, p *clinic.Principal, userID int64, start, limit int) ([]clinic.AccessEntry, int, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, 0, err
 	}
 	u, err := a.store.Read().UserByID(ctx, p.Account.ID, userID)
@@ -113,7 +113,7 @@ func (a *App) AccessLog(ctx context.Context, p *clinic.Principal, userID int64, 
 	case err != nil:
 		return nil, 0, fmt.Errorf("access log: %w", err)
 	case u.ID != p.UserID() && !p.IsAdmin():
-		return nil, 0, a.auditOutcome(ctx, p, "user.access_log.read", "user", i64s(userID),
+		return nil, 0, a.AuditOutcome(ctx, p, "user.access_log.read", "user", i64s(userID),
 			clinic.Errorf(clinic.EForbidden, "Only the user and the clinic admin may read the accesses to a user's record."))
 	}
 	if start < 0 || limit < 0 {
@@ -130,7 +130,7 @@ func (a *App) AccessLog(ctx context.Context, p *clinic.Principal, userID int64, 
 	if err != nil {
 		return nil, 0, fmt.Errorf("access log: %w", err)
 	}
-	if err := a.audit(ctx, p, "user.access_log.read", "user", i64s(u.ID), outcomeOK); err != nil {
+	if err := a.Audit(ctx, p, "user.access_log.read", "user", i64s(u.ID), OutcomeOK); err != nil {
 		return nil, 0, err
 	}
 	return list, total, nil

@@ -46,7 +46,7 @@ func BenchmarkAudit_Grouped(b *testing.B) {
 	b.SetParallelism(8)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if err := a.audit(ctx, p, "bench.read", "user", "1", outcomeOK); err != nil {
+			if err := a.Audit(ctx, p, "bench.read", "user", "1", OutcomeOK); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -59,7 +59,7 @@ func BenchmarkAudit_OnePerCommit(b *testing.B) {
 	b.SetParallelism(8)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if err := a.auditIn(ctx, a.store.Write(), p, "bench.read", "user", "1", outcomeOK); err != nil {
+			if err := a.AuditIn(ctx, a.store.Write(), p, "bench.read", "user", "1", OutcomeOK); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -78,7 +78,7 @@ func BenchmarkAudit_Journal(b *testing.B) {
 	b.SetParallelism(8)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if err := a.audit(ctx, p, "bench.read", "user", "1", outcomeOK); err != nil {
+			if err := a.Audit(ctx, p, "bench.read", "user", "1", OutcomeOK); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -159,7 +159,7 @@ func (a *App) tokenUser(ctx context.Context, hash string) (*store.TokenAuth, *cl
 // absolute and idle expiry, the user's status, and the clinic. It moves the
 // token's idle clock forward.
 func (a *App) userPrincipal(ctx context.Context, c Credentials, p *clinic.Principal, t *store.TokenAuth, u *clinic.User) (*clinic.Principal, error) {
-	now := a.unix()
+	now := a.Unix()
 	if err := a.checkAccess(t, u, now); err != nil {
 		return nil, err
 	}

@@ -40,7 +40,7 @@ type Availability struct {
 // duration). intake_id supplies the room, and the provider and location the
 // intake names, unless they are given.
 func (a *App) Availability(ctx context.Context, p *clinic.Principal, in AvailabilityQuery) (*Availability, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	if in.Start <= 0 || in.End <= in.Start {
@@ -69,7 +69,7 @@ func (a *App) Availability(ctx context.Context, p *clinic.Principal, in Availabi
 		if in.RoomCode == "" {
 			return nil, clinic.Errorf(clinic.EInvalid, "room_code or intake_id is required.")
 		}
-		if r, err = a.roomByCode(ctx, p, in.RoomCode); err != nil {
+		if r, err = a.RoomByCode(ctx, p, in.RoomCode); err != nil {
 			return nil, err
 		}
 	}
@@ -94,7 +94,7 @@ func (a *App) Availability(ctx context.Context, p *clinic.Principal, in Availabi
 			continue
 		}
 		out.Slots = append(out.Slots, AvailSlot{Slot: s, Booked: s.Status == clinic.SlotBooked,
-			Available: s.Status == clinic.SlotOpen && s.Start > a.unix() && covers(slots, i, need)})
+			Available: s.Status == clinic.SlotOpen && s.Start > a.Unix() && covers(slots, i, need)})
 	}
 	return out, nil
 }
@@ -133,7 +133,7 @@ type BookInput struct {
 // any number of concurrent bookings of a slot — in one process or several —
 // exactly one gets a visit and the others a 409.
 func (a *App) Book(ctx context.Context, p *clinic.Principal, in BookInput) (*VisitDetail, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	if in.SlotStart <= 0 || in.SlotEnd <= in.SlotStart || in.RoomCode == "" || in.Type == "" || in.IntakeID == 0 {
@@ -154,7 +154,7 @@ func (a *App) Book(ctx context.Context, p *clinic.Principal, in BookInput) (*Vis
 			return nil, clinic.Errorf(clinic.EInvalid, "member_id does not match the intake's patient.")
 		}
 	}
-	if in.SlotStart <= a.unix() {
+	if in.SlotStart <= a.Unix() {
 		return nil, clinic.Errorf(clinic.EInvalid, "That slot has already started.")
 	}
 	f := store.SlotFilter{AccountID: p.Account.ID, RoomID: r.ID, From: in.SlotStart, To: in.SlotEnd, Limit: MaxSlotList}
@@ -163,7 +163,7 @@ func (a *App) Book(ctx context.Context, p *clinic.Principal, in BookInput) (*Vis
 		provider = it.ProviderID
 	}
 	if provider != 0 {
-		prov, err := a.providerByID(ctx, p, provider)
+		prov, err := a.ProviderByID(ctx, p, provider)
 		if err != nil {
 			return nil, err
 		}
@@ -200,7 +200,7 @@ func (a *App) Book(ctx context.Context, p *clinic.Principal, in BookInput) (*Vis
 		return nil
 	})
 	if err != nil {
-		return nil, storeErr("book", err, "")
+		return nil, StoreErr("book", err, "")
 	}
 	return a.visitDetail(ctx, p, v)
 }

@@ -66,7 +66,7 @@ func callTopic(accountID, visitID int64) string {
 // clinic admin, a provider of the room before one has accepted it);
 // anyone else the 404 or 403 of its thread.
 func (a *App) callVisit(ctx context.Context, p *clinic.Principal, id int64) (*clinic.ThreadVisit, string, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, "", err
 	}
 	v, err := a.store.Read().ThreadVisit(ctx, p.Account.ID, id)
@@ -123,15 +123,15 @@ func (a *App) InviteCallGuest(ctx context.Context, p *clinic.Principal, id int64
 		err = clinic.Errorf(clinic.EForbidden, "Only the visit's provider invites guests to its call.")
 	}
 	if err != nil {
-		return nil, a.auditOutcome(ctx, p, "visit.call.invite", "visit", i64s(id), err)
+		return nil, a.AuditOutcome(ctx, p, "visit.call.invite", "visit", i64s(id), err)
 	}
 	token := randomHex(24)
-	inv := &CallInvite{Expires: a.unix() + int64(CallInviteTTL/time.Second)}
+	inv := &CallInvite{Expires: a.Unix() + int64(CallInviteTTL/time.Second)}
 	err = a.store.Tx(ctx, func(q *store.Q) error {
-		if err := q.AddCallInvite(ctx, p.Account.ID, v.ID, p.UserID(), HashSecret(token), a.unix(), inv.Expires); err != nil {
+		if err := q.AddCallInvite(ctx, p.Account.ID, v.ID, p.UserID(), HashSecret(token), a.Unix(), inv.Expires); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "visit.call.invite", "visit", i64s(v.ID), outcomeOK)
+		return a.AuditIn(ctx, q, p, "visit.call.invite", "visit", i64s(v.ID), OutcomeOK)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("invite guest: %w", err)
@@ -148,7 +148,7 @@ func (a *App) CallInviteOpen(ctx context.Context, p *clinic.Principal, token str
 	if err := requireAccount(p); err != nil {
 		return err
 	}
-	open, err := a.store.Read().CallInviteOpen(ctx, p.Account.ID, HashSecret(token), a.unix())
+	open, err := a.store.Read().CallInviteOpen(ctx, p.Account.ID, HashSecret(token), a.Unix())
 	if err != nil {
 		return fmt.Errorf("call invite: %w", err)
 	}
@@ -174,14 +174,14 @@ func (a *App) AcceptCallInvite(ctx context.Context, p *clinic.Principal, token, 
 	res, err := a.signInUser(ctx, p, in, "visit.call.guest_join", func(q *store.Q, u *clinic.User) error {
 		var by int64
 		var err error
-		visitID, by, err = q.UseCallInvite(ctx, p.Account.ID, HashSecret(token), a.unix())
+		visitID, by, err = q.UseCallInvite(ctx, p.Account.ID, HashSecret(token), a.Unix())
 		if errors.Is(err, store.ErrNotFound) {
 			return errInviteUsed
 		}
 		if err != nil {
 			return err
 		}
-		return q.AddCallGuest(ctx, p.Account.ID, visitID, u.ID, by, a.unix())
+		return q.AddCallGuest(ctx, p.Account.ID, visitID, u.ID, by, a.Unix())
 	})
 	if err != nil {
 		return nil, 0, err
@@ -212,7 +212,7 @@ type CallJoin struct {
 func (a *App) JoinCall(ctx context.Context, p *clinic.Principal, id int64) (*CallJoin, error) {
 	v, role, err := a.callVisit(ctx, p, id)
 	if err != nil {
-		return nil, a.auditOutcome(ctx, p, "visit.call.join", "visit", i64s(id), err)
+		return nil, a.AuditOutcome(ctx, p, "visit.call.join", "visit", i64s(id), err)
 	}
 	if role == CallProvider && v.Status != clinic.VisitInProgress {
 		d, err := a.MoveVisit(ctx, p, v.ID, ActInProgress, MoveInput{})
@@ -230,9 +230,9 @@ func (a *App) JoinCall(ctx context.Context, p *clinic.Principal, id int64) (*Cal
 		if out.LiveKitToken, err = lk.RoomToken(a.LiveKitRoom(p.Account, v.ID), videoIdentity(p.User), name, media.LiveKitTokenTTL); err != nil {
 			return nil, err
 		}
-		return out, a.audit(ctx, p, "visit.call.join", "visit", i64s(v.ID), outcomeOK)
+		return out, a.Audit(ctx, p, "visit.call.join", "visit", i64s(v.ID), OutcomeOK)
 	}
-	now := a.unix()
+	now := a.Unix()
 	peer := clinic.CallPeer{AccountID: p.Account.ID, VisitID: v.ID, Peer: randomHex(12), UserID: p.UserID(),
 		Name: name, Role: role, Joined: now, Seen: now}
 	body, _ := json.Marshal(map[string]string{"name": name, "role": role})
@@ -259,7 +259,7 @@ func (a *App) JoinCall(ctx context.Context, p *clinic.Principal, id int64) (*Cal
 		}
 		q.AfterCommit(func() { a.publishSignal(v, seq) })
 		out.After = seq
-		return a.auditIn(ctx, q, p, "visit.call.join", "visit", i64s(v.ID), outcomeOK)
+		return a.AuditIn(ctx, q, p, "visit.call.join", "visit", i64s(v.ID), OutcomeOK)
 	})
 	if err != nil {
 		var ce *clinic.Error
@@ -351,7 +351,7 @@ func (a *App) SendCallSignal(ctx context.Context, p *clinic.Principal, id int64,
 	if _, err := a.ownPeer(ctx, p, v, in.Peer); err != nil {
 		return 0, err
 	}
-	now := a.unix()
+	now := a.Unix()
 	var seq int64
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		var err error
@@ -382,7 +382,7 @@ func (a *App) LeaveCall(ctx context.Context, p *clinic.Principal, id int64, peer
 	if err != nil {
 		return err
 	}
-	now := a.unix()
+	now := a.Unix()
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		seq, err := q.LockCall(ctx, p.Account.ID, v.ID)
 		if err != nil {
@@ -395,7 +395,7 @@ func (a *App) LeaveCall(ctx context.Context, p *clinic.Principal, id int64, peer
 			return err
 		}
 		q.AfterCommit(func() { a.publishSignal(v, seq) })
-		return a.auditIn(ctx, q, p, "visit.call.leave", "visit", i64s(v.ID), outcomeOK)
+		return a.AuditIn(ctx, q, p, "visit.call.leave", "visit", i64s(v.ID), OutcomeOK)
 	})
 	if err != nil {
 		return fmt.Errorf("leave call: %w", err)
@@ -498,7 +498,7 @@ func (w *CallWatch) Alive(ctx context.Context) (*clinic.Visit, error) {
 	if ended, err := w.ended(ctx); ended != nil || err != nil {
 		return ended, err
 	}
-	seen, err := w.a.store.Write().SeeCallPeer(ctx, w.p.Account.ID, w.v.ID, w.peer, w.a.unix())
+	seen, err := w.a.store.Write().SeeCallPeer(ctx, w.p.Account.ID, w.v.ID, w.peer, w.a.Unix())
 	if err != nil {
 		return nil, fmt.Errorf("call peer seen: %w", err)
 	}
@@ -540,7 +540,7 @@ func (a *App) AddCallRecording(ctx context.Context, p *clinic.Principal, id int6
 		err = clinic.Errorf(clinic.EForbidden, "Only the visit's provider records its call.")
 	}
 	if err != nil {
-		return nil, a.auditOutcome(ctx, p, "recording.create", "visit", i64s(id), err)
+		return nil, a.AuditOutcome(ctx, p, "recording.create", "visit", i64s(id), err)
 	}
 	r := a.store.Read()
 	own, err := r.CallPeer(ctx, p.Account.ID, v.ID, in.Peer)
@@ -569,7 +569,7 @@ func (a *App) AddCallRecording(ctx context.Context, p *clinic.Principal, id int6
 		_ = json.Unmarshal([]byte(s.Body), &body)
 		agreed[s.From] = body.Agree
 	}
-	peers, err := r.CallPeers(ctx, p.Account.ID, v.ID, a.unix()-int64(CallPeerTimeout/time.Second))
+	peers, err := r.CallPeers(ctx, p.Account.ID, v.ID, a.Unix()-int64(CallPeerTimeout/time.Second))
 	if err != nil {
 		return nil, fmt.Errorf("call recording: %w", err)
 	}
@@ -580,7 +580,7 @@ func (a *App) AddCallRecording(ctx context.Context, p *clinic.Principal, id int6
 		}
 		if !agreed[c.Peer] {
 			err := clinic.Errorf(clinic.EConflict, "%s has not agreed to the recording; it was not kept.", c.Name)
-			return nil, a.auditOutcome(ctx, p, "recording.create", "visit", i64s(v.ID), err)
+			return nil, a.AuditOutcome(ctx, p, "recording.create", "visit", i64s(v.ID), err)
 		}
 		u, err := r.UserByID(ctx, p.Account.ID, c.UserID)
 		if err != nil {

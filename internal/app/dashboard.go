@@ -33,7 +33,7 @@ type Dashboard struct {
 // ProviderDashboard is the provider's dashboard, from the visits
 // GET /visits gives a provider, open ones only.
 func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal) (*Dashboard, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	ds, err := a.openVisits(ctx, p)
@@ -84,7 +84,7 @@ func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal) (*Dash
 // a provider (theirs, and their rooms' unassigned e-consults and
 // walk-ins); the dashboard and its watch are for providers only.
 func (a *App) openVisits(ctx context.Context, p *clinic.Principal) ([]*VisitDetail, error) {
-	if !isProvider(p) {
+	if !IsProvider(p) {
 		return nil, clinic.Errorf(clinic.EForbidden, "The dashboard is for the clinic's providers. Your visits are on the Visits page.")
 	}
 	return a.ListVisits(ctx, p, VisitQuery{Statuses: []string{"10", "20", "25"}})

@@ -58,7 +58,7 @@ func (a *App) SeedDemo(ctx context.Context) (*Demo, error) {
 	if err != nil {
 		return nil, err
 	}
-	now := a.unix()
+	now := a.Unix()
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		prov, err := a.ensureUser(ctx, q, &clinic.User{AccountID: acct.ID, Code: demoProvider, Username: "dr.demo",
 			FirstName: "Dana", LastName: "Demo", Email: "dr.demo@demo.teleclinic.test", Type: clinic.UserProvider, Subtype: "482",
@@ -82,7 +82,7 @@ func (a *App) SeedDemo(ctx context.Context) (*Demo, error) {
 		}
 		return q.SetPassword(ctx, acct.ID, pat.ID, hash, clinic.StatusActive, true, now)
 	})
-	return d, storeErr("seed demo", err, "")
+	return d, StoreErr("seed demo", err, "")
 }
 
 func (a *App) ensureUser(ctx context.Context, q *store.Q, u *clinic.User) (*clinic.User, error) {

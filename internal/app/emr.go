@@ -224,11 +224,11 @@ type EMRSection struct {
 
 // GetEMR is GET /users/{id}/emr: all seven sections.
 func (a *App) GetEMR(ctx context.Context, p *clinic.Principal, userID int64) (map[string]*EMRSection, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	out, err := a.getEMR(ctx, p, userID)
-	return out, a.auditOutcome(ctx, p, "emr.read", "user", i64s(userID), err)
+	return out, a.AuditOutcome(ctx, p, "emr.read", "user", i64s(userID), err)
 }
 
 func (a *App) getEMR(ctx context.Context, p *clinic.Principal, userID int64) (map[string]*EMRSection, error) {
@@ -276,12 +276,12 @@ func (a *App) getEMR(ctx context.Context, p *clinic.Principal, userID int64) (ma
 // data_not_reported true records that the patient declined to declare it
 // (data may then be empty).
 func (a *App) PutEMR(ctx context.Context, p *clinic.Principal, userID int64, name string, data any, hasData bool, notReported *bool) (*EMRSection, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	s, err := a.putEMR(ctx, p, userID, name, data, hasData, notReported)
 	if err != nil {
-		return nil, a.auditOutcome(ctx, p, "emr.write", "emr", i64s(userID)+"/"+name, err)
+		return nil, a.AuditOutcome(ctx, p, "emr.write", "emr", i64s(userID)+"/"+name, err)
 	}
 	return s, nil
 }
@@ -309,12 +309,12 @@ func (a *App) putEMR(ctx context.Context, p *clinic.Principal, userID int64, nam
 	if err != nil {
 		return nil, fmt.Errorf("emr: %w", err)
 	}
-	row := clinic.EMRSection{Name: name, Data: raw, DataNotReported: *notReported, Modified: a.unix(), ModifiedBy: p.UserID()}
+	row := clinic.EMRSection{Name: name, Data: raw, DataNotReported: *notReported, Modified: a.Unix(), ModifiedBy: p.UserID()}
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if err := q.PutEMR(ctx, p.Account.ID, u.ID, row); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "emr.write", "emr", i64s(u.ID)+"/"+name, outcomeOK)
+		return a.AuditIn(ctx, q, p, "emr.write", "emr", i64s(u.ID)+"/"+name, OutcomeOK)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("emr: %w", err)

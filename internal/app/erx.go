@@ -35,11 +35,11 @@ type PharmacyInput struct {
 
 // Pharmacies is GET /users/{id}/erx/pharmacies.
 func (a *App) Pharmacies(ctx context.Context, p *clinic.Principal, userID int64) ([]*clinic.Pharmacy, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	out, err := a.pharmacies(ctx, p, userID)
-	return out, a.auditOutcome(ctx, p, "pharmacy.list", "user", i64s(userID), err)
+	return out, a.AuditOutcome(ctx, p, "pharmacy.list", "user", i64s(userID), err)
 }
 
 func (a *App) pharmacies(ctx context.Context, p *clinic.Principal, userID int64) ([]*clinic.Pharmacy, error) {
@@ -53,11 +53,11 @@ func (a *App) pharmacies(ctx context.Context, p *clinic.Principal, userID int64)
 // SavePharmacy is POST /users/{id}/erx/pharmacies: saved by its code (a
 // second save of a code replaces it). At most one is the default.
 func (a *App) SavePharmacy(ctx context.Context, p *clinic.Principal, userID int64, in PharmacyInput) error {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return err
 	}
 	err := a.savePharmacy(ctx, p, userID, in)
-	return a.auditOutcome(ctx, p, "pharmacy.save", "user", i64s(userID), err)
+	return a.AuditOutcome(ctx, p, "pharmacy.save", "user", i64s(userID), err)
 }
 
 func (a *App) savePharmacy(ctx context.Context, p *clinic.Principal, userID int64, in PharmacyInput) error {
@@ -109,7 +109,7 @@ func (a *App) savePharmacy(ctx context.Context, p *clinic.Principal, userID int6
 	if len(in.Extra) > 0 && !json.Valid(in.Extra) {
 		return bad("extra must be the search result as JSON.")
 	}
-	ph := &clinic.Pharmacy{UserID: u.ID, Code: code, Fields: fields, Extra: in.Extra, IsDefault: in.IsDefault, Created: a.unix()}
+	ph := &clinic.Pharmacy{UserID: u.ID, Code: code, Fields: fields, Extra: in.Extra, IsDefault: in.IsDefault, Created: a.Unix()}
 	err = a.store.Tx(ctx, func(q *store.Q) error { return q.PutPharmacy(ctx, p.Account.ID, ph) })
 	if errors.Is(err, store.ErrConflict) {
 		return clinic.Errorf(clinic.EConflict, "Another default pharmacy was saved at the same time; try again.")
@@ -119,11 +119,11 @@ func (a *App) savePharmacy(ctx context.Context, p *clinic.Principal, userID int6
 
 // DeletePharmacy is DELETE /users/{id}/erx/pharmacies/{code}.
 func (a *App) DeletePharmacy(ctx context.Context, p *clinic.Principal, userID int64, code string) error {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return err
 	}
 	err := a.deletePharmacy(ctx, p, userID, code)
-	return a.auditOutcome(ctx, p, "pharmacy.delete", "user", i64s(userID), err)
+	return a.AuditOutcome(ctx, p, "pharmacy.delete", "user", i64s(userID), err)
 }
 
 func (a *App) deletePharmacy(ctx context.Context, p *clinic.Principal, userID int64, code string) error {
@@ -147,11 +147,11 @@ type PrescriptionView struct {
 // Prescriptions is GET /users/{id}/erx/prescriptions: status Current by
 // default, Discontinued, or All.
 func (a *App) Prescriptions(ctx context.Context, p *clinic.Principal, userID int64, status string) ([]*PrescriptionView, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	out, err := a.prescriptions(ctx, p, userID, status)
-	return out, a.auditOutcome(ctx, p, "prescription.list", "user", i64s(userID), err)
+	return out, a.AuditOutcome(ctx, p, "prescription.list", "user", i64s(userID), err)
 }
 
 func (a *App) prescriptions(ctx context.Context, p *clinic.Principal, userID int64, status string) ([]*PrescriptionView, error) {
@@ -206,12 +206,12 @@ func (a *App) requirePrescriber(ctx context.Context, p *clinic.Principal, userID
 
 // Prescribe writes a prescription.
 func (a *App) Prescribe(ctx context.Context, p *clinic.Principal, userID int64, in PrescriptionInput) (*PrescriptionView, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	out, err := a.prescribe(ctx, p, userID, in)
 	if err != nil {
-		return nil, a.auditOutcome(ctx, p, "prescription.create", "user", i64s(userID), err)
+		return nil, a.AuditOutcome(ctx, p, "prescription.create", "user", i64s(userID), err)
 	}
 	return out, nil
 }
@@ -259,14 +259,14 @@ func (a *App) prescribe(ctx context.Context, p *clinic.Principal, userID int64, 
 			return nil, bad("pharmacy_code must be one of the patient's saved pharmacies.")
 		}
 	}
-	now := a.unix()
+	now := a.Unix()
 	rx := &clinic.Prescription{UserID: u.ID, PrescriberID: p.UserID(), VisitID: in.VisitID, DrugID: in.DrugID, NDC: in.NDC, Drug: in.Drug,
 		Directions: in.Directions, Qty: int(in.Qty), Refills: int(in.Refills), PharmacyCode: in.PharmacyCode, Status: RxCurrent, Created: now, Modified: now}
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if err := q.CreatePrescription(ctx, p.Account.ID, rx); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "prescription.create", "prescription", i64s(rx.ID), outcomeOK)
+		return a.AuditIn(ctx, q, p, "prescription.create", "prescription", i64s(rx.ID), OutcomeOK)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("prescribe: %w", err)
@@ -276,11 +276,11 @@ func (a *App) prescribe(ctx context.Context, p *clinic.Principal, userID int64, 
 
 // Discontinue ends a current prescription.
 func (a *App) Discontinue(ctx context.Context, p *clinic.Principal, userID, rxID int64) error {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return err
 	}
 	err := a.discontinue(ctx, p, userID, rxID)
-	return a.auditOutcome(ctx, p, "prescription.discontinue", "prescription", i64s(rxID), err)
+	return a.AuditOutcome(ctx, p, "prescription.discontinue", "prescription", i64s(rxID), err)
 }
 
 func (a *App) discontinue(ctx context.Context, p *clinic.Principal, userID, rxID int64) error {
@@ -289,7 +289,7 @@ func (a *App) discontinue(ctx context.Context, p *clinic.Principal, userID, rxID
 		return err
 	}
 	id := rxID
-	ok, err := a.store.Write().SetPrescriptionStatus(ctx, p.Account.ID, u.ID, id, RxCurrent, RxDiscontinued, a.unix())
+	ok, err := a.store.Write().SetPrescriptionStatus(ctx, p.Account.ID, u.ID, id, RxCurrent, RxDiscontinued, a.Unix())
 	if err != nil {
 		return err
 	}

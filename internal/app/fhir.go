@@ -51,7 +51,7 @@ type PatientRecord struct {
 // patient, and another patient are not found; a provider without a visit
 // with the patient is refused.
 func (a *App) PatientRecord(ctx context.Context, p *clinic.Principal, patientID int64, parts RecordParts) (*PatientRecord, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	if patientID == 0 {
@@ -61,7 +61,7 @@ func (a *App) PatientRecord(ctx context.Context, p *clinic.Principal, patientID 
 		patientID = p.User.ID
 	}
 	rec, err := a.patientRecord(ctx, p, patientID, parts)
-	if err := a.auditOutcome(ctx, p, "record.read", "user", i64s(patientID), err); err != nil {
+	if err := a.AuditOutcome(ctx, p, "record.read", "user", i64s(patientID), err); err != nil {
 		return nil, err
 	}
 	return rec, nil

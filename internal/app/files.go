@@ -68,12 +68,12 @@ type FileInfo struct {
 // storage first and the row after; bytes whose row failed are removed, so a
 // listed file always has its bytes.
 func (a *App) UploadFile(ctx context.Context, p *clinic.Principal, in FileUpload) (*FileInfo, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	info, err := a.uploadFile(ctx, p, in)
 	if err != nil {
-		return nil, a.auditOutcome(ctx, p, "file.create", "file", "", err)
+		return nil, a.AuditOutcome(ctx, p, "file.create", "file", "", err)
 	}
 	return info, nil
 }
@@ -83,7 +83,7 @@ func (a *App) uploadFile(ctx context.Context, p *clinic.Principal, in FileUpload
 		return nil, clinic.Errorf(clinic.EInvalid, "file is required: send the bytes as a multipart part named file.")
 	}
 	f := &clinic.File{AccountID: p.Account.ID, CreatorUserID: p.UserID(), Title: strings.TrimSpace(in.Title),
-		Description: strings.TrimSpace(in.Description), Created: a.unix()}
+		Description: strings.TrimSpace(in.Description), Created: a.Unix()}
 	if err := a.fileTarget(ctx, p, f, in.TargetType, in.TargetID); err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func (a *App) uploadFile(ctx context.Context, p *clinic.Principal, in FileUpload
 		if err := q.CreateFile(ctx, f); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "file.create", "file", i64s(f.ID), outcomeOK)
+		return a.AuditIn(ctx, q, p, "file.create", "file", i64s(f.ID), OutcomeOK)
 	})
 	if err != nil {
 		_ = a.cfg.Blobs.Delete(context.WithoutCancel(ctx), f.BlobKey)
@@ -153,7 +153,7 @@ func (a *App) fileTarget(ctx context.Context, p *clinic.Principal, f *clinic.Fil
 		if id <= 0 {
 			return clinic.Errorf(clinic.EInvalid, "meta.target.id must be the visit's id.")
 		}
-		v, err := a.visitFor(ctx, p, id)
+		v, err := a.VisitFor(ctx, p, id)
 		if err != nil {
 			return err
 		}
@@ -219,7 +219,7 @@ func (a *App) canSeeFile(ctx context.Context, p *clinic.Principal, f *clinic.Fil
 			return false, err
 		}
 		return a.canSeeVisit(ctx, p, v.Thread())
-	case isProvider(p) && f.TargetType == "user":
+	case IsProvider(p) && f.TargetType == "user":
 		return a.store.Read().HasVisitWith(ctx, p.Account.ID, uid, f.TargetID)
 	}
 	return false, nil
@@ -246,17 +246,17 @@ func (a *App) visibleFile(ctx context.Context, p *clinic.Principal, id int64) (*
 
 // GetFile is GET /files/{id}.
 func (a *App) GetFile(ctx context.Context, p *clinic.Principal, id int64) (*FileInfo, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	f, err := a.visibleFile(ctx, p, id)
 	if err == nil {
 		var info *FileInfo
 		if info, err = a.fileInfo(ctx, p, f); err == nil {
-			return info, a.auditOutcome(ctx, p, "file.read", "file", i64s(id), nil)
+			return info, a.AuditOutcome(ctx, p, "file.read", "file", i64s(id), nil)
 		}
 	}
-	return nil, a.auditOutcome(ctx, p, "file.read", "file", i64s(id), err)
+	return nil, a.AuditOutcome(ctx, p, "file.read", "file", i64s(id), err)
 }
 
 // FileQuery is GET /files.
@@ -272,12 +272,12 @@ type FileQuery struct {
 // unless include_shared asks for them (spec: an intake attachment is
 // "visible only on the visit page").
 func (a *App) ListFiles(ctx context.Context, p *clinic.Principal, in FileQuery) ([]*FileInfo, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	out, err := a.listFiles(ctx, p, in)
 	target := in.TargetType + ":" + i64s(in.TargetID)
-	return out, a.auditOutcome(ctx, p, "file.list", "files", target, err)
+	return out, a.AuditOutcome(ctx, p, "file.list", "files", target, err)
 }
 
 func (a *App) listFiles(ctx context.Context, p *clinic.Principal, in FileQuery) ([]*FileInfo, error) {
@@ -303,7 +303,7 @@ func (a *App) listFiles(ctx context.Context, p *clinic.Principal, in FileQuery) 
 		if in.TargetID <= 0 {
 			return nil, clinic.Errorf(clinic.EInvalid, "target_id must be the visit's id.")
 		}
-		v, err := a.visitFor(ctx, p, in.TargetID)
+		v, err := a.VisitFor(ctx, p, in.TargetID)
 		if err != nil {
 			return nil, err
 		}
@@ -341,12 +341,12 @@ type FileChange struct {
 
 // UpdateFile is POST /files/{id}.
 func (a *App) UpdateFile(ctx context.Context, p *clinic.Principal, id int64, in FileChange) (*FileInfo, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	info, err := a.updateFile(ctx, p, id, in)
 	if err != nil {
-		return nil, a.auditOutcome(ctx, p, "file.update", "file", i64s(id), err)
+		return nil, a.AuditOutcome(ctx, p, "file.update", "file", i64s(id), err)
 	}
 	return info, nil
 }
@@ -382,7 +382,7 @@ func (a *App) updateFile(ctx context.Context, p *clinic.Principal, id int64, in 
 		if err := q.UpdateFileText(ctx, f); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "file.update", "file", i64s(id), outcomeOK)
+		return a.AuditIn(ctx, q, p, "file.update", "file", i64s(id), OutcomeOK)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("file: %w", err)
@@ -394,7 +394,7 @@ func (a *App) updateFile(ctx context.Context, p *clinic.Principal, id int64, in 
 // with its audit entry; the bytes after the commit (a crash in between
 // leaves unreferenced bytes, never a row without bytes).
 func (a *App) DeleteFile(ctx context.Context, p *clinic.Principal, id int64) error {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return err
 	}
 	f, err := a.visibleFile(ctx, p, id)
@@ -402,13 +402,13 @@ func (a *App) DeleteFile(ctx context.Context, p *clinic.Principal, id int64) err
 		err = clinic.Errorf(clinic.EForbidden, "Only the uploader, the user the file is for, or the clinic admin may delete it.")
 	}
 	if err != nil {
-		return a.auditOutcome(ctx, p, "file.delete", "file", i64s(id), err)
+		return a.AuditOutcome(ctx, p, "file.delete", "file", i64s(id), err)
 	}
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if err := q.DeleteFile(ctx, p.Account.ID, f.ID); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "file.delete", "file", i64s(id), outcomeOK)
+		return a.AuditIn(ctx, q, p, "file.delete", "file", i64s(id), OutcomeOK)
 	})
 	if err != nil {
 		return fmt.Errorf("file: %w", err)
@@ -446,12 +446,12 @@ func (a *App) ViewFile(ctx context.Context, requestID, idStr, authCode, expires,
 	if err != nil || authCode == "" || !equalHash(a.fileSig(id, exp), authCode) {
 		return nil, bad
 	}
-	if a.unix() > exp {
+	if a.Unix() > exp {
 		return nil, clinic.Errorf(clinic.EForbidden, "This file link has expired; read the file again for a new one.")
 	}
 	f, err := a.store.Read().FileForLink(ctx, id)
 	if err != nil {
-		return nil, storeErr("file", err, "File not found.")
+		return nil, StoreErr("file", err, "File not found.")
 	}
 	acct, err := a.store.Read().AccountByID(ctx, f.AccountID)
 	if err != nil {
@@ -459,7 +459,7 @@ func (a *App) ViewFile(ctx context.Context, requestID, idStr, authCode, expires,
 	}
 	p := &clinic.Principal{Account: acct, Kind: clinic.CredNone, RequestID: requestID}
 	if f.BlobKey == "" {
-		return nil, a.auditOutcome(ctx, p, "file.view", "file", i64s(id), errFileNotFound)
+		return nil, a.AuditOutcome(ctx, p, "file.view", "file", i64s(id), errFileNotFound)
 	}
 	fc := &FileContent{ContentType: f.ContentType, Name: f.Name, Inline: imaging.IsImage(f.ContentType)}
 	resize := size != "" && fc.Inline
@@ -478,7 +478,7 @@ func (a *App) ViewFile(ctx context.Context, requestID, idStr, authCode, expires,
 			err = a.resize(ctx, fc, size, cacheKey)
 		}
 	}
-	if err = a.auditOutcome(ctx, p, "file.view", "file", i64s(id), err); err != nil {
+	if err = a.AuditOutcome(ctx, p, "file.view", "file", i64s(id), err); err != nil {
 		fc.Body.Close()
 		return nil, err
 	}

@@ -102,12 +102,12 @@ type HealthInput struct {
 // RegisterDevice is POST /users/{user_id}/devices. Registering a device id
 // again renames it.
 func (a *App) RegisterDevice(ctx context.Context, p *clinic.Principal, userID int64, deviceID, name, typ string) (*clinic.Device, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	d, err := a.registerDevice(ctx, p, userID, deviceID, name, typ)
 	if err != nil {
-		return nil, a.auditOutcome(ctx, p, "device.register", "user", i64s(userID), err)
+		return nil, a.AuditOutcome(ctx, p, "device.register", "user", i64s(userID), err)
 	}
 	return d, nil
 }
@@ -117,7 +117,7 @@ func (a *App) registerDevice(ctx context.Context, p *clinic.Principal, userID in
 	if err != nil {
 		return nil, err
 	}
-	if err := checkFields(line("device_id", deviceID, 128), line("device_name", name, 200)); err != nil {
+	if err := CheckFields(Line("device_id", deviceID, 128), Line("device_name", name, 200)); err != nil {
 		return nil, err
 	}
 	deviceID, name = strings.TrimSpace(deviceID), strings.TrimSpace(name)
@@ -129,12 +129,12 @@ func (a *App) registerDevice(ctx context.Context, p *clinic.Principal, userID in
 	case !isDeviceType(typ):
 		return nil, clinic.Errorf(clinic.EInvalid, "type must be one of %s.", strings.Join(DeviceTypes, ", "))
 	}
-	d := &clinic.Device{UserID: u.ID, DeviceID: deviceID, Name: name, Type: typ, Created: a.unix()}
+	d := &clinic.Device{UserID: u.ID, DeviceID: deviceID, Name: name, Type: typ, Created: a.Unix()}
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if err := q.UpsertDevice(ctx, p.Account.ID, d); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "device.register", "device", i64s(d.ID), outcomeOK)
+		return a.AuditIn(ctx, q, p, "device.register", "device", i64s(d.ID), OutcomeOK)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("device: %w", err)
@@ -144,28 +144,28 @@ func (a *App) registerDevice(ctx context.Context, p *clinic.Principal, userID in
 
 // Devices is GET /users/{id}/devices (extension).
 func (a *App) Devices(ctx context.Context, p *clinic.Principal, userID int64) ([]*clinic.Device, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	u, err := a.recordOwner(ctx, p, userID, readRecords, false)
 	if err == nil {
 		var ds []*clinic.Device
 		if ds, err = a.store.Read().Devices(ctx, p.Account.ID, u.ID); err == nil {
-			return ds, a.auditOutcome(ctx, p, "device.list", "user", i64s(userID), nil)
+			return ds, a.AuditOutcome(ctx, p, "device.list", "user", i64s(userID), nil)
 		}
 	}
-	return nil, a.auditOutcome(ctx, p, "device.list", "user", i64s(userID), err)
+	return nil, a.AuditOutcome(ctx, p, "device.list", "user", i64s(userID), err)
 }
 
 // AddReading is POST /health: a measurement from one of the caller's
 // registered devices, every field checked against its data_type.
 func (a *App) AddReading(ctx context.Context, p *clinic.Principal, in HealthInput) (*clinic.Reading, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	r, err := a.addReading(ctx, p, in)
 	if err != nil {
-		return nil, a.auditOutcome(ctx, p, "health.add", "user", i64s(p.UserID()), err)
+		return nil, a.AuditOutcome(ctx, p, "health.add", "user", i64s(p.UserID()), err)
 	}
 	return r, nil
 }
@@ -190,7 +190,7 @@ func (a *App) addReading(ctx context.Context, p *clinic.Principal, in HealthInpu
 	if !ok || ts <= 0 {
 		return nil, bad("time is required as a UNIX timestamp.")
 	}
-	if ts > a.unix()+86400 {
+	if ts > a.Unix()+86400 {
 		return nil, bad("time is in the future.")
 	}
 	if d := time.Unix(ts, 0).UTC().Sub(day); d < -14*time.Hour || d > 38*time.Hour {
@@ -214,12 +214,12 @@ func (a *App) addReading(ctx context.Context, p *clinic.Principal, in HealthInpu
 		return nil, err
 	}
 	r := &clinic.Reading{UserID: p.UserID(), DeviceID: in.DeviceID, Type: in.Type, DataType: in.DataType, DataClass: in.DataClass,
-		Date: in.Date, Time: ts, Values: values, Created: a.unix()}
+		Date: in.Date, Time: ts, Values: values, Created: a.Unix()}
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if err := q.AddReading(ctx, p.Account.ID, r); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "health.add", "reading", i64s(r.ID), outcomeOK)
+		return a.AuditIn(ctx, q, p, "health.add", "reading", i64s(r.ID), OutcomeOK)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("health: %w", err)
@@ -355,11 +355,11 @@ type ReadingQuery struct {
 
 // Readings is GET /users/{id}/health: a patient's readings, newest first.
 func (a *App) Readings(ctx context.Context, p *clinic.Principal, userID int64, in ReadingQuery) ([]*clinic.Reading, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	out, err := a.readings(ctx, p, userID, in)
-	return out, a.auditOutcome(ctx, p, "health.read", "user", i64s(userID), err)
+	return out, a.AuditOutcome(ctx, p, "health.read", "user", i64s(userID), err)
 }
 
 func (a *App) readings(ctx context.Context, p *clinic.Principal, userID int64, in ReadingQuery) ([]*clinic.Reading, error) {

@@ -38,7 +38,7 @@ func (a *App) BeginIdempotent(ctx context.Context, p *clinic.Principal, key, fin
 	if err := requireAccount(p); err != nil {
 		return nil, nil, err
 	}
-	if err := checkFields(line("Idempotency-Key", key, maxIdempotencyKey)); err != nil {
+	if err := CheckFields(Line("Idempotency-Key", key, maxIdempotencyKey)); err != nil {
 		return nil, nil, err
 	}
 	if strings.TrimSpace(key) == "" {

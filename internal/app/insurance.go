@@ -96,7 +96,8 @@ type Card struct {
 	Modified int64
 }
 
-func toCard(c *clinic.InsuranceCard) *Card {
+// ToCard is an insurance card as the API shows it.
+func ToCard(c *clinic.InsuranceCard) *Card {
 	f := map[string]any{"guarantor_gender": 0, "consent": false}
 	for _, n := range cardStrings {
 		f[n] = ""
@@ -109,11 +110,11 @@ func toCard(c *clinic.InsuranceCard) *Card {
 
 // InsuranceCards is GET /users/{user_id}/insurances.
 func (a *App) InsuranceCards(ctx context.Context, p *clinic.Principal, userID int64) ([]*Card, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	out, err := a.insuranceCards(ctx, p, userID)
-	return out, a.auditOutcome(ctx, p, "insurance.read", "user", i64s(userID), err)
+	return out, a.AuditOutcome(ctx, p, "insurance.read", "user", i64s(userID), err)
 }
 
 func (a *App) insuranceCards(ctx context.Context, p *clinic.Principal, userID int64) ([]*Card, error) {
@@ -127,18 +128,18 @@ func (a *App) insuranceCards(ctx context.Context, p *clinic.Principal, userID in
 	}
 	out := make([]*Card, len(cards))
 	for i, c := range cards {
-		out[i] = toCard(c)
+		out[i] = ToCard(c)
 	}
 	return out, nil
 }
 
 // InsuranceCard is GET /users/{user_id}/insurances/{card_type}.
 func (a *App) InsuranceCard(ctx context.Context, p *clinic.Principal, userID int64, cardType string) (*Card, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	out, err := a.insuranceCard(ctx, p, userID, cardType)
-	return out, a.auditOutcome(ctx, p, "insurance.read", "user", i64s(userID), err)
+	return out, a.AuditOutcome(ctx, p, "insurance.read", "user", i64s(userID), err)
 }
 
 func (a *App) insuranceCard(ctx context.Context, p *clinic.Principal, userID int64, cardType string) (*Card, error) {
@@ -156,17 +157,17 @@ func (a *App) insuranceCard(ctx context.Context, p *clinic.Principal, userID int
 	if err != nil {
 		return nil, fmt.Errorf("insurance: %w", err)
 	}
-	return toCard(c), nil
+	return ToCard(c), nil
 }
 
 // SaveInsuranceCard is POST /users/{user_id}/insurances/{card_type}: the
 // fields sent change the card (all optional); a missing card is created.
 func (a *App) SaveInsuranceCard(ctx context.Context, p *clinic.Principal, userID int64, cardType string, in map[string]any) (*Card, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	out, err := a.saveInsuranceCard(ctx, p, userID, cardType, in)
-	return out, a.auditOutcome(ctx, p, "insurance.write", "user", i64s(userID), err)
+	return out, a.AuditOutcome(ctx, p, "insurance.write", "user", i64s(userID), err)
 }
 
 func (a *App) saveInsuranceCard(ctx context.Context, p *clinic.Principal, userID int64, cardType string, in map[string]any) (*Card, error) {
@@ -193,24 +194,24 @@ func (a *App) saveInsuranceCard(ctx context.Context, p *clinic.Principal, userID
 		for k, v := range fields {
 			c.Fields[k] = v
 		}
-		c.Modified = a.unix()
+		c.Modified = a.Unix()
 		saved = c
 		return q.PutInsuranceCard(ctx, p.Account.ID, c)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("insurance: %w", err)
 	}
-	return toCard(saved), nil
+	return ToCard(saved), nil
 }
 
 // ImportInsuranceCards is POST /users/{user_id}/insurances/import: up to
 // two cards, one per type; each replaces the user's card of its type.
 func (a *App) ImportInsuranceCards(ctx context.Context, p *clinic.Principal, userID int64, cards []map[string]any) ([]*Card, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	out, err := a.importInsuranceCards(ctx, p, userID, cards)
-	return out, a.auditOutcome(ctx, p, "insurance.import", "user", i64s(userID), err)
+	return out, a.AuditOutcome(ctx, p, "insurance.import", "user", i64s(userID), err)
 }
 
 func (a *App) importInsuranceCards(ctx context.Context, p *clinic.Principal, userID int64, cards []map[string]any) ([]*Card, error) {
@@ -237,7 +238,7 @@ func (a *App) importInsuranceCards(ctx context.Context, p *clinic.Principal, use
 		if err != nil {
 			return nil, clinic.Errorf(clinic.EInvalid, "insurances[%d]: %s", i, clinic.ErrorMessage(err))
 		}
-		rows = append(rows, &clinic.InsuranceCard{UserID: u.ID, CardType: t, Fields: fields, Modified: a.unix()})
+		rows = append(rows, &clinic.InsuranceCard{UserID: u.ID, CardType: t, Fields: fields, Modified: a.Unix()})
 	}
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		for _, c := range rows {
@@ -255,11 +256,11 @@ func (a *App) importInsuranceCards(ctx context.Context, p *clinic.Principal, use
 
 // DeleteInsuranceCard is DELETE /users/{user_id}/insurances/{card_type}.
 func (a *App) DeleteInsuranceCard(ctx context.Context, p *clinic.Principal, userID int64, cardType string) error {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return err
 	}
 	err := a.deleteInsuranceCard(ctx, p, userID, cardType)
-	return a.auditOutcome(ctx, p, "insurance.delete", "user", i64s(userID), err)
+	return a.AuditOutcome(ctx, p, "insurance.delete", "user", i64s(userID), err)
 }
 
 func (a *App) deleteInsuranceCard(ctx context.Context, p *clinic.Principal, userID int64, cardType string) error {
@@ -286,11 +287,11 @@ type EligibilityJob = clinic.EligibilityJob
 // whether or not that one has finished: the gate is a conditional UPDATE on
 // the card, so it holds across concurrent requests and processes.
 func (a *App) CheckEligibility(ctx context.Context, p *clinic.Principal, userID int64) (*EligibilityJob, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	job, err := a.checkEligibility(ctx, p, userID)
-	return job, a.auditOutcome(ctx, p, "eligibility.check", "user", i64s(userID), err)
+	return job, a.AuditOutcome(ctx, p, "eligibility.check", "user", i64s(userID), err)
 }
 
 func (a *App) checkEligibility(ctx context.Context, p *clinic.Principal, userID int64) (*EligibilityJob, error) {
@@ -299,7 +300,7 @@ func (a *App) checkEligibility(ctx context.Context, p *clinic.Principal, userID 
 		return nil, err
 	}
 	window := int64(a.cfg.EligibilityWindow / time.Second)
-	now := a.unix()
+	now := a.Unix()
 	job := &clinic.EligibilityJob{UserID: u.ID, CardType: "primary", Status: eligibility.StatusPending, Started: now}
 	var started int64
 	err = a.store.Tx(ctx, func(q *store.Q) error {
@@ -345,11 +346,11 @@ type eligibilityItem struct {
 // Eligibility is GET …/insurances/primary/eligibility: the card's latest
 // check.
 func (a *App) Eligibility(ctx context.Context, p *clinic.Principal, userID int64) (*EligibilityJob, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	job, err := a.eligibilityJob(ctx, p, userID)
-	return job, a.auditOutcome(ctx, p, "eligibility.read", "user", i64s(userID), err)
+	return job, a.AuditOutcome(ctx, p, "eligibility.read", "user", i64s(userID), err)
 }
 
 func (a *App) eligibilityJob(ctx context.Context, p *clinic.Principal, userID int64) (*EligibilityJob, error) {
@@ -374,7 +375,7 @@ const (
 // A checker that fails is retried; after the last attempt the job ends in
 // error. It returns how many items it claimed.
 func (a *App) DeliverEligibility(ctx context.Context) int {
-	items, err := a.store.Write().ClaimOutbox(ctx, []string{TopicEligibility}, a.unix(), eligibilityLease, batchSize)
+	items, err := a.store.Write().ClaimOutbox(ctx, []string{TopicEligibility}, a.Unix(), eligibilityLease, batchSize)
 	if err != nil {
 		if ctx.Err() == nil {
 			a.log.Error("eligibility: claim", "err", err)
@@ -387,7 +388,7 @@ func (a *App) DeliverEligibility(ctx context.Context) int {
 			var ji eligibilityItem
 			_ = json.Unmarshal([]byte(it.Payload), &ji)
 			_ = a.store.Write().FinishEligibilityJob(ctx, it.AccountID, ji.JobID, eligibility.StatusError,
-				map[string]any{"checker": a.cfg.Eligibility.Name(), "message": "The eligibility service did not answer; try again later."}, a.unix())
+				map[string]any{"checker": a.cfg.Eligibility.Name(), "message": "The eligibility service did not answer; try again later."}, a.Unix())
 		}
 		a.settle(ctx, "eligibility", it, 0, err, eligibilityMaxAttempts, 30)
 	}
@@ -417,7 +418,7 @@ func (a *App) runEligibility(ctx context.Context, it store.OutboxItem) error {
 	}
 	card, err := q.InsuranceCard(ctx, it.AccountID, job.UserID, job.CardType)
 	if errors.Is(err, store.ErrNotFound) {
-		_ = a.store.Write().FinishEligibilityJob(ctx, it.AccountID, job.ID, eligibility.StatusError, map[string]any{"message": "The card was deleted before the check ran."}, a.unix())
+		_ = a.store.Write().FinishEligibilityJob(ctx, it.AccountID, job.ID, eligibility.StatusError, map[string]any{"message": "The card was deleted before the check ran."}, a.Unix())
 		return errSkip("card deleted")
 	}
 	if err != nil {
@@ -434,13 +435,13 @@ func (a *App) runEligibility(ctx context.Context, it store.OutboxItem) error {
 	if details == nil {
 		details = map[string]any{}
 	}
-	return a.store.Write().FinishEligibilityJob(ctx, it.AccountID, job.ID, res.Status, details, a.unix())
+	return a.store.Write().FinishEligibilityJob(ctx, it.AccountID, job.ID, res.Status, details, a.Unix())
 }
 
 // eligibilityRequest is the inquiry about a card: the subscriber is the
 // card's guarantor where the card names one, else the patient.
 func (a *App) eligibilityRequest(acct *clinic.Account, u *clinic.User, card *clinic.InsuranceCard, job *clinic.EligibilityJob) eligibility.Request {
-	f := toCard(card).Fields
+	f := ToCard(card).Fields
 	str := func(k string) string { s, _ := f[k].(string); return s }
 	sub := eligibility.Subscriber{MemberID: str("subscriber_number"), Group: str("group_number"),
 		FirstName: str("guarantor_first_name"), MiddleName: str("guarantor_middle_name"), LastName: str("guarantor_last_name"), DOB: str("guarantor_dob")}

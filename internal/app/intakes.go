@@ -28,25 +28,26 @@ type IntakeInput struct {
 
 const maxCustomFields = 100
 
-// isPatient reports whether the caller acts as a patient.
-func isPatient(p *clinic.Principal) bool {
+// IsPatient reports whether the caller acts as a patient.
+func IsPatient(p *clinic.Principal) bool {
 	return p.User != nil && (p.User.Type == clinic.UserMember || p.User.Type == clinic.UserGuest) && !p.IsAdmin()
 }
 
-func isProvider(p *clinic.Principal) bool {
+// IsProvider reports whether the caller acts as a provider.
+func IsProvider(p *clinic.Principal) bool {
 	return p.User != nil && p.User.Type == clinic.UserProvider && !p.IsAdmin()
 }
 
 // CreateIntake is POST /intakes. A patient files for themself; a provider or
 // the admin files for the patient named by member_id (an id or a code).
 func (a *App) CreateIntake(ctx context.Context, p *clinic.Principal, in IntakeInput) (*clinic.Intake, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	if in.RoomCode == "" {
 		return nil, clinic.Errorf(clinic.EInvalid, "room_code is required.")
 	}
-	r, err := a.roomByCode(ctx, p, in.RoomCode)
+	r, err := a.RoomByCode(ctx, p, in.RoomCode)
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +58,7 @@ func (a *App) CreateIntake(ctx context.Context, p *clinic.Principal, in IntakeIn
 	if err != nil {
 		return nil, err
 	}
-	now := a.unix()
+	now := a.Unix()
 	it := &clinic.Intake{AccountID: p.Account.ID, RoomID: r.ID, MemberID: member.ID, CreatorUserID: p.UserID(), Type: clinic.IntakeWalkin,
 		Custom: map[string]string{}, Created: now, Modified: now}
 	if in.Type != nil && *in.Type != "" {
@@ -77,13 +78,13 @@ func (a *App) CreateIntake(ctx context.Context, p *clinic.Principal, in IntakeIn
 		if err := q.CreateIntake(ctx, it); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "intake.create", "intake", i64s(it.ID), outcomeOK)
+		return a.AuditIn(ctx, q, p, "intake.create", "intake", i64s(it.ID), OutcomeOK)
 	})
-	return it, storeErr("create intake", err, "")
+	return it, StoreErr("create intake", err, "")
 }
 
 func (a *App) intakeMember(ctx context.Context, p *clinic.Principal, ref string) (*clinic.User, error) {
-	if isPatient(p) {
+	if IsPatient(p) {
 		if ref != "" && ref != i64s(p.User.ID) && ref != p.User.Code {
 			return nil, clinic.Errorf(clinic.EForbidden, "A patient files intakes only for themself.")
 		}
@@ -106,13 +107,13 @@ func (a *App) intakeMember(ctx context.Context, p *clinic.Principal, ref string)
 
 // applyIntake validates and applies the changeable fields.
 func (a *App) applyIntake(ctx context.Context, p *clinic.Principal, it *clinic.Intake, in IntakeInput) error {
-	err := checkFields(optText("reason_for_visit", in.ReasonForVisit, MaxTextChars), optLine("location", in.Location, 32),
+	err := CheckFields(optText("reason_for_visit", in.ReasonForVisit, MaxTextChars), optLine("location", in.Location, 32),
 		optLine("phone", in.Phone, 32), optLine("consultation", in.Consultation, MaxCodeChars), optLine("type", in.Type, 32))
 	if err != nil {
 		return err
 	}
 	if in.ProviderID != nil && *in.ProviderID != 0 {
-		prov, err := a.providerByID(ctx, p, *in.ProviderID)
+		prov, err := a.ProviderByID(ctx, p, *in.ProviderID)
 		if err != nil {
 			return err
 		}
@@ -146,7 +147,7 @@ func (a *App) applyIntake(ctx context.Context, p *clinic.Principal, it *clinic.I
 		return clinic.Errorf(clinic.EInvalid, "at most %d custom fields.", maxCustomFields)
 	}
 	for k, v := range in.Custom {
-		if err := checkFields(line("a custom field's name", k, 100), text("custom field "+clip(k, 100), v, MaxTextChars)); err != nil {
+		if err := CheckFields(Line("a custom field's name", k, 100), text("custom field "+clip(k, 100), v, MaxTextChars)); err != nil {
 			return err
 		}
 		if it.Custom == nil {
@@ -173,8 +174,8 @@ func (a *App) applyIntake(ctx context.Context, p *clinic.Principal, it *clinic.I
 	return nil
 }
 
-// providerByID finds a provider of the clinic by id.
-func (a *App) providerByID(ctx context.Context, p *clinic.Principal, id int64) (*clinic.User, error) {
+// ProviderByID finds a provider of the clinic by id.
+func (a *App) ProviderByID(ctx context.Context, p *clinic.Principal, id int64) (*clinic.User, error) {
 	u, err := a.store.Read().UserByID(ctx, p.Account.ID, id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && u.Type != clinic.UserProvider) {
 		return nil, clinic.Errorf(clinic.EInvalid, "provider_id does not name a provider of this clinic.")
@@ -198,7 +199,7 @@ func (a *App) intakeFor(ctx context.Context, p *clinic.Principal, id int64) (*cl
 	if p.IsAdmin() || it.MemberID == uid || it.CreatorUserID == uid || (it.ProviderID != 0 && it.ProviderID == uid) {
 		return it, nil
 	}
-	if it.VisitID != 0 && isProvider(p) {
+	if it.VisitID != 0 && IsProvider(p) {
 		v, err := a.store.Read().VisitByID(ctx, p.Account.ID, it.VisitID)
 		if err != nil {
 			return nil, fmt.Errorf("intake visit: %w", err)
@@ -212,11 +213,11 @@ func (a *App) intakeFor(ctx context.Context, p *clinic.Principal, id int64) (*cl
 
 // GetIntake is GET /intakes/{id}.
 func (a *App) GetIntake(ctx context.Context, p *clinic.Principal, id int64) (*clinic.Intake, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	it, err := a.intakeFor(ctx, p, id)
-	if err := a.auditOutcome(ctx, p, "intake.read", "intake", i64s(id), err); err != nil {
+	if err := a.AuditOutcome(ctx, p, "intake.read", "intake", i64s(id), err); err != nil {
 		return nil, err
 	}
 	return it, nil
@@ -225,7 +226,7 @@ func (a *App) GetIntake(ctx context.Context, p *clinic.Principal, id int64) (*cl
 // UpdateIntake is POST /intakes/{id}: until its visit is over, whoever may
 // see an intake may change its provider, reason, location, phone and fields.
 func (a *App) UpdateIntake(ctx context.Context, p *clinic.Principal, id int64, in IntakeInput) (*clinic.Intake, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	it, err := a.intakeFor(ctx, p, id)
@@ -244,14 +245,14 @@ func (a *App) UpdateIntake(ctx context.Context, p *clinic.Principal, id int64, i
 	if err := a.applyIntake(ctx, p, it, in); err != nil {
 		return nil, err
 	}
-	it.Modified = a.unix()
+	it.Modified = a.Unix()
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if err := q.UpdateIntake(ctx, it); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "intake.update", "intake", i64s(it.ID), outcomeOK)
+		return a.AuditIn(ctx, q, p, "intake.update", "intake", i64s(it.ID), OutcomeOK)
 	})
-	return it, storeErr("update intake", err, "Intake not found.")
+	return it, StoreErr("update intake", err, "Intake not found.")
 }
 
 // IntakeAttachment is an attached file as an intake shows it.
@@ -264,7 +265,7 @@ type IntakeAttachment struct {
 
 // IntakeAttachments resolves an intake's file ids; files that are gone are left out.
 func (a *App) IntakeAttachments(ctx context.Context, p *clinic.Principal, it *clinic.Intake) ([]IntakeAttachment, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	// it came from the caller, so whether the caller may see it is decided

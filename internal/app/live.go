@@ -81,7 +81,7 @@ func (a *App) WatchQueue(ctx context.Context, p *clinic.Principal, code string) 
 	if err := requireAccount(p); err != nil {
 		return nil, err
 	}
-	r, err := a.roomByCode(ctx, p, code)
+	r, err := a.RoomByCode(ctx, p, code)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +146,7 @@ type VisitWatch struct {
 // WatchVisit starts following visit id and its thread after the first
 // seen messages. Who may is who may read the thread (ListMessages).
 func (a *App) WatchVisit(ctx context.Context, p *clinic.Principal, id int64, seen int) (*VisitWatch, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	if seen < 0 {
@@ -156,7 +156,7 @@ func (a *App) WatchVisit(ctx context.Context, p *clinic.Principal, id int64, see
 	v, err := a.messageVisit(ctx, p, id)
 	if err != nil {
 		sub.Close()
-		return nil, a.auditOutcome(ctx, p, "visit.messages.read", "visit", i64s(id), err)
+		return nil, a.AuditOutcome(ctx, p, "visit.messages.read", "visit", i64s(id), err)
 	}
 	return &VisitWatch{a: a, p: p, id: v.ID, sub: sub, seen: min(seen, v.MessageCount), status: v.Status}, nil
 }
@@ -209,7 +209,7 @@ type ChangeWatch struct{ sub *live.Sub }
 // the rooms they are linked to (their queues, e-consults and threads) and
 // their own open visits. It is for providers only, as the dashboard is.
 func (a *App) WatchDashboard(ctx context.Context, p *clinic.Principal) (*ChangeWatch, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	// The visits only, not the dashboard: its threads' latest messages

@@ -78,7 +78,7 @@ type MessageQuery struct {
 // commit order, the same for every reader, so a reader that asks with skip
 // set to the number it has seen gets exactly the new messages.
 func (a *App) ListMessages(ctx context.Context, p *clinic.Principal, visitID int64, in MessageQuery) ([]*Message, int, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, 0, err
 	}
 	limit, skip := MessagePageDefault, 0
@@ -106,7 +106,7 @@ func (a *App) ListMessages(ctx context.Context, p *clinic.Principal, visitID int
 	}
 	v, err := a.messageVisit(ctx, p, visitID)
 	if err != nil {
-		return nil, 0, a.auditOutcome(ctx, p, "visit.messages.read", "visit", i64s(visitID), err)
+		return nil, 0, a.AuditOutcome(ctx, p, "visit.messages.read", "visit", i64s(visitID), err)
 	}
 	// The page is a range of places up to the visit's count, so the page
 	// and the length agree: a reader that skips as many messages as the
@@ -123,7 +123,7 @@ func (a *App) ListMessages(ctx context.Context, p *clinic.Principal, visitID int
 	if desc {
 		slices.Reverse(out)
 	}
-	if err := a.audit(ctx, p, "visit.messages.read", "visit", i64s(v.ID), outcomeOK); err != nil {
+	if err := a.Audit(ctx, p, "visit.messages.read", "visit", i64s(v.ID), OutcomeOK); err != nil {
 		return nil, 0, err
 	}
 	return out, total, nil
@@ -191,9 +191,9 @@ type NewMessage struct {
 // PostMessage appends a message to a visit's thread. In the same
 // transaction it writes the visit.message.created delivery for the clinic's
 // webhook, the notifications of the visit's other participants and the
-// audit entry; a closed visit answers 409 and its thread stays readable.
+// Audit entry; a closed visit answers 409 and its thread stays readable.
 func (a *App) PostMessage(ctx context.Context, p *clinic.Principal, visitID int64, in NewMessage) (*Message, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	if in.Content == nil || strings.TrimSpace(*in.Content) == "" {
@@ -208,7 +208,7 @@ func (a *App) PostMessage(ctx context.Context, p *clinic.Principal, visitID int6
 	}
 	v, err := a.messageVisit(ctx, p, visitID)
 	if err != nil {
-		return nil, a.auditOutcome(ctx, p, "visit.message.create", "visit", i64s(visitID), err)
+		return nil, a.AuditOutcome(ctx, p, "visit.message.create", "visit", i64s(visitID), err)
 	}
 	attachments, err := a.messageAttachments(ctx, p, in.AttachmentIDs)
 	if err != nil {
@@ -229,7 +229,7 @@ func (a *App) PostMessage(ctx context.Context, p *clinic.Principal, visitID int6
 		return nil, clinic.Errorf(clinic.EConflict, "Visit %d changed while the message was being posted; read it and send again.", v.ID)
 	}
 	if err != nil {
-		return nil, storeErr("post message", err, "")
+		return nil, StoreErr("post message", err, "")
 	}
 	a.publishMessage(v, m)
 	if mp.Announced {
@@ -273,7 +273,7 @@ func (a *App) newPost(ctx context.Context, p *clinic.Principal, v *clinic.Thread
 		NotifyUsers: uids,
 		PushTypes:   a.channelsOn(),
 		PushTopic:   TopicPush, PushPayload: pushPayload,
-		Audit: *a.auditEntry(p, "visit.message.create", "visit_message", "", outcomeOK)}
+		Audit: *a.auditEntry(p, "visit.message.create", "visit_message", "", OutcomeOK)}
 	return m, mp, nil
 }
 

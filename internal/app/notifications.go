@@ -61,7 +61,7 @@ func parseEndpointType(s string, required bool) (int, error) {
 // its endpoint; a device token registered by another user of the clinic
 // moves to the caller, since a device belongs to whoever last signed in on it.
 func (a *App) RegisterEndpoint(ctx context.Context, p *clinic.Principal, key, typ string) (*clinic.Endpoint, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	t, err := parseEndpointType(typ, true)
@@ -87,7 +87,7 @@ func (a *App) RegisterEndpoint(ctx context.Context, p *clinic.Principal, key, ty
 			return nil, clinic.Errorf(clinic.EInvalid, "key must be an email address.")
 		}
 	}
-	uid, now := p.UserID(), a.unix()
+	uid, now := p.UserID(), a.Unix()
 	var out *clinic.Endpoint
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		e, err := q.EndpointByAddress(ctx, p.Account.ID, t, key)
@@ -106,17 +106,17 @@ func (a *App) RegisterEndpoint(ctx context.Context, p *clinic.Principal, key, ty
 			e.UserID, e.Modified = uid, now
 		}
 		out = e
-		return a.auditIn(ctx, q, p, "endpoint.register", "endpoint", i64s(e.ID), outcomeOK)
+		return a.AuditIn(ctx, q, p, "endpoint.register", "endpoint", i64s(e.ID), OutcomeOK)
 	})
 	if errors.Is(err, store.ErrConflict) { // registered by a concurrent request: it is there now
 		return a.RegisterEndpoint(ctx, p, key, typ)
 	}
-	return out, storeErr("register endpoint", err, "")
+	return out, StoreErr("register endpoint", err, "")
 }
 
 // Endpoints is GET /endpoints: the caller's own.
 func (a *App) Endpoints(ctx context.Context, p *clinic.Principal, typ string) ([]*clinic.Endpoint, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	t, err := parseEndpointType(typ, false)
@@ -124,12 +124,12 @@ func (a *App) Endpoints(ctx context.Context, p *clinic.Principal, typ string) ([
 		return nil, err
 	}
 	es, err := a.store.Read().UserEndpoints(ctx, p.Account.ID, p.UserID(), t)
-	return es, storeErr("endpoints", err, "")
+	return es, StoreErr("endpoints", err, "")
 }
 
 // Endpoint is GET /endpoints/{id}: only the caller's own; another's is not found.
 func (a *App) Endpoint(ctx context.Context, p *clinic.Principal, id int64) (*clinic.Endpoint, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	n := id
@@ -137,12 +137,12 @@ func (a *App) Endpoint(ctx context.Context, p *clinic.Principal, id int64) (*cli
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errEndpointNotFound
 	}
-	return e, storeErr("endpoint", err, "")
+	return e, StoreErr("endpoint", err, "")
 }
 
 // DeleteEndpoint is DELETE /endpoints/{id}.
 func (a *App) DeleteEndpoint(ctx context.Context, p *clinic.Principal, id int64) (int64, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return 0, err
 	}
 	n := id
@@ -150,12 +150,12 @@ func (a *App) DeleteEndpoint(ctx context.Context, p *clinic.Principal, id int64)
 		if err := q.DeleteEndpoint(ctx, p.Account.ID, p.UserID(), n); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "endpoint.delete", "endpoint", i64s(n), outcomeOK)
+		return a.AuditIn(ctx, q, p, "endpoint.delete", "endpoint", i64s(n), OutcomeOK)
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return 0, errEndpointNotFound
 	}
-	return n, storeErr("delete endpoint", err, "")
+	return n, StoreErr("delete endpoint", err, "")
 }
 
 // notify tells users of a clinic about something: one notification each,
@@ -240,7 +240,7 @@ func (a *App) notifyVisitMove(ctx context.Context, q *store.Q, p *clinic.Princip
 // Notifications is GET /notifications: newest first, size at a time, those
 // before last (milliseconds) when given.
 func (a *App) Notifications(ctx context.Context, p *clinic.Principal, size *int, last int64) ([]*clinic.Notification, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	n := NotificationPageDefault
@@ -254,14 +254,14 @@ func (a *App) Notifications(ctx context.Context, p *clinic.Principal, size *int,
 		return nil, clinic.Errorf(clinic.EInvalid, "last must be a timestamp in milliseconds.")
 	}
 	ns, err := a.store.Read().UserNotifications(ctx, p.Account.ID, p.UserID(), last, n)
-	return ns, storeErr("notifications", err, "")
+	return ns, StoreErr("notifications", err, "")
 }
 
 var errNotificationNotFound = clinic.Errorf(clinic.ENotFound, "Notification not found.")
 
 // ReadNotification is PUT /notifications/{id}.
 func (a *App) ReadNotification(ctx context.Context, p *clinic.Principal, id int64) (*clinic.Notification, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	n := id
@@ -271,22 +271,22 @@ func (a *App) ReadNotification(ctx context.Context, p *clinic.Principal, id int6
 		return nil, fmt.Errorf("read notification: %w", err)
 	}
 	out, err := a.store.Read().UserNotification(ctx, p.Account.ID, p.UserID(), n)
-	return out, storeErr("read notification", err, "Notification not found.")
+	return out, StoreErr("read notification", err, "Notification not found.")
 }
 
 // Badge is GET /notifications/badge: how many notifications are new.
 func (a *App) Badge(ctx context.Context, p *clinic.Principal) (int, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return 0, err
 	}
 	n, err := a.store.Read().Badge(ctx, p.Account.ID, p.UserID())
-	return n, storeErr("badge", err, "")
+	return n, StoreErr("badge", err, "")
 }
 
 // ResetBadge is POST /notifications/badge.
 func (a *App) ResetBadge(ctx context.Context, p *clinic.Principal) error {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return err
 	}
-	return storeErr("reset badge", a.store.Write().ResetBadge(ctx, p.Account.ID, p.UserID()), "")
+	return StoreErr("reset badge", a.store.Write().ResetBadge(ctx, p.Account.ID, p.UserID()), "")
 }

@@ -88,7 +88,7 @@ func (a *App) DeliverMail(ctx context.Context, s mail.Sender) int {
 }
 
 func (a *App) mailPass(ctx context.Context, s mail.Sender) (claimed, sent int) {
-	items, err := a.store.Write().ClaimOutbox(ctx, []string{TopicMail}, a.unix(), mailLease, batchSize)
+	items, err := a.store.Write().ClaimOutbox(ctx, []string{TopicMail}, a.Unix(), mailLease, batchSize)
 	if err != nil {
 		if ctx.Err() == nil {
 			a.log.Error("mail: claim", "err", err)
@@ -97,7 +97,7 @@ func (a *App) mailPass(ctx context.Context, s mail.Sender) (claimed, sent int) {
 	}
 	for _, it := range items {
 		var m mailMessage
-		raw, err := a.unseal(it.Payload)
+		raw, err := a.Unseal(it.Payload)
 		if err == nil {
 			err = json.Unmarshal(raw, &m)
 		}
@@ -121,7 +121,7 @@ func (a *App) mailPass(ctx context.Context, s mail.Sender) (claimed, sent int) {
 // settle records an attempt's result: done on success or after the last
 // attempt, otherwise due again after delay seconds.
 func (a *App) settle(ctx context.Context, topic string, it store.OutboxItem, status int, err error, maxAttempts int, delay int64) {
-	now := a.unix()
+	now := a.Unix()
 	var uerr error
 	var skip errSkip
 	switch {
@@ -145,7 +145,7 @@ func (a *App) settle(ctx context.Context, topic string, it store.OutboxItem, sta
 }
 
 func (a *App) finish(ctx context.Context, id int64, status int, why string) {
-	if err := a.store.Write().FinishOutbox(ctx, id, a.unix(), status, why); err != nil && ctx.Err() == nil {
+	if err := a.store.Write().FinishOutbox(ctx, id, a.Unix(), status, why); err != nil && ctx.Err() == nil {
 		a.log.Error("outbox: finish", "id", id, "err", err)
 	}
 }
@@ -163,7 +163,7 @@ func errText(err error) string {
 // returns how many items it claimed. A device whose token is no longer
 // registered loses its endpoint.
 func (a *App) DeliverPush(ctx context.Context) int {
-	items, err := a.store.Write().ClaimOutbox(ctx, []string{TopicPush}, a.unix(), pushLease, batchSize)
+	items, err := a.store.Write().ClaimOutbox(ctx, []string{TopicPush}, a.Unix(), pushLease, batchSize)
 	if err != nil {
 		if ctx.Err() == nil {
 			a.log.Error("push: claim", "err", err)
@@ -236,7 +236,7 @@ func (a *App) pushOne(ctx context.Context, it store.OutboxItem) error {
 // the database pools' waits:
 // the families computed at each scrape of /metrics.
 func (a *App) WriteMetrics(ctx context.Context, w *metrics.Writer) {
-	backlog, err := a.store.Read().OutboxBacklogByTopic(ctx, a.unix())
+	backlog, err := a.store.Read().OutboxBacklogByTopic(ctx, a.Unix())
 	if err != nil {
 		a.log.Warn("metrics: outbox backlog", "err", err)
 	}

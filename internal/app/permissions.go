@@ -8,17 +8,17 @@ import "teleclinic/internal/clinic"
 // directly. What follows the check (the caller's relation to a visit, a
 // record or a file) is each operation's own rule.
 
-// requireAdmin admits the clinic admin token and the operator's command line.
-func requireAdmin(p *clinic.Principal) error {
+// RequireAdmin admits the clinic admin token and the operator's command line.
+func RequireAdmin(p *clinic.Principal) error {
 	if p == nil || p.Account == nil || !p.IsAdmin() {
 		return clinic.Errorf(clinic.EForbidden, "Only the clinic admin may do this.")
 	}
 	return nil
 }
 
-// requireUser admits a signed-in user, or the admin acting as the clinic's
+// RequireUser admits a signed-in user, or the admin acting as the clinic's
 // admin user (NeedUser).
-func requireUser(p *clinic.Principal) error {
+func RequireUser(p *clinic.Principal) error {
 	if p == nil || p.Account == nil || p.User == nil || (p.Kind != clinic.CredUserToken && !p.IsAdmin()) {
 		return clinic.Errorf(clinic.EUnauthenticated, "Sign in first: this needs a user token.")
 	}

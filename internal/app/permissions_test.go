@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/app/billing"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/testenv"
 )
@@ -77,27 +78,30 @@ func TestPermissions_EveryOperation(t *testing.T) {
 	ctx := context.Background()
 	rows := permRows(f)
 
-	// Every operation has a row, and every row an operation.
-	typ := reflect.TypeFor[*app.App]()
+	// Every operation has a row, and every row an operation: the app's and
+	// those of the families built on it (app/billing).
+	types := []reflect.Type{reflect.TypeFor[*app.App](), reflect.TypeFor[*billing.Service]()}
 	principal := reflect.TypeFor[*clinic.Principal]()
-	for i := range typ.NumMethod() {
-		m := typ.Method(i)
-		takesPrincipal := false
-		for j := 1; j < m.Type.NumIn(); j++ {
-			takesPrincipal = takesPrincipal || m.Type.In(j) == principal
-		}
-		_, hasRow := rows[m.Name]
-		_, exempt := noPrincipal[m.Name]
-		switch {
-		case takesPrincipal && !hasRow:
-			t.Errorf("App.%s takes a Principal but has no row in the permission matrix", m.Name)
-		case !takesPrincipal && !exempt:
-			t.Errorf("App.%s takes no Principal: add it to noPrincipal with the reason it needs none", m.Name)
+	for _, typ := range types {
+		for i := range typ.NumMethod() {
+			m := typ.Method(i)
+			takesPrincipal := false
+			for j := 1; j < m.Type.NumIn(); j++ {
+				takesPrincipal = takesPrincipal || m.Type.In(j) == principal
+			}
+			_, hasRow := rows[m.Name]
+			_, exempt := noPrincipal[m.Name]
+			switch {
+			case takesPrincipal && !hasRow && !exempt:
+				t.Errorf("%s.%s takes a Principal but has no row in the permission matrix", typ.Elem().Name(), m.Name)
+			case !takesPrincipal && !exempt:
+				t.Errorf("%s.%s takes no Principal: add it to noPrincipal with the reason it needs none", typ.Elem().Name(), m.Name)
+			}
 		}
 	}
 	for name := range rows {
-		if _, ok := typ.MethodByName(name); !ok {
-			t.Errorf("row %s names no App operation", name)
+		if !slices.ContainsFunc(types, func(typ reflect.Type) bool { _, ok := typ.MethodByName(name); return ok }) {
+			t.Errorf("row %s names no operation", name)
 		}
 	}
 
@@ -159,8 +163,18 @@ func TestPermissions_EveryOperation(t *testing.T) {
 	}
 }
 
-// noPrincipal are the operations that take no Principal, and why.
+// noPrincipal are the operations that take no Principal, or take one
+// only to record it, and why.
 var noPrincipal = map[string]string{
+	// The core the families built on the app (app/billing) use.
+	"Audit":              "the core: records the caller's audit entry, the operation's own check came first",
+	"AuditIn":            "the core: records the caller's audit entry, the operation's own check came first",
+	"AuditOutcome":       "the core: records the caller's audit entry, the operation's own check came first",
+	"Config":             "the core: the app's settings",
+	"Log":                "the core: the app's logger",
+	"Seal":               "the core: encrypts a secret under the server key",
+	"Unseal":             "the core: decrypts what Seal sealed",
+	"Unix":               "the core: the app's clock",
 	"CreateAccount":      "the operator's command line (teleclinic account create)",
 	"AccountByCode":      "the operator's command line",
 	"SetSSO":             "the operator's command line",
@@ -200,7 +214,7 @@ type permRow struct {
 // refusedAs are the operations the API refuses with another code: a link
 // that is not valid is invalid input (400), as a form naming another
 // clinic's provider is.
-var refusedAs = map[string]string{"CreateSlots": clinic.EInvalid, "Activate": clinic.EInvalid, "ResetPassword": clinic.EInvalid}
+var refusedAs = map[string]string{"CreateSlots": clinic.EInvalid, "Activate": clinic.EInvalid, "ResetPassword": clinic.EInvalid, "ProviderByID": clinic.EInvalid}
 
 func one[T any](v T, err error) (any, error) { return v, err }
 
@@ -223,6 +237,7 @@ func none(err error) (any, error) { return nil, err }
 // patient's data and the roles the API lets through.
 func permRows(f *permFixture) map[string]permRow {
 	a := f.env.App
+	b := billing.New(a)
 	str := func(s string) *string { return &s }
 	pt := f.p1.User.ID
 	return map[string]permRow{
@@ -244,41 +259,41 @@ func permRows(f *permFixture) map[string]permRow {
 		}},
 
 		// Payments.
-		"BillingSettings": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.BillingSettings(ctx, p)) }},
+		"BillingSettings": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(b.BillingSettings(ctx, p)) }},
 		"SetProcessor": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return one(a.SetProcessor(ctx, p, app.ProcessorInput{Processor: "sandbox"}))
+			return one(b.SetProcessor(ctx, p, billing.ProcessorInput{Processor: "sandbox"}))
 		}},
 		"Sources": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return one(a.Sources(ctx, p, app.SourceInput{RoomCode: "main"}, ""))
+			return one(b.Sources(ctx, p, billing.SourceInput{RoomCode: "main"}, ""))
 		}},
 		"AddSource": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return one(a.AddSource(ctx, p, app.SourceInput{RoomCode: "main"}, "card", "tok_visa"))
+			return one(b.AddSource(ctx, p, billing.SourceInput{RoomCode: "main"}, "card", "tok_visa"))
 		}},
 		"Source": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return one(a.Source(ctx, p, f.sourceID(), app.SourceInput{RoomCode: "main"}))
+			return one(b.Source(ctx, p, f.sourceID(), billing.SourceInput{RoomCode: "main"}))
 		}},
 		"UpdateSource": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			yes := true
-			return one(a.UpdateSource(ctx, p, f.sourceID(), app.SourceInput{RoomCode: "main"}, &yes))
+			return one(b.UpdateSource(ctx, p, f.sourceID(), billing.SourceInput{RoomCode: "main"}, &yes))
 		}},
 		"DeleteSource": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return none(a.DeleteSource(ctx, p, f.sourceID()))
+			return none(b.DeleteSource(ctx, p, f.sourceID()))
 		}},
 		"CreateCoupon": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return one(a.CreateCoupon(ctx, p, app.CouponInput{Code: "OWN10", PercentOff: "10"}))
+			return one(b.CreateCoupon(ctx, p, billing.CouponInput{Code: "OWN10", PercentOff: "10"}))
 		}},
-		"Coupons": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.Coupons(ctx, p)) }},
+		"Coupons": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(b.Coupons(ctx, p)) }},
 		"DeactivateCoupon": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return one(a.DeactivateCoupon(ctx, p, "ACMEONLY"))
+			return one(b.DeactivateCoupon(ctx, p, "ACMEONLY"))
 		}},
 		"ProcessInvoice": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return one(a.ProcessInvoice(ctx, p, app.InvoiceInput{IntakeID: f.intakeID}))
+			return one(b.ProcessInvoice(ctx, p, billing.InvoiceInput{IntakeID: f.intakeID}))
 		}},
 		"Invoices": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return one(a.Invoices(ctx, p, app.InvoiceQuery{MemberID: pt}))
+			return one(b.Invoices(ctx, p, billing.InvoiceQuery{MemberID: pt}))
 		}},
 		"RefundInvoice": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return one(a.RefundInvoice(ctx, p, 1, ""))
+			return one(b.RefundInvoice(ctx, p, 1, ""))
 		}},
 
 		// Scheduling.
@@ -306,15 +321,22 @@ func permRows(f *permFixture) map[string]permRow {
 			return slotsDeleted(a.DeleteSlotGroup(ctx, p, 1))
 		}},
 
+		// The core's lookups check the caller as the operations that use them.
+		"VisitFor":   {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.VisitFor(ctx, p, f.visitID)) }},
+		"RoomByCode": {users, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.RoomByCode(ctx, p, "main")) }},
+		"ProviderByID": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.ProviderByID(ctx, p, f.provider.User.ID))
+		}},
+
 		// Claims.
 		"SetClaimCodes": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return one(a.SetClaimCodes(ctx, p, f.visitID, app.ClaimCodes{Diagnoses: []string{"J06.9"}}))
+			return one(b.SetClaimCodes(ctx, p, f.visitID, billing.ClaimCodes{Diagnoses: []string{"J06.9"}}))
 		}},
 		"ClaimCodesOf": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return one(a.ClaimCodesOf(ctx, p, f.visitID))
+			return one(b.ClaimCodesOf(ctx, p, f.visitID))
 		}},
 		"ClaimsReport": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return one(a.ClaimsReport(ctx, p, "", ""))
+			return one(b.ClaimsReport(ctx, p, "", ""))
 		}},
 
 		// Medical records, prescriptions and pharmacies.
@@ -606,6 +628,7 @@ func newPermFixture(t *testing.T) *permFixture {
 	e := testenv.New(t)
 	ctx := context.Background()
 	a := e.App
+	b := billing.New(a)
 	acme, other := e.NewClinic("acme", true), e.NewClinic("other", true)
 	auth := func(c *testenv.Clinic, token string, need app.Need) *clinic.Principal {
 		t.Helper()
@@ -639,7 +662,7 @@ func newPermFixture(t *testing.T) *permFixture {
 	must(err)
 	_, err = a.LinkRoom(ctx, f.admin, f.provider.User.ID, "main", true)
 	must(err)
-	_, err = a.CreateCoupon(ctx, f.admin, app.CouponInput{Code: "ACMEONLY", PercentOff: "10"})
+	_, err = b.CreateCoupon(ctx, f.admin, billing.CouponInput{Code: "ACMEONLY", PercentOff: "10"})
 	must(err)
 	reason := "acme-reason-text"
 	f.intake, err = a.CreateIntake(ctx, f.p1, app.IntakeInput{RoomCode: "main", ReasonForVisit: &reason})
@@ -669,7 +692,7 @@ func newPermFixture(t *testing.T) *permFixture {
 	no := false
 	_, err = a.PutEMR(ctx, f.p1, f.p1.User.ID, "allergies", []any{map[string]any{"substance": "acme-allergy"}}, true, &no)
 	must(err)
-	_, err = a.AddSource(ctx, f.p1, app.SourceInput{RoomCode: "main"}, "card", "tok_visa")
+	_, err = b.AddSource(ctx, f.p1, billing.SourceInput{RoomCode: "main"}, "card", "tok_visa")
 	must(err)
 	// Only the messages the thread holds, the patient's names and the
 	// patient's files and records are the patient's; the room and the
@@ -681,7 +704,7 @@ func newPermFixture(t *testing.T) *permFixture {
 
 // sourceID is the patient's saved card.
 func (f *permFixture) sourceID() int64 {
-	ss, err := f.env.App.Sources(context.Background(), f.p1, app.SourceInput{RoomCode: "main"}, "")
+	ss, err := billing.New(f.env.App).Sources(context.Background(), f.p1, billing.SourceInput{RoomCode: "main"}, "")
 	if err != nil || len(ss) == 0 {
 		f.env.T.Fatalf("the patient's cards: %v", err)
 	}

@@ -65,7 +65,7 @@ func (a *App) exchangeToken(ctx context.Context, requestID, token string, revoke
 	var s *Session
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if revoke {
-			won, err := q.RevokeToken(ctx, p.Account.ID, p.TokenID, a.unix())
+			won, err := q.RevokeToken(ctx, p.Account.ID, p.TokenID, a.Unix())
 			if err != nil {
 				return err
 			}
@@ -77,10 +77,10 @@ func (a *App) exchangeToken(ctx context.Context, requestID, token string, revoke
 		if s, err = a.issueSession(ctx, q, u, family); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "user.portal_login", "user", i64s(u.ID), outcomeOK)
+		return a.AuditIn(ctx, q, p, "user.portal_login", "user", i64s(u.ID), OutcomeOK)
 	})
 	if err != nil {
-		return nil, nil, storeErr("portal session", err, "")
+		return nil, nil, StoreErr("portal session", err, "")
 	}
 	return p, s, nil
 }
@@ -93,7 +93,7 @@ func (a *App) GuestJoin(ctx context.Context, p *clinic.Principal, roomCode, firs
 	if err := requireAccount(p); err != nil {
 		return nil, err
 	}
-	r, err := a.roomByCode(ctx, p, roomCode)
+	r, err := a.RoomByCode(ctx, p, roomCode)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +134,7 @@ func (a *App) linkPrincipal(ctx context.Context, requestID, token string) (*clin
 	if err != nil {
 		return nil, "", fmt.Errorf("sign-in link: %w", err)
 	}
-	if err := a.checkAccess(t, u, a.unix()); err != nil {
+	if err := a.checkAccess(t, u, a.Unix()); err != nil {
 		return nil, "", errLinkToken
 	}
 	acct, err := a.accountByID(ctx, t.AccountID)
@@ -157,7 +157,7 @@ func (a *App) AdminSignIn(ctx context.Context, requestID, accountCode, adminToke
 	if p.Kind != clinic.CredAdminToken {
 		return nil, unauthenticated("Sign in with the clinic's admin token.")
 	}
-	now := a.unix()
+	now := a.Unix()
 	s := &Session{UserID: p.User.ID, Token: NewSecret()}
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		access := &store.Token{AccountID: p.Account.ID, UserID: p.User.ID, Kind: store.TokenAccess, Hash: HashSecret(s.Token), Family: randomHex(16),
@@ -166,10 +166,10 @@ func (a *App) AdminSignIn(ctx context.Context, requestID, accountCode, adminToke
 			return err
 		}
 		s.Expiry = min(access.Expires, now+int64(a.cfg.UserTokenIdle/time.Second))
-		return a.auditIn(ctx, q, p, "admin.signin", "account", p.Account.Code, outcomeOK)
+		return a.AuditIn(ctx, q, p, "admin.signin", "account", p.Account.Code, OutcomeOK)
 	})
 	if err != nil {
-		return nil, storeErr("admin sign-in", err, "")
+		return nil, StoreErr("admin sign-in", err, "")
 	}
 	return s, nil
 }
@@ -179,7 +179,7 @@ func (a *App) AdminSignIn(ctx context.Context, requestID, accountCode, adminToke
 // value, shown once. A new admin token ends every admin portal session,
 // this one included: they were opened with the old one.
 func (a *App) RotateCredential(ctx context.Context, p *clinic.Principal, what string) (*AccountCredentials, error) {
-	if err := requireAdmin(p); err != nil {
+	if err := RequireAdmin(p); err != nil {
 		return nil, err
 	}
 	if what != RotateAdminToken && what != RotateAPISecret {
@@ -191,7 +191,7 @@ func (a *App) RotateCredential(ctx context.Context, p *clinic.Principal, what st
 	}
 	if what == RotateAdminToken {
 		err := a.store.Tx(ctx, func(q *store.Q) error {
-			return q.RevokeUserTokens(ctx, p.Account.ID, p.User.ID, a.unix())
+			return q.RevokeUserTokens(ctx, p.Account.ID, p.User.ID, a.Unix())
 		})
 		if err != nil {
 			return nil, fmt.Errorf("rotate: end admin sessions: %w", err)

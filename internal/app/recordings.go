@@ -30,13 +30,13 @@ type RecordingInput struct {
 // blob storage first and the row is written after, so a listed recording
 // always has its bytes; bytes whose row failed are removed.
 func (a *App) AddRecording(ctx context.Context, p *clinic.Principal, visitID int64, in RecordingInput) (*clinic.Recording, error) {
-	if err := requireAdmin(p); err != nil {
+	if err := RequireAdmin(p); err != nil {
 		return nil, err
 	}
 	if a.cfg.Blobs == nil {
 		return nil, errors.New("recordings: no blob store configured")
 	}
-	v, err := a.visitFor(ctx, p, visitID)
+	v, err := a.VisitFor(ctx, p, visitID)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func (a *App) saveRecording(ctx context.Context, p *clinic.Principal, visitID in
 	if !strings.HasPrefix(ctype, "video/") && !strings.HasPrefix(ctype, "audio/") && ctype != "application/octet-stream" {
 		return nil, clinic.Errorf(clinic.EInvalid, "the file is %s, not an audio or video recording.", ctype)
 	}
-	now := a.unix()
+	now := a.Unix()
 	key := fmt.Sprintf("recordings/%d/%d/%s", p.Account.ID, visitID, randomHex(16))
 	size, err := a.cfg.Blobs.Put(ctx, key, body)
 	if err != nil {
@@ -82,11 +82,11 @@ func (a *App) saveRecording(ctx context.Context, p *clinic.Principal, visitID in
 		if err := q.CreateRecording(ctx, rec); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "recording.create", "recording", i64s(rec.ID), outcomeOK)
+		return a.AuditIn(ctx, q, p, "recording.create", "recording", i64s(rec.ID), OutcomeOK)
 	})
 	if err != nil {
 		_ = a.cfg.Blobs.Delete(context.WithoutCancel(ctx), key)
-		return nil, storeErr("recording", err, "")
+		return nil, StoreErr("recording", err, "")
 	}
 	return rec, nil
 }
@@ -101,18 +101,18 @@ type RecordingLink struct {
 // GetRecording is GET /visits/{id}/recordings/{recording_id} (admin): the
 // recording with a download link served by this server, valid for an hour.
 func (a *App) GetRecording(ctx context.Context, p *clinic.Principal, visitID, recID int64) (*RecordingLink, error) {
-	if err := requireAdmin(p); err != nil {
+	if err := RequireAdmin(p); err != nil {
 		return nil, err
 	}
 	link, err := a.getRecording(ctx, p, visitID, recID)
-	if err := a.auditOutcome(ctx, p, "recording.read", "recording", i64s(recID), err); err != nil {
+	if err := a.AuditOutcome(ctx, p, "recording.read", "recording", i64s(recID), err); err != nil {
 		return nil, err
 	}
 	return link, nil
 }
 
 func (a *App) getRecording(ctx context.Context, p *clinic.Principal, visitID, recID int64) (*RecordingLink, error) {
-	if err := requireAdmin(p); err != nil {
+	if err := RequireAdmin(p); err != nil {
 		return nil, err
 	}
 	rec, err := a.store.Read().RecordingByID(ctx, p.Account.ID, recID)
@@ -122,7 +122,7 @@ func (a *App) getRecording(ctx context.Context, p *clinic.Principal, visitID, re
 	if err != nil {
 		return nil, fmt.Errorf("recording: %w", err)
 	}
-	exp := a.unix() + int64(recordingLinkTTL/time.Second)
+	exp := a.Unix() + int64(recordingLinkTTL/time.Second)
 	v := url.Values{"account": {p.Account.Code}, "expires": {strconv.FormatInt(exp, 10)},
 		"signature": {a.recordingSig(p.Account.Code, rec.ID, exp)}}
 	return &RecordingLink{Recording: rec, Expiry: exp,
@@ -148,23 +148,23 @@ func (a *App) OpenRecording(ctx context.Context, requestID, account string, id, 
 	if account == "" || sig == "" || expires == 0 || !equalHash(a.recordingSig(account, id, expires), sig) {
 		return nil, clinic.Errorf(clinic.EForbidden, "This download link is not valid.")
 	}
-	if a.unix() > expires {
+	if a.Unix() > expires {
 		return nil, clinic.Errorf(clinic.EForbidden, "This download link has expired; fetch the recording again for a new one.")
 	}
 	acct, err := a.store.Read().AccountByCode(ctx, account)
 	if err != nil {
-		return nil, storeErr("download", err, "Recording not found.")
+		return nil, StoreErr("download", err, "Recording not found.")
 	}
 	rec, err := a.store.Read().RecordingByID(ctx, acct.ID, id)
 	if err != nil {
-		return nil, storeErr("download", err, "Recording not found.")
+		return nil, StoreErr("download", err, "Recording not found.")
 	}
 	body, size, err := a.cfg.Blobs.Open(ctx, rec.BlobKey)
 	if err != nil {
 		return nil, fmt.Errorf("download: %w", err)
 	}
 	p := &clinic.Principal{Account: acct, Kind: clinic.CredNone, RequestID: requestID}
-	if err := a.audit(ctx, p, "recording.download", "recording", i64s(rec.ID), outcomeOK); err != nil {
+	if err := a.Audit(ctx, p, "recording.download", "recording", i64s(rec.ID), OutcomeOK); err != nil {
 		body.Close()
 		return nil, err
 	}

@@ -60,12 +60,12 @@ func (a *App) recordOwner(ctx context.Context, p *clinic.Principal, id int64, ru
 	return nil, errUserNotFound
 }
 
-// auditOutcome writes the audit entry of an operation on a patient's data,
+// AuditOutcome writes the audit entry of an operation on a patient's data,
 // whatever its outcome, and returns err, or the audit's own failure when
 // the operation succeeded: health data is not served unaudited. It is the
 // one way an operation audits a failure.
-func (a *App) auditOutcome(ctx context.Context, p *clinic.Principal, action, objType, objID string, err error) error {
-	if aerr := a.audit(ctx, p, action, objType, objID, outcomeOf(err)); aerr != nil && err == nil {
+func (a *App) AuditOutcome(ctx context.Context, p *clinic.Principal, action, objType, objID string, err error) error {
+	if aerr := a.Audit(ctx, p, action, objType, objID, OutcomeOf(err)); aerr != nil && err == nil {
 		return aerr
 	}
 	return err

@@ -91,11 +91,11 @@ func DefaultRoomSettings() clinic.RoomSettings {
 // unique in the clinic; a slug is made from the name when omitted and is
 // unique in the domain.
 func (a *App) CreateRoom(ctx context.Context, p *clinic.Principal, in NewRoom) (*clinic.Room, error) {
-	if err := requireAdmin(p); err != nil {
+	if err := RequireAdmin(p); err != nil {
 		return nil, err
 	}
-	if err := checkFields(line("domain", in.Domain, MaxLineChars), line("name", in.Name, MaxNameChars),
-		line("code", in.Code, MaxCodeChars), line("slug", in.Slug, MaxCodeChars)); err != nil {
+	if err := CheckFields(Line("domain", in.Domain, MaxLineChars), Line("name", in.Name, MaxNameChars),
+		Line("code", in.Code, MaxCodeChars), Line("slug", in.Slug, MaxCodeChars)); err != nil {
 		return nil, err
 	}
 	in.Domain, in.Name = strings.ToLower(strings.TrimSpace(in.Domain)), strings.TrimSpace(in.Name)
@@ -109,7 +109,7 @@ func (a *App) CreateRoom(ctx context.Context, p *clinic.Principal, in NewRoom) (
 	case in.Slug != "" && !slugRE.MatchString(in.Slug):
 		return nil, clinic.Errorf(clinic.EInvalid, "slug may hold only lowercase letters, digits and '-' (at most 64).")
 	}
-	now := a.unix()
+	now := a.Unix()
 	r := &clinic.Room{AccountID: p.Account.ID, Code: in.Code, Slug: in.Slug, Name: in.Name, Domain: in.Domain, Active: true,
 		Settings: DefaultRoomSettings(), Created: now, Modified: now}
 	err := a.store.Tx(ctx, func(q *store.Q) error {
@@ -120,12 +120,12 @@ func (a *App) CreateRoom(ctx context.Context, p *clinic.Principal, in NewRoom) (
 		if err := q.CreateRoom(ctx, r); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "room.create", "room", r.Code, outcomeOK)
+		return a.AuditIn(ctx, q, p, "room.create", "room", r.Code, OutcomeOK)
 	})
 	if errors.Is(err, store.ErrConflict) {
 		return nil, clinic.Errorf(clinic.EInvalid, "In domain '%s' slug '%s' already exists.", r.Domain, r.Slug)
 	}
-	return r, storeErr("create room", err, "")
+	return r, StoreErr("create room", err, "")
 }
 
 // pickRoomNames checks a given code and slug, or makes free ones, before the
@@ -203,7 +203,7 @@ func (a *App) GetRoom(ctx context.Context, p *clinic.Principal, code string) (*R
 	if err := requireAccount(p); err != nil {
 		return nil, err
 	}
-	r, err := a.roomByCode(ctx, p, code)
+	r, err := a.RoomByCode(ctx, p, code)
 	if err != nil {
 		return nil, err
 	}
@@ -223,9 +223,11 @@ func (a *App) GetRoom(ctx context.Context, p *clinic.Principal, code string) (*R
 	return d, nil
 }
 
-func (a *App) roomByCode(ctx context.Context, p *clinic.Principal, code string) (*clinic.Room, error) {
+// RoomByCode is the caller's clinic's room of that code (not found for
+// any other).
+func (a *App) RoomByCode(ctx context.Context, p *clinic.Principal, code string) (*clinic.Room, error) {
 	r, err := a.store.Read().RoomByCode(ctx, p.Account.ID, code)
-	return r, storeErr("room", err, "Room not found.")
+	return r, StoreErr("room", err, "Room not found.")
 }
 
 // scheduledClosed says whether the room's schedule closes it at now, in the
@@ -271,32 +273,32 @@ var weekdays = []string{"sunday", "monday", "tuesday", "wednesday", "thursday", 
 
 // UpdateRoom is PUT /rooms/{code} (admin).
 func (a *App) UpdateRoom(ctx context.Context, p *clinic.Principal, code string, in RoomUpdate) (*RoomDetail, error) {
-	if err := requireAdmin(p); err != nil {
+	if err := RequireAdmin(p); err != nil {
 		return nil, err
 	}
-	if err := checkFields(optLine("name", in.Name, MaxNameChars), optLine("subtitle", in.Subtitle, MaxLineChars),
+	if err := CheckFields(optLine("name", in.Name, MaxNameChars), optLine("subtitle", in.Subtitle, MaxLineChars),
 		optText("description", in.Description, MaxTextChars), optText("operation_settings.close_msg", in.CloseMsg, MaxTextChars),
 		optText("operation_settings.close_message.html", in.CloseHTML, MaxRoomHTMLChars), optLine("currency", in.Currency, 8),
 		optLine("operation_settings.default_timezone", in.Timezone, 64), optLine("operation_settings.open_time", in.OpenTime, 16),
 		optLine("operation_settings.close_time", in.CloseTime, 16)); err != nil {
 		return nil, err
 	}
-	r, err := a.roomByCode(ctx, p, code)
+	r, err := a.RoomByCode(ctx, p, code)
 	if err != nil {
 		return nil, err
 	}
 	if err := applyRoomUpdate(r, in); err != nil {
 		return nil, err
 	}
-	r.Modified = a.unix()
+	r.Modified = a.Unix()
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if err := q.UpdateRoom(ctx, r); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "room.update", "room", r.Code, outcomeOK)
+		return a.AuditIn(ctx, q, p, "room.update", "room", r.Code, OutcomeOK)
 	})
 	if err != nil {
-		return nil, storeErr("update room", err, "Room not found.")
+		return nil, StoreErr("update room", err, "Room not found.")
 	}
 	return a.GetRoom(ctx, p, code)
 }
@@ -429,10 +431,10 @@ func checkConsultations(cs []clinic.Consultation) ([]clinic.Consultation, error)
 // DeleteRoom is DELETE /rooms/{code} (admin). A room with intakes or visits
 // keeps its history: it cannot be deleted, only deactivated.
 func (a *App) DeleteRoom(ctx context.Context, p *clinic.Principal, code string) error {
-	if err := requireAdmin(p); err != nil {
+	if err := RequireAdmin(p); err != nil {
 		return err
 	}
-	r, err := a.roomByCode(ctx, p, code)
+	r, err := a.RoomByCode(ctx, p, code)
 	if err != nil {
 		return err
 	}
@@ -447,9 +449,9 @@ func (a *App) DeleteRoom(ctx context.Context, p *clinic.Principal, code string) 
 		if err := q.DeleteRoom(ctx, p.Account.ID, r.ID); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "room.delete", "room", code, outcomeOK)
+		return a.AuditIn(ctx, q, p, "room.delete", "room", code, OutcomeOK)
 	})
-	return storeErr("delete room", err, "Room not found.")
+	return StoreErr("delete room", err, "Room not found.")
 }
 
 // RoomProvider is a provider of a room with their photo link.
@@ -463,7 +465,7 @@ func (a *App) RoomProviders(ctx context.Context, p *clinic.Principal, code strin
 	if err := requireAccount(p); err != nil {
 		return nil, err
 	}
-	r, err := a.roomByCode(ctx, p, code)
+	r, err := a.RoomByCode(ctx, p, code)
 	if err != nil {
 		return nil, err
 	}
@@ -511,7 +513,7 @@ func (a *App) RoomQueue(ctx context.Context, p *clinic.Principal, code string) (
 	if err := requireAccount(p); err != nil {
 		return nil, err
 	}
-	r, err := a.roomByCode(ctx, p, code)
+	r, err := a.RoomByCode(ctx, p, code)
 	if err != nil {
 		return nil, err
 	}
@@ -544,13 +546,13 @@ func (a *App) RoomQueue(ctx context.Context, p *clinic.Principal, code string) (
 // LinkRoom is POST /users/{id}/rooms (admin): link a user to a room,
 // optionally as their default. It returns the user's links.
 func (a *App) LinkRoom(ctx context.Context, p *clinic.Principal, userID int64, code string, isDefault bool) ([]clinic.RoomLink, error) {
-	if err := requireAdmin(p); err != nil {
+	if err := RequireAdmin(p); err != nil {
 		return nil, err
 	}
 	if code == "" {
 		return nil, clinic.Errorf(clinic.EInvalid, "code (the room code) is required.")
 	}
-	r, err := a.roomByCode(ctx, p, code)
+	r, err := a.RoomByCode(ctx, p, code)
 	if err != nil {
 		return nil, err
 	}
@@ -563,47 +565,47 @@ func (a *App) LinkRoom(ctx context.Context, p *clinic.Principal, userID int64, c
 				return err
 			}
 		}
-		if err := q.LinkUserRoom(ctx, p.Account.ID, userID, r.ID, isDefault, "admin", a.unix()); err != nil {
+		if err := q.LinkUserRoom(ctx, p.Account.ID, userID, r.ID, isDefault, "admin", a.Unix()); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "user.room.link", "user", i64s(userID), outcomeOK)
+		return a.AuditIn(ctx, q, p, "user.room.link", "user", i64s(userID), OutcomeOK)
 	})
 	if err != nil {
-		return nil, storeErr("link room", err, "User not found.")
+		return nil, StoreErr("link room", err, "User not found.")
 	}
 	links, err := a.store.Read().UserRooms(ctx, p.Account.ID, userID)
-	return links, storeErr("link room", err, "")
+	return links, StoreErr("link room", err, "")
 }
 
 // UnlinkRoom is DELETE /users/{id}/rooms/{room_code} (admin).
 func (a *App) UnlinkRoom(ctx context.Context, p *clinic.Principal, userID int64, code string) error {
-	if err := requireAdmin(p); err != nil {
+	if err := RequireAdmin(p); err != nil {
 		return err
 	}
-	r, err := a.roomByCode(ctx, p, code)
+	r, err := a.RoomByCode(ctx, p, code)
 	if err != nil {
 		return err
 	}
-	return storeErr("unlink room", a.store.Tx(ctx, func(q *store.Q) error {
+	return StoreErr("unlink room", a.store.Tx(ctx, func(q *store.Q) error {
 		if err := q.UnlinkUserRoom(ctx, p.Account.ID, userID, r.ID); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "user.room.unlink", "user", i64s(userID), outcomeOK)
+		return a.AuditIn(ctx, q, p, "user.room.unlink", "user", i64s(userID), OutcomeOK)
 	}), "The user is not linked to this room.")
 }
 
 // EnsureRoom creates a room with this code unless it exists (demo seeding).
 func (a *App) EnsureRoom(ctx context.Context, p *clinic.Principal, code, name string) (*clinic.Room, error) {
-	if err := requireAdmin(p); err != nil {
+	if err := RequireAdmin(p); err != nil {
 		return nil, err
 	}
 	r, err := a.store.Read().RoomByCode(ctx, p.Account.ID, code)
 	if err == nil || !errors.Is(err, store.ErrNotFound) {
 		return r, err
 	}
-	now := a.unix()
+	now := a.Unix()
 	r = &clinic.Room{AccountID: p.Account.ID, Code: code, Slug: code, Name: name, Domain: p.Account.Domain, Active: true,
 		Settings: DefaultRoomSettings(), Created: now, Modified: now}
 	err = a.store.Write().CreateRoom(ctx, r)
-	return r, storeErr("create room", err, "")
+	return r, StoreErr("create room", err, "")
 }

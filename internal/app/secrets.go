@@ -47,9 +47,9 @@ func (a *App) mac(purpose string, msg string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// seal encrypts an outbox payload that carries a secret (a reset link), so
+// Seal encrypts an outbox payload that carries a secret (a reset link), so
 // the database never holds it in plain text.
-func (a *App) seal(plain []byte) (string, error) {
+func (a *App) Seal(plain []byte) (string, error) {
 	block, err := aes.NewCipher(a.sealKey[:])
 	if err != nil {
 		return "", err
@@ -63,8 +63,8 @@ func (a *App) seal(plain []byte) (string, error) {
 	return base64.StdEncoding.EncodeToString(gcm.Seal(nonce, nonce, plain, nil)), nil
 }
 
-// unseal reverses seal.
-func (a *App) unseal(s string) ([]byte, error) {
+// Unseal reverses seal.
+func (a *App) Unseal(s string) ([]byte, error) {
 	raw, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
 		return nil, err

@@ -27,7 +27,7 @@ type Session struct {
 // issueSession creates a new access+refresh pair in family (a new family when
 // empty) inside the caller's transaction.
 func (a *App) issueSession(ctx context.Context, q *store.Q, u *clinic.User, family string) (*Session, error) {
-	now := a.unix()
+	now := a.Unix()
 	if family == "" {
 		family = randomHex(16)
 	}
@@ -67,7 +67,7 @@ func (a *App) AuthRedirect(ctx context.Context, requestID, ssoToken, next string
 		if err != nil {
 			return "", err
 		}
-		if err := a.audit(ctx, p, "user.portal_login", "user", i64s(p.User.ID), outcomeOK); err != nil {
+		if err := a.Audit(ctx, p, "user.portal_login", "user", i64s(p.User.ID), OutcomeOK); err != nil {
 			return "", err
 		}
 	}
@@ -138,14 +138,14 @@ func (a *App) startSession(ctx context.Context, p *clinic.Principal, u *clinic.U
 		if s, err = a.issueSession(ctx, q, u, ""); err != nil {
 			return err
 		}
-		u.LastLogin = a.unix()
+		u.LastLogin = a.Unix()
 		if err := q.TouchLogin(ctx, u.AccountID, u.ID, u.LastLogin); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, action, "user", i64s(u.ID), outcomeOK)
+		return a.AuditIn(ctx, q, p, action, "user", i64s(u.ID), OutcomeOK)
 	})
 	if err != nil {
-		return nil, nil, storeErr("session", err, "")
+		return nil, nil, StoreErr("session", err, "")
 	}
 	prof, err := a.profile(ctx, p.Account, u)
 	return prof, s, err
@@ -155,11 +155,11 @@ func (a *App) startSession(ctx context.Context, p *clinic.Principal, u *clinic.U
 // own; the admin token may destroy any of the clinic's); without, it ends the
 // caller's login, refresh token included.
 func (a *App) Logout(ctx context.Context, p *clinic.Principal, tokens []string) error {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return err
 	}
-	now := a.unix()
-	return storeErr("logout", a.store.Tx(ctx, func(q *store.Q) error {
+	now := a.Unix()
+	return StoreErr("logout", a.store.Tx(ctx, func(q *store.Q) error {
 		if len(tokens) == 0 {
 			if p.Kind != clinic.CredUserToken {
 				return clinic.Errorf(clinic.EInvalid, "The admin token cannot log out; rotate it instead, or name the tokens to destroy.")
@@ -181,7 +181,7 @@ func (a *App) Logout(ctx context.Context, p *clinic.Principal, tokens []string) 
 				return err
 			}
 		}
-		return a.auditIn(ctx, q, p, "user.logout", "user", i64s(p.UserID()), outcomeOK)
+		return a.AuditIn(ctx, q, p, "user.logout", "user", i64s(p.UserID()), OutcomeOK)
 	}), "")
 }
 
@@ -193,7 +193,7 @@ func (a *App) revokeOwnFamily(ctx context.Context, q *store.Q, p *clinic.Princip
 	if err := q.RevokeFamily(ctx, p.Account.ID, fam, now); err != nil {
 		return err
 	}
-	return a.auditIn(ctx, q, p, "user.logout", "user", i64s(p.UserID()), outcomeOK)
+	return a.AuditIn(ctx, q, p, "user.logout", "user", i64s(p.UserID()), OutcomeOK)
 }
 
 // errRefreshReuse is returned after the reused token's family was revoked
@@ -211,7 +211,7 @@ func (a *App) Refresh(ctx context.Context, p *clinic.Principal, refresh string) 
 	if refresh == "" {
 		return nil, clinic.Errorf(clinic.EInvalid, "refresh_token is required.")
 	}
-	now := a.unix()
+	now := a.Unix()
 	var s *Session
 	reused := false
 	err := a.store.Tx(ctx, func(q *store.Q) error {
@@ -246,10 +246,10 @@ func (a *App) Refresh(ctx context.Context, p *clinic.Principal, refresh string) 
 		}
 		pp := *p
 		pp.User = u
-		return a.auditIn(ctx, q, &pp, "token.refresh", "user", i64s(u.ID), outcomeOK)
+		return a.AuditIn(ctx, q, &pp, "token.refresh", "user", i64s(u.ID), OutcomeOK)
 	})
 	if err != nil {
-		return nil, storeErr("refresh", err, "")
+		return nil, StoreErr("refresh", err, "")
 	}
 	if reused {
 		a.log.Warn("refresh token reuse: login revoked", "account", p.Account.Code, "request_id", p.RequestID)
@@ -299,7 +299,7 @@ func (a *App) requestSecret(ctx context.Context, p *clinic.Principal, purpose, l
 		return nil
 	}
 	secret := NewSecret()
-	now := a.unix()
+	now := a.Unix()
 	subject, path := "Reset your password", "/reset-password"
 	if purpose == purposeActivate {
 		subject, path = "Activate your account", "/activate"
@@ -307,11 +307,11 @@ func (a *App) requestSecret(ctx context.Context, p *clinic.Principal, purpose, l
 	body := fmt.Sprintf("Hello %s,\n\nOpen this link within %s to continue:\n%s%s?account=%s&token=%s\n\nIf you did not ask for this, ignore this message.\n",
 		u.FirstName, a.cfg.SecretTTL, a.portalBase(), path, url.QueryEscape(p.Account.Code), url.QueryEscape(secret))
 	raw, _ := json.Marshal(mailMessage{To: u.Email, Subject: p.Account.Name + ": " + subject, Body: body})
-	sealed, err := a.seal(raw)
+	sealed, err := a.Seal(raw)
 	if err != nil {
 		return err
 	}
-	return storeErr("request secret", a.store.Tx(ctx, func(q *store.Q) error {
+	return StoreErr("request secret", a.store.Tx(ctx, func(q *store.Q) error {
 		if err := q.CreateUserSecret(ctx, &store.UserSecret{AccountID: u.AccountID, UserID: u.ID, Purpose: purpose,
 			Hash: HashSecret(secret), Created: now, Expires: now + int64(a.cfg.SecretTTL/time.Second)}); err != nil {
 			return err
@@ -321,7 +321,7 @@ func (a *App) requestSecret(ctx context.Context, p *clinic.Principal, purpose, l
 		}
 		pp := *p
 		pp.User = u
-		return a.auditIn(ctx, q, &pp, "user."+purpose+".request", "user", i64s(u.ID), outcomeOK)
+		return a.AuditIn(ctx, q, &pp, "user."+purpose+".request", "user", i64s(u.ID), OutcomeOK)
 	}), "")
 }
 
@@ -380,7 +380,7 @@ func (a *App) useSecret(ctx context.Context, p *clinic.Principal, purpose, secre
 	if err != nil {
 		return nil, err
 	}
-	now := a.unix()
+	now := a.Unix()
 	var u *clinic.User
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		s, err := q.ConsumeUserSecret(ctx, p.Account.ID, purpose, HashSecret(secret), now)
@@ -403,10 +403,10 @@ func (a *App) useSecret(ctx context.Context, p *clinic.Principal, purpose, secre
 		u.PasswordHash, u.Status, u.Active, u.EmailVerified = hash, clinic.StatusActive, true, verified
 		pp := *p
 		pp.User = u
-		return a.auditIn(ctx, q, &pp, "user."+purpose, "user", i64s(u.ID), outcomeOK)
+		return a.AuditIn(ctx, q, &pp, "user."+purpose, "user", i64s(u.ID), OutcomeOK)
 	})
 	if err != nil {
-		return nil, storeErr(purpose, err, "")
+		return nil, StoreErr(purpose, err, "")
 	}
 	succeeded()
 	return u, nil

@@ -146,7 +146,7 @@ type SlotsView struct {
 // they are linked to (or the admin for a provider). Slots overlapping the
 // provider's existing slots are refused.
 func (a *App) CreateSlots(ctx context.Context, p *clinic.Principal, in SlotGroupInput) (*clinic.SlotGroup, *SlotsView, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, nil, err
 	}
 	prov, err := a.slotProvider(ctx, p, in.ProviderID)
@@ -156,7 +156,7 @@ func (a *App) CreateSlots(ctx context.Context, p *clinic.Principal, in SlotGroup
 	if in.RoomCode == "" {
 		return nil, nil, clinic.Errorf(clinic.EInvalid, "room_code is required.")
 	}
-	r, err := a.roomByCode(ctx, p, in.RoomCode)
+	r, err := a.RoomByCode(ctx, p, in.RoomCode)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -167,7 +167,7 @@ func (a *App) CreateSlots(ctx context.Context, p *clinic.Principal, in SlotGroup
 	if !linked {
 		return nil, nil, clinic.Errorf(clinic.EInvalid, "The provider is not linked to room '%s'.", r.Code)
 	}
-	now := a.unix()
+	now := a.Unix()
 	g := &clinic.SlotGroup{AccountID: p.Account.ID, ProviderID: prov.ID, RoomID: r.ID, DateStart: in.DateStart, DateEnd: in.DateEnd,
 		TimeStart: in.TimeStart, TimeEnd: in.TimeEnd, Timezone: in.Timezone, Repeat: in.Repeat, RepeatDay: in.RepeatDay,
 		RepeatWeek: in.RepeatWeek, VisitType: in.VisitType, Duration: in.Duration, Created: now, Modified: now}
@@ -217,13 +217,13 @@ func (a *App) CreateSlots(ctx context.Context, p *clinic.Principal, in SlotGroup
 		if err := q.CreateSlotGroup(ctx, g, slots); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "slots.create", "slot_group", i64s(g.ID), outcomeOK)
+		return a.AuditIn(ctx, q, p, "slots.create", "slot_group", i64s(g.ID), OutcomeOK)
 	})
 	if errors.Is(err, store.ErrConflict) {
 		return nil, nil, clinic.Errorf(clinic.EConflict, "The provider already has slots at these times.")
 	}
 	if err != nil {
-		return nil, nil, storeErr("create slots", err, "")
+		return nil, nil, StoreErr("create slots", err, "")
 	}
 	v, err := a.slotsView(ctx, p, slots)
 	return g, v, err
@@ -231,7 +231,7 @@ func (a *App) CreateSlots(ctx context.Context, p *clinic.Principal, in SlotGroup
 
 func (a *App) slotProvider(ctx context.Context, p *clinic.Principal, id int64) (*clinic.User, error) {
 	switch {
-	case isProvider(p):
+	case IsProvider(p):
 		if id != 0 && id != p.UserID() {
 			return nil, clinic.Errorf(clinic.EForbidden, "A provider manages only their own slots.")
 		}
@@ -240,7 +240,7 @@ func (a *App) slotProvider(ctx context.Context, p *clinic.Principal, id int64) (
 		if id == 0 {
 			return nil, clinic.Errorf(clinic.EInvalid, "provider_id is required.")
 		}
-		return a.providerByID(ctx, p, id)
+		return a.ProviderByID(ctx, p, id)
 	}
 	return nil, clinic.Errorf(clinic.EForbidden, "Only providers and the clinic admin manage slots.")
 }
@@ -290,7 +290,7 @@ const MaxSlotList = 1000
 
 // ListSlots is GET /slots, for any user of the clinic.
 func (a *App) ListSlots(ctx context.Context, p *clinic.Principal, in SlotQuery) (*SlotsView, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	if in.Start <= 0 || in.End <= 0 || in.End <= in.Start {
@@ -304,7 +304,7 @@ func (a *App) ListSlots(ctx context.Context, p *clinic.Principal, in SlotQuery) 
 	}
 	f := store.SlotFilter{AccountID: p.Account.ID, From: in.Start, To: in.End, Status: in.Status, Limit: MaxSlotList}
 	if in.RoomCode != "" {
-		r, err := a.roomByCode(ctx, p, in.RoomCode)
+		r, err := a.RoomByCode(ctx, p, in.RoomCode)
 		if err != nil {
 			return nil, err
 		}
@@ -372,10 +372,10 @@ func extraList(u *clinic.User, key string) []string {
 // AvailableSlots is GET /slots/available: the clinic's open slots from now,
 // soonest first.
 func (a *App) AvailableSlots(ctx context.Context, p *clinic.Principal) (*SlotsView, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
-	slots, err := a.store.Read().ListSlots(ctx, store.SlotFilter{AccountID: p.Account.ID, From: a.unix(), Status: clinic.SlotOpen, Limit: 200})
+	slots, err := a.store.Read().ListSlots(ctx, store.SlotFilter{AccountID: p.Account.ID, From: a.Unix(), Status: clinic.SlotOpen, Limit: 200})
 	if err != nil {
 		return nil, fmt.Errorf("available slots: %w", err)
 	}
@@ -386,12 +386,12 @@ func (a *App) AvailableSlots(ctx context.Context, p *clinic.Principal) (*SlotsVi
 // open slot; a booked slot stays with its visit (409) until the visit is
 // cancelled. A group left without slots goes too.
 func (a *App) DeleteSlot(ctx context.Context, p *clinic.Principal, id int64) (slots, groups int, err error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return 0, 0, err
 	}
 	s, err := a.store.Read().SlotByID(ctx, p.Account.ID, id)
 	if err != nil {
-		return 0, 0, storeErr("delete slot", err, "Slot not found.")
+		return 0, 0, StoreErr("delete slot", err, "Slot not found.")
 	}
 	if err := a.ownsSlots(p, s.ProviderID); err != nil {
 		return 0, 0, err
@@ -411,16 +411,16 @@ func (a *App) DeleteSlot(ctx context.Context, p *clinic.Principal, id int64) (sl
 		} else if gone {
 			groups = 1
 		}
-		return a.auditIn(ctx, q, p, "slots.delete", "slot", i64s(id), outcomeOK)
+		return a.AuditIn(ctx, q, p, "slots.delete", "slot", i64s(id), OutcomeOK)
 	})
-	return slots, groups, storeErr("delete slot", err, "")
+	return slots, groups, StoreErr("delete slot", err, "")
 }
 
 // DeleteSlotGroup is DELETE /slots/groups/{id}: it deletes the group's open
 // slots; booked slots stay with their visits, and the group stays with them
 // (group_deleted 0) until they are gone.
 func (a *App) DeleteSlotGroup(ctx context.Context, p *clinic.Principal, id int64) (slots, groups int, err error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return 0, 0, err
 	}
 	gs, err := a.store.Read().SlotGroupsByID(ctx, p.Account.ID, []int64{id})
@@ -445,9 +445,9 @@ func (a *App) DeleteSlotGroup(ctx context.Context, p *clinic.Principal, id int64
 		} else if gone {
 			groups = 1
 		}
-		return a.auditIn(ctx, q, p, "slots.delete_group", "slot_group", i64s(id), outcomeOK)
+		return a.AuditIn(ctx, q, p, "slots.delete_group", "slot_group", i64s(id), OutcomeOK)
 	})
-	return slots, groups, storeErr("delete group", err, "")
+	return slots, groups, StoreErr("delete group", err, "")
 }
 
 func (a *App) ownsSlots(p *clinic.Principal, providerID int64) error {

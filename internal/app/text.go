@@ -37,7 +37,9 @@ type field struct {
 	line  bool
 }
 
-func line(name, v string, max int) field { return field{name: name, value: v, max: max, line: true} }
+// Line is a one-line input (no control characters) of at most max
+// characters, for CheckFields.
+func Line(name, v string, max int) field { return field{name: name, value: v, max: max, line: true} }
 func text(name, v string, max int) field { return field{name: name, value: v, max: max} }
 
 // optLine and optText are line and text of an optional input: nil is
@@ -46,7 +48,7 @@ func optLine(name string, v *string, max int) field {
 	if v == nil {
 		return field{}
 	}
-	return line(name, *v, max)
+	return Line(name, *v, max)
 }
 
 func optText(name string, v *string, max int) field {
@@ -56,9 +58,9 @@ func optText(name string, v *string, max int) field {
 	return text(name, *v, max)
 }
 
-// checkFields refuses the first field that breaks its rule, naming it and
+// CheckFields refuses the first field that breaks its rule, naming it and
 // the limit (400).
-func checkFields(fs ...field) error {
+func CheckFields(fs ...field) error {
 	for _, f := range fs {
 		if err := f.check(); err != nil {
 			return err

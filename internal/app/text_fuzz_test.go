@@ -17,7 +17,7 @@ func FuzzCheckFields(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string, oneLine bool) {
 		fl := text("f", s, MaxNameChars)
 		if oneLine {
-			fl = line("f", s, MaxNameChars)
+			fl = Line("f", s, MaxNameChars)
 		}
 		if fl.check() != nil {
 			return

@@ -39,11 +39,11 @@ var errUserNotFound = clinic.Errorf(clinic.ENotFound, "User not found.")
 // they have visits with. Everything else is "not found", so a caller cannot
 // learn who else is a patient.
 func (a *App) GetUser(ctx context.Context, p *clinic.Principal, id int64, photoSize string) (*Profile, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	prof, err := a.getUser(ctx, p, id, photoSize)
-	if err := a.auditOutcome(ctx, p, "user.read", "user", i64s(id), err); err != nil {
+	if err := a.AuditOutcome(ctx, p, "user.read", "user", i64s(id), err); err != nil {
 		return nil, err
 	}
 	return prof, nil
@@ -133,7 +133,7 @@ var ListFields = map[string]bool{"id": true, "username": true, "first_name": tru
 
 // ListUsers is GET /users, for the clinic admin.
 func (a *App) ListUsers(ctx context.Context, p *clinic.Principal, in UserListQuery) ([]*clinic.User, int, error) {
-	if err := requireAdmin(p); err != nil {
+	if err := RequireAdmin(p); err != nil {
 		return nil, 0, err
 	}
 	f, err := a.userFilter(p, in)
@@ -141,13 +141,13 @@ func (a *App) ListUsers(ctx context.Context, p *clinic.Principal, in UserListQue
 		return nil, 0, err
 	}
 	if f == nil { // asked for another clinic: nothing of it is visible
-		return []*clinic.User{}, 0, a.audit(ctx, p, "user.list", "user", "", outcomeOK)
+		return []*clinic.User{}, 0, a.Audit(ctx, p, "user.list", "user", "", OutcomeOK)
 	}
 	users, total, err := a.store.Read().ListUsers(ctx, *f)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list users: %w", err)
 	}
-	if err := a.audit(ctx, p, "user.list", "user", "", outcomeOK); err != nil {
+	if err := a.Audit(ctx, p, "user.list", "user", "", OutcomeOK); err != nil {
 		return nil, 0, err
 	}
 	return users, total, nil
@@ -323,7 +323,7 @@ func (a *App) signInUser(ctx context.Context, p *clinic.Principal, in SSOInput, 
 			return err
 		}
 		res.Session = s
-		u.LastLogin = a.unix()
+		u.LastLogin = a.Unix()
 		if err := q.TouchLogin(ctx, u.AccountID, u.ID, u.LastLogin); err != nil {
 			return err
 		}
@@ -334,13 +334,13 @@ func (a *App) signInUser(ctx context.Context, p *clinic.Principal, in SSOInput, 
 				return err
 			}
 		}
-		return a.auditIn(ctx, q, &pp, action, "user", i64s(u.ID), outcomeOK)
+		return a.AuditIn(ctx, q, &pp, action, "user", i64s(u.ID), OutcomeOK)
 	})
 	if errors.Is(err, store.ErrConflict) {
 		return nil, err
 	}
 	if err != nil {
-		return nil, storeErr("sso", err, "")
+		return nil, StoreErr("sso", err, "")
 	}
 	if res.Profile, err = a.profile(ctx, p.Account, u); err != nil {
 		return nil, err
@@ -395,10 +395,10 @@ func genUsername(first, last string) string {
 }
 
 func (a *App) validateSSO(acct *clinic.Account, in SSOInput) (*clinic.User, error) {
-	if err := checkFields(line("first_name", in.FirstName, MaxNameChars), line("last_name", in.LastName, MaxNameChars),
-		line("code", in.Code, MaxCodeChars), line("username", in.Username, MaxCodeChars), line("email", in.Email, MaxLineChars),
-		line("dob", in.DOB, 32), line("gender", in.Gender, 16), line("street_addr", in.StreetAddr, MaxLineChars),
-		line("city", in.City, MaxNameChars), line("state", in.State, 32), line("zip", in.Zip, 32), line("phone", in.Phone, 32)); err != nil {
+	if err := CheckFields(Line("first_name", in.FirstName, MaxNameChars), Line("last_name", in.LastName, MaxNameChars),
+		Line("code", in.Code, MaxCodeChars), Line("username", in.Username, MaxCodeChars), Line("email", in.Email, MaxLineChars),
+		Line("dob", in.DOB, 32), Line("gender", in.Gender, 16), Line("street_addr", in.StreetAddr, MaxLineChars),
+		Line("city", in.City, MaxNameChars), Line("state", in.State, 32), Line("zip", in.Zip, 32), Line("phone", in.Phone, 32)); err != nil {
 		return nil, err
 	}
 	var missing []string
@@ -427,7 +427,7 @@ func (a *App) validateSSO(acct *clinic.Account, in SSOInput) (*clinic.User, erro
 	if len([]rune(in.Code)) > MaxCodeLen {
 		return nil, clinic.Errorf(clinic.EInvalid, "code must be at most %d characters.", MaxCodeLen)
 	}
-	now := a.unix()
+	now := a.Unix()
 	u := &clinic.User{AccountID: acct.ID, Code: in.Code, Username: strings.TrimSpace(in.Username),
 		FirstName: strings.TrimSpace(in.FirstName), LastName: strings.TrimSpace(in.LastName),
 		Email: strings.TrimSpace(in.Email), Type: in.Type, Status: clinic.StatusActive, Active: true,
@@ -530,12 +530,12 @@ type ProfileUpdate struct {
 // UpdateMe is POST /me. Only the fields listed by the spec can change; a
 // user's type, status, clinic, code and email verification cannot.
 func (a *App) UpdateMe(ctx context.Context, p *clinic.Principal, in ProfileUpdate) (*Profile, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	u, err := a.store.Read().UserByID(ctx, p.Account.ID, p.UserID())
 	if err != nil {
-		return nil, storeErr("update me", err, "User not found.")
+		return nil, StoreErr("update me", err, "User not found.")
 	}
 	if in.PhotoUpload != nil {
 		f, err := a.UploadFile(ctx, p, FileUpload{Body: in.PhotoUpload, Name: in.PhotoUploadName, Category: CategoryUserAvatar})
@@ -547,9 +547,9 @@ func (a *App) UpdateMe(ctx context.Context, p *clinic.Principal, in ProfileUpdat
 	}
 	next := *u
 	if err := a.applyProfile(ctx, p, &next, in); err != nil {
-		return nil, a.auditOutcome(ctx, p, "user.update", "user", i64s(u.ID), err)
+		return nil, a.AuditOutcome(ctx, p, "user.update", "user", i64s(u.ID), err)
 	}
-	next.Modified = a.unix()
+	next.Modified = a.Unix()
 	passwordChanged := next.PasswordHash != u.PasswordHash
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if err := q.UpdateProfile(ctx, &next); err != nil {
@@ -568,16 +568,16 @@ func (a *App) UpdateMe(ctx context.Context, p *clinic.Principal, in ProfileUpdat
 				return err
 			}
 		}
-		return a.auditIn(ctx, q, p, "user.update", "user", i64s(u.ID), outcomeOK)
+		return a.AuditIn(ctx, q, p, "user.update", "user", i64s(u.ID), OutcomeOK)
 	})
 	if err != nil {
-		return nil, storeErr("update me", err, "User not found.")
+		return nil, StoreErr("update me", err, "User not found.")
 	}
 	return a.profile(ctx, p.Account, &next)
 }
 
 func (a *App) applyProfile(ctx context.Context, p *clinic.Principal, u *clinic.User, in ProfileUpdate) error {
-	err := checkFields(optLine("first_name", in.FirstName, MaxNameChars), optLine("last_name", in.LastName, MaxNameChars),
+	err := CheckFields(optLine("first_name", in.FirstName, MaxNameChars), optLine("last_name", in.LastName, MaxNameChars),
 		optLine("dob", in.DOB, 32), optLine("gender", in.Gender, 16), optLine("nationality", in.Nationality, MaxNameChars),
 		optLine("tos", in.TOS, 8), optLine("phone", in.Phone, 32), optLine("street_addr", in.StreetAddr, MaxLineChars),
 		optLine("state", in.State, 32), optLine("zip", in.Zip, 32), optLine("city", in.City, MaxNameChars),
@@ -594,7 +594,7 @@ func (a *App) applyProfile(ctx context.Context, p *clinic.Principal, u *clinic.U
 			return clinic.Errorf(clinic.EInvalid, "states_serviced and specialties take at most 100 entries.")
 		}
 		for _, s := range *l {
-			if err := checkFields(line("states_serviced and specialties entries", s, MaxNameChars)); err != nil {
+			if err := CheckFields(Line("states_serviced and specialties entries", s, MaxNameChars)); err != nil {
 				return err
 			}
 		}

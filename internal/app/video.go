@@ -35,7 +35,7 @@ const fileLinkTTL = time.Hour
 // optional size for images. The expiry is rounded up to the next ten minutes
 // so that a profile read twice gives the same link, which caches well.
 func (a *App) FileViewURL(id int64, size string) string {
-	exp := (a.unix()+int64(fileLinkTTL/time.Second))/600*600 + 600
+	exp := (a.Unix()+int64(fileLinkTTL/time.Second))/600*600 + 600
 	v := url.Values{"auth_code": {a.fileSig(id, exp)}, "time": {fmt.Sprint(exp)}}
 	if size != "" {
 		v.Set("size", size)

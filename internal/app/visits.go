@@ -53,7 +53,7 @@ func (a *App) canSeeVisit(ctx context.Context, p *clinic.Principal, v *clinic.Th
 	switch {
 	case p.IsAdmin(), v.MemberID == uid, v.ProviderID != 0 && v.ProviderID == uid:
 		return true, nil
-	case isProvider(p) && awaitsProvider(v):
+	case IsProvider(p) && awaitsProvider(v):
 		return a.store.Read().UserInRoom(ctx, p.Account.ID, uid, v.RoomID)
 	}
 	return false, nil
@@ -78,7 +78,7 @@ type WalkinInput struct {
 // AddWalkin is POST /visits/add_walkin: the intake's patient joins the
 // room's queue with a pending video visit.
 func (a *App) AddWalkin(ctx context.Context, p *clinic.Principal, in WalkinInput) (*VisitDetail, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	it, r, err := a.visitIntake(ctx, p, in.IntakeID, in.RoomCode)
@@ -104,7 +104,7 @@ func (a *App) AddWalkin(ctx context.Context, p *clinic.Principal, in WalkinInput
 	}
 	providerID := it.ProviderID
 	if in.ProviderID != 0 {
-		prov, err := a.providerByID(ctx, p, in.ProviderID)
+		prov, err := a.ProviderByID(ctx, p, in.ProviderID)
 		if err != nil {
 			return nil, err
 		}
@@ -126,7 +126,7 @@ func (a *App) AddWalkin(ctx context.Context, p *clinic.Principal, in WalkinInput
 		return a.insertVisit(ctx, q, p, v, it)
 	})
 	if err != nil {
-		return nil, storeErr("walk-in", err, "")
+		return nil, StoreErr("walk-in", err, "")
 	}
 	return a.visitDetail(ctx, p, v)
 }
@@ -134,7 +134,7 @@ func (a *App) AddWalkin(ctx context.Context, p *clinic.Principal, in WalkinInput
 // AddEconsult is POST /visits/add_econsult: an unassigned asynchronous visit
 // that the room's providers see and one of them accepts.
 func (a *App) AddEconsult(ctx context.Context, p *clinic.Principal, intakeID int64, roomCode string) (*VisitDetail, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	it, r, err := a.visitIntake(ctx, p, intakeID, roomCode)
@@ -144,7 +144,7 @@ func (a *App) AddEconsult(ctx context.Context, p *clinic.Principal, intakeID int
 	v := a.newVisit(p, it, r, clinic.KindEconsult, clinic.VisitEconsult, 0)
 	err = a.store.Tx(ctx, func(q *store.Q) error { return a.insertVisit(ctx, q, p, v, it) })
 	if err != nil {
-		return nil, storeErr("e-consult", err, "")
+		return nil, StoreErr("e-consult", err, "")
 	}
 	return a.visitDetail(ctx, p, v)
 }
@@ -159,7 +159,7 @@ func (a *App) visitIntake(ctx context.Context, p *clinic.Principal, intakeID int
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := a.roomByCode(ctx, p, roomCode)
+	r, err := a.RoomByCode(ctx, p, roomCode)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -175,7 +175,7 @@ func (a *App) visitIntake(ctx context.Context, p *clinic.Principal, intakeID int
 }
 
 func (a *App) newVisit(p *clinic.Principal, it *clinic.Intake, r *clinic.Room, kind string, typ int, providerID int64) *clinic.Visit {
-	now := a.unix()
+	now := a.Unix()
 	return &clinic.Visit{AccountID: p.Account.ID, Code: strings.ToUpper(randomCode(10)), Kind: kind, MemberID: it.MemberID,
 		ProviderID: providerID, RoomID: r.ID, IntakeID: it.ID, Status: clinic.VisitPending, Type: typ,
 		Meeting: clinic.Meeting{MeetingID: randomDigits(10), ConferencePIN: randomDigits(6), Expiry: now + 24*3600},
@@ -199,7 +199,7 @@ func (a *App) insertVisit(ctx context.Context, q *store.Q, p *clinic.Principal, 
 	}
 	it.VisitID, it.ProviderID = v.ID, v.ProviderID
 	q.AfterCommit(func() { a.publishVisit(v) })
-	return a.auditIn(ctx, q, p, "visit.create", "visit", i64s(v.ID), outcomeOK)
+	return a.AuditIn(ctx, q, p, "visit.create", "visit", i64s(v.ID), OutcomeOK)
 }
 
 func randomDigits(n int) string {
@@ -258,28 +258,30 @@ func (a *App) attachRecordings(ctx context.Context, p *clinic.Principal, ds []*V
 
 // GetVisit is GET /visits/{id}; withRecordings adds its recordings.
 func (a *App) GetVisit(ctx context.Context, p *clinic.Principal, id int64, withRecordings bool) (*VisitDetail, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	d, err := a.getVisit(ctx, p, id)
 	if err == nil && withRecordings {
 		err = a.attachRecordings(ctx, p, []*VisitDetail{d})
 	}
-	if err := a.auditOutcome(ctx, p, "visit.read", "visit", i64s(id), err); err != nil {
+	if err := a.AuditOutcome(ctx, p, "visit.read", "visit", i64s(id), err); err != nil {
 		return nil, err
 	}
 	return d, nil
 }
 
 func (a *App) getVisit(ctx context.Context, p *clinic.Principal, id int64) (*VisitDetail, error) {
-	v, err := a.visitFor(ctx, p, id)
+	v, err := a.VisitFor(ctx, p, id)
 	if err != nil {
 		return nil, err
 	}
 	return a.visitDetail(ctx, p, v)
 }
 
-func (a *App) visitFor(ctx context.Context, p *clinic.Principal, id int64) (*clinic.Visit, error) {
+// VisitFor is visit id for a caller who may see it (canSeeVisit): not
+// found for anyone else, as the API answers.
+func (a *App) VisitFor(ctx context.Context, p *clinic.Principal, id int64) (*clinic.Visit, error) {
 	v, err := a.store.Read().VisitByID(ctx, p.Account.ID, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errVisitNotFound
@@ -313,7 +315,7 @@ const MaxVisitList = 500
 // their rooms' unassigned e-consults and walk-ins, or all of the clinic's for the admin;
 // newest first.
 func (a *App) ListVisits(ctx context.Context, p *clinic.Principal, in VisitQuery) ([]*VisitDetail, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	f := store.VisitFilter{AccountID: p.Account.ID, StartAfter: in.StartTime, EndBefore: in.EndTime, WithRecording: in.WithRecordingsOnly, Limit: MaxVisitList}
@@ -328,7 +330,7 @@ func (a *App) ListVisits(ctx context.Context, p *clinic.Principal, in VisitQuery
 		return nil, clinic.Errorf(clinic.EInvalid, "start_time and end_time are UNIX timestamps.")
 	}
 	if in.RoomCode != "" {
-		r, err := a.roomByCode(ctx, p, in.RoomCode)
+		r, err := a.RoomByCode(ctx, p, in.RoomCode)
 		if err != nil {
 			return nil, err
 		}
@@ -336,7 +338,7 @@ func (a *App) ListVisits(ctx context.Context, p *clinic.Principal, in VisitQuery
 	}
 	switch {
 	case p.IsAdmin():
-	case isProvider(p):
+	case IsProvider(p):
 		f.ProviderID, f.ProviderRooms = p.UserID(), true
 	default:
 		f.MemberID = p.UserID()
@@ -358,7 +360,7 @@ func (a *App) ListVisits(ctx context.Context, p *clinic.Principal, in VisitQuery
 			return nil, err
 		}
 	}
-	if err := a.audit(ctx, p, "visit.list", "visit", "", outcomeOK); err != nil {
+	if err := a.Audit(ctx, p, "visit.list", "visit", "", OutcomeOK); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -401,26 +403,26 @@ var transitions = map[string]struct {
 // move from a state it does not leave answers 409 naming the current state;
 // the move is a conditional UPDATE, so of two concurrent moves one wins.
 func (a *App) MoveVisit(ctx context.Context, p *clinic.Principal, id int64, action string, in MoveInput) (*VisitDetail, error) {
-	if err := requireUser(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	t, ok := transitions[action]
 	if !ok {
 		return nil, fmt.Errorf("move visit: unknown action %q", action)
 	}
-	if err := checkFields(text("reason", in.Reason, MaxTextChars), line("status", in.Status, 16)); err != nil {
+	if err := CheckFields(text("reason", in.Reason, MaxTextChars), Line("status", in.Status, 16)); err != nil {
 		return nil, err
 	}
 	if id == 0 {
 		return nil, clinic.Errorf(clinic.EInvalid, "id (the visit id) is required.")
 	}
-	v, err := a.visitFor(ctx, p, id)
+	v, err := a.VisitFor(ctx, p, id)
 	if err != nil {
 		return nil, err
 	}
-	m := store.VisitMove{AccountID: p.Account.ID, ID: v.ID, From: t.from, To: t.to, Now: a.unix()}
+	m := store.VisitMove{AccountID: p.Account.ID, ID: v.ID, From: t.from, To: t.to, Now: a.Unix()}
 	if err := a.allowMove(ctx, p, v, action, in, &m); err != nil {
-		return nil, a.auditOutcome(ctx, p, "visit."+action, "visit", i64s(v.ID), err)
+		return nil, a.AuditOutcome(ctx, p, "visit."+action, "visit", i64s(v.ID), err)
 	}
 	if !slices.Contains(t.from, v.Status) {
 		return nil, clinic.Errorf(clinic.EConflict, "Visit %d is %s; it cannot %s.", v.ID, StatusName(v.Status), actionVerb(action))
@@ -447,10 +449,10 @@ func (a *App) MoveVisit(ctx context.Context, p *clinic.Principal, id int64, acti
 			return err
 		}
 		q.AfterCommit(func() { a.publishVisit(v) })
-		return a.auditIn(ctx, q, p, "visit."+action, "visit", i64s(v.ID), outcomeOK)
+		return a.AuditIn(ctx, q, p, "visit."+action, "visit", i64s(v.ID), OutcomeOK)
 	})
 	if err != nil {
-		return nil, storeErr("move visit", err, "")
+		return nil, StoreErr("move visit", err, "")
 	}
 	a.kickPush()
 	if v, err = a.store.Read().VisitByID(ctx, p.Account.ID, id); err != nil {
@@ -483,10 +485,10 @@ func (a *App) allowMove(ctx context.Context, p *clinic.Principal, v *clinic.Visi
 		}
 		m.OnlyUnowned = true
 		switch {
-		case isProvider(p):
+		case IsProvider(p):
 			m.ProviderID = uid // visitFor already checked the room link
 		case p.IsAdmin():
-			prov, err := a.providerByID(ctx, p, in.ProviderID)
+			prov, err := a.ProviderByID(ctx, p, in.ProviderID)
 			if err != nil {
 				return clinic.Errorf(clinic.EInvalid, "provider_id (the provider who takes the e-consult) is required.")
 			}

@@ -51,7 +51,7 @@ type eventEnvelope struct {
 // leaves its claim to lapse, and the attempt is made again.
 func (a *App) DeliverWebhooks(ctx context.Context) int {
 	lease := int64(a.cfg.Webhooks.Timeout/time.Second) + 5
-	items, err := a.store.Write().ClaimOutbox(ctx, []string{TopicWebhook}, a.unix(), lease, batchSize)
+	items, err := a.store.Write().ClaimOutbox(ctx, []string{TopicWebhook}, a.Unix(), lease, batchSize)
 	if err != nil {
 		if ctx.Err() == nil {
 			a.log.Error("webhook: claim", "err", err)
@@ -93,11 +93,11 @@ func (a *App) deliverWebhook(ctx context.Context, it store.OutboxItem) (int, err
 	}
 	var secret []byte
 	if wh.SealedSecret != "" {
-		if secret, err = a.unseal(wh.SealedSecret); err != nil {
+		if secret, err = a.Unseal(wh.SealedSecret); err != nil {
 			return 0, errSkip("webhook secret unreadable: check that every process has the same server key")
 		}
 	}
-	now := a.unix()
+	now := a.Unix()
 	id := newEventID()
 	body, _ := json.Marshal(eventEnvelope{ID: id, Type: EventMessageCreated, Created: now, AccountCode: wh.Code, Version: eventVersion, Data: json.RawMessage(it.Payload)})
 	return a.webhooks.Send(ctx, webhook.Delivery{URL: wh.URL, ID: id, Timestamp: now, Body: body, Secret: secret})
@@ -127,7 +127,7 @@ type WebhookSettingsInput struct {
 
 // WebhookSettings is GET /account/settings.
 func (a *App) WebhookSettings(ctx context.Context, p *clinic.Principal) (*WebhookSettings, error) {
-	if err := requireAdmin(p); err != nil {
+	if err := RequireAdmin(p); err != nil {
 		return nil, err
 	}
 	wh, err := a.store.Read().AccountWebhookByID(ctx, p.Account.ID)
@@ -139,10 +139,10 @@ func (a *App) WebhookSettings(ctx context.Context, p *clinic.Principal) (*Webhoo
 
 // SetWebhookSettings is POST /account/settings.
 func (a *App) SetWebhookSettings(ctx context.Context, p *clinic.Principal, in WebhookSettingsInput) (*WebhookSettings, error) {
-	if err := requireAdmin(p); err != nil {
+	if err := RequireAdmin(p); err != nil {
 		return nil, err
 	}
-	if err := checkFields(optLine("webhook_url", in.URL, 2048), optLine("webhook_secret", in.Secret, MaxLineChars)); err != nil {
+	if err := CheckFields(optLine("webhook_url", in.URL, 2048), optLine("webhook_secret", in.Secret, MaxLineChars)); err != nil {
 		return nil, err
 	}
 	if in.GenerateSecret && in.Secret != nil {
@@ -175,18 +175,18 @@ func (a *App) SetWebhookSettings(ctx context.Context, p *clinic.Principal, in We
 	}
 	if shown != "" {
 		key, _ := webhook.ParseSecret(shown)
-		if sealed, err = a.seal(key); err != nil {
+		if sealed, err = a.Seal(key); err != nil {
 			return nil, err
 		}
 	}
 	err = a.store.Tx(ctx, func(q *store.Q) error {
-		if err := q.SetAccountWebhook(ctx, p.Account.ID, url, sealed, a.unix()); err != nil {
+		if err := q.SetAccountWebhook(ctx, p.Account.ID, url, sealed, a.Unix()); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "account.webhook.update", "account", p.Account.Code, outcomeOK)
+		return a.AuditIn(ctx, q, p, "account.webhook.update", "account", p.Account.Code, OutcomeOK)
 	})
 	if err != nil {
-		return nil, storeErr("webhook settings", err, "")
+		return nil, StoreErr("webhook settings", err, "")
 	}
 	return &WebhookSettings{AccountCode: cur.Code, URL: url, SecretSet: sealed != "", Secret: shown}, nil
 }
@@ -252,7 +252,7 @@ const MaxDeliveryList = 200
 // WebhookDeliveries is GET /webhooks/deliveries: newest first, a page of
 // limit (default 50) before the delivery id before.
 func (a *App) WebhookDeliveries(ctx context.Context, p *clinic.Principal, before int64, limit int) ([]*WebhookDelivery, error) {
-	if err := requireAdmin(p); err != nil {
+	if err := RequireAdmin(p); err != nil {
 		return nil, err
 	}
 	if limit <= 0 {
@@ -264,7 +264,7 @@ func (a *App) WebhookDeliveries(ctx context.Context, p *clinic.Principal, before
 	}
 	out := make([]*WebhookDelivery, len(rs))
 	for i, r := range rs {
-		out[i] = toDelivery(r, a.unix())
+		out[i] = toDelivery(r, a.Unix())
 	}
 	return out, nil
 }
@@ -275,7 +275,7 @@ var errDeliveryNotFound = clinic.Errorf(clinic.ENotFound, "Delivery not found.")
 // due now with a fresh set of attempts, whatever became of it before; one
 // being attempted at this moment answers 409.
 func (a *App) Redeliver(ctx context.Context, p *clinic.Principal, id int64) (*WebhookDelivery, error) {
-	if err := requireAdmin(p); err != nil {
+	if err := RequireAdmin(p); err != nil {
 		return nil, err
 	}
 	// The answer is the requeued state read inside the transaction: once it
@@ -287,13 +287,13 @@ func (a *App) Redeliver(ctx context.Context, p *clinic.Principal, id int64) (*We
 		if err != nil {
 			return err
 		}
-		if ok, err = q.RequeueOutbox(ctx, p.Account.ID, TopicWebhook, id, a.unix()); err != nil || !ok {
+		if ok, err = q.RequeueOutbox(ctx, p.Account.ID, TopicWebhook, id, a.Unix()); err != nil || !ok {
 			return err
 		}
 		if r, err = q.OutboxRecordByID(ctx, p.Account.ID, TopicWebhook, id); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "webhook.redeliver", "webhook_delivery", i64s(id), outcomeOK)
+		return a.AuditIn(ctx, q, p, "webhook.redeliver", "webhook_delivery", i64s(id), OutcomeOK)
 	})
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errDeliveryNotFound
@@ -305,5 +305,5 @@ func (a *App) Redeliver(ctx context.Context, p *clinic.Principal, id int64) (*We
 		return nil, clinic.Errorf(clinic.EConflict, "Delivery %d is being attempted right now; try again when the attempt ends.", id)
 	}
 	a.kickWebhooks()
-	return toDelivery(r, a.unix()), nil
+	return toDelivery(r, a.Unix()), nil
 }

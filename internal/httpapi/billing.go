@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"teleclinic/internal/app"
+	"teleclinic/internal/app/billing"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/payments"
 )
@@ -27,12 +27,12 @@ type publishableOut struct {
 	PublishableKey string `json:"publishable_key"`
 }
 
-func toProcessor(b *app.BillingInfo) processorOut {
+func toProcessor(b *billing.BillingInfo) processorOut {
 	return processorOut{Name: b.Processor, PublishableKey: b.PublishableKey, Sandbox: b.Sandbox, SecretKeySet: b.SecretKeySet}
 }
 
 func (s *Server) billingSettings(w http.ResponseWriter, r *http.Request, c *call) error {
-	b, err := s.app.BillingSettings(r.Context(), c.p)
+	b, err := s.billing.BillingSettings(r.Context(), c.p)
 	if err != nil {
 		return err
 	}
@@ -40,7 +40,7 @@ func (s *Server) billingSettings(w http.ResponseWriter, r *http.Request, c *call
 }
 
 func (s *Server) getProcessor(w http.ResponseWriter, r *http.Request, c *call) error {
-	b, err := s.app.BillingSettings(r.Context(), c.p)
+	b, err := s.billing.BillingSettings(r.Context(), c.p)
 	if err != nil {
 		return err
 	}
@@ -49,7 +49,7 @@ func (s *Server) getProcessor(w http.ResponseWriter, r *http.Request, c *call) e
 
 func (s *Server) setProcessor(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := c.params
-	b, err := s.app.SetProcessor(r.Context(), c.p, app.ProcessorInput{Processor: q.Str("processor"), SecretKey: q.Str("secret_key"), PublishableKey: q.Str("publishable_key")})
+	b, err := s.billing.SetProcessor(r.Context(), c.p, billing.ProcessorInput{Processor: q.Str("processor"), SecretKey: q.Str("secret_key"), PublishableKey: q.Str("publishable_key")})
 	if err != nil {
 		return err
 	}
@@ -74,9 +74,9 @@ func toSource(src *clinic.PaymentSource) sourceOut {
 		IsDefault: src.IsDefault, ProviderID: id(src.ProviderID), Created: src.Created}
 }
 
-func sourceInput(c *call) (app.SourceInput, error) {
+func sourceInput(c *call) (billing.SourceInput, error) {
 	prov, err := refID(c, "provider_id")
-	return app.SourceInput{RoomCode: c.params.Str("room_code"), ProviderID: prov}, err
+	return billing.SourceInput{RoomCode: c.params.Str("room_code"), ProviderID: prov}, err
 }
 
 func (s *Server) listSources(w http.ResponseWriter, r *http.Request, c *call) error {
@@ -84,7 +84,7 @@ func (s *Server) listSources(w http.ResponseWriter, r *http.Request, c *call) er
 	if err != nil {
 		return err
 	}
-	srcs, err := s.app.Sources(r.Context(), c.p, sin, c.params.Str("type"))
+	srcs, err := s.billing.Sources(r.Context(), c.p, sin, c.params.Str("type"))
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func (s *Server) addSource(w http.ResponseWriter, r *http.Request, c *call) erro
 	if err != nil {
 		return err
 	}
-	src, err := s.app.AddSource(r.Context(), c.p, sin, c.params.Str("type"), c.params.Str("token"))
+	src, err := s.billing.AddSource(r.Context(), c.p, sin, c.params.Str("type"), c.params.Str("token"))
 	if err != nil {
 		return err
 	}
@@ -116,7 +116,7 @@ func (s *Server) getSource(w http.ResponseWriter, r *http.Request, c *call) erro
 	if err != nil {
 		return err
 	}
-	src, err := s.app.Source(r.Context(), c.p, sourceID, sin)
+	src, err := s.billing.Source(r.Context(), c.p, sourceID, sin)
 	if err != nil {
 		return err
 	}
@@ -136,7 +136,7 @@ func (s *Server) updateSource(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	src, err := s.app.UpdateSource(r.Context(), c.p, sourceID, sin, def)
+	src, err := s.billing.UpdateSource(r.Context(), c.p, sourceID, sin, def)
 	if err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func (s *Server) deleteSource(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	if err := s.app.DeleteSource(r.Context(), c.p, sourceID); err != nil {
+	if err := s.billing.DeleteSource(r.Context(), c.p, sourceID); err != nil {
 		return err
 	}
 	return ok(w, []any{})
@@ -178,7 +178,7 @@ func (s *Server) createCoupon(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	cp, err := s.app.CreateCoupon(r.Context(), c.p, app.CouponInput{Code: q.Str("code"), PercentOff: q.Str("percent_off"), ValidUntil: q.Str("valid_until"), MaxRedemptions: maxN})
+	cp, err := s.billing.CreateCoupon(r.Context(), c.p, billing.CouponInput{Code: q.Str("code"), PercentOff: q.Str("percent_off"), ValidUntil: q.Str("valid_until"), MaxRedemptions: maxN})
 	if err != nil {
 		return err
 	}
@@ -186,7 +186,7 @@ func (s *Server) createCoupon(w http.ResponseWriter, r *http.Request, c *call) e
 }
 
 func (s *Server) listCoupons(w http.ResponseWriter, r *http.Request, c *call) error {
-	cps, err := s.app.Coupons(r.Context(), c.p)
+	cps, err := s.billing.Coupons(r.Context(), c.p)
 	if err != nil {
 		return err
 	}
@@ -198,7 +198,7 @@ func (s *Server) listCoupons(w http.ResponseWriter, r *http.Request, c *call) er
 }
 
 func (s *Server) deactivateCoupon(w http.ResponseWriter, r *http.Request, c *call) error {
-	cp, err := s.app.DeactivateCoupon(r.Context(), c.p, c.params.Str("code"))
+	cp, err := s.billing.DeactivateCoupon(r.Context(), c.p, c.params.Str("code"))
 	if err != nil {
 		return err
 	}
@@ -284,11 +284,11 @@ func (s *Server) processInvoice(w http.ResponseWriter, r *http.Request, c *call)
 	if err != nil {
 		return err
 	}
-	in := app.InvoiceInput{PromoCode: q.First("promo_code", "coupon"), CreateInvoice: create}
+	in := billing.InvoiceInput{PromoCode: q.First("promo_code", "coupon"), CreateInvoice: create}
 	if err := readRefs(c, ref{dst: &in.IntakeID, name: "intake_id"}, ref{dst: &in.SourceID, name: "source_id"}); err != nil {
 		return err
 	}
-	v, err := s.app.ProcessInvoice(r.Context(), c.p, in)
+	v, err := s.billing.ProcessInvoice(r.Context(), c.p, in)
 	if err != nil {
 		return err
 	}
@@ -313,11 +313,11 @@ func (s *Server) listInvoices(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	in := app.InvoiceQuery{Before: before, Limit: int(limit)}
+	in := billing.InvoiceQuery{Before: before, Limit: int(limit)}
 	if err := readRefs(c, ref{dst: &in.MemberID, name: "member_id"}, ref{dst: &in.VisitID, name: "visit_id"}, ref{dst: &in.IntakeID, name: "intake_id"}); err != nil {
 		return err
 	}
-	invs, err := s.app.Invoices(r.Context(), c.p, in)
+	invs, err := s.billing.Invoices(r.Context(), c.p, in)
 	if err != nil {
 		return err
 	}
@@ -333,7 +333,7 @@ func (s *Server) refundInvoice(w http.ResponseWriter, r *http.Request, c *call) 
 	if err != nil {
 		return err
 	}
-	inv, err := s.app.RefundInvoice(r.Context(), c.p, invoiceID, c.params.Str("amount"))
+	inv, err := s.billing.RefundInvoice(r.Context(), c.p, invoiceID, c.params.Str("amount"))
 	if err != nil {
 		return err
 	}

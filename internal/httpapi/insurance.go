@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/app/billing"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/edge"
 	"teleclinic/internal/reference"
@@ -298,7 +299,7 @@ type claimInsurance struct {
 }
 
 func (s *Server) claimsReport(w http.ResponseWriter, r *http.Request, c *call) error {
-	claims, err := s.app.ClaimsReport(r.Context(), c.p, c.params.Str("from_date"), c.params.Str("to_date"))
+	claims, err := s.billing.ClaimsReport(r.Context(), c.p, c.params.Str("from_date"), c.params.Str("to_date"))
 	if err != nil {
 		return err
 	}
@@ -341,7 +342,7 @@ func (s *Server) setVisitCodes(w http.ResponseWriter, r *http.Request, c *call) 
 		return err
 	}
 	// Absent lists stay nil: the rules tell "not sent" from "emptied".
-	var in app.ClaimCodes
+	var in billing.ClaimCodes
 	if c.params.Has("diagnoses") {
 		if _, err := c.params.JSON("diagnoses", &in.Diagnoses); err != nil {
 			in.Diagnoses = c.params.List("diagnoses")
@@ -350,13 +351,13 @@ func (s *Server) setVisitCodes(w http.ResponseWriter, r *http.Request, c *call) 
 	if c.params.Has("procedures") {
 		if _, err := c.params.JSON("procedures", &in.Procedures); err != nil {
 			// A form lists bare codes: procedures[]=G2012.
-			in.Procedures = []app.ClaimProcedure{}
+			in.Procedures = []billing.ClaimProcedure{}
 			for _, code := range c.params.List("procedures") {
-				in.Procedures = append(in.Procedures, app.ClaimProcedure{Code: code})
+				in.Procedures = append(in.Procedures, billing.ClaimProcedure{Code: code})
 			}
 		}
 	}
-	codes, err := s.app.SetClaimCodes(r.Context(), c.p, vid, in)
+	codes, err := s.billing.SetClaimCodes(r.Context(), c.p, vid, in)
 	if err != nil {
 		return err
 	}
@@ -368,7 +369,7 @@ func (s *Server) getVisitCodes(w http.ResponseWriter, r *http.Request, c *call) 
 	if err != nil {
 		return err
 	}
-	codes, err := s.app.ClaimCodesOf(r.Context(), c.p, vid)
+	codes, err := s.billing.ClaimCodesOf(r.Context(), c.p, vid)
 	if err != nil {
 		return err
 	}

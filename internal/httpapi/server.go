@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/app/billing"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/edge"
 	"teleclinic/internal/fhir"
@@ -51,14 +52,15 @@ type Config struct {
 
 // Server is the HTTP handler of the whole API.
 type Server struct {
-	pages  messagePages // thread pages' writer
-	app    *app.App
-	fhir   *fhir.Server
-	log    *slog.Logger
-	cfg    Config
-	mux    *http.ServeMux
-	routes []Route
-	lists  chan struct{} // the MaxSlotLists turns
+	pages   messagePages // thread pages' writer
+	app     *app.App
+	billing *billing.Service
+	fhir    *fhir.Server
+	log     *slog.Logger
+	cfg     Config
+	mux     *http.ServeMux
+	routes  []Route
+	lists   chan struct{} // the MaxSlotLists turns
 	// handler is serve, behind the CORS layer when origins are configured.
 	handler http.Handler
 }
@@ -117,7 +119,7 @@ func New(a *app.App, log *slog.Logger, cfg Config) *Server {
 	if cfg.KeepAlive <= 0 {
 		cfg.KeepAlive = live.KeepAlive
 	}
-	s := &Server{app: a, fhir: fhir.New(a), log: log, cfg: cfg, mux: http.NewServeMux(), lists: make(chan struct{}, cfg.MaxSlotLists)}
+	s := &Server{app: a, billing: billing.New(a), fhir: fhir.New(a), log: log, cfg: cfg, mux: http.NewServeMux(), lists: make(chan struct{}, cfg.MaxSlotLists)}
 	s.registerRoutes()
 	s.handler = http.HandlerFunc(s.serve)
 	if len(cfg.CORSOrigins) > 0 {

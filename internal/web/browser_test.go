@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/app/billing"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/testenv"
 )
@@ -527,7 +528,7 @@ func TestBrowser_StripeElements(t *testing.T) {
 	f := newFixture(t, testenv.Options{StripeJS: js.URL + "/v3/", Config: func(c *app.Config) { c.StripeAPIURL = mock }})
 	bg := context.Background()
 	admin := f.admin(t)
-	if _, err := f.e.App.SetProcessor(bg, admin, app.ProcessorInput{Processor: "stripe", SecretKey: "sk_test_123", PublishableKey: "pk_test_123"}); err != nil {
+	if _, err := billing.New(f.e.App).SetProcessor(bg, admin, billing.ProcessorInput{Processor: "stripe", SecretKey: "sk_test_123", PublishableKey: "pk_test_123"}); err != nil {
 		t.Fatal(err)
 	}
 	cons := []clinic.Consultation{{ID: "1", Description: "15-min Consultation", Duration: 15, Amount: 25, Charge: true, Slots: 1}}
@@ -571,7 +572,7 @@ func TestBrowser_StripeElements(t *testing.T) {
 	// on the page, in words.
 	waitText(t, patient, `main > p.error[role="alert"]`, "card")
 	p2 := f.user(t, f.p2Token)
-	cards, err := f.e.App.Sources(bg, p2, app.SourceInput{RoomCode: "main"}, "card")
+	cards, err := billing.New(f.e.App).Sources(bg, p2, billing.SourceInput{RoomCode: "main"}, "card")
 	if err != nil || len(cards) != 1 || cards[0].Processor != "stripe" || !strings.HasPrefix(cards[0].PaymentMethod, "pm_") {
 		t.Fatalf("the card saved with Stripe: %+v %v", cards, err)
 	}

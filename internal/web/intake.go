@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/app/billing"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/payments"
 )
@@ -129,11 +130,11 @@ func (s *Server) nextStep(w http.ResponseWriter, r *http.Request, p *clinic.Prin
 	ctx := r.Context()
 	account, room := r.PathValue("account_code"), r.PathValue("room_code")
 	step := roomBase(account, room) + "/intake/" + strconv.FormatInt(intakeID, 10)
-	bill, err := s.app.ProcessInvoice(ctx, p, app.InvoiceInput{IntakeID: intakeID})
+	bill, err := s.billing.ProcessInvoice(ctx, p, billing.InvoiceInput{IntakeID: intakeID})
 	if err != nil && clinic.ErrorCode(err) != clinic.EInvalid { // a room with nothing to bill
 		return err
 	}
-	if err == nil && bill.AmountDue > 0 && (bill.Invoice == nil || bill.Invoice.Status != app.InvoicePaid) {
+	if err == nil && bill.AmountDue > 0 && (bill.Invoice == nil || bill.Invoice.Status != billing.InvoicePaid) {
 		http.Redirect(w, r, step+"/pay?kind="+url.QueryEscape(kind), http.StatusSeeOther)
 		return nil
 	}
@@ -208,22 +209,22 @@ func (s *Server) showPay(w http.ResponseWriter, r *http.Request, status int, msg
 	}
 	ctx := r.Context()
 	promo := strings.TrimSpace(r.FormValue("promo_code"))
-	bill, err := s.app.ProcessInvoice(ctx, p, app.InvoiceInput{IntakeID: id, PromoCode: promo})
+	bill, err := s.billing.ProcessInvoice(ctx, p, billing.InvoiceInput{IntakeID: id, PromoCode: promo})
 	if err != nil {
 		return err
 	}
-	billing, err := s.app.BillingSettings(ctx, p)
+	settings, err := s.billing.BillingSettings(ctx, p)
 	if err != nil {
 		return err
 	}
 	kind := r.FormValue("kind")
 	page := payPage{Action: roomBase(r.PathValue("account_code"), r.PathValue("room_code")) + "/intake/" + strconv.FormatInt(id, 10) + "/pay",
 		Kind: kind, Amount: money(bill.Amount, bill.Currency), Due: money(bill.AmountDue, bill.Currency),
-		Consultation: bill.Consultation.Description, Promo: promo, Stripe: billing.Processor == "stripe", TestCards: sandboxCards, Error: msg}
-	if billing.Processor == "stripe" {
+		Consultation: bill.Consultation.Description, Promo: promo, Stripe: settings.Processor == "stripe", TestCards: sandboxCards, Error: msg}
+	if settings.Processor == "stripe" {
 		// Stripe's script and its card field's frame come from Stripe, and
 		// the script talks to Stripe's API: this one page allows them.
-		page.StripeJS, page.PublishableKey = s.cfg.StripeJS, billing.PublishableKey
+		page.StripeJS, page.PublishableKey = s.cfg.StripeJS, settings.PublishableKey
 		origin := s.cfg.StripeJS
 		if u, err := url.Parse(origin); err == nil {
 			origin = u.Scheme + "://" + u.Host
@@ -254,12 +255,12 @@ func (s *Server) payNow(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ctx := r.Context()
-	billing, err := s.app.BillingSettings(ctx, p)
+	settings, err := s.billing.BillingSettings(ctx, p)
 	if err != nil {
 		return err
 	}
 	token := r.PostFormValue("token")
-	if billing.Processor == "stripe" && !strings.HasPrefix(token, "pm_") {
+	if settings.Processor == "stripe" && !strings.HasPrefix(token, "pm_") {
 		// Stripe's card field hands the form a PaymentMethod id; nothing
 		// else (a card number above all) is taken.
 		return s.showPay(w, r, http.StatusBadRequest, "The card field did not finish: enter the card again and press Pay.")
@@ -270,15 +271,15 @@ func (s *Server) payNow(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	src, err := s.app.AddSource(ctx, p, app.SourceInput{RoomCode: r.PathValue("room_code")}, "card", token)
+	src, err := s.billing.AddSource(ctx, p, billing.SourceInput{RoomCode: r.PathValue("room_code")}, "card", token)
 	if err != nil {
 		return refuse(err)
 	}
-	bill, err := s.app.ProcessInvoice(ctx, p, app.InvoiceInput{IntakeID: id, PromoCode: strings.TrimSpace(r.PostFormValue("promo_code")), CreateInvoice: true, SourceID: src.ID})
+	bill, err := s.billing.ProcessInvoice(ctx, p, billing.InvoiceInput{IntakeID: id, PromoCode: strings.TrimSpace(r.PostFormValue("promo_code")), CreateInvoice: true, SourceID: src.ID})
 	if err != nil {
 		return refuse(err)
 	}
-	if bill.Invoice == nil || bill.Invoice.Status != app.InvoicePaid {
+	if bill.Invoice == nil || bill.Invoice.Status != billing.InvoicePaid {
 		return s.showPay(w, r, http.StatusPaymentRequired, "The payment did not go through. Try another card.")
 	}
 	return s.nextStep(w, r, p, id, r.PostFormValue("kind"))

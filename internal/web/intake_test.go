@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/app/billing"
 	"teleclinic/internal/clinic"
 )
 
@@ -128,8 +129,8 @@ func TestPortal_RoomVisitKinds(t *testing.T) {
 		if d.Visit.Kind != clinic.KindWalkin || d.Visit.Status != clinic.VisitPending {
 			t.Fatalf("%+v", d.Visit)
 		}
-		bill, err := f.e.App.ProcessInvoice(bg, p1, app.InvoiceInput{IntakeID: d.Intake.ID})
-		if err != nil || bill.Invoice == nil || bill.Invoice.Status != app.InvoicePaid || bill.Invoice.AmountDue != 2500 {
+		bill, err := billing.New(f.e.App).ProcessInvoice(bg, p1, billing.InvoiceInput{IntakeID: d.Intake.ID})
+		if err != nil || bill.Invoice == nil || bill.Invoice.Status != billing.InvoicePaid || bill.Invoice.AmountDue != 2500 {
 			t.Fatalf("the invoice: %+v %v", bill, err)
 		}
 	})

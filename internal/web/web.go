@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/app/billing"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/edge"
 )
@@ -58,12 +59,13 @@ type Config struct {
 // Server is the portal's handler. Requests for paths it does not serve go
 // to next (the API).
 type Server struct {
-	app   *app.App
-	log   *slog.Logger
-	cfg   Config
-	next  http.Handler
-	mux   *http.ServeMux
-	pages map[string]*template.Template
+	app     *app.App
+	billing *billing.Service
+	log     *slog.Logger
+	cfg     Config
+	next    http.Handler
+	mux     *http.ServeMux
+	pages   map[string]*template.Template
 	// patterns are the registered routes, for the authorization matrix.
 	patterns []string
 	// guard refuses state-changing requests that a browser made for
@@ -76,7 +78,7 @@ func New(a *app.App, log *slog.Logger, cfg Config, next http.Handler) (*Server, 
 	if cfg.StripeJS == "" {
 		cfg.StripeJS = "https://js.stripe.com/v3/"
 	}
-	s := &Server{app: a, log: log, cfg: cfg, next: next, mux: http.NewServeMux(), pages: map[string]*template.Template{},
+	s := &Server{app: a, billing: billing.New(a), log: log, cfg: cfg, next: next, mux: http.NewServeMux(), pages: map[string]*template.Template{},
 		guard: http.NewCrossOriginProtection()}
 	if err := s.parseTemplates(); err != nil {
 		return nil, err

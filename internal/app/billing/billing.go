@@ -1,4 +1,4 @@
-package app
+package billing
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/payments"
 	"teleclinic/internal/store"
@@ -37,19 +38,19 @@ const processorTimeout = 60 * time.Second
 
 // Processor returns the clinic's card processor: Stripe with its keys once
 // its admin saved them, else the sandbox.
-func (a *App) processor(ctx context.Context, accountID int64) (payments.Processor, error) {
-	bs, err := a.store.Read().BillingSettings(ctx, accountID)
+func (s *Service) processor(ctx context.Context, accountID int64) (payments.Processor, error) {
+	bs, err := s.app.Store().Read().BillingSettings(ctx, accountID)
 	if err != nil {
 		return nil, fmt.Errorf("billing settings: %w", err)
 	}
 	if bs.Processor != "stripe" {
-		return a.cfg.Sandbox, nil
+		return s.cfg.Sandbox, nil
 	}
-	secret, err := a.unseal(bs.SealedSecret)
+	secret, err := s.app.Unseal(bs.SealedSecret)
 	if err != nil {
 		return nil, fmt.Errorf("billing settings: %w", err)
 	}
-	return payments.NewStripe(payments.StripeConfig{SecretKey: string(secret), PublishableKey: bs.PublishableKey, APIURL: a.cfg.StripeAPIURL}), nil
+	return payments.NewStripe(payments.StripeConfig{SecretKey: string(secret), PublishableKey: bs.PublishableKey, APIURL: s.cfg.StripeAPIURL}), nil
 }
 
 // BillingInfo is what a browser needs to tokenize cards.
@@ -61,11 +62,11 @@ type BillingInfo struct {
 }
 
 // BillingSettings is GET /billing/settings.
-func (a *App) BillingSettings(ctx context.Context, p *clinic.Principal) (*BillingInfo, error) {
-	if err := requireUser(p); err != nil {
+func (s *Service) BillingSettings(ctx context.Context, p *clinic.Principal) (*BillingInfo, error) {
+	if err := app.RequireUser(p); err != nil {
 		return nil, err
 	}
-	proc, err := a.processor(ctx, p.Account.ID)
+	proc, err := s.processor(ctx, p.Account.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -81,15 +82,15 @@ type ProcessorInput struct {
 
 // SetProcessor chooses a clinic's card processor. Stripe keys must be a
 // pair of the same mode; the secret is sealed at rest and never shown again.
-func (a *App) SetProcessor(ctx context.Context, p *clinic.Principal, in ProcessorInput) (*BillingInfo, error) {
-	if err := requireAdmin(p); err != nil {
+func (s *Service) SetProcessor(ctx context.Context, p *clinic.Principal, in ProcessorInput) (*BillingInfo, error) {
+	if err := app.RequireAdmin(p); err != nil {
 		return nil, err
 	}
-	if err := checkFields(line("processor", in.Processor, 32), line("secret_key", in.SecretKey, MaxLineChars),
-		line("publishable_key", in.PublishableKey, MaxLineChars)); err != nil {
+	if err := app.CheckFields(app.Line("processor", in.Processor, 32), app.Line("secret_key", in.SecretKey, app.MaxLineChars),
+		app.Line("publishable_key", in.PublishableKey, app.MaxLineChars)); err != nil {
 		return nil, err
 	}
-	bs := &store.BillingSettings{Processor: strings.ToLower(strings.TrimSpace(in.Processor)), Modified: a.unix()}
+	bs := &store.BillingSettings{Processor: strings.ToLower(strings.TrimSpace(in.Processor)), Modified: s.app.Unix()}
 	switch bs.Processor {
 	case "sandbox":
 	case "stripe":
@@ -113,7 +114,7 @@ func (a *App) SetProcessor(ctx context.Context, p *clinic.Principal, in Processo
 		case skMode != pkMode:
 			return nil, clinic.Errorf(clinic.EInvalid, "secret_key is a %s key and publishable_key a %s key; give a pair of the same mode.", skMode, pkMode)
 		}
-		sealed, err := a.seal([]byte(sk))
+		sealed, err := s.app.Seal([]byte(sk))
 		if err != nil {
 			return nil, err
 		}
@@ -121,16 +122,16 @@ func (a *App) SetProcessor(ctx context.Context, p *clinic.Principal, in Processo
 	default:
 		return nil, clinic.Errorf(clinic.EInvalid, "processor must be sandbox or stripe.")
 	}
-	err := a.store.Tx(ctx, func(q *store.Q) error {
+	err := s.app.Store().Tx(ctx, func(q *store.Q) error {
 		if err := q.PutBillingSettings(ctx, p.Account.ID, bs); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "billing.processor.update", "account", p.Account.Code, outcomeOK)
+		return s.app.AuditIn(ctx, q, p, "billing.processor.update", "account", p.Account.Code, app.OutcomeOK)
 	})
 	if err != nil {
-		return nil, storeErr("billing settings", err, "")
+		return nil, app.StoreErr("billing settings", err, "")
 	}
-	return a.BillingSettings(ctx, p)
+	return s.BillingSettings(ctx, p)
 }
 
 // SourceInput names a card scope: a room by code and optionally a provider.
@@ -141,26 +142,26 @@ type SourceInput struct {
 
 // sourceScope resolves a scope for the calling patient, with the clinic's
 // processor.
-func (a *App) sourceScope(ctx context.Context, p *clinic.Principal, in SourceInput) (store.SourceScope, payments.Processor, error) {
+func (s *Service) sourceScope(ctx context.Context, p *clinic.Principal, in SourceInput) (store.SourceScope, payments.Processor, error) {
 	if p.User == nil {
 		return store.SourceScope{}, nil, clinic.Errorf(clinic.EForbidden, "Payment sources belong to a user; use a user token.")
 	}
 	if strings.TrimSpace(in.RoomCode) == "" {
 		return store.SourceScope{}, nil, clinic.Errorf(clinic.EInvalid, "room_code is required.")
 	}
-	r, err := a.roomByCode(ctx, p, in.RoomCode)
+	r, err := s.app.RoomByCode(ctx, p, in.RoomCode)
 	if err != nil {
 		return store.SourceScope{}, nil, err
 	}
 	sc := store.SourceScope{AccountID: p.Account.ID, UserID: p.User.ID, RoomID: r.ID}
 	if in.ProviderID != 0 {
-		prov, err := a.providerByID(ctx, p, in.ProviderID)
+		prov, err := s.app.ProviderByID(ctx, p, in.ProviderID)
 		if err != nil {
 			return store.SourceScope{}, nil, err
 		}
 		sc.ProviderID = prov.ID
 	}
-	proc, err := a.processor(ctx, p.Account.ID)
+	proc, err := s.processor(ctx, p.Account.ID)
 	if err != nil {
 		return store.SourceScope{}, nil, err
 	}
@@ -171,32 +172,32 @@ func (a *App) sourceScope(ctx context.Context, p *clinic.Principal, in SourceInp
 // Sources is GET /billing/sources: the caller's cards in a scope, the
 // default first. Cards saved with another processor than the clinic's
 // current one cannot be charged and are not listed.
-func (a *App) Sources(ctx context.Context, p *clinic.Principal, in SourceInput, typ string) ([]*clinic.PaymentSource, error) {
-	if err := requireUser(p); err != nil {
+func (s *Service) Sources(ctx context.Context, p *clinic.Principal, in SourceInput, typ string) ([]*clinic.PaymentSource, error) {
+	if err := app.RequireUser(p); err != nil {
 		return nil, err
 	}
-	sc, _, err := a.sourceScope(ctx, p, in)
+	sc, _, err := s.sourceScope(ctx, p, in)
 	if err != nil {
 		return nil, err
 	}
 	if typ != "" && typ != "card" {
 		return []*clinic.PaymentSource{}, nil
 	}
-	out, err := a.store.Read().PaymentSources(ctx, sc)
+	out, err := s.app.Store().Read().PaymentSources(ctx, sc)
 	if err != nil {
 		return nil, fmt.Errorf("payment sources: %w", err)
 	}
-	return out, a.audit(ctx, p, "billing.source.list", "user", i64s(p.User.ID), outcomeOK)
+	return out, s.app.Audit(ctx, p, "billing.source.list", "user", i64s(p.User.ID), app.OutcomeOK)
 }
 
 // AddSource is POST /billing/sources: the processor turns the browser's
 // token into a card saved on the patient's customer, and we keep its
 // reference. The scope's first card becomes its default.
-func (a *App) AddSource(ctx context.Context, p *clinic.Principal, in SourceInput, typ, token string) (*clinic.PaymentSource, error) {
-	if err := requireUser(p); err != nil {
+func (s *Service) AddSource(ctx context.Context, p *clinic.Principal, in SourceInput, typ, token string) (*clinic.PaymentSource, error) {
+	if err := app.RequireUser(p); err != nil {
 		return nil, err
 	}
-	sc, proc, err := a.sourceScope(ctx, p, in)
+	sc, proc, err := s.sourceScope(ctx, p, in)
 	if err != nil {
 		return nil, err
 	}
@@ -210,33 +211,33 @@ func (a *App) AddSource(ctx context.Context, p *clinic.Principal, in SourceInput
 	}
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), processorTimeout)
 	defer cancel()
-	customer, err := a.customer(pctx, p, proc)
+	customer, err := s.customer(pctx, p, proc)
 	if err != nil {
 		return nil, err
 	}
 	card, err := proc.AttachCard(pctx, customer, strings.TrimSpace(token))
 	if err != nil {
 		err = processorErr(err, "save the card")
-		return nil, a.auditOutcome(ctx, p, "billing.source.add", "user", i64s(p.User.ID), err)
+		return nil, s.app.AuditOutcome(ctx, p, "billing.source.add", "user", i64s(p.User.ID), err)
 	}
-	now := a.unix()
+	now := s.app.Unix()
 	src := &clinic.PaymentSource{UserID: p.User.ID, RoomID: sc.RoomID, ProviderID: sc.ProviderID, Processor: sc.Processor,
 		PaymentMethod: card.PaymentMethod, Brand: card.Brand, Last4: card.Last4, ExpMonth: card.ExpMonth, ExpYear: card.ExpYear, Created: now, Modified: now}
-	err = a.store.Tx(ctx, func(q *store.Q) error {
+	err = s.app.Store().Tx(ctx, func(q *store.Q) error {
 		if err := q.AddPaymentSource(ctx, p.Account.ID, src); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "billing.source.add", "payment_source", i64s(src.ID), outcomeOK)
+		return s.app.AuditIn(ctx, q, p, "billing.source.add", "payment_source", i64s(src.ID), app.OutcomeOK)
 	})
 	if err != nil {
-		return nil, storeErr("save card", err, "")
+		return nil, app.StoreErr("save card", err, "")
 	}
 	return src, nil
 }
 
 // customer finds or makes the processor's customer for the calling patient.
-func (a *App) customer(ctx context.Context, p *clinic.Principal, proc payments.Processor) (string, error) {
-	ref, err := a.store.Read().BillingCustomer(ctx, p.Account.ID, p.User.ID, proc.Name())
+func (s *Service) customer(ctx context.Context, p *clinic.Principal, proc payments.Processor) (string, error) {
+	ref, err := s.app.Store().Read().BillingCustomer(ctx, p.Account.ID, p.User.ID, proc.Name())
 	if err != nil || ref != "" {
 		return ref, err
 	}
@@ -247,28 +248,28 @@ func (a *App) customer(ctx context.Context, p *clinic.Principal, proc payments.P
 	}
 	// Two first cards at once may both make a customer; the first recorded
 	// one is kept and used by both.
-	return a.store.Write().PutBillingCustomer(ctx, p.Account.ID, p.User.ID, proc.Name(), ref, a.unix())
+	return s.app.Store().Write().PutBillingCustomer(ctx, p.Account.ID, p.User.ID, proc.Name(), ref, s.app.Unix())
 }
 
 // Source is GET /billing/sources/{id}. A room_code or provider_id given
 // must be the card's scope.
-func (a *App) Source(ctx context.Context, p *clinic.Principal, id int64, in SourceInput) (*clinic.PaymentSource, error) {
-	if err := requireUser(p); err != nil {
+func (s *Service) Source(ctx context.Context, p *clinic.Principal, id int64, in SourceInput) (*clinic.PaymentSource, error) {
+	if err := app.RequireUser(p); err != nil {
 		return nil, err
 	}
-	src, err := a.ownSource(ctx, p, id, in)
+	src, err := s.ownSource(ctx, p, id, in)
 	if err != nil {
 		return nil, err
 	}
-	return src, a.audit(ctx, p, "billing.source.get", "payment_source", i64s(src.ID), outcomeOK)
+	return src, s.app.Audit(ctx, p, "billing.source.get", "payment_source", i64s(src.ID), app.OutcomeOK)
 }
 
-func (a *App) ownSource(ctx context.Context, p *clinic.Principal, id int64, in SourceInput) (*clinic.PaymentSource, error) {
+func (s *Service) ownSource(ctx context.Context, p *clinic.Principal, id int64, in SourceInput) (*clinic.PaymentSource, error) {
 	if p.User == nil {
 		return nil, clinic.Errorf(clinic.EForbidden, "Payment sources belong to a user; use a user token.")
 	}
 	notFound := clinic.Errorf(clinic.ENotFound, "Payment source not found.")
-	src, err := a.store.Read().PaymentSource(ctx, p.Account.ID, p.User.ID, id)
+	src, err := s.app.Store().Read().PaymentSource(ctx, p.Account.ID, p.User.ID, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, notFound
 	}
@@ -276,7 +277,7 @@ func (a *App) ownSource(ctx context.Context, p *clinic.Principal, id int64, in S
 		return nil, fmt.Errorf("payment source: %w", err)
 	}
 	if in.RoomCode != "" {
-		r, err := a.store.Read().RoomByCode(ctx, p.Account.ID, in.RoomCode)
+		r, err := s.app.Store().Read().RoomByCode(ctx, p.Account.ID, in.RoomCode)
 		if err != nil || r.ID != src.RoomID {
 			return nil, notFound
 		}
@@ -290,11 +291,11 @@ func (a *App) ownSource(ctx context.Context, p *clinic.Principal, id int64, in S
 // UpdateSource is PUT /billing/sources/{id}: is_default true makes the
 // card its scope's default. A scope always keeps one default while it has
 // cards, so the default cannot be unset, only replaced.
-func (a *App) UpdateSource(ctx context.Context, p *clinic.Principal, id int64, in SourceInput, isDefault *bool) (*clinic.PaymentSource, error) {
-	if err := requireUser(p); err != nil {
+func (s *Service) UpdateSource(ctx context.Context, p *clinic.Principal, id int64, in SourceInput, isDefault *bool) (*clinic.PaymentSource, error) {
+	if err := app.RequireUser(p); err != nil {
 		return nil, err
 	}
-	src, err := a.ownSource(ctx, p, id, in)
+	src, err := s.ownSource(ctx, p, id, in)
 	if err != nil {
 		return nil, err
 	}
@@ -304,18 +305,18 @@ func (a *App) UpdateSource(ctx context.Context, p *clinic.Principal, id int64, i
 	if !*isDefault {
 		return nil, clinic.Errorf(clinic.EInvalid, "This card is the default; make another card the default instead.")
 	}
-	now := a.unix()
-	err = a.store.Tx(ctx, func(q *store.Q) error {
+	now := s.app.Unix()
+	err = s.app.Store().Tx(ctx, func(q *store.Q) error {
 		if err := q.MakeDefaultSource(ctx, p.Account.ID, src, now); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "billing.source.update", "payment_source", i64s(src.ID), outcomeOK)
+		return s.app.AuditIn(ctx, q, p, "billing.source.update", "payment_source", i64s(src.ID), app.OutcomeOK)
 	})
 	if errors.Is(err, store.ErrConflict) {
 		return nil, clinic.Errorf(clinic.EConflict, "Another card was made the default at the same time; try again.")
 	}
 	if err != nil {
-		return nil, storeErr("payment source", err, "Payment source not found.")
+		return nil, app.StoreErr("payment source", err, "Payment source not found.")
 	}
 	src.IsDefault, src.Modified = true, now
 	return src, nil
@@ -324,31 +325,31 @@ func (a *App) UpdateSource(ctx context.Context, p *clinic.Principal, id int64, i
 // DeleteSource is DELETE /billing/sources/{id}. Deleting the default makes
 // the scope's oldest other card the default. The card is removed from the
 // processor's customer after the commit.
-func (a *App) DeleteSource(ctx context.Context, p *clinic.Principal, id int64) error {
-	if err := requireUser(p); err != nil {
+func (s *Service) DeleteSource(ctx context.Context, p *clinic.Principal, id int64) error {
+	if err := app.RequireUser(p); err != nil {
 		return err
 	}
-	src, err := a.ownSource(ctx, p, id, SourceInput{})
+	src, err := s.ownSource(ctx, p, id, SourceInput{})
 	if err != nil {
 		return err
 	}
-	err = a.store.Tx(ctx, func(q *store.Q) error {
-		if err := q.DeletePaymentSource(ctx, p.Account.ID, src, a.unix()); err != nil {
+	err = s.app.Store().Tx(ctx, func(q *store.Q) error {
+		if err := q.DeletePaymentSource(ctx, p.Account.ID, src, s.app.Unix()); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "billing.source.delete", "payment_source", i64s(src.ID), outcomeOK)
+		return s.app.AuditIn(ctx, q, p, "billing.source.delete", "payment_source", i64s(src.ID), app.OutcomeOK)
 	})
 	if err != nil {
-		return storeErr("payment source", err, "Payment source not found.")
+		return app.StoreErr("payment source", err, "Payment source not found.")
 	}
-	proc, err := a.processor(ctx, p.Account.ID)
+	proc, err := s.processor(ctx, p.Account.ID)
 	if err == nil && proc.Name() == src.Processor {
 		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), processorTimeout)
 		defer cancel()
 		err = proc.DetachCard(pctx, src.PaymentMethod)
 	}
 	if err != nil {
-		a.log.Warn("card deleted here but not detached at the processor", "account", p.Account.Code, "source", src.ID, "err", err)
+		s.log.Warn("card deleted here but not detached at the processor", "account", p.Account.Code, "source", src.ID, "err", err)
 	}
 	return nil
 }
@@ -367,8 +368,8 @@ var couponCode = regexp.MustCompile(`^[A-Z0-9][A-Z0-9_-]{2,39}$`)
 func normCoupon(code string) string { return strings.ToUpper(strings.TrimSpace(code)) }
 
 // CreateCoupon is POST /billing/coupons (admin).
-func (a *App) CreateCoupon(ctx context.Context, p *clinic.Principal, in CouponInput) (*clinic.Coupon, error) {
-	if err := requireAdmin(p); err != nil {
+func (s *Service) CreateCoupon(ctx context.Context, p *clinic.Principal, in CouponInput) (*clinic.Coupon, error) {
+	if err := app.RequireAdmin(p); err != nil {
 		return nil, err
 	}
 	code := normCoupon(in.Code)
@@ -384,24 +385,24 @@ func (a *App) CreateCoupon(ctx context.Context, p *clinic.Principal, in CouponIn
 	if err != nil {
 		return nil, err
 	}
-	if until != 0 && until < a.unix() {
+	if until != 0 && until < s.app.Unix() {
 		return nil, clinic.Errorf(clinic.EInvalid, "valid_until is in the past.")
 	}
 	if in.MaxRedemptions < 0 || in.MaxRedemptions > 1e9 {
 		return nil, clinic.Errorf(clinic.EInvalid, "max_redemptions must be 0 (no limit) or more.")
 	}
-	now := a.unix()
+	now := s.app.Unix()
 	c := &clinic.Coupon{Code: code, PercentOffBP: bp, ValidUntil: until, MaxRedemptions: int(in.MaxRedemptions), Created: now, Modified: now}
-	err = a.store.Tx(ctx, func(q *store.Q) error {
+	err = s.app.Store().Tx(ctx, func(q *store.Q) error {
 		if err := q.CreateCoupon(ctx, p.Account.ID, c); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "coupon.create", "coupon", code, outcomeOK)
+		return s.app.AuditIn(ctx, q, p, "coupon.create", "coupon", code, app.OutcomeOK)
 	})
 	if errors.Is(err, store.ErrConflict) {
 		return nil, clinic.Errorf(clinic.EConflict, "Coupon %s already exists; codes are never reused.", code)
 	}
-	return c, storeErr("coupon", err, "")
+	return c, app.StoreErr("coupon", err, "")
 }
 
 func parseUntil(s string) (int64, error) {
@@ -422,41 +423,41 @@ func parseUntil(s string) (int64, error) {
 }
 
 // Coupons is GET /billing/coupons (admin).
-func (a *App) Coupons(ctx context.Context, p *clinic.Principal) ([]*clinic.Coupon, error) {
-	if err := requireAdmin(p); err != nil {
+func (s *Service) Coupons(ctx context.Context, p *clinic.Principal) ([]*clinic.Coupon, error) {
+	if err := app.RequireAdmin(p); err != nil {
 		return nil, err
 	}
-	out, err := a.store.Read().Coupons(ctx, p.Account.ID)
-	return out, storeErr("coupons", err, "")
+	out, err := s.app.Store().Read().Coupons(ctx, p.Account.ID)
+	return out, app.StoreErr("coupons", err, "")
 }
 
 // DeactivateCoupon is DELETE /billing/coupons/{code} (admin): the coupon
 // stays on the invoices that used it and can no longer be used.
-func (a *App) DeactivateCoupon(ctx context.Context, p *clinic.Principal, code string) (*clinic.Coupon, error) {
-	if err := requireAdmin(p); err != nil {
+func (s *Service) DeactivateCoupon(ctx context.Context, p *clinic.Principal, code string) (*clinic.Coupon, error) {
+	if err := app.RequireAdmin(p); err != nil {
 		return nil, err
 	}
 	code = normCoupon(code)
 	var c *clinic.Coupon
-	err := a.store.Tx(ctx, func(q *store.Q) error {
-		if err := q.DeactivateCoupon(ctx, p.Account.ID, code, a.unix()); err != nil {
+	err := s.app.Store().Tx(ctx, func(q *store.Q) error {
+		if err := q.DeactivateCoupon(ctx, p.Account.ID, code, s.app.Unix()); err != nil {
 			return err
 		}
 		var err error
 		if c, err = q.CouponByCode(ctx, p.Account.ID, code); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "coupon.deactivate", "coupon", code, outcomeOK)
+		return s.app.AuditIn(ctx, q, p, "coupon.deactivate", "coupon", code, app.OutcomeOK)
 	})
-	return c, storeErr("coupon", err, "Coupon not found.")
+	return c, app.StoreErr("coupon", err, "Coupon not found.")
 }
 
 // couponCheck says whether a coupon may be used now, and why not.
-func (a *App) couponCheck(c *clinic.Coupon) string {
+func (s *Service) couponCheck(c *clinic.Coupon) string {
 	switch {
 	case !c.Active:
 		return "inactive"
-	case c.ValidUntil != 0 && a.unix() > c.ValidUntil:
+	case c.ValidUntil != 0 && s.app.Unix() > c.ValidUntil:
 		return "expired"
 	case c.MaxRedemptions > 0 && c.Redemptions >= c.MaxRedemptions:
 		return "used_up"
@@ -505,27 +506,27 @@ type InvoiceView struct {
 // of the patient's card. An intake is charged at most once: its invoice is
 // written (with the coupon's use) before the charge, a unique index lets
 // only one call write it, and the others answer with that invoice.
-func (a *App) ProcessInvoice(ctx context.Context, p *clinic.Principal, in InvoiceInput) (*InvoiceView, error) {
-	if err := requireUser(p); err != nil {
+func (s *Service) ProcessInvoice(ctx context.Context, p *clinic.Principal, in InvoiceInput) (*InvoiceView, error) {
+	if err := app.RequireUser(p); err != nil {
 		return nil, err
 	}
-	it, err := a.billableIntake(ctx, p, in.IntakeID)
+	it, err := s.billableIntake(ctx, p, in.IntakeID)
 	if err != nil {
 		return nil, err
 	}
 	if in.CreateInvoice {
 		// A repeat (a retry after a lost answer, a second tap) answers with
 		// the intake's invoice, whatever has become of its coupon since.
-		if v, err := a.repeatInvoice(ctx, p, it); v != nil || err != nil {
+		if v, err := s.repeatInvoice(ctx, p, it); v != nil || err != nil {
 			return v, err
 		}
 	}
-	v, coupon, err := a.preview(ctx, p, it, in.PromoCode)
+	v, coupon, err := s.preview(ctx, p, it, in.PromoCode)
 	if err != nil {
 		return nil, err
 	}
 	if !in.CreateInvoice {
-		if inv, err := a.store.Read().OpenInvoiceForIntake(ctx, p.Account.ID, it.ID); err == nil {
+		if inv, err := s.app.Store().Read().OpenInvoiceForIntake(ctx, p.Account.ID, it.ID); err == nil {
 			v.Invoice = inv
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return nil, fmt.Errorf("invoice: %w", err)
@@ -535,17 +536,17 @@ func (a *App) ProcessInvoice(ctx context.Context, p *clinic.Principal, in Invoic
 	if v.Coupon != nil && !v.Coupon.Valid {
 		// A concurrent call may have written the invoice, and used the
 		// coupon up, since the look above.
-		if v, err := a.repeatInvoice(ctx, p, it); v != nil || err != nil {
+		if v, err := s.repeatInvoice(ctx, p, it); v != nil || err != nil {
 			return v, err
 		}
 		return nil, clinic.Errorf(clinic.EInvalid, "Coupon %s %s; no invoice was created.", v.Coupon.Code, couponReasons[v.Coupon.Reason])
 	}
-	inv, created, err := a.createInvoice(ctx, p, it, v, coupon, in.SourceID)
+	inv, created, err := s.createInvoice(ctx, p, it, v, coupon, in.SourceID)
 	if err != nil {
 		return nil, err
 	}
 	if inv.Status == InvoicePending {
-		if inv, err = a.charge(ctx, p, inv, created); err != nil {
+		if inv, err = s.charge(ctx, p, inv, created); err != nil {
 			return nil, err
 		}
 	}
@@ -556,8 +557,8 @@ func (a *App) ProcessInvoice(ctx context.Context, p *clinic.Principal, in Invoic
 // invoice: that invoice as the first success showed it, charged first if
 // its charge was left pending by a call that did not finish. It is nil,
 // nil when the intake has no invoice (or only failed ones).
-func (a *App) repeatInvoice(ctx context.Context, p *clinic.Principal, it *clinic.Intake) (*InvoiceView, error) {
-	inv, err := a.store.Read().OpenInvoiceForIntake(ctx, p.Account.ID, it.ID)
+func (s *Service) repeatInvoice(ctx context.Context, p *clinic.Principal, it *clinic.Intake) (*InvoiceView, error) {
+	inv, err := s.app.Store().Read().OpenInvoiceForIntake(ctx, p.Account.ID, it.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
@@ -565,11 +566,11 @@ func (a *App) repeatInvoice(ctx context.Context, p *clinic.Principal, it *clinic
 		return nil, fmt.Errorf("invoice: %w", err)
 	}
 	roomCode := ""
-	if r, err := a.store.Read().RoomByID(ctx, p.Account.ID, inv.RoomID); err == nil {
+	if r, err := s.app.Store().Read().RoomByID(ctx, p.Account.ID, inv.RoomID); err == nil {
 		roomCode = r.Code
 	}
 	if inv.Status == InvoicePending {
-		if inv, err = a.charge(ctx, p, inv, false); err != nil {
+		if inv, err = s.charge(ctx, p, inv, false); err != nil {
 			return nil, err
 		}
 	}
@@ -578,12 +579,12 @@ func (a *App) repeatInvoice(ctx context.Context, p *clinic.Principal, it *clinic
 
 // billableIntake finds an intake the caller may pay for: the patient's own,
 // or any for the clinic admin.
-func (a *App) billableIntake(ctx context.Context, p *clinic.Principal, id int64) (*clinic.Intake, error) {
+func (s *Service) billableIntake(ctx context.Context, p *clinic.Principal, id int64) (*clinic.Intake, error) {
 	if id == 0 {
 		return nil, clinic.Errorf(clinic.EInvalid, "intake_id is required.")
 	}
 	notFound := clinic.Errorf(clinic.ENotFound, "Intake not found.")
-	it, err := a.store.Read().IntakeByID(ctx, p.Account.ID, id)
+	it, err := s.app.Store().Read().IntakeByID(ctx, p.Account.ID, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, notFound
 	}
@@ -593,7 +594,7 @@ func (a *App) billableIntake(ctx context.Context, p *clinic.Principal, id int64)
 	switch {
 	case p.IsAdmin(), p.User != nil && p.User.ID == it.MemberID:
 		return it, nil
-	case isProvider(p):
+	case app.IsProvider(p):
 		return nil, clinic.Errorf(clinic.EForbidden, "Only the patient or the clinic admin may pay for an intake.")
 	}
 	return nil, notFound
@@ -601,10 +602,10 @@ func (a *App) billableIntake(ctx context.Context, p *clinic.Principal, id int64)
 
 // preview prices an intake: its consultation from the room, the coupon's
 // discount. The coupon is returned for redemption.
-func (a *App) preview(ctx context.Context, p *clinic.Principal, it *clinic.Intake, promo string) (*InvoiceView, *clinic.Coupon, error) {
-	r, err := a.store.Read().RoomByID(ctx, p.Account.ID, it.RoomID)
+func (s *Service) preview(ctx context.Context, p *clinic.Principal, it *clinic.Intake, promo string) (*InvoiceView, *clinic.Coupon, error) {
+	r, err := s.app.Store().Read().RoomByID(ctx, p.Account.ID, it.RoomID)
 	if err != nil {
-		return nil, nil, storeErr("room", err, "The intake's room no longer exists.")
+		return nil, nil, app.StoreErr("room", err, "The intake's room no longer exists.")
 	}
 	cons := r.Settings.Consultations
 	if len(cons) == 0 {
@@ -639,7 +640,7 @@ func (a *App) preview(ctx context.Context, p *clinic.Principal, it *clinic.Intak
 	var coupon *clinic.Coupon
 	if code := normCoupon(promo); code != "" {
 		v.Coupon = &CouponView{Code: code}
-		coupon, err = a.store.Read().CouponByCode(ctx, p.Account.ID, code)
+		coupon, err = s.app.Store().Read().CouponByCode(ctx, p.Account.ID, code)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			v.Coupon.Reason, coupon = "unknown", nil
@@ -647,7 +648,7 @@ func (a *App) preview(ctx context.Context, p *clinic.Principal, it *clinic.Intak
 			return nil, nil, fmt.Errorf("coupon: %w", err)
 		default:
 			v.Coupon.PercentOffBP = coupon.PercentOffBP
-			v.Coupon.Reason = a.couponCheck(coupon)
+			v.Coupon.Reason = s.couponCheck(coupon)
 		}
 		v.Coupon.Valid = v.Coupon.Reason == ""
 		if v.Coupon.Valid {
@@ -661,24 +662,24 @@ func (a *App) preview(ctx context.Context, p *clinic.Principal, it *clinic.Intak
 // createInvoice writes the intake's invoice and redeems its coupon in one
 // transaction. When the intake already has an invoice that did not fail,
 // that one is returned and created is false.
-func (a *App) createInvoice(ctx context.Context, p *clinic.Principal, it *clinic.Intake, v *InvoiceView, coupon *clinic.Coupon, sourceID int64) (*clinic.Invoice, bool, error) {
-	if inv, err := a.store.Read().OpenInvoiceForIntake(ctx, p.Account.ID, it.ID); err == nil {
+func (s *Service) createInvoice(ctx context.Context, p *clinic.Principal, it *clinic.Intake, v *InvoiceView, coupon *clinic.Coupon, sourceID int64) (*clinic.Invoice, bool, error) {
+	if inv, err := s.app.Store().Read().OpenInvoiceForIntake(ctx, p.Account.ID, it.ID); err == nil {
 		return inv, false, nil
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, false, fmt.Errorf("invoice: %w", err)
 	}
-	proc, err := a.processor(ctx, p.Account.ID)
+	proc, err := s.processor(ctx, p.Account.ID)
 	if err != nil {
 		return nil, false, err
 	}
 	var src *clinic.PaymentSource
 	if v.AmountDue > 0 {
-		if src, err = a.chargeSource(ctx, p, it, proc.Name(), sourceID); err != nil {
+		if src, err = s.chargeSource(ctx, p, it, proc.Name(), sourceID); err != nil {
 			return nil, false, err
 		}
 	}
 	cons, _ := json.Marshal(v.Consultation)
-	now := a.unix()
+	now := s.app.Unix()
 	inv := &clinic.Invoice{IntakeID: it.ID, MemberID: it.MemberID, VisitID: it.VisitID, RoomID: it.RoomID, Processor: proc.Name(),
 		Consultation: cons, Currency: v.Currency, Amount: v.Amount, Discount: v.Discount, AmountDue: v.AmountDue,
 		Status: InvoicePending, AttemptStarted: now, Created: now, Modified: now}
@@ -692,7 +693,7 @@ func (a *App) createInvoice(ctx context.Context, p *clinic.Principal, it *clinic
 	}
 	created := true
 	errCouponGone := clinic.Errorf(clinic.EInvalid, "Coupon %s %s; no invoice was created.", inv.CouponCode, couponReasons["used_up"])
-	err = a.store.Tx(ctx, func(q *store.Q) error {
+	err = s.app.Store().Tx(ctx, func(q *store.Q) error {
 		created = true
 		err := q.CreateInvoice(ctx, p.Account.ID, inv)
 		if errors.Is(err, store.ErrConflict) {
@@ -716,26 +717,26 @@ func (a *App) createInvoice(ctx context.Context, p *clinic.Principal, it *clinic
 				return errCouponGone
 			}
 		}
-		return a.auditIn(ctx, q, p, "invoice.create", "invoice", i64s(inv.ID), outcomeOK)
+		return s.app.AuditIn(ctx, q, p, "invoice.create", "invoice", i64s(inv.ID), app.OutcomeOK)
 	})
 	if err != nil {
-		return nil, false, storeErr("invoice", err, "")
+		return nil, false, app.StoreErr("invoice", err, "")
 	}
 	return inv, created, nil
 }
 
 // chargeSource is the card an intake is charged to: the one named, else the
 // default card for the intake's room and provider, else the room's own.
-func (a *App) chargeSource(ctx context.Context, p *clinic.Principal, it *clinic.Intake, processor string, sourceID int64) (*clinic.PaymentSource, error) {
+func (s *Service) chargeSource(ctx context.Context, p *clinic.Principal, it *clinic.Intake, processor string, sourceID int64) (*clinic.PaymentSource, error) {
 	if sourceID != 0 {
-		src, serr := a.store.Read().PaymentSource(ctx, p.Account.ID, it.MemberID, sourceID)
+		src, serr := s.app.Store().Read().PaymentSource(ctx, p.Account.ID, it.MemberID, sourceID)
 		if errors.Is(serr, store.ErrNotFound) || (serr == nil && src.Processor != processor) {
 			return nil, clinic.Errorf(clinic.EInvalid, "source_id is not a saved card of the patient.")
 		}
 		return src, serr
 	}
 	for _, prov := range []int64{it.ProviderID, 0} {
-		srcs, err := a.store.Read().PaymentSources(ctx, store.SourceScope{AccountID: p.Account.ID, UserID: it.MemberID, RoomID: it.RoomID, ProviderID: prov, Processor: processor})
+		srcs, err := s.app.Store().Read().PaymentSources(ctx, store.SourceScope{AccountID: p.Account.ID, UserID: it.MemberID, RoomID: it.RoomID, ProviderID: prov, Processor: processor})
 		if err != nil {
 			return nil, fmt.Errorf("payment sources: %w", err)
 		}
@@ -752,12 +753,12 @@ func (a *App) chargeSource(ctx context.Context, p *clinic.Principal, it *clinic.
 // charge makes a pending invoice's charge, if no other call is making it,
 // and records how it ended. The idempotency key is the invoice's, so a
 // charge retried after a crash or a lapsed lease is still one charge.
-func (a *App) charge(ctx context.Context, p *clinic.Principal, inv *clinic.Invoice, mine bool) (*clinic.Invoice, error) {
-	now := a.unix()
+func (s *Service) charge(ctx context.Context, p *clinic.Principal, inv *clinic.Invoice, mine bool) (*clinic.Invoice, error) {
+	now := s.app.Unix()
 	// The call that wrote the invoice holds its attempt; another takes it
 	// over only once the lease has lapsed.
 	if !mine {
-		ok, err := a.store.Write().ClaimInvoiceCharge(ctx, p.Account.ID, inv.ID, now-int64(chargeLease/time.Second), now)
+		ok, err := s.app.Store().Write().ClaimInvoiceCharge(ctx, p.Account.ID, inv.ID, now-int64(chargeLease/time.Second), now)
 		if err != nil {
 			return nil, fmt.Errorf("invoice: %w", err)
 		}
@@ -766,17 +767,17 @@ func (a *App) charge(ctx context.Context, p *clinic.Principal, inv *clinic.Invoi
 			return nil, clinic.Errorf(clinic.EConflict, "Invoice %d is being charged by another request; process it again in a moment for its outcome.", inv.ID)
 		}
 	}
-	proc, err := a.processor(ctx, p.Account.ID)
+	proc, err := s.processor(ctx, p.Account.ID)
 	if err != nil {
 		return nil, err
 	}
 	if proc.Name() != inv.Processor {
 		return nil, clinic.Errorf(clinic.EConflict, "Invoice %d was started with the %s processor; the clinic now uses %s.", inv.ID, inv.Processor, proc.Name())
 	}
-	src, err := a.store.Read().PaymentSource(ctx, p.Account.ID, inv.MemberID, inv.SourceID)
+	src, err := s.app.Store().Read().PaymentSource(ctx, p.Account.ID, inv.MemberID, inv.SourceID)
 	var customer string
 	if err == nil {
-		customer, err = a.store.Read().BillingCustomer(ctx, p.Account.ID, inv.MemberID, inv.Processor)
+		customer, err = s.app.Store().Read().BillingCustomer(ctx, p.Account.ID, inv.MemberID, inv.Processor)
 	}
 	var ch *payments.Charge
 	if err == nil {
@@ -791,8 +792,8 @@ func (a *App) charge(ctx context.Context, p *clinic.Principal, inv *clinic.Invoi
 		err = &payments.CardError{Code: "resource_missing", Message: "The card this invoice was to be charged to was deleted."}
 	}
 	out := *inv
-	out.Modified = a.unix()
-	outcome := outcomeOf(err) // ok, or the refusal (the only error that gets past the switch)
+	out.Modified = s.app.Unix()
+	outcome := app.OutcomeOf(err) // ok, or the refusal (the only error that gets past the switch)
 	ce, declined := payments.AsCardError(err)
 	switch {
 	case err == nil:
@@ -803,10 +804,10 @@ func (a *App) charge(ctx context.Context, p *clinic.Principal, inv *clinic.Invoi
 		// The processor did not answer: the charge may or may not exist.
 		// The invoice stays pending; a retry after the lease charges with
 		// the same key and learns the outcome.
-		a.log.Error("charge: processor did not answer", "account", p.Account.Code, "invoice", inv.ID, "err", err)
+		s.log.Error("charge: processor did not answer", "account", p.Account.Code, "invoice", inv.ID, "err", err)
 		return nil, clinic.Errorf(clinic.EUnavailable, "The card processor did not answer. Invoice %d stays pending; process it again in a few minutes to complete it.", inv.ID)
 	}
-	err = a.store.Tx(ctx, func(q *store.Q) error {
+	err = s.app.Store().Tx(ctx, func(q *store.Q) error {
 		if err := q.FinishInvoice(ctx, p.Account.ID, &out, InvoicePending); err != nil {
 			return err
 		}
@@ -816,10 +817,10 @@ func (a *App) charge(ctx context.Context, p *clinic.Principal, inv *clinic.Invoi
 				return err
 			}
 		}
-		return a.auditIn(ctx, q, p, "invoice.charge", "invoice", i64s(inv.ID), outcome)
+		return s.app.AuditIn(ctx, q, p, "invoice.charge", "invoice", i64s(inv.ID), outcome)
 	})
 	if err != nil {
-		return nil, storeErr("invoice", err, "")
+		return nil, app.StoreErr("invoice", err, "")
 	}
 	if declined {
 		return nil, clinic.Errorf(clinic.EPayment, "%s Invoice %d failed (%s); nothing was charged.", ce.Message, inv.ID, ce.Code)
@@ -845,8 +846,8 @@ type InvoiceQuery struct {
 
 // Invoices is GET /billing/invoices: the admin sees the clinic's, a
 // patient their own.
-func (a *App) Invoices(ctx context.Context, p *clinic.Principal, in InvoiceQuery) ([]*clinic.Invoice, error) {
-	if err := requireUser(p); err != nil {
+func (s *Service) Invoices(ctx context.Context, p *clinic.Principal, in InvoiceQuery) ([]*clinic.Invoice, error) {
+	if err := app.RequireUser(p); err != nil {
 		return nil, err
 	}
 	f := store.InvoiceFilter{Before: in.Before, Limit: min(max(in.Limit, 1), 200)}
@@ -856,7 +857,7 @@ func (a *App) Invoices(ctx context.Context, p *clinic.Principal, in InvoiceQuery
 	f.MemberID, f.VisitID, f.IntakeID = in.MemberID, in.VisitID, in.IntakeID
 	switch {
 	case p.IsAdmin():
-	case isPatient(p):
+	case app.IsPatient(p):
 		if f.MemberID != 0 && f.MemberID != p.User.ID {
 			return []*clinic.Invoice{}, nil
 		}
@@ -864,24 +865,24 @@ func (a *App) Invoices(ctx context.Context, p *clinic.Principal, in InvoiceQuery
 	default:
 		return nil, clinic.Errorf(clinic.EForbidden, "Only the clinic admin and patients see invoices.")
 	}
-	out, err := a.store.Read().Invoices(ctx, p.Account.ID, f)
+	out, err := s.app.Store().Read().Invoices(ctx, p.Account.ID, f)
 	if err != nil {
 		return nil, fmt.Errorf("invoices: %w", err)
 	}
-	return out, a.audit(ctx, p, "invoice.list", "account", p.Account.Code, outcomeOK)
+	return out, s.app.Audit(ctx, p, "invoice.list", "account", p.Account.Code, app.OutcomeOK)
 }
 
 // RefundInvoice is POST /billing/invoices/{id}/refund (admin): all of a
 // paid invoice or part of it (amount in major units), once. The invoice
 // moves to refunding by a conditional UPDATE, so two refunds at once make
 // one; the refund's idempotency key is the invoice's.
-func (a *App) RefundInvoice(ctx context.Context, p *clinic.Principal, id int64, amountStr string) (*clinic.Invoice, error) {
-	if err := requireAdmin(p); err != nil {
+func (s *Service) RefundInvoice(ctx context.Context, p *clinic.Principal, id int64, amountStr string) (*clinic.Invoice, error) {
+	if err := app.RequireAdmin(p); err != nil {
 		return nil, err
 	}
-	inv, err := a.store.Read().InvoiceByID(ctx, p.Account.ID, id)
+	inv, err := s.app.Store().Read().InvoiceByID(ctx, p.Account.ID, id)
 	if err != nil {
-		return nil, storeErr("invoice", err, "Invoice not found.")
+		return nil, app.StoreErr("invoice", err, "Invoice not found.")
 	}
 	if inv.Status != InvoicePaid {
 		return nil, clinic.Errorf(clinic.EConflict, "Invoice %d is %s; only a paid invoice can be refunded.", inv.ID, inv.Status)
@@ -898,14 +899,14 @@ func (a *App) RefundInvoice(ctx context.Context, p *clinic.Principal, id int64, 
 		}
 		amount = n
 	}
-	proc, err := a.processor(ctx, p.Account.ID)
+	proc, err := s.processor(ctx, p.Account.ID)
 	if err != nil {
 		return nil, err
 	}
 	if proc.Name() != inv.Processor {
 		return nil, clinic.Errorf(clinic.EConflict, "Invoice %d was charged with the %s processor; refund it there.", inv.ID, inv.Processor)
 	}
-	ok, err := a.store.Write().MoveInvoice(ctx, p.Account.ID, inv.ID, InvoicePaid, InvoiceRefunding, a.unix())
+	ok, err := s.app.Store().Write().MoveInvoice(ctx, p.Account.ID, inv.ID, InvoicePaid, InvoiceRefunding, s.app.Unix())
 	if err != nil {
 		return nil, fmt.Errorf("invoice: %w", err)
 	}
@@ -916,25 +917,25 @@ func (a *App) RefundInvoice(ctx context.Context, p *clinic.Principal, id int64, 
 	defer cancel()
 	re, rerr := proc.Refund(pctx, payments.RefundRequest{Charge: inv.ChargeRef, Amount: amount, IdempotencyKey: fmt.Sprintf("refund-%s-%d", p.Account.Code, inv.ID)})
 	out := *inv
-	out.Modified = a.unix()
+	out.Modified = s.app.Unix()
 	if rerr == nil {
 		out.Status, out.Refunded, out.RefundRef = InvoiceRefunded, re.Amount, re.ID
 	} else {
 		out.Status = InvoicePaid // as it was; a retry uses the same key
 	}
-	err = a.store.Tx(ctx, func(q *store.Q) error {
+	err = s.app.Store().Tx(ctx, func(q *store.Q) error {
 		if err := q.FinishInvoice(ctx, p.Account.ID, &out, InvoiceRefunding); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "invoice.refund", "invoice", i64s(inv.ID), outcomeOf(rerr))
+		return s.app.AuditIn(ctx, q, p, "invoice.refund", "invoice", i64s(inv.ID), app.OutcomeOf(rerr))
 	})
 	if err != nil {
-		return nil, storeErr("invoice", err, "")
+		return nil, app.StoreErr("invoice", err, "")
 	}
 	if ce, ok := payments.AsCardError(rerr); ok {
 		return nil, clinic.Errorf(clinic.EPayment, "The processor refused the refund: %s", ce.Message)
 	} else if rerr != nil {
-		a.log.Error("refund: processor did not answer", "account", p.Account.Code, "invoice", inv.ID, "err", rerr)
+		s.log.Error("refund: processor did not answer", "account", p.Account.Code, "invoice", inv.ID, "err", rerr)
 		return nil, clinic.Errorf(clinic.EUnavailable, "The card processor did not answer; invoice %d is still paid. Try the refund again.", inv.ID)
 	}
 	return &out, nil

@@ -1,4 +1,4 @@
-package app
+package billing
 
 import (
 	"context"
@@ -8,14 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/reference"
 	"teleclinic/internal/store"
 )
-
-// ReferenceLists returns the insurance reference lists (GET
-// /insurances/list/*).
-func (a *App) ReferenceLists() *reference.Lists { return a.cfg.Reference }
 
 // ClaimCodes are the diagnoses and procedures a provider attaches to a
 // visit for its claim.
@@ -39,26 +36,26 @@ const (
 // SetClaimCodes is POST /visits/{id}/codes (extension): the visit's
 // provider (or the admin) sets its diagnosis and procedure codes, each
 // checked against the reference lists. The codes are replaced whole.
-func (a *App) SetClaimCodes(ctx context.Context, p *clinic.Principal, visitID int64, in ClaimCodes) (*ClaimCodes, error) {
-	if err := requireUser(p); err != nil {
+func (s *Service) SetClaimCodes(ctx context.Context, p *clinic.Principal, visitID int64, in ClaimCodes) (*ClaimCodes, error) {
+	if err := app.RequireUser(p); err != nil {
 		return nil, err
 	}
-	out, err := a.setClaimCodes(ctx, p, visitID, in)
+	out, err := s.setClaimCodes(ctx, p, visitID, in)
 	if err != nil {
-		return nil, a.auditOutcome(ctx, p, "visit.codes", "visit", i64s(visitID), err)
+		return nil, s.app.AuditOutcome(ctx, p, "visit.codes", "visit", i64s(visitID), err)
 	}
 	return out, nil
 }
 
-func (a *App) setClaimCodes(ctx context.Context, p *clinic.Principal, visitID int64, in ClaimCodes) (*ClaimCodes, error) {
-	v, err := a.visitFor(ctx, p, visitID)
+func (s *Service) setClaimCodes(ctx context.Context, p *clinic.Principal, visitID int64, in ClaimCodes) (*ClaimCodes, error) {
+	v, err := s.app.VisitFor(ctx, p, visitID)
 	if err != nil {
 		return nil, err
 	}
 	if !p.IsAdmin() && (v.ProviderID == 0 || v.ProviderID != p.UserID()) {
 		return nil, clinic.Errorf(clinic.EForbidden, "Only the visit's provider or the clinic admin may code it.")
 	}
-	ref := a.cfg.Reference
+	ref := s.cfg.Reference
 	bad := func(format string, args ...any) error { return clinic.Errorf(clinic.EInvalid, format, args...) }
 	if in.Diagnoses == nil && in.Procedures == nil {
 		return nil, bad("diagnoses and/or procedures are required.")
@@ -90,11 +87,11 @@ func (a *App) setClaimCodes(ctx context.Context, p *clinic.Principal, visitID in
 		out.Procedures = append(out.Procedures, cp)
 	}
 	raw, _ := json.Marshal(out)
-	err = a.store.Tx(ctx, func(q *store.Q) error {
-		if err := q.SetVisitClaimCodes(ctx, p.Account.ID, v.ID, string(raw), a.unix()); err != nil {
+	err = s.app.Store().Tx(ctx, func(q *store.Q) error {
+		if err := q.SetVisitClaimCodes(ctx, p.Account.ID, v.ID, string(raw), s.app.Unix()); err != nil {
 			return err
 		}
-		return a.auditIn(ctx, q, p, "visit.codes", "visit", i64s(v.ID), outcomeOK)
+		return s.app.AuditIn(ctx, q, p, "visit.codes", "visit", i64s(v.ID), app.OutcomeOK)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim codes: %w", err)
@@ -104,15 +101,15 @@ func (a *App) setClaimCodes(ctx context.Context, p *clinic.Principal, visitID in
 
 // ClaimCodesOf is GET /visits/{id}/codes (extension): whoever sees the
 // visit reads its codes.
-func (a *App) ClaimCodesOf(ctx context.Context, p *clinic.Principal, visitID int64) (*ClaimCodes, error) {
-	if err := requireUser(p); err != nil {
+func (s *Service) ClaimCodesOf(ctx context.Context, p *clinic.Principal, visitID int64) (*ClaimCodes, error) {
+	if err := app.RequireUser(p); err != nil {
 		return nil, err
 	}
-	v, err := a.visitFor(ctx, p, visitID)
+	v, err := s.app.VisitFor(ctx, p, visitID)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := a.store.Read().VisitClaimCodes(ctx, p.Account.ID, v.ID)
+	raw, err := s.app.Store().Read().VisitClaimCodes(ctx, p.Account.ID, v.ID)
 	if err != nil {
 		return nil, fmt.Errorf("claim codes: %w", err)
 	}
@@ -134,7 +131,7 @@ type Claim struct {
 	Patient   *clinic.User
 	Provider  *clinic.User // nil while unassigned
 	Codes     *ClaimCodes
-	Insurance []*Card
+	Insurance []*app.Card
 }
 
 // maxClaimDays bounds one report's range.
@@ -143,15 +140,15 @@ const maxClaimDays = 366
 // ClaimsReport is GET /reports/claims: the visits that took place from
 // from_date to to_date (inclusive, UTC days) with their claim data. The
 // admin sees every visit; a provider their own; patients none.
-func (a *App) ClaimsReport(ctx context.Context, p *clinic.Principal, fromDate, toDate string) ([]*Claim, error) {
-	if err := requireUser(p); err != nil {
+func (s *Service) ClaimsReport(ctx context.Context, p *clinic.Principal, fromDate, toDate string) ([]*Claim, error) {
+	if err := app.RequireUser(p); err != nil {
 		return nil, err
 	}
-	out, err := a.claimsReport(ctx, p, fromDate, toDate)
-	return out, a.auditOutcome(ctx, p, "report.claims", "report", fromDate+".."+toDate, err)
+	out, err := s.claimsReport(ctx, p, fromDate, toDate)
+	return out, s.app.AuditOutcome(ctx, p, "report.claims", "report", fromDate+".."+toDate, err)
 }
 
-func (a *App) claimsReport(ctx context.Context, p *clinic.Principal, fromDate, toDate string) ([]*Claim, error) {
+func (s *Service) claimsReport(ctx context.Context, p *clinic.Principal, fromDate, toDate string) ([]*Claim, error) {
 	var provider int64
 	switch {
 	case p.IsAdmin():
@@ -168,7 +165,7 @@ func (a *App) claimsReport(ctx context.Context, p *clinic.Principal, fromDate, t
 	if to.Before(from) || to.Sub(from) > maxClaimDays*24*time.Hour {
 		return nil, clinic.Errorf(clinic.EInvalid, "to_date must be on or after from_date, at most %d days later.", maxClaimDays)
 	}
-	q := a.store.Read()
+	q := s.app.Store().Read()
 	visits, err := q.ClaimVisits(ctx, p.Account.ID, provider, from.Unix(), to.AddDate(0, 0, 1).Unix(), 5000)
 	if err != nil {
 		return nil, fmt.Errorf("claims: %w", err)
@@ -185,7 +182,7 @@ func (a *App) claimsReport(ctx context.Context, p *clinic.Principal, fromDate, t
 		users[id] = u
 		return u, err
 	}
-	cards := map[int64][]*Card{}
+	cards := map[int64][]*app.Card{}
 	out := make([]*Claim, 0, len(visits))
 	for _, cv := range visits {
 		v := cv.Visit
@@ -201,9 +198,9 @@ func (a *App) claimsReport(ctx context.Context, p *clinic.Principal, fromDate, t
 			if err != nil {
 				return nil, err
 			}
-			cs := make([]*Card, len(rows))
+			cs := make([]*app.Card, len(rows))
 			for i, r := range rows {
-				cs[i] = toCard(r)
+				cs[i] = app.ToCard(r)
 			}
 			cards[v.MemberID] = cs
 		}
