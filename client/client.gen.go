@@ -8236,9 +8236,9 @@ type ClientInterface interface {
 	// - `visit`: `{"id":…,"status":…}` when the visit changes state (accepted, started,
 	//   completed, cancelled).
 	// - `error`: `{"code":…,"message":…}` before the stream ends because the caller may
-	//   no longer read the thread (the visit was reassigned, the token revoked or
-	//   expired; the token is checked again at each keep-alive, every 20 seconds of
-	//   quiet). Do not reconnect after it.
+	//   no longer read the thread (the visit was reassigned, the token logged out,
+	//   revoked or expired; the token is checked again before every event and at each
+	//   keep-alive, every 20 seconds of quiet). Do not reconnect after it.
 	//
 	// A reconnecting client sends the last id it has and misses nothing. Reads are
 	// audited as `visit.messages.read`, as the thread's reads are.
@@ -9159,8 +9159,9 @@ type ClientInterface interface {
 	// time the queue changes (a walk-in joins, is accepted, started or cancelled, a
 	// visit completes). Its `data` is the queue object (`before_me` is the calling
 	// patient's own when a user token is sent). A comment line (`: keep-alive`) comes
-	// every 20 seconds of quiet; at each one the credentials are checked again, and a
-	// token that was revoked or expired ends the stream with an event `error`
+	// every 20 seconds of quiet. The credentials are checked again before every event
+	// and at each keep-alive: a token that was logged out, revoked or expired, or an
+	// admin token that was rotated, ends the stream with an event `error`
 	// (`{"code":"unauthenticated","message":…}`). Events are announcements, not a log:
 	// a reconnecting client gets the current queue at once. Across processes on
 	// PostgreSQL the changes travel by `LISTEN`/`NOTIFY`. Browsers' `EventSource`
@@ -10431,9 +10432,9 @@ func (c *Client) PostVisitsByVisitIdMessagesWithFormdataBody(ctx context.Context
 //   - `visit`: `{"id":…,"status":…}` when the visit changes state (accepted, started,
 //     completed, cancelled).
 //   - `error`: `{"code":…,"message":…}` before the stream ends because the caller may
-//     no longer read the thread (the visit was reassigned, the token revoked or
-//     expired; the token is checked again at each keep-alive, every 20 seconds of
-//     quiet). Do not reconnect after it.
+//     no longer read the thread (the visit was reassigned, the token logged out,
+//     revoked or expired; the token is checked again before every event and at each
+//     keep-alive, every 20 seconds of quiet). Do not reconnect after it.
 //
 // A reconnecting client sends the last id it has and misses nothing. Reads are
 // audited as `visit.messages.read`, as the thread's reads are.
@@ -12234,8 +12235,9 @@ func (c *Client) GetRoomsByCodeQueue(ctx context.Context, code string, reqEditor
 // time the queue changes (a walk-in joins, is accepted, started or cancelled, a
 // visit completes). Its `data` is the queue object (`before_me` is the calling
 // patient's own when a user token is sent). A comment line (`: keep-alive`) comes
-// every 20 seconds of quiet; at each one the credentials are checked again, and a
-// token that was revoked or expired ends the stream with an event `error`
+// every 20 seconds of quiet. The credentials are checked again before every event
+// and at each keep-alive: a token that was logged out, revoked or expired, or an
+// admin token that was rotated, ends the stream with an event `error`
 // (`{"code":"unauthenticated","message":…}`). Events are announcements, not a log:
 // a reconnecting client gets the current queue at once. Across processes on
 // PostgreSQL the changes travel by `LISTEN`/`NOTIFY`. Browsers' `EventSource`
@@ -22572,9 +22574,9 @@ type ClientWithResponsesInterface interface {
 	// - `visit`: `{"id":…,"status":…}` when the visit changes state (accepted, started,
 	//   completed, cancelled).
 	// - `error`: `{"code":…,"message":…}` before the stream ends because the caller may
-	//   no longer read the thread (the visit was reassigned, the token revoked or
-	//   expired; the token is checked again at each keep-alive, every 20 seconds of
-	//   quiet). Do not reconnect after it.
+	//   no longer read the thread (the visit was reassigned, the token logged out,
+	//   revoked or expired; the token is checked again before every event and at each
+	//   keep-alive, every 20 seconds of quiet). Do not reconnect after it.
 	//
 	// A reconnecting client sends the last id it has and misses nothing. Reads are
 	// audited as `visit.messages.read`, as the thread's reads are.
@@ -23581,8 +23583,9 @@ type ClientWithResponsesInterface interface {
 	// time the queue changes (a walk-in joins, is accepted, started or cancelled, a
 	// visit completes). Its `data` is the queue object (`before_me` is the calling
 	// patient's own when a user token is sent). A comment line (`: keep-alive`) comes
-	// every 20 seconds of quiet; at each one the credentials are checked again, and a
-	// token that was revoked or expired ends the stream with an event `error`
+	// every 20 seconds of quiet. The credentials are checked again before every event
+	// and at each keep-alive: a token that was logged out, revoked or expired, or an
+	// admin token that was rotated, ends the stream with an event `error`
 	// (`{"code":"unauthenticated","message":…}`). Events are announcements, not a log:
 	// a reconnecting client gets the current queue at once. Across processes on
 	// PostgreSQL the changes travel by `LISTEN`/`NOTIFY`. Browsers' `EventSource`
@@ -34352,9 +34355,9 @@ func (c *ClientWithResponses) PostVisitsByVisitIdMessagesWithFormdataBodyWithRes
 //   - `visit`: `{"id":…,"status":…}` when the visit changes state (accepted, started,
 //     completed, cancelled).
 //   - `error`: `{"code":…,"message":…}` before the stream ends because the caller may
-//     no longer read the thread (the visit was reassigned, the token revoked or
-//     expired; the token is checked again at each keep-alive, every 20 seconds of
-//     quiet). Do not reconnect after it.
+//     no longer read the thread (the visit was reassigned, the token logged out,
+//     revoked or expired; the token is checked again before every event and at each
+//     keep-alive, every 20 seconds of quiet). Do not reconnect after it.
 //
 // A reconnecting client sends the last id it has and misses nothing. Reads are
 // audited as `visit.messages.read`, as the thread's reads are.
@@ -35889,8 +35892,9 @@ func (c *ClientWithResponses) GetRoomsByCodeQueueWithResponse(ctx context.Contex
 // time the queue changes (a walk-in joins, is accepted, started or cancelled, a
 // visit completes). Its `data` is the queue object (`before_me` is the calling
 // patient's own when a user token is sent). A comment line (`: keep-alive`) comes
-// every 20 seconds of quiet; at each one the credentials are checked again, and a
-// token that was revoked or expired ends the stream with an event `error`
+// every 20 seconds of quiet. The credentials are checked again before every event
+// and at each keep-alive: a token that was logged out, revoked or expired, or an
+// admin token that was rotated, ends the stream with an event `error`
 // (`{"code":"unauthenticated","message":…}`). Events are announcements, not a log:
 // a reconnecting client gets the current queue at once. Across processes on
 // PostgreSQL the changes travel by `LISTEN`/`NOTIFY`. Browsers' `EventSource`
