@@ -15,6 +15,8 @@ import (
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/media"
 	"teleclinic/internal/testenv"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // joined is the answer to POST {call}/join.
@@ -68,81 +70,159 @@ func (b *browser) stream(t *testing.T, path string, header map[string]string) *t
 // starts the visit; signals reach the peer they are for, in order, and a
 // stream resumes after the last one it had; another user can neither join
 // nor read nor send; the mesh holds four; a closed visit ends the call.
+// The steps run in order on one visit (callScript).
 func TestCall_Signalling(t *testing.T) {
 	ice := media.Config{STUN: []string{"stun:stun.example:3478"}, TURN: []string{"turn:turn.example:3478"}, Secret: "north"}
 	f := newFixture(t, testenv.Options{Config: func(c *app.Config) { c.ICE = ice }, KeepAlive: 200 * time.Millisecond})
-	bg := context.Background()
-	pat, prov, other := newBrowser(t, f.e), newBrowser(t, f.e), newBrowser(t, f.e)
-	f.redirectLogin(t, pat, f.p1Token, f.visitPath(), nil)
-	f.redirectLogin(t, prov, f.providerToken, f.visitPath(), nil)
-	f.redirectLogin(t, other, f.p2Token, "/visits", nil)
-	base := f.visitPath() + "/call"
+	c := &callScript{root: t, f: f, pat: newBrowser(t, f.e), prov: newBrowser(t, f.e), other: newBrowser(t, f.e), base: f.visitPath() + "/call"}
+	f.redirectLogin(t, c.pat, f.p1Token, f.visitPath(), nil)
+	f.redirectLogin(t, c.prov, f.providerToken, f.visitPath(), nil)
+	f.redirectLogin(t, c.other, f.p2Token, "/visits", nil)
+	for _, step := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"ErrProviderBeforeAccepting", c.providerBeforeAccepting},
+		{"OKPatientJoins", c.patientJoins},
+		{"ErrOthersRefused", c.othersRefused},
+		{"OKProviderJoinStartsTheVisit", c.providerJoins},
+		{"OKOfferReachesThePatient", c.offerReachesThePatient},
+		{"ErrBadSignals", c.badSignals},
+		{"OKStreamResumes", c.streamResumes},
+		{"ErrMeshOfFourFull", c.meshFull},
+		{"OKLeaveTold", c.leave},
+		{"OKProviderEndsTheCall", c.providerEnds},
+	} {
+		if !t.Run(step.name, step.run) {
+			t.FailNow() // each step stands on the ones before
+		}
+	}
+}
 
-	// The room's provider sees the waiting e-consult but is not in its
-	// call until they accept it.
-	if pg, _ := prov.join(t, f); pg.Status != 403 || !strings.Contains(pg.Body, `"code"`) {
+// callScript is TestCall_Signalling's visit, its three browsers and what
+// the steps have learned.
+type callScript struct {
+	root             *testing.T // the test, whose end ends what the steps open
+	f                *fixture
+	pat, prov, other *browser
+	base             string
+	pj, vj           joined          // the patient's and the provider's joins
+	events           *testenv.Stream // the patient's stream
+	joinSeq, offer   string
+}
+
+// signal is a "signal" event's data.
+type signal struct {
+	From string
+	Type string
+	Data json.RawMessage
+}
+
+// nextSignal is the stream's next event, which must be a signal.
+func nextSignal(t *testing.T, st *testenv.Stream) (testenv.Event, signal) {
+	t.Helper()
+	ev := st.Next(t)
+	var sg signal
+	if ev.Name != "signal" {
+		t.Fatalf("want a signal, got %s %s", ev.Name, ev.Data)
+	}
+	ev.Decode(t, &sg)
+	return ev, sg
+}
+
+// The room's provider sees the waiting e-consult but is not in its call
+// until they accept it.
+func (c *callScript) providerBeforeAccepting(t *testing.T) {
+	if pg, _ := c.prov.join(t, c.f); pg.Status != 403 || !strings.Contains(pg.Body, `"code"`) {
 		t.Fatalf("provider before accepting: %d %s", pg.Status, pg.Body)
 	}
-	f.accept(t)
+	c.f.accept(t)
+}
 
-	pg, pj := pat.join(t, f)
-	if pg.Status != 200 || pj.Mode != "p2p" || pj.Role != "patient" || pj.Peer == "" || len(pj.Peers) != 0 || pj.Policy != "all" {
+// The patient joins peer to peer with STUN and a TURN credential of
+// their own; their join does not start the visit.
+func (c *callScript) patientJoins(t *testing.T) {
+	pg, pj := c.pat.join(t, c.f)
+	if pg.Status != 200 {
 		t.Fatalf("patient joins: %d %s", pg.Status, pg.Body)
 	}
-	user := f.user(t, f.p1Token).User.SvcID
-	name, pass := media.TURNCredential("north", user, f.e.Clock.Now().Add(12*time.Hour))
-	if len(pj.ICEServers) != 2 || pj.ICEServers[1].Username != name || pj.ICEServers[1].Credential != pass {
-		t.Fatalf("the patient's ICE servers: %+v", pj.ICEServers)
+	c.pj = pj
+	user := c.f.user(t, c.f.p1Token).User.SvcID
+	name, pass := media.TURNCredential("north", user, c.f.e.Clock.Now().Add(12*time.Hour))
+	type join struct {
+		Mode, Role, Policy string
+		Peers              int
+		TURN               media.ICEServer
 	}
-	if d, _ := f.e.App.GetVisit(bg, f.user(t, f.p1Token), f.visitID, false); d.Visit.ActualStart != 0 {
+	got := join{Mode: pj.Mode, Role: pj.Role, Policy: pj.Policy, Peers: len(pj.Peers)}
+	if len(pj.ICEServers) == 2 {
+		got.TURN = pj.ICEServers[1]
+	}
+	want := join{Mode: "p2p", Role: "patient", Policy: "all", TURN: media.ICEServer{URLs: []string{"turn:turn.example:3478"}, Username: name, Credential: pass}}
+	if diff := cmp.Diff(want, got); diff != "" || pj.Peer == "" {
+		t.Fatalf("the patient's join (-want +got):\n%s\npeer %q", diff, pj.Peer)
+	}
+	if d, _ := c.f.e.App.GetVisit(context.Background(), c.f.user(t, c.f.p1Token), c.f.visitID, false); d.Visit.ActualStart != 0 {
 		t.Fatalf("the patient's join started the visit: %+v", d.Visit)
 	}
-	patEvents := pat.stream(t, base+"/events?peer="+pj.Peer+"&after="+itoa(pj.After), nil)
-	if patEvents.Status != 200 || patEvents.Header.Get("Content-Type") != "text/event-stream" {
-		t.Fatalf("patient's stream: %d", patEvents.Status)
+	c.events = c.pat.stream(c.root, c.base+"/events?peer="+pj.Peer+"&after="+itoa(pj.After), nil)
+	if c.events.Status != 200 || c.events.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("patient's stream: %d", c.events.Status)
 	}
+}
 
-	// Another patient: 403 on every route, with the patient's own peer.
-	if pg, _ := other.join(t, f); pg.Status != 403 {
-		t.Fatalf("another patient joins: %d %s", pg.Status, pg.Body)
+// Another patient gets 403 on every route, even with the patient's own
+// peer; a browser not signed in gets 401 as JSON, not the sign-in page.
+func (c *callScript) othersRefused(t *testing.T) {
+	if pg, _ := c.other.join(t, c.f); pg.Status != 403 {
+		t.Errorf("another patient joins: %d %s", pg.Status, pg.Body)
 	}
-	if pg := other.get(base + "/events?peer=" + pj.Peer); pg.Status != 403 || strings.Contains(pg.Body, "event:") {
-		t.Fatalf("another patient reads the signals: %d %s", pg.Status, pg.Body)
+	if pg := c.other.get(c.base + "/events?peer=" + c.pj.Peer); pg.Status != 403 || strings.Contains(pg.Body, "event:") {
+		t.Errorf("another patient reads the signals: %d %s", pg.Status, pg.Body)
 	}
-	if pg := other.postJSON(base+"/signal", `{"peer":"`+pj.Peer+`","to":"x","type":"offer","data":{}}`); pg.Status != 403 {
-		t.Fatalf("another patient signals: %d %s", pg.Status, pg.Body)
+	if pg := c.other.postJSON(c.base+"/signal", `{"peer":"`+c.pj.Peer+`","to":"x","type":"offer","data":{}}`); pg.Status != 403 {
+		t.Errorf("another patient signals: %d %s", pg.Status, pg.Body)
 	}
-	// Not signed in: 401 as JSON, no sign-in page.
-	anon := newBrowser(t, f.e)
-	if pg := anon.postJSON(base+"/join", "{}"); pg.Status != 401 || !strings.Contains(pg.Body, `"unauthenticated"`) {
-		t.Fatalf("not signed in: %d %s", pg.Status, pg.Body)
+	if pg := newBrowser(t, c.f.e).postJSON(c.base+"/join", "{}"); pg.Status != 401 || !strings.Contains(pg.Body, `"unauthenticated"`) {
+		t.Errorf("not signed in: %d %s", pg.Status, pg.Body)
 	}
+}
 
-	// The provider joins: the visit starts, and the patient is told.
-	pg, vj := prov.join(t, f)
-	if pg.Status != 200 || vj.Role != "provider" || len(vj.Peers) != 1 || vj.Peers[0].Peer != pj.Peer {
+// The provider joins: the visit starts, and the patient's stream hears
+// the join with the provider's name.
+func (c *callScript) providerJoins(t *testing.T) {
+	pg, vj := c.prov.join(t, c.f)
+	if pg.Status != 200 || vj.Role != "provider" || len(vj.Peers) != 1 || vj.Peers[0].Peer != c.pj.Peer {
 		t.Fatalf("provider joins: %d %s", pg.Status, pg.Body)
 	}
-	if d, _ := f.e.App.GetVisit(bg, f.user(t, f.p1Token), f.visitID, false); d.Visit.Status != clinic.VisitInProgress || d.Visit.ActualStart == 0 {
+	c.vj = vj
+	if d, _ := c.f.e.App.GetVisit(context.Background(), c.f.user(t, c.f.p1Token), c.f.visitID, false); d.Visit.Status != clinic.VisitInProgress || d.Visit.ActualStart == 0 {
 		t.Fatalf("the provider's join did not start the visit: %+v", d.Visit)
 	}
-	e := patEvents.Next(t)
-	if e.Name != "signal" || !strings.Contains(e.Data, `"type":"join"`) || !strings.Contains(e.Data, vj.Peer) || !strings.Contains(e.Data, "Grace Hopper") {
-		t.Fatalf("patient's first event: %+v", e)
+	ev, sg := nextSignal(t, c.events)
+	if sg.Type != "join" || sg.From != vj.Peer || !strings.Contains(string(sg.Data), "Grace Hopper") {
+		t.Fatalf("patient's first event: %+v", ev)
 	}
-	joinSeq := e.ID
+	c.joinSeq = ev.ID
+}
 
-	// Signals: the offer reaches the patient; the provider cannot send as
-	// the patient's peer; bad signals are 400 and 413.
-	offer := `{"peer":"` + vj.Peer + `","to":"` + pj.Peer + `","type":"offer","data":{"sdp":"v=0 offer"}}`
-	if pg := prov.postJSON(base+"/signal", offer); pg.Status != 200 || !strings.Contains(pg.Body, `"seq":`) {
+// The provider's offer reaches the patient as sent.
+func (c *callScript) offerReachesThePatient(t *testing.T) {
+	c.offer = `{"peer":"` + c.vj.Peer + `","to":"` + c.pj.Peer + `","type":"offer","data":{"sdp":"v=0 offer"}}`
+	if pg := c.prov.postJSON(c.base+"/signal", c.offer); pg.Status != 200 || !strings.Contains(pg.Body, `"seq":`) {
 		t.Fatalf("offer: %d %s", pg.Status, pg.Body)
 	}
-	e = patEvents.Next(t)
-	if e.Name != "signal" || !strings.Contains(e.Data, `"type":"offer"`) || !strings.Contains(e.Data, `"sdp":"v=0 offer"`) {
-		t.Fatalf("patient's offer: %+v", e)
+	_, sg := nextSignal(t, c.events)
+	if diff := cmp.Diff(signal{From: c.vj.Peer, Type: "offer", Data: json.RawMessage(`{"sdp":"v=0 offer"}`)}, sg); diff != "" {
+		t.Fatalf("the patient's offer (-want +got):\n%s", diff)
 	}
-	for _, c := range []struct {
+}
+
+// The provider cannot send as the patient's peer; bad signals are 400,
+// an oversized one 413, each with a message.
+func (c *callScript) badSignals(t *testing.T) {
+	pj, vj := c.pj, c.vj
+	for _, bad := range []struct {
 		body   string
 		status int
 	}{
@@ -152,56 +232,71 @@ func TestCall_Signalling(t *testing.T) {
 		{`{"peer":`, 400},
 		{`{"peer":"` + vj.Peer + `","to":"` + pj.Peer + `","type":"offer","data":"` + strings.Repeat("a", app.MaxCallSignal+2000) + `"}`, 413},
 	} {
-		if pg := prov.postJSON(base+"/signal", c.body); pg.Status != c.status || !strings.Contains(pg.Body, `"message"`) {
-			t.Errorf("signal %.60s…: %d %s, want %d", c.body, pg.Status, pg.Body, c.status)
+		if pg := c.prov.postJSON(c.base+"/signal", bad.body); pg.Status != bad.status || !strings.Contains(pg.Body, `"message"`) {
+			t.Errorf("signal %.60s…: %d %s, want %d", bad.body, pg.Status, pg.Body, bad.status)
 		}
 	}
+}
 
-	// A stream that reconnects with Last-Event-ID gets what came after.
-	again := pat.stream(t, base+"/events?peer="+pj.Peer+"&after=0", map[string]string{"Last-Event-ID": joinSeq})
-	if e := again.Next(t); !strings.Contains(e.Data, `"type":"offer"`) {
-		t.Fatalf("resumed stream: %+v", e)
+// A stream that reconnects with Last-Event-ID gets what came after.
+func (c *callScript) streamResumes(t *testing.T) {
+	again := c.pat.stream(t, c.base+"/events?peer="+c.pj.Peer+"&after=0", map[string]string{"Last-Event-ID": c.joinSeq})
+	if _, sg := nextSignal(t, again); sg.Type != "offer" {
+		t.Fatalf("resumed stream: %+v", sg)
 	}
+}
 
-	// Four in the mesh, then 409.
+// Four pages in the mesh, then 409.
+func (c *callScript) meshFull(t *testing.T) {
 	for range 2 {
-		if pg, _ := pat.join(t, f); pg.Status != 200 {
+		if pg, _ := c.pat.join(t, c.f); pg.Status != 200 {
 			t.Fatalf("third and fourth page: %d %s", pg.Status, pg.Body)
 		}
 	}
-	if pg, _ := pat.join(t, f); pg.Status != 409 || !strings.Contains(pg.Body, "full") {
+	if pg, _ := c.pat.join(t, c.f); pg.Status != 409 || !strings.Contains(pg.Body, "full") {
 		t.Fatalf("a fifth page: %d %s", pg.Status, pg.Body)
 	}
+}
 
-	// Leave: the others are told; leaving twice is no error.
-	if pg := prov.postJSON(base+"/leave", `{"peer":"`+vj.Peer+`"}`); pg.Status != 204 {
+// Leaving tells the others; leaving twice is no error; a peer that left
+// sends nothing more.
+func (c *callScript) leave(t *testing.T) {
+	if pg := c.prov.postJSON(c.base+"/leave", `{"peer":"`+c.vj.Peer+`"}`); pg.Status != 204 {
 		t.Fatalf("leave: %d %s", pg.Status, pg.Body)
 	}
-	for e = patEvents.Next(t); e.Name == "signal" && strings.Contains(e.Data, `"type":"join"`); e = patEvents.Next(t) {
+	_, sg := nextSignal(t, c.events)
+	for sg.Type == "join" { // the third and fourth pages
+		_, sg = nextSignal(t, c.events)
 	}
-	if !strings.Contains(e.Data, `"type":"leave"`) || !strings.Contains(e.Data, vj.Peer) {
-		t.Fatalf("after the provider left: %+v", e)
+	if sg.Type != "leave" || sg.From != c.vj.Peer {
+		t.Fatalf("after the provider left: %+v", sg)
 	}
-	if pg := prov.postJSON(base+"/leave", `{"peer":"`+vj.Peer+`"}`); pg.Status != 204 {
+	if pg := c.prov.postJSON(c.base+"/leave", `{"peer":"`+c.vj.Peer+`"}`); pg.Status != 204 {
 		t.Fatalf("leave again: %d %s", pg.Status, pg.Body)
 	}
-	if pg := prov.postJSON(base+"/signal", offer); pg.Status != 409 {
+	if pg := c.prov.postJSON(c.base+"/signal", c.offer); pg.Status != 409 {
 		t.Fatalf("a signal from a peer that left: %d %s", pg.Status, pg.Body)
 	}
+}
 
-	// The patient may not end the visit; the provider may, which ends the
-	// call: the stream says so, and a join is 409.
-	if pg := pat.postJSON(base+"/end", "{}"); pg.Status != 403 {
+// The patient may not end the visit; the provider may, which ends the
+// call: the stream says so with the visit's status, and a join is 409.
+func (c *callScript) providerEnds(t *testing.T) {
+	if pg := c.pat.postJSON(c.base+"/end", "{}"); pg.Status != 403 {
 		t.Fatalf("the patient ends the visit: %d %s", pg.Status, pg.Body)
 	}
-	if pg := prov.postJSON(base+"/end", "{}"); pg.Status != 200 || !strings.Contains(pg.Body, "completed") {
+	if pg := c.prov.postJSON(c.base+"/end", "{}"); pg.Status != 200 || !strings.Contains(pg.Body, "completed") {
 		t.Fatalf("the provider ends the visit: %d %s", pg.Status, pg.Body)
 	}
-	e = patEvents.Next(t)
-	if e.Name != "ended" || !strings.Contains(e.Data, "completed") {
-		t.Fatalf("patient's stream after the end: %+v", e)
+	ev := c.events.Next(t)
+	var end streamEnded
+	if ev.Name == "ended" {
+		ev.Decode(t, &end)
 	}
-	if pg, _ := pat.join(t, f); pg.Status != 409 {
+	if diff := cmp.Diff(streamEnded{Code: clinic.EConflict, Status: "completed"}, end); ev.Name != "ended" || diff != "" {
+		t.Fatalf("the patient's stream after the end: %s (-want +got):\n%s", ev.Name, diff)
+	}
+	if pg, _ := c.pat.join(t, c.f); pg.Status != 409 {
 		t.Fatalf("join a completed visit: %d %s", pg.Status, pg.Body)
 	}
 }
