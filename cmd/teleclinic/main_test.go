@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,19 +20,6 @@ import (
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/testenv"
 )
-
-// syncBuffer is a bytes.Buffer safe to read while the server writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func runCmd(t *testing.T, args ...string) (string, string, error) {
 	t.Helper()
@@ -204,7 +190,7 @@ func TestCLI_ServeDemo(t *testing.T) {
 	}
 	start := func() (string, func()) {
 		ctx, cancel := context.WithCancel(context.Background())
-		stdout, stderr := &syncBuffer{}, &syncBuffer{}
+		stdout, stderr := &testenv.SyncBuffer{}, &testenv.SyncBuffer{}
 		done := make(chan error, 1)
 		go func() {
 			done <- run(ctx, []string{"serve", "--demo", "--addr", "127.0.0.1:0", "--data-dir", dir, "--database", db}, stdout, stderr)

@@ -34,25 +34,14 @@ var userEndings = []streamEnding{
 	{"Expired", func(t *testing.T, s *clinicSetup, token string) { s.e.Clock.Advance(31 * time.Minute) }},
 }
 
-// streamEnd is the API's end event: "error" with the code and message.
-type streamEnd struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// wantEnded reads the stream's next event and fails unless it is the end
-// for an unauthenticated caller, and the stream then closes.
+// wantEnded fails unless the stream's next event is the API's end for an
+// unauthenticated caller, with a message, and the stream then closes.
 func wantEnded(t *testing.T, st *testenv.Stream) {
 	t.Helper()
-	ev := st.Next(t)
-	var got streamEnd
-	if ev.Name == "error" {
-		ev.Decode(t, &got)
+	var end struct{ Message string }
+	if st.End(t, "error", clinic.EUnauthenticated).Decode(t, &end); end.Message == "" {
+		t.Fatal("the end event has no message")
 	}
-	if ev.Name != "error" || got.Code != clinic.EUnauthenticated || got.Message == "" {
-		t.Fatalf("the first event after the credential ended is %q %s; want the end event (error, unauthenticated)", ev.Name, ev.Data)
-	}
-	st.Closed(t)
 }
 
 func principal(t *testing.T, e *testenv.Env, c *testenv.Clinic, token string) *clinic.Principal {

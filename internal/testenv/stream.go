@@ -125,3 +125,20 @@ func (s *Stream) Closed(t testing.TB) {
 		t.Fatalf("the stream is still open %v after its end event", EventWait)
 	}
 }
+
+// End reads the next event and fails t unless it is the door's end event
+// name with code in its data ({"code": …}), and the stream then closes
+// with nothing more.
+func (s *Stream) End(t testing.TB, name, code string) Event {
+	t.Helper()
+	ev := s.Next(t)
+	var got struct{ Code string }
+	if ev.Name == name {
+		ev.Decode(t, &got)
+	}
+	if ev.Name != name || got.Code != code {
+		t.Fatalf("got %q %s; want the end event %s with code %s", ev.Name, ev.Data, name, code)
+	}
+	s.Closed(t)
+	return ev
+}

@@ -5,6 +5,7 @@
 package testenv
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -300,3 +301,19 @@ func randHex(n int) string {
 
 // Fatalf is a helper's failure with the caller's line.
 func (e *Env) Fatalf(format string, args ...any) { e.T.Helper(); e.T.Fatalf(format, args...) }
+
+// SyncBuffer is a bytes.Buffer safe to read while a server writes to it
+// (a log, a command's output).
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String is what was written so far.
+func (s *SyncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }

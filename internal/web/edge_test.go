@@ -1,13 +1,11 @@
 package web_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"teleclinic/internal/app"
@@ -16,20 +14,6 @@ import (
 	"teleclinic/internal/testenv"
 )
 
-// logBuffer is a log the server writes from its goroutines while the test
-// reads it.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *logBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-
 // TestPortal_Edge: the portal sits behind the same edge as the API: a
 // request id on every answer, in the log line and in the audit entry; a
 // panic is a 500 page that names the id and is logged with it; pages are
@@ -37,7 +21,7 @@ func (l *logBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l
 // the API's status.
 func TestPortal_Edge(t *testing.T) {
 	t.Parallel()
-	logs := &logBuffer{}
+	logs := &testenv.SyncBuffer{}
 	f := newFixture(t, testenv.Options{Log: logs})
 	portal := f.e.Portal()
 

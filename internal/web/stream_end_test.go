@@ -53,19 +53,11 @@ type streamEnded struct {
 	Status string `json:"status"`
 }
 
-// wantEnded reads the next event and fails unless it is the end for a
-// session that is no longer good, and the stream then closes.
+// wantEnded fails unless the stream's next event is the portal's end for
+// a session that is no longer good, and the stream then closes.
 func wantEnded(t *testing.T, st *testenv.Stream) {
 	t.Helper()
-	ev := st.Next(t)
-	var got streamEnded
-	if ev.Name == "ended" {
-		ev.Decode(t, &got)
-	}
-	if ev.Name != "ended" || got.Code != clinic.EUnauthenticated {
-		t.Fatalf("the first event after the session ended is %q %s; want ended (unauthenticated)", ev.Name, ev.Data)
-	}
-	st.Closed(t)
+	st.End(t, "ended", clinic.EUnauthenticated)
 }
 
 // TestStreams_EndWithTheSession: each of the portal's streams (the visit
