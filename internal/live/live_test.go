@@ -11,6 +11,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"teleclinic/internal/live"
+	"teleclinic/internal/testenv"
 )
 
 func next(t *testing.T, s *live.Sub) live.Event {
@@ -101,4 +102,39 @@ func TestPostgres_AcrossProcesses(t *testing.T) {
 		}
 	}
 	none(t, quiet)
+}
+
+// TestPostgres_SchemasApart: installations in schemas of their own in one
+// database (as the tests are) do not hear each other: an event reaches
+// the buses of its schema only.
+func TestPostgres_SchemasApart(t *testing.T) {
+	if os.Getenv("TELECLINIC_TEST_DATABASE_URL") == "" {
+		t.Skip("TELECLINIC_TEST_DATABASE_URL is not set: PostgreSQL tests skip")
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	bus := func(dsn string) *live.Postgres {
+		db, err := sql.Open("pgx", dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := live.NewPostgres(dsn, db, log)
+		t.Cleanup(func() { p.Close(); db.Close() })
+		select {
+		case <-p.Ready():
+		case <-time.After(10 * time.Second):
+			t.Fatal("not listening within 10 s")
+		}
+		return p
+	}
+	one, other := testenv.DSN(t), testenv.DSN(t)
+	a, sameSchema, otherSchema := bus(one), bus(one), bus(other)
+	topic := live.RoomTopic(1, 1) // the same ids in both installations
+	heard, apart := sameSchema.Subscribe(topic), otherSchema.Subscribe(topic)
+	defer heard.Close()
+	defer apart.Close()
+	a.Publish(live.Event{Topic: topic, Kind: live.KindVisit, ID: 7})
+	if e := next(t, heard); e.ID != 7 {
+		t.Fatalf("the same schema's bus: %+v", e)
+	}
+	none(t, apart)
 }

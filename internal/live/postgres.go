@@ -2,7 +2,9 @@ package live
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -11,25 +13,38 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Channel is the PostgreSQL notification channel of the events.
-const Channel = "teleclinic_live"
+// channelFor is the PostgreSQL notification channel of the installation
+// whose tables are in schema. Channels are the database's, not a schema's:
+// installations that share a database in schemas of their own (and the
+// tests, a schema each) would otherwise hear each other's events, and a
+// stream that shows "something changed" would show it for another
+// clinic's change. The default schema keeps the plain name.
+func channelFor(schema string) string {
+	if schema == "" || schema == "public" {
+		return "teleclinic_live"
+	}
+	h := sha256.Sum256([]byte(schema))
+	return "teleclinic_live_" + hex.EncodeToString(h[:8])
+}
 
 // maxPayload keeps a notification under PostgreSQL's 8,000-byte limit.
 const maxPayload = 7000
 
 // Postgres is the bus of processes that share a PostgreSQL database: an
-// event is a line of a NOTIFY on Channel, and each process LISTENs on one
+// event is a line of a NOTIFY on the installation's channel (channelFor),
+// and each process LISTENs on one
 // connection of its own and delivers what arrives to its hub. Payloads
 // carry topics, kinds and ids only — never patient data, since any role
 // that may LISTEN on the database sees them.
 type Postgres struct {
 	*Hub
-	dsn    string
-	db     *sql.DB
-	log    *slog.Logger
-	out    chan Event
-	cancel context.CancelFunc
-	done   chan struct{}
+	dsn     string
+	channel string
+	db      *sql.DB
+	log     *slog.Logger
+	out     chan Event
+	cancel  context.CancelFunc
+	done    chan struct{}
 	// ready is closed once the first LISTEN is in place.
 	ready chan struct{}
 }
@@ -39,6 +54,15 @@ func NewPostgres(dsn string, db *sql.DB, log *slog.Logger) *Postgres {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Postgres{Hub: NewHub(), dsn: dsn, db: db, log: log, out: make(chan Event, 4096), cancel: cancel,
 		done: make(chan struct{}), ready: make(chan struct{})}
+	// The schema the store's tables are in names the channel; the store
+	// has just reached the database, so this answers at once.
+	var schema string
+	qctx, qcancel := context.WithTimeout(ctx, 5*time.Second)
+	if err := db.QueryRowContext(qctx, "SELECT current_schema()").Scan(&schema); err != nil {
+		log.Warn("live: the schema is unknown; using the default channel", "err", err)
+	}
+	qcancel()
+	p.channel = channelFor(schema)
 	go func() {
 		defer close(p.done)
 		sent := make(chan struct{})
@@ -90,7 +114,7 @@ func (p *Postgres) send(ctx context.Context) {
 					break more
 				}
 			}
-			if _, err := p.db.ExecContext(ctx, "SELECT pg_notify($1, $2)", Channel, b.String()); err != nil && ctx.Err() == nil {
+			if _, err := p.db.ExecContext(ctx, "SELECT pg_notify($1, $2)", p.channel, b.String()); err != nil && ctx.Err() == nil {
 				p.log.Warn("live: notify failed", "err", err)
 			}
 		}
@@ -142,7 +166,7 @@ func (p *Postgres) listenOnce(ctx context.Context, listening func()) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+p.channel); err != nil {
 		return err
 	}
 	listening()

@@ -112,6 +112,22 @@ func (s *Stream) Quiet(t testing.TB, d time.Duration) {
 	}
 }
 
+// Settle reads and drops events until none has come for quiet: the
+// announcements of what a test did before it opened the stream, which on
+// PostgreSQL may arrive after (LISTEN/NOTIFY is asynchronous).
+func (s *Stream) Settle(quiet time.Duration) {
+	for {
+		select {
+		case _, ok := <-s.events:
+			if !ok {
+				return
+			}
+		case <-time.After(quiet):
+			return
+		}
+	}
+}
+
 // Closed fails t unless the server ends the stream within EventWait after
 // the events read so far, with none in between.
 func (s *Stream) Closed(t testing.TB) {

@@ -96,6 +96,9 @@ func TestStreams_EndWithTheSession(t *testing.T) {
 			if st.Status != 200 {
 				t.Fatalf("open: %d", st.Status)
 			}
+			// The dashboard hears every change of its rooms: the
+			// fixture's own may still be on their way.
+			st.Settle(300 * time.Millisecond)
 			pat := f.user(t, f.p1Token)
 			end.end(t, f, b)
 			text := "Not for a closed session"
