@@ -211,6 +211,17 @@ func Status(code string) int {
 	return http.StatusInternalServerError
 }
 
+// Code is the product's error code that maps to status (internal for a
+// status no code maps to).
+func Code(status int) string {
+	for _, c := range Codes {
+		if Status(c) == status {
+			return c
+		}
+	}
+	return clinic.EInternal
+}
+
 // Codes are the product's error codes, for tests that hold both doors to
 // the same statuses.
 var Codes = []string{clinic.EInvalid, clinic.EUnauthenticated, clinic.EForbidden, clinic.ENotFound, clinic.EConflict,

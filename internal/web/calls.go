@@ -37,6 +37,7 @@ func (s *Server) callRouteMax(pattern string, h pageFunc, limit int64) {
 	s.patterns = append(s.patterns, pattern)
 	s.mux.Handle(pattern, s.guard.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r = withPageState(r)
+		edge.From(r.Context()).SetReply(replyJSON)
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		if err := h(w, r); err != nil {
 			s.failJSON(w, r, err)
@@ -52,6 +53,12 @@ func (s *Server) failJSON(w http.ResponseWriter, r *http.Request, err error) {
 	pr := edge.ProblemOf(r, err)
 	pr.SetHeaders(w)
 	_ = edge.WriteJSON(w, pr.Status, callError{Code: pr.Code, Message: pr.Message})
+}
+
+// replyJSON is the call routes' answer to an error the edge answers (a
+// panic): JSON, as failJSON's, never a page.
+func replyJSON(w http.ResponseWriter, _ *http.Request, status int, msg string) {
+	_ = edge.WriteJSON(w, status, callError{Code: edge.Code(status), Message: msg})
 }
 
 // callError is the call routes' error body.

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -45,6 +46,17 @@ func TestPortal_Edge(t *testing.T) {
 		}
 		if !panicLine || !requestLine {
 			t.Fatalf("the log lacks the panic (%v) or the request line (%v) with id %s:\n%s", panicLine, requestLine, id, logs.String())
+		}
+	})
+
+	// The call's routes answer JSON, a panic too.
+	t.Run("PanicOnACallRouteIsJSON", func(t *testing.T) {
+		portal.AddCallRoute("POST /test/call-panic", func(http.ResponseWriter, *http.Request) error { panic("a secret detail") })
+		pg := newBrowser(t, f.e).postJSON("/test/call-panic", "{}")
+		var body struct{ Code, Message string }
+		if err := json.Unmarshal([]byte(pg.Body), &body); err != nil || pg.Status != 500 || body.Code != clinic.EInternal ||
+			!strings.Contains(body.Message, pg.Header.Get("X-Request-Id")) || strings.Contains(pg.Body, "secret") {
+			t.Fatalf("%d %s (%v)", pg.Status, pg.Body, err)
 		}
 	})
 

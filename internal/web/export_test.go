@@ -7,3 +7,8 @@ import "net/http"
 func (s *Server) AddPage(pattern string, h func(http.ResponseWriter, *http.Request) error) {
 	s.page(pattern, h)
 }
+
+// AddCallRoute registers a JSON route of the call, as AddPage a page.
+func (s *Server) AddCallRoute(pattern string, h func(http.ResponseWriter, *http.Request) error) {
+	s.callRoute(pattern, h)
+}

@@ -217,6 +217,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	info := edge.From(r.Context())
 	_, pattern := s.mux.Handler(r)
 	if pattern == "" {
+		info.SetReply(s.reply) // the API, if it takes the request, says otherwise
 		if s.hostRoom(w, r) {
 			info.SetRoute(hostRoomRoute)
 			return
