@@ -25,155 +25,189 @@ func (f *fixture) adminSignIn(t *testing.T, b *browser) {
 // TestPortal_Admin: the admin's pages do what the API's admin routes do,
 // with the same rules: rooms, providers, the webhook and its secret, the
 // delivery log, the audit trail and credential rotation; nobody else gets
-// in.
+// in. The steps run in order on one clinic (adminScript).
 func TestPortal_Admin(t *testing.T) {
 	f := newFixture(t)
-	bg := context.Background()
-	b := newBrowser(t, f.e)
+	c := &adminScript{f: f, b: newBrowser(t, f.e), bg: context.Background()}
+	for _, step := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"ErrSignIn", c.signInRefused},
+		{"ErrNotAdmin", c.notAdmin},
+		{"OKSignIn", func(t *testing.T) { f.adminSignIn(t, c.b) }},
+		{"OKRooms", c.rooms},
+		{"OKWebhookAndSecret", c.webhookAndSecret},
+		{"OKDeliveriesAndAudit", c.deliveriesAndAudit},
+		{"ErrCrossSite", c.crossSite},
+		{"OKRotate", c.rotate},
+	} {
+		if !t.Run(step.name, step.run) {
+			t.FailNow() // each step stands on the ones before
+		}
+	}
+}
 
-	// Sign-in needs the clinic's admin token; another clinic's code or a
-	// user's token is refused.
-	t.Run("ErrSignIn", func(t *testing.T) {
-		for _, form := range []url.Values{
-			{"clinic": {"acme"}, "token": {"wrong"}},
-			{"clinic": {"acme"}, "token": {f.p1Token}},
-			{"clinic": {"nope"}, "token": {f.clinic.AdminToken}},
-		} {
-			if pg := b.post("/admin/signin", form); pg.Status != 401 || !strings.Contains(pg.Body, "do not match") {
-				t.Fatalf("%v: %d", form, pg.Status)
-			}
-		}
-		if pg := b.get("/admin"); pg.Status != 303 || !strings.HasPrefix(pg.Location, "/signin") {
-			t.Fatalf("not signed in: %d %s", pg.Status, pg.Location)
-		}
-	})
-	// A patient or provider signed in is told the page is not theirs.
-	t.Run("ErrNotAdmin", func(t *testing.T) {
-		pb := newBrowser(t, f.e)
-		f.redirectLogin(t, pb, f.providerToken, "/providers/dashboard", nil)
-		for _, pg := range []*page{pb.get("/admin"), pb.get("/admin/rooms/main"), pb.post("/admin/webhook", url.Values{"url": {"https://example.com/x"}})} {
-			if pg.Status != 403 {
-				t.Fatalf("provider: %d", pg.Status)
-			}
-		}
-		wh, _ := f.e.App.WebhookSettings(bg, f.admin(t))
-		if wh.URL != "" {
-			t.Fatalf("a provider's form set the webhook: %q", wh.URL)
-		}
-	})
+// adminScript is TestPortal_Admin's clinic and the admin's browser.
+type adminScript struct {
+	f  *fixture
+	b  *browser
+	bg context.Context
+}
 
-	f.adminSignIn(t, b)
-	t.Run("OKRooms", func(t *testing.T) {
-		pg := b.get("/admin")
-		if pg.Status != 200 || !strings.Contains(pg.Body, "Main Room") || !strings.Contains(pg.Body, "Administration") {
-			t.Fatalf("%d %s", pg.Status, pg.Body)
+// Sign-in needs the clinic's admin token; another clinic's code or a
+// user's token is refused.
+func (c *adminScript) signInRefused(t *testing.T) {
+	for _, form := range []url.Values{
+		{"clinic": {"acme"}, "token": {"wrong"}},
+		{"clinic": {"acme"}, "token": {c.f.p1Token}},
+		{"clinic": {"nope"}, "token": {c.f.clinic.AdminToken}},
+	} {
+		if pg := c.b.post("/admin/signin", form); pg.Status != 401 || !strings.Contains(pg.Body, "do not match") {
+			t.Fatalf("%v: %d", form, pg.Status)
 		}
-		pg = b.post("/admin/rooms", url.Values{"name": {"Skin Clinic"}, "code": {"skin"}, "domain": {"acme.clinic.test"}})
-		if pg.Status != 303 || pg.Location != "/admin/rooms/skin" {
-			t.Fatalf("create: %d %s %s", pg.Status, pg.Location, pg.Body)
-		}
-		if pg := b.post("/admin/rooms", url.Values{"name": {"Again"}, "code": {"skin"}, "domain": {"acme.clinic.test"}}); pg.Status != 400 || !strings.Contains(pg.Body, `role="alert"`) {
-			t.Fatalf("a taken code (400, as POST /rooms): %d", pg.Status)
-		}
-		pg = b.post("/admin/rooms/skin", url.Values{"name": {"Skin Clinic"}, "subtitle": {"Rashes and moles"}, "active": {"1"},
-			"walkin": {"1"}, "is_closed": {"1"}, "close_msg": {"Back on Monday"}})
-		if pg.Status != 303 {
-			t.Fatalf("update: %d %s", pg.Status, pg.Body)
-		}
-		provider := f.user(t, f.providerToken).User
-		if pg := b.post("/admin/rooms/skin/providers", url.Values{"user_id": {itoa(provider.ID)}}); pg.Status != 303 {
-			t.Fatalf("link: %d %s", pg.Status, pg.Body)
-		}
-		d, err := f.e.App.GetRoom(bg, f.admin(t), "skin")
-		if err != nil || d.Room.Settings.Subtitle != "Rashes and moles" || !d.Room.Settings.Operation.IsClosed ||
-			d.Room.Settings.Operation.CloseMsg != "Back on Monday" || d.Room.Settings.GuestLogin || len(d.ProviderIDs) != 1 {
-			t.Fatalf("stored room: %+v %v", d, err)
-		}
-		if pg := b.get("/admin/rooms/skin"); !strings.Contains(pg.Body, "Grace Hopper") || !strings.Contains(pg.Body, "Back on Monday") {
-			t.Fatalf("room page: %s", pg.Body)
-		}
-		// The room's join page shows it closed, with its message.
-		if pg := newBrowser(t, f.e).get("/c/acme/skin"); !strings.Contains(pg.Body, "Back on Monday") {
-			t.Fatalf("join page of the closed room: %s", pg.Body)
-		}
-		if pg := b.post("/admin/rooms/skin/providers", url.Values{"user_id": {itoa(provider.ID)}, "unlink": {"1"}}); pg.Status != 303 {
-			t.Fatalf("unlink: %d", pg.Status)
-		}
-		if pg := b.get("/admin/rooms/nope"); pg.Status != 404 {
-			t.Fatalf("unknown room: %d", pg.Status)
-		}
-	})
-	t.Run("OKWebhookAndSecret", func(t *testing.T) {
-		if pg := b.post("/admin/webhook", url.Values{"url": {"ftp://example.com"}}); pg.Status != 400 {
-			t.Fatalf("a bad URL: %d", pg.Status)
-		}
-		pg := b.post("/admin/webhook", url.Values{"url": {"https://hooks.example.com/teleclinic"}, "generate_secret": {"1"}})
-		if pg.Status != 200 || !strings.Contains(pg.Body, "whsec_") || !strings.Contains(pg.Body, "not shown again") {
-			t.Fatalf("%d %s", pg.Status, pg.Body)
-		}
-		wh, _ := f.e.App.WebhookSettings(bg, f.admin(t))
-		if wh.URL != "https://hooks.example.com/teleclinic" || !wh.SecretSet {
-			t.Fatalf("stored: %+v", wh)
-		}
-		if pg := b.get("/admin"); strings.Contains(pg.Body, "whsec_") {
-			t.Fatal("the secret is shown again")
-		}
-	})
-	t.Run("OKDeliveriesAndAudit", func(t *testing.T) {
-		msg := "A new symptom."
-		if _, err := f.e.App.PostMessage(bg, f.user(t, f.p1Token), f.visitID, app.NewMessage{Content: &msg}); err != nil {
-			t.Fatal(err)
-		}
-		ds, err := f.e.App.WebhookDeliveries(bg, f.admin(t), 0, 1)
-		if err != nil || len(ds) != 1 {
-			t.Fatalf("%v %v", ds, err)
-		}
-		pg := b.get("/admin")
-		if !strings.Contains(pg.Body, `id="delivery-`+itoa(ds[0].ID)+`"`) || !strings.Contains(pg.Body, "visit.message.created") {
-			t.Fatalf("delivery log: %s", pg.Body)
-		}
-		if pg := b.post("/admin/deliveries/"+itoa(ds[0].ID)+"/redeliver", nil); pg.Status != 303 {
-			t.Fatalf("redeliver: %d %s", pg.Status, pg.Body)
-		}
-		if pg := b.post("/admin/deliveries/999999/redeliver", nil); pg.Status != 404 {
-			t.Fatalf("unknown delivery: %d", pg.Status)
-		}
-		f.e.FlushAudits()
-		pg = b.get("/admin?action=webhook.redeliver")
-		if !strings.Contains(pg.Body, "webhook.redeliver") || strings.Contains(pg.Body, "room.create") {
-			t.Fatalf("filtered trail: %s", pg.Body)
-		}
-		if pg := b.get("/admin?user_id=abc"); pg.Status != 200 || !strings.Contains(pg.Body, "must be a user id") {
-			t.Fatalf("bad filter: %d", pg.Status)
-		}
-	})
-	// A cross-site form is refused before it does anything.
-	t.Run("ErrCrossSite", func(t *testing.T) {
-		pg := b.do("POST", "/admin/rotate", url.Values{"what": {"api_secret"}}, map[string]string{"Sec-Fetch-Site": "cross-site"})
+	}
+	if pg := c.b.get("/admin"); pg.Status != 303 || !strings.HasPrefix(pg.Location, "/signin") {
+		t.Fatalf("not signed in: %d %s", pg.Status, pg.Location)
+	}
+}
+
+// A patient or provider signed in is told the page is not theirs.
+func (c *adminScript) notAdmin(t *testing.T) {
+	pb := newBrowser(t, c.f.e)
+	c.f.redirectLogin(t, pb, c.f.providerToken, "/providers/dashboard", nil)
+	for _, pg := range []*page{pb.get("/admin"), pb.get("/admin/rooms/main"), pb.post("/admin/webhook", url.Values{"url": {"https://example.com/x"}})} {
 		if pg.Status != 403 {
-			t.Fatalf("cross-site: %d", pg.Status)
+			t.Fatalf("provider: %d", pg.Status)
 		}
-	})
-	t.Run("OKRotate", func(t *testing.T) {
-		pg := b.post("/admin/rotate", url.Values{"what": {"api_secret"}})
-		if pg.Status != 200 || !strings.Contains(pg.Body, "API secret") {
-			t.Fatalf("%d %s", pg.Status, pg.Body)
-		}
-		if _, err := f.e.App.Authenticate(bg, app.Credentials{AccountCode: "acme", APIKey: f.clinic.APIKey, APISecret: f.clinic.APISecret}, app.NeedAPIKey); err == nil {
-			t.Fatal("the old API secret still works")
-		}
-		pg = b.post("/admin/rotate", url.Values{"what": {"admin_token"}})
-		if pg.Status != 200 || !strings.Contains(pg.Body, "not shown again") {
-			t.Fatalf("%d %s", pg.Status, pg.Body)
-		}
-		if _, err := f.e.App.Authenticate(bg, app.Credentials{AccountCode: "acme", APIToken: f.clinic.AdminToken}, app.NeedAdmin); clinic.ErrorCode(err) != clinic.EUnauthenticated {
-			t.Fatalf("the old admin token: %v", err)
-		}
-		// The session opened with the old token has ended.
-		if pg := b.get("/admin"); pg.Status != 303 {
-			t.Fatalf("after rotation: %d", pg.Status)
-		}
-	})
+	}
+	wh, _ := c.f.e.App.WebhookSettings(c.bg, c.f.admin(t))
+	if wh.URL != "" {
+		t.Fatalf("a provider's form set the webhook: %q", wh.URL)
+	}
+}
+
+// Rooms: create (a taken code is 400, as POST /rooms), update, link and
+// unlink a provider; the join page shows a closed room's message.
+func (c *adminScript) rooms(t *testing.T) {
+	pg := c.b.get("/admin")
+	if pg.Status != 200 || !strings.Contains(pg.Body, "Main Room") || !strings.Contains(pg.Body, "Administration") {
+		t.Fatalf("%d %s", pg.Status, pg.Body)
+	}
+	pg = c.b.post("/admin/rooms", url.Values{"name": {"Skin Clinic"}, "code": {"skin"}, "domain": {"acme.clinic.test"}})
+	if pg.Status != 303 || pg.Location != "/admin/rooms/skin" {
+		t.Fatalf("create: %d %s %s", pg.Status, pg.Location, pg.Body)
+	}
+	if pg := c.b.post("/admin/rooms", url.Values{"name": {"Again"}, "code": {"skin"}, "domain": {"acme.clinic.test"}}); pg.Status != 400 || !strings.Contains(pg.Body, `role="alert"`) {
+		t.Fatalf("a taken code (400, as POST /rooms): %d", pg.Status)
+	}
+	pg = c.b.post("/admin/rooms/skin", url.Values{"name": {"Skin Clinic"}, "subtitle": {"Rashes and moles"}, "active": {"1"},
+		"walkin": {"1"}, "is_closed": {"1"}, "close_msg": {"Back on Monday"}})
+	if pg.Status != 303 {
+		t.Fatalf("update: %d %s", pg.Status, pg.Body)
+	}
+	provider := c.f.user(t, c.f.providerToken).User
+	if pg := c.b.post("/admin/rooms/skin/providers", url.Values{"user_id": {itoa(provider.ID)}}); pg.Status != 303 {
+		t.Fatalf("link: %d %s", pg.Status, pg.Body)
+	}
+	d, err := c.f.e.App.GetRoom(c.bg, c.f.admin(t), "skin")
+	if err != nil || d.Room.Settings.Subtitle != "Rashes and moles" || !d.Room.Settings.Operation.IsClosed ||
+		d.Room.Settings.Operation.CloseMsg != "Back on Monday" || d.Room.Settings.GuestLogin || len(d.ProviderIDs) != 1 {
+		t.Fatalf("stored room: %+v %v", d, err)
+	}
+	if pg := c.b.get("/admin/rooms/skin"); !strings.Contains(pg.Body, "Grace Hopper") || !strings.Contains(pg.Body, "Back on Monday") {
+		t.Fatalf("room page: %s", pg.Body)
+	}
+	// The room's join page shows it closed, with its message.
+	if pg := newBrowser(t, c.f.e).get("/c/acme/skin"); !strings.Contains(pg.Body, "Back on Monday") {
+		t.Fatalf("join page of the closed room: %s", pg.Body)
+	}
+	if pg := c.b.post("/admin/rooms/skin/providers", url.Values{"user_id": {itoa(provider.ID)}, "unlink": {"1"}}); pg.Status != 303 {
+		t.Fatalf("unlink: %d", pg.Status)
+	}
+	if pg := c.b.get("/admin/rooms/nope"); pg.Status != 404 {
+		t.Fatalf("unknown room: %d", pg.Status)
+	}
+}
+
+// The webhook's address (a bad one is 400) and a new signing secret, shown
+// once.
+func (c *adminScript) webhookAndSecret(t *testing.T) {
+	if pg := c.b.post("/admin/webhook", url.Values{"url": {"ftp://example.com"}}); pg.Status != 400 {
+		t.Fatalf("a bad URL: %d", pg.Status)
+	}
+	pg := c.b.post("/admin/webhook", url.Values{"url": {"https://hooks.example.com/teleclinic"}, "generate_secret": {"1"}})
+	if pg.Status != 200 || !strings.Contains(pg.Body, "whsec_") || !strings.Contains(pg.Body, "not shown again") {
+		t.Fatalf("%d %s", pg.Status, pg.Body)
+	}
+	wh, _ := c.f.e.App.WebhookSettings(c.bg, c.f.admin(t))
+	if wh.URL != "https://hooks.example.com/teleclinic" || !wh.SecretSet {
+		t.Fatalf("stored: %+v", wh)
+	}
+	if pg := c.b.get("/admin"); strings.Contains(pg.Body, "whsec_") {
+		t.Fatal("the secret is shown again")
+	}
+}
+
+// The delivery log with a redelivery, and the audit trail filtered.
+func (c *adminScript) deliveriesAndAudit(t *testing.T) {
+	msg := "A new symptom."
+	if _, err := c.f.e.App.PostMessage(c.bg, c.f.user(t, c.f.p1Token), c.f.visitID, app.NewMessage{Content: &msg}); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := c.f.e.App.WebhookDeliveries(c.bg, c.f.admin(t), 0, 1)
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("%v %v", ds, err)
+	}
+	pg := c.b.get("/admin")
+	if !strings.Contains(pg.Body, `id="delivery-`+itoa(ds[0].ID)+`"`) || !strings.Contains(pg.Body, "visit.message.created") {
+		t.Fatalf("delivery log: %s", pg.Body)
+	}
+	if pg := c.b.post("/admin/deliveries/"+itoa(ds[0].ID)+"/redeliver", nil); pg.Status != 303 {
+		t.Fatalf("redeliver: %d %s", pg.Status, pg.Body)
+	}
+	if pg := c.b.post("/admin/deliveries/999999/redeliver", nil); pg.Status != 404 {
+		t.Fatalf("unknown delivery: %d", pg.Status)
+	}
+	c.f.e.FlushAudits()
+	pg = c.b.get("/admin?action=webhook.redeliver")
+	if !strings.Contains(pg.Body, "webhook.redeliver") || strings.Contains(pg.Body, "room.create") {
+		t.Fatalf("filtered trail: %s", pg.Body)
+	}
+	if pg := c.b.get("/admin?user_id=abc"); pg.Status != 200 || !strings.Contains(pg.Body, "must be a user id") {
+		t.Fatalf("bad filter: %d", pg.Status)
+	}
+}
+
+// A cross-site form is refused before it does anything.
+func (c *adminScript) crossSite(t *testing.T) {
+	pg := c.b.do("POST", "/admin/rotate", url.Values{"what": {"api_secret"}}, map[string]string{"Sec-Fetch-Site": "cross-site"})
+	if pg.Status != 403 {
+		t.Fatalf("cross-site: %d", pg.Status)
+	}
+}
+
+// Rotating the API secret and the admin token: the old ones stop working,
+// and the session opened with the old token ends.
+func (c *adminScript) rotate(t *testing.T) {
+	pg := c.b.post("/admin/rotate", url.Values{"what": {"api_secret"}})
+	if pg.Status != 200 || !strings.Contains(pg.Body, "API secret") {
+		t.Fatalf("%d %s", pg.Status, pg.Body)
+	}
+	if _, err := c.f.e.App.Authenticate(c.bg, app.Credentials{AccountCode: "acme", APIKey: c.f.clinic.APIKey, APISecret: c.f.clinic.APISecret}, app.NeedAPIKey); err == nil {
+		t.Fatal("the old API secret still works")
+	}
+	pg = c.b.post("/admin/rotate", url.Values{"what": {"admin_token"}})
+	if pg.Status != 200 || !strings.Contains(pg.Body, "not shown again") {
+		t.Fatalf("%d %s", pg.Status, pg.Body)
+	}
+	if _, err := c.f.e.App.Authenticate(c.bg, app.Credentials{AccountCode: "acme", APIToken: c.f.clinic.AdminToken}, app.NeedAdmin); clinic.ErrorCode(err) != clinic.EUnauthenticated {
+		t.Fatalf("the old admin token: %v", err)
+	}
+	// The session opened with the old token has ended.
+	if pg := c.b.get("/admin"); pg.Status != 303 {
+		t.Fatalf("after rotation: %d", pg.Status)
+	}
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
