@@ -1,15 +1,19 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"teleclinic/client"
 	"teleclinic/internal/app"
 	"teleclinic/internal/payments"
 	"teleclinic/internal/testenv"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // billingSetup is a clinic whose room "main" charges: consultation 1 at
@@ -229,164 +233,275 @@ func TestBilling_Coupons(t *testing.T) {
 	wantErr(t, create("code", "SAVE10", "percent_off", "5"), 409, 409)
 }
 
+// TestBilling_Invoices: previews with and without coupons, the refusals,
+// a charge made once, what nothing due costs, a declined card, the lists
+// by role and refunds, as steps over one clinic (invoiceScript).
 func TestBilling_Invoices(t *testing.T) {
 	t.Parallel()
 	e, s, sb := billingSetup(t)
-	a := adminHeaders(s.c)
-	coupon := func(kv ...string) {
-		t.Helper()
-		if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/coupons", Header: a, Form: q(kv...)}); res.Status != 200 {
-			t.Fatalf("%s", res.Raw)
+	c := &invoiceScript{e: e, s: s, sb: sb, admin: adminHeaders(s.c)}
+	for _, kv := range [][]string{
+		{"code", "SAVE10", "percent_off", "10"},
+		{"code", "SOON", "percent_off", "50", "valid_until", fmt.Sprint(e.Clock.Now().Add(time.Minute).Unix())},
+		{"code", "ONCE", "percent_off", "20", "max_redemptions", "1"},
+		{"code", "GONE", "percent_off", "20"},
+		{"code", "FREE", "percent_off", "100"},
+	} {
+		if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/coupons", Header: c.admin, Form: q(kv...)}); res.Status != 200 {
+			t.Fatalf("coupon %v: %s", kv, res.Raw)
 		}
 	}
-	coupon("code", "SAVE10", "percent_off", "10")
-	coupon("code", "SOON", "percent_off", "50", "valid_until", fmt.Sprint(e.Clock.Now().Add(time.Minute).Unix()))
-	coupon("code", "ONCE", "percent_off", "20", "max_redemptions", "1")
-	coupon("code", "GONE", "percent_off", "20")
-	coupon("code", "FREE", "percent_off", "100")
-	e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/billing/coupons/GONE", Header: a})
-	e.Clock.Advance(2 * time.Minute)
-
-	follow := s.intake(t, s.pat, "consultation_id", "2")
-	res := s.process(s.pat.Token, "intake_id", follow)
-	d := res.Data()
-	cons := d["consultation"].(map[string]any)
-	if res.Status != 200 || d["currency"] != "USD" || cons["id"] != "2" || cons["description"] != "Follow-up" || cons["amount"].(float64) != 40.5 ||
-		cons["duration"].(float64) != 30 || d["amount_due"].(float64) != 40.5 || d["coupon"] != nil || d["invoice"] != nil {
-		t.Fatalf("preview: %s", res.Raw)
+	e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/billing/coupons/GONE", Header: c.admin})
+	e.Clock.Advance(2 * time.Minute) // SOON has expired
+	c.follow = s.intake(t, s.pat, "consultation_id", "2")
+	for _, step := range []struct {
+		name string
+		run  func(*testing.T)
+	}{
+		{"OKPreview", c.preview},
+		{"OKCouponPreviews", c.couponPreviews},
+		{"ErrIntake", c.intakeRefused},
+		{"ErrNoCardWritesNothing", c.noCard},
+		{"OKChargedOnce", c.chargedOnce},
+		{"OKNothingDueChargesNothing", c.nothingDue},
+		{"OKDeclinedCardThenPaid", c.declinedThenPaid},
+		{"OKListsByRole", c.lists},
+		{"OKRefundOnce", c.refunds},
+	} {
+		if !t.Run(step.name, step.run) {
+			t.FailNow() // each step stands on the ones before
+		}
 	}
-	res = s.process(s.pat.Token, "intake_id", follow, "promo_code", "save10")
-	d = res.Data()
-	cp := d["coupon"].(map[string]any)
-	if cp["id"] != "SAVE10" || cp["valid"] != true || cp["percent_off"].(float64) != 10 || d["discount"].(float64) != 4.05 || d["amount_due"].(float64) != 36.45 {
-		t.Fatalf("coupon preview: %s", res.Raw)
+}
+
+// invoiceScript is TestBilling_Invoices' clinic and what its steps made.
+type invoiceScript struct {
+	e      *testenv.Env
+	s      *clinicSetup
+	sb     *payments.Sandbox
+	admin  map[string]string
+	follow string         // the patient's intake for the follow-up (consultation 2, 40.50)
+	first  string         // an intake of the room's first consultation (25.00)
+	paid   client.Invoice // the follow-up's invoice
+	failed string         // pat2's declined invoice
+}
+
+// decode reads an answer into the generated client's type of it.
+func decode[T any](t *testing.T, res *testenv.Resp) T {
+	t.Helper()
+	var v T
+	if res.Status != 200 {
+		t.Fatalf("status %d: %s", res.Status, res.Raw)
+	}
+	if err := json.Unmarshal(res.Raw, &v); err != nil {
+		t.Fatalf("%v: %s", err, res.Raw)
+	}
+	return v
+}
+
+func (c *invoiceScript) previewOf(t *testing.T, who string, kv ...string) client.InvoicePreview {
+	t.Helper()
+	return decode[client.InvoicePreview](t, c.s.process(who, kv...))
+}
+
+// A preview of the follow-up: its consultation and price, no coupon, no
+// invoice.
+func (c *invoiceScript) preview(t *testing.T) {
+	d := c.previewOf(t, c.s.pat.Token, "intake_id", c.follow).Data
+	if diff := cmp.Diff(client.BilledConsultation{Id: "2", Description: "Follow-up", Amount: 40.5, Duration: 30}, d.Consultation); diff != "" {
+		t.Errorf("consultation (-want +got):\n%s", diff)
+	}
+	if d.Currency != "USD" || d.AmountDue != 40.5 || d.Coupon != nil || d.Invoice != nil {
+		t.Errorf("preview: %+v", d)
+	}
+}
+
+// A valid coupon takes its share off; an unknown, expired or inactive one
+// is named with its reason, changes nothing, and cannot be invoiced.
+func (c *invoiceScript) couponPreviews(t *testing.T) {
+	d := c.previewOf(t, c.s.pat.Token, "intake_id", c.follow, "promo_code", "save10").Data
+	if d.Coupon == nil || d.Coupon.Id != "SAVE10" || !d.Coupon.Valid || d.Coupon.PercentOff != 10 || d.Discount != 4.05 || d.AmountDue != 36.45 {
+		t.Errorf("SAVE10: %+v (coupon %+v)", d, d.Coupon)
 	}
 	for code, reason := range map[string]string{"NOPE": "unknown", "SOON": "expired", "GONE": "inactive"} {
-		d := s.process(s.pat.Token, "intake_id", follow, "promo_code", code).Data()
-		if c := d["coupon"].(map[string]any); c["valid"] != false || c["reason"] != reason || d["amount_due"].(float64) != 40.5 {
-			t.Fatalf("%s: %v", code, d)
+		d := c.previewOf(t, c.s.pat.Token, "intake_id", c.follow, "promo_code", code).Data
+		if d.Coupon == nil || d.Coupon.Valid || d.Coupon.Reason == nil || string(*d.Coupon.Reason) != reason || d.AmountDue != 40.5 {
+			t.Errorf("%s: %+v (coupon %+v)", code, d, d.Coupon)
 		}
-		wantErr(t, s.process(s.pat.Token, "intake_id", follow, "promo_code", code, "create_invoice", "1"), 400, 400)
+		wantErr(t, c.s.process(c.s.pat.Token, "intake_id", c.follow, "promo_code", code, "create_invoice", "1"), 400, 400)
 	}
-	// Errors: the intake is required, must exist and be the caller's.
+}
+
+// The intake is required, must exist and be the caller's; a provider may
+// not bill it.
+func (c *invoiceScript) intakeRefused(t *testing.T) {
+	s := c.s
 	wantErr(t, s.process(s.pat.Token), 400, 400)
 	wantErr(t, s.process(s.pat.Token, "intake_id", "999999"), 404, 404)
-	wantErr(t, s.process(s.pat2.Token, "intake_id", follow), 404, 404)
-	wantErr(t, s.process(s.doc.Token, "intake_id", follow), 403, 403)
-	// No card yet: nothing is written.
-	wantErr(t, s.process(s.pat.Token, "intake_id", follow, "promo_code", "SAVE10", "create_invoice", "1"), 400, 400)
-	if n := count(t, e, "SELECT COUNT(*) FROM invoices"); n != 0 {
-		t.Fatalf("%d invoices", n)
-	}
-	if n := count(t, e, "SELECT redemptions FROM coupons WHERE code = 'SAVE10'"); n != 0 {
-		t.Fatalf("coupon used without an invoice: %d", n)
-	}
+	wantErr(t, s.process(s.pat2.Token, "intake_id", c.follow), 404, 404)
+	wantErr(t, s.process(s.doc.Token, "intake_id", c.follow), 403, 403)
+}
 
+// Without a card nothing is written: no invoice, no redemption.
+func (c *invoiceScript) noCard(t *testing.T) {
+	wantErr(t, c.s.process(c.s.pat.Token, "intake_id", c.follow, "promo_code", "SAVE10", "create_invoice", "1"), 400, 400)
+	if n := count(t, c.e, "SELECT COUNT(*) FROM invoices"); n != 0 {
+		t.Errorf("%d invoices", n)
+	}
+	if n := count(t, c.e, "SELECT redemptions FROM coupons WHERE code = 'SAVE10'"); n != 0 {
+		t.Errorf("coupon used without an invoice: %d", n)
+	}
+}
+
+// With a card (and a JSON body), the invoice is charged once: asked again,
+// or previewed, it is the same invoice, and the coupon is redeemed once.
+func (c *invoiceScript) chargedOnce(t *testing.T) {
+	s := c.s
 	s.addCard(t, s.pat, "tok_visa")
-	res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/invoices/process.json", Header: userHeaders(s.c, s.pat.Token),
-		JSON: map[string]any{"intake_id": follow, "promo_code": "SAVE10", "create_invoice": 1}})
-	inv := res.Data()["invoice"].(map[string]any)
-	if res.Status != 200 || inv["status"] != "paid" || !strings.HasPrefix(inv["charge_id"].(string), "pi_sbx_") || inv["amount_due"].(float64) != 36.45 ||
-		inv["coupon_code"] != "SAVE10" || inv["intake_id"] != follow || inv["member_id"] != s.pat.UserID || res.Data()["amount_due"].(float64) != 36.45 {
-		t.Fatalf("%s", res.Raw)
+	res := c.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/invoices/process.json", Header: userHeaders(s.c, s.pat.Token),
+		JSON: map[string]any{"intake_id": c.follow, "promo_code": "SAVE10", "create_invoice": 1}})
+	d := decode[client.InvoicePreview](t, res).Data
+	if d.Invoice == nil {
+		t.Fatalf("no invoice: %s", res.Raw)
 	}
-	calls, charges := sb.Ledger()
-	if calls != 1 || charges[inv["charge_id"].(string)] != 3645 {
-		t.Fatalf("ledger: %d calls, %v", calls, charges)
+	inv := *d.Invoice
+	type charged struct {
+		Status            client.InvoiceStatus
+		AmountDue         float64
+		Coupon, Intake    string
+		Member            string
+		AnswerDue         float64
+		SandboxChargeID   bool
+		LedgerCalls       int
+		LedgerMinorAmount int64
 	}
-	// Again, and as a preview: the same invoice, no second charge.
-	again := s.process(s.pat.Token, "intake_id", follow, "create_invoice", "1").Data()["invoice"].(map[string]any)
-	preview := s.process(s.pat.Token, "intake_id", follow).Data()["invoice"].(map[string]any)
-	if again["id"] != inv["id"] || preview["id"] != inv["id"] || again["status"] != "paid" {
-		t.Fatalf("%v %v", again, preview)
+	calls, charges := c.sb.Ledger()
+	got := charged{Status: inv.Status, AmountDue: inv.AmountDue, Coupon: deref(inv.CouponCode), Intake: inv.IntakeId, Member: inv.MemberId,
+		AnswerDue: d.AmountDue, SandboxChargeID: strings.HasPrefix(deref(inv.ChargeId), "pi_sbx_"), LedgerCalls: calls, LedgerMinorAmount: charges[deref(inv.ChargeId)]}
+	want := charged{Status: "paid", AmountDue: 36.45, Coupon: "SAVE10", Intake: c.follow, Member: s.pat.UserID, AnswerDue: 36.45,
+		SandboxChargeID: true, LedgerCalls: 1, LedgerMinorAmount: 3645}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("the charge (-want +got):\n%s", diff)
 	}
-	if calls, _ := sb.Ledger(); calls != 1 {
-		t.Fatalf("charged again: %d calls", calls)
+	c.paid = inv
+	again := c.previewOf(t, s.pat.Token, "intake_id", c.follow, "create_invoice", "1").Data.Invoice
+	preview := c.previewOf(t, s.pat.Token, "intake_id", c.follow).Data.Invoice
+	if again == nil || preview == nil || again.Id != inv.Id || preview.Id != inv.Id || again.Status != "paid" {
+		t.Errorf("asked again: %+v, previewed: %+v", again, preview)
 	}
-	if n := count(t, e, "SELECT redemptions FROM coupons WHERE code = 'SAVE10'"); n != 1 {
-		t.Fatalf("redemptions %d", n)
+	if calls, _ := c.sb.Ledger(); calls != 1 {
+		t.Errorf("charged again: %d calls", calls)
 	}
-	// An intake without a consultation is billed for the room's first.
-	first := s.intake(t, s.pat)
-	if d := s.process(s.pat.Token, "intake_id", first).Data(); d["consultation"].(map[string]any)["id"] != "1" || d["amount_due"].(float64) != 25 {
-		t.Fatalf("%v", d)
+	if n := count(t, c.e, "SELECT redemptions FROM coupons WHERE code = 'SAVE10'"); n != 1 {
+		t.Errorf("redemptions %d", n)
 	}
-	wantErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes/" + first, Header: userHeaders(s.c, s.pat.Token), Form: q("consultation", "9")}), 400, 400)
-	// Nothing due (a free consultation, a 100% coupon): paid, nothing charged.
-	free := s.intake(t, s.pat, "consultation", "3")
-	if d := s.process(s.pat.Token, "intake_id", free, "create_invoice", "1").Data(); d["amount_due"].(float64) != 0 || d["invoice"].(map[string]any)["status"] != "paid" ||
-		d["invoice"].(map[string]any)["charge_id"] != "" {
-		t.Fatalf("%v", d)
-	}
-	if d := s.process(s.pat.Token, "intake_id", first, "promo_code", "FREE", "create_invoice", "1").Data(); d["amount_due"].(float64) != 0 || d["discount"].(float64) != 25 ||
-		d["invoice"].(map[string]any)["status"] != "paid" {
-		t.Fatalf("%v", d)
-	}
-	if calls, _ := sb.Ledger(); calls != 1 {
-		t.Fatalf("charged for nothing due: %d calls", calls)
-	}
+}
 
-	// A declined card leaves a failed invoice, gives the coupon back, and a
-	// later call with a good card charges.
+// An intake without a consultation is billed for the room's first; one
+// naming no consultation of the room is refused. Nothing due (a free
+// consultation, a 100% coupon) is paid with nothing charged.
+func (c *invoiceScript) nothingDue(t *testing.T) {
+	s := c.s
+	c.first = s.intake(t, s.pat)
+	if d := c.previewOf(t, s.pat.Token, "intake_id", c.first).Data; d.Consultation.Id != "1" || d.AmountDue != 25 {
+		t.Errorf("the room's first consultation: %+v", d)
+	}
+	wantErr(t, c.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes/" + c.first, Header: userHeaders(s.c, s.pat.Token), Form: q("consultation", "9")}), 400, 400)
+	free := s.intake(t, s.pat, "consultation", "3")
+	if d := c.previewOf(t, s.pat.Token, "intake_id", free, "create_invoice", "1").Data; d.AmountDue != 0 || d.Invoice == nil || d.Invoice.Status != "paid" || deref(d.Invoice.ChargeId) != "" {
+		t.Errorf("a free consultation: %+v (invoice %+v)", d, d.Invoice)
+	}
+	if d := c.previewOf(t, s.pat.Token, "intake_id", c.first, "promo_code", "FREE", "create_invoice", "1").Data; d.AmountDue != 0 || d.Discount != 25 || d.Invoice == nil || d.Invoice.Status != "paid" {
+		t.Errorf("a 100%% coupon: %+v (invoice %+v)", d, d.Invoice)
+	}
+	if calls, _ := c.sb.Ledger(); calls != 1 {
+		t.Errorf("charged for nothing due: %d calls", calls)
+	}
+}
+
+// A declined card leaves a failed invoice and gives the coupon back; a
+// later call with a good card charges.
+func (c *invoiceScript) declinedThenPaid(t *testing.T) {
+	s := c.s
 	s.addCard(t, s.pat2, "tok_chargeCustomerFail")
-	p2 := s.intake(t, s.pat2)
-	res = s.process(s.pat2.Token, "intake_id", p2, "promo_code", "ONCE", "create_invoice", "1")
+	intake := s.intake(t, s.pat2)
+	res := s.process(s.pat2.Token, "intake_id", intake, "promo_code", "ONCE", "create_invoice", "1")
 	wantErr(t, res, 402, 402)
 	if !strings.Contains(res.Body["message"].(string), "declined") {
-		t.Fatalf("%s", res.Raw)
+		t.Errorf("the refusal: %s", res.Raw)
 	}
-	if n := count(t, e, "SELECT COUNT(*) FROM invoices WHERE intake_id = ? AND status = 'failed' AND failure_code = 'card_declined'", p2); n != 1 {
-		t.Fatalf("%d failed invoices", n)
+	if n := count(t, c.e, "SELECT COUNT(*) FROM invoices WHERE intake_id = ? AND status = 'failed' AND failure_code = 'card_declined'", intake); n != 1 {
+		t.Errorf("%d failed invoices", n)
 	}
-	if n := count(t, e, "SELECT redemptions FROM coupons WHERE code = 'ONCE'"); n != 0 {
-		t.Fatalf("a failed charge used the coupon: %d", n)
+	if n := count(t, c.e, "SELECT redemptions FROM coupons WHERE code = 'ONCE'"); n != 0 {
+		t.Errorf("a failed charge used the coupon: %d", n)
 	}
 	good := s.addCard(t, s.pat2, "tok_visa")
-	if res := e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/billing/sources/" + good["id"].(string), Header: userHeaders(s.c, s.pat2.Token), Form: q("is_default", "1")}); res.Status != 200 {
-		t.Fatalf("%s", res.Raw)
+	if res := c.e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/billing/sources/" + good["id"].(string), Header: userHeaders(s.c, s.pat2.Token), Form: q("is_default", "1")}); res.Status != 200 {
+		t.Fatalf("default card: %s", res.Raw)
 	}
-	res = s.process(s.pat2.Token, "intake_id", p2, "promo_code", "ONCE", "create_invoice", "1")
-	if inv := res.Data()["invoice"].(map[string]any); res.Status != 200 || inv["status"] != "paid" || inv["amount_due"].(float64) != 20 || inv["source_id"] != good["id"] {
-		t.Fatalf("%s", res.Raw)
+	inv := c.previewOf(t, s.pat2.Token, "intake_id", intake, "promo_code", "ONCE", "create_invoice", "1").Data.Invoice
+	if inv == nil || inv.Status != "paid" || inv.AmountDue != 20 || deref(inv.SourceId) != good["id"] {
+		t.Errorf("with a good card: %+v", inv)
 	}
+}
 
-	// Lists: the admin sees all, a patient their own, a provider nothing.
-	all := e.Do(testenv.Req{Path: "/api_v3/billing/invoices", Header: a}).List()
-	if len(all) != 5 {
-		t.Fatalf("%d invoices", len(all))
+// The admin sees every invoice, a patient their own (never another's), a
+// provider none; filters and limits apply.
+func (c *invoiceScript) lists(t *testing.T) {
+	s := c.s
+	list := func(h map[string]string, path string, kv ...string) []client.Invoice {
+		t.Helper()
+		return decode[client.InvoiceList](t, c.e.Do(testenv.Req{Path: path, Header: h, Query: q(kv...)})).Data
 	}
-	mine := e.Do(testenv.Req{Path: "/api_v3/billing/invoices.json", Header: userHeaders(s.c, s.pat2.Token)}).List()
-	if len(mine) != 2 || mine[0]["status"] != "paid" || mine[1]["status"] != "failed" || mine[1]["failure_message"] == "" {
-		t.Fatalf("%v", mine)
+	if all := list(c.admin, "/api_v3/billing/invoices"); len(all) != 5 {
+		t.Errorf("the admin's list: %d invoices", len(all))
 	}
-	if l := e.Do(testenv.Req{Path: "/api_v3/billing/invoices", Header: userHeaders(s.c, s.pat2.Token), Query: q("member_id", s.pat.UserID)}).List(); len(l) != 0 {
-		t.Fatalf("another patient's invoices: %v", l)
+	mine := list(userHeaders(s.c, s.pat2.Token), "/api_v3/billing/invoices.json")
+	if len(mine) != 2 || mine[0].Status != "paid" || mine[1].Status != "failed" || deref(mine[1].FailureMessage) == "" {
+		t.Fatalf("pat2's list: %+v", mine)
 	}
-	if l := e.Do(testenv.Req{Path: "/api_v3/billing/invoices", Header: a, Query: q("intake_id", follow)}).List(); len(l) != 1 || l[0]["id"] != inv["id"] {
-		t.Fatalf("%v", l)
+	c.failed = mine[1].Id
+	if l := list(userHeaders(s.c, s.pat2.Token), "/api_v3/billing/invoices", "member_id", s.pat.UserID); len(l) != 0 {
+		t.Errorf("another patient's invoices: %+v", l)
 	}
-	if l := e.Do(testenv.Req{Path: "/api_v3/billing/invoices", Header: a, Query: q("limit", "2")}).List(); len(l) != 2 {
-		t.Fatalf("%v", l)
+	if l := list(c.admin, "/api_v3/billing/invoices", "intake_id", c.follow); len(l) != 1 || l[0].Id != c.paid.Id {
+		t.Errorf("by intake: %+v", l)
 	}
-	wantErr(t, e.Do(testenv.Req{Path: "/api_v3/billing/invoices", Header: a, Query: q("member_id", "x")}), 400, 400)
-	wantErr(t, e.Do(testenv.Req{Path: "/api_v3/billing/invoices", Header: userHeaders(s.c, s.doc.Token)}), 403, 403)
+	if l := list(c.admin, "/api_v3/billing/invoices", "limit", "2"); len(l) != 2 {
+		t.Errorf("limit 2: %d", len(l))
+	}
+	wantErr(t, c.e.Do(testenv.Req{Path: "/api_v3/billing/invoices", Header: c.admin, Query: q("member_id", "x")}), 400, 400)
+	wantErr(t, c.e.Do(testenv.Req{Path: "/api_v3/billing/invoices", Header: userHeaders(s.c, s.doc.Token)}), 403, 403)
+}
 
-	// Refunds: the admin's, of a paid invoice, once.
+// Refunds are the admin's, of a paid invoice, up to what was paid, once;
+// every invoice step is audited.
+func (c *invoiceScript) refunds(t *testing.T) {
 	refund := func(h map[string]string, id string, kv ...string) *testenv.Resp {
-		return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/invoices/" + id + "/refund", Header: h, Form: q(kv...)})
+		return c.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/invoices/" + id + "/refund", Header: h, Form: q(kv...)})
 	}
-	wantErr(t, refund(userHeaders(s.c, s.pat.Token), inv["id"].(string)), 401, 401)
-	wantErr(t, refund(a, inv["id"].(string), "amount", "99"), 400, 400)
-	res = refund(a, inv["id"].(string), "amount", "10")
-	if d := res.Data(); res.Status != 200 || d["status"] != "refunded" || d["amount_refunded"].(float64) != 10 || !strings.HasPrefix(d["refund_id"].(string), "re_sbx_") {
-		t.Fatalf("%s", res.Raw)
+	wantErr(t, refund(userHeaders(c.s.c, c.s.pat.Token), c.paid.Id), 401, 401)
+	wantErr(t, refund(c.admin, c.paid.Id, "amount", "99"), 400, 400)
+	inv := decode[client.InvoiceResponse](t, refund(c.admin, c.paid.Id, "amount", "10")).Data
+	if inv.Status != "refunded" || inv.AmountRefunded != 10 || !strings.HasPrefix(deref(inv.RefundId), "re_sbx_") {
+		t.Errorf("the refund: %+v", inv)
 	}
-	wantErr(t, refund(a, inv["id"].(string)), 409, 409)
-	wantErr(t, refund(a, mine[1]["id"].(string)), 409, 409)
-	wantErr(t, refund(a, "999999"), 404, 404)
-	if n := count(t, e, "SELECT COUNT(*) FROM audit WHERE action IN ('invoice.create', 'invoice.charge', 'invoice.refund')"); n < 8 {
-		t.Fatalf("invoices not audited: %d", n)
+	wantErr(t, refund(c.admin, c.paid.Id), 409, 409)
+	wantErr(t, refund(c.admin, c.failed), 409, 409)
+	wantErr(t, refund(c.admin, "999999"), 404, 404)
+	if n := count(t, c.e, "SELECT COUNT(*) FROM audit WHERE action IN ('invoice.create', 'invoice.charge', 'invoice.refund')"); n < 8 {
+		t.Errorf("invoices not audited: %d", n)
 	}
+}
+
+// deref is *p, or the zero value for nil.
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }
 
 // TestBilling_ChargeOnce: twenty calls at once to invoice one intake make one
