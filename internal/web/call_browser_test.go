@@ -475,6 +475,12 @@ func TestBrowser_CallGuest(t *testing.T) {
 	guest := separate(t, browser)
 	joinCall(t, patient)
 	joinCall(t, provider)
+	// The page settles before the click, as a person waits for it: the
+	// provider's join redraws the status above the call (live.js), and the
+	// patient's video, when it arrives, grows its tile and moves the
+	// controls; a click while the button moves lands beside it.
+	waitText(t, provider, "#visit-status", "in progress")
+	receiving(t, provider, "the provider")
 	browserStep(t, provider, "the provider invites a guest", chromedp.Click(chromedp.CSS("#call-invite")), chromedp.WaitVisible(chromedp.CSS("#invite-link")))
 	link, err := chromedp.Run(provider, chromedp.Evaluate[string](`document.getElementById("invite-link").value`))
 	if err != nil || !strings.Contains(link, "/invite/acme/") {
