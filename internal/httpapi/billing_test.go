@@ -254,24 +254,17 @@ func TestBilling_Invoices(t *testing.T) {
 	e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/billing/coupons/GONE", Header: c.admin})
 	e.Clock.Advance(2 * time.Minute) // SOON has expired
 	c.follow = s.intake(t, s.pat, "consultation_id", "2")
-	for _, step := range []struct {
-		name string
-		run  func(*testing.T)
-	}{
-		{"OKPreview", c.preview},
-		{"OKCouponPreviews", c.couponPreviews},
-		{"ErrIntake", c.intakeRefused},
-		{"ErrNoCardWritesNothing", c.noCard},
-		{"OKChargedOnce", c.chargedOnce},
-		{"OKNothingDueChargesNothing", c.nothingDue},
-		{"OKDeclinedCardThenPaid", c.declinedThenPaid},
-		{"OKListsByRole", c.lists},
-		{"OKRefundOnce", c.refunds},
-	} {
-		if !t.Run(step.name, step.run) {
-			t.FailNow() // each step stands on the ones before
-		}
-	}
+	testenv.Steps(t, []testenv.Step{
+		{Name: "OKPreview", Run: c.preview},
+		{Name: "OKCouponPreviews", Run: c.couponPreviews},
+		{Name: "ErrIntake", Run: c.intakeRefused},
+		{Name: "ErrNoCardWritesNothing", Run: c.noCard},
+		{Name: "OKChargedOnce", Run: c.chargedOnce},
+		{Name: "OKNothingDueChargesNothing", Run: c.nothingDue},
+		{Name: "OKDeclinedCardThenPaid", Run: c.declinedThenPaid},
+		{Name: "OKListsByRole", Run: c.lists},
+		{Name: "OKRefundOnce", Run: c.refunds},
+	})
 }
 
 // invoiceScript is TestBilling_Invoices' clinic and what its steps made.

@@ -317,3 +317,20 @@ func (s *SyncBuffer) Write(p []byte) (int, error) {
 
 // String is what was written so far.
 func (s *SyncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// Step is one named step of a test's script.
+type Step struct {
+	Name string
+	Run  func(*testing.T)
+}
+
+// Steps runs a script's steps in order as subtests, stopping t at the first
+// that fails: each step stands on the ones before.
+func Steps(t *testing.T, steps []Step) {
+	t.Helper()
+	for _, s := range steps {
+		if !t.Run(s.Name, s.Run) {
+			t.FailNow()
+		}
+	}
+}

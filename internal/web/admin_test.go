@@ -29,23 +29,16 @@ func (f *fixture) adminSignIn(t *testing.T, b *browser) {
 func TestPortal_Admin(t *testing.T) {
 	f := newFixture(t)
 	c := &adminScript{f: f, b: newBrowser(t, f.e), bg: context.Background()}
-	for _, step := range []struct {
-		name string
-		run  func(*testing.T)
-	}{
-		{"ErrSignIn", c.signInRefused},
-		{"ErrNotAdmin", c.notAdmin},
-		{"OKSignIn", func(t *testing.T) { f.adminSignIn(t, c.b) }},
-		{"OKRooms", c.rooms},
-		{"OKWebhookAndSecret", c.webhookAndSecret},
-		{"OKDeliveriesAndAudit", c.deliveriesAndAudit},
-		{"ErrCrossSite", c.crossSite},
-		{"OKRotate", c.rotate},
-	} {
-		if !t.Run(step.name, step.run) {
-			t.FailNow() // each step stands on the ones before
-		}
-	}
+	testenv.Steps(t, []testenv.Step{
+		{Name: "ErrSignIn", Run: c.signInRefused},
+		{Name: "ErrNotAdmin", Run: c.notAdmin},
+		{Name: "OKSignIn", Run: func(t *testing.T) { f.adminSignIn(t, c.b) }},
+		{Name: "OKRooms", Run: c.rooms},
+		{Name: "OKWebhookAndSecret", Run: c.webhookAndSecret},
+		{Name: "OKDeliveriesAndAudit", Run: c.deliveriesAndAudit},
+		{Name: "ErrCrossSite", Run: c.crossSite},
+		{Name: "OKRotate", Run: c.rotate},
+	})
 }
 
 // adminScript is TestPortal_Admin's clinic and the admin's browser.

@@ -78,25 +78,18 @@ func TestCall_Signalling(t *testing.T) {
 	f.redirectLogin(t, c.pat, f.p1Token, f.visitPath(), nil)
 	f.redirectLogin(t, c.prov, f.providerToken, f.visitPath(), nil)
 	f.redirectLogin(t, c.other, f.p2Token, "/visits", nil)
-	for _, step := range []struct {
-		name string
-		run  func(*testing.T)
-	}{
-		{"ErrProviderBeforeAccepting", c.providerBeforeAccepting},
-		{"OKPatientJoins", c.patientJoins},
-		{"ErrOthersRefused", c.othersRefused},
-		{"OKProviderJoinStartsTheVisit", c.providerJoins},
-		{"OKOfferReachesThePatient", c.offerReachesThePatient},
-		{"ErrBadSignals", c.badSignals},
-		{"OKStreamResumes", c.streamResumes},
-		{"ErrMeshOfFourFull", c.meshFull},
-		{"OKLeaveTold", c.leave},
-		{"OKProviderEndsTheCall", c.providerEnds},
-	} {
-		if !t.Run(step.name, step.run) {
-			t.FailNow() // each step stands on the ones before
-		}
-	}
+	testenv.Steps(t, []testenv.Step{
+		{Name: "ErrProviderBeforeAccepting", Run: c.providerBeforeAccepting},
+		{Name: "OKPatientJoins", Run: c.patientJoins},
+		{Name: "ErrOthersRefused", Run: c.othersRefused},
+		{Name: "OKProviderJoinStartsTheVisit", Run: c.providerJoins},
+		{Name: "OKOfferReachesThePatient", Run: c.offerReachesThePatient},
+		{Name: "ErrBadSignals", Run: c.badSignals},
+		{Name: "OKStreamResumes", Run: c.streamResumes},
+		{Name: "ErrMeshOfFourFull", Run: c.meshFull},
+		{Name: "OKLeaveTold", Run: c.leave},
+		{Name: "OKProviderEndsTheCall", Run: c.providerEnds},
+	})
 }
 
 // callScript is TestCall_Signalling's visit, its three browsers and what
