@@ -5,8 +5,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"teleclinic/internal/clinic"
 	"time"
+
+	"teleclinic/internal/clinic"
 )
 
 // fhirQuery is a search's parameters: whose record, and the _lastUpdated
