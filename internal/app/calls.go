@@ -242,8 +242,22 @@ func (a *App) JoinCall(ctx context.Context, p *clinic.Principal, id int64) (*Cal
 			return err
 		}
 		// Under the call's lock: no other join counts the seats meanwhile.
-		if out.Peers, err = q.CallPeers(ctx, p.Account.ID, v.ID, now-int64(CallPeerTimeout/time.Second)); err != nil {
+		in, err := q.CallPeers(ctx, p.Account.ID, v.ID, now-int64(CallPeerTimeout/time.Second))
+		if err != nil {
 			return err
+		}
+		// One person is one peer: a join from another tab or device, or
+		// from a page that reloads before its leave arrived, takes the
+		// place of the caller's earlier peer. The others see that peer
+		// leave; the earlier page is told it was replaced, and stops.
+		for _, c := range in {
+			if c.UserID != p.UserID() {
+				out.Peers = append(out.Peers, c)
+				continue
+			}
+			if err := a.replacePeer(ctx, q, v, c.Peer, peer.Peer, now); err != nil {
+				return err
+			}
 		}
 		if len(out.Peers) >= MaxCallPeers {
 			return clinic.Errorf(clinic.EConflict, "The call of visit %d is full (%d people); try again when someone leaves.", v.ID, MaxCallPeers)
@@ -253,6 +267,11 @@ func (a *App) JoinCall(ctx context.Context, p *clinic.Principal, id int64) (*Cal
 		}
 		if err := q.AddCallPeer(ctx, &peer); err != nil {
 			return err
+		}
+		if len(out.Peers) < len(in) { // a peer was replaced: the join comes after its signals
+			if seq, err = q.LockCall(ctx, p.Account.ID, v.ID); err != nil {
+				return err
+			}
 		}
 		if err := q.AddCallSignal(ctx, &clinic.CallSignal{AccountID: p.Account.ID, VisitID: v.ID, Seq: seq, From: peer.Peer, Kind: "join", Body: string(body), Created: now}); err != nil {
 			return err
@@ -274,6 +293,25 @@ func (a *App) JoinCall(ctx context.Context, p *clinic.Principal, id int64) (*Cal
 	}
 	out.ICEPolicy = a.cfg.ICE.Policy()
 	return out, nil
+}
+
+// replacePeer takes old out of v's call for the caller's new peer: a
+// "leave" from old to everyone, and a "replaced" to old itself.
+func (a *App) replacePeer(ctx context.Context, q *store.Q, v *clinic.ThreadVisit, old, by string, now int64) error {
+	if _, err := q.LeaveCallPeer(ctx, v.AccountID, v.ID, old, now); err != nil {
+		return err
+	}
+	for _, s := range []clinic.CallSignal{{From: old, Kind: "leave"}, {From: by, To: old, Kind: "replaced"}} {
+		seq, err := q.LockCall(ctx, v.AccountID, v.ID)
+		if err != nil {
+			return err
+		}
+		s.AccountID, s.VisitID, s.Seq, s.Body, s.Created = v.AccountID, v.ID, seq, "{}", now
+		if err := q.AddCallSignal(ctx, &s); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // LiveKitURL is the LiveKit server calls go through, "" in peer-to-peer
@@ -420,6 +458,8 @@ type CallWatch struct {
 	sub   *live.Sub
 	// started is set once the signals already there have been read.
 	started bool
+	// replaced is set once the peer has been handed its "replaced".
+	replaced bool
 }
 
 // WatchCall follows the signals for the caller's peer after number after,
@@ -445,6 +485,9 @@ func (a *App) WatchCall(ctx context.Context, p *clinic.Principal, id int64, peer
 // Next returns the signals not yet handed out, at once if there are any,
 // and otherwise at the next change; nil after d with none.
 func (w *CallWatch) Next(ctx context.Context, d time.Duration) (*CallEvent, error) {
+	if w.replaced {
+		return nil, clinic.Errorf(clinic.EConflict, "Peer %s was replaced by a newer page of its person; join again to take the call back.", w.peer)
+	}
 	deadline := time.Now().Add(d)
 	for {
 		// The first time, what is there already; then what changes.
@@ -467,6 +510,14 @@ func (w *CallWatch) Next(ctx context.Context, d time.Duration) (*CallEvent, erro
 			ss, err := w.a.store.Read().CallSignals(ctx, w.p.Account.ID, w.v.ID, w.peer, w.after, 100)
 			if err != nil {
 				return nil, fmt.Errorf("call signals: %w", err)
+			}
+			// A peer replaced by its person's newer page hears nothing
+			// after being told: the stream's next read ends it.
+			for i, sg := range ss {
+				if sg.Kind == "replaced" {
+					ss, w.replaced = ss[:i+1], true
+					break
+				}
 			}
 			if len(ss) > 0 {
 				w.after = ss[len(ss)-1].Seq

@@ -615,3 +615,120 @@ func TestBrowser_CallRecording(t *testing.T) {
 		t.Fatalf("a recording was kept without consent: %+v", recs)
 	}
 }
+
+// videoBytes is the inbound video the page has received from its peers so
+// far.
+func videoBytes(t *testing.T, ctx context.Context, who string) int64 {
+	t.Helper()
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[[]callStats](`window.teleclinicCall.stats()`, chromedp.EvalAwaitPromise))
+	if err != nil {
+		t.Fatalf("%s: stats: %v", who, err)
+	}
+	var n int64
+	for _, s := range got {
+		n += s.VideoBytes
+	}
+	return n
+}
+
+// stillReceiving waits until the page's inbound video has grown past from.
+func stillReceiving(t *testing.T, ctx context.Context, who string, from int64) {
+	t.Helper()
+	waitFor(t, who+" still receives video", func() bool { return videoBytes(t, ctx, who) > from })
+}
+
+// TestBrowser_CallKeepsGoing: nothing on the visit page ends the call. A
+// message sent mid-call appears on both pages in place and both keep
+// receiving video; a reload of the patient's page joins the call again by
+// itself; a second tab of the patient takes the call over, and the first
+// says so; the provider is left with one peer, the new tab.
+func TestBrowser_CallKeepsGoing(t *testing.T) {
+	browser := chrome(t)
+	f := newFixture(t)
+	f.accept(t)
+	patient, provider := visitPages(t, browser, f, f.e.URL)
+	joinCall(t, patient)
+	joinCall(t, provider)
+	waitText(t, provider, "#visit-status", "in progress")
+	receiving(t, provider, "the provider")
+	receiving(t, patient, "the patient")
+
+	testenv.Steps(t, []testenv.Step{
+		{Name: "a message mid-call keeps the call", Run: func(t *testing.T) {
+			markPage(t, patient)
+			pb, vb := videoBytes(t, patient, "the patient"), videoBytes(t, provider, "the provider")
+			browserStep(t, patient, "the patient sends a message",
+				chromedp.SendKeys(chromedp.CSS("#content"), "Can you hear me well?"),
+				chromedp.Click(chromedp.Search(`//button[normalize-space()="Send"]`)))
+			waitText(t, patient, "#visit-thread", "Can you hear me well?")
+			waitText(t, provider, "#visit-thread", "Can you hear me well?")
+			stillMarked(t, patient, "the patient")
+			if v, err := chromedp.Run(patient, chromedp.Evaluate[string](`document.getElementById("content").value`)); err != nil || v != "" {
+				t.Errorf("the message box still holds %q (%v)", v, err)
+			}
+			if !isVisible(t, patient, "#call-leave") {
+				t.Fatal("the patient's page is out of the call after sending a message")
+			}
+			stillReceiving(t, patient, "the patient", pb)
+			stillReceiving(t, provider, "the provider", vb)
+		}},
+		{Name: "a refused message is said beside the form", Run: func(t *testing.T) {
+			// Past the box's own limit, as a script or an older browser
+			// could send it: the server's refusal is what the page shows.
+			if _, err := chromedp.Run(patient, chromedp.Evaluate[bool](`(function(){var c=document.getElementById("content");c.removeAttribute("maxlength");c.value="x".repeat(10001);return true})()`)); err != nil {
+				t.Fatal(err)
+			}
+			browserStep(t, patient, "the patient sends a message over the limit", chromedp.Click(chromedp.Search(`//button[normalize-space()="Send"]`)))
+			waitText(t, patient, "form [role=alert]", "10000")
+			stillMarked(t, patient, "the patient")
+		}},
+		{Name: "a reload joins again", Run: func(t *testing.T) {
+			browserStep(t, patient, "the patient reloads", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#call-leave")))
+			receiving(t, patient, "the patient after the reload")
+			waitFor(t, "the provider has one peer", func() bool { return len(peersOf(t, provider)) == 1 })
+			receiving(t, provider, "the provider after the patient's reload")
+		}},
+		{Name: "a second tab takes over", Run: func(t *testing.T) {
+			second, cancel := chromedp.NewContext(patient) // a tab of the same browser: the same session
+			defer cancel()
+			if err := chromedp.Do(second); err != nil { // the tab opens before its navigation (see separate)
+				t.Fatal(err)
+			}
+			browserStep(t, second, "the second tab opens the visit", chromedp.Navigate(f.e.URL+f.visitPath()), chromedp.WaitVisible(chromedp.CSS("#call-join")))
+			joinCall(t, second)
+			waitText(t, patient, "#call-status", "from another tab or device")
+			if !isVisible(t, patient, "#call-join") {
+				t.Error("the first tab does not offer to join again")
+			}
+			receiving(t, second, "the second tab")
+			waitFor(t, "the provider has one peer, the new tab", func() bool {
+				ps := peersOf(t, provider)
+				return len(ps) == 1
+			})
+			peers, err := f.e.Store.Read().CallPeers(context.Background(), f.key.Account.ID, f.visitID, 0)
+			if err != nil || len(peers) != 2 {
+				t.Fatalf("the call's peers: %+v, %v (want the provider and the second tab)", peers, err)
+			}
+		}},
+	})
+}
+
+// peersOf are the peers the page is connected with.
+func peersOf(t *testing.T, ctx context.Context) []string {
+	t.Helper()
+	ps, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`window.teleclinicCall.peers()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
+
+// isVisible says whether sel is shown on the page.
+func isVisible(t *testing.T, ctx context.Context, sel string) bool {
+	t.Helper()
+	ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(function(){var e=document.querySelector(`+strconv.Quote(sel)+`);return !!e && !e.hidden && e.offsetParent !== null;})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -241,14 +242,25 @@ func (c *callScript) streamResumes(t *testing.T) {
 
 // Four pages in the mesh, then 409.
 func (c *callScript) meshFull(t *testing.T) {
-	for range 2 {
-		if pg, _ := c.pat.join(t, c.f); pg.Status != 200 {
-			t.Fatalf("third and fourth page: %d %s", pg.Status, pg.Body)
+	for _, name := range []string{"Ines", "Jon"} {
+		if pg, _ := guestIn(t, c.f, c.prov, name).join(t, c.f); pg.Status != 200 {
+			t.Fatalf("%s, the third or fourth person: %d %s", name, pg.Status, pg.Body)
 		}
 	}
-	if pg, _ := c.pat.join(t, c.f); pg.Status != 409 || !strings.Contains(pg.Body, "full") {
-		t.Fatalf("a fifth page: %d %s", pg.Status, pg.Body)
+	if pg, _ := guestIn(t, c.f, c.prov, "Kim").join(t, c.f); pg.Status != 409 || !strings.Contains(pg.Body, "full") {
+		t.Fatalf("a fifth person: %d %s", pg.Status, pg.Body)
 	}
+}
+
+// guestIn is a browser of a guest the provider (b) invited to the
+// fixture's call, signed in by the invitation.
+func guestIn(t *testing.T, f *fixture, b *browser, first string) *browser {
+	t.Helper()
+	g := newBrowser(t, f.e)
+	if pg := g.post(invite(t, f, b), url.Values{"first_name": {first}, "last_name": {"Guest"}}); pg.Status != 303 {
+		t.Fatalf("%s accepts the invitation: %d %s", first, pg.Status, pg.Body)
+	}
+	return g
 }
 
 // Leaving tells the others; leaving twice is no error; a peer that left
@@ -415,8 +427,9 @@ func TestCall_RecordingConsent(t *testing.T) {
 	}
 }
 
-// TestCall_Concurrent: eight pages joining one call at once get exactly
-// four seats, and eight people accepting one invitation at once let
+// TestCall_Concurrent: eight pages of one person joining at once leave
+// them one seat; eight people joining one call at once get exactly four
+// seats; and eight people accepting one invitation at once let
 // exactly one guest in (and leave no other guest user behind).
 func TestCall_Concurrent(t *testing.T) {
 	f := newFixture(t)
@@ -440,9 +453,22 @@ func TestCall_Concurrent(t *testing.T) {
 		wg.Wait()
 		return out
 	}
+	// Eight pages of one person at once: each takes the seat over from
+	// the one before, and the person has one seat in the end.
 	got := statuses(8, func() int { pg, _ := prov.join(t, f); return pg.Status })
+	peers, err := f.e.Store.Read().CallPeers(context.Background(), f.key.Account.ID, f.visitID, 0)
+	if got[200] != 8 || err != nil || len(peers) != 1 {
+		t.Fatalf("eight joins of the provider at once: %v, then peers %+v (%v)", got, peers, err)
+	}
+	// The provider and seven guests: eight people, four seats.
+	people := []*browser{prov}
+	for i := range 7 {
+		people = append(people, guestIn(t, f, prov, "Guest"+itoa(int64(i))))
+	}
+	var next atomic.Int32
+	got = statuses(8, func() int { pg, _ := people[next.Add(1)-1].join(t, f); return pg.Status })
 	if got[200] != app.MaxCallPeers || got[409] != 8-app.MaxCallPeers {
-		t.Fatalf("eight joins at once: %v", got)
+		t.Fatalf("eight people joining at once: %v", got)
 	}
 
 	link := invite(t, f, prov)
@@ -477,4 +503,54 @@ func countUsers(t *testing.T, f *fixture, typ int) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestCall_OnePeerPerPerson: a person's second page (another tab, or a
+// reload whose leave was lost) takes their seat over: the first page's
+// stream is told it was replaced and ends, the others see the first peer
+// leave and the new one join, and the first peer can no longer signal.
+func TestCall_OnePeerPerPerson(t *testing.T) {
+	f := newFixture(t, testenv.Options{KeepAlive: 200 * time.Millisecond})
+	f.accept(t)
+	pat, prov := newBrowser(t, f.e), newBrowser(t, f.e)
+	f.redirectLogin(t, pat, f.p1Token, f.visitPath(), nil)
+	f.redirectLogin(t, prov, f.providerToken, f.visitPath(), nil)
+	base := f.visitPath() + "/call"
+	_, first := pat.join(t, f)
+	firstEvents := pat.stream(t, base+"/events?peer="+first.Peer+"&after="+itoa(first.After), nil)
+	_, vj := prov.join(t, f)
+	provEvents := prov.stream(t, base+"/events?peer="+vj.Peer+"&after="+itoa(vj.After), nil)
+	if _, sg := nextSignal(t, firstEvents); sg.Type != "join" || sg.From != vj.Peer {
+		t.Fatalf("the patient's first page: %+v", sg)
+	}
+
+	pg, second := pat.join(t, f)
+	if pg.Status != 200 || second.Peer == first.Peer || len(second.Peers) != 1 || second.Peers[0].Peer != vj.Peer {
+		t.Fatalf("the second page's join: %d %s", pg.Status, pg.Body)
+	}
+	if _, sg := nextSignal(t, firstEvents); sg.Type != "replaced" || sg.From != second.Peer {
+		t.Fatalf("the first page is told: %+v", sg)
+	}
+	if ev := firstEvents.Next(t); ev.Name != "ended" {
+		t.Fatalf("the first page's stream goes on: %s %s", ev.Name, ev.Data)
+	}
+	var seen []signal
+	for range 2 {
+		_, sg := nextSignal(t, provEvents)
+		seen = append(seen, signal{From: sg.From, Type: sg.Type})
+	}
+	if diff := cmp.Diff([]signal{{From: first.Peer, Type: "leave"}, {From: second.Peer, Type: "join"}}, seen); diff != "" {
+		t.Fatalf("the provider's stream (-want +got):\n%s", diff)
+	}
+	if pg := pat.postJSON(base+"/signal", `{"peer":"`+first.Peer+`","to":"`+vj.Peer+`","type":"offer","data":{"sdp":"v=0"}}`); pg.Status != 409 {
+		t.Fatalf("a signal from the replaced page: %d %s", pg.Status, pg.Body)
+	}
+	// Its leave, arriving late, leaves the new page in.
+	if pg := pat.postJSON(base+"/leave", `{"peer":"`+first.Peer+`"}`); pg.Status != 204 {
+		t.Fatalf("the replaced page's leave: %d %s", pg.Status, pg.Body)
+	}
+	peers, err := f.e.Store.Read().CallPeers(context.Background(), f.key.Account.ID, f.visitID, 0)
+	if err != nil || len(peers) != 2 {
+		t.Fatalf("the call's peers: %+v, %v", peers, err)
+	}
 }

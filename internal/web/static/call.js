@@ -13,6 +13,11 @@
 // livekit: the join answers a token of the visit's LiveKit room, and
 // livekit-client connects to it.
 //
+// A page in the call marks it in its tab's sessionStorage, so a reload
+// joins again by itself. A person is one peer: a join from another tab or
+// device takes the call over, and the earlier page is told ("replaced")
+// and stops.
+//
 // window.teleclinicCall shows what the call is doing (peers, timing,
 // inbound video statistics) to the browser tests and to support.
 (function () {
@@ -39,6 +44,24 @@
   var room = null; // LiveKit mode
   var peers = {};
   var timing = { join: 0, firstFrame: 0 };
+  var seat = "teleclinic.call:" + base; // set while this tab is in the call
+  function remember(on) {
+    try {
+      if (on) {
+        sessionStorage.setItem(seat, "1");
+      } else {
+        sessionStorage.removeItem(seat);
+      }
+    } catch (e) { /* storage off: a reload asks to join again */ }
+  }
+  function wasInCall() {
+    try {
+      return sessionStorage.getItem(seat) === "1";
+    } catch (e) {
+      return false;
+    }
+  }
+  var replacedText = "You joined this call from another tab or device, so this one has left it. Press Join the call to move the call back here.";
 
   function say(text) {
     ui.status.textContent = text;
@@ -316,6 +339,12 @@
           p.view.cap.textContent = (p.name || "Participant") + (d.muted ? " (muted)" : "") + (d.camera === false ? " (camera off)" : "");
         }
         break;
+      case "replaced": // this person joined from another page: that one has the call now
+        remember(false);
+        hangUp();
+        me = null;
+        say(replacedText);
+        break;
       case "leave":
         if (p) {
           say((p.name || "The other participant") + " left the call.");
@@ -342,6 +371,7 @@
     events.addEventListener("ended", function (e) {
       var d = JSON.parse(e.data);
       events.close();
+      remember(false);
       if (d.code === "unauthenticated") {
         location.reload(); // to sign in
         return;
@@ -368,6 +398,7 @@
       })
       .then(function (j) {
         me = j;
+        remember(true);
         if (j.mode === "livekit") {
           return joinLiveKit(j);
         }
@@ -378,6 +409,7 @@
             : "You are in the call. Your provider will appear here when they join."));
       })
       .catch(function (err) {
+        remember(false);
         if (err.status) {
           say(err.message);
         } else if (!err.said) {
@@ -414,6 +446,7 @@
     }
     hangUp();
     me = null;
+    remember(false);
     if (was && was.peer) {
       post("/leave", { peer: was.peer }, true).catch(function () {});
     }
@@ -738,8 +771,11 @@
     room.on(LK.RoomEvent.ParticipantDisconnected, function (participant) {
       drop(participant.identity);
     });
-    room.on(LK.RoomEvent.Disconnected, function () {
-      if (!ui.leave.hidden) {
+    room.on(LK.RoomEvent.Disconnected, function (reason) {
+      if (reason === LK.DisconnectReason.DUPLICATE_IDENTITY) {
+        remember(false);
+        say(replacedText);
+      } else if (!ui.leave.hidden) {
         say("You are no longer in the call. Join again when you are ready.");
       }
       inCall(false);
@@ -800,6 +836,11 @@
       post("/leave", { peer: me.peer }, true).catch(function () {});
     }
   });
+
+  // A reload of a page that was in the call joins it again.
+  if (wasInCall()) {
+    join();
+  }
 
   window.teleclinicCall = {
     mode: mode,

@@ -4,13 +4,19 @@
 // data-live-region is replaced by its new version (matched by id); the
 // stream itself carries no data. On "ended" (the session is over) the page
 // reloads, which sends the browser to sign in.
+//
+// A form marked data-inplace (the visit's message form) is sent with
+// fetch instead of by navigation, so nothing else on the page (the video
+// call above all) is interrupted: the answer, the page the form's
+// redirect leads to, has its live regions swapped in; a refusal's message
+// is shown in the form's [role=alert] element.
 (function () {
   "use strict";
-  var conf = document.querySelector("[data-live]");
-  if (!conf || !window.EventSource || !window.fetch) {
+  if (!window.fetch || !window.DOMParser) {
     return;
   }
-  var page = conf.getAttribute("data-live-page") || location.pathname;
+  var conf = document.querySelector("[data-live]");
+  var page = (conf && conf.getAttribute("data-live-page")) || location.pathname;
   var busy = false;
   var again = false;
 
@@ -61,6 +67,50 @@
       });
   }
 
+  document.addEventListener("submit", function (e) {
+    var form = e.target;
+    if (!form.hasAttribute || !form.hasAttribute("data-inplace")) {
+      return;
+    }
+    e.preventDefault();
+    var alert = form.querySelector("[role=alert]");
+    var button = form.querySelector("button[type=submit]");
+    var body = new URLSearchParams(new FormData(form));
+    if (button) {
+      button.disabled = true;
+    }
+    fetch(form.action, { method: "POST", credentials: "same-origin", headers: { Accept: "text/html" }, body: body })
+      .then(function (res) {
+        return res.text().then(function (html) {
+          if (res.ok) {
+            swap(html);
+            form.reset();
+            if (alert) {
+              alert.hidden = true;
+            }
+            return;
+          }
+          var doc = new DOMParser().parseFromString(html, "text/html");
+          var why = doc.querySelector("main [role=alert]");
+          throw new Error(why ? why.textContent : "The server refused (" + res.status + ").");
+        });
+      })
+      .catch(function (err) {
+        if (alert) {
+          alert.textContent = err.message === "Failed to fetch" ? "Not sent: the connection was lost. Try again." : err.message;
+          alert.hidden = false;
+        }
+      })
+      .then(function () {
+        if (button) {
+          button.disabled = false;
+        }
+      });
+  });
+
+  if (!conf || !window.EventSource) {
+    return;
+  }
   var es = new EventSource(conf.getAttribute("data-live"));
   es.addEventListener("changed", refresh);
   es.addEventListener("ended", function () {
