@@ -197,7 +197,7 @@ func (a *App) Book(ctx context.Context, p *clinic.Principal, in BookInput) (*Vis
 				return clinic.Errorf(clinic.EConflict, "That time was just booked by someone else.")
 			}
 		}
-		return nil
+		return a.enqueueReminders(ctx, q, v)
 	})
 	if err != nil {
 		return nil, StoreErr("book", err, "")

@@ -214,6 +214,9 @@ func (a *App) JoinCall(ctx context.Context, p *clinic.Principal, id int64) (*Cal
 	if err != nil {
 		return nil, a.AuditOutcome(ctx, p, "visit.call.join", "visit", i64s(id), err)
 	}
+	if err := a.callOpen(ctx, v, role); err != nil {
+		return nil, err
+	}
 	if role == CallProvider && v.Status != clinic.VisitInProgress {
 		d, err := a.MoveVisit(ctx, p, v.ID, ActInProgress, MoveInput{})
 		switch {

@@ -188,6 +188,7 @@ var noPrincipal = map[string]string{
 	"OpenRecording":      "the signed, expiring link is the credential",
 	"Run":                "the server's delivery loops",
 	"DeliverEligibility": "the server's delivery loops",
+	"DeliverReminders":   "the server's delivery loops",
 	"DeliverMail":        "the server's delivery loops",
 	"DeliverPush":        "the server's delivery loops",
 	"DeliverWebhooks":    "the server's delivery loops",
@@ -436,6 +437,15 @@ func permRows(f *permFixture) map[string]permRow {
 			return one(a.ListVisits(ctx, p, app.VisitQuery{}))
 		}},
 		"ProviderDashboard": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.ProviderDashboard(ctx, p)) }},
+		"Reschedule": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.Reschedule(ctx, p, f.visitID, app.RescheduleInput{SlotStart: 1, SlotEnd: 2}))
+		}},
+		"SetReminders": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return nil, a.SetReminders(ctx, p, f.visitID, false)
+		}},
+		"CancelVisit": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(b.CancelVisit(ctx, p, f.visitID, app.MoveInput{Reason: "planted"}))
+		}},
 		"MoveVisit": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.MoveVisit(ctx, p, f.visitID, app.ActCancel, app.MoveInput{Reason: "planted"}))
 		}},

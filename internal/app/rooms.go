@@ -267,6 +267,16 @@ type RoomUpdate struct {
 	ClosedDays                       *[]string
 	Timezone, OpenTime, CloseTime    *string
 	QueueCapacity                    *int
+	Appointments                     *AppointmentPatch
+}
+
+// AppointmentPatch changes a room's appointment rules: a nil field is left
+// as it is.
+type AppointmentPatch struct {
+	JoinBeforeMinutes *int   `json:"join_before_minutes"`
+	CancelHours       *int   `json:"cancel_hours"`
+	RefundPercent     *int   `json:"refund_percent"`
+	ReminderMinutes   *[]int `json:"reminder_minutes"`
 }
 
 var weekdays = []string{"sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"}
@@ -395,6 +405,45 @@ func applyRoomUpdate(r *clinic.Room, in RoomUpdate) error {
 			return clinic.Errorf(clinic.EInvalid, "queue_capacity must be between 1 and 10000.")
 		}
 		s.QueueCapacity = *in.QueueCapacity
+	}
+	if ap := in.Appointments; ap != nil {
+		cur := s.AppointmentRules()
+		for _, f := range []struct{ v, dst *int }{{ap.JoinBeforeMinutes, &cur.JoinBeforeMinutes}, {ap.CancelHours, &cur.CancelHours}, {ap.RefundPercent, &cur.RefundPercent}} {
+			if f.v != nil {
+				*f.dst = *f.v
+			}
+		}
+		if ap.ReminderMinutes != nil {
+			cur.ReminderMinutes = *ap.ReminderMinutes
+		}
+		if err := checkAppointments(&cur); err != nil {
+			return err
+		}
+		s.Appointments = &cur
+	}
+	return nil
+}
+
+// checkAppointments bounds a room's appointment rules to what a clinic
+// would set.
+func checkAppointments(ap *clinic.AppointmentSettings) error {
+	switch {
+	case ap.JoinBeforeMinutes < 0 || ap.JoinBeforeMinutes > 24*60:
+		return clinic.Errorf(clinic.EInvalid, "appointment_settings.join_before_minutes must be between 0 and 1440.")
+	case ap.CancelHours < 0 || ap.CancelHours > 30*24:
+		return clinic.Errorf(clinic.EInvalid, "appointment_settings.cancel_hours must be between 0 and 720.")
+	case ap.RefundPercent < 0 || ap.RefundPercent > 100:
+		return clinic.Errorf(clinic.EInvalid, "appointment_settings.refund_percent must be between 0 and 100.")
+	case len(ap.ReminderMinutes) > 5:
+		return clinic.Errorf(clinic.EInvalid, "appointment_settings.reminder_minutes holds at most 5 reminders.")
+	}
+	for _, m := range ap.ReminderMinutes {
+		if m < 1 || m > 14*24*60 {
+			return clinic.Errorf(clinic.EInvalid, "appointment_settings.reminder_minutes are minutes before the start, from 1 to 20160.")
+		}
+	}
+	if ap.ReminderMinutes == nil {
+		ap.ReminderMinutes = []int{}
 	}
 	return nil
 }

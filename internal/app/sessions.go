@@ -83,6 +83,9 @@ func (a *App) AuthRedirect(ctx context.Context, requestID, ssoToken, next string
 
 // portalBase is the configured portal address with a scheme; the spec writes
 // it as a bare host in https://{portal_url}.
+// PortalURL is the portal's address, for links to its pages.
+func (a *App) PortalURL() string { return a.portalBase() }
+
 func (a *App) portalBase() string {
 	p := strings.TrimRight(a.cfg.PortalURL, "/")
 	if p == "" {

@@ -507,7 +507,7 @@ func (a *App) allowMove(ctx context.Context, p *clinic.Principal, v *clinic.Visi
 			if v.Status == clinic.VisitInProgress {
 				return clinic.Errorf(clinic.EConflict, "Visit %d is %s; a patient cannot cancel it now.", v.ID, StatusName(v.Status))
 			}
-			return nil
+			return a.patientChange(ctx, p, v)
 		}
 	}
 	if !staff {

@@ -131,6 +131,33 @@ type RoomSettings struct {
 	Specialties        []Specialty       `json:"specialties"`
 	Operation          OperationSettings `json:"operation"`
 	QueueCapacity      int               `json:"queue_capacity"`
+	// Appointments is nil until the clinic sets it: Appointments() then
+	// gives the defaults.
+	Appointments *AppointmentSettings `json:"appointment_settings,omitempty"`
+}
+
+// AppointmentSettings are a room's rules for booked visits.
+type AppointmentSettings struct {
+	// JoinBeforeMinutes: the patient's call opens this long before the
+	// start (the provider's is open at any time).
+	JoinBeforeMinutes int `json:"join_before_minutes"`
+	// CancelHours: a patient cancels or reschedules up to this long before
+	// the start; after that, only the clinic can (0: until the start).
+	CancelHours int `json:"cancel_hours"`
+	// RefundPercent of a paid visit goes back to the patient who cancels
+	// in time.
+	RefundPercent int `json:"refund_percent"`
+	// ReminderMinutes: an email goes to the patient this long before the
+	// start, one for each.
+	ReminderMinutes []int `json:"reminder_minutes"`
+}
+
+// AppointmentRules are the room's rules for booked visits.
+func (s RoomSettings) AppointmentRules() AppointmentSettings {
+	if s.Appointments == nil { // the defaults
+		return AppointmentSettings{JoinBeforeMinutes: 10, CancelHours: 0, RefundPercent: 100, ReminderMinutes: []int{24 * 60, 15}}
+	}
+	return *s.Appointments
 }
 
 // Consultation is a kind of visit a room offers, with its length and price.
@@ -294,6 +321,7 @@ type Visit struct {
 	Created      int64
 	Modified     int64
 	MessageCount int // messages in its thread; every place up to it is taken
+	RemindersOff bool // the patient turned its reminder emails off
 }
 
 // ThreadVisit is what a visit's thread and call need of a visit: who may
@@ -309,6 +337,7 @@ type ThreadVisit struct {
 	ProviderID   int64
 	RoomID       int64
 	Status       int
+	Start        int64 // an appointment's start; 0 for other kinds
 	Created      int64
 	MessageCount int
 }
@@ -316,7 +345,7 @@ type ThreadVisit struct {
 // Thread is v's ThreadVisit.
 func (v *Visit) Thread() *ThreadVisit {
 	return &ThreadVisit{ID: v.ID, AccountID: v.AccountID, Kind: v.Kind, MemberID: v.MemberID, ProviderID: v.ProviderID,
-		RoomID: v.RoomID, Status: v.Status, Created: v.Created, MessageCount: v.MessageCount}
+		RoomID: v.RoomID, Status: v.Status, Start: v.Start, Created: v.Created, MessageCount: v.MessageCount}
 }
 
 // Meeting is a visit's call details.

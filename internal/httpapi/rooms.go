@@ -106,8 +106,18 @@ type roomDetail struct {
 	Specialties       []clinicSpecialty `json:"specialties"`
 	OperationSettings operationSettings `json:"operation_settings"`
 	QueueCapacity     int               `json:"queue_capacity"`
-	Created           int64             `json:"created"`
-	Modified          int64             `json:"modified"`
+	// AppointmentSettings is the extension's: when a booked visit's call
+	// opens, until when a patient changes it, the refund and reminders.
+	AppointmentSettings appointmentSettings `json:"appointment_settings"`
+	Created             int64               `json:"created"`
+	Modified            int64               `json:"modified"`
+}
+
+type appointmentSettings struct {
+	JoinBeforeMinutes int   `json:"join_before_minutes"`
+	CancelHours       int   `json:"cancel_hours"`
+	RefundPercent     int   `json:"refund_percent"`
+	ReminderMinutes   []int `json:"reminder_minutes"`
 }
 
 type enabled struct {
@@ -174,6 +184,7 @@ func toRoomDetail(acct *clinic.Account, d *app.RoomDetail) roomDetail {
 		Payment:       roomPayment{Consultations: []consultation{}, Currency: st.Currency, PaymentCurrency: st.Currency},
 		Specialties:   []clinicSpecialty{},
 		QueueCapacity: st.QueueCapacity, Created: rm.Created, Modified: rm.Modified,
+		AppointmentSettings: appointmentSettings(st.AppointmentRules()),
 		OperationSettings: operationSettings{IsClosed: st.Operation.IsClosed, CloseMsg: st.Operation.CloseMsg,
 			CloseMessage: closeHTML{st.Operation.CloseHTML}, ClosedDays: nonNilStrings(st.Operation.ClosedDays),
 			DefaultTimezone: st.Operation.Timezone, IsClosedNow: d.IsClosedNow, IsOpenAllTime: st.Operation.IsOpenAllTime,
@@ -243,6 +254,12 @@ func (s *Server) updateRoom(w http.ResponseWriter, r *http.Request, c *call) err
 	}
 	if in.QueueCapacity, err = q.OptInt("queue_capacity"); err != nil {
 		return err
+	}
+	var ap app.AppointmentPatch
+	if found, err := q.JSON("appointment_settings", &ap); err != nil {
+		return err
+	} else if found {
+		in.Appointments = &ap
 	}
 	var cons []clinic.Consultation
 	for _, name := range []string{"payment.consultations", "consultations"} {

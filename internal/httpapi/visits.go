@@ -340,6 +340,13 @@ func (s *Server) moveVisit(action string) handlerFunc {
 		if err != nil {
 			return err
 		}
+		if action == app.ActCancel { // with the refund the clinic's policy gives
+			cv, err := s.billing.CancelVisit(r.Context(), c.p, visitID, in)
+			if err != nil {
+				return err
+			}
+			return s.answerVisit(w, r, c, cv.Detail, nil)
+		}
 		d, err := s.app.MoveVisit(r.Context(), c.p, visitID, action, in)
 		return s.answerVisit(w, r, c, d, err)
 	}

@@ -74,13 +74,13 @@ func (q *Q) IntakeByID(ctx context.Context, accountID, id int64) (*clinic.Intake
 }
 
 const visitCols = `v.id, v.account_id, v.code, v.kind, v.member_id, v.provider_id, COALESCE(v.room_id, 0), v.intake_id, v.slot_id, v.status, v.type,
-	v.starts_at, v.ends_at, COALESCE(v.actual_start, 0), COALESCE(v.actual_end, 0), v.cancel_reason, v.meeting, v.created, v.modified, v.message_count`
+	v.starts_at, v.ends_at, COALESCE(v.actual_start, 0), COALESCE(v.actual_end, 0), v.cancel_reason, v.meeting, v.created, v.modified, v.message_count, v.reminders_off`
 
 func scanVisit(sc interface{ Scan(...any) error }) (*clinic.Visit, error) {
 	var v clinic.Visit
 	var meeting string
 	if err := sc.Scan(&v.ID, &v.AccountID, &v.Code, &v.Kind, &v.MemberID, &v.ProviderID, &v.RoomID, &v.IntakeID, &v.SlotID, &v.Status, &v.Type,
-		&v.Start, &v.End, &v.ActualStart, &v.ActualEnd, &v.CancelReason, &meeting, &v.Created, &v.Modified, &v.MessageCount); err != nil {
+		&v.Start, &v.End, &v.ActualStart, &v.ActualEnd, &v.CancelReason, &meeting, &v.Created, &v.Modified, &v.MessageCount, &v.RemindersOff); err != nil {
 		return nil, err
 	}
 	if !parseMeeting(meeting, &v.Meeting) {
@@ -168,8 +168,8 @@ func (q *Q) VisitByID(ctx context.Context, accountID, id int64) (*clinic.Visit, 
 // driver's cost per column and per statement was most of it (pprof).
 func (q *Q) ThreadVisit(ctx context.Context, accountID, id int64) (*clinic.ThreadVisit, error) {
 	v := clinic.ThreadVisit{AccountID: accountID}
-	err := q.queryRow(q.byKey(ctx), "SELECT id, kind, member_id, provider_id, COALESCE(room_id, 0), status, created, message_count FROM visits WHERE account_id = ? AND id = ?",
-		[]any{accountID, id}, &v.ID, &v.Kind, &v.MemberID, &v.ProviderID, &v.RoomID, &v.Status, &v.Created, &v.MessageCount)
+	err := q.queryRow(q.byKey(ctx), "SELECT id, kind, member_id, provider_id, COALESCE(room_id, 0), status, starts_at, created, message_count FROM visits WHERE account_id = ? AND id = ?",
+		[]any{accountID, id}, &v.ID, &v.Kind, &v.MemberID, &v.ProviderID, &v.RoomID, &v.Status, &v.Start, &v.Created, &v.MessageCount)
 	if err != nil {
 		return nil, err
 	}
@@ -340,4 +340,22 @@ func nullZero(id int64) any {
 		return nil
 	}
 	return id
+}
+
+// SetVisitReminders turns the patient's reminder emails of a visit on or
+// off.
+func (q *Q) SetVisitReminders(ctx context.Context, accountID, id int64, off bool, now int64) error {
+	_, err := q.exec(ctx, "UPDATE visits SET reminders_off = ?, modified = ? WHERE account_id = ? AND id = ?", b2i(off), now, accountID, id)
+	return err
+}
+
+// MoveAppointment gives a booked visit its new time: start, end, first
+// slot and provider, while it is still open (pending or confirmed); it
+// reports false when it no longer was.
+func (q *Q) MoveAppointment(ctx context.Context, v *clinic.Visit, now int64) (bool, error) {
+	meeting, _ := json.Marshal(v.Meeting)
+	n, err := q.affected(ctx, `UPDATE visits SET starts_at = ?, ends_at = ?, slot_id = ?, provider_id = ?, meeting = ?, modified = ?
+		WHERE account_id = ? AND id = ? AND status IN (?, ?)`, v.Start, v.End, v.SlotID, v.ProviderID, string(meeting), now,
+		v.AccountID, v.ID, clinic.VisitPending, clinic.VisitConfirmed)
+	return n == 1, err
 }

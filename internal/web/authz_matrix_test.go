@@ -62,6 +62,15 @@ func portalMatrix() map[string]string {
 		"GET /visits/start/{id}/events":       "RRDDDDAAD",
 		"GET /visits/call/{id}":               "RRDDDDAAD",
 		"POST /visits/start/{id}/messages":    "RRDDDDAAD",
+		// A booked visit's changes: the fixture's visit is an e-consult,
+		// so who may see it is let through to its refusal (only a booked
+		// visit has a calendar entry, or moves); its patient, its
+		// provider and the admin cancel it.
+		"GET /visits/start/{id}/calendar.ics": "RRDDDDNNN",
+		"GET /visits/start/{id}/reschedule":   "RRDDDDAAA",
+		"POST /visits/start/{id}/reschedule":  "RRDDDDAAA",
+		"POST /visits/start/{id}/reminders":   "RRDDDDDAD",
+		"POST /visits/start/{id}/cancel":      "RRDDDDAAA",
 		"POST /visits/start/{id}/call/join":   "RRDDDDAAD",
 		"POST /visits/start/{id}/call/signal": "RRDDDDAAD",
 		// The call's stream and leave: each participant with their own peer.
@@ -189,7 +198,7 @@ func TestPortalAuthzMatrix(t *testing.T) {
 				return 4
 			case strings.HasPrefix(k, "POST /admin/rotate"):
 				return 3
-			case strings.HasSuffix(k, "/call/end"):
+			case strings.HasSuffix(k, "/call/end"), strings.HasSuffix(k, "/cancel"):
 				return 2
 			case strings.HasPrefix(k, "GET"):
 				return 0

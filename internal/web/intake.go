@@ -320,18 +320,25 @@ func (s *Server) showBook(w http.ResponseWriter, r *http.Request, status int, ms
 	if err != nil {
 		return err
 	}
+	room, err := s.app.RoomByCode(r.Context(), p, r.PathValue("room_code"))
+	if err != nil {
+		return err
+	}
+	return s.showTimes(w, r, status, p, id, room, roomBase(r.PathValue("account_code"), room.Code)+"/intake/"+strconv.FormatInt(id, 10)+"/book", msg)
+}
+
+// showTimes is the room's open times in the next two weeks for intake id
+// (GET /availability), each a button that posts to action: a booking, or
+// a booked visit's move.
+func (s *Server) showTimes(w http.ResponseWriter, r *http.Request, status int, p *clinic.Principal, id int64, room *clinic.Room, action, msg string) error {
 	now := s.app.Now()
-	av, err := s.app.Availability(r.Context(), p, app.AvailabilityQuery{IntakeID: id, RoomCode: r.PathValue("room_code"),
+	av, err := s.app.Availability(r.Context(), p, app.AvailabilityQuery{IntakeID: id, RoomCode: room.Code,
 		Start: now.Unix(), End: now.Add(14 * 24 * time.Hour).Unix()})
 	if err != nil {
 		return err
 	}
-	zone := time.UTC
-	if z, err := time.LoadLocation(p.User.Timezone); err == nil && p.User.Timezone != "" {
-		zone = z
-	}
-	page := bookPage{Action: roomBase(r.PathValue("account_code"), r.PathValue("room_code")) + "/intake/" + strconv.FormatInt(id, 10) + "/book",
-		Zone: zone.String(), Error: msg}
+	zone, _ := viewerZone(r, p.User)
+	page := bookPage{Action: action, Zone: zone.String(), Error: msg}
 	for _, sl := range av.Slots {
 		if !sl.Available || sl.Slot.Start <= now.Unix() {
 			continue

@@ -25,20 +25,58 @@ type layout struct {
 	// Provider adds the dashboard to the navigation, Admin the
 	// administration.
 	Provider, Admin bool
-	View            any
+	// Zone is the viewer's time zone, every time on the page is in;
+	// ZoneFrom says where it came from: "profile", "browser" (the tz
+	// cookie static/live.js sets) or "default" (UTC, until the browser
+	// has said).
+	Zone, ZoneFrom string
+	View           any
+}
+
+// zoneCookie holds the browser's own IANA time zone (static/live.js sets
+// it from Intl), used when the profile names none.
+const zoneCookie = "tz"
+
+// viewerZone is where the viewer's times are shown: the profile's zone,
+// else the browser's, else UTC; and which of them it is.
+func viewerZone(r *http.Request, u *clinic.User) (*time.Location, string) {
+	if u != nil && u.Timezone != "" {
+		if z, err := time.LoadLocation(u.Timezone); err == nil {
+			return z, "profile"
+		}
+	}
+	if c, err := r.Cookie(zoneCookie); err == nil && c.Value != "" && len(c.Value) < 64 && c.Value != "Local" {
+		if z, err := time.LoadLocation(c.Value); err == nil {
+			return z, "browser"
+		}
+	}
+	return time.UTC, "default"
+}
+
+// timeFuncs are the templates' time formats, in the viewer's zone: at
+// (unix seconds), atUS (microseconds), day and clock, and iso (the instant
+// for a <time datetime>).
+func timeFuncs(z *time.Location) template.FuncMap {
+	at := func(sec int64) string {
+		if sec == 0 {
+			return ""
+		}
+		return time.Unix(sec, 0).In(z).Format("Mon 2 Jan 2006, 15:04")
+	}
+	return template.FuncMap{
+		"at":    at,
+		"atUS":  func(us int64) string { return at(us / 1e6) },
+		"day":   func(sec int64) string { return time.Unix(sec, 0).In(z).Format("Monday 2 January 2006") },
+		"clock": func(sec int64) string { return time.Unix(sec, 0).In(z).Format("15:04") },
+		"iso":   func(sec int64) string { return time.Unix(sec, 0).UTC().Format(time.RFC3339) },
+		"zone":  func() string { return z.String() },
+	}
 }
 
 // parseTemplates reads each page template with the layout.
 func (s *Server) parseTemplates() error {
-	funcs := template.FuncMap{
-		"unixtime": func(sec int64) string {
-			if sec == 0 {
-				return ""
-			}
-			return time.Unix(sec, 0).UTC().Format("2 Jan 2006, 15:04 UTC")
-		},
-		"micros": func(us int64) string { return time.UnixMicro(us).UTC().Format("2 Jan 15:04") },
-	}
+	// Parsed with UTC's time funcs; render gives each page the viewer's.
+	funcs := timeFuncs(time.UTC)
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return err
@@ -68,11 +106,24 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, page
 	}
 	c, err := r.Cookie(s.sessionCookie())
 	lay := layout{Title: pageTitles[page], Nav: nav, Session: err == nil && c.Value != "", View: view}
-	if lay.Session && nav {
+	var user *clinic.User
+	if lay.Session {
 		if p, err := s.principal(r); err == nil {
-			lay.Provider, lay.Admin = p.User.Type == clinic.UserProvider, p.IsAdmin()
+			user = p.User
+			lay.Provider, lay.Admin = nav && p.User.Type == clinic.UserProvider, nav && p.IsAdmin()
 		}
 	}
+	zone, from := viewerZone(r, user)
+	lay.Zone, lay.ZoneFrom = zone.String(), from
+	// The page's own copy, with its viewer's time funcs; a clone shares
+	// the parsed trees, so this costs a map, not a parse.
+	t, err = t.Clone()
+	if err != nil {
+		s.log.Error("portal render", "page", page, "err", err)
+		http.Error(w, "The page could not be drawn.", http.StatusInternalServerError)
+		return
+	}
+	t.Funcs(timeFuncs(zone))
 	var b bytes.Buffer
 	if err := t.ExecuteTemplate(&b, "layout.html", lay); err != nil {
 		s.log.Error("portal render", "page", page, "err", err)

@@ -1,11 +1,17 @@
 package web
 
 import (
+	"cmp"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/app/billing"
 	"teleclinic/internal/clinic"
 )
 
@@ -13,10 +19,16 @@ type visitItem struct {
 	ID           int64
 	Room, Status string
 	With         string
-	Created      int64
+	Kind         string // "appointment", "walk-in" or "e-consult"
+	// Start and End are an appointment's times; Created is when any
+	// other visit was asked for.
+	Start, End, Created int64
 }
 
-type visitsPage struct{ Visits []visitItem }
+// visitsPage is the caller's visits: Coming (booked visits ahead, soonest
+// first, then open walk-ins and e-consults) and Past (the rest, newest
+// first).
+type visitsPage struct{ Coming, Past []visitItem }
 
 // visits is /visits: the caller's visits as GET /visits gives them (a
 // patient's own; a provider's and their rooms' waiting e-consults).
@@ -30,8 +42,13 @@ func (s *Server) visits(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	page := visitsPage{}
+	now := s.app.Now().Unix()
 	for _, d := range ds {
-		it := visitItem{ID: d.Visit.ID, Status: statusWord(d.Visit.Status), Created: d.Visit.Created}
+		v := d.Visit
+		it := visitItem{ID: v.ID, Status: statusWord(v.Status), Kind: kindWord[v.Kind], Created: v.Created}
+		if v.Kind == clinic.KindAppointment {
+			it.Start, it.End = v.Start, v.End
+		}
 		if d.Room != nil {
 			it.Room = d.Room.Name
 		}
@@ -41,8 +58,28 @@ func (s *Server) visits(w http.ResponseWriter, r *http.Request) error {
 		case d.Provider != nil:
 			it.With = d.Provider.FullName()
 		}
-		page.Visits = append(page.Visits, it)
+		open := v.Status != clinic.VisitCompleted && v.Status != clinic.VisitCancelled
+		if open && (it.Start == 0 || v.End > now) {
+			page.Coming = append(page.Coming, it)
+		} else {
+			page.Past = append(page.Past, it)
+		}
 	}
+	// Booked visits by their time, soonest first, before the others.
+	slices.SortStableFunc(page.Coming, func(a, b visitItem) int {
+		switch {
+		case a.Start != 0 && b.Start != 0:
+			return cmp.Compare(a.Start, b.Start)
+		case a.Start != 0:
+			return -1
+		case b.Start != 0:
+			return 1
+		}
+		return cmp.Compare(b.Created, a.Created)
+	})
+	slices.SortStableFunc(page.Past, func(a, b visitItem) int {
+		return cmp.Compare(max(b.Start, b.Created), max(a.Start, a.Created))
+	})
 	s.render(w, r, http.StatusOK, "visits", page)
 	return nil
 }
@@ -68,6 +105,32 @@ type visitPage struct {
 	BeforeMe, WaitMinutes int
 	// Call is set for the participants of an open visit's call.
 	Call *callView
+	// Booked is set on an appointment.
+	Booked *bookedView
+	// Notice says what the last change did (?notice=).
+	Notice string
+}
+
+// bookedView is an appointment's part of its page.
+type bookedView struct {
+	Start, End int64
+	// Mine: the viewer is the patient, who may cancel, move and set
+	// reminders until ChangeCloses (CanChange).
+	Mine, CanChange bool
+	ChangeCloses    int64
+	CancelHours     int
+	RemindersOn     bool
+	RefundPercent   int
+	// Payment is what was paid and refunded, in words ("" when nothing).
+	Payment string
+}
+
+// notices are the words of ?notice= after a change on the visit page.
+var notices = map[string]string{
+	"cancelled":  "Your appointment is cancelled.",
+	"moved":      "Your appointment has its new time.",
+	"remind-on":  "Reminder emails are on for this visit.",
+	"remind-off": "Reminder emails are off for this visit.",
 }
 
 // callView is the call part of the visit page (static/call.js).
@@ -76,6 +139,10 @@ type callView struct {
 	Mode   string // p2p or livekit
 	Role   string
 	CanEnd bool // the provider ends the visit from the call
+	// OpensIn is how many seconds until an appointment's call opens for
+	// this viewer (0: open).
+	OpensIn int64
+	Opens   int64
 }
 
 // visitRequest is the signed-in caller and the visit the path names; a
@@ -139,7 +206,15 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request) error {
 	// those it would let in.
 	if role, err := s.app.CallRole(r.Context(), p, id); err == nil {
 		page.Call = s.callView(w, id, role)
+		if d.Room != nil && role != app.CallProvider {
+			page.Call.Opens = app.JoinOpens(d.Visit.Thread(), d.Room)
+			page.Call.OpensIn = max(page.Call.Opens-s.app.Now().Unix(), 0)
+		}
 	}
+	if d.Visit.Kind == clinic.KindAppointment && d.Room != nil {
+		page.Booked = s.booked(r, p, d)
+	}
+	page.Notice = notices[r.URL.Query().Get("notice")]
 	for _, m := range ms {
 		page.Messages = append(page.Messages, messageItem{Author: m.Actor.DisplayName, Type: m.Type, Content: m.Content, CreatedUS: m.CreatedUS})
 	}
@@ -177,4 +252,162 @@ func statusWord(st int) string {
 		return "cancelled"
 	}
 	return "unknown"
+}
+
+// booked is an appointment's part of its page.
+func (s *Server) booked(r *http.Request, p *clinic.Principal, d *app.VisitDetail) *bookedView {
+	v, rules := d.Visit, d.Room.Settings.AppointmentRules()
+	b := &bookedView{Start: v.Start, End: v.End, Mine: v.MemberID == p.UserID(), ChangeCloses: app.ChangeCloses(v, d.Room),
+		CancelHours: rules.CancelHours, RemindersOn: !v.RemindersOff, RefundPercent: rules.RefundPercent}
+	open := v.Status == clinic.VisitPending || v.Status == clinic.VisitConfirmed
+	b.CanChange = b.Mine && open && s.app.Now().Unix() <= b.ChangeCloses
+	if b.Mine && v.IntakeID != 0 {
+		invs, err := s.billing.Invoices(r.Context(), p, billing.InvoiceQuery{IntakeID: v.IntakeID, Limit: 5})
+		if err == nil {
+			for _, inv := range invs {
+				switch {
+				case inv.Refunded > 0:
+					b.Payment = "Paid " + money(inv.AmountDue, inv.Currency) + ", refunded " + money(inv.Refunded, inv.Currency) + " to your card."
+				case inv.Status == billing.InvoicePaid:
+					b.Payment = "Paid " + money(inv.AmountDue, inv.Currency) + "."
+				}
+			}
+		}
+	}
+	return b
+}
+
+// visitDetail is the signed-in caller and the visit the path names, as
+// they may see it.
+func (s *Server) visitDetail(r *http.Request) (*clinic.Principal, *app.VisitDetail, error) {
+	p, id, err := s.visitRequest(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	d, err := s.app.GetVisit(r.Context(), p, id, false)
+	return p, d, err
+}
+
+// afterChange sends the browser back to the visit page with a notice.
+func afterChange(w http.ResponseWriter, r *http.Request, id int64, notice string) {
+	http.Redirect(w, r, "/visits/start/"+strconv.FormatInt(id, 10)+"?notice="+notice, http.StatusSeeOther)
+}
+
+// cancelVisit is POST /visits/start/{id}/cancel: the patient cancels
+// their appointment, with the refund the clinic's policy gives
+// (billing.CancelVisit, as PUT /visits/delete).
+func (s *Server) cancelVisit(w http.ResponseWriter, r *http.Request) error {
+	p, id, err := s.visitRequest(r)
+	if err != nil {
+		return err
+	}
+	if _, err := s.billing.CancelVisit(r.Context(), p, id, app.MoveInput{Reason: r.PostFormValue("reason")}); err != nil {
+		return err
+	}
+	afterChange(w, r, id, "cancelled")
+	return nil
+}
+
+// rescheduleForm is GET /visits/start/{id}/reschedule: the room's open
+// times, as when booking, each moving the visit there.
+func (s *Server) rescheduleForm(w http.ResponseWriter, r *http.Request) error {
+	p, d, err := s.visitDetail(r)
+	if err != nil {
+		return err
+	}
+	return s.showTimes(w, r, http.StatusOK, p, d.Visit.IntakeID, d.Room, "/visits/start/"+strconv.FormatInt(d.Visit.ID, 10)+"/reschedule", "")
+}
+
+// reschedule is POST /visits/start/{id}/reschedule (app.Reschedule).
+func (s *Server) reschedule(w http.ResponseWriter, r *http.Request) error {
+	p, d, err := s.visitDetail(r)
+	if err != nil {
+		return err
+	}
+	start, _ := strconv.ParseInt(r.PostFormValue("slot_start"), 10, 64)
+	end, _ := strconv.ParseInt(r.PostFormValue("slot_end"), 10, 64)
+	prov, _ := strconv.ParseInt(r.PostFormValue("provider_id"), 10, 64)
+	if _, err := s.app.Reschedule(r.Context(), p, d.Visit.ID, app.RescheduleInput{SlotStart: start, SlotEnd: end, ProviderID: prov}); err != nil {
+		if status, msg, ok := refused(err, clinic.EConflict, clinic.EInvalid); ok {
+			return s.showTimes(w, r, status, p, d.Visit.IntakeID, d.Room, r.URL.Path, msg)
+		}
+		return err
+	}
+	afterChange(w, r, d.Visit.ID, "moved")
+	return nil
+}
+
+// reminders is POST /visits/start/{id}/reminders: on=1 or on=0.
+func (s *Server) reminders(w http.ResponseWriter, r *http.Request) error {
+	p, id, err := s.visitRequest(r)
+	if err != nil {
+		return err
+	}
+	on := r.PostFormValue("on") == "1"
+	if err := s.app.SetReminders(r.Context(), p, id, on); err != nil {
+		return err
+	}
+	afterChange(w, r, id, map[bool]string{true: "remind-on", false: "remind-off"}[on])
+	return nil
+}
+
+// calendar is GET /visits/start/{id}/calendar.ics: the appointment as an
+// iCalendar event (RFC 5545) at its instant in UTC, with the visit page's
+// address, for any calendar app.
+func (s *Server) calendar(w http.ResponseWriter, r *http.Request) error {
+	_, d, err := s.visitDetail(r)
+	if err != nil {
+		return err
+	}
+	v := d.Visit
+	if v.Kind != clinic.KindAppointment || v.Start == 0 {
+		return clinic.Errorf(clinic.ENotFound, "Only a booked visit has a calendar entry.")
+	}
+	page := s.app.PortalURL() + "/visits/start/" + strconv.FormatInt(v.ID, 10)
+	room := "Video visit"
+	if d.Room != nil {
+		room = "Video visit: " + d.Room.Name
+	}
+	stamp := func(sec int64) string { return time.Unix(sec, 0).UTC().Format("20060102T150405Z") }
+	status := "CONFIRMED"
+	if v.Status == clinic.VisitCancelled {
+		status = "CANCELLED"
+	}
+	lines := []string{"BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//Teleclinic//Visit//EN", "METHOD:PUBLISH", "BEGIN:VEVENT",
+		"UID:visit-" + strconv.FormatInt(v.ID, 10) + "-" + d.Account.Code + "@teleclinic",
+		"DTSTAMP:" + stamp(s.app.Now().Unix()), "DTSTART:" + stamp(v.Start), "DTEND:" + stamp(v.End),
+		"SUMMARY:" + icsText(room), "DESCRIPTION:" + icsText("Join the visit here: "+page), "URL:" + page, "STATUS:" + status,
+		"BEGIN:VALARM", "ACTION:DISPLAY", "DESCRIPTION:" + icsText(room), "TRIGGER:-PT15M", "END:VALARM",
+		"END:VEVENT", "END:VCALENDAR"}
+	w.Header().Set("Content-Type", "text/calendar; charset=utf-8")
+	w.Header().Set("Content-Disposition", `attachment; filename="visit-`+strconv.FormatInt(v.ID, 10)+`.ics"`)
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(icsFold(l))
+		b.WriteString("\r\n")
+	}
+	_, err = io.WriteString(w, b.String())
+	return err
+}
+
+// icsText escapes a TEXT value (RFC 5545 3.3.11).
+func icsText(s string) string {
+	return strings.NewReplacer("\\", "\\\\", ";", "\\;", ",", "\\,", "\n", "\\n", "\r", "").Replace(s)
+}
+
+// icsFold folds a content line at 75 octets (RFC 5545 3.1), never inside
+// a UTF-8 sequence.
+func icsFold(l string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range l {
+		size := utf8.RuneLen(r)
+		if n+size > 75 {
+			b.WriteString("\r\n ")
+			n = 1
+		}
+		b.WriteRune(r)
+		n += size
+	}
+	return b.String()
 }

@@ -884,6 +884,13 @@ func (s *Service) RefundInvoice(ctx context.Context, p *clinic.Principal, id int
 	if err != nil {
 		return nil, app.StoreErr("invoice", err, "Invoice not found.")
 	}
+	return s.refund(ctx, p, inv, amountStr)
+}
+
+// refund gives back amountStr (all of it when "") of paid invoice inv, on
+// behalf of p: the admin, or a patient whose cancellation the clinic's
+// policy refunds.
+func (s *Service) refund(ctx context.Context, p *clinic.Principal, inv *clinic.Invoice, amountStr string) (*clinic.Invoice, error) {
 	if inv.Status != InvoicePaid {
 		return nil, clinic.Errorf(clinic.EConflict, "Invoice %d is %s; only a paid invoice can be refunded.", inv.ID, inv.Status)
 	}

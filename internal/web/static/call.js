@@ -837,8 +837,17 @@
     }
   });
 
-  // A reload of a page that was in the call joins it again.
-  if (wasInCall()) {
+  // An appointment's call opens a set time before the start: the page
+  // counts down from what the server said, so the browser's clock does
+  // not matter.
+  var opensIn = parseInt(root.getAttribute("data-opens-in") || "0", 10);
+  if (opensIn > 0) {
+    ui.join.disabled = true;
+    setTimeout(function () {
+      ui.join.disabled = false;
+      say("The call is open: join when you are ready.");
+    }, opensIn * 1000);
+  } else if (wasInCall()) { // a reload of a page that was in the call joins it again
     join();
   }
 

@@ -10,6 +10,35 @@
 // call above all) is interrupted: the answer, the page the form's
 // redirect leads to, has its live regions swapped in; a refusal's message
 // is shown in the form's [role=alert] element.
+// The browser's time zone: until the profile names one, the server shows
+// times in the zone of the "tz" cookie set here from Intl. A page drawn
+// before the cookie said the right zone, and showing times, is drawn
+// again once (the sessionStorage mark stops a loop).
+(function () {
+  "use strict";
+  var root = document.documentElement;
+  if (root.getAttribute("data-zone-from") === "profile" || !window.Intl) {
+    return;
+  }
+  var tz = Intl.DateTimeFormat().resolvedOptions().timeZone;
+  if (!tz) {
+    return;
+  }
+  document.cookie = "tz=" + encodeURIComponent(tz) + "; path=/; max-age=31536000; samesite=lax";
+  if (root.getAttribute("data-zone") === tz || !document.querySelector("time")) {
+    return;
+  }
+  try {
+    if (sessionStorage.getItem("teleclinic.tz") === tz) {
+      return;
+    }
+    sessionStorage.setItem("teleclinic.tz", tz);
+  } catch (e) {
+    return;
+  }
+  location.reload();
+})();
+
 (function () {
   "use strict";
   if (!window.fetch || !window.DOMParser) {

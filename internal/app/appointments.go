@@ -1,0 +1,282 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/mail"
+	"teleclinic/internal/store"
+)
+
+// A booked visit's day: its call opens a set time before the start, the
+// patient cancels or moves it up to a set time before, and reminder emails
+// go out before it. The times are the room's (clinic.AppointmentSettings).
+
+// TopicReminder is the outbox topic of appointment reminders: one item
+// per reminder, due when it is to be sent, written with the booking.
+const TopicReminder = "reminder"
+
+// JoinOpens is when the patient's call of appointment v in room r opens;
+// 0 for a visit that is not an appointment.
+func JoinOpens(v *clinic.ThreadVisit, r *clinic.Room) int64 {
+	if v.Kind != clinic.KindAppointment || v.Start == 0 {
+		return 0
+	}
+	return v.Start - int64(r.Settings.AppointmentRules().JoinBeforeMinutes)*60
+}
+
+// ChangeCloses is when the patient can no longer cancel or move
+// appointment v themselves.
+func ChangeCloses(v *clinic.Visit, r *clinic.Room) int64 {
+	return v.Start - int64(r.Settings.AppointmentRules().CancelHours)*3600
+}
+
+// callOpen refuses a patient's or guest's join before the appointment's
+// call opens.
+func (a *App) callOpen(ctx context.Context, v *clinic.ThreadVisit, role string) error {
+	if role == CallProvider || v.Kind != clinic.KindAppointment || v.RoomID == 0 {
+		return nil
+	}
+	r, err := a.store.Read().RoomByID(ctx, v.AccountID, v.RoomID)
+	if err != nil {
+		return fmt.Errorf("call room: %w", err)
+	}
+	if opens := JoinOpens(v, r); a.Unix() < opens {
+		return clinic.Errorf(clinic.EConflict, "The call of this appointment opens at %s, %d minutes before it starts.",
+			time.Unix(opens, 0).UTC().Format("2006-01-02 15:04 UTC"), r.Settings.AppointmentRules().JoinBeforeMinutes)
+	}
+	return nil
+}
+
+// patientChange refuses a patient's cancel or move of appointment v once
+// the room's window has closed; staff change it at any time.
+func (a *App) patientChange(ctx context.Context, p *clinic.Principal, v *clinic.Visit) error {
+	if v.Kind != clinic.KindAppointment || v.MemberID != p.UserID() || v.RoomID == 0 {
+		return nil
+	}
+	r, err := a.store.Read().RoomByID(ctx, p.Account.ID, v.RoomID)
+	if err != nil {
+		return fmt.Errorf("appointment room: %w", err)
+	}
+	if a.Unix() > ChangeCloses(v, r) {
+		return clinic.Errorf(clinic.EConflict, "Appointments in room '%s' can be changed online up to %d hours before they start; contact the clinic to change this one.",
+			r.Code, r.Settings.AppointmentRules().CancelHours)
+	}
+	return nil
+}
+
+// RescheduleInput is the new time of a booked visit: slots of its room
+// that run back to back from SlotStart to SlotEnd, with one provider (any
+// of the room's when 0).
+type RescheduleInput struct {
+	SlotStart, SlotEnd int64
+	ProviderID         int64
+}
+
+// Reschedule moves a booked visit to another time of its room: the new
+// slots are taken and the old given back in one transaction, so the visit
+// always holds exactly one time. The patient may do it until the room's
+// window closes; its provider and the admin at any time.
+func (a *App) Reschedule(ctx context.Context, p *clinic.Principal, id int64, in RescheduleInput) (*VisitDetail, error) {
+	if err := RequireUser(p); err != nil {
+		return nil, err
+	}
+	v, err := a.VisitFor(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	staff := p.IsAdmin() || (v.ProviderID != 0 && v.ProviderID == p.UserID())
+	if !staff && v.MemberID != p.UserID() {
+		return nil, clinic.Errorf(clinic.EForbidden, "Only the visit's patient, its provider or the clinic admin may move it.")
+	}
+	if v.Kind != clinic.KindAppointment || (v.Status != clinic.VisitPending && v.Status != clinic.VisitConfirmed) {
+		return nil, clinic.Errorf(clinic.EConflict, "Only a booked visit that has not started can be moved.")
+	}
+	if !staff {
+		if err := a.patientChange(ctx, p, v); err != nil {
+			return nil, a.AuditOutcome(ctx, p, "visit.reschedule", "visit", i64s(v.ID), err)
+		}
+	}
+	if in.SlotStart <= a.Unix() || in.SlotEnd <= in.SlotStart {
+		return nil, clinic.Errorf(clinic.EInvalid, "slot_start must be in the future and slot_end after it.")
+	}
+	f := store.SlotFilter{AccountID: p.Account.ID, RoomID: v.RoomID, From: in.SlotStart, To: in.SlotEnd, Limit: MaxSlotList}
+	if in.ProviderID != 0 {
+		f.ProviderIDs = []int64{in.ProviderID}
+	}
+	slots, err := a.store.Read().ListSlots(ctx, f)
+	if err != nil {
+		return nil, fmt.Errorf("reschedule: %w", err)
+	}
+	chain, anyBooked := pickChain(slots, in.SlotStart, in.SlotEnd)
+	if chain == nil {
+		if anyBooked {
+			return nil, clinic.Errorf(clinic.EConflict, "That time is already booked.")
+		}
+		return nil, clinic.Errorf(clinic.EInvalid, "No slot of the visit's room runs from %s to %s.",
+			time.Unix(in.SlotStart, 0).UTC().Format(time.RFC3339), time.Unix(in.SlotEnd, 0).UTC().Format(time.RFC3339))
+	}
+	nv := *v
+	nv.Start, nv.End, nv.SlotID, nv.ProviderID = in.SlotStart, in.SlotEnd, chain[0].ID, chain[0].ProviderID
+	nv.Meeting.Expiry = in.SlotEnd + 3600
+	now := a.Unix()
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		moved, err := q.MoveAppointment(ctx, &nv, now)
+		if err != nil {
+			return err
+		}
+		if !moved {
+			return clinic.Errorf(clinic.EConflict, "Visit %d changed meanwhile; it can no longer be moved.", v.ID)
+		}
+		if err := q.FreeVisitSlots(ctx, p.Account.ID, v.ID, now); err != nil {
+			return err
+		}
+		for _, s := range chain {
+			won, err := q.BookSlot(ctx, p.Account.ID, s.ID, v.ID, now)
+			if err != nil {
+				return err
+			}
+			if !won {
+				return clinic.Errorf(clinic.EConflict, "That time was just booked by someone else.")
+			}
+		}
+		if err := a.enqueueReminders(ctx, q, &nv); err != nil {
+			return err
+		}
+		q.AfterCommit(func() { a.publishVisit(&nv) })
+		return a.AuditIn(ctx, q, p, "visit.reschedule", "visit", i64s(v.ID), OutcomeOK)
+	})
+	if err != nil {
+		return nil, StoreErr("reschedule", err, "")
+	}
+	return a.visitDetail(ctx, p, &nv)
+}
+
+// SetReminders turns the reminder emails of the caller's own visit on or
+// off.
+func (a *App) SetReminders(ctx context.Context, p *clinic.Principal, id int64, on bool) error {
+	if err := RequireUser(p); err != nil {
+		return err
+	}
+	v, err := a.VisitFor(ctx, p, id)
+	if err != nil {
+		return err
+	}
+	if v.MemberID != p.UserID() {
+		return clinic.Errorf(clinic.EForbidden, "Only the visit's patient chooses its reminders.")
+	}
+	return StoreErr("reminders", a.store.Tx(ctx, func(q *store.Q) error {
+		if err := q.SetVisitReminders(ctx, p.Account.ID, v.ID, !on, a.Unix()); err != nil {
+			return err
+		}
+		return a.AuditIn(ctx, q, p, "visit.reminders", "visit", i64s(v.ID), OutcomeOK)
+	}), "")
+}
+
+// reminder is a reminder's outbox item: the visit, and the start it was
+// written for, so a reminder of a time the visit no longer has is not sent.
+type reminder struct {
+	Visit int64 `json:"visit"`
+	Start int64 `json:"start"`
+	Lead  int   `json:"lead"` // minutes before the start
+}
+
+// enqueueReminders writes the reminders of booked visit v that are still
+// ahead, in the booking's (or the move's) transaction.
+func (a *App) enqueueReminders(ctx context.Context, q *store.Q, v *clinic.Visit) error {
+	r, err := q.RoomByID(ctx, v.AccountID, v.RoomID)
+	if err != nil {
+		return err
+	}
+	now := a.Unix()
+	for _, lead := range r.Settings.AppointmentRules().ReminderMinutes {
+		due := v.Start - int64(lead)*60
+		if lead <= 0 || due <= now {
+			continue
+		}
+		b, _ := json.Marshal(reminder{Visit: v.ID, Start: v.Start, Lead: lead})
+		if err := q.Enqueue(ctx, &store.OutboxItem{AccountID: v.AccountID, Topic: TopicReminder, Payload: string(b), Created: now, Due: due}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeliverReminders sends the reminders that are due, each once: a claim
+// goes to one worker, and a reminder whose visit was cancelled, moved,
+// started or had its reminders turned off is ended unsent.
+func (a *App) DeliverReminders(ctx context.Context) int {
+	items, err := a.store.Write().ClaimOutbox(ctx, []string{TopicReminder}, a.Unix(), mailLease, batchSize)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.log.Error("reminders: claim", "err", err)
+		}
+		return 0
+	}
+	for _, it := range items {
+		m, err := a.reminderMail(ctx, it)
+		if err == nil {
+			sendCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			err = a.cfg.Mail.Send(sendCtx, *m)
+			cancel()
+		}
+		a.settle(ctx, TopicReminder, it, 0, err, mailMaxAttempts, int64(30)<<min(it.Attempts, 8))
+	}
+	return len(items)
+}
+
+// reminderMail is the email of a due reminder, or errSkip when there is
+// none to send.
+func (a *App) reminderMail(ctx context.Context, it store.OutboxItem) (*mail.Message, error) {
+	var rm reminder
+	if err := json.Unmarshal([]byte(it.Payload), &rm); err != nil {
+		return nil, errSkip("unreadable reminder")
+	}
+	rd := a.store.Read()
+	v, err := rd.VisitByID(ctx, it.AccountID, rm.Visit)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errSkip("the visit is gone")
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case v.Status != clinic.VisitPending && v.Status != clinic.VisitConfirmed:
+		return nil, errSkip("the visit is " + StatusName(v.Status))
+	case v.Start != rm.Start:
+		return nil, errSkip("the visit was moved")
+	case v.RemindersOff:
+		return nil, errSkip("the patient turned reminders off")
+	}
+	u, err := rd.UserByID(ctx, it.AccountID, v.MemberID)
+	if err != nil {
+		return nil, err
+	}
+	if u.Email == "" {
+		return nil, errSkip("the patient has no email address")
+	}
+	acct, err := rd.AccountByID(ctx, it.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	zone := time.UTC
+	if z, err := time.LoadLocation(u.Timezone); err == nil && u.Timezone != "" {
+		zone = z
+	}
+	when := time.Unix(v.Start, 0).In(zone)
+	link := a.portalBase() + "/visits/start/" + i64s(v.ID)
+	lead := "tomorrow"
+	if rm.Lead < 24*60 {
+		lead = fmt.Sprintf("in %d minutes", rm.Lead)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Hello %s,\n\nYour video visit with %s is %s: %s (%s).\n\n", u.FirstName, acct.Name, lead, when.Format("Monday 2 January 2006, 15:04"), zone.String())
+	fmt.Fprintf(&b, "Join it here (the call opens a few minutes before the start):\n%s\n\n", link)
+	fmt.Fprintf(&b, "To cancel or change the time, or to stop these reminders, open the same page.\n")
+	return &mail.Message{To: u.Email, Subject: acct.Name + ": your visit " + lead, Body: b.String()}, nil
+}

@@ -1,0 +1,63 @@
+package billing
+
+import (
+	"context"
+	"strconv"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/payments"
+	"teleclinic/internal/store"
+)
+
+// Cancelled is a cancelled visit and what its payment became: the invoice
+// refunded (in whole or in part), nil when nothing was paid, and RefundErr
+// when the refund the policy gives did not go through (the cancellation
+// stands; the admin refunds from /admin).
+type Cancelled struct {
+	Detail    *app.VisitDetail
+	Invoice   *clinic.Invoice
+	RefundErr error
+}
+
+// CancelVisit cancels a visit (app.MoveVisit decides who may, and until
+// when a patient may) and refunds what was paid for it: all of it when the
+// clinic cancels, the room's refund_percent when the patient does. No
+// money is kept for a visit that will not happen unless the clinic's
+// policy says so.
+func (s *Service) CancelVisit(ctx context.Context, p *clinic.Principal, id int64, in app.MoveInput) (*Cancelled, error) {
+	d, err := s.app.MoveVisit(ctx, p, id, app.ActCancel, in)
+	if err != nil {
+		return nil, err
+	}
+	out := &Cancelled{Detail: d}
+	v := d.Visit
+	if v.IntakeID == 0 {
+		return out, nil
+	}
+	invs, err := s.app.Store().Read().Invoices(ctx, p.Account.ID, store.InvoiceFilter{IntakeID: v.IntakeID, Limit: 10})
+	if err != nil {
+		out.RefundErr = err // cancelled all the same; the admin sees the invoice unrefunded
+		return out, nil
+	}
+	percent := 100
+	if v.MemberID == p.UserID() && d.Room != nil {
+		percent = d.Room.Settings.AppointmentRules().RefundPercent
+	}
+	for _, inv := range invs {
+		if inv.Status != InvoicePaid || inv.ChargeRef == "" || percent <= 0 {
+			continue
+		}
+		amount := inv.AmountDue * int64(min(percent, 100)) / 100
+		if amount <= 0 {
+			continue
+		}
+		major := strconv.FormatFloat(payments.ToMajor(amount, inv.Currency), 'f', payments.Exponent(inv.Currency), 64)
+		out.Invoice, out.RefundErr = s.refund(ctx, p, inv, major)
+		if out.RefundErr != nil {
+			s.log.Warn("cancel: the policy's refund did not go through", "account", p.Account.Code, "invoice", inv.ID, "err", out.RefundErr)
+			out.Invoice = inv
+		}
+	}
+	return out, nil
+}
