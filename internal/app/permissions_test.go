@@ -189,6 +189,7 @@ var noPrincipal = map[string]string{
 	"Run":                "the server's delivery loops",
 	"DeliverEligibility": "the server's delivery loops",
 	"DeliverReminders":   "the server's delivery loops",
+	"PortalURL":          "the portal's address, for links",
 	"DeliverMail":        "the server's delivery loops",
 	"DeliverPush":        "the server's delivery loops",
 	"DeliverWebhooks":    "the server's delivery loops",

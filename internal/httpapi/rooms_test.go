@@ -152,8 +152,33 @@ func TestRooms_ReadUpdateDelete(t *testing.T) {
 		}
 		e.Clock.Advance(24 * time.Hour)
 	})
+	// The appointment rules: the defaults, a change of one field that
+	// keeps the others, and the form spelling.
+	t.Run("OKAppointmentSettings", func(t *testing.T) {
+		rules := func(res *testenv.Resp) map[string]any {
+			t.Helper()
+			if res.Status != 200 {
+				t.Fatalf("%d %s", res.Status, res.Raw)
+			}
+			return res.Data()["appointment_settings"].(map[string]any)
+		}
+		got := rules(e.Do(testenv.Req{Path: "/api_v3/rooms/main", Header: acctHeaders(c)}))
+		if got["join_before_minutes"].(float64) != 10 || got["cancel_hours"].(float64) != 0 || got["refund_percent"].(float64) != 100 || len(got["reminder_minutes"].([]any)) != 2 {
+			t.Fatalf("the defaults: %v", got)
+		}
+		got = rules(put(map[string]any{"appointment_settings": map[string]any{"cancel_hours": 24, "reminder_minutes": []any{60}}}))
+		if got["cancel_hours"].(float64) != 24 || got["join_before_minutes"].(float64) != 10 || got["refund_percent"].(float64) != 100 || len(got["reminder_minutes"].([]any)) != 1 {
+			t.Fatalf("after setting two fields: %v", got)
+		}
+		got = rules(e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/main", Header: adminHeaders(c), Form: q("appointment_settings", `{"refund_percent": 50}`)}))
+		if got["refund_percent"].(float64) != 50 || got["cancel_hours"].(float64) != 24 {
+			t.Fatalf("the form's: %v", got)
+		}
+	})
 	t.Run("ErrInvalidUpdate", func(t *testing.T) {
 		for _, body := range []map[string]any{
+			{"appointment_settings": map[string]any{"refund_percent": 101}}, {"appointment_settings": map[string]any{"cancel_hours": -1}},
+			{"appointment_settings": map[string]any{"reminder_minutes": []any{0}}}, {"appointment_settings": "soon"},
 			{"name": " "}, {"payment": map[string]any{"currency": "dollars"}}, {"payment": map[string]any{"consultations": []any{}}},
 			{"payment": map[string]any{"consultations": []any{map[string]any{"description": "x", "duration": 0}}}},
 			{"operation_settings": map[string]any{"closed_days": []any{"someday"}}}, {"operation_settings": map[string]any{"default_timezone": "Nowhere/Land"}},

@@ -58,10 +58,10 @@ func portalMatrix() map[string]string {
 		"GET /visits": "RRAAAAAAA",
 		// The visit: its patient, its provider; the clinic admin sees the page
 		// but is not in its thread, call or live updates (as in the API).
-		"GET /visits/start/{id}":              "RRDDDDAAA",
-		"GET /visits/start/{id}/events":       "RRDDDDAAD",
-		"GET /visits/call/{id}":               "RRDDDDAAD",
-		"POST /visits/start/{id}/messages":    "RRDDDDAAD",
+		"GET /visits/start/{id}":           "RRDDDDAAA",
+		"GET /visits/start/{id}/events":    "RRDDDDAAD",
+		"GET /visits/call/{id}":            "RRDDDDAAD",
+		"POST /visits/start/{id}/messages": "RRDDDDAAD",
 		// A booked visit's changes: the fixture's visit is an e-consult,
 		// so who may see it is let through to its refusal (only a booked
 		// visit has a calendar entry, or moves); its patient, its

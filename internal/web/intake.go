@@ -372,6 +372,15 @@ func (s *Server) book(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
+	// The times the patient chose from were in their browser's zone; a
+	// profile without a zone takes it, so the reminder emails (which have
+	// no browser) say the same times.
+	if zone, from := viewerZone(r, p.User); from == "browser" {
+		name := zone.String()
+		if _, err := s.app.UpdateMe(r.Context(), p, app.ProfileUpdate{Timezone: &name}); err != nil {
+			s.log.Warn("book: the browser's time zone was not saved to the profile", "err", err)
+		}
+	}
 	http.Redirect(w, r, "/visits/start/"+strconv.FormatInt(d.Visit.ID, 10), http.StatusSeeOther)
 	return nil
 }

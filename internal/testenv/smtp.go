@@ -1,0 +1,147 @@
+package testenv
+
+import (
+	"bufio"
+	"encoding/base64"
+	"io"
+	"mime/quotedprintable"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"teleclinic/internal/mail"
+)
+
+// SMTPServer is a mail server for tests: plain SMTP on a loopback port,
+// enough of RFC 5321 for the server's real sender (mail.SMTP) to deliver,
+// keeping each message it accepts.
+type SMTPServer struct {
+	Addr string
+	mu   sync.Mutex
+	msgs []Mail
+	got  chan struct{}
+}
+
+// Mail is a message the server accepted: its envelope recipient and its
+// data (headers and body as sent).
+type Mail struct {
+	To, Data string
+}
+
+// Text is the message's headers and its body decoded (quoted-printable or
+// base64, as the sender chose), so a test can look for the words sent.
+func (m Mail) Text() string {
+	head, body, _ := strings.Cut(m.Data, "\r\n\r\n")
+	lower := strings.ToLower(head)
+	switch {
+	case strings.Contains(lower, "content-transfer-encoding: quoted-printable"):
+		if b, err := io.ReadAll(quotedprintable.NewReader(strings.NewReader(body))); err == nil {
+			body = string(b)
+		}
+	case strings.Contains(lower, "content-transfer-encoding: base64"):
+		if b, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(body), "")); err == nil {
+			body = string(b)
+		}
+	}
+	return head + "\n\n" + strings.ReplaceAll(body, "\r\n", "\n")
+}
+
+// NewSMTPServer starts a mail server that lives as long as t.
+func NewSMTPServer(t testing.TB) *SMTPServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &SMTPServer{Addr: ln.Addr().String(), got: make(chan struct{}, 1)}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go s.serve(c)
+		}
+	}()
+	return s
+}
+
+// Sender is the server's real SMTP sender pointed at this server.
+func (s *SMTPServer) Sender() mail.Sender {
+	return &mail.SMTP{Addr: s.Addr, From: "clinic@teleclinic.test", TLS: mail.TLSNone}
+}
+
+// Mails are the messages accepted so far.
+func (s *SMTPServer) Mails() []Mail {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Mail(nil), s.msgs...)
+}
+
+// WaitFor waits up to EventWait for n messages in all, and returns them.
+func (s *SMTPServer) WaitFor(t testing.TB, n int) []Mail {
+	t.Helper()
+	deadline := time.After(EventWait)
+	for {
+		if ms := s.Mails(); len(ms) >= n {
+			return ms
+		}
+		select {
+		case <-s.got:
+		case <-deadline:
+			t.Fatalf("the mail server has %d messages, not %d, after %v", len(s.Mails()), n, EventWait)
+		}
+	}
+}
+
+func (s *SMTPServer) serve(c net.Conn) {
+	defer c.Close()
+	r := bufio.NewReader(c)
+	say := func(l string) { _, _ = c.Write([]byte(l + "\r\n")) }
+	say("220 mail.test ESMTP")
+	var to string
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return
+		}
+		cmd := strings.TrimRight(line, "\r\n")
+		switch up := strings.ToUpper(cmd); {
+		case strings.HasPrefix(up, "EHLO"):
+			say("250-mail.test")
+			say("250 8BITMIME")
+		case strings.HasPrefix(up, "RCPT TO:"):
+			to = strings.Trim(cmd[len("RCPT TO:"):], " <>")
+			say("250 ok")
+		case up == "DATA":
+			say("354 go ahead")
+			var b strings.Builder
+			for {
+				l, err := r.ReadString('\n')
+				if err != nil {
+					return
+				}
+				if l == ".\r\n" {
+					break
+				}
+				b.WriteString(l)
+			}
+			s.mu.Lock()
+			s.msgs = append(s.msgs, Mail{To: to, Data: b.String()})
+			s.mu.Unlock()
+			select {
+			case s.got <- struct{}{}:
+			default:
+			}
+			say("250 queued")
+		case up == "QUIT":
+			say("221 bye")
+			return
+		default:
+			say("250 ok")
+		}
+	}
+}

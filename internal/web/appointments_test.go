@@ -1,0 +1,261 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/testenv"
+)
+
+// apptScript is TestPortal_AppointmentDay's clinic: a room that takes
+// appointments with its rules set, slots two days ahead, a patient whose
+// browser is in New York, and what the steps learn.
+type apptScript struct {
+	f        *fixture
+	mail     *testenv.SMTPServer
+	pat      *browser
+	visit    int64
+	start    int64 // the booked time (09:00 UTC, then 09:30 after the move)
+	bookPath string
+}
+
+// zoneCookie gives the browser's time zone, as static/live.js does.
+func (b *browser) zone(name string) {
+	u, _ := url.Parse(b.base)
+	b.c.Jar.SetCookies(u, []*http.Cookie{{Name: "tz", Value: name, Path: "/"}})
+}
+
+// TestPortal_AppointmentDay: a booked visit's day on the portal. The
+// patient's New York browser sees every time in New York time and says
+// so; the calendar file holds the instant in UTC; the call opens ten
+// minutes before the start; the patient moves the visit within the
+// clinic's window and the old time opens again; one reminder arrives,
+// once, through a mail server, and none after the patient turns them off
+// or for the time the visit no longer has; after the window the patient
+// can no longer cancel online.
+func TestPortal_AppointmentDay(t *testing.T) {
+	mailer := testenv.NewSMTPServer(t)
+	f := newFixture(t, testenv.Options{Config: func(c *app.Config) { c.Mail = mailer.Sender() }})
+	bg := context.Background()
+	on, join, cancel, refund := true, 10, 24, 50
+	reminders := []int{24 * 60, 15}
+	if _, err := f.e.App.UpdateRoom(bg, f.admin(t), "main", app.RoomUpdate{AppointmentEnable: &on,
+		Appointments: &app.AppointmentPatch{JoinBeforeMinutes: &join, CancelHours: &cancel, RefundPercent: &refund, ReminderMinutes: &reminders}}); err != nil {
+		t.Fatal(err)
+	}
+	day := f.e.Clock.Now().Add(48 * time.Hour).UTC().Format("2006-01-02") // 2026-03-04, a Wednesday
+	if _, _, err := f.e.App.CreateSlots(bg, f.user(t, f.providerToken), app.SlotGroupInput{RoomCode: "main",
+		DateStart: day, DateEnd: day, TimeStart: "09:00", TimeEnd: "10:00", Timezone: "UTC", Duration: 30}); err != nil {
+		t.Fatal(err)
+	}
+	// The patient has an email address (set as the clinic's records would).
+	if _, err := f.e.Store.DB().Exec(f.e.Store.Rebind("UPDATE users SET email = ? WHERE code = ?"), "ada@example.com", "pat-1"); err != nil {
+		t.Fatal(err)
+	}
+	s := &apptScript{f: f, mail: mailer, pat: newBrowser(t, f.e)}
+	s.pat.zone("America/New_York")
+	f.redirectLogin(t, s.pat, f.p1Token, "/c/acme/main", nil)
+	testenv.Steps(t, []testenv.Step{
+		{Name: "OKBookInTheBrowsersZone", Run: s.book},
+		{Name: "OKTimesInTheViewersZone", Run: s.times},
+		{Name: "OKCalendarFile", Run: s.calendar},
+		{Name: "ErrCallNotOpenYet", Run: s.callClosed},
+		{Name: "OKMoveFreesTheOldTime", Run: s.move},
+		{Name: "OKOneReminderOnce", Run: s.reminder},
+		{Name: "OKRemindersOff", Run: s.remindersOff},
+		{Name: "OKCallOpens", Run: s.callOpens},
+		{Name: "ErrCancelAfterTheWindow", Run: s.lateCancel},
+	})
+}
+
+// The patient books 09:00 UTC from a list in New York time (04:00); the
+// profile, which had no zone, takes the browser's.
+func (s *apptScript) book(t *testing.T) {
+	pg := s.pat.post("/c/acme/main/intake", url.Values{"reason_for_visit": {"Follow-up"}, "terms": {"1"}, "kind": {"appointment"}})
+	if pg.Status != 303 || !strings.HasSuffix(pg.Location, "/book") {
+		t.Fatalf("intake: %d %s", pg.Status, pg.Location)
+	}
+	s.bookPath = pg.Location
+	list := s.pat.get(s.bookPath)
+	if !strings.Contains(list.Body, `aria-label="Book 04:00"`) || !strings.Contains(list.Body, "America/New_York") {
+		t.Fatalf("the times are not in New York time: %s", list.Body)
+	}
+	s.start = time.Date(2026, 3, 4, 9, 0, 0, 0, time.UTC).Unix()
+	d := visitFrom(t, s.f, s.pat.post(s.bookPath, url.Values{"slot_start": {itoa(s.start)}, "slot_end": {itoa(s.start + 1800)}}))
+	s.visit = d.Visit.ID
+	if d.Member.Timezone != "America/New_York" {
+		t.Errorf("the profile's zone after booking: %q", d.Member.Timezone)
+	}
+}
+
+// /visits puts the booked visit first with its time; the visit page says
+// its day and time and the zone; a browser that has not said its zone
+// (and a profile without one) is shown UTC, and told so.
+func (s *apptScript) times(t *testing.T) {
+	list := s.pat.get("/visits")
+	coming, _, _ := strings.Cut(list.Body, `id="past"`)
+	if !strings.Contains(coming, "Wed 4 Mar 2026, 04:00") || !strings.Contains(list.Body, "Times are in America/New_York") {
+		t.Fatalf("/visits: %s", list.Body)
+	}
+	if strings.Index(coming, "/visits/start/"+itoa(s.visit)) > strings.Index(coming, "/visits/start/"+itoa(s.f.visitID)) {
+		t.Errorf("the booked visit is not first among those coming up: %s", coming)
+	}
+	pg := s.pat.get("/visits/start/" + itoa(s.visit))
+	for _, want := range []string{"Wednesday 4 March 2026, 04:00", "04:30", "America/New_York", `datetime="2026-03-04T09:00:00Z"`, "Add to calendar", "Change the time", "Cancel this appointment", "Stop reminder emails"} {
+		if !strings.Contains(pg.Body, want) {
+			t.Errorf("the visit page has no %q", want)
+		}
+	}
+	// The provider, whose profile and browser name no zone.
+	prov := newBrowser(t, s.f.e)
+	s.f.redirectLogin(t, prov, s.f.providerToken, "/visits", nil)
+	if pg := prov.get("/visits/start/" + itoa(s.visit)); !strings.Contains(pg.Body, "Wednesday 4 March 2026, 09:00") || !strings.Contains(pg.Body, "(UTC)") || strings.Contains(pg.Body, "Cancel this appointment") {
+		t.Errorf("the provider's view of the visit: %s", pg.Body)
+	}
+}
+
+// The .ics holds the instant in UTC, whatever the viewer's zone; another
+// patient gets none.
+func (s *apptScript) calendar(t *testing.T) {
+	pg := s.pat.get("/visits/start/" + itoa(s.visit) + "/calendar.ics")
+	if pg.Status != 200 || !strings.HasPrefix(pg.Header.Get("Content-Type"), "text/calendar") {
+		t.Fatalf("calendar: %d %s", pg.Status, pg.Header.Get("Content-Type"))
+	}
+	for _, want := range []string{"BEGIN:VCALENDAR\r\n", "DTSTART:20260304T090000Z\r\n", "DTEND:20260304T093000Z\r\n", "URL:https://portal.teleclinic.test/visits/start/" + itoa(s.visit), "END:VCALENDAR\r\n"} {
+		if !strings.Contains(pg.Body, want) {
+			t.Errorf("the calendar file has no %q:\n%s", want, pg.Body)
+		}
+	}
+	other := newBrowser(t, s.f.e)
+	s.f.redirectLogin(t, other, s.f.p2Token, "/visits", nil)
+	if pg := other.get("/visits/start/" + itoa(s.visit) + "/calendar.ics"); pg.Status != 404 || strings.Contains(pg.Body, "VCALENDAR") {
+		t.Fatalf("another patient's calendar file: %d", pg.Status)
+	}
+}
+
+// Before the call opens, the page says when, in the viewer's zone, with
+// Join disabled, and a join is refused.
+func (s *apptScript) callClosed(t *testing.T) {
+	pg := s.pat.get("/visits/start/" + itoa(s.visit))
+	if !strings.Contains(pg.Body, `id="call-join" disabled`) || !strings.Contains(pg.Body, "The call opens at <time datetime=\"2026-03-04T08:50:00Z\">03:50</time>") {
+		t.Fatalf("the call part before it opens: %s", pg.Body)
+	}
+	if pg := s.pat.postJSON("/visits/start/"+itoa(s.visit)+"/call/join", "{}"); pg.Status != 409 || !strings.Contains(pg.Body, "opens at 2026-03-04 08:50 UTC") {
+		t.Fatalf("an early join: %d %s", pg.Status, pg.Body)
+	}
+}
+
+// The patient moves the visit to 09:30: 09:00 is open again for others.
+func (s *apptScript) move(t *testing.T) {
+	path := "/visits/start/" + itoa(s.visit) + "/reschedule"
+	list := s.pat.get(path)
+	if list.Status != 200 || !strings.Contains(list.Body, `aria-label="Book 04:30"`) || strings.Contains(list.Body, `aria-label="Book 04:00"`) {
+		t.Fatalf("the times to move to: %d %s", list.Status, list.Body)
+	}
+	old := s.start
+	s.start += 1800
+	pg := s.pat.post(path, url.Values{"slot_start": {itoa(s.start)}, "slot_end": {itoa(s.start + 1800)}})
+	if pg.Status != 303 || !strings.HasSuffix(pg.Location, "?notice=moved") {
+		t.Fatalf("move: %d %s %s", pg.Status, pg.Location, pg.Body)
+	}
+	d, err := s.f.e.App.GetVisit(context.Background(), s.f.admin(t), s.visit, false)
+	if err != nil || d.Visit.Start != s.start || d.Visit.End != s.start+1800 {
+		t.Fatalf("after the move: %+v %v", d.Visit, err)
+	}
+	if pg := s.pat.get(pg.Location); !strings.Contains(pg.Body, "Your appointment has its new time") || !strings.Contains(pg.Body, "04:30") {
+		t.Errorf("the page after the move: %s", pg.Body)
+	}
+	av, err := s.f.e.App.Availability(context.Background(), s.f.user(t, s.f.p2Token), app.AvailabilityQuery{RoomCode: "main", Start: old, End: old + 3600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := map[int64]bool{}
+	for _, sl := range av.Slots {
+		free[sl.Slot.Start] = sl.Available
+	}
+	if !free[old] || free[s.start] {
+		t.Fatalf("after the move, open: %v (want %d open, %d taken)", free, old, s.start)
+	}
+}
+
+// A day before the new time one reminder goes out, with the visit's link
+// and its time in the patient's zone; the reminder of the old time is
+// not sent; another pass sends nothing more.
+func (s *apptScript) reminder(t *testing.T) {
+	s.f.e.Clock.Advance(time.Unix(s.start-24*3600+60, 0).Sub(s.f.e.Clock.Now()))
+	s.f.e.App.DeliverReminders(context.Background())
+	s.f.e.App.DeliverReminders(context.Background())
+	got := s.mail.Mails()
+	if len(got) != 1 {
+		t.Fatalf("%d reminders, want 1: %+v", len(got), got)
+	}
+	text := got[0].Text()
+	for _, want := range []string{"Subject: Acme Clinic: your visit tomorrow", "Wednesday 4 March 2026, 04:30 (America/New_York)", "https://portal.teleclinic.test/visits/start/" + itoa(s.visit)} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the reminder has no %q:\n%s", want, text)
+		}
+	}
+	if got[0].To != "ada@example.com" {
+		t.Errorf("the reminder went to %q", got[0].To)
+	}
+}
+
+// signInAgain gives the patient a fresh session after the clock moved
+// past the last one's idle time.
+func (s *apptScript) signInAgain(t *testing.T) {
+	t.Helper()
+	s.pat = newBrowser(t, s.f.e)
+	s.pat.zone("America/New_York")
+	s.f.redirectLogin(t, s.pat, s.f.sso(t, clinic.UserMember, "pat-1", "Ada", "Lovelace"), "/visits", nil)
+}
+
+// Turned off, the 15-minute reminder is not sent.
+func (s *apptScript) remindersOff(t *testing.T) {
+	s.signInAgain(t)
+	pg := s.pat.post("/visits/start/"+itoa(s.visit)+"/reminders", url.Values{"on": {"0"}})
+	if pg.Status != 303 || !strings.HasSuffix(pg.Location, "notice=remind-off") {
+		t.Fatalf("reminders off: %d %s", pg.Status, pg.Location)
+	}
+	if pg := s.pat.get(pg.Location); !strings.Contains(pg.Body, "Email me reminders") {
+		t.Errorf("the page does not offer them back: %s", pg.Body)
+	}
+	s.f.e.Clock.Advance(time.Unix(s.start-15*60+10, 0).Sub(s.f.e.Clock.Now()))
+	s.f.e.App.DeliverReminders(context.Background())
+	if n := len(s.mail.Mails()); n != 1 {
+		t.Fatalf("%d reminders after turning them off, want the 1 sent before", n)
+	}
+}
+
+// Ten minutes before the start the call opens.
+func (s *apptScript) callOpens(t *testing.T) {
+	s.f.e.Clock.Advance(time.Unix(s.start-10*60, 0).Sub(s.f.e.Clock.Now()))
+	s.signInAgain(t)
+	if pg := s.pat.get("/visits/start/" + itoa(s.visit)); strings.Contains(pg.Body, `id="call-join" disabled`) {
+		t.Errorf("Join is still disabled when the call opens")
+	}
+	if pg, _ := s.pat.join(t, s.f); pg.Status != 200 {
+		t.Fatalf("join when the call opens: %d %s", pg.Status, pg.Body)
+	}
+}
+
+// Within 24 hours of the start, the patient cannot cancel online (the
+// page says so, and PUT /visits/delete is refused alike); the clinic can.
+func (s *apptScript) lateCancel(t *testing.T) {
+	pg := s.pat.get("/visits/start/" + itoa(s.visit))
+	if strings.Contains(pg.Body, "Cancel this appointment") || !strings.Contains(pg.Body, "can no longer be changed online") {
+		t.Errorf("the page offers a late cancel: %s", pg.Body)
+	}
+	if pg := s.pat.post("/visits/start/"+itoa(s.visit)+"/cancel", nil); pg.Status != 409 || !strings.Contains(pg.Body, "24 hours") {
+		t.Fatalf("a late cancel: %d %s", pg.Status, pg.Body)
+	}
+	d, err := s.f.e.App.MoveVisit(context.Background(), s.f.admin(t), s.visit, app.ActCancel, app.MoveInput{})
+	if err != nil || d.Visit.Status != clinic.VisitCancelled {
+		t.Fatalf("the clinic cancels: %v", err)
+	}
+}
