@@ -320,7 +320,7 @@ type Visit struct {
 	Meeting      Meeting
 	Created      int64
 	Modified     int64
-	MessageCount int // messages in its thread; every place up to it is taken
+	MessageCount int  // messages in its thread; every place up to it is taken
 	RemindersOff bool // the patient turned its reminder emails off
 }
 
