@@ -113,7 +113,7 @@ func (a *App) Reschedule(ctx context.Context, p *clinic.Principal, id int64, in 
 	if err != nil {
 		return nil, fmt.Errorf("reschedule: %w", err)
 	}
-	chain, anyBooked := pickChain(slots, in.SlotStart, in.SlotEnd)
+	chain, anyBooked := pickChain(slots, in.SlotStart, in.SlotEnd, v.IntakeID, a.Unix())
 	if chain == nil {
 		if anyBooked {
 			return nil, clinic.Errorf(clinic.EConflict, "That time is already booked.")
@@ -137,7 +137,7 @@ func (a *App) Reschedule(ctx context.Context, p *clinic.Principal, id int64, in 
 			return err
 		}
 		for _, s := range chain {
-			won, err := q.BookSlot(ctx, p.Account.ID, s.ID, v.ID, now)
+			won, err := q.BookSlot(ctx, p.Account.ID, s.ID, v.ID, v.IntakeID, now)
 			if err != nil {
 				return err
 			}

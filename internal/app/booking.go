@@ -87,21 +87,21 @@ func (a *App) Availability(ctx context.Context, p *clinic.Principal, in Availabi
 	if err != nil {
 		return nil, err
 	}
-	slots := v.Slots
+	slots, now := v.Slots, a.Unix()
 	out := &Availability{Groups: v.Groups, Slots: []AvailSlot{}}
 	for i, s := range slots {
 		if in.Location != "" && !servesState(v.Providers[s.ProviderID], in.Location) {
 			continue
 		}
 		out.Slots = append(out.Slots, AvailSlot{Slot: s, Booked: s.Status == clinic.SlotBooked,
-			Available: s.Status == clinic.SlotOpen && s.Start > a.Unix() && covers(slots, i, need)})
+			Available: s.FreeFor(in.IntakeID, now) && s.Start > now && covers(slots, i, need, in.IntakeID, now)})
 	}
 	return out, nil
 }
 
-// covers reports whether slots[i] and the same provider's back-to-back open
-// slots after it last at least need seconds.
-func covers(slots []clinic.Slot, i int, need int64) bool {
+// covers reports whether slots[i] and the same provider's back-to-back
+// slots after it, free for intake, last at least need seconds.
+func covers(slots []clinic.Slot, i int, need, intake, now int64) bool {
 	s := slots[i]
 	end := s.End
 	for j := i + 1; end-s.Start < need && j < len(slots); j++ {
@@ -109,7 +109,7 @@ func covers(slots []clinic.Slot, i int, need int64) bool {
 		if n.ProviderID != s.ProviderID {
 			continue
 		}
-		if n.Start != end || n.Status != clinic.SlotOpen {
+		if n.Start != end || !n.FreeFor(intake, now) {
 			break
 		}
 		end = n.End
@@ -133,53 +133,9 @@ type BookInput struct {
 // any number of concurrent bookings of a slot — in one process or several —
 // exactly one gets a visit and the others a 409.
 func (a *App) Book(ctx context.Context, p *clinic.Principal, in BookInput) (*VisitDetail, error) {
-	if err := RequireUser(p); err != nil {
-		return nil, err
-	}
-	if in.SlotStart <= 0 || in.SlotEnd <= in.SlotStart || in.RoomCode == "" || in.Type == "" || in.IntakeID == 0 {
-		return nil, clinic.Errorf(clinic.EInvalid, "slot_start, slot_end (after slot_start), room_code, type and intake_id are required.")
-	}
-	if in.Type != "2" {
-		return nil, clinic.Errorf(clinic.EInvalid, "type must be 2 (scheduling).")
-	}
-	it, r, err := a.visitIntake(ctx, p, in.IntakeID, in.RoomCode)
+	it, r, chain, err := a.bookingChain(ctx, p, in)
 	if err != nil {
 		return nil, err
-	}
-	if !r.Settings.AppointmentEnabled {
-		return nil, clinic.Errorf(clinic.EInvalid, "Room '%s' does not take appointments.", r.Code)
-	}
-	if in.MemberRef != "" && in.MemberRef != i64s(it.MemberID) {
-		if m, err := a.store.Read().UserByCode(ctx, p.Account.ID, in.MemberRef); err != nil || m.ID != it.MemberID {
-			return nil, clinic.Errorf(clinic.EInvalid, "member_id does not match the intake's patient.")
-		}
-	}
-	if in.SlotStart <= a.Unix() {
-		return nil, clinic.Errorf(clinic.EInvalid, "That slot has already started.")
-	}
-	f := store.SlotFilter{AccountID: p.Account.ID, RoomID: r.ID, From: in.SlotStart, To: in.SlotEnd, Limit: MaxSlotList}
-	provider := in.ProviderID
-	if provider == 0 {
-		provider = it.ProviderID
-	}
-	if provider != 0 {
-		prov, err := a.ProviderByID(ctx, p, provider)
-		if err != nil {
-			return nil, err
-		}
-		f.ProviderIDs = []int64{prov.ID}
-	}
-	slots, err := a.store.Read().ListSlots(ctx, f)
-	if err != nil {
-		return nil, fmt.Errorf("book: %w", err)
-	}
-	chain, anyBooked := pickChain(slots, in.SlotStart, in.SlotEnd)
-	if chain == nil {
-		if anyBooked {
-			return nil, clinic.Errorf(clinic.EConflict, "That time is already booked.")
-		}
-		return nil, clinic.Errorf(clinic.EInvalid, "No slot of room '%s' runs from %s to %s.", r.Code,
-			time.Unix(in.SlotStart, 0).UTC().Format(time.RFC3339), time.Unix(in.SlotEnd, 0).UTC().Format(time.RFC3339))
 	}
 	v := a.newVisit(p, it, r, clinic.KindAppointment, clinic.VisitVideo, chain[0].ProviderID)
 	v.Start, v.End, v.SlotID = in.SlotStart, in.SlotEnd, chain[0].ID
@@ -189,7 +145,7 @@ func (a *App) Book(ctx context.Context, p *clinic.Principal, in BookInput) (*Vis
 			return err
 		}
 		for _, s := range chain { // ascending ids: concurrent bookings lock in one order
-			won, err := q.BookSlot(ctx, p.Account.ID, s.ID, v.ID, v.Created)
+			won, err := q.BookSlot(ctx, p.Account.ID, s.ID, v.ID, it.ID, v.Created)
 			if err != nil {
 				return err
 			}
@@ -205,10 +161,105 @@ func (a *App) Book(ctx context.Context, p *clinic.Principal, in BookInput) (*Vis
 	return a.visitDetail(ctx, p, v)
 }
 
+// bookingChain checks a booking (or a hold) of in and finds the slots it
+// would take: the intake, its room and the chain of slots, free for the
+// intake now.
+func (a *App) bookingChain(ctx context.Context, p *clinic.Principal, in BookInput) (*clinic.Intake, *clinic.Room, []clinic.Slot, error) {
+	if err := RequireUser(p); err != nil {
+		return nil, nil, nil, err
+	}
+	if in.SlotStart <= 0 || in.SlotEnd <= in.SlotStart || in.RoomCode == "" || in.Type == "" || in.IntakeID == 0 {
+		return nil, nil, nil, clinic.Errorf(clinic.EInvalid, "slot_start, slot_end (after slot_start), room_code, type and intake_id are required.")
+	}
+	if in.Type != "2" {
+		return nil, nil, nil, clinic.Errorf(clinic.EInvalid, "type must be 2 (scheduling).")
+	}
+	it, r, err := a.visitIntake(ctx, p, in.IntakeID, in.RoomCode)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if !r.Settings.AppointmentEnabled {
+		return nil, nil, nil, clinic.Errorf(clinic.EInvalid, "Room '%s' does not take appointments.", r.Code)
+	}
+	if in.MemberRef != "" && in.MemberRef != i64s(it.MemberID) {
+		if m, err := a.store.Read().UserByCode(ctx, p.Account.ID, in.MemberRef); err != nil || m.ID != it.MemberID {
+			return nil, nil, nil, clinic.Errorf(clinic.EInvalid, "member_id does not match the intake's patient.")
+		}
+	}
+	if in.SlotStart <= a.Unix() {
+		return nil, nil, nil, clinic.Errorf(clinic.EInvalid, "That slot has already started.")
+	}
+	f := store.SlotFilter{AccountID: p.Account.ID, RoomID: r.ID, From: in.SlotStart, To: in.SlotEnd, Limit: MaxSlotList}
+	provider := in.ProviderID
+	if provider == 0 {
+		provider = it.ProviderID
+	}
+	if provider != 0 {
+		prov, err := a.ProviderByID(ctx, p, provider)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		f.ProviderIDs = []int64{prov.ID}
+	}
+	slots, err := a.store.Read().ListSlots(ctx, f)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("book: %w", err)
+	}
+	chain, anyBooked := pickChain(slots, in.SlotStart, in.SlotEnd, it.ID, a.Unix())
+	if chain == nil {
+		if anyBooked {
+			return nil, nil, nil, clinic.Errorf(clinic.EConflict, "That time is already booked.")
+		}
+		return nil, nil, nil, clinic.Errorf(clinic.EInvalid, "No slot of room '%s' runs from %s to %s.", r.Code,
+			time.Unix(in.SlotStart, 0).UTC().Format(time.RFC3339), time.Unix(in.SlotEnd, 0).UTC().Format(time.RFC3339))
+	}
+	return it, r, chain, nil
+}
+
+// HoldTTL is how long a time stays held for a patient who is paying for it.
+const HoldTTL = 10 * time.Minute
+
+// Hold is a time held for an intake until Until.
+type Hold struct {
+	Start, End, ProviderID, Until int64
+}
+
+// HoldTime holds the slots of a booking for the intake's patient while they
+// pay (HoldTTL, renewed by holding again): no one else books them
+// meanwhile, and a payment is taken only for a held time. Holding a time
+// gives back any other the intake held.
+func (a *App) HoldTime(ctx context.Context, p *clinic.Principal, in BookInput) (*Hold, error) {
+	it, _, chain, err := a.bookingChain(ctx, p, in)
+	if err != nil {
+		return nil, err
+	}
+	now := a.Unix()
+	until := now + int64(HoldTTL/time.Second)
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		if err := q.ReleaseHolds(ctx, p.Account.ID, it.ID, now); err != nil {
+			return err
+		}
+		for _, s := range chain {
+			held, err := q.HoldSlot(ctx, p.Account.ID, s.ID, it.ID, until, now)
+			if err != nil {
+				return err
+			}
+			if !held {
+				return clinic.Errorf(clinic.EConflict, "That time was just taken by someone else.")
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, StoreErr("hold", err, "")
+	}
+	return &Hold{Start: in.SlotStart, End: in.SlotEnd, ProviderID: chain[0].ProviderID, Until: until}, nil
+}
+
 // pickChain finds one provider's slots that run back to back from start to
-// end. It prefers open ones and reports whether a matching chain exists but
-// is booked.
-func pickChain(slots []clinic.Slot, start, end int64) (chain []clinic.Slot, anyBooked bool) {
+// end, free for intake at now (open, and held by no other intake). It
+// reports whether a matching chain exists but is booked or held.
+func pickChain(slots []clinic.Slot, start, end, intake, now int64) (chain []clinic.Slot, anyBooked bool) {
 	for i, s := range slots {
 		if s.Start != start {
 			continue
@@ -224,7 +275,7 @@ func pickChain(slots []clinic.Slot, start, end int64) (chain []clinic.Slot, anyB
 		if at != end {
 			continue
 		}
-		if slices.ContainsFunc(c, func(x clinic.Slot) bool { return x.Status != clinic.SlotOpen }) {
+		if slices.ContainsFunc(c, func(x clinic.Slot) bool { return !x.FreeFor(intake, now) }) {
 			anyBooked = true
 			continue
 		}

@@ -438,6 +438,12 @@ func permRows(f *permFixture) map[string]permRow {
 			return one(a.ListVisits(ctx, p, app.VisitQuery{}))
 		}},
 		"ProviderDashboard": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.ProviderDashboard(ctx, p)) }},
+		"HoldTime": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.HoldTime(ctx, p, app.BookInput{SlotStart: 1, SlotEnd: 2, RoomCode: "main", Type: "2", IntakeID: f.intakeID}))
+		}},
+		"RefundUnbooked": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(b.RefundUnbooked(ctx, p, f.intakeID))
+		}},
 		"Reschedule": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.Reschedule(ctx, p, f.visitID, app.RescheduleInput{SlotStart: 1, SlotEnd: 2}))
 		}},

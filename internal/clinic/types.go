@@ -395,6 +395,15 @@ type Slot struct {
 	VisitID    int64
 	Created    int64
 	Modified   int64
+	// HeldBy is the intake an open slot is held for until HeldUntil,
+	// while its patient pays.
+	HeldBy, HeldUntil int64
+}
+
+// FreeFor says whether the slot may be booked at now for intake: open,
+// and held by no other intake.
+func (s *Slot) FreeFor(intake, now int64) bool {
+	return s.Status == SlotOpen && (s.HeldUntil <= now || s.HeldBy == intake)
 }
 
 // Recording is a recorded call of a visit.

@@ -61,7 +61,7 @@ func (q *Q) SlotGroupsByID(ctx context.Context, accountID int64, ids []int64) (m
 	return out, q.d.translate(rows.Err())
 }
 
-const slotCols = "s.id, s.account_id, s.provider_id, s.room_id, s.group_id, s.starts_at, s.ends_at, s.status, s.visit_id, s.created, s.modified"
+const slotCols = "s.id, s.account_id, s.provider_id, s.room_id, s.group_id, s.starts_at, s.ends_at, s.status, s.visit_id, s.created, s.modified, s.held_by, s.held_until"
 
 func (q *Q) slots(ctx context.Context, query string, args ...any) ([]clinic.Slot, error) {
 	rows, err := q.query(ctx, query, args...)
@@ -72,7 +72,7 @@ func (q *Q) slots(ctx context.Context, query string, args ...any) ([]clinic.Slot
 	out := []clinic.Slot{}
 	for rows.Next() {
 		var s clinic.Slot
-		if err := rows.Scan(&s.ID, &s.AccountID, &s.ProviderID, &s.RoomID, &s.GroupID, &s.Start, &s.End, &s.Status, &s.VisitID, &s.Created, &s.Modified); err != nil {
+		if err := rows.Scan(&s.ID, &s.AccountID, &s.ProviderID, &s.RoomID, &s.GroupID, &s.Start, &s.End, &s.Status, &s.VisitID, &s.Created, &s.Modified, &s.HeldBy, &s.HeldUntil); err != nil {
 			return nil, q.d.translate(err)
 		}
 		out = append(out, s)
@@ -137,12 +137,29 @@ func (q *Q) SlotByID(ctx context.Context, accountID, id int64) (*clinic.Slot, er
 	return &ss[0], nil
 }
 
-// BookSlot books an open slot for a visit; false when it is not open any
-// more (another booking won).
-func (q *Q) BookSlot(ctx context.Context, accountID, slotID, visitID, now int64) (bool, error) {
-	n, err := q.affected(ctx, "UPDATE slots SET status = ?, visit_id = ?, modified = ? WHERE account_id = ? AND id = ? AND status = ?",
-		clinic.SlotBooked, visitID, now, accountID, slotID, clinic.SlotOpen)
+// BookSlot books an open slot for a visit of intake; false when it is not
+// open any more (another booking won) or another intake holds it.
+func (q *Q) BookSlot(ctx context.Context, accountID, slotID, visitID, intakeID, now int64) (bool, error) {
+	n, err := q.affected(ctx, `UPDATE slots SET status = ?, visit_id = ?, held_by = 0, held_until = 0, modified = ?
+		WHERE account_id = ? AND id = ? AND status = ? AND (held_until <= ? OR held_by = ?)`,
+		clinic.SlotBooked, visitID, now, accountID, slotID, clinic.SlotOpen, now, intakeID)
 	return n == 1, err
+}
+
+// HoldSlot holds an open slot for intake until until, unless another
+// intake holds it; it reports whether the hold is the intake's.
+func (q *Q) HoldSlot(ctx context.Context, accountID, slotID, intakeID, until, now int64) (bool, error) {
+	n, err := q.affected(ctx, `UPDATE slots SET held_by = ?, held_until = ?, modified = ?
+		WHERE account_id = ? AND id = ? AND status = ? AND (held_until <= ? OR held_by = ?)`,
+		intakeID, until, now, accountID, slotID, clinic.SlotOpen, now, intakeID)
+	return n == 1, err
+}
+
+// ReleaseHolds gives back the open slots intake holds.
+func (q *Q) ReleaseHolds(ctx context.Context, accountID, intakeID, now int64) error {
+	_, err := q.exec(ctx, "UPDATE slots SET held_by = 0, held_until = 0, modified = ? WHERE account_id = ? AND held_by = ? AND status = ?",
+		now, accountID, intakeID, clinic.SlotOpen)
+	return err
 }
 
 // FreeVisitSlots reopens the slots a cancelled visit held.

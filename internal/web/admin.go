@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/app/billing"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/edge"
 )
@@ -47,6 +48,15 @@ type adminRoom struct {
 	Providers           int
 }
 
+// adminPayment is an invoice as the admin's payments list shows it.
+type adminPayment struct {
+	ID                       int64
+	Created                  int64
+	Status, Amount, Refunded string
+	Refundable               bool
+	VisitID                  int64
+}
+
 type adminPage struct {
 	Clinic     string
 	Rooms      []adminRoom
@@ -55,6 +65,7 @@ type adminPage struct {
 	// Shown is a secret or credential shown once, just after it was made.
 	Shown, ShownWhat string
 	Deliveries       []*app.WebhookDelivery
+	Payments         []adminPayment
 	Audit            []clinic.AuditEntry
 	Filter           app.AuditQuery
 	FilterUser       string
@@ -70,6 +81,7 @@ func (s *Server) admin(w http.ResponseWriter, r *http.Request) error {
 
 var noticeWords = map[string]string{
 	"room": "The room was saved.", "webhook": "The webhook was saved.", "redeliver": "The delivery is queued to be sent again.",
+	"refund": "The payment was refunded to the patient's card.",
 }
 
 func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, page adminPage) error {
@@ -93,6 +105,18 @@ func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, p
 	}
 	if page.Deliveries, err = s.app.WebhookDeliveries(ctx, p, 0, 20); err != nil {
 		return err
+	}
+	invs, err := s.billing.Invoices(ctx, p, billing.InvoiceQuery{Limit: 20})
+	if err != nil {
+		return err
+	}
+	for _, inv := range invs {
+		pay := adminPayment{ID: inv.ID, Created: inv.Created, Status: inv.Status, Amount: money(inv.AmountDue, inv.Currency),
+			Refundable: inv.Status == billing.InvoicePaid && inv.ChargeRef != ""}
+		if inv.Refunded > 0 {
+			pay.Refunded = money(inv.Refunded, inv.Currency)
+		}
+		page.Payments = append(page.Payments, pay)
 	}
 	q := r.URL.Query()
 	page.Filter = app.AuditQuery{Action: strings.TrimSpace(q.Get("action")), ObjectType: strings.TrimSpace(q.Get("object_type")),
@@ -283,3 +307,24 @@ func (s *Server) adminRotate(w http.ResponseWriter, r *http.Request) error {
 }
 
 type rotatedPage struct{ Clinic, Token string }
+
+// adminRefund is POST /admin/payments/{id}/refund: the whole payment back
+// to the patient's card (POST /billing/invoices/{id}/refund).
+func (s *Server) adminRefund(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.principal(r)
+	if err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return clinic.Errorf(clinic.ENotFound, "Payment not found.")
+	}
+	if _, err := s.billing.RefundInvoice(r.Context(), p, id, ""); err != nil {
+		if status, msg, ok := refused(err, clinic.EInvalid, clinic.EConflict, clinic.ENotFound, clinic.EPayment, clinic.EUnavailable); ok {
+			return s.showAdmin(w, r, status, adminPage{Error: msg})
+		}
+		return err
+	}
+	http.Redirect(w, r, "/admin?done=refund#payments", http.StatusSeeOther)
+	return nil
+}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"teleclinic/internal/app"
@@ -586,10 +588,12 @@ func TestBrowser_StripeElements(t *testing.T) {
 	}
 }
 
-// TestBrowser_PaidAppointment: a patient books a paid appointment in a
-// browser — the room's form, the sandbox payment, an open time — and the
-// provider opens the patient's chart from the dashboard; each page passes
-// the accessibility check.
+// TestBrowser_PaidAppointment: a patient whose browser is in New York
+// books a paid appointment — the room's form, an open time (in New York
+// time, saying so), the sandbox payment while the time is held — and sees
+// its time in New York time on the visit page, whose calendar file holds
+// the instant in UTC; the provider opens the patient's chart from the
+// dashboard; each page passes the accessibility check.
 func TestBrowser_PaidAppointment(t *testing.T) {
 	browser := chrome(t)
 	f := newFixture(t)
@@ -606,30 +610,44 @@ func TestBrowser_PaidAppointment(t *testing.T) {
 		t.Fatal(err)
 	}
 	patient := separate(t, browser)
-	err := chromedp.Do(patient,
+	inNewYork := chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "America/New_York"})
+		return err
+	})
+	browserStep(t, patient, "the patient fills the room's form in New York",
+		inNewYork,
 		chromedp.Navigate(f.e.URL+"/auth?sso_token="+f.p2Token+"&next=/c/acme/main"),
 		chromedp.WaitVisible(chromedp.CSS("#reason")),
 		chromedp.SendKeys(chromedp.CSS("#reason"), "A follow-up"),
 		chromedp.Click(chromedp.CSS(`input[name="terms"]`)),
 		chromedp.Click(chromedp.Search(`//button[normalize-space()="Choose a time"]`)),
-		chromedp.WaitVisible(chromedp.Search(`//button[starts-with(normalize-space(), "Pay")]`)))
-	if err != nil {
-		t.Fatalf("patient: %v", err)
-	}
-	checkA11y(t, patient, "payment (sandbox)")
-	err = chromedp.Do(patient,
-		chromedp.Click(chromedp.Search(`//button[normalize-space()="Pay 25.00 USD"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`button[aria-label="Book 09:30"]`)))
-	if err != nil {
-		t.Fatalf("patient: %v", err)
-	}
+		// 09:30 UTC is 04:30 in New York (before its summer time).
+		chromedp.WaitVisible(chromedp.CSS(`button[aria-label="Book 04:30"]`)))
+	waitText(t, patient, "main", "Times are in America/New_York")
 	checkA11y(t, patient, "open times")
-	err = chromedp.Do(patient,
-		chromedp.Click(chromedp.CSS(`button[aria-label="Book 09:30"]`)),
+	browserStep(t, patient, "the patient chooses 04:30 and sees it held",
+		chromedp.Click(chromedp.CSS(`button[aria-label="Book 04:30"]`)),
+		chromedp.WaitVisible(chromedp.Search(`//button[normalize-space()="Pay 25.00 USD"]`)))
+	waitText(t, patient, "main", "held for you until")
+	waitText(t, patient, ".facts", "Wednesday 4 March 2026, 04:30")
+	checkA11y(t, patient, "payment of a held time (sandbox)")
+	screenshot(t, patient, "pay-held-time")
+	browserStep(t, patient, "the patient pays",
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Pay 25.00 USD"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#content")))
-	if err != nil {
-		t.Fatalf("patient: %v", err)
+	waitText(t, patient, ".booked", "Wednesday 4 March 2026, 04:30")
+	waitText(t, patient, ".booked", "America/New_York")
+	waitText(t, patient, ".booked", "Paid 25.00 USD")
+	checkA11y(t, patient, "a booked visit")
+	screenshot(t, patient, "visit-booked")
+	ics, err := chromedp.Run(patient, chromedp.Evaluate[string](`fetch(document.querySelector('a[href$="calendar.ics"]').href).then(function (r) { return r.text(); })`, chromedp.EvalAwaitPromise))
+	if err != nil || !strings.Contains(ics, "DTSTART:20260304T093000Z") {
+		t.Fatalf("the calendar file: %v\n%s", err, ics)
 	}
+	browserStep(t, patient, "the patient's visits", chromedp.Navigate(f.e.URL+"/visits"), chromedp.WaitVisible(chromedp.CSS("#coming")))
+	waitText(t, patient, "main", "Wed 4 Mar 2026, 04:30")
+	checkA11y(t, patient, "visits")
+	screenshot(t, patient, "visits")
 	p2 := f.user(t, f.p2Token)
 	vs, err := f.e.App.ListVisits(bg, p2, app.VisitQuery{})
 	if err != nil || len(vs) != 1 || vs[0].Visit.Kind != clinic.KindAppointment ||

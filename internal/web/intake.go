@@ -130,19 +130,22 @@ func (s *Server) nextStep(w http.ResponseWriter, r *http.Request, p *clinic.Prin
 	ctx := r.Context()
 	account, room := r.PathValue("account_code"), r.PathValue("room_code")
 	step := roomBase(account, room) + "/intake/" + strconv.FormatInt(intakeID, 10)
-	bill, err := s.billing.ProcessInvoice(ctx, p, billing.InvoiceInput{IntakeID: intakeID})
-	if err != nil && clinic.ErrorCode(err) != clinic.EInvalid { // a room with nothing to bill
+	// A booked visit's time comes first: it is held while the patient
+	// pays (book), so nothing is charged for a time that is not theirs.
+	if kind == kindAppointment {
+		http.Redirect(w, r, step+"/book", http.StatusSeeOther)
+		return nil
+	}
+	due, err := s.paymentDue(r, p, intakeID)
+	if err != nil {
 		return err
 	}
-	if err == nil && bill.AmountDue > 0 && (bill.Invoice == nil || bill.Invoice.Status != billing.InvoicePaid) {
+	if due {
 		http.Redirect(w, r, step+"/pay?kind="+url.QueryEscape(kind), http.StatusSeeOther)
 		return nil
 	}
 	var d *app.VisitDetail
 	switch kind {
-	case kindAppointment:
-		http.Redirect(w, r, step+"/book", http.StatusSeeOther)
-		return nil
 	case kindEconsult:
 		d, err = s.app.AddEconsult(ctx, p, intakeID, room)
 	default:
@@ -153,6 +156,19 @@ func (s *Server) nextStep(w http.ResponseWriter, r *http.Request, p *clinic.Prin
 	}
 	http.Redirect(w, r, "/visits/start/"+strconv.FormatInt(d.Visit.ID, 10), http.StatusSeeOther)
 	return nil
+}
+
+// paymentDue says whether the intake's consultation has a price not yet
+// paid.
+func (s *Server) paymentDue(r *http.Request, p *clinic.Principal, intakeID int64) (bool, error) {
+	bill, err := s.billing.ProcessInvoice(r.Context(), p, billing.InvoiceInput{IntakeID: intakeID})
+	if clinic.ErrorCode(err) == clinic.EInvalid { // a room with nothing to bill
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return bill.AmountDue > 0 && (bill.Invoice == nil || bill.Invoice.Status != billing.InvoicePaid), nil
 }
 
 // intakeStep is the signed-in caller and the path's intake, for a step
@@ -182,6 +198,8 @@ type payPage struct {
 	// with Stripe: the page mounts Stripe's card field (Stripe Elements).
 	StripeJS, PublishableKey string
 	Error                    string
+	// Held is the time held for an appointment while the patient pays.
+	Held *app.Hold
 }
 
 type testCard struct{ Token, Label string }
@@ -234,6 +252,17 @@ func (s *Server) showPay(w http.ResponseWriter, r *http.Request, status int, msg
 			"default-src 'self'", "default-src 'self'; frame-src "+origin+"; connect-src 'self' https://api.stripe.com "+origin,
 		).Replace(pageCSP))
 	}
+	if kind == kindAppointment {
+		// The time is held again for as long as the page is open to pay.
+		h, err := s.app.HoldTime(ctx, p, heldBooking(r, id))
+		if err != nil {
+			if status, msg, ok := refused(err, clinic.EConflict, clinic.EInvalid); ok {
+				return s.showBook(w, r, status, msg+" Choose a time first; nothing has been charged.")
+			}
+			return err
+		}
+		page.Held = h
+	}
 	if bill.Discount > 0 {
 		page.Discount = money(bill.Discount, bill.Currency)
 	}
@@ -271,6 +300,16 @@ func (s *Server) payNow(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
+	kind := r.PostFormValue("kind")
+	if kind == kindAppointment {
+		// No charge without the time held for this patient.
+		if _, err := s.app.HoldTime(ctx, p, heldBooking(r, id)); err != nil {
+			if status, msg, ok := refused(err, clinic.EConflict, clinic.EInvalid); ok {
+				return s.showBook(w, r, status, msg+" Choose another time; nothing has been charged.")
+			}
+			return err
+		}
+	}
 	src, err := s.billing.AddSource(ctx, p, billing.SourceInput{RoomCode: r.PathValue("room_code")}, "card", token)
 	if err != nil {
 		return refuse(err)
@@ -282,7 +321,39 @@ func (s *Server) payNow(w http.ResponseWriter, r *http.Request) error {
 	if bill.Invoice == nil || bill.Invoice.Status != billing.InvoicePaid {
 		return s.showPay(w, r, http.StatusPaymentRequired, "The payment did not go through. Try another card.")
 	}
-	return s.nextStep(w, r, p, id, r.PostFormValue("kind"))
+	if kind == kindAppointment {
+		return s.bookPaid(w, r, p, id)
+	}
+	return s.nextStep(w, r, p, id, kind)
+}
+
+// bookPaid books the held time of a paid appointment. Should the booking
+// fail all the same, the payment goes back at once: no money is kept for a
+// visit that will not happen.
+func (s *Server) bookPaid(w http.ResponseWriter, r *http.Request, p *clinic.Principal, id int64) error {
+	d, err := s.app.Book(r.Context(), p, heldBooking(r, id))
+	if err == nil {
+		s.saveBrowserZone(r, p)
+		http.Redirect(w, r, "/visits/start/"+strconv.FormatInt(d.Visit.ID, 10), http.StatusSeeOther)
+		return nil
+	}
+	if _, rerr := s.billing.RefundUnbooked(r.Context(), p, id); rerr != nil {
+		s.log.Error("book after payment: the refund failed; the admin must refund", "intake", id, "err", rerr)
+		return clinic.Errorf(clinic.EUnavailable, "The time could not be booked, and the refund did not go through yet; the clinic will refund you. (%s)", clinic.ErrorMessage(err))
+	}
+	if status, msg, ok := refused(err, clinic.EConflict, clinic.EInvalid); ok {
+		return s.showBook(w, r, status, msg+" Your payment has been refunded; choose another time.")
+	}
+	return err
+}
+
+// heldBooking is the appointment the form or query names for intake id:
+// slot_start, slot_end and provider_id, as the time list sends them.
+func heldBooking(r *http.Request, id int64) app.BookInput {
+	start, _ := strconv.ParseInt(r.FormValue("slot_start"), 10, 64)
+	end, _ := strconv.ParseInt(r.FormValue("slot_end"), 10, 64)
+	prov, _ := strconv.ParseInt(r.FormValue("provider_id"), 10, 64)
+	return app.BookInput{SlotStart: start, SlotEnd: end, RoomCode: r.PathValue("room_code"), Type: "2", IntakeID: id, ProviderID: prov}
 }
 
 // money writes minor units as an amount with its currency, in the
@@ -362,25 +433,47 @@ func (s *Server) book(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	start, _ := strconv.ParseInt(r.PostFormValue("slot_start"), 10, 64)
-	end, _ := strconv.ParseInt(r.PostFormValue("slot_end"), 10, 64)
-	prov, _ := strconv.ParseInt(r.PostFormValue("provider_id"), 10, 64)
-	d, err := s.app.Book(r.Context(), p, app.BookInput{SlotStart: start, SlotEnd: end, RoomCode: r.PathValue("room_code"), Type: "2", IntakeID: id, ProviderID: prov})
+	in := heldBooking(r, id)
+	due, err := s.paymentDue(r, p, id)
+	if err != nil {
+		return err
+	}
+	if due {
+		// Held while the patient pays; booked once paid (bookPaid).
+		h, err := s.app.HoldTime(r.Context(), p, in)
+		if err != nil {
+			if status, msg, ok := refused(err, clinic.EConflict, clinic.EInvalid); ok {
+				return s.showBook(w, r, status, msg)
+			}
+			return err
+		}
+		q := url.Values{"kind": {kindAppointment}, "slot_start": {strconv.FormatInt(h.Start, 10)}, "slot_end": {strconv.FormatInt(h.End, 10)},
+			"provider_id": {strconv.FormatInt(h.ProviderID, 10)}}
+		http.Redirect(w, r, roomBase(r.PathValue("account_code"), r.PathValue("room_code"))+"/intake/"+strconv.FormatInt(id, 10)+"/pay?"+q.Encode(), http.StatusSeeOther)
+		return nil
+	}
+	d, err := s.app.Book(r.Context(), p, in)
 	if err != nil {
 		if status, msg, ok := refused(err, clinic.EConflict, clinic.EInvalid); ok {
 			return s.showBook(w, r, status, msg)
 		}
 		return err
 	}
-	// The times the patient chose from were in their browser's zone; a
-	// profile without a zone takes it, so the reminder emails (which have
-	// no browser) say the same times.
-	if zone, from := viewerZone(r, p.User); from == "browser" {
-		name := zone.String()
-		if _, err := s.app.UpdateMe(r.Context(), p, app.ProfileUpdate{Timezone: &name}); err != nil {
-			s.log.Warn("book: the browser's time zone was not saved to the profile", "err", err)
-		}
-	}
+	s.saveBrowserZone(r, p)
 	http.Redirect(w, r, "/visits/start/"+strconv.FormatInt(d.Visit.ID, 10), http.StatusSeeOther)
 	return nil
+}
+
+// saveBrowserZone gives a profile without a time zone the browser's: the
+// times the patient chose from were in it, and the reminder emails (which
+// have no browser) then say the same times.
+func (s *Server) saveBrowserZone(r *http.Request, p *clinic.Principal) {
+	zone, from := viewerZone(r, p.User)
+	if from != "browser" {
+		return
+	}
+	name := zone.String()
+	if _, err := s.app.UpdateMe(r.Context(), p, app.ProfileUpdate{Timezone: &name}); err != nil {
+		s.log.Warn("book: the browser's time zone was not saved to the profile", "err", err)
+	}
 }

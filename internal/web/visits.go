@@ -45,7 +45,7 @@ func (s *Server) visits(w http.ResponseWriter, r *http.Request) error {
 	now := s.app.Now().Unix()
 	for _, d := range ds {
 		v := d.Visit
-		it := visitItem{ID: v.ID, Status: statusWord(v.Status), Kind: kindWord[v.Kind], Created: v.Created}
+		it := visitItem{ID: v.ID, Status: visitStatusWord(v), Kind: kindWord[v.Kind], Created: v.Created}
 		if v.Kind == clinic.KindAppointment {
 			it.Start, it.End = v.Start, v.End
 		}
@@ -178,7 +178,7 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	slices.Reverse(ms)
-	page := visitPage{ID: id, Status: statusWord(d.Visit.Status), Open: d.Visit.Status != clinic.VisitCompleted && d.Visit.Status != clinic.VisitCancelled,
+	page := visitPage{ID: id, Status: visitStatusWord(d.Visit), Open: d.Visit.Status != clinic.VisitCompleted && d.Visit.Status != clinic.VisitCancelled,
 		Live: err == nil, Seen: total}
 	if d.Room != nil {
 		page.Room = d.Room.Name
@@ -235,6 +235,15 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) error {
 	}
 	http.Redirect(w, r, "/visits/start/"+strconv.FormatInt(id, 10), http.StatusSeeOther)
 	return nil
+}
+
+// visitStatusWord is statusWord, with a booked visit that waits for its
+// time called "booked".
+func visitStatusWord(v *clinic.Visit) string {
+	if v.Kind == clinic.KindAppointment && v.Status == clinic.VisitPending {
+		return "booked"
+	}
+	return statusWord(v.Status)
 }
 
 // statusWord names a visit status for people.

@@ -136,6 +136,7 @@ func (s *Server) routes() {
 	s.page("POST /admin/webhook", s.adminWebhook)
 	s.page("POST /admin/deliveries/{id}/redeliver", s.adminRedeliver)
 	s.page("POST /admin/rotate", s.adminRotate)
+	s.page("POST /admin/payments/{id}/refund", s.adminRefund)
 	static, _ := fs.Sub(staticFS, "static")
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles(http.FileServerFS(static))))
 }

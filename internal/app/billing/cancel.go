@@ -2,6 +2,7 @@ package billing
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 
 	"teleclinic/internal/app"
@@ -60,4 +61,27 @@ func (s *Service) CancelVisit(ctx context.Context, p *clinic.Principal, id int64
 		}
 	}
 	return out, nil
+}
+
+// RefundUnbooked refunds what was paid for an intake that has no visit: a
+// patient who paid for a held time that could not then be booked gets all
+// of it back at once. An intake with a visit is refunded by cancelling it.
+func (s *Service) RefundUnbooked(ctx context.Context, p *clinic.Principal, intakeID int64) (*clinic.Invoice, error) {
+	it, err := s.billableIntake(ctx, p, intakeID)
+	if err != nil {
+		return nil, err
+	}
+	if it.VisitID != 0 {
+		return nil, clinic.Errorf(clinic.EConflict, "Intake %d has a visit; cancel the visit to be refunded.", it.ID)
+	}
+	invs, err := s.app.Store().Read().Invoices(ctx, p.Account.ID, store.InvoiceFilter{IntakeID: it.ID, Limit: 10})
+	if err != nil {
+		return nil, fmt.Errorf("invoices: %w", err)
+	}
+	for _, inv := range invs {
+		if inv.Status == InvoicePaid && inv.ChargeRef != "" {
+			return s.refund(ctx, p, inv, "")
+		}
+	}
+	return nil, clinic.Errorf(clinic.EConflict, "Nothing was paid for intake %d.", it.ID)
 }

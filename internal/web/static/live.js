@@ -21,11 +21,11 @@
     return;
   }
   var tz = Intl.DateTimeFormat().resolvedOptions().timeZone;
-  if (!tz) {
+  if (!tz || !/^[A-Za-z0-9_\/+-]+$/.test(tz)) { // an IANA name is a valid cookie value as it is
     return;
   }
-  document.cookie = "tz=" + encodeURIComponent(tz) + "; path=/; max-age=31536000; samesite=lax";
-  if (root.getAttribute("data-zone") === tz || !document.querySelector("time")) {
+  document.cookie = "tz=" + tz + "; path=/; max-age=31536000; samesite=lax";
+  if (root.getAttribute("data-zone") === tz || !document.querySelector("time, [data-times]")) {
     return;
   }
   try {
