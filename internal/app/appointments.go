@@ -207,11 +207,16 @@ func (a *App) enqueueReminders(ctx context.Context, q *store.Q, v *clinic.Visit)
 	return nil
 }
 
+// TopicWaitAlert is the outbox topic of a walk-in's wait alert: due when
+// the room's wait_alert_minutes have passed since the patient came in.
+const TopicWaitAlert = "waitalert"
+
 // DeliverReminders sends the reminders that are due, each once: a claim
-// goes to one worker, and a reminder whose visit was cancelled, moved,
-// started or had its reminders turned off is ended unsent.
+// goes to one worker. A patient's reminder whose visit was cancelled,
+// moved, started or had its reminders turned off is ended unsent; a wait
+// alert whose patient a provider took meanwhile, too.
 func (a *App) DeliverReminders(ctx context.Context) int {
-	items, err := a.store.Write().ClaimOutbox(ctx, []string{TopicReminder}, a.Unix(), mailLease, batchSize)
+	items, err := a.store.Write().ClaimOutbox(ctx, []string{TopicReminder, TopicWaitAlert}, a.Unix(), mailLease, batchSize)
 	if err != nil {
 		if ctx.Err() == nil {
 			a.log.Error("reminders: claim", "err", err)
@@ -219,6 +224,10 @@ func (a *App) DeliverReminders(ctx context.Context) int {
 		return 0
 	}
 	for _, it := range items {
+		if it.Topic == TopicWaitAlert {
+			a.settle(ctx, TopicWaitAlert, it, 0, a.waitAlert(ctx, it), mailMaxAttempts, int64(30)<<min(it.Attempts, 8))
+			continue
+		}
 		m, err := a.reminderMail(ctx, it)
 		if err == nil {
 			sendCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -228,6 +237,82 @@ func (a *App) DeliverReminders(ctx context.Context) int {
 		a.settle(ctx, TopicReminder, it, 0, err, mailMaxAttempts, int64(30)<<min(it.Attempts, 8))
 	}
 	return len(items)
+}
+
+// enqueueWaitAlert writes walk-in v's wait alert when its room has one.
+func (a *App) enqueueWaitAlert(ctx context.Context, q *store.Q, v *clinic.Visit, r *clinic.Room) error {
+	mins := r.Settings.WaitAlertMinutes
+	if mins <= 0 {
+		return nil
+	}
+	b, _ := json.Marshal(reminder{Visit: v.ID, Lead: mins})
+	return q.Enqueue(ctx, &store.OutboxItem{AccountID: v.AccountID, Topic: TopicWaitAlert, Payload: string(b), Created: v.Created, Due: v.Created + int64(mins)*60})
+}
+
+// waitAlert turns a due wait alert into one email to each of the room's
+// providers, written to the mail outbox in one transaction (so each is
+// sent once, with the mail's own retries); errSkip when the patient was
+// taken meanwhile.
+func (a *App) waitAlert(ctx context.Context, it store.OutboxItem) error {
+	var rm reminder
+	if err := json.Unmarshal([]byte(it.Payload), &rm); err != nil {
+		return errSkip("unreadable wait alert")
+	}
+	rd := a.store.Read()
+	v, err := rd.VisitByID(ctx, it.AccountID, rm.Visit)
+	if errors.Is(err, store.ErrNotFound) {
+		return errSkip("the visit is gone")
+	}
+	if err != nil {
+		return err
+	}
+	if v.Status != clinic.VisitPending || v.ProviderID != 0 {
+		return errSkip("a provider took the patient")
+	}
+	r, err := rd.RoomByID(ctx, it.AccountID, v.RoomID)
+	if err != nil {
+		return err
+	}
+	patient, err := rd.UserByID(ctx, it.AccountID, v.MemberID)
+	if err != nil {
+		return err
+	}
+	acct, err := rd.AccountByID(ctx, it.AccountID)
+	if err != nil {
+		return err
+	}
+	provs, err := rd.RoomUsers(ctx, it.AccountID, r.ID, clinic.UserProvider)
+	if err != nil {
+		return err
+	}
+	now := a.Unix()
+	var sealed []string
+	for _, u := range provs {
+		if u.Email == "" || !u.Active {
+			continue
+		}
+		body := fmt.Sprintf("Hello %s,\n\n%s has waited %d minutes in %s and no provider has taken them yet.\n\nOpen your dashboard to start the visit:\n%s/providers/dashboard\n",
+			u.FirstName, patient.FullName(), rm.Lead, r.Name, a.portalBase())
+		raw, _ := json.Marshal(mailMessage{To: u.Email, Subject: acct.Name + ": a patient is waiting in " + r.Name, Body: body})
+		s, err := a.Seal(raw)
+		if err != nil {
+			return err
+		}
+		sealed = append(sealed, s)
+	}
+	if len(sealed) == 0 {
+		return errSkip("no provider of the room has an email address")
+	}
+	// The alert is done in the transaction that writes its mails: a crash
+	// between the two can neither lose them nor write them twice.
+	return a.store.Tx(ctx, func(q *store.Q) error {
+		for _, s := range sealed {
+			if err := q.Enqueue(ctx, &store.OutboxItem{AccountID: it.AccountID, Topic: TopicMail, Payload: s, Created: now, Due: now}); err != nil {
+				return err
+			}
+		}
+		return q.FinishOutbox(ctx, it.ID, now, 0, "")
+	})
 }
 
 // reminderMail is the email of a due reminder, or errSkip when there is

@@ -3,6 +3,7 @@ package app
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -14,9 +15,12 @@ import (
 type DashboardVisit struct {
 	*VisitDetail
 	Moves []string
-	// Latest is an e-consult's latest message (nil when none), read as
+	// Latest is the thread's latest message (nil when none), read as
 	// ListMessages reads it, audit entry included.
 	Latest *Message
+	// Unread is how many of the thread's messages the provider has not
+	// been shown (MarkThreadRead).
+	Unread int
 }
 
 // Dashboard is what a provider works from. Queue are the walk-ins of
@@ -31,8 +35,10 @@ type Dashboard struct {
 }
 
 // ProviderDashboard is the provider's dashboard, from the visits
-// GET /visits gives a provider, open ones only.
-func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal) (*Dashboard, error) {
+// GET /visits gives a provider, open ones only. Today is today in zone:
+// the viewer's (the portal passes the browser's when the profile names
+// none); nil is the profile's, or UTC.
+func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal, zone *time.Location) (*Dashboard, error) {
 	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
@@ -43,6 +49,9 @@ func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal) (*Dash
 	out := &Dashboard{Zone: time.UTC}
 	if z, err := time.LoadLocation(p.User.Timezone); err == nil && p.User.Timezone != "" {
 		out.Zone = z
+	}
+	if zone != nil {
+		out.Zone = zone
 	}
 	now := a.now().In(out.Zone)
 	dayStart := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, out.Zone).Unix()
@@ -64,9 +73,21 @@ func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal) (*Dash
 	slices.Reverse(out.Queue)
 	slices.Reverse(out.Inbox)
 	slices.SortFunc(out.Today, func(x, y DashboardVisit) int { return cmp.Compare(x.Visit.Start, y.Visit.Start) })
-	for _, list := range [][]DashboardVisit{out.Inbox, out.Mine} {
+	ids := make([]int64, len(ds))
+	for i, d := range ds {
+		ids[i] = d.Visit.ID
+	}
+	reads, err := a.store.Read().ThreadReads(ctx, p.Account.ID, p.UserID(), ids)
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	// What each thread holds that the provider has not seen, and its
+	// latest message: the waiting room's chat shows here.
+	for _, list := range [][]DashboardVisit{out.Queue, out.Inbox, out.Today, out.Mine} {
 		for i := range list {
-			if d := &list[i]; d.Visit.Kind == clinic.KindEconsult && d.Visit.MessageCount > 0 {
+			d := &list[i]
+			d.Unread = max(d.Visit.MessageCount-reads[d.Visit.ID], 0)
+			if d.Visit.MessageCount > 0 {
 				ms, _, err := a.ListMessages(ctx, p, d.Visit.ID, MessageQuery{Limit: new(1), Order: "desc"})
 				if err != nil {
 					return nil, err

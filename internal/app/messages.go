@@ -344,3 +344,23 @@ func messageEventPayload(visitID int64, actor string, ts int64) store.Template {
 	b, _ := json.Marshal(messageEvent{VisitID: i64s(visitID), MessageID: hole, ActorType: actor, TS: ts})
 	return strings.Split(string(b), hole)
 }
+
+// MarkThreadRead records that the caller, who may read visit id's thread,
+// has been shown it up to place seen (the portal's visit page, as it
+// draws the thread): the dashboard counts what is newer as unread.
+func (a *App) MarkThreadRead(ctx context.Context, p *clinic.Principal, id int64, seen int) error {
+	if err := RequireUser(p); err != nil {
+		return err
+	}
+	v, err := a.messageVisit(ctx, p, id)
+	if err != nil {
+		return err
+	}
+	if seen <= 0 {
+		return nil
+	}
+	if err := a.store.Write().MarkThreadRead(ctx, p.Account.ID, v.ID, p.UserID(), min(seen, v.MessageCount)); err != nil {
+		return fmt.Errorf("mark read: %w", err)
+	}
+	return nil
+}

@@ -437,7 +437,10 @@ func permRows(f *permFixture) map[string]permRow {
 		"ListVisits": {selfOnly, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.ListVisits(ctx, p, app.VisitQuery{}))
 		}},
-		"ProviderDashboard": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.ProviderDashboard(ctx, p)) }},
+		"ProviderDashboard": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.ProviderDashboard(ctx, p, nil)) }},
+		"MarkThreadRead": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return nil, a.MarkThreadRead(ctx, p, f.visitID, 1)
+		}},
 		"HoldTime": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.HoldTime(ctx, p, app.BookInput{SlotStart: 1, SlotEnd: 2, RoomCode: "main", Type: "2", IntakeID: f.intakeID}))
 		}},

@@ -268,6 +268,7 @@ type RoomUpdate struct {
 	Timezone, OpenTime, CloseTime    *string
 	QueueCapacity                    *int
 	Appointments                     *AppointmentPatch
+	WaitAlertMinutes                 *int
 }
 
 // AppointmentPatch changes a room's appointment rules: a nil field is left
@@ -405,6 +406,12 @@ func applyRoomUpdate(r *clinic.Room, in RoomUpdate) error {
 			return clinic.Errorf(clinic.EInvalid, "queue_capacity must be between 1 and 10000.")
 		}
 		s.QueueCapacity = *in.QueueCapacity
+	}
+	if in.WaitAlertMinutes != nil {
+		if *in.WaitAlertMinutes < 0 || *in.WaitAlertMinutes > 24*60 {
+			return clinic.Errorf(clinic.EInvalid, "wait_alert_minutes must be between 0 (no alert) and 1440.")
+		}
+		s.WaitAlertMinutes = *in.WaitAlertMinutes
 	}
 	if ap := in.Appointments; ap != nil {
 		cur := s.AppointmentRules()

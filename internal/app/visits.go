@@ -123,7 +123,10 @@ func (a *App) AddWalkin(ctx context.Context, p *clinic.Principal, in WalkinInput
 		if st.Length >= capacity {
 			return clinic.Errorf(clinic.EConflict, "Room '%s' has a full waiting room (%d); try again later.", r.Code, capacity)
 		}
-		return a.insertVisit(ctx, q, p, v, it)
+		if err := a.insertVisit(ctx, q, p, v, it); err != nil {
+			return err
+		}
+		return a.enqueueWaitAlert(ctx, q, v, r)
 	})
 	if err != nil {
 		return nil, StoreErr("walk-in", err, "")

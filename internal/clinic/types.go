@@ -131,9 +131,12 @@ type RoomSettings struct {
 	Specialties        []Specialty       `json:"specialties"`
 	Operation          OperationSettings `json:"operation"`
 	QueueCapacity      int               `json:"queue_capacity"`
-	// Appointments is nil until the clinic sets it: Appointments() then
-	// gives the defaults.
+	// Appointments is nil until the clinic sets it: AppointmentRules()
+	// then gives the defaults.
 	Appointments *AppointmentSettings `json:"appointment_settings,omitempty"`
+	// WaitAlertMinutes: the room's providers are emailed when a walk-in
+	// has waited this long with no provider (0: never).
+	WaitAlertMinutes int `json:"wait_alert_minutes,omitempty"`
 }
 
 // AppointmentSettings are a room's rules for booked visits.

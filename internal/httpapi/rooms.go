@@ -109,8 +109,11 @@ type roomDetail struct {
 	// AppointmentSettings is the extension's: when a booked visit's call
 	// opens, until when a patient changes it, the refund and reminders.
 	AppointmentSettings appointmentSettings `json:"appointment_settings"`
-	Created             int64               `json:"created"`
-	Modified            int64               `json:"modified"`
+	// WaitAlertMinutes is the extension's: providers are emailed when a
+	// walk-in has waited this long (0: never).
+	WaitAlertMinutes int   `json:"wait_alert_minutes"`
+	Created          int64 `json:"created"`
+	Modified         int64 `json:"modified"`
 }
 
 type appointmentSettings struct {
@@ -184,7 +187,7 @@ func toRoomDetail(acct *clinic.Account, d *app.RoomDetail) roomDetail {
 		Payment:       roomPayment{Consultations: []consultation{}, Currency: st.Currency, PaymentCurrency: st.Currency},
 		Specialties:   []clinicSpecialty{},
 		QueueCapacity: st.QueueCapacity, Created: rm.Created, Modified: rm.Modified,
-		AppointmentSettings: appointmentSettings(st.AppointmentRules()),
+		AppointmentSettings: appointmentSettings(st.AppointmentRules()), WaitAlertMinutes: st.WaitAlertMinutes,
 		OperationSettings: operationSettings{IsClosed: st.Operation.IsClosed, CloseMsg: st.Operation.CloseMsg,
 			CloseMessage: closeHTML{st.Operation.CloseHTML}, ClosedDays: nonNilStrings(st.Operation.ClosedDays),
 			DefaultTimezone: st.Operation.Timezone, IsClosedNow: d.IsClosedNow, IsOpenAllTime: st.Operation.IsOpenAllTime,
@@ -253,6 +256,9 @@ func (s *Server) updateRoom(w http.ResponseWriter, r *http.Request, c *call) err
 		return err
 	}
 	if in.QueueCapacity, err = q.OptInt("queue_capacity"); err != nil {
+		return err
+	}
+	if in.WaitAlertMinutes, err = q.OptInt("wait_alert_minutes"); err != nil {
 		return err
 	}
 	var ap app.AppointmentPatch

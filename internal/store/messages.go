@@ -240,3 +240,36 @@ au AS (
 	SELECT ?, ?, NULLIF(?::bigint, 0), ?, ?, m.id::text, ?, ?, ?, -1 FROM m)
 SELECT m.id, m.seq, (SELECT count(*) FROM w), (SELECT count(*) FROM p) FROM m`, args
 }
+
+// MarkThreadRead records that user has been shown visit's thread up to
+// place seen; a read never moves back.
+func (q *Q) MarkThreadRead(ctx context.Context, accountID, visitID, userID int64, seen int) error {
+	_, err := q.exec(ctx, `INSERT INTO thread_reads (account_id, visit_id, user_id, seen) VALUES (?, ?, ?, ?)
+		ON CONFLICT (account_id, user_id, visit_id) DO UPDATE SET seen = excluded.seen WHERE thread_reads.seen < excluded.seen`,
+		accountID, visitID, userID, seen)
+	return err
+}
+
+// ThreadReads are how far user has read each of visits' threads (absent:
+// not at all).
+func (q *Q) ThreadReads(ctx context.Context, accountID, userID int64, visits []int64) (map[int64]int, error) {
+	out := map[int64]int{}
+	if len(visits) == 0 {
+		return out, nil
+	}
+	rows, err := q.query(ctx, "SELECT visit_id, seen FROM thread_reads WHERE account_id = ? AND user_id = ? AND visit_id IN ("+placeholders(len(visits))+")",
+		append([]any{accountID, userID}, anys(visits)...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var seen int
+		if err := rows.Scan(&id, &seen); err != nil {
+			return nil, q.d.translate(err)
+		}
+		out[id] = seen
+	}
+	return out, q.d.translate(rows.Err())
+}

@@ -83,7 +83,9 @@ func portalMatrix() map[string]string {
 		// Inviting a guest and ending the visit: its provider (and the admin
 		// ends it too).
 		"POST /visits/start/{id}/call/invite": "RRDDDDADD",
-		"POST /visits/start/{id}/call/end":    "RRDDDDADA",
+		// Start visit: the dashboard's, for the visit's provider.
+		"POST /providers/visits/{id}/start": "RRDDDDADD",
+		"POST /visits/start/{id}/call/end":  "RRDDDDADA",
 		// An intake's payment and booking: its patient and the admin.
 		"GET /c/{account_code}/{room_code}/intake/{intake_id}/pay":   "RRDDDDDAA",
 		"POST /c/{account_code}/{room_code}/intake/{intake_id}/pay":  "RRDDDDDAA",

@@ -732,3 +732,106 @@ func isVisible(t *testing.T, ctx context.Context, sel string) bool {
 	}
 	return ok
 }
+
+// alertState is the dashboard's window.teleclinicAlerts.
+type alertState struct {
+	Alerts, Played, Notified int
+	Requested, Muted         bool
+}
+
+// TestBrowser_DashboardAlerts: a provider's dashboard alerts them when a
+// patient walks in — the count in the tab's title, the arrival sound
+// played, a browser notification once they allowed them — stays quiet
+// when muted, and one Start visit takes the patient into the call.
+func TestBrowser_DashboardAlerts(t *testing.T) {
+	browser := chrome(t)
+	f := newFixture(t)
+	bg := context.Background()
+	on := true
+	if _, err := f.e.App.UpdateRoom(bg, f.admin(t), "main", app.RoomUpdate{WalkinEnabled: &on}); err != nil {
+		t.Fatal(err)
+	}
+	walkin := func(token, reason string) int64 {
+		t.Helper()
+		p := f.user(t, token)
+		it, err := f.e.App.CreateIntake(bg, p, app.IntakeInput{RoomCode: "main", ReasonForVisit: &reason, Type: new("1")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := f.e.App.AddWalkin(bg, p, app.WalkinInput{IntakeID: it.ID, RoomCode: "main"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Visit.ID
+	}
+	provider := separate(t, browser)
+	browserStep(t, provider, "the provider opens the dashboard",
+		chromedp.Navigate(f.e.URL+"/auth?sso_token="+f.providerToken+"&next=/providers/dashboard"),
+		chromedp.WaitVisible(chromedp.CSS("#dashboard-live")))
+	waitFor(t, "dashboard.js runs", func() bool {
+		ok, err := chromedp.Run(provider, chromedp.Evaluate[bool](`typeof window.teleclinicAlerts === "object"`))
+		return err == nil && ok
+	})
+	alerts := func() alertState {
+		st, err := chromedp.Run(provider, chromedp.Evaluate[alertState](`window.teleclinicAlerts`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	title := func() string {
+		s, err := chromedp.Run(provider, chromedp.Evaluate[string](`document.title`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// The fixture's e-consult waits, with its one message.
+	if got := title(); got != "(2) Dashboard · Teleclinic" {
+		t.Errorf("the title before anyone walks in: %q", got)
+	}
+	// The browser's notifications, as a browser that the provider allowed
+	// them in would have them: a stand-in that counts what is shown.
+	if _, err := chromedp.Run(provider, chromedp.Evaluate[bool](`(function () {
+		window.shown = [];
+		function N(title) { window.shown.push(title); }
+		N.permission = "default";
+		N.requestPermission = function () { N.permission = "granted"; return Promise.resolve("granted"); };
+		window.Notification = N;
+		document.getElementById("alert-notify").hidden = false;
+		return true;
+	})()`)); err != nil {
+		t.Fatal(err)
+	}
+	browserStep(t, provider, "the provider turns browser alerts on", chromedp.Click(chromedp.CSS("#alert-notify")))
+	checkA11y(t, provider, "dashboard with alerts")
+
+	visit := walkin(f.p2Token, "A rash")
+	waitFor(t, "the dashboard alerts", func() bool { st := alerts(); return st.Alerts == 1 && st.Played == 1 && st.Notified == 1 })
+	if st := alerts(); !st.Requested {
+		t.Errorf("the notification permission was not asked: %+v", st)
+	}
+	waitFor(t, "the title counts the new patient", func() bool { return title() == "(3) Dashboard · Teleclinic" })
+	shown, _ := chromedp.Run(provider, chromedp.Evaluate[[]string](`window.shown`))
+	if len(shown) != 1 || !strings.Contains(shown[0], "Mallory Other is waiting") {
+		t.Errorf("the notification: %q", shown)
+	}
+	waitText(t, provider, "#visit-"+strconv.FormatInt(visit, 10), "waiting under a minute")
+	screenshot(t, provider, "dashboard-alert")
+
+	// Muted: the next arrival alerts without a sound.
+	browserStep(t, provider, "the provider mutes the sound", chromedp.Click(chromedp.CSS("#alert-sound")))
+	second := walkin(f.p1Token, "A cough")
+	waitFor(t, "the second arrival alerts", func() bool { return alerts().Alerts == 2 })
+	if st := alerts(); st.Played != 1 || !st.Muted {
+		t.Errorf("muted, the sound played: %+v", st)
+	}
+
+	// Start visit: accepted, opened, in the call.
+	clickLive(t, provider, "the provider", "#start-"+strconv.FormatInt(second, 10))
+	browserStep(t, provider, "the provider lands in the call", chromedp.WaitVisible(chromedp.CSS("#call-leave")))
+	d, err := f.e.App.GetVisit(bg, f.admin(t), second, false)
+	if err != nil || d.Visit.Status != clinic.VisitInProgress || d.Provider == nil {
+		t.Fatalf("after Start visit: %+v %v", d.Visit, err)
+	}
+}

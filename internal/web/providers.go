@@ -18,14 +18,27 @@ type dashVisit struct {
 	When      string
 	Actions   []dashAction
 	PatientID int64
-	// Latest is an e-consult's latest message, by whom.
+	// Latest is the thread's latest message, by whom; Unread how many of
+	// its messages the provider has not seen.
 	Latest, LatestBy string
+	Unread           int
+	// Waiting is set on a walk-in that waits for a provider, Waited how
+	// long it has so far, in seconds.
+	Waiting bool
+	Waited  int64
+	// Start is offered to take a walk-in, or open a booked visit, and join
+	// its call in one step.
+	Start bool
 }
 
 type dashAction struct{ Name, Label string }
 
 type dashboardPage struct {
 	Queue, Inbox, Today, Mine []dashVisit
+	// Waiting is how many patients wait for a provider (the queue and
+	// the e-consults), Unread the messages not yet seen: the page's title
+	// count and its alerts (static/dashboard.js).
+	Waiting, Unread int
 	Zone                      string
 	Error, Notice             string
 	// Rooms are the provider's rooms, where they publish slots.
@@ -51,7 +64,8 @@ func (s *Server) showDashboard(w http.ResponseWriter, r *http.Request, status in
 	if err != nil {
 		return err
 	}
-	db, err := s.app.ProviderDashboard(r.Context(), p)
+	zone, _ := viewerZone(r, p.User)
+	db, err := s.app.ProviderDashboard(r.Context(), p, zone)
 	if err != nil {
 		return err
 	}
@@ -66,16 +80,27 @@ func (s *Server) showDashboard(w http.ResponseWriter, r *http.Request, status in
 	if msg == "" && r.URL.Query().Get("done") == "slots" {
 		notice = "Your slots are published."
 	}
-	page := dashboardPage{Rooms: rooms, Notice: notice, Queue: dashVisits(db.Queue, db.Zone), Inbox: dashVisits(db.Inbox, db.Zone), Today: dashVisits(db.Today, db.Zone),
-		Mine: dashVisits(db.Mine, db.Zone), Zone: db.Zone.String(), Error: msg}
+	now := s.app.Now().Unix()
+	page := dashboardPage{Rooms: rooms, Notice: notice, Queue: dashVisits(db.Queue, db.Zone, now), Inbox: dashVisits(db.Inbox, db.Zone, now),
+		Today: dashVisits(db.Today, db.Zone, now), Mine: dashVisits(db.Mine, db.Zone, now), Zone: db.Zone.String(), Error: msg}
+	page.Waiting = len(page.Queue) + len(page.Inbox)
+	for _, list := range [][]dashVisit{page.Queue, page.Inbox, page.Today, page.Mine} {
+		for _, v := range list {
+			page.Unread += v.Unread
+		}
+	}
 	s.render(w, r, status, "dashboard", page)
 	return nil
 }
 
-func dashVisits(vs []app.DashboardVisit, zone *time.Location) []dashVisit {
+func dashVisits(vs []app.DashboardVisit, zone *time.Location, now int64) []dashVisit {
 	out := make([]dashVisit, 0, len(vs))
 	for _, d := range vs {
-		v := dashVisit{ID: d.Visit.ID, Status: statusWord(d.Visit.Status), Kind: kindWord[d.Visit.Kind], Created: d.Visit.Created}
+		v := dashVisit{ID: d.Visit.ID, Status: visitStatusWord(d.Visit), Kind: kindWord[d.Visit.Kind], Created: d.Visit.Created, Unread: d.Unread,
+			Start: d.Visit.Kind != clinic.KindEconsult && d.Visit.Status != clinic.VisitInProgress}
+		if d.Visit.Kind == clinic.KindWalkin && d.Visit.ProviderID == 0 {
+			v.Waiting, v.Waited = true, max(now-d.Visit.Created, 0)
+		}
 		if d.Visit.Start != 0 {
 			v.When = time.Unix(d.Visit.Start, 0).In(zone).Format("Mon 2 Jan, 15:04")
 		}
@@ -92,6 +117,9 @@ func dashVisits(vs []app.DashboardVisit, zone *time.Location) []dashVisit {
 			v.Latest, v.LatestBy = d.Latest.Content, d.Latest.Actor.DisplayName
 		}
 		for _, m := range d.Moves {
+			if m == app.ActAccept && v.Start {
+				continue // Start visit accepts, opens and joins
+			}
 			v.Actions = append(v.Actions, dashAction{m, moveLabels[m]})
 		}
 		out = append(out, v)
@@ -151,5 +179,33 @@ func (s *Server) publishSlots(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	http.Redirect(w, r, "/providers/dashboard?done=slots#slots", http.StatusSeeOther)
+	return nil
+}
+
+// startVisit is POST /providers/visits/{id}/start: the one step from the
+// dashboard into a visit's call. A walk-in that waits for a provider is
+// accepted (app.MoveVisit, as POST /visits/accept), and the visit page
+// opens and joins the call at once (the join starts the visit).
+func (s *Server) startVisit(w http.ResponseWriter, r *http.Request) error {
+	p, id, err := s.visitRequest(r)
+	if err != nil {
+		return err
+	}
+	if !app.IsProvider(p) {
+		return clinic.Errorf(clinic.EForbidden, "Only a provider starts a visit from the dashboard.")
+	}
+	d, err := s.app.GetVisit(r.Context(), p, id, false)
+	if err != nil {
+		return err
+	}
+	if d.Visit.ProviderID == 0 {
+		if _, err := s.app.MoveVisit(r.Context(), p, id, app.ActAccept, app.MoveInput{}); err != nil {
+			if status, msg, ok := refused(err, clinic.EConflict, clinic.EInvalid, clinic.EForbidden); ok {
+				return s.showDashboard(w, r, status, msg)
+			}
+			return err
+		}
+	}
+	http.Redirect(w, r, "/visits/start/"+strconv.FormatInt(id, 10)+"?join=1", http.StatusSeeOther)
 	return nil
 }

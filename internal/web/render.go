@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 	"time"
 
@@ -70,6 +71,18 @@ func timeFuncs(z *time.Location) template.FuncMap {
 		"clock": func(sec int64) string { return time.Unix(sec, 0).In(z).Format("15:04") },
 		"iso":   func(sec int64) string { return time.Unix(sec, 0).UTC().Format(time.RFC3339) },
 		"zone":  func() string { return z.String() },
+		// waited says a wait in seconds in words: "under a minute",
+		// "7 min", "1 h 5 min".
+		"waited": func(sec int64) string {
+			switch m := sec / 60; {
+			case m < 1:
+				return "under a minute"
+			case m < 60:
+				return strconv.FormatInt(m, 10) + " min"
+			default:
+				return strconv.FormatInt(m/60, 10) + " h " + strconv.FormatInt(m%60, 10) + " min"
+			}
+		},
 	}
 }
 

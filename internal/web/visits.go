@@ -143,6 +143,9 @@ type callView struct {
 	// this viewer (0: open).
 	OpensIn int64
 	Opens   int64
+	// AutoJoin joins the call as the page opens (the dashboard's Start
+	// visit).
+	AutoJoin bool
 }
 
 // visitRequest is the signed-in caller and the visit the path names; a
@@ -215,6 +218,14 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request) error {
 		page.Booked = s.booked(r, p, d)
 	}
 	page.Notice = notices[r.URL.Query().Get("notice")]
+	if page.Live && total > 0 { // drawn: the dashboard no longer counts these as new
+		if err := s.app.MarkThreadRead(r.Context(), p, id, total); err != nil {
+			return err
+		}
+	}
+	if page.Call != nil && r.URL.Query().Get("join") == "1" {
+		page.Call.AutoJoin = true
+	}
 	for _, m := range ms {
 		page.Messages = append(page.Messages, messageItem{Author: m.Actor.DisplayName, Type: m.Type, Content: m.Content, CreatedUS: m.CreatedUS})
 	}

@@ -122,6 +122,7 @@ func (s *Server) routes() {
 	s.page("POST /c/{account_code}/{room_code}/intake/{intake_id}/book", s.book)
 	s.page("GET /providers/dashboard", s.dashboard)
 	s.page("GET /providers/dashboard/events", s.dashboardEvents)
+	s.page("POST /providers/visits/{id}/start", s.startVisit)
 	s.page("POST /providers/visits/{id}/{action}", s.moveVisit)
 	s.page("GET /providers/patient/{user_id}", s.chart)
 	s.page("POST /providers/slots", s.publishSlots)

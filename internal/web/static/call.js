@@ -847,7 +847,12 @@
       ui.join.disabled = false;
       say("The call is open: join when you are ready.");
     }, opensIn * 1000);
-  } else if (wasInCall()) { // a reload of a page that was in the call joins it again
+  } else if (wasInCall() || root.getAttribute("data-autojoin") === "1") {
+    // A reload of a page that was in the call joins it again, as does the
+    // page the dashboard's Start visit opens.
+    if (window.history && history.replaceState) {
+      history.replaceState(null, "", location.pathname);
+    }
     join();
   }
 

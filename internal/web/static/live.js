@@ -58,6 +58,7 @@
         old.replaceWith(document.importNode(fresh, true));
       }
     });
+    document.dispatchEvent(new Event("teleclinic:swapped"));
     // Keyboard users keep their place when the control is still there.
     if (focused && document.activeElement === document.body) {
       var el = document.getElementById(focused);

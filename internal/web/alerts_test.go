@@ -1,0 +1,126 @@
+package web_test
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/testenv"
+)
+
+// TestPortal_ProviderAlerts: what the dashboard tells a provider about a
+// patient who walks in. The walk-in shows with its wait so far, its
+// waiting-room message (as new until the provider opens the visit) and one
+// Start visit, which accepts, opens the visit and joins its call; the
+// counts the page's alerts follow are on the live region; and when the
+// room's wait alert has passed with no provider, the room's provider gets
+// one email, once, and none for a patient already taken.
+func TestPortal_ProviderAlerts(t *testing.T) {
+	mailer := testenv.NewSMTPServer(t)
+	f := newFixture(t, testenv.Options{Config: func(c *app.Config) { c.Mail = mailer.Sender() }})
+	bg := context.Background()
+	on, wait := true, 5
+	if _, err := f.e.App.UpdateRoom(bg, f.admin(t), "main", app.RoomUpdate{WalkinEnabled: &on, WaitAlertMinutes: &wait}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.Store.DB().Exec(f.e.Store.Rebind("UPDATE users SET email = ? WHERE code = ?"), "grace@example.com", "dr-1"); err != nil {
+		t.Fatal(err)
+	}
+	walkin := func(token, reason string) int64 {
+		t.Helper()
+		p := f.user(t, token)
+		it, err := f.e.App.CreateIntake(bg, p, app.IntakeInput{RoomCode: "main", ReasonForVisit: &reason, Type: new("1")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := f.e.App.AddWalkin(bg, p, app.WalkinInput{IntakeID: it.ID, RoomCode: "main"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Visit.ID
+	}
+	visit := walkin(f.p2Token, "A rash")
+	msg := "I am here, the rash is spreading."
+	if _, err := f.e.App.PostMessage(bg, f.user(t, f.p2Token), visit, app.NewMessage{Content: &msg}); err != nil {
+		t.Fatal(err)
+	}
+	f.e.Clock.Advance(3 * time.Minute)
+	prov := newBrowser(t, f.e)
+	f.redirectLogin(t, prov, f.providerToken, "/providers/dashboard", nil)
+
+	testenv.Steps(t, []testenv.Step{
+		{Name: "OKWaitAndMessageOnTheDashboard", Run: func(t *testing.T) {
+			pg := prov.get("/providers/dashboard")
+			item := between(pg.Body, `<li id="visit-`+itoa(visit)+`">`, "</li>")
+			for _, want := range []string{"waiting 3 min", `data-waited="180"`, "1 new message", msg, `id="start-` + itoa(visit) + `"`, "Start visit"} {
+				if !strings.Contains(item, want) {
+					t.Errorf("the waiting patient's entry has no %q:\n%s", want, item)
+				}
+			}
+			if strings.Contains(item, `act-`+itoa(visit)+`-accept`) {
+				t.Errorf("a separate Accept beside Start visit: %s", item)
+			}
+			// The queue's walk-in and the fixture's e-consult wait; two
+			// messages are new (the e-consult's too).
+			if !strings.Contains(pg.Body, `data-waiting="2" data-unread="2"`) || !strings.Contains(pg.Body, `src="/static/dashboard.js"`) || !strings.Contains(pg.Body, `id="arrival-sound"`) {
+				t.Errorf("the counts and the alerts' parts: %s", pg.Body)
+			}
+		}},
+		{Name: "OKWaitAlertOnceToTheRoomsProvider", Run: func(t *testing.T) {
+			taken := walkin(f.p1Token, "A cough")
+			f.e.Clock.Advance(3 * time.Minute) // the first has waited 6 minutes, the second 3
+			f.e.App.DeliverReminders(bg)
+			f.e.App.DeliverMail(bg, mailer.Sender())
+			got := mailer.WaitFor(t, 1)
+			text := got[0].Text()
+			if got[0].To != "grace@example.com" || !strings.Contains(text, "Mallory Other has waited 5 minutes in Main Room") || !strings.Contains(text, "/providers/dashboard") {
+				t.Fatalf("the wait alert: %s %s", got[0].To, text)
+			}
+			// The second is taken before its alert is due: none for them,
+			// and nothing more for the first.
+			if _, err := f.e.App.MoveVisit(bg, f.user(t, f.providerToken), taken, app.ActAccept, app.MoveInput{}); err != nil {
+				t.Fatal(err)
+			}
+			f.e.Clock.Advance(5 * time.Minute)
+			f.e.App.DeliverReminders(bg)
+			f.e.App.DeliverMail(bg, mailer.Sender())
+			if n := len(mailer.Mails()); n != 1 {
+				t.Fatalf("%d wait alerts, want 1", n)
+			}
+		}},
+		{Name: "OKStartVisitAcceptsOpensAndJoins", Run: func(t *testing.T) {
+			prov := newBrowser(t, f.e) // the clock passed the last session's idle time
+			f.redirectLogin(t, prov, f.sso(t, 400, "dr-1", "Grace", "Hopper"), "/providers/dashboard", nil)
+			pg := prov.post("/providers/visits/"+itoa(visit)+"/start", url.Values{})
+			if pg.Status != 303 || pg.Location != "/visits/start/"+itoa(visit)+"?join=1" {
+				t.Fatalf("start: %d %s %s", pg.Status, pg.Location, pg.Body)
+			}
+			d, err := f.e.App.GetVisit(bg, f.admin(t), visit, false)
+			if err != nil || d.Provider == nil || d.Provider.Code != "dr-1" {
+				t.Fatalf("after Start visit: %+v %v", d, err)
+			}
+			page := prov.get(pg.Location)
+			if !strings.Contains(page.Body, `data-autojoin="1"`) {
+				t.Fatalf("the visit page does not join by itself: %s", page.Body)
+			}
+			// Opened, its message is no longer new.
+			if dash := prov.get("/providers/dashboard"); strings.Contains(between(dash.Body, `<li id="visit-`+itoa(visit)+`">`, "</li>"), "new message") {
+				t.Errorf("the opened visit's message is still new")
+			}
+		}},
+	})
+}
+
+// between is the part of s from the first start up to the end that
+// follows it ("" when start is not there).
+func between(s, start, end string) string {
+	_, after, ok := strings.Cut(s, start)
+	if !ok {
+		return ""
+	}
+	in, _, _ := strings.Cut(after, end)
+	return start + in
+}
