@@ -437,7 +437,9 @@ func permRows(f *permFixture) map[string]permRow {
 		"ListVisits": {selfOnly, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.ListVisits(ctx, p, app.VisitQuery{}))
 		}},
-		"ProviderDashboard": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.ProviderDashboard(ctx, p, nil)) }},
+		"ProviderDashboard": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.ProviderDashboard(ctx, p, nil))
+		}},
 		"MarkThreadRead": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return nil, a.MarkThreadRead(ctx, p, f.visitID, 1)
 		}},

@@ -39,8 +39,8 @@ type dashboardPage struct {
 	// the e-consults), Unread the messages not yet seen: the page's title
 	// count and its alerts (static/dashboard.js).
 	Waiting, Unread int
-	Zone                      string
-	Error, Notice             string
+	Zone            string
+	Error, Notice   string
 	// Rooms are the provider's rooms, where they publish slots.
 	Rooms []roomItem
 }
