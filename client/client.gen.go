@@ -1204,6 +1204,24 @@ func (e VisitType) Valid() bool {
 	}
 }
 
+// Defines values for VisitNoteStatus.
+const (
+	Draft  VisitNoteStatus = "draft"
+	Signed VisitNoteStatus = "signed"
+)
+
+// Valid indicates whether the value is a known member of the VisitNoteStatus enum.
+func (e VisitNoteStatus) Valid() bool {
+	switch e {
+	case Draft:
+		return true
+	case Signed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetVisitsByVisitIdMessagesParamsSort.
 const (
 	Created     GetVisitsByVisitIdMessagesParamsSort = "created"
@@ -1778,6 +1796,26 @@ type AccountSettingsBodyGenerateWebhookSecret2 = int
 // AccountSettingsBody_GenerateWebhookSecret Make a new secret and show it once.
 type AccountSettingsBody_GenerateWebhookSecret struct {
 	union json.RawMessage
+}
+
+// AddendumBody defines model for AddendumBody.
+type AddendumBody struct {
+	Text string `json:"text"`
+}
+
+// AppointmentSettings Extension. A room's rules for booked visits. `join_before_minutes`: the patient's call
+// opens this long before the start (default 10; the provider's is always open).
+// `cancel_hours`: a patient cancels or moves the visit (PUT /visits/delete, the portal)
+// up to this long before the start, after that only the clinic can (default 0: until
+// the start). `refund_percent`: the share of a paid visit refunded when the patient
+// cancels in time (default 100; a visit the clinic cancels is refunded in full).
+// `reminder_minutes`: a reminder email goes to the patient this long before the start,
+// once each (default 1440 and 15).
+type AppointmentSettings struct {
+	CancelHours       int   `json:"cancel_hours"`
+	JoinBeforeMinutes int   `json:"join_before_minutes"`
+	RefundPercent     int   `json:"refund_percent"`
+	ReminderMinutes   []int `json:"reminder_minutes"`
 }
 
 // AuditEntry defines model for AuditEntry.
@@ -3021,6 +3059,21 @@ type NewRoom struct {
 	Slug   *string `json:"slug,omitempty"`
 }
 
+// NoteAddendum defines model for NoteAddendum.
+type NoteAddendum struct {
+	AuthorId string `json:"author_id"`
+	Created  int    `json:"created"`
+	Id       string `json:"id"`
+	Text     string `json:"text"`
+}
+
+// NoteDiagnosis defines model for NoteDiagnosis.
+type NoteDiagnosis struct {
+	// Code ICD-10-CM, with its dot
+	Code        string `json:"code"`
+	Description string `json:"description"`
+}
+
 // Notification defines model for Notification.
 type Notification struct {
 	Id    string `json:"id"`
@@ -3424,7 +3477,17 @@ type RefreshBody struct {
 type RoomDetail struct {
 	AccountCode string `json:"account_code"`
 	Active      bool   `json:"active"`
-	Auth        struct {
+
+	// AppointmentSettings Extension. A room's rules for booked visits. `join_before_minutes`: the patient's call
+	// opens this long before the start (default 10; the provider's is always open).
+	// `cancel_hours`: a patient cancels or moves the visit (PUT /visits/delete, the portal)
+	// up to this long before the start, after that only the clinic can (default 0: until
+	// the start). `refund_percent`: the share of a paid visit refunded when the patient
+	// cancels in time (default 100; a visit the clinic cancels is refunded in full).
+	// `reminder_minutes`: a reminder email goes to the patient this long before the start,
+	// once each (default 1440 and 15).
+	AppointmentSettings *AppointmentSettings `json:"appointment_settings,omitempty"`
+	Auth                struct {
 		Guest struct {
 			LogIn struct {
 				Enabled bool `json:"enabled"`
@@ -3477,6 +3540,9 @@ type RoomDetail struct {
 			Enabled bool `json:"enabled"`
 		} `json:"walkin"`
 	} `json:"visits"`
+
+	// WaitAlertMinutes Extension. The room's providers are emailed when a walk-in has waited this long with no provider (0, the default, never).
+	WaitAlertMinutes *int `json:"wait_alert_minutes,omitempty"`
 }
 
 // RoomDetailOperationSettingsClosedDays defines model for RoomDetail.OperationSettings.ClosedDays.
@@ -3539,7 +3605,15 @@ type RoomProvider struct {
 // `payment.consultations` (or `consultations`) and `specialties` are JSON arrays
 // (in a form, JSON text). Consultation ids are made 1, 2, … when absent.
 type RoomUpdate struct {
-	Active            *bool                     `json:"active,omitempty"`
+	Active *bool `json:"active,omitempty"`
+
+	// AppointmentSettings Extension. Any of AppointmentSettings' fields; the others are kept.
+	AppointmentSettings *struct {
+		CancelHours       *int   `json:"cancel_hours,omitempty"`
+		JoinBeforeMinutes *int   `json:"join_before_minutes,omitempty"`
+		RefundPercent     *int   `json:"refund_percent,omitempty"`
+		ReminderMinutes   *[]int `json:"reminder_minutes,omitempty"`
+	} `json:"appointment_settings,omitempty"`
 	Auth              *map[string]interface{}   `json:"auth,omitempty"`
 	Currency          *string                   `json:"currency,omitempty"`
 	Description       *string                   `json:"description,omitempty"`
@@ -3551,6 +3625,9 @@ type RoomUpdate struct {
 	Specialties       *[]map[string]interface{} `json:"specialties,omitempty"`
 	Subtitle          *string                   `json:"subtitle,omitempty"`
 	Visits            *map[string]interface{}   `json:"visits,omitempty"`
+
+	// WaitAlertMinutes Extension. 0 turns the alert off.
+	WaitAlertMinutes *int `json:"wait_alert_minutes,omitempty"`
 }
 
 // SSOBody defines model for SSOBody.
@@ -3888,6 +3965,43 @@ type VisitCreateBody struct {
 	VisitDataId *string `json:"visit_data_id,omitempty"`
 }
 
+// VisitNote Extension. A visit's note; `signed_by` is "" and `signed_at` 0 while a draft.
+type VisitNote struct {
+	Addenda        []NoteAddendum  `json:"addenda"`
+	Assessment     string          `json:"assessment"`
+	AuthorId       string          `json:"author_id"`
+	Created        int             `json:"created"`
+	Diagnoses      []NoteDiagnosis `json:"diagnoses"`
+	Modified       int             `json:"modified"`
+	Objective      string          `json:"objective"`
+	PatientSummary string          `json:"patient_summary"`
+	Plan           string          `json:"plan"`
+	SignedAt       int             `json:"signed_at"`
+	SignedBy       string          `json:"signed_by"`
+	Status         VisitNoteStatus `json:"status"`
+	Subjective     string          `json:"subjective"`
+	VisitId        string          `json:"visit_id"`
+}
+
+// VisitNoteStatus defines model for VisitNote.Status.
+type VisitNoteStatus string
+
+// VisitNoteBody defines model for VisitNoteBody.
+type VisitNoteBody struct {
+	Assessment     *string   `json:"assessment,omitempty"`
+	Diagnoses      *[]string `json:"diagnoses,omitempty"`
+	Objective      *string   `json:"objective,omitempty"`
+	PatientSummary *string   `json:"patient_summary,omitempty"`
+	Plan           *string   `json:"plan,omitempty"`
+	Subjective     *string   `json:"subjective,omitempty"`
+}
+
+// VisitNoteResponse defines model for VisitNoteResponse.
+type VisitNoteResponse struct {
+	// Data Extension. A visit's note; `signed_by` is "" and `signed_at` 0 while a draft.
+	Data VisitNote `json:"data"`
+}
+
 // VisitResponse defines model for VisitResponse.
 type VisitResponse struct {
 	// Data `start`, `end`, `type`, `status`, `created` and `modified` are integers everywhere
@@ -3897,6 +4011,21 @@ type VisitResponse struct {
 	// econsult or appointment. `provider_id` is "0" and `provider` null while an
 	// e-consult is unassigned. `actual_start` and `actual_end` are null until set.
 	Data Visit `json:"data"`
+}
+
+// VisitSummary defines model for VisitSummary.
+type VisitSummary struct {
+	Addenda        []NoteAddendum  `json:"addenda"`
+	Diagnoses      []NoteDiagnosis `json:"diagnoses"`
+	PatientSummary string          `json:"patient_summary"`
+	Plan           string          `json:"plan"`
+	SignedAt       int             `json:"signed_at"`
+	VisitId        string          `json:"visit_id"`
+}
+
+// VisitSummaryResponse defines model for VisitSummaryResponse.
+type VisitSummaryResponse struct {
+	Data VisitSummary `json:"data"`
 }
 
 // IdempotencyKey defines model for IdempotencyKey.
@@ -5085,6 +5214,45 @@ type PostVisitsByIdCodesParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// PostVisitsByIdNoteParams defines parameters for PostVisitsByIdNote.
+type PostVisitsByIdNoteParams struct {
+	// IdempotencyKey Makes the request safe to retry (Stripe's semantics). A POST, PUT or DELETE with a
+	// key runs once per caller and key: a retry with the same method, path and parameters
+	// (by name and value, files by content) replays the first answer, errors included
+	// but not a 5xx, with `Idempotent-Replayed: true`; the same key with other parameters
+	// answers 422; a retry while the first is still running answers 409 (a request that
+	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
+	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
+	// and hold across the processes of one database. Up to 255 characters.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// PostVisitsByIdNoteAddendaParams defines parameters for PostVisitsByIdNoteAddenda.
+type PostVisitsByIdNoteAddendaParams struct {
+	// IdempotencyKey Makes the request safe to retry (Stripe's semantics). A POST, PUT or DELETE with a
+	// key runs once per caller and key: a retry with the same method, path and parameters
+	// (by name and value, files by content) replays the first answer, errors included
+	// but not a 5xx, with `Idempotent-Replayed: true`; the same key with other parameters
+	// answers 422; a retry while the first is still running answers 409 (a request that
+	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
+	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
+	// and hold across the processes of one database. Up to 255 characters.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// PostVisitsByIdNoteSignParams defines parameters for PostVisitsByIdNoteSign.
+type PostVisitsByIdNoteSignParams struct {
+	// IdempotencyKey Makes the request safe to retry (Stripe's semantics). A POST, PUT or DELETE with a
+	// key runs once per caller and key: a retry with the same method, path and parameters
+	// (by name and value, files by content) replays the first answer, errors included
+	// but not a 5xx, with `Idempotent-Replayed: true`; the same key with other parameters
+	// answers 422; a retry while the first is still running answers 409 (a request that
+	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
+	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
+	// and hold across the processes of one database. Up to 255 characters.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // PostVisitsByIdRecordingsMultipartBody defines parameters for PostVisitsByIdRecordings.
 type PostVisitsByIdRecordingsMultipartBody struct {
 	End  int                `json:"end"`
@@ -5480,6 +5648,24 @@ type PostVisitsByIdCodesFormdataRequestBody = ClaimCodesBody
 
 // PostVisitsByIdCodesMultipartRequestBody defines body for PostVisitsByIdCodes for multipart/form-data ContentType.
 type PostVisitsByIdCodesMultipartRequestBody = ClaimCodesBody
+
+// PostVisitsByIdNoteJSONRequestBody defines body for PostVisitsByIdNote for application/json ContentType.
+type PostVisitsByIdNoteJSONRequestBody = VisitNoteBody
+
+// PostVisitsByIdNoteFormdataRequestBody defines body for PostVisitsByIdNote for application/x-www-form-urlencoded ContentType.
+type PostVisitsByIdNoteFormdataRequestBody = VisitNoteBody
+
+// PostVisitsByIdNoteMultipartRequestBody defines body for PostVisitsByIdNote for multipart/form-data ContentType.
+type PostVisitsByIdNoteMultipartRequestBody = VisitNoteBody
+
+// PostVisitsByIdNoteAddendaJSONRequestBody defines body for PostVisitsByIdNoteAddenda for application/json ContentType.
+type PostVisitsByIdNoteAddendaJSONRequestBody = AddendumBody
+
+// PostVisitsByIdNoteAddendaFormdataRequestBody defines body for PostVisitsByIdNoteAddenda for application/x-www-form-urlencoded ContentType.
+type PostVisitsByIdNoteAddendaFormdataRequestBody = AddendumBody
+
+// PostVisitsByIdNoteAddendaMultipartRequestBody defines body for PostVisitsByIdNoteAddenda for multipart/form-data ContentType.
+type PostVisitsByIdNoteAddendaMultipartRequestBody = AddendumBody
 
 // PostVisitsByIdRecordingsMultipartRequestBody defines body for PostVisitsByIdRecordings for multipart/form-data ContentType.
 type PostVisitsByIdRecordingsMultipartRequestBody PostVisitsByIdRecordingsMultipartBody
@@ -10100,8 +10286,10 @@ type ClientInterface interface {
 	// PostVisitsDeleteWithBody Cancel a visit
 	//
 	// 10, 20 or 25 → 40 with an optional `reason`. The visit's provider or the admin; the
-	// patient may cancel their own visit while it is pending or confirmed. The visit keeps
-	// its history.
+	// patient may cancel their own visit while it is pending or confirmed, and a booked one
+	// only until the room's `appointment_settings.cancel_hours` before its start (409 after).
+	// The visit keeps its history. What was paid for it is refunded: all of it when the
+	// clinic cancels, the room's `refund_percent` when the patient does; its slots open again.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -10111,8 +10299,10 @@ type ClientInterface interface {
 	// PostVisitsDelete Cancel a visit
 	//
 	// 10, 20 or 25 → 40 with an optional `reason`. The visit's provider or the admin; the
-	// patient may cancel their own visit while it is pending or confirmed. The visit keeps
-	// its history.
+	// patient may cancel their own visit while it is pending or confirmed, and a booked one
+	// only until the room's `appointment_settings.cancel_hours` before its start (409 after).
+	// The visit keeps its history. What was paid for it is refunded: all of it when the
+	// clinic cancels, the room's `refund_percent` when the patient does; its slots open again.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -10122,8 +10312,10 @@ type ClientInterface interface {
 	// PostVisitsDeleteWithFormdataBody Cancel a visit
 	//
 	// 10, 20 or 25 → 40 with an optional `reason`. The visit's provider or the admin; the
-	// patient may cancel their own visit while it is pending or confirmed. The visit keeps
-	// its history.
+	// patient may cancel their own visit while it is pending or confirmed, and a booked one
+	// only until the room's `appointment_settings.cancel_hours` before its start (409 after).
+	// The visit keeps its history. What was paid for it is refunded: all of it when the
+	// clinic cancels, the room's `refund_percent` when the patient does; its slots open again.
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type.
 	//
@@ -10202,6 +10394,94 @@ type ClientInterface interface {
 	// Corresponds with POST /api_v3/visits/{id}/codes (the `PostVisitsByIdCodes` operationId).
 	PostVisitsByIdCodesWithFormdataBody(ctx context.Context, id string, params *PostVisitsByIdCodesParams, body PostVisitsByIdCodesFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetVisitsByIdNote A visit's note
+	//
+	// The provider's note of the visit: SOAP sections, ICD-10-CM diagnoses, the patient's
+	// summary, its status (`draft` or `signed`) and the dated addenda made after signing.
+	// The visit's provider and the clinic admin read it; the patient reads the summary
+	// instead (403 here). 404 until a note is written. Audited as `visit.note.read`.
+	//
+	// Corresponds with GET /api_v3/visits/{id}/note (the `GetVisitsByIdNote` operationId).
+	GetVisitsByIdNote(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostVisitsByIdNoteWithBody Save a visit's note as a draft
+	//
+	// The visit's provider saves the draft whole: each field as sent (an absent one is
+	// empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
+	// each on the clinic's code set (400 otherwise), at most 12; each section at most
+	// 20,000 characters. A signed note is locked: 409 (add an addendum). Audited as
+	// `visit.note.write`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api_v3/visits/{id}/note (the `PostVisitsByIdNote` operationId).
+	PostVisitsByIdNoteWithBody(ctx context.Context, id string, params *PostVisitsByIdNoteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostVisitsByIdNote Save a visit's note as a draft
+	//
+	// The visit's provider saves the draft whole: each field as sent (an absent one is
+	// empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
+	// each on the clinic's code set (400 otherwise), at most 12; each section at most
+	// 20,000 characters. A signed note is locked: 409 (add an addendum). Audited as
+	// `visit.note.write`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api_v3/visits/{id}/note (the `PostVisitsByIdNote` operationId).
+	PostVisitsByIdNote(ctx context.Context, id string, params *PostVisitsByIdNoteParams, body PostVisitsByIdNoteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostVisitsByIdNoteWithFormdataBody Save a visit's note as a draft
+	//
+	// The visit's provider saves the draft whole: each field as sent (an absent one is
+	// empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
+	// each on the clinic's code set (400 otherwise), at most 12; each section at most
+	// 20,000 characters. A signed note is locked: 409 (add an addendum). Audited as
+	// `visit.note.write`.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /api_v3/visits/{id}/note (the `PostVisitsByIdNote` operationId).
+	PostVisitsByIdNoteWithFormdataBody(ctx context.Context, id string, params *PostVisitsByIdNoteParams, body PostVisitsByIdNoteFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostVisitsByIdNoteAddendaWithBody Add an addendum to a signed note
+	//
+	// The visit's provider adds `text` (at most 5,000 characters), dated now, to the signed
+	// note; a draft is edited instead (409). Audited as `visit.note.addendum`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api_v3/visits/{id}/note/addenda (the `PostVisitsByIdNoteAddenda` operationId).
+	PostVisitsByIdNoteAddendaWithBody(ctx context.Context, id string, params *PostVisitsByIdNoteAddendaParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostVisitsByIdNoteAddenda Add an addendum to a signed note
+	//
+	// The visit's provider adds `text` (at most 5,000 characters), dated now, to the signed
+	// note; a draft is edited instead (409). Audited as `visit.note.addendum`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api_v3/visits/{id}/note/addenda (the `PostVisitsByIdNoteAddenda` operationId).
+	PostVisitsByIdNoteAddenda(ctx context.Context, id string, params *PostVisitsByIdNoteAddendaParams, body PostVisitsByIdNoteAddendaJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostVisitsByIdNoteAddendaWithFormdataBody Add an addendum to a signed note
+	//
+	// The visit's provider adds `text` (at most 5,000 characters), dated now, to the signed
+	// note; a draft is edited instead (409). Audited as `visit.note.addendum`.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /api_v3/visits/{id}/note/addenda (the `PostVisitsByIdNoteAddenda` operationId).
+	PostVisitsByIdNoteAddendaWithFormdataBody(ctx context.Context, id string, params *PostVisitsByIdNoteAddendaParams, body PostVisitsByIdNoteAddendaFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostVisitsByIdNoteSign Sign a visit's note
+	//
+	// The visit's provider signs the draft: it is locked from then on, and changes are
+	// addenda. 409 when there is no draft (none written, or signed already). Audited as
+	// `visit.note.sign`.
+	//
+	// Corresponds with POST /api_v3/visits/{id}/note/sign (the `PostVisitsByIdNoteSign` operationId).
+	PostVisitsByIdNoteSign(ctx context.Context, id string, params *PostVisitsByIdNoteSignParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// PostVisitsByIdRecordingsWithBody Store a call recording
 	//
 	// Admin token. Multipart: `file` (audio or video, judged by its content), `start`
@@ -10222,6 +10502,16 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api_v3/visits/{id}/recordings/{recording_id} (the `GetVisitsByIdRecordingsByRecordingId` operationId).
 	GetVisitsByIdRecordingsByRecordingId(ctx context.Context, id string, recordingId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetVisitsByIdSummary The patient's summary of a visit
+	//
+	// What the patient is given of the note once it is signed and the visit completed: the
+	// summary written for them, the diagnoses, the plan and the addenda (not the provider's
+	// other sections). The patient, the visit's provider and the admin read it; 404 before.
+	// Audited as `visit.summary.read`.
+	//
+	// Corresponds with GET /api_v3/visits/{id}/summary (the `GetVisitsByIdSummary` operationId).
+	GetVisitsByIdSummary(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetWebhooksDeliveries Recent webhook deliveries
 	//
@@ -14066,8 +14356,10 @@ func (c *Client) PostVisitsConfirmWithFormdataBody(ctx context.Context, params *
 // PostVisitsDeleteWithBody Cancel a visit
 //
 // 10, 20 or 25 → 40 with an optional `reason`. The visit's provider or the admin; the
-// patient may cancel their own visit while it is pending or confirmed. The visit keeps
-// its history.
+// patient may cancel their own visit while it is pending or confirmed, and a booked one
+// only until the room's `appointment_settings.cancel_hours` before its start (409 after).
+// The visit keeps its history. What was paid for it is refunded: all of it when the
+// clinic cancels, the room's `refund_percent` when the patient does; its slots open again.
 //
 // Takes any type of body and a specified content type.
 //
@@ -14087,8 +14379,10 @@ func (c *Client) PostVisitsDeleteWithBody(ctx context.Context, params *PostVisit
 // PostVisitsDelete Cancel a visit
 //
 // 10, 20 or 25 → 40 with an optional `reason`. The visit's provider or the admin; the
-// patient may cancel their own visit while it is pending or confirmed. The visit keeps
-// its history.
+// patient may cancel their own visit while it is pending or confirmed, and a booked one
+// only until the room's `appointment_settings.cancel_hours` before its start (409 after).
+// The visit keeps its history. What was paid for it is refunded: all of it when the
+// clinic cancels, the room's `refund_percent` when the patient does; its slots open again.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -14108,8 +14402,10 @@ func (c *Client) PostVisitsDelete(ctx context.Context, params *PostVisitsDeleteP
 // PostVisitsDeleteWithFormdataBody Cancel a visit
 //
 // 10, 20 or 25 → 40 with an optional `reason`. The visit's provider or the admin; the
-// patient may cancel their own visit while it is pending or confirmed. The visit keeps
-// its history.
+// patient may cancel their own visit while it is pending or confirmed, and a booked one
+// only until the room's `appointment_settings.cancel_hours` before its start (409 after).
+// The visit keeps its history. What was paid for it is refunded: all of it when the
+// clinic cancels, the room's `refund_percent` when the patient does; its slots open again.
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type.
 //
@@ -14278,6 +14574,174 @@ func (c *Client) PostVisitsByIdCodesWithFormdataBody(ctx context.Context, id str
 	return c.Client.Do(req)
 }
 
+// GetVisitsByIdNote A visit's note
+//
+// The provider's note of the visit: SOAP sections, ICD-10-CM diagnoses, the patient's
+// summary, its status (`draft` or `signed`) and the dated addenda made after signing.
+// The visit's provider and the clinic admin read it; the patient reads the summary
+// instead (403 here). 404 until a note is written. Audited as `visit.note.read`.
+//
+// Corresponds with GET /api_v3/visits/{id}/note (the `GetVisitsByIdNote` operationId).
+func (c *Client) GetVisitsByIdNote(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetVisitsByIdNoteRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostVisitsByIdNoteWithBody Save a visit's note as a draft
+//
+// The visit's provider saves the draft whole: each field as sent (an absent one is
+// empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
+// each on the clinic's code set (400 otherwise), at most 12; each section at most
+// 20,000 characters. A signed note is locked: 409 (add an addendum). Audited as
+// `visit.note.write`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api_v3/visits/{id}/note (the `PostVisitsByIdNote` operationId).
+func (c *Client) PostVisitsByIdNoteWithBody(ctx context.Context, id string, params *PostVisitsByIdNoteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostVisitsByIdNoteRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostVisitsByIdNote Save a visit's note as a draft
+//
+// The visit's provider saves the draft whole: each field as sent (an absent one is
+// empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
+// each on the clinic's code set (400 otherwise), at most 12; each section at most
+// 20,000 characters. A signed note is locked: 409 (add an addendum). Audited as
+// `visit.note.write`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api_v3/visits/{id}/note (the `PostVisitsByIdNote` operationId).
+func (c *Client) PostVisitsByIdNote(ctx context.Context, id string, params *PostVisitsByIdNoteParams, body PostVisitsByIdNoteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostVisitsByIdNoteRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostVisitsByIdNoteWithFormdataBody Save a visit's note as a draft
+//
+// The visit's provider saves the draft whole: each field as sent (an absent one is
+// empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
+// each on the clinic's code set (400 otherwise), at most 12; each section at most
+// 20,000 characters. A signed note is locked: 409 (add an addendum). Audited as
+// `visit.note.write`.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /api_v3/visits/{id}/note (the `PostVisitsByIdNote` operationId).
+func (c *Client) PostVisitsByIdNoteWithFormdataBody(ctx context.Context, id string, params *PostVisitsByIdNoteParams, body PostVisitsByIdNoteFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostVisitsByIdNoteRequestWithFormdataBody(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostVisitsByIdNoteAddendaWithBody Add an addendum to a signed note
+//
+// The visit's provider adds `text` (at most 5,000 characters), dated now, to the signed
+// note; a draft is edited instead (409). Audited as `visit.note.addendum`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api_v3/visits/{id}/note/addenda (the `PostVisitsByIdNoteAddenda` operationId).
+func (c *Client) PostVisitsByIdNoteAddendaWithBody(ctx context.Context, id string, params *PostVisitsByIdNoteAddendaParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostVisitsByIdNoteAddendaRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostVisitsByIdNoteAddenda Add an addendum to a signed note
+//
+// The visit's provider adds `text` (at most 5,000 characters), dated now, to the signed
+// note; a draft is edited instead (409). Audited as `visit.note.addendum`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api_v3/visits/{id}/note/addenda (the `PostVisitsByIdNoteAddenda` operationId).
+func (c *Client) PostVisitsByIdNoteAddenda(ctx context.Context, id string, params *PostVisitsByIdNoteAddendaParams, body PostVisitsByIdNoteAddendaJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostVisitsByIdNoteAddendaRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostVisitsByIdNoteAddendaWithFormdataBody Add an addendum to a signed note
+//
+// The visit's provider adds `text` (at most 5,000 characters), dated now, to the signed
+// note; a draft is edited instead (409). Audited as `visit.note.addendum`.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /api_v3/visits/{id}/note/addenda (the `PostVisitsByIdNoteAddenda` operationId).
+func (c *Client) PostVisitsByIdNoteAddendaWithFormdataBody(ctx context.Context, id string, params *PostVisitsByIdNoteAddendaParams, body PostVisitsByIdNoteAddendaFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostVisitsByIdNoteAddendaRequestWithFormdataBody(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostVisitsByIdNoteSign Sign a visit's note
+//
+// The visit's provider signs the draft: it is locked from then on, and changes are
+// addenda. 409 when there is no draft (none written, or signed already). Audited as
+// `visit.note.sign`.
+//
+// Corresponds with POST /api_v3/visits/{id}/note/sign (the `PostVisitsByIdNoteSign` operationId).
+func (c *Client) PostVisitsByIdNoteSign(ctx context.Context, id string, params *PostVisitsByIdNoteSignParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostVisitsByIdNoteSignRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // PostVisitsByIdRecordingsWithBody Store a call recording
 //
 // Admin token. Multipart: `file` (audio or video, judged by its content), `start`
@@ -14309,6 +14773,26 @@ func (c *Client) PostVisitsByIdRecordingsWithBody(ctx context.Context, id string
 // Corresponds with GET /api_v3/visits/{id}/recordings/{recording_id} (the `GetVisitsByIdRecordingsByRecordingId` operationId).
 func (c *Client) GetVisitsByIdRecordingsByRecordingId(ctx context.Context, id string, recordingId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetVisitsByIdRecordingsByRecordingIdRequest(c.Server, id, recordingId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetVisitsByIdSummary The patient's summary of a visit
+//
+// What the patient is given of the note once it is signed and the visit completed: the
+// summary written for them, the diagnoses, the plan and the addenda (not the provider's
+// other sections). The patient, the visit's provider and the admin read it; 404 before.
+// Audited as `visit.summary.read`.
+//
+// Corresponds with GET /api_v3/visits/{id}/summary (the `GetVisitsByIdSummary` operationId).
+func (c *Client) GetVisitsByIdSummary(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetVisitsByIdSummaryRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -21884,6 +22368,235 @@ func NewPostVisitsByIdCodesRequestWithBody(server string, id string, params *Pos
 	return req, nil
 }
 
+// NewGetVisitsByIdNoteRequest constructs an http.Request for the GetVisitsByIdNote method
+func NewGetVisitsByIdNoteRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/visits/%s/note", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPostVisitsByIdNoteRequest calls the generic PostVisitsByIdNote builder with application/json body
+func NewPostVisitsByIdNoteRequest(server string, id string, params *PostVisitsByIdNoteParams, body PostVisitsByIdNoteJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostVisitsByIdNoteRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewPostVisitsByIdNoteRequestWithFormdataBody calls the generic PostVisitsByIdNote builder with application/x-www-form-urlencoded body
+func NewPostVisitsByIdNoteRequestWithFormdataBody(server string, id string, params *PostVisitsByIdNoteParams, body PostVisitsByIdNoteFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewPostVisitsByIdNoteRequestWithBody(server, id, params, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewPostVisitsByIdNoteRequestWithBody constructs an http.Request for the PostVisitsByIdNote method, with any body, and a specified content type
+func NewPostVisitsByIdNoteRequestWithBody(server string, id string, params *PostVisitsByIdNoteParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/visits/%s/note", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewPostVisitsByIdNoteAddendaRequest calls the generic PostVisitsByIdNoteAddenda builder with application/json body
+func NewPostVisitsByIdNoteAddendaRequest(server string, id string, params *PostVisitsByIdNoteAddendaParams, body PostVisitsByIdNoteAddendaJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostVisitsByIdNoteAddendaRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewPostVisitsByIdNoteAddendaRequestWithFormdataBody calls the generic PostVisitsByIdNoteAddenda builder with application/x-www-form-urlencoded body
+func NewPostVisitsByIdNoteAddendaRequestWithFormdataBody(server string, id string, params *PostVisitsByIdNoteAddendaParams, body PostVisitsByIdNoteAddendaFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewPostVisitsByIdNoteAddendaRequestWithBody(server, id, params, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewPostVisitsByIdNoteAddendaRequestWithBody constructs an http.Request for the PostVisitsByIdNoteAddenda method, with any body, and a specified content type
+func NewPostVisitsByIdNoteAddendaRequestWithBody(server string, id string, params *PostVisitsByIdNoteAddendaParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/visits/%s/note/addenda", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewPostVisitsByIdNoteSignRequest constructs an http.Request for the PostVisitsByIdNoteSign method
+func NewPostVisitsByIdNoteSignRequest(server string, id string, params *PostVisitsByIdNoteSignParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/visits/%s/note/sign", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewPostVisitsByIdRecordingsRequestWithBody constructs an http.Request for the PostVisitsByIdRecordings method, with any body, and a specified content type
 func NewPostVisitsByIdRecordingsRequestWithBody(server string, id string, params *PostVisitsByIdRecordingsParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
@@ -21959,6 +22672,40 @@ func NewGetVisitsByIdRecordingsByRecordingIdRequest(server string, id string, re
 	}
 
 	operationPath := fmt.Sprintf("/api_v3/visits/%s/recordings/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetVisitsByIdSummaryRequest constructs an http.Request for the GetVisitsByIdSummary method
+func NewGetVisitsByIdSummaryRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/visits/%s/summary", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -24572,8 +25319,10 @@ type ClientWithResponsesInterface interface {
 	// PostVisitsDeleteWithBodyWithResponse Cancel a visit
 	//
 	// 10, 20 or 25 → 40 with an optional `reason`. The visit's provider or the admin; the
-	// patient may cancel their own visit while it is pending or confirmed. The visit keeps
-	// its history.
+	// patient may cancel their own visit while it is pending or confirmed, and a booked one
+	// only until the room's `appointment_settings.cancel_hours` before its start (409 after).
+	// The visit keeps its history. What was paid for it is refunded: all of it when the
+	// clinic cancels, the room's `refund_percent` when the patient does; its slots open again.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -24583,8 +25332,10 @@ type ClientWithResponsesInterface interface {
 	// PostVisitsDeleteWithResponse Cancel a visit
 	//
 	// 10, 20 or 25 → 40 with an optional `reason`. The visit's provider or the admin; the
-	// patient may cancel their own visit while it is pending or confirmed. The visit keeps
-	// its history.
+	// patient may cancel their own visit while it is pending or confirmed, and a booked one
+	// only until the room's `appointment_settings.cancel_hours` before its start (409 after).
+	// The visit keeps its history. What was paid for it is refunded: all of it when the
+	// clinic cancels, the room's `refund_percent` when the patient does; its slots open again.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -24594,8 +25345,10 @@ type ClientWithResponsesInterface interface {
 	// PostVisitsDeleteWithFormdataBodyWithResponse Cancel a visit
 	//
 	// 10, 20 or 25 → 40 with an optional `reason`. The visit's provider or the admin; the
-	// patient may cancel their own visit while it is pending or confirmed. The visit keeps
-	// its history.
+	// patient may cancel their own visit while it is pending or confirmed, and a booked one
+	// only until the room's `appointment_settings.cancel_hours` before its start (409 after).
+	// The visit keeps its history. What was paid for it is refunded: all of it when the
+	// clinic cancels, the room's `refund_percent` when the patient does; its slots open again.
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -24678,6 +25431,98 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api_v3/visits/{id}/codes (the `PostVisitsByIdCodes` operationId).
 	PostVisitsByIdCodesWithFormdataBodyWithResponse(ctx context.Context, id string, params *PostVisitsByIdCodesParams, body PostVisitsByIdCodesFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostVisitsByIdCodesResponse, error)
 
+	// GetVisitsByIdNoteWithResponse A visit's note
+	//
+	// The provider's note of the visit: SOAP sections, ICD-10-CM diagnoses, the patient's
+	// summary, its status (`draft` or `signed`) and the dated addenda made after signing.
+	// The visit's provider and the clinic admin read it; the patient reads the summary
+	// instead (403 here). 404 until a note is written. Audited as `visit.note.read`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api_v3/visits/{id}/note (the `GetVisitsByIdNote` operationId).
+	GetVisitsByIdNoteWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetVisitsByIdNoteResponse, error)
+
+	// PostVisitsByIdNoteWithBodyWithResponse Save a visit's note as a draft
+	//
+	// The visit's provider saves the draft whole: each field as sent (an absent one is
+	// empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
+	// each on the clinic's code set (400 otherwise), at most 12; each section at most
+	// 20,000 characters. A signed note is locked: 409 (add an addendum). Audited as
+	// `visit.note.write`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/visits/{id}/note (the `PostVisitsByIdNote` operationId).
+	PostVisitsByIdNoteWithBodyWithResponse(ctx context.Context, id string, params *PostVisitsByIdNoteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostVisitsByIdNoteResponse, error)
+
+	// PostVisitsByIdNoteWithResponse Save a visit's note as a draft
+	//
+	// The visit's provider saves the draft whole: each field as sent (an absent one is
+	// empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
+	// each on the clinic's code set (400 otherwise), at most 12; each section at most
+	// 20,000 characters. A signed note is locked: 409 (add an addendum). Audited as
+	// `visit.note.write`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/visits/{id}/note (the `PostVisitsByIdNote` operationId).
+	PostVisitsByIdNoteWithResponse(ctx context.Context, id string, params *PostVisitsByIdNoteParams, body PostVisitsByIdNoteJSONRequestBody, reqEditors ...RequestEditorFn) (*PostVisitsByIdNoteResponse, error)
+
+	// PostVisitsByIdNoteWithFormdataBodyWithResponse Save a visit's note as a draft
+	//
+	// The visit's provider saves the draft whole: each field as sent (an absent one is
+	// empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
+	// each on the clinic's code set (400 otherwise), at most 12; each section at most
+	// 20,000 characters. A signed note is locked: 409 (add an addendum). Audited as
+	// `visit.note.write`.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/visits/{id}/note (the `PostVisitsByIdNote` operationId).
+	PostVisitsByIdNoteWithFormdataBodyWithResponse(ctx context.Context, id string, params *PostVisitsByIdNoteParams, body PostVisitsByIdNoteFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostVisitsByIdNoteResponse, error)
+
+	// PostVisitsByIdNoteAddendaWithBodyWithResponse Add an addendum to a signed note
+	//
+	// The visit's provider adds `text` (at most 5,000 characters), dated now, to the signed
+	// note; a draft is edited instead (409). Audited as `visit.note.addendum`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/visits/{id}/note/addenda (the `PostVisitsByIdNoteAddenda` operationId).
+	PostVisitsByIdNoteAddendaWithBodyWithResponse(ctx context.Context, id string, params *PostVisitsByIdNoteAddendaParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostVisitsByIdNoteAddendaResponse, error)
+
+	// PostVisitsByIdNoteAddendaWithResponse Add an addendum to a signed note
+	//
+	// The visit's provider adds `text` (at most 5,000 characters), dated now, to the signed
+	// note; a draft is edited instead (409). Audited as `visit.note.addendum`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/visits/{id}/note/addenda (the `PostVisitsByIdNoteAddenda` operationId).
+	PostVisitsByIdNoteAddendaWithResponse(ctx context.Context, id string, params *PostVisitsByIdNoteAddendaParams, body PostVisitsByIdNoteAddendaJSONRequestBody, reqEditors ...RequestEditorFn) (*PostVisitsByIdNoteAddendaResponse, error)
+
+	// PostVisitsByIdNoteAddendaWithFormdataBodyWithResponse Add an addendum to a signed note
+	//
+	// The visit's provider adds `text` (at most 5,000 characters), dated now, to the signed
+	// note; a draft is edited instead (409). Audited as `visit.note.addendum`.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/visits/{id}/note/addenda (the `PostVisitsByIdNoteAddenda` operationId).
+	PostVisitsByIdNoteAddendaWithFormdataBodyWithResponse(ctx context.Context, id string, params *PostVisitsByIdNoteAddendaParams, body PostVisitsByIdNoteAddendaFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostVisitsByIdNoteAddendaResponse, error)
+
+	// PostVisitsByIdNoteSignWithResponse Sign a visit's note
+	//
+	// The visit's provider signs the draft: it is locked from then on, and changes are
+	// addenda. 409 when there is no draft (none written, or signed already). Audited as
+	// `visit.note.sign`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/visits/{id}/note/sign (the `PostVisitsByIdNoteSign` operationId).
+	PostVisitsByIdNoteSignWithResponse(ctx context.Context, id string, params *PostVisitsByIdNoteSignParams, reqEditors ...RequestEditorFn) (*PostVisitsByIdNoteSignResponse, error)
+
 	// PostVisitsByIdRecordingsWithBodyWithResponse Store a call recording
 	//
 	// Admin token. Multipart: `file` (audio or video, judged by its content), `start`
@@ -24700,6 +25545,18 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api_v3/visits/{id}/recordings/{recording_id} (the `GetVisitsByIdRecordingsByRecordingId` operationId).
 	GetVisitsByIdRecordingsByRecordingIdWithResponse(ctx context.Context, id string, recordingId string, reqEditors ...RequestEditorFn) (*GetVisitsByIdRecordingsByRecordingIdResponse, error)
+
+	// GetVisitsByIdSummaryWithResponse The patient's summary of a visit
+	//
+	// What the patient is given of the note once it is signed and the visit completed: the
+	// summary written for them, the diagnoses, the plan and the addenda (not the provider's
+	// other sections). The patient, the visit's provider and the admin read it; 404 before.
+	// Audited as `visit.summary.read`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api_v3/visits/{id}/summary (the `GetVisitsByIdSummary` operationId).
+	GetVisitsByIdSummaryWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetVisitsByIdSummaryResponse, error)
 
 	// GetWebhooksDeliveriesWithResponse Recent webhook deliveries
 	//
@@ -33547,6 +34404,338 @@ func (r PostVisitsByIdCodesResponse) ContentType() string {
 	return ""
 }
 
+type GetVisitsByIdNoteResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VisitNoteResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ObjUnauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ObjForbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ObjNotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ObjInternal
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetVisitsByIdNoteResponse) GetJSON200() *VisitNoteResponse {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetVisitsByIdNoteResponse) GetJSON401() *ObjUnauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetVisitsByIdNoteResponse) GetJSON403() *ObjForbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetVisitsByIdNoteResponse) GetJSON404() *ObjNotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetVisitsByIdNoteResponse) GetJSON500() *ObjInternal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetVisitsByIdNoteResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetVisitsByIdNoteResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetVisitsByIdNoteResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetVisitsByIdNoteResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PostVisitsByIdNoteResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VisitNoteResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ObjBadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ObjUnauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ObjForbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ObjNotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ObjConflict
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ObjInternal
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostVisitsByIdNoteResponse) GetJSON200() *VisitNoteResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostVisitsByIdNoteResponse) GetJSON400() *ObjBadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostVisitsByIdNoteResponse) GetJSON401() *ObjUnauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostVisitsByIdNoteResponse) GetJSON403() *ObjForbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostVisitsByIdNoteResponse) GetJSON404() *ObjNotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostVisitsByIdNoteResponse) GetJSON409() *ObjConflict {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostVisitsByIdNoteResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PostVisitsByIdNoteResponse) GetJSON500() *ObjInternal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PostVisitsByIdNoteResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostVisitsByIdNoteResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostVisitsByIdNoteResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostVisitsByIdNoteResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PostVisitsByIdNoteAddendaResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VisitNoteResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ObjBadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ObjUnauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ObjForbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ObjNotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ObjConflict
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ObjInternal
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostVisitsByIdNoteAddendaResponse) GetJSON200() *VisitNoteResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostVisitsByIdNoteAddendaResponse) GetJSON400() *ObjBadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostVisitsByIdNoteAddendaResponse) GetJSON401() *ObjUnauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostVisitsByIdNoteAddendaResponse) GetJSON403() *ObjForbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostVisitsByIdNoteAddendaResponse) GetJSON404() *ObjNotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostVisitsByIdNoteAddendaResponse) GetJSON409() *ObjConflict {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostVisitsByIdNoteAddendaResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PostVisitsByIdNoteAddendaResponse) GetJSON500() *ObjInternal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PostVisitsByIdNoteAddendaResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostVisitsByIdNoteAddendaResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostVisitsByIdNoteAddendaResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostVisitsByIdNoteAddendaResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PostVisitsByIdNoteSignResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VisitNoteResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ObjUnauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ObjForbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ObjNotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ObjConflict
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ObjInternal
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostVisitsByIdNoteSignResponse) GetJSON200() *VisitNoteResponse {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostVisitsByIdNoteSignResponse) GetJSON401() *ObjUnauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostVisitsByIdNoteSignResponse) GetJSON403() *ObjForbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostVisitsByIdNoteSignResponse) GetJSON404() *ObjNotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostVisitsByIdNoteSignResponse) GetJSON409() *ObjConflict {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostVisitsByIdNoteSignResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PostVisitsByIdNoteSignResponse) GetJSON500() *ObjInternal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PostVisitsByIdNoteSignResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostVisitsByIdNoteSignResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostVisitsByIdNoteSignResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostVisitsByIdNoteSignResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type PostVisitsByIdRecordingsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -33699,6 +34888,75 @@ func (r GetVisitsByIdRecordingsByRecordingIdResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetVisitsByIdRecordingsByRecordingIdResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetVisitsByIdSummaryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VisitSummaryResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ObjUnauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ObjForbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ObjNotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ObjInternal
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetVisitsByIdSummaryResponse) GetJSON200() *VisitSummaryResponse {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetVisitsByIdSummaryResponse) GetJSON401() *ObjUnauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetVisitsByIdSummaryResponse) GetJSON403() *ObjForbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetVisitsByIdSummaryResponse) GetJSON404() *ObjNotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetVisitsByIdSummaryResponse) GetJSON500() *ObjInternal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetVisitsByIdSummaryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetVisitsByIdSummaryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetVisitsByIdSummaryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetVisitsByIdSummaryResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -37415,8 +38673,10 @@ func (c *ClientWithResponses) PostVisitsConfirmWithFormdataBodyWithResponse(ctx 
 // PostVisitsDeleteWithBodyWithResponse Cancel a visit
 //
 // 10, 20 or 25 → 40 with an optional `reason`. The visit's provider or the admin; the
-// patient may cancel their own visit while it is pending or confirmed. The visit keeps
-// its history.
+// patient may cancel their own visit while it is pending or confirmed, and a booked one
+// only until the room's `appointment_settings.cancel_hours` before its start (409 after).
+// The visit keeps its history. What was paid for it is refunded: all of it when the
+// clinic cancels, the room's `refund_percent` when the patient does; its slots open again.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -37432,8 +38692,10 @@ func (c *ClientWithResponses) PostVisitsDeleteWithBodyWithResponse(ctx context.C
 // PostVisitsDeleteWithResponse Cancel a visit
 //
 // 10, 20 or 25 → 40 with an optional `reason`. The visit's provider or the admin; the
-// patient may cancel their own visit while it is pending or confirmed. The visit keeps
-// its history.
+// patient may cancel their own visit while it is pending or confirmed, and a booked one
+// only until the room's `appointment_settings.cancel_hours` before its start (409 after).
+// The visit keeps its history. What was paid for it is refunded: all of it when the
+// clinic cancels, the room's `refund_percent` when the patient does; its slots open again.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -37449,8 +38711,10 @@ func (c *ClientWithResponses) PostVisitsDeleteWithResponse(ctx context.Context, 
 // PostVisitsDeleteWithFormdataBodyWithResponse Cancel a visit
 //
 // 10, 20 or 25 → 40 with an optional `reason`. The visit's provider or the admin; the
-// patient may cancel their own visit while it is pending or confirmed. The visit keeps
-// its history.
+// patient may cancel their own visit while it is pending or confirmed, and a booked one
+// only until the room's `appointment_settings.cancel_hours` before its start (409 after).
+// The visit keeps its history. What was paid for it is refunded: all of it when the
+// clinic cancels, the room's `refund_percent` when the patient does; its slots open again.
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -37587,6 +38851,146 @@ func (c *ClientWithResponses) PostVisitsByIdCodesWithFormdataBodyWithResponse(ct
 	return ParsePostVisitsByIdCodesResponse(rsp)
 }
 
+// GetVisitsByIdNoteWithResponse A visit's note
+//
+// The provider's note of the visit: SOAP sections, ICD-10-CM diagnoses, the patient's
+// summary, its status (`draft` or `signed`) and the dated addenda made after signing.
+// The visit's provider and the clinic admin read it; the patient reads the summary
+// instead (403 here). 404 until a note is written. Audited as `visit.note.read`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api_v3/visits/{id}/note (the `GetVisitsByIdNote` operationId).
+func (c *ClientWithResponses) GetVisitsByIdNoteWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetVisitsByIdNoteResponse, error) {
+	rsp, err := c.GetVisitsByIdNote(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetVisitsByIdNoteResponse(rsp)
+}
+
+// PostVisitsByIdNoteWithBodyWithResponse Save a visit's note as a draft
+//
+// The visit's provider saves the draft whole: each field as sent (an absent one is
+// empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
+// each on the clinic's code set (400 otherwise), at most 12; each section at most
+// 20,000 characters. A signed note is locked: 409 (add an addendum). Audited as
+// `visit.note.write`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/visits/{id}/note (the `PostVisitsByIdNote` operationId).
+func (c *ClientWithResponses) PostVisitsByIdNoteWithBodyWithResponse(ctx context.Context, id string, params *PostVisitsByIdNoteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostVisitsByIdNoteResponse, error) {
+	rsp, err := c.PostVisitsByIdNoteWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostVisitsByIdNoteResponse(rsp)
+}
+
+// PostVisitsByIdNoteWithResponse Save a visit's note as a draft
+//
+// The visit's provider saves the draft whole: each field as sent (an absent one is
+// empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
+// each on the clinic's code set (400 otherwise), at most 12; each section at most
+// 20,000 characters. A signed note is locked: 409 (add an addendum). Audited as
+// `visit.note.write`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/visits/{id}/note (the `PostVisitsByIdNote` operationId).
+func (c *ClientWithResponses) PostVisitsByIdNoteWithResponse(ctx context.Context, id string, params *PostVisitsByIdNoteParams, body PostVisitsByIdNoteJSONRequestBody, reqEditors ...RequestEditorFn) (*PostVisitsByIdNoteResponse, error) {
+	rsp, err := c.PostVisitsByIdNote(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostVisitsByIdNoteResponse(rsp)
+}
+
+// PostVisitsByIdNoteWithFormdataBodyWithResponse Save a visit's note as a draft
+//
+// The visit's provider saves the draft whole: each field as sent (an absent one is
+// empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
+// each on the clinic's code set (400 otherwise), at most 12; each section at most
+// 20,000 characters. A signed note is locked: 409 (add an addendum). Audited as
+// `visit.note.write`.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/visits/{id}/note (the `PostVisitsByIdNote` operationId).
+func (c *ClientWithResponses) PostVisitsByIdNoteWithFormdataBodyWithResponse(ctx context.Context, id string, params *PostVisitsByIdNoteParams, body PostVisitsByIdNoteFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostVisitsByIdNoteResponse, error) {
+	rsp, err := c.PostVisitsByIdNoteWithFormdataBody(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostVisitsByIdNoteResponse(rsp)
+}
+
+// PostVisitsByIdNoteAddendaWithBodyWithResponse Add an addendum to a signed note
+//
+// The visit's provider adds `text` (at most 5,000 characters), dated now, to the signed
+// note; a draft is edited instead (409). Audited as `visit.note.addendum`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/visits/{id}/note/addenda (the `PostVisitsByIdNoteAddenda` operationId).
+func (c *ClientWithResponses) PostVisitsByIdNoteAddendaWithBodyWithResponse(ctx context.Context, id string, params *PostVisitsByIdNoteAddendaParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostVisitsByIdNoteAddendaResponse, error) {
+	rsp, err := c.PostVisitsByIdNoteAddendaWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostVisitsByIdNoteAddendaResponse(rsp)
+}
+
+// PostVisitsByIdNoteAddendaWithResponse Add an addendum to a signed note
+//
+// The visit's provider adds `text` (at most 5,000 characters), dated now, to the signed
+// note; a draft is edited instead (409). Audited as `visit.note.addendum`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/visits/{id}/note/addenda (the `PostVisitsByIdNoteAddenda` operationId).
+func (c *ClientWithResponses) PostVisitsByIdNoteAddendaWithResponse(ctx context.Context, id string, params *PostVisitsByIdNoteAddendaParams, body PostVisitsByIdNoteAddendaJSONRequestBody, reqEditors ...RequestEditorFn) (*PostVisitsByIdNoteAddendaResponse, error) {
+	rsp, err := c.PostVisitsByIdNoteAddenda(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostVisitsByIdNoteAddendaResponse(rsp)
+}
+
+// PostVisitsByIdNoteAddendaWithFormdataBodyWithResponse Add an addendum to a signed note
+//
+// The visit's provider adds `text` (at most 5,000 characters), dated now, to the signed
+// note; a draft is edited instead (409). Audited as `visit.note.addendum`.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/visits/{id}/note/addenda (the `PostVisitsByIdNoteAddenda` operationId).
+func (c *ClientWithResponses) PostVisitsByIdNoteAddendaWithFormdataBodyWithResponse(ctx context.Context, id string, params *PostVisitsByIdNoteAddendaParams, body PostVisitsByIdNoteAddendaFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostVisitsByIdNoteAddendaResponse, error) {
+	rsp, err := c.PostVisitsByIdNoteAddendaWithFormdataBody(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostVisitsByIdNoteAddendaResponse(rsp)
+}
+
+// PostVisitsByIdNoteSignWithResponse Sign a visit's note
+//
+// The visit's provider signs the draft: it is locked from then on, and changes are
+// addenda. 409 when there is no draft (none written, or signed already). Audited as
+// `visit.note.sign`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/visits/{id}/note/sign (the `PostVisitsByIdNoteSign` operationId).
+func (c *ClientWithResponses) PostVisitsByIdNoteSignWithResponse(ctx context.Context, id string, params *PostVisitsByIdNoteSignParams, reqEditors ...RequestEditorFn) (*PostVisitsByIdNoteSignResponse, error) {
+	rsp, err := c.PostVisitsByIdNoteSign(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostVisitsByIdNoteSignResponse(rsp)
+}
+
 // PostVisitsByIdRecordingsWithBodyWithResponse Store a call recording
 //
 // Admin token. Multipart: `file` (audio or video, judged by its content), `start`
@@ -37620,6 +39024,24 @@ func (c *ClientWithResponses) GetVisitsByIdRecordingsByRecordingIdWithResponse(c
 		return nil, err
 	}
 	return ParseGetVisitsByIdRecordingsByRecordingIdResponse(rsp)
+}
+
+// GetVisitsByIdSummaryWithResponse The patient's summary of a visit
+//
+// What the patient is given of the note once it is signed and the visit completed: the
+// summary written for them, the diagnoses, the plan and the addenda (not the provider's
+// other sections). The patient, the visit's provider and the admin read it; 404 before.
+// Audited as `visit.summary.read`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api_v3/visits/{id}/summary (the `GetVisitsByIdSummary` operationId).
+func (c *ClientWithResponses) GetVisitsByIdSummaryWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetVisitsByIdSummaryResponse, error) {
+	rsp, err := c.GetVisitsByIdSummary(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetVisitsByIdSummaryResponse(rsp)
 }
 
 // GetWebhooksDeliveriesWithResponse Recent webhook deliveries
@@ -44767,6 +46189,278 @@ func ParsePostVisitsByIdCodesResponse(rsp *http.Response) (*PostVisitsByIdCodesR
 	return response, nil
 }
 
+// ParseGetVisitsByIdNoteResponse parses an HTTP response from a GetVisitsByIdNoteWithResponse call
+func ParseGetVisitsByIdNoteResponse(rsp *http.Response) (*GetVisitsByIdNoteResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetVisitsByIdNoteResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VisitNoteResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ObjUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ObjForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ObjNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ObjInternal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePostVisitsByIdNoteResponse parses an HTTP response from a PostVisitsByIdNoteWithResponse call
+func ParsePostVisitsByIdNoteResponse(rsp *http.Response) (*PostVisitsByIdNoteResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostVisitsByIdNoteResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VisitNoteResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ObjBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ObjUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ObjForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ObjNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ObjConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ObjInternal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePostVisitsByIdNoteAddendaResponse parses an HTTP response from a PostVisitsByIdNoteAddendaWithResponse call
+func ParsePostVisitsByIdNoteAddendaResponse(rsp *http.Response) (*PostVisitsByIdNoteAddendaResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostVisitsByIdNoteAddendaResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VisitNoteResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ObjBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ObjUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ObjForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ObjNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ObjConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ObjInternal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePostVisitsByIdNoteSignResponse parses an HTTP response from a PostVisitsByIdNoteSignWithResponse call
+func ParsePostVisitsByIdNoteSignResponse(rsp *http.Response) (*PostVisitsByIdNoteSignResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostVisitsByIdNoteSignResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VisitNoteResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ObjUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ObjForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ObjNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ObjConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ObjInternal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParsePostVisitsByIdRecordingsResponse parses an HTTP response from a PostVisitsByIdRecordingsWithResponse call
 func ParsePostVisitsByIdRecordingsResponse(rsp *http.Response) (*PostVisitsByIdRecordingsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -44872,6 +46566,60 @@ func ParseGetVisitsByIdRecordingsByRecordingIdResponse(rsp *http.Response) (*Get
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ObjNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ObjInternal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetVisitsByIdSummaryResponse parses an HTTP response from a GetVisitsByIdSummaryWithResponse call
+func ParseGetVisitsByIdSummaryResponse(rsp *http.Response) (*GetVisitsByIdSummaryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetVisitsByIdSummaryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VisitSummaryResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ObjUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ObjForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest ObjNotFound

@@ -440,6 +440,21 @@ func permRows(f *permFixture) map[string]permRow {
 		"ProviderDashboard": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.ProviderDashboard(ctx, p, nil))
 		}},
+		"VisitNote": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.VisitNote(ctx, p, f.visitID))
+		}},
+		"VisitSummary": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.VisitSummary(ctx, p, f.visitID))
+		}},
+		"SaveVisitNote": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.SaveVisitNote(ctx, p, f.visitID, app.NoteDraft{Plan: "planted"}))
+		}},
+		"SignVisitNote": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.SignVisitNote(ctx, p, f.visitID))
+		}},
+		"AddNoteAddendum": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.AddNoteAddendum(ctx, p, f.visitID, "planted"))
+		}},
 		"MarkThreadRead": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return nil, a.MarkThreadRead(ctx, p, f.visitID, 1)
 		}},

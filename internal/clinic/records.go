@@ -239,3 +239,39 @@ type AccessEntry struct {
 	AuditEntry
 	ActorName string // the acting user's name, "" for a credential without a user
 }
+
+// Visit note statuses: a draft the provider edits, then signed (locked).
+const (
+	NoteDraft  = "draft"
+	NoteSigned = "signed"
+)
+
+// VisitNote is the provider's note of a visit: its SOAP sections, the
+// diagnoses chosen, and the summary the patient is given once the note
+// is signed and the visit over. Signed, it changes only by addenda.
+type VisitNote struct {
+	ID, AccountID, VisitID int64
+	AuthorID               int64
+	Subjective, Objective  string
+	Assessment, Plan       string
+	Diagnoses              []NoteDiagnosis
+	PatientSummary         string
+	Status                 string
+	SignedBy, SignedAt     int64
+	Created, Modified      int64
+	Addenda                []NoteAddendum
+}
+
+// NoteDiagnosis is an ICD-10-CM code of a note, with its description as
+// the code set gave it when chosen.
+type NoteDiagnosis struct {
+	Code        string `json:"code"`
+	Description string `json:"description"`
+}
+
+// NoteAddendum is a dated addition to a signed note.
+type NoteAddendum struct {
+	ID, AuthorID int64
+	Body         string
+	Created      int64
+}

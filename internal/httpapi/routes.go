@@ -67,6 +67,13 @@ func (s *Server) registerRoutes() {
 	s.handle("POST", "/api_v3/visits/close", app.NeedUser, famObject, s.moveVisit(app.ActClose))
 	s.handle("POST", "/api_v3/visits/delete", app.NeedUser, famObject, s.moveVisit(app.ActCancel))
 
+	// Visit notes and the patient's summary (extension).
+	s.handle("GET", "/api_v3/visits/{id}/note", app.NeedUser, famObject, s.getNote)
+	s.handle("POST", "/api_v3/visits/{id}/note", app.NeedUser, famObject, s.saveNote)
+	s.handle("POST", "/api_v3/visits/{id}/note/sign", app.NeedUser, famObject, s.signNote)
+	s.handle("POST", "/api_v3/visits/{id}/note/addenda", app.NeedUser, famObject, s.addAddendum)
+	s.handle("GET", "/api_v3/visits/{id}/summary", app.NeedUser, famObject, s.getSummary)
+
 	// Recordings (spec: Recordings; storing them and the download link are extensions).
 	s.handleUpload("POST", "/api_v3/visits/{id}/recordings", app.NeedAdmin, famObject, s.cfg.MaxUploadBytes, s.addRecording)
 	s.handle("GET", "/api_v3/visits/{id}/recordings/{recording_id}", app.NeedAdmin, famObject, s.getRecording)

@@ -1,0 +1,213 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/reference"
+	"teleclinic/internal/store"
+)
+
+// A visit's note (extension): the visit's provider writes it as a draft
+// (SOAP sections, diagnoses from the ICD-10-CM list, the patient's
+// summary), signs it, and after signing adds dated addenda only. The
+// provider and the clinic admin read the note; the patient reads the
+// summary, once the note is signed and the visit is over. Every read and
+// write is audited.
+
+// Limits of a note.
+const (
+	MaxNoteSectionChars = 20000
+	MaxNoteDiagnoses    = 12
+	MaxAddendumChars    = 5000
+)
+
+// NoteDraft is what a provider saves of a note: every field is written
+// as given (a draft is saved whole).
+type NoteDraft struct {
+	Subjective, Objective, Assessment, Plan string
+	Diagnoses                               []string // ICD-10-CM codes
+	PatientSummary                          string
+}
+
+// noteVisit is visit id with the caller's part in its note: "provider"
+// (the visit's, who writes it), "admin" (who reads it) or "patient" (who
+// reads its summary); anyone else is refused as the visit is.
+func (a *App) noteVisit(ctx context.Context, p *clinic.Principal, id int64) (*clinic.Visit, string, error) {
+	if err := RequireUser(p); err != nil {
+		return nil, "", err
+	}
+	v, err := a.VisitFor(ctx, p, id)
+	if err != nil {
+		return nil, "", err
+	}
+	switch uid := p.UserID(); {
+	case v.ProviderID != 0 && v.ProviderID == uid:
+		return v, "provider", nil
+	case p.IsAdmin():
+		return v, "admin", nil
+	case v.MemberID == uid:
+		return v, "patient", nil
+	}
+	return nil, "", clinic.Errorf(clinic.EForbidden, "Only the visit's provider writes its note; a provider accepts the visit first.")
+}
+
+// VisitNote is GET /visits/{id}/note: the note for the visit's provider
+// and the clinic admin. A visit without one is a 404.
+func (a *App) VisitNote(ctx context.Context, p *clinic.Principal, id int64) (*clinic.VisitNote, error) {
+	v, role, err := a.noteVisit(ctx, p, id)
+	if err == nil && role == "patient" {
+		err = clinic.Errorf(clinic.EForbidden, "The patient reads the visit's summary (GET /visits/{id}/summary), not the provider's note.")
+	}
+	if err != nil {
+		return nil, a.AuditOutcome(ctx, p, "visit.note.read", "visit", i64s(id), err)
+	}
+	n, err := a.store.Read().VisitNote(ctx, p.Account.ID, v.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, clinic.Errorf(clinic.ENotFound, "Visit %d has no note yet.", v.ID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("note: %w", err)
+	}
+	return n, a.Audit(ctx, p, "visit.note.read", "visit", i64s(v.ID), OutcomeOK)
+}
+
+// VisitSummary is GET /visits/{id}/summary: what the patient is given of
+// the note — its summary, diagnoses and plan, with its addenda — once it
+// is signed and the visit is completed; before that, 404.
+func (a *App) VisitSummary(ctx context.Context, p *clinic.Principal, id int64) (*clinic.VisitNote, error) {
+	v, _, err := a.noteVisit(ctx, p, id)
+	if err != nil {
+		return nil, a.AuditOutcome(ctx, p, "visit.summary.read", "visit", i64s(id), err)
+	}
+	n, err := a.store.Read().VisitNote(ctx, p.Account.ID, v.ID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && (n.Status != clinic.NoteSigned || v.Status != clinic.VisitCompleted)) {
+		return nil, clinic.Errorf(clinic.ENotFound, "Visit %d has no summary yet: it is given once the visit is over and its note signed.", v.ID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("summary: %w", err)
+	}
+	// The patient's part only: the provider's working sections stay out.
+	out := &clinic.VisitNote{ID: n.ID, AccountID: n.AccountID, VisitID: n.VisitID, AuthorID: n.AuthorID, Plan: n.Plan, Diagnoses: n.Diagnoses,
+		PatientSummary: n.PatientSummary, Status: n.Status, SignedBy: n.SignedBy, SignedAt: n.SignedAt, Created: n.Created, Modified: n.Modified, Addenda: n.Addenda}
+	return out, a.Audit(ctx, p, "visit.summary.read", "visit", i64s(v.ID), OutcomeOK)
+}
+
+// SaveVisitNote is POST /visits/{id}/note: the visit's provider saves the
+// draft; a signed note is a 409 (add an addendum instead).
+func (a *App) SaveVisitNote(ctx context.Context, p *clinic.Principal, id int64, in NoteDraft) (*clinic.VisitNote, error) {
+	n, err := a.saveVisitNote(ctx, p, id, in)
+	if err != nil {
+		return nil, a.AuditOutcome(ctx, p, "visit.note.write", "visit", i64s(id), err)
+	}
+	return n, nil
+}
+
+func (a *App) saveVisitNote(ctx context.Context, p *clinic.Principal, id int64, in NoteDraft) (*clinic.VisitNote, error) {
+	v, role, err := a.noteVisit(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	if role != "provider" {
+		return nil, clinic.Errorf(clinic.EForbidden, "Only the visit's provider writes its note.")
+	}
+	if err := CheckFields(text("subjective", in.Subjective, MaxNoteSectionChars), text("objective", in.Objective, MaxNoteSectionChars),
+		text("assessment", in.Assessment, MaxNoteSectionChars), text("plan", in.Plan, MaxNoteSectionChars),
+		text("patient_summary", in.PatientSummary, MaxNoteSectionChars)); err != nil {
+		return nil, err
+	}
+	if len(in.Diagnoses) > MaxNoteDiagnoses {
+		return nil, clinic.Errorf(clinic.EInvalid, "A note holds at most %d diagnoses.", MaxNoteDiagnoses)
+	}
+	ref := a.cfg.Reference
+	dx := []clinic.NoteDiagnosis{}
+	for _, c := range in.Diagnoses {
+		if !ref.IsDiagnosis(c) {
+			return nil, clinic.Errorf(clinic.EInvalid, "%q is not an ICD-10-CM code of the clinic's code set.", c)
+		}
+		dx = append(dx, clinic.NoteDiagnosis{Code: reference.DotCode(c), Description: ref.DiagnosisText(c)})
+	}
+	now := a.Unix()
+	n := &clinic.VisitNote{AccountID: p.Account.ID, VisitID: v.ID, AuthorID: p.UserID(), Subjective: strings.TrimSpace(in.Subjective),
+		Objective: strings.TrimSpace(in.Objective), Assessment: strings.TrimSpace(in.Assessment), Plan: strings.TrimSpace(in.Plan),
+		Diagnoses: dx, PatientSummary: strings.TrimSpace(in.PatientSummary), Status: clinic.NoteDraft, Created: now, Modified: now}
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		saved, err := q.SaveNoteDraft(ctx, n)
+		if err != nil {
+			return err
+		}
+		if !saved {
+			return clinic.Errorf(clinic.EConflict, "The note of visit %d is signed: add an addendum instead.", v.ID)
+		}
+		return a.AuditIn(ctx, q, p, "visit.note.write", "visit", i64s(v.ID), OutcomeOK)
+	})
+	if err != nil {
+		return nil, StoreErr("note", err, "")
+	}
+	return a.store.Read().VisitNote(ctx, p.Account.ID, v.ID)
+}
+
+// SignVisitNote is POST /visits/{id}/note/sign: the provider locks the
+// draft. Signing twice is a 409.
+func (a *App) SignVisitNote(ctx context.Context, p *clinic.Principal, id int64) (*clinic.VisitNote, error) {
+	v, role, err := a.noteVisit(ctx, p, id)
+	if err == nil && role != "provider" {
+		err = clinic.Errorf(clinic.EForbidden, "Only the visit's provider signs its note.")
+	}
+	if err != nil {
+		return nil, a.AuditOutcome(ctx, p, "visit.note.sign", "visit", i64s(id), err)
+	}
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		signed, err := q.SignNote(ctx, p.Account.ID, v.ID, p.UserID(), a.Unix())
+		if err != nil {
+			return err
+		}
+		if !signed {
+			return clinic.Errorf(clinic.EConflict, "Visit %d has no draft note to sign (none written, or signed already).", v.ID)
+		}
+		return a.AuditIn(ctx, q, p, "visit.note.sign", "visit", i64s(v.ID), OutcomeOK)
+	})
+	if err != nil {
+		return nil, StoreErr("sign note", err, "")
+	}
+	return a.store.Read().VisitNote(ctx, p.Account.ID, v.ID)
+}
+
+// AddNoteAddendum is POST /visits/{id}/note/addenda: a dated addition to
+// a signed note, by the visit's provider.
+func (a *App) AddNoteAddendum(ctx context.Context, p *clinic.Principal, id int64, body string) (*clinic.VisitNote, error) {
+	v, role, err := a.noteVisit(ctx, p, id)
+	if err == nil && role != "provider" {
+		err = clinic.Errorf(clinic.EForbidden, "Only the visit's provider amends its note.")
+	}
+	if err != nil {
+		return nil, a.AuditOutcome(ctx, p, "visit.note.addendum", "visit", i64s(id), err)
+	}
+	body = strings.TrimSpace(body)
+	if body == "" {
+		return nil, clinic.Errorf(clinic.EInvalid, "text (the addendum) is required.")
+	}
+	if err := CheckFields(text("text", body, MaxAddendumChars)); err != nil {
+		return nil, err
+	}
+	n, err := a.store.Read().VisitNote(ctx, p.Account.ID, v.ID)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && n.Status != clinic.NoteSigned) {
+		return nil, clinic.Errorf(clinic.EConflict, "Only a signed note takes addenda; edit the draft instead.")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("note: %w", err)
+	}
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		if err := q.AddNoteAddendum(ctx, p.Account.ID, n.ID, &clinic.NoteAddendum{AuthorID: p.UserID(), Body: body, Created: a.Unix()}); err != nil {
+			return err
+		}
+		return a.AuditIn(ctx, q, p, "visit.note.addendum", "visit", i64s(v.ID), OutcomeOK)
+	})
+	if err != nil {
+		return nil, StoreErr("addendum", err, "")
+	}
+	return a.store.Read().VisitNote(ctx, p.Account.ID, v.ID)
+}

@@ -1,0 +1,108 @@
+package httpapi_test
+
+import (
+	"testing"
+
+	"teleclinic/internal/testenv"
+)
+
+// TestNotes_DraftSignAmend: the visit's provider writes a note as a
+// draft (diagnoses from the code set, described), saves it again, signs
+// it, and then can only add dated addenda; the admin reads it, the
+// patient does not, and gets the summary once the visit is over; every
+// read is audited.
+func TestNotes_DraftSignAmend(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	visit := s.withVisit(t)
+	path := "/api_v3/visits/" + visit + "/note"
+	doc, pat := userHeaders(s.c, s.doc.Token), userHeaders(s.c, s.pat.Token)
+	draft := map[string]any{"subjective": "Rash for 3 days, itchy.", "objective": "Erythematous patches on both forearms.",
+		"assessment": "Contact dermatitis.", "plan": "Hydrocortisone 1% twice a day for a week.", "diagnoses": []any{"l259", "R21"},
+		"patient_summary": "You have a skin reaction to something you touched. Use the cream twice a day."}
+
+	testenv.Steps(t, []testenv.Step{
+		{Name: "ErrNoNoteYet", Run: func(t *testing.T) {
+			wantErr(t, e.Do(testenv.Req{Path: path, Header: doc}), 404, 404)
+		}},
+		{Name: "OKDraft", Run: func(t *testing.T) {
+			res := e.Do(testenv.Req{Method: "POST", Path: path, Header: doc, JSON: draft})
+			d := res.Data()
+			dx := d["diagnoses"].([]any)
+			if res.Status != 200 || d["status"] != "draft" || d["subjective"] != draft["subjective"] || len(dx) != 2 ||
+				dx[0].(map[string]any)["code"] != "L25.9" || dx[0].(map[string]any)["description"] == "" || d["signed_by"] != "" {
+				t.Fatalf("%d %s", res.Status, res.Raw)
+			}
+			// Saved again, whole: the second save replaces the first.
+			res = e.Do(testenv.Req{Method: "POST", Path: path, Header: doc, Form: q("subjective", "Rash for 4 days.", "diagnoses[]", "R21", "plan", "Cream.")})
+			if d := res.Data(); res.Status != 200 || d["subjective"] != "Rash for 4 days." || len(d["diagnoses"].([]any)) != 1 || d["objective"] != "" {
+				t.Fatalf("the second save: %s", res.Raw)
+			}
+			e.Do(testenv.Req{Method: "POST", Path: path, Header: doc, JSON: draft})
+		}},
+		{Name: "ErrBadDraft", Run: func(t *testing.T) {
+			for _, bad := range []map[string]any{{"diagnoses": []any{"X99.999"}}, {"plan": string(make([]byte, 20001))}} {
+				wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path, Header: doc, JSON: bad}), 400, 400)
+			}
+		}},
+		{Name: "ErrOnlyTheVisitsProviderWrites", Run: func(t *testing.T) {
+			wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path, Header: pat, JSON: draft}), 403, 403)
+			wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path, Header: adminHeaders(s.c), JSON: draft}), 403, 403)
+			wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path, Header: userHeaders(s.c, s.other.Token), JSON: draft}), 404, 404)
+		}},
+		{Name: "OKAdminReadsThePatientDoesNot", Run: func(t *testing.T) {
+			if res := e.Do(testenv.Req{Path: path, Header: adminHeaders(s.c)}); res.Status != 200 || res.Data()["assessment"] != "Contact dermatitis." {
+				t.Fatalf("the admin: %s", res.Raw)
+			}
+			wantErr(t, e.Do(testenv.Req{Path: path, Header: pat}), 403, 403)
+			// Before the visit is over and the note signed, no summary.
+			wantErr(t, e.Do(testenv.Req{Path: "/api_v3/visits/" + visit + "/summary", Header: pat}), 404, 404)
+		}},
+		{Name: "OKSignLocks", Run: func(t *testing.T) {
+			wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path + "/addenda", Header: doc, Form: q("text", "Too early.")}), 409, 409)
+			res := e.Do(testenv.Req{Method: "POST", Path: path + "/sign", Header: doc})
+			if d := res.Data(); res.Status != 200 || d["status"] != "signed" || d["signed_by"] != s.doc.UserID || d["signed_at"].(float64) == 0 {
+				t.Fatalf("sign: %s", res.Raw)
+			}
+			wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path + "/sign", Header: doc}), 409, 409)
+			wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path, Header: doc, JSON: map[string]any{"plan": "Changed after signing."}}), 409, 409)
+			if res := e.Do(testenv.Req{Path: path, Header: doc}); res.Data()["plan"] != draft["plan"] {
+				t.Fatalf("a signed note changed: %s", res.Raw)
+			}
+		}},
+		{Name: "OKAddendaDated", Run: func(t *testing.T) {
+			e.Clock.Advance(10 * 60e9)
+			res := e.Do(testenv.Req{Method: "POST", Path: path + "/addenda", Header: doc, Form: q("text", "Patch test booked for next week.")})
+			ad := res.Data()["addenda"].([]any)
+			if res.Status != 200 || len(ad) != 1 || ad[0].(map[string]any)["text"] != "Patch test booked for next week." ||
+				ad[0].(map[string]any)["created"].(float64) <= res.Data()["signed_at"].(float64) {
+				t.Fatalf("addendum: %s", res.Raw)
+			}
+			wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path + "/addenda", Header: doc, Form: q("text", " ")}), 400, 400)
+			wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path + "/addenda", Header: pat, Form: q("text", "Mine")}), 403, 403)
+		}},
+		{Name: "OKSummaryAfterTheVisit", Run: func(t *testing.T) {
+			for _, step := range []string{"inprogress", "close"} {
+				if res := s.post(s.doc.Token, "/api_v3/visits/"+step, "id", visit); res.Status != 200 {
+					t.Fatalf("%s: %s", step, res.Raw)
+				}
+			}
+			res := e.Do(testenv.Req{Path: "/api_v3/visits/" + visit + "/summary", Header: pat})
+			d := res.Data()
+			if res.Status != 200 || d["patient_summary"] != draft["patient_summary"] || d["plan"] != draft["plan"] || len(d["diagnoses"].([]any)) != 2 ||
+				len(d["addenda"].([]any)) != 1 || d["subjective"] != nil || d["assessment"] != nil {
+				t.Fatalf("the summary: %s", res.Raw)
+			}
+			wantErr(t, e.Do(testenv.Req{Path: "/api_v3/visits/" + visit + "/summary", Header: userHeaders(s.c, s.pat2.Token)}), 404, 404)
+		}},
+		{Name: "OKAudited", Run: func(t *testing.T) {
+			e.FlushAudits()
+			for action, least := range map[string]int{"visit.note.read": 2, "visit.note.write": 3, "visit.note.sign": 1, "visit.note.addendum": 1, "visit.summary.read": 1} {
+				if n := count(t, e, "SELECT COUNT(*) FROM audit WHERE action = '"+action+"' AND outcome = 'ok'"); n < least {
+					t.Errorf("%d %s entries, want at least %d", n, action, least)
+				}
+			}
+		}},
+	})
+}

@@ -1,0 +1,74 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"teleclinic/internal/clinic"
+)
+
+const noteCols = "id, account_id, visit_id, author_id, subjective, objective, assessment, plan, diagnoses, patient_summary, status, signed_by, signed_at, created, modified"
+
+// VisitNote is the note of a visit, with its addenda, oldest first.
+func (q *Q) VisitNote(ctx context.Context, accountID, visitID int64) (*clinic.VisitNote, error) {
+	var n clinic.VisitNote
+	var dx string
+	err := q.queryRow(ctx, "SELECT "+noteCols+" FROM visit_notes WHERE account_id = ? AND visit_id = ?", []any{accountID, visitID},
+		&n.ID, &n.AccountID, &n.VisitID, &n.AuthorID, &n.Subjective, &n.Objective, &n.Assessment, &n.Plan, &dx, &n.PatientSummary,
+		&n.Status, &n.SignedBy, &n.SignedAt, &n.Created, &n.Modified)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(dx), &n.Diagnoses); err != nil {
+		return nil, err
+	}
+	rows, err := q.query(ctx, "SELECT id, author_id, body, created FROM visit_note_addenda WHERE account_id = ? AND note_id = ? ORDER BY id", accountID, n.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	n.Addenda = []clinic.NoteAddendum{}
+	for rows.Next() {
+		var a clinic.NoteAddendum
+		if err := rows.Scan(&a.ID, &a.AuthorID, &a.Body, &a.Created); err != nil {
+			return nil, q.d.translate(err)
+		}
+		n.Addenda = append(n.Addenda, a)
+	}
+	return &n, q.d.translate(rows.Err())
+}
+
+// SaveNoteDraft writes a visit's note while it is a draft: it is created
+// on the first save; false when the note is signed (locked).
+func (q *Q) SaveNoteDraft(ctx context.Context, n *clinic.VisitNote) (bool, error) {
+	dx, _ := json.Marshal(n.Diagnoses)
+	id, err := q.insert(ctx, `INSERT INTO visit_notes (account_id, visit_id, author_id, subjective, objective, assessment, plan, diagnoses, patient_summary, status, created, modified)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (account_id, visit_id) DO UPDATE SET subjective = excluded.subjective, objective = excluded.objective,
+			assessment = excluded.assessment, plan = excluded.plan, diagnoses = excluded.diagnoses,
+			patient_summary = excluded.patient_summary, author_id = excluded.author_id, modified = excluded.modified
+		WHERE visit_notes.status = ?`,
+		n.AccountID, n.VisitID, n.AuthorID, n.Subjective, n.Objective, n.Assessment, n.Plan, string(dx), n.PatientSummary, clinic.NoteDraft,
+		n.Created, n.Modified, clinic.NoteDraft)
+	if errors.Is(err, ErrNotFound) { // the WHERE kept a signed note as it was
+		return false, nil
+	}
+	n.ID = id
+	return err == nil, err
+}
+
+// SignNote locks a visit's draft note; false when there is no draft.
+func (q *Q) SignNote(ctx context.Context, accountID, visitID, by, now int64) (bool, error) {
+	n, err := q.affected(ctx, "UPDATE visit_notes SET status = ?, signed_by = ?, signed_at = ?, modified = ? WHERE account_id = ? AND visit_id = ? AND status = ?",
+		clinic.NoteSigned, by, now, now, accountID, visitID, clinic.NoteDraft)
+	return n == 1, err
+}
+
+// AddNoteAddendum adds a dated addendum to a signed note.
+func (q *Q) AddNoteAddendum(ctx context.Context, accountID, noteID int64, a *clinic.NoteAddendum) error {
+	id, err := q.insert(ctx, "INSERT INTO visit_note_addenda (account_id, note_id, author_id, body, created) VALUES (?, ?, ?, ?, ?)",
+		accountID, noteID, a.AuthorID, a.Body, a.Created)
+	a.ID = id
+	return err
+}
