@@ -20,11 +20,11 @@ import (
 // RecordParts names the parts of a patient's record a read needs, so a
 // search of one resource type loads only that type.
 type RecordParts struct {
-	Visits, Messages, Readings, Coverage, Prescriptions, EMR, Files bool
+	Visits, Messages, Readings, Coverage, Prescriptions, EMR, Files, Notes bool
 }
 
 // AllRecordParts is every part, for Patient/$everything.
-var AllRecordParts = RecordParts{Visits: true, Messages: true, Readings: true, Coverage: true, Prescriptions: true, EMR: true, Files: true}
+var AllRecordParts = RecordParts{Visits: true, Messages: true, Readings: true, Coverage: true, Prescriptions: true, EMR: true, Files: true, Notes: true}
 
 // MaxRecordReadings bounds the device readings one record read returns
 // (the newest first).
@@ -42,6 +42,10 @@ type PatientRecord struct {
 	Prescriptions []*PrescriptionView
 	EMR           map[string]*EMRSection
 	Files         []*FileInfo
+	// Notes are the notes of the visits above as the caller may read
+	// them: whole for the visit's provider and the admin, the patient's
+	// summary (VisitSummary's part) for the patient once given.
+	Notes []*clinic.VisitNote
 }
 
 // PatientRecord reads the parts of a patient's record the caller asks for
@@ -76,9 +80,14 @@ func (a *App) patientRecord(ctx context.Context, p *clinic.Principal, patientID 
 		return nil, clinic.Errorf(clinic.ENotFound, "Patient not found.")
 	}
 	rec := &PatientRecord{Patient: u, Account: p.Account}
-	if parts.Visits || parts.Messages {
+	if parts.Visits || parts.Messages || parts.Notes {
 		if err := a.recordVisits(ctx, p, rec, parts.Messages); err != nil {
 			return nil, err
+		}
+		if parts.Notes {
+			if rec.Notes, err = a.recordNotes(ctx, p, rec.Visits); err != nil {
+				return nil, err
+			}
 		}
 		if !parts.Visits {
 			rec.Visits = nil
@@ -179,4 +188,36 @@ func (a *App) Practitioner(ctx context.Context, p *clinic.Principal, id int64) (
 		return nil, clinic.Errorf(clinic.ENotFound, "Practitioner not found.")
 	}
 	return prof.User, nil
+}
+
+// recordNotes are the notes of visits as the caller may read them (see
+// PatientRecord.Notes), read in one batch.
+func (a *App) recordNotes(ctx context.Context, p *clinic.Principal, visits []*VisitDetail) ([]*clinic.VisitNote, error) {
+	ids := make([]int64, len(visits))
+	for i, d := range visits {
+		ids[i] = d.Visit.ID
+	}
+	notes, err := a.store.Read().VisitNotes(ctx, p.Account.ID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("record notes: %w", err)
+	}
+	var out []*clinic.VisitNote
+	for _, d := range visits {
+		n := notes[d.Visit.ID]
+		switch {
+		case n == nil:
+		case p.IsAdmin() || d.Visit.ProviderID == p.UserID():
+			out = append(out, n)
+		case d.Visit.MemberID == p.UserID() && n.Status == clinic.NoteSigned && d.Visit.Status == clinic.VisitCompleted:
+			out = append(out, patientPart(n))
+		}
+	}
+	return out, nil
+}
+
+// patientPart is what the patient is given of a signed note: the summary
+// written for them, the diagnoses, the plan and the addenda.
+func patientPart(n *clinic.VisitNote) *clinic.VisitNote {
+	return &clinic.VisitNote{ID: n.ID, AccountID: n.AccountID, VisitID: n.VisitID, AuthorID: n.AuthorID, Plan: n.Plan, Diagnoses: n.Diagnoses,
+		PatientSummary: n.PatientSummary, Status: n.Status, SignedBy: n.SignedBy, SignedAt: n.SignedAt, Created: n.Created, Modified: n.Modified, Addenda: n.Addenda}
 }

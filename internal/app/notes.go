@@ -91,9 +91,7 @@ func (a *App) VisitSummary(ctx context.Context, p *clinic.Principal, id int64) (
 		return nil, fmt.Errorf("summary: %w", err)
 	}
 	// The patient's part only: the provider's working sections stay out.
-	out := &clinic.VisitNote{ID: n.ID, AccountID: n.AccountID, VisitID: n.VisitID, AuthorID: n.AuthorID, Plan: n.Plan, Diagnoses: n.Diagnoses,
-		PatientSummary: n.PatientSummary, Status: n.Status, SignedBy: n.SignedBy, SignedAt: n.SignedAt, Created: n.Created, Modified: n.Modified, Addenda: n.Addenda}
-	return out, a.Audit(ctx, p, "visit.summary.read", "visit", i64s(v.ID), OutcomeOK)
+	return patientPart(n), a.Audit(ctx, p, "visit.summary.read", "visit", i64s(v.ID), OutcomeOK)
 }
 
 // SaveVisitNote is POST /visits/{id}/note: the visit's provider saves the

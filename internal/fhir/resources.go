@@ -1,6 +1,7 @@
 package fhir
 
 import (
+	"html"
 	"strconv"
 	"strings"
 	"time"
@@ -713,5 +714,92 @@ func toFHIRDocumentReference(patient *clinic.User, f *app.FileInfo) *fhirDocumen
 	if f.TargetType == "visit" {
 		out.Context = &fhirDocContext{Encounter: []fhirRef{{Reference: "Encounter/" + id(f.TargetID)}}}
 	}
+	return out
+}
+
+// A visit's note is a Composition: a progress note (LOINC 11506-3) of
+// the visit's Encounter, its SOAP sections as narrative sections, the
+// diagnoses as coded text, and the addenda as one dated section. A draft
+// is "preliminary", a signed note "final", and one amended since
+// "amended". The patient's summary (what a patient reads of it) is the
+// same resource with the summary, plan and diagnoses only.
+type fhirComposition struct {
+	base
+	Status    string                   `json:"status"`
+	Type      fhirConcept              `json:"type"`
+	Subject   fhirRef                  `json:"subject"`
+	Encounter *fhirRef                 `json:"encounter,omitempty"`
+	Date      string                   `json:"date"`
+	Author    []fhirRef                `json:"author"`
+	Title     string                   `json:"title"`
+	Attester  []fhirAttester           `json:"attester,omitempty"`
+	Section   []fhirCompositionSection `json:"section,omitempty"`
+}
+
+type fhirAttester struct {
+	Mode  string  `json:"mode"`
+	Time  string  `json:"time,omitempty"`
+	Party fhirRef `json:"party"`
+}
+
+type fhirCompositionSection struct {
+	Title string        `json:"title"`
+	Code  *fhirConcept  `json:"code,omitempty"`
+	Text  fhirNarrative `json:"text"`
+}
+
+type fhirNarrative struct {
+	Status string `json:"status"`
+	Div    string `json:"div"`
+}
+
+// narrative is text as an XHTML div, each line a paragraph, escaped.
+func narrative(text string) fhirNarrative {
+	var b strings.Builder
+	b.WriteString(`<div xmlns="http://www.w3.org/1999/xhtml">`)
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		b.WriteString("<p>" + html.EscapeString(line) + "</p>")
+	}
+	b.WriteString("</div>")
+	return fhirNarrative{Status: "generated", Div: b.String()}
+}
+
+func toFHIRComposition(patient *clinic.User, n *clinic.VisitNote) *fhirComposition {
+	out := &fhirComposition{base: newBase("Composition", subID(patient.ID, id(n.VisitID)), n.Modified), Status: "preliminary",
+		Type:    fhirConcept{Coding: []fhirCoding{{System: sysLOINC, Code: "11506-3", Display: "Progress note"}}, Text: "Visit note"},
+		Subject: patientRef(patient), Encounter: &fhirRef{Reference: "Encounter/" + id(n.VisitID)}, Date: instant(n.Modified),
+		Author: []fhirRef{{Reference: "Practitioner/" + id(n.AuthorID)}}, Title: "Visit note"}
+	if n.Status == clinic.NoteSigned {
+		out.Status, out.Date = "final", instant(n.SignedAt)
+		out.Attester = []fhirAttester{{Mode: "legal", Time: instant(n.SignedAt), Party: fhirRef{Reference: "Practitioner/" + id(n.SignedBy)}}}
+		if len(n.Addenda) > 0 {
+			out.Status = "amended"
+		}
+	}
+	section := func(title, loinc, text string) {
+		if strings.TrimSpace(text) == "" {
+			return
+		}
+		s := fhirCompositionSection{Title: title, Text: narrative(text)}
+		if loinc != "" {
+			s.Code = &fhirConcept{Coding: []fhirCoding{{System: sysLOINC, Code: loinc}}}
+		}
+		out.Section = append(out.Section, s)
+	}
+	section("Summary for the patient", "", n.PatientSummary)
+	section("Subjective", "61150-9", n.Subjective)
+	section("Objective", "61149-1", n.Objective)
+	section("Assessment", "51848-0", n.Assessment)
+	section("Plan", "18776-5", n.Plan)
+	var dx []string
+	for _, d := range n.Diagnoses {
+		dx = append(dx, d.Code+" "+d.Description)
+	}
+	section("Diagnoses (ICD-10-CM)", "29548-5", strings.Join(dx, "\n"))
+	var ad []string
+	for _, a := range n.Addenda {
+		ad = append(ad, instant(a.Created)+": "+a.Body)
+	}
+	section("Addenda", "", strings.Join(ad, "\n"))
 	return out
 }

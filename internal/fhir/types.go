@@ -76,6 +76,9 @@ var types = []resourceType{
 	{"Condition", app.RecordParts{EMR: true}, []string{"patient", "subject"}, localID, func(rec *app.PatientRecord) []resource {
 		return toFHIRConditions(rec.Patient, rec.EMR["conditions"])
 	}},
+	{"Composition", app.RecordParts{Notes: true}, []string{"patient", "subject"}, localID, func(rec *app.PatientRecord) []resource {
+		return each(rec.Notes, func(n *clinic.VisitNote) resource { return toFHIRComposition(rec.Patient, n) })
+	}},
 	{"DocumentReference", app.RecordParts{Files: true}, []string{"patient", "subject"}, fileID, func(rec *app.PatientRecord) []resource {
 		return each(rec.Files, func(f *app.FileInfo) resource { return toFHIRDocumentReference(rec.Patient, f) })
 	}},

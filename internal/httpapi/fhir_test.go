@@ -409,7 +409,7 @@ func TestFHIR_Metadata(t *testing.T) {
 	for _, r := range rest["resource"].([]any) {
 		types = append(types, r.(map[string]any)["type"].(string))
 	}
-	if strings.Join(types, ",") != "Patient,Practitioner,Encounter,Appointment,Communication,Observation,Coverage,MedicationRequest,AllergyIntolerance,Condition,DocumentReference" {
+	if strings.Join(types, ",") != "Patient,Practitioner,Encounter,Appointment,Communication,Observation,Coverage,MedicationRequest,AllergyIntolerance,Condition,Composition,DocumentReference" {
 		t.Errorf("types: %v", types)
 	}
 }

@@ -1,7 +1,11 @@
 package httpapi_test
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"teleclinic/internal/testenv"
 )
@@ -105,4 +109,91 @@ func TestNotes_DraftSignAmend(t *testing.T) {
 			}
 		}},
 	})
+}
+
+// composition is a Composition as the test reads it.
+type composition struct {
+	ResourceType, ID, Status, Title string
+	Subject, Encounter              fhirRef
+	Author                          []fhirRef
+	Section                         []struct {
+		Title string
+		Text  struct{ Status, Div string }
+	}
+}
+
+// TestFHIR_Composition: a visit's note is a Composition that validates
+// against R4: preliminary as a draft, final once signed, amended after an
+// addendum, for the provider and the admin; the patient gets the summary
+// part once the visit is over, and another patient nothing.
+func TestFHIR_Composition(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	visit := s.withVisit(t)
+	doc, pat := userHeaders(s.c, s.doc.Token), userHeaders(s.c, s.pat.Token)
+	note := "/api_v3/visits/" + visit + "/note"
+	search := func(h map[string]string) []composition {
+		t.Helper()
+		res := fhirGet(t, e, h, "/fhir/R4/Composition", "patient", s.pat.UserID)
+		var b struct{ Entry []struct{ Resource composition } }
+		if res.Status != 200 || json.Unmarshal(res.Raw, &b) != nil {
+			t.Fatalf("search: %d %s", res.Status, res.Raw)
+		}
+		var out []composition
+		for _, en := range b.Entry {
+			out = append(out, en.Resource)
+		}
+		return out
+	}
+	titles := func(c composition) []string {
+		var out []string
+		for _, sec := range c.Section {
+			out = append(out, sec.Title)
+		}
+		return out
+	}
+	if got := search(doc); len(got) != 0 {
+		t.Fatalf("a Composition before any note: %+v", got)
+	}
+	e.Do(testenv.Req{Method: "POST", Path: note, Header: doc, JSON: map[string]any{"subjective": "Itchy <rash> & red", "assessment": "Contact dermatitis.",
+		"plan": "Cream twice a day.", "diagnoses": []any{"L25.9"}, "patient_summary": "A skin reaction. Use the cream."}})
+	got := search(doc)
+	wantID := s.pat.UserID + "-" + visit
+	if len(got) != 1 || got[0].ID != wantID || got[0].Status != "preliminary" || got[0].Encounter.Reference != "Encounter/"+visit ||
+		got[0].Author[0].Reference != "Practitioner/"+s.doc.UserID || !strings.Contains(got[0].Section[1].Text.Div, "Itchy &lt;rash&gt; &amp; red") {
+		t.Fatalf("the draft's Composition: %+v", got)
+	}
+	if diff := cmp.Diff([]string{"Summary for the patient", "Subjective", "Assessment", "Plan", "Diagnoses (ICD-10-CM)"}, titles(got[0])); diff != "" {
+		t.Errorf("sections (-want +got):\n%s", diff)
+	}
+	e.Do(testenv.Req{Method: "POST", Path: note + "/sign", Header: doc})
+	if got := search(adminHeaders(s.c)); len(got) != 1 || got[0].Status != "final" {
+		t.Fatalf("signed, as the admin reads it: %+v", got)
+	}
+	e.Do(testenv.Req{Method: "POST", Path: note + "/addenda", Header: doc, Form: q("text", "Patch test next week.")})
+	if got := search(doc); len(got) != 1 || got[0].Status != "amended" || got[0].Section[len(got[0].Section)-1].Title != "Addenda" {
+		t.Fatalf("amended: %+v", got)
+	}
+	if got := search(pat); len(got) != 0 {
+		t.Fatalf("the patient before the visit is over: %+v", got)
+	}
+	for _, step := range []string{"inprogress", "close"} {
+		s.post(s.doc.Token, "/api_v3/visits/"+step, "id", visit)
+	}
+	got = search(pat)
+	if len(got) != 1 {
+		t.Fatalf("the patient after the visit: %+v", got)
+	}
+	if diff := cmp.Diff([]string{"Summary for the patient", "Plan", "Diagnoses (ICD-10-CM)", "Addenda"}, titles(got[0])); diff != "" {
+		t.Errorf("the patient's sections (-want +got):\n%s", diff)
+	}
+	if res := fhirGet(t, e, pat, "/fhir/R4/Composition/"+wantID); res.Status != 200 || strings.Contains(string(res.Raw), "Itchy") {
+		t.Fatalf("the patient's read: %d %s", res.Status, res.Raw)
+	}
+	wantOutcome(t, fhirGet(t, e, userHeaders(s.c, s.pat2.Token), "/fhir/R4/Composition/"+wantID), 404, "not-found")
+	// $everything holds it too.
+	if all := entries(t, fhirGet(t, e, doc, "/fhir/R4/Patient/"+s.pat.UserID+"/$everything")); len(all["Composition"]) != 1 {
+		t.Errorf("$everything: %v", counts(all))
+	}
 }

@@ -72,3 +72,55 @@ func (q *Q) AddNoteAddendum(ctx context.Context, accountID, noteID int64, a *cli
 	a.ID = id
 	return err
 }
+
+// VisitNotes are the notes of visits (by visit id), each with its
+// addenda: two statements for any number of visits.
+func (q *Q) VisitNotes(ctx context.Context, accountID int64, visits []int64) (map[int64]*clinic.VisitNote, error) {
+	out := map[int64]*clinic.VisitNote{}
+	if len(visits) == 0 {
+		return out, nil
+	}
+	rows, err := q.query(ctx, "SELECT "+noteCols+" FROM visit_notes WHERE account_id = ? AND visit_id IN ("+placeholders(len(visits))+")",
+		append([]any{accountID}, anys(visits)...)...)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[int64]*clinic.VisitNote{}
+	for rows.Next() {
+		n := &clinic.VisitNote{Addenda: []clinic.NoteAddendum{}}
+		var dx string
+		if err := rows.Scan(&n.ID, &n.AccountID, &n.VisitID, &n.AuthorID, &n.Subjective, &n.Objective, &n.Assessment, &n.Plan, &dx,
+			&n.PatientSummary, &n.Status, &n.SignedBy, &n.SignedAt, &n.Created, &n.Modified); err != nil {
+			rows.Close()
+			return nil, q.d.translate(err)
+		}
+		if err := json.Unmarshal([]byte(dx), &n.Diagnoses); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out[n.VisitID], byID[n.ID] = n, n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(byID) == 0 {
+		return out, q.d.translate(err)
+	}
+	ids := make([]int64, 0, len(byID))
+	for id := range byID {
+		ids = append(ids, id)
+	}
+	rows, err = q.query(ctx, "SELECT note_id, id, author_id, body, created FROM visit_note_addenda WHERE account_id = ? AND note_id IN ("+placeholders(len(ids))+") ORDER BY id",
+		append([]any{accountID}, anys(ids)...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var noteID int64
+		var a clinic.NoteAddendum
+		if err := rows.Scan(&noteID, &a.ID, &a.AuthorID, &a.Body, &a.Created); err != nil {
+			return nil, q.d.translate(err)
+		}
+		byID[noteID].Addenda = append(byID[noteID].Addenda, a)
+	}
+	return out, q.d.translate(rows.Err())
+}
