@@ -136,7 +136,9 @@ func TestFHIR_Composition(t *testing.T) {
 	search := func(h map[string]string) []composition {
 		t.Helper()
 		res := fhirGet(t, e, h, "/fhir/R4/Composition", "patient", s.pat.UserID)
-		var b struct{ Entry []struct{ Resource composition } }
+		var b struct {
+			Entry []struct{ Resource composition }
+		}
 		if res.Status != 200 || json.Unmarshal(res.Raw, &b) != nil {
 			t.Fatalf("search: %d %s", res.Status, res.Raw)
 		}
