@@ -83,6 +83,11 @@ func portalMatrix() map[string]string {
 		// Inviting a guest and ending the visit: its provider (and the admin
 		// ends it too).
 		"POST /visits/start/{id}/call/invite": "RRDDDDADD",
+		// The visit note: its provider writes it; the code search is for
+		// providers and admins.
+		"POST /visits/start/{id}/note":         "RRDDDDADD",
+		"POST /visits/start/{id}/note/addenda": "RRDDDDADD",
+		"GET /providers/diagnoses":             "RRDADAADA",
 		// Start visit: the dashboard's, for the visit's provider.
 		"POST /providers/visits/{id}/start": "RRDDDDADD",
 		"POST /visits/start/{id}/call/end":  "RRDDDDADA",

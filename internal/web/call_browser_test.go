@@ -5,6 +5,7 @@ package web_test
 import (
 	"context"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -834,4 +835,82 @@ func TestBrowser_DashboardAlerts(t *testing.T) {
 	if err != nil || d.Visit.Status != clinic.VisitInProgress || d.Provider == nil {
 		t.Fatalf("after Start visit: %+v %v", d.Visit, err)
 	}
+}
+
+// TestBrowser_VisitNote: the provider writes the visit's note on the
+// visit page without leaving it — a diagnosis found by its words, the
+// draft saved, signed, then amended — and reads it back through the API
+// and FHIR; once the visit is over, the patient's page shows the summary
+// and not the provider's sections.
+func TestBrowser_VisitNote(t *testing.T) {
+	browser := chrome(t)
+	f := newFixture(t)
+	bg := context.Background()
+	f.accept(t)
+	provider := separate(t, browser)
+	openVisit(t, provider, f.e.URL, f.providerToken, f.visitID)
+	markPage(t, provider)
+	browserStep(t, provider, "the provider drafts the note",
+		chromedp.SendKeys(chromedp.CSS("#subjective"), "Blocked nose and facial pain for 10 days."),
+		chromedp.SendKeys(chromedp.CSS("#assessment"), "Acute sinusitis."),
+		chromedp.SendKeys(chromedp.CSS("#plan"), "Saline rinses; review in a week."),
+		chromedp.SendKeys(chromedp.CSS("#patient_summary"), "You have a sinus infection. Rinse your nose with salt water twice a day."),
+		chromedp.SendKeys(chromedp.CSS("#dx-search"), "acute sinusitis"))
+	waitFor(t, "the code search suggests J01.90", func() bool {
+		n, err := chromedp.Run(provider, chromedp.Evaluate[int](`document.querySelectorAll('#dx-options option[value="J01.90"]').length`))
+		return err == nil && n == 1
+	})
+	browserStep(t, provider, "the provider picks the first suggestion and saves",
+		chromedp.SendKeys(chromedp.CSS("#dx-search"), "\r"),
+		chromedp.WaitVisible(chromedp.CSS(`#dx-chosen input[value="J01.90"]`)),
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Save draft"]`)))
+	waitText(t, provider, "main", "The note is saved as a draft.")
+	stillMarked(t, provider, "the provider")
+	checkA11y(t, provider, "visit note draft")
+	screenshot(t, provider, "visit-note-draft")
+
+	prov := f.user(t, f.providerToken)
+	n, err := f.e.App.VisitNote(bg, prov, f.visitID)
+	if err != nil || n.Status != clinic.NoteDraft || len(n.Diagnoses) != 1 || n.Diagnoses[0].Code != "J01.90" || n.Assessment != "Acute sinusitis." {
+		t.Fatalf("the saved draft: %+v %v", n, err)
+	}
+
+	browserStep(t, provider, "the provider signs", chromedp.Click(chromedp.Search(`//button[normalize-space()="Sign the note"]`)))
+	waitText(t, provider, "#visit-note", "Signed by Grace Hopper")
+	browserStep(t, provider, "the provider adds an addendum",
+		chromedp.WaitVisible(chromedp.CSS("#addendum")),
+		chromedp.SendKeys(chromedp.CSS("#addendum"), "Swab sent to the lab."),
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Add addendum"]`)))
+	waitText(t, provider, "#visit-note", "Swab sent to the lab.")
+	stillMarked(t, provider, "the provider")
+	screenshot(t, provider, "visit-note-signed")
+
+	// Read back through the API and FHIR.
+	if pg := f.e.Do(testenv.Req{Path: "/api_v3/visits/" + strconv.FormatInt(f.visitID, 10) + "/note", Header: map[string]string{"X-AccountCode": "acme", "X-ApiToken": f.providerToken}}); pg.Status != 200 ||
+		pg.Data()["status"] != "signed" || len(pg.Data()["addenda"].([]any)) != 1 {
+		t.Fatalf("the note through the API: %d %s", pg.Status, pg.Raw)
+	}
+	comp := f.e.Do(testenv.Req{Path: "/fhir/R4/Composition", Query: url.Values{"patient": {strconv.FormatInt(f.user(t, f.p1Token).User.ID, 10)}}, Header: map[string]string{"X-AccountCode": "acme", "X-ApiToken": f.providerToken}})
+	if comp.Status != 200 || !strings.Contains(string(comp.Raw), `"status":"amended"`) || !strings.Contains(string(comp.Raw), "J01.90") {
+		t.Fatalf("the note through FHIR: %d %s", comp.Status, comp.Raw)
+	}
+
+	// The visit ends: the patient reads the summary.
+	if _, err := f.e.App.MoveVisit(bg, prov, f.visitID, app.ActInProgress, app.MoveInput{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.App.MoveVisit(bg, prov, f.visitID, app.ActClose, app.MoveInput{}); err != nil {
+		t.Fatal(err)
+	}
+	patient := separate(t, browser)
+	browserStep(t, patient, "the patient opens the visit",
+		chromedp.Navigate(f.e.URL+"/auth?sso_token="+f.p1Token+"&next="+f.visitPath()),
+		chromedp.WaitVisible(chromedp.CSS("#visit-note")))
+	waitText(t, patient, "#visit-note", "You have a sinus infection.")
+	waitText(t, patient, "#visit-note", "Acute sinusitis, unspecified")
+	if txt, _ := chromedp.Run(patient, chromedp.Evaluate[string](`document.getElementById("visit-note").innerText`)); strings.Contains(txt, "Blocked nose") {
+		t.Errorf("the patient reads the provider's sections: %s", txt)
+	}
+	checkA11y(t, patient, "visit summary")
+	screenshot(t, patient, "visit-summary")
 }

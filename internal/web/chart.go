@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"sort"
 	"strconv"
+	"strings"
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
@@ -30,7 +31,7 @@ type chartPage struct {
 	Cards                    []cardItem
 	CardsState               chartSection
 	Eligibility              *clinic.EligibilityJob
-	EligibilityDetails       string
+	EligibilityDetails       []kv
 	Prescriptions            []*app.PrescriptionView
 	RxState                  chartSection
 	Pharmacies               []pharmacyItem
@@ -40,9 +41,13 @@ type chartPage struct {
 	Visits                   []visitItem
 }
 
+// emrItem is an EMR section as people read it: its entries, each a list
+// of fields; NotReported when the patient chose not to say.
 type emrItem struct {
-	Name, Data string
-	Modified   int64
+	Name        string
+	Entries     [][]kv
+	NotReported bool
+	Modified    int64
 }
 
 type cardItem struct {
@@ -141,11 +146,15 @@ func (s *Server) chartRecords(ctx context.Context, p *clinic.Principal, uid int6
 		}
 	} else {
 		for name, sec := range emr {
-			if sec == nil || sec.Data == nil {
+			if sec == nil || (sec.Data == nil && sec.DataNotReported == nil) {
 				continue
 			}
-			b, _ := json.MarshalIndent(sec.Data, "", "  ")
-			page.EMR = append(page.EMR, emrItem{Name: name, Data: string(b), Modified: sec.Modified})
+			it := emrItem{Name: words(name), Entries: entries(sec.Data), Modified: sec.Modified,
+				NotReported: sec.DataNotReported != nil && *sec.DataNotReported}
+			if len(it.Entries) == 0 && !it.NotReported && sec.Modified == 0 {
+				continue // never filled in
+			}
+			page.EMR = append(page.EMR, it)
 		}
 		sort.Slice(page.EMR, func(i, j int) bool { return page.EMR[i].Name < page.EMR[j].Name })
 	}
@@ -171,8 +180,10 @@ func (s *Server) chartRecords(ctx context.Context, p *clinic.Principal, uid int6
 		}
 		if job, e := s.app.Eligibility(ctx, p, uid); e == nil {
 			page.Eligibility = job
-			b, _ := json.MarshalIndent(job.Details, "", "  ")
-			page.EligibilityDetails = string(b)
+			var details any
+			if b, err := json.Marshal(job.Details); err == nil && json.Unmarshal(b, &details) == nil {
+				page.EligibilityDetails = fieldsOf(details)
+			}
 		}
 	}
 	if page.Prescriptions, err = s.app.Prescriptions(ctx, p, uid, "All"); err != nil {
@@ -196,9 +207,101 @@ func (s *Server) chartRecords(ctx context.Context, p *clinic.Principal, uid int6
 		}
 	} else {
 		for _, rd := range rs {
-			b, _ := json.Marshal(rd.Values)
-			page.Readings = append(page.Readings, readingItem{Type: rd.DataType, Date: rd.Date, Values: string(b)})
+			var vals []string
+			for _, f := range fieldsOf(rd.Values) {
+				vals = append(vals, f.Key+" "+f.Value)
+			}
+			page.Readings = append(page.Readings, readingItem{Type: words(rd.DataType), Date: rd.Date, Values: strings.Join(vals, ", ")})
 		}
 	}
 	return nil
+}
+
+// The chart prints a record's JSON as fields people read: an object's
+// keys become labels ("date_of_birth" → "Date of birth"), lists are
+// joined, true and false are yes and no, and what is empty is left out.
+
+// entries are a section's data as entries: a list's items, or the one
+// object.
+func entries(data any) [][]kv {
+	var out [][]kv
+	switch d := data.(type) {
+	case []any:
+		for _, it := range d {
+			if f := fieldsOf(it); len(f) > 0 {
+				out = append(out, f)
+			}
+		}
+	default:
+		if f := fieldsOf(d); len(f) > 0 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// fieldsOf is a value's fields: an object's, by label; anything else is
+// one field without a label.
+func fieldsOf(v any) []kv {
+	m, ok := v.(map[string]any)
+	if !ok {
+		if s := plain(v); s != "" {
+			return []kv{{"", s}}
+		}
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []kv
+	for _, k := range keys {
+		if s := plain(m[k]); s != "" {
+			out = append(out, kv{words(k), s})
+		}
+	}
+	return out
+}
+
+// plain writes a value in words.
+func plain(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return strings.TrimSpace(x)
+	case bool:
+		if x {
+			return "yes"
+		}
+		return "no"
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case []any:
+		var parts []string
+		for _, it := range x {
+			if s := plain(it); s != "" {
+				parts = append(parts, s)
+			}
+		}
+		return strings.Join(parts, ", ")
+	case map[string]any:
+		var parts []string
+		for _, f := range fieldsOf(x) {
+			parts = append(parts, f.Key+": "+f.Value)
+		}
+		return strings.Join(parts, "; ")
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// words makes a storage name a label: "family_history" → "Family history".
+func words(name string) string {
+	s := strings.TrimSpace(strings.ReplaceAll(name, "_", " "))
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

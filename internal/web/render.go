@@ -90,6 +90,16 @@ func timeFuncs(z *time.Location) template.FuncMap {
 func (s *Server) parseTemplates() error {
 	// Parsed with UTC's time funcs; render gives each page the viewer's.
 	funcs := timeFuncs(time.UTC)
+	// lines splits text into its non-empty lines, for paragraphs.
+	funcs["lines"] = func(text string) []string {
+		var out []string
+		for _, l := range strings.Split(text, "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return err

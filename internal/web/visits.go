@@ -107,6 +107,8 @@ type visitPage struct {
 	Call *callView
 	// Booked is set on an appointment.
 	Booked *bookedView
+	// Note is the visit's note as the viewer may see it (notes.go).
+	Note *noteView
 	// Notice says what the last change did (?notice=).
 	Notice string
 }
@@ -127,10 +129,13 @@ type bookedView struct {
 
 // notices are the words of ?notice= after a change on the visit page.
 var notices = map[string]string{
-	"cancelled":  "Your appointment is cancelled.",
-	"moved":      "Your appointment has its new time.",
-	"remind-on":  "Reminder emails are on for this visit.",
-	"remind-off": "Reminder emails are off for this visit.",
+	"cancelled":    "Your appointment is cancelled.",
+	"moved":        "Your appointment has its new time.",
+	"remind-on":    "Reminder emails are on for this visit.",
+	"remind-off":   "Reminder emails are off for this visit.",
+	"note-saved":   "The note is saved as a draft.",
+	"note-signed":  "The note is signed. Changes from now on are addenda.",
+	"note-amended": "The addendum is added to the note.",
 }
 
 // callView is the call part of the visit page (static/call.js).
@@ -218,6 +223,9 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request) error {
 		page.Booked = s.booked(r, p, d)
 	}
 	page.Notice = notices[r.URL.Query().Get("notice")]
+	if page.Note, err = s.noteFor(r, p, d, ""); err != nil {
+		return err
+	}
 	if page.Live && total > 0 { // drawn: the dashboard no longer counts these as new
 		if err := s.app.MarkThreadRead(r.Context(), p, id, total); err != nil {
 			return err

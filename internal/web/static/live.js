@@ -49,10 +49,12 @@
   var busy = false;
   var again = false;
 
-  function swap(html) {
+  // swap replaces the page's live regions with html's; after a form sent
+  // in place, the regions that form redraws too (data-inplace-region).
+  function swap(html, inplace) {
     var doc = new DOMParser().parseFromString(html, "text/html");
     var focused = document.activeElement && document.activeElement.id;
-    document.querySelectorAll("[data-live-region]").forEach(function (old) {
+    document.querySelectorAll(inplace ? "[data-live-region], [data-inplace-region]" : "[data-live-region]").forEach(function (old) {
       var fresh = doc.getElementById(old.id);
       if (fresh) {
         old.replaceWith(document.importNode(fresh, true));
@@ -97,6 +99,24 @@
       });
   }
 
+  // notice shows the notice of the page a form led to ("The note is
+  // saved…") where the page shows its notices.
+  function notice(html) {
+    var fresh = new DOMParser().parseFromString(html, "text/html").querySelector("main .notice[role=status]");
+    var old = document.querySelector("main .notice[role=status]");
+    if (!fresh) {
+      return;
+    }
+    if (old) {
+      old.textContent = fresh.textContent;
+    } else {
+      var h1 = document.querySelector("main h1");
+      if (h1) {
+        h1.insertAdjacentElement("afterend", document.importNode(fresh, true));
+      }
+    }
+  }
+
   document.addEventListener("submit", function (e) {
     var form = e.target;
     if (!form.hasAttribute || !form.hasAttribute("data-inplace")) {
@@ -105,16 +125,23 @@
     e.preventDefault();
     var alert = form.querySelector("[role=alert]");
     var button = form.querySelector("button[type=submit]");
-    var body = new URLSearchParams(new FormData(form));
+    var data = new FormData(form);
+    if (e.submitter && e.submitter.name) { // which button: save or sign
+      data.append(e.submitter.name, e.submitter.value);
+    }
+    var body = new URLSearchParams(data);
     if (button) {
       button.disabled = true;
     }
-    fetch(form.action, { method: "POST", credentials: "same-origin", headers: { Accept: "text/html" }, body: body })
+    fetch(form.getAttribute("action") || location.pathname, { method: "POST", credentials: "same-origin", headers: { Accept: "text/html" }, body: body })
       .then(function (res) {
         return res.text().then(function (html) {
           if (res.ok) {
-            swap(html);
-            form.reset();
+            swap(html, true);
+            notice(html);
+            if (form.getAttribute("data-inplace") !== "keep") {
+              form.reset();
+            }
             if (alert) {
               alert.hidden = true;
             }
