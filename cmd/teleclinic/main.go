@@ -325,7 +325,9 @@ curl -s %s/api_v3/me -H 'X-AccountCode: %s' -H "X-ApiToken: $TOKEN"
 # 3. List the clinic's rooms (the account code is enough)
 curl -s %s/api_v3/rooms -H 'X-AccountCode: %s'
 
-In a browser: the room's join page, where guests come in and wait:
+In a browser: the room's join page, where a patient (the login above, or
+a guest) joins the waiting room, books one of the week's open times, or
+sends the clinic a message:
   %s/c/%s/%s
 the provider's dashboard, signed in (the link carries the provider's
 access token: treat it as a password):

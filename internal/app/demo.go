@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/store"
@@ -82,7 +83,34 @@ func (a *App) SeedDemo(ctx context.Context) (*Demo, error) {
 		}
 		return q.SetPassword(ctx, acct.ID, pat.ID, hash, clinic.StatusActive, true, now)
 	})
-	return d, StoreErr("seed demo", err, "")
+	if err != nil {
+		return nil, StoreErr("seed demo", err, "")
+	}
+	return d, a.demoReady(ctx, p, d)
+}
+
+// demoReady makes the demo room take every kind of visit at once: listed
+// on the clinic's page, walk-ins and appointments on, and the demo
+// provider's open times for the next seven days (09:00–17:00 UTC, 15
+// minutes each). A day already published (an earlier start) is kept.
+func (a *App) demoReady(ctx context.Context, p *clinic.Principal, d *Demo) error {
+	on := true
+	if _, err := a.UpdateRoom(ctx, p, d.RoomCode, RoomUpdate{PublicAccess: &on, WalkinEnabled: &on, AppointmentEnable: &on}); err != nil {
+		return fmt.Errorf("demo room: %w", err)
+	}
+	prov, err := a.Authenticate(ctx, Credentials{AccountCode: DemoAccount, APIToken: d.ProviderToken}, NeedUser)
+	if err != nil {
+		return fmt.Errorf("demo provider: %w", err)
+	}
+	for i := 1; i <= 7; i++ {
+		day := a.now().UTC().AddDate(0, 0, i).Format("2006-01-02")
+		_, _, err := a.CreateSlots(ctx, prov, SlotGroupInput{RoomCode: d.RoomCode, DateStart: day, DateEnd: day, TimeStart: "09:00", TimeEnd: "17:00",
+			Timezone: "UTC", Duration: 15})
+		if err != nil && clinic.ErrorCode(err) != clinic.EConflict {
+			return fmt.Errorf("demo slots: %w", err)
+		}
+	}
+	return nil
 }
 
 func (a *App) ensureUser(ctx context.Context, q *store.Q, u *clinic.User) (*clinic.User, error) {

@@ -350,8 +350,9 @@ func TestCall_GuestInvite(t *testing.T) {
 	}
 
 	// Once only; not from another clinic's address; not after two hours.
-	if pg := newBrowser(t, f.e).post(link, url.Values{"first_name": {"Second"}, "last_name": {"Try"}}); pg.Status != 404 || !strings.Contains(pg.Body, "used or has expired") {
-		t.Fatalf("a used link: %d", pg.Status)
+	if pg := newBrowser(t, f.e).post(link, url.Values{"first_name": {"Second"}, "last_name": {"Try"}}); pg.Status != 404 || !strings.Contains(pg.Body, "used or has expired") ||
+		strings.Contains(pg.Body, "Go to your visits") {
+		t.Fatalf("a used link (to someone with no visits to go to): %d %s", pg.Status, pg.Body)
 	}
 	f.e.NewClinic("other", true)
 	link2 := invite(t, f, prov)

@@ -11,7 +11,7 @@ import (
 	"teleclinic/internal/clinic"
 )
 
-type roomItem struct{ Name, Subtitle, Code string }
+type roomItem struct{ Name, Subtitle, Code, Address string }
 
 type clinicPage struct {
 	Name  string
@@ -34,7 +34,7 @@ func (s *Server) clinicHome(w http.ResponseWriter, r *http.Request) error {
 		if !rm.Active || !rm.Settings.PublicAccess {
 			continue
 		}
-		page.Rooms = append(page.Rooms, roomItem{Name: rm.Name, Subtitle: rm.Settings.Subtitle})
+		page.Rooms = append(page.Rooms, roomItem{Name: rm.Name, Subtitle: rm.Settings.Subtitle, Code: rm.Code, Address: roomBase(p.Account.Code, rm.Code)})
 	}
 	s.render(w, r, http.StatusOK, "clinic", page)
 	return nil

@@ -28,7 +28,12 @@ type visitItem struct {
 // visitsPage is the caller's visits: Coming (booked visits ahead, soonest
 // first, then open walk-ins and e-consults) and Past (the rest, newest
 // first).
-type visitsPage struct{ Coming, Past []visitItem }
+type visitsPage struct {
+	Coming, Past []visitItem
+	// Rooms are the clinic's public rooms, where a visit starts: shown
+	// to a patient with nothing coming up.
+	Rooms []roomItem
+}
 
 // visits is /visits: the caller's visits as GET /visits gives them (a
 // patient's own; a provider's and their rooms' waiting e-consults).
@@ -80,6 +85,17 @@ func (s *Server) visits(w http.ResponseWriter, r *http.Request) error {
 	slices.SortStableFunc(page.Past, func(a, b visitItem) int {
 		return cmp.Compare(max(b.Start, b.Created), max(a.Start, a.Created))
 	})
+	if len(page.Coming) == 0 && app.IsPatient(p) {
+		rooms, err := s.app.ListRooms(r.Context(), p, app.RoomQuery{Limit: app.MaxRoomLimit})
+		if err != nil {
+			return err
+		}
+		for _, rm := range rooms.Rooms {
+			if rm.Active && rm.Settings.PublicAccess {
+				page.Rooms = append(page.Rooms, roomItem{Name: rm.Name, Subtitle: rm.Settings.Subtitle, Address: roomBase(p.Account.Code, rm.Code)})
+			}
+		}
+	}
 	s.render(w, r, http.StatusOK, "visits", page)
 	return nil
 }
@@ -111,6 +127,11 @@ type visitPage struct {
 	Note *noteView
 	// Notice says what the last change did (?notice=).
 	Notice string
+	// After is set for the patient of a visit that is over: what comes
+	// next, and where to start another.
+	After     bool
+	RoomLink  string
+	Completed bool
 }
 
 // bookedView is an appointment's part of its page.
@@ -223,6 +244,12 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request) error {
 		page.Booked = s.booked(r, p, d)
 	}
 	page.Notice = notices[r.URL.Query().Get("notice")]
+	if d.Visit.MemberID == p.UserID() && !page.Open {
+		page.After, page.Completed = true, d.Visit.Status == clinic.VisitCompleted
+		if d.Room != nil {
+			page.RoomLink = roomBase(p.Account.Code, d.Room.Code)
+		}
+	}
 	if page.Note, err = s.noteFor(r, p, d, ""); err != nil {
 		return err
 	}

@@ -286,7 +286,20 @@ func (s *Server) reply(w http.ResponseWriter, r *http.Request, status int, msg s
 	if status == http.StatusInternalServerError {
 		msg = "Something went wrong on our side. Try again in a moment; if it goes on, tell the clinic this reference: " + edge.RequestID(r.Context()) + "."
 	}
-	s.render(w, r, status, "error", errorPage{Status: status, Message: msg})
+	page := errorPage{Status: status, Message: msg}
+	// The way back is the viewer's own: a guest of one call or someone
+	// not signed in has no list of visits to go to.
+	if p, err := s.principal(r); err == nil {
+		switch {
+		case p.IsAdmin():
+			page.Back, page.BackLabel = "/admin", "Go to the administration"
+		case p.User.Type == clinic.UserProvider:
+			page.Back, page.BackLabel = "/providers/dashboard", "Go to your dashboard"
+		case p.User.Type == clinic.UserMember:
+			page.Back, page.BackLabel = "/visits", "Go to your visits"
+		}
+	}
+	s.render(w, r, status, "error", page)
 }
 
 // refused is err as a message on the form that caused it, when its code is
@@ -302,8 +315,9 @@ func refused(err error, codes ...string) (status int, msg string, ok bool) {
 }
 
 type errorPage struct {
-	Status  int
-	Message string
+	Status          int
+	Message         string
+	Back, BackLabel string
 }
 
 // docs is GET /docs: the API reference, drawn in the browser by the

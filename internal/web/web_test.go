@@ -371,7 +371,7 @@ func TestPortal_SignInOut(t *testing.T) {
 }
 
 // TestPortal_ClinicHome: /u/{account_code} lists the clinic's public
-// rooms; an unknown clinic is a 404 page.
+// rooms, each a link to its page; an unknown clinic is a 404 page.
 func TestPortal_ClinicHome(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
@@ -386,7 +386,7 @@ func TestPortal_ClinicHome(t *testing.T) {
 
 	t.Run("OK", func(t *testing.T) {
 		res := newBrowser(t, f.e).get("/u/acme")
-		if res.Status != 200 || !strings.Contains(res.Body, "Acme Clinic") || !strings.Contains(res.Body, "Main Room") || strings.Contains(res.Body, "Staff Only") {
+		if res.Status != 200 || !strings.Contains(res.Body, "Acme Clinic") || !strings.Contains(res.Body, `<a href="/c/acme/main"><strong>Main Room</strong></a>`) || strings.Contains(res.Body, "Staff Only") {
 			t.Fatalf("clinic home: %d %s", res.Status, res.Body)
 		}
 	})
