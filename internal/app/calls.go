@@ -317,6 +317,15 @@ func (a *App) replacePeer(ctx context.Context, q *store.Q, v *clinic.ThreadVisit
 	return nil
 }
 
+// STUNServers are the STUN servers' URLs calls are handed (public: they
+// carry no credential), for the page's test of the network before a call.
+func (a *App) STUNServers() []string {
+	if a.cfg.ICE.STUN == nil {
+		return []string{}
+	}
+	return a.cfg.ICE.STUN
+}
+
 // LiveKitURL is the LiveKit server calls go through, "" in peer-to-peer
 // mode.
 func (a *App) LiveKitURL() string { return a.cfg.LiveKit.URL }

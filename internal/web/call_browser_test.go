@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"teleclinic/internal/app"
@@ -526,24 +528,29 @@ func fromBoth(t *testing.T, ctx context.Context, who string) {
 	t.Fatalf("%s does not receive both others within %v: %+v", who, mediaBudget, last)
 }
 
-// TestBrowser_CallDevices: the device check says what to do when the
-// browser refuses the camera, or finds none, and joins nothing.
+// TestBrowser_CallDevices: the device check, which starts as the page
+// opens, says what to do when the browser refuses the camera (for this
+// browser), or finds none, and joins nothing.
 func TestBrowser_CallDevices(t *testing.T) {
 	browser := chrome(t)
 	f := newFixture(t)
 	for _, c := range []struct{ name, want string }{
-		{"NotAllowedError", "blocked for this page"},
+		{"NotAllowedError", "In Chrome, click the camera icon"},
 		{"NotFoundError", "No camera or microphone was found"},
 		{"NotReadableError", "Another app is using"},
 	} {
 		ctx := separate(t, browser)
-		openVisit(t, ctx, f.e.URL, f.p1Token, f.visitID)
 		// The browser's answer, as it gives it when the person said no or
-		// there is no device.
-		_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`navigator.mediaDevices.getUserMedia = () => Promise.reject(new DOMException("refused", `+strconv.Quote(c.name)+`)); true`))
-		if err != nil {
-			t.Fatal(err)
-		}
+		// there is no device, from before the page's scripts run.
+		refuse := chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			_, err := cdp.Call(ctx, tg, cdppage.AddScriptToEvaluateOnNewDocument, cdppage.AddScriptToEvaluateOnNewDocumentParams{
+				Source: `navigator.mediaDevices.getUserMedia = () => Promise.reject(new DOMException("refused", ` + strconv.Quote(c.name) + `));`})
+			return err
+		})
+		browserStep(t, ctx, "open the visit with "+c.name, refuse,
+			chromedp.Navigate(f.e.URL+"/auth?sso_token="+f.p1Token+"&next="+f.visitPath()),
+			chromedp.WaitVisible(chromedp.CSS("#call-join")))
+		waitText(t, ctx, "#call-status", c.want) // at once, without a press
 		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#call-join"))); err != nil {
 			t.Fatal(err)
 		}
@@ -555,6 +562,59 @@ func TestBrowser_CallDevices(t *testing.T) {
 	peers, err := f.e.Store.Read().CallPeers(context.Background(), f.user(t, f.p1Token).Account.ID, f.visitID, 0)
 	if err != nil || len(peers) != 0 {
 		t.Fatalf("a page that could not use its devices joined: %+v %v", peers, err)
+	}
+}
+
+// deviceCheck is the page's window.teleclinicCall.check.
+type deviceCheck struct {
+	Level   float64
+	Network string
+	Sound   bool
+}
+
+// TestBrowser_DeviceCheck: before joining, the page shows the camera at
+// once, the microphone's level moving, plays a test sound and tests the
+// network; a patient may join by voice only, and the provider then gets
+// their sound and no video.
+func TestBrowser_DeviceCheck(t *testing.T) {
+	browser := chrome(t)
+	f := newFixture(t)
+	f.accept(t)
+	patient, provider := visitPages(t, browser, f, f.e.URL)
+	waitFor(t, "the camera shows without a press", func() bool {
+		w, err := chromedp.Run(patient, chromedp.Evaluate[int](`document.getElementById("local-video").videoWidth`))
+		return err == nil && w > 0
+	})
+	check := func() deviceCheck {
+		c, err := chromedp.Run(patient, chromedp.Evaluate[deviceCheck](`window.teleclinicCall.check`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	// The fake microphone beeps: the meter moves.
+	browserStep(t, patient, "a click lets the page's sound start", chromedp.Click(chromedp.CSS("#call-title")))
+	waitFor(t, "the microphone's level moves", func() bool { return check().Level > 0.01 })
+	browserStep(t, patient, "the test sound and the network test",
+		chromedp.Click(chromedp.CSS("#call-speaker")), chromedp.Click(chromedp.CSS("#call-network")))
+	waitFor(t, "the chime plays", func() bool { return check().Sound })
+	waitFor(t, "the network test answers", func() bool { return strings.Contains(check().Network, "Connection to the clinic:") })
+	waitText(t, patient, "#devcheck-result", "Connection to the clinic:")
+	checkA11y(t, patient, "device check")
+	screenshot(t, patient, "device-check")
+
+	browserStep(t, patient, "the patient joins without video", chromedp.Click(chromedp.CSS("#call-join-audio")), chromedp.WaitVisible(chromedp.CSS("#call-leave")))
+	joinCall(t, provider)
+	waitFor(t, "the provider receives the patient's sound", func() bool {
+		got, err := chromedp.Run(provider, chromedp.Evaluate[[]callStats](`window.teleclinicCall.stats()`, chromedp.EvalAwaitPromise))
+		return err == nil && len(got) == 1 && got[0].AudioBytes > 0
+	})
+	got, err := chromedp.Run(provider, chromedp.Evaluate[[]callStats](`window.teleclinicCall.stats()`, chromedp.EvalAwaitPromise))
+	if err != nil || len(got) != 1 || got[0].VideoBytes != 0 {
+		t.Fatalf("the provider receives video from a voice-only patient: %+v %v", got, err)
+	}
+	if n, err := chromedp.Run(patient, chromedp.Evaluate[int](`document.getElementById("local-video").srcObject.getVideoTracks().length`)); err != nil || n != 0 {
+		t.Fatalf("the voice-only page still has %d video tracks (%v)", n, err)
 	}
 }
 

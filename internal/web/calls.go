@@ -253,7 +253,8 @@ func (s *Server) callOnly(w http.ResponseWriter, r *http.Request) error {
 
 // callView is the call part of a page for a participant in role.
 func (s *Server) callView(w http.ResponseWriter, id int64, role string) *callView {
-	c := &callView{Base: "/visits/start/" + strconv.FormatInt(id, 10) + "/call", Mode: "p2p", Role: role, CanEnd: role == app.CallProvider}
+	stun, _ := json.Marshal(s.app.STUNServers())
+	c := &callView{Base: "/visits/start/" + strconv.FormatInt(id, 10) + "/call", Mode: "p2p", Role: role, CanEnd: role == app.CallProvider, STUN: string(stun)}
 	if u := s.app.LiveKitURL(); u != "" {
 		c.Mode = "livekit"
 		w.Header().Set("Content-Security-Policy", liveKitCSP(u))

@@ -172,6 +172,9 @@ type callView struct {
 	// AutoJoin joins the call as the page opens (the dashboard's Start
 	// visit).
 	AutoJoin bool
+	// STUN are the STUN servers' URLs (JSON), for the device check's test
+	// of the network.
+	STUN string
 }
 
 // visitRequest is the signed-in caller and the visit the path names; a

@@ -35,8 +35,12 @@
   var ui = {
     stage: $("stage"), self: $("local-video"), status: $("call-status"), check: $("call-check"), join: $("call-join"),
     mute: $("call-mute"), camera: $("call-camera"), share: $("call-share"), leave: $("call-leave"), end: $("call-end"),
-    confirm: $("end-confirm"), record: $("call-record"), recIndicator: $("rec-indicator"), consent: $("record-consent")
+    confirm: $("end-confirm"), record: $("call-record"), recIndicator: $("rec-indicator"), consent: $("record-consent"),
+    joinAudio: $("call-join-audio"), meter: $("mic-level"), speaker: $("call-speaker"), network: $("call-network"),
+    checkResult: $("devcheck-result"), testSound: $("test-sound"), devcheck: $("devcheck")
   };
+  var audioOnly = false; // joined, or joining, without the camera
+  var check = { level: 0, network: "", sound: false }; // what the device check found
   var local = null; // the camera and microphone
   var screen = null; // the shared screen, while shared
   var me = null; // this page's place in the call (the join's answer)
@@ -76,6 +80,8 @@
   function inCall(on) {
     show(ui.check, !on);
     show(ui.join, !on);
+    show(ui.joinAudio, !on);
+    show(ui.devcheck, !on);
     [ui.mute, ui.camera, ui.share, ui.leave, ui.end, ui.record].forEach(function (el) {
       show(el, on);
     });
@@ -87,19 +93,32 @@
     }
   }
 
-  // The device check: the camera and microphone shown before joining,
-  // with what to do when the browser refuses them or finds none.
-  function devices() {
-    if (local) {
+  // The device check: the camera and microphone, started as the page
+  // opens, with the microphone's level, a test sound and a test of the
+  // network; and what to do, for this browser, when it refuses them or
+  // finds none. Without a camera (or by choice) the visit goes on by
+  // voice.
+  function devices(quiet) {
+    if (local && (!audioOnly || local.getVideoTracks().length === 0)) {
+      return Promise.resolve(local);
+    }
+    if (local && audioOnly) { // the camera is put away for a voice-only visit
+      local.getVideoTracks().forEach(function (t) {
+        t.stop();
+        local.removeTrack(t);
+      });
       return Promise.resolve(local);
     }
     if (!navigator.mediaDevices || !navigator.mediaDevices.getUserMedia) {
       return Promise.reject(new Error("This browser cannot use a camera here. Open the page over https in a current browser."));
     }
-    say("Asking for your camera and microphone…");
-    return navigator.mediaDevices.getUserMedia({ audio: true, video: { width: 640, height: 480 } })
+    if (!quiet) {
+      say("Asking for your camera and microphone…");
+    }
+    var video = audioOnly ? false : { width: 640, height: 480 };
+    return navigator.mediaDevices.getUserMedia({ audio: true, video: video })
       .catch(function (err) {
-        if (err.name === "NotFoundError" || err.name === "OverconstrainedError") {
+        if (video && (err.name === "NotFoundError" || err.name === "OverconstrainedError")) {
           // No camera: the visit can go on by voice.
           return navigator.mediaDevices.getUserMedia({ audio: true });
         }
@@ -108,14 +127,18 @@
       .then(function (stream) {
         local = stream;
         ui.self.srcObject = stream;
+        meter(stream);
         var cam = stream.getVideoTracks().length > 0;
-        say(cam ? "Your camera and microphone work. Join when you are ready."
-          : "No camera was found: you can join with your microphone only.");
+        if (!quiet) {
+          say(cam ? "Your camera and microphone work. Join when you are ready."
+            : audioOnly ? "Your microphone works: you will join by voice."
+              : "No camera was found: you can join with your microphone only.");
+        }
         return stream;
       }, function (err) {
         var text = "Your camera or microphone could not be used: " + err.message;
         if (err.name === "NotAllowedError" || err.name === "SecurityError") {
-          text = "Camera and microphone are blocked for this page. Allow them in your browser's site settings, then press Check camera and microphone again.";
+          text = "Camera and microphone are blocked for this page. " + unblockHelp() + " Then press Check camera and microphone.";
         } else if (err.name === "NotFoundError") {
           text = "No camera or microphone was found. Connect one, then press Check camera and microphone again.";
         } else if (err.name === "NotReadableError") {
@@ -125,6 +148,128 @@
         err.said = true;
         throw err;
       });
+  }
+
+  // unblockHelp is how this browser gives a page back its camera.
+  function unblockHelp() {
+    var ua = navigator.userAgent;
+    if (/Edg\//.test(ua)) {
+      return "In Edge, click the lock left of the address, set Camera and Microphone to Allow, and reload the page.";
+    }
+    if (/Firefox\//.test(ua)) {
+      return "In Firefox, click the crossed-out camera left of the address and remove the block, then reload the page.";
+    }
+    if (/Chrome\//.test(ua)) {
+      return "In Chrome, click the camera icon at the right of the address bar (or the tune icon left of it), choose to always allow this site, and reload the page.";
+    }
+    if (/Safari\//.test(ua)) {
+      return "In Safari, open Safari > Settings for this website, set Camera and Microphone to Allow, and reload the page.";
+    }
+    return "Allow the camera and microphone in your browser's settings for this site, and reload the page.";
+  }
+
+  // meter shows the microphone's level, so a muted or dead microphone is
+  // seen before the visit.
+  var levels = null;
+  function meter(stream) {
+    if (!ui.meter || levels || !stream.getAudioTracks().length) {
+      return;
+    }
+    var Ctx = window.AudioContext || window.webkitAudioContext;
+    if (!Ctx) {
+      return;
+    }
+    var ctx = new Ctx();
+    var an = ctx.createAnalyser();
+    an.fftSize = 512;
+    ctx.createMediaStreamSource(stream).connect(an);
+    var buf = new Float32Array(an.fftSize);
+    levels = setInterval(function () {
+      an.getFloatTimeDomainData(buf);
+      var sum = 0;
+      for (var i = 0; i < buf.length; i++) {
+        sum += buf[i] * buf[i];
+      }
+      var level = Math.min(1, Math.sqrt(sum / buf.length) * 4);
+      check.level = Math.max(check.level, level);
+      ui.meter.value = level;
+    }, 100);
+    // A browser that starts sound only after a click resumes it then.
+    document.addEventListener("click", function () {
+      if (ctx.state === "suspended") {
+        ctx.resume();
+      }
+    }, { once: true });
+  }
+
+  function tell(text) {
+    if (ui.checkResult) {
+      ui.checkResult.textContent = text;
+    }
+  }
+
+  // testSound plays a chime through the speakers.
+  function testSound() {
+    ui.testSound.currentTime = 0;
+    ui.testSound.play().then(function () {
+      check.sound = true;
+      tell("Playing a chime: if you heard it, your speakers work. If not, turn the sound up or choose another output.");
+    }, function () {
+      tell("The browser did not play the chime. Check that the page is not muted.");
+    });
+  }
+
+  // testNetwork times a request to this server and asks the STUN servers
+  // how this network reaches the internet: whether a call can go direct,
+  // or will need the clinic's relay.
+  function testNetwork() {
+    tell("Testing the connection…");
+    var t0 = performance.now();
+    var stun = [];
+    try {
+      stun = JSON.parse(root.getAttribute("data-stun") || "[]");
+    } catch (e) { /* none */ }
+    var server = fetch("/static/portal.css?ping=" + Date.now(), { cache: "no-store" }).then(function (res) {
+      return res.ok ? Math.round(performance.now() - t0) : -1;
+    }, function () { return -1; });
+    var kinds = new Promise(function (resolve) {
+      if (!window.RTCPeerConnection) {
+        resolve({});
+        return;
+      }
+      var found = {};
+      var pc = new RTCPeerConnection({ iceServers: stun.length ? [{ urls: stun }] : [] });
+      var done = function () {
+        pc.close();
+        resolve(found);
+      };
+      pc.onicecandidate = function (e) {
+        if (!e.candidate) {
+          done();
+          return;
+        }
+        var m = / typ (\w+)/.exec(e.candidate.candidate);
+        if (m) {
+          found[m[1]] = true;
+        }
+      };
+      pc.createDataChannel("check");
+      pc.createOffer().then(function (o) { return pc.setLocalDescription(o); }).catch(done);
+      setTimeout(done, 5000);
+    });
+    Promise.all([server, kinds]).then(function (r) {
+      var ms = r[0], k = r[1];
+      var text = ms < 0 ? "The clinic's server could not be reached: check your internet connection." : "Connection to the clinic: " + ms + " ms.";
+      if (k.srflx) {
+        text += " Your network allows direct calls.";
+      } else if (stun.length) {
+        text += " Your network hides you from direct calls; the call may need the clinic's relay and can take a moment longer.";
+      } else if (k.host) {
+        text += " Your browser can make calls from this network.";
+      }
+      check.network = text;
+      tell(text);
+    });
   }
 
   function post(path, body, keepalive) {
@@ -804,9 +949,25 @@
   }
 
   ui.check.addEventListener("click", function () {
+    local = local && local.active ? local : null;
     devices().catch(function () {});
   });
-  ui.join.addEventListener("click", join);
+  ui.join.addEventListener("click", function () {
+    audioOnly = false;
+    join();
+  });
+  if (ui.joinAudio) {
+    ui.joinAudio.addEventListener("click", function () {
+      audioOnly = true;
+      join();
+    });
+  }
+  if (ui.speaker) {
+    ui.speaker.addEventListener("click", testSound);
+  }
+  if (ui.network) {
+    ui.network.addEventListener("click", testNetwork);
+  }
   ui.leave.addEventListener("click", leave);
   ui.mute.addEventListener("click", function () {
     var off = toggle(ui.mute, local ? local.getAudioTracks() : [], "Mute", "Unmute");
@@ -841,10 +1002,17 @@
   // counts down from what the server said, so the browser's clock does
   // not matter.
   var opensIn = parseInt(root.getAttribute("data-opens-in") || "0", 10);
+  // The preview starts as the page opens (the browser asks once).
+  if (!wasInCall() && root.getAttribute("data-autojoin") !== "1") {
+    devices(opensIn > 0).catch(function () {});
+  }
   if (opensIn > 0) {
     ui.join.disabled = true;
     setTimeout(function () {
       ui.join.disabled = false;
+      if (ui.joinAudio) {
+        ui.joinAudio.disabled = false;
+      }
       say("The call is open: join when you are ready.");
     }, opensIn * 1000);
   } else if (wasInCall() || root.getAttribute("data-autojoin") === "1") {
@@ -858,6 +1026,10 @@
 
   window.teleclinicCall = {
     mode: mode,
+    check: check,
+    audioOnly: function () {
+      return audioOnly;
+    },
     timing: timing,
     recordings: function () {
       return rec.saved;
