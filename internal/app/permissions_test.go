@@ -516,6 +516,9 @@ func permRows(f *permFixture) map[string]permRow {
 		"ListRooms": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.ListRooms(ctx, p, app.RoomQuery{}))
 		}},
+		"InviteProvider": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.InviteProvider(ctx, p, app.InviteInput{FirstName: "New", LastName: "Doctor", Email: "new.doctor@own.example.com"}))
+		}},
 		"CreateRoom": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.CreateRoom(ctx, p, app.NewRoom{Code: "own", Name: "Own Room", Domain: "own.example.com"}))
 		}},

@@ -118,6 +118,7 @@ func matrix() map[string]profile {
 		"GET /api_v3/users":                                                 pAdmin,
 		"GET /api_v3/users/{id}":                                            with(pRecords, map[string]outcome{"guest": deny}),
 		"POST /api_v3/users/sso":                                            pAPIKey,
+		"POST /api_v3/users/invite":                                         pAdmin,
 		"GET /api_v3/auth":                                                  pPublic,
 		"GET /api_v3/me":                                                    pUser,
 		"POST /api_v3/me":                                                   pUser,

@@ -12,6 +12,8 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/api_v3/users", app.NeedAdmin, famUsers, s.listUsers)
 	s.handle("GET", "/api_v3/users/{id}", app.NeedUser, famUsers, s.getUser)
 	s.handle("POST", "/api_v3/users/sso", app.NeedAPIKey, famUsers, s.sso)
+	// Extension: the admin invites a provider (an activation email).
+	s.handle("POST", "/api_v3/users/invite", app.NeedAdmin, famUsers, s.inviteProvider)
 	s.handle("GET", "/api_v3/auth", app.NeedNone, famUsers, s.authRedirect)
 	s.handle("GET", "/api_v3/me", app.NeedUser, famUsers, s.getMe)
 	s.handleUpload("POST", "/api_v3/me", app.NeedUser, famUsers, s.cfg.MaxFileBytes, s.updateMe) // photo may be an upload

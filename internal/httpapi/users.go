@@ -247,3 +247,23 @@ func (s *Server) updateMe(w http.ResponseWriter, r *http.Request, c *call) error
 }
 
 func id(n int64) string { return strconv.FormatInt(n, 10) }
+
+// inviteProvider is POST /users/invite (extension, admin): the provider's
+// profile as GET /users/{id} gives it (status pending until they
+// activate).
+func (s *Server) inviteProvider(w http.ResponseWriter, r *http.Request, c *call) error {
+	q := c.params
+	in := app.InviteInput{FirstName: q.Str("first_name"), LastName: q.Str("last_name"), Email: q.Str("email"), Title: q.Str("title")}
+	if _, err := q.JSON("rooms", &in.Rooms); err != nil {
+		in.Rooms = q.List("rooms")
+	}
+	u, err := s.app.InviteProvider(r.Context(), c.p, in)
+	if err != nil {
+		return err
+	}
+	prof, err := s.app.GetUser(r.Context(), c.p, u.ID, "")
+	if err != nil {
+		return err
+	}
+	return ok(w, toProfile(prof))
+}

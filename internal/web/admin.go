@@ -57,6 +57,13 @@ type adminPayment struct {
 	VisitID                  int64
 }
 
+// adminProvider is a provider as the admin's list shows them.
+type adminProvider struct {
+	ID          int64
+	Name, Email string
+	Invited     bool // not activated yet
+}
+
 type adminPage struct {
 	Clinic     string
 	Rooms      []adminRoom
@@ -66,6 +73,7 @@ type adminPage struct {
 	Shown, ShownWhat string
 	Deliveries       []*app.WebhookDelivery
 	Payments         []adminPayment
+	Providers        []adminProvider
 	Audit            []clinic.AuditEntry
 	Filter           app.AuditQuery
 	FilterUser       string
@@ -81,7 +89,8 @@ func (s *Server) admin(w http.ResponseWriter, r *http.Request) error {
 
 var noticeWords = map[string]string{
 	"room": "The room was saved.", "webhook": "The webhook was saved.", "redeliver": "The delivery is queued to be sent again.",
-	"refund": "The payment was refunded to the patient's card.",
+	"refund":  "The payment was refunded to the patient's card.",
+	"invited": "The invitation is on its way: the provider sets a password from the link in it, then signs in.",
 }
 
 func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, page adminPage) error {
@@ -105,6 +114,13 @@ func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, p
 	}
 	if page.Deliveries, err = s.app.WebhookDeliveries(ctx, p, 0, 20); err != nil {
 		return err
+	}
+	provs, _, err := s.app.ListUsers(ctx, p, app.UserListQuery{Types: []string{strconv.Itoa(clinic.UserProvider)}, Limit: 200})
+	if err != nil {
+		return err
+	}
+	for _, u := range provs {
+		page.Providers = append(page.Providers, adminProvider{ID: u.ID, Name: u.FullName(), Email: u.Email, Invited: u.Status == clinic.StatusPending})
 	}
 	invs, err := s.billing.Invoices(ctx, p, billing.InvoiceQuery{Limit: 20})
 	if err != nil {
@@ -326,5 +342,24 @@ func (s *Server) adminRefund(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	http.Redirect(w, r, "/admin?done=refund#payments", http.StatusSeeOther)
+	return nil
+}
+
+// adminInvite is POST /admin/providers: a provider invited by email into
+// the rooms ticked (POST /users/invite).
+func (s *Server) adminInvite(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.principal(r)
+	if err != nil {
+		return err
+	}
+	if err := r.ParseForm(); err != nil {
+		return clinic.Errorf(clinic.EInvalid, "The form could not be read.")
+	}
+	f := r.PostForm
+	in := app.InviteInput{FirstName: f.Get("first_name"), LastName: f.Get("last_name"), Email: f.Get("email"), Title: f.Get("title"), Rooms: f["rooms"]}
+	if _, err := s.app.InviteProvider(r.Context(), p, in); err != nil {
+		return s.adminRefused(w, r, err)
+	}
+	http.Redirect(w, r, "/admin?done=invited#providers", http.StatusSeeOther)
 	return nil
 }

@@ -49,6 +49,14 @@ func portalMatrix() map[string]string {
 		// A sign-in with no credentials in the form is refused whoever sends it.
 		"POST /signin":       "RRRRRRRRR",
 		"POST /admin/signin": "RRRRRRRRR",
+		// The emailed links' pages: anyone opens them; the link's token is
+		// the credential, and a form without one is refused whoever sends it.
+		"GET /activate":        "AAAAAAAAA",
+		"GET /reset-password":  "AAAAAAAAA",
+		"POST /activate":       "AAAAAAAAA",
+		"POST /reset-password": "AAAAAAAAA",
+		// Invite a provider: the admin's, on their own clinic.
+		"POST /admin/providers": "RRDDDADDA",
 		// Anyone may sign out.
 		"POST /signout": "AAAAAAAAA",
 		// An invitation link that is not one: nobody gets in.
