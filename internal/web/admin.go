@@ -48,6 +48,17 @@ type adminRoom struct {
 	Providers           int
 }
 
+// auditRow is an audit entry with who did it in words.
+type auditRow struct {
+	clinic.AuditEntry
+	Who string
+}
+
+// actorWords name the credentials an entry's actor used, for an entry
+// with no user (or one since deleted).
+var actorWords = map[string]string{"admin_token": "the clinic admin (admin token)", "admin_session": "the clinic admin",
+	"api_key": "the clinic's API key", "account_code": "someone with the clinic code", "system": "the server"}
+
 // adminPayment is an invoice as the admin's payments list shows it.
 type adminPayment struct {
 	ID                       int64
@@ -74,7 +85,7 @@ type adminPage struct {
 	Deliveries       []*app.WebhookDelivery
 	Payments         []adminPayment
 	Providers        []adminProvider
-	Audit            []clinic.AuditEntry
+	Audit            []auditRow
 	Filter           app.AuditQuery
 	FilterUser       string
 	Notice, Error    string
@@ -144,8 +155,38 @@ func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, p
 		}
 		page.Filter.UserID = n
 	}
-	if page.Audit, _, err = s.app.ListAudit(ctx, p, page.Filter); err != nil {
+	entries, _, err := s.app.ListAudit(ctx, p, page.Filter)
+	if err != nil {
 		return err
+	}
+	// Who, by name: the users the entries name, read in one list.
+	var ids []int64
+	for _, e := range entries {
+		if e.ActorUserID != 0 && !slices.Contains(ids, e.ActorUserID) {
+			ids = append(ids, e.ActorUserID)
+		}
+	}
+	names := map[int64]string{}
+	if len(ids) > 0 {
+		us, _, err := s.app.ListUsers(ctx, p, app.UserListQuery{IDs: ids, Limit: len(ids)})
+		if err != nil {
+			return err
+		}
+		for _, u := range us {
+			names[u.ID] = u.FullName()
+		}
+	}
+	for _, e := range entries {
+		row := auditRow{AuditEntry: e, Who: actorWords[e.ActorKind]}
+		if row.Who == "" {
+			row.Who = e.ActorKind
+		}
+		if n := names[e.ActorUserID]; n != "" {
+			row.Who = n
+		} else if e.ActorUserID != 0 {
+			row.Who += " (user " + strconv.FormatInt(e.ActorUserID, 10) + ")"
+		}
+		page.Audit = append(page.Audit, row)
 	}
 	s.render(w, r, status, "admin", page)
 	return nil
@@ -178,8 +219,24 @@ type adminRoomPage struct {
 	Address                                     string
 	Active, Closed, Public                      bool
 	Walkin, Appointments, Guests                bool
-	Linked, Others                              []*clinic.User
-	Notice, Error                               string
+	// The visit's price and length (the room's first consultation).
+	Price, Currency string
+	Minutes         int
+	// Opening hours, in Timezone; AllDay is open at any time.
+	AllDay                    bool
+	OpenTime, CloseTime, Zone string
+	Days                      []dayBox
+	// The appointment rules and the wait alert.
+	JoinBefore, CancelHours, RefundPercent, WaitAlert, QueueCapacity int
+	Reminders                                                        string
+	Linked, Others                                                   []*clinic.User
+	Notice, Error                                                    string
+}
+
+// dayBox is a weekday of the opening hours' form: ticked when closed.
+type dayBox struct {
+	Name, Label string
+	Closed      bool
 }
 
 // adminRoom is /admin/rooms/{code}: the room's settings and its providers.
@@ -205,7 +262,23 @@ func (s *Server) showAdminRoom(w http.ResponseWriter, r *http.Request, status in
 	page := adminRoomPage{Code: rm.Code, Name: rm.Name, Subtitle: st.Subtitle, Description: st.Description, CloseMsg: st.Operation.CloseMsg,
 		Address: "/c/" + url.PathEscape(p.Account.Code) + "/" + url.PathEscape(rm.Code),
 		Active:  rm.Active, Closed: st.Operation.IsClosed, Public: st.PublicAccess, Walkin: st.WalkinEnabled,
-		Appointments: st.AppointmentEnabled, Guests: st.GuestLogin, Notice: notice, Error: msg}
+		Appointments: st.AppointmentEnabled, Guests: st.GuestLogin, Notice: notice, Error: msg,
+		Currency: st.Currency, AllDay: st.Operation.IsOpenAllTime, OpenTime: st.Operation.OpenTime, CloseTime: st.Operation.CloseTime,
+		Zone: st.Operation.Timezone, WaitAlert: st.WaitAlertMinutes, QueueCapacity: st.QueueCapacity}
+	if len(st.Consultations) > 0 {
+		c := st.Consultations[0]
+		page.Price, page.Minutes = strconv.FormatFloat(c.Amount, 'f', -1, 64), c.Duration
+	}
+	for _, d := range []string{"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"} {
+		page.Days = append(page.Days, dayBox{Name: d, Label: words(d), Closed: slices.Contains(st.Operation.ClosedDays, d)})
+	}
+	rules := st.AppointmentRules()
+	page.JoinBefore, page.CancelHours, page.RefundPercent = rules.JoinBeforeMinutes, rules.CancelHours, rules.RefundPercent
+	var rem []string
+	for _, m := range rules.ReminderMinutes {
+		rem = append(rem, strconv.Itoa(m))
+	}
+	page.Reminders = strings.Join(rem, ", ")
 	for _, u := range providers {
 		if slices.Contains(d.ProviderIDs, u.ID) {
 			page.Linked = append(page.Linked, u)
@@ -229,6 +302,16 @@ func (s *Server) adminUpdateRoom(w http.ResponseWriter, r *http.Request) error {
 		Active: on("active"), IsClosed: on("is_closed"), PublicAccess: on("public_access"), WalkinEnabled: on("walkin"),
 		AppointmentEnable: on("appointments"), GuestLogin: on("guest_login")}
 	code := r.PathValue("code")
+	d, err := s.app.GetRoom(r.Context(), p, code)
+	if err != nil {
+		return err
+	}
+	if err := s.roomDayForm(r, d.Room.Settings.Consultations, &in); err != nil {
+		if status, msg, ok := refused(err, clinic.EInvalid); ok {
+			return s.showAdminRoom(w, r, status, "", msg)
+		}
+		return err
+	}
 	if _, err := s.app.UpdateRoom(r.Context(), p, code, in); err != nil {
 		if status, msg, ok := refused(err, clinic.EInvalid, clinic.EConflict); ok {
 			return s.showAdminRoom(w, r, status, "", msg)
@@ -361,5 +444,89 @@ func (s *Server) adminInvite(w http.ResponseWriter, r *http.Request) error {
 		return s.adminRefused(w, r, err)
 	}
 	http.Redirect(w, r, "/admin?done=invited#providers", http.StatusSeeOther)
+	return nil
+}
+
+// roomDayForm reads the room form's price, opening hours, appointment
+// rules and wait alert into in; a field left empty keeps its setting.
+func (s *Server) roomDayForm(r *http.Request, current []clinic.Consultation, in *app.RoomUpdate) error {
+	f := r.PostForm
+	num := func(name, what string) (*int, error) {
+		v := strings.TrimSpace(f.Get(name))
+		if v == "" {
+			return nil, nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return nil, clinic.Errorf(clinic.EInvalid, "%s must be a whole number.", what)
+		}
+		return &n, nil
+	}
+	var err error
+	ap := &app.AppointmentPatch{}
+	for _, n := range []struct {
+		dst        **int
+		name, what string
+	}{{&ap.JoinBeforeMinutes, "join_before", "Minutes before the start"}, {&ap.CancelHours, "cancel_hours", "Hours before the start"},
+		{&ap.RefundPercent, "refund_percent", "The refund"}, {&in.WaitAlertMinutes, "wait_alert", "The wait alert"},
+		{&in.QueueCapacity, "queue_capacity", "The waiting room's size"}} {
+		if *n.dst, err = num(n.name, n.what); err != nil {
+			return err
+		}
+	}
+	if v, ok := f["reminders"]; ok {
+		mins := []int{}
+		for _, part := range strings.Split(v[0], ",") {
+			if part = strings.TrimSpace(part); part == "" {
+				continue
+			}
+			m, err := strconv.Atoi(part)
+			if err != nil {
+				return clinic.Errorf(clinic.EInvalid, "Reminders are minutes before the start, separated by commas (1440 is a day).")
+			}
+			mins = append(mins, m)
+		}
+		ap.ReminderMinutes = &mins
+	}
+	in.Appointments = ap
+	if _, ok := f["open_time"]; ok {
+		allDay := f.Get("all_day") == "1"
+		in.IsOpenAllTime = &allDay
+		open, shut, zone := strings.TrimSpace(f.Get("open_time")), strings.TrimSpace(f.Get("close_time")), strings.TrimSpace(f.Get("timezone"))
+		in.OpenTime, in.CloseTime = &open, &shut
+		if zone != "" {
+			in.Timezone = &zone
+		}
+		days := append([]string{}, f["closed_days"]...)
+		in.ClosedDays = &days
+	}
+	price, minutes := strings.TrimSpace(f.Get("price")), strings.TrimSpace(f.Get("minutes"))
+	if price == "" && minutes == "" {
+		return nil
+	}
+	// The price and length are the room's first consultation's; the
+	// others (set through the API) are kept.
+	cons := append([]clinic.Consultation{}, current...)
+	if len(cons) == 0 {
+		cons = []clinic.Consultation{{ID: "1", Description: "Consultation", Duration: 15, Slots: 1}}
+	}
+	if price != "" {
+		amount, err := strconv.ParseFloat(price, 64)
+		if err != nil || amount < 0 {
+			return clinic.Errorf(clinic.EInvalid, "The price is an amount like 25 or 25.50 (0 for free).")
+		}
+		cons[0].Amount, cons[0].Charge = amount, amount > 0
+	}
+	if minutes != "" {
+		m, err := strconv.Atoi(minutes)
+		if err != nil {
+			return clinic.Errorf(clinic.EInvalid, "The visit's length is a whole number of minutes.")
+		}
+		cons[0].Duration = m
+	}
+	in.Consultations = &cons
+	if c := strings.ToUpper(strings.TrimSpace(f.Get("currency"))); c != "" {
+		in.Currency = &c
+	}
 	return nil
 }

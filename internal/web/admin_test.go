@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/testenv"
@@ -36,6 +38,8 @@ func TestPortal_Admin(t *testing.T) {
 		{Name: "OKRooms", Run: c.rooms},
 		{Name: "OKWebhookAndSecret", Run: c.webhookAndSecret},
 		{Name: "OKDeliveriesAndAudit", Run: c.deliveriesAndAudit},
+		{Name: "OKRoomsDay", Run: c.roomsDay},
+		{Name: "OKAuditNamesPeople", Run: c.auditNames},
 		{Name: "ErrCrossSite", Run: c.crossSite},
 		{Name: "OKRotate", Run: c.rotate},
 	})
@@ -169,6 +173,66 @@ func (c *adminScript) deliveriesAndAudit(t *testing.T) {
 	}
 	if pg := c.b.get("/admin?user_id=abc"); pg.Status != 200 || !strings.Contains(pg.Body, "must be a user id") {
 		t.Fatalf("bad filter: %d", pg.Status)
+	}
+}
+
+// The room's price, hours, appointment rules and wait alert are set from
+// its page, as PUT /rooms/{code} sets them; a bad reminder list is shown
+// in words and changes nothing.
+func (c *adminScript) roomsDay(t *testing.T) {
+	form := url.Values{"name": {"Main Room"}, "active": {"1"}, "walkin": {"1"}, "appointments": {"1"},
+		"price": {"30"}, "currency": {"eur"}, "minutes": {"20"},
+		"open_time": {"08:00"}, "close_time": {"18:00"}, "timezone": {"America/New_York"}, "closed_days": {"saturday", "sunday"},
+		"join_before": {"5"}, "cancel_hours": {"12"}, "refund_percent": {"50"}, "reminders": {"60, 10"}, "wait_alert": {"7"}, "queue_capacity": {"20"}}
+	if pg := c.b.post("/admin/rooms/main", form); pg.Status != 303 {
+		t.Fatalf("save: %d %s", pg.Status, pg.Body)
+	}
+	d, err := c.f.e.App.GetRoom(c.bg, c.f.admin(t), "main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := d.Room.Settings
+	rules := st.AppointmentRules()
+	type got struct {
+		Price                          float64
+		Charge                         bool
+		Currency                       string
+		Minutes                        int
+		Open, Close, Zone              string
+		Closed                         []string
+		Join, Cancel, Refund, Wait, Qc int
+		Reminders                      []int
+	}
+	want := got{30, true, "EUR", 20, "08:00", "18:00", "America/New_York", []string{"saturday", "sunday"}, 5, 12, 50, 7, 20, []int{60, 10}}
+	have := got{st.Consultations[0].Amount, st.Consultations[0].Charge, st.Currency, st.Consultations[0].Duration, st.Operation.OpenTime, st.Operation.CloseTime,
+		st.Operation.Timezone, st.Operation.ClosedDays, rules.JoinBeforeMinutes, rules.CancelHours, rules.RefundPercent, st.WaitAlertMinutes, st.QueueCapacity, rules.ReminderMinutes}
+	if diff := cmp.Diff(want, have); diff != "" {
+		t.Fatalf("the room after the form (-want +got):\n%s", diff)
+	}
+	if pg := c.b.get("/admin/rooms/main"); !strings.Contains(pg.Body, `value="60, 10"`) || !strings.Contains(pg.Body, `name="closed_days" value="sunday" checked`) {
+		t.Errorf("the form does not show what is set: %s", pg.Body)
+	}
+	form.Set("reminders", "soon")
+	if pg := c.b.post("/admin/rooms/main", form); pg.Status != 400 || !strings.Contains(pg.Body, "Reminders are minutes") {
+		t.Fatalf("a bad reminder list: %d", pg.Status)
+	}
+	// Free again, for the steps after.
+	form.Set("reminders", "")
+	form.Set("price", "0")
+	if pg := c.b.post("/admin/rooms/main", form); pg.Status != 303 {
+		t.Fatalf("save: %d %s", pg.Status, pg.Body)
+	}
+}
+
+// The audit trail names people, not credentials and numbers.
+func (c *adminScript) auditNames(t *testing.T) {
+	if _, err := c.f.e.App.GetVisit(c.bg, c.f.user(t, c.f.providerToken), c.f.visitID, false); err != nil {
+		t.Fatal(err)
+	}
+	c.f.e.FlushAudits()
+	pg := c.b.get("/admin?action=visit.read")
+	if !strings.Contains(pg.Body, "<td>Grace Hopper</td>") || strings.Contains(pg.Body, "user_token") {
+		t.Fatalf("the trail's who: %s", pg.Body)
 	}
 }
 
