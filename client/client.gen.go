@@ -652,6 +652,30 @@ func (e IntakeBodyType) Valid() bool {
 	}
 }
 
+// Defines values for IntakeQuestionKind.
+const (
+	Choice IntakeQuestionKind = "choice"
+	Date   IntakeQuestionKind = "date"
+	Text   IntakeQuestionKind = "text"
+	Yesno  IntakeQuestionKind = "yesno"
+)
+
+// Valid indicates whether the value is a known member of the IntakeQuestionKind enum.
+func (e IntakeQuestionKind) Valid() bool {
+	switch e {
+	case Choice:
+		return true
+	case Date:
+		return true
+	case Text:
+		return true
+	case Yesno:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for InvoiceStatus.
 const (
 	InvoiceStatusFailed    InvoiceStatus = "failed"
@@ -1972,6 +1996,12 @@ type CodeError struct {
 	Message string `json:"message"`
 }
 
+// ConsentText defines model for ConsentText.
+type ConsentText struct {
+	Text    string `json:"text"`
+	Version string `json:"version"`
+}
+
 // Consultation defines model for Consultation.
 type Consultation struct {
 	Amount      float64 `json:"amount"`
@@ -2770,11 +2800,22 @@ type IntakeType string
 
 // IntakeBody Any other field is a custom field-value pair, stored and echoed back under `custom`.
 type IntakeBody struct {
+	// Answers Extension. The room's `intake_questions` answered, as a JSON object (question id →
+	// answer; in a form, JSON text): a choice one of its choices, yes/no `yes` or `no`, a
+	// date YYYY-MM-DD. A required question left out is 400. Kept under `custom` as `q_<id>`.
+	Answers interface{} `json:"answers,omitempty"`
+
 	// Attachments File ids: a JSON array, an array of objects with _id, repeated form fields, or a comma list.
 	Attachments interface{} `json:"attachments,omitempty"`
-	Location    *string     `json:"location,omitempty"`
-	MemberId    *string     `json:"member_id,omitempty"`
-	Phone       *string     `json:"phone,omitempty"`
+
+	// ConsentName Extension. When the room has a consent: the patient's typed full name, signing it (400 without).
+	ConsentName *string `json:"consent_name,omitempty"`
+
+	// ConsentVersion Extension. The consent version the patient was shown; another than the current is 409.
+	ConsentVersion *string `json:"consent_version,omitempty"`
+	Location       *string `json:"location,omitempty"`
+	MemberId       *string `json:"member_id,omitempty"`
+	Phone          *string `json:"phone,omitempty"`
 
 	// Provider Alias of provider_id.
 	Provider             *string           `json:"provider,omitempty"`
@@ -2788,6 +2829,18 @@ type IntakeBody struct {
 // IntakeBodyType defines model for IntakeBody.Type.
 type IntakeBodyType string
 
+// IntakeQuestion defines model for IntakeQuestion.
+type IntakeQuestion struct {
+	Choices  []string           `json:"choices"`
+	Id       string             `json:"id"`
+	Kind     IntakeQuestionKind `json:"kind"`
+	Label    string             `json:"label"`
+	Required bool               `json:"required"`
+}
+
+// IntakeQuestionKind defines model for IntakeQuestion.Kind.
+type IntakeQuestionKind string
+
 // IntakeResponse defines model for IntakeResponse.
 type IntakeResponse struct {
 	// Data `type` is "1" (walk-in) or "2" (schedule). `provider` and `visit_id` are present once
@@ -2796,6 +2849,17 @@ type IntakeResponse struct {
 	// `consultation_id` (sent as `consultation_id` or `consultation`) names the room consultation
 	// the visit is for, and so what POST /billing/invoices/process charges; absent, the room's first.
 	Data Intake `json:"data"`
+}
+
+// InviteBody defines model for InviteBody.
+type InviteBody struct {
+	Email     openapi_types.Email `json:"email"`
+	FirstName string              `json:"first_name"`
+	LastName  string              `json:"last_name"`
+	Rooms     *[]string           `json:"rooms,omitempty"`
+
+	// Title Shown after the name, e.g. MD
+	Title *string `json:"title,omitempty"`
 }
 
 // Invoice defines model for Invoice.
@@ -3495,13 +3559,19 @@ type RoomDetail struct {
 			Type int `json:"type"`
 		} `json:"guest"`
 	} `json:"auth"`
-	Code              string `json:"code"`
-	Created           int    `json:"created"`
-	Description       string `json:"description"`
-	Domain            string `json:"domain"`
-	Id                string `json:"id"`
-	Modified          int    `json:"modified"`
-	Name              string `json:"name"`
+	Code string `json:"code"`
+
+	// Consent Extension. The consent a patient signs with each intake in the room (POST /intakes `consent_name`, `consent_version`); null when the room has none.
+	Consent     *ConsentText `json:"consent,omitempty"`
+	Created     int          `json:"created"`
+	Description string       `json:"description"`
+	Domain      string       `json:"domain"`
+	Id          string       `json:"id"`
+
+	// IntakeQuestions Extension. The room's own intake questions, answered in POST /intakes `answers`.
+	IntakeQuestions   *[]IntakeQuestion `json:"intake_questions,omitempty"`
+	Modified          int               `json:"modified"`
+	Name              string            `json:"name"`
 	OperationSettings struct {
 		CloseMessage struct {
 			Html string `json:"html"`
@@ -3614,9 +3684,15 @@ type RoomUpdate struct {
 		RefundPercent     *int   `json:"refund_percent,omitempty"`
 		ReminderMinutes   *[]int `json:"reminder_minutes,omitempty"`
 	} `json:"appointment_settings,omitempty"`
-	Auth              *map[string]interface{}   `json:"auth,omitempty"`
-	Currency          *string                   `json:"currency,omitempty"`
-	Description       *string                   `json:"description,omitempty"`
+	Auth *map[string]interface{} `json:"auth,omitempty"`
+
+	// Consent Extension. The room's consent text and its version (1–32 characters); an empty text removes it.
+	Consent     *ConsentText `json:"consent,omitempty"`
+	Currency    *string      `json:"currency,omitempty"`
+	Description *string      `json:"description,omitempty"`
+
+	// IntakeQuestions Extension. Replaces the room's questions (ids 1–32 of a-z, 0-9, _; a choice has 2–20 choices).
+	IntakeQuestions   *[]IntakeQuestion         `json:"intake_questions,omitempty"`
 	Name              *string                   `json:"name,omitempty"`
 	OperationSettings *map[string]interface{}   `json:"operation_settings,omitempty"`
 	Payment           *map[string]interface{}   `json:"payment,omitempty"`
@@ -4781,6 +4857,19 @@ type PostUsersActivateRequestParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// PostUsersInviteParams defines parameters for PostUsersInvite.
+type PostUsersInviteParams struct {
+	// IdempotencyKey Makes the request safe to retry (Stripe's semantics). A POST, PUT or DELETE with a
+	// key runs once per caller and key: a retry with the same method, path and parameters
+	// (by name and value, files by content) replays the first answer, errors included
+	// but not a 5xx, with `Idempotent-Replayed: true`; the same key with other parameters
+	// answers 422; a retry while the first is still running answers 409 (a request that
+	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
+	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
+	// and hold across the processes of one database. Up to 255 characters.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // PostUsersLoginParams defines parameters for PostUsersLogin.
 type PostUsersLoginParams struct {
 	// IdempotencyKey Makes the request safe to retry (Stripe's semantics). A POST, PUT or DELETE with a
@@ -5481,6 +5570,15 @@ type PostUsersActivateRequestJSONRequestBody = CredentialBody
 // PostUsersActivateRequestFormdataRequestBody defines body for PostUsersActivateRequest for application/x-www-form-urlencoded ContentType.
 type PostUsersActivateRequestFormdataRequestBody = CredentialBody
 
+// PostUsersInviteJSONRequestBody defines body for PostUsersInvite for application/json ContentType.
+type PostUsersInviteJSONRequestBody = InviteBody
+
+// PostUsersInviteFormdataRequestBody defines body for PostUsersInvite for application/x-www-form-urlencoded ContentType.
+type PostUsersInviteFormdataRequestBody = InviteBody
+
+// PostUsersInviteMultipartRequestBody defines body for PostUsersInvite for multipart/form-data ContentType.
+type PostUsersInviteMultipartRequestBody = InviteBody
+
 // PostUsersLoginJSONRequestBody defines body for PostUsersLogin for application/json ContentType.
 type PostUsersLoginJSONRequestBody = LoginBody
 
@@ -5776,12 +5874,36 @@ func (a *IntakeBody) UnmarshalJSON(b []byte) error {
 		return err
 	}
 
+	if raw, found := object["answers"]; found {
+		err = json.Unmarshal(raw, &a.Answers)
+		if err != nil {
+			return fmt.Errorf("error reading 'answers': %w", err)
+		}
+		delete(object, "answers")
+	}
+
 	if raw, found := object["attachments"]; found {
 		err = json.Unmarshal(raw, &a.Attachments)
 		if err != nil {
 			return fmt.Errorf("error reading 'attachments': %w", err)
 		}
 		delete(object, "attachments")
+	}
+
+	if raw, found := object["consent_name"]; found {
+		err = json.Unmarshal(raw, &a.ConsentName)
+		if err != nil {
+			return fmt.Errorf("error reading 'consent_name': %w", err)
+		}
+		delete(object, "consent_name")
+	}
+
+	if raw, found := object["consent_version"]; found {
+		err = json.Unmarshal(raw, &a.ConsentVersion)
+		if err != nil {
+			return fmt.Errorf("error reading 'consent_version': %w", err)
+		}
+		delete(object, "consent_version")
 	}
 
 	if raw, found := object["location"]; found {
@@ -5867,9 +5989,28 @@ func (a IntakeBody) MarshalJSON() ([]byte, error) {
 	var err error
 	object := make(map[string]json.RawMessage)
 
+	object["answers"], err = json.Marshal(a.Answers)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'answers': %w", err)
+	}
+
 	object["attachments"], err = json.Marshal(a.Attachments)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'attachments': %w", err)
+	}
+
+	if a.ConsentName != nil {
+		object["consent_name"], err = json.Marshal(a.ConsentName)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'consent_name': %w", err)
+		}
+	}
+
+	if a.ConsentVersion != nil {
+		object["consent_version"], err = json.Marshal(a.ConsentVersion)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'consent_version': %w", err)
+		}
 	}
 
 	if a.Location != nil {
@@ -9561,6 +9702,45 @@ type ClientInterface interface {
 	// Corresponds with POST /api_v3/users/activate/request (the `PostUsersActivateRequest` operationId).
 	PostUsersActivateRequestWithFormdataBody(ctx context.Context, params *PostUsersActivateRequestParams, body PostUsersActivateRequestFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// PostUsersInviteWithBody Invite a provider
+	//
+	// The clinic admin invites a provider by name and email into rooms (`rooms`, a JSON list
+	// of room codes or a form's `rooms[]`). The provider is created without a password
+	// (`status` pending) and is mailed an activation link to the portal's `/activate` page,
+	// as POST /users/activate/request sends it; there they set a password and sign in. An
+	// email the clinic already has is 409. Audited as `user.invite`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api_v3/users/invite (the `PostUsersInvite` operationId).
+	PostUsersInviteWithBody(ctx context.Context, params *PostUsersInviteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostUsersInvite Invite a provider
+	//
+	// The clinic admin invites a provider by name and email into rooms (`rooms`, a JSON list
+	// of room codes or a form's `rooms[]`). The provider is created without a password
+	// (`status` pending) and is mailed an activation link to the portal's `/activate` page,
+	// as POST /users/activate/request sends it; there they set a password and sign in. An
+	// email the clinic already has is 409. Audited as `user.invite`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api_v3/users/invite (the `PostUsersInvite` operationId).
+	PostUsersInvite(ctx context.Context, params *PostUsersInviteParams, body PostUsersInviteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostUsersInviteWithFormdataBody Invite a provider
+	//
+	// The clinic admin invites a provider by name and email into rooms (`rooms`, a JSON list
+	// of room codes or a form's `rooms[]`). The provider is created without a password
+	// (`status` pending) and is mailed an activation link to the portal's `/activate` page,
+	// as POST /users/activate/request sends it; there they set a password and sign in. An
+	// email the clinic already has is 409. Audited as `user.invite`.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /api_v3/users/invite (the `PostUsersInvite` operationId).
+	PostUsersInviteWithFormdataBody(ctx context.Context, params *PostUsersInviteParams, body PostUsersInviteFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// PostUsersLoginWithBody Log in with a password
 	//
 	// `username` (or `email`) and `password`. Answers like SSO: the user with its
@@ -12921,6 +13101,75 @@ func (c *Client) PostUsersActivateRequest(ctx context.Context, params *PostUsers
 // Corresponds with POST /api_v3/users/activate/request (the `PostUsersActivateRequest` operationId).
 func (c *Client) PostUsersActivateRequestWithFormdataBody(ctx context.Context, params *PostUsersActivateRequestParams, body PostUsersActivateRequestFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPostUsersActivateRequestRequestWithFormdataBody(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostUsersInviteWithBody Invite a provider
+//
+// The clinic admin invites a provider by name and email into rooms (`rooms`, a JSON list
+// of room codes or a form's `rooms[]`). The provider is created without a password
+// (`status` pending) and is mailed an activation link to the portal's `/activate` page,
+// as POST /users/activate/request sends it; there they set a password and sign in. An
+// email the clinic already has is 409. Audited as `user.invite`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api_v3/users/invite (the `PostUsersInvite` operationId).
+func (c *Client) PostUsersInviteWithBody(ctx context.Context, params *PostUsersInviteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostUsersInviteRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostUsersInvite Invite a provider
+//
+// The clinic admin invites a provider by name and email into rooms (`rooms`, a JSON list
+// of room codes or a form's `rooms[]`). The provider is created without a password
+// (`status` pending) and is mailed an activation link to the portal's `/activate` page,
+// as POST /users/activate/request sends it; there they set a password and sign in. An
+// email the clinic already has is 409. Audited as `user.invite`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api_v3/users/invite (the `PostUsersInvite` operationId).
+func (c *Client) PostUsersInvite(ctx context.Context, params *PostUsersInviteParams, body PostUsersInviteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostUsersInviteRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostUsersInviteWithFormdataBody Invite a provider
+//
+// The clinic admin invites a provider by name and email into rooms (`rooms`, a JSON list
+// of room codes or a form's `rooms[]`). The provider is created without a password
+// (`status` pending) and is mailed an activation link to the portal's `/activate` page,
+// as POST /users/activate/request sends it; there they set a password and sign in. An
+// email the clinic already has is 409. Audited as `user.invite`.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /api_v3/users/invite (the `PostUsersInvite` operationId).
+func (c *Client) PostUsersInviteWithFormdataBody(ctx context.Context, params *PostUsersInviteParams, body PostUsersInviteFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostUsersInviteRequestWithFormdataBody(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -19695,6 +19944,72 @@ func NewPostUsersActivateRequestRequestWithBody(server string, params *PostUsers
 	return req, nil
 }
 
+// NewPostUsersInviteRequest calls the generic PostUsersInvite builder with application/json body
+func NewPostUsersInviteRequest(server string, params *PostUsersInviteParams, body PostUsersInviteJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostUsersInviteRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewPostUsersInviteRequestWithFormdataBody calls the generic PostUsersInvite builder with application/x-www-form-urlencoded body
+func NewPostUsersInviteRequestWithFormdataBody(server string, params *PostUsersInviteParams, body PostUsersInviteFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewPostUsersInviteRequestWithBody(server, params, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewPostUsersInviteRequestWithBody constructs an http.Request for the PostUsersInvite method, with any body, and a specified content type
+func NewPostUsersInviteRequestWithBody(server string, params *PostUsersInviteParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/users/invite")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewPostUsersLoginRequest calls the generic PostUsersLogin builder with application/json body
 func NewPostUsersLoginRequest(server string, params *PostUsersLoginParams, body PostUsersLoginJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -24559,6 +24874,45 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api_v3/users/activate/request (the `PostUsersActivateRequest` operationId).
 	PostUsersActivateRequestWithFormdataBodyWithResponse(ctx context.Context, params *PostUsersActivateRequestParams, body PostUsersActivateRequestFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostUsersActivateRequestResponse, error)
+
+	// PostUsersInviteWithBodyWithResponse Invite a provider
+	//
+	// The clinic admin invites a provider by name and email into rooms (`rooms`, a JSON list
+	// of room codes or a form's `rooms[]`). The provider is created without a password
+	// (`status` pending) and is mailed an activation link to the portal's `/activate` page,
+	// as POST /users/activate/request sends it; there they set a password and sign in. An
+	// email the clinic already has is 409. Audited as `user.invite`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/users/invite (the `PostUsersInvite` operationId).
+	PostUsersInviteWithBodyWithResponse(ctx context.Context, params *PostUsersInviteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostUsersInviteResponse, error)
+
+	// PostUsersInviteWithResponse Invite a provider
+	//
+	// The clinic admin invites a provider by name and email into rooms (`rooms`, a JSON list
+	// of room codes or a form's `rooms[]`). The provider is created without a password
+	// (`status` pending) and is mailed an activation link to the portal's `/activate` page,
+	// as POST /users/activate/request sends it; there they set a password and sign in. An
+	// email the clinic already has is 409. Audited as `user.invite`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/users/invite (the `PostUsersInvite` operationId).
+	PostUsersInviteWithResponse(ctx context.Context, params *PostUsersInviteParams, body PostUsersInviteJSONRequestBody, reqEditors ...RequestEditorFn) (*PostUsersInviteResponse, error)
+
+	// PostUsersInviteWithFormdataBodyWithResponse Invite a provider
+	//
+	// The clinic admin invites a provider by name and email into rooms (`rooms`, a JSON list
+	// of room codes or a form's `rooms[]`). The provider is created without a password
+	// (`status` pending) and is mailed an activation link to the portal's `/activate` page,
+	// as POST /users/activate/request sends it; there they set a password and sign in. An
+	// email the clinic already has is 409. Audited as `user.invite`.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/users/invite (the `PostUsersInvite` operationId).
+	PostUsersInviteWithFormdataBodyWithResponse(ctx context.Context, params *PostUsersInviteParams, body PostUsersInviteFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostUsersInviteResponse, error)
 
 	// PostUsersLoginWithBodyWithResponse Log in with a password
 	//
@@ -31075,6 +31429,75 @@ func (r PostUsersActivateRequestResponse) ContentType() string {
 	return ""
 }
 
+type PostUsersInviteResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ProfileResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *UsersBadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *UsersUnauthorized
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *UsersError
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostUsersInviteResponse) GetJSON200() *ProfileResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostUsersInviteResponse) GetJSON400() *UsersBadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostUsersInviteResponse) GetJSON401() *UsersUnauthorized {
+	return r.JSON401
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostUsersInviteResponse) GetJSON409() *UsersError {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostUsersInviteResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
+// GetBody returns the raw response body bytes
+func (r PostUsersInviteResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostUsersInviteResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostUsersInviteResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostUsersInviteResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // PostUsersLoginResponse429Headers the declared response headers of an HTTP 429 response for PostUsersLogin
 type PostUsersLoginResponse429Headers struct {
 	RetryAfter *int
@@ -37494,6 +37917,63 @@ func (c *ClientWithResponses) PostUsersActivateRequestWithFormdataBodyWithRespon
 	return ParsePostUsersActivateRequestResponse(rsp)
 }
 
+// PostUsersInviteWithBodyWithResponse Invite a provider
+//
+// The clinic admin invites a provider by name and email into rooms (`rooms`, a JSON list
+// of room codes or a form's `rooms[]`). The provider is created without a password
+// (`status` pending) and is mailed an activation link to the portal's `/activate` page,
+// as POST /users/activate/request sends it; there they set a password and sign in. An
+// email the clinic already has is 409. Audited as `user.invite`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/users/invite (the `PostUsersInvite` operationId).
+func (c *ClientWithResponses) PostUsersInviteWithBodyWithResponse(ctx context.Context, params *PostUsersInviteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostUsersInviteResponse, error) {
+	rsp, err := c.PostUsersInviteWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostUsersInviteResponse(rsp)
+}
+
+// PostUsersInviteWithResponse Invite a provider
+//
+// The clinic admin invites a provider by name and email into rooms (`rooms`, a JSON list
+// of room codes or a form's `rooms[]`). The provider is created without a password
+// (`status` pending) and is mailed an activation link to the portal's `/activate` page,
+// as POST /users/activate/request sends it; there they set a password and sign in. An
+// email the clinic already has is 409. Audited as `user.invite`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/users/invite (the `PostUsersInvite` operationId).
+func (c *ClientWithResponses) PostUsersInviteWithResponse(ctx context.Context, params *PostUsersInviteParams, body PostUsersInviteJSONRequestBody, reqEditors ...RequestEditorFn) (*PostUsersInviteResponse, error) {
+	rsp, err := c.PostUsersInvite(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostUsersInviteResponse(rsp)
+}
+
+// PostUsersInviteWithFormdataBodyWithResponse Invite a provider
+//
+// The clinic admin invites a provider by name and email into rooms (`rooms`, a JSON list
+// of room codes or a form's `rooms[]`). The provider is created without a password
+// (`status` pending) and is mailed an activation link to the portal's `/activate` page,
+// as POST /users/activate/request sends it; there they set a password and sign in. An
+// email the clinic already has is 409. Audited as `user.invite`.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/users/invite (the `PostUsersInvite` operationId).
+func (c *ClientWithResponses) PostUsersInviteWithFormdataBodyWithResponse(ctx context.Context, params *PostUsersInviteParams, body PostUsersInviteFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostUsersInviteResponse, error) {
+	rsp, err := c.PostUsersInviteWithFormdataBody(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostUsersInviteResponse(rsp)
+}
+
 // PostUsersLoginWithBodyWithResponse Log in with a password
 //
 // `username` (or `email`) and `password`. Answers like SSO: the user with its
@@ -43458,6 +43938,60 @@ func ParsePostUsersActivateRequestResponse(rsp *http.Response) (*PostUsersActiva
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostUsersInviteResponse parses an HTTP response from a PostUsersInviteWithResponse call
+func ParsePostUsersInviteResponse(rsp *http.Response) (*PostUsersInviteResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostUsersInviteResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ProfileResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest UsersBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest UsersUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest UsersError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
 	}
 
 	return response, nil

@@ -24,6 +24,11 @@ type IntakeInput struct {
 	Custom         map[string]string
 	Attachments    *[]int64 // file ids
 	Consultation   *string  // a room consultation id
+	// Answers are the room's questions' answers, by question id.
+	Answers map[string]string
+	// ConsentName signs the room's consent, of ConsentVersion.
+	ConsentName    *string
+	ConsentVersion string
 }
 
 const maxCustomFields = 100
@@ -74,8 +79,18 @@ func (a *App) CreateIntake(ctx context.Context, p *clinic.Principal, in IntakeIn
 	if err := a.applyIntake(ctx, p, it, in); err != nil {
 		return nil, err
 	}
+	if err := answerQuestions(r, it, in.Answers); err != nil {
+		return nil, err
+	}
+	consent, err := a.consentFor(r, member, in)
+	if err != nil {
+		return nil, err
+	}
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if err := q.CreateIntake(ctx, it); err != nil {
+			return err
+		}
+		if err := a.addConsent(ctx, q, p, consent, it.ID); err != nil {
 			return err
 		}
 		return a.AuditIn(ctx, q, p, "intake.create", "intake", i64s(it.ID), OutcomeOK)

@@ -343,7 +343,8 @@ func permRows(f *permFixture) map[string]permRow {
 		}},
 
 		// Medical records, prescriptions and pharmacies.
-		"GetEMR": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.GetEMR(ctx, p, pt)) }},
+		"GetEMR":   {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.GetEMR(ctx, p, pt)) }},
+		"Consents": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.Consents(ctx, p, pt)) }},
 		"PutEMR": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			no := false
 			return one(a.PutEMR(ctx, p, pt, "allergies", []any{}, true, &no))

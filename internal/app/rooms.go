@@ -269,6 +269,9 @@ type RoomUpdate struct {
 	QueueCapacity                    *int
 	Appointments                     *AppointmentPatch
 	WaitAlertMinutes                 *int
+	IntakeQuestions                  *[]clinic.IntakeQuestion
+	// Consent sets the room's consent text; one with no text removes it.
+	Consent *clinic.ConsentText
 }
 
 // AppointmentPatch changes a room's appointment rules: a nil field is left
@@ -406,6 +409,22 @@ func applyRoomUpdate(r *clinic.Room, in RoomUpdate) error {
 			return clinic.Errorf(clinic.EInvalid, "queue_capacity must be between 1 and 10000.")
 		}
 		s.QueueCapacity = *in.QueueCapacity
+	}
+	if in.IntakeQuestions != nil {
+		if err := checkQuestions(*in.IntakeQuestions); err != nil {
+			return err
+		}
+		s.IntakeQuestions = *in.IntakeQuestions
+	}
+	if c := in.Consent; c != nil {
+		if strings.TrimSpace(c.Text) == "" {
+			s.Consent = nil
+		} else {
+			if err := checkConsent(c); err != nil {
+				return err
+			}
+			s.Consent = c
+		}
 	}
 	if in.WaitAlertMinutes != nil {
 		if *in.WaitAlertMinutes < 0 || *in.WaitAlertMinutes > 24*60 {

@@ -137,6 +137,45 @@ type RoomSettings struct {
 	// WaitAlertMinutes: the room's providers are emailed when a walk-in
 	// has waited this long with no provider (0: never).
 	WaitAlertMinutes int `json:"wait_alert_minutes,omitempty"`
+	// IntakeQuestions are the room's own questions on its intake form.
+	IntakeQuestions []IntakeQuestion `json:"intake_questions,omitempty"`
+	// Consent is the text a patient signs with each intake (nil: none).
+	Consent *ConsentText `json:"consent,omitempty"`
+}
+
+// Intake question kinds.
+const (
+	QuestionText   = "text"
+	QuestionChoice = "choice"
+	QuestionYesNo  = "yesno"
+	QuestionDate   = "date"
+)
+
+// IntakeQuestion is a question of a room's intake form. Its answer is
+// kept in the intake's custom fields under "q_" and its id.
+type IntakeQuestion struct {
+	ID       string   `json:"id"`
+	Label    string   `json:"label"`
+	Kind     string   `json:"kind"`
+	Choices  []string `json:"choices,omitempty"`
+	Required bool     `json:"required"`
+}
+
+// AnswerKey is where an intake keeps the answer to question id.
+func AnswerKey(id string) string { return "q_" + id }
+
+// ConsentText is a room's consent, with its version: a patient signs the
+// version they were shown.
+type ConsentText struct {
+	Version string `json:"version"`
+	Text    string `json:"text"`
+}
+
+// Consent is a patient's signature of a room's consent text.
+type Consent struct {
+	ID, AccountID, UserID, RoomID, IntakeID int64
+	Version, Text, SignedName               string
+	SignedAt                                int64
 }
 
 // AppointmentSettings are a room's rules for booked visits.

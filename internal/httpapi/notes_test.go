@@ -199,3 +199,33 @@ func TestFHIR_Composition(t *testing.T) {
 		t.Errorf("$everything: %v", counts(all))
 	}
 }
+
+// TestIntakes_QuestionsAndConsent: a room's own questions and consent
+// through the API: set on the room, shown with it, answered and signed
+// with an intake (refused without), the answers kept under custom.
+func TestIntakes_QuestionsAndConsent(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	res := e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/main", Header: adminHeaders(s.c), JSON: map[string]any{
+		"intake_questions": []any{map[string]any{"id": "fever", "label": "Do you have a fever?", "kind": "yesno", "required": true}},
+		"consent":          map[string]any{"version": "v1", "text": "I agree to a video visit."}}})
+	if d := res.Data(); res.Status != 200 || len(d["intake_questions"].([]any)) != 1 || d["consent"].(map[string]any)["version"] != "v1" {
+		t.Fatalf("the room: %d %s", res.Status, res.Raw)
+	}
+	wantErr(t, e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/main", Header: adminHeaders(s.c), JSON: map[string]any{
+		"intake_questions": []any{map[string]any{"id": "Bad Id", "label": "x", "kind": "text"}}}}), 400, 400)
+	intake := func(kv ...string) *testenv.Resp {
+		return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: userHeaders(s.c, s.pat.Token), Form: q(append([]string{"room_code", "main", "reason_for_visit", "Cough"}, kv...)...)})
+	}
+	wantErr(t, intake("answers", `{"fever":"yes"}`), 400, 400)                                                     // unsigned
+	wantErr(t, intake("answers", `{"fever":"yes"}`, "consent_name", "Pat One", "consent_version", "v0"), 409, 409) // another version
+	wantErr(t, intake("consent_name", "Pat One", "consent_version", "v1"), 400, 400)                               // unanswered
+	res = intake("answers", `{"fever":"yes"}`, "consent_name", "Pat One", "consent_version", "v1")
+	if res.Status != 200 || res.Data()["custom"].(map[string]any)["q_fever"] != "yes" {
+		t.Fatalf("the intake: %d %s", res.Status, res.Raw)
+	}
+	if n := count(t, e, "SELECT COUNT(*) FROM consents WHERE signed_name = 'Pat One' AND version = 'v1'"); n != 1 {
+		t.Fatalf("%d signed consents", n)
+	}
+}

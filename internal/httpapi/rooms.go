@@ -111,9 +111,13 @@ type roomDetail struct {
 	AppointmentSettings appointmentSettings `json:"appointment_settings"`
 	// WaitAlertMinutes is the extension's: providers are emailed when a
 	// walk-in has waited this long (0: never).
-	WaitAlertMinutes int   `json:"wait_alert_minutes"`
-	Created          int64 `json:"created"`
-	Modified         int64 `json:"modified"`
+	WaitAlertMinutes int `json:"wait_alert_minutes"`
+	// IntakeQuestions and Consent are the extension's: the room's own
+	// questions, and the consent a patient signs (null: none).
+	IntakeQuestions []intakeQuestion `json:"intake_questions"`
+	Consent         *consentText     `json:"consent"`
+	Created         int64            `json:"created"`
+	Modified        int64            `json:"modified"`
 }
 
 type appointmentSettings struct {
@@ -188,6 +192,7 @@ func toRoomDetail(acct *clinic.Account, d *app.RoomDetail) roomDetail {
 		Specialties:   []clinicSpecialty{},
 		QueueCapacity: st.QueueCapacity, Created: rm.Created, Modified: rm.Modified,
 		AppointmentSettings: appointmentSettings(st.AppointmentRules()), WaitAlertMinutes: st.WaitAlertMinutes,
+		IntakeQuestions: toQuestions(st.IntakeQuestions), Consent: toConsent(st.Consent),
 		OperationSettings: operationSettings{IsClosed: st.Operation.IsClosed, CloseMsg: st.Operation.CloseMsg,
 			CloseMessage: closeHTML{st.Operation.CloseHTML}, ClosedDays: nonNilStrings(st.Operation.ClosedDays),
 			DefaultTimezone: st.Operation.Timezone, IsClosedNow: d.IsClosedNow, IsOpenAllTime: st.Operation.IsOpenAllTime,
@@ -260,6 +265,18 @@ func (s *Server) updateRoom(w http.ResponseWriter, r *http.Request, c *call) err
 	}
 	if in.WaitAlertMinutes, err = q.OptInt("wait_alert_minutes"); err != nil {
 		return err
+	}
+	var qs []clinic.IntakeQuestion
+	if found, err := q.JSON("intake_questions", &qs); err != nil {
+		return err
+	} else if found {
+		in.IntakeQuestions = &qs
+	}
+	var consent clinic.ConsentText
+	if found, err := q.JSON("consent", &consent); err != nil {
+		return err
+	} else if found {
+		in.Consent = &consent
 	}
 	var ap app.AppointmentPatch
 	if found, err := q.JSON("appointment_settings", &ap); err != nil {
@@ -469,4 +486,36 @@ func nonNilStrings(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// intakeQuestion is a room's question as the API shows it.
+type intakeQuestion struct {
+	ID       string   `json:"id"`
+	Label    string   `json:"label"`
+	Kind     string   `json:"kind"`
+	Choices  []string `json:"choices"`
+	Required bool     `json:"required"`
+}
+
+type consentText struct {
+	Version string `json:"version"`
+	Text    string `json:"text"`
+}
+
+func toQuestions(qs []clinic.IntakeQuestion) []intakeQuestion {
+	out := make([]intakeQuestion, len(qs))
+	for i, q := range qs {
+		out[i] = intakeQuestion{ID: q.ID, Label: q.Label, Kind: q.Kind, Choices: q.Choices, Required: q.Required}
+		if out[i].Choices == nil {
+			out[i].Choices = []string{}
+		}
+	}
+	return out
+}
+
+func toConsent(c *clinic.ConsentText) *consentText {
+	if c == nil {
+		return nil
+	}
+	return &consentText{Version: c.Version, Text: c.Text}
 }

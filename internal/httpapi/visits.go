@@ -64,7 +64,8 @@ func (s *Server) toIntake(ctx context.Context, p *clinic.Principal, it *clinic.I
 // intakeKnown are the named inputs of POST /intakes; every other body field is
 // a custom field-value pair.
 var intakeKnown = map[string]bool{"room_code": true, "provider_id": true, "provider": true, "reason_for_visit": true, "type": true,
-	"member_id": true, "location": true, "phone": true, "attachments": true, "id": true, "consultation": true, "consultation_id": true}
+	"member_id": true, "location": true, "phone": true, "attachments": true, "id": true, "consultation": true, "consultation_id": true,
+	"answers": true, "consent_name": true, "consent_version": true}
 
 func intakeInput(c *call) (app.IntakeInput, error) {
 	q := c.params
@@ -112,6 +113,12 @@ func intakeInput(c *call) (app.IntakeInput, error) {
 			in.Custom[k] = v
 		}
 	}
+	// The room's questions' answers (extension): a JSON object by
+	// question id; its consent, signed by name.
+	if _, err := q.JSON("answers", &in.Answers); err != nil {
+		return in, clinic.Errorf(clinic.EInvalid, "answers must be a JSON object: question id → answer.")
+	}
+	in.ConsentName, in.ConsentVersion = q.Opt("consent_name"), q.Str("consent_version")
 	return in, nil
 }
 

@@ -229,8 +229,20 @@ type adminRoomPage struct {
 	// The appointment rules and the wait alert.
 	JoinBefore, CancelHours, RefundPercent, WaitAlert, QueueCapacity int
 	Reminders                                                        string
-	Linked, Others                                                   []*clinic.User
-	Notice, Error                                                    string
+	// The intake form: the room's questions (and empty rows for new
+	// ones), and its consent.
+	Questions                   []questionRow
+	ConsentVersion, ConsentText string
+	Linked, Others              []*clinic.User
+	Notice, Error               string
+}
+
+// questionRow is a row of the room's questions' form.
+type questionRow struct {
+	N               int
+	ID, Label, Kind string
+	Choices         string
+	Required        bool
 }
 
 // dayBox is a weekday of the opening hours' form: ticked when closed.
@@ -279,6 +291,15 @@ func (s *Server) showAdminRoom(w http.ResponseWriter, r *http.Request, status in
 		rem = append(rem, strconv.Itoa(m))
 	}
 	page.Reminders = strings.Join(rem, ", ")
+	for i, q := range st.IntakeQuestions {
+		page.Questions = append(page.Questions, questionRow{N: i, ID: q.ID, Label: q.Label, Kind: q.Kind, Choices: strings.Join(q.Choices, ", "), Required: q.Required})
+	}
+	for i := len(st.IntakeQuestions); i < len(st.IntakeQuestions)+2; i++ {
+		page.Questions = append(page.Questions, questionRow{N: i, Kind: clinic.QuestionText})
+	}
+	if c := st.Consent; c != nil {
+		page.ConsentVersion, page.ConsentText = c.Version, c.Text
+	}
 	for _, u := range providers {
 		if slices.Contains(d.ProviderIDs, u.ID) {
 			page.Linked = append(page.Linked, u)
@@ -489,6 +510,34 @@ func (s *Server) roomDayForm(r *http.Request, current []clinic.Consultation, in 
 		ap.ReminderMinutes = &mins
 	}
 	in.Appointments = ap
+	if _, ok := f["q_label_0"]; ok {
+		qs := []clinic.IntakeQuestion{}
+		for i := 0; ; i++ {
+			n := strconv.Itoa(i)
+			label, ok := f["q_label_"+n]
+			if !ok {
+				break
+			}
+			if strings.TrimSpace(label[0]) == "" {
+				continue // an empty row, or a question removed
+			}
+			q := clinic.IntakeQuestion{ID: strings.TrimSpace(f.Get("q_id_" + n)), Label: strings.TrimSpace(label[0]), Kind: f.Get("q_kind_" + n),
+				Required: f.Get("q_required_"+n) == "1"}
+			if q.ID == "" {
+				q.ID = questionID(q.Label, qs)
+			}
+			for _, c := range strings.Split(f.Get("q_choices_"+n), ",") {
+				if c = strings.TrimSpace(c); c != "" && q.Kind == clinic.QuestionChoice {
+					q.Choices = append(q.Choices, c)
+				}
+			}
+			qs = append(qs, q)
+		}
+		in.IntakeQuestions = &qs
+	}
+	if _, ok := f["consent_text"]; ok {
+		in.Consent = &clinic.ConsentText{Version: f.Get("consent_version"), Text: f.Get("consent_text")}
+	}
 	if _, ok := f["open_time"]; ok {
 		allDay := f.Get("all_day") == "1"
 		in.IsOpenAllTime = &allDay
@@ -529,4 +578,30 @@ func (s *Server) roomDayForm(r *http.Request, current []clinic.Consultation, in 
 		in.Currency = &c
 	}
 	return nil
+}
+
+// questionID makes a new question's id from its label: its words in
+// lower case joined by _, made unique among qs.
+func questionID(label string, qs []clinic.IntakeQuestion) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(label) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		case b.Len() > 0 && !strings.HasSuffix(b.String(), "_"):
+			b.WriteByte('_')
+		}
+		if b.Len() >= 24 {
+			break
+		}
+	}
+	id := strings.Trim(b.String(), "_")
+	if id == "" {
+		id = "q"
+	}
+	base := id
+	for n := 2; slices.ContainsFunc(qs, func(q clinic.IntakeQuestion) bool { return q.ID == id }); n++ {
+		id = base + "_" + strconv.Itoa(n)
+	}
+	return id
 }

@@ -39,6 +39,9 @@ type chartPage struct {
 	Readings                 []readingItem
 	ReadingsState            chartSection
 	Visits                   []visitItem
+	// Consents are the patient's signed consents.
+	Consents      []*clinic.Consent
+	ConsentsState chartSection
 }
 
 // emrItem is an EMR section as people read it: its entries, each a list
@@ -113,6 +116,11 @@ func (s *Server) chart(w http.ResponseWriter, r *http.Request) error {
 	if err := s.chartRecords(ctx, p, uid, &page); err != nil {
 		return err
 	}
+	if page.Consents, err = s.app.Consents(ctx, p, uid); err != nil {
+		if page.ConsentsState, err = refusal(err); err != nil {
+			return err
+		}
+	}
 	vs, err := s.app.ListVisits(ctx, p, app.VisitQuery{})
 	if err != nil {
 		return err
@@ -127,6 +135,9 @@ func (s *Server) chart(w http.ResponseWriter, r *http.Request) error {
 		}
 		if d.Provider != nil {
 			it.With = d.Provider.FullName()
+		}
+		if d.Intake != nil {
+			it.Reason, it.Answers = d.Intake.ReasonForVisit, answersOf(d)
 		}
 		page.Visits = append(page.Visits, it)
 	}
@@ -304,4 +315,33 @@ func words(name string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// answersOf are the answers of visit d's intake to its room's questions,
+// labelled as the room asks them now (an answer to a question since
+// removed keeps its id).
+func answersOf(d *app.VisitDetail) []kv {
+	var out []kv
+	var qs []clinic.IntakeQuestion
+	if d.Room != nil {
+		qs = d.Room.Settings.IntakeQuestions
+	}
+	seen := map[string]bool{}
+	for _, q := range qs {
+		if v := d.Intake.Custom[clinic.AnswerKey(q.ID)]; v != "" {
+			out = append(out, kv{q.Label, v})
+			seen[clinic.AnswerKey(q.ID)] = true
+		}
+	}
+	var rest []string
+	for k := range d.Intake.Custom {
+		if strings.HasPrefix(k, "q_") && !seen[k] {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	for _, k := range rest {
+		out = append(out, kv{strings.TrimPrefix(k, "q_"), d.Intake.Custom[k]})
+	}
+	return out
 }

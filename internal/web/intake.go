@@ -61,7 +61,16 @@ func (s *Server) intake(w http.ResponseWriter, r *http.Request) error {
 	if r.PostFormValue("terms") != "1" {
 		return clinic.Errorf(clinic.EInvalid, "Accept the clinic's terms to go on (the box under your reason).")
 	}
-	in := app.IntakeInput{RoomCode: room, ReasonForVisit: &reason}
+	in := app.IntakeInput{RoomCode: room, ReasonForVisit: &reason, Answers: map[string]string{}, ConsentVersion: r.PostFormValue("consent_version")}
+	// The room's own questions come as q_<id>.
+	for k, v := range r.PostForm {
+		if id, ok := strings.CutPrefix(k, "q_"); ok && len(v) > 0 {
+			in.Answers[id] = v[0]
+		}
+	}
+	if _, ok := r.PostForm["consent_name"]; ok {
+		in.ConsentName = new(r.PostFormValue("consent_name"))
+	}
 	switch kind {
 	case kindWalkin:
 		in.Type = new("1")

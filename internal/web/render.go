@@ -90,6 +90,7 @@ func timeFuncs(z *time.Location) template.FuncMap {
 func (s *Server) parseTemplates() error {
 	// Parsed with UTC's time funcs; render gives each page the viewer's.
 	funcs := timeFuncs(time.UTC)
+	funcs["inc"] = func(n int) int { return n + 1 }
 	// lines splits text into its non-empty lines, for paragraphs.
 	funcs["lines"] = func(text string) []string {
 		var out []string

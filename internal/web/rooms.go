@@ -51,6 +51,10 @@ type roomPage struct {
 	Base string
 	// Error is what went wrong with the last form, in words.
 	Error, Reason string
+	// Questions are the room's own intake questions; Consent the text the
+	// patient signs (nil: the plain agreement below).
+	Questions []clinic.IntakeQuestion
+	Consent   *clinic.ConsentText
 }
 
 // room is the spec's room join URL, /c/{account_code}/{room_code} on a
@@ -76,7 +80,8 @@ func (s *Server) showRoom(w http.ResponseWriter, r *http.Request, p *clinic.Prin
 		Closed: d.IsClosedNow || !d.Room.Active, ClosedMessage: st.Operation.CloseMsg,
 		Walkin: st.WalkinEnabled, Appointments: st.AppointmentEnabled, Guests: st.GuestLogin,
 		SignInURL: "/signin?" + url.Values{"clinic": {p.Account.Code}, "next": {r.URL.Path}}.Encode(),
-		Base:      "/c/" + url.PathEscape(p.Account.Code) + "/" + url.PathEscape(d.Room.Code)}
+		Base:      "/c/" + url.PathEscape(p.Account.Code) + "/" + url.PathEscape(d.Room.Code),
+		Questions: st.IntakeQuestions, Consent: st.Consent}
 	if me, err := s.principal(r); err == nil && me.Account.ID == p.Account.ID {
 		page.SignedIn = true
 	}

@@ -19,6 +19,9 @@ type visitItem struct {
 	ID           int64
 	Room, Status string
 	With         string
+	// Reason and Answers are the intake's, on the chart.
+	Reason  string
+	Answers []kv
 	Kind         string // "appointment", "walk-in" or "e-consult"
 	// Start and End are an appointment's times; Created is when any
 	// other visit was asked for.
