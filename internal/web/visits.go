@@ -22,7 +22,7 @@ type visitItem struct {
 	// Reason and Answers are the intake's, on the chart.
 	Reason  string
 	Answers []kv
-	Kind         string // "appointment", "walk-in" or "e-consult"
+	Kind    string // "appointment", "walk-in" or "e-consult"
 	// Start and End are an appointment's times; Created is when any
 	// other visit was asked for.
 	Start, End, Created int64
