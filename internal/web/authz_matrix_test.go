@@ -96,6 +96,9 @@ func portalMatrix() map[string]string {
 		"POST /visits/start/{id}/note":         "RRDDDDADD",
 		"POST /visits/start/{id}/note/addenda": "RRDDDDADD",
 		"GET /providers/diagnoses":             "RRDADAADA",
+		// Closing an answered e-consult: its provider and the admin (who
+		// moves any visit, as in the API).
+		"POST /providers/visits/{id}/done": "RRDDDDADA",
 		// Start visit: the dashboard's, for the visit's provider.
 		"POST /providers/visits/{id}/start": "RRDDDDADD",
 		"POST /visits/start/{id}/call/end":  "RRDDDDADA",
@@ -215,7 +218,7 @@ func TestPortalAuthzMatrix(t *testing.T) {
 				return 4
 			case strings.HasPrefix(k, "POST /admin/rotate"):
 				return 3
-			case strings.HasSuffix(k, "/call/end"), strings.HasSuffix(k, "/cancel"):
+			case strings.HasSuffix(k, "/call/end"), strings.HasSuffix(k, "/cancel"), strings.HasSuffix(k, "/done"):
 				return 2
 			case strings.HasPrefix(k, "GET"):
 				return 0

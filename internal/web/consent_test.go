@@ -70,3 +70,34 @@ func TestPortal_IntakeQuestionsAndConsent(t *testing.T) {
 		}
 	}
 }
+
+// TestPortal_EconsultClosed: the provider answers an e-consult and closes
+// it from its page; the patient's page then says the visit is over and
+// where to start another, with no call to join.
+func TestPortal_EconsultClosed(t *testing.T) {
+	f := newFixture(t)
+	f.accept(t)
+	prov := newBrowser(t, f.e)
+	f.redirectLogin(t, prov, f.providerToken, f.visitPath(), nil)
+	if pg := prov.get(f.visitPath()); !strings.Contains(pg.Body, `id="close-econsult"`) {
+		t.Fatalf("the provider's page offers no close: %s", pg.Body)
+	}
+	if pg := prov.post(f.visitPath()+"/messages", url.Values{"content": {"Rest and fluids; write again if it is worse in 3 days."}}); pg.Status != 303 {
+		t.Fatalf("reply: %d", pg.Status)
+	}
+	pg := prov.post("/providers/visits/"+itoa(f.visitID)+"/done", nil)
+	if pg.Status != 303 || !strings.HasSuffix(pg.Location, "notice=econsult-closed") {
+		t.Fatalf("close: %d %s %s", pg.Status, pg.Location, pg.Body)
+	}
+	pat := newBrowser(t, f.e)
+	f.redirectLogin(t, pat, f.p1Token, f.visitPath(), nil)
+	page := pat.get(f.visitPath())
+	for _, want := range []string{"Your visit is over", "Start another visit", "Rest and fluids"} {
+		if !strings.Contains(page.Body, want) {
+			t.Errorf("the patient's page has no %q", want)
+		}
+	}
+	if strings.Contains(page.Body, `id="call-join"`) {
+		t.Errorf("a closed e-consult offers a call")
+	}
+}

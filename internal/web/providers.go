@@ -209,3 +209,31 @@ func (s *Server) startVisit(w http.ResponseWriter, r *http.Request) error {
 	http.Redirect(w, r, "/visits/start/"+strconv.FormatInt(id, 10)+"?join=1", http.StatusSeeOther)
 	return nil
 }
+
+// closeEconsult is POST /providers/visits/{id}/done: the provider closes
+// an e-consult they have answered, in one step (in progress, then
+// completed, as POST /visits/inprogress and /visits/close); the patient's
+// page then shows the visit as over.
+func (s *Server) closeEconsult(w http.ResponseWriter, r *http.Request) error {
+	p, id, err := s.visitRequest(r)
+	if err != nil {
+		return err
+	}
+	d, err := s.app.GetVisit(r.Context(), p, id, false)
+	if err != nil {
+		return err
+	}
+	if d.Visit.Kind != clinic.KindEconsult {
+		return clinic.Errorf(clinic.EConflict, "Only an e-consult is closed this way; end a video visit from its call.")
+	}
+	for _, act := range []string{app.ActInProgress, app.ActClose} {
+		if act == app.ActInProgress && d.Visit.Status == clinic.VisitInProgress {
+			continue
+		}
+		if _, err := s.app.MoveVisit(r.Context(), p, id, act, app.MoveInput{}); err != nil {
+			return err
+		}
+	}
+	afterChange(w, r, id, "econsult-closed")
+	return nil
+}

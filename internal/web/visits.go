@@ -130,6 +130,9 @@ type visitPage struct {
 	Note *noteView
 	// Notice says what the last change did (?notice=).
 	Notice string
+	// CanCloseEconsult offers the provider of an open e-consult to close
+	// it once answered.
+	CanCloseEconsult bool
 	// After is set for the patient of a visit that is over: what comes
 	// next, and where to start another.
 	After     bool
@@ -153,13 +156,14 @@ type bookedView struct {
 
 // notices are the words of ?notice= after a change on the visit page.
 var notices = map[string]string{
-	"cancelled":    "Your appointment is cancelled.",
-	"moved":        "Your appointment has its new time.",
-	"remind-on":    "Reminder emails are on for this visit.",
-	"remind-off":   "Reminder emails are off for this visit.",
-	"note-saved":   "The note is saved as a draft.",
-	"note-signed":  "The note is signed. Changes from now on are addenda.",
-	"note-amended": "The addendum is added to the note.",
+	"cancelled":       "Your appointment is cancelled.",
+	"moved":           "Your appointment has its new time.",
+	"remind-on":       "Reminder emails are on for this visit.",
+	"remind-off":      "Reminder emails are off for this visit.",
+	"note-saved":      "The note is saved as a draft.",
+	"note-signed":     "The note is signed. Changes from now on are addenda.",
+	"note-amended":    "The addendum is added to the note.",
+	"econsult-closed": "The e-consult is closed. The patient can read its messages and your summary.",
 }
 
 // callView is the call part of the visit page (static/call.js).
@@ -250,6 +254,7 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request) error {
 		page.Booked = s.booked(r, p, d)
 	}
 	page.Notice = notices[r.URL.Query().Get("notice")]
+	page.CanCloseEconsult = d.Visit.Kind == clinic.KindEconsult && page.Open && d.Visit.ProviderID != 0 && d.Visit.ProviderID == p.UserID()
 	if d.Visit.MemberID == p.UserID() && !page.Open {
 		page.After, page.Completed = true, d.Visit.Status == clinic.VisitCompleted
 		if d.Room != nil {

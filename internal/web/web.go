@@ -131,6 +131,7 @@ func (s *Server) routes() {
 	s.page("GET /providers/dashboard", s.dashboard)
 	s.page("GET /providers/dashboard/events", s.dashboardEvents)
 	s.page("POST /providers/visits/{id}/start", s.startVisit)
+	s.page("POST /providers/visits/{id}/done", s.closeEconsult)
 	s.page("POST /providers/visits/{id}/{action}", s.moveVisit)
 	s.page("GET /providers/patient/{user_id}", s.chart)
 	s.page("POST /providers/slots", s.publishSlots)
