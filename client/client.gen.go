@@ -3562,11 +3562,14 @@ type RoomDetail struct {
 	Code string `json:"code"`
 
 	// Consent Extension. The consent a patient signs with each intake in the room (POST /intakes `consent_name`, `consent_version`); null when the room has none.
-	Consent     *ConsentText `json:"consent,omitempty"`
-	Created     int          `json:"created"`
-	Description string       `json:"description"`
-	Domain      string       `json:"domain"`
-	Id          string       `json:"id"`
+	Consent *struct {
+		Text    string `json:"text"`
+		Version string `json:"version"`
+	} `json:"consent,omitempty"`
+	Created     int    `json:"created"`
+	Description string `json:"description"`
+	Domain      string `json:"domain"`
+	Id          string `json:"id"`
 
 	// IntakeQuestions Extension. The room's own intake questions, answered in POST /intakes `answers`.
 	IntakeQuestions   *[]IntakeQuestion `json:"intake_questions,omitempty"`
