@@ -29,20 +29,7 @@ func TestPortal_ProviderAlerts(t *testing.T) {
 	if _, err := f.e.Store.DB().Exec(f.e.Store.Rebind("UPDATE users SET email = ? WHERE code = ?"), "grace@example.com", "dr-1"); err != nil {
 		t.Fatal(err)
 	}
-	walkin := func(token, reason string) int64 {
-		t.Helper()
-		p := f.user(t, token)
-		it, err := f.e.App.CreateIntake(bg, p, app.IntakeInput{RoomCode: "main", ReasonForVisit: &reason, Type: new("1")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := f.e.App.AddWalkin(bg, p, app.WalkinInput{IntakeID: it.ID, RoomCode: "main"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d.Visit.ID
-	}
-	visit := walkin(f.p2Token, "A rash")
+	visit := f.walkin(t, f.p2Token, "A rash")
 	msg := "I am here, the rash is spreading."
 	if _, err := f.e.App.PostMessage(bg, f.user(t, f.p2Token), visit, app.NewMessage{Content: &msg}); err != nil {
 		t.Fatal(err)
@@ -70,7 +57,7 @@ func TestPortal_ProviderAlerts(t *testing.T) {
 			}
 		}},
 		{Name: "OKWaitAlertOnceToTheRoomsProvider", Run: func(t *testing.T) {
-			taken := walkin(f.p1Token, "A cough")
+			taken := f.walkin(t, f.p1Token, "A cough")
 			f.e.Clock.Advance(3 * time.Minute) // the first has waited 6 minutes, the second 3
 			f.e.App.DeliverReminders(bg)
 			f.e.App.DeliverMail(bg, mailer.Sender())

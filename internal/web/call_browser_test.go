@@ -812,19 +812,6 @@ func TestBrowser_DashboardAlerts(t *testing.T) {
 	if _, err := f.e.App.UpdateRoom(bg, f.admin(t), "main", app.RoomUpdate{WalkinEnabled: &on}); err != nil {
 		t.Fatal(err)
 	}
-	walkin := func(token, reason string) int64 {
-		t.Helper()
-		p := f.user(t, token)
-		it, err := f.e.App.CreateIntake(bg, p, app.IntakeInput{RoomCode: "main", ReasonForVisit: &reason, Type: new("1")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := f.e.App.AddWalkin(bg, p, app.WalkinInput{IntakeID: it.ID, RoomCode: "main"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d.Visit.ID
-	}
 	provider := separate(t, browser)
 	browserStep(t, provider, "the provider opens the dashboard",
 		chromedp.Navigate(f.e.URL+"/auth?sso_token="+f.providerToken+"&next=/providers/dashboard"),
@@ -867,7 +854,7 @@ func TestBrowser_DashboardAlerts(t *testing.T) {
 	browserStep(t, provider, "the provider turns browser alerts on", chromedp.Click(chromedp.CSS("#alert-notify")))
 	checkA11y(t, provider, "dashboard with alerts")
 
-	visit := walkin(f.p2Token, "A rash")
+	visit := f.walkin(t, f.p2Token, "A rash")
 	waitFor(t, "the dashboard alerts", func() bool { st := alerts(); return st.Alerts == 1 && st.Played == 1 && st.Notified == 1 })
 	if st := alerts(); !st.Requested {
 		t.Errorf("the notification permission was not asked: %+v", st)
@@ -882,7 +869,7 @@ func TestBrowser_DashboardAlerts(t *testing.T) {
 
 	// Muted: the next arrival alerts without a sound.
 	browserStep(t, provider, "the provider mutes the sound", chromedp.Click(chromedp.CSS("#alert-sound")))
-	second := walkin(f.p1Token, "A cough")
+	second := f.walkin(t, f.p1Token, "A cough")
 	waitFor(t, "the second arrival alerts", func() bool { return alerts().Alerts == 2 })
 	if st := alerts(); st.Played != 1 || !st.Muted {
 		t.Errorf("muted, the sound played: %+v", st)

@@ -215,14 +215,11 @@ func (s *Server) startVisit(w http.ResponseWriter, r *http.Request) error {
 // completed, as POST /visits/inprogress and /visits/close); the patient's
 // page then shows the visit as over.
 func (s *Server) closeEconsult(w http.ResponseWriter, r *http.Request) error {
-	p, id, err := s.visitRequest(r)
+	p, d, err := s.visitDetail(r)
 	if err != nil {
 		return err
 	}
-	d, err := s.app.GetVisit(r.Context(), p, id, false)
-	if err != nil {
-		return err
-	}
+	id := d.Visit.ID
 	if d.Visit.Kind != clinic.KindEconsult {
 		return clinic.Errorf(clinic.EConflict, "Only an e-consult is closed this way; end a video visit from its call.")
 	}

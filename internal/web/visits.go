@@ -202,14 +202,11 @@ func (s *Server) visitRequest(r *http.Request) (*clinic.Principal, int64, error)
 // with its thread. Who may see it is decided by app, as for
 // GET /visits/{id} and GET /api/visits/{id}/messages.
 func (s *Server) visit(w http.ResponseWriter, r *http.Request) error {
-	p, id, err := s.visitRequest(r)
+	p, d, err := s.visitDetail(r)
 	if err != nil {
 		return err
 	}
-	d, err := s.app.GetVisit(r.Context(), p, id, false)
-	if err != nil {
-		return err
-	}
+	id := d.Visit.ID
 	// The latest page of the thread, oldest first; the clinic's admin sees
 	// the visit but not its thread, as in the API.
 	ms, total, err := s.app.ListMessages(r.Context(), p, id, app.MessageQuery{Limit: new(app.MessagePageMax), Order: "desc"})

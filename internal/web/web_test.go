@@ -157,6 +157,23 @@ func (f *fixture) admin(t *testing.T) *clinic.Principal {
 	return p
 }
 
+// walkin puts the patient of token in the main room's waiting room
+// (walk-ins must be on), and returns the visit's id.
+func (f *fixture) walkin(t *testing.T, token, reason string) int64 {
+	t.Helper()
+	bg := context.Background()
+	p := f.user(t, token)
+	it, err := f.e.App.CreateIntake(bg, p, app.IntakeInput{RoomCode: "main", ReasonForVisit: &reason, Type: new("1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := f.e.App.AddWalkin(bg, p, app.WalkinInput{IntakeID: it.ID, RoomCode: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.Visit.ID
+}
+
 func (f *fixture) visitPath() string { return "/visits/start/" + strconv.FormatInt(f.visitID, 10) }
 
 // redirectLogin follows the spec's redirect login as an integrator sends a
