@@ -113,6 +113,7 @@ func TestBrowser_IntegratorFlow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	settled(t, ctx)
 	err = chromedp.Do(ctx,
 		chromedp.SendKeys(chromedp.CSS(`textarea[name="content"]`), "Sent from the visit page."),
 		chromedp.Click(chromedp.Search(`//button[normalize-space()="Send"]`)),
@@ -322,9 +323,11 @@ func TestBrowser_EconsultInbox(t *testing.T) {
 	markPage(t, provider)
 
 	patient := separate(t, browser)
-	err = chromedp.Do(patient,
+	browserStep(t, patient, "the patient opens the visit",
 		chromedp.Navigate(f.e.URL+"/auth?sso_token="+f.p1Token+"&next="+visit),
-		chromedp.WaitVisible(chromedp.CSS("#content")),
+		chromedp.WaitVisible(chromedp.CSS("#content")))
+	settled(t, patient)
+	err = chromedp.Do(patient,
 		chromedp.SendKeys(chromedp.CSS("#content"), "Now with a fever."),
 		chromedp.Click(chromedp.Search(`//button[normalize-space()="Send"]`)),
 		chromedp.WaitVisible(chromedp.CSS("ol.thread")))
@@ -347,9 +350,9 @@ func TestBrowser_EconsultInbox(t *testing.T) {
 	}
 
 	// The provider replies from the visit page; the patient sees it.
+	browserStep(t, provider, "the provider opens the visit", chromedp.Navigate(f.e.URL+visit), chromedp.WaitVisible(chromedp.CSS("#content")))
+	settled(t, provider)
 	err = chromedp.Do(provider,
-		chromedp.Navigate(f.e.URL+visit),
-		chromedp.WaitVisible(chromedp.CSS("#content")),
 		chromedp.SendKeys(chromedp.CSS("#content"), "Please come in today."),
 		chromedp.Click(chromedp.Search(`//button[normalize-space()="Send"]`)))
 	if err != nil {
@@ -670,4 +673,19 @@ func TestBrowser_PaidAppointment(t *testing.T) {
 	}
 	waitText(t, provider, "h1", "Mallory Other")
 	checkA11y(t, provider, "chart")
+}
+
+// settled waits until a page with a call has started its camera preview
+// (or said why it could not), as a person waits for the page to stop
+// moving before they type and click; a page without a call is settled.
+func settled(t *testing.T, ctx context.Context) {
+	t.Helper()
+	waitFor(t, "the page's camera preview starts", func() bool {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(function () {
+			if (!document.getElementById("call")) { return true; }
+			var v = document.getElementById("local-video");
+			return (v && v.videoWidth > 0) || !/Asking/.test(document.getElementById("call-status").textContent) && !!window.teleclinicCall;
+		})()`))
+		return err == nil && ok
+	})
 }
