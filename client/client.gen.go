@@ -3531,6 +3531,13 @@ type RefreshBody struct {
 	RefreshToken string `json:"refresh_token"`
 }
 
+// RescheduleBody defines model for RescheduleBody.
+type RescheduleBody struct {
+	ProviderId *string `json:"provider_id,omitempty"`
+	SlotEnd    int     `json:"slot_end"`
+	SlotStart  int     `json:"slot_start"`
+}
+
 // RoomDetail A room. `users` is the comma-separated ids of the users linked to it;
 // `provider_ids` those of them who are providers. `operation_settings.is_closed_now`
 // is `is_closed` or `is_scheduled_closed`, computed at the time of the request in
@@ -5368,6 +5375,19 @@ type PostVisitsByIdRecordingsParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// PostVisitsByIdRescheduleParams defines parameters for PostVisitsByIdReschedule.
+type PostVisitsByIdRescheduleParams struct {
+	// IdempotencyKey Makes the request safe to retry (Stripe's semantics). A POST, PUT or DELETE with a
+	// key runs once per caller and key: a retry with the same method, path and parameters
+	// (by name and value, files by content) replays the first answer, errors included
+	// but not a 5xx, with `Idempotent-Replayed: true`; the same key with other parameters
+	// answers 422; a retry while the first is still running answers 409 (a request that
+	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
+	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
+	// and hold across the processes of one database. Up to 255 characters.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // GetWebhooksDeliveriesParams defines parameters for GetWebhooksDeliveries.
 type GetWebhooksDeliveriesParams struct {
 	Limit  *int    `form:"limit,omitempty" json:"limit,omitempty"`
@@ -5770,6 +5790,15 @@ type PostVisitsByIdNoteAddendaMultipartRequestBody = AddendumBody
 
 // PostVisitsByIdRecordingsMultipartRequestBody defines body for PostVisitsByIdRecordings for multipart/form-data ContentType.
 type PostVisitsByIdRecordingsMultipartRequestBody PostVisitsByIdRecordingsMultipartBody
+
+// PostVisitsByIdRescheduleJSONRequestBody defines body for PostVisitsByIdReschedule for application/json ContentType.
+type PostVisitsByIdRescheduleJSONRequestBody = RescheduleBody
+
+// PostVisitsByIdRescheduleFormdataRequestBody defines body for PostVisitsByIdReschedule for application/x-www-form-urlencoded ContentType.
+type PostVisitsByIdRescheduleFormdataRequestBody = RescheduleBody
+
+// PostVisitsByIdRescheduleMultipartRequestBody defines body for PostVisitsByIdReschedule for multipart/form-data ContentType.
+type PostVisitsByIdRescheduleMultipartRequestBody = RescheduleBody
 
 // Getter for additional properties for FHIRResource. Returns the specified
 // element and whether it was found
@@ -10686,6 +10715,48 @@ type ClientInterface interface {
 	// Corresponds with GET /api_v3/visits/{id}/recordings/{recording_id} (the `GetVisitsByIdRecordingsByRecordingId` operationId).
 	GetVisitsByIdRecordingsByRecordingId(ctx context.Context, id string, recordingId string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// PostVisitsByIdRescheduleWithBody Move a booked visit to another time
+	//
+	// Open slots of the visit's room from `slot_start` to `slot_end` (UNIX seconds, back to
+	// back, one provider; `provider_id` chooses one) become the visit's, and its old ones open
+	// again, in one transaction. The visit's patient may do it until the room's
+	// `appointment_settings.cancel_hours` before its start (409 after); its provider and the
+	// admin at any time. Only a booked visit that has not started moves (409). A time taken
+	// meanwhile is 409. New reminders follow the new time. Audited as `visit.reschedule`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api_v3/visits/{id}/reschedule (the `PostVisitsByIdReschedule` operationId).
+	PostVisitsByIdRescheduleWithBody(ctx context.Context, id string, params *PostVisitsByIdRescheduleParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostVisitsByIdReschedule Move a booked visit to another time
+	//
+	// Open slots of the visit's room from `slot_start` to `slot_end` (UNIX seconds, back to
+	// back, one provider; `provider_id` chooses one) become the visit's, and its old ones open
+	// again, in one transaction. The visit's patient may do it until the room's
+	// `appointment_settings.cancel_hours` before its start (409 after); its provider and the
+	// admin at any time. Only a booked visit that has not started moves (409). A time taken
+	// meanwhile is 409. New reminders follow the new time. Audited as `visit.reschedule`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api_v3/visits/{id}/reschedule (the `PostVisitsByIdReschedule` operationId).
+	PostVisitsByIdReschedule(ctx context.Context, id string, params *PostVisitsByIdRescheduleParams, body PostVisitsByIdRescheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostVisitsByIdRescheduleWithFormdataBody Move a booked visit to another time
+	//
+	// Open slots of the visit's room from `slot_start` to `slot_end` (UNIX seconds, back to
+	// back, one provider; `provider_id` chooses one) become the visit's, and its old ones open
+	// again, in one transaction. The visit's patient may do it until the room's
+	// `appointment_settings.cancel_hours` before its start (409 after); its provider and the
+	// admin at any time. Only a booked visit that has not started moves (409). A time taken
+	// meanwhile is 409. New reminders follow the new time. Audited as `visit.reschedule`.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /api_v3/visits/{id}/reschedule (the `PostVisitsByIdReschedule` operationId).
+	PostVisitsByIdRescheduleWithFormdataBody(ctx context.Context, id string, params *PostVisitsByIdRescheduleParams, body PostVisitsByIdRescheduleFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetVisitsByIdSummary The patient's summary of a visit
 	//
 	// What the patient is given of the note once it is signed and the visit completed: the
@@ -15025,6 +15096,78 @@ func (c *Client) PostVisitsByIdRecordingsWithBody(ctx context.Context, id string
 // Corresponds with GET /api_v3/visits/{id}/recordings/{recording_id} (the `GetVisitsByIdRecordingsByRecordingId` operationId).
 func (c *Client) GetVisitsByIdRecordingsByRecordingId(ctx context.Context, id string, recordingId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetVisitsByIdRecordingsByRecordingIdRequest(c.Server, id, recordingId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostVisitsByIdRescheduleWithBody Move a booked visit to another time
+//
+// Open slots of the visit's room from `slot_start` to `slot_end` (UNIX seconds, back to
+// back, one provider; `provider_id` chooses one) become the visit's, and its old ones open
+// again, in one transaction. The visit's patient may do it until the room's
+// `appointment_settings.cancel_hours` before its start (409 after); its provider and the
+// admin at any time. Only a booked visit that has not started moves (409). A time taken
+// meanwhile is 409. New reminders follow the new time. Audited as `visit.reschedule`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api_v3/visits/{id}/reschedule (the `PostVisitsByIdReschedule` operationId).
+func (c *Client) PostVisitsByIdRescheduleWithBody(ctx context.Context, id string, params *PostVisitsByIdRescheduleParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostVisitsByIdRescheduleRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostVisitsByIdReschedule Move a booked visit to another time
+//
+// Open slots of the visit's room from `slot_start` to `slot_end` (UNIX seconds, back to
+// back, one provider; `provider_id` chooses one) become the visit's, and its old ones open
+// again, in one transaction. The visit's patient may do it until the room's
+// `appointment_settings.cancel_hours` before its start (409 after); its provider and the
+// admin at any time. Only a booked visit that has not started moves (409). A time taken
+// meanwhile is 409. New reminders follow the new time. Audited as `visit.reschedule`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api_v3/visits/{id}/reschedule (the `PostVisitsByIdReschedule` operationId).
+func (c *Client) PostVisitsByIdReschedule(ctx context.Context, id string, params *PostVisitsByIdRescheduleParams, body PostVisitsByIdRescheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostVisitsByIdRescheduleRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostVisitsByIdRescheduleWithFormdataBody Move a booked visit to another time
+//
+// Open slots of the visit's room from `slot_start` to `slot_end` (UNIX seconds, back to
+// back, one provider; `provider_id` chooses one) become the visit's, and its old ones open
+// again, in one transaction. The visit's patient may do it until the room's
+// `appointment_settings.cancel_hours` before its start (409 after); its provider and the
+// admin at any time. Only a booked visit that has not started moves (409). A time taken
+// meanwhile is 409. New reminders follow the new time. Audited as `visit.reschedule`.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /api_v3/visits/{id}/reschedule (the `PostVisitsByIdReschedule` operationId).
+func (c *Client) PostVisitsByIdRescheduleWithFormdataBody(ctx context.Context, id string, params *PostVisitsByIdRescheduleParams, body PostVisitsByIdRescheduleFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostVisitsByIdRescheduleRequestWithFormdataBody(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -23007,6 +23150,79 @@ func NewGetVisitsByIdRecordingsByRecordingIdRequest(server string, id string, re
 	return req, nil
 }
 
+// NewPostVisitsByIdRescheduleRequest calls the generic PostVisitsByIdReschedule builder with application/json body
+func NewPostVisitsByIdRescheduleRequest(server string, id string, params *PostVisitsByIdRescheduleParams, body PostVisitsByIdRescheduleJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostVisitsByIdRescheduleRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewPostVisitsByIdRescheduleRequestWithFormdataBody calls the generic PostVisitsByIdReschedule builder with application/x-www-form-urlencoded body
+func NewPostVisitsByIdRescheduleRequestWithFormdataBody(server string, id string, params *PostVisitsByIdRescheduleParams, body PostVisitsByIdRescheduleFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewPostVisitsByIdRescheduleRequestWithBody(server, id, params, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewPostVisitsByIdRescheduleRequestWithBody constructs an http.Request for the PostVisitsByIdReschedule method, with any body, and a specified content type
+func NewPostVisitsByIdRescheduleRequestWithBody(server string, id string, params *PostVisitsByIdRescheduleParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/visits/%s/reschedule", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetVisitsByIdSummaryRequest constructs an http.Request for the GetVisitsByIdSummary method
 func NewGetVisitsByIdSummaryRequest(server string, id string) (*http.Request, error) {
 	var err error
@@ -25902,6 +26118,48 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api_v3/visits/{id}/recordings/{recording_id} (the `GetVisitsByIdRecordingsByRecordingId` operationId).
 	GetVisitsByIdRecordingsByRecordingIdWithResponse(ctx context.Context, id string, recordingId string, reqEditors ...RequestEditorFn) (*GetVisitsByIdRecordingsByRecordingIdResponse, error)
+
+	// PostVisitsByIdRescheduleWithBodyWithResponse Move a booked visit to another time
+	//
+	// Open slots of the visit's room from `slot_start` to `slot_end` (UNIX seconds, back to
+	// back, one provider; `provider_id` chooses one) become the visit's, and its old ones open
+	// again, in one transaction. The visit's patient may do it until the room's
+	// `appointment_settings.cancel_hours` before its start (409 after); its provider and the
+	// admin at any time. Only a booked visit that has not started moves (409). A time taken
+	// meanwhile is 409. New reminders follow the new time. Audited as `visit.reschedule`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/visits/{id}/reschedule (the `PostVisitsByIdReschedule` operationId).
+	PostVisitsByIdRescheduleWithBodyWithResponse(ctx context.Context, id string, params *PostVisitsByIdRescheduleParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostVisitsByIdRescheduleResponse, error)
+
+	// PostVisitsByIdRescheduleWithResponse Move a booked visit to another time
+	//
+	// Open slots of the visit's room from `slot_start` to `slot_end` (UNIX seconds, back to
+	// back, one provider; `provider_id` chooses one) become the visit's, and its old ones open
+	// again, in one transaction. The visit's patient may do it until the room's
+	// `appointment_settings.cancel_hours` before its start (409 after); its provider and the
+	// admin at any time. Only a booked visit that has not started moves (409). A time taken
+	// meanwhile is 409. New reminders follow the new time. Audited as `visit.reschedule`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/visits/{id}/reschedule (the `PostVisitsByIdReschedule` operationId).
+	PostVisitsByIdRescheduleWithResponse(ctx context.Context, id string, params *PostVisitsByIdRescheduleParams, body PostVisitsByIdRescheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*PostVisitsByIdRescheduleResponse, error)
+
+	// PostVisitsByIdRescheduleWithFormdataBodyWithResponse Move a booked visit to another time
+	//
+	// Open slots of the visit's room from `slot_start` to `slot_end` (UNIX seconds, back to
+	// back, one provider; `provider_id` chooses one) become the visit's, and its old ones open
+	// again, in one transaction. The visit's patient may do it until the room's
+	// `appointment_settings.cancel_hours` before its start (409 after); its provider and the
+	// admin at any time. Only a booked visit that has not started moves (409). A time taken
+	// meanwhile is 409. New reminders follow the new time. Audited as `visit.reschedule`.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/visits/{id}/reschedule (the `PostVisitsByIdReschedule` operationId).
+	PostVisitsByIdRescheduleWithFormdataBodyWithResponse(ctx context.Context, id string, params *PostVisitsByIdRescheduleParams, body PostVisitsByIdRescheduleFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostVisitsByIdRescheduleResponse, error)
 
 	// GetVisitsByIdSummaryWithResponse The patient's summary of a visit
 	//
@@ -35320,6 +35578,96 @@ func (r GetVisitsByIdRecordingsByRecordingIdResponse) ContentType() string {
 	return ""
 }
 
+type PostVisitsByIdRescheduleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VisitResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ObjBadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ObjUnauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ObjForbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ObjNotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ObjConflict
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ObjInternal
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostVisitsByIdRescheduleResponse) GetJSON200() *VisitResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostVisitsByIdRescheduleResponse) GetJSON400() *ObjBadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostVisitsByIdRescheduleResponse) GetJSON401() *ObjUnauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostVisitsByIdRescheduleResponse) GetJSON403() *ObjForbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostVisitsByIdRescheduleResponse) GetJSON404() *ObjNotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostVisitsByIdRescheduleResponse) GetJSON409() *ObjConflict {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostVisitsByIdRescheduleResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PostVisitsByIdRescheduleResponse) GetJSON500() *ObjInternal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PostVisitsByIdRescheduleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostVisitsByIdRescheduleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostVisitsByIdRescheduleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostVisitsByIdRescheduleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetVisitsByIdSummaryResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -39507,6 +39855,66 @@ func (c *ClientWithResponses) GetVisitsByIdRecordingsByRecordingIdWithResponse(c
 		return nil, err
 	}
 	return ParseGetVisitsByIdRecordingsByRecordingIdResponse(rsp)
+}
+
+// PostVisitsByIdRescheduleWithBodyWithResponse Move a booked visit to another time
+//
+// Open slots of the visit's room from `slot_start` to `slot_end` (UNIX seconds, back to
+// back, one provider; `provider_id` chooses one) become the visit's, and its old ones open
+// again, in one transaction. The visit's patient may do it until the room's
+// `appointment_settings.cancel_hours` before its start (409 after); its provider and the
+// admin at any time. Only a booked visit that has not started moves (409). A time taken
+// meanwhile is 409. New reminders follow the new time. Audited as `visit.reschedule`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/visits/{id}/reschedule (the `PostVisitsByIdReschedule` operationId).
+func (c *ClientWithResponses) PostVisitsByIdRescheduleWithBodyWithResponse(ctx context.Context, id string, params *PostVisitsByIdRescheduleParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostVisitsByIdRescheduleResponse, error) {
+	rsp, err := c.PostVisitsByIdRescheduleWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostVisitsByIdRescheduleResponse(rsp)
+}
+
+// PostVisitsByIdRescheduleWithResponse Move a booked visit to another time
+//
+// Open slots of the visit's room from `slot_start` to `slot_end` (UNIX seconds, back to
+// back, one provider; `provider_id` chooses one) become the visit's, and its old ones open
+// again, in one transaction. The visit's patient may do it until the room's
+// `appointment_settings.cancel_hours` before its start (409 after); its provider and the
+// admin at any time. Only a booked visit that has not started moves (409). A time taken
+// meanwhile is 409. New reminders follow the new time. Audited as `visit.reschedule`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/visits/{id}/reschedule (the `PostVisitsByIdReschedule` operationId).
+func (c *ClientWithResponses) PostVisitsByIdRescheduleWithResponse(ctx context.Context, id string, params *PostVisitsByIdRescheduleParams, body PostVisitsByIdRescheduleJSONRequestBody, reqEditors ...RequestEditorFn) (*PostVisitsByIdRescheduleResponse, error) {
+	rsp, err := c.PostVisitsByIdReschedule(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostVisitsByIdRescheduleResponse(rsp)
+}
+
+// PostVisitsByIdRescheduleWithFormdataBodyWithResponse Move a booked visit to another time
+//
+// Open slots of the visit's room from `slot_start` to `slot_end` (UNIX seconds, back to
+// back, one provider; `provider_id` chooses one) become the visit's, and its old ones open
+// again, in one transaction. The visit's patient may do it until the room's
+// `appointment_settings.cancel_hours` before its start (409 after); its provider and the
+// admin at any time. Only a booked visit that has not started moves (409). A time taken
+// meanwhile is 409. New reminders follow the new time. Audited as `visit.reschedule`.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/visits/{id}/reschedule (the `PostVisitsByIdReschedule` operationId).
+func (c *ClientWithResponses) PostVisitsByIdRescheduleWithFormdataBodyWithResponse(ctx context.Context, id string, params *PostVisitsByIdRescheduleParams, body PostVisitsByIdRescheduleFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostVisitsByIdRescheduleResponse, error) {
+	rsp, err := c.PostVisitsByIdRescheduleWithFormdataBody(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostVisitsByIdRescheduleResponse(rsp)
 }
 
 // GetVisitsByIdSummaryWithResponse The patient's summary of a visit
@@ -47110,6 +47518,81 @@ func ParseGetVisitsByIdRecordingsByRecordingIdResponse(rsp *http.Response) (*Get
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ObjInternal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePostVisitsByIdRescheduleResponse parses an HTTP response from a PostVisitsByIdRescheduleWithResponse call
+func ParsePostVisitsByIdRescheduleResponse(rsp *http.Response) (*PostVisitsByIdRescheduleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostVisitsByIdRescheduleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VisitResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ObjBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ObjUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ObjForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ObjNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ObjConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest ObjInternal

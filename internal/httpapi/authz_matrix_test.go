@@ -191,6 +191,9 @@ func matrix() map[string]profile {
 		"GET /api_v3/insurances/list/dxs":                                   pUser,
 		"GET /api_v3/insurances/list/procedures":                            pUser,
 		"POST /api_v3/visits/{id}/codes":                                    pProviderOfVisit,
+		// The fixture's visit is an e-consult: who may move it is let
+		// through to the refusal that only a booked visit moves.
+		"POST /api_v3/visits/{id}/reschedule": pVisit,
 		// The visit's note: its provider writes it, the admin reads it (the
 		// fixture's visit has none: let through to a 404); the patient
 		// reads only the summary, which exists once the note is signed.

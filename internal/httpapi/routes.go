@@ -61,6 +61,8 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/api_v3/visits", app.NeedUser, famObject, s.listVisits)
 	s.handle("GET", "/api_v3/visits/{id}", app.NeedUser, famObject, s.getVisit)
 	s.handle("POST", "/api_v3/visits", app.NeedUser, famObject, s.book)
+	// Extension: a booked visit moved to another time.
+	s.handle("POST", "/api_v3/visits/{id}/reschedule", app.NeedUser, famObject, s.reschedule)
 	s.handleSlotList("GET", "/api_v3/availability", app.NeedUser, famObject, s.availability)
 	// The lifecycle (spec: transitions not shown; COMPAT.md: the forms clients post).
 	s.handle("POST", "/api_v3/visits/accept", app.NeedUser, famObject, s.moveVisit(app.ActAccept))

@@ -303,3 +303,24 @@ func (s *Server) book(w http.ResponseWriter, r *http.Request, c *call) error {
 	d, err := s.app.Book(r.Context(), c.p, in)
 	return s.answerVisit(w, r, c, d, err)
 }
+
+// reschedule is POST /visits/{id}/reschedule (extension): a booked visit
+// moved to other slots of its room (app.Reschedule).
+func (s *Server) reschedule(w http.ResponseWriter, r *http.Request, c *call) error {
+	vid, err := pathID(c, "id", "Visit")
+	if err != nil {
+		return err
+	}
+	var in app.RescheduleInput
+	if err := readRefs(c, ref{dst: &in.ProviderID, name: "provider_id", alt: "provider"}); err != nil {
+		return err
+	}
+	if in.SlotStart, err = c.params.Int("slot_start", 0); err != nil {
+		return err
+	}
+	if in.SlotEnd, err = c.params.Int("slot_end", 0); err != nil {
+		return err
+	}
+	d, err := s.app.Reschedule(r.Context(), c.p, vid, in)
+	return s.answerVisit(w, r, c, d, err)
+}

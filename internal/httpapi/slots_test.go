@@ -301,3 +301,41 @@ func TestSlots_ConcurrentBooking(t *testing.T) {
 		t.Fatalf("%d losers' intakes are still free, want %d", freeIntakes, n-1)
 	}
 }
+
+// TestVisits_Reschedule: the patient moves a booked visit to another
+// open time of its room; the old time opens again; a time taken, a visit
+// that is not booked and another patient are refused.
+func TestVisits_Reschedule(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	s.enableAppointments(t)
+	s.publish(t, s.doc.Token, map[string]any{"room_code": "main", "date_start": slotDay, "time_start": "09:00", "time_end": "10:30", "timezone": "America/New_York", "duration": 30})
+	at := func(i int) string { return fmt.Sprint(tue0900NY + int64(i)*1800) }
+	book := func(who *session, i int) string {
+		t.Helper()
+		res := s.post(who.Token, "/api_v3/visits", "slot_start", at(i), "slot_end", at(i+1), "room_code", "main", "type", "2", "intake_id", s.intake(t, who, "type", "2"))
+		if res.Status != 200 {
+			t.Fatalf("book: %s", res.Raw)
+		}
+		return res.Data()["id"].(string)
+	}
+	mine := book(s.pat, 0)
+	book(s.pat2, 2) // the time after next is taken
+	path := "/api_v3/visits/" + mine + "/reschedule"
+	res := s.post(s.pat.Token, path, "slot_start", at(1), "slot_end", at(2))
+	if res.Status != 200 || fmt.Sprint(int64(res.Data()["start"].(float64))) != at(1) {
+		t.Fatalf("reschedule: %d %s", res.Status, res.Raw)
+	}
+	avail := e.Do(testenv.Req{Path: "/api_v3/availability", Header: userHeaders(s.c, s.pat.Token), Query: q("room_code", "main", "start", at(0), "end", at(3))})
+	var booked string
+	for _, x := range avail.Data()["slots"].([]any) {
+		booked += fmt.Sprint(x.(map[string]any)["slot_booked"])
+	}
+	if booked != "011" {
+		t.Fatalf("after the move, booked: %s", booked)
+	}
+	wantObjErr(t, s.post(s.pat.Token, path, "slot_start", at(2), "slot_end", at(3)), 409, "booked")
+	wantErr(t, s.post(s.pat2.Token, path, "slot_start", at(0), "slot_end", at(1)), 404, 404)
+	wantObjErr(t, s.post(s.pat2.Token, "/api_v3/visits/"+s.econsult(t, s.pat2)+"/reschedule", "slot_start", at(0), "slot_end", at(1)), 409, "booked visit")
+}
