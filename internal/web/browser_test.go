@@ -633,7 +633,7 @@ func TestBrowser_PaidAppointment(t *testing.T) {
 	browserStep(t, patient, "the patient chooses 04:30 and sees it held",
 		chromedp.Click(chromedp.CSS(`button[aria-label="Book 04:30"]`)),
 		chromedp.WaitVisible(chromedp.Search(`//button[normalize-space()="Pay 25.00 USD"]`)))
-	waitText(t, patient, "main", "held for you until")
+	waitText(t, patient, "main", "held for you for ten minutes")
 	waitText(t, patient, ".facts", "Wednesday 4 March 2026, 04:30")
 	checkA11y(t, patient, "payment of a held time (sandbox)")
 	screenshot(t, patient, "pay-held-time")

@@ -112,7 +112,7 @@ func (s *paidScript) held(t *testing.T) {
 		t.Fatalf("choosing a time: %d %s", pg.Status, pg.Location)
 	}
 	pay := s.p1.get(pg.Location)
-	for _, want := range []string{"Wednesday 4 March 2026, 09:00", "held for you until", "25.00 USD", `name="slot_start" value="` + s.slot9.Get("slot_start")} {
+	for _, want := range []string{"Wednesday 4 March 2026, 09:00", "held for you for ten minutes", "25.00 USD", `name="slot_start" value="` + s.slot9.Get("slot_start")} {
 		if !strings.Contains(pay.Body, want) {
 			t.Errorf("the payment page has no %q", want)
 		}
