@@ -355,13 +355,26 @@ func (a *App) reminderMail(ctx context.Context, it store.OutboxItem) (*mail.Mess
 	}
 	when := time.Unix(v.Start, 0).In(zone)
 	link := a.portalBase() + "/visits/start/" + i64s(v.ID)
-	lead := "tomorrow"
-	if rm.Lead < 24*60 {
-		lead = fmt.Sprintf("in %d minutes", rm.Lead)
-	}
+	lead := leadWords(rm.Lead)
 	var b strings.Builder
 	fmt.Fprintf(&b, "Hello %s,\n\nYour video visit with %s is %s: %s (%s).\n\n", u.FirstName, acct.Name, lead, when.Format("Monday 2 January 2006, 15:04"), zone.String())
 	fmt.Fprintf(&b, "Join it here (the call opens a few minutes before the start):\n%s\n\n", link)
 	fmt.Fprintf(&b, "To cancel or change the time, or to stop these reminders, open the same page.\n")
 	return &mail.Message{To: u.Email, Subject: acct.Name + ": your visit " + lead, Body: b.String()}, nil
+}
+
+// leadWords says how far ahead a reminder is: "in 15 minutes", "in 2
+// hours", "tomorrow", "in 3 days".
+func leadWords(minutes int) string {
+	switch {
+	case minutes == 24*60:
+		return "tomorrow"
+	case minutes%(24*60) == 0:
+		return fmt.Sprintf("in %d days", minutes/(24*60))
+	case minutes%60 == 0 && minutes > 60:
+		return fmt.Sprintf("in %d hours", minutes/60)
+	case minutes == 60:
+		return "in an hour"
+	}
+	return fmt.Sprintf("in %d minutes", minutes)
 }
