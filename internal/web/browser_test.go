@@ -645,6 +645,9 @@ func TestBrowser_PaidAppointment(t *testing.T) {
 	waitText(t, patient, ".booked", "Paid 25.00 USD")
 	checkA11y(t, patient, "a booked visit")
 	screenshot(t, patient, "visit-booked")
+	atDesktop(t, patient)
+	checkA11y(t, patient, "a booked visit, desktop")
+	browserStep(t, patient, "back to the phone", chromedp.EmulateViewport(420, 860))
 	ics, err := chromedp.Run(patient, chromedp.Evaluate[string](`fetch(document.querySelector('a[href$="calendar.ics"]').href).then(function (r) { return r.text(); })`, chromedp.EvalAwaitPromise))
 	if err != nil || !strings.Contains(ics, "DTSTART:20260304T093000Z") {
 		t.Fatalf("the calendar file: %v\n%s", err, ics)

@@ -866,6 +866,8 @@ func TestBrowser_DashboardAlerts(t *testing.T) {
 	}
 	waitText(t, provider, "#visit-"+strconv.FormatInt(visit, 10), "waiting under a minute")
 	screenshot(t, provider, "dashboard-alert")
+	atDesktop(t, provider)
+	checkA11y(t, provider, "dashboard with a new arrival, desktop")
 
 	// Muted: the next arrival alerts without a sound.
 	browserStep(t, provider, "the provider mutes the sound", chromedp.Click(chromedp.CSS("#alert-sound")))
@@ -960,6 +962,16 @@ func TestBrowser_VisitNote(t *testing.T) {
 	}
 	checkA11y(t, patient, "visit summary")
 	screenshot(t, patient, "visit-summary")
+	// The provider's page with its signed note, on a desktop screen.
+	atDesktop(t, provider)
+	checkA11y(t, provider, "visit note, desktop")
+}
+
+// atDesktop resizes the page's window from the phone the browser tests
+// start with to a desktop screen.
+func atDesktop(t *testing.T, ctx context.Context) {
+	t.Helper()
+	browserStep(t, ctx, "a desktop screen", chromedp.EmulateViewport(1280, 900))
 }
 
 // press clicks the button labelled label as a person's click does (the
