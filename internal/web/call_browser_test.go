@@ -534,6 +534,7 @@ func fromBoth(t *testing.T, ctx context.Context, who string) {
 func TestBrowser_CallDevices(t *testing.T) {
 	browser := chrome(t)
 	f := newFixture(t)
+	f.accept(t) // a provider has taken the e-consult: its page has a call
 	for _, c := range []struct{ name, want string }{
 		{"NotAllowedError", "In Chrome, click the camera icon"},
 		{"NotFoundError", "No camera or microphone was found"},

@@ -71,12 +71,22 @@ func TestPortal_IntakeQuestionsAndConsent(t *testing.T) {
 	}
 }
 
-// TestPortal_EconsultClosed: the provider answers an e-consult and closes
-// it from its page; the patient's page then says the visit is over and
-// where to start another, with no call to join.
+// TestPortal_EconsultClosed: an e-consult waiting for a provider has no
+// call on its page; the provider takes it, answers and closes it from its
+// page; the patient's page then says the visit is over and where to start
+// another, with no call to join.
 func TestPortal_EconsultClosed(t *testing.T) {
 	f := newFixture(t)
+	// Waiting for a provider, an e-consult is a written question: no call.
+	early := newBrowser(t, f.e)
+	f.redirectLogin(t, early, f.p1Token, f.visitPath(), nil)
+	if pg := early.get(f.visitPath()); strings.Contains(pg.Body, `id="call-join"`) {
+		t.Fatalf("an e-consult no provider has taken offers a call")
+	}
 	f.accept(t)
+	if pg := early.get(f.visitPath()); !strings.Contains(pg.Body, `id="call-join"`) {
+		t.Fatalf("a taken e-consult offers no call (the provider may talk by video)")
+	}
 	prov := newBrowser(t, f.e)
 	f.redirectLogin(t, prov, f.providerToken, f.visitPath(), nil)
 	if pg := prov.get(f.visitPath()); !strings.Contains(pg.Body, `id="close-econsult"`) {
