@@ -100,9 +100,49 @@ func (a *App) callVisit(ctx context.Context, p *clinic.Principal, id int64) (*cl
 
 // CallRole is the caller's part in visit id's call: patient, provider or
 // guest. A guest's page shows the call and nothing else of the visit.
+//
+// An e-consult no provider has taken is a written question: the page
+// offers no call for it (409) until a provider takes it, and may then
+// talk by video.
 func (a *App) CallRole(ctx context.Context, p *clinic.Principal, id int64) (string, error) {
-	_, role, err := a.callVisit(ctx, p, id)
+	v, role, err := a.callVisit(ctx, p, id)
+	if err == nil && v.Kind == clinic.KindEconsult && v.ProviderID == 0 {
+		return "", clinic.Errorf(clinic.EConflict, "Visit %d is an e-consult no provider has taken yet: it is answered in writing.", v.ID)
+	}
 	return role, err
+}
+
+// TakeVisit is the dashboard's Start visit: the provider takes a walk-in
+// or e-consult that waits for one (as POST /visits/accept), or finds the
+// visit already theirs; the page then opens it and joins its call.
+func (a *App) TakeVisit(ctx context.Context, p *clinic.Principal, id int64) (*VisitDetail, error) {
+	if !IsProvider(p) {
+		return nil, clinic.Errorf(clinic.EForbidden, "Only a provider starts a visit from the dashboard.")
+	}
+	d, err := a.GetVisit(ctx, p, id, false)
+	if err != nil || d.Visit.ProviderID != 0 {
+		return d, err
+	}
+	return a.MoveVisit(ctx, p, id, ActAccept, MoveInput{})
+}
+
+// CloseEconsult closes an e-consult its provider has answered, in one
+// step: in progress, then completed (as POST /visits/inprogress and
+// /visits/close, with their rules).
+func (a *App) CloseEconsult(ctx context.Context, p *clinic.Principal, id int64) (*VisitDetail, error) {
+	d, err := a.GetVisit(ctx, p, id, false)
+	if err != nil {
+		return nil, err
+	}
+	if d.Visit.Kind != clinic.KindEconsult {
+		return nil, clinic.Errorf(clinic.EConflict, "Only an e-consult is closed this way; end a video visit from its call.")
+	}
+	if d.Visit.Status != clinic.VisitInProgress {
+		if _, err := a.MoveVisit(ctx, p, id, ActInProgress, MoveInput{}); err != nil {
+			return nil, err
+		}
+	}
+	return a.MoveVisit(ctx, p, id, ActClose, MoveInput{})
 }
 
 // CallInviteTTL is how long a guest's invitation link works.

@@ -81,13 +81,14 @@ func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal, zone *
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
-	// What each thread holds that the provider has not seen, and its
-	// latest message: the waiting room's chat shows here.
+	// What each thread holds that the provider has not seen, and the
+	// latest message of an e-consult or of a thread with something new:
+	// the waiting room's chat shows here (read only where it is shown).
 	for _, list := range [][]DashboardVisit{out.Queue, out.Inbox, out.Today, out.Mine} {
 		for i := range list {
 			d := &list[i]
 			d.Unread = max(d.Visit.MessageCount-reads[d.Visit.ID], 0)
-			if d.Visit.MessageCount > 0 {
+			if d.Visit.MessageCount > 0 && (d.Unread > 0 || d.Visit.Kind == clinic.KindEconsult) {
 				ms, _, err := a.ListMessages(ctx, p, d.Visit.ID, MessageQuery{Limit: new(1), Order: "desc"})
 				if err != nil {
 					return nil, err

@@ -347,7 +347,9 @@ func messageEventPayload(visitID int64, actor string, ts int64) store.Template {
 
 // MarkThreadRead records that the caller, who may read visit id's thread,
 // has been shown it up to place seen (the portal's visit page, as it
-// draws the thread): the dashboard counts what is newer as unread.
+// draws the thread): the dashboard counts what is newer as unread. Only a
+// provider's place is kept: the dashboard is theirs, and a patient's
+// every redraw need not write.
 func (a *App) MarkThreadRead(ctx context.Context, p *clinic.Principal, id int64, seen int) error {
 	if err := RequireUser(p); err != nil {
 		return err
@@ -356,7 +358,7 @@ func (a *App) MarkThreadRead(ctx context.Context, p *clinic.Principal, id int64,
 	if err != nil {
 		return err
 	}
-	if seen <= 0 {
+	if seen <= 0 || !IsProvider(p) {
 		return nil
 	}
 	if err := a.store.Write().MarkThreadRead(ctx, p.Account.ID, v.ID, p.UserID(), min(seen, v.MessageCount)); err != nil {

@@ -457,6 +457,12 @@ func permRows(f *permFixture) map[string]permRow {
 		"AddNoteAddendum": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.AddNoteAddendum(ctx, p, f.visitID, "planted"))
 		}},
+		"TakeVisit": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.TakeVisit(ctx, p, f.visitID))
+		}},
+		"CloseEconsult": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.CloseEconsult(ctx, p, f.visitID))
+		}},
 		"MarkThreadRead": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return nil, a.MarkThreadRead(ctx, p, f.visitID, 1)
 		}},

@@ -183,53 +183,33 @@ func (s *Server) publishSlots(w http.ResponseWriter, r *http.Request) error {
 }
 
 // startVisit is POST /providers/visits/{id}/start: the one step from the
-// dashboard into a visit's call. A walk-in that waits for a provider is
-// accepted (app.MoveVisit, as POST /visits/accept), and the visit page
-// opens and joins the call at once (the join starts the visit).
+// dashboard into a visit's call (app.TakeVisit); the visit page opens and
+// joins the call at once (the join starts the visit).
 func (s *Server) startVisit(w http.ResponseWriter, r *http.Request) error {
 	p, id, err := s.visitRequest(r)
 	if err != nil {
 		return err
 	}
-	if !app.IsProvider(p) {
-		return clinic.Errorf(clinic.EForbidden, "Only a provider starts a visit from the dashboard.")
-	}
-	d, err := s.app.GetVisit(r.Context(), p, id, false)
-	if err != nil {
-		return err
-	}
-	if d.Visit.ProviderID == 0 {
-		if _, err := s.app.MoveVisit(r.Context(), p, id, app.ActAccept, app.MoveInput{}); err != nil {
-			if status, msg, ok := refused(err, clinic.EConflict, clinic.EInvalid, clinic.EForbidden); ok {
-				return s.showDashboard(w, r, status, msg)
-			}
-			return err
+	if _, err := s.app.TakeVisit(r.Context(), p, id); err != nil {
+		if status, msg, ok := refused(err, clinic.EConflict, clinic.EInvalid); ok {
+			return s.showDashboard(w, r, status, msg)
 		}
+		return err
 	}
 	http.Redirect(w, r, "/visits/start/"+strconv.FormatInt(id, 10)+"?join=1", http.StatusSeeOther)
 	return nil
 }
 
 // closeEconsult is POST /providers/visits/{id}/done: the provider closes
-// an e-consult they have answered, in one step (in progress, then
-// completed, as POST /visits/inprogress and /visits/close); the patient's
-// page then shows the visit as over.
+// an e-consult they have answered (app.CloseEconsult); the patient's page
+// then shows the visit as over.
 func (s *Server) closeEconsult(w http.ResponseWriter, r *http.Request) error {
-	p, d, err := s.visitDetail(r)
+	p, id, err := s.visitRequest(r)
 	if err != nil {
 		return err
 	}
-	id := d.Visit.ID
-	if d.Visit.Kind != clinic.KindEconsult {
-		return clinic.Errorf(clinic.EConflict, "Only an e-consult is closed this way; end a video visit from its call.")
-	}
-	for _, act := range []string{app.ActInProgress, app.ActClose} {
-		if act == app.ActInProgress && d.Visit.Status == clinic.VisitInProgress {
-			continue
-		}
-		if _, err := s.app.MoveVisit(r.Context(), p, id, act, app.MoveInput{}); err != nil {
-			return err
-		}
+	if _, err := s.app.CloseEconsult(r.Context(), p, id); err != nil {
+		return err
 	}
 	afterChange(w, r, id, "econsult-closed")
 	return nil

@@ -240,10 +240,7 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request) error {
 	}
 	// The call's own rule is app's (JoinCall); the page offers it to
 	// those it would let in.
-	// An e-consult no provider has taken is a written question: its page
-	// has no call. Once a provider takes it, they may talk by video.
-	econsultWaiting := d.Visit.Kind == clinic.KindEconsult && d.Visit.ProviderID == 0
-	if role, err := s.app.CallRole(r.Context(), p, id); err == nil && !econsultWaiting {
+	if role, err := s.app.CallRole(r.Context(), p, id); err == nil {
 		page.Call = s.callView(w, id, role)
 		if d.Room != nil && role != app.CallProvider {
 			page.Call.Opens = app.JoinOpens(d.Visit.Thread(), d.Room)
