@@ -31700,7 +31700,7 @@ type PostUsersInviteResponse struct {
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *UsersUnauthorized
 	// JSON409 the response for an HTTP 409 `application/json` response
-	JSON409 *UsersError
+	JSON409 *Conflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
 }
@@ -31721,7 +31721,7 @@ func (r PostUsersInviteResponse) GetJSON401() *UsersUnauthorized {
 }
 
 // GetJSON409 returns the response for an HTTP 409 `application/json` response
-func (r PostUsersInviteResponse) GetJSON409() *UsersError {
+func (r PostUsersInviteResponse) GetJSON409() *Conflict {
 	return r.JSON409
 }
 
@@ -44390,7 +44390,7 @@ func ParsePostUsersInviteResponse(rsp *http.Response) (*PostUsersInviteResponse,
 		response.JSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest UsersError
+		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -229,3 +229,41 @@ func TestIntakes_QuestionsAndConsent(t *testing.T) {
 		t.Fatalf("%d signed consents", n)
 	}
 }
+
+// TestUsers_Invite: the admin invites a provider into a room: the
+// provider is pending, in the room, and mailed an activation link; a bad
+// email, an unknown room or an email the clinic has are refused, and
+// nothing is created for them.
+func TestUsers_Invite(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	invite := func(kv ...string) *testenv.Resp {
+		return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/invite", Header: adminHeaders(s.c), Form: q(kv...)})
+	}
+	res := invite("first_name", "Maya", "last_name", "Medic", "email", "maya@alpha.example", "rooms[]", "main")
+	d := res.Data()
+	if res.Status != 200 || d["first_name"] != "Maya" || d["email"] != "maya@alpha.example" || d["type"].(float64) != 400 || d["status"].(float64) != 0 || len(d["rooms"].([]any)) != 1 {
+		t.Fatalf("invite: %d %s", res.Status, res.Raw)
+	}
+	if n := count(t, e, "SELECT COUNT(*) FROM outbox WHERE topic = 'mail'"); n != 1 {
+		t.Errorf("%d activation mails queued, want 1", n)
+	}
+	provs := e.Do(testenv.Req{Path: "/api_v3/rooms/main/providers", Header: acctHeaders(s.c)}).List()
+	found := false
+	for _, p := range provs {
+		found = found || p["id"] == d["id"]
+	}
+	if !found {
+		t.Errorf("the invited provider is not in the room: %v", provs)
+	}
+	users := count(t, e, "SELECT COUNT(*) FROM users")
+	wantUsersErr(t, invite("first_name", "A", "last_name", "B", "email", "not an address"), 400)
+	wantUsersErr(t, invite("first_name", "A", "last_name", "B", "email", "a@alpha.example", "rooms[]", "nope"), 400)
+	wantUsersErr(t, invite("last_name", "B", "email", "b@alpha.example"), 400)
+	wantErr(t, invite("first_name", "Maya", "last_name", "Again", "email", "maya@alpha.example"), 409, 409)
+	if n := count(t, e, "SELECT COUNT(*) FROM users"); n != users {
+		t.Errorf("refused invitations made %d users", n-users)
+	}
+	wantUsersErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/invite", Header: userHeaders(s.c, s.doc.Token), Form: q("first_name", "A", "last_name", "B", "email", "c@alpha.example")}), 401)
+}
