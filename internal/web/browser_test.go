@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -691,4 +692,72 @@ func settled(t *testing.T, ctx context.Context) {
 		})()`))
 		return err == nil && ok
 	})
+}
+
+// TestBrowser_AdminDay: the clinic admin, on a phone-sized screen, gives
+// the room an intake question and a consent and invites a provider from
+// /admin; the provider opens the emailed link, chooses a password and
+// lands on the dashboard; a patient answers the question and signs the
+// consent on the room's form and joins the waiting room. Each page passes
+// the accessibility check.
+func TestBrowser_AdminDay(t *testing.T) {
+	browser := chrome(t)
+	mailer := testenv.NewSMTPServer(t)
+	f := newFixture(t, testenv.Options{Config: func(c *app.Config) { c.Mail = mailer.Sender() }})
+	admin := separate(t, browser)
+	browserStep(t, admin, "the admin signs in",
+		chromedp.Navigate(f.e.URL+"/admin/signin?clinic=acme"),
+		chromedp.SendKeys(chromedp.CSS("#token"), f.clinic.AdminToken),
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Sign in"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#providers")))
+	browserStep(t, admin, "the admin opens the room",
+		chromedp.Navigate(f.e.URL+"/admin/rooms/main"), chromedp.WaitVisible(chromedp.CSS("#q_label_0")))
+	checkA11y(t, admin, "room settings")
+	browserStep(t, admin, "the admin adds a question and a consent",
+		chromedp.SendKeys(chromedp.CSS("#q_label_0"), "Do you have a fever?"),
+		chromedp.SetValue(chromedp.CSS("#q_kind_0"), "yesno"),
+		chromedp.Click(chromedp.CSS(`input[name="q_required_0"]`)),
+		chromedp.SendKeys(chromedp.CSS("#consent_version"), "1"),
+		chromedp.SendKeys(chromedp.CSS("#consent_text"), "I agree to be seen by video."),
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Save room"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[role="status"]`)))
+
+	browserStep(t, admin, "the admin invites a provider",
+		chromedp.Navigate(f.e.URL+"/admin"), chromedp.WaitVisible(chromedp.CSS("#providers")),
+		chromedp.Click(chromedp.Search(`//summary[normalize-space()="Invite a provider"]`)),
+		chromedp.SendKeys(chromedp.CSS("#inv-first"), "Maya"),
+		chromedp.SendKeys(chromedp.CSS("#inv-last"), "Medic"),
+		chromedp.SendKeys(chromedp.CSS("#inv-email"), "maya@clinic.example"),
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Send the invitation"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[role="status"]`)))
+	waitText(t, admin, `section[aria-labelledby="providers"]`, "invited")
+	checkA11y(t, admin, "administration with a provider invited")
+
+	f.e.App.DeliverMail(t.Context(), mailer.Sender())
+	link := regexp.MustCompile(`https://portal\.teleclinic\.test(/activate\?[^\s]+)`).FindStringSubmatch(mailer.WaitFor(t, 1)[0].Text())
+	if link == nil {
+		t.Fatalf("no activation link in %s", mailer.Mails()[0].Text())
+	}
+	provider := separate(t, browser)
+	browserStep(t, provider, "the provider opens the link", chromedp.Navigate(f.e.URL+link[1]), chromedp.WaitVisible(chromedp.CSS("#password")))
+	checkA11y(t, provider, "choose your password")
+	browserStep(t, provider, "the provider chooses a password",
+		chromedp.SendKeys(chromedp.CSS("#password"), "correct horse battery"),
+		chromedp.SendKeys(chromedp.CSS("#password2"), "correct horse battery"),
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Save and sign in"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#queue")))
+
+	patient := separate(t, browser)
+	browserStep(t, patient, "the patient opens the room",
+		chromedp.Navigate(f.e.URL+"/auth?sso_token="+f.p2Token+"&next=/c/acme/main"),
+		chromedp.WaitVisible(chromedp.CSS("#consent_name")))
+	checkA11y(t, patient, "room with a question and a consent")
+	browserStep(t, patient, "the patient answers, signs and joins",
+		chromedp.SendKeys(chromedp.CSS("#reason"), "A rash"),
+		chromedp.Click(chromedp.CSS(`input[name="q_do_you_have_a_fever"][value="no"]`)),
+		chromedp.SendKeys(chromedp.CSS("#consent_name"), "Mallory Other"),
+		chromedp.Click(chromedp.CSS(`input[name="terms"]`)),
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Join"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#waiting")))
+	waitText(t, provider, "#dashboard-live", "Mallory Other")
 }
