@@ -47,7 +47,7 @@ func (s *Server) activate(w http.ResponseWriter, r *http.Request) error {
 	}
 	if page.Reset {
 		if err := s.app.ResetPassword(r.Context(), p, page.Token, password); err != nil {
-			if status, msg, ok := refused(err, clinic.EInvalid, clinic.ENotFound, clinic.EUnauthenticated, clinic.ETooMany); ok {
+			if status, msg, ok := s.refused(r, err, clinic.EInvalid, clinic.ENotFound, clinic.EUnauthenticated, clinic.ETooMany); ok {
 				return again(status, msg)
 			}
 			return err
@@ -57,7 +57,7 @@ func (s *Server) activate(w http.ResponseWriter, r *http.Request) error {
 	}
 	prof, sess, err := s.app.Activate(r.Context(), p, page.Token, password)
 	if err != nil {
-		if status, msg, ok := refused(err, clinic.EInvalid, clinic.ENotFound, clinic.EUnauthenticated, clinic.ETooMany); ok {
+		if status, msg, ok := s.refused(r, err, clinic.EInvalid, clinic.ENotFound, clinic.EUnauthenticated, clinic.ETooMany); ok {
 			return again(status, msg)
 		}
 		return err

@@ -195,7 +195,7 @@ func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, p
 // adminRefused shows the admin page again with what went wrong, for the
 // refusals a form can cause (400, 409).
 func (s *Server) adminRefused(w http.ResponseWriter, r *http.Request, err error) error {
-	if status, msg, ok := refused(err, clinic.EInvalid, clinic.EConflict, clinic.ENotFound); ok {
+	if status, msg, ok := s.refused(r, err, clinic.EInvalid, clinic.EConflict, clinic.ENotFound); ok {
 		return s.showAdmin(w, r, status, adminPage{Error: msg})
 	}
 	return err
@@ -328,13 +328,13 @@ func (s *Server) adminUpdateRoom(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := s.roomDayForm(r, d.Room.Settings.Consultations, &in); err != nil {
-		if status, msg, ok := refused(err, clinic.EInvalid); ok {
+		if status, msg, ok := s.refused(r, err, clinic.EInvalid); ok {
 			return s.showAdminRoom(w, r, status, "", msg)
 		}
 		return err
 	}
 	if _, err := s.app.UpdateRoom(r.Context(), p, code, in); err != nil {
-		if status, msg, ok := refused(err, clinic.EInvalid, clinic.EConflict); ok {
+		if status, msg, ok := s.refused(r, err, clinic.EInvalid, clinic.EConflict); ok {
 			return s.showAdminRoom(w, r, status, "", msg)
 		}
 		return err
@@ -361,7 +361,7 @@ func (s *Server) adminLinkProvider(w http.ResponseWriter, r *http.Request) error
 		_, err = s.app.LinkRoom(r.Context(), p, uid, code, false)
 	}
 	if err != nil {
-		if status, msg, ok := refused(err, clinic.EInvalid, clinic.ENotFound); ok {
+		if status, msg, ok := s.refused(r, err, clinic.EInvalid, clinic.ENotFound); ok {
 			return s.showAdminRoom(w, r, status, "", msg)
 		}
 		return err
@@ -440,7 +440,7 @@ func (s *Server) adminRefund(w http.ResponseWriter, r *http.Request) error {
 		return clinic.Errorf(clinic.ENotFound, "Payment not found.")
 	}
 	if _, err := s.billing.RefundInvoice(r.Context(), p, id, ""); err != nil {
-		if status, msg, ok := refused(err, clinic.EInvalid, clinic.EConflict, clinic.ENotFound, clinic.EPayment, clinic.EUnavailable); ok {
+		if status, msg, ok := s.refused(r, err, clinic.EInvalid, clinic.EConflict, clinic.ENotFound, clinic.EPayment, clinic.EUnavailable); ok {
 			return s.showAdmin(w, r, status, adminPage{Error: msg})
 		}
 		return err

@@ -43,6 +43,8 @@ func portalMatrix() map[string]string {
 		"GET /signin":                              "AAAAAAAAA",
 		"GET /admin/signin":                        "AAAAAAAAA",
 		"GET /docs":                                "AAAAAAAAA",
+		"GET /lang/{tag}":                          "AAAAAAAAA",
+		"GET /i18n/{file}":                         "AAAAAAAAA",
 		"GET /u/{account_code}":                    "AAAAAAAAA",
 		"GET /c/{account_code}/{room_code}":        "AAAAAAAAA",
 		"POST /c/{account_code}/{room_code}/guest": "AAAAAAAAA",
@@ -189,7 +191,7 @@ func TestPortalAuthzMatrix(t *testing.T) {
 	values := map[string]string{
 		"{id}": strconv.FormatInt(f.visitID, 10), "{account_code}": "acme", "{room_code}": "main", "{code}": "main",
 		"{intake_id}": strconv.FormatInt(it.ID, 10), "{user_id}": strconv.FormatInt(p1.User.ID, 10), "{token}": "not-an-invite",
-		"{action}": "inprogress",
+		"{action}": "inprogress", "{tag}": "es", "{file}": "es.js",
 	}
 	declared := portalMatrix()
 	// Forms where an empty one would be refused before the caller's rights

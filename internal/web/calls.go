@@ -52,7 +52,7 @@ func (s *Server) failJSON(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	pr := edge.ProblemOf(r, err)
 	pr.SetHeaders(w)
-	_ = edge.WriteJSON(w, pr.Status, callError{Code: pr.Code, Message: pr.Message})
+	_ = edge.WriteJSON(w, pr.Status, callError{Code: pr.Code, Message: s.words(r, pr.Code, pr.Message)})
 }
 
 // replyJSON is the call routes' answer to an error the edge answers (a
@@ -222,7 +222,7 @@ func (s *Server) inviteAccept(w http.ResponseWriter, r *http.Request) error {
 		return clinic.Errorf(clinic.ENotFound, "No clinic has that address.")
 	}
 	sess, visitID, err := s.app.AcceptCallInvite(r.Context(), p, r.PathValue("token"), r.PostFormValue("first_name"), r.PostFormValue("last_name"))
-	if status, msg, ok := refused(err, clinic.EInvalid); ok {
+	if status, msg, ok := s.refused(r, err, clinic.EInvalid); ok {
 		s.render(w, r, status, "invite", invitePage{Action: r.URL.Path, Error: msg})
 		return nil
 	}

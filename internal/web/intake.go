@@ -265,7 +265,7 @@ func (s *Server) showPay(w http.ResponseWriter, r *http.Request, status int, msg
 		// The time is held again for as long as the page is open to pay.
 		h, err := s.app.HoldTime(ctx, p, heldBooking(r, id))
 		if err != nil {
-			if status, msg, ok := refused(err, clinic.EConflict, clinic.EInvalid); ok {
+			if status, msg, ok := s.refused(r, err, clinic.EConflict, clinic.EInvalid); ok {
 				return s.showBook(w, r, status, msg+" Choose a time first; nothing has been charged.")
 			}
 			return err
@@ -276,7 +276,7 @@ func (s *Server) showPay(w http.ResponseWriter, r *http.Request, status int, msg
 		page.Discount = money(bill.Discount, bill.Currency)
 	}
 	if bill.Coupon != nil && !bill.Coupon.Valid && page.Error == "" {
-		page.Error = "That coupon cannot be used: check its code, or pay without it."
+		page.Error = s.localeOf(r).T("That coupon cannot be used: check its code, or pay without it.")
 	}
 	s.render(w, r, status, "pay", page)
 	return nil
@@ -301,10 +301,10 @@ func (s *Server) payNow(w http.ResponseWriter, r *http.Request) error {
 	if settings.Processor == "stripe" && !strings.HasPrefix(token, "pm_") {
 		// Stripe's card field hands the form a PaymentMethod id; nothing
 		// else (a card number above all) is taken.
-		return s.showPay(w, r, http.StatusBadRequest, "The card field did not finish: enter the card again and press Pay.")
+		return s.showPay(w, r, http.StatusBadRequest, s.localeOf(r).T("The card field did not finish: enter the card again and press Pay."))
 	}
 	refuse := func(err error) error {
-		if status, msg, ok := refused(err, clinic.EInvalid, clinic.EPayment, clinic.EConflict); ok {
+		if status, msg, ok := s.refused(r, err, clinic.EInvalid, clinic.EPayment, clinic.EConflict); ok {
 			return s.showPay(w, r, status, msg)
 		}
 		return err
@@ -313,7 +313,7 @@ func (s *Server) payNow(w http.ResponseWriter, r *http.Request) error {
 	if kind == kindAppointment {
 		// No charge without the time held for this patient.
 		if _, err := s.app.HoldTime(ctx, p, heldBooking(r, id)); err != nil {
-			if status, msg, ok := refused(err, clinic.EConflict, clinic.EInvalid); ok {
+			if status, msg, ok := s.refused(r, err, clinic.EConflict, clinic.EInvalid); ok {
 				return s.showBook(w, r, status, msg+" Choose another time; nothing has been charged.")
 			}
 			return err
@@ -328,7 +328,7 @@ func (s *Server) payNow(w http.ResponseWriter, r *http.Request) error {
 		return refuse(err)
 	}
 	if bill.Invoice == nil || bill.Invoice.Status != billing.InvoicePaid {
-		return s.showPay(w, r, http.StatusPaymentRequired, "The payment did not go through. Try another card.")
+		return s.showPay(w, r, http.StatusPaymentRequired, s.localeOf(r).T("The payment did not go through. Try another card."))
 	}
 	if kind == kindAppointment {
 		return s.bookPaid(w, r, p, id)
@@ -350,7 +350,7 @@ func (s *Server) bookPaid(w http.ResponseWriter, r *http.Request, p *clinic.Prin
 		s.log.Error("book after payment: the refund failed; the admin must refund", "intake", id, "err", rerr)
 		return clinic.Errorf(clinic.EUnavailable, "The time could not be booked, and the refund did not go through yet; the clinic will refund you. (%s)", clinic.ErrorMessage(err))
 	}
-	if status, msg, ok := refused(err, clinic.EConflict, clinic.EInvalid); ok {
+	if status, msg, ok := s.refused(r, err, clinic.EConflict, clinic.EInvalid); ok {
 		return s.showBook(w, r, status, msg+" Your payment has been refunded; choose another time.")
 	}
 	return err
@@ -418,13 +418,13 @@ func (s *Server) showTimes(w http.ResponseWriter, r *http.Request, status int, p
 		return err
 	}
 	zone, _ := viewerZone(r, p.User)
-	page := bookPage{Action: action, Zone: zone.String(), Error: msg}
+	page, loc := bookPage{Action: action, Zone: zone.String(), Error: msg}, s.localeOf(r)
 	for _, sl := range av.Slots {
 		if !sl.Available || sl.Slot.Start <= now.Unix() {
 			continue
 		}
 		t := time.Unix(sl.Slot.Start, 0).In(zone)
-		day := t.Format("Monday 2 January")
+		day := loc.Day(t)
 		if len(page.Days) == 0 || page.Days[len(page.Days)-1].Day != day {
 			page.Days = append(page.Days, bookDay{Day: day})
 		}
@@ -451,7 +451,7 @@ func (s *Server) book(w http.ResponseWriter, r *http.Request) error {
 		// Held while the patient pays; booked once paid (bookPaid).
 		h, err := s.app.HoldTime(r.Context(), p, in)
 		if err != nil {
-			if status, msg, ok := refused(err, clinic.EConflict, clinic.EInvalid); ok {
+			if status, msg, ok := s.refused(r, err, clinic.EConflict, clinic.EInvalid); ok {
 				return s.showBook(w, r, status, msg)
 			}
 			return err
@@ -463,7 +463,7 @@ func (s *Server) book(w http.ResponseWriter, r *http.Request) error {
 	}
 	d, err := s.app.Book(r.Context(), p, in)
 	if err != nil {
-		if status, msg, ok := refused(err, clinic.EConflict, clinic.EInvalid); ok {
+		if status, msg, ok := s.refused(r, err, clinic.EConflict, clinic.EInvalid); ok {
 			return s.showBook(w, r, status, msg)
 		}
 		return err

@@ -125,7 +125,7 @@ func (s *Server) addAddendum(w http.ResponseWriter, r *http.Request) error {
 // noteRefused answers a refused note form with its message, as an error
 // page whose alert static/live.js shows beside the form.
 func (s *Server) noteRefused(w http.ResponseWriter, r *http.Request, err error) error {
-	if status, msg, ok := refused(err, clinic.EInvalid, clinic.EConflict); ok {
+	if status, msg, ok := s.refused(r, err, clinic.EInvalid, clinic.EConflict); ok {
 		s.render(w, r, status, "error", errorPage{Message: msg})
 		return nil
 	}

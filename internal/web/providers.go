@@ -140,7 +140,7 @@ func (s *Server) moveVisit(w http.ResponseWriter, r *http.Request) error {
 		return clinic.Errorf(clinic.ENotFound, "There is no such step for a visit.")
 	}
 	if _, err := s.app.MoveVisit(r.Context(), p, id, action, app.MoveInput{}); err != nil {
-		if status, msg, ok := refused(err, clinic.EConflict, clinic.EInvalid); ok {
+		if status, msg, ok := s.refused(r, err, clinic.EConflict, clinic.EInvalid); ok {
 			return s.showDashboard(w, r, status, msg)
 		}
 		return err
@@ -173,7 +173,7 @@ func (s *Server) publishSlots(w http.ResponseWriter, r *http.Request) error {
 	_, _, err = s.app.CreateSlots(r.Context(), p, app.SlotGroupInput{RoomCode: f.Get("room_code"), DateStart: f.Get("date_start"), DateEnd: end,
 		TimeStart: f.Get("time_start"), TimeEnd: f.Get("time_end"), Timezone: zone, Duration: minutes})
 	if err != nil {
-		if status, msg, ok := refused(err, clinic.EInvalid, clinic.EConflict, clinic.ENotFound); ok {
+		if status, msg, ok := s.refused(r, err, clinic.EInvalid, clinic.EConflict, clinic.ENotFound); ok {
 			return s.showDashboard(w, r, status, msg)
 		}
 		return err
@@ -191,7 +191,7 @@ func (s *Server) startVisit(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if _, err := s.app.TakeVisit(r.Context(), p, id); err != nil {
-		if status, msg, ok := refused(err, clinic.EConflict, clinic.EInvalid); ok {
+		if status, msg, ok := s.refused(r, err, clinic.EConflict, clinic.EInvalid); ok {
 			return s.showDashboard(w, r, status, msg)
 		}
 		return err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/locale"
 )
 
 // layout is what every page is drawn in; view is the page's own data.
@@ -31,7 +32,17 @@ type layout struct {
 	// cookie static/live.js sets) or "default" (UTC, until the browser
 	// has said).
 	Zone, ZoneFrom string
-	View           any
+	// Lang is the page's language tag; Languages, on a translated page,
+	// are the others to switch to.
+	Lang      string
+	Languages []languageLink
+	View      any
+}
+
+// languageLink is one language of the language switch.
+type languageLink struct {
+	Tag, Name, Href string
+	Current         bool
 }
 
 // zoneCookie holds the browser's own IANA time zone (static/live.js sets
@@ -54,20 +65,22 @@ func viewerZone(r *http.Request, u *clinic.User) (*time.Location, string) {
 	return time.UTC, "default"
 }
 
-// timeFuncs are the templates' time formats, in the viewer's zone: at
-// (unix seconds), atUS (microseconds), day and clock, and iso (the instant
-// for a <time datetime>).
-func timeFuncs(z *time.Location) template.FuncMap {
+// pageFuncs are the templates' functions that depend on the viewer: t, the
+// text of a message in the page's language, and the time formats, in the
+// viewer's zone and language: at (unix seconds), atUS (microseconds), day
+// and clock, and iso (the instant for a <time datetime>).
+func pageFuncs(z *time.Location, loc *locale.Locale) template.FuncMap {
 	at := func(sec int64) string {
 		if sec == 0 {
 			return ""
 		}
-		return time.Unix(sec, 0).In(z).Format("Mon 2 Jan 2006, 15:04")
+		return loc.At(time.Unix(sec, 0).In(z))
 	}
 	return template.FuncMap{
+		"t":     loc.T,
 		"at":    at,
 		"atUS":  func(us int64) string { return at(us / 1e6) },
-		"day":   func(sec int64) string { return time.Unix(sec, 0).In(z).Format("Monday 2 January 2006") },
+		"day":   func(sec int64) string { return loc.Day(time.Unix(sec, 0).In(z)) },
 		"clock": func(sec int64) string { return time.Unix(sec, 0).In(z).Format("15:04") },
 		"iso":   func(sec int64) string { return time.Unix(sec, 0).UTC().Format(time.RFC3339) },
 		"zone":  func() string { return z.String() },
@@ -88,8 +101,9 @@ func timeFuncs(z *time.Location) template.FuncMap {
 
 // parseTemplates reads each page template with the layout.
 func (s *Server) parseTemplates() error {
-	// Parsed with UTC's time funcs; render gives each page the viewer's.
-	funcs := timeFuncs(time.UTC)
+	// Parsed with UTC's and English's funcs; render gives each page the
+	// viewer's.
+	funcs := pageFuncs(time.UTC, s.locales.Default())
 	funcs["inc"] = func(n int) int { return n + 1 }
 	// lines splits text into its non-empty lines, for paragraphs.
 	funcs["lines"] = func(text string) []string {
@@ -129,7 +143,11 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, page
 		nav = false
 	}
 	c, err := r.Cookie(s.sessionCookie())
-	lay := layout{Title: pageTitles[page], Nav: nav, Session: err == nil && c.Value != "", View: view}
+	loc := s.localeOf(r)
+	lay := layout{Title: pageTitles[page], Nav: nav, Session: err == nil && c.Value != "", View: view, Lang: loc.Tag.String()}
+	if translated(r) {
+		lay.Languages = s.languageLinks(r, loc)
+	}
 	var user *clinic.User
 	if lay.Session {
 		if p, err := s.principal(r); err == nil {
@@ -147,7 +165,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, page
 		http.Error(w, "The page could not be drawn.", http.StatusInternalServerError)
 		return
 	}
-	t.Funcs(timeFuncs(zone))
+	t.Funcs(pageFuncs(zone, loc))
 	var b bytes.Buffer
 	if err := t.ExecuteTemplate(&b, "layout.html", lay); err != nil {
 		s.log.Error("portal render", "page", page, "err", err)

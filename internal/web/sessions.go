@@ -142,12 +142,12 @@ func (s *Server) signin(w http.ResponseWriter, r *http.Request) error {
 	}
 	p, err := s.accountPrincipal(r, in.Clinic)
 	if err != nil {
-		return again("No clinic has that code. Check the clinic code your clinic gave you.")
+		return again(s.localeOf(r).T("No clinic has that code. Check the clinic code your clinic gave you."))
 	}
 	prof, sess, err := s.app.Login(r.Context(), p, in.Login, r.PostFormValue("password"))
 	if err != nil {
 		if code := clinic.ErrorCode(err); code == clinic.EInvalid || code == clinic.EUnauthenticated {
-			return again("That username or email and password do not match. Check them and try again.")
+			return again(s.localeOf(r).T("That username or email and password do not match. Check them and try again."))
 		}
 		return err
 	}

@@ -327,12 +327,13 @@ func (s *Server) booked(r *http.Request, p *clinic.Principal, d *app.VisitDetail
 	if b.Mine && v.IntakeID != 0 {
 		invs, err := s.billing.Invoices(r.Context(), p, billing.InvoiceQuery{IntakeID: v.IntakeID, Limit: 5})
 		if err == nil {
+			loc := s.localeOf(r)
 			for _, inv := range invs {
 				switch {
 				case inv.Refunded > 0:
-					b.Payment = "Paid " + money(inv.AmountDue, inv.Currency) + ", refunded " + money(inv.Refunded, inv.Currency) + " to your card."
+					b.Payment = loc.T("Paid %s, refunded %s to your card.", money(inv.AmountDue, inv.Currency), money(inv.Refunded, inv.Currency))
 				case inv.Status == billing.InvoicePaid:
-					b.Payment = "Paid " + money(inv.AmountDue, inv.Currency) + "."
+					b.Payment = loc.T("Paid %s.", money(inv.AmountDue, inv.Currency))
 				}
 			}
 		}
@@ -391,7 +392,7 @@ func (s *Server) reschedule(w http.ResponseWriter, r *http.Request) error {
 	end, _ := strconv.ParseInt(r.PostFormValue("slot_end"), 10, 64)
 	prov, _ := strconv.ParseInt(r.PostFormValue("provider_id"), 10, 64)
 	if _, err := s.app.Reschedule(r.Context(), p, d.Visit.ID, app.RescheduleInput{SlotStart: start, SlotEnd: end, ProviderID: prov}); err != nil {
-		if status, msg, ok := refused(err, clinic.EConflict, clinic.EInvalid); ok {
+		if status, msg, ok := s.refused(r, err, clinic.EConflict, clinic.EInvalid); ok {
 			return s.showTimes(w, r, status, p, d.Visit.IntakeID, d.Room, r.URL.Path, msg)
 		}
 		return err
@@ -427,9 +428,10 @@ func (s *Server) calendar(w http.ResponseWriter, r *http.Request) error {
 		return clinic.Errorf(clinic.ENotFound, "Only a booked visit has a calendar entry.")
 	}
 	page := s.app.PortalURL() + "/visits/start/" + strconv.FormatInt(v.ID, 10)
-	room := "Video visit"
+	loc := s.localeOf(r)
+	room := loc.T("Video visit")
 	if d.Room != nil {
-		room = "Video visit: " + d.Room.Name
+		room = loc.T("Video visit: %s", d.Room.Name)
 	}
 	stamp := func(sec int64) string { return time.Unix(sec, 0).UTC().Format("20060102T150405Z") }
 	status := "CONFIRMED"
@@ -439,7 +441,7 @@ func (s *Server) calendar(w http.ResponseWriter, r *http.Request) error {
 	lines := []string{"BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//Teleclinic//Visit//EN", "METHOD:PUBLISH", "BEGIN:VEVENT",
 		"UID:visit-" + strconv.FormatInt(v.ID, 10) + "-" + d.Account.Code + "@teleclinic",
 		"DTSTAMP:" + stamp(s.app.Now().Unix()), "DTSTART:" + stamp(v.Start), "DTEND:" + stamp(v.End),
-		"SUMMARY:" + icsText(room), "DESCRIPTION:" + icsText("Join the visit here: "+page), "URL:" + page, "STATUS:" + status,
+		"SUMMARY:" + icsText(room), "DESCRIPTION:" + icsText(loc.T("Join the visit here: %s", page)), "URL:" + page, "STATUS:" + status,
 		"BEGIN:VALARM", "ACTION:DISPLAY", "DESCRIPTION:" + icsText(room), "TRIGGER:-PT15M", "END:VALARM",
 		"END:VEVENT", "END:VCALENDAR"}
 	w.Header().Set("Content-Type", "text/calendar; charset=utf-8")

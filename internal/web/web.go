@@ -23,6 +23,7 @@ import (
 	"teleclinic/internal/app/billing"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/edge"
+	"teleclinic/internal/locale"
 )
 
 //go:embed templates/*.html
@@ -54,6 +55,9 @@ type Config struct {
 	// clinic takes cards with Stripe (default https://js.stripe.com/v3/;
 	// tests serve a stand-in).
 	StripeJS string
+	// Locales are the languages of the pages (default: the embedded
+	// English and Spanish, locale.Load("")).
+	Locales *locale.Set
 }
 
 // Server is the portal's handler. Requests for paths it does not serve go
@@ -71,6 +75,10 @@ type Server struct {
 	// guard refuses state-changing requests that a browser made for
 	// another site (Sec-Fetch-Site, or Origin against Host).
 	guard *http.CrossOriginProtection
+	// locales are the pages' languages; scriptMessages each one's texts
+	// for the scripts, by tag (GET /i18n/{tag}.js).
+	locales        *locale.Set
+	scriptMessages map[string][]byte
 }
 
 // New returns the portal in front of next.
@@ -78,9 +86,20 @@ func New(a *app.App, log *slog.Logger, cfg Config, next http.Handler) (*Server, 
 	if cfg.StripeJS == "" {
 		cfg.StripeJS = "https://js.stripe.com/v3/"
 	}
+	if cfg.Locales == nil {
+		l, err := locale.Load("")
+		if err != nil {
+			return nil, err
+		}
+		cfg.Locales = l
+	}
 	s := &Server{app: a, billing: billing.New(a), log: log, cfg: cfg, next: next, mux: http.NewServeMux(), pages: map[string]*template.Template{},
-		guard: http.NewCrossOriginProtection()}
+		guard: http.NewCrossOriginProtection(), locales: cfg.Locales}
 	if err := s.parseTemplates(); err != nil {
+		return nil, err
+	}
+	static, _ := fs.Sub(staticFS, "static")
+	if err := s.buildScriptMessages(static); err != nil {
 		return nil, err
 	}
 	s.routes()
@@ -136,6 +155,8 @@ func (s *Server) routes() {
 	s.page("GET /providers/patient/{user_id}", s.chart)
 	s.page("POST /providers/slots", s.publishSlots)
 	s.page("GET /docs", s.docs)
+	s.page("GET /lang/{tag}", s.setLanguage)
+	s.page("GET /i18n/{file}", s.messagesJS)
 	s.page("GET /admin/signin", s.adminSigninForm)
 	s.page("POST /admin/signin", s.adminSignin)
 	s.page("GET /admin", s.admin)
@@ -283,14 +304,14 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	pr.SetHeaders(w)
-	s.reply(w, r, pr.Status, pr.Message)
+	s.reply(w, r, pr.Status, s.words(r, pr.Code, pr.Message))
 }
 
 // reply draws the error page (edge.Reply): the message, or for an internal
 // error words for people with the request's id to quote.
 func (s *Server) reply(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	if status == http.StatusInternalServerError {
-		msg = "Something went wrong on our side. Try again in a moment; if it goes on, tell the clinic this reference: " + edge.RequestID(r.Context()) + "."
+		msg = s.localeOf(r).T("Something went wrong on our side. Try again in a moment; if it goes on, tell the clinic this reference: %s.", edge.RequestID(r.Context()))
 	}
 	page := errorPage{Status: status, Message: msg}
 	// The way back is the viewer's own: a guest of one call or someone
@@ -310,14 +331,14 @@ func (s *Server) reply(w http.ResponseWriter, r *http.Request, status int, msg s
 
 // refused is err as a message on the form that caused it, when its code is
 // one of codes (the refusals the form's input can cause): the status the
-// API gives it and its message. For any other error ok is false, and the
-// handler returns err to fail the page.
-func refused(err error, codes ...string) (status int, msg string, ok bool) {
+// API gives it and its message, in r's language (words). For any other
+// error ok is false, and the handler returns err to fail the page.
+func (s *Server) refused(r *http.Request, err error, codes ...string) (status int, msg string, ok bool) {
 	code := clinic.ErrorCode(err)
 	if !slices.Contains(codes, code) {
 		return 0, "", false
 	}
-	return edge.Status(code), clinic.ErrorMessage(err), true
+	return edge.Status(code), s.words(r, code, clinic.ErrorMessage(err)), true
 }
 
 type errorPage struct {

@@ -65,7 +65,7 @@
       return false;
     }
   }
-  var replacedText = "You joined this call from another tab or device, so this one has left it. Press Join the call to move the call back here.";
+  var replacedText = T("You joined this call from another tab or device, so this one has left it. Press Join the call to move the call back here.");
 
   function say(text) {
     ui.status.textContent = text;
@@ -110,10 +110,10 @@
       return Promise.resolve(local);
     }
     if (!navigator.mediaDevices || !navigator.mediaDevices.getUserMedia) {
-      return Promise.reject(new Error("This browser cannot use a camera here. Open the page over https in a current browser."));
+      return Promise.reject(new Error(T("This browser cannot use a camera here. Open the page over https in a current browser.")));
     }
     if (!quiet) {
-      say("Asking for your camera and microphone…");
+      say(T("Asking for your camera and microphone…"));
     }
     var video = audioOnly ? false : { width: 640, height: 480 };
     return navigator.mediaDevices.getUserMedia({ audio: true, video: video })
@@ -130,19 +130,19 @@
         meter(stream);
         var cam = stream.getVideoTracks().length > 0;
         if (!quiet) {
-          say(cam ? "Your camera and microphone work. Join when you are ready."
-            : audioOnly ? "Your microphone works: you will join by voice."
-              : "No camera was found: you can join with your microphone only.");
+          say(cam ? T("Your camera and microphone work. Join when you are ready.")
+            : audioOnly ? T("Your microphone works: you will join by voice.")
+              : T("No camera was found: you can join with your microphone only."));
         }
         return stream;
       }, function (err) {
-        var text = "Your camera or microphone could not be used: " + err.message;
+        var text = T("Your camera or microphone could not be used: %s", err.message);
         if (err.name === "NotAllowedError" || err.name === "SecurityError") {
-          text = "Camera and microphone are blocked for this page. " + unblockHelp() + " Then press Check camera and microphone.";
+          text = T("Camera and microphone are blocked for this page.") + " " + unblockHelp() + " " + T("Then press Check camera and microphone.");
         } else if (err.name === "NotFoundError") {
-          text = "No camera or microphone was found. Connect one, then press Check camera and microphone again.";
+          text = T("No camera or microphone was found. Connect one, then press Check camera and microphone again.");
         } else if (err.name === "NotReadableError") {
-          text = "Another app is using your camera or microphone. Close it, then press Check camera and microphone again.";
+          text = T("Another app is using your camera or microphone. Close it, then press Check camera and microphone again.");
         }
         say(text);
         err.said = true;
@@ -154,18 +154,18 @@
   function unblockHelp() {
     var ua = navigator.userAgent;
     if (/Edg\//.test(ua)) {
-      return "In Edge, click the lock left of the address, set Camera and Microphone to Allow, and reload the page.";
+      return T("In Edge, click the lock left of the address, set Camera and Microphone to Allow, and reload the page.");
     }
     if (/Firefox\//.test(ua)) {
-      return "In Firefox, click the crossed-out camera left of the address and remove the block, then reload the page.";
+      return T("In Firefox, click the crossed-out camera left of the address and remove the block, then reload the page.");
     }
     if (/Chrome\//.test(ua)) {
-      return "In Chrome, click the camera icon at the right of the address bar (or the tune icon left of it), choose to always allow this site, and reload the page.";
+      return T("In Chrome, click the camera icon at the right of the address bar (or the tune icon left of it), choose to always allow this site, and reload the page.");
     }
     if (/Safari\//.test(ua)) {
-      return "In Safari, open Safari > Settings for this website, set Camera and Microphone to Allow, and reload the page.";
+      return T("In Safari, open Safari > Settings for this website, set Camera and Microphone to Allow, and reload the page.");
     }
-    return "Allow the camera and microphone in your browser's settings for this site, and reload the page.";
+    return T("Allow the camera and microphone in your browser's settings for this site, and reload the page.");
   }
 
   // meter shows the microphone's level, so a muted or dead microphone is
@@ -213,9 +213,9 @@
     ui.testSound.currentTime = 0;
     ui.testSound.play().then(function () {
       check.sound = true;
-      tell("Playing a chime: if you heard it, your speakers work. If not, turn the sound up or choose another output.");
+      tell(T("Playing a chime: if you heard it, your speakers work. If not, turn the sound up or choose another output."));
     }, function () {
-      tell("The browser did not play the chime. Check that the page is not muted.");
+      tell(T("The browser did not play the chime. Check that the page is not muted."));
     });
   }
 
@@ -223,7 +223,7 @@
   // how this network reaches the internet: whether a call can go direct,
   // or will need the clinic's relay.
   function testNetwork() {
-    tell("Testing the connection…");
+    tell(T("Testing the connection…"));
     var t0 = performance.now();
     var stun = [];
     try {
@@ -259,7 +259,7 @@
     });
     Promise.all([server, kinds]).then(function (r) {
       var ms = r[0], k = r[1];
-      var text = ms < 0 ? "The clinic's server could not be reached: check your internet connection." : "Connection to the clinic: " + ms + " ms.";
+      var text = ms < 0 ? T("The clinic's server could not be reached: check your internet connection.") : T("Connection to the clinic: %s ms.", ms);
       if (k.srflx) {
         text += " Your network allows direct calls.";
       } else if (stun.length) {
@@ -282,7 +282,7 @@
       }
       return res.json().then(function (data) {
         if (!res.ok) {
-          var err = new Error(data.message || "The server refused.");
+          var err = new Error(data.message || T("The server refused."));
           err.status = res.status;
           throw err;
         }
@@ -293,7 +293,7 @@
 
   function signal(to, type, data) {
     return post("/signal", { peer: me.peer, to: to, type: type, data: data }).catch(function (err) {
-      say("A message to the other side was lost (" + err.message + "); the call may need a moment.");
+      say(T("A message to the other side was lost (%s); the call may need a moment.", err.message));
       return null;
     });
   }
@@ -307,7 +307,7 @@
     video.autoplay = true;
     video.playsInline = true;
     var cap = document.createElement("figcaption");
-    cap.textContent = name || "Participant";
+    cap.textContent = name || T("Participant");
     fig.appendChild(video);
     fig.appendChild(cap);
     ui.stage.appendChild(fig);
@@ -353,7 +353,7 @@
     };
     pc.onconnectionstatechange = function () {
       if (pc.connectionState === "connected") {
-        say("Connected with " + (p.name || "the other participant") + ".");
+        say(T("Connected with %s.", p.name || T("the other participant")));
       } else if (pc.connectionState === "failed" || pc.connectionState === "disconnected") {
         restart(p);
       }
@@ -365,7 +365,7 @@
   // that made the first offer makes a new one with new ICE credentials
   // (new TURN allocations too), and again every 10 s until it connects.
   function restart(p) {
-    say("The connection with " + (p.name || "the other participant") + " dropped; reconnecting…");
+    say(T("The connection with %s dropped; reconnecting…", p.name || T("the other participant")));
     if (!p.initiator || p.restarting) {
       return;
     }
@@ -426,11 +426,11 @@
     switch (s.type) {
       case "join": // a newcomer: this page offers
         if (rec.recorder) {
-          stopRecording("Recording stopped: someone joined who was not asked. Press Record to ask everyone again.");
+          stopRecording(T("Recording stopped: someone joined who was not asked. Press Record to ask everyone again."));
         }
         drop(s.from);
         offer(peerFor(s.from, d.name, true));
-        say((d.name || "Someone") + " joined the call.");
+        say(T("%s joined the call.", d.name || T("Someone")));
         break;
       case "offer":
         p = peerFor(s.from, d.name, false);
@@ -450,7 +450,7 @@
             return signal(s.from, "answer", { sdp: p.pc.localDescription.sdp });
           })
           .catch(function (err) {
-            say("Could not connect with " + (p.name || "the other participant") + ": " + err.message);
+            say(T("Could not connect with %s: %s", p.name || T("the other participant"), err.message));
           });
         break;
       case "answer":
@@ -481,7 +481,7 @@
           show(ui.recIndicator, d.recording);
         }
         if (p) {
-          p.view.cap.textContent = (p.name || "Participant") + (d.muted ? " (muted)" : "") + (d.camera === false ? " (camera off)" : "");
+          p.view.cap.textContent = (p.name || T("Participant")) + (d.muted ? " " + T("(muted)") : "") + (d.camera === false ? " " + T("(camera off)") : "");
         }
         break;
       case "replaced": // this person joined from another page: that one has the call now
@@ -492,7 +492,7 @@
         break;
       case "leave":
         if (p) {
-          say((p.name || "The other participant") + " left the call.");
+          say(T("%s left the call.", p.name || T("The other participant")));
         }
         drop(s.from);
         break;
@@ -510,7 +510,7 @@
     events.onerror = function () {
       if (events && events.readyState === EventSource.CLOSED) {
         hangUp();
-        say("The connection to the call was lost. Join again to continue.");
+        say(T("The connection to the call was lost. Join again to continue."));
       }
     };
     events.addEventListener("ended", function (e) {
@@ -523,11 +523,11 @@
       }
       hangUp();
       if (d.status === "completed" || d.status === "cancelled") {
-        say("The visit has ended. Thank you.");
+        say(T("The visit has ended. Thank you."));
         show(ui.join, false);
         show(ui.check, false);
       } else {
-        say("You are no longer in the call. Join again when you are ready.");
+        say(T("You are no longer in the call. Join again when you are ready."));
       }
     });
   }
@@ -538,7 +538,7 @@
     timing.firstFrame = 0;
     devices()
       .then(function () {
-        say("Joining…");
+        say(T("Joining…"));
         return post("/join");
       })
       .then(function (j) {
@@ -549,9 +549,9 @@
         }
         inCall(true);
         follow();
-        say(j.peers.length ? "Connecting with " + j.peers.map(function (x) { return x.name; }).join(", ") + "…"
-          : (role === "provider" ? "You are in the call. Your patient will appear here when they join."
-            : "You are in the call. Your provider will appear here when they join."));
+        say(j.peers.length ? T("Connecting with %s…", j.peers.map(function (x) { return x.name; }).join(", "))
+          : (role === "provider" ? T("You are in the call. Your patient will appear here when they join.")
+            : T("You are in the call. Your provider will appear here when they join.")));
       })
       .catch(function (err) {
         remember(false);
@@ -559,7 +559,7 @@
           say(err.message);
         } else if (!err.said) {
           hangUp();
-          say("The call could not start (" + err.message + "). Try again in a moment.");
+          say(T("The call could not start (%s). Try again in a moment.", err.message));
         }
       })
       .then(function () {
@@ -595,9 +595,9 @@
     if (was && was.peer) {
       post("/leave", { peer: was.peer }, true).catch(function () {});
     }
-    say(role === "patient" ? "You left the call and are back in the waiting room. Join again when you are ready."
-      : role === "provider" ? "You left the call. Join again to continue, or end the visit."
-        : "You left the call. Join again while the visit goes on.");
+    say(role === "patient" ? T("You left the call and are back in the waiting room. Join again when you are ready.")
+      : role === "provider" ? T("You left the call. Join again to continue, or end the visit.")
+        : T("You left the call. Join again while the visit goes on."));
   }
 
   function sendState() {
@@ -653,9 +653,9 @@
       ui.self.srcObject = local;
     }
     ui.share.setAttribute("aria-pressed", "false");
-    ui.share.textContent = "Share screen";
+    ui.share.textContent = T("Share screen");
     if (!quiet) {
-      say("You stopped sharing your screen.");
+      say(T("You stopped sharing your screen."));
     }
   }
 
@@ -668,7 +668,7 @@
       var on = ui.share.getAttribute("aria-pressed") !== "true";
       room.localParticipant.setScreenShareEnabled(on).then(function () {
         ui.share.setAttribute("aria-pressed", on ? "true" : "false");
-        ui.share.textContent = on ? "Stop sharing" : "Share screen";
+        ui.share.textContent = on ? T("Stop sharing") : T("Share screen");
       });
       return;
     }
@@ -683,10 +683,10 @@
       });
       ui.self.srcObject = s;
       ui.share.setAttribute("aria-pressed", "true");
-      ui.share.textContent = "Stop sharing";
-      say("You are sharing your screen.");
+      ui.share.textContent = T("Stop sharing");
+      say(T("You are sharing your screen."));
     }, function () {
-      say("Screen sharing was not started.");
+      say(T("Screen sharing was not started."));
     });
   }
 
@@ -696,7 +696,7 @@
       (rec.recorder ? stopRecording("") : Promise.resolve()).then(function () {
         return post("/end");
       }).then(function () {
-        say("The visit has ended.");
+        say(T("The visit has ended."));
       }, function (err) {
         say(err.message);
       });
@@ -710,7 +710,7 @@
           go();
         }
       });
-    } else if (window.confirm("End the visit for everyone?")) {
+    } else if (window.confirm(T("End the visit for everyone?"))) {
       go();
     }
   }
@@ -726,7 +726,7 @@
 
   function recordToggle() {
     if (rec.recorder) {
-      stopRecording("You stopped the recording.");
+      stopRecording(T("You stopped the recording."));
       return;
     }
     if (rec.asking) {
@@ -734,7 +734,7 @@
     }
     rec.asking = true;
     rec.answers = {};
-    say("Asking everyone in the call to agree to the recording…");
+    say(T("Asking everyone in the call to agree to the recording…"));
     signal("", "record", { name: myName() }).then(function (answer) {
       if (!answer) {
         rec.asking = false;
@@ -745,7 +745,7 @@
       setTimeout(function () {
         if (rec.asking) {
           rec.asking = false;
-          say("Not everyone answered the recording notice; nothing is recorded.");
+          say(T("Not everyone answered the recording notice; nothing is recorded."));
         }
       }, 60000);
     });
@@ -760,7 +760,7 @@
       var a = rec.answers[ids[i]];
       if (a === false) {
         rec.asking = false;
-        say((peers[ids[i]].name || "Someone") + " did not agree; nothing is recorded.");
+        say(T("%s did not agree; nothing is recorded.", peers[ids[i]].name || T("Someone")));
         return;
       }
       if (a !== true) {
@@ -799,7 +799,7 @@
 
   function startRecording() {
     if (!window.MediaRecorder) {
-      say("This browser cannot record.");
+      say(T("This browser cannot record."));
       return;
     }
     var stream = mixed();
@@ -829,10 +829,10 @@
       part();
     }, 600000);
     ui.record.setAttribute("aria-pressed", "true");
-    ui.record.textContent = "Stop recording";
+    ui.record.textContent = T("Stop recording");
     show(ui.recIndicator, true);
     signal("", "state", { recording: true });
-    say("Everyone agreed: the call is being recorded.");
+    say(T("Everyone agreed: the call is being recorded."));
   }
 
   // stopRecording ends the recording; its promise settles once the last
@@ -855,7 +855,7 @@
       rec.audio = null;
     }
     ui.record.setAttribute("aria-pressed", "false");
-    ui.record.textContent = "Record";
+    ui.record.textContent = T("Record");
     show(ui.recIndicator, false);
     if (me && me.peer) {
       signal("", "state", { recording: false });
@@ -879,10 +879,10 @@
           throw new Error(d.message);
         }
         rec.saved++;
-        say("The recording (" + Math.round(d.size / 1024) + " KB) is saved with the visit.");
+        say(T("The recording (%s KB) is saved with the visit.", Math.round(d.size / 1024)));
       });
     }).catch(function (err) {
-      say("The recording could not be saved: " + err.message);
+      say(T("The recording could not be saved: %s", err.message));
     });
   }
 
@@ -892,7 +892,7 @@
       signal(from, "consent", { agree: false });
       return;
     }
-    $("consent-who").textContent = name || "The provider";
+    $("consent-ask").textContent = name ? T("%s asks to record this call.", name) : T("The provider asks to record this call.");
     ui.consent.returnValue = "";
     ui.consent.showModal();
     ui.consent.addEventListener("close", function once() {
@@ -906,7 +906,7 @@
   function joinLiveKit(j) {
     var LK = window.LivekitClient;
     if (!LK) {
-      throw new Error("The call's client did not load; reload the page.");
+      throw new Error(T("The call's client did not load; reload the page."));
     }
     room = new LK.Room({ adaptiveStream: true, dynacast: true });
     room.on(LK.RoomEvent.TrackSubscribed, function (track, pub, participant) {
@@ -921,7 +921,7 @@
         remember(false);
         say(replacedText);
       } else if (!ui.leave.hidden) {
-        say("You are no longer in the call. Join again when you are ready.");
+        say(T("You are no longer in the call. Join again when you are ready."));
       }
       inCall(false);
     });
@@ -929,7 +929,7 @@
       inCall(true);
       return room.localParticipant.enableCameraAndMicrophone();
     }).then(function () {
-      say("You are in the call.");
+      say(T("You are in the call."));
     });
   }
 
@@ -942,7 +942,7 @@
       box.hidden = false;
       link.focus();
       link.select();
-      say("A guest link is ready below: it lets one person in, once, for two hours.");
+      say(T("A guest link is ready below: it lets one person in, once, for two hours."));
     }, function (err) {
       say(err.message);
     });
@@ -970,13 +970,13 @@
   }
   ui.leave.addEventListener("click", leave);
   ui.mute.addEventListener("click", function () {
-    var off = toggle(ui.mute, local ? local.getAudioTracks() : [], "Mute", "Unmute");
+    var off = toggle(ui.mute, local ? local.getAudioTracks() : [], T("Mute"), T("Unmute"));
     if (room) {
       room.localParticipant.setMicrophoneEnabled(!off);
     }
   });
   ui.camera.addEventListener("click", function () {
-    var off = toggle(ui.camera, local ? local.getVideoTracks() : [], "Turn camera off", "Turn camera on");
+    var off = toggle(ui.camera, local ? local.getVideoTracks() : [], T("Turn camera off"), T("Turn camera on"));
     if (room) {
       room.localParticipant.setCameraEnabled(!off);
     }
@@ -1013,7 +1013,7 @@
       if (ui.joinAudio) {
         ui.joinAudio.disabled = false;
       }
-      say("The call is open: join when you are ready.");
+      say(T("The call is open: join when you are ready."));
     }, opensIn * 1000);
   } else if (wasInCall() || root.getAttribute("data-autojoin") === "1") {
     // A reload of a page that was in the call joins it again, as does the

@@ -14,6 +14,16 @@
 // times in the zone of the "tz" cookie set here from Intl. A page drawn
 // before the cookie said the right zone, and showing times, is drawn
 // again once (the sessionStorage mark stops a loop).
+// T is a message in the page's language (window.teleclinicMessages, from
+// /i18n/{lang}.js; a message it lacks stays in English), each %s filled
+// with the next argument.
+window.T = function (key) {
+  var all = window.teleclinicMessages || {};
+  var text = Object.prototype.hasOwnProperty.call(all, key) ? all[key] : key;
+  var args = Array.prototype.slice.call(arguments, 1);
+  return text.replace(/%s/g, function () { return args.length ? String(args.shift()) : "%s"; });
+};
+
 (function () {
   "use strict";
   var root = document.documentElement;
@@ -149,12 +159,12 @@
           }
           var doc = new DOMParser().parseFromString(html, "text/html");
           var why = doc.querySelector("main [role=alert]");
-          throw new Error(why ? why.textContent : "The server refused (" + res.status + ").");
+          throw new Error(why ? why.textContent : T("The server refused (%s).", res.status));
         });
       })
       .catch(function (err) {
         if (alert) {
-          alert.textContent = err.message === "Failed to fetch" ? "Not sent: the connection was lost. Try again." : err.message;
+          alert.textContent = err.message === "Failed to fetch" ? T("Not sent: the connection was lost. Try again.") : err.message;
           alert.hidden = false;
         }
       })
