@@ -27,6 +27,7 @@ import (
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/edge"
 	"teleclinic/internal/httpapi"
+	"teleclinic/internal/locale"
 	"teleclinic/internal/media"
 	"teleclinic/internal/metrics"
 	"teleclinic/internal/reference"
@@ -246,7 +247,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// The portal's pages answer their own paths and hand the rest to the
 	// API; the edge in front of both gives every request its id, log line,
 	// metrics and panic recovery.
-	portal, err := web.New(a, log, web.Config{Secure: strings.HasPrefix(c.BaseURL, "https://"), SessionMax: c.UserTokenMax, Closing: closing, MaxFileBytes: c.MaxFile}, api)
+	locales, err := locale.Load(c.LocaleDir)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	portal, err := web.New(a, log, web.Config{Secure: strings.HasPrefix(c.BaseURL, "https://"), SessionMax: c.UserTokenMax, Closing: closing, MaxFileBytes: c.MaxFile,
+		Locales: locales}, api)
 	if err != nil {
 		return err
 	}

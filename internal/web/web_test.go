@@ -21,6 +21,8 @@ type browser struct {
 	t    *testing.T
 	base string
 	c    *http.Client
+	// lang, when set, is the browser's Accept-Language.
+	lang string
 }
 
 func newBrowser(t *testing.T, e *testenv.Env) *browser {
@@ -54,6 +56,9 @@ func (b *browser) send(method, path string, body io.Reader, header map[string]st
 	req, err := http.NewRequest(method, b.base+path, body)
 	if err != nil {
 		b.t.Fatal(err)
+	}
+	if b.lang != "" {
+		req.Header.Set("Accept-Language", b.lang)
 	}
 	for k, v := range header {
 		if k == "Host" {
