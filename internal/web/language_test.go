@@ -232,4 +232,3 @@ func attr(n *html.Node, key string) string {
 	}
 	return ""
 }
-
