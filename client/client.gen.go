@@ -8701,8 +8701,10 @@ type ClientInterface interface {
 	// No headers. Checks `sso_token` (the `data.token.token` of SSO) and redirects
 	// (302) to `{portal_url}/auth?sso_token=…&next=…`. With `one_time_token=1` the
 	// SSO token is consumed (a second use fails, also under concurrent requests and
-	// across server processes) and the portal receives a new access token of the
-	// same login. `next` must be a path starting with a single `/`.
+	// across server processes). Either way the address carries not the SSO token
+	// but a sign-in link of the same login, which stays in the browser's history:
+	// the portal accepts it once, within two minutes, and the API never does.
+	// `next` must be a path starting with a single `/`.
 	// `--portal-url` defaults to the base URL; a bare host gets `https://`.
 	//
 	// Corresponds with GET /api_v3/auth (the `GetAuth` operationId).
@@ -11172,8 +11174,10 @@ func (c *Client) GetAuditVerify(ctx context.Context, reqEditors ...RequestEditor
 // No headers. Checks `sso_token` (the `data.token.token` of SSO) and redirects
 // (302) to `{portal_url}/auth?sso_token=…&next=…`. With `one_time_token=1` the
 // SSO token is consumed (a second use fails, also under concurrent requests and
-// across server processes) and the portal receives a new access token of the
-// same login. `next` must be a path starting with a single `/`.
+// across server processes). Either way the address carries not the SSO token
+// but a sign-in link of the same login, which stays in the browser's history:
+// the portal accepts it once, within two minutes, and the API never does.
+// `next` must be a path starting with a single `/`.
 // `--portal-url` defaults to the base URL; a bare host gets `https://`.
 //
 // Corresponds with GET /api_v3/auth (the `GetAuth` operationId).
@@ -23973,8 +23977,10 @@ type ClientWithResponsesInterface interface {
 	// No headers. Checks `sso_token` (the `data.token.token` of SSO) and redirects
 	// (302) to `{portal_url}/auth?sso_token=…&next=…`. With `one_time_token=1` the
 	// SSO token is consumed (a second use fails, also under concurrent requests and
-	// across server processes) and the portal receives a new access token of the
-	// same login. `next` must be a path starting with a single `/`.
+	// across server processes). Either way the address carries not the SSO token
+	// but a sign-in link of the same login, which stays in the browser's history:
+	// the portal accepts it once, within two minutes, and the API never does.
+	// `next` must be a path starting with a single `/`.
 	// `--portal-url` defaults to the base URL; a bare host gets `https://`.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -36559,8 +36565,10 @@ func (c *ClientWithResponses) GetAuditVerifyWithResponse(ctx context.Context, re
 // No headers. Checks `sso_token` (the `data.token.token` of SSO) and redirects
 // (302) to `{portal_url}/auth?sso_token=…&next=…`. With `one_time_token=1` the
 // SSO token is consumed (a second use fails, also under concurrent requests and
-// across server processes) and the portal receives a new access token of the
-// same login. `next` must be a path starting with a single `/`.
+// across server processes). Either way the address carries not the SSO token
+// but a sign-in link of the same login, which stays in the browser's history:
+// the portal accepts it once, within two minutes, and the API never does.
+// `next` must be a path starting with a single `/`.
 // `--portal-url` defaults to the base URL; a bare host gets `https://`.
 //
 // Returns a wrapper object for the known response body format(s).

@@ -57,14 +57,14 @@ func (a *App) PortalSession(ctx context.Context, requestID, token string, oneTim
 // login (consuming the old one when revoke is set) and audits the portal
 // sign-in.
 func (a *App) exchangeToken(ctx context.Context, requestID, token string, revoke bool) (*clinic.Principal, *Session, error) {
-	p, family, err := a.linkPrincipal(ctx, requestID, token)
+	p, family, link, err := a.linkPrincipal(ctx, requestID, token)
 	if err != nil {
 		return nil, nil, err
 	}
 	u := p.User
 	var s *Session
 	err = a.store.Tx(ctx, func(q *store.Q) error {
-		if revoke {
+		if revoke || link { // a link token is good once, whatever the address says
 			won, err := q.RevokeToken(ctx, p.Account.ID, p.TokenID, a.Unix())
 			if err != nil {
 				return err
@@ -123,25 +123,34 @@ var errLinkToken = unauthenticated("Invalid or expired sso_token.")
 // on the API or the portal), and the token's login family: the token must
 // be a live access token of an active user. Any failure is the same
 // "invalid or expired" answer.
-func (a *App) linkPrincipal(ctx context.Context, requestID, token string) (*clinic.Principal, string, error) {
+//
+// The token is an access token (an integrator's own, or a portal address
+// made by hand) or a link token of AuthRedirect's (link: it must be
+// consumed).
+func (a *App) linkPrincipal(ctx context.Context, requestID, token string) (p *clinic.Principal, family string, link bool, err error) {
 	if token == "" {
-		return nil, "", clinic.Errorf(clinic.EInvalid, "sso_token is required.")
+		return nil, "", false, clinic.Errorf(clinic.EInvalid, "sso_token is required.")
 	}
 	t, u, err := a.tokenUser(ctx, HashSecret(token))
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, "", errLinkToken
+		return nil, "", false, errLinkToken
 	}
 	if err != nil {
-		return nil, "", fmt.Errorf("sign-in link: %w", err)
+		return nil, "", false, fmt.Errorf("sign-in link: %w", err)
 	}
-	if err := a.checkAccess(t, u, a.Unix()); err != nil {
-		return nil, "", errLinkToken
+	now := a.Unix()
+	if link = t.Kind == store.TokenLink; link {
+		if t.Revoked != 0 || now >= t.Expires || u.Status == clinic.StatusDisabled || !u.Active {
+			return nil, "", false, errLinkToken
+		}
+	} else if err := a.checkAccess(t, u, now); err != nil {
+		return nil, "", false, errLinkToken
 	}
 	acct, err := a.accountByID(ctx, t.AccountID)
 	if err != nil {
-		return nil, "", fmt.Errorf("sign-in link: %w", err)
+		return nil, "", false, fmt.Errorf("sign-in link: %w", err)
 	}
-	return &clinic.Principal{Account: acct, Kind: clinic.CredUserToken, User: u, TokenID: t.ID, RequestID: requestID}, t.Family, nil
+	return &clinic.Principal{Account: acct, Kind: clinic.CredUserToken, User: u, TokenID: t.ID, RequestID: requestID}, t.Family, link, nil
 }
 
 // AdminSignIn opens the clinic admin's portal session: the admin token,

@@ -50,28 +50,36 @@ func (a *App) issueSession(ctx context.Context, q *store.Q, u *clinic.User, fami
 // AuthRedirect is GET /auth: it checks an SSO token and returns the portal
 // address to send the browser to, logged in. With oneTime the SSO token is
 // consumed (exactly one of any number of concurrent uses succeeds, across
-// processes) and the portal receives a fresh token of the same login instead.
+// processes). Either way the address carries a link token of the same
+// login, not the SSO token: it stays in the browser's history, so it is
+// good once (the portal's /auth consumes it) and for linkTTL.
 func (a *App) AuthRedirect(ctx context.Context, requestID, ssoToken, next string, oneTime, disableNav bool) (string, error) {
 	if next != "" && !LocalPath(next) {
 		return "", clinic.Errorf(clinic.EInvalid, "next must be a path on the portal, starting with a single '/'.")
 	}
-	portalToken := ssoToken
-	if oneTime {
-		_, s, err := a.exchangeToken(ctx, requestID, ssoToken, true)
-		if err != nil {
-			return "", err
-		}
-		portalToken = s.Token
-	} else {
-		p, _, err := a.linkPrincipal(ctx, requestID, ssoToken)
-		if err != nil {
-			return "", err
-		}
-		if err := a.Audit(ctx, p, "user.portal_login", "user", i64s(p.User.ID), OutcomeOK); err != nil {
-			return "", err
-		}
+	p, family, _, err := a.linkPrincipal(ctx, requestID, ssoToken)
+	if err != nil {
+		return "", err
 	}
-	v := url.Values{"sso_token": {portalToken}}
+	link := NewSecret()
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		if oneTime {
+			won, err := q.RevokeToken(ctx, p.Account.ID, p.TokenID, a.Unix())
+			if err != nil {
+				return err
+			}
+			if !won {
+				return errLinkToken
+			}
+		}
+		now := a.Unix()
+		return q.CreateToken(ctx, &store.Token{AccountID: p.Account.ID, UserID: p.User.ID, Kind: store.TokenLink, Hash: HashSecret(link), Family: family,
+			Created: now, LastUsed: now, Expires: now + int64(linkTTL/time.Second)})
+	})
+	if err != nil {
+		return "", StoreErr("sign-in link", err, "")
+	}
+	v := url.Values{"sso_token": {link}}
 	if next != "" {
 		v.Set("next", next)
 	}
@@ -85,6 +93,10 @@ func (a *App) AuthRedirect(ctx context.Context, requestID, ssoToken, next string
 // it as a bare host in https://{portal_url}.
 // PortalURL is the portal's address, for links to its pages.
 func (a *App) PortalURL() string { return a.portalBase() }
+
+// linkTTL is how long the address AuthRedirect makes is good for: the
+// browser follows the redirect at once.
+const linkTTL = 2 * time.Minute
 
 func (a *App) portalBase() string {
 	p := strings.TrimRight(a.cfg.PortalURL, "/")

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
@@ -16,7 +17,9 @@ func TestSessions_AuthRedirect(t *testing.T) {
 	e := testenv.New(t)
 	c := e.NewClinic("alpha", true)
 
-	// OK keeps the token and passes next.
+	// OK keeps the SSO token and passes next; the address carries a link
+	// token of the same login instead, good once at the portal and never
+	// as an API credential.
 	t.Run("OKKeepsToken", func(t *testing.T) {
 		s := mustSSO(t, e, c, "200", "p1", "Pat", "One")
 		res := e.Do(testenv.Req{Path: "/api_v3/auth", Query: q("sso_token", s.Token, "next", "/visits/1", "disable_navigation", "1")})
@@ -27,18 +30,26 @@ func TestSessions_AuthRedirect(t *testing.T) {
 		if loc.Scheme != "https" || loc.Host != "portal.teleclinic.test" || loc.Path != "/auth" {
 			t.Fatalf("location %s", loc)
 		}
-		if loc.Query().Get("sso_token") != s.Token || loc.Query().Get("next") != "/visits/1" || loc.Query().Get("disable_navigation") != "1" {
+		link := loc.Query().Get("sso_token")
+		if link == "" || link == s.Token || loc.Query().Get("next") != "/visits/1" || loc.Query().Get("disable_navigation") != "1" {
 			t.Fatalf("location query %v", loc.Query())
 		}
 		if res.Header.Get("Cache-Control") != "no-store" {
 			t.Fatal("redirect carrying a token must not be cached")
 		}
+		if res := e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(c, s.Token)}); res.Status != 200 {
+			t.Fatalf("the SSO token after a redirect without one_time_token: %d", res.Status)
+		}
+		wantUsersErr(t, e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(c, link)}), 401)
+		portalAuth(t, e, link, 303)
+		portalAuth(t, e, link, 401) // once
 		au := e.Do(testenv.Req{Path: "/api_v3/audit", Header: adminHeaders(c), Query: q("action", "user.portal_login", "object_id", s.UserID)})
 		if au.Body["total_count"].(float64) != 1 {
-			t.Fatalf("portal login not audited: %s", au.Raw)
+			t.Fatalf("portal login not audited once: %s", au.Raw)
 		}
 	})
-	// One_time_token consumes the SSO token.
+	// One_time_token consumes the SSO token; the address's link token is
+	// good once.
 	t.Run("OKOneTimeToken", func(t *testing.T) {
 		s := mustSSO(t, e, c, "200", "p2", "Pat", "Two")
 		res := e.Do(testenv.Req{Path: "/api_v3/auth", Query: q("sso_token", s.Token, "one_time_token", "1")})
@@ -53,9 +64,18 @@ func TestSessions_AuthRedirect(t *testing.T) {
 		again := e.Do(testenv.Req{Path: "/api_v3/auth", Query: q("sso_token", s.Token, "one_time_token", "1")})
 		wantUsersErr(t, again, 401)
 		wantUsersErr(t, e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(c, s.Token)}), 401)
-		if res := e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(c, portal)}); res.Status != 200 || res.Data()["id"] != s.UserID {
-			t.Fatalf("portal token: %d %s", res.Status, res.Raw)
-		}
+		wantUsersErr(t, e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(c, portal)}), 401)
+		// The address without its one_time_token flag is still good once.
+		portalAuth(t, e, portal, 303)
+		portalAuth(t, e, portal, 401)
+	})
+	// The link token lives two minutes.
+	t.Run("ErrLinkExpired", func(t *testing.T) {
+		s := mustSSO(t, e, c, "200", "p5", "Pat", "Five")
+		res := e.Do(testenv.Req{Path: "/api_v3/auth", Query: q("sso_token", s.Token)})
+		loc, _ := url.Parse(res.Header.Get("Location"))
+		e.Clock.Advance(3 * time.Minute)
+		portalAuth(t, e, loc.Query().Get("sso_token"), 401)
 	})
 	// One_time_token under concurrent use: exactly one succeeds.
 	t.Run("ErrOneTimeTokenConcurrent", func(t *testing.T) {
@@ -78,6 +98,25 @@ func TestSessions_AuthRedirect(t *testing.T) {
 			wantUsersErr(t, e.Do(testenv.Req{Path: "/api_v3/auth", Query: q("sso_token", s.Token, "next", next)}), 400)
 		}
 	})
+}
+
+// portalAuth follows a sign-in address to the portal's /auth and wants
+// status: 303 (signed in, a session cookie set) or 401.
+func portalAuth(t *testing.T, e *testenv.Env, token string, status int) {
+	t.Helper()
+	// A portal page, not the API: a browser's request, outside openapi.yaml.
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := noFollow.Get(e.URL + "/auth?sso_token=" + url.QueryEscape(token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != status {
+		t.Fatalf("/auth: %d, want %d", res.StatusCode, status)
+	}
+	if status == 303 && res.Header.Get("Set-Cookie") == "" {
+		t.Fatal("/auth set no session cookie")
+	}
 }
 
 func TestSessions_Refresh(t *testing.T) {

@@ -6,6 +6,9 @@ import "context"
 const (
 	TokenAccess  = "access"
 	TokenRefresh = "refresh"
+	// TokenLink is the sign-in link GET /api_v3/auth puts in the portal
+	// address: good once, for minutes, and never as an API credential.
+	TokenLink = "link"
 )
 
 // Token is a stored access or refresh token. The token value itself is never
