@@ -6,6 +6,7 @@ package app
 
 import (
 	"golang.org/x/sync/semaphore"
+	"sync/atomic"
 
 	"context"
 	"crypto/sha256"
@@ -92,13 +93,15 @@ type Config struct {
 
 // App is the rule layer. It is safe for concurrent use.
 type App struct {
-	store   *store.Store
-	cfg     Config
-	now     func() time.Time
-	log     *slog.Logger
-	hashSem chan struct{} // bounds concurrent password hashing (64 MiB each)
-	audits  *auditWriter
-	sealKey [32]byte
+	// lastSignalSweep is when SweepCallSignals last ran (unix seconds).
+	lastSignalSweep atomic.Int64
+	store           *store.Store
+	cfg             Config
+	now             func() time.Time
+	log             *slog.Logger
+	hashSem         chan struct{} // bounds concurrent password hashing (64 MiB each)
+	audits          *auditWriter
+	sealKey         [32]byte
 
 	webhooks        *webhook.Client
 	webhookKick     chan struct{}

@@ -35,10 +35,15 @@ const (
 	// leaving gives its seat back after it.
 	CallPeerTimeout = 75 * time.Second
 	// MaxCallSignal bounds a signal's body: an SDP offer with audio, video
-	// and a screen is under 10 KB.
-	MaxCallSignal = 64 << 10
-	// callSignalTTL is how long signals are kept: they matter for seconds.
-	callSignalTTL = time.Hour
+	// and a screen is under 10 KB, a candidate under 1 KB.
+	MaxCallSignal = 16 << 10
+	// MaxQueuedCallSignals bounds what a call stores for one peer (and
+	// what one peer sends to all): a call's negotiation is an offer, an
+	// answer and some dozens of candidates, and signals live callSignalTTL.
+	MaxQueuedCallSignals = 500
+	// callSignalTTL is how long signals are kept: they matter for seconds;
+	// a page that reconnects reads what it missed within minutes.
+	callSignalTTL = 10 * time.Minute
 )
 
 // Call roles.
@@ -448,13 +453,44 @@ func (a *App) SendCallSignal(ctx context.Context, p *clinic.Principal, id int64,
 		if seq, err = q.LockCall(ctx, p.Account.ID, v.ID); err != nil {
 			return err
 		}
+		// Under the call's lock: the peer it is for is in the call, and
+		// its queue (or the sender's, to all) has room.
+		if in.To != "" {
+			to, err := q.CallPeer(ctx, p.Account.ID, v.ID, in.To)
+			if errors.Is(err, store.ErrNotFound) || err == nil && to.Left != 0 {
+				return clinic.Errorf(clinic.EConflict, "Peer %s is not in this call.", in.To)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		queued, err := q.QueuedCallSignals(ctx, p.Account.ID, v.ID, in.Peer, in.To)
+		if err != nil {
+			return err
+		}
+		if queued >= MaxQueuedCallSignals {
+			return &clinic.Error{Code: clinic.ETooMany, Message: fmt.Sprintf("This call holds %d signals for that peer already; wait until they are read.", queued), RetryAfter: 5}
+		}
 		q.AfterCommit(func() { a.publishSignal(v, seq) })
 		return q.AddCallSignal(ctx, &clinic.CallSignal{AccountID: p.Account.ID, VisitID: v.ID, Seq: seq, From: in.Peer, To: in.To, Kind: in.Kind, Body: string(in.Body), Created: now})
 	})
 	if err != nil {
-		return 0, fmt.Errorf("call signal: %w", err)
+		return 0, StoreErr("call signal", err, "")
 	}
 	return seq, nil
+}
+
+// SweepCallSignals deletes the signals older than callSignalTTL of every
+// clinic, at most once a minute (the outbox loop calls it each poll).
+func (a *App) SweepCallSignals(ctx context.Context) int {
+	now := a.Unix()
+	if last := a.lastSignalSweep.Load(); now-last < 60 || !a.lastSignalSweep.CompareAndSwap(last, now) {
+		return 0
+	}
+	if _, err := a.store.Write().SweepCallSignals(ctx, now-int64(callSignalTTL/time.Second)); err != nil && ctx.Err() == nil {
+		a.log.Error("call signals: sweep", "err", err)
+	}
+	return 0 // never a full batch: the loop waits for its next poll
 }
 
 // LeaveCall takes the caller's peer out of the call; the others are told.

@@ -56,6 +56,26 @@ func (q *Q) PruneCallSignals(ctx context.Context, accountID, visitID, before int
 	return err
 }
 
+// SweepCallSignals deletes every clinic's signals made before before: the
+// server's own upkeep (no caller's query), so it is not scoped to one
+// clinic. It returns how many went.
+func (q *Q) SweepCallSignals(ctx context.Context, before int64) (int64, error) {
+	return q.affected(ctx, "DELETE FROM call_signals WHERE created < ?", before)
+}
+
+// QueuedCallSignals counts visit's stored signals for peer to ("" counts
+// those from peer from to all).
+func (q *Q) QueuedCallSignals(ctx context.Context, accountID, visitID int64, from, to string) (int, error) {
+	var n int
+	var err error
+	if to == "" {
+		err = q.queryRow(ctx, "SELECT COUNT(*) FROM call_signals WHERE account_id = ? AND visit_id = ? AND from_peer = ? AND to_peer = ''", []any{accountID, visitID, from}, &n)
+	} else {
+		err = q.queryRow(ctx, "SELECT COUNT(*) FROM call_signals WHERE account_id = ? AND visit_id = ? AND to_peer = ?", []any{accountID, visitID, to}, &n)
+	}
+	return n, err
+}
+
 // AddCallPeer stores a peer that joins.
 func (q *Q) AddCallPeer(ctx context.Context, c *clinic.CallPeer) error {
 	_, err := q.exec(ctx, "INSERT INTO call_peers (account_id, visit_id, peer, user_id, name, role, joined, seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

@@ -555,3 +555,74 @@ func TestCall_OnePeerPerPerson(t *testing.T) {
 		t.Fatalf("the call's peers: %+v, %v", peers, err)
 	}
 }
+
+// TestCall_SignalBounds: what one participant can store in a call is
+// bounded. A signal is at most app.MaxCallSignal bytes; one to a peer
+// that is not in the call is refused; a peer's queue holds at most
+// app.MaxQueuedCallSignals (then 429 with Retry-After); the call's
+// signals go when the visit ends, and the sweep takes old ones.
+func TestCall_SignalBounds(t *testing.T) {
+	f := newFixture(t)
+	f.accept(t)
+	pat, prov := newBrowser(t, f.e), newBrowser(t, f.e)
+	f.redirectLogin(t, pat, f.p1Token, "/visits", nil)
+	f.redirectLogin(t, prov, f.providerToken, "/visits", nil)
+	_, pj := pat.join(t, f)
+	_, vj := prov.join(t, f)
+	if pj.Peer == "" || vj.Peer == "" {
+		t.Fatal("joins failed")
+	}
+	base := f.visitPath() + "/call"
+	signal := func(b *browser, from, to, data string) *page {
+		return b.postJSON(base+"/signal", `{"peer":"`+from+`","to":"`+to+`","type":"candidate","data":"`+data+`"}`)
+	}
+	count := func(where string, args ...any) int {
+		var n int
+		if err := f.e.Store.DB().QueryRow(f.e.Store.Rebind("SELECT COUNT(*) FROM call_signals WHERE visit_id = ?"+where), append([]any{f.visitID}, args...)...).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	stored := func() int { return count("") }
+	if pg := signal(pat, pj.Peer, vj.Peer, strings.Repeat("a", 60<<10)); pg.Status != 413 {
+		t.Errorf("a 60 KiB signal: %d", pg.Status)
+	}
+	if pg := signal(pat, pj.Peer, vj.Peer, strings.Repeat("a", app.MaxCallSignal-100)); pg.Status != 200 {
+		t.Errorf("a signal of almost the bound: %d %s", pg.Status, pg.Body)
+	}
+	if pg := signal(pat, pj.Peer, "no-such-peer", "x"); pg.Status != 409 || !strings.Contains(pg.Body, "not in this call") {
+		t.Errorf("a signal to a peer not in the call: %d %s", pg.Status, pg.Body)
+	}
+	for i := count(" AND to_peer = ?", vj.Peer); i < app.MaxQueuedCallSignals; i++ {
+		if pg := signal(pat, pj.Peer, vj.Peer, "c"); pg.Status != 200 {
+			t.Fatalf("signal %d: %d %s", i, pg.Status, pg.Body)
+		}
+	}
+	pg := signal(pat, pj.Peer, vj.Peer, "c")
+	if pg.Status != 429 || pg.Header.Get("Retry-After") == "" {
+		t.Fatalf("a signal past the queue's bound: %d %s (Retry-After %q)", pg.Status, pg.Body, pg.Header.Get("Retry-After"))
+	}
+	if n := count(" AND to_peer = ?", vj.Peer); n != app.MaxQueuedCallSignals {
+		t.Errorf("stored for the provider: %d", n)
+	}
+	// The other direction has its own queue.
+	if pg := signal(prov, vj.Peer, pj.Peer, "c"); pg.Status != 200 {
+		t.Errorf("the provider's signal to the patient: %d %s", pg.Status, pg.Body)
+	}
+	// The sweep takes signals older than their lifetime.
+	f.e.Clock.Advance(11 * time.Minute)
+	f.e.App.SweepCallSignals(context.Background())
+	if n := stored(); n != 0 {
+		t.Errorf("after the sweep: %d signals", n)
+	}
+	// The end of the visit takes the rest.
+	if pg := signal(prov, vj.Peer, pj.Peer, "c"); pg.Status != 200 {
+		t.Fatalf("signal: %d %s", pg.Status, pg.Body)
+	}
+	if pg := prov.postJSON(base+"/end", "{}"); pg.Status != 200 {
+		t.Fatalf("end: %d %s", pg.Status, pg.Body)
+	}
+	if n := stored(); n != 0 {
+		t.Errorf("after the visit ended: %d signals", n)
+	}
+}
