@@ -200,6 +200,7 @@ var noPrincipal = map[string]string{
 	"Now":                "the app's clock",
 	"BaseURL":            "the server's public address",
 	"ChainAudits":        "the background worker's pass over every clinic",
+	"SignInLinkUser":     "the sign-in link's token is the credential, as PortalSession's",
 	"SweepCallSignals":   "the background worker's upkeep of every clinic's calls",
 	"ReferenceLists":     "public code lists",
 	"LiveKitRoom":        "names a room; JoinCall checks who joins it",

@@ -53,6 +53,18 @@ func (a *App) PortalSession(ctx context.Context, requestID, token string, oneTim
 	return s, err
 }
 
+// SignInLinkUser is the user a sign-in link's token names, checked as
+// PortalSession checks it but not consumed: the portal asks a browser that
+// is signed in as someone else before it switches (a link from another
+// site must not swap the session silently). The token is the credential.
+func (a *App) SignInLinkUser(ctx context.Context, requestID, token string) (*clinic.User, error) {
+	p, _, _, err := a.linkPrincipal(ctx, requestID, token)
+	if err != nil {
+		return nil, err
+	}
+	return p.User, nil
+}
+
 // exchangeToken checks an access token, issues a new one of the same
 // login (consuming the old one when revoke is set) and audits the portal
 // sign-in.

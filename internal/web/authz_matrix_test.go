@@ -39,14 +39,15 @@ func portalMatrix() map[string]string {
 		// Public: the sign-in pages, the clinic's and its rooms' pages, the
 		// redirect login (its one-time token is the credential) and a
 		// guest's join.
-		"GET /auth":                                "AAAAAAAAA",
-		"GET /signin":                              "AAAAAAAAA",
-		"GET /admin/signin":                        "AAAAAAAAA",
-		"GET /docs":                                "AAAAAAAAA",
-		"GET /lang/{tag}":                          "AAAAAAAAA",
-		"GET /i18n/{file}":                         "AAAAAAAAA",
-		"GET /u/{account_code}":                    "AAAAAAAAA",
-		"GET /c/{account_code}/{room_code}":        "AAAAAAAAA",
+		"GET /auth":                         "AAAAAAAAA",
+		"POST /auth":                        "AAAAAAAAA",
+		"GET /signin":                       "AAAAAAAAA",
+		"GET /admin/signin":                 "AAAAAAAAA",
+		"GET /docs":                         "AAAAAAAAA",
+		"GET /lang/{tag}":                   "AAAAAAAAA",
+		"GET /i18n/{file}":                  "AAAAAAAAA",
+		"GET /u/{account_code}":             "AAAAAAAAA",
+		"GET /c/{account_code}/{room_code}": "AAAAAAAAA",
 		"POST /c/{account_code}/{room_code}/guest": "AAAAAAAAA",
 		// A sign-in with no credentials in the form is refused whoever sends it.
 		"POST /signin":       "RRRRRRRRR",

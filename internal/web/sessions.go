@@ -89,8 +89,15 @@ func (s *Server) accountPrincipal(r *http.Request, code string) (*clinic.Princip
 // auth is GET /auth?sso_token=…&next=…: the end of the spec's redirect
 // login. The token in the address is exchanged for the session's own
 // (app.PortalSession), and the browser goes to next, a path on this site.
+// A browser signed in as someone else is asked first (a link from another
+// site must not swap a provider's session for a patient's unseen): the
+// page's form sends the same link by POST /auth, which a cross-site form
+// cannot (the guard), and which switches.
 func (s *Server) auth(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
+	if r.Method == http.MethodPost {
+		q = r.PostForm
+	}
 	next := q.Get("next")
 	if next == "" {
 		next = "/visits"
@@ -98,12 +105,27 @@ func (s *Server) auth(w http.ResponseWriter, r *http.Request) error {
 	if !app.LocalPath(next) {
 		return clinic.Errorf(clinic.EInvalid, "This sign-in link sends you to another site, so it was not followed. Ask the site that sent you for a new link.")
 	}
-	sess, err := s.app.PortalSession(r.Context(), edge.RequestID(r.Context()), q.Get("sso_token"), q.Get("one_time_token") == "1")
-	if err != nil {
+	linkErr := func(err error) error {
 		if clinic.ErrorCode(err) == clinic.EUnauthenticated {
 			return clinic.Errorf(clinic.EUnauthenticated, "This sign-in link has expired or was used already. Go back to the site that sent you and open it again.")
 		}
 		return err
+	}
+	token := q.Get("sso_token")
+	if cur, err := s.principal(r); err == nil && r.Method == http.MethodGet {
+		u, err := s.app.SignInLinkUser(r.Context(), edge.RequestID(r.Context()), token)
+		if err != nil {
+			return linkErr(err)
+		}
+		if u.ID != cur.User.ID {
+			s.render(w, r, http.StatusOK, "switch", switchPage{Current: cur.User.FullName(), Other: u.FullName(), Stay: homeOf(cur),
+				Token: token, Next: next, OneTime: q.Get("one_time_token"), NoNav: q.Get("disable_navigation")})
+			return nil
+		}
+	}
+	sess, err := s.app.PortalSession(r.Context(), edge.RequestID(r.Context()), token, q.Get("one_time_token") == "1")
+	if err != nil {
+		return linkErr(err)
 	}
 	s.setCookie(w, s.sessionCookie(), sess.Token, s.cfg.SessionMax)
 	if q.Get("disable_navigation") == "1" {
@@ -113,6 +135,25 @@ func (s *Server) auth(w http.ResponseWriter, r *http.Request) error {
 	}
 	http.Redirect(w, r, next, http.StatusSeeOther)
 	return nil
+}
+
+// switchPage asks a browser signed in as Current whether to sign in as
+// Other, the user of the link it opened.
+type switchPage struct {
+	Current, Other, Stay        string
+	Token, Next, OneTime, NoNav string
+}
+
+// homeOf is where p's pages start: the administration, the dashboard or
+// the visits.
+func homeOf(p *clinic.Principal) string {
+	switch {
+	case p.IsAdmin():
+		return "/admin"
+	case p.User.Type == clinic.UserProvider:
+		return "/providers/dashboard"
+	}
+	return "/visits"
 }
 
 type signinPage struct {

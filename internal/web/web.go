@@ -109,6 +109,7 @@ func New(a *app.App, log *slog.Logger, cfg Config, next http.Handler) (*Server, 
 // routes is the portal's table of contents.
 func (s *Server) routes() {
 	s.page("GET /auth", s.auth)
+	s.page("POST /auth", s.auth)
 	s.page("GET /signin", s.signinForm)
 	s.page("POST /signin", s.signin)
 	s.page("POST /signout", s.signout)

@@ -646,3 +646,42 @@ func TestPortal_Dashboard(t *testing.T) {
 		}
 	})
 }
+
+// TestPortal_AuthAsksBeforeSwitching: a sign-in link of another user,
+// opened by a browser that holds a provider's session (a link from
+// another site, say), does not replace the session: the page names both
+// people and switches only by its own form, which another site cannot
+// send. A link of the same user signs in as before.
+func TestPortal_AuthAsksBeforeSwitching(t *testing.T) {
+	f := newFixture(t)
+	prov := newBrowser(t, f.e)
+	f.redirectLogin(t, prov, f.providerToken, "/providers/dashboard", nil)
+	pg := prov.get("/auth?sso_token=" + url.QueryEscape(f.p2Token) + "&next=%2Fvisits")
+	if pg.Status != 200 || !strings.Contains(pg.Body, "Switch account?") || !strings.Contains(pg.Body, "signed in as Grace Hopper") ||
+		!strings.Contains(pg.Body, "signs in as Mallory Other") || !strings.Contains(pg.Body, `<a href="/providers/dashboard">Stay signed in as Grace Hopper</a>`) {
+		t.Fatalf("another user's link: %d %s", pg.Status, pg.Body)
+	}
+	if d := prov.get("/providers/dashboard"); d.Status != 200 {
+		t.Fatalf("the provider's session after the link: %d", d.Status)
+	}
+	form := url.Values{"sso_token": {f.p2Token}, "next": {"/visits"}}
+	if pg := prov.do("POST", "/auth", form, map[string]string{"Sec-Fetch-Site": "cross-site"}); pg.Status != 403 {
+		t.Fatalf("the switch posted from another site: %d", pg.Status)
+	}
+	if d := prov.get("/providers/dashboard"); d.Status != 200 {
+		t.Fatalf("the provider's session after a cross-site post: %d", d.Status)
+	}
+	if pg := prov.post("/auth", form); pg.Status != 303 || pg.Location != "/visits" {
+		t.Fatalf("the switch: %d %s", pg.Status, pg.Location)
+	}
+	if v := prov.get("/visits"); v.Status != 200 || !strings.Contains(v.Body, "Your visits") {
+		t.Fatalf("after the switch: %d", v.Status)
+	}
+	if d := prov.get("/providers/dashboard"); d.Status == 200 {
+		t.Fatal("the dashboard still answers after switching to the patient")
+	}
+	// The same user's link: no question.
+	if pg := prov.get("/auth?sso_token=" + url.QueryEscape(f.p2Token) + "&next=%2Fvisits"); pg.Status != 303 {
+		t.Fatalf("the same user's link: %d", pg.Status)
+	}
+}
