@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"teleclinic/internal/mail"
+	"teleclinic/internal/media"
 	"teleclinic/internal/metrics"
 	"teleclinic/internal/push"
 )
@@ -65,6 +66,7 @@ type config struct {
 	// TURN servers' shared secret.
 	STUNURLs, TURNURLs, TURNSecret string
 	TURNRelayOnly                  bool
+	TURNTTL                        time.Duration
 	// LiveKit, when its URL is set, carries calls instead of the
 	// peer-to-peer mesh.
 	LiveKitURL, LiveKitAPIKey, LiveKitAPISecret string
@@ -122,6 +124,7 @@ func serveFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.STUNURLs, "stun-url", "", "video calls: STUN server URLs, comma-separated (stun:host:3478)")
 	fs.StringVar(&c.TURNURLs, "turn-url", "", "video calls: TURN server URLs, comma-separated (turn:host:3478?transport=udp, turns:host:5349)")
 	fs.StringVar(&c.TURNSecret, "turn-secret", "", "video calls: the TURN servers' static-auth-secret (coturn use-auth-secret); prefer TELECLINIC_TURN_SECRET")
+	fs.DurationVar(&c.TURNTTL, "turn-ttl", media.DefaultTURNTTL, "video calls: how long a TURN credential works (a relayed call lasts at most this long; at most 12h)")
 	fs.BoolVar(&c.TURNRelayOnly, "turn-relay-only", false, "video calls: connect through the TURN servers only, so no participant learns another's network address")
 	fs.StringVar(&c.LiveKitURL, "livekit-url", "", "video calls through a LiveKit server (wss://host) instead of peer to peer; needs the two flags below")
 	fs.StringVar(&c.LiveKitAPIKey, "livekit-api-key", "", "video calls: the LiveKit server's API key")
@@ -164,6 +167,9 @@ func (c *config) validate() error {
 	}
 	if (c.TURNURLs == "") != (c.TURNSecret == "") {
 		return errors.New("--turn-url and --turn-secret go together: the TURN servers' credentials are made with the secret")
+	}
+	if c.TURNTTL != 0 && (c.TURNTTL < time.Minute || c.TURNTTL > 12*time.Hour) {
+		return errors.New("--turn-ttl must be between 1m and 12h")
 	}
 	if c.TURNRelayOnly && c.TURNURLs == "" {
 		return errors.New("--turn-relay-only needs --turn-url: a relay-only call connects through TURN")

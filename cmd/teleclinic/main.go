@@ -162,7 +162,7 @@ func open(ctx context.Context, c *config, stderr io.Writer) (*app.App, *slog.Log
 		MaxImagePixels: c.MaxPixels, EligibilityWindow: c.EligibilityWindow,
 		ResizeMemory: c.ResizeMemory, LoginAttempts: c.LoginAttempts, AddressAttempts: c.AddressAttempts, ThrottleWindow: c.AttemptWindow, Reference: ref, Metrics: c.Metrics,
 		Webhooks: app.WebhookConfig{RetryInterval: c.WebhookRetryInterval, Timeout: c.WebhookTimeout, AllowPrivate: c.WebhookAllowPrivate},
-		ICE:      media.Config{STUN: urlList(c.STUNURLs), TURN: urlList(c.TURNURLs), Secret: c.TURNSecret, RelayOnly: c.TURNRelayOnly},
+		ICE:      media.Config{STUN: urlList(c.STUNURLs), TURN: urlList(c.TURNURLs), Secret: c.TURNSecret, RelayOnly: c.TURNRelayOnly, TTL: c.TURNTTL},
 		LiveKit:  media.LiveKit{URL: c.LiveKitURL, Key: c.LiveKitAPIKey, Secret: c.LiveKitAPISecret},
 	}, time.Now, log)
 	if err != nil {

@@ -37,6 +37,13 @@ const (
 	// MaxCallSignal bounds a signal's body: an SDP offer with audio, video
 	// and a screen is under 10 KB, a candidate under 1 KB.
 	MaxCallSignal = 16 << 10
+	// maxJoinsPerVisit and maxJoinsPerAddress bound the joins, each with
+	// a TURN credential, in the throttle's window (15 minutes by
+	// default): a visit's participants join a few times each, reloads
+	// and dropped networks included; one address serves a family or a
+	// clinic's front desk.
+	maxJoinsPerVisit   = 40
+	maxJoinsPerAddress = 100
 	// MaxQueuedCallSignals bounds what a call stores for one peer (and
 	// what one peer sends to all): a call's negotiation is an offer, an
 	// answer and some dozens of candidates, and signals live callSignalTTL.
@@ -261,6 +268,23 @@ func (a *App) JoinCall(ctx context.Context, p *clinic.Principal, id int64) (*Cal
 	}
 	if err := a.callOpen(ctx, v, role); err != nil {
 		return nil, err
+	}
+	// A call, and the TURN relay its join hands out, is for a visit a
+	// provider has taken (accepted, booked with them, or in): a waiting
+	// walk-in, an anonymous guest's above all, gets neither.
+	if role != CallProvider && v.ProviderID == 0 {
+		return nil, clinic.Errorf(clinic.EConflict, "No provider has taken visit %d yet: its call opens when one does. Keep this page open.", v.ID)
+	}
+	if a.cfg.ICE.HasTURN() && !a.cfg.LiveKit.Enabled() {
+		// Each join hands out a relay credential: joins are counted per
+		// visit and per client address in the throttle's window.
+		keys := []throttleKey{{p.Account.ID, "turn:visit:" + i64s(v.ID), maxJoinsPerVisit}}
+		if p.ClientAddr != "" {
+			keys = append(keys, throttleKey{0, "turn:addr:" + p.ClientAddr, maxJoinsPerAddress})
+		}
+		if _, err := a.countAttempt(ctx, keys); err != nil {
+			return nil, err
+		}
 	}
 	if role == CallProvider && v.Status != clinic.VisitInProgress {
 		d, err := a.MoveVisit(ctx, p, v.ID, ActInProgress, MoveInput{})

@@ -26,14 +26,22 @@ type Config struct {
 	// (coturn's use-auth-secret with static-auth-secret).
 	TURN   []string
 	Secret string
-	// TTL is how long a TURN credential works (default 12 hours: a visit
-	// is shorter, and a relay is refreshed with the same credential).
+	// TTL is how long a TURN credential works (default DefaultTURNTTL): a
+	// relay is refreshed with the same credential, so it bounds how long
+	// a relayed call lasts, and how long a credential that leaks is good.
 	TTL time.Duration
 	// RelayOnly makes calls connect through TURN only: no participant
 	// learns another's network address (a patient's home IP, say), at
 	// the relay's cost.
 	RelayOnly bool
 }
+
+// DefaultTURNTTL is a TURN credential's default life: longer than a visit's
+// call, short enough that one taken from a page is soon worthless.
+const DefaultTURNTTL = 2 * time.Hour
+
+// HasTURN says the deployment hands out TURN credentials.
+func (c Config) HasTURN() bool { return len(c.TURN) > 0 && c.Secret != "" }
 
 // Policy is RTCConfiguration.iceTransportPolicy: "relay" or "all".
 func (c Config) Policy() string {
@@ -53,7 +61,7 @@ func (c Config) Servers(user string, now time.Time) []ICEServer {
 	if len(c.TURN) > 0 && c.Secret != "" {
 		ttl := c.TTL
 		if ttl <= 0 {
-			ttl = 12 * time.Hour
+			ttl = DefaultTURNTTL
 		}
 		name, pass := TURNCredential(c.Secret, user, now.Add(ttl))
 		out = append(out, ICEServer{URLs: c.TURN, Username: name, Credential: pass})

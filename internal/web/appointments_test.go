@@ -239,7 +239,7 @@ func (s *apptScript) callOpens(t *testing.T) {
 	if pg := s.pat.get("/visits/start/" + itoa(s.visit)); strings.Contains(pg.Body, `id="call-join" disabled`) {
 		t.Errorf("Join is still disabled when the call opens")
 	}
-	if pg, _ := s.pat.join(t, s.f); pg.Status != 200 {
+	if pg := s.pat.postJSON("/visits/start/"+itoa(s.visit)+"/call/join", "{}"); pg.Status != 200 {
 		t.Fatalf("join when the call opens: %d %s", pg.Status, pg.Body)
 	}
 }

@@ -125,10 +125,14 @@ func nextSignal(t *testing.T, st *testenv.Stream) (testenv.Event, signal) {
 }
 
 // The room's provider sees the waiting e-consult but is not in its call
-// until they accept it.
+// until they accept it; nor is the patient, who gets no TURN credential
+// before a provider has taken the visit.
 func (c *callScript) providerBeforeAccepting(t *testing.T) {
 	if pg, _ := c.prov.join(t, c.f); pg.Status != 403 || !strings.Contains(pg.Body, `"code"`) {
 		t.Fatalf("provider before accepting: %d %s", pg.Status, pg.Body)
+	}
+	if pg, _ := c.pat.join(t, c.f); pg.Status != 409 || !strings.Contains(pg.Body, "No provider has taken") || strings.Contains(pg.Body, "turn:") {
+		t.Fatalf("patient before a provider took the visit: %d %s", pg.Status, pg.Body)
 	}
 	c.f.accept(t)
 }
@@ -142,7 +146,7 @@ func (c *callScript) patientJoins(t *testing.T) {
 	}
 	c.pj = pj
 	user := c.f.user(t, c.f.p1Token).User.SvcID
-	name, pass := media.TURNCredential("north", user, c.f.e.Clock.Now().Add(12*time.Hour))
+	name, pass := media.TURNCredential("north", user, c.f.e.Clock.Now().Add(media.DefaultTURNTTL)) // two hours
 	type join struct {
 		Mode, Role, Policy string
 		Peers              int
@@ -624,5 +628,53 @@ func TestCall_SignalBounds(t *testing.T) {
 	}
 	if n := stored(); n != 0 {
 		t.Errorf("after the visit ended: %d signals", n)
+	}
+}
+
+// TestCall_TURNThrottled: each join hands out a TURN credential, so joins
+// are counted per visit and per client address in the throttle's window:
+// past the bound a join is 429 with Retry-After, and gives no credential.
+func TestCall_TURNThrottled(t *testing.T) {
+	ice := media.Config{TURN: []string{"turn:turn.example:3478"}, Secret: "north"}
+	f := newFixture(t, testenv.Options{Config: func(c *app.Config) { c.ICE = ice }})
+	f.accept(t)
+	pat := newBrowser(t, f.e)
+	f.redirectLogin(t, pat, f.p1Token, "/visits", nil)
+	join := func(visit int64) *page { return pat.postJSON("/visits/start/"+itoa(visit)+"/call/join", "{}") }
+	for i := range 40 {
+		if pg := join(f.visitID); pg.Status != 200 || !strings.Contains(pg.Body, "turn:turn.example") {
+			t.Fatalf("join %d: %d %s", i+1, pg.Status, pg.Body)
+		}
+	}
+	pg := join(f.visitID)
+	if pg.Status != 429 || pg.Header.Get("Retry-After") == "" || strings.Contains(pg.Body, "turn:") {
+		t.Fatalf("join 41 of one visit: %d %s (Retry-After %q)", pg.Status, pg.Body, pg.Header.Get("Retry-After"))
+	}
+	// One address, other visits: 100 joins in the window, then 429.
+	bg := context.Background()
+	joined := 41 // the refused one counted too
+	for joined < 100 {
+		v := f.walkin(t, f.p1Token, "Another")
+		if _, err := f.e.App.MoveVisit(bg, f.user(t, f.providerToken), v, app.ActAccept, app.MoveInput{}); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 30 && joined < 100; i++ {
+			if pg := join(v); pg.Status != 200 {
+				t.Fatalf("join %d from the address: %d %s", joined+1, pg.Status, pg.Body)
+			}
+			joined++
+		}
+	}
+	v := f.walkin(t, f.p1Token, "One more")
+	if _, err := f.e.App.MoveVisit(bg, f.user(t, f.providerToken), v, app.ActAccept, app.MoveInput{}); err != nil {
+		t.Fatal(err)
+	}
+	if pg := join(v); pg.Status != 429 {
+		t.Fatalf("join 101 from one address: %d %s", pg.Status, pg.Body)
+	}
+	// The window passes.
+	f.e.Clock.Advance(16 * time.Minute)
+	if pg := join(v); pg.Status != 200 {
+		t.Fatalf("a join after the window: %d %s", pg.Status, pg.Body)
 	}
 }
