@@ -170,9 +170,20 @@ func (a *App) linkPrincipal(ctx context.Context, requestID, token string) (p *cl
 // user with a user token's idle and absolute lifetimes (and no refresh
 // token). Its principal is CredAdminSession: the admin in the portal. The
 // API's admin-only routes still take only the admin token itself.
-func (a *App) AdminSignIn(ctx context.Context, requestID, accountCode, adminToken string) (*Session, error) {
-	p, err := a.Authenticate(ctx, Credentials{AccountCode: accountCode, APIToken: adminToken, RequestID: requestID}, NeedAdmin)
+//
+// Failed sign-ins are counted per clinic code (known or not) and per
+// client address, as password logins are: past --login-attempts or
+// --address-attempts in the window, 429.
+func (a *App) AdminSignIn(ctx context.Context, requestID, clientAddr, accountCode, adminToken string) (*Session, error) {
+	keys := a.attemptKeys(&clinic.Principal{ClientAddr: clientAddr}, "admin-signin:"+strings.ToLower(strings.TrimSpace(accountCode)), "")
+	if err := a.checkFailures(ctx, keys); err != nil {
+		return nil, err
+	}
+	p, err := a.Authenticate(ctx, Credentials{AccountCode: accountCode, APIToken: adminToken, RequestID: requestID, ClientAddr: clientAddr}, NeedAdmin)
 	if err != nil {
+		if clinic.ErrorCode(err) == clinic.EUnauthenticated {
+			a.failedAttempt(ctx, keys)
+		}
 		return nil, err
 	}
 	if p.Kind != clinic.CredAdminToken {

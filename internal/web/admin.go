@@ -27,10 +27,10 @@ func (s *Server) adminSigninForm(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) adminSignin(w http.ResponseWriter, r *http.Request) error {
 	in := adminSigninPage{Clinic: strings.TrimSpace(r.PostFormValue("clinic"))}
-	sess, err := s.app.AdminSignIn(r.Context(), edge.RequestID(r.Context()), in.Clinic, strings.TrimSpace(r.PostFormValue("token")))
+	sess, err := s.app.AdminSignIn(r.Context(), edge.RequestID(r.Context()), edge.ClientAddr(r), in.Clinic, strings.TrimSpace(r.PostFormValue("token")))
 	if err != nil {
 		if clinic.ErrorCode(err) != clinic.EUnauthenticated {
-			return err
+			return err // a throttled sign-in is 429 with Retry-After
 		}
 		in.Error = "That clinic code and admin token do not match. Check both (the admin token was shown when the clinic was created or last rotated) and try again."
 		s.render(w, r, http.StatusUnauthorized, "adminsignin", in)

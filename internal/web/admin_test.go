@@ -354,3 +354,24 @@ func TestPortal_PageStreams(t *testing.T) {
 		t.Fatalf("after sign-out: %q", e)
 	}
 }
+
+// TestPortal_AdminSigninThrottled: wrong admin tokens are counted per
+// clinic code and per address, as password logins are; past the bound
+// even the right token waits (429, Retry-After) until the window passes.
+func TestPortal_AdminSigninThrottled(t *testing.T) {
+	f := newFixture(t)
+	b := newBrowser(t, f.e)
+	wrong := url.Values{"clinic": {"acme"}, "token": {"not-the-token"}}
+	for i := range 10 {
+		if pg := b.post("/admin/signin", wrong); pg.Status != 401 {
+			t.Fatalf("wrong token %d: %d", i+1, pg.Status)
+		}
+	}
+	for _, form := range []url.Values{wrong, {"clinic": {"acme"}, "token": {f.clinic.AdminToken}}} {
+		if pg := b.post("/admin/signin", form); pg.Status != 429 || pg.Header.Get("Retry-After") == "" {
+			t.Fatalf("after 10 wrong tokens: %d (Retry-After %q)", pg.Status, pg.Header.Get("Retry-After"))
+		}
+	}
+	f.e.Clock.Advance(16 * time.Minute)
+	f.adminSignIn(t, b)
+}
