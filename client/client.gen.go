@@ -10845,10 +10845,11 @@ type ClientInterface interface {
 	//
 	// Written by client_golang (so with the Go runtime's `go_*`, the process's `process_*` and `go_build_info`): request counts and durations by route and status, outbox delivery attempts by
 	// topic and outcome, the outbox backlog, the audit journal's backlog and refused
-	// flushes (SQLite), and database pool waits. Behind the admin
-	// token of any clinic; `--metrics-addr` serves the same (and pprof) without a token on
-	// a separate, private listener. The figures cover the whole server, never a clinic's
-	// data.
+	// flushes (SQLite), and database pool waits. The figures cover the whole server,
+	// so they take the server operator's token (`--metrics-token`, as
+	// `Authorization: Bearer …`), never a clinic's credential; without one set, this
+	// address answers 404. `--metrics-addr` serves the same (and pprof) without a token
+	// on a separate, private listener.
 	//
 	// Corresponds with GET /metrics (the `GetMetrics` operationId).
 	GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -15348,10 +15349,11 @@ func (c *Client) GetHealthz(ctx context.Context, reqEditors ...RequestEditorFn) 
 //
 // Written by client_golang (so with the Go runtime's `go_*`, the process's `process_*` and `go_build_info`): request counts and durations by route and status, outbox delivery attempts by
 // topic and outcome, the outbox backlog, the audit journal's backlog and refused
-// flushes (SQLite), and database pool waits. Behind the admin
-// token of any clinic; `--metrics-addr` serves the same (and pprof) without a token on
-// a separate, private listener. The figures cover the whole server, never a clinic's
-// data.
+// flushes (SQLite), and database pool waits. The figures cover the whole server,
+// so they take the server operator's token (`--metrics-token`, as
+// `Authorization: Bearer …`), never a clinic's credential; without one set, this
+// address answers 404. `--metrics-addr` serves the same (and pprof) without a token
+// on a separate, private listener.
 //
 // Corresponds with GET /metrics (the `GetMetrics` operationId).
 func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -26269,10 +26271,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// Written by client_golang (so with the Go runtime's `go_*`, the process's `process_*` and `go_build_info`): request counts and durations by route and status, outbox delivery attempts by
 	// topic and outcome, the outbox backlog, the audit journal's backlog and refused
-	// flushes (SQLite), and database pool waits. Behind the admin
-	// token of any clinic; `--metrics-addr` serves the same (and pprof) without a token on
-	// a separate, private listener. The figures cover the whole server, never a clinic's
-	// data.
+	// flushes (SQLite), and database pool waits. The figures cover the whole server,
+	// so they take the server operator's token (`--metrics-token`, as
+	// `Authorization: Bearer …`), never a clinic's credential; without one set, this
+	// address answers 404. `--metrics-addr` serves the same (and pprof) without a token
+	// on a separate, private listener.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -36211,11 +36214,18 @@ type GetMetricsResponse struct {
 	HTTPResponse *http.Response
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetMetricsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetMetricsResponse) GetJSON404() *NotFound {
+	return r.JSON404
 }
 
 // GetBody returns the raw response body bytes
@@ -40075,10 +40085,11 @@ func (c *ClientWithResponses) GetHealthzWithResponse(ctx context.Context, reqEdi
 //
 // Written by client_golang (so with the Go runtime's `go_*`, the process's `process_*` and `go_build_info`): request counts and durations by route and status, outbox delivery attempts by
 // topic and outcome, the outbox backlog, the audit journal's backlog and refused
-// flushes (SQLite), and database pool waits. Behind the admin
-// token of any clinic; `--metrics-addr` serves the same (and pprof) without a token on
-// a separate, private listener. The figures cover the whole server, never a clinic's
-// data.
+// flushes (SQLite), and database pool waits. The figures cover the whole server,
+// so they take the server operator's token (`--metrics-token`, as
+// `Authorization: Bearer …`), never a clinic's credential; without one set, this
+// address answers 404. `--metrics-addr` serves the same (and pprof) without a token
+// on a separate, private listener.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -48042,6 +48053,13 @@ func ParseGetMetricsResponse(rsp *http.Response) (*GetMetricsResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
 
 	}
 

@@ -34,6 +34,7 @@ type config struct {
 	LogFormat     string
 	LogLevel      string
 	MetricsAddr   string
+	MetricsToken  string
 	Metrics       *metrics.Registry // made by serve; not a flag
 	ServerKey     string
 	MaxBody       int64
@@ -85,7 +86,8 @@ func storeFlags(fs *flag.FlagSet, c *config) {
 func serveFlags(fs *flag.FlagSet, c *config) {
 	storeFlags(fs, c)
 	fs.StringVar(&c.Addr, "addr", ":8080", "address to listen on")
-	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "also serve /metrics (no token) and /debug/pprof/ on this address, e.g. 127.0.0.1:9090; keep it private (default: /metrics only on --addr, behind the admin token)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "also serve /metrics (no token) and /debug/pprof/ on this address, e.g. 127.0.0.1:9090; keep it private")
+	fs.StringVar(&c.MetricsToken, "metrics-token", "", "the server operator's token for GET /metrics on --addr (Authorization: Bearer …); no clinic's credential opens the metrics; empty: /metrics only on --metrics-addr. Prefer TELECLINIC_METRICS_TOKEN")
 	fs.StringVar(&c.BaseURL, "base-url", "", "public URL of this server, used in links (default: from --addr)")
 	fs.StringVar(&c.PortalURL, "portal-url", "", "patient portal address GET /auth redirects to (default: the base URL)")
 	fs.DurationVar(&c.UserTokenIdle, "user-token-idle", 30*time.Minute, "a user access token unused this long expires")

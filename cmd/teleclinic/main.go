@@ -226,7 +226,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// closing ends the event streams when shutdown begins: they would hold
 	// it for as long as their clients stay.
 	closing := make(chan struct{})
-	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: c.MaxBody, MaxUploadBytes: c.MaxUpload, MaxFileBytes: c.MaxFile, Metrics: c.Metrics, Closing: closing,
+	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: c.MaxBody, MaxUploadBytes: c.MaxUpload, MaxFileBytes: c.MaxFile, Metrics: c.Metrics, MetricsToken: c.MetricsToken, Closing: closing,
 		CORSOrigins: splitList(c.CORSOrigins)})
 	if c.MetricsAddr != "" {
 		mln, err := net.Listen("tcp", c.MetricsAddr)

@@ -63,6 +63,9 @@ var (
 	pUser = prof(allow, map[string]outcome{"none": refuse, "code only": refuse, "key and secret": refuse, "expired token": refuse, "other admin, this code": refuse})
 	// The admin token only (the other clinic's admin on its own clinic).
 	pAdmin = prof(refuse, map[string]outcome{"clinic admin": allow, "other admin, own code": allow})
+	// The server operator's token only (GET /metrics): no clinic's
+	// credential, an admin's included.
+	pOperator = prof(refuse, nil)
 	// A patient's records: the patient, the admin, the provider of their
 	// visit; anyone else is denied.
 	pRecords = with(pUser, map[string]outcome{"other patient": deny, "other provider": deny, "guest": deny, "other admin, own code": deny})
@@ -245,7 +248,7 @@ func matrix() map[string]profile {
 		"POST /api_v3/webhooks/deliveries/{id}/redeliver":               pAdminMissing,
 		"GET /openapi.yaml":                                             pPublic,
 		"GET /healthz":                                                  pPublic,
-		"GET /metrics":                                                  pAdmin,
+		"GET /metrics":                                                  pOperator,
 		"GET /fhir/R4/metadata":                                         pPublic,
 		"GET /fhir/R4/{type}":                                           pRecords,
 		"GET /fhir/R4/{type}/{id}":                                      pRecords,

@@ -20,10 +20,17 @@ func TestMetrics_Endpoint(t *testing.T) {
 	}
 	e.Do(testenv.Req{Path: "/api_v3/nothing-here", Header: acctHeaders(c), NoValidate: true})
 	wantErr(t, e.Do(testenv.Req{Path: "/metrics", Header: acctHeaders(c)}), 401, 401)
+	// A clinic's admin token describes one clinic; the metrics describe
+	// the server, and take the operator's token.
+	if res := e.Do(testenv.Req{Path: "/metrics", Header: adminHeaders(c)}); res.Status != 401 || res.Header.Get("WWW-Authenticate") == "" {
+		t.Fatalf("metrics with a clinic's admin token: %d %s", res.Status, res.Raw)
+	}
+	if res := e.Do(testenv.Req{Path: "/metrics", Header: map[string]string{"Authorization": "Bearer not-the-token"}}); res.Status != 401 {
+		t.Fatalf("metrics with a wrong operator token: %d", res.Status)
+	}
 
 	req, _ := http.NewRequest("GET", e.URL+"/metrics", nil)
-	req.Header.Set("X-AccountCode", c.Code)
-	req.Header.Set("X-ApiToken", c.AdminToken)
+	req.Header.Set("Authorization", "Bearer "+testenv.MetricsToken)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"crypto/subtle"
 	_ "embed"
 	"net/http"
+	"strings"
 
+	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
 )
 
@@ -30,11 +33,17 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request, c *call) error 
 	return ok(w, health{Status: "ok"})
 }
 
-// metrics serves the Prometheus text format behind the admin token; a
-// separate --metrics-addr listener serves MetricsHandler without one.
+// metrics serves the Prometheus text format behind the operator's
+// --metrics-token; a separate --metrics-addr listener serves
+// MetricsHandler without one.
 func (s *Server) metrics(w http.ResponseWriter, r *http.Request, c *call) error {
-	if s.cfg.Metrics == nil {
-		return clinic.Errorf(clinic.ENotFound, "Metrics are off.")
+	if s.cfg.Metrics == nil || s.cfg.MetricsToken == "" {
+		return clinic.Errorf(clinic.ENotFound, "Metrics are not served on this address: the operator sets --metrics-token, or scrapes --metrics-addr.")
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok || subtle.ConstantTimeCompare([]byte(app.HashSecret(got)), []byte(app.HashSecret(s.cfg.MetricsToken))) != 1 {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
+		return clinic.Errorf(clinic.EUnauthenticated, "Metrics take the server operator's token (--metrics-token) as Authorization: Bearer; no clinic's credential opens them.")
 	}
 	s.MetricsHandler().ServeHTTP(w, r)
 	return nil

@@ -185,5 +185,5 @@ func (s *Server) registerRoutes() {
 	// Operations.
 	s.handle("GET", "/openapi.yaml", app.NeedNone, famCode, s.openAPI)
 	s.handle("GET", "/healthz", app.NeedNone, famCode, s.healthz)
-	s.handle("GET", "/metrics", app.NeedAdmin, famCode, s.metrics)
+	s.handle("GET", "/metrics", app.NeedNone, famCode, s.metrics)
 }

@@ -31,6 +31,12 @@ type Config struct {
 	// Metrics counts requests by route and status (nil: not counted, and
 	// GET /metrics answers 404).
 	Metrics *metrics.Registry
+	// MetricsToken is the server operator's credential for GET /metrics
+	// on the API's address (serve's --metrics-token), sent as
+	// "Authorization: Bearer …". The metrics describe the whole server,
+	// so no clinic's credential opens them; without a token that route
+	// answers 404 (--metrics-addr serves them on a private listener).
+	MetricsToken string
 	// MaxSlotLists bounds how many slot-list answers (availability and the
 	// slot lists, up to 1000 slots each) are built at once; more wait their
 	// turn. Each holds a few hundred KB until it is written, so a burst of

@@ -168,6 +168,9 @@ type Options struct {
 }
 
 // Env is one running server.
+// MetricsToken is the operator's metrics token of every test server.
+const MetricsToken = "test-operator-metrics-token"
+
 type Env struct {
 	T     testing.TB
 	URL   string
@@ -247,7 +250,7 @@ func New(t testing.TB, opts ...Options) *Env {
 	}
 	reg.AddCollector(a.WriteMetrics)
 	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: o.MaxBody, MaxUploadBytes: o.MaxUpload, MaxFileBytes: o.MaxFile, Metrics: reg, KeepAlive: o.KeepAlive, Closing: closing,
-		CORSOrigins: o.CORSOrigins})
+		CORSOrigins: o.CORSOrigins, MetricsToken: MetricsToken})
 	portal, err := web.New(a, log, web.Config{SessionMax: cfg.UserTokenMax, KeepAlive: o.KeepAlive, Closing: closing, MaxFileBytes: o.MaxFile, StripeJS: o.StripeJS}, api)
 	if err != nil {
 		t.Fatalf("testenv: %v", err)

@@ -85,8 +85,7 @@ func TestPortal_Edge(t *testing.T) {
 		b.get("/signin")
 		b.get("/c/acme/main")
 		req, _ := http.NewRequest("GET", f.e.URL+"/metrics", nil)
-		req.Header.Set("X-AccountCode", "acme")
-		req.Header.Set("X-ApiToken", f.clinic.AdminToken)
+		req.Header.Set("Authorization", "Bearer "+testenv.MetricsToken)
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
