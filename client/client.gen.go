@@ -9983,7 +9983,10 @@ type ClientInterface interface {
 	// (credential kind, user id and name), what action, on which object, the
 	// outcome and when; never the content. Newest first; `limit` defaults to 50, at
 	// most 500. The user themself (`-`) and the clinic admin may read it; anyone
-	// else gets 403. Audited as `user.access_log.read`.
+	// else gets 403. On the user's own log, an access by another patient or guest
+	// (an attempt that was refused) is listed without its user id or name: one
+	// patient never learns another's; the admin's view names everyone. Audited as
+	// `user.access_log.read`.
 	//
 	// Corresponds with GET /api_v3/users/{id}/access-log (the `GetUsersByIdAccessLog` operationId).
 	GetUsersByIdAccessLog(ctx context.Context, id UserID, params *GetUsersByIdAccessLogParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -13647,7 +13650,10 @@ func (c *Client) GetUsersById(ctx context.Context, id UserID, params *GetUsersBy
 // (credential kind, user id and name), what action, on which object, the
 // outcome and when; never the content. Newest first; `limit` defaults to 50, at
 // most 500. The user themself (`-`) and the clinic admin may read it; anyone
-// else gets 403. Audited as `user.access_log.read`.
+// else gets 403. On the user's own log, an access by another patient or guest
+// (an attempt that was refused) is listed without its user id or name: one
+// patient never learns another's; the admin's view names everyone. Audited as
+// `user.access_log.read`.
 //
 // Corresponds with GET /api_v3/users/{id}/access-log (the `GetUsersByIdAccessLog` operationId).
 func (c *Client) GetUsersByIdAccessLog(ctx context.Context, id UserID, params *GetUsersByIdAccessLogParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -25351,7 +25357,10 @@ type ClientWithResponsesInterface interface {
 	// (credential kind, user id and name), what action, on which object, the
 	// outcome and when; never the content. Newest first; `limit` defaults to 50, at
 	// most 500. The user themself (`-`) and the clinic admin may read it; anyone
-	// else gets 403. Audited as `user.access_log.read`.
+	// else gets 403. On the user's own log, an access by another patient or guest
+	// (an attempt that was refused) is listed without its user id or name: one
+	// patient never learns another's; the admin's view names everyone. Audited as
+	// `user.access_log.read`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -38661,7 +38670,10 @@ func (c *ClientWithResponses) GetUsersByIdWithResponse(ctx context.Context, id U
 // (credential kind, user id and name), what action, on which object, the
 // outcome and when; never the content. Newest first; `limit` defaults to 50, at
 // most 500. The user themself (`-`) and the clinic admin may read it; anyone
-// else gets 403. Audited as `user.access_log.read`.
+// else gets 403. On the user's own log, an access by another patient or guest
+// (an attempt that was refused) is listed without its user id or name: one
+// patient never learns another's; the admin's view names everyone. Audited as
+// `user.access_log.read`.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -133,6 +133,16 @@ func (a *App) AccessLog(ctx context.Context, p *clinic.Principal, userID int64, 
 	if err := a.Audit(ctx, p, "user.access_log.read", "user", i64s(u.ID), OutcomeOK); err != nil {
 		return nil, 0, err
 	}
+	// The patient learns who of the clinic's staff read their record; a
+	// patient or guest who tried to (and was refused) is listed without
+	// a name or an id: the log must not tell one patient of another.
+	if !p.IsAdmin() {
+		for i := range list {
+			if e := &list[i]; e.ActorType != clinic.UserProvider && e.ActorType != clinic.UserAdmin {
+				e.ActorName, e.ActorUserID = "", 0
+			}
+		}
+	}
 	return list, total, nil
 }
 

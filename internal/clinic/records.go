@@ -238,6 +238,7 @@ type RoomPage struct {
 type AccessEntry struct {
 	AuditEntry
 	ActorName string // the acting user's name, "" for a credential without a user
+	ActorType int    // the acting user's type (User…), 0 for a credential without a user
 }
 
 // Visit note statuses: a draft the provider edits, then signed (locked).

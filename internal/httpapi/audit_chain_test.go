@@ -125,6 +125,11 @@ func TestAudit_AccessLog(t *testing.T) {
 		t.Fatalf("%d %s", res.Status, res.Raw)
 	}
 	e.Do(testenv.Req{Path: "/api_v3/users/" + s.pat.UserID + "/emr", Header: adminHeaders(s.c)})
+	// Another patient tries, and is refused: the attempt is listed, but
+	// not who made it.
+	if res := e.Do(testenv.Req{Path: "/api_v3/users/" + s.pat.UserID + "/emr", Header: userHeaders(s.c, s.pat2.Token)}); res.Status < 400 {
+		t.Fatalf("another patient reads the EMR: %d", res.Status)
+	}
 	log := func(who, user string) *testenv.Resp {
 		return e.Do(testenv.Req{Path: "/api_v3/users/" + user + "/access-log", Header: userHeaders(s.c, who)})
 	}
@@ -145,12 +150,27 @@ func TestAudit_AccessLog(t *testing.T) {
 	if !found || strings.Contains(string(res.Raw), "Penicillin") {
 		t.Fatalf("%s", res.Raw)
 	}
+	refused := 0
+	for _, en := range res.List() {
+		if a := en["actor"].(map[string]any); en["outcome"] != "ok" {
+			refused++
+			if a["user_id"] != "" || a["name"] != "" {
+				t.Errorf("the patient's log names another patient: %v", en)
+			}
+		}
+	}
+	if refused == 0 {
+		t.Fatalf("the refused attempt is not listed: %s", res.Raw)
+	}
+	if strings.Contains(string(res.Raw), s.pat2.UserID) {
+		t.Fatalf("the other patient's id is in the log: %s", res.Raw)
+	}
 	if n := int(res.Body["total_count"].(float64)); n != len(res.List()) {
 		t.Fatalf("total %d, %d listed", n, len(res.List()))
 	}
 	wantErr(t, log(s.pat2.Token, s.pat.UserID), 403, 403)
 	wantErr(t, log(s.doc.Token, s.pat.UserID), 403, 403)
-	if res := e.Do(testenv.Req{Path: "/api_v3/users/" + s.pat.UserID + "/access-log", Header: adminHeaders(s.c)}); res.Status != 200 {
-		t.Fatalf("admin: %d %s", res.Status, res.Raw)
+	if res := e.Do(testenv.Req{Path: "/api_v3/users/" + s.pat.UserID + "/access-log", Header: adminHeaders(s.c)}); res.Status != 200 || !strings.Contains(string(res.Raw), s.pat2.UserID) {
+		t.Fatalf("admin (who sees who tried): %d %s", res.Status, res.Raw)
 	}
 }

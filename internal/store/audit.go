@@ -341,7 +341,7 @@ func (q *Q) AccessLog(ctx context.Context, accountID, userID int64, start, limit
 		return nil, 0, err
 	}
 	rows, err := q.query(ctx, `SELECT a.id, a.actor_kind, COALESCE(a.actor_user_id, 0), a.action, a.object_type, a.object_id, a.outcome, a.created,
-		COALESCE(u.first_name || ' ' || u.last_name, '')
+		COALESCE(u.first_name || ' ' || u.last_name, ''), COALESCE(u.type, 0)
 		FROM audit a LEFT JOIN users u ON u.account_id = a.account_id AND u.id = a.actor_user_id
 		WHERE `+where+` ORDER BY a.created DESC, a.id DESC LIMIT ? OFFSET ?`, append(args, limit, start)...)
 	if err != nil {
@@ -351,7 +351,7 @@ func (q *Q) AccessLog(ctx context.Context, accountID, userID int64, start, limit
 	var out []clinic.AccessEntry
 	for rows.Next() {
 		e := clinic.AccessEntry{AuditEntry: clinic.AuditEntry{AccountID: accountID}}
-		if err := rows.Scan(&e.ID, &e.ActorKind, &e.ActorUserID, &e.Action, &e.ObjectType, &e.ObjectID, &e.Outcome, &e.Created, &e.ActorName); err != nil {
+		if err := rows.Scan(&e.ID, &e.ActorKind, &e.ActorUserID, &e.Action, &e.ObjectType, &e.ObjectID, &e.Outcome, &e.Created, &e.ActorName, &e.ActorType); err != nil {
 			return nil, 0, q.d.translate(err)
 		}
 		out = append(out, e)
