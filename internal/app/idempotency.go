@@ -61,6 +61,12 @@ func (a *App) BeginIdempotent(ctx context.Context, p *clinic.Principal, key, fin
 		case got.Status == 0:
 			return nil, nil, clinic.Errorf(clinic.EConflict, "A request with Idempotency-Key %q is still in progress; retry when it has finished.", key)
 		}
+		body, err := a.openAnswer(got)
+		if err != nil {
+			a.log.Warn("idempotency: a stored answer cannot be opened (was the server key changed?)", "account_id", got.AccountID, "err", err)
+			return nil, nil, clinic.Errorf(clinic.EConflict, "The answer stored for Idempotency-Key %q cannot be read back (the server's key has changed since); send the request with a new key.", key)
+		}
+		got.Body = body
 		return nil, got, nil
 	}
 }
@@ -73,8 +79,32 @@ func (a *App) FinishIdempotent(ctx context.Context, in *Idempotent, status int, 
 	if status >= 500 || body == nil {
 		return a.store.Write().ReleaseIdempotencyKey(context.WithoutCancel(ctx), &r)
 	}
-	r.Status, r.ContentType, r.Body = status, contentType, body
+	sealed, err := a.sealFor(body, answerAAD(&r))
+	if err != nil {
+		return fmt.Errorf("idempotency: seal: %w", err)
+	}
+	r.Status, r.ContentType, r.Body = status, contentType, []byte(sealedAnswer+sealed)
 	return a.store.Write().FinishIdempotencyKey(context.WithoutCancel(ctx), &r)
+}
+
+// A stored answer may carry a secret (an SSO's access and refresh tokens,
+// a webhook's signing secret), so it is kept sealed: AES-GCM under a key
+// derived from the server key, bound to its clinic, caller and key. A
+// replay opens it; a leaked database row does not. sealedAnswer marks it
+// (an answer stored before sealing, within the last day, is plain).
+const sealedAnswer = "sealed:v1:"
+
+func answerAAD(r *clinic.IdempotencyRecord) string {
+	return "idempotency:" + fmt.Sprint(r.AccountID) + ":" + r.Caller + ":" + r.Key
+}
+
+// openAnswer is a stored answer's body as it was sent.
+func (a *App) openAnswer(r *clinic.IdempotencyRecord) ([]byte, error) {
+	sealed, ok := strings.CutPrefix(string(r.Body), sealedAnswer)
+	if !ok {
+		return r.Body, nil
+	}
+	return a.unsealFor(sealed, answerAAD(r))
 }
 
 // idempotencyCaller names whose keys a request's are: the credential kind

@@ -49,36 +49,44 @@ func (a *App) mac(purpose string, msg string) string {
 
 // Seal encrypts an outbox payload that carries a secret (a reset link), so
 // the database never holds it in plain text.
-func (a *App) Seal(plain []byte) (string, error) {
-	block, err := aes.NewCipher(a.sealKey[:])
-	if err != nil {
-		return "", err
-	}
-	gcm, err := cipher.NewGCM(block)
+func (a *App) Seal(plain []byte) (string, error) { return a.sealFor(plain, "") }
+
+// sealFor is Seal bound to where the sealed text is kept (aad, not
+// secret): opened anywhere else it fails, so a row's sealed value cannot
+// be moved into another row.
+func (a *App) sealFor(plain []byte, aad string) (string, error) {
+	gcm, err := a.gcm()
 	if err != nil {
 		return "", err
 	}
 	nonce := make([]byte, gcm.NonceSize())
 	_, _ = rand.Read(nonce)
-	return base64.StdEncoding.EncodeToString(gcm.Seal(nonce, nonce, plain, nil)), nil
+	return base64.StdEncoding.EncodeToString(gcm.Seal(nonce, nonce, plain, []byte(aad))), nil
 }
 
-// Unseal reverses seal.
-func (a *App) Unseal(s string) ([]byte, error) {
+// unsealFor reverses sealFor with the same aad.
+func (a *App) unsealFor(s, aad string) ([]byte, error) {
 	raw, err := base64.StdEncoding.DecodeString(s)
 	if err != nil {
 		return nil, err
 	}
-	block, err := aes.NewCipher(a.sealKey[:])
-	if err != nil {
-		return nil, err
-	}
-	gcm, err := cipher.NewGCM(block)
+	gcm, err := a.gcm()
 	if err != nil {
 		return nil, err
 	}
 	if len(raw) < gcm.NonceSize() {
 		return nil, errors.New("sealed payload too short")
 	}
-	return gcm.Open(nil, raw[:gcm.NonceSize()], raw[gcm.NonceSize():], nil)
+	return gcm.Open(nil, raw[:gcm.NonceSize()], raw[gcm.NonceSize():], []byte(aad))
 }
+
+func (a *App) gcm() (cipher.AEAD, error) {
+	block, err := aes.NewCipher(a.sealKey[:])
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
+
+// Unseal reverses seal.
+func (a *App) Unseal(s string) ([]byte, error) { return a.unsealFor(s, "") }

@@ -116,6 +116,37 @@ func TestTenancy_NoSecretsAtRest(t *testing.T) {
 	r := refresh(e, c, tok["refresh_token"].(map[string]any)["token"].(string))
 	nt := r.Data()["token"].(map[string]any)
 	secrets = append(secrets, password, nt["token"].(string), nt["refresh_token"].(map[string]any)["token"].(string))
+	// Answers kept for Idempotency-Key replays carry tokens and secrets:
+	// an SSO, a refresh and the webhook's signing secret, each replayed
+	// once (the same answer) and never kept readable.
+	withKey := func(h map[string]string, key string) map[string]string {
+		out := map[string]string{"Idempotency-Key": key}
+		for k, v := range h {
+			out[k] = v
+		}
+		return out
+	}
+	sso := func() *testenv.Resp {
+		return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: withKey(ssoHeaders(c), "idem-sso"),
+			Multipart: map[string]string{"first_name": "Idem", "last_name": "Potent", "type": "200", "code": "p2"}})
+	}
+	first, again := sso(), sso()
+	it := first.Data()["token"].(map[string]any)
+	if again.Status != 200 || string(again.Raw) != string(first.Raw) {
+		t.Fatalf("the SSO's replay: %d %s", again.Status, again.Raw)
+	}
+	secrets = append(secrets, it["token"].(string), it["refresh_token"].(map[string]any)["token"].(string))
+	rr := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/tokens/refresh", Header: withKey(acctHeaders(c), "idem-refresh"),
+		Form: q("refresh_token", it["refresh_token"].(map[string]any)["token"].(string))})
+	rt := rr.Data()["token"].(map[string]any)
+	secrets = append(secrets, rt["token"].(string), rt["refresh_token"].(map[string]any)["token"].(string))
+	wh := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/account/settings", Header: withKey(adminHeaders(c), "idem-webhook"),
+		Form: q("webhook_url", "https://hooks.example.com/x", "generate_webhook_secret", "1")})
+	whSecret, _ := wh.Data()["webhook_secret"].(string)
+	if whSecret == "" {
+		t.Fatalf("webhook settings: %d %s", wh.Status, wh.Raw)
+	}
+	secrets = append(secrets, whSecret)
 	// A reset link sits in the outbox until delivered: it must be sealed.
 	e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/password/reset", Header: acctHeaders(c), Form: q("email", "s@example.com")})
 	box := &outbox{}
