@@ -4150,6 +4150,9 @@ type IdempotencyConflict = map[string]interface{}
 // IdempotencyMismatch defines model for IdempotencyMismatch.
 type IdempotencyMismatch = map[string]interface{}
 
+// IdempotencyTooMany defines model for IdempotencyTooMany.
+type IdempotencyTooMany = map[string]interface{}
+
 // Internal defines model for Internal.
 type Internal = CodeError
 
@@ -4231,7 +4234,10 @@ type PostVisitsByVisitIdMessagesParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4253,7 +4259,10 @@ type PostAccountSettingsParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4316,7 +4325,10 @@ type PostBillingCouponsParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4329,7 +4341,10 @@ type DeleteBillingCouponsByCodeParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4351,7 +4366,10 @@ type PostBillingInvoicesProcessParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4369,7 +4387,10 @@ type PostBillingInvoicesByIdRefundParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4382,7 +4403,10 @@ type PostBillingProcessorParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4405,7 +4429,10 @@ type PostBillingSourcesParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4418,7 +4445,10 @@ type DeleteBillingSourcesByIdParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4437,7 +4467,10 @@ type PutBillingSourcesByIdParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4458,7 +4491,10 @@ type PostEndpointsParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4471,7 +4507,10 @@ type DeleteEndpointsByIdParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4498,7 +4537,10 @@ type PostFilesParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4518,7 +4560,10 @@ type DeleteFilesByIdParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4531,7 +4576,10 @@ type PostFilesByIdParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4544,7 +4592,10 @@ type PostHealthParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4595,7 +4646,10 @@ type PostIntakesParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4616,7 +4670,10 @@ type PostIntakesByIdParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4634,7 +4691,10 @@ type PostMeParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4655,7 +4715,10 @@ type PostNotificationsBadgeParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4668,7 +4731,10 @@ type PutNotificationsByIdParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4704,7 +4770,10 @@ type PostRoomsParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4717,7 +4786,10 @@ type DeleteRoomsByCodeParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4730,7 +4802,10 @@ type PutRoomsByCodeParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4762,7 +4837,10 @@ type PostSlotsParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4775,7 +4853,10 @@ type DeleteSlotsGroupsByGroupIdParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4788,7 +4869,10 @@ type DeleteSlotsByIdParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4801,7 +4885,10 @@ type PostTokensRefreshParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4850,7 +4937,10 @@ type PostUsersActivateParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4863,7 +4953,10 @@ type PostUsersActivateRequestParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4876,7 +4969,10 @@ type PostUsersInviteParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4889,7 +4985,10 @@ type PostUsersLoginParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4907,7 +5006,10 @@ type PostUsersLogoutParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4920,7 +5022,10 @@ type PostUsersPasswordResetParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4933,7 +5038,10 @@ type PostUsersPasswordResetConfirmParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4948,7 +5056,10 @@ type PostUsersSsoParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4964,7 +5075,10 @@ type PostUsersTokenRefreshParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -4989,7 +5103,10 @@ type PostUsersByIdEmrByNameParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5005,7 +5122,10 @@ type PostUsersByIdErxPharmaciesParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5018,7 +5138,10 @@ type DeleteUsersByIdErxPharmaciesByCodeParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5039,7 +5162,10 @@ type PostUsersByIdErxPrescriptionsParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5052,7 +5178,10 @@ type PostUsersByIdErxPrescriptionsByRxIdDiscontinueParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5065,7 +5194,10 @@ type PostUsersByIdRoomsParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5078,7 +5210,10 @@ type DeleteUsersByIdRoomsByRoomCodeParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5091,7 +5226,10 @@ type PostUsersByUserIdDevicesParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5112,7 +5250,10 @@ type PostUsersByUserIdInsurancesImportParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5125,7 +5266,10 @@ type PostUsersByUserIdInsurancesPrimaryEligibilityCheckParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5138,7 +5282,10 @@ type DeleteUsersByUserIdInsurancesByCardTypeParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5151,7 +5298,10 @@ type PostUsersByUserIdInsurancesByCardTypeParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5191,7 +5341,10 @@ type PostVisitsParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5207,7 +5360,10 @@ type PostVisitsAcceptParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5220,7 +5376,10 @@ type PostVisitsAddEconsultParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5239,7 +5398,10 @@ type PostVisitsAddWalkinParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5252,7 +5414,10 @@ type PostVisitsCloseParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5265,7 +5430,10 @@ type PostVisitsConfirmParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5278,7 +5446,10 @@ type PostVisitsDeleteParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5291,7 +5462,10 @@ type PostVisitsInprogressParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5309,7 +5483,10 @@ type PostVisitsByIdCodesParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5322,7 +5499,10 @@ type PostVisitsByIdNoteParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5335,7 +5515,10 @@ type PostVisitsByIdNoteAddendaParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5348,7 +5531,10 @@ type PostVisitsByIdNoteSignParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5371,7 +5557,10 @@ type PostVisitsByIdRecordingsParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5384,7 +5573,10 @@ type PostVisitsByIdRescheduleParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -5403,7 +5595,10 @@ type PostWebhooksDeliveriesByIdRedeliverParams struct {
 	// answers 422; a retry while the first is still running answers 409 (a request that
 	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
 	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
-	// and hold across the processes of one database. Up to 255 characters.
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
@@ -26375,6 +26570,11 @@ func (r GetVisitsByVisitIdMessagesResponse) ContentType() string {
 	return ""
 }
 
+// PostVisitsByVisitIdMessagesResponse429Headers the declared response headers of an HTTP 429 response for PostVisitsByVisitIdMessages
+type PostVisitsByVisitIdMessagesResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostVisitsByVisitIdMessagesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -26394,8 +26594,12 @@ type PostVisitsByVisitIdMessagesResponse struct {
 	JSON413 *TooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostVisitsByVisitIdMessagesResponse429Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -26436,6 +26640,11 @@ func (r PostVisitsByVisitIdMessagesResponse) GetJSON413() *TooLarge {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostVisitsByVisitIdMessagesResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostVisitsByVisitIdMessagesResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -26596,6 +26805,11 @@ func (r GetAccountSettingsResponse) ContentType() string {
 	return ""
 }
 
+// PostAccountSettingsResponse429Headers the declared response headers of an HTTP 429 response for PostAccountSettings
+type PostAccountSettingsResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostAccountSettingsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -26609,8 +26823,12 @@ type PostAccountSettingsResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostAccountSettingsResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -26636,6 +26854,11 @@ func (r PostAccountSettingsResponse) GetJSON409() *IdempotencyConflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostAccountSettingsResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostAccountSettingsResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -27203,6 +27426,11 @@ func (r GetBillingCouponsResponse) ContentType() string {
 	return ""
 }
 
+// PostBillingCouponsResponse429Headers the declared response headers of an HTTP 429 response for PostBillingCoupons
+type PostBillingCouponsResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostBillingCouponsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -27218,8 +27446,12 @@ type PostBillingCouponsResponse struct {
 	JSON409 *Conflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostBillingCouponsResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -27250,6 +27482,11 @@ func (r PostBillingCouponsResponse) GetJSON409() *Conflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostBillingCouponsResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostBillingCouponsResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -27286,6 +27523,11 @@ func (r PostBillingCouponsResponse) ContentType() string {
 	return ""
 }
 
+// DeleteBillingCouponsByCodeResponse429Headers the declared response headers of an HTTP 429 response for DeleteBillingCouponsByCode
+type DeleteBillingCouponsByCodeResponse429Headers struct {
+	RetryAfter *int
+}
+
 type DeleteBillingCouponsByCodeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -27301,8 +27543,12 @@ type DeleteBillingCouponsByCodeResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteBillingCouponsByCodeResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -27333,6 +27579,11 @@ func (r DeleteBillingCouponsByCodeResponse) GetJSON409() *IdempotencyConflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r DeleteBillingCouponsByCodeResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteBillingCouponsByCodeResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -27438,6 +27689,11 @@ func (r GetBillingInvoicesResponse) ContentType() string {
 	return ""
 }
 
+// PostBillingInvoicesProcessResponse429Headers the declared response headers of an HTTP 429 response for PostBillingInvoicesProcess
+type PostBillingInvoicesProcessResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostBillingInvoicesProcessResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -27457,10 +27713,14 @@ type PostBillingInvoicesProcessResponse struct {
 	JSON409 *Conflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON502 the response for an HTTP 502 `application/json` response
 	JSON502 *BadGateway
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostBillingInvoicesProcessResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -27503,6 +27763,11 @@ func (r PostBillingInvoicesProcessResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
 }
 
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostBillingInvoicesProcessResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r PostBillingInvoicesProcessResponse) GetJSON500() *Internal {
 	return r.JSON500
@@ -27542,6 +27807,11 @@ func (r PostBillingInvoicesProcessResponse) ContentType() string {
 	return ""
 }
 
+// PostBillingInvoicesByIdRefundResponse429Headers the declared response headers of an HTTP 429 response for PostBillingInvoicesByIdRefund
+type PostBillingInvoicesByIdRefundResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostBillingInvoicesByIdRefundResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -27561,10 +27831,14 @@ type PostBillingInvoicesByIdRefundResponse struct {
 	JSON409 *Conflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON502 the response for an HTTP 502 `application/json` response
 	JSON502 *BadGateway
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostBillingInvoicesByIdRefundResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -27605,6 +27879,11 @@ func (r PostBillingInvoicesByIdRefundResponse) GetJSON409() *Conflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostBillingInvoicesByIdRefundResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostBillingInvoicesByIdRefundResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -27708,6 +27987,11 @@ func (r GetBillingProcessorResponse) ContentType() string {
 	return ""
 }
 
+// PostBillingProcessorResponse429Headers the declared response headers of an HTTP 429 response for PostBillingProcessor
+type PostBillingProcessorResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostBillingProcessorResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -27723,8 +28007,12 @@ type PostBillingProcessorResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostBillingProcessorResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -27755,6 +28043,11 @@ func (r PostBillingProcessorResponse) GetJSON409() *IdempotencyConflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostBillingProcessorResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostBillingProcessorResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -27922,6 +28215,11 @@ func (r GetBillingSourcesResponse) ContentType() string {
 	return ""
 }
 
+// PostBillingSourcesResponse429Headers the declared response headers of an HTTP 429 response for PostBillingSources
+type PostBillingSourcesResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostBillingSourcesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -27941,10 +28239,14 @@ type PostBillingSourcesResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
 	// JSON502 the response for an HTTP 502 `application/json` response
 	JSON502 *BadGateway
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostBillingSourcesResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -27987,6 +28289,11 @@ func (r PostBillingSourcesResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
 }
 
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostBillingSourcesResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r PostBillingSourcesResponse) GetJSON500() *Internal {
 	return r.JSON500
@@ -28026,6 +28333,11 @@ func (r PostBillingSourcesResponse) ContentType() string {
 	return ""
 }
 
+// DeleteBillingSourcesByIdResponse429Headers the declared response headers of an HTTP 429 response for DeleteBillingSourcesById
+type DeleteBillingSourcesByIdResponse429Headers struct {
+	RetryAfter *int
+}
+
 type DeleteBillingSourcesByIdResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -28041,8 +28353,12 @@ type DeleteBillingSourcesByIdResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteBillingSourcesByIdResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -28073,6 +28389,11 @@ func (r DeleteBillingSourcesByIdResponse) GetJSON409() *IdempotencyConflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r DeleteBillingSourcesByIdResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteBillingSourcesByIdResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -28178,6 +28499,11 @@ func (r GetBillingSourcesByIdResponse) ContentType() string {
 	return ""
 }
 
+// PutBillingSourcesByIdResponse429Headers the declared response headers of an HTTP 429 response for PutBillingSourcesById
+type PutBillingSourcesByIdResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PutBillingSourcesByIdResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -28195,8 +28521,12 @@ type PutBillingSourcesByIdResponse struct {
 	JSON409 *Conflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PutBillingSourcesByIdResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -28232,6 +28562,11 @@ func (r PutBillingSourcesByIdResponse) GetJSON409() *Conflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PutBillingSourcesByIdResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PutBillingSourcesByIdResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -28389,6 +28724,11 @@ func (r GetEndpointsResponse) ContentType() string {
 	return ""
 }
 
+// PostEndpointsResponse429Headers the declared response headers of an HTTP 429 response for PostEndpoints
+type PostEndpointsResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostEndpointsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -28402,8 +28742,12 @@ type PostEndpointsResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostEndpointsResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -28429,6 +28773,11 @@ func (r PostEndpointsResponse) GetJSON409() *IdempotencyConflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostEndpointsResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostEndpointsResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -28465,6 +28814,11 @@ func (r PostEndpointsResponse) ContentType() string {
 	return ""
 }
 
+// DeleteEndpointsByIdResponse429Headers the declared response headers of an HTTP 429 response for DeleteEndpointsById
+type DeleteEndpointsByIdResponse429Headers struct {
+	RetryAfter *int
+}
+
 type DeleteEndpointsByIdResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -28478,8 +28832,12 @@ type DeleteEndpointsByIdResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteEndpointsByIdResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -28505,6 +28863,11 @@ func (r DeleteEndpointsByIdResponse) GetJSON409() *IdempotencyConflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r DeleteEndpointsByIdResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteEndpointsByIdResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -28679,6 +29042,11 @@ func (r GetFilesResponse) ContentType() string {
 	return ""
 }
 
+// PostFilesResponse429Headers the declared response headers of an HTTP 429 response for PostFiles
+type PostFilesResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostFilesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -28698,8 +29066,12 @@ type PostFilesResponse struct {
 	JSON413 *TooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostFilesResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -28740,6 +29112,11 @@ func (r PostFilesResponse) GetJSON413() *TooLarge {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostFilesResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostFilesResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -28859,6 +29236,11 @@ func (r GetFilesViewByIdResponse) ContentType() string {
 	return ""
 }
 
+// DeleteFilesByIdResponse429Headers the declared response headers of an HTTP 429 response for DeleteFilesById
+type DeleteFilesByIdResponse429Headers struct {
+	RetryAfter *int
+}
+
 type DeleteFilesByIdResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -28874,8 +29256,12 @@ type DeleteFilesByIdResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteFilesByIdResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -28906,6 +29292,11 @@ func (r DeleteFilesByIdResponse) GetJSON409() *IdempotencyConflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r DeleteFilesByIdResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteFilesByIdResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -29004,6 +29395,11 @@ func (r GetFilesByIdResponse) ContentType() string {
 	return ""
 }
 
+// PostFilesByIdResponse429Headers the declared response headers of an HTTP 429 response for PostFilesById
+type PostFilesByIdResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostFilesByIdResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -29021,8 +29417,12 @@ type PostFilesByIdResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostFilesByIdResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -29060,6 +29460,11 @@ func (r PostFilesByIdResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
 }
 
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostFilesByIdResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r PostFilesByIdResponse) GetJSON500() *Internal {
 	return r.JSON500
@@ -29094,6 +29499,11 @@ func (r PostFilesByIdResponse) ContentType() string {
 	return ""
 }
 
+// PostHealthResponse429Headers the declared response headers of an HTTP 429 response for PostHealth
+type PostHealthResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostHealthResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -29107,8 +29517,12 @@ type PostHealthResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostHealthResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -29134,6 +29548,11 @@ func (r PostHealthResponse) GetJSON409() *IdempotencyConflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostHealthResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostHealthResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -29480,6 +29899,11 @@ func (r GetInsurancesListProceduresResponse) ContentType() string {
 	return ""
 }
 
+// PostIntakesResponse429Headers the declared response headers of an HTTP 429 response for PostIntakes
+type PostIntakesResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostIntakesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -29499,8 +29923,12 @@ type PostIntakesResponse struct {
 	JSON413 *ObjTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ObjInternal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostIntakesResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -29541,6 +29969,11 @@ func (r PostIntakesResponse) GetJSON413() *ObjTooLarge {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostIntakesResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostIntakesResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -29639,6 +30072,11 @@ func (r GetIntakesByIdResponse) ContentType() string {
 	return ""
 }
 
+// PostIntakesByIdResponse429Headers the declared response headers of an HTTP 429 response for PostIntakesById
+type PostIntakesByIdResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostIntakesByIdResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -29654,8 +30092,12 @@ type PostIntakesByIdResponse struct {
 	JSON409 *ObjConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ObjInternal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostIntakesByIdResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -29686,6 +30128,11 @@ func (r PostIntakesByIdResponse) GetJSON409() *ObjConflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostIntakesByIdResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostIntakesByIdResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -29784,6 +30231,11 @@ func (r GetMeResponse) ContentType() string {
 	return ""
 }
 
+// PostMeResponse429Headers the declared response headers of an HTTP 429 response for PostMe
+type PostMeResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostMeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -29799,8 +30251,12 @@ type PostMeResponse struct {
 	JSON413 *TooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostMeResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -29831,6 +30287,11 @@ func (r PostMeResponse) GetJSON413() *TooLarge {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostMeResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostMeResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -29984,6 +30445,11 @@ func (r GetNotificationsBadgeResponse) ContentType() string {
 	return ""
 }
 
+// PostNotificationsBadgeResponse429Headers the declared response headers of an HTTP 429 response for PostNotificationsBadge
+type PostNotificationsBadgeResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostNotificationsBadgeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -29995,8 +30461,12 @@ type PostNotificationsBadgeResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostNotificationsBadgeResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -30017,6 +30487,11 @@ func (r PostNotificationsBadgeResponse) GetJSON409() *IdempotencyConflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostNotificationsBadgeResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostNotificationsBadgeResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -30053,6 +30528,11 @@ func (r PostNotificationsBadgeResponse) ContentType() string {
 	return ""
 }
 
+// PutNotificationsByIdResponse429Headers the declared response headers of an HTTP 429 response for PutNotificationsById
+type PutNotificationsByIdResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PutNotificationsByIdResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -30066,8 +30546,12 @@ type PutNotificationsByIdResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PutNotificationsByIdResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -30093,6 +30577,11 @@ func (r PutNotificationsByIdResponse) GetJSON409() *IdempotencyConflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PutNotificationsByIdResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PutNotificationsByIdResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -30331,6 +30820,11 @@ func (r GetRoomsResponse) ContentType() string {
 	return ""
 }
 
+// PostRoomsResponse429Headers the declared response headers of an HTTP 429 response for PostRooms
+type PostRoomsResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostRoomsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -30346,8 +30840,12 @@ type PostRoomsResponse struct {
 	JSON413 *TooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostRoomsResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -30378,6 +30876,11 @@ func (r PostRoomsResponse) GetJSON413() *TooLarge {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostRoomsResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostRoomsResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -30414,6 +30917,11 @@ func (r PostRoomsResponse) ContentType() string {
 	return ""
 }
 
+// DeleteRoomsByCodeResponse429Headers the declared response headers of an HTTP 429 response for DeleteRoomsByCode
+type DeleteRoomsByCodeResponse429Headers struct {
+	RetryAfter *int
+}
+
 type DeleteRoomsByCodeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -30427,8 +30935,12 @@ type DeleteRoomsByCodeResponse struct {
 	JSON409 *Conflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteRoomsByCodeResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -30454,6 +30966,11 @@ func (r DeleteRoomsByCodeResponse) GetJSON409() *Conflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r DeleteRoomsByCodeResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteRoomsByCodeResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -30552,6 +31069,11 @@ func (r GetRoomsByCodeResponse) ContentType() string {
 	return ""
 }
 
+// PutRoomsByCodeResponse429Headers the declared response headers of an HTTP 429 response for PutRoomsByCode
+type PutRoomsByCodeResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PutRoomsByCodeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -30569,8 +31091,12 @@ type PutRoomsByCodeResponse struct {
 	JSON413 *TooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PutRoomsByCodeResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -30606,6 +31132,11 @@ func (r PutRoomsByCodeResponse) GetJSON413() *TooLarge {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PutRoomsByCodeResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PutRoomsByCodeResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -31073,6 +31604,11 @@ func (r GetSlotsResponse) ContentType() string {
 	return ""
 }
 
+// PostSlotsResponse429Headers the declared response headers of an HTTP 429 response for PostSlots
+type PostSlotsResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostSlotsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -31090,8 +31626,12 @@ type PostSlotsResponse struct {
 	JSON409 *Conflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostSlotsResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -31127,6 +31667,11 @@ func (r PostSlotsResponse) GetJSON409() *Conflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostSlotsResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostSlotsResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -31218,6 +31763,11 @@ func (r GetSlotsAvailableResponse) ContentType() string {
 	return ""
 }
 
+// DeleteSlotsGroupsByGroupIdResponse429Headers the declared response headers of an HTTP 429 response for DeleteSlotsGroupsByGroupId
+type DeleteSlotsGroupsByGroupIdResponse429Headers struct {
+	RetryAfter *int
+}
+
 type DeleteSlotsGroupsByGroupIdResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -31233,8 +31783,12 @@ type DeleteSlotsGroupsByGroupIdResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteSlotsGroupsByGroupIdResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -31265,6 +31819,11 @@ func (r DeleteSlotsGroupsByGroupIdResponse) GetJSON409() *IdempotencyConflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r DeleteSlotsGroupsByGroupIdResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteSlotsGroupsByGroupIdResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -31301,6 +31860,11 @@ func (r DeleteSlotsGroupsByGroupIdResponse) ContentType() string {
 	return ""
 }
 
+// DeleteSlotsByIdResponse429Headers the declared response headers of an HTTP 429 response for DeleteSlotsById
+type DeleteSlotsByIdResponse429Headers struct {
+	RetryAfter *int
+}
+
 type DeleteSlotsByIdResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -31316,8 +31880,12 @@ type DeleteSlotsByIdResponse struct {
 	JSON409 *Conflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteSlotsByIdResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -31348,6 +31916,11 @@ func (r DeleteSlotsByIdResponse) GetJSON409() *Conflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r DeleteSlotsByIdResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteSlotsByIdResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -31384,6 +31957,11 @@ func (r DeleteSlotsByIdResponse) ContentType() string {
 	return ""
 }
 
+// PostTokensRefreshResponse429Headers the declared response headers of an HTTP 429 response for PostTokensRefresh
+type PostTokensRefreshResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostTokensRefreshResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -31397,8 +31975,12 @@ type PostTokensRefreshResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostTokensRefreshResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -31424,6 +32006,11 @@ func (r PostTokensRefreshResponse) GetJSON409() *IdempotencyConflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostTokensRefreshResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostTokensRefreshResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -31708,6 +32295,11 @@ func (r PostUsersActivateRequestResponse) ContentType() string {
 	return ""
 }
 
+// PostUsersInviteResponse429Headers the declared response headers of an HTTP 429 response for PostUsersInvite
+type PostUsersInviteResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostUsersInviteResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -31721,6 +32313,10 @@ type PostUsersInviteResponse struct {
 	JSON409 *Conflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostUsersInviteResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -31746,6 +32342,11 @@ func (r PostUsersInviteResponse) GetJSON409() *Conflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostUsersInviteResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostUsersInviteResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetBody returns the raw response body bytes
@@ -31867,6 +32468,11 @@ func (r PostUsersLoginResponse) ContentType() string {
 	return ""
 }
 
+// PostUsersLogoutResponse429Headers the declared response headers of an HTTP 429 response for PostUsersLogout
+type PostUsersLogoutResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostUsersLogoutResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -31880,8 +32486,12 @@ type PostUsersLogoutResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostUsersLogoutResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -31907,6 +32517,11 @@ func (r PostUsersLogoutResponse) GetJSON409() *IdempotencyConflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostUsersLogoutResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostUsersLogoutResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -32227,6 +32842,11 @@ func (r PostUsersSsoResponse) ContentType() string {
 	return ""
 }
 
+// PostUsersTokenRefreshResponse429Headers the declared response headers of an HTTP 429 response for PostUsersTokenRefresh
+type PostUsersTokenRefreshResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostUsersTokenRefreshResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -32240,8 +32860,12 @@ type PostUsersTokenRefreshResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostUsersTokenRefreshResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -32267,6 +32891,11 @@ func (r PostUsersTokenRefreshResponse) GetJSON409() *IdempotencyConflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostUsersTokenRefreshResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostUsersTokenRefreshResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -32553,6 +33182,11 @@ func (r GetUsersByIdEmrResponse) ContentType() string {
 	return ""
 }
 
+// PostUsersByIdEmrByNameResponse429Headers the declared response headers of an HTTP 429 response for PostUsersByIdEmrByName
+type PostUsersByIdEmrByNameResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostUsersByIdEmrByNameResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -32570,8 +33204,12 @@ type PostUsersByIdEmrByNameResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostUsersByIdEmrByNameResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -32607,6 +33245,11 @@ func (r PostUsersByIdEmrByNameResponse) GetJSON409() *IdempotencyConflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostUsersByIdEmrByNameResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostUsersByIdEmrByNameResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -32712,6 +33355,11 @@ func (r GetUsersByIdErxPharmaciesResponse) ContentType() string {
 	return ""
 }
 
+// PostUsersByIdErxPharmaciesResponse429Headers the declared response headers of an HTTP 429 response for PostUsersByIdErxPharmacies
+type PostUsersByIdErxPharmaciesResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostUsersByIdErxPharmaciesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -32729,8 +33377,12 @@ type PostUsersByIdErxPharmaciesResponse struct {
 	JSON409 *Conflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostUsersByIdErxPharmaciesResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -32768,6 +33420,11 @@ func (r PostUsersByIdErxPharmaciesResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
 }
 
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostUsersByIdErxPharmaciesResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r PostUsersByIdErxPharmaciesResponse) GetJSON500() *Internal {
 	return r.JSON500
@@ -32802,6 +33459,11 @@ func (r PostUsersByIdErxPharmaciesResponse) ContentType() string {
 	return ""
 }
 
+// DeleteUsersByIdErxPharmaciesByCodeResponse429Headers the declared response headers of an HTTP 429 response for DeleteUsersByIdErxPharmaciesByCode
+type DeleteUsersByIdErxPharmaciesByCodeResponse429Headers struct {
+	RetryAfter *int
+}
+
 type DeleteUsersByIdErxPharmaciesByCodeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -32817,8 +33479,12 @@ type DeleteUsersByIdErxPharmaciesByCodeResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteUsersByIdErxPharmaciesByCodeResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -32849,6 +33515,11 @@ func (r DeleteUsersByIdErxPharmaciesByCodeResponse) GetJSON409() *IdempotencyCon
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r DeleteUsersByIdErxPharmaciesByCodeResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteUsersByIdErxPharmaciesByCodeResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -32961,6 +33632,11 @@ func (r GetUsersByIdErxPrescriptionsResponse) ContentType() string {
 	return ""
 }
 
+// PostUsersByIdErxPrescriptionsResponse429Headers the declared response headers of an HTTP 429 response for PostUsersByIdErxPrescriptions
+type PostUsersByIdErxPrescriptionsResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostUsersByIdErxPrescriptionsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -32978,8 +33654,12 @@ type PostUsersByIdErxPrescriptionsResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostUsersByIdErxPrescriptionsResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -33017,6 +33697,11 @@ func (r PostUsersByIdErxPrescriptionsResponse) GetJSON422() *IdempotencyMismatch
 	return r.JSON422
 }
 
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostUsersByIdErxPrescriptionsResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r PostUsersByIdErxPrescriptionsResponse) GetJSON500() *Internal {
 	return r.JSON500
@@ -33051,6 +33736,11 @@ func (r PostUsersByIdErxPrescriptionsResponse) ContentType() string {
 	return ""
 }
 
+// PostUsersByIdErxPrescriptionsByRxIdDiscontinueResponse429Headers the declared response headers of an HTTP 429 response for PostUsersByIdErxPrescriptionsByRxIdDiscontinue
+type PostUsersByIdErxPrescriptionsByRxIdDiscontinueResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostUsersByIdErxPrescriptionsByRxIdDiscontinueResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -33066,8 +33756,12 @@ type PostUsersByIdErxPrescriptionsByRxIdDiscontinueResponse struct {
 	JSON409 *Conflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostUsersByIdErxPrescriptionsByRxIdDiscontinueResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -33098,6 +33792,11 @@ func (r PostUsersByIdErxPrescriptionsByRxIdDiscontinueResponse) GetJSON409() *Co
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostUsersByIdErxPrescriptionsByRxIdDiscontinueResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostUsersByIdErxPrescriptionsByRxIdDiscontinueResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -33134,6 +33833,11 @@ func (r PostUsersByIdErxPrescriptionsByRxIdDiscontinueResponse) ContentType() st
 	return ""
 }
 
+// PostUsersByIdRoomsResponse429Headers the declared response headers of an HTTP 429 response for PostUsersByIdRooms
+type PostUsersByIdRoomsResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostUsersByIdRoomsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -33163,8 +33867,12 @@ type PostUsersByIdRoomsResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostUsersByIdRoomsResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -33211,6 +33919,11 @@ func (r PostUsersByIdRoomsResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
 }
 
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostUsersByIdRoomsResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r PostUsersByIdRoomsResponse) GetJSON500() *Internal {
 	return r.JSON500
@@ -33245,6 +33958,11 @@ func (r PostUsersByIdRoomsResponse) ContentType() string {
 	return ""
 }
 
+// DeleteUsersByIdRoomsByRoomCodeResponse429Headers the declared response headers of an HTTP 429 response for DeleteUsersByIdRoomsByRoomCode
+type DeleteUsersByIdRoomsByRoomCodeResponse429Headers struct {
+	RetryAfter *int
+}
+
 type DeleteUsersByIdRoomsByRoomCodeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -33260,8 +33978,12 @@ type DeleteUsersByIdRoomsByRoomCodeResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteUsersByIdRoomsByRoomCodeResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -33289,6 +34011,11 @@ func (r DeleteUsersByIdRoomsByRoomCodeResponse) GetJSON409() *IdempotencyConflic
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r DeleteUsersByIdRoomsByRoomCodeResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteUsersByIdRoomsByRoomCodeResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -33394,6 +34121,11 @@ func (r GetUsersByUserIdDevicesResponse) ContentType() string {
 	return ""
 }
 
+// PostUsersByUserIdDevicesResponse429Headers the declared response headers of an HTTP 429 response for PostUsersByUserIdDevices
+type PostUsersByUserIdDevicesResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostUsersByUserIdDevicesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -33411,8 +34143,12 @@ type PostUsersByUserIdDevicesResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostUsersByUserIdDevicesResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -33448,6 +34184,11 @@ func (r PostUsersByUserIdDevicesResponse) GetJSON409() *IdempotencyConflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostUsersByUserIdDevicesResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostUsersByUserIdDevicesResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -33629,6 +34370,11 @@ func (r GetUsersByUserIdInsurancesResponse) ContentType() string {
 	return ""
 }
 
+// PostUsersByUserIdInsurancesImportResponse429Headers the declared response headers of an HTTP 429 response for PostUsersByUserIdInsurancesImport
+type PostUsersByUserIdInsurancesImportResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostUsersByUserIdInsurancesImportResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -33646,8 +34392,12 @@ type PostUsersByUserIdInsurancesImportResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostUsersByUserIdInsurancesImportResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -33683,6 +34433,11 @@ func (r PostUsersByUserIdInsurancesImportResponse) GetJSON409() *IdempotencyConf
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostUsersByUserIdInsurancesImportResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostUsersByUserIdInsurancesImportResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -33885,6 +34640,11 @@ func (r PostUsersByUserIdInsurancesPrimaryEligibilityCheckResponse) ContentType(
 	return ""
 }
 
+// DeleteUsersByUserIdInsurancesByCardTypeResponse429Headers the declared response headers of an HTTP 429 response for DeleteUsersByUserIdInsurancesByCardType
+type DeleteUsersByUserIdInsurancesByCardTypeResponse429Headers struct {
+	RetryAfter *int
+}
+
 type DeleteUsersByUserIdInsurancesByCardTypeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -33898,8 +34658,12 @@ type DeleteUsersByUserIdInsurancesByCardTypeResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteUsersByUserIdInsurancesByCardTypeResponse429Headers
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -33925,6 +34689,11 @@ func (r DeleteUsersByUserIdInsurancesByCardTypeResponse) GetJSON409() *Idempoten
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r DeleteUsersByUserIdInsurancesByCardTypeResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DeleteUsersByUserIdInsurancesByCardTypeResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -34030,6 +34799,11 @@ func (r GetUsersByUserIdInsurancesByCardTypeResponse) ContentType() string {
 	return ""
 }
 
+// PostUsersByUserIdInsurancesByCardTypeResponse429Headers the declared response headers of an HTTP 429 response for PostUsersByUserIdInsurancesByCardType
+type PostUsersByUserIdInsurancesByCardTypeResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostUsersByUserIdInsurancesByCardTypeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -34047,8 +34821,12 @@ type PostUsersByUserIdInsurancesByCardTypeResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostUsersByUserIdInsurancesByCardTypeResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -34084,6 +34862,11 @@ func (r PostUsersByUserIdInsurancesByCardTypeResponse) GetJSON409() *Idempotency
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostUsersByUserIdInsurancesByCardTypeResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostUsersByUserIdInsurancesByCardTypeResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -34193,6 +34976,11 @@ func (r GetVisitsResponse) ContentType() string {
 	return ""
 }
 
+// PostVisitsResponse429Headers the declared response headers of an HTTP 429 response for PostVisits
+type PostVisitsResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostVisitsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -34208,8 +34996,12 @@ type PostVisitsResponse struct {
 	JSON409 *ObjConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ObjInternal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostVisitsResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -34240,6 +35032,11 @@ func (r PostVisitsResponse) GetJSON409() *ObjConflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostVisitsResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostVisitsResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -34276,6 +35073,11 @@ func (r PostVisitsResponse) ContentType() string {
 	return ""
 }
 
+// PostVisitsAcceptResponse429Headers the declared response headers of an HTTP 429 response for PostVisitsAccept
+type PostVisitsAcceptResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostVisitsAcceptResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -34293,8 +35095,12 @@ type PostVisitsAcceptResponse struct {
 	JSON409 *ObjConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ObjInternal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostVisitsAcceptResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -34332,6 +35138,11 @@ func (r PostVisitsAcceptResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
 }
 
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostVisitsAcceptResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r PostVisitsAcceptResponse) GetJSON500() *ObjInternal {
 	return r.JSON500
@@ -34366,6 +35177,11 @@ func (r PostVisitsAcceptResponse) ContentType() string {
 	return ""
 }
 
+// PostVisitsAddEconsultResponse429Headers the declared response headers of an HTTP 429 response for PostVisitsAddEconsult
+type PostVisitsAddEconsultResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostVisitsAddEconsultResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -34381,8 +35197,12 @@ type PostVisitsAddEconsultResponse struct {
 	JSON409 *ObjConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ObjInternal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostVisitsAddEconsultResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -34413,6 +35233,11 @@ func (r PostVisitsAddEconsultResponse) GetJSON409() *ObjConflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostVisitsAddEconsultResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostVisitsAddEconsultResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -34449,6 +35274,11 @@ func (r PostVisitsAddEconsultResponse) ContentType() string {
 	return ""
 }
 
+// PostVisitsAddWalkinResponse429Headers the declared response headers of an HTTP 429 response for PostVisitsAddWalkin
+type PostVisitsAddWalkinResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostVisitsAddWalkinResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -34464,8 +35294,12 @@ type PostVisitsAddWalkinResponse struct {
 	JSON409 *ObjConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ObjInternal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostVisitsAddWalkinResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -34496,6 +35330,11 @@ func (r PostVisitsAddWalkinResponse) GetJSON409() *ObjConflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostVisitsAddWalkinResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostVisitsAddWalkinResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -34532,6 +35371,11 @@ func (r PostVisitsAddWalkinResponse) ContentType() string {
 	return ""
 }
 
+// PostVisitsCloseResponse429Headers the declared response headers of an HTTP 429 response for PostVisitsClose
+type PostVisitsCloseResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostVisitsCloseResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -34549,8 +35393,12 @@ type PostVisitsCloseResponse struct {
 	JSON409 *ObjConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ObjInternal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostVisitsCloseResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -34588,6 +35436,11 @@ func (r PostVisitsCloseResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
 }
 
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostVisitsCloseResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r PostVisitsCloseResponse) GetJSON500() *ObjInternal {
 	return r.JSON500
@@ -34622,6 +35475,11 @@ func (r PostVisitsCloseResponse) ContentType() string {
 	return ""
 }
 
+// PostVisitsConfirmResponse429Headers the declared response headers of an HTTP 429 response for PostVisitsConfirm
+type PostVisitsConfirmResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostVisitsConfirmResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -34639,8 +35497,12 @@ type PostVisitsConfirmResponse struct {
 	JSON409 *ObjConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ObjInternal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostVisitsConfirmResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -34678,6 +35540,11 @@ func (r PostVisitsConfirmResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
 }
 
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostVisitsConfirmResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r PostVisitsConfirmResponse) GetJSON500() *ObjInternal {
 	return r.JSON500
@@ -34712,6 +35579,11 @@ func (r PostVisitsConfirmResponse) ContentType() string {
 	return ""
 }
 
+// PostVisitsDeleteResponse429Headers the declared response headers of an HTTP 429 response for PostVisitsDelete
+type PostVisitsDeleteResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostVisitsDeleteResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -34729,8 +35601,12 @@ type PostVisitsDeleteResponse struct {
 	JSON409 *ObjConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ObjInternal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostVisitsDeleteResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -34768,6 +35644,11 @@ func (r PostVisitsDeleteResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
 }
 
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostVisitsDeleteResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r PostVisitsDeleteResponse) GetJSON500() *ObjInternal {
 	return r.JSON500
@@ -34802,6 +35683,11 @@ func (r PostVisitsDeleteResponse) ContentType() string {
 	return ""
 }
 
+// PostVisitsInprogressResponse429Headers the declared response headers of an HTTP 429 response for PostVisitsInprogress
+type PostVisitsInprogressResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostVisitsInprogressResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -34819,8 +35705,12 @@ type PostVisitsInprogressResponse struct {
 	JSON409 *ObjConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ObjInternal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostVisitsInprogressResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -34856,6 +35746,11 @@ func (r PostVisitsInprogressResponse) GetJSON409() *ObjConflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostVisitsInprogressResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostVisitsInprogressResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -35016,6 +35911,11 @@ func (r GetVisitsByIdCodesResponse) ContentType() string {
 	return ""
 }
 
+// PostVisitsByIdCodesResponse429Headers the declared response headers of an HTTP 429 response for PostVisitsByIdCodes
+type PostVisitsByIdCodesResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostVisitsByIdCodesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -35033,8 +35933,12 @@ type PostVisitsByIdCodesResponse struct {
 	JSON409 *IdempotencyConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ObjInternal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostVisitsByIdCodesResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -35070,6 +35974,11 @@ func (r PostVisitsByIdCodesResponse) GetJSON409() *IdempotencyConflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostVisitsByIdCodesResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostVisitsByIdCodesResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -35175,6 +36084,11 @@ func (r GetVisitsByIdNoteResponse) ContentType() string {
 	return ""
 }
 
+// PostVisitsByIdNoteResponse429Headers the declared response headers of an HTTP 429 response for PostVisitsByIdNote
+type PostVisitsByIdNoteResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostVisitsByIdNoteResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -35192,8 +36106,12 @@ type PostVisitsByIdNoteResponse struct {
 	JSON409 *ObjConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ObjInternal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostVisitsByIdNoteResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -35231,6 +36149,11 @@ func (r PostVisitsByIdNoteResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
 }
 
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostVisitsByIdNoteResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r PostVisitsByIdNoteResponse) GetJSON500() *ObjInternal {
 	return r.JSON500
@@ -35265,6 +36188,11 @@ func (r PostVisitsByIdNoteResponse) ContentType() string {
 	return ""
 }
 
+// PostVisitsByIdNoteAddendaResponse429Headers the declared response headers of an HTTP 429 response for PostVisitsByIdNoteAddenda
+type PostVisitsByIdNoteAddendaResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostVisitsByIdNoteAddendaResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -35282,8 +36210,12 @@ type PostVisitsByIdNoteAddendaResponse struct {
 	JSON409 *ObjConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ObjInternal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostVisitsByIdNoteAddendaResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -35321,6 +36253,11 @@ func (r PostVisitsByIdNoteAddendaResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
 }
 
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostVisitsByIdNoteAddendaResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r PostVisitsByIdNoteAddendaResponse) GetJSON500() *ObjInternal {
 	return r.JSON500
@@ -35355,6 +36292,11 @@ func (r PostVisitsByIdNoteAddendaResponse) ContentType() string {
 	return ""
 }
 
+// PostVisitsByIdNoteSignResponse429Headers the declared response headers of an HTTP 429 response for PostVisitsByIdNoteSign
+type PostVisitsByIdNoteSignResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostVisitsByIdNoteSignResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -35370,8 +36312,12 @@ type PostVisitsByIdNoteSignResponse struct {
 	JSON409 *ObjConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ObjInternal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostVisitsByIdNoteSignResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -35402,6 +36348,11 @@ func (r PostVisitsByIdNoteSignResponse) GetJSON409() *ObjConflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostVisitsByIdNoteSignResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostVisitsByIdNoteSignResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -35438,6 +36389,11 @@ func (r PostVisitsByIdNoteSignResponse) ContentType() string {
 	return ""
 }
 
+// PostVisitsByIdRecordingsResponse429Headers the declared response headers of an HTTP 429 response for PostVisitsByIdRecordings
+type PostVisitsByIdRecordingsResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostVisitsByIdRecordingsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -35458,8 +36414,12 @@ type PostVisitsByIdRecordingsResponse struct {
 	JSON413 *ObjTooLarge
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ObjInternal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostVisitsByIdRecordingsResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -35498,6 +36458,11 @@ func (r PostVisitsByIdRecordingsResponse) GetJSON413() *ObjTooLarge {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostVisitsByIdRecordingsResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostVisitsByIdRecordingsResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -35596,6 +36561,11 @@ func (r GetVisitsByIdRecordingsByRecordingIdResponse) ContentType() string {
 	return ""
 }
 
+// PostVisitsByIdRescheduleResponse429Headers the declared response headers of an HTTP 429 response for PostVisitsByIdReschedule
+type PostVisitsByIdRescheduleResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostVisitsByIdRescheduleResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -35613,8 +36583,12 @@ type PostVisitsByIdRescheduleResponse struct {
 	JSON409 *ObjConflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ObjInternal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostVisitsByIdRescheduleResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -35650,6 +36624,11 @@ func (r PostVisitsByIdRescheduleResponse) GetJSON409() *ObjConflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostVisitsByIdRescheduleResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostVisitsByIdRescheduleResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -35817,6 +36796,11 @@ func (r GetWebhooksDeliveriesResponse) ContentType() string {
 	return ""
 }
 
+// PostWebhooksDeliveriesByIdRedeliverResponse429Headers the declared response headers of an HTTP 429 response for PostWebhooksDeliveriesByIdRedeliver
+type PostWebhooksDeliveriesByIdRedeliverResponse429Headers struct {
+	RetryAfter *int
+}
+
 type PostWebhooksDeliveriesByIdRedeliverResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -35830,8 +36814,12 @@ type PostWebhooksDeliveriesByIdRedeliverResponse struct {
 	JSON409 *Conflict
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostWebhooksDeliveriesByIdRedeliverResponse429Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -35857,6 +36845,11 @@ func (r PostWebhooksDeliveriesByIdRedeliverResponse) GetJSON409() *Conflict {
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
 func (r PostWebhooksDeliveriesByIdRedeliverResponse) GetJSON422() *IdempotencyMismatch {
 	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostWebhooksDeliveriesByIdRedeliverResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -40258,6 +41251,13 @@ func ParsePostVisitsByVisitIdMessagesResponse(rsp *http.Response) (*PostVisitsBy
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -40265,6 +41265,19 @@ func ParsePostVisitsByVisitIdMessagesResponse(rsp *http.Response) (*PostVisitsBy
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostVisitsByVisitIdMessagesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -40413,6 +41426,13 @@ func ParsePostAccountSettingsResponse(rsp *http.Response) (*PostAccountSettingsR
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -40420,6 +41440,19 @@ func ParsePostAccountSettingsResponse(rsp *http.Response) (*PostAccountSettingsR
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostAccountSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -40864,6 +41897,13 @@ func ParsePostBillingCouponsResponse(rsp *http.Response) (*PostBillingCouponsRes
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -40871,6 +41911,19 @@ func ParsePostBillingCouponsResponse(rsp *http.Response) (*PostBillingCouponsRes
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostBillingCouponsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -40932,6 +41985,13 @@ func ParseDeleteBillingCouponsByCodeResponse(rsp *http.Response) (*DeleteBilling
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -40939,6 +41999,19 @@ func ParseDeleteBillingCouponsByCodeResponse(rsp *http.Response) (*DeleteBilling
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers DeleteBillingCouponsByCodeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -41068,6 +42141,13 @@ func ParsePostBillingInvoicesProcessResponse(rsp *http.Response) (*PostBillingIn
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -41082,6 +42162,19 @@ func ParsePostBillingInvoicesProcessResponse(rsp *http.Response) (*PostBillingIn
 		}
 		response.JSON502 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostBillingInvoicesProcessResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -41157,6 +42250,13 @@ func ParsePostBillingInvoicesByIdRefundResponse(rsp *http.Response) (*PostBillin
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -41171,6 +42271,19 @@ func ParsePostBillingInvoicesByIdRefundResponse(rsp *http.Response) (*PostBillin
 		}
 		response.JSON502 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostBillingInvoicesByIdRefundResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -41279,6 +42392,13 @@ func ParsePostBillingProcessorResponse(rsp *http.Response) (*PostBillingProcesso
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -41286,6 +42406,19 @@ func ParsePostBillingProcessorResponse(rsp *http.Response) (*PostBillingProcesso
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostBillingProcessorResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -41462,6 +42595,13 @@ func ParsePostBillingSourcesResponse(rsp *http.Response) (*PostBillingSourcesRes
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -41476,6 +42616,19 @@ func ParsePostBillingSourcesResponse(rsp *http.Response) (*PostBillingSourcesRes
 		}
 		response.JSON502 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostBillingSourcesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -41537,6 +42690,13 @@ func ParseDeleteBillingSourcesByIdResponse(rsp *http.Response) (*DeleteBillingSo
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -41544,6 +42704,19 @@ func ParseDeleteBillingSourcesByIdResponse(rsp *http.Response) (*DeleteBillingSo
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers DeleteBillingSourcesByIdResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -41666,6 +42839,13 @@ func ParsePutBillingSourcesByIdResponse(rsp *http.Response) (*PutBillingSourcesB
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -41673,6 +42853,19 @@ func ParsePutBillingSourcesByIdResponse(rsp *http.Response) (*PutBillingSourcesB
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PutBillingSourcesByIdResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -41816,6 +43009,13 @@ func ParsePostEndpointsResponse(rsp *http.Response) (*PostEndpointsResponse, err
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -41823,6 +43023,19 @@ func ParsePostEndpointsResponse(rsp *http.Response) (*PostEndpointsResponse, err
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostEndpointsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -41877,6 +43090,13 @@ func ParseDeleteEndpointsByIdResponse(rsp *http.Response) (*DeleteEndpointsByIdR
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -41884,6 +43104,19 @@ func ParseDeleteEndpointsByIdResponse(rsp *http.Response) (*DeleteEndpointsByIdR
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers DeleteEndpointsByIdResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -42067,6 +43300,13 @@ func ParsePostFilesResponse(rsp *http.Response) (*PostFilesResponse, error) {
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -42074,6 +43314,19 @@ func ParsePostFilesResponse(rsp *http.Response) (*PostFilesResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostFilesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -42209,6 +43462,13 @@ func ParseDeleteFilesByIdResponse(rsp *http.Response) (*DeleteFilesByIdResponse,
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -42216,6 +43476,19 @@ func ParseDeleteFilesByIdResponse(rsp *http.Response) (*DeleteFilesByIdResponse,
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers DeleteFilesByIdResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -42331,6 +43604,13 @@ func ParsePostFilesByIdResponse(rsp *http.Response) (*PostFilesByIdResponse, err
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -42338,6 +43618,19 @@ func ParsePostFilesByIdResponse(rsp *http.Response) (*PostFilesByIdResponse, err
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostFilesByIdResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -42392,6 +43685,13 @@ func ParsePostHealthResponse(rsp *http.Response) (*PostHealthResponse, error) {
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -42399,6 +43699,19 @@ func ParsePostHealthResponse(rsp *http.Response) (*PostHealthResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostHealthResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -42709,6 +44022,13 @@ func ParsePostIntakesResponse(rsp *http.Response) (*PostIntakesResponse, error) 
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest ObjInternal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -42716,6 +44036,19 @@ func ParsePostIntakesResponse(rsp *http.Response) (*PostIntakesResponse, error) 
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostIntakesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -42824,6 +44157,13 @@ func ParsePostIntakesByIdResponse(rsp *http.Response) (*PostIntakesByIdResponse,
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest ObjInternal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -42831,6 +44171,19 @@ func ParsePostIntakesByIdResponse(rsp *http.Response) (*PostIntakesByIdResponse,
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostIntakesByIdResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -42939,6 +44292,13 @@ func ParsePostMeResponse(rsp *http.Response) (*PostMeResponse, error) {
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -42946,6 +44306,19 @@ func ParsePostMeResponse(rsp *http.Response) (*PostMeResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostMeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -43080,6 +44453,13 @@ func ParsePostNotificationsBadgeResponse(rsp *http.Response) (*PostNotifications
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -43087,6 +44467,19 @@ func ParsePostNotificationsBadgeResponse(rsp *http.Response) (*PostNotifications
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostNotificationsBadgeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -43141,6 +44534,13 @@ func ParsePutNotificationsByIdResponse(rsp *http.Response) (*PutNotificationsByI
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -43148,6 +44548,19 @@ func ParsePutNotificationsByIdResponse(rsp *http.Response) (*PutNotificationsByI
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PutNotificationsByIdResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -43358,6 +44771,13 @@ func ParsePostRoomsResponse(rsp *http.Response) (*PostRoomsResponse, error) {
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -43365,6 +44785,19 @@ func ParsePostRoomsResponse(rsp *http.Response) (*PostRoomsResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostRoomsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -43419,6 +44852,13 @@ func ParseDeleteRoomsByCodeResponse(rsp *http.Response) (*DeleteRoomsByCodeRespo
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -43426,6 +44866,19 @@ func ParseDeleteRoomsByCodeResponse(rsp *http.Response) (*DeleteRoomsByCodeRespo
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers DeleteRoomsByCodeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -43541,6 +44994,13 @@ func ParsePutRoomsByCodeResponse(rsp *http.Response) (*PutRoomsByCodeResponse, e
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -43548,6 +45008,19 @@ func ParsePutRoomsByCodeResponse(rsp *http.Response) (*PutRoomsByCodeResponse, e
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PutRoomsByCodeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -43924,6 +45397,13 @@ func ParsePostSlotsResponse(rsp *http.Response) (*PostSlotsResponse, error) {
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -43931,6 +45411,19 @@ func ParsePostSlotsResponse(rsp *http.Response) (*PostSlotsResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostSlotsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -44032,6 +45525,13 @@ func ParseDeleteSlotsGroupsByGroupIdResponse(rsp *http.Response) (*DeleteSlotsGr
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -44039,6 +45539,19 @@ func ParseDeleteSlotsGroupsByGroupIdResponse(rsp *http.Response) (*DeleteSlotsGr
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers DeleteSlotsGroupsByGroupIdResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -44100,6 +45613,13 @@ func ParseDeleteSlotsByIdResponse(rsp *http.Response) (*DeleteSlotsByIdResponse,
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -44107,6 +45627,19 @@ func ParseDeleteSlotsByIdResponse(rsp *http.Response) (*DeleteSlotsByIdResponse,
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers DeleteSlotsByIdResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -44161,6 +45694,13 @@ func ParsePostTokensRefreshResponse(rsp *http.Response) (*PostTokensRefreshRespo
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -44168,6 +45708,19 @@ func ParsePostTokensRefreshResponse(rsp *http.Response) (*PostTokensRefreshRespo
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostTokensRefreshResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -44434,6 +45987,26 @@ func ParsePostUsersInviteResponse(rsp *http.Response) (*PostUsersInviteResponse,
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostUsersInviteResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -44569,6 +46142,13 @@ func ParsePostUsersLogoutResponse(rsp *http.Response) (*PostUsersLogoutResponse,
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -44576,6 +46156,19 @@ func ParsePostUsersLogoutResponse(rsp *http.Response) (*PostUsersLogoutResponse,
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostUsersLogoutResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -44887,6 +46480,13 @@ func ParsePostUsersTokenRefreshResponse(rsp *http.Response) (*PostUsersTokenRefr
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -44894,6 +46494,19 @@ func ParsePostUsersTokenRefreshResponse(rsp *http.Response) (*PostUsersTokenRefr
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostUsersTokenRefreshResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -45149,6 +46762,13 @@ func ParsePostUsersByIdEmrByNameResponse(rsp *http.Response) (*PostUsersByIdEmrB
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -45156,6 +46776,19 @@ func ParsePostUsersByIdEmrByNameResponse(rsp *http.Response) (*PostUsersByIdEmrB
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostUsersByIdEmrByNameResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -45278,6 +46911,13 @@ func ParsePostUsersByIdErxPharmaciesResponse(rsp *http.Response) (*PostUsersById
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -45285,6 +46925,19 @@ func ParsePostUsersByIdErxPharmaciesResponse(rsp *http.Response) (*PostUsersById
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostUsersByIdErxPharmaciesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -45346,6 +46999,13 @@ func ParseDeleteUsersByIdErxPharmaciesByCodeResponse(rsp *http.Response) (*Delet
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -45353,6 +47013,19 @@ func ParseDeleteUsersByIdErxPharmaciesByCodeResponse(rsp *http.Response) (*Delet
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers DeleteUsersByIdErxPharmaciesByCodeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -45482,6 +47155,13 @@ func ParsePostUsersByIdErxPrescriptionsResponse(rsp *http.Response) (*PostUsersB
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -45489,6 +47169,19 @@ func ParsePostUsersByIdErxPrescriptionsResponse(rsp *http.Response) (*PostUsersB
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostUsersByIdErxPrescriptionsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -45550,6 +47243,13 @@ func ParsePostUsersByIdErxPrescriptionsByRxIdDiscontinueResponse(rsp *http.Respo
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -45557,6 +47257,19 @@ func ParsePostUsersByIdErxPrescriptionsByRxIdDiscontinueResponse(rsp *http.Respo
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostUsersByIdErxPrescriptionsByRxIdDiscontinueResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -45632,6 +47345,13 @@ func ParsePostUsersByIdRoomsResponse(rsp *http.Response) (*PostUsersByIdRoomsRes
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -45639,6 +47359,19 @@ func ParsePostUsersByIdRoomsResponse(rsp *http.Response) (*PostUsersByIdRoomsRes
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostUsersByIdRoomsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -45695,6 +47428,13 @@ func ParseDeleteUsersByIdRoomsByRoomCodeResponse(rsp *http.Response) (*DeleteUse
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -45702,6 +47442,19 @@ func ParseDeleteUsersByIdRoomsByRoomCodeResponse(rsp *http.Response) (*DeleteUse
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers DeleteUsersByIdRoomsByRoomCodeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -45824,6 +47577,13 @@ func ParsePostUsersByUserIdDevicesResponse(rsp *http.Response) (*PostUsersByUser
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -45831,6 +47591,19 @@ func ParsePostUsersByUserIdDevicesResponse(rsp *http.Response) (*PostUsersByUser
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostUsersByUserIdDevicesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -46014,6 +47787,13 @@ func ParsePostUsersByUserIdInsurancesImportResponse(rsp *http.Response) (*PostUs
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -46021,6 +47801,19 @@ func ParsePostUsersByUserIdInsurancesImportResponse(rsp *http.Response) (*PostUs
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostUsersByUserIdInsurancesImportResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -46220,6 +48013,13 @@ func ParseDeleteUsersByUserIdInsurancesByCardTypeResponse(rsp *http.Response) (*
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -46227,6 +48027,19 @@ func ParseDeleteUsersByUserIdInsurancesByCardTypeResponse(rsp *http.Response) (*
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers DeleteUsersByUserIdInsurancesByCardTypeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -46349,6 +48162,13 @@ func ParsePostUsersByUserIdInsurancesByCardTypeResponse(rsp *http.Response) (*Po
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -46356,6 +48176,19 @@ func ParsePostUsersByUserIdInsurancesByCardTypeResponse(rsp *http.Response) (*Po
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostUsersByUserIdInsurancesByCardTypeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -46473,6 +48306,13 @@ func ParsePostVisitsResponse(rsp *http.Response) (*PostVisitsResponse, error) {
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest ObjInternal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -46480,6 +48320,19 @@ func ParsePostVisitsResponse(rsp *http.Response) (*PostVisitsResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostVisitsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -46548,6 +48401,13 @@ func ParsePostVisitsAcceptResponse(rsp *http.Response) (*PostVisitsAcceptRespons
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest ObjInternal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -46555,6 +48415,19 @@ func ParsePostVisitsAcceptResponse(rsp *http.Response) (*PostVisitsAcceptRespons
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostVisitsAcceptResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -46616,6 +48489,13 @@ func ParsePostVisitsAddEconsultResponse(rsp *http.Response) (*PostVisitsAddEcons
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest ObjInternal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -46623,6 +48503,19 @@ func ParsePostVisitsAddEconsultResponse(rsp *http.Response) (*PostVisitsAddEcons
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostVisitsAddEconsultResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -46684,6 +48577,13 @@ func ParsePostVisitsAddWalkinResponse(rsp *http.Response) (*PostVisitsAddWalkinR
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest ObjInternal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -46691,6 +48591,19 @@ func ParsePostVisitsAddWalkinResponse(rsp *http.Response) (*PostVisitsAddWalkinR
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostVisitsAddWalkinResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -46759,6 +48672,13 @@ func ParsePostVisitsCloseResponse(rsp *http.Response) (*PostVisitsCloseResponse,
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest ObjInternal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -46766,6 +48686,19 @@ func ParsePostVisitsCloseResponse(rsp *http.Response) (*PostVisitsCloseResponse,
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostVisitsCloseResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -46834,6 +48767,13 @@ func ParsePostVisitsConfirmResponse(rsp *http.Response) (*PostVisitsConfirmRespo
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest ObjInternal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -46841,6 +48781,19 @@ func ParsePostVisitsConfirmResponse(rsp *http.Response) (*PostVisitsConfirmRespo
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostVisitsConfirmResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -46909,6 +48862,13 @@ func ParsePostVisitsDeleteResponse(rsp *http.Response) (*PostVisitsDeleteRespons
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest ObjInternal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -46916,6 +48876,19 @@ func ParsePostVisitsDeleteResponse(rsp *http.Response) (*PostVisitsDeleteRespons
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostVisitsDeleteResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -46984,6 +48957,13 @@ func ParsePostVisitsInprogressResponse(rsp *http.Response) (*PostVisitsInprogres
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest ObjInternal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -46991,6 +48971,19 @@ func ParsePostVisitsInprogressResponse(rsp *http.Response) (*PostVisitsInprogres
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostVisitsInprogressResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -47153,6 +49146,13 @@ func ParsePostVisitsByIdCodesResponse(rsp *http.Response) (*PostVisitsByIdCodesR
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest ObjInternal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -47160,6 +49160,19 @@ func ParsePostVisitsByIdCodesResponse(rsp *http.Response) (*PostVisitsByIdCodesR
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostVisitsByIdCodesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -47282,6 +49295,13 @@ func ParsePostVisitsByIdNoteResponse(rsp *http.Response) (*PostVisitsByIdNoteRes
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest ObjInternal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -47289,6 +49309,19 @@ func ParsePostVisitsByIdNoteResponse(rsp *http.Response) (*PostVisitsByIdNoteRes
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostVisitsByIdNoteResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -47357,6 +49390,13 @@ func ParsePostVisitsByIdNoteAddendaResponse(rsp *http.Response) (*PostVisitsById
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest ObjInternal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -47364,6 +49404,19 @@ func ParsePostVisitsByIdNoteAddendaResponse(rsp *http.Response) (*PostVisitsById
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostVisitsByIdNoteAddendaResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -47425,6 +49478,13 @@ func ParsePostVisitsByIdNoteSignResponse(rsp *http.Response) (*PostVisitsByIdNot
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest ObjInternal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -47432,6 +49492,19 @@ func ParsePostVisitsByIdNoteSignResponse(rsp *http.Response) (*PostVisitsByIdNot
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostVisitsByIdNoteSignResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -47503,6 +49576,13 @@ func ParsePostVisitsByIdRecordingsResponse(rsp *http.Response) (*PostVisitsByIdR
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest ObjInternal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -47510,6 +49590,19 @@ func ParsePostVisitsByIdRecordingsResponse(rsp *http.Response) (*PostVisitsByIdR
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostVisitsByIdRecordingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -47625,6 +49718,13 @@ func ParsePostVisitsByIdRescheduleResponse(rsp *http.Response) (*PostVisitsByIdR
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest ObjInternal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -47632,6 +49732,19 @@ func ParsePostVisitsByIdRescheduleResponse(rsp *http.Response) (*PostVisitsByIdR
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostVisitsByIdRescheduleResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil
@@ -47787,6 +49900,13 @@ func ParsePostWebhooksDeliveriesByIdRedeliverResponse(rsp *http.Response) (*Post
 		}
 		response.JSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -47794,6 +49914,19 @@ func ParsePostWebhooksDeliveriesByIdRedeliverResponse(rsp *http.Response) (*Post
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostWebhooksDeliveriesByIdRedeliverResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil

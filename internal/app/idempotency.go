@@ -24,6 +24,10 @@ const (
 	// a retry runs again.
 	idempotencyStale  = 5 * time.Minute
 	maxIdempotencyKey = 255
+	// MaxIdempotencyKeys bounds the keys one caller holds in a clinic
+	// (they live IdempotencyKeep): an integrator's retries use a key per
+	// request, and a day of a busy one's writes fits; past it, 429.
+	MaxIdempotencyKeys = 10000
 )
 
 // Idempotent is a request that holds its key: FinishIdempotent stores its
@@ -34,9 +38,18 @@ type Idempotent struct{ rec clinic.IdempotencyRecord }
 // parameters hash to fingerprint. It returns the claim when the request is
 // to run, or the stored answer to replay. Any caller that is signed in may
 // use keys; each sees only their own.
+//
+// A caller with no credential but the clinic's code (a password login, a
+// reset request, a guest's join) has no key space of its own: shared, its
+// keys would let one client replay another's answer, or learn from a 422
+// what another sent. Its Idempotency-Key is ignored (neither a claim nor a
+// replay): the request runs as any other.
 func (a *App) BeginIdempotent(ctx context.Context, p *clinic.Principal, key, fingerprint string) (*Idempotent, *clinic.IdempotencyRecord, error) {
 	if err := requireAccount(p); err != nil {
 		return nil, nil, err
+	}
+	if p.Kind == clinic.CredAccountCode {
+		return nil, nil, nil
 	}
 	if err := CheckFields(Line("Idempotency-Key", key, maxIdempotencyKey)); err != nil {
 		return nil, nil, err
@@ -46,6 +59,14 @@ func (a *App) BeginIdempotent(ctx context.Context, p *clinic.Principal, key, fin
 	}
 	now := a.now()
 	r := clinic.IdempotencyRecord{AccountID: p.Account.ID, Caller: idempotencyCaller(p), Key: key, Fingerprint: fingerprint, Created: now.Unix()}
+	held, err := a.store.Read().CountIdempotencyKeys(ctx, r.AccountID, r.Caller, now.Add(-IdempotencyKeep).Unix())
+	if err != nil {
+		return nil, nil, fmt.Errorf("idempotency key: %w", err)
+	}
+	if held >= MaxIdempotencyKeys {
+		return nil, nil, &clinic.Error{Code: clinic.ETooMany, RetryAfter: 3600,
+			Message: fmt.Sprintf("This caller holds %d Idempotency-Keys from the last 24 hours, the most kept; send requests without one, or wait.", held)}
+	}
 	for try := 0; ; try++ {
 		claimed, got, err := a.store.Write().ClaimIdempotencyKey(ctx, &r, now.Add(-IdempotencyKeep).Unix(), now.Add(-idempotencyStale).Unix())
 		if errors.Is(err, store.ErrConflict) && try < 3 {

@@ -29,6 +29,9 @@ func (s *Server) runOnce(w http.ResponseWriter, r *http.Request, rt Route, c *ca
 	if err != nil {
 		return err
 	}
+	if claim == nil && replay == nil { // the key is not kept for this caller
+		return s.run(w, r, rt, c)
+	}
 	if replay != nil {
 		if replay.ContentType != "" {
 			w.Header().Set("Content-Type", replay.ContentType)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"teleclinic/internal/app"
 	"teleclinic/internal/testenv"
 )
 
@@ -128,6 +129,45 @@ func TestIdempotency(t *testing.T) {
 		h["Idempotency-Key"] = "k-get"
 		if res := e.Do(testenv.Req{Path: "/api_v3/me", Header: h}); res.Status != 200 || res.Header.Get("Idempotent-Replayed") != "" {
 			t.Fatalf("%d %v", res.Status, res.Header)
+		}
+	})
+	// A caller with only the clinic's code has no key space of its own:
+	// its key is ignored, so one anonymous client neither replays
+	// another's answer nor learns (422) what another sent.
+	t.Run("AnonymousKeysIgnored", func(t *testing.T) {
+		login := func(user string) *testenv.Resp {
+			h := acctHeaders(s.c)
+			h["Idempotency-Key"] = "k-anon"
+			return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/login", Header: h, Form: q("username", user, "password", "wrong password")})
+		}
+		first, other := login("alice"), login("mallory")
+		if first.Status != 401 || other.Status != 401 || other.Header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("two anonymous logins with one key: %d, then %d %s", first.Status, other.Status, other.Raw)
+		}
+		if n := count(t, e, "SELECT COUNT(*) FROM idempotency_keys WHERE idem_key = 'k-anon'"); n != 0 {
+			t.Fatalf("anonymous keys kept: %d", n)
+		}
+	})
+	// One caller holds at most app.MaxIdempotencyKeys keys at a time.
+	t.Run("KeysPerCallerBounded", func(t *testing.T) {
+		var caller string
+		if err := e.Store.DB().QueryRow("SELECT caller FROM idempotency_keys WHERE idem_key = 'k-1' ORDER BY created DESC LIMIT 1").Scan(&caller); err != nil {
+			t.Fatal(err)
+		}
+		held := count(t, e, "SELECT COUNT(*) FROM idempotency_keys WHERE caller = ?", caller)
+		now := e.Clock.Now().Unix()
+		for i := held; i < app.MaxIdempotencyKeys; i++ {
+			if _, err := e.Store.DB().Exec(e.Store.Rebind("INSERT INTO idempotency_keys (account_id, caller, idem_key, fingerprint, created) SELECT account_id, caller, ?, 'f', ? FROM idempotency_keys WHERE caller = ? AND idem_key = 'k-1'"),
+				fmt.Sprintf("filler-%d", i), now, caller); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res := intake(e.URL, s.pat.Token, "k-one-more", "cough")
+		if res.Status != 429 || res.Header.Get("Retry-After") == "" {
+			t.Fatalf("a key past the bound: %d %s", res.Status, res.Raw)
+		}
+		if res := intake(e.URL, s.pat.Token, "", "cough"); res.Status != 200 {
+			t.Fatalf("a request without a key past the bound: %d %s", res.Status, res.Raw)
 		}
 	})
 }

@@ -38,6 +38,13 @@ func (q *Q) ClaimIdempotencyKey(ctx context.Context, r *clinic.IdempotencyRecord
 	return false, got, err
 }
 
+// CountIdempotencyKeys counts caller's keys in a clinic made since since.
+func (q *Q) CountIdempotencyKeys(ctx context.Context, accountID int64, caller string, since int64) (int, error) {
+	var n int
+	err := q.queryRow(ctx, "SELECT COUNT(*) FROM idempotency_keys WHERE account_id = ? AND caller = ? AND created >= ?", []any{accountID, caller, since}, &n)
+	return n, err
+}
+
 // FinishIdempotencyKey stores the answer of the request that holds r's key.
 func (q *Q) FinishIdempotencyKey(ctx context.Context, r *clinic.IdempotencyRecord) error {
 	_, err := q.exec(ctx, "UPDATE idempotency_keys SET status = ?, content_type = ?, body = ? WHERE account_id = ? AND caller = ? AND idem_key = ? AND status = 0",
