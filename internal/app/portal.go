@@ -46,8 +46,9 @@ func LocalPath(next string) bool {
 // address is consumed as well (exactly one of any number of concurrent
 // uses succeeds, across processes); without it, it stays what it was, the
 // integrator's API token. The session expires, idles out and is revoked
-// exactly as any access token is, on every process. The token is the
-// credential: there is no Principal yet.
+// exactly as any access token is, on every process. It is a login of its
+// own: signing out of the portal does not end the integrator's session.
+// The token is the credential: there is no Principal yet.
 func (a *App) PortalSession(ctx context.Context, requestID, token string, oneTime bool) (*Session, error) {
 	_, s, err := a.exchangeToken(ctx, requestID, token, oneTime)
 	return s, err
@@ -69,7 +70,7 @@ func (a *App) SignInLinkUser(ctx context.Context, requestID, token string) (*cli
 // login (consuming the old one when revoke is set) and audits the portal
 // sign-in.
 func (a *App) exchangeToken(ctx context.Context, requestID, token string, revoke bool) (*clinic.Principal, *Session, error) {
-	p, family, link, err := a.linkPrincipal(ctx, requestID, token)
+	p, _, link, err := a.linkPrincipal(ctx, requestID, token)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -85,8 +86,11 @@ func (a *App) exchangeToken(ctx context.Context, requestID, token string, revoke
 				return errLinkToken
 			}
 		}
+		// The portal's session is a login of its own (a new family):
+		// signing out of the portal ends it and not the integrator's SSO
+		// session it came from, which the integrator's app goes on using.
 		var err error
-		if s, err = a.issueSession(ctx, q, u, family); err != nil {
+		if s, err = a.issueSession(ctx, q, u, ""); err != nil {
 			return err
 		}
 		return a.AuditIn(ctx, q, p, "user.portal_login", "user", i64s(u.ID), OutcomeOK)

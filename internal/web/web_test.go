@@ -685,3 +685,26 @@ func TestPortal_AuthAsksBeforeSwitching(t *testing.T) {
 		t.Fatalf("the same user's link: %d", pg.Status)
 	}
 }
+
+// TestPortal_SignOutKeepsTheIntegratorsSession: the portal's session is a
+// login of its own; signing out of the portal ends it, and the SSO
+// session the integrator's app holds (whose token made the sign-in link)
+// goes on working.
+func TestPortal_SignOutKeepsTheIntegratorsSession(t *testing.T) {
+	f := newFixture(t)
+	b := newBrowser(t, f.e)
+	f.redirectLogin(t, b, f.p1Token, "/visits", nil)
+	if pg := b.get("/visits"); pg.Status != 200 {
+		t.Fatalf("signed in: %d", pg.Status)
+	}
+	if pg := b.post("/signout", nil); pg.Status != 303 {
+		t.Fatalf("sign out: %d", pg.Status)
+	}
+	if pg := b.get("/visits"); pg.Status != 303 || !strings.HasPrefix(pg.Location, "/signin") {
+		t.Fatalf("the portal after signing out: %d %s", pg.Status, pg.Location)
+	}
+	me := b.do("GET", "/api_v3/me", nil, map[string]string{"X-AccountCode": "acme", "X-ApiToken": f.p1Token})
+	if me.Status != 200 {
+		t.Fatalf("the integrator's SSO token after the portal's sign-out: %d %s", me.Status, me.Body)
+	}
+}
