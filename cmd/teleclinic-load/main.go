@@ -671,7 +671,11 @@ func startServer(ctx context.Context, o *options, tmp string) (*serverProc, *cli
 	}
 	sb := &syncBuffer{}
 	srv := exec.Command(bin, append(append([]string{"serve"}, store...), "--addr", addr, "--metrics-addr", maddr, "--log-level", "warn", "--webhook-allow-private",
-		"--webhook-retry-interval", "1s", "--webhook-timeout", "5s")...)
+		"--webhook-retry-interval", "1s", "--webhook-timeout", "5s",
+		// The streams scenario opens its streams with one credential from
+		// one address: the per-credential and per-address bounds would
+		// stop it before the server's own (--max-streams) is reached.
+		"--max-streams-per-credential", "-1", "--max-streams-per-address", "-1")...)
 	srv.Stdout, srv.Stderr = sb, sb
 	if err := srv.Start(); err != nil {
 		return nil, nil, err

@@ -50,7 +50,7 @@ func (c *clinic) streamsScenario(ctx context.Context, o *options, s *seeded, srv
 				}
 			}
 			req, _ := http.NewRequestWithContext(ctx, "GET", c.base+"/api_v3/rooms/"+s.room+"/queue/events", nil)
-			c.headers(req, "")
+			c.headers(req, c.admin) // a queue's stream takes a credential with a part in it
 			res, err := client.Do(req)
 			if err != nil {
 				fail(err)

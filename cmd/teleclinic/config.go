@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"teleclinic/internal/live"
 	"teleclinic/internal/mail"
 	"teleclinic/internal/media"
 	"teleclinic/internal/metrics"
@@ -35,14 +36,16 @@ type config struct {
 	LogLevel      string
 	MetricsAddr   string
 	MetricsToken  string
-	Metrics       *metrics.Registry // made by serve; not a flag
-	ServerKey     string
-	MaxBody       int64
-	MaxUpload     int64
-	MaxFile       int64
-	MaxPixels     int64
-	BlobURL       string
-	Demo          bool
+	// Event streams open at once: per credential, per client address, in all.
+	MaxStreamsPerCredential, MaxStreamsPerAddress, MaxStreams int
+	Metrics                                                   *metrics.Registry // made by serve; not a flag
+	ServerKey                                                 string
+	MaxBody                                                   int64
+	MaxUpload                                                 int64
+	MaxFile                                                   int64
+	MaxPixels                                                 int64
+	BlobURL                                                   string
+	Demo                                                      bool
 
 	EligibilityWindow time.Duration
 	LoginAttempts     int
@@ -87,6 +90,9 @@ func serveFlags(fs *flag.FlagSet, c *config) {
 	storeFlags(fs, c)
 	fs.StringVar(&c.Addr, "addr", ":8080", "address to listen on")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "", "also serve /metrics (no token) and /debug/pprof/ on this address, e.g. 127.0.0.1:9090; keep it private")
+	fs.IntVar(&c.MaxStreams, "max-streams", live.DefaultStreams, "event streams (the API's and the portal's) this process holds open at once; past it 503 with Retry-After (-1: no bound)")
+	fs.IntVar(&c.MaxStreamsPerAddress, "max-streams-per-address", live.DefaultStreamsPerAddress, "event streams open at once from one client address; past it 429 (-1: no bound)")
+	fs.IntVar(&c.MaxStreamsPerCredential, "max-streams-per-credential", live.DefaultStreamsPerCredential, "event streams open at once with one token or session; past it 429 (-1: no bound)")
 	fs.StringVar(&c.MetricsToken, "metrics-token", "", "the server operator's token for GET /metrics on --addr (Authorization: Bearer …); no clinic's credential opens the metrics; empty: /metrics only on --metrics-addr. Prefer TELECLINIC_METRICS_TOKEN")
 	fs.StringVar(&c.BaseURL, "base-url", "", "public URL of this server, used in links (default: from --addr)")
 	fs.StringVar(&c.PortalURL, "portal-url", "", "patient portal address GET /auth redirects to (default: the base URL)")

@@ -27,6 +27,7 @@ import (
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/edge"
 	"teleclinic/internal/httpapi"
+	"teleclinic/internal/live"
 	"teleclinic/internal/locale"
 	"teleclinic/internal/media"
 	"teleclinic/internal/metrics"
@@ -226,7 +227,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// closing ends the event streams when shutdown begins: they would hold
 	// it for as long as their clients stay.
 	closing := make(chan struct{})
-	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: c.MaxBody, MaxUploadBytes: c.MaxUpload, MaxFileBytes: c.MaxFile, Metrics: c.Metrics, MetricsToken: c.MetricsToken, Closing: closing,
+	// One bound of open event streams for both doors.
+	streams := live.NewLimits(c.MaxStreamsPerCredential, c.MaxStreamsPerAddress, c.MaxStreams)
+	api := httpapi.New(a, log, httpapi.Config{Streams: streams, MaxBodyBytes: c.MaxBody, MaxUploadBytes: c.MaxUpload, MaxFileBytes: c.MaxFile, Metrics: c.Metrics, MetricsToken: c.MetricsToken, Closing: closing,
 		CORSOrigins: splitList(c.CORSOrigins)})
 	if c.MetricsAddr != "" {
 		mln, err := net.Listen("tcp", c.MetricsAddr)
@@ -252,7 +255,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return usageError{err.Error()}
 	}
 	portal, err := web.New(a, log, web.Config{Secure: strings.HasPrefix(c.BaseURL, "https://"), SessionMax: c.UserTokenMax, Closing: closing, MaxFileBytes: c.MaxFile,
-		Locales: locales}, api)
+		Locales: locales, Streams: streams}, api)
 	if err != nil {
 		return err
 	}

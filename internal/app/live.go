@@ -7,6 +7,7 @@ import (
 
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/live"
+	"teleclinic/internal/store"
 )
 
 // The change events (package live) that app publishes once a change has
@@ -74,16 +75,36 @@ type QueueWatch struct {
 	last *Queue
 }
 
-// WatchQueue starts following room code's queue. Who may is who may read
-// it (RoomQueue): anyone with the clinic's code; a signed-in patient's
-// before_me is their own.
+// WatchQueue starts following room code's queue. The spec's one read of
+// the queue takes the clinic's code alone; a stream, which holds a
+// connection for as long as its client likes, takes a credential that
+// has a part in the queue: the clinic admin, a provider linked to the
+// room, or a patient or guest with a visit waiting in it (whose before_me
+// is their own).
 func (a *App) WatchQueue(ctx context.Context, p *clinic.Principal, code string) (*QueueWatch, error) {
-	if err := requireAccount(p); err != nil {
+	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
 	r, err := a.RoomByCode(ctx, p, code)
 	if err != nil {
 		return nil, err
+	}
+	if !p.IsAdmin() {
+		var in bool
+		if p.User.Type == clinic.UserProvider {
+			in, err = a.store.Read().UserInRoom(ctx, p.Account.ID, p.UserID(), r.ID)
+		} else {
+			var mine []*clinic.Visit
+			mine, err = a.store.Read().ListVisits(ctx, store.VisitFilter{AccountID: p.Account.ID, MemberID: p.UserID(), RoomID: r.ID,
+				Statuses: []int{clinic.VisitPending, clinic.VisitConfirmed}, Limit: 1})
+			in = len(mine) > 0
+		}
+		if err != nil {
+			return nil, fmt.Errorf("queue watch: %w", err)
+		}
+		if !in {
+			return nil, clinic.Errorf(clinic.EForbidden, "Only the clinic admin, the room's providers and the patients waiting in room '%s' follow its queue.", r.Code)
+		}
 	}
 	// Subscribed before the first read, so no change falls in between.
 	return &QueueWatch{a: a, p: p, code: r.Code, sub: a.store.Live().Subscribe(live.RoomTopic(p.Account.ID, r.ID))}, nil

@@ -542,7 +542,7 @@ func permRows(f *permFixture) map[string]permRow {
 		"RoomProviderByID": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.RoomProviderByID(ctx, p, "main", f.provider.User.ID))
 		}},
-		"WatchQueue": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {
+		"WatchQueue": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			w, err := a.WatchQueue(ctx, p, "main")
 			if err != nil {
 				return nil, err

@@ -86,9 +86,12 @@ var (
 	// Only the owner: a patient's saved cards are theirs alone.
 	pOwnerOnly = with(pOwn, map[string]outcome{"clinic admin": deny})
 	// A room of this clinic: the other clinic has none of that code.
-	pRoom    = with(pAccount, map[string]outcome{"other admin, own code": deny})
-	pQueue   = with(pAccountOptUser, map[string]outcome{"other admin, own code": deny})
-	pAdminOn = with(pAdmin, map[string]outcome{"other admin, own code": deny})
+	pRoom  = with(pAccount, map[string]outcome{"other admin, own code": deny})
+	pQueue = with(pAccountOptUser, map[string]outcome{"other admin, own code": deny})
+	// The queue's stream: a credential with a part in the queue (the
+	// admin, the room's provider, a patient waiting in it).
+	pQueueStream = with(pUser, map[string]outcome{"other patient": deny, "other provider": deny, "guest": deny, "other admin, own code": deny})
+	pAdminOn     = with(pAdmin, map[string]outcome{"other admin, own code": deny})
 	// An admin's object the fixture lacks: let through, nothing found.
 	pAdminMissing = with(pAdminOn, map[string]outcome{"clinic admin": missing})
 	// Staff: providers and the admin; patients and guests are refused.
@@ -145,7 +148,7 @@ func matrix() map[string]profile {
 		"GET /api_v3/rooms/{code}/providers":                                pRoom,
 		"GET /api_v3/rooms/{code}/providers/{id}":                           pRoom,
 		"GET /api_v3/rooms/{code}/queue":                                    pQueue,
-		"GET /api_v3/rooms/{code}/queue/events":                             pQueue,
+		"GET /api_v3/rooms/{code}/queue/events":                             pQueueStream,
 		"POST /api_v3/users/{id}/rooms":                                     pAdmin,
 		"DELETE /api_v3/users/{id}/rooms/{room_code}":                       pAdminMissing,
 		"PUT /api_v3/rooms/{code}":                                          pAdminOn,

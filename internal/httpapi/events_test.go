@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"teleclinic/internal/live"
 	"teleclinic/internal/testenv"
 )
 
@@ -22,7 +23,8 @@ func decodeData(t *testing.T, ev testenv.Event) map[string]any {
 
 // TestEvents_Queue: the queue's stream answers the queue at once and again
 // when a walk-in joins and when a provider accepts one, with the calling
-// patient's own before_me; a message does not move it.
+// patient's own before_me; a message does not move it. It takes a
+// credential with a part in the queue (unlike the spec's one read).
 func TestEvents_Queue(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
@@ -38,9 +40,9 @@ func TestEvents_Queue(t *testing.T) {
 	}
 	first := walkin(s.pat)
 
-	// OK: anyone with the clinic's code; a patient's stream counts ahead of them.
+	// OK: the room's provider; a patient's stream counts ahead of them.
 	t.Run("OKLiveQueue", func(t *testing.T) {
-		anon := openStream(t, e, path, map[string]string{"X-AccountCode": s.c.Code})
+		anon := openStream(t, e, path, userHeaders(s.c, s.doc.Token))
 		if anon.Status != 200 || anon.Header.Get("Content-Type") != "text/event-stream" {
 			t.Fatalf("%d %s", anon.Status, anon.Header.Get("Content-Type"))
 		}
@@ -67,17 +69,23 @@ func TestEvents_Queue(t *testing.T) {
 		if q := decodeData(t, mine.Next(t)); q["before_me"].(float64) != 0 || q["length"].(float64) != 1 {
 			t.Fatalf("pat2's queue after the accept: %v", q)
 		}
-		if q := decodeData(t, anon.Next(t)); q["length"].(float64) != 1 || q["before_me"].(float64) != 0 {
+		if q := decodeData(t, anon.Next(t)); q["length"].(float64) != 1 {
 			t.Fatalf("the queue after the accept: %v", q)
 		}
 		_ = second
 	})
-	// Errors: as GET /rooms/{code}/queue.
-	t.Run("ErrAsTheRead", func(t *testing.T) {
+	t.Run("ErrWithoutAPartInTheQueue", func(t *testing.T) {
 		if st := openStream(t, e, path, nil); st.Status != 401 {
 			t.Fatalf("no account code: %d", st.Status)
 		}
-		if st := openStream(t, e, "/api_v3/rooms/nope/queue/events", map[string]string{"X-AccountCode": s.c.Code}); st.Status != 404 {
+		if st := openStream(t, e, path, map[string]string{"X-AccountCode": s.c.Code}); st.Status != 401 {
+			t.Fatalf("the clinic's code alone: %d", st.Status)
+		}
+		outsider := mustSSO(t, e, s.c, "200", "p-out", "Out", "Sider")
+		if st := openStream(t, e, path, userHeaders(s.c, outsider.Token)); st.Status != 403 {
+			t.Fatalf("a patient with no visit in the room: %d", st.Status)
+		}
+		if st := openStream(t, e, "/api_v3/rooms/nope/queue/events", userHeaders(s.c, s.doc.Token)); st.Status != 404 {
 			t.Fatalf("unknown room: %d", st.Status)
 		}
 	})
@@ -152,4 +160,61 @@ func TestEvents_Messages(t *testing.T) {
 			t.Fatalf("after logout: %+v", ev)
 		}
 	})
+}
+
+// TestEvents_Limits: the event streams open at once are bounded per
+// credential and per client address (429) and in all (503), each with
+// Retry-After; a stream that closes gives its place back.
+func TestEvents_Limits(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t, testenv.Options{Streams: live.NewLimits(2, 3, -1)})
+	s := newClinicSetup(t, e, "alpha")
+	visit := s.econsult(t, s.pat)
+	path := "/api/visits/" + visit + "/messages/events"
+	pat := map[string]string{"X-ApiToken": s.pat.Token}
+	first, second := openStream(t, e, path, pat), openStream(t, e, path, pat)
+	if first.Status != 200 || second.Status != 200 {
+		t.Fatalf("two streams: %d %d", first.Status, second.Status)
+	}
+	third := openStream(t, e, path, pat)
+	if third.Status != 429 || third.Header.Get("Retry-After") == "" {
+		t.Fatalf("a third stream of one token: %d (Retry-After %q)", third.Status, third.Header.Get("Retry-After"))
+	}
+	// The address: a third stream with another credential, then a fourth.
+	if st := openStream(t, e, "/api_v3/rooms/main/queue/events", userHeaders(s.c, s.doc.Token)); st.Status != 200 {
+		t.Fatalf("the provider's stream: %d", st.Status)
+	}
+	if st := openStream(t, e, "/api_v3/rooms/main/queue/events", adminHeaders(s.c)); st.Status != 429 {
+		t.Fatalf("a fourth stream from one address: %d", st.Status)
+	}
+	// A closed stream gives its place back (once the server has seen it go).
+	first.Close()
+	waitStatus(t, func() int {
+		st := openStream(t, e, path, pat)
+		defer st.Close()
+		return st.Status
+	}, 200)
+
+	// The server's own bound: 503.
+	e2 := testenv.New(t, testenv.Options{Streams: live.NewLimits(-1, -1, 1)})
+	s2 := newClinicSetup(t, e2, "beta")
+	v2 := s2.econsult(t, s2.pat)
+	if st := openStream(t, e2, "/api/visits/"+v2+"/messages/events", map[string]string{"X-ApiToken": s2.pat.Token}); st.Status != 200 {
+		t.Fatalf("the one stream: %d", st.Status)
+	}
+	if st := openStream(t, e2, "/api_v3/rooms/main/queue/events", adminHeaders(s2.c)); st.Status != 503 || st.Header.Get("Retry-After") == "" {
+		t.Fatalf("past the server's bound: %d (Retry-After %q)", st.Status, st.Header.Get("Retry-After"))
+	}
+}
+
+// waitStatus polls get until it answers want, for a few seconds.
+func waitStatus(t *testing.T, get func() int, want int) {
+	t.Helper()
+	var got int
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if got = get(); got == want {
+			return
+		}
+	}
+	t.Fatalf("status %d, want %d", got, want)
 }

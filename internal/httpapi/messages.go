@@ -85,6 +85,11 @@ func (s *Server) messageEvents(w http.ResponseWriter, r *http.Request, c *call) 
 	if err != nil {
 		return err
 	}
+	release, err := s.cfg.Streams.Open(live.CredentialKey(c.p), edge.ClientAddr(r))
+	if err != nil {
+		return err
+	}
+	defer release()
 	watch, err := s.app.WatchVisit(r.Context(), c.p, visitID, live.LastEventID(r))
 	if err != nil {
 		return err

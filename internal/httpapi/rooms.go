@@ -402,6 +402,11 @@ func (s *Server) roomQueue(w http.ResponseWriter, r *http.Request, c *call) erro
 // roomQueueEvents streams the queue as GET /rooms/{code}/queue answers it:
 // an event "queue" at once and another each time it changes.
 func (s *Server) roomQueueEvents(w http.ResponseWriter, r *http.Request, c *call) error {
+	release, err := s.cfg.Streams.Open(live.CredentialKey(c.p), edge.ClientAddr(r))
+	if err != nil {
+		return err
+	}
+	defer release()
 	watch, err := s.app.WatchQueue(r.Context(), c.p, c.params.Str("code"))
 	if err != nil {
 		return err

@@ -45,7 +45,7 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/api_v3/rooms/{code}/providers/{id}", app.NeedAccountCode, famCode, s.roomProvider)
 	s.handle("GET", "/api_v3/rooms/{code}/queue", app.NeedAccountOptUser, famCode, s.roomQueue)
 	// Extension: the queue's changes as server-sent events.
-	s.handle("GET", "/api_v3/rooms/{code}/queue/events", app.NeedAccountOptUser, famCode, s.roomQueueEvents)
+	s.handle("GET", "/api_v3/rooms/{code}/queue/events", app.NeedUser, famCode, s.roomQueueEvents)
 	s.handle("POST", "/api_v3/users/{id}/rooms", app.NeedAdmin, famCode, s.linkRoom)
 	s.handle("DELETE", "/api_v3/users/{id}/rooms/{room_code}", app.NeedAdmin, famCode, s.unlinkRoom)
 	// Extensions (admin).

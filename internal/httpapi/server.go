@@ -31,6 +31,9 @@ type Config struct {
 	// Metrics counts requests by route and status (nil: not counted, and
 	// GET /metrics answers 404).
 	Metrics *metrics.Registry
+	// Streams bounds the event streams open at once (shared with the
+	// portal; default live.NewLimits(0, 0, 0)).
+	Streams *live.Limits
 	// MetricsToken is the server operator's credential for GET /metrics
 	// on the API's address (serve's --metrics-token), sent as
 	// "Authorization: Bearer …". The metrics describe the whole server,
@@ -115,6 +118,9 @@ func New(a *app.App, log *slog.Logger, cfg Config) *Server {
 	}
 	if cfg.MaxUploadBytes <= 0 {
 		cfg.MaxUploadBytes = 2 << 30
+	}
+	if cfg.Streams == nil {
+		cfg.Streams = live.NewLimits(0, 0, 0)
 	}
 	if cfg.MaxFileBytes <= 0 {
 		cfg.MaxFileBytes = 50 << 20

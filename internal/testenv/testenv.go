@@ -25,6 +25,7 @@ import (
 	"teleclinic/internal/blob"
 	"teleclinic/internal/edge"
 	"teleclinic/internal/httpapi"
+	"teleclinic/internal/live"
 	"teleclinic/internal/metrics"
 	"teleclinic/internal/store"
 	"teleclinic/internal/web"
@@ -142,6 +143,8 @@ func (c *Clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.U
 
 // Options change how a server is wired.
 type Options struct {
+	// Streams bounds the open event streams (default live's defaults).
+	Streams   *live.Limits
 	DSN       string // default: a fresh database
 	ServerKey []byte // default: random; servers sharing a database share it
 	Clock     *Clock // default: a new clock
@@ -249,9 +252,13 @@ func New(t testing.TB, opts ...Options) *Env {
 		t.Fatalf("testenv: %v", err)
 	}
 	reg.AddCollector(a.WriteMetrics)
-	api := httpapi.New(a, log, httpapi.Config{MaxBodyBytes: o.MaxBody, MaxUploadBytes: o.MaxUpload, MaxFileBytes: o.MaxFile, Metrics: reg, KeepAlive: o.KeepAlive, Closing: closing,
+	streams := o.Streams
+	if streams == nil {
+		streams = live.NewLimits(0, 0, 0)
+	}
+	api := httpapi.New(a, log, httpapi.Config{Streams: streams, MaxBodyBytes: o.MaxBody, MaxUploadBytes: o.MaxUpload, MaxFileBytes: o.MaxFile, Metrics: reg, KeepAlive: o.KeepAlive, Closing: closing,
 		CORSOrigins: o.CORSOrigins, MetricsToken: MetricsToken})
-	portal, err := web.New(a, log, web.Config{SessionMax: cfg.UserTokenMax, KeepAlive: o.KeepAlive, Closing: closing, MaxFileBytes: o.MaxFile, StripeJS: o.StripeJS}, api)
+	portal, err := web.New(a, log, web.Config{Streams: streams, SessionMax: cfg.UserTokenMax, KeepAlive: o.KeepAlive, Closing: closing, MaxFileBytes: o.MaxFile, StripeJS: o.StripeJS}, api)
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}

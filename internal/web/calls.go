@@ -324,6 +324,11 @@ func (s *Server) callEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return clinic.Errorf(clinic.EInvalid, "after (the last signal number the page has) must be a number.")
 	}
+	release, err := s.openStream(r)
+	if err != nil {
+		return err
+	}
+	defer release()
 	cw, err := s.app.WatchCall(r.Context(), p, id, r.URL.Query().Get("peer"), after)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/live"
 	"teleclinic/internal/media"
 	"teleclinic/internal/testenv"
 
@@ -676,5 +677,24 @@ func TestCall_TURNThrottled(t *testing.T) {
 	f.e.Clock.Advance(16 * time.Minute)
 	if pg := join(v); pg.Status != 200 {
 		t.Fatalf("a join after the window: %d %s", pg.Status, pg.Body)
+	}
+}
+
+// TestPortal_StreamLimits: the portal's streams share the API's bounds:
+// one session's second page stream past its bound is 429 with
+// Retry-After, and the visit's page still draws.
+func TestPortal_StreamLimits(t *testing.T) {
+	f := newFixture(t, testenv.Options{Streams: live.NewLimits(1, -1, -1)})
+	pat := newBrowser(t, f.e)
+	f.redirectLogin(t, pat, f.p1Token, "/visits", nil)
+	if st := pat.stream(t, f.visitPath()+"/events", nil); st.Status != 200 {
+		t.Fatalf("the page's stream: %d", st.Status)
+	}
+	st := pat.stream(t, f.visitPath()+"/events", nil)
+	if st.Status != 429 || st.Header.Get("Retry-After") == "" {
+		t.Fatalf("a second stream of one session: %d (Retry-After %q)", st.Status, st.Header.Get("Retry-After"))
+	}
+	if pg := pat.get(f.visitPath()); pg.Status != 200 {
+		t.Fatalf("the page: %d", pg.Status)
 	}
 }

@@ -29,6 +29,11 @@ type changeSource func(ctx context.Context, d time.Duration) (bool, error)
 // id, when set, gives each event the id the browser sends back on
 // reconnecting.
 func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request, id func() string, sources ...changeSource) error {
+	release, err := s.openStream(r)
+	if err != nil {
+		return err
+	}
+	defer release()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	changes, errs := make(chan struct{}, 1), make(chan error, len(sources))
@@ -64,6 +69,13 @@ func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request, id func()
 		}
 	})
 	return nil
+}
+
+// openStream takes a place for r's stream in the limits of streams open
+// at once (per session, per address, in all).
+func (s *Server) openStream(r *http.Request) (release func(), err error) {
+	p, _ := s.principal(r)
+	return s.cfg.Streams.Open(live.CredentialKey(p), edge.ClientAddr(r))
 }
 
 // pump is the portal's side of an event stream (live.Pump): the session is

@@ -23,6 +23,7 @@ import (
 	"teleclinic/internal/app/billing"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/edge"
+	"teleclinic/internal/live"
 	"teleclinic/internal/locale"
 )
 
@@ -55,6 +56,9 @@ type Config struct {
 	// clinic takes cards with Stripe (default https://js.stripe.com/v3/;
 	// tests serve a stand-in).
 	StripeJS string
+	// Streams bounds the event streams open at once, shared with the API
+	// (default live.NewLimits(0, 0, 0)).
+	Streams *live.Limits
 	// Locales are the languages of the pages (default: the embedded
 	// English and Spanish, locale.Load("")).
 	Locales *locale.Set
@@ -85,6 +89,9 @@ type Server struct {
 func New(a *app.App, log *slog.Logger, cfg Config, next http.Handler) (*Server, error) {
 	if cfg.StripeJS == "" {
 		cfg.StripeJS = "https://js.stripe.com/v3/"
+	}
+	if cfg.Streams == nil {
+		cfg.Streams = live.NewLimits(0, 0, 0)
 	}
 	if cfg.Locales == nil {
 		l, err := locale.Load("")
