@@ -83,6 +83,10 @@ type Config struct {
 	// negative turns a limit off).
 	LoginAttempts, AddressAttempts int
 	ThrottleWindow                 time.Duration
+	// GuestUploadBytes and GuestDailyUploadBytes are the guests' upload
+	// quotas: each guest's stored files, and all of a clinic's guests'
+	// in a day (defaults DefaultGuestUploadBytes, DefaultGuestDailyUploadBytes).
+	GuestUploadBytes, GuestDailyUploadBytes int64
 	// ResizeMemory bounds the memory all image resizes hold at once, and
 	// ResizeCacheBytes the resized images kept (defaults 256 MiB, 32 MiB).
 	ResizeMemory, ResizeCacheBytes int64
@@ -166,6 +170,12 @@ func New(st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*
 	}
 	if cfg.ThrottleWindow <= 0 {
 		cfg.ThrottleWindow = defaultThrottleWindow
+	}
+	if cfg.GuestUploadBytes <= 0 {
+		cfg.GuestUploadBytes = DefaultGuestUploadBytes
+	}
+	if cfg.GuestDailyUploadBytes <= 0 {
+		cfg.GuestDailyUploadBytes = DefaultGuestDailyUploadBytes
 	}
 	if cfg.ResizeMemory <= 0 {
 		cfg.ResizeMemory = defaultResizeMemory

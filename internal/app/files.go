@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"teleclinic/internal/clinic"
@@ -117,12 +118,24 @@ func (a *App) uploadFile(ctx context.Context, p *clinic.Principal, in FileUpload
 		return nil, clinic.Errorf(clinic.EInvalid, "A profile picture must be a PNG, JPEG, GIF or WebP image.")
 	}
 
+	guest := p.User != nil && p.User.Type == clinic.UserGuest
+	if guest {
+		if err := a.guestQuota(ctx, p, 0); err != nil {
+			return nil, err
+		}
+	}
 	f.BlobKey = fmt.Sprintf("files/%d/%s", p.Account.ID, randomHex(16))
 	size, err := a.cfg.Blobs.Put(ctx, f.BlobKey, body)
 	if err != nil {
 		return nil, fmt.Errorf("file: store: %w", err)
 	}
 	f.Size = size
+	if guest { // the size is known once the bytes are in
+		if err := a.guestQuota(ctx, p, size); err != nil {
+			_ = a.cfg.Blobs.Delete(context.WithoutCancel(ctx), f.BlobKey)
+			return nil, err
+		}
+	}
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if err := q.CreateFile(ctx, f); err != nil {
 			return err
@@ -134,6 +147,35 @@ func (a *App) uploadFile(ctx context.Context, p *clinic.Principal, in FileUpload
 		return nil, fmt.Errorf("file: %w", err)
 	}
 	return a.fileInfo(ctx, p, f)
+}
+
+// Guests (anyone with a room's link, where the room lets guests in) store
+// files within quotas (Config.GuestUploadBytes each, GuestDailyUploadBytes
+// for all of a clinic's guests in a day). A registered patient's uploads
+// are bounded per file (--max-file-upload) and per form only.
+const (
+	DefaultGuestUploadBytes      = 25 << 20
+	DefaultGuestDailyUploadBytes = 1 << 30
+)
+
+// GuestUploadBytes is what one guest may store.
+func (a *App) GuestUploadBytes() int64 { return a.cfg.GuestUploadBytes }
+
+// guestQuota refuses (413) an upload of adding bytes by guest p that would
+// pass a quota. Checked before the bytes are stored and again with their
+// size: uploads that run at once may pass a quota by what they carry.
+func (a *App) guestQuota(ctx context.Context, p *clinic.Principal, adding int64) error {
+	mine, day, err := a.store.Read().GuestUploads(ctx, p.Account.ID, p.UserID(), a.now().Add(-24*time.Hour).Unix())
+	if err != nil {
+		return fmt.Errorf("file: quota: %w", err)
+	}
+	switch {
+	case mine+adding > a.cfg.GuestUploadBytes || adding == 0 && mine >= a.cfg.GuestUploadBytes:
+		return clinic.Errorf(clinic.ETooLarge, "A guest may store up to %d MB of files; sign in with an account of the clinic to send more.", a.cfg.GuestUploadBytes>>20)
+	case day+adding > a.cfg.GuestDailyUploadBytes || adding == 0 && day >= a.cfg.GuestDailyUploadBytes:
+		return clinic.Errorf(clinic.ETooLarge, "The clinic takes no more files from guests today; sign in with an account of the clinic, or try again tomorrow.")
+	}
+	return nil
 }
 
 // fileTarget resolves meta.target: the caller by default; a user whose

@@ -190,6 +190,7 @@ var noPrincipal = map[string]string{
 	"DeliverEligibility": "the server's delivery loops",
 	"DeliverReminders":   "the server's delivery loops",
 	"PortalURL":          "the portal's address, for links",
+	"GuestUploadBytes":   "a setting, for the room page's file field",
 	"STUNServers":        "public STUN addresses, no credential",
 	"DeliverMail":        "the server's delivery loops",
 	"DeliverPush":        "the server's delivery loops",

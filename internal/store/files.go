@@ -57,6 +57,17 @@ func scanFiles(rows *sql.Rows) ([]*clinic.File, error) {
 	return out, rows.Err()
 }
 
+// GuestUploads are the bytes of the files guest userID made, and of those
+// all the clinic's guests made since since.
+func (q *Q) GuestUploads(ctx context.Context, accountID, userID, since int64) (mine, clinicDay int64, err error) {
+	err = q.queryRow(ctx, `SELECT
+		COALESCE((SELECT SUM(size) FROM files WHERE account_id = ? AND creator_user_id = ?), 0),
+		COALESCE((SELECT SUM(f.size) FROM files f JOIN users u ON u.account_id = f.account_id AND u.id = f.creator_user_id
+			WHERE f.account_id = ? AND f.created >= ? AND u.type = ?), 0)`,
+		[]any{accountID, userID, accountID, since, clinic.UserGuest}, &mine, &clinicDay)
+	return mine, clinicDay, err
+}
+
 // CreateFile inserts a file row and sets f.ID.
 func (q *Q) CreateFile(ctx context.Context, f *clinic.File) error {
 	var intake any

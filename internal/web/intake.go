@@ -103,6 +103,13 @@ func (s *Server) attachments(r *http.Request, p *clinic.Principal) ([]int64, err
 	if len(files) > maxAttachments {
 		return nil, clinic.Errorf(clinic.EInvalid, "Attach at most %d files.", maxAttachments)
 	}
+	var total int64
+	for _, fh := range files {
+		total += fh.Size
+	}
+	if total > maxIntakeBytes {
+		return nil, clinic.Errorf(clinic.ETooLarge, "The files of one visit's form may weigh up to %d MB together; send fewer or smaller ones.", maxIntakeBytes>>20)
+	}
 	var ids []int64
 	for _, fh := range files {
 		if fh.Filename == "" && fh.Size == 0 {

@@ -15,6 +15,7 @@ import (
 	"teleclinic/internal/app"
 	"teleclinic/internal/app/billing"
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/testenv"
 )
 
 // visitFrom is the visit a page redirected to.
@@ -226,5 +227,63 @@ func TestPortal_IntakeAttachments(t *testing.T) {
 	atts, err := f.e.App.IntakeAttachments(bg, p1, d.Intake)
 	if err != nil || len(atts) != 1 {
 		t.Fatalf("attachments: %+v %v", atts, err)
+	}
+}
+
+// TestPortal_GuestUploadQuotas: what anonymous guests store is bounded:
+// each guest's files, and all of a clinic's guests' in a day (413, and a
+// form refused keeps none of its files); the room's file field names the
+// guest's bound for the page's script; and one form's files together are
+// bounded for anyone.
+func TestPortal_GuestUploadQuotas(t *testing.T) {
+	f := newFixture(t, testenv.Options{Config: func(c *app.Config) { c.GuestUploadBytes = 3 << 20; c.GuestDailyUploadBytes = 5 << 20 }})
+	pdf := func(mb int) []byte { return append([]byte("%PDF-1.4\n"), bytes.Repeat([]byte("x"), mb<<20)...) }
+	stored := func() int64 {
+		var n int64
+		if err := f.e.Store.DB().QueryRow("SELECT COALESCE(SUM(f.size), 0) FROM files f JOIN users u ON u.id = f.creator_user_id WHERE u.type = 600").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	guest := func(name string) *browser {
+		b := newBrowser(t, f.e)
+		if pg := b.post("/c/acme/main/guest", url.Values{"first_name": {name}, "last_name": {"Guest"}}); pg.Status != 303 {
+			t.Fatalf("guest join: %d", pg.Status)
+		}
+		return b
+	}
+	form := url.Values{"reason_for_visit": {"A rash"}, "terms": {"1"}, "kind": {"econsult"}}
+	g1 := guest("Gia")
+	if pg := g1.get("/c/acme/main"); !strings.Contains(pg.Body, `data-max-bytes="3145728"`) {
+		t.Errorf("the guest's file field does not name their bound: %s", pg.Body)
+	}
+	if pg := g1.multipartPost("/c/acme/main/intake", form, map[string][]byte{"a.pdf": pdf(2), "b.pdf": pdf(2)}); pg.Status != 413 || !strings.Contains(pg.Body, "up to 3 MB") {
+		t.Fatalf("4 MB from a guest with 3: %d %s", pg.Status, pg.Body)
+	}
+	if n := stored(); n != 0 {
+		t.Fatalf("a refused form kept %d bytes", n)
+	}
+	if pg := g1.multipartPost("/c/acme/main/intake", form, map[string][]byte{"a.pdf": pdf(2)}); pg.Status != 303 {
+		t.Fatalf("2 MB: %d %s", pg.Status, pg.Body)
+	}
+	if pg := g1.multipartPost("/c/acme/main/intake", form, map[string][]byte{"c.pdf": pdf(2)}); pg.Status != 413 {
+		t.Fatalf("2 MB more from the same guest: %d", pg.Status)
+	}
+	if pg := guest("Gus").multipartPost("/c/acme/main/intake", form, map[string][]byte{"d.pdf": pdf(2)}); pg.Status != 303 {
+		t.Fatalf("a second guest's 2 MB: %d %s", pg.Status, pg.Body)
+	}
+	if pg := guest("Gwen").multipartPost("/c/acme/main/intake", form, map[string][]byte{"e.pdf": pdf(2)}); pg.Status != 413 || !strings.Contains(pg.Body, "no more files from guests today") {
+		t.Fatalf("past the clinic's day: %d %s", pg.Status, pg.Body)
+	}
+	// One form's files together, for anyone.
+	pat := newBrowser(t, f.e)
+	f.redirectLogin(t, pat, f.p2Token, "/c/acme/main", nil)
+	if pg := pat.multipartPost("/c/acme/main/intake", form, map[string][]byte{"g.pdf": pdf(26), "h.pdf": pdf(26)}); pg.Status != 413 || !strings.Contains(pg.Body, "up to 50 MB together") {
+		t.Fatalf("52 MB in one form: %d", pg.Status)
+	}
+	// A day later the clinic's guests may send again.
+	f.e.Clock.Advance(25 * time.Hour)
+	if pg := guest("Gil").multipartPost("/c/acme/main/intake", form, map[string][]byte{"f.pdf": pdf(2)}); pg.Status != 303 {
+		t.Fatalf("the next day: %d %s", pg.Status, pg.Body)
 	}
 }

@@ -55,6 +55,9 @@ type roomPage struct {
 	// patient signs (nil: the plain agreement below).
 	Questions []clinic.IntakeQuestion
 	Consent   *clinic.ConsentText
+	// AttachBytes is the most the form's files may weigh together (a
+	// guest's quota is less): static/live.js says so before sending.
+	AttachBytes int64
 }
 
 // room is the spec's room join URL, /c/{account_code}/{room_code} on a
@@ -82,8 +85,12 @@ func (s *Server) showRoom(w http.ResponseWriter, r *http.Request, p *clinic.Prin
 		SignInURL: "/signin?" + url.Values{"clinic": {p.Account.Code}, "next": {r.URL.Path}}.Encode(),
 		Base:      "/c/" + url.PathEscape(p.Account.Code) + "/" + url.PathEscape(d.Room.Code),
 		Questions: st.IntakeQuestions, Consent: st.Consent}
+	page.AttachBytes = maxIntakeBytes
 	if me, err := s.principal(r); err == nil && me.Account.ID == p.Account.ID {
 		page.SignedIn = true
+		if me.User.Type == clinic.UserGuest {
+			page.AttachBytes = min(page.AttachBytes, s.app.GuestUploadBytes())
+		}
 	}
 	s.render(w, r, http.StatusOK, "room", page)
 }

@@ -187,8 +187,12 @@ const maxFormBytes = 64 << 10
 // which ServeHTTP answers as a page.
 type pageFunc func(w http.ResponseWriter, r *http.Request) error
 
-// maxAttachments bounds the files one form sends.
-const maxAttachments = 5
+// maxAttachments bounds the files one form sends, maxIntakeBytes what
+// they weigh together.
+const (
+	maxAttachments = 5
+	maxIntakeBytes = 50 << 20
+)
 
 // page registers a page handler. A page's form is a few fields: a body
 // past maxFormBytes is refused before it is read (net/http's own bound

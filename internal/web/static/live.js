@@ -175,6 +175,34 @@ window.T = function (key) {
       });
   });
 
+  // A file field that names its bounds (data-max-files, data-max-bytes)
+  // says at once, before any byte is sent, when the chosen files pass
+  // them, and the form does not send until they fit.
+  document.addEventListener("change", function (e) {
+    var input = e.target;
+    if (!input.matches || !input.matches("input[type=file][data-max-bytes]") || !input.files) {
+      return;
+    }
+    var total = 0;
+    for (var i = 0; i < input.files.length; i++) {
+      total += input.files[i].size;
+    }
+    var maxBytes = parseInt(input.getAttribute("data-max-bytes"), 10);
+    var maxFiles = parseInt(input.getAttribute("data-max-files"), 10) || Infinity;
+    var text = "";
+    if (input.files.length > maxFiles) {
+      text = T("Choose at most %s files.", maxFiles);
+    } else if (total > maxBytes) {
+      text = T("These files weigh %s MB together; the most is %s MB. Choose fewer or smaller ones.", Math.ceil(total / 1048576), Math.floor(maxBytes / 1048576));
+    }
+    input.setCustomValidity(text);
+    var out = document.getElementById(input.id + "-error");
+    if (out) {
+      out.textContent = text;
+      out.hidden = !text;
+    }
+  });
+
   if (!conf || !window.EventSource) {
     return;
   }
