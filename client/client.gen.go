@@ -9711,7 +9711,10 @@ type ClientInterface interface {
 	// GetRoomsByCodeQueueEvents The room's waiting room, live (server-sent events)
 	//
 	// Extension. The queue of `GET /rooms/{code}/queue` as a `text/event-stream`, with the
-	// same credentials and the same answer: an event `queue` at once, then another each
+	// same answer, for a credential with a part in the queue: the clinic admin token, a
+	// provider linked to the room, or a patient or guest with a visit waiting in it
+	// (others 403; the clinic's code alone 401: a stream holds a connection for as long
+	// as its client likes). An event `queue` at once, then another each
 	// time the queue changes (a walk-in joins, is accepted, started or cancelled, a
 	// visit completes). Its `data` is the queue object (`before_me` is the calling
 	// patient's own when a user token is sent). A comment line (`: keep-alive`) comes
@@ -9722,7 +9725,9 @@ type ClientInterface interface {
 	// a reconnecting client gets the current queue at once. Across processes on
 	// PostgreSQL the changes travel by `LISTEN`/`NOTIFY`. Browsers' `EventSource`
 	// cannot send the headers; use a client that can (the portal's own pages stream
-	// with their session cookie).
+	// with their session cookie). Open streams are bounded per credential (20), per
+	// client address (500) and per server (10,000; `--max-streams*`): past them 429 or
+	// 503, with Retry-After.
 	//
 	// Corresponds with GET /api_v3/rooms/{code}/queue/events (the `GetRoomsByCodeQueueEvents` operationId).
 	GetRoomsByCodeQueueEvents(ctx context.Context, code string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -12978,7 +12983,10 @@ func (c *Client) GetRoomsByCodeQueue(ctx context.Context, code string, reqEditor
 // GetRoomsByCodeQueueEvents The room's waiting room, live (server-sent events)
 //
 // Extension. The queue of `GET /rooms/{code}/queue` as a `text/event-stream`, with the
-// same credentials and the same answer: an event `queue` at once, then another each
+// same answer, for a credential with a part in the queue: the clinic admin token, a
+// provider linked to the room, or a patient or guest with a visit waiting in it
+// (others 403; the clinic's code alone 401: a stream holds a connection for as long
+// as its client likes). An event `queue` at once, then another each
 // time the queue changes (a walk-in joins, is accepted, started or cancelled, a
 // visit completes). Its `data` is the queue object (`before_me` is the calling
 // patient's own when a user token is sent). A comment line (`: keep-alive`) comes
@@ -12989,7 +12997,9 @@ func (c *Client) GetRoomsByCodeQueue(ctx context.Context, code string, reqEditor
 // a reconnecting client gets the current queue at once. Across processes on
 // PostgreSQL the changes travel by `LISTEN`/`NOTIFY`. Browsers' `EventSource`
 // cannot send the headers; use a client that can (the portal's own pages stream
-// with their session cookie).
+// with their session cookie). Open streams are bounded per credential (20), per
+// client address (500) and per server (10,000; `--max-streams*`): past them 429 or
+// 503, with Retry-After.
 //
 // Corresponds with GET /api_v3/rooms/{code}/queue/events (the `GetRoomsByCodeQueueEvents` operationId).
 func (c *Client) GetRoomsByCodeQueueEvents(ctx context.Context, code string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -25069,7 +25079,10 @@ type ClientWithResponsesInterface interface {
 	// GetRoomsByCodeQueueEventsWithResponse The room's waiting room, live (server-sent events)
 	//
 	// Extension. The queue of `GET /rooms/{code}/queue` as a `text/event-stream`, with the
-	// same credentials and the same answer: an event `queue` at once, then another each
+	// same answer, for a credential with a part in the queue: the clinic admin token, a
+	// provider linked to the room, or a patient or guest with a visit waiting in it
+	// (others 403; the clinic's code alone 401: a stream holds a connection for as long
+	// as its client likes). An event `queue` at once, then another each
 	// time the queue changes (a walk-in joins, is accepted, started or cancelled, a
 	// visit completes). Its `data` is the queue object (`before_me` is the calling
 	// patient's own when a user token is sent). A comment line (`: keep-alive`) comes
@@ -25080,7 +25093,9 @@ type ClientWithResponsesInterface interface {
 	// a reconnecting client gets the current queue at once. Across processes on
 	// PostgreSQL the changes travel by `LISTEN`/`NOTIFY`. Browsers' `EventSource`
 	// cannot send the headers; use a client that can (the portal's own pages stream
-	// with their session cookie).
+	// with their session cookie). Open streams are bounded per credential (20), per
+	// client address (500) and per server (10,000; `--max-streams*`): past them 429 or
+	// 503, with Retry-After.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -26681,6 +26696,16 @@ func (r PostVisitsByVisitIdMessagesResponse) ContentType() string {
 	return ""
 }
 
+// GetVisitsByVisitIdMessagesEventsResponse429Headers the declared response headers of an HTTP 429 response for GetVisitsByVisitIdMessagesEvents
+type GetVisitsByVisitIdMessagesEventsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// GetVisitsByVisitIdMessagesEventsResponse503Headers the declared response headers of an HTTP 503 response for GetVisitsByVisitIdMessagesEvents
+type GetVisitsByVisitIdMessagesEventsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetVisitsByVisitIdMessagesEventsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -26692,8 +26717,16 @@ type GetVisitsByVisitIdMessagesEventsResponse struct {
 	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Busy
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetVisitsByVisitIdMessagesEventsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetVisitsByVisitIdMessagesEventsResponse503Headers
 }
 
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
@@ -26716,9 +26749,19 @@ func (r GetVisitsByVisitIdMessagesEventsResponse) GetJSON404() *NotFound {
 	return r.JSON404
 }
 
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetVisitsByVisitIdMessagesEventsResponse) GetJSON429() *TooMany {
+	return r.JSON429
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r GetVisitsByVisitIdMessagesEventsResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetVisitsByVisitIdMessagesEventsResponse) GetJSON503() *Busy {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -31421,15 +31464,35 @@ func (r GetRoomsByCodeQueueResponse) ContentType() string {
 	return ""
 }
 
+// GetRoomsByCodeQueueEventsResponse429Headers the declared response headers of an HTTP 429 response for GetRoomsByCodeQueueEvents
+type GetRoomsByCodeQueueEventsResponse429Headers struct {
+	RetryAfter *int
+}
+
+// GetRoomsByCodeQueueEventsResponse503Headers the declared response headers of an HTTP 503 response for GetRoomsByCodeQueueEvents
+type GetRoomsByCodeQueueEventsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetRoomsByCodeQueueEventsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *NotFound
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooMany
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Busy
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetRoomsByCodeQueueEventsResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetRoomsByCodeQueueEventsResponse503Headers
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -31437,14 +31500,29 @@ func (r GetRoomsByCodeQueueEventsResponse) GetJSON401() *Unauthorized {
 	return r.JSON401
 }
 
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetRoomsByCodeQueueEventsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r GetRoomsByCodeQueueEventsResponse) GetJSON404() *NotFound {
 	return r.JSON404
 }
 
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r GetRoomsByCodeQueueEventsResponse) GetJSON429() *TooMany {
+	return r.JSON429
+}
+
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
 func (r GetRoomsByCodeQueueEventsResponse) GetJSON500() *Internal {
 	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetRoomsByCodeQueueEventsResponse) GetJSON503() *Busy {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -38940,7 +39018,10 @@ func (c *ClientWithResponses) GetRoomsByCodeQueueWithResponse(ctx context.Contex
 // GetRoomsByCodeQueueEventsWithResponse The room's waiting room, live (server-sent events)
 //
 // Extension. The queue of `GET /rooms/{code}/queue` as a `text/event-stream`, with the
-// same credentials and the same answer: an event `queue` at once, then another each
+// same answer, for a credential with a part in the queue: the clinic admin token, a
+// provider linked to the room, or a patient or guest with a visit waiting in it
+// (others 403; the clinic's code alone 401: a stream holds a connection for as long
+// as its client likes). An event `queue` at once, then another each
 // time the queue changes (a walk-in joins, is accepted, started or cancelled, a
 // visit completes). Its `data` is the queue object (`before_me` is the calling
 // patient's own when a user token is sent). A comment line (`: keep-alive`) comes
@@ -38951,7 +39032,9 @@ func (c *ClientWithResponses) GetRoomsByCodeQueueWithResponse(ctx context.Contex
 // a reconnecting client gets the current queue at once. Across processes on
 // PostgreSQL the changes travel by `LISTEN`/`NOTIFY`. Browsers' `EventSource`
 // cannot send the headers; use a client that can (the portal's own pages stream
-// with their session cookie).
+// with their session cookie). Open streams are bounded per credential (20), per
+// client address (500) and per server (10,000; `--max-streams*`): past them 429 or
+// 503, with Retry-After.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -41325,6 +41408,13 @@ func ParseGetVisitsByVisitIdMessagesEventsResponse(rsp *http.Response) (*GetVisi
 		}
 		response.JSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -41332,6 +41422,36 @@ func ParseGetVisitsByVisitIdMessagesEventsResponse(rsp *http.Response) (*GetVisi
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Busy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetVisitsByVisitIdMessagesEventsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetVisitsByVisitIdMessagesEventsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -45219,12 +45339,26 @@ func ParseGetRoomsByCodeQueueEventsResponse(rsp *http.Response) (*GetRoomsByCode
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest Internal
@@ -45233,6 +45367,36 @@ func ParseGetRoomsByCodeQueueEventsResponse(rsp *http.Response) (*GetRoomsByCode
 		}
 		response.JSON500 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Busy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers GetRoomsByCodeQueueEventsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetRoomsByCodeQueueEventsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil

@@ -64,6 +64,10 @@ const (
 // server's.
 var callKinds = []string{"offer", "answer", "candidate", "state", "record", "consent"}
 
+// ErrNoProviderYet is a patient's or guest's join of a call before a
+// provider has taken the visit (exported: the portal translates it).
+const ErrNoProviderYet = "No provider has taken this visit yet: its call opens when one does. Keep this page open."
+
 // KindSignal is the live event of a new call signal; its ID is the
 // signal's number.
 const KindSignal = "signal"
@@ -273,7 +277,7 @@ func (a *App) JoinCall(ctx context.Context, p *clinic.Principal, id int64) (*Cal
 	// provider has taken (accepted, booked with them, or in): a waiting
 	// walk-in, an anonymous guest's above all, gets neither.
 	if role != CallProvider && v.ProviderID == 0 {
-		return nil, clinic.Errorf(clinic.EConflict, "No provider has taken visit %d yet: its call opens when one does. Keep this page open.", v.ID)
+		return nil, clinic.Errorf(clinic.EConflict, "%s", ErrNoProviderYet)
 	}
 	if a.cfg.ICE.HasTURN() && !a.cfg.LiveKit.Enabled() {
 		// Each join hands out a relay credential: joins are counted per

@@ -82,6 +82,7 @@ func usedKeys(t *testing.T) []string {
 	dynamic = slices.AppendSeq(dynamic, maps.Values(notices))
 	dynamic = slices.AppendSeq(dynamic, maps.Values(pageTitles))
 	dynamic = slices.AppendSeq(dynamic, maps.Values(codeWords))
+	dynamic = append(dynamic, refusals...)
 	for _, c := range sandboxCards {
 		dynamic = append(dynamic, c.Label)
 	}

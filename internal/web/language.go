@@ -167,6 +167,11 @@ func (s *Server) words(r *http.Request, code, msg string) string {
 	return loc.T(codeWords[clinic.EInvalid])
 }
 
+// refusals are the rules' messages a patient meets on the translated
+// pages that the catalogs translate as they are (words finds them); any
+// other refusal is shown by its code's sentence.
+var refusals = []string{app.ErrNoProviderYet}
+
 // codeWords say each error code's refusal in general, for a message the
 // catalog does not translate.
 var codeWords = map[string]string{

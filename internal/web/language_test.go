@@ -94,6 +94,10 @@ func TestPortal_Spanish(t *testing.T) {
 		t.Fatalf("walk-in: %d %s", walkin.Status, walkin.Body)
 	}
 	spanish(t, english, "the waiting room", guest.get(walkin.Location), "Sala de espera", "Mantenga esta página abierta")
+	// A refusal of the rules, translated as the catalog holds it.
+	if pg := guest.postJSON(walkin.Location+"/call/join", "{}"); pg.Status != 409 || !strings.Contains(pg.Body, "Ningún profesional ha tomado todavía esta consulta") {
+		t.Errorf("a join before a provider took the visit: %d %s", pg.Status, pg.Body)
+	}
 
 	// The scripts' texts.
 	js := pat.get("/i18n/es.js")
