@@ -218,7 +218,17 @@ func TestBrowser_Call(t *testing.T) {
 	if err := chromedp.Do(provider, chromedp.Click(chromedp.CSS("#call-share"))); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the patient sees the provider's camera again", func() bool { return remoteWidth() == 640 })
+	// The provider sends the camera again; the patient receives it in the
+	// camera's shape (a loaded machine's encoder may scale it down, so
+	// 640 wide is not promised).
+	waitFor(t, "the provider sends the camera again", func() bool {
+		ws, err := chromedp.Run(provider, chromedp.Evaluate[[]int](`window.teleclinicCall.sending()`))
+		return err == nil && len(ws) == 1 && ws[0] == 640
+	})
+	waitFor(t, "the patient sees the provider's camera again", func() bool {
+		wh, err := chromedp.Run(patient, chromedp.Evaluate[[]int](`(function (v) { return [v.videoWidth, v.videoHeight]; })(document.querySelector(".stage figure:not(.self) video"))`))
+		return err == nil && wh[0] > 0 && wh[0]*3 == wh[1]*4
+	})
 
 	// End: the provider confirms in the dialog.
 	err = chromedp.Do(provider,

@@ -1037,6 +1037,14 @@
     peers: function () {
       return Object.keys(peers);
     },
+    // The width of the video track each connection sends from (the
+    // camera's, or the screen's while sharing), whatever the encoder
+    // scales it to.
+    sending: function () {
+      return videoSenders().map(function (s) {
+        return s.track.getSettings().width || 0;
+      });
+    },
     // Each connection's state and how many ICE restarts this page made.
     states: function () {
       return Object.keys(peers).map(function (id) {
