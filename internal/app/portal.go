@@ -78,12 +78,8 @@ func (a *App) exchangeToken(ctx context.Context, requestID, token string, revoke
 	var s *Session
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if revoke || link { // a link token is good once, whatever the address says
-			won, err := q.RevokeToken(ctx, p.Account.ID, p.TokenID, a.Unix())
-			if err != nil {
+			if err := a.consumeLinkToken(ctx, q, p); err != nil {
 				return err
-			}
-			if !won {
-				return errLinkToken
 			}
 		}
 		// The portal's session is a login of its own (a new family):
@@ -134,6 +130,17 @@ func (a *App) GuestJoin(ctx context.Context, p *clinic.Principal, roomCode, firs
 }
 
 var errLinkToken = unauthenticated("Invalid or expired sso_token.")
+
+// consumeLinkToken revokes the token p signed in with, in q's
+// transaction: of any number of concurrent uses, across processes, one
+// wins; the others are refused as a used link.
+func (a *App) consumeLinkToken(ctx context.Context, q *store.Q, p *clinic.Principal) error {
+	won, err := q.RevokeToken(ctx, p.Account.ID, p.TokenID, a.Unix())
+	if err == nil && !won {
+		return errLinkToken
+	}
+	return err
+}
 
 // linkPrincipal is the caller a sign-in link's access token names (GET /auth
 // on the API or the portal), and the token's login family: the token must

@@ -64,12 +64,8 @@ func (a *App) AuthRedirect(ctx context.Context, requestID, ssoToken, next string
 	link := NewSecret()
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if oneTime {
-			won, err := q.RevokeToken(ctx, p.Account.ID, p.TokenID, a.Unix())
-			if err != nil {
+			if err := a.consumeLinkToken(ctx, q, p); err != nil {
 				return err
-			}
-			if !won {
-				return errLinkToken
 			}
 		}
 		now := a.Unix()

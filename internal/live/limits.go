@@ -75,13 +75,18 @@ func (l *Limits) close(cred, addr string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.total--
-	for m, k := range map[*map[string]int]string{&l.byCred: cred, &l.byAddr: addr} {
-		if k == "" {
-			continue
-		}
-		if (*m)[k]--; (*m)[k] <= 0 {
-			delete(*m, k) // the maps hold only open streams
-		}
+	release(l.byCred, cred)
+	release(l.byAddr, addr)
+}
+
+// release gives back one of key's places; the maps hold only keys with
+// streams open.
+func release(m map[string]int, key string) {
+	if key == "" {
+		return
+	}
+	if m[key]--; m[key] <= 0 {
+		delete(m, key)
 	}
 }
 
