@@ -8883,10 +8883,17 @@ type ClientInterface interface {
 	// has a place (`seq`) and a hash (HMAC-SHA256 under a key derived from the
 	// server key) of its content, its place and the hash before it, so an entry
 	// edited, removed or inserted in the database breaks the chain from there, and
-	// someone without the server key cannot recompute it. This walks the chain from
-	// its first entry and reports the first break, or `intact`. Entries stored
-	// before the chain existed are outside it. `teleclinic audit verify` does the
-	// same from the command line. Audited as `audit.verify`.
+	// someone without the server key cannot recompute it. Each entry also carries
+	// a MAC made when it was written, so a row inserted by SQL is never taken into
+	// the chain. Every 30 seconds the server writes each moved chain's end (place,
+	// hash, time) as an Ed25519-signed checkpoint to the blob store, outside the
+	// database, so deleting entries from the end and rewinding the chain, or
+	// wiping a clinic's trail, is found too. This walks the chain from its first
+	// entry, compares it with the latest checkpoint, and reports the first break,
+	// or `intact`. What is and is not detected: docs/design-notes.md, "A
+	// tamper-evident audit trail". Entries stored before the chain existed are
+	// outside it. `teleclinic audit verify` does the same from the command line.
+	// Audited as `audit.verify`.
 	//
 	// Corresponds with GET /api_v3/audit/verify (the `GetAuditVerify` operationId).
 	GetAuditVerify(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -11355,10 +11362,17 @@ func (c *Client) GetAudit(ctx context.Context, params *GetAuditParams, reqEditor
 // has a place (`seq`) and a hash (HMAC-SHA256 under a key derived from the
 // server key) of its content, its place and the hash before it, so an entry
 // edited, removed or inserted in the database breaks the chain from there, and
-// someone without the server key cannot recompute it. This walks the chain from
-// its first entry and reports the first break, or `intact`. Entries stored
-// before the chain existed are outside it. `teleclinic audit verify` does the
-// same from the command line. Audited as `audit.verify`.
+// someone without the server key cannot recompute it. Each entry also carries
+// a MAC made when it was written, so a row inserted by SQL is never taken into
+// the chain. Every 30 seconds the server writes each moved chain's end (place,
+// hash, time) as an Ed25519-signed checkpoint to the blob store, outside the
+// database, so deleting entries from the end and rewinding the chain, or
+// wiping a clinic's trail, is found too. This walks the chain from its first
+// entry, compares it with the latest checkpoint, and reports the first break,
+// or `intact`. What is and is not detected: docs/design-notes.md, "A
+// tamper-evident audit trail". Entries stored before the chain existed are
+// outside it. `teleclinic audit verify` does the same from the command line.
+// Audited as `audit.verify`.
 //
 // Corresponds with GET /api_v3/audit/verify (the `GetAuditVerify` operationId).
 func (c *Client) GetAuditVerify(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -24175,10 +24189,17 @@ type ClientWithResponsesInterface interface {
 	// has a place (`seq`) and a hash (HMAC-SHA256 under a key derived from the
 	// server key) of its content, its place and the hash before it, so an entry
 	// edited, removed or inserted in the database breaks the chain from there, and
-	// someone without the server key cannot recompute it. This walks the chain from
-	// its first entry and reports the first break, or `intact`. Entries stored
-	// before the chain existed are outside it. `teleclinic audit verify` does the
-	// same from the command line. Audited as `audit.verify`.
+	// someone without the server key cannot recompute it. Each entry also carries
+	// a MAC made when it was written, so a row inserted by SQL is never taken into
+	// the chain. Every 30 seconds the server writes each moved chain's end (place,
+	// hash, time) as an Ed25519-signed checkpoint to the blob store, outside the
+	// database, so deleting entries from the end and rewinding the chain, or
+	// wiping a clinic's trail, is found too. This walks the chain from its first
+	// entry, compares it with the latest checkpoint, and reports the first break,
+	// or `intact`. What is and is not detected: docs/design-notes.md, "A
+	// tamper-evident audit trail". Entries stored before the chain existed are
+	// outside it. `teleclinic audit verify` does the same from the command line.
+	// Audited as `audit.verify`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -27148,9 +27169,21 @@ type GetAuditVerifyResponse struct {
 				Id     string `json:"id"`
 				Reason string `json:"reason"`
 
-				// Seq The first broken place in the chain.
+				// Seq The first broken place in the chain; 0 for an entry outside it (refused or copied) or a checkpoint that does not verify.
 				Seq int `json:"seq"`
 			} `json:"broken"`
+
+			// Checkpoint The latest checkpoint the chain was compared with; null when the server has written none yet (a chain younger than 30 seconds, or a blob store that lost it).
+			Checkpoint *struct {
+				// Head The hash at that place.
+				Head string `json:"head"`
+
+				// Seq The chain's last place when the checkpoint was written.
+				Seq int `json:"seq"`
+
+				// Time When it was written, unix seconds.
+				Time int `json:"time"`
+			} `json:"checkpoint"`
 
 			// Entries Chained entries checked.
 			Entries int `json:"entries"`
@@ -27174,9 +27207,21 @@ func (r GetAuditVerifyResponse) GetJSON200() *struct {
 			Id     string `json:"id"`
 			Reason string `json:"reason"`
 
-			// Seq The first broken place in the chain.
+			// Seq The first broken place in the chain; 0 for an entry outside it (refused or copied) or a checkpoint that does not verify.
 			Seq int `json:"seq"`
 		} `json:"broken"`
+
+		// Checkpoint The latest checkpoint the chain was compared with; null when the server has written none yet (a chain younger than 30 seconds, or a blob store that lost it).
+		Checkpoint *struct {
+			// Head The hash at that place.
+			Head string `json:"head"`
+
+			// Seq The chain's last place when the checkpoint was written.
+			Seq int `json:"seq"`
+
+			// Time When it was written, unix seconds.
+			Time int `json:"time"`
+		} `json:"checkpoint"`
 
 		// Entries Chained entries checked.
 		Entries int `json:"entries"`
@@ -37634,10 +37679,17 @@ func (c *ClientWithResponses) GetAuditWithResponse(ctx context.Context, params *
 // has a place (`seq`) and a hash (HMAC-SHA256 under a key derived from the
 // server key) of its content, its place and the hash before it, so an entry
 // edited, removed or inserted in the database breaks the chain from there, and
-// someone without the server key cannot recompute it. This walks the chain from
-// its first entry and reports the first break, or `intact`. Entries stored
-// before the chain existed are outside it. `teleclinic audit verify` does the
-// same from the command line. Audited as `audit.verify`.
+// someone without the server key cannot recompute it. Each entry also carries
+// a MAC made when it was written, so a row inserted by SQL is never taken into
+// the chain. Every 30 seconds the server writes each moved chain's end (place,
+// hash, time) as an Ed25519-signed checkpoint to the blob store, outside the
+// database, so deleting entries from the end and rewinding the chain, or
+// wiping a clinic's trail, is found too. This walks the chain from its first
+// entry, compares it with the latest checkpoint, and reports the first break,
+// or `intact`. What is and is not detected: docs/design-notes.md, "A
+// tamper-evident audit trail". Entries stored before the chain existed are
+// outside it. `teleclinic audit verify` does the same from the command line.
+// Audited as `audit.verify`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -41744,9 +41796,21 @@ func ParseGetAuditVerifyResponse(rsp *http.Response) (*GetAuditVerifyResponse, e
 					Id     string `json:"id"`
 					Reason string `json:"reason"`
 
-					// Seq The first broken place in the chain.
+					// Seq The first broken place in the chain; 0 for an entry outside it (refused or copied) or a checkpoint that does not verify.
 					Seq int `json:"seq"`
 				} `json:"broken"`
+
+				// Checkpoint The latest checkpoint the chain was compared with; null when the server has written none yet (a chain younger than 30 seconds, or a blob store that lost it).
+				Checkpoint *struct {
+					// Head The hash at that place.
+					Head string `json:"head"`
+
+					// Seq The chain's last place when the checkpoint was written.
+					Seq int `json:"seq"`
+
+					// Time When it was written, unix seconds.
+					Time int `json:"time"`
+				} `json:"checkpoint"`
 
 				// Entries Chained entries checked.
 				Entries int `json:"entries"`

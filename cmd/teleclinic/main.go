@@ -541,6 +541,11 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errAuditBroken
 	}
 	fmt.Fprintf(stdout, "Audit trail of %s: intact, %d entries, head %s\n", *code, v.Entries, v.Head)
+	if c := v.Checkpoint; c != nil {
+		fmt.Fprintf(stdout, "Matches its checkpoint of %s (entry %d), signed with %s\n", time.Unix(c.Time, 0).UTC().Format(time.RFC3339), c.Seq, a.AuditCheckpointPublicKey())
+	} else {
+		fmt.Fprintf(stdout, "No checkpoint in the blob store yet: a running server writes one within %s of an entry\n", app.AuditCheckpointEvery)
+	}
 	return nil
 }
 

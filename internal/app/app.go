@@ -5,16 +5,18 @@
 package app
 
 import (
-	"golang.org/x/sync/semaphore"
-	"sync/atomic"
-
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/semaphore"
 
 	"teleclinic/internal/blob"
 	"teleclinic/internal/clinic"
@@ -106,6 +108,12 @@ type App struct {
 	hashSem         chan struct{} // bounds concurrent password hashing (64 MiB each)
 	audits          *auditWriter
 	sealKey         [32]byte
+	// checkpointKey signs the audit chains' checkpoints; anchored is how
+	// far this process has anchored each clinic's chain (CheckpointAudits).
+	checkpointKey  ed25519.PrivateKey
+	checkpointMu   sync.Mutex
+	anchored       map[int64]int64
+	lastCheckpoint atomic.Int64
 
 	webhooks        *webhook.Client
 	webhookKick     chan struct{}
@@ -191,6 +199,7 @@ func New(st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*
 		webhooks:    webhook.NewClient(webhook.Options{AllowPrivate: cfg.Webhooks.AllowPrivate, Timeout: cfg.Webhooks.Timeout}),
 		webhookKick: make(chan struct{}, 1), pushKick: make(chan struct{}, 1), eligibilityKick: make(chan struct{}, 1), audits: newAuditWriter(st)}
 	a.sealKey = sha256.Sum256(append([]byte("teleclinic-seal:"), cfg.ServerKey...))
+	a.checkpointKey, a.anchored = auditCheckpointKey(cfg.ServerKey), map[int64]int64{}
 	return a, nil
 }
 

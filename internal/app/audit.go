@@ -1,11 +1,20 @@
 package app
 
 import (
+	"bytes"
 	"context"
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"teleclinic/internal/blob"
 
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/store"
@@ -67,7 +76,137 @@ type AuditVerification struct {
 	Entries int64       // chained entries checked
 	Head    string      // the chain's recorded last hash
 	Broken  *AuditBreak // nil when the chain holds
+	// Checkpoint is the latest signed checkpoint the chain was compared
+	// with; nil when none was found.
+	Checkpoint *AuditCheckpoint
 }
+
+// AuditCheckpoint is a clinic's chain end (its place and hash) at a time,
+// signed with a key derived from the server key and kept in the blob
+// store, outside the database: whoever can rewrite the database cannot
+// rewind the chain past it unseen.
+type AuditCheckpoint struct {
+	AccountID int64  `json:"account_id"`
+	Seq       int64  `json:"seq"`
+	Head      string `json:"head"`
+	Time      int64  `json:"time"`
+	Signature string `json:"signature"` // Ed25519, base64, over signedBytes
+}
+
+func (c *AuditCheckpoint) signedBytes() []byte {
+	return fmt.Appendf(nil, "teleclinic-audit-checkpoint-v1\n%d\n%d\n%s\n%d", c.AccountID, c.Seq, c.Head, c.Time)
+}
+
+// auditCheckpointKey is the checkpoints' signing key, derived from the
+// server key. Ed25519 rather than an HMAC so that the public half
+// (AuditCheckpointPublicKey) lets an auditor check a checkpoint without
+// the server key.
+func auditCheckpointKey(serverKey []byte) ed25519.PrivateKey {
+	m := hmac.New(sha256.New, serverKey)
+	m.Write([]byte("teleclinic audit checkpoint v1"))
+	return ed25519.NewKeyFromSeed(m.Sum(nil))
+}
+
+// AuditCheckpointPublicKey is the key that checks the checkpoints'
+// signatures (base64), for an auditor's own tools.
+func (a *App) AuditCheckpointPublicKey() string {
+	return base64.StdEncoding.EncodeToString(a.checkpointKey.Public().(ed25519.PublicKey))
+}
+
+// auditCheckpointBlob is where a clinic's latest checkpoint lives.
+func auditCheckpointBlob(accountID int64) string {
+	return "audit-checkpoints/" + strconv.FormatInt(accountID, 10) + ".json"
+}
+
+// AuditCheckpointEvery is how often the background pass anchors the chains
+// that moved, so an entry is anchored at most about this long after it
+// was chained (the issue asks for at least every minute).
+const AuditCheckpointEvery = 30 * time.Second
+
+// checkpointPass is CheckpointAudits in the background loop, every
+// AuditCheckpointEvery.
+func (a *App) checkpointPass(ctx context.Context) int {
+	now := a.Unix()
+	if last := a.lastCheckpoint.Load(); now-last < int64(AuditCheckpointEvery/time.Second) || !a.lastCheckpoint.CompareAndSwap(last, now) {
+		return 0
+	}
+	if _, err := a.CheckpointAudits(ctx); err != nil && ctx.Err() == nil {
+		a.log.Error("audit checkpoints", "err", err)
+	}
+	return 0 // never a full batch: the loop waits for its next poll
+}
+
+// CheckpointAudits writes a signed checkpoint of each clinic's chain that
+// moved since this process last anchored it and returns how many it
+// wrote. A checkpoint never moves back: one already further along (written
+// by another process) is kept, and so is one further along than the
+// database's chain, which is the evidence that the chain was rewound.
+func (a *App) CheckpointAudits(ctx context.Context) (int, error) {
+	a.checkpointMu.Lock()
+	defer a.checkpointMu.Unlock()
+	written := 0
+	for after := int64(0); ; {
+		heads, err := a.store.Read().AuditChainHeads(ctx, after, batchSize)
+		if err != nil {
+			return written, fmt.Errorf("audit checkpoints: %w", err)
+		}
+		for _, h := range heads {
+			after = h.AccountID
+			if h.Seq == 0 || a.anchored[h.AccountID] >= h.Seq {
+				continue
+			}
+			if _, known := a.anchored[h.AccountID]; !known {
+				old, err := a.readCheckpoint(ctx, h.AccountID)
+				if err == nil && old.Seq >= h.Seq {
+					a.anchored[h.AccountID] = old.Seq
+					continue
+				}
+			}
+			c := &AuditCheckpoint{AccountID: h.AccountID, Seq: h.Seq, Head: h.Head, Time: a.Unix()}
+			c.Signature = base64.StdEncoding.EncodeToString(ed25519.Sign(a.checkpointKey, c.signedBytes()))
+			body, _ := json.Marshal(c)
+			if _, err := a.cfg.Blobs.Put(ctx, auditCheckpointBlob(h.AccountID), bytes.NewReader(body)); err != nil {
+				return written, fmt.Errorf("audit checkpoints: %w", err)
+			}
+			a.anchored[h.AccountID] = h.Seq
+			written++
+		}
+		if len(heads) < batchSize {
+			return written, nil
+		}
+	}
+}
+
+// errNoCheckpoint is a clinic without a checkpoint yet.
+var errNoCheckpoint = errors.New("no audit checkpoint")
+
+// readCheckpoint is a clinic's latest checkpoint, its signature checked.
+func (a *App) readCheckpoint(ctx context.Context, accountID int64) (*AuditCheckpoint, error) {
+	r, _, err := a.cfg.Blobs.Open(ctx, auditCheckpointBlob(accountID))
+	if errors.Is(err, blob.ErrNotFound) {
+		return nil, errNoCheckpoint
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	raw, err := io.ReadAll(io.LimitReader(r, 4096))
+	if err != nil {
+		return nil, err
+	}
+	var c AuditCheckpoint
+	if err := json.Unmarshal(raw, &c); err != nil {
+		return nil, errBadCheckpoint
+	}
+	sig, serr := base64.StdEncoding.DecodeString(c.Signature)
+	if serr != nil || c.AccountID != accountID || !ed25519.Verify(a.checkpointKey.Public().(ed25519.PublicKey), c.signedBytes(), sig) {
+		return nil, errBadCheckpoint
+	}
+	return &c, nil
+}
+
+// errBadCheckpoint is a checkpoint whose signature does not verify.
+var errBadCheckpoint = errors.New("the audit checkpoint's signature does not verify")
 
 // VerifyAudit checks the clinic's audit chain from its first entry:
 // every place present once, in order, each hash recomputed from the entry
@@ -80,15 +219,25 @@ func (a *App) VerifyAudit(ctx context.Context, p *clinic.Principal) (*AuditVerif
 	if err := a.store.FlushAudits(ctx); err != nil {
 		return nil, fmt.Errorf("audit verify: %w", err)
 	}
-	if err := a.store.ChainPendingAudits(ctx, p.Account.ID); err != nil {
+	if _, err := a.store.ChainPendingAudits(ctx, p.Account.ID); err != nil {
 		return nil, fmt.Errorf("audit verify: %w", err)
 	}
-	v, err := a.store.VerifyAuditChain(ctx, p.Account.ID)
+	out := &AuditVerification{}
+	var anchor *store.AuditAnchor
+	switch c, err := a.readCheckpoint(ctx, p.Account.ID); {
+	case err == nil:
+		out.Checkpoint, anchor = c, &store.AuditAnchor{Seq: c.Seq, Head: c.Head, Time: c.Time}
+	case errors.Is(err, errBadCheckpoint):
+		out.Broken = &AuditBreak{Reason: "the checkpoint in the blob store (" + auditCheckpointBlob(p.Account.ID) + ") does not verify: it was edited, forged or copied from another clinic"}
+	case !errors.Is(err, errNoCheckpoint):
+		return nil, fmt.Errorf("audit verify: %w", err)
+	}
+	v, err := a.store.VerifyAuditChain(ctx, p.Account.ID, anchor)
 	if err != nil {
 		return nil, fmt.Errorf("audit verify: %w", err)
 	}
-	out := &AuditVerification{Entries: v.Entries, Head: v.Head}
-	if v.BrokenSeq != 0 {
+	out.Entries, out.Head = v.Entries, v.Head
+	if v.Broken {
 		out.Broken = &AuditBreak{Seq: v.BrokenSeq, ID: v.BrokenID, Reason: v.Reason}
 	}
 	if err := a.Audit(ctx, p, "audit.verify", "account", i64s(p.Account.ID), OutcomeOK); err != nil {
@@ -163,11 +312,16 @@ func (a *App) ChainAudits(ctx context.Context) int {
 		return 0
 	}
 	for _, id := range ids {
-		if err := a.store.ChainPendingAudits(ctx, id); err != nil {
+		refused, err := a.store.ChainPendingAudits(ctx, id)
+		if err != nil {
 			if ctx.Err() == nil {
 				a.log.Warn("audit chain: chaining pending entries", "account_id", id, "err", err)
 			}
 			return 0
+		}
+		if refused > 0 {
+			a.log.Error("audit chain: refused pending entries whose MAC the server did not make (inserted or edited in the database); audit verify names them",
+				"account_id", id, "entries", refused)
 		}
 	}
 	return len(ids)

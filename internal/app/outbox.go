@@ -43,6 +43,7 @@ func (a *App) Run(ctx context.Context) {
 		{a.eligibilityKick, a.DeliverEligibility},
 		{nil, a.DeliverReminders},
 		{nil, a.ChainAudits},
+		{nil, a.checkpointPass},
 		{nil, a.SweepCallSignals},
 	} {
 		wg.Add(1)

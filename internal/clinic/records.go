@@ -22,6 +22,11 @@ type AuditEntry struct {
 	// its link there (0 and "" for entries from before the chain).
 	Seq  int64
 	Hash string
+	// MAC authenticates the entry on its own from when it is written
+	// ("" for entries from before it): the chainer refuses a pending
+	// entry without a valid one, so a row inserted by SQL never joins the
+	// chain.
+	MAC string
 }
 
 // PaymentSource is a saved card.

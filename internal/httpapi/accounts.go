@@ -108,10 +108,17 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, c *call) erro
 
 // auditVerification is GET /audit/verify.
 type auditVerification struct {
-	Entries int64       `json:"entries"`
-	Head    string      `json:"head"`
-	Intact  bool        `json:"intact"`
-	Broken  *auditBreak `json:"broken"`
+	Entries    int64            `json:"entries"`
+	Head       string           `json:"head"`
+	Intact     bool             `json:"intact"`
+	Broken     *auditBreak      `json:"broken"`
+	Checkpoint *auditCheckpoint `json:"checkpoint"`
+}
+
+type auditCheckpoint struct {
+	Seq  int64  `json:"seq"`
+	Head string `json:"head"`
+	Time int64  `json:"time"`
 }
 
 type auditBreak struct {
@@ -131,6 +138,9 @@ func (s *Server) verifyAudit(w http.ResponseWriter, r *http.Request, c *call) er
 		if b.ID != 0 {
 			out.Broken.ID = id(b.ID)
 		}
+	}
+	if c := v.Checkpoint; c != nil {
+		out.Checkpoint = &auditCheckpoint{Seq: c.Seq, Head: c.Head, Time: c.Time}
 	}
 	return ok(w, out)
 }

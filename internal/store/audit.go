@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"teleclinic/internal/clinic"
 )
@@ -31,8 +33,11 @@ func (q *Q) AppendAudits(ctx context.Context, es []*clinic.AuditEntry) error {
 	for _, e := range es {
 		byAccount[e.AccountID] = append(byAccount[e.AccountID], e)
 	}
+	for _, e := range es {
+		SealAudit(q.auditKey, e, false)
+	}
 	for _, acct := range slices.Sorted(maps.Keys(byAccount)) {
-		err := q.extendChain(ctx, acct, func(seq int64, head string) (int64, string) {
+		_, err := q.extendChain(ctx, acct, func(seq int64, head string) (int64, string) {
 			for _, e := range byAccount[acct] {
 				seq++
 				e.Seq = seq
@@ -47,16 +52,16 @@ func (q *Q) AppendAudits(ctx context.Context, es []*clinic.AuditEntry) error {
 	}
 	for len(es) > 0 {
 		n := chunkSize(len(es))
-		args := make([]any, 0, 11*n)
+		args := make([]any, 0, 12*n)
 		for _, e := range es[:n] {
 			var actor any
 			if e.ActorUserID != 0 {
 				actor = e.ActorUserID
 			}
-			args = append(args, e.AccountID, e.ActorKind, actor, e.Action, e.ObjectType, e.ObjectID, e.Outcome, e.RequestID, e.Created, e.Seq, e.Hash)
+			args = append(args, e.AccountID, e.ActorKind, actor, e.Action, e.ObjectType, e.ObjectID, e.Outcome, e.RequestID, e.Created, e.Seq, e.Hash, e.MAC)
 		}
-		if _, err := q.exec(ctx, "INSERT INTO audit (account_id, actor_kind, actor_user_id, action, object_type, object_id, outcome, request_id, created, seq, hash) VALUES "+
-			valueRows("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", n), args...); err != nil {
+		if _, err := q.exec(ctx, "INSERT INTO audit (account_id, actor_kind, actor_user_id, action, object_type, object_id, outcome, request_id, created, seq, hash, mac) VALUES "+
+			valueRows("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", n), args...); err != nil {
 			return err
 		}
 		es = es[n:]
@@ -66,26 +71,40 @@ func (q *Q) AppendAudits(ctx context.Context, es []*clinic.AuditEntry) error {
 
 // chainPending chains the clinic's pending entries (seq -1: a PostgreSQL
 // message post's, written in its one statement) after place seq and hash
-// head, in the order they were stored, and returns the new end. The
-// caller holds the chain row's lock.
-func (q *Q) chainPending(ctx context.Context, accountID, seq int64, head string) (int64, string, error) {
-	rows, err := q.query(ctx, `SELECT id, actor_kind, COALESCE(actor_user_id, 0), action, object_type, object_id, outcome, request_id, created
+// head, in the order they were stored, and returns the new end and how
+// many it refused. A pending entry whose MAC the server did not make
+// (a row inserted by SQL, or edited since) is refused: it is marked seq
+// -2, stays out of the chain, and audit verify reports it. The caller
+// holds the chain row's lock.
+func (q *Q) chainPending(ctx context.Context, accountID, seq int64, head string) (int64, string, int, error) {
+	rows, err := q.query(ctx, `SELECT id, actor_kind, COALESCE(actor_user_id, 0), action, object_type, object_id, outcome, request_id, created, mac
 		FROM audit WHERE account_id = ? AND seq = -1 ORDER BY id`, accountID)
 	if err != nil {
-		return 0, "", err
+		return 0, "", 0, err
 	}
 	var pending []clinic.AuditEntry
+	var refused []int64
 	for rows.Next() {
 		e := clinic.AuditEntry{AccountID: accountID}
-		if err := rows.Scan(&e.ID, &e.ActorKind, &e.ActorUserID, &e.Action, &e.ObjectType, &e.ObjectID, &e.Outcome, &e.RequestID, &e.Created); err != nil {
+		if err := rows.Scan(&e.ID, &e.ActorKind, &e.ActorUserID, &e.Action, &e.ObjectType, &e.ObjectID, &e.Outcome, &e.RequestID, &e.Created, &e.MAC); err != nil {
 			rows.Close()
-			return 0, "", q.d.translate(err)
+			return 0, "", 0, q.d.translate(err)
+		}
+		if !AuditMACValid(q.auditKey, &e) {
+			refused = append(refused, e.ID)
+			continue
 		}
 		pending = append(pending, e)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return 0, "", q.d.translate(err)
+		return 0, "", 0, q.d.translate(err)
+	}
+	if len(refused) > 0 {
+		if _, err := q.exec(ctx, "UPDATE audit SET seq = -2 WHERE account_id = ? AND seq = -1 AND "+inList("id", len(refused)),
+			append([]any{accountID}, anys(refused)...)...); err != nil {
+			return 0, "", 0, err
+		}
 	}
 	for i := range pending {
 		e := &pending[i]
@@ -106,11 +125,11 @@ func (q *Q) chainPending(ctx context.Context, accountID, seq int64, head string)
 		args = append(args, accountID)
 		if _, err := q.exec(ctx, "WITH v (id, seq, hash) AS (VALUES "+valueRows("(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS TEXT))", n)+
 			") UPDATE audit SET seq = v.seq, hash = v.hash FROM v WHERE audit.id = v.id AND audit.account_id = ? AND audit.seq = -1", args...); err != nil {
-			return 0, "", err
+			return 0, "", 0, err
 		}
 		pending = pending[n:]
 	}
-	return seq, head, nil
+	return seq, head, len(refused), nil
 }
 
 // PendingAuditClinics lists up to limit clinics with pending entries.
@@ -132,33 +151,36 @@ func (q *Q) PendingAuditClinics(ctx context.Context, limit int) ([]int64, error)
 }
 
 // ChainPendingAudits chains a clinic's pending entries now (before a
-// verification reads the chain).
-func (s *Store) ChainPendingAudits(ctx context.Context, accountID int64) error {
-	return s.Tx(ctx, func(q *Q) error {
-		return q.extendChain(ctx, accountID, func(seq int64, head string) (int64, string) { return seq, head })
+// verification reads the chain) and returns how many it refused for a
+// MAC the server did not make.
+func (s *Store) ChainPendingAudits(ctx context.Context, accountID int64) (refused int, err error) {
+	err = s.Tx(ctx, func(q *Q) error {
+		refused, err = q.extendChain(ctx, accountID, func(seq int64, head string) (int64, string) { return seq, head })
+		return err
 	})
+	return refused, err
 }
 
 // extendChain takes the lock of a clinic's chain row (made if missing) for
 // the rest of the transaction, chains the pending entries, lets add give
 // places and hashes to new ones after the end it is handed, and records
-// the end add returns.
-func (q *Q) extendChain(ctx context.Context, accountID int64, add func(seq int64, head string) (int64, string)) error {
+// the end add returns. It returns how many pending entries it refused.
+func (q *Q) extendChain(ctx context.Context, accountID int64, add func(seq int64, head string) (int64, string)) (int, error) {
 	if _, err := q.exec(ctx, "INSERT INTO audit_chain (account_id) VALUES (?) ON CONFLICT DO NOTHING", accountID); err != nil {
-		return err
+		return 0, err
 	}
 	var seq int64
 	var head string
 	if err := q.queryRow(ctx, "UPDATE audit_chain SET seq = seq WHERE account_id = ? RETURNING seq, head", []any{accountID}, &seq, &head); err != nil {
-		return err
+		return 0, err
 	}
-	seq, head, err := q.chainPending(ctx, accountID, seq, head)
+	seq, head, refused, err := q.chainPending(ctx, accountID, seq, head)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	seq, head = add(seq, head)
 	_, err = q.exec(ctx, "UPDATE audit_chain SET seq = ?, head = ? WHERE account_id = ?", seq, head, accountID)
-	return err
+	return refused, err
 }
 
 // AuditHash is an entry's link in its clinic's chain: HMAC-SHA256 under
@@ -180,10 +202,68 @@ func AuditHash(key []byte, prev string, e *clinic.AuditEntry) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// auditMACVersion names how an entry's MAC was made: over every field
+// ("v1"), or over every field but the object id ("v1p"), for a PostgreSQL
+// message post, whose entry is written in the statement that makes the
+// message's id. The chain's hash covers that id once the entry is
+// chained, and the nonce makes each MAC unique, so a copied entry is
+// found as a repeat (VerifyAuditChain).
+const (
+	auditMACFull = "v1"
+	auditMACPost = "v1p"
+)
+
+// SealAudit gives e its MAC, unless it has one (an entry read back from
+// SQLite's audit journal keeps the one it was written with). post says
+// that the object id is not known yet (auditMACPost).
+func SealAudit(key []byte, e *clinic.AuditEntry, post bool) {
+	if e.MAC != "" {
+		return
+	}
+	version := auditMACFull
+	if post {
+		version = auditMACPost
+	}
+	var n [8]byte
+	rand.Read(n[:])
+	nonce := hex.EncodeToString(n[:])
+	e.MAC = version + "." + nonce + "." + auditMAC(key, version, nonce, e)
+}
+
+// AuditMACValid says whether e's MAC is one the server made for its
+// content.
+func AuditMACValid(key []byte, e *clinic.AuditEntry) bool {
+	version, rest, ok1 := strings.Cut(e.MAC, ".")
+	nonce, sum, ok2 := strings.Cut(rest, ".")
+	if !ok1 || !ok2 || (version != auditMACFull && version != auditMACPost) || len(nonce) != 16 {
+		return false
+	}
+	return hmac.Equal([]byte(sum), []byte(auditMAC(key, version, nonce, e)))
+}
+
+func auditMAC(key []byte, version, nonce string, e *clinic.AuditEntry) string {
+	var h hash.Hash
+	if len(key) > 0 {
+		h = hmac.New(sha256.New, key)
+	} else {
+		h = sha256.New()
+	}
+	object := e.ObjectID
+	if version == auditMACPost {
+		object = ""
+	}
+	for _, f := range []string{"teleclinic-audit-mac", version, nonce, strconv.FormatInt(e.AccountID, 10),
+		e.ActorKind, strconv.FormatInt(e.ActorUserID, 10), e.Action, e.ObjectType, object, e.Outcome, e.RequestID,
+		strconv.FormatInt(e.Created, 10)} {
+		fmt.Fprintf(h, "%d:%s", len(f), f)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // AuditChainPage is a clinic's chained entries from place after on, in
 // order, at most limit; and the chain's recorded end.
 func (q *Q) AuditChainPage(ctx context.Context, accountID, after int64, limit int) ([]clinic.AuditEntry, error) {
-	rows, err := q.query(ctx, `SELECT id, account_id, actor_kind, COALESCE(actor_user_id, 0), action, object_type, object_id, outcome, request_id, created, seq, hash
+	rows, err := q.query(ctx, `SELECT id, account_id, actor_kind, COALESCE(actor_user_id, 0), action, object_type, object_id, outcome, request_id, created, seq, hash, mac
 		FROM audit WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?`, accountID, after, limit)
 	if err != nil {
 		return nil, err
@@ -192,7 +272,7 @@ func (q *Q) AuditChainPage(ctx context.Context, accountID, after int64, limit in
 	var out []clinic.AuditEntry
 	for rows.Next() {
 		var e clinic.AuditEntry
-		if err := rows.Scan(&e.ID, &e.AccountID, &e.ActorKind, &e.ActorUserID, &e.Action, &e.ObjectType, &e.ObjectID, &e.Outcome, &e.RequestID, &e.Created, &e.Seq, &e.Hash); err != nil {
+		if err := rows.Scan(&e.ID, &e.AccountID, &e.ActorKind, &e.ActorUserID, &e.Action, &e.ObjectType, &e.ObjectID, &e.Outcome, &e.RequestID, &e.Created, &e.Seq, &e.Hash, &e.MAC); err != nil {
 			return nil, q.d.translate(err)
 		}
 		out = append(out, e)
@@ -209,6 +289,32 @@ func (q *Q) AuditChainHead(ctx context.Context, accountID int64) (int64, string,
 		return 0, "", nil
 	}
 	return seq, head, err
+}
+
+// AuditHead is where a clinic's chain ends.
+type AuditHead struct {
+	AccountID int64
+	Seq       int64
+	Head      string
+}
+
+// AuditChainHeads is a page of the clinics' chain ends, by clinic id after
+// after.
+func (q *Q) AuditChainHeads(ctx context.Context, after int64, limit int) ([]AuditHead, error) {
+	rows, err := q.query(ctx, "SELECT account_id, seq, head FROM audit_chain WHERE account_id > ? ORDER BY account_id LIMIT ?", after, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []AuditHead
+	for rows.Next() {
+		var h AuditHead
+		if err := rows.Scan(&h.AccountID, &h.Seq, &h.Head); err != nil {
+			return nil, q.d.translate(err)
+		}
+		out = append(out, h)
+	}
+	return out, q.d.translate(rows.Err())
 }
 
 // AuditFilter selects audit entries of one clinic. Zero values do not filter.
@@ -275,16 +381,28 @@ func (q *Q) ListAudit(ctx context.Context, f AuditFilter) ([]clinic.AuditEntry, 
 type AuditChainCheck struct {
 	Entries   int64
 	Head      string
-	BrokenSeq int64 // 0: the chain holds
-	BrokenID  int64 // the row at BrokenSeq, 0 when missing
+	Broken    bool
+	BrokenSeq int64 // the place of the break, 0 for an entry outside the chain
+	BrokenID  int64 // the row there, 0 when missing
 	Reason    string
+}
+
+// AuditAnchor is a place and hash of a clinic's chain that a checkpoint
+// outside the database recorded at Time (unix seconds).
+type AuditAnchor struct {
+	Seq  int64
+	Head string
+	Time int64
 }
 
 // VerifyAuditChain walks a clinic's chain from its first entry and
 // reports the first place where it breaks: a place missing or twice, a
-// hash that its entry and the one before do not give, or an end that is
-// not the recorded head.
-func (s *Store) VerifyAuditChain(ctx context.Context, accountID int64) (*AuditChainCheck, error) {
+// hash that its entry and the one before do not give, a MAC its entry
+// does not give, an end that is not the recorded head, or a chain that
+// does not reach anchor (when given) with anchor's hash. Then the entries
+// outside it: a pending entry the chainer refused, or an entry whose MAC
+// (and so nonce) another row repeats.
+func (s *Store) VerifyAuditChain(ctx context.Context, accountID int64, anchor *AuditAnchor) (*AuditChainCheck, error) {
 	q := s.Read()
 	seq, head, err := q.AuditChainHead(ctx, accountID)
 	if err != nil {
@@ -292,8 +410,12 @@ func (s *Store) VerifyAuditChain(ctx context.Context, accountID int64) (*AuditCh
 	}
 	out := &AuditChainCheck{Head: head}
 	broken := func(at, id int64, format string, args ...any) (*AuditChainCheck, error) {
-		out.BrokenSeq, out.BrokenID, out.Reason = at, id, fmt.Sprintf(format, args...)
+		out.Broken, out.BrokenSeq, out.BrokenID, out.Reason = true, at, id, fmt.Sprintf(format, args...)
 		return out, nil
+	}
+	anchored := ""
+	if anchor != nil {
+		anchored = time.Unix(anchor.Time, 0).UTC().Format(time.RFC3339)
 	}
 	const page = 1000
 	prev, want := "", int64(1)
@@ -311,6 +433,10 @@ func (s *Store) VerifyAuditChain(ctx context.Context, accountID int64) (*AuditCh
 				return broken(e.Seq, e.ID, "entry %d appears twice", e.Seq)
 			case AuditHash(s.auditKey, prev, e) != e.Hash:
 				return broken(e.Seq, e.ID, "entry %d (row %d) does not match its hash: its content was changed, or the entry before it", e.Seq, e.ID)
+			case e.MAC != "" && !AuditMACValid(s.auditKey, e):
+				return broken(e.Seq, e.ID, "entry %d (row %d) does not match its MAC: the MAC was changed", e.Seq, e.ID)
+			case anchor != nil && e.Seq == anchor.Seq && e.Hash != anchor.Head:
+				return broken(e.Seq, e.ID, "entry %d is not the one the checkpoint of %s recorded: the chain was rewritten up to there", e.Seq, anchored)
 			}
 			prev, want = e.Hash, want+1
 			out.Entries++
@@ -324,6 +450,22 @@ func (s *Store) VerifyAuditChain(ctx context.Context, accountID int64) (*AuditCh
 		return broken(want, 0, "the chain ends at entry %d, but %d were written: the last were deleted", want-1, seq)
 	case want-1 > seq, prev != head:
 		return broken(want-1, 0, "the last entry is not the chain's recorded end (entry %d)", seq)
+	case anchor != nil && want-1 < anchor.Seq:
+		return broken(want, 0, "the chain ends at entry %d, but the checkpoint of %s recorded entry %d: entries were deleted from the end and the chain's end rewound, or the database was put back to an older copy", want-1, anchored, anchor.Seq)
+	}
+	var id int64
+	switch err := q.queryRow(ctx, "SELECT id FROM audit WHERE account_id = ? AND seq = -2 ORDER BY id LIMIT 1", []any{accountID}, &id); {
+	case err == nil:
+		return broken(0, id, "row %d was refused into the chain: its MAC was not made by the server (the row was inserted or edited in the database)", id)
+	case err != ErrNotFound:
+		return nil, err
+	}
+	var first, copy int64
+	switch err := q.queryRow(ctx, "SELECT MIN(id), MAX(id) FROM audit WHERE account_id = ? AND mac <> '' GROUP BY mac HAVING COUNT(*) > 1 LIMIT 1", []any{accountID}, &first, &copy); {
+	case err == nil:
+		return broken(0, copy, "row %d repeats row %d: an entry was copied", copy, first)
+	case err != ErrNotFound:
+		return nil, err
 	}
 	return out, nil
 }

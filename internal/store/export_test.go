@@ -47,6 +47,7 @@ func WritePosts(s *Store, ctxs []context.Context, mps []*MessagePost) []error {
 	}
 	batch := make([]*postReq, len(mps))
 	for i, mp := range mps {
+		SealAudit(s.auditKey, &mp.Audit, true)
 		query, args := mp.postgres()
 		batch[i] = &postReq{ctx: ctxs[i], mp: mp, query: s.d.rebind(query), args: args, done: make(chan error, 1)}
 	}

@@ -29,8 +29,11 @@ func TestJournalLine_SameBytes(t *testing.T) {
 		if rnd.IntN(3) > 0 {
 			e.ActorUserID = rnd.Int64N(1 << 40)
 		}
+		if rnd.IntN(2) > 0 {
+			SealAudit([]byte("key"), e, false)
+		}
 		var want bytes.Buffer
-		if err := json.NewEncoder(&want).Encode(journalLine{e.AccountID, e.ActorKind, e.ActorUserID, e.Action, e.ObjectType, e.ObjectID, e.Outcome, e.RequestID, e.Created}); err != nil {
+		if err := json.NewEncoder(&want).Encode(journalLine{e.AccountID, e.ActorKind, e.ActorUserID, e.Action, e.ObjectType, e.ObjectID, e.Outcome, e.RequestID, e.Created, e.MAC}); err != nil {
 			t.Fatal(err)
 		}
 		if got := appendJournalLine(nil, e); !bytes.Equal(got, want.Bytes()) {

@@ -194,8 +194,10 @@ func inList(col string, n int) string {
 }
 
 // postgres is mp as one PostgreSQL statement and its arguments. Its audit
-// entry is written pending (seq -1): the clinic's next audit append, or a
-// verification, chains it (AppendAudits), so the post stays one statement. Its row is
+// entry is written pending (seq -1) with a MAC over all but the message's
+// id, which only the statement knows (SealAudit): the clinic's next audit
+// append, the background pass or a verification chains it (AppendAudits),
+// so the post stays one statement. Its row is
 // the message's id and place and how many webhook and push items it wrote;
 // no row means the visit is closed, gone or has other parties.
 func (mp *MessagePost) postgres() (string, []any) {
@@ -217,7 +219,7 @@ func (mp *MessagePost) postgres() (string, []any) {
 	add(m.AccountID, mp.PushTopic)
 	add(pushArgs...)
 	add(anys(mp.PushTypes)...)
-	add(a.AccountID, a.ActorKind, a.ActorUserID, a.Action, a.ObjectType, a.Outcome, a.RequestID, a.Created)
+	add(a.AccountID, a.ActorKind, a.ActorUserID, a.Action, a.ObjectType, a.Outcome, a.RequestID, a.Created, a.MAC)
 	return `WITH v AS (
 	UPDATE visits SET message_count = message_count + 1
 	WHERE account_id = ? AND id = ? AND NOT ` + inList("status", len(mp.Closed)) + same + ` RETURNING message_count),
@@ -236,8 +238,8 @@ p AS (
 	FROM n JOIN endpoints e ON e.account_id = n.account_id AND e.user_id = n.user_id
 	WHERE ` + inList("e.type", len(mp.PushTypes)) + ` RETURNING 1),
 au AS (
-	INSERT INTO audit (account_id, actor_kind, actor_user_id, action, object_type, object_id, outcome, request_id, created, seq)
-	SELECT ?, ?, NULLIF(?::bigint, 0), ?, ?, m.id::text, ?, ?, ?, -1 FROM m)
+	INSERT INTO audit (account_id, actor_kind, actor_user_id, action, object_type, object_id, outcome, request_id, created, mac, seq)
+	SELECT ?, ?, NULLIF(?::bigint, 0), ?, ?, m.id::text, ?, ?, ?, ?, -1 FROM m)
 SELECT m.id, m.seq, (SELECT count(*) FROM w), (SELECT count(*) FROM p) FROM m`, args
 }
 

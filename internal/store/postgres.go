@@ -33,6 +33,7 @@ func (e *postgresEngine) grouped(ctx context.Context, fn func(q *Q) error) error
 }
 
 func (e *postgresEngine) postMessage(ctx context.Context, mp *MessagePost) error {
+	SealAudit(e.s.auditKey, &mp.Audit, true)
 	return e.posts.post(ctx, mp)
 }
 

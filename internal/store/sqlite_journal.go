@@ -98,6 +98,7 @@ type journalLine struct {
 	Outcome     string `json:"outcome"`
 	RequestID   string `json:"request_id"`
 	Created     int64  `json:"created"`
+	MAC         string `json:"mac,omitempty"`
 }
 
 // appendJournalLine appends e's line: the bytes json.Encoder writes for its
@@ -124,6 +125,10 @@ func appendJournalLine(b []byte, e *clinic.AuditEntry) []byte {
 	b = jsonstr.Append(b, e.RequestID)
 	b = append(b, `,"created":`...)
 	b = strconv.AppendInt(b, e.Created, 10)
+	if e.MAC != "" {
+		b = append(b, `,"mac":`...)
+		b = jsonstr.Append(b, e.MAC)
+	}
 	return append(b, "}\n"...)
 }
 
@@ -231,8 +236,11 @@ func (j *journal) segPath(n int64) string {
 
 // append writes es as one group and remembers them for the next flush.
 func (j *journal) append(_ context.Context, es []*clinic.AuditEntry) error {
-	buf := make([]byte, 0, 192*len(es))
+	buf := make([]byte, 0, 288*len(es))
 	for _, e := range es {
+		// Sealed now, so an entry edited in the file before it reaches
+		// the table is found (VerifyAuditChain).
+		SealAudit(j.s.auditKey, e, false)
 		buf = appendJournalLine(buf, e)
 	}
 	j.mu.Lock()
@@ -467,7 +475,7 @@ func readSegment(path string) ([]*clinic.AuditEntry, error) {
 			return nil, fmt.Errorf("audit journal: %s line %d: %w", path, n+1, err)
 		}
 		es = append(es, &clinic.AuditEntry{AccountID: l.AccountID, ActorKind: l.ActorKind, ActorUserID: l.ActorUserID, Action: l.Action,
-			ObjectType: l.ObjectType, ObjectID: l.ObjectID, Outcome: l.Outcome, RequestID: l.RequestID, Created: l.Created})
+			ObjectType: l.ObjectType, ObjectID: l.ObjectID, Outcome: l.Outcome, RequestID: l.RequestID, Created: l.Created, MAC: l.MAC})
 	}
 	return es, nil
 }
