@@ -83,16 +83,18 @@ type options struct {
 	// Streams is how many event streams the streams scenario opens, and
 	// StreamChanges how many queue changes it makes.
 	Streams, StreamChanges int
+	// StreamLimits are the bounds of the stream-limits scenario's server.
+	StreamLimits streamLimits
 	// Calls is how many two-person calls the calls scenario sets up, and
 	// CallHold how long it holds them all open.
 	Calls    int
 	CallHold time.Duration
 }
 
-var allScenarios = []string{"rooms", "me", "messages-read", "messages-post", "sso", "availability", "book", "webhook", "streams", "calls"}
+var allScenarios = []string{"rooms", "me", "messages-read", "messages-post", "sso", "availability", "book", "webhook", "streams", "stream-limits", "calls"}
 
 func parseOptions(args []string, stderr io.Writer) (*options, error) {
-	o := &options{}
+	o := &options{StreamLimits: defaultStreamLimits()}
 	fs := flag.NewFlagSet("teleclinic-load", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.Bin, "bin", "", "the teleclinic binary to start (default: build ./cmd/teleclinic with go build)")
@@ -141,6 +143,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	if o.Short {
 		o.Duration, o.Connections, o.Patients, o.BurstFor, o.WebhookRate, o.BurstRate = time.Second, []int{2}, 8, time.Second, 50, 200
 		o.Streams, o.StreamChanges = 20, 2
+		o.StreamLimits = streamLimits{server: 60, address: 30, credential: 5}
 		o.Calls, o.CallHold = 2, time.Second
 	}
 	if o.URL != "" && (o.Account == "" || o.AdminToken == "" || o.APIKey == "" || o.APISecret == "") {
@@ -280,6 +283,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			r, err := c.callsScenario(ctx, o, seed, srv, progress)
 			if err != nil {
 				return fmt.Errorf("calls: %w", err)
+			}
+			rep.Results = append(rep.Results, r)
+			continue
+		}
+		if name == "stream-limits" {
+			progress("scenario stream-limits…\n")
+			r, err := c.streamLimitsScenario(ctx, o, seed, srv, progress)
+			if err != nil {
+				return fmt.Errorf("stream-limits: %w", err)
 			}
 			rep.Results = append(rep.Results, r)
 			continue
@@ -524,6 +536,10 @@ type serverProc struct {
 	cmd     *exec.Cmd
 	log     *bytes.Buffer
 	metrics string // the --metrics-addr base URL, with pprof
+	base    string // the server's URL
+	// bin and store start another process on the same data (serve).
+	bin   string
+	store []string
 }
 
 // profile fetches a CPU profile of the next d into file, in the background.
@@ -661,32 +677,41 @@ func startServer(ctx context.Context, o *options, tmp string) (*serverProc, *cli
 		return nil, nil, fmt.Errorf("account create: %w (%s)", err, out.String())
 	}
 	creds.AccountCode, creds.AdminToken, creds.APIKey, creds.APISecret = raw["account_code"], raw["admin_token"], raw["api_key"], raw["api_secret"]
-	addr, err := freeAddr()
+	// The streams scenario opens its streams with one credential from one
+	// address: the per-credential and per-address bounds would stop it
+	// before the server's own (--max-streams) is reached.
+	p, err := serve(ctx, bin, store, "--max-streams-per-credential", "-1", "--max-streams-per-address", "-1")
 	if err != nil {
 		return nil, nil, err
+	}
+	return p, &clinic{base: p.base, code: creds.AccountCode, admin: creds.AdminToken, key: creds.APIKey, secret: creds.APISecret}, nil
+}
+
+// serve starts `teleclinic serve` on store with the load run's settings
+// and extra flags, and waits until it answers.
+func serve(ctx context.Context, bin string, store []string, extra ...string) (*serverProc, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
 	}
 	maddr, err := freeAddr()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	sb := &syncBuffer{}
-	srv := exec.Command(bin, append(append([]string{"serve"}, store...), "--addr", addr, "--metrics-addr", maddr, "--log-level", "warn", "--webhook-allow-private",
-		"--webhook-retry-interval", "1s", "--webhook-timeout", "5s",
-		// The streams scenario opens its streams with one credential from
-		// one address: the per-credential and per-address bounds would
-		// stop it before the server's own (--max-streams) is reached.
-		"--max-streams-per-credential", "-1", "--max-streams-per-address", "-1")...)
+	args := append(append([]string{"serve"}, store...), "--addr", addr, "--metrics-addr", maddr, "--log-level", "warn", "--webhook-allow-private",
+		"--webhook-retry-interval", "1s", "--webhook-timeout", "5s")
+	srv := exec.Command(bin, append(args, extra...)...)
 	srv.Stdout, srv.Stderr = sb, sb
 	if err := srv.Start(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	p := &serverProc{cmd: srv, log: &sb.b, metrics: "http://" + maddr}
-	base := "http://" + addr
-	if err := waitHTTP(ctx, base+"/healthz"); err != nil {
+	p := &serverProc{cmd: srv, log: &sb.b, metrics: "http://" + maddr, base: "http://" + addr, bin: bin, store: store}
+	if err := waitHTTP(ctx, p.base+"/healthz"); err != nil {
 		p.stop()
-		return nil, nil, fmt.Errorf("%w; server output:\n%s", err, sb.b.String())
+		return nil, fmt.Errorf("%w; server output:\n%s", err, sb.b.String())
 	}
-	return p, &clinic{base: base, code: creds.AccountCode, admin: creds.AdminToken, key: creds.APIKey, secret: creds.APISecret}, nil
+	return p, nil
 }
 
 // baseProc is a baseline server: this tool, started again in baseline mode.
