@@ -50,16 +50,17 @@ func (c *clinic) streamLimitsScenario(ctx context.Context, o *options, s *seeded
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	// A client per source address, so the server sees each address.
-	clients := map[int]*http.Client{}
-	client := func(addr int) *http.Client {
-		if cl, ok := clients[addr]; ok {
-			return cl
-		}
-		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+addr))}}
-		cl := &http.Client{Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
-		clients[addr] = cl
-		return cl
+	perAddress := lim.address / lim.credential // credentials that fill an address
+	addresses := lim.server / lim.address      // addresses that fill the server
+	if addresses+1 > 250 {
+		return Result{}, fmt.Errorf("stream-limits: %d addresses would fill the server, more than 127.0.0.2–251", addresses)
+	}
+	// A client per source address, so the server sees each address; one
+	// more than fill the server, for the stream past its bound.
+	clients := make([]*http.Client, addresses+1)
+	for i := range clients {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, byte(2+i))}}
+		clients[i] = &http.Client{Transport: &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}}
 	}
 	// Each credential is a fresh token of one of the seeded patients, for
 	// the stream of that patient's visit.
@@ -93,7 +94,7 @@ func (c *clinic) streamLimitsScenario(ctx context.Context, o *options, s *seeded
 		req, _ := http.NewRequestWithContext(ctx, "GET", bounded.base+"/api/visits/"+cr.visit+"/messages/events", nil)
 		c.headers(req, cr.token)
 		start := time.Now()
-		res, err := client(addr).Do(req)
+		res, err := clients[addr].Do(req)
 		mu.Lock()
 		opens++
 		mu.Unlock()
@@ -137,8 +138,6 @@ func (c *clinic) streamLimitsScenario(ctx context.Context, o *options, s *seeded
 		return fmt.Sprintf("%d, Retry-After %s", st, retry)
 	}
 
-	perAddress := lim.address / lim.credential // credentials that fill an address
-	addresses := lim.server / lim.address      // addresses that fill the server
 	progress("  bounds %d per credential, %d per address, %d per server; %d credentials…\n", lim.credential, lim.address, lim.server, addresses*perAddress+2)
 	creds := make([]cred, addresses*perAddress+2)
 	for i := range creds {
