@@ -85,6 +85,9 @@ type options struct {
 	Streams, StreamChanges int
 	// StreamLimits are the bounds of the stream-limits scenario's server.
 	StreamLimits streamLimits
+	// NoAuditChain starts the server with the audit chaining pass put
+	// off, to measure what the chaining costs the writes beside it.
+	NoAuditChain bool
 	// Calls is how many two-person calls the calls scenario sets up, and
 	// CallHold how long it holds them all open.
 	Calls    int
@@ -114,6 +117,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.BurstFor, "burst-for", 10*time.Second, "webhook scenario: how long the burst lasts")
 	fs.BoolVar(&o.Short, "short", false, "a smoke run: 1 s per scenario, 2 connections, 8 patients, a 1 s burst")
 	fs.BoolVar(&o.Quiet, "quiet", false, "no progress lines")
+	fs.BoolVar(&o.NoAuditChain, "no-audit-chain", false, "start the server with the audit chaining pass put off (--audit-chain-every 24h): the same build without the chaining, to compare with")
 	fs.IntVar(&o.Streams, "streams", 1000, "streams scenario: event streams open on one room's queue")
 	fs.IntVar(&o.StreamChanges, "stream-changes", 5, "streams scenario: queue changes to deliver to every stream")
 	fs.IntVar(&o.Calls, "calls", 64, "calls scenario: two-person calls set up at once (at most --patients)")
@@ -680,7 +684,11 @@ func startServer(ctx context.Context, o *options, tmp string) (*serverProc, *cli
 	// The streams scenario opens its streams with one credential from one
 	// address: the per-credential and per-address bounds would stop it
 	// before the server's own (--max-streams) is reached.
-	p, err := serve(ctx, bin, store, "--max-streams-per-credential", "-1", "--max-streams-per-address", "-1")
+	flags := []string{"--max-streams-per-credential", "-1", "--max-streams-per-address", "-1"}
+	if o.NoAuditChain {
+		flags = append(flags, "--audit-chain-every", "24h")
+	}
+	p, err := serve(ctx, bin, store, flags...)
 	if err != nil {
 		return nil, nil, err
 	}

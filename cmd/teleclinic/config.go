@@ -71,6 +71,7 @@ type config struct {
 	STUNURLs, TURNURLs, TURNSecret string
 	TURNRelayOnly                  bool
 	TURNTTL                        time.Duration
+	AuditChainEvery                time.Duration
 	// LiveKit, when its URL is set, carries calls instead of the
 	// peer-to-peer mesh.
 	LiveKitURL, LiveKitAPIKey, LiveKitAPISecret string
@@ -132,6 +133,7 @@ func serveFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.STUNURLs, "stun-url", "", "video calls: STUN server URLs, comma-separated (stun:host:3478)")
 	fs.StringVar(&c.TURNURLs, "turn-url", "", "video calls: TURN server URLs, comma-separated (turn:host:3478?transport=udp, turns:host:5349)")
 	fs.StringVar(&c.TURNSecret, "turn-secret", "", "video calls: the TURN servers' static-auth-secret (coturn use-auth-secret); prefer TELECLINIC_TURN_SECRET")
+	fs.DurationVar(&c.AuditChainEvery, "audit-chain-every", time.Second, "how often pending audit entries are chained (audit verify chains first whatever it is; a long one delays the chain and its checkpoints)")
 	fs.DurationVar(&c.TURNTTL, "turn-ttl", media.DefaultTURNTTL, "video calls: how long a TURN credential works (a relayed call lasts at most this long; at most 12h)")
 	fs.BoolVar(&c.TURNRelayOnly, "turn-relay-only", false, "video calls: connect through the TURN servers only, so no participant learns another's network address")
 	fs.StringVar(&c.LiveKitURL, "livekit-url", "", "video calls through a LiveKit server (wss://host) instead of peer to peer; needs the two flags below")

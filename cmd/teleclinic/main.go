@@ -159,7 +159,7 @@ func open(ctx context.Context, c *config, stderr io.Writer) (*app.App, *slog.Log
 	}
 	a, err := app.New(st, app.Config{
 		BaseURL: c.BaseURL, PortalURL: c.PortalURL, UserTokenIdle: c.UserTokenIdle, UserTokenMax: c.UserTokenMax,
-		RefreshTokenMax: c.RefreshMax, ServerKey: key, Blobs: blobs, Mail: mailer, APNs: apns, FCM: fcm,
+		RefreshTokenMax: c.RefreshMax, AuditChainEvery: c.AuditChainEvery, ServerKey: key, Blobs: blobs, Mail: mailer, APNs: apns, FCM: fcm,
 		MaxImagePixels: c.MaxPixels, EligibilityWindow: c.EligibilityWindow,
 		ResizeMemory: c.ResizeMemory, LoginAttempts: c.LoginAttempts, AddressAttempts: c.AddressAttempts, ThrottleWindow: c.AttemptWindow, Reference: ref, Metrics: c.Metrics,
 		Webhooks: app.WebhookConfig{RetryInterval: c.WebhookRetryInterval, Timeout: c.WebhookTimeout, AllowPrivate: c.WebhookAllowPrivate},

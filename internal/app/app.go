@@ -79,6 +79,12 @@ type Config struct {
 	// processes or for retries (default 1 s); this process's own new items
 	// wake them at once.
 	OutboxPoll time.Duration
+	// AuditChainEvery is how often the background pass chains pending
+	// audit entries (default OutboxPoll). A verification chains first
+	// whatever it is, so a long one only delays the chain and its
+	// checkpoints: the load tool sets one to measure writes without the
+	// chaining beside them.
+	AuditChainEvery time.Duration
 	// LoginAttempts and AddressAttempts bound the sign-in attempts of a
 	// clinic's user name (or of a clinic's API key checks) and of a client
 	// address in each ThrottleWindow (defaults 10, 100 and 15 minutes;
@@ -169,6 +175,9 @@ func New(st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*
 	}
 	if cfg.OutboxPoll <= 0 {
 		cfg.OutboxPoll = time.Second
+	}
+	if cfg.AuditChainEvery <= 0 {
+		cfg.AuditChainEvery = cfg.OutboxPoll
 	}
 	if cfg.LoginAttempts == 0 {
 		cfg.LoginAttempts = defaultLoginAttempts

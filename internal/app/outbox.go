@@ -33,30 +33,32 @@ const (
 // claim goes to exactly one of them.
 func (a *App) Run(ctx context.Context) {
 	var wg sync.WaitGroup
+	poll := a.cfg.OutboxPoll
 	for _, l := range []struct {
-		kick <-chan struct{}
-		pass func(context.Context) int
+		kick  <-chan struct{}
+		pass  func(context.Context) int
+		every time.Duration
 	}{
-		{nil, func(ctx context.Context) int { n, _ := a.mailPass(ctx, a.cfg.Mail); return n }},
-		{a.pushKick, a.DeliverPush},
-		{a.webhookKick, a.DeliverWebhooks},
-		{a.eligibilityKick, a.DeliverEligibility},
-		{nil, a.DeliverReminders},
-		{nil, a.ChainAudits},
-		{nil, a.checkpointPass},
-		{nil, a.SweepCallSignals},
+		{nil, func(ctx context.Context) int { n, _ := a.mailPass(ctx, a.cfg.Mail); return n }, poll},
+		{a.pushKick, a.DeliverPush, poll},
+		{a.webhookKick, a.DeliverWebhooks, poll},
+		{a.eligibilityKick, a.DeliverEligibility, poll},
+		{nil, a.DeliverReminders, poll},
+		{nil, a.ChainAudits, a.cfg.AuditChainEvery},
+		{nil, a.checkpointPass, poll},
+		{nil, a.SweepCallSignals, poll},
 	} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			a.loop(ctx, l.kick, l.pass)
+			a.loop(ctx, l.kick, l.pass, l.every)
 		}()
 	}
 	wg.Wait()
 }
 
-func (a *App) loop(ctx context.Context, kick <-chan struct{}, pass func(context.Context) int) {
-	t := time.NewTicker(a.cfg.OutboxPoll)
+func (a *App) loop(ctx context.Context, kick <-chan struct{}, pass func(context.Context) int, every time.Duration) {
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		if pass(ctx) >= batchSize {

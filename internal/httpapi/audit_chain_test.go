@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -53,7 +54,9 @@ func TestAudit_Chain(t *testing.T) {
 	if v["intact"] != true || v["broken"] != nil || int(v["entries"].(float64)) < 60 || int(v["entries"].(float64)) > chained {
 		t.Fatalf("%v (%d chained rows)", v, chained)
 	}
-	if n := count(t, e, "SELECT COUNT(*) FROM audit WHERE seq = -1"); n != 0 {
+	// Verify chains what is pending first; only its own entry, written
+	// after, waits for the next pass.
+	if n := count(t, e, "SELECT COUNT(*) FROM audit WHERE seq = -1 AND action <> 'audit.verify'"); n != 0 {
 		t.Fatalf("%d entries left out of the chain", n)
 	}
 	if n := count(t, e, "SELECT COUNT(*) FROM audit WHERE action = 'visit.message.create' AND seq > 0"); n < 20 {
@@ -99,6 +102,7 @@ func TestAudit_Chain(t *testing.T) {
 		c := e.NewClinic("beta", true)
 		mustSSO(t, e, c, "200", "p", "P", "Q")
 		e.FlushAudits()
+		e.App.ChainAudits(context.Background())
 		if _, err := e.Store.DB().Exec("DELETE FROM audit WHERE seq = (SELECT MAX(seq) FROM audit)"); err != nil {
 			t.Fatal(err)
 		}

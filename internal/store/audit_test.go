@@ -44,9 +44,10 @@ func TestAudit_AppendGroups(t *testing.T) {
 	}
 }
 
-// TestAudit_ChainPending chains more pending entries (seq -1, as a
-// PostgreSQL message post writes them) than one statement takes, between
-// chained ones, and finds the chain whole and nothing left pending.
+// TestAudit_ChainPending chains more pending entries (seq -1, as every
+// entry is written) than one statement takes, some inserted as a
+// PostgreSQL message post writes them (their MAC without the object id),
+// and finds the chain whole, in the order stored, and nothing left pending.
 func TestAudit_ChainPending(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -80,6 +81,9 @@ func TestAudit_ChainPending(t *testing.T) {
 	}
 	// The next append goes after them.
 	if err := st.Tx(ctx, func(q *store.Q) error { return q.AppendAudits(ctx, []*clinic.AuditEntry{entry(pending + 1)}) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ChainPendingAudits(ctx, acct.ID); err != nil {
 		t.Fatal(err)
 	}
 	v, err := st.VerifyAuditChain(ctx, acct.ID, nil)
