@@ -5307,6 +5307,11 @@ type PostUsersByUserIdInsurancesByCardTypeParams struct {
 
 // GetVisitsParams defines parameters for GetVisits.
 type GetVisitsParams struct {
+	// Limit Visits per page, 1–500; default 500.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// After The id of the last visit of the page before: the list goes on with the visits older than it.
+	After     *string `form:"after,omitempty" json:"after,omitempty"`
 	RoomCode  *string `form:"room_code,omitempty" json:"room_code,omitempty"`
 	StartTime *int    `form:"start_time,omitempty" json:"start_time,omitempty"`
 	EndTime   *int    `form:"end_time,omitempty" json:"end_time,omitempty"`
@@ -10527,8 +10532,12 @@ type ClientInterface interface {
 	//
 	// A patient sees their own visits; a provider their visits and the unassigned
 	// e-consults of the rooms they are linked to; the admin all of the clinic's. Newest
-	// first, at most 500. `start_time`: visits starting at or after; `end_time`: ending at
-	// or before. Audited as `visit.list`.
+	// first (by id), `limit` at a time (at most and by default 500). `start_time`: visits
+	// starting at or after; `end_time`: ending at or before. A full page carries a `Link`
+	// header with `rel="next"`: the same request with `after` set to the page's last visit,
+	// which continues the list from there (keyset paging: a page costs the same at any
+	// depth and any clinic size, and a visit added meanwhile does not shift the pages).
+	// Audited as `visit.list`.
 	//
 	// Corresponds with GET /api_v3/visits (the `GetVisits` operationId).
 	GetVisits(ctx context.Context, params *GetVisitsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -14556,8 +14565,12 @@ func (c *Client) PostUsersByUserIdInsurancesByCardTypeWithFormdataBody(ctx conte
 //
 // A patient sees their own visits; a provider their visits and the unassigned
 // e-consults of the rooms they are linked to; the admin all of the clinic's. Newest
-// first, at most 500. `start_time`: visits starting at or after; `end_time`: ending at
-// or before. Audited as `visit.list`.
+// first (by id), `limit` at a time (at most and by default 500). `start_time`: visits
+// starting at or after; `end_time`: ending at or before. A full page carries a `Link`
+// header with `rel="next"`: the same request with `after` set to the page's last visit,
+// which continues the list from there (keyset paging: a page costs the same at any
+// depth and any clinic size, and a visit added meanwhile does not shift the pages).
+// Audited as `visit.list`.
 //
 // Corresponds with GET /api_v3/visits (the `GetVisits` operationId).
 func (c *Client) GetVisits(ctx context.Context, params *GetVisitsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -22128,6 +22141,30 @@ func NewGetVisitsRequest(server string, params *GetVisitsParams) (*http.Request,
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.RoomCode != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "room_code", *params.RoomCode, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -25953,8 +25990,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// A patient sees their own visits; a provider their visits and the unassigned
 	// e-consults of the rooms they are linked to; the admin all of the clinic's. Newest
-	// first, at most 500. `start_time`: visits starting at or after; `end_time`: ending at
-	// or before. Audited as `visit.list`.
+	// first (by id), `limit` at a time (at most and by default 500). `start_time`: visits
+	// starting at or after; `end_time`: ending at or before. A full page carries a `Link`
+	// header with `rel="next"`: the same request with `after` set to the page's last visit,
+	// which continues the list from there (keyset paging: a page costs the same at any
+	// depth and any clinic size, and a visit added meanwhile does not shift the pages).
+	// Audited as `visit.list`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -35026,6 +35067,11 @@ func (r PostUsersByUserIdInsurancesByCardTypeResponse) ContentType() string {
 	return ""
 }
 
+// GetVisitsResponse200Headers the declared response headers of an HTTP 200 response for GetVisits
+type GetVisitsResponse200Headers struct {
+	Link *string
+}
+
 type GetVisitsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -35041,6 +35087,8 @@ type GetVisitsResponse struct {
 	JSON404 *ObjNotFound
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ObjInternal
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetVisitsResponse200Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -40373,8 +40421,12 @@ func (c *ClientWithResponses) PostUsersByUserIdInsurancesByCardTypeWithFormdataB
 //
 // A patient sees their own visits; a provider their visits and the unassigned
 // e-consults of the rooms they are linked to; the admin all of the clinic's. Newest
-// first, at most 500. `start_time`: visits starting at or after; `end_time`: ending at
-// or before. Audited as `visit.list`.
+// first (by id), `limit` at a time (at most and by default 500). `start_time`: visits
+// starting at or after; `end_time`: ending at or before. A full page carries a `Link`
+// header with `rel="next"`: the same request with `after` set to the page's last visit,
+// which continues the list from there (keyset paging: a page costs the same at any
+// depth and any clinic size, and a visit added meanwhile does not shift the pages).
+// Audited as `visit.list`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -48473,6 +48525,19 @@ func ParseGetVisitsResponse(rsp *http.Response) (*GetVisitsResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetVisitsResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil

@@ -288,16 +288,21 @@ func (a *App) IntakeAttachments(ctx context.Context, p *clinic.Principal, it *cl
 	if _, err := a.intakeFor(ctx, p, it.ID); err != nil {
 		return nil, err
 	}
+	files, err := a.store.Read().FilesByIDs(ctx, p.Account.ID, it.Attachments)
+	if err != nil {
+		return nil, fmt.Errorf("intake attachments: %w", err)
+	}
+	return a.intakeFiles(it, files), nil
+}
+
+// intakeFiles are it's attachments among files, in its order; those not
+// there (deleted) are left out.
+func (a *App) intakeFiles(it *clinic.Intake, files map[int64]*clinic.File) []IntakeAttachment {
 	out := []IntakeAttachment{}
 	for _, id := range it.Attachments {
-		f, err := a.store.Read().FileByID(ctx, p.Account.ID, id)
-		if errors.Is(err, store.ErrNotFound) {
-			continue
+		if f := files[id]; f != nil {
+			out = append(out, IntakeAttachment{ID: f.ID, Name: f.Name, Ext: f.Ext, Size: f.Size, URL: a.FileViewURL(f.ID, "")})
 		}
-		if err != nil {
-			return nil, fmt.Errorf("intake attachments: %w", err)
-		}
-		out = append(out, IntakeAttachment{ID: f.ID, Name: f.Name, Ext: f.Ext, Size: f.Size, URL: a.FileViewURL(f.ID, "")})
 	}
-	return out, nil
+	return out
 }

@@ -22,6 +22,8 @@ type VisitDetail struct {
 	Room     *clinic.Room
 	Account  *clinic.Account
 	InCharge bool // the caller is the visit's provider (e-consult creation)
+	// IntakeFiles are the intake's attachments that still exist.
+	IntakeFiles []IntakeAttachment
 	// Recordings is set when asked for (fields=recordings).
 	Recordings []clinic.Recording
 }
@@ -214,30 +216,70 @@ func randomDigits(n int) string {
 	return string(b)
 }
 
-// visitDetail loads what a visit shows beside itself.
+// visitDetail is visitDetails of one visit.
 func (a *App) visitDetail(ctx context.Context, p *clinic.Principal, v *clinic.Visit) (*VisitDetail, error) {
-	rd := a.store.Read()
-	d := &VisitDetail{Visit: v, Account: p.Account, InCharge: v.ProviderID != 0 && v.ProviderID == p.UserID()}
-	var err error
-	if d.Member, err = rd.UserByID(ctx, p.Account.ID, v.MemberID); err != nil {
-		return nil, fmt.Errorf("visit member: %w", err)
+	ds, err := a.visitDetails(ctx, p, []*clinic.Visit{v})
+	if err != nil {
+		return nil, err
 	}
-	if v.ProviderID != 0 {
-		if d.Provider, err = rd.UserByID(ctx, p.Account.ID, v.ProviderID); err != nil {
-			return nil, fmt.Errorf("visit provider: %w", err)
+	return ds[0], nil
+}
+
+// visitDetails gives each visit its patient, provider, intake (with its
+// files) and room, reading each of those sets once for the whole list: a
+// list of 500 costs the statements of a list of one.
+func (a *App) visitDetails(ctx context.Context, p *clinic.Principal, vs []*clinic.Visit) ([]*VisitDetail, error) {
+	rd, acct := a.store.Read(), p.Account.ID
+	var userIDs, intakeIDs, roomIDs []int64
+	for _, v := range vs {
+		userIDs = append(userIDs, v.MemberID, v.ProviderID)
+		intakeIDs, roomIDs = append(intakeIDs, v.IntakeID), append(roomIDs, v.RoomID)
+	}
+	users, err := rd.UsersByIDs(ctx, acct, userIDs)
+	if err != nil {
+		return nil, fmt.Errorf("visit people: %w", err)
+	}
+	intakes, err := rd.IntakesByIDs(ctx, acct, intakeIDs)
+	if err != nil {
+		return nil, fmt.Errorf("visit intakes: %w", err)
+	}
+	rooms, err := rd.RoomsByIDs(ctx, acct, roomIDs)
+	if err != nil {
+		return nil, fmt.Errorf("visit rooms: %w", err)
+	}
+	var fileIDs []int64
+	for _, it := range intakes {
+		fileIDs = append(fileIDs, it.Attachments...)
+	}
+	files, err := rd.FilesByIDs(ctx, acct, fileIDs)
+	if err != nil {
+		return nil, fmt.Errorf("intake attachments: %w", err)
+	}
+	out := make([]*VisitDetail, 0, len(vs))
+	for _, v := range vs {
+		d := &VisitDetail{Visit: v, Account: p.Account, InCharge: v.ProviderID != 0 && v.ProviderID == p.UserID(), Member: users[v.MemberID]}
+		missing := d.Member == nil
+		if v.ProviderID != 0 {
+			d.Provider = users[v.ProviderID]
+			missing = missing || d.Provider == nil
 		}
-	}
-	if v.IntakeID != 0 {
-		if d.Intake, err = rd.IntakeByID(ctx, p.Account.ID, v.IntakeID); err != nil {
-			return nil, fmt.Errorf("visit intake: %w", err)
+		if v.IntakeID != 0 {
+			d.Intake = intakes[v.IntakeID]
+			missing = missing || d.Intake == nil
+			if d.Intake != nil {
+				d.IntakeFiles = a.intakeFiles(d.Intake, files)
+			}
 		}
-	}
-	if v.RoomID != 0 {
-		if d.Room, err = rd.RoomByID(ctx, p.Account.ID, v.RoomID); err != nil {
-			return nil, fmt.Errorf("visit room: %w", err)
+		if v.RoomID != 0 {
+			d.Room = rooms[v.RoomID]
+			missing = missing || d.Room == nil
 		}
+		if missing {
+			return nil, fmt.Errorf("visit %d: a patient, provider, intake or room it names: %w", v.ID, store.ErrNotFound)
+		}
+		out = append(out, d)
 	}
-	return d, nil
+	return out, nil
 }
 
 // attachRecordings loads the recordings of listed visits in one query.
@@ -309,6 +351,10 @@ type VisitQuery struct {
 	Statuses           []string
 	WithRecordings     bool // fields=recordings: add each visit's recordings
 	WithRecordingsOnly bool // only visits that have recordings
+	// Limit is the page's size (0: MaxVisitList); After continues a list
+	// after the visit of this id, the last of the page before.
+	Limit int
+	After int64
 }
 
 // MaxVisitList bounds one GET /visits answer.
@@ -321,7 +367,14 @@ func (a *App) ListVisits(ctx context.Context, p *clinic.Principal, in VisitQuery
 	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
-	f := store.VisitFilter{AccountID: p.Account.ID, StartAfter: in.StartTime, EndBefore: in.EndTime, WithRecording: in.WithRecordingsOnly, Limit: MaxVisitList}
+	if in.Limit < 0 || in.Limit > MaxVisitList || in.After < 0 {
+		return nil, clinic.Errorf(clinic.EInvalid, "limit is from 1 to %d, and after is a visit id.", MaxVisitList)
+	}
+	if in.Limit == 0 {
+		in.Limit = MaxVisitList
+	}
+	f := store.VisitFilter{AccountID: p.Account.ID, StartAfter: in.StartTime, EndBefore: in.EndTime, WithRecording: in.WithRecordingsOnly,
+		After: in.After, Limit: in.Limit}
 	for _, s := range in.Statuses {
 		n, err := strconv.Atoi(s)
 		if err != nil || !slices.Contains([]int{10, 20, 25, 30, 40}, n) {
@@ -350,13 +403,9 @@ func (a *App) ListVisits(ctx context.Context, p *clinic.Principal, in VisitQuery
 	if err != nil {
 		return nil, fmt.Errorf("list visits: %w", err)
 	}
-	out := make([]*VisitDetail, 0, len(vs))
-	for _, v := range vs {
-		d, err := a.visitDetail(ctx, p, v)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
+	out, err := a.visitDetails(ctx, p, vs)
+	if err != nil {
+		return nil, err
 	}
 	if in.WithRecordings {
 		if err := a.attachRecordings(ctx, p, out); err != nil {

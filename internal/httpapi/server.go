@@ -142,7 +142,7 @@ func New(a *app.App, log *slog.Logger, cfg Config) *Server {
 			AllowedOrigins: cfg.CORSOrigins,
 			AllowedMethods: []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete},
 			AllowedHeaders: []string{"Content-Type", "X-AccountCode", "X-ApiToken", "X-ApiKey", "X-ApiSecret", "Idempotency-Key", "X-Request-Id", "Last-Event-ID", "Authorization"},
-			ExposedHeaders: []string{"X-Request-Id", "Retry-After", "Idempotent-Replayed", "Content-Disposition"},
+			ExposedHeaders: []string{"X-Request-Id", "Retry-After", "Idempotent-Replayed", "Content-Disposition", "Link"},
 			MaxAge:         600,
 		}).Handler(s.handler)
 	}

@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"teleclinic/internal/app"
@@ -42,6 +44,11 @@ func (s *Server) toIntake(ctx context.Context, p *clinic.Principal, it *clinic.I
 	if err != nil {
 		return nil, err
 	}
+	return toIntakeOut(it, att), nil
+}
+
+// toIntakeOut is an intake with its attachments, as the API writes it.
+func toIntakeOut(it *clinic.Intake, att []app.IntakeAttachment) *intakeOut {
 	out := &intakeOut{ID: id(it.ID), Type: strconv.Itoa(it.Type), ReasonForVisit: it.ReasonForVisit, MemberID: id(it.MemberID),
 		RoomID: id(it.RoomID), Location: it.Location, Phone: it.Phone, Custom: it.Custom, Attachments: []attachmentOut{},
 		Consultation: it.ConsultationID,
@@ -58,7 +65,7 @@ func (s *Server) toIntake(ctx context.Context, p *clinic.Principal, it *clinic.I
 	for _, f := range att {
 		out.Attachments = append(out.Attachments, attachmentOut{ID: id(f.ID), Name: f.Name, Path: f.URL, Size: f.Size, Ext: f.Ext})
 	}
-	return out, nil
+	return out
 }
 
 // intakeKnown are the named inputs of POST /intakes; every other body field is
@@ -245,11 +252,7 @@ func (s *Server) toVisit(ctx context.Context, p *clinic.Principal, d *app.VisitD
 		}
 	}
 	if d.Intake != nil {
-		it, err := s.toIntake(ctx, p, d.Intake)
-		if err != nil {
-			return nil, err
-		}
-		out.Intake = it
+		out.Intake = toIntakeOut(d.Intake, d.IntakeFiles)
 	}
 	return out, nil
 }
@@ -303,10 +306,21 @@ func (s *Server) listVisits(w http.ResponseWriter, r *http.Request, c *call) err
 	if err != nil {
 		return err
 	}
-	list, err := s.app.ListVisits(r.Context(), c.p, app.VisitQuery{RoomCode: q.Str("room_code"), StartTime: start, EndTime: end,
-		Statuses: q.List("status"), WithRecordings: wantsRecordings(c) || only, WithRecordingsOnly: only})
+	limit, err := q.Int("limit", 0)
 	if err != nil {
 		return err
+	}
+	after, err := q.Int("after", 0)
+	if err != nil {
+		return err
+	}
+	list, err := s.app.ListVisits(r.Context(), c.p, app.VisitQuery{RoomCode: q.Str("room_code"), StartTime: start, EndTime: end,
+		Statuses: q.List("status"), WithRecordings: wantsRecordings(c) || only, WithRecordingsOnly: only, Limit: int(limit), After: after})
+	if err != nil {
+		return err
+	}
+	if n := int(limit); len(list) > 0 && len(list) == cmp.Or(n, app.MaxVisitList) {
+		setNextLink(w, r, "after", id(list[len(list)-1].Visit.ID))
 	}
 	out := make([]*visitOut, 0, len(list))
 	for _, d := range list {
@@ -381,4 +395,13 @@ func (s *Server) answerVisit(w http.ResponseWriter, r *http.Request, c *call, d 
 		return err
 	}
 	return ok(w, out)
+}
+
+// setNextLink says where the next page of a list is (RFC 8288's Link,
+// rel="next"): this request's address with name set to value.
+func setNextLink(w http.ResponseWriter, r *http.Request, name, value string) {
+	q := r.URL.Query()
+	q.Set(name, value)
+	u := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+	w.Header().Set("Link", "<"+u.String()+`>; rel="next"`)
 }

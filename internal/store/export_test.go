@@ -1,6 +1,10 @@
 package store
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"strings"
+)
 
 // CommitGroup writes fns as one group, as Grouped's loop does with the
 // callers that arrive together, and returns each one's outcome. ctxs are
@@ -57,4 +61,41 @@ func WritePosts(s *Store, ctxs []context.Context, mps []*MessagePost) []error {
 		out[i] = <-r.done
 	}
 	return out
+}
+
+// ExplainListVisits is the plan of each statement of f's list (ListVisits),
+// as the engine's EXPLAIN writes it, one line per plan step.
+func ExplainListVisits(ctx context.Context, s *Store, f VisitFilter) ([]string, error) {
+	explain := "EXPLAIN QUERY PLAN "
+	if _, pg := s.eng.(*postgresEngine); pg {
+		explain = "EXPLAIN "
+	}
+	lqs, err := s.Read().visitListQueries(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, lq := range lqs {
+		rows, err := s.Read().query(ctx, explain+lq.query, lq.args...)
+		if err != nil {
+			return nil, err
+		}
+		cols, _ := rows.Columns()
+		var plan []string
+		for rows.Next() {
+			vals := make([]any, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			plan = append(plan, fmt.Sprint(vals[len(vals)-1]))
+		}
+		rows.Close()
+		out = append(out, strings.Join(plan, "\n"))
+	}
+	return out, nil
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"teleclinic/internal/clinic"
@@ -264,6 +265,7 @@ func (q *Q) stmt(ctx context.Context, query string) *sql.Stmt {
 }
 
 func (q *Q) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	countStatement(ctx)
 	ctx = q.ctx(ctx)
 	query = q.d.rebind(query)
 	var res sql.Result
@@ -277,6 +279,7 @@ func (q *Q) exec(ctx context.Context, query string, args ...any) (sql.Result, er
 }
 
 func (q *Q) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	countStatement(ctx)
 	ctx = q.ctx(ctx)
 	query = q.d.rebind(query)
 	var rows *sql.Rows
@@ -291,6 +294,7 @@ func (q *Q) query(ctx context.Context, query string, args ...any) (*sql.Rows, er
 
 // queryRow scans one row into dest; sql.ErrNoRows becomes ErrNotFound.
 func (q *Q) queryRow(ctx context.Context, query string, args []any, dest ...any) error {
+	countStatement(ctx)
 	ctx = q.ctx(ctx)
 	query = q.d.rebind(query)
 	var row *sql.Row
@@ -321,6 +325,23 @@ func (q *Q) affected(ctx context.Context, query string, args ...any) (int64, err
 		return 0, err
 	}
 	return res.RowsAffected()
+}
+
+// statementCount is the context key of CountStatements' counter.
+type statementCount struct{}
+
+// CountStatements returns ctx with a counter of the statements run with
+// it, for tests of how many statements a request takes (testenv counts
+// each request's).
+func CountStatements(ctx context.Context) (context.Context, *atomic.Int64) {
+	n := new(atomic.Int64)
+	return context.WithValue(ctx, statementCount{}, n), n
+}
+
+func countStatement(ctx context.Context) {
+	if n, ok := ctx.Value(statementCount{}).(*atomic.Int64); ok {
+		n.Add(1)
+	}
 }
 
 // Errors the store reports by meaning, whatever the engine said.

@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -207,25 +209,47 @@ type VisitFilter struct {
 	StartAfter    int64 // visits starting at or after
 	EndBefore     int64 // visits ending at or before
 	Statuses      []int
-	WithRecording bool // only visits that have a recording
+	WithRecording bool  // only visits that have a recording
+	After         int64 // only visits older than this one (ids below it): the next page
 	Limit         int
 }
 
-// ListVisits lists visits, newest first.
+// ListVisits lists up to f.Limit visits, newest first (by id), after
+// f.After when set. Each of its statements (visitListQueries) reads in the
+// order of an index (migration 00022_list_keys.sql), so a page reads its
+// rows and no more whatever the clinic's size; a provider's list is their
+// own visits and each of their rooms' unassigned ones, such reads merged
+// here.
 func (q *Q) ListVisits(ctx context.Context, f VisitFilter) ([]*clinic.Visit, error) {
+	lqs, err := q.visitListQueries(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	var out []*clinic.Visit
+	for _, lq := range lqs {
+		vs, err := q.visits(ctx, lq.query, lq.args...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, vs...)
+	}
+	slices.SortFunc(out, func(a, b *clinic.Visit) int { return cmp.Compare(b.ID, a.ID) })
+	return out[:min(len(out), f.Limit)], nil
+}
+
+// listQuery is one statement of a list and its arguments.
+type listQuery struct {
+	query string
+	args  []any
+}
+
+// visitListQueries are the statements of f's list.
+func (q *Q) visitListQueries(ctx context.Context, f VisitFilter) ([]listQuery, error) {
 	where := []string{"v.account_id = ?"}
 	args := []any{f.AccountID}
 	add := func(c string, a ...any) { where = append(where, c); args = append(args, a...) }
 	if f.MemberID != 0 {
 		add("v.member_id = ?", f.MemberID)
-	}
-	if f.ProviderID != 0 {
-		if f.ProviderRooms {
-			add("(v.provider_id = ? OR (v.provider_id = 0 AND v.kind IN (?, ?) AND v.room_id IN (SELECT room_id FROM user_rooms WHERE account_id = ? AND user_id = ?)))",
-				f.ProviderID, clinic.KindEconsult, clinic.KindWalkin, f.AccountID, f.ProviderID)
-		} else {
-			add("v.provider_id = ?", f.ProviderID)
-		}
 	}
 	if f.RoomID != 0 {
 		add("v.room_id = ?", f.RoomID)
@@ -242,7 +266,37 @@ func (q *Q) ListVisits(ctx context.Context, f VisitFilter) ([]*clinic.Visit, err
 	if f.WithRecording {
 		add("EXISTS (SELECT 1 FROM recordings r WHERE r.account_id = v.account_id AND r.visit_id = v.id)")
 	}
-	return q.visits(ctx, "SELECT "+visitCols+" FROM visits v WHERE "+strings.Join(where, " AND ")+" ORDER BY v.id DESC LIMIT ?", append(args, f.Limit)...)
+	if f.After != 0 {
+		add("v.id < ?", f.After)
+	}
+	list := func(more string, moreArgs ...any) listQuery {
+		return listQuery{"SELECT " + visitCols + " FROM visits v WHERE " + strings.Join(where, " AND ") + more + " ORDER BY v.id DESC LIMIT ?",
+			append(append(slices.Clone(args), moreArgs...), f.Limit)}
+	}
+	switch {
+	case f.ProviderID == 0:
+		return []listQuery{list("")}, nil
+	case !f.ProviderRooms:
+		return []listQuery{list(" AND v.provider_id = ?", f.ProviderID)}, nil
+	}
+	// The unassigned visits of the provider's rooms, a statement a room:
+	// one over all of them ("room_id IN (…)") cannot be read in one
+	// index's order, and PostgreSQL sorted every unassigned visit of the
+	// rooms to keep a page.
+	rows, err := q.query(ctx, "SELECT room_id FROM user_rooms WHERE account_id = ? AND user_id = ? ORDER BY room_id", f.AccountID, f.ProviderID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []listQuery{list(" AND v.provider_id = ?", f.ProviderID)}
+	for rows.Next() {
+		var room int64
+		if err := rows.Scan(&room); err != nil {
+			return nil, q.d.translate(err)
+		}
+		out = append(out, list(" AND v.room_id = ? AND v.provider_id = 0 AND v.kind IN (?, ?)", room, clinic.KindEconsult, clinic.KindWalkin))
+	}
+	return out, q.d.translate(rows.Err())
 }
 
 // VisitMove is a conditional state change: it applies only while the visit

@@ -12,12 +12,14 @@ import (
 	"encoding/hex"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -183,8 +185,10 @@ type Env struct {
 	DSN   string
 	Key   []byte
 	Blobs string // the blob directory; servers sharing a database share it
-	api   *httpapi.Server
-	web   *web.Server
+	// statements is the last request's statement count (Statements).
+	statements atomic.Int64
+	api        *httpapi.Server
+	web        *web.Server
 }
 
 // CheapArgon2 keeps password hashing fast under the race detector; the hash
@@ -262,16 +266,27 @@ func New(t testing.TB, opts ...Options) *Env {
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
-	srv.Config.Handler = edge.New(portal, log, reg)
+	env := &Env{T: t, App: a, Store: st, Clock: o.Clock, DSN: o.DSN, Key: o.ServerKey, Blobs: o.BlobDir, api: api, web: portal}
+	h := edge.New(portal, log, reg)
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, n := store.CountStatements(r.Context())
+		h.ServeHTTP(w, r.WithContext(ctx))
+		env.statements.Store(n.Load())
+	})
 	srv.Start()
+	env.URL = srv.URL
 	if o.Workers {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); a.Run(ctx) }()
 		t.Cleanup(func() { cancel(); <-done })
 	}
-	return &Env{T: t, URL: srv.URL, App: a, Store: st, Clock: o.Clock, DSN: o.DSN, Key: o.ServerKey, Blobs: o.BlobDir, api: api, web: portal}
+	return env
 }
+
+// Statements is how many database statements the last request this
+// server answered ran (its own, not the background loops').
+func (e *Env) Statements() int64 { return e.statements.Load() }
 
 // API is the server's handler, for checks on its route table.
 func (e *Env) API() *httpapi.Server { return e.api }

@@ -1,0 +1,114 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"teleclinic/internal/testenv"
+)
+
+// TestVisits_Pages: GET /visits pages by `limit` and `after`, newest first;
+// a full page names the next in a Link header and the pages together are
+// the list, for the admin, the provider (their visits and their room's
+// unassigned ones) and the patient; bad paging parameters are 400.
+func TestVisits_Pages(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	for range 6 {
+		s.withVisit(t) // accepted by the provider
+	}
+	for range 3 {
+		s.econsult(t, s.pat2) // unassigned, in the provider's room
+	}
+	next := regexp.MustCompile(`^<(/api_v3/visits\?[^>]+)>; rel="next"$`)
+	walk := func(headers map[string]string, limit int) (ids []string) {
+		t.Helper()
+		path, query := "/api_v3/visits", url.Values{"limit": {fmt.Sprint(limit)}}
+		for page := 0; ; page++ {
+			res := e.Do(testenv.Req{Path: path, Query: query, Header: headers})
+			if res.Status != 200 || page > 20 {
+				t.Fatalf("page %d: %d %s", page, res.Status, res.Raw)
+			}
+			for _, v := range res.List() {
+				ids = append(ids, v["id"].(string))
+			}
+			link := res.Header.Get("Link")
+			if len(res.List()) < limit {
+				if link != "" {
+					t.Fatalf("a short page names a next one: %s", link)
+				}
+				return ids
+			}
+			m := next.FindStringSubmatch(link)
+			if m == nil {
+				t.Fatalf("a full page without a next link: %q", link)
+			}
+			u, _ := url.Parse(m[1])
+			if u.Query().Get("limit") != fmt.Sprint(limit) || u.Query().Get("after") != ids[len(ids)-1] {
+				t.Fatalf("next link %s after %s", link, ids[len(ids)-1])
+			}
+			query = u.Query()
+		}
+	}
+	for _, who := range []struct {
+		name    string
+		headers map[string]string
+		want    int
+	}{
+		{"admin", adminHeaders(s.c), 9},
+		{"provider", userHeaders(s.c, s.doc.Token), 9},
+		{"patient", userHeaders(s.c, s.pat.Token), 6},
+	} {
+		res := e.Do(testenv.Req{Path: "/api_v3/visits", Header: who.headers})
+		var all []string
+		for _, v := range res.List() {
+			all = append(all, v["id"].(string))
+		}
+		if len(all) != who.want || res.Header.Get("Link") != "" {
+			t.Fatalf("%s: %d visits (want %d), Link %q", who.name, len(all), who.want, res.Header.Get("Link"))
+		}
+		for _, limit := range []int{1, 2, 4} {
+			if got := walk(who.headers, limit); strings.Join(got, ",") != strings.Join(all, ",") {
+				t.Fatalf("%s, %d a page: %v, want %v", who.name, limit, got, all)
+			}
+		}
+	}
+	for _, bad := range []url.Values{{"limit": {"501"}}, {"limit": {"-1"}}, {"limit": {"x"}}, {"after": {"x"}}, {"after": {"-3"}}} {
+		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/visits", Query: bad, Header: adminHeaders(s.c)}), 400, 400)
+	}
+}
+
+// TestVisits_ListStatements: a list of visits reads each related set once,
+// so 20 visits (each with its patient, provider, intake and room)
+// take as many statements as 1, for the admin and for the provider.
+func TestVisits_ListStatements(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	for range 20 {
+		s.withVisit(t)
+	}
+	for _, who := range []struct {
+		name    string
+		headers map[string]string
+	}{{"admin", adminHeaders(s.c)}, {"provider", userHeaders(s.c, s.doc.Token)}} {
+		count := func(limit string) int64 {
+			t.Helper()
+			res := e.Do(testenv.Req{Path: "/api_v3/visits", Query: url.Values{"limit": {limit}}, Header: who.headers})
+			if res.Status != 200 || len(res.List()) != map[string]int{"1": 1, "20": 20}[limit] {
+				t.Fatalf("%s, limit %s: %d %s", who.name, limit, res.Status, res.Raw)
+			}
+			return e.Statements()
+		}
+		count("1") // warm the caches both reads use
+		one, twenty := count("1"), count("20")
+		if one != twenty || one == 0 {
+			t.Fatalf("%s: %d statements for 1 visit, %d for 20", who.name, one, twenty)
+		}
+		t.Logf("%s: %d statements for a list of 1 or 20", who.name, one)
+	}
+}
