@@ -137,42 +137,68 @@ func (a *App) patientRecord(ctx context.Context, p *clinic.Principal, patientID 
 }
 
 // recordVisits adds the patient's visits the caller sees and, when asked,
-// the threads of those the caller takes part in.
+// the threads of those the caller takes part in. The statements do not
+// grow with the visits: the details come in one batch (visitDetails),
+// a provider's rooms are read once, and each thread's page comes from the
+// thread cache when it holds it.
 func (a *App) recordVisits(ctx context.Context, p *clinic.Principal, rec *PatientRecord, messages bool) error {
 	vs, err := a.store.Read().ListVisits(ctx, store.VisitFilter{AccountID: p.Account.ID, MemberID: rec.Patient.ID, Limit: MaxVisitList})
 	if err != nil {
 		return fmt.Errorf("record visits: %w", err)
 	}
+	var rooms map[int64]bool // the provider's, read when first asked
+	inRoom := func(room int64) (bool, error) {
+		if rooms == nil {
+			links, err := a.store.Read().UserRooms(ctx, p.Account.ID, p.UserID())
+			if err != nil {
+				return false, err
+			}
+			rooms = map[int64]bool{}
+			for _, l := range links {
+				rooms[l.Room.ID] = true
+			}
+		}
+		return rooms[room], nil
+	}
+	seen := vs[:0]
 	for _, v := range vs {
-		ok, err := a.canSeeVisit(ctx, p, v.Thread())
+		ok, err := seesVisit(p, v.Thread(), inRoom)
 		if err != nil {
 			return fmt.Errorf("record visits: %w", err)
 		}
-		if !ok {
+		if ok {
+			seen = append(seen, v)
+		}
+	}
+	if rec.Visits, err = a.visitDetails(ctx, p, seen); err != nil {
+		return err
+	}
+	// The thread's participants are those who see the visit, less the
+	// admin (messageVisit).
+	if !messages || p.IsAdmin() {
+		return nil
+	}
+	var all []*clinic.Message
+	var authors []int64
+	for _, v := range seen {
+		if v.MessageCount == 0 {
 			continue
 		}
-		d, err := a.visitDetail(ctx, p, v)
-		if err != nil {
-			return err
-		}
-		rec.Visits = append(rec.Visits, d)
-		// The thread's participants are those who see the visit, less the
-		// admin (messageVisit).
-		if !messages || p.IsAdmin() {
-			continue
-		}
-		tv, err := a.store.Read().ThreadVisit(ctx, p.Account.ID, v.ID)
+		ms, err := a.store.ThreadPage(ctx, p.Account.ID, v.ID, v.Created, 1, v.MessageCount)
 		if err != nil {
 			return fmt.Errorf("record thread: %w", err)
 		}
-		if tv.MessageCount == 0 {
-			continue
+		for _, m := range ms {
+			authors = append(authors, m.AuthorID)
 		}
-		msgs, err := a.threadMessages(ctx, p.Account.ID, tv, 1, tv.MessageCount)
-		if err != nil {
-			return err
-		}
-		rec.Messages = append(rec.Messages, msgs...)
+		all = append(all, ms...)
+	}
+	names, err := a.store.UserNames(ctx, p.Account.ID, authors)
+	if err != nil {
+		return fmt.Errorf("record thread: %w", err)
+	}
+	for _, m := range all {
+		rec.Messages = append(rec.Messages, toMessage(m, names[m.AuthorID]))
 	}
 	return nil
 }

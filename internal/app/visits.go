@@ -51,12 +51,18 @@ func StatusName(s int) string {
 // own; a provider those assigned to them and the unassigned e-consults and
 // walk-ins of the rooms they are linked to.
 func (a *App) canSeeVisit(ctx context.Context, p *clinic.Principal, v *clinic.ThreadVisit) (bool, error) {
+	return seesVisit(p, v, func(room int64) (bool, error) { return a.store.Read().UserInRoom(ctx, p.Account.ID, p.UserID(), room) })
+}
+
+// seesVisit is canSeeVisit's rule, with inRoom saying whether the caller
+// (a provider) is linked to a room: a list asks it from a set it read once.
+func seesVisit(p *clinic.Principal, v *clinic.ThreadVisit, inRoom func(room int64) (bool, error)) (bool, error) {
 	uid := p.UserID()
 	switch {
 	case p.IsAdmin(), v.MemberID == uid, v.ProviderID != 0 && v.ProviderID == uid:
 		return true, nil
 	case IsProvider(p) && awaitsProvider(v):
-		return a.store.Read().UserInRoom(ctx, p.Account.ID, uid, v.RoomID)
+		return inRoom(v.RoomID)
 	}
 	return false, nil
 }

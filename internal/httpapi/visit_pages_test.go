@@ -112,3 +112,51 @@ func TestVisits_ListStatements(t *testing.T) {
 		t.Logf("%s: %d statements for a list of 1 or 20", who.name, one)
 	}
 }
+
+// TestFHIR_EverythingStatements: $everything reads a patient's visits, their
+// details and threads with as many statements for 20 visits as for 1, for
+// the admin, the visits' provider and the patient.
+func TestFHIR_EverythingStatements(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	visit := func(who *session) {
+		t.Helper()
+		id := s.econsult(t, who)
+		if res := s.post(s.doc.Token, "/api_v3/visits/accept", "id", id); res.Status != 200 {
+			t.Fatalf("accept: %s", res.Raw)
+		}
+		if res := e.Do(testenv.Req{Method: "POST", Path: msgPath(id), Header: map[string]string{"X-ApiToken": who.Token}, Form: q("content", "Hello.")}); res.Status != 201 {
+			t.Fatalf("post: %d %s", res.Status, res.Raw)
+		}
+	}
+	visit(s.pat)
+	for range 20 {
+		visit(s.pat2)
+	}
+	for _, who := range []struct {
+		name string
+		h    func(patient *session) map[string]string
+	}{
+		{"admin", func(*session) map[string]string { return adminHeaders(s.c) }},
+		{"provider", func(*session) map[string]string { return userHeaders(s.c, s.doc.Token) }},
+		{"patient", func(pt *session) map[string]string { return userHeaders(s.c, pt.Token) }},
+	} {
+		count := func(pt *session, visits int) int64 {
+			t.Helper()
+			path := "/fhir/R4/Patient/" + pt.UserID + "/$everything"
+			fhirGet(t, e, who.h(pt), path) // warm the caches (threads, names)
+			res := fhirGet(t, e, who.h(pt), path)
+			n := len(entries(t, res)["Encounter"])
+			if res.Status != 200 || n != visits {
+				t.Fatalf("%s: %d, %d encounters: %s", who.name, res.Status, n, res.Raw)
+			}
+			return e.Statements()
+		}
+		one, twenty := count(s.pat, 1), count(s.pat2, 20)
+		if one != twenty {
+			t.Fatalf("%s: %d statements for 1 visit, %d for 20", who.name, one, twenty)
+		}
+		t.Logf("%s: %d statements for 1 visit or 20", who.name, one)
+	}
+}
