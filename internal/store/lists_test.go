@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -20,44 +21,8 @@ import (
 func TestListVisits_KeysetPlans(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st := testenv.OpenStore(t, testenv.DSN(t))
-	acct := &clinic.Account{Code: "lists", Name: "Lists", Domain: "lists.test", Features: []string{}}
-	if err := st.Write().CreateAccount(ctx, acct, store.AccountSecrets{AdminTokenHash: "a", APIKeyHash: "k", APISecretHash: "s"}); err != nil {
-		t.Fatal(err)
-	}
-	user := func(code string, typ int) *clinic.User {
-		u := &clinic.User{AccountID: acct.ID, Code: code, SvcID: "svc-" + code, Username: code, FirstName: code, LastName: "L", Type: typ, Status: clinic.StatusActive, Active: true, Extra: map[string]any{}}
-		if err := st.Write().CreateUser(ctx, u); err != nil {
-			t.Fatal(err)
-		}
-		return u
-	}
-	pat, doc := user("pat", clinic.UserMember), user("doc", clinic.UserProvider)
-	room := &clinic.Room{AccountID: acct.ID, Code: "main", Slug: "main", Name: "Main", Domain: "lists.test", Active: true}
-	if err := st.Write().CreateRoom(ctx, room); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.DB().Exec(st.Rebind("INSERT INTO user_rooms (account_id, user_id, room_id, added_time) VALUES (?, ?, ?, 1)"), acct.ID, doc.ID, room.ID); err != nil {
-		t.Fatal(err)
-	}
-	// 20,000 visits: every fifth the patient's (the others another
-	// user's), every seventh an unassigned e-consult in the room, every
-	// third of the rest the provider's (the others another provider's).
 	const n = 20000
-	series := "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?) SELECT i FROM s"
-	if testenv.Engine() == "postgres" {
-		series = "SELECT generate_series(1, CAST(? AS INTEGER)) AS i"
-	}
-	if _, err := st.DB().Exec(st.Rebind(`INSERT INTO visits (account_id, member_id, provider_id, room_id, status, type, kind, created, modified)
-		SELECT CAST(? AS BIGINT), CASE WHEN i % 5 = 0 THEN CAST(? AS BIGINT) ELSE CAST(? AS BIGINT) END,
-			CASE WHEN i % 7 = 0 THEN 0 WHEN i % 3 = 0 THEN CAST(? AS BIGINT) ELSE CAST(? AS BIGINT) + 1000000 END,
-			CASE WHEN i % 7 = 0 THEN CAST(? AS BIGINT) ELSE NULL END, CASE WHEN i % 2 = 0 THEN 10 ELSE 40 END, 1, CASE WHEN i % 7 = 0 THEN 'econsult' ELSE 'appointment' END, i, i
-		FROM (`+series+`) AS s`), acct.ID, pat.ID, doc.ID, doc.ID, doc.ID, room.ID, n); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := st.DB().Exec("ANALYZE visits"); err != nil {
-		t.Fatal(err)
-	}
+	st, acct, pat, doc, room := seedVisits(t, n)
 	lists := map[string]store.VisitFilter{
 		"clinic":         {AccountID: acct.ID, Limit: 50},
 		"clinic, next":   {AccountID: acct.ID, Limit: 50, After: n / 2},
@@ -103,6 +68,78 @@ func TestListVisits_KeysetPlans(t *testing.T) {
 		}
 		if !(v.ProviderID == doc.ID || (v.ProviderID == 0 && v.RoomID == room.ID)) {
 			t.Fatalf("not the provider's: %+v", v)
+		}
+	}
+}
+
+// seedVisits makes a clinic of n visits on a fresh store, analysed: every
+// fifth the patient's (the others another user's), every seventh an
+// unassigned e-consult in the room, every third of the rest the
+// provider's (the others another provider's).
+func seedVisits(t testing.TB, n int) (st *store.Store, acct *clinic.Account, pat, doc *clinic.User, room *clinic.Room) {
+	t.Helper()
+	ctx := context.Background()
+	st = testenv.OpenStore(t, testenv.DSN(t))
+	acct = &clinic.Account{Code: "lists", Name: "Lists", Domain: "lists.test", Features: []string{}}
+	if err := st.Write().CreateAccount(ctx, acct, store.AccountSecrets{AdminTokenHash: "a", APIKeyHash: "k", APISecretHash: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	user := func(code string, typ int) *clinic.User {
+		u := &clinic.User{AccountID: acct.ID, Code: code, SvcID: "svc-" + code, Username: code, FirstName: code, LastName: "L", Type: typ, Status: clinic.StatusActive, Active: true, Extra: map[string]any{}}
+		if err := st.Write().CreateUser(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	pat, doc = user("pat", clinic.UserMember), user("doc", clinic.UserProvider)
+	room = &clinic.Room{AccountID: acct.ID, Code: "main", Slug: "main", Name: "Main", Domain: "lists.test", Active: true}
+	if err := st.Write().CreateRoom(ctx, room); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DB().Exec(st.Rebind("INSERT INTO user_rooms (account_id, user_id, room_id, added_time) VALUES (?, ?, ?, 1)"), acct.ID, doc.ID, room.ID); err != nil {
+		t.Fatal(err)
+	}
+	series := "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?) SELECT i FROM s"
+	if testenv.Engine() == "postgres" {
+		series = "SELECT generate_series(1, CAST(? AS INTEGER)) AS i"
+	}
+	if _, err := st.DB().Exec(st.Rebind(`INSERT INTO visits (account_id, member_id, provider_id, room_id, status, type, kind, created, modified)
+		SELECT CAST(? AS BIGINT), CASE WHEN i % 5 = 0 THEN CAST(? AS BIGINT) ELSE CAST(? AS BIGINT) END,
+			CASE WHEN i % 7 = 0 THEN 0 WHEN i % 3 = 0 THEN CAST(? AS BIGINT) ELSE CAST(? AS BIGINT) + 1000000 END,
+			CASE WHEN i % 7 = 0 THEN CAST(? AS BIGINT) ELSE NULL END, CASE WHEN i % 2 = 0 THEN 10 ELSE 40 END, 1, CASE WHEN i % 7 = 0 THEN 'econsult' ELSE 'appointment' END, i, i
+		FROM (`+series+`) AS s`), acct.ID, pat.ID, doc.ID, doc.ID, doc.ID, room.ID, n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DB().Exec("ANALYZE visits"); err != nil {
+		t.Fatal(err)
+	}
+	return st, acct, pat, doc, room
+}
+
+// BenchmarkListVisits reads the first page (50) and a page from the middle
+// of each list at 1,000 and 100,000 visits: a page costs the same at both
+// (docs/performance.md, "Cost growth").
+func BenchmarkListVisits(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range []int{1000, 100000} {
+		st, acct, pat, doc, room := seedVisits(b, n)
+		for _, l := range []struct {
+			name string
+			f    store.VisitFilter
+		}{
+			{"clinic", store.VisitFilter{AccountID: acct.ID, Limit: 50}},
+			{"clinic-middle", store.VisitFilter{AccountID: acct.ID, Limit: 50, After: int64(n / 2)}},
+			{"patient", store.VisitFilter{AccountID: acct.ID, MemberID: pat.ID, Limit: 50}},
+			{"provider", store.VisitFilter{AccountID: acct.ID, ProviderID: doc.ID, ProviderRooms: true, Limit: 50}},
+			{"room", store.VisitFilter{AccountID: acct.ID, RoomID: room.ID, Limit: 50}},
+		} {
+			b.Run(fmt.Sprintf("%s/%d", l.name, n), func(b *testing.B) {
+				for b.Loop() {
+					if vs, err := st.Read().ListVisits(ctx, l.f); err != nil || len(vs) != 50 {
+						b.Fatal(len(vs), err)
+					}
+				}
+			})
 		}
 	}
 }
