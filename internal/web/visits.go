@@ -33,10 +33,17 @@ type visitItem struct {
 // first).
 type visitsPage struct {
 	Coming, Past []visitItem
+	// Older is where the past visits go on (the last one's id), when
+	// this page is full; Paged says this is not the first page.
+	Older int64
+	Paged bool
 	// Rooms are the clinic's public rooms, where a visit starts: shown
 	// to a patient with nothing coming up.
 	Rooms []roomItem
 }
+
+// pastVisitsPage is how many closed visits /visits shows at a time.
+const pastVisitsPage = 50
 
 // visits is /visits: the caller's visits as GET /visits gives them (a
 // patient's own; a provider's and their rooms' waiting e-consults).
@@ -45,11 +52,26 @@ func (s *Server) visits(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ds, err := s.app.ListVisits(r.Context(), p, app.VisitQuery{})
+	// The open visits all (a person has few), the closed ones a page at a
+	// time, by keyset (?after= the last one shown).
+	after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
+	var ds []*app.VisitDetail
+	if after <= 0 {
+		open, err := s.app.ListVisits(r.Context(), p, app.VisitQuery{Statuses: []string{"10", "20", "25"}})
+		if err != nil {
+			return err
+		}
+		ds, after = open, 0
+	}
+	closed, err := s.app.ListVisits(r.Context(), p, app.VisitQuery{Statuses: []string{"30", "40"}, Limit: pastVisitsPage, After: after})
 	if err != nil {
 		return err
 	}
-	page := visitsPage{}
+	ds = append(ds, closed...)
+	page := visitsPage{Paged: after > 0}
+	if len(closed) == pastVisitsPage {
+		page.Older = closed[len(closed)-1].Visit.ID
+	}
 	now := s.app.Now().Unix()
 	for _, d := range ds {
 		v := d.Visit
