@@ -120,6 +120,8 @@ type App struct {
 	checkpointMu   sync.Mutex
 	anchored       map[int64]int64
 	lastCheckpoint atomic.Int64
+	// reads are the event streams' shared reads (shared.go).
+	reads sharedReads
 
 	webhooks        *webhook.Client
 	webhookKick     chan struct{}

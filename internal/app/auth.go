@@ -172,12 +172,15 @@ func (a *App) userPrincipal(ctx context.Context, c Credentials, p *clinic.Princi
 	if c.AccountCode != "" && c.AccountCode != acct.Code {
 		return nil, unauthenticated("Invalid or expired API token.")
 	}
+	lastUsed := t.LastUsed
 	if now-t.LastUsed >= a.touchInterval() {
 		if err := a.store.Write().TouchToken(ctx, t.ID, now, now-a.touchInterval()+1); err != nil {
 			return nil, fmt.Errorf("authenticate: touch: %w", err)
 		}
+		lastUsed = now
 	}
 	p.Account, p.Kind, p.User, p.TokenID = acct, clinic.CredUserToken, u, t.ID
+	p.Until = min(t.Expires, lastUsed+int64(a.cfg.UserTokenIdle/time.Second))
 	// The admin user's tokens are only ever the admin's portal sessions
 	// (AdminSignIn): no other way issues one (SSO and sign-up refuse its
 	// type, and it has no password).

@@ -613,8 +613,7 @@ func (w *CallWatch) Next(ctx context.Context, d time.Duration) (*CallEvent, erro
 			if err != nil || !ok {
 				return nil, err
 			}
-			kinds = drain(w.sub)
-			kinds[e.Kind] = true
+			kinds, _ = drain(w.sub, e)
 		}
 		w.started = true
 		if kinds[live.KindVisit] || kinds[live.KindResync] {

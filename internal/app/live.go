@@ -1,7 +1,9 @@
 package app
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -34,6 +36,11 @@ func (a *App) publishMessage(v *clinic.ThreadVisit, m *clinic.Message) {
 	}
 }
 
+// CredentialEpoch moves whenever a credential may have ended, here or in
+// another process (live.Bus.CredentialEpoch): an event stream checks its
+// caller again before its next event then.
+func (a *App) CredentialEpoch() uint64 { return a.store.Live().CredentialEpoch() }
+
 // wait returns the next event of sub, or ok false when d passes with
 // none (the stream's time to send a keep-alive and check its caller) or
 // ctx ends. Keep-alives run on real time, not the app's clock: they pace
@@ -51,16 +58,20 @@ func wait(ctx context.Context, sub *live.Sub, d time.Duration) (live.Event, bool
 	}
 }
 
-// drain takes the events that wait behind the one being handled: one read
-// answers them all.
-func drain(sub *live.Sub) (kinds map[string]bool) {
-	kinds = map[string]bool{}
+// drain takes the events that wait behind e, the one being handled: one
+// read answers them all. since is when the last of them was delivered: a
+// read started then or later sees every change they announce.
+func drain(sub *live.Sub, e live.Event) (kinds map[string]bool, since time.Time) {
+	kinds, since = map[string]bool{e.Kind: true}, e.At
 	for {
 		select {
 		case e := <-sub.C:
 			kinds[e.Kind] = true
+			if e.At.After(since) {
+				since = e.At
+			}
 		default:
-			return kinds
+			return kinds, since
 		}
 	}
 }
@@ -70,7 +81,7 @@ func drain(sub *live.Sub) (kinds map[string]bool) {
 type QueueWatch struct {
 	a    *App
 	p    *clinic.Principal
-	code string
+	room int64
 	sub  *live.Sub
 	last *Queue
 }
@@ -107,14 +118,42 @@ func (a *App) WatchQueue(ctx context.Context, p *clinic.Principal, code string) 
 		}
 	}
 	// Subscribed before the first read, so no change falls in between.
-	return &QueueWatch{a: a, p: p, code: r.Code, sub: a.store.Live().Subscribe(live.RoomTopic(p.Account.ID, r.ID))}, nil
+	return &QueueWatch{a: a, p: p, room: r.ID, sub: a.store.Live().Subscribe(live.RoomTopic(p.Account.ID, r.ID))}, nil
+}
+
+// roomQueue is a room and its queue, as every watcher of the room shares
+// one read of them per change.
+type roomQueue struct {
+	room  *clinic.Room
+	stats *store.QueueStats
+}
+
+// queue is the room's queue as w's caller sees it, from a read that
+// started at or after since (shared.go).
+func (w *QueueWatch) queue(ctx context.Context, since time.Time) (*Queue, error) {
+	acct := w.p.Account.ID
+	rq, err := shared(ctx, &w.a.reads, live.RoomTopic(acct, w.room), since, func(ctx context.Context) (roomQueue, error) {
+		r, err := w.a.store.Read().RoomByID(ctx, acct, w.room)
+		if err != nil {
+			return roomQueue{}, err
+		}
+		st, err := w.a.store.Read().RoomQueue(ctx, acct, w.room)
+		return roomQueue{r, st}, err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, clinic.Errorf(clinic.ENotFound, "Room not found.")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("queue: %w", err)
+	}
+	return queueFor(w.p, rq.room, rq.stats), nil
 }
 
 // Next returns the queue: at once the first time, then when it has changed.
 // It returns nil after d with no change, and ctx's error when ctx ends.
 func (w *QueueWatch) Next(ctx context.Context, d time.Duration) (*Queue, error) {
 	if w.last == nil {
-		q, err := w.a.RoomQueue(ctx, w.p, w.code)
+		q, err := w.queue(ctx, time.Now())
 		w.last = q
 		return q, err
 	}
@@ -124,12 +163,11 @@ func (w *QueueWatch) Next(ctx context.Context, d time.Duration) (*Queue, error) 
 		if err != nil || !ok {
 			return nil, err
 		}
-		kinds := drain(w.sub)
-		kinds[e.Kind] = true
+		kinds, since := drain(w.sub, e)
 		if len(kinds) == 1 && kinds[live.KindMessage] {
 			continue // a thread's message does not move the queue
 		}
-		q, err := w.a.RoomQueue(ctx, w.p, w.code)
+		q, err := w.queue(ctx, since)
 		if err != nil {
 			return nil, err
 		}
@@ -162,10 +200,19 @@ type VisitWatch struct {
 	sub    *live.Sub
 	seen   int // messages already sent
 	status int
+	// ahead is set when the thread may hold messages not yet handed out
+	// (at the start, and after a full page): the next call reads at once
+	// instead of waiting for a change. After is when that read may be
+	// from (shared.go).
+	ahead bool
+	after time.Time
 }
 
 // WatchVisit starts following visit id and its thread after the first
-// seen messages. Who may is who may read the thread (ListMessages).
+// seen messages. Who may is who may read the thread (ListMessages). The
+// stream's access is audited once, here, as visit.messages.read: the
+// messages it then delivers are part of that read (an entry per delivery
+// and watcher made a message's cost grow with its watchers).
 func (a *App) WatchVisit(ctx context.Context, p *clinic.Principal, id int64, seen int) (*VisitWatch, error) {
 	if err := RequireUser(p); err != nil {
 		return nil, err
@@ -175,29 +222,32 @@ func (a *App) WatchVisit(ctx context.Context, p *clinic.Principal, id int64, see
 	}
 	sub := a.store.Live().Subscribe(live.VisitTopic(p.Account.ID, id))
 	v, err := a.messageVisit(ctx, p, id)
-	if err != nil {
+	if err := a.AuditOutcome(ctx, p, "visit.messages.read", "visit", i64s(id), err); err != nil {
 		sub.Close()
-		return nil, a.AuditOutcome(ctx, p, "visit.messages.read", "visit", i64s(id), err)
+		return nil, err
 	}
-	return &VisitWatch{a: a, p: p, id: v.ID, sub: sub, seen: min(seen, v.MessageCount), status: v.Status}, nil
+	return &VisitWatch{a: a, p: p, id: v.ID, sub: sub, seen: min(seen, v.MessageCount), status: v.Status, ahead: true, after: time.Now()}, nil
 }
 
 // Next returns the messages after those seen, at once if there are any,
 // and otherwise the next change. It returns nil after d with no change,
 // and ctx's error when ctx ends. The caller's right to the thread is
 // checked again for each change: a visit that is no longer theirs ends
-// the watch with the error the API would answer.
+// the watch with the error the API would answer. The visit's row is read
+// once per change for all its watchers (shared.go), and the messages come
+// from the thread cache, which they share too.
 func (w *VisitWatch) Next(ctx context.Context, d time.Duration) (*VisitEvent, error) {
 	deadline := time.Now().Add(d)
-	for first := true; ; first = false {
-		if !first {
-			_, ok, err := wait(ctx, w.sub, time.Until(deadline))
+	for {
+		since := w.after
+		if !w.ahead {
+			e, ok, err := wait(ctx, w.sub, time.Until(deadline))
 			if err != nil || !ok {
 				return nil, err
 			}
-			drain(w.sub)
+			_, since = drain(w.sub, e)
 		}
-		v, err := w.a.messageVisit(ctx, w.p, w.id)
+		v, err := w.visit(ctx, since)
 		if err != nil {
 			return nil, err
 		}
@@ -206,17 +256,43 @@ func (w *VisitWatch) Next(ctx context.Context, d time.Duration) (*VisitEvent, er
 			w.status, ev.Visit = v.Status, v
 		}
 		if v.MessageCount > w.seen {
-			skip := w.seen
-			ms, _, err := w.a.ListMessages(ctx, w.p, w.id, MessageQuery{Skip: &skip, Limit: new(MessagePageMax)})
+			// The watchers of one thread mostly want the same new
+			// messages: one read of them (the thread cache alone let
+			// each of them miss it at once).
+			from, to := w.seen+1, min(v.MessageCount, w.seen+MessagePageMax)
+			key := fmt.Sprintf("%s:%d-%d", live.VisitTopic(w.p.Account.ID, w.id), from, to)
+			ms, err := shared(ctx, &w.a.reads, key, since, func(ctx context.Context) ([]*Message, error) {
+				return w.a.threadMessages(ctx, w.p.Account.ID, v, from, to)
+			})
 			if err != nil {
 				return nil, err
 			}
 			ev.Messages, w.seen = ms, w.seen+len(ms)
 		}
+		w.ahead, w.after = v.MessageCount > w.seen, since
 		if ev.Visit != nil || len(ev.Messages) > 0 {
 			return ev, nil
 		}
 	}
+}
+
+// visit is the watched visit's thread row from a read that started at or
+// after since, if the caller still takes part in it (messageVisit's rule).
+func (w *VisitWatch) visit(ctx context.Context, since time.Time) (*clinic.ThreadVisit, error) {
+	acct := w.p.Account.ID
+	v, err := shared(ctx, &w.a.reads, live.VisitTopic(acct, w.id), since, func(ctx context.Context) (*clinic.ThreadVisit, error) {
+		return w.a.store.Read().ThreadVisit(ctx, acct, w.id)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, errVisitNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("visit: %w", err)
+	}
+	if ok, err := w.a.takesPart(ctx, w.p, v); err != nil || !ok {
+		return nil, cmp.Or(err, errNotInThread)
+	}
+	return v, nil
 }
 
 // Close ends the watch.
@@ -258,9 +334,9 @@ func (a *App) WatchDashboard(ctx context.Context, p *clinic.Principal) (*ChangeW
 // Next reports true when something changed, false after d with no change;
 // it returns ctx's error when ctx ends.
 func (w *ChangeWatch) Next(ctx context.Context, d time.Duration) (bool, error) {
-	_, ok, err := wait(ctx, w.sub, d)
+	e, ok, err := wait(ctx, w.sub, d)
 	if ok {
-		drain(w.sub)
+		drain(w.sub, e)
 	}
 	return ok, err
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,18 +55,22 @@ func (a *App) messageVisit(ctx context.Context, p *clinic.Principal, id int64) (
 	if err != nil {
 		return nil, fmt.Errorf("visit: %w", err)
 	}
-	// The participants are those who may see the visit, less the admin.
-	if !p.IsAdmin() && p.UserID() != 0 {
-		ok, err := a.canSeeVisit(ctx, p, v)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			return v, nil
-		}
+	if ok, err := a.takesPart(ctx, p, v); err != nil || !ok {
+		return nil, cmp.Or(err, errNotInThread)
 	}
-	return nil, clinic.Errorf(clinic.EForbidden, "Only the visit's patient, its provider and its hosts may read or write its messages.")
+	return v, nil
 }
+
+// takesPart says whether p is a participant of v's thread: those who may
+// see the visit, less the admin.
+func (a *App) takesPart(ctx context.Context, p *clinic.Principal, v *clinic.ThreadVisit) (bool, error) {
+	if p.IsAdmin() || p.UserID() == 0 {
+		return false, nil
+	}
+	return a.canSeeVisit(ctx, p, v)
+}
+
+var errNotInThread error = clinic.Errorf(clinic.EForbidden, "Only the visit's patient, its provider and its hosts may read or write its messages.")
 
 // MessageQuery is GET /api/visits/{id}/messages.
 type MessageQuery struct {

@@ -201,6 +201,7 @@ var noPrincipal = map[string]string{
 	"Now":                      "the app's clock",
 	"BaseURL":                  "the server's public address",
 	"ChainAudits":              "the background worker's pass over every clinic",
+	"CredentialEpoch":          "a counter of credential events, no clinic's data",
 	"CheckpointAudits":         "the background worker's anchoring of every clinic's chain",
 	"AuditCheckpointPublicKey": "the server's public key, no clinic's data",
 	"SignInLinkUser":           "the sign-in link's token is the credential, as PortalSession's",

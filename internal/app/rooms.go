@@ -596,6 +596,12 @@ func (a *App) RoomQueue(ctx context.Context, p *clinic.Principal, code string) (
 	if err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
 	}
+	return queueFor(p, r, st), nil
+}
+
+// queueFor is room r's queue st as caller p sees it: before_me is the
+// number of walk-ins ahead of the caller's own first one.
+func queueFor(p *clinic.Principal, r *clinic.Room, st *store.QueueStats) *Queue {
 	qu := &Queue{Length: st.Length, Capacity: r.Settings.QueueCapacity, AverageVisitTime: st.AvgVisitSecs}
 	if qu.Capacity == 0 {
 		qu.Capacity = DefaultQueueCapacity
@@ -604,18 +610,11 @@ func (a *App) RoomQueue(ctx context.Context, p *clinic.Principal, code string) (
 		qu.AverageVisitTime = defaultVisitSecs
 	}
 	if uid := p.UserID(); uid != 0 && !p.IsAdmin() {
-		mine, err := a.store.Read().ListVisits(ctx, store.VisitFilter{AccountID: p.Account.ID, MemberID: uid, RoomID: r.ID, Statuses: []int{clinic.VisitPending}, Limit: 50})
-		if err != nil {
-			return nil, fmt.Errorf("queue: %w", err)
-		}
-		for i, id := range st.BeforeVisitIDs {
-			if slices.ContainsFunc(mine, func(v *clinic.Visit) bool { return v.ID == id && v.Kind == clinic.KindWalkin }) {
-				qu.BeforeMe = i
-				break
-			}
+		if i := slices.Index(st.BeforeMemberIDs, uid); i >= 0 {
+			qu.BeforeMe = i
 		}
 	}
-	return qu, nil
+	return qu
 }
 
 // LinkRoom is POST /users/{id}/rooms (admin): link a user to a room,

@@ -278,10 +278,13 @@ func (k CredentialKind) String() string {
 // Principal is who is calling and for which clinic. Every app operation takes
 // one; every store query is scoped by its Account.
 type Principal struct {
-	Account   *Account
-	Kind      CredentialKind
-	User      *User // the acting user: the token's user, or the clinic admin user for the admin token
-	TokenID   int64 // the access token row, for logout of "the caller's" token
+	Account *Account
+	Kind    CredentialKind
+	User    *User // the acting user: the token's user, or the clinic admin user for the admin token
+	TokenID int64 // the access token row, for logout of "the caller's" token
+	// Until is when the credential expires by time alone (its absolute or
+	// idle expiry, unix seconds), unless revoked first; 0 for none.
+	Until     int64
 	RequestID string
 	// ClientAddr is the address the request came from, for throttling
 	// sign-in attempts ("" when unknown).

@@ -11,15 +11,18 @@ import (
 )
 
 // pump is the API's side of an event stream (live.Pump): the caller's
-// credentials are authenticated again before every event and at every
-// keep-alive, and a stream whose right ended (signed out, revoked,
-// expired, the visit no longer theirs) ends with an event "error" with the
-// error's code and message as the API's error bodies give them.
+// credentials are authenticated again before any event once a credential
+// may have ended or their time is up, and at every keep-alive, and a
+// stream whose right ended (signed out, revoked, expired, the visit no
+// longer theirs) ends with an event "error" with the error's code and
+// message as the API's error bodies give them.
 func (s *Server) pump(r *http.Request, c *call) live.Pump {
 	return live.Pump{
 		KeepAlive: s.cfg.KeepAlive,
 		Closing:   s.cfg.Closing,
-		Check:     func(ctx context.Context) error { return s.stillIn(ctx, c) },
+		Check:     func(ctx context.Context) (int64, error) { return s.stillIn(ctx, c) },
+		Epoch:     s.app.CredentialEpoch,
+		Now:       s.app.Unix,
 		End:       streamEnd,
 		Log:       s.log.With("route", r.Pattern, "request_id", edge.RequestID(r.Context())),
 	}

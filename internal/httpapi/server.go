@@ -98,17 +98,20 @@ type call struct {
 	p      *clinic.Principal
 	params *Params
 	// creds and need are what authenticated the request: an event stream
-	// authenticates them again before every event it sends (stillIn).
+	// authenticates them again before it sends events (stillIn).
 	creds app.Credentials
 	need  app.Need
 }
 
 // stillIn reports whether c's caller is still signed in: their token not
 // logged out, revoked, expired, idled out or rotated since the request
-// began.
-func (s *Server) stillIn(ctx context.Context, c *call) error {
-	_, err := s.app.Authenticate(ctx, c.creds, c.need)
-	return err
+// began; and until when, by time alone (clinic.Principal.Until).
+func (s *Server) stillIn(ctx context.Context, c *call) (int64, error) {
+	p, err := s.app.Authenticate(ctx, c.creds, c.need)
+	if err != nil {
+		return 0, err
+	}
+	return p.Until, nil
 }
 
 // New wires the API over a.

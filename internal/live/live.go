@@ -15,6 +15,8 @@ package live
 import (
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Event is one change.
@@ -25,6 +27,10 @@ type Event struct {
 	Kind string
 	// ID is the row the change is about (a visit, a message), 0 if none.
 	ID int64
+	// At is when this process's hub delivered the event, after the change
+	// committed: a read that starts at At or later sees the change, so
+	// the streams it wakes can share one (app/shared.go).
+	At time.Time
 }
 
 // The kinds of event.
@@ -35,7 +41,16 @@ const (
 	KindMessage = "message"
 	// KindResync: events may have been lost; read everything again.
 	KindResync = "resync"
+	// KindCredentials: a credential may have ended (a token revoked or
+	// logged out, a user disabled, a password or admin token changed).
+	// Its topic is CredentialsTopic; the hub counts them
+	// (CredentialEpoch), so a stream rechecks its caller before its next
+	// event.
+	KindCredentials = "credentials"
 )
+
+// CredentialsTopic carries KindCredentials events, of every clinic.
+const CredentialsTopic = "credentials"
 
 // RoomTopic is the topic of a room's visits (its queue, its e-consults).
 func RoomTopic(accountID, roomID int64) string {
@@ -55,6 +70,10 @@ type Bus interface {
 	Subscribe(topics ...string) *Sub
 	// Close stops the bus; its subscribers receive nothing more.
 	Close() error
+	// CredentialEpoch counts the KindCredentials events delivered here:
+	// when it has not moved, no credential has ended since (as far as
+	// events tell, which is also why a stream rechecks at keep-alives).
+	CredentialEpoch() uint64
 }
 
 // subBuffer is how many events a subscriber may be behind. A subscriber
@@ -78,7 +97,12 @@ func (s *Sub) Close() { s.once.Do(func() { s.h.remove(s) }) }
 type Hub struct {
 	mu   sync.Mutex
 	subs map[string]map[*Sub]struct{}
+	// creds counts the KindCredentials events delivered.
+	creds atomic.Uint64
 }
+
+// CredentialEpoch is Bus.CredentialEpoch.
+func (h *Hub) CredentialEpoch() uint64 { return h.creds.Load() }
 
 // NewHub returns an empty hub.
 func NewHub() *Hub { return &Hub{subs: map[string]map[*Sub]struct{}{}} }
@@ -112,6 +136,13 @@ func (h *Hub) remove(s *Sub) {
 // Deliver hands e to the subscribers of its topic, or to all of them for a
 // Resync. It never blocks: a subscriber whose buffer is full misses e.
 func (h *Hub) Deliver(e Event) {
+	e.At = time.Now()
+	if e.Kind == KindCredentials || e.Kind == KindResync {
+		// Before the events that follow are delivered: a stream that
+		// handles one of them sees the epoch moved. (A resync may hide a
+		// lost credential event.)
+		h.creds.Add(1)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	send := func(s *Sub) {

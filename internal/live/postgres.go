@@ -87,6 +87,18 @@ func (p *Postgres) Publish(e Event) {
 	}
 }
 
+// NotifyStatement is the statement that publishes e from inside a
+// transaction, with '?' placeholders: PostgreSQL delivers it when the
+// transaction commits, in commit order with every other notification, so
+// a credential event reaches the listeners before the events of any
+// change committed after it (Publish sends after the commit, from a
+// queue).
+func (p *Postgres) NotifyStatement(e Event) (string, []any) {
+	var b strings.Builder
+	writeEvent(&b, e)
+	return "SELECT pg_notify(?, ?)", []any{p.channel, b.String()}
+}
+
 // Close stops listening and sending.
 func (p *Postgres) Close() error {
 	p.cancel()

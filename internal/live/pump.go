@@ -35,10 +35,18 @@ type Pump struct {
 	// up.
 	Closing <-chan struct{}
 	// Check says whether the caller may still read the stream: their
-	// credential not logged out, revoked, expired or rotated. It runs
-	// before every batch of events, so that not one event reaches a
-	// caller whose right ended, and at every keep-alive.
-	Check func(ctx context.Context) error
+	// credential not logged out, revoked, expired or rotated, and until
+	// when (unix seconds on Now's clock; 0 for no time limit) that holds
+	// unless a credential event comes. It runs when the stream opens, at
+	// every keep-alive, and before a batch of events when Epoch has moved
+	// or until has passed since the last check, so that not one event
+	// reaches a caller whose right ended, and a change watched by
+	// thousands of streams is not thousands of credential reads.
+	Check func(ctx context.Context) (until int64, err error)
+	// Epoch is the bus's CredentialEpoch; nil rechecks before every batch.
+	Epoch func() uint64
+	// Now is the clock until is on.
+	Now func() int64
 	// Tick, when set, runs at every keep-alive after Check (the call's
 	// stream marks its peer seen there).
 	Tick func(ctx context.Context) error
@@ -62,6 +70,11 @@ func (p Pump) Run(ctx context.Context, w http.ResponseWriter, src Source) {
 	if keep <= 0 {
 		keep = KeepAlive
 	}
+	var c credCheck
+	if err := c.run(ctx, p); err != nil {
+		p.end(ctx, st, err)
+		return
+	}
 	checked := time.Now()
 	for {
 		frames, err := src(ctx, keep-time.Since(checked))
@@ -69,11 +82,11 @@ func (p Pump) Run(ctx context.Context, w http.ResponseWriter, src Source) {
 		case err != nil:
 		case time.Since(checked) >= keep:
 			checked = time.Now()
-			if err = p.alive(ctx); err == nil && len(frames) == 0 && st.Comment("keep-alive") != nil {
+			if err = p.alive(ctx, &c); err == nil && len(frames) == 0 && st.Comment("keep-alive") != nil {
 				return
 			}
-		case len(frames) > 0:
-			err = p.Check(ctx)
+		case len(frames) > 0 && c.stale(p):
+			err = c.run(ctx, p)
 		}
 		if err != nil {
 			p.end(ctx, st, err)
@@ -87,9 +100,34 @@ func (p Pump) Run(ctx context.Context, w http.ResponseWriter, src Source) {
 	}
 }
 
+// credCheck is a stream's last credential check: the epoch it saw and
+// until when its answer holds.
+type credCheck struct {
+	epoch uint64
+	until int64
+}
+
+// stale says whether the caller must be checked again before the next
+// events: a credential event came since, or the answer's time is up.
+func (c *credCheck) stale(p Pump) bool {
+	return p.Epoch == nil || p.Now == nil || p.Epoch() != c.epoch || (c.until != 0 && p.Now() >= c.until)
+}
+
+// run checks the caller, noting the epoch from before the check (an event
+// during it makes the next batch check again).
+func (c *credCheck) run(ctx context.Context, p Pump) error {
+	var epoch uint64
+	if p.Epoch != nil {
+		epoch = p.Epoch()
+	}
+	until, err := p.Check(ctx)
+	c.epoch, c.until = epoch, until
+	return err
+}
+
 // alive is the keep-alive's check: the credential, then the door's Tick.
-func (p Pump) alive(ctx context.Context) error {
-	if err := p.Check(ctx); err != nil {
+func (p Pump) alive(ctx context.Context, c *credCheck) error {
+	if err := c.run(ctx, p); err != nil {
 		return err
 	}
 	if p.Tick != nil {

@@ -105,7 +105,10 @@ func (q *Q) SetAccountSSO(ctx context.Context, id int64, on bool, now int64) err
 // SetAccountAdminTokenHash replaces the admin token; the old one stops working with the commit.
 func (q *Q) SetAccountAdminTokenHash(ctx context.Context, id int64, h string, now int64) error {
 	defer q.changed(q.c.accounts)
-	return q.mustAffect(ctx, "UPDATE accounts SET admin_token_hash = ?, modified = ? WHERE id = ?", h, now, id)
+	if err := q.mustAffect(ctx, "UPDATE accounts SET admin_token_hash = ?, modified = ? WHERE id = ?", h, now, id); err != nil {
+		return err
+	}
+	return q.credentialsEnded(ctx)
 }
 
 // SetAccountAPISecretHash replaces the API secret.

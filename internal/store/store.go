@@ -36,6 +36,8 @@ type Store struct {
 	bus live.Bus
 	// auditKey keys the audit trail's hash chain (Options.AuditKey).
 	auditKey []byte
+	// statements counts every statement run through a Q (Statements).
+	statements atomic.Int64
 }
 
 // engine is what SQLite and PostgreSQL do differently beyond the text of
@@ -142,13 +144,13 @@ func (s *Store) Engine() string { return s.d.name }
 // Read returns a query handle on the reader pool, for reads outside a
 // transaction. Writing through it fails on SQLite.
 func (s *Store) Read() *Q {
-	return &Q{db: s.r, d: s.d, eng: s.eng, c: s.c, stmts: s.eng.stmts(false), auditKey: s.auditKey}
+	return &Q{db: s.r, d: s.d, eng: s.eng, c: s.c, stmts: s.eng.stmts(false), auditKey: s.auditKey, n: &s.statements, bus: s.bus}
 }
 
 // Write returns a query handle on the writer pool for a single autocommit
 // statement that needs no transaction around it.
 func (s *Store) Write() *Q {
-	return &Q{db: s.w, d: s.d, eng: s.eng, c: s.c, stmts: s.eng.stmts(true), auditKey: s.auditKey}
+	return &Q{db: s.w, d: s.d, eng: s.eng, c: s.c, stmts: s.eng.stmts(true), auditKey: s.auditKey, n: &s.statements, bus: s.bus}
 }
 
 // Tx runs fn in a write transaction and commits if fn returns nil. On SQLite
@@ -189,7 +191,7 @@ func (s *Store) tx(ctx context.Context, fn func(q *Q) error) error {
 		return fmt.Errorf("begin: %w", s.d.translate(err))
 	}
 	var after []func()
-	if err := fn(&Q{db: tx, d: s.d, eng: s.eng, c: s.c, stmts: s.eng.stmts(true), tx: tx, after: &after, auditKey: s.auditKey}); err != nil {
+	if err := fn(&Q{db: tx, d: s.d, eng: s.eng, c: s.c, stmts: s.eng.stmts(true), tx: tx, after: &after, auditKey: s.auditKey, n: &s.statements, bus: s.bus}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -228,6 +230,10 @@ type Q struct {
 	fixed context.Context
 	// auditKey keys the audit trail's hash chain.
 	auditKey []byte
+	// n is the store's statement count.
+	n *atomic.Int64
+	// bus announces changes (credentialsEnded).
+	bus live.Bus
 }
 
 // ctx is the context a statement runs on.
@@ -265,7 +271,7 @@ func (q *Q) stmt(ctx context.Context, query string) *sql.Stmt {
 }
 
 func (q *Q) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	countStatement(ctx)
+	q.counted(ctx)
 	ctx = q.ctx(ctx)
 	query = q.d.rebind(query)
 	var res sql.Result
@@ -279,7 +285,7 @@ func (q *Q) exec(ctx context.Context, query string, args ...any) (sql.Result, er
 }
 
 func (q *Q) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	countStatement(ctx)
+	q.counted(ctx)
 	ctx = q.ctx(ctx)
 	query = q.d.rebind(query)
 	var rows *sql.Rows
@@ -294,7 +300,7 @@ func (q *Q) query(ctx context.Context, query string, args ...any) (*sql.Rows, er
 
 // queryRow scans one row into dest; sql.ErrNoRows becomes ErrNotFound.
 func (q *Q) queryRow(ctx context.Context, query string, args []any, dest ...any) error {
-	countStatement(ctx)
+	q.counted(ctx)
 	ctx = q.ctx(ctx)
 	query = q.d.rebind(query)
 	var row *sql.Row
@@ -338,11 +344,42 @@ func CountStatements(ctx context.Context) (context.Context, *atomic.Int64) {
 	return context.WithValue(ctx, statementCount{}, n), n
 }
 
-func countStatement(ctx context.Context) {
+// counted counts a statement: the store's, and ctx's if it counts.
+func (q *Q) counted(ctx context.Context) {
+	if q.n != nil {
+		q.n.Add(1)
+	}
 	if n, ok := ctx.Value(statementCount{}).(*atomic.Int64); ok {
 		n.Add(1)
 	}
 }
+
+// credentialsEnded announces that a credential may have ended (a token
+// revoked, a user's access or password changed, an admin token rotated):
+// every event stream checks its caller again before its next event
+// (live.Pump). On PostgreSQL the NOTIFY is a statement of q's transaction,
+// delivered at its commit in commit order, so no later change's event
+// reaches a stream first; outside a transaction it follows the write at
+// once. On SQLite the process's own bus hears it once q commits.
+func (q *Q) credentialsEnded(ctx context.Context) error {
+	if q.bus == nil {
+		return nil
+	}
+	e := live.Event{Topic: live.CredentialsTopic, Kind: live.KindCredentials}
+	if n, ok := q.bus.(interface {
+		NotifyStatement(live.Event) (string, []any)
+	}); ok {
+		query, args := n.NotifyStatement(e)
+		_, err := q.exec(ctx, query, args...)
+		return err
+	}
+	q.AfterCommit(func() { q.bus.Publish(e) })
+	return nil
+}
+
+// Statements is how many statements the store has run since it opened,
+// by every caller: tests compare it around a change.
+func (s *Store) Statements() int64 { return s.statements.Load() }
 
 // Errors the store reports by meaning, whatever the engine said.
 var (

@@ -102,6 +102,9 @@ func (q *Q) UseToken(ctx context.Context, id, now int64) (bool, error) {
 // RevokeToken revokes one valid token; true if this call revoked it.
 func (q *Q) RevokeToken(ctx context.Context, accountID, id, now int64) (bool, error) {
 	n, err := q.affected(ctx, "UPDATE tokens SET revoked = ? WHERE account_id = ? AND id = ? AND revoked IS NULL", now, accountID, id)
+	if err == nil && n == 1 {
+		err = q.credentialsEnded(ctx)
+	}
 	return n == 1, err
 }
 
@@ -109,19 +112,28 @@ func (q *Q) RevokeToken(ctx context.Context, accountID, id, now int64) (bool, er
 // other users are left alone.
 func (q *Q) RevokeUserTokenByHash(ctx context.Context, accountID, userID int64, hash string, now int64) (bool, error) {
 	n, err := q.affected(ctx, "UPDATE tokens SET revoked = ? WHERE account_id = ? AND user_id = ? AND hash = ? AND revoked IS NULL", now, accountID, userID, hash)
+	if err == nil && n == 1 {
+		err = q.credentialsEnded(ctx)
+	}
 	return n == 1, err
 }
 
 // RevokeFamily revokes every token of a login, the newest included.
 func (q *Q) RevokeFamily(ctx context.Context, accountID int64, family string, now int64) error {
 	_, err := q.exec(ctx, "UPDATE tokens SET revoked = ? WHERE account_id = ? AND family = ? AND revoked IS NULL", now, accountID, family)
-	return err
+	if err != nil {
+		return err
+	}
+	return q.credentialsEnded(ctx)
 }
 
 // RevokeUserTokens revokes all of a user's tokens (password change or reset).
 func (q *Q) RevokeUserTokens(ctx context.Context, accountID, userID, now int64) error {
 	_, err := q.exec(ctx, "UPDATE tokens SET revoked = ? WHERE account_id = ? AND user_id = ? AND revoked IS NULL", now, accountID, userID)
-	return err
+	if err != nil {
+		return err
+	}
+	return q.credentialsEnded(ctx)
 }
 
 // UserSecret is a single-use secret mailed to a user.
@@ -182,5 +194,8 @@ func (q *Q) TokenFamily(ctx context.Context, accountID, id int64) (string, error
 // password change keeps the session that made it and ends the others.
 func (q *Q) RevokeUserTokensExcept(ctx context.Context, accountID, userID int64, keepFamily string, now int64) error {
 	_, err := q.exec(ctx, "UPDATE tokens SET revoked = ? WHERE account_id = ? AND user_id = ? AND family <> ? AND revoked IS NULL", now, accountID, userID, keepFamily)
-	return err
+	if err != nil {
+		return err
+	}
+	return q.credentialsEnded(ctx)
 }

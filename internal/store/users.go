@@ -148,8 +148,11 @@ func (q *Q) UpdateProfile(ctx context.Context, u *clinic.User) error {
 
 // SetPassword stores a new password hash and, for activation, the status.
 func (q *Q) SetPassword(ctx context.Context, accountID, userID int64, hash string, status int, verified bool, now int64) error {
-	return q.mustAffect(ctx, `UPDATE users SET password_hash = ?, status = ?, active = 1, email_verified = ?, modified = ?
-		WHERE account_id = ? AND id = ?`, hash, status, b2i(verified), now, accountID, userID)
+	if err := q.mustAffect(ctx, `UPDATE users SET password_hash = ?, status = ?, active = 1, email_verified = ?, modified = ?
+		WHERE account_id = ? AND id = ?`, hash, status, b2i(verified), now, accountID, userID); err != nil {
+		return err
+	}
+	return q.credentialsEnded(ctx)
 }
 
 // TouchLogin records a successful login.

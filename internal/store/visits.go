@@ -343,24 +343,26 @@ type QueueStats struct {
 	Length         int
 	AvgVisitSecs   int // average length of the room's recent completed visits; 0 when none
 	BeforeVisitIDs []int64
+	// BeforeMemberIDs are the patients of BeforeVisitIDs, in their order.
+	BeforeMemberIDs []int64
 }
 
 // RoomQueue counts the walk-ins waiting in a room, in arrival order, and
 // averages the length of its last 20 completed visits.
 func (q *Q) RoomQueue(ctx context.Context, accountID, roomID int64) (*QueueStats, error) {
-	rows, err := q.query(ctx, "SELECT id FROM visits WHERE account_id = ? AND room_id = ? AND kind = ? AND status = ? ORDER BY created, id",
+	rows, err := q.query(ctx, "SELECT id, member_id FROM visits WHERE account_id = ? AND room_id = ? AND kind = ? AND status = ? ORDER BY created, id",
 		accountID, roomID, clinic.KindWalkin, clinic.VisitPending)
 	if err != nil {
 		return nil, err
 	}
 	st := &QueueStats{}
 	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
+		var id, member int64
+		if err := rows.Scan(&id, &member); err != nil {
 			rows.Close()
 			return nil, q.d.translate(err)
 		}
-		st.BeforeVisitIDs = append(st.BeforeVisitIDs, id)
+		st.BeforeVisitIDs, st.BeforeMemberIDs = append(st.BeforeVisitIDs, id), append(st.BeforeMemberIDs, member)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {

@@ -79,19 +79,25 @@ func (s *Server) openStream(r *http.Request) (release func(), err error) {
 }
 
 // pump is the portal's side of an event stream (live.Pump): the session is
-// checked again before every event and at every keep-alive, and a stream
+// checked again before any event once a credential may have ended or its
+// time is up, and at every keep-alive, and a stream
 // that may no longer be read (signed out, revoked, idle, the visit no
 // longer the caller's) ends with an event "ended" with the error's code.
 func (s *Server) pump(r *http.Request) live.Pump {
 	return live.Pump{
 		KeepAlive: s.cfg.KeepAlive,
 		Closing:   s.cfg.Closing,
-		Check: func(context.Context) error {
-			_, err := s.principal(withPageState(r))
-			return err
+		Check: func(context.Context) (int64, error) {
+			p, err := s.principal(withPageState(r))
+			if err != nil {
+				return 0, err
+			}
+			return p.Until, nil
 		},
-		End: func(err error) live.Frame { return endedFrame(clinic.ErrorCode(err), "") },
-		Log: s.log.With("route", r.Pattern, "request_id", edge.RequestID(r.Context())),
+		Epoch: s.app.CredentialEpoch,
+		Now:   s.app.Unix,
+		End:   func(err error) live.Frame { return endedFrame(clinic.ErrorCode(err), "") },
+		Log:   s.log.With("route", r.Pattern, "request_id", edge.RequestID(r.Context())),
 	}
 }
 
