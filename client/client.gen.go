@@ -5610,6 +5610,8 @@ type PostWebhooksDeliveriesByIdRedeliverParams struct {
 // FhirPatientEverythingParams defines parameters for FhirPatientEverything.
 type FhirPatientEverythingParams struct {
 	UnderscoreSince  *string                            `form:"_since,omitempty" json:"_since,omitempty"`
+	UnderscoreCount  *int                               `form:"_count,omitempty" json:"_count,omitempty"`
+	UnderscoreOffset *int                               `form:"_offset,omitempty" json:"_offset,omitempty"`
 	UnderscoreFormat *FhirPatientEverythingParamsFormat `form:"_format,omitempty" json:"_format,omitempty"`
 }
 
@@ -5628,8 +5630,14 @@ type SearchFhirParams struct {
 	UnderscoreId *string `form:"_id,omitempty" json:"_id,omitempty"`
 
 	// UnderscoreLastUpdated For example ge2026-01-01 or lt2026-11-24T10:00:00Z.
-	UnderscoreLastUpdated *string                 `form:"_lastUpdated,omitempty" json:"_lastUpdated,omitempty"`
-	UnderscoreFormat      *SearchFhirParamsFormat `form:"_format,omitempty" json:"_format,omitempty"`
+	UnderscoreLastUpdated *string `form:"_lastUpdated,omitempty" json:"_lastUpdated,omitempty"`
+
+	// UnderscoreCount Resources a page; 200 by default.
+	UnderscoreCount *int `form:"_count,omitempty" json:"_count,omitempty"`
+
+	// UnderscoreOffset Where the page starts; the next and previous links carry it.
+	UnderscoreOffset *int                    `form:"_offset,omitempty" json:"_offset,omitempty"`
+	UnderscoreFormat *SearchFhirParamsFormat `form:"_format,omitempty" json:"_format,omitempty"`
 }
 
 // SearchFhirParamsFormat defines parameters for SearchFhir.
@@ -11010,7 +11018,8 @@ type ClientInterface interface {
 	//
 	// A searchset Bundle of the patient and every resource of their record the caller may
 	// read (the rules of the search hold: no Communication for the admin, no Coverage for a
-	// provider). `_since` keeps the resources changed at or after an instant.
+	// provider). `_since` keeps the resources changed at or after an instant. Paged as the
+	// search is: `_count` (1–1000, 200 by default), `next` and `previous` links with `_offset`.
 	//
 	// Corresponds with GET /fhir/R4/Patient/{id}/$everything (the `FhirPatientEverything` operationId).
 	FhirPatientEverything(ctx context.Context, id string, params *FhirPatientEverythingParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -11033,6 +11042,10 @@ type ClientInterface interface {
 	// none. `_lastUpdated` (repeatable; prefixes eq, gt, ge, lt, le; a date or dateTime)
 	// keeps the resources changed in its range. An unknown parameter is 400, not ignored.
 	// Readings are the newest 5,000. Audited as `record.read` on the patient.
+	//
+	// Pages: `_count` resources at a time (1–1000, 200 by default); `total` counts them all,
+	// and the Bundle's `next` and `previous` links are the same search with `_offset` moved.
+	// A resource added between two pages may shift them by one.
 	//
 	// Ids: Patient and Practitioner are user ids, Encounter and Appointment visit ids,
 	// DocumentReference file ids; the others are `<patient>-<id>` (Observation: reading,
@@ -15483,7 +15496,8 @@ func (c *Client) PostWebhooksDeliveriesByIdRedeliver(ctx context.Context, id str
 //
 // A searchset Bundle of the patient and every resource of their record the caller may
 // read (the rules of the search hold: no Communication for the admin, no Coverage for a
-// provider). `_since` keeps the resources changed at or after an instant.
+// provider). `_since` keeps the resources changed at or after an instant. Paged as the
+// search is: `_count` (1–1000, 200 by default), `next` and `previous` links with `_offset`.
 //
 // Corresponds with GET /fhir/R4/Patient/{id}/$everything (the `FhirPatientEverything` operationId).
 func (c *Client) FhirPatientEverything(ctx context.Context, id string, params *FhirPatientEverythingParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -15526,6 +15540,10 @@ func (c *Client) GetFhirMetadata(ctx context.Context, reqEditors ...RequestEdito
 // none. `_lastUpdated` (repeatable; prefixes eq, gt, ge, lt, le; a date or dateTime)
 // keeps the resources changed in its range. An unknown parameter is 400, not ignored.
 // Readings are the newest 5,000. Audited as `record.read` on the patient.
+//
+// Pages: `_count` resources at a time (1–1000, 200 by default); `total` counts them all,
+// and the Bundle's `next` and `previous` links are the same search with `_offset` moved.
+// A resource added between two pages may shift them by one.
 //
 // Ids: Patient and Practitioner are user ids, Encounter and Appointment visit ids,
 // DocumentReference file ids; the others are `<patient>-<id>` (Observation: reading,
@@ -23687,6 +23705,30 @@ func NewFhirPatientEverythingRequest(server string, id string, params *FhirPatie
 
 		}
 
+		if params.UnderscoreCount != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "_count", *params.UnderscoreCount, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UnderscoreOffset != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "_offset", *params.UnderscoreOffset, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.UnderscoreFormat != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "_format", *params.UnderscoreFormat, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
@@ -23814,6 +23856,30 @@ func NewSearchFhirRequest(server string, pType SearchFhirParamsType, params *Sea
 		if params.UnderscoreLastUpdated != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "_lastUpdated", *params.UnderscoreLastUpdated, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UnderscoreCount != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "_count", *params.UnderscoreCount, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UnderscoreOffset != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "_offset", *params.UnderscoreOffset, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -26488,7 +26554,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// A searchset Bundle of the patient and every resource of their record the caller may
 	// read (the rules of the search hold: no Communication for the admin, no Coverage for a
-	// provider). `_since` keeps the resources changed at or after an instant.
+	// provider). `_since` keeps the resources changed at or after an instant. Paged as the
+	// search is: `_count` (1–1000, 200 by default), `next` and `previous` links with `_offset`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -26515,6 +26582,10 @@ type ClientWithResponsesInterface interface {
 	// none. `_lastUpdated` (repeatable; prefixes eq, gt, ge, lt, le; a date or dateTime)
 	// keeps the resources changed in its range. An unknown parameter is 400, not ignored.
 	// Readings are the newest 5,000. Audited as `record.read` on the patient.
+	//
+	// Pages: `_count` resources at a time (1–1000, 200 by default); `total` counts them all,
+	// and the Bundle's `next` and `previous` links are the same search with `_offset` moved.
+	// A resource added between two pages may shift them by one.
 	//
 	// Ids: Patient and Practitioner are user ids, Encounter and Appointment visit ids,
 	// DocumentReference file ids; the others are `<patient>-<id>` (Observation: reading,
@@ -41183,7 +41254,8 @@ func (c *ClientWithResponses) PostWebhooksDeliveriesByIdRedeliverWithResponse(ct
 //
 // A searchset Bundle of the patient and every resource of their record the caller may
 // read (the rules of the search hold: no Communication for the admin, no Coverage for a
-// provider). `_since` keeps the resources changed at or after an instant.
+// provider). `_since` keeps the resources changed at or after an instant. Paged as the
+// search is: `_count` (1–1000, 200 by default), `next` and `previous` links with `_offset`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -41222,6 +41294,10 @@ func (c *ClientWithResponses) GetFhirMetadataWithResponse(ctx context.Context, r
 // none. `_lastUpdated` (repeatable; prefixes eq, gt, ge, lt, le; a date or dateTime)
 // keeps the resources changed in its range. An unknown parameter is 400, not ignored.
 // Readings are the newest 5,000. Audited as `record.read` on the patient.
+//
+// Pages: `_count` resources at a time (1–1000, 200 by default); `total` counts them all,
+// and the Bundle's `next` and `previous` links are the same search with `_offset` moved.
+// A resource added between two pages may shift them by one.
 //
 // Ids: Patient and Practitioner are user ids, Encounter and Appointment visit ids,
 // DocumentReference file ids; the others are `<patient>-<id>` (Observation: reading,

@@ -66,7 +66,7 @@ func (s *Server) Search(w http.ResponseWriter, r *http.Request, p *clinic.Princi
 		}
 		rs = t.draw(rec)
 	}
-	return writeFHIR(w, http.StatusOK, s.bundle(r, filter(rs, q)))
+	return writeFHIR(w, http.StatusOK, s.bundle(r, filter(rs, q), q))
 }
 
 // Read is GET /fhir/R4/{type}/{id}.
@@ -105,7 +105,7 @@ func (s *Server) Everything(w http.ResponseWriter, r *http.Request, p *clinic.Pr
 	for _, t := range types {
 		rs = append(rs, filter(t.draw(rec), q)...)
 	}
-	return writeFHIR(w, http.StatusOK, s.bundle(r, rs))
+	return writeFHIR(w, http.StatusOK, s.bundle(r, rs, q))
 }
 
 // read finds the resource of type t with logical id rid: directly for a
@@ -253,16 +253,36 @@ type fhirBundle struct {
 
 func (s *Server) base() string { return strings.TrimRight(s.app.BaseURL(), "/") + "/fhir/R4/" }
 
-// bundle is a search set of rs, linked to the request that asked.
-func (s *Server) bundle(r *http.Request, rs []resource) *fhirBundle {
+// bundle is the page of rs that q asks for, as a search set: total counts
+// them all, and the links give the request that asked (self) and the
+// pages beside it (next, previous), the same request with _offset moved.
+// The pages are cut from the record as it is at each request, so a
+// resource added meanwhile may shift them by one.
+func (s *Server) bundle(r *http.Request, rs []resource, q *fhirQuery) *fhirBundle {
 	now := s.app.Now().Unix()
-	self := s.base() + strings.TrimPrefix(r.URL.Path, "/fhir/R4/")
-	if r.URL.RawQuery != "" {
-		self += "?" + r.URL.RawQuery
+	link := func(relation string, offset int) fhirLink {
+		u, query := s.base()+strings.TrimPrefix(r.URL.Path, "/fhir/R4/"), r.URL.RawQuery
+		if offset >= 0 {
+			v := r.URL.Query()
+			v.Set("_offset", strconv.Itoa(offset))
+			v.Set("_count", strconv.Itoa(q.count))
+			query = v.Encode()
+		}
+		if query != "" {
+			u += "?" + query
+		}
+		return fhirLink{Relation: relation, URL: u}
 	}
 	b := &fhirBundle{ResourceType: "Bundle", Meta: fhirMeta{LastUpdated: instant(now)}, Type: "searchset", Timestamp: instant(now),
-		Total: len(rs), Link: []fhirLink{{Relation: "self", URL: self}}}
-	for _, res := range rs {
+		Total: len(rs), Link: []fhirLink{link("self", -1)}}
+	from, to := min(q.offset, len(rs)), min(q.offset+q.count, len(rs))
+	if to < len(rs) {
+		b.Link = append(b.Link, link("next", to))
+	}
+	if from > 0 {
+		b.Link = append(b.Link, link("previous", max(0, from-q.count)))
+	}
+	for _, res := range rs[from:to] {
 		b.Entry = append(b.Entry, fhirEntry{FullURL: s.base() + res.ref(), Resource: res, Search: &fhirSearchMode{Mode: "match"}})
 	}
 	return b
@@ -331,12 +351,13 @@ func (s *Server) capabilities() *fhirCapability {
 		"_id":     {Name: "_id", Type: "token"},
 	}
 	updated := fhirSearchParam{Name: "_lastUpdated", Type: "date", Documentation: "eq, gt, ge, lt or le and a date or dateTime"}
+	count := fhirSearchParam{Name: "_count", Type: "number", Documentation: "resources a page, 1 to 1000 (200 by default); the Bundle's next link gives the next page"}
 	for _, t := range types {
 		res := fhirCapResource{Type: t.name, Interaction: []fhirInteraction{{"read"}, {"search-type"}}}
 		for _, name := range t.search {
 			res.SearchParam = append(res.SearchParam, params[name])
 			if name == "patient" {
-				res.SearchParam = append(res.SearchParam, updated)
+				res.SearchParam = append(res.SearchParam, updated, count)
 			}
 		}
 		if t.name == "Patient" {

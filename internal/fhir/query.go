@@ -16,7 +16,17 @@ type fhirQuery struct {
 	patient int64 // 0: not given
 	id      string
 	updated []timeBound
+	// count and offset are the page: _count resources from the one at
+	// offset (_offset, which the Bundle's next and previous links carry).
+	count, offset int
 }
+
+// The page sizes of a search set: a patient's whole record in one answer
+// (1,000 visits made 300 KB) is what _count and the next link are for.
+const (
+	defaultCount = 200
+	maxCount     = 1000
+)
 
 // timeBound is one _lastUpdated comparison: a prefix and the range its
 // value's precision covers, [lo, hi) in unix seconds.
@@ -75,9 +85,23 @@ func parseFHIRDate(v string) (lo, hi int64, ok bool) {
 // refused rather than ignored: a filter the server silently skipped would
 // answer more of a patient's record than was asked for.
 func parseFHIRQuery(q url.Values, names ...string) (*fhirQuery, error) {
-	out := &fhirQuery{}
+	out := &fhirQuery{count: defaultCount}
 	for name, vals := range q {
 		switch {
+		case name == "_count" || name == "_offset":
+			n, err := strconv.Atoi(strings.TrimSpace(vals[0]))
+			switch {
+			case len(vals) != 1 || err != nil:
+				return nil, clinic.Errorf(clinic.EInvalid, "%s is a number, given once.", name)
+			case name == "_count" && (n < 1 || n > maxCount):
+				return nil, clinic.Errorf(clinic.EInvalid, "_count is from 1 to %d.", maxCount)
+			case name == "_offset" && n < 0:
+				return nil, clinic.Errorf(clinic.EInvalid, "_offset must not be negative.")
+			case name == "_count":
+				out.count = n
+			default:
+				out.offset = n
+			}
 		case name == "_format":
 			for _, v := range vals {
 				if !slices.Contains([]string{"json", "application/json", "application/fhir+json"}, v) {

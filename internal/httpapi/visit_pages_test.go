@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -159,4 +160,84 @@ func TestFHIR_EverythingStatements(t *testing.T) {
 		}
 		t.Logf("%s: %d statements for 1 visit or 20", who.name, one)
 	}
+}
+
+// TestFHIR_Pages: a search set comes _count resources at a time; total
+// counts them all, next and previous links move through the pages, and
+// the pages together are the unpaged set. Bad paging parameters are 400.
+func TestFHIR_Pages(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	for range 8 {
+		s.withVisit(t)
+	}
+	h := userHeaders(s.c, s.pat.Token)
+	type page struct {
+		Total int
+		Link  []struct{ Relation, URL string }
+		Entry []struct{ FullURL string }
+	}
+	get := func(path string, query url.Values) page {
+		t.Helper()
+		res := fhirGet(t, e, h, path, flatten(query)...)
+		var p page
+		if res.Status != 200 || json.Unmarshal(res.Raw, &p) != nil {
+			t.Fatalf("%s: %d %s", path, res.Status, res.Raw)
+		}
+		return p
+	}
+	for _, path := range []string{"/fhir/R4/Patient/" + s.pat.UserID + "/$everything", "/fhir/R4/Encounter"} {
+		all := get(path, url.Values{"_count": {"1000"}})
+		if all.Total != len(all.Entry) || all.Total < 7 {
+			t.Fatalf("%s unpaged: total %d, %d entries", path, all.Total, len(all.Entry))
+		}
+		var paged []string
+		query, pages := url.Values{"_count": {"3"}}, 0
+		for ; ; pages++ {
+			p := get(path, query)
+			if p.Total != all.Total || len(p.Entry) > 3 || pages > 20 {
+				t.Fatalf("page %d: total %d, %d entries", pages, p.Total, len(p.Entry))
+			}
+			for _, en := range p.Entry {
+				paged = append(paged, en.FullURL)
+			}
+			links := map[string]string{}
+			for _, l := range p.Link {
+				links[l.Relation] = l.URL
+			}
+			if (pages > 0) != (links["previous"] != "") {
+				t.Fatalf("page %d: links %v", pages, links)
+			}
+			if links["next"] == "" {
+				break
+			}
+			u, err := url.Parse(links["next"])
+			if err != nil || !strings.HasSuffix(u.Path, path) {
+				t.Fatalf("next link %q", links["next"])
+			}
+			query = u.Query()
+		}
+		var want []string
+		for _, en := range all.Entry {
+			want = append(want, en.FullURL)
+		}
+		if strings.Join(paged, " ") != strings.Join(want, " ") || pages != (all.Total-1)/3 {
+			t.Fatalf("%s: %d pages, paged %v, want %v", path, pages+1, paged, want)
+		}
+	}
+	for _, bad := range []string{"_count=0", "_count=1001", "_count=x", "_offset=-1"} {
+		k, v, _ := strings.Cut(bad, "=")
+		wantOutcome(t, fhirGet(t, e, h, "/fhir/R4/Encounter", k, v), 400, "invalid")
+	}
+}
+
+func flatten(v url.Values) []string {
+	var out []string
+	for k, vs := range v {
+		for _, x := range vs {
+			out = append(out, k, x)
+		}
+	}
+	return out
 }
