@@ -4268,6 +4268,8 @@ type PostAccountSettingsParams struct {
 
 // GetAuditParams defines parameters for GetAudit.
 type GetAuditParams struct {
+	// After The id of the last entry of the page before.
+	After      *string `form:"after,omitempty" json:"after,omitempty"`
 	UserId     *string `form:"user_id,omitempty" json:"user_id,omitempty"`
 	ObjectType *string `form:"object_type,omitempty" json:"object_type,omitempty"`
 	ObjectId   *string `form:"object_id,omitempty" json:"object_id,omitempty"`
@@ -8885,7 +8887,11 @@ type ClientInterface interface {
 	// never its content. Newest first by `created`; entries of the same second in the
 	// order they were stored, which for reads may be up to a fraction of a second
 	// after the read. Every access answered before this request is listed.
-	// `limit` defaults to 50, at most 500.
+	// `limit` defaults to 50, at most 500. `start` skips entries; `after` (an entry's id)
+	// continues the trail after that entry instead, reading from an index whatever the
+	// depth: a full page carries a `Link` header with `rel="next"`, the same request with
+	// `after` set to its last entry (and no `start`). An `after` that is not an entry of
+	// the clinic's trail is 400.
 	//
 	// Corresponds with GET /api_v3/audit (the `GetAudit` operationId).
 	GetAudit(ctx context.Context, params *GetAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -11363,7 +11369,11 @@ func (c *Client) GetAccountsByCode(ctx context.Context, code string, reqEditors 
 // never its content. Newest first by `created`; entries of the same second in the
 // order they were stored, which for reads may be up to a fraction of a second
 // after the read. Every access answered before this request is listed.
-// `limit` defaults to 50, at most 500.
+// `limit` defaults to 50, at most 500. `start` skips entries; `after` (an entry's id)
+// continues the trail after that entry instead, reading from an index whatever the
+// depth: a full page carries a `Link` header with `rel="next"`, the same request with
+// `after` set to its last entry (and no `start`). An `after` that is not an entry of
+// the clinic's trail is 400.
 //
 // Corresponds with GET /api_v3/audit (the `GetAudit` operationId).
 func (c *Client) GetAudit(ctx context.Context, params *GetAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -16078,6 +16088,18 @@ func NewGetAuditRequest(server string, params *GetAuditParams) (*http.Request, e
 		// styled parameters, preserving literal commas as delimiters
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
 
 		if params.UserId != nil {
 
@@ -24279,7 +24301,11 @@ type ClientWithResponsesInterface interface {
 	// never its content. Newest first by `created`; entries of the same second in the
 	// order they were stored, which for reads may be up to a fraction of a second
 	// after the read. Every access answered before this request is listed.
-	// `limit` defaults to 50, at most 500.
+	// `limit` defaults to 50, at most 500. `start` skips entries; `after` (an entry's id)
+	// continues the trail after that entry instead, reading from an index whatever the
+	// depth: a full page carries a `Link` header with `rel="next"`, the same request with
+	// `after` set to its last entry (and no `start`). An `after` that is not an entry of
+	// the clinic's trail is 400.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -27202,6 +27228,11 @@ func (r GetAccountsByCodeResponse) ContentType() string {
 	return ""
 }
 
+// GetAuditResponse200Headers the declared response headers of an HTTP 200 response for GetAudit
+type GetAuditResponse200Headers struct {
+	Link *string
+}
+
 type GetAuditResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -27216,6 +27247,8 @@ type GetAuditResponse struct {
 	JSON401 *Unauthorized
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetAuditResponse200Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -37779,7 +37812,11 @@ func (c *ClientWithResponses) GetAccountsByCodeWithResponse(ctx context.Context,
 // never its content. Newest first by `created`; entries of the same second in the
 // order they were stored, which for reads may be up to a fraction of a second
 // after the read. Every access answered before this request is listed.
-// `limit` defaults to 50, at most 500.
+// `limit` defaults to 50, at most 500. `start` skips entries; `after` (an entry's id)
+// continues the trail after that entry instead, reading from an index whatever the
+// depth: a full page carries a `Link` header with `rel="next"`, the same request with
+// `after` set to its last entry (and no `start`). An `after` that is not an entry of
+// the clinic's trail is 400.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -41897,6 +41934,19 @@ func ParseGetAuditResponse(rsp *http.Response) (*GetAuditResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetAuditResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil

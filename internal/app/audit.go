@@ -27,28 +27,48 @@ type AuditQuery struct {
 	ObjectID   string
 	Action     string
 	From, To   int64
-	Start      int
-	Limit      int
+	// After continues the trail after the entry of this id (keyset: the
+	// Link of a full page names it).
+	After int64
+	Start int
+	Limit int
 }
+
+// The pages of GET /audit.
+const (
+	AuditPageDefault = 50
+	AuditPageMax     = 500
+)
 
 // ListAudit is GET /audit, for the clinic admin: the clinic's trail, newest first.
 func (a *App) ListAudit(ctx context.Context, p *clinic.Principal, in AuditQuery) ([]clinic.AuditEntry, int, error) {
 	if err := RequireAdmin(p); err != nil {
 		return nil, 0, err
 	}
-	if in.Start < 0 || in.Limit < 0 || (in.To != 0 && in.From > in.To) {
-		return nil, 0, clinic.Errorf(clinic.EInvalid, "start and limit must not be negative, and from must not be after to.")
+	if in.Start < 0 || in.Limit < 0 || in.After < 0 || (in.To != 0 && in.From > in.To) {
+		return nil, 0, clinic.Errorf(clinic.EInvalid, "start, limit and after must not be negative, and from must not be after to.")
 	}
 	if in.Limit == 0 {
-		in.Limit = 50
+		in.Limit = AuditPageDefault
 	}
-	in.Limit = min(in.Limit, 500)
+	in.Limit = min(in.Limit, AuditPageMax)
 	// Reads' entries may still be in the journal (store/journal.go).
 	if err := a.store.FlushAudits(ctx); err != nil {
 		return nil, 0, fmt.Errorf("list audit: %w", err)
 	}
-	list, total, err := a.store.Read().ListAudit(ctx, store.AuditFilter{AccountID: p.Account.ID, UserID: in.UserID,
-		ObjectType: in.ObjectType, ObjectID: in.ObjectID, Action: in.Action, From: in.From, To: in.To, Start: in.Start, Limit: in.Limit})
+	f := store.AuditFilter{AccountID: p.Account.ID, UserID: in.UserID,
+		ObjectType: in.ObjectType, ObjectID: in.ObjectID, Action: in.Action, From: in.From, To: in.To, Start: in.Start, Limit: in.Limit}
+	if in.After != 0 {
+		var err error
+		f.After, err = a.store.Read().AuditEntryPlace(ctx, p.Account.ID, in.After)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, 0, clinic.Errorf(clinic.EInvalid, "after must be the id of an entry of the clinic's trail.")
+		}
+		if err != nil {
+			return nil, 0, fmt.Errorf("list audit: %w", err)
+		}
+	}
+	list, total, err := a.store.Read().ListAudit(ctx, f)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list audit: %w", err)
 	}

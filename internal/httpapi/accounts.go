@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"net/http"
 
 	"teleclinic/internal/app"
@@ -80,7 +81,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, c *call) erro
 	ints := []struct {
 		name string
 		dst  *int64
-	}{{"user_id", &in.UserID}, {"from", &in.From}, {"to", &in.To}}
+	}{{"user_id", &in.UserID}, {"from", &in.From}, {"to", &in.To}, {"after", &in.After}}
 	for _, f := range ints {
 		if *f.dst, err = q.Int(f.name, 0); err != nil {
 			return err
@@ -93,6 +94,9 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, c *call) erro
 	list, total, err := s.app.ListAudit(r.Context(), c.p, in)
 	if err != nil {
 		return err
+	}
+	if len(list) > 0 && len(list) == min(cmp.Or(in.Limit, app.AuditPageDefault), app.AuditPageMax) {
+		setNextLink(w, r, "after", id(list[len(list)-1].ID))
 	}
 	out := make([]auditEntry, 0, len(list))
 	for _, e := range list {

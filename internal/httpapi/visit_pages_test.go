@@ -241,3 +241,60 @@ func flatten(v url.Values) []string {
 	}
 	return out
 }
+
+// TestAudit_Pages: the trail pages by keyset as well as by start: a full
+// page names the next (after its last entry, without start) and the pages
+// together are the trail, newest first; an after that is not an entry of
+// the clinic's trail is 400.
+func TestAudit_Pages(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	other := newClinicSetup(t, e, "beta")
+	for range 3 {
+		e.Do(testenv.Req{Path: "/api_v3/users/" + s.pat.UserID, Header: userHeaders(s.c, s.doc.Token)})
+	}
+	e.FlushAudits()
+	read := func(query url.Values) (*testenv.Resp, []string) {
+		t.Helper()
+		res := e.Do(testenv.Req{Path: "/api_v3/audit", Query: query, Header: adminHeaders(s.c)})
+		if res.Status != 200 {
+			t.Fatalf("%v: %d %s", query, res.Status, res.Raw)
+		}
+		var ids []string
+		for _, en := range res.List() {
+			ids = append(ids, en["id"].(string))
+		}
+		return res, ids
+	}
+	// Reading the trail adds nothing to it, so every page is of the same
+	// trail.
+	_, all := read(url.Values{"limit": {"500"}})
+	next := regexp.MustCompile(`^<(/api_v3/audit\?[^>]+)>; rel="next"$`)
+	var paged []string
+	query := url.Values{"limit": {"4"}, "start": {"1"}}
+	for pages := 0; ; pages++ {
+		res, ids := read(query)
+		paged = append(paged, ids...)
+		m := next.FindStringSubmatch(res.Header.Get("Link"))
+		if m == nil || pages > 50 {
+			break
+		}
+		u, _ := url.Parse(m[1])
+		if u.Query().Get("start") != "" || u.Query().Get("after") != ids[len(ids)-1] {
+			t.Fatalf("next link %s", m[1])
+		}
+		query = u.Query()
+	}
+	// The first page skipped one (start=1); the rest follow by keyset.
+	if strings.Join(paged, ",") != strings.Join(all[1:], ",") {
+		t.Fatalf("paged %v\nwant %v", paged, all[1:])
+	}
+	otherEntry := func() string {
+		res := e.Do(testenv.Req{Path: "/api_v3/audit", Query: url.Values{"limit": {"1"}}, Header: adminHeaders(other.c)})
+		return res.List()[0]["id"].(string)
+	}()
+	for _, bad := range []string{"x", "-1", "999999999", otherEntry} {
+		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/audit", Query: url.Values{"after": {bad}}, Header: adminHeaders(s.c)}), 400, 400)
+	}
+}

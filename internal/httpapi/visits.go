@@ -398,10 +398,12 @@ func (s *Server) answerVisit(w http.ResponseWriter, r *http.Request, c *call, d 
 }
 
 // setNextLink says where the next page of a list is (RFC 8288's Link,
-// rel="next"): this request's address with name set to value.
+// rel="next"): this request's address with name set to value (and no
+// start: the keyset takes its place).
 func setNextLink(w http.ResponseWriter, r *http.Request, name, value string) {
 	q := r.URL.Query()
 	q.Set(name, value)
+	q.Del("start")
 	u := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
 	w.Header().Set("Link", "<"+u.String()+`>; rel="next"`)
 }

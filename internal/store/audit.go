@@ -298,8 +298,21 @@ type AuditFilter struct {
 	ObjectID   string
 	Action     string
 	From, To   int64 // inclusive unix seconds
-	Start      int
-	Limit      int
+	// After continues the list after an entry (AuditPlace): the entries
+	// older than it in the list's order, read from the index whatever the
+	// depth (Start still skips rows, as the spec's paging does).
+	After *AuditPlace
+	Start int
+	Limit int
+}
+
+// AuditPlace is an entry's place in the trail's order: its time and id.
+type AuditPlace struct{ Created, ID int64 }
+
+// AuditEntryPlace is the place of the clinic's entry id.
+func (q *Q) AuditEntryPlace(ctx context.Context, accountID, id int64) (*AuditPlace, error) {
+	p := &AuditPlace{ID: id}
+	return p, q.queryRow(ctx, "SELECT created FROM audit WHERE account_id = ? AND id = ?", []any{accountID, id}, &p.Created)
 }
 
 // ListAudit returns a page of entries, newest first, and the total count.
@@ -307,6 +320,30 @@ type AuditFilter struct {
 // reads is when the journal was flushed, up to a fraction of a second
 // after their requests.
 func (q *Q) ListAudit(ctx context.Context, f AuditFilter) ([]clinic.AuditEntry, int, error) {
+	w, args := f.where()
+	var total int
+	if err := q.queryRow(ctx, "SELECT COUNT(*) FROM audit WHERE "+w, args, &total); err != nil {
+		return nil, 0, err
+	}
+	page, pargs := f.page()
+	rows, err := q.query(ctx, page, pargs...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	out := []clinic.AuditEntry{}
+	for rows.Next() {
+		var e clinic.AuditEntry
+		if err := rows.Scan(&e.ID, &e.AccountID, &e.ActorKind, &e.ActorUserID, &e.Action, &e.ObjectType, &e.ObjectID, &e.Outcome, &e.RequestID, &e.Created); err != nil {
+			return nil, 0, q.d.translate(err)
+		}
+		out = append(out, e)
+	}
+	return out, total, q.d.translate(rows.Err())
+}
+
+// where is f's filter, without the page.
+func (f AuditFilter) where() (string, []any) {
 	where := []string{"account_id = ?"}
 	args := []any{f.AccountID}
 	add := func(cond string, a any) { where = append(where, cond); args = append(args, a) }
@@ -328,26 +365,21 @@ func (q *Q) ListAudit(ctx context.Context, f AuditFilter) ([]clinic.AuditEntry, 
 	if f.To != 0 {
 		add("created <= ?", f.To)
 	}
-	w := strings.Join(where, " AND ")
-	var total int
-	if err := q.queryRow(ctx, "SELECT COUNT(*) FROM audit WHERE "+w, args, &total); err != nil {
-		return nil, 0, err
+	return strings.Join(where, " AND "), args
+}
+
+// page is the statement of f's page: newest first by (created, id), in
+// the order of the index audit_account_created_id (migration 00022).
+func (f AuditFilter) page() (string, []any) {
+	w, args := f.where()
+	if a := f.After; a != nil {
+		// Created at most the entry's second, and of that second stored
+		// before it: the first condition is the index's range.
+		w += " AND created <= ? AND (created < ? OR id < ?)"
+		args = append(args, a.Created, a.Created, a.ID)
 	}
-	rows, err := q.query(ctx, `SELECT id, account_id, actor_kind, COALESCE(actor_user_id, 0), action, object_type, object_id, outcome, request_id, created
-		FROM audit WHERE `+w+" ORDER BY created DESC, id DESC LIMIT ? OFFSET ?", append(args, f.Limit, f.Start)...)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	out := []clinic.AuditEntry{}
-	for rows.Next() {
-		var e clinic.AuditEntry
-		if err := rows.Scan(&e.ID, &e.AccountID, &e.ActorKind, &e.ActorUserID, &e.Action, &e.ObjectType, &e.ObjectID, &e.Outcome, &e.RequestID, &e.Created); err != nil {
-			return nil, 0, q.d.translate(err)
-		}
-		out = append(out, e)
-	}
-	return out, total, q.d.translate(rows.Err())
+	return `SELECT id, account_id, actor_kind, COALESCE(actor_user_id, 0), action, object_type, object_id, outcome, request_id, created
+		FROM audit WHERE ` + w + " ORDER BY created DESC, id DESC LIMIT ? OFFSET ?", append(args, f.Limit, f.Start)
 }
 
 // AuditChainCheck is what VerifyAuditChain found.

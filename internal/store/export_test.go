@@ -66,13 +66,23 @@ func WritePosts(s *Store, ctxs []context.Context, mps []*MessagePost) []error {
 // ExplainListVisits is the plan of each statement of f's list (ListVisits),
 // as the engine's EXPLAIN writes it, one line per plan step.
 func ExplainListVisits(ctx context.Context, s *Store, f VisitFilter) ([]string, error) {
-	explain := "EXPLAIN QUERY PLAN "
-	if _, pg := s.eng.(*postgresEngine); pg {
-		explain = "EXPLAIN "
-	}
 	lqs, err := s.Read().visitListQueries(ctx, f)
 	if err != nil {
 		return nil, err
+	}
+	return explain(ctx, s, lqs)
+}
+
+// ExplainAuditPage is the plan of the statement of f's page of the trail.
+func ExplainAuditPage(ctx context.Context, s *Store, f AuditFilter) ([]string, error) {
+	query, args := f.page()
+	return explain(ctx, s, []listQuery{{query, args}})
+}
+
+func explain(ctx context.Context, s *Store, lqs []listQuery) ([]string, error) {
+	explain := "EXPLAIN QUERY PLAN "
+	if _, pg := s.eng.(*postgresEngine); pg {
+		explain = "EXPLAIN "
 	}
 	var out []string
 	for _, lq := range lqs {

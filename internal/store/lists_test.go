@@ -46,6 +46,31 @@ func TestListVisits_KeysetPlans(t *testing.T) {
 		t.Logf("%s:\n%s", name, strings.Join(plans, "\n--\n"))
 	}
 
+	// The audit trail: 20,000 entries of the clinic, the first page and a
+	// page from the middle, unfiltered and by action.
+	if _, err := st.DB().Exec(st.Rebind(`INSERT INTO audit (account_id, actor_kind, action, object_type, object_id, outcome, request_id, created, seq)
+		SELECT CAST(? AS BIGINT), 'user_token', CASE WHEN i % 3 = 0 THEN 'visit.read' ELSE 'user.read' END, 'user', '1', 'ok', 'r', i / 4, -1
+		FROM (`+series()+`) AS s`), acct.ID, n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DB().Exec("ANALYZE audit"); err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range map[string]store.AuditFilter{
+		"audit":            {AccountID: acct.ID, Limit: 50},
+		"audit, next":      {AccountID: acct.ID, Limit: 50, After: &store.AuditPlace{Created: n / 8, ID: n / 2}},
+		"audit, by action": {AccountID: acct.ID, Action: "visit.read", Limit: 50},
+	} {
+		plans, err := store.ExplainAuditPage(ctx, st, f)
+		if err != nil {
+			t.Fatal(name, err)
+		}
+		if plan := plans[0]; strings.Contains(plan, "TEMP B-TREE") || strings.Contains(plan, "Sort") || strings.Contains(plan, "Seq Scan") {
+			t.Errorf("%s: the trail is not read in an index's order:\n%s", name, plan)
+		}
+		t.Logf("%s:\n%s", name, plans[0])
+	}
+
 	// Paging through the provider's list gives the list.
 	all, err := st.Read().ListVisits(ctx, store.VisitFilter{AccountID: acct.ID, ProviderID: doc.ID, ProviderRooms: true, Limit: 500})
 	if err != nil {
@@ -76,6 +101,14 @@ func TestListVisits_KeysetPlans(t *testing.T) {
 // fifth the patient's (the others another user's), every seventh an
 // unassigned e-consult in the room, every third of the rest the
 // provider's (the others another provider's).
+// series is a statement of the numbers 1 to ? (column i).
+func series() string {
+	if testenv.Engine() == "postgres" {
+		return "SELECT generate_series(1, CAST(? AS INTEGER)) AS i"
+	}
+	return "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?) SELECT i FROM s"
+}
+
 func seedVisits(t testing.TB, n int) (st *store.Store, acct *clinic.Account, pat, doc *clinic.User, room *clinic.Room) {
 	t.Helper()
 	ctx := context.Background()
@@ -99,15 +132,11 @@ func seedVisits(t testing.TB, n int) (st *store.Store, acct *clinic.Account, pat
 	if _, err := st.DB().Exec(st.Rebind("INSERT INTO user_rooms (account_id, user_id, room_id, added_time) VALUES (?, ?, ?, 1)"), acct.ID, doc.ID, room.ID); err != nil {
 		t.Fatal(err)
 	}
-	series := "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?) SELECT i FROM s"
-	if testenv.Engine() == "postgres" {
-		series = "SELECT generate_series(1, CAST(? AS INTEGER)) AS i"
-	}
 	if _, err := st.DB().Exec(st.Rebind(`INSERT INTO visits (account_id, member_id, provider_id, room_id, status, type, kind, created, modified)
 		SELECT CAST(? AS BIGINT), CASE WHEN i % 5 = 0 THEN CAST(? AS BIGINT) ELSE CAST(? AS BIGINT) END,
 			CASE WHEN i % 7 = 0 THEN 0 WHEN i % 3 = 0 THEN CAST(? AS BIGINT) ELSE CAST(? AS BIGINT) + 1000000 END,
 			CASE WHEN i % 7 = 0 THEN CAST(? AS BIGINT) ELSE NULL END, CASE WHEN i % 2 = 0 THEN 10 ELSE 40 END, 1, CASE WHEN i % 7 = 0 THEN 'econsult' ELSE 'appointment' END, i, i
-		FROM (`+series+`) AS s`), acct.ID, pat.ID, doc.ID, doc.ID, doc.ID, room.ID, n); err != nil {
+		FROM (`+series()+`) AS s`), acct.ID, pat.ID, doc.ID, doc.ID, doc.ID, room.ID, n); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.DB().Exec("ANALYZE visits"); err != nil {

@@ -14,7 +14,14 @@ CREATE INDEX visits_account_room_id ON visits (account_id, room_id, id);
 -- A room's unassigned visits (a provider's list shows those of their rooms).
 CREATE INDEX visits_room_unassigned ON visits (account_id, room_id, id) WHERE provider_id = 0;
 
+-- The audit trail, newest first by (created, id), paged by keyset after
+-- an entry (store.AuditFilter.After).
+DROP INDEX audit_account_created;
+CREATE INDEX audit_account_created_id ON audit (account_id, created, id);
+
 -- +goose Down
+DROP INDEX audit_account_created_id;
+CREATE INDEX audit_account_created ON audit (account_id, created);
 DROP INDEX visits_room_unassigned;
 DROP INDEX visits_account_room_id;
 DROP INDEX visits_account_provider_id;
