@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"teleclinic/internal/blob"
-
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/store"
 )
@@ -140,7 +139,7 @@ func auditCheckpointBlob(accountID int64) string {
 
 // AuditCheckpointEvery is how often the background pass anchors the chains
 // that moved, so an entry is anchored at most about this long after it
-// was chained (the issue asks for at least every minute).
+// was chained (well inside the minute a checkpoint may lag at most).
 const AuditCheckpointEvery = 30 * time.Second
 
 // checkpointPass is CheckpointAudits in the background loop, every

@@ -179,7 +179,6 @@ func (a *App) recordVisits(ctx context.Context, p *clinic.Principal, rec *Patien
 		return nil
 	}
 	var all []*clinic.Message
-	var authors []int64
 	for _, v := range seen {
 		if v.MessageCount == 0 {
 			continue
@@ -188,19 +187,10 @@ func (a *App) recordVisits(ctx context.Context, p *clinic.Principal, rec *Patien
 		if err != nil {
 			return fmt.Errorf("record thread: %w", err)
 		}
-		for _, m := range ms {
-			authors = append(authors, m.AuthorID)
-		}
 		all = append(all, ms...)
 	}
-	names, err := a.store.UserNames(ctx, p.Account.ID, authors)
-	if err != nil {
-		return fmt.Errorf("record thread: %w", err)
-	}
-	for _, m := range all {
-		rec.Messages = append(rec.Messages, toMessage(m, names[m.AuthorID]))
-	}
-	return nil
+	rec.Messages, err = a.namedMessages(ctx, p.Account.ID, all)
+	return err
 }
 
 // Practitioner reads a provider of the clinic as GET /users/{id} lets the

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -202,8 +201,8 @@ type VisitWatch struct {
 	status int
 	// ahead is set when the thread may hold messages not yet handed out
 	// (at the start, and after a full page): the next call reads at once
-	// instead of waiting for a change. After is when that read may be
-	// from (shared.go).
+	// instead of waiting for a change; after is the time that read's
+	// data must be from (shared.go).
 	ahead bool
 	after time.Time
 }
@@ -283,16 +282,7 @@ func (w *VisitWatch) visit(ctx context.Context, since time.Time) (*clinic.Thread
 	v, err := shared(ctx, &w.a.reads, live.VisitTopic(acct, w.id), since, func(ctx context.Context) (*clinic.ThreadVisit, error) {
 		return w.a.store.Read().ThreadVisit(ctx, acct, w.id)
 	})
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, errVisitNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("visit: %w", err)
-	}
-	if ok, err := w.a.takesPart(ctx, w.p, v); err != nil || !ok {
-		return nil, cmp.Or(err, errNotInThread)
-	}
-	return v, nil
+	return w.a.participantVisit(ctx, w.p, v, err)
 }
 
 // Close ends the watch.

@@ -49,6 +49,12 @@ type MessageActor struct {
 // its assigned provider or one of its hosts (see awaitsProvider) is 403.
 func (a *App) messageVisit(ctx context.Context, p *clinic.Principal, id int64) (*clinic.ThreadVisit, error) {
 	v, err := a.store.Read().ThreadVisit(ctx, p.Account.ID, id)
+	return a.participantVisit(ctx, p, v, err)
+}
+
+// participantVisit is the outcome (v, err) of reading a visit's thread
+// row, as p may use it: not found, or refused unless p takes part.
+func (a *App) participantVisit(ctx context.Context, p *clinic.Principal, v *clinic.ThreadVisit, err error) (*clinic.ThreadVisit, error) {
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, errVisitNotFound
 	}
@@ -141,6 +147,11 @@ func (a *App) threadMessages(ctx context.Context, accountID int64, v *clinic.Thr
 	if err != nil {
 		return nil, fmt.Errorf("messages: %w", err)
 	}
+	return a.namedMessages(ctx, accountID, rows)
+}
+
+// namedMessages are rows with their authors' current names, read at once.
+func (a *App) namedMessages(ctx context.Context, accountID int64, rows []*clinic.Message) ([]*Message, error) {
 	authors := make([]int64, len(rows))
 	for i, m := range rows {
 		authors[i] = m.AuthorID

@@ -50,9 +50,8 @@ func (q *Q) AppendAudits(ctx context.Context, es []*clinic.AuditEntry) error {
 }
 
 // chainPending chains the clinic's pending entries (seq -1, as every entry
-// is written) after place seq and hash
-// head, in the order they were stored, and returns the new end and how
-// many it refused. A pending entry whose MAC the server did not make
+// is written) after place seq and hash head, in the order they were
+// stored, and returns the new end and how many it refused. A pending entry whose MAC the server did not make
 // (a row inserted by SQL, or edited since) is refused: it is marked seq
 // -2, stays out of the chain, and audit verify reports it. The caller
 // holds the chain row's lock.
@@ -93,9 +92,9 @@ func (q *Q) chainPending(ctx context.Context, accountID, seq int64, head string)
 		e.Hash = AuditHash(q.auditKey, head, e)
 		head = e.Hash
 	}
-	// One statement per chunk of up to 256 entries: a burst of messages
+	// One statement per chunk of up to 256 entries: a burst of writes
 	// leaves thousands pending, and one round trip each would hold the
-	// chain's lock (and the append that found them) for seconds.
+	// chain's lock for seconds.
 	for len(pending) > 0 {
 		n := chunkSize(len(pending))
 		args := make([]any, 0, 3*n+1)
