@@ -36,6 +36,18 @@ func TestERx_Pharmacies(t *testing.T) {
 	if list[1]["lat"].(float64) != 39.78 || ex["StoreName"] != "Corner Pharmacy" || ex["Score"].(float64) != 0.87 || ex["Hours"].([]any)[0] != "9-5" {
 		t.Fatalf("extra not kept: %v", list[1])
 	}
+	// Saved without a search result, it reads back as an empty one (not null).
+	if res := save(map[string]any{"name": "Plain", "code": "1111111"}); res.Status != 200 {
+		t.Fatalf("%s", res.Raw)
+	}
+	for _, p := range e.Do(testenv.Req{Path: path, Header: h}).List() {
+		if _, isObject := p["extra"].(map[string]any); p["code"] == "1111111" && !isObject {
+			t.Fatalf("extra without a search result: %v", p)
+		}
+	}
+	if res := e.Do(testenv.Req{Method: "DELETE", Path: path + "/1111111", Header: h}); res.Status != 200 {
+		t.Fatalf("%s", res.Raw)
+	}
 	wantErr(t, save(map[string]any{"name": "No code"}), 400, 400)
 	wantErr(t, save(map[string]any{"code": "x"}), 400, 400)
 	wantErr(t, save(map[string]any{"name": "x", "code": "y", "lat": 200}), 400, 400)

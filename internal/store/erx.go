@@ -29,6 +29,9 @@ func (q *Q) Pharmacies(ctx context.Context, accountID, userID int64) ([]*clinic.
 		if err := json.Unmarshal([]byte(raw), &stored); err != nil {
 			return nil, err
 		}
+		if string(stored.Extra) == "null" { // saved without one (before omitempty)
+			stored.Extra = nil
+		}
 		p.Fields, p.Extra, p.IsDefault = stored.Fields, stored.Extra, def == 1
 		out = append(out, &p)
 	}
@@ -41,7 +44,7 @@ func (q *Q) Pharmacies(ctx context.Context, accountID, userID int64) ([]*clinic.
 func (q *Q) PutPharmacy(ctx context.Context, accountID int64, p *clinic.Pharmacy) error {
 	raw, err := json.Marshal(struct {
 		Fields map[string]any  `json:"fields"`
-		Extra  json.RawMessage `json:"extra"`
+		Extra  json.RawMessage `json:"extra,omitempty"`
 	}{p.Fields, p.Extra})
 	if err != nil {
 		return err
