@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"strconv"
@@ -79,6 +80,20 @@ func (q *Q) chainPending(ctx context.Context, accountID, seq int64, head string)
 	if err := rows.Err(); err != nil {
 		return 0, "", 0, q.d.translate(err)
 	}
+	if len(refused) > 0 && len(pending) == 0 {
+		// Every pending entry fails: a forger's rows, or a key that is
+		// not the one the entries were written with (a process started
+		// with the wrong --server-key). Refusing is for good: it must
+		// not happen to honest entries, so the key is checked against
+		// the chain's last entries first.
+		ok, err := q.keyMatchesChain(ctx, accountID, seq)
+		if err != nil {
+			return 0, "", 0, err
+		}
+		if !ok {
+			return 0, "", 0, ErrAuditKey
+		}
+	}
 	if len(refused) > 0 {
 		if _, err := q.exec(ctx, "UPDATE audit SET seq = -2 WHERE account_id = ? AND seq = -1 AND "+inList("id", len(refused)),
 			append([]any{accountID}, anys(refused)...)...); err != nil {
@@ -109,6 +124,64 @@ func (q *Q) chainPending(ctx context.Context, accountID, seq int64, head string)
 		pending = pending[n:]
 	}
 	return seq, head, len(refused), nil
+}
+
+// ErrAuditKey is a chaining refused because the store's key verifies
+// neither a pending entry nor the chain's last entries: the process was
+// started with a server key other than the one that wrote the trail.
+var ErrAuditKey = errors.New("store: the server key does not match the audit trail's (is --server-key, or the data dir's server.key, the one the server ran with?)")
+
+// CheckAuditKey refuses a store key that did not make the MACs of the
+// latest chained entries (ErrAuditKey): a process with another server key
+// would write entries the chainer refuses and links no reader can open.
+// A trail with no sealed entry yet has nothing to check against.
+func (s *Store) CheckAuditKey(ctx context.Context) error {
+	rows, err := s.r.QueryContext(ctx, s.d.rebind(`SELECT account_id, actor_kind, COALESCE(actor_user_id, 0), action, object_type, object_id, outcome, request_id, created, mac
+		FROM audit WHERE seq > 0 AND mac <> '' ORDER BY id DESC LIMIT 8`))
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	seen := false
+	for rows.Next() {
+		var e clinic.AuditEntry
+		if err := rows.Scan(&e.AccountID, &e.ActorKind, &e.ActorUserID, &e.Action, &e.ObjectType, &e.ObjectID, &e.Outcome, &e.RequestID, &e.Created, &e.MAC); err != nil {
+			return err
+		}
+		if AuditMACValid(s.auditKey, &e) {
+			return nil
+		}
+		seen = true
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if seen {
+		return ErrAuditKey
+	}
+	return nil
+}
+
+// keyMatchesChain says whether the store's key made the MAC of one of
+// the last entries chained before place seq. With none chained yet,
+// there is nothing to check the key with, and it is not trusted.
+func (q *Q) keyMatchesChain(ctx context.Context, accountID, seq int64) (bool, error) {
+	rows, err := q.query(ctx, `SELECT actor_kind, COALESCE(actor_user_id, 0), action, object_type, object_id, outcome, request_id, created, mac
+		FROM audit WHERE account_id = ? AND seq > ? AND seq <= ? ORDER BY seq DESC`, accountID, seq-8, seq)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		e := clinic.AuditEntry{AccountID: accountID}
+		if err := rows.Scan(&e.ActorKind, &e.ActorUserID, &e.Action, &e.ObjectType, &e.ObjectID, &e.Outcome, &e.RequestID, &e.Created, &e.MAC); err != nil {
+			return false, q.d.translate(err)
+		}
+		if AuditMACValid(q.auditKey, &e) {
+			return true, nil
+		}
+	}
+	return false, rows.Err()
 }
 
 // PendingAuditClinics lists up to limit clinics with pending entries.

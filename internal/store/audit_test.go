@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -105,5 +106,53 @@ func TestAudit_ChainPending(t *testing.T) {
 		if e.Seq != int64(i+1) || e.ObjectID != fmt.Sprint(i) {
 			t.Fatalf("place %d: %+v", i+1, e)
 		}
+	}
+}
+
+// TestAudit_WrongKey: a store opened with a key other than the one that
+// wrote the trail is refused at CheckAuditKey, and its chainer refuses
+// nothing: the honest pending entry stays pending for the right key,
+// which then chains it.
+func TestAudit_WrongKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := testenv.DSN(t)
+	right := testenv.OpenStore(t, dsn, store.Options{AuditKey: []byte("the trail's key, 32 bytes long..")})
+	acct := &clinic.Account{Code: "keys", Name: "Keys", Domain: "keys.test", Features: []string{}}
+	if err := right.Write().CreateAccount(ctx, acct, store.AccountSecrets{AdminTokenHash: "a", APIKeyHash: "k", APISecretHash: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := right.CheckAuditKey(ctx); err != nil {
+		t.Fatalf("an empty trail: %v", err)
+	}
+	appendOne := func(st *store.Store, i int) {
+		t.Helper()
+		e := &clinic.AuditEntry{AccountID: acct.ID, ActorKind: "admin_token", Action: "user.read", ObjectType: "user", ObjectID: fmt.Sprint(i), Outcome: "ok", RequestID: "r", Created: 1000}
+		if err := st.Tx(ctx, func(q *store.Q) error { return q.AppendAudits(ctx, []*clinic.AuditEntry{e}) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendOne(right, 1)
+	if _, err := right.ChainPendingAudits(ctx, acct.ID); err != nil {
+		t.Fatal(err)
+	}
+	appendOne(right, 2) // pending
+
+	wrong := testenv.OpenStore(t, dsn, store.Options{AuditKey: []byte("another key, also 32 bytes long.")})
+	if err := wrong.CheckAuditKey(ctx); !errors.Is(err, store.ErrAuditKey) {
+		t.Fatalf("CheckAuditKey with another key: %v", err)
+	}
+	if _, err := wrong.ChainPendingAudits(ctx, acct.ID); !errors.Is(err, store.ErrAuditKey) {
+		t.Fatalf("chaining with another key: %v", err)
+	}
+	if err := right.CheckAuditKey(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if refused, err := right.ChainPendingAudits(ctx, acct.ID); err != nil || refused != 0 {
+		t.Fatalf("the right key: refused %d, %v", refused, err)
+	}
+	v, err := right.VerifyAuditChain(ctx, acct.ID, nil)
+	if err != nil || v.Broken || v.Entries != 2 {
+		t.Fatalf("%+v %v", v, err)
 	}
 }
