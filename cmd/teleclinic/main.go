@@ -79,6 +79,7 @@ commands:
   account update    change a clinic's settings (--sso on|off, --erx on|off)
   account rotate    replace a clinic's admin token or API secret
   audit verify      check a clinic's audit trail (its hash chain); exits 1 at a break
+  move              move a stopped SQLite server's data into an empty PostgreSQL database
   version           print the version
 
 Run "teleclinic <command> -h" for a command's flags.`
@@ -99,6 +100,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdAccount(ctx, args[1:], stdout, stderr)
 	case "audit":
 		return cmdAudit(ctx, args[1:], stdout, stderr)
+	case "move":
+		return cmdMove(ctx, args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "teleclinic", buildVersion())
 		return nil
@@ -135,6 +138,10 @@ func open(ctx context.Context, c *config, stderr io.Writer) (*app.App, *slog.Log
 		return nil, nil, nil, err
 	}
 	if err := st.Migrate(ctx); err != nil {
+		st.Close()
+		return nil, nil, nil, err
+	}
+	if err := st.CheckAuditKey(ctx); err != nil {
 		st.Close()
 		return nil, nil, nil, err
 	}

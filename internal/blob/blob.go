@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,6 +116,35 @@ func (d *Disk) Delete(ctx context.Context, key string) error {
 		return err
 	}
 	return nil
+}
+
+// Walk calls fn with the key and size of every blob under Dir, skipping
+// the temporary files of puts that have not finished. It is how a disk
+// store's blobs are carried elsewhere (teleclinic move).
+func (d *Disk) Walk(ctx context.Context, fn func(key string, size int64) error) error {
+	return filepath.WalkDir(d.Dir, func(p string, de fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) && p == d.Dir {
+				return nil // nothing was ever stored
+			}
+			return err
+		}
+		if de.IsDir() || strings.Contains(de.Name(), ".tmp-") {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		info, err := de.Info()
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(d.Dir, p)
+		if err != nil {
+			return err
+		}
+		return fn(filepath.ToSlash(rel), info.Size())
+	})
 }
 
 // readerCtx stops a long copy when the request is cancelled.
