@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"database/sql"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"net/http/httptest"
@@ -297,7 +297,9 @@ func buildMoveFixture(t *testing.T, e *testenv.Env) *moveFixture {
 	c := e.NewClinic("alpha", true)
 	admin := map[string]string{"X-AccountCode": c.Code, "X-ApiToken": c.AdminToken}
 	acct := map[string]string{"X-AccountCode": c.Code}
-	user := func(token string) map[string]string { return map[string]string{"X-AccountCode": c.Code, "X-ApiToken": token} }
+	user := func(token string) map[string]string {
+		return map[string]string{"X-AccountCode": c.Code, "X-ApiToken": token}
+	}
 	must := func(what string, res *testenv.Resp) map[string]any {
 		t.Helper()
 		if res.Status != 200 && res.Status != 201 {
