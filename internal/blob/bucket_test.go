@@ -91,6 +91,14 @@ func TestOpen_URLs(t *testing.T) {
 	if _, err := blob.Open(ctx, "ftp://x", t.TempDir()); err == nil {
 		t.Fatal("an unknown scheme was accepted")
 	}
+	if st, err := blob.Open(ctx, "s3://clinic-files?region=eu-west-1", ""); err != nil {
+		t.Fatalf("AWS's own endpoint: %T %v", st, err)
+	}
+	for _, bad := range []string{"s3://", "s3://b?endpoint=minio.internal:9000", "s3://b?endpoint=ftp://minio.internal", "s3://b?use_path_style=maybe"} {
+		if _, err := blob.Open(ctx, bad, ""); err == nil {
+			t.Errorf("%s was accepted", bad)
+		}
+	}
 }
 
 type errReader struct{}
