@@ -4679,6 +4679,21 @@ type PostIntakesByIdParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// PostLivekitWebhookApplicationWebhookPlusJSONBody defines parameters for PostLivekitWebhook.
+type PostLivekitWebhookApplicationWebhookPlusJSONBody struct {
+	// Event Example: participant_joined
+	Event       *string `json:"event,omitempty"`
+	Id          *string `json:"id,omitempty"`
+	Participant *struct {
+		// Identity The user's svcid, as the room token names them.
+		Identity *string `json:"identity,omitempty"`
+	} `json:"participant,omitempty"`
+	Room *struct {
+		// Name Example: demo-visit-42
+		Name *string `json:"name,omitempty"`
+	} `json:"room,omitempty"`
+}
+
 // GetMeParams defines parameters for GetMe.
 type GetMeParams struct {
 	UserPhotoSize *string `form:"user_photo_size,omitempty" json:"user_photo_size,omitempty"`
@@ -5757,6 +5772,9 @@ type PostIntakesByIdJSONRequestBody = IntakeBody
 
 // PostIntakesByIdFormdataRequestBody defines body for PostIntakesById for application/x-www-form-urlencoded ContentType.
 type PostIntakesByIdFormdataRequestBody = IntakeBody
+
+// PostLivekitWebhookApplicationWebhookPlusJSONRequestBody defines body for PostLivekitWebhook for application/webhook+json ContentType.
+type PostLivekitWebhookApplicationWebhookPlusJSONRequestBody PostLivekitWebhookApplicationWebhookPlusJSONBody
 
 // PostMeJSONRequestBody defines body for PostMe for application/json ContentType.
 type PostMeJSONRequestBody = ProfileBody
@@ -9513,6 +9531,46 @@ type ClientInterface interface {
 	// Corresponds with POST /api_v3/intakes/{id} (the `PostIntakesById` operationId).
 	PostIntakesByIdWithFormdataBody(ctx context.Context, id string, params *PostIntakesByIdParams, body PostIntakesByIdFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// PostLivekitWebhookWithBody LiveKit's webhook (calls through a LiveKit server)
+	//
+	// Where a LiveKit server configured with `--livekit-url` reports what happened in a
+	// visit's room (LiveKit's `webhook.urls` setting; the API key is the one given as
+	// `--livekit-api-key`). The credential is LiveKit's signature: the `Authorization`
+	// header is a JWT (HS256) issued by the API key and signed with its secret, whose
+	// `sha256` claim is the base64 SHA-256 of the body; anything else answers 401.
+	// `participant_joined` by the visit's provider moves the visit to in progress (as
+	// their join does); `room_finished` (the room closed, `LiveKitRoomEmpty`, 5 minutes,
+	// after its last participant left) closes a visit in progress. Other events, rooms
+	// that are not a visit's (`{account_code}-visit-{visit_id}`) and moves a visit has
+	// already made answer 200 and change nothing, so LiveKit does not retry them. A
+	// move is audited as the system (`visit.inprogress`, `visit.close`). 404 when the
+	// server has no LiveKit.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api_v3/livekit/webhook (the `PostLivekitWebhook` operationId).
+	PostLivekitWebhookWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostLivekitWebhookWithApplicationWebhookPlusJSONBody LiveKit's webhook (calls through a LiveKit server)
+	//
+	// Where a LiveKit server configured with `--livekit-url` reports what happened in a
+	// visit's room (LiveKit's `webhook.urls` setting; the API key is the one given as
+	// `--livekit-api-key`). The credential is LiveKit's signature: the `Authorization`
+	// header is a JWT (HS256) issued by the API key and signed with its secret, whose
+	// `sha256` claim is the base64 SHA-256 of the body; anything else answers 401.
+	// `participant_joined` by the visit's provider moves the visit to in progress (as
+	// their join does); `room_finished` (the room closed, `LiveKitRoomEmpty`, 5 minutes,
+	// after its last participant left) closes a visit in progress. Other events, rooms
+	// that are not a visit's (`{account_code}-visit-{visit_id}`) and moves a visit has
+	// already made answer 200 and change nothing, so LiveKit does not retry them. A
+	// move is audited as the system (`visit.inprogress`, `visit.close`). 404 when the
+	// server has no LiveKit.
+	//
+	// Takes a body of the `application/webhook+json` content type.
+	//
+	// Corresponds with POST /api_v3/livekit/webhook (the `PostLivekitWebhook` operationId).
+	PostLivekitWebhookWithApplicationWebhookPlusJSONBody(ctx context.Context, body PostLivekitWebhookApplicationWebhookPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetMe The caller's profile
 	//
 	// Audited as `user.read`.
@@ -12575,6 +12633,66 @@ func (c *Client) PostIntakesById(ctx context.Context, id string, params *PostInt
 // Corresponds with POST /api_v3/intakes/{id} (the `PostIntakesById` operationId).
 func (c *Client) PostIntakesByIdWithFormdataBody(ctx context.Context, id string, params *PostIntakesByIdParams, body PostIntakesByIdFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPostIntakesByIdRequestWithFormdataBody(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostLivekitWebhookWithBody LiveKit's webhook (calls through a LiveKit server)
+//
+// Where a LiveKit server configured with `--livekit-url` reports what happened in a
+// visit's room (LiveKit's `webhook.urls` setting; the API key is the one given as
+// `--livekit-api-key`). The credential is LiveKit's signature: the `Authorization`
+// header is a JWT (HS256) issued by the API key and signed with its secret, whose
+// `sha256` claim is the base64 SHA-256 of the body; anything else answers 401.
+// `participant_joined` by the visit's provider moves the visit to in progress (as
+// their join does); `room_finished` (the room closed, `LiveKitRoomEmpty`, 5 minutes,
+// after its last participant left) closes a visit in progress. Other events, rooms
+// that are not a visit's (`{account_code}-visit-{visit_id}`) and moves a visit has
+// already made answer 200 and change nothing, so LiveKit does not retry them. A
+// move is audited as the system (`visit.inprogress`, `visit.close`). 404 when the
+// server has no LiveKit.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api_v3/livekit/webhook (the `PostLivekitWebhook` operationId).
+func (c *Client) PostLivekitWebhookWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostLivekitWebhookRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostLivekitWebhookWithApplicationWebhookPlusJSONBody LiveKit's webhook (calls through a LiveKit server)
+//
+// Where a LiveKit server configured with `--livekit-url` reports what happened in a
+// visit's room (LiveKit's `webhook.urls` setting; the API key is the one given as
+// `--livekit-api-key`). The credential is LiveKit's signature: the `Authorization`
+// header is a JWT (HS256) issued by the API key and signed with its secret, whose
+// `sha256` claim is the base64 SHA-256 of the body; anything else answers 401.
+// `participant_joined` by the visit's provider moves the visit to in progress (as
+// their join does); `room_finished` (the room closed, `LiveKitRoomEmpty`, 5 minutes,
+// after its last participant left) closes a visit in progress. Other events, rooms
+// that are not a visit's (`{account_code}-visit-{visit_id}`) and moves a visit has
+// already made answer 200 and change nothing, so LiveKit does not retry them. A
+// move is audited as the system (`visit.inprogress`, `visit.close`). 404 when the
+// server has no LiveKit.
+//
+// Takes a body of the `application/webhook+json` content type.
+//
+// Corresponds with POST /api_v3/livekit/webhook (the `PostLivekitWebhook` operationId).
+func (c *Client) PostLivekitWebhookWithApplicationWebhookPlusJSONBody(ctx context.Context, body PostLivekitWebhookApplicationWebhookPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostLivekitWebhookRequestWithApplicationWebhookPlusJSONBody(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -18640,6 +18758,46 @@ func NewPostIntakesByIdRequestWithBody(server string, id string, params *PostInt
 		}
 
 	}
+
+	return req, nil
+}
+
+// NewPostLivekitWebhookRequestWithApplicationWebhookPlusJSONBody calls the generic PostLivekitWebhook builder with application/webhook+json body
+func NewPostLivekitWebhookRequestWithApplicationWebhookPlusJSONBody(server string, body PostLivekitWebhookApplicationWebhookPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostLivekitWebhookRequestWithBody(server, "application/webhook+json", bodyReader)
+}
+
+// NewPostLivekitWebhookRequestWithBody constructs an http.Request for the PostLivekitWebhook method, with any body, and a specified content type
+func NewPostLivekitWebhookRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/livekit/webhook")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -24979,6 +25137,46 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api_v3/intakes/{id} (the `PostIntakesById` operationId).
 	PostIntakesByIdWithFormdataBodyWithResponse(ctx context.Context, id string, params *PostIntakesByIdParams, body PostIntakesByIdFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostIntakesByIdResponse, error)
 
+	// PostLivekitWebhookWithBodyWithResponse LiveKit's webhook (calls through a LiveKit server)
+	//
+	// Where a LiveKit server configured with `--livekit-url` reports what happened in a
+	// visit's room (LiveKit's `webhook.urls` setting; the API key is the one given as
+	// `--livekit-api-key`). The credential is LiveKit's signature: the `Authorization`
+	// header is a JWT (HS256) issued by the API key and signed with its secret, whose
+	// `sha256` claim is the base64 SHA-256 of the body; anything else answers 401.
+	// `participant_joined` by the visit's provider moves the visit to in progress (as
+	// their join does); `room_finished` (the room closed, `LiveKitRoomEmpty`, 5 minutes,
+	// after its last participant left) closes a visit in progress. Other events, rooms
+	// that are not a visit's (`{account_code}-visit-{visit_id}`) and moves a visit has
+	// already made answer 200 and change nothing, so LiveKit does not retry them. A
+	// move is audited as the system (`visit.inprogress`, `visit.close`). 404 when the
+	// server has no LiveKit.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/livekit/webhook (the `PostLivekitWebhook` operationId).
+	PostLivekitWebhookWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostLivekitWebhookResponse, error)
+
+	// PostLivekitWebhookWithApplicationWebhookPlusJSONBodyWithResponse LiveKit's webhook (calls through a LiveKit server)
+	//
+	// Where a LiveKit server configured with `--livekit-url` reports what happened in a
+	// visit's room (LiveKit's `webhook.urls` setting; the API key is the one given as
+	// `--livekit-api-key`). The credential is LiveKit's signature: the `Authorization`
+	// header is a JWT (HS256) issued by the API key and signed with its secret, whose
+	// `sha256` claim is the base64 SHA-256 of the body; anything else answers 401.
+	// `participant_joined` by the visit's provider moves the visit to in progress (as
+	// their join does); `room_finished` (the room closed, `LiveKitRoomEmpty`, 5 minutes,
+	// after its last participant left) closes a visit in progress. Other events, rooms
+	// that are not a visit's (`{account_code}-visit-{visit_id}`) and moves a visit has
+	// already made answer 200 and change nothing, so LiveKit does not retry them. A
+	// move is audited as the system (`visit.inprogress`, `visit.close`). 404 when the
+	// server has no LiveKit.
+	//
+	// Takes a body of the `application/webhook+json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/livekit/webhook (the `PostLivekitWebhook` operationId).
+	PostLivekitWebhookWithApplicationWebhookPlusJSONBodyWithResponse(ctx context.Context, body PostLivekitWebhookApplicationWebhookPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*PostLivekitWebhookResponse, error)
+
 	// GetMeWithResponse The caller's profile
 	//
 	// Audited as `user.read`.
@@ -30396,6 +30594,82 @@ func (r PostIntakesByIdResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r PostIntakesByIdResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PostLivekitWebhookResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DataTrue
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *TooLarge
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostLivekitWebhookResponse) GetJSON200() *DataTrue {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostLivekitWebhookResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostLivekitWebhookResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostLivekitWebhookResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r PostLivekitWebhookResponse) GetJSON413() *TooLarge {
+	return r.JSON413
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PostLivekitWebhookResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PostLivekitWebhookResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostLivekitWebhookResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostLivekitWebhookResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostLivekitWebhookResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -38844,6 +39118,58 @@ func (c *ClientWithResponses) PostIntakesByIdWithFormdataBodyWithResponse(ctx co
 	return ParsePostIntakesByIdResponse(rsp)
 }
 
+// PostLivekitWebhookWithBodyWithResponse LiveKit's webhook (calls through a LiveKit server)
+//
+// Where a LiveKit server configured with `--livekit-url` reports what happened in a
+// visit's room (LiveKit's `webhook.urls` setting; the API key is the one given as
+// `--livekit-api-key`). The credential is LiveKit's signature: the `Authorization`
+// header is a JWT (HS256) issued by the API key and signed with its secret, whose
+// `sha256` claim is the base64 SHA-256 of the body; anything else answers 401.
+// `participant_joined` by the visit's provider moves the visit to in progress (as
+// their join does); `room_finished` (the room closed, `LiveKitRoomEmpty`, 5 minutes,
+// after its last participant left) closes a visit in progress. Other events, rooms
+// that are not a visit's (`{account_code}-visit-{visit_id}`) and moves a visit has
+// already made answer 200 and change nothing, so LiveKit does not retry them. A
+// move is audited as the system (`visit.inprogress`, `visit.close`). 404 when the
+// server has no LiveKit.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/livekit/webhook (the `PostLivekitWebhook` operationId).
+func (c *ClientWithResponses) PostLivekitWebhookWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostLivekitWebhookResponse, error) {
+	rsp, err := c.PostLivekitWebhookWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostLivekitWebhookResponse(rsp)
+}
+
+// PostLivekitWebhookWithApplicationWebhookPlusJSONBodyWithResponse LiveKit's webhook (calls through a LiveKit server)
+//
+// Where a LiveKit server configured with `--livekit-url` reports what happened in a
+// visit's room (LiveKit's `webhook.urls` setting; the API key is the one given as
+// `--livekit-api-key`). The credential is LiveKit's signature: the `Authorization`
+// header is a JWT (HS256) issued by the API key and signed with its secret, whose
+// `sha256` claim is the base64 SHA-256 of the body; anything else answers 401.
+// `participant_joined` by the visit's provider moves the visit to in progress (as
+// their join does); `room_finished` (the room closed, `LiveKitRoomEmpty`, 5 minutes,
+// after its last participant left) closes a visit in progress. Other events, rooms
+// that are not a visit's (`{account_code}-visit-{visit_id}`) and moves a visit has
+// already made answer 200 and change nothing, so LiveKit does not retry them. A
+// move is audited as the system (`visit.inprogress`, `visit.close`). 404 when the
+// server has no LiveKit.
+//
+// Takes a body of the `application/webhook+json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/livekit/webhook (the `PostLivekitWebhook` operationId).
+func (c *ClientWithResponses) PostLivekitWebhookWithApplicationWebhookPlusJSONBodyWithResponse(ctx context.Context, body PostLivekitWebhookApplicationWebhookPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*PostLivekitWebhookResponse, error) {
+	rsp, err := c.PostLivekitWebhookWithApplicationWebhookPlusJSONBody(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostLivekitWebhookResponse(rsp)
+}
+
 // GetMeWithResponse The caller's profile
 //
 // Audited as `user.read`.
@@ -44546,6 +44872,67 @@ func ParsePostIntakesByIdResponse(rsp *http.Response) (*PostIntakesByIdResponse,
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePostLivekitWebhookResponse parses an HTTP response from a PostLivekitWebhookWithResponse call
+func ParsePostLivekitWebhookResponse(rsp *http.Response) (*PostLivekitWebhookResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostLivekitWebhookResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DataTrue
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest TooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
 	}
 
 	return response, nil

@@ -302,6 +302,9 @@ func (a *App) JoinCall(ctx context.Context, p *clinic.Principal, id int64) (*Cal
 	out := &CallJoin{Status: v.Status, Role: role}
 	name := p.User.FullName()
 	if lk := a.cfg.LiveKit; lk.Enabled() {
+		if err := a.openLiveKitRoom(ctx, p.Account, v.ID); err != nil {
+			return nil, err
+		}
 		out.LiveKitURL = lk.URL
 		if out.LiveKitToken, err = lk.RoomToken(a.LiveKitRoom(p.Account, v.ID), videoIdentity(p.User), name, media.LiveKitTokenTTL); err != nil {
 			return nil, err

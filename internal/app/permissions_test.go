@@ -186,6 +186,7 @@ var noPrincipal = map[string]string{
 	"AuthRedirect":             "the one-time SSO token in the link is the credential",
 	"ViewFile":                 "the signed, expiring link is the credential",
 	"OpenRecording":            "the signed, expiring link is the credential",
+	"LiveKitWebhook":           "the LiveKit server's signature over the body is the credential",
 	"Run":                      "the server's delivery loops",
 	"DeliverEligibility":       "the server's delivery loops",
 	"DeliverReminders":         "the server's delivery loops",

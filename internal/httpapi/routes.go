@@ -172,6 +172,9 @@ func (s *Server) registerRoutes() {
 	// The webhook's settings and deliveries (spec: Events, "not shown"; admin).
 	s.handle("GET", "/api_v3/account/settings", app.NeedAdmin, famCode, s.getAccountSettings)
 	s.handle("POST", "/api_v3/account/settings", app.NeedAdmin, famCode, s.setAccountSettings)
+	// LiveKit's webhook (extension): its signature is the credential.
+	s.handleRaw("POST", "/api_v3/livekit/webhook", app.NeedNone, famCode, s.liveKitWebhook)
+
 	s.handle("GET", "/api_v3/webhooks/deliveries", app.NeedAdmin, famCode, s.listDeliveries)
 	s.handle("POST", "/api_v3/webhooks/deliveries/{id}/redeliver", app.NeedAdmin, famCode, s.redeliver)
 

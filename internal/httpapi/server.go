@@ -86,6 +86,9 @@ type Route struct {
 	// 401: the spec's status table says so for visit messages, whose 401
 	// is for a token that is not valid.
 	missingTokenInvalid bool
+	// rawBody leaves the body unparsed for the handler, which reads its
+	// bytes (up to the body limit): a signature covers them.
+	rawBody bool
 }
 
 // handlerFunc is an endpoint: it writes its success response itself and
@@ -171,6 +174,11 @@ func (s *Server) handleUpload(method, path string, need app.Need, fam family, li
 	s.add(Route{Method: method, Path: path, need: need, fam: fam, h: h, lim: limits{body: s.cfg.MaxBodyBytes, file: limit}})
 }
 
+// handleRaw registers an endpoint that reads its body's bytes itself.
+func (s *Server) handleRaw(method, path string, need app.Need, fam family, h handlerFunc) {
+	s.add(Route{Method: method, Path: path, need: need, fam: fam, h: h, lim: limits{body: s.cfg.MaxBodyBytes}, rawBody: true})
+}
+
 // handleSlotList registers an endpoint that answers a long slot list: it
 // waits for one of the MaxSlotLists turns after authentication.
 func (s *Server) handleSlotList(method, path string, need app.Need, fam family, h handlerFunc) {
@@ -213,6 +221,14 @@ func (s *Server) adapt(rt Route) http.Handler {
 		}
 		if err == nil {
 			info.SetPrincipal(p)
+			if rt.rawBody {
+				r.Body = http.MaxBytesReader(w, r.Body, rt.lim.body)
+				err = s.runOnce(w, r, rt, &call{p: p, creds: creds, need: rt.need})
+				if err != nil {
+					s.fail(w, r, rt.fam, err)
+				}
+				return
+			}
 			params, perr := parseParams(r, w, rt.lim)
 			if params != nil {
 				defer params.RemoveFiles()

@@ -1,7 +1,17 @@
 package media
 
 import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -73,4 +83,87 @@ func (l LiveKit) RoomToken(room, identity, name string, ttl time.Duration) (stri
 // RoomToken its call page is given.
 func (l LiveKit) IdentityToken(identity, name string, ttl time.Duration) (string, error) {
 	return l.token(identity, name, liveKitGrant{}, ttl)
+}
+
+// HTTPURL is the LiveKit server's HTTP address, where its server API (Twirp)
+// answers: the wss:// URL pages connect to, as https://.
+func (l LiveKit) HTTPURL() string {
+	switch {
+	case strings.HasPrefix(l.URL, "wss://"):
+		return "https://" + strings.TrimPrefix(l.URL, "wss://")
+	case strings.HasPrefix(l.URL, "ws://"):
+		return "http://" + strings.TrimPrefix(l.URL, "ws://")
+	}
+	return l.URL
+}
+
+// liveKitAPITTL is how long a token for one server API call is valid.
+const liveKitAPITTL = time.Minute
+
+// CreateRoom makes room on the LiveKit server through its server API
+// (RoomService.CreateRoom over Twirp, JSON), or finds it there: LiveKit
+// answers an existing room's name with that room. emptyTimeout is how long
+// the room stays once empty (or before anyone joins), after which LiveKit
+// closes it and reports room_finished; maxParticipants bounds the call
+// (0: LiveKit's default).
+func (l LiveKit) CreateRoom(ctx context.Context, hc *http.Client, room string, emptyTimeout time.Duration, maxParticipants int) error {
+	now := time.Now()
+	claims := struct {
+		jwt.RegisteredClaims
+		Video struct {
+			RoomCreate bool `json:"roomCreate"`
+		} `json:"video"`
+	}{RegisteredClaims: jwt.RegisteredClaims{Issuer: l.Key, IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(liveKitAPITTL))}}
+	claims.Video.RoomCreate = true
+	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(l.Secret))
+	if err != nil {
+		return fmt.Errorf("livekit create room: %w", err)
+	}
+	body, _ := json.Marshal(map[string]any{"name": room, "empty_timeout": int(emptyTimeout / time.Second), "max_participants": maxParticipants})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(l.HTTPURL(), "/")+"/twirp/livekit.RoomService/CreateRoom", bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("livekit create room: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+tok)
+	res, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("livekit create room: %w", err)
+	}
+	defer res.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("livekit create room: %s: %s", res.Status, bytes.TrimSpace(msg))
+	}
+	var got struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(msg, &got); err != nil || got.Name != room {
+		return fmt.Errorf("livekit create room: unexpected answer %q", msg)
+	}
+	return nil
+}
+
+// ErrWebhookSignature is a webhook request LiveKit did not sign.
+var ErrWebhookSignature = errors.New("livekit webhook: not signed by the configured LiveKit server")
+
+// VerifyWebhook checks a webhook request as LiveKit signs it: the
+// Authorization header is a JWT (HS256) issued by this API key, signed
+// with its secret, unexpired, whose sha256 claim is the body's SHA-256 in
+// base64.
+func (l LiveKit) VerifyWebhook(authorization string, body []byte) error {
+	var claims struct {
+		jwt.RegisteredClaims
+		SHA256 string `json:"sha256"`
+	}
+	_, err := jwt.ParseWithClaims(strings.TrimPrefix(authorization, "Bearer "), &claims, func(*jwt.Token) (any, error) { return []byte(l.Secret), nil },
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}), jwt.WithIssuer(l.Key), jwt.WithExpirationRequired(), jwt.WithLeeway(30*time.Second))
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrWebhookSignature, err)
+	}
+	sum := sha256.Sum256(body)
+	if subtle.ConstantTimeCompare([]byte(claims.SHA256), []byte(base64.StdEncoding.EncodeToString(sum[:]))) != 1 {
+		return fmt.Errorf("%w: the body's checksum does not match", ErrWebhookSignature)
+	}
+	return nil
 }

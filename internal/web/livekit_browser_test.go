@@ -3,41 +3,22 @@
 package web_test
 
 import (
-	"net/http"
-	"net/http/httptest"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"teleclinic/internal/app"
-	"teleclinic/internal/media"
 	"teleclinic/internal/testenv"
 )
 
 // TestBrowser_CallLiveKit: in a browser, the visit page's Join connects to
 // the configured LiveKit address with the token of the visit's room. A
-// stand-in for the LiveKit server records what the page presents.
+// stand-in for the LiveKit server (testenv) records what the page presents.
 func TestBrowser_CallLiveKit(t *testing.T) {
 	browser := chrome(t)
-	var mu sync.Mutex
-	var tokens []string
-	sfu := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok := r.URL.Query().Get("access_token")
-		if tok == "" {
-			tok = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-		}
-		if tok != "" {
-			mu.Lock()
-			tokens = append(tokens, tok)
-			mu.Unlock()
-		}
-		http.Error(w, "not a LiveKit server", http.StatusUnauthorized)
-	}))
-	t.Cleanup(sfu.Close)
-	lk := media.LiveKit{URL: "ws" + strings.TrimPrefix(sfu.URL, "http"), Key: "APIvisits", Secret: liveKitSecret}
+	sfu := testenv.NewLiveKitStandIn(t)
+	lk := sfu.Config()
 	f := newFixture(t, testenv.Options{Clock: testenv.ClockAt(time.Now()), Config: func(c *app.Config) { c.LiveKit = lk }})
 	f.accept(t)
 	patient := separate(t, browser)
@@ -51,11 +32,9 @@ func TestBrowser_CallLiveKit(t *testing.T) {
 	}
 	var got string
 	for end := time.Now().Add(10 * time.Second); got == "" && time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		mu.Lock()
-		if len(tokens) > 0 {
-			got = tokens[0]
+		if toks := sfu.Tokens(); len(toks) > 0 {
+			got = toks[0]
 		}
-		mu.Unlock()
 	}
 	if got == "" {
 		status, _ := chromedp.Run(patient, chromedp.Text(chromedp.CSS("#call-status")))

@@ -17,7 +17,7 @@ import (
 // protocol/auth, and the visit page that hands its token to the LiveKit
 // address it is configured with.
 
-const liveKitSecret = "a-livekit-secret-of-32-characters!"
+const liveKitSecret = testenv.LiveKitSecret
 
 // checkRoomToken verifies a LiveKit token as LiveKit would and checks that
 // it joins room only, as identity, for at most ten minutes.
@@ -48,7 +48,8 @@ func checkRoomToken(t *testing.T, raw, room, identity string) {
 // peer-to-peer mode), and the visit page is in LiveKit mode: it loads the
 // LiveKit client, and its policy lets it connect to the LiveKit server.
 func TestCall_LiveKit(t *testing.T) {
-	lk := media.LiveKit{URL: "wss://sfu.example", Key: "APIvisits", Secret: liveKitSecret}
+	sfu := testenv.NewLiveKitStandIn(t)
+	lk := sfu.Config()
 	f := newFixture(t, testenv.Options{Config: func(c *app.Config) { c.LiveKit = lk }})
 	f.accept(t)
 	pat, other := newBrowser(t, f.e), newBrowser(t, f.e)
@@ -57,7 +58,7 @@ func TestCall_LiveKit(t *testing.T) {
 	if pg.Status != 200 || !strings.Contains(pg.Body, `data-mode="livekit"`) || !strings.Contains(pg.Body, "/static/vendor/livekit-client-2.23.0.umd.js") {
 		t.Fatalf("visit page in LiveKit mode: %d %s", pg.Status, pg.Body)
 	}
-	if csp := pg.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "connect-src 'self' wss://sfu.example https://sfu.example;") || !strings.Contains(csp, "script-src 'self'") {
+	if csp := pg.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "connect-src 'self' "+lk.URL+" "+lk.HTTPURL()+";") || !strings.Contains(csp, "script-src 'self'") {
 		t.Fatalf("CSP: %q", csp)
 	}
 	if js := pat.get("/static/vendor/livekit-client-2.23.0.umd.js"); js.Status != 200 || !strings.Contains(js.Body, "LivekitClient") {
@@ -68,6 +69,18 @@ func TestCall_LiveKit(t *testing.T) {
 		t.Fatalf("join: %d %s", res.Status, res.Body)
 	}
 	checkRoomToken(t, j.Token, "acme-visit-"+itoa(f.visitID), f.user(t, f.p1Token).User.SvcID)
+	// The join made the visit's room on the LiveKit server first, with
+	// its empty timeout, through LiveKit's server API.
+	room := "acme-visit-" + itoa(f.visitID)
+	if got := sfu.Rooms()[room]; got.EmptyTimeout != int(app.LiveKitRoomEmpty/time.Second) || got.MaxParticipants != app.LiveKitMaxParticipants {
+		t.Fatalf("rooms made: %+v", sfu.Rooms())
+	}
+	// LiveKit down: the join says so (502, the upstream failed), and hands out no token.
+	sfu.Fail(true)
+	if res, _ := pat.join(t, f); res.Status != 502 || strings.Contains(res.Body, "livekit_token") {
+		t.Fatalf("join with LiveKit down: %d %s", res.Status, res.Body)
+	}
+	sfu.Fail(false)
 	f.redirectLogin(t, other, f.p2Token, "/visits", nil)
 	if res, _ := other.join(t, f); res.Status != 403 || strings.Contains(res.Body, "livekit_token") {
 		t.Fatalf("another patient: %d %s", res.Status, res.Body)

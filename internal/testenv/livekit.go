@@ -1,0 +1,117 @@
+package testenv
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/livekit/protocol/auth"
+
+	"teleclinic/internal/media"
+)
+
+// LiveKitKey and LiveKitSecret are the API key pair of the LiveKit
+// stand-in (and of a LiveKit server started with --dev: devkey/secret is
+// its own, too short for production).
+const (
+	LiveKitKey    = "APIvisits"
+	LiveKitSecret = "a-livekit-secret-of-32-characters!"
+)
+
+// LiveKitStandIn answers the part of a LiveKit server's API the clinic
+// server calls (RoomService.CreateRoom over Twirp, JSON), checking each
+// call's token with LiveKit's own protocol/auth as LiveKit would, and
+// records the rooms made and the tokens pages present to it. It carries
+// no media: a call through it does not connect.
+type LiveKitStandIn struct {
+	URL string // ws://…, as --livekit-url takes it
+
+	mu     sync.Mutex
+	rooms  map[string]RoomRequest
+	tokens []string
+	fail   bool
+}
+
+// RoomRequest is a CreateRoom call as the stand-in received it.
+type RoomRequest struct {
+	Name            string `json:"name"`
+	EmptyTimeout    int    `json:"empty_timeout"`
+	MaxParticipants int    `json:"max_participants"`
+}
+
+// NewLiveKitStandIn starts a stand-in, closed when t ends.
+func NewLiveKitStandIn(t testing.TB) *LiveKitStandIn {
+	s := &LiveKitStandIn{rooms: map[string]RoomRequest{}}
+	srv := httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(srv.Close)
+	s.URL = "ws" + strings.TrimPrefix(srv.URL, "http")
+	return s
+}
+
+// Config is the clinic server's setting for the stand-in.
+func (s *LiveKitStandIn) Config() media.LiveKit {
+	return media.LiveKit{URL: s.URL, Key: LiveKitKey, Secret: LiveKitSecret}
+}
+
+// Rooms is the rooms made so far, by name.
+func (s *LiveKitStandIn) Rooms() map[string]RoomRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]RoomRequest, len(s.rooms))
+	for k, v := range s.rooms {
+		out[k] = v
+	}
+	return out
+}
+
+// Tokens is the access tokens pages presented (the signalling connection).
+func (s *LiveKitStandIn) Tokens() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.tokens...)
+}
+
+// Fail makes the API answer 503, as a LiveKit server that is down.
+func (s *LiveKitStandIn) Fail(on bool) { s.mu.Lock(); s.fail = on; s.mu.Unlock() }
+
+func (s *LiveKitStandIn) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r.URL.Path != "/twirp/livekit.RoomService/CreateRoom" {
+		// A page's signalling connection: record its token, refuse it.
+		tok := r.URL.Query().Get("access_token")
+		if tok == "" {
+			tok = strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+		}
+		if tok != "" {
+			s.tokens = append(s.tokens, tok)
+		}
+		http.Error(w, "not a LiveKit server", http.StatusUnauthorized)
+		return
+	}
+	if s.fail {
+		http.Error(w, `{"code":"unavailable","msg":"down"}`, http.StatusServiceUnavailable)
+		return
+	}
+	parsed, err := auth.ParseAPIToken(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
+	if err != nil || parsed.APIKey() != LiveKitKey {
+		http.Error(w, `{"code":"unauthenticated"}`, http.StatusUnauthorized)
+		return
+	}
+	_, grants, err := parsed.Verify(LiveKitSecret)
+	if err != nil || grants.Video == nil || !grants.Video.RoomCreate {
+		http.Error(w, `{"code":"permission_denied"}`, http.StatusForbidden)
+		return
+	}
+	var req RoomRequest
+	if r.Header.Get("Content-Type") != "application/json" || json.NewDecoder(r.Body).Decode(&req) != nil || req.Name == "" {
+		http.Error(w, `{"code":"malformed"}`, http.StatusBadRequest)
+		return
+	}
+	s.rooms[req.Name] = req
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"sid": "RM_" + req.Name, "name": req.Name, "empty_timeout": req.EmptyTimeout, "max_participants": req.MaxParticipants})
+}
