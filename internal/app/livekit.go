@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/media"
 )
 
 // With --livekit-url, a LiveKit server carries the calls: the server makes
@@ -20,11 +21,14 @@ import (
 // the room closing ends it.
 
 // LiveKitRoomEmpty is how long a visit's LiveKit room waits for its first
-// participant, and stays once everyone has left, before LiveKit closes it
-// (and reports room_finished, which ends the visit). Long enough for a
-// page reload or a dropped connection, short enough that a visit whose
-// people have gone ends the same hour.
+// participant before LiveKit closes it (and reports room_finished, which
+// ends a visit in progress).
 const LiveKitRoomEmpty = 5 * time.Minute
+
+// LiveKitDeparture is how long a visit's room stays after its last
+// participant left: long enough for a page reload or a dropped
+// connection, short enough that a visit whose people have gone ends.
+const LiveKitDeparture = 2 * time.Minute
 
 // LiveKitMaxParticipants bounds a visit's LiveKit room: a group visit
 // (the patient, providers, an interpreter, family) fits.
@@ -38,7 +42,13 @@ const liveKitHTTPTimeout = 10 * time.Second
 // openLiveKitRoom makes visit v's room on the LiveKit server, or finds it.
 func (a *App) openLiveKitRoom(ctx context.Context, acct *clinic.Account, visitID int64) error {
 	hc := &http.Client{Timeout: liveKitHTTPTimeout}
-	if err := a.cfg.LiveKit.CreateRoom(ctx, hc, a.LiveKitRoom(acct, visitID), LiveKitRoomEmpty, LiveKitMaxParticipants); err != nil {
+	lk := a.cfg.LiveKit
+	departure := lk.Departure
+	if departure == 0 {
+		departure = LiveKitDeparture
+	}
+	r := media.Room{Name: a.LiveKitRoom(acct, visitID), EmptyTimeout: LiveKitRoomEmpty, DepartureTimeout: departure, MaxParticipants: LiveKitMaxParticipants}
+	if err := lk.CreateRoom(ctx, hc, r); err != nil {
 		a.log.Error("livekit: the visit's room", "account_id", acct.ID, "visit_id", visitID, "err", err)
 		return clinic.Errorf(clinic.EUnavailable, "The video service is not answering. Try joining again in a moment.")
 	}

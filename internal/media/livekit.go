@@ -23,6 +23,9 @@ import (
 type LiveKit struct {
 	URL         string // wss://… as livekit-client's connect takes it
 	Key, Secret string // an API key of the server and its secret
+	// Departure is how long a visit's room stays after its last
+	// participant left (0: the app's default); tests shorten it.
+	Departure time.Duration
 }
 
 // Enabled reports whether calls go through LiveKit.
@@ -100,13 +103,21 @@ func (l LiveKit) HTTPURL() string {
 // liveKitAPITTL is how long a token for one server API call is valid.
 const liveKitAPITTL = time.Minute
 
+// Room is a LiveKit room to make: its name, how long it waits for its
+// first participant (EmptyTimeout) and stays after its last one left
+// (DepartureTimeout) before LiveKit closes it and reports room_finished,
+// and how many may be in it (0: LiveKit's default).
+type Room struct {
+	Name                           string
+	EmptyTimeout, DepartureTimeout time.Duration
+	MaxParticipants                int
+}
+
 // CreateRoom makes room on the LiveKit server through its server API
 // (RoomService.CreateRoom over Twirp, JSON), or finds it there: LiveKit
-// answers an existing room's name with that room. emptyTimeout is how long
-// the room stays once empty (or before anyone joins), after which LiveKit
-// closes it and reports room_finished; maxParticipants bounds the call
-// (0: LiveKit's default).
-func (l LiveKit) CreateRoom(ctx context.Context, hc *http.Client, room string, emptyTimeout time.Duration, maxParticipants int) error {
+// answers an existing room's name with that room.
+func (l LiveKit) CreateRoom(ctx context.Context, hc *http.Client, r Room) error {
+	room := r.Name
 	now := time.Now()
 	claims := struct {
 		jwt.RegisteredClaims
@@ -119,7 +130,8 @@ func (l LiveKit) CreateRoom(ctx context.Context, hc *http.Client, room string, e
 	if err != nil {
 		return fmt.Errorf("livekit create room: %w", err)
 	}
-	body, _ := json.Marshal(map[string]any{"name": room, "empty_timeout": int(emptyTimeout / time.Second), "max_participants": maxParticipants})
+	body, _ := json.Marshal(map[string]any{"name": room, "empty_timeout": int(r.EmptyTimeout / time.Second),
+		"departure_timeout": int(r.DepartureTimeout / time.Second), "max_participants": r.MaxParticipants})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(l.HTTPURL(), "/")+"/twirp/livekit.RoomService/CreateRoom", bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("livekit create room: %w", err)

@@ -2,11 +2,16 @@ package testenv
 
 import (
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/livekit/protocol/auth"
 
@@ -37,9 +42,10 @@ type LiveKitStandIn struct {
 
 // RoomRequest is a CreateRoom call as the stand-in received it.
 type RoomRequest struct {
-	Name            string `json:"name"`
-	EmptyTimeout    int    `json:"empty_timeout"`
-	MaxParticipants int    `json:"max_participants"`
+	Name             string `json:"name"`
+	EmptyTimeout     int    `json:"empty_timeout"`
+	DepartureTimeout int    `json:"departure_timeout"`
+	MaxParticipants  int    `json:"max_participants"`
 }
 
 // NewLiveKitStandIn starts a stand-in, closed when t ends.
@@ -114,4 +120,90 @@ func (s *LiveKitStandIn) serve(w http.ResponseWriter, r *http.Request) {
 	s.rooms[req.Name] = req
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(map[string]any{"sid": "RM_" + req.Name, "name": req.Name, "empty_timeout": req.EmptyTimeout, "max_participants": req.MaxParticipants})
+}
+
+// EnvLiveKitServer names the variable holding the path of a livekit-server
+// binary (.ci/run builds v1.13.5 from its module); without it the tests
+// that need a running LiveKit server skip, saying so.
+const EnvLiveKitServer = "TELECLINIC_LIVEKIT_SERVER"
+
+// liveKitServerKey/Secret are the key pair a started LiveKit server takes.
+const (
+	liveKitServerKey    = "devkey"
+	liveKitServerSecret = "a-livekit-dev-secret-of-32-chars!!"
+)
+
+// LiveKitServer is a running LiveKit server, stopped when its test ends.
+type LiveKitServer struct {
+	media.LiveKit
+	Log *SyncBuffer // its log, for a failing test's message
+}
+
+// FreePort is a TCP port of 127.0.0.1 nothing listens on now.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// StartLiveKit starts the LiveKit server at $TELECLINIC_LIVEKIT_SERVER on
+// free ports of 127.0.0.1, reporting its rooms to webhookURL, and waits
+// until it answers. It skips t when the variable is unset.
+func StartLiveKit(t testing.TB, port int, webhookURL string) *LiveKitServer {
+	t.Helper()
+	bin := os.Getenv(EnvLiveKitServer)
+	if bin == "" {
+		t.Skip("no LiveKit server: set " + EnvLiveKitServer + " to a livekit-server binary (.ci/run builds one)")
+	}
+	udp := FreePort(t) // a TCP port free now; its UDP twin is most likely free too
+	config := fmt.Sprintf(`port: %d
+bind_addresses: ["127.0.0.1"]
+rtc:
+  tcp_port: %d
+  udp_port: %d
+  use_external_ip: false
+  node_ip: 127.0.0.1
+keys:
+  %s: %s
+webhook:
+  api_key: %s
+  urls: [%q]
+logging:
+  level: info
+`, port, FreePort(t), udp, liveKitServerKey, liveKitServerSecret, liveKitServerKey, webhookURL)
+	logs := &SyncBuffer{}
+	cmd := exec.Command(bin, "--config-body", config)
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("livekit-server: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	base := fmt.Sprintf("http://127.0.0.1:%d", port)
+	for end := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		res, err := http.Get(base + "/")
+		if err == nil {
+			res.Body.Close()
+			if res.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(end) {
+			t.Fatalf("livekit-server did not answer within 20 s:\n%s", logs.String())
+		}
+	}
+	return &LiveKitServer{LiveKit: media.LiveKit{URL: fmt.Sprintf("ws://127.0.0.1:%d", port), Key: liveKitServerKey, Secret: liveKitServerSecret}, Log: logs}
 }

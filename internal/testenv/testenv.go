@@ -28,6 +28,7 @@ import (
 	"teleclinic/internal/edge"
 	"teleclinic/internal/httpapi"
 	"teleclinic/internal/live"
+	"teleclinic/internal/media"
 	"teleclinic/internal/metrics"
 	"teleclinic/internal/store"
 	"teleclinic/internal/web"
@@ -170,6 +171,10 @@ type Options struct {
 	KeepAlive time.Duration
 	// StripeJS is where the payment page loads Stripe.js from.
 	StripeJS string
+	// LiveKit, when set, is called with the server's address before it
+	// starts and gives its LiveKit setting: a LiveKit server started for
+	// the test reports to the server's webhook (StartLiveKit).
+	LiveKit func(serverURL string) media.LiveKit
 }
 
 // Env is one running server.
@@ -244,6 +249,9 @@ func New(t testing.TB, opts ...Options) *Env {
 	if o.PortalHere {
 		cfg.BaseURL = "http://" + srv.Listener.Addr().String()
 		cfg.PortalURL = cfg.BaseURL
+	}
+	if o.LiveKit != nil {
+		cfg.LiveKit = o.LiveKit("http://" + srv.Listener.Addr().String())
 	}
 	reg := metrics.New()
 	cfg.Metrics = reg

@@ -3,12 +3,18 @@
 package web_test
 
 import (
+	"context"
+	"sort"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/media"
 	"teleclinic/internal/testenv"
 )
 
@@ -43,4 +49,103 @@ func TestBrowser_CallLiveKit(t *testing.T) {
 	checkRoomToken(t, got, "acme-visit-"+itoa(f.visitID), f.user(t, f.p1Token).User.SvcID)
 	// The stand-in refuses; the page says the call could not start.
 	waitText(t, patient, "#call-status", "could not")
+}
+
+// TestBrowser_CallThroughLiveKit: a call through a running LiveKit server
+// (built by .ci/run; skipped without one). The patient and the provider
+// join; each receives the other's video and sound through the SFU; a
+// guest invited by the provider joins and all three receive the two
+// others; when everyone has left, LiveKit closes the room and reports it
+// to the server's webhook, which completes the visit. The call's set-up
+// time (Join to the first remote frame) is logged beside the P2P figure.
+func TestBrowser_CallThroughLiveKit(t *testing.T) {
+	port := testenv.FreePort(t)
+	var lk *testenv.LiveKitServer
+	f := newFixture(t, testenv.Options{PortalHere: true, Clock: testenv.ClockAt(time.Now()), LiveKit: func(base string) media.LiveKit {
+		lk = testenv.StartLiveKit(t, port, base+"/api_v3/livekit/webhook")
+		c := lk.LiveKit
+		c.Departure = 2 * time.Second
+		return c
+	}})
+	browser := chrome(t)
+	f.accept(t)
+	patient, provider := visitPages(t, browser, f, f.e.URL)
+	mode, err := chromedp.Run(patient, chromedp.Evaluate[string](`window.teleclinicCall.mode`))
+	if err != nil || mode != "livekit" {
+		t.Fatalf("page mode %q: %v", mode, err)
+	}
+	joinCall(t, patient)
+	joinCall(t, provider)
+	waitText(t, provider, "#visit-status", "in progress")
+	receiving(t, provider, "the provider")
+	receiving(t, patient, "the patient")
+	t.Logf("call set-up through LiveKit, Join to the first remote frame: %.0f ms", setupMillis(t, provider))
+	// Recording (consent on the server's call signals) is the mesh's.
+	if hidden, err := chromedp.Run(provider, chromedp.Evaluate[bool](`document.getElementById("call-record").hidden`)); err != nil || !hidden {
+		t.Fatalf("the provider is offered to record a LiveKit call (%v)", err)
+	}
+
+	guest := separate(t, browser)
+	browserStep(t, provider, "the provider invites a guest", chromedp.Click(chromedp.CSS("#call-invite")), chromedp.WaitVisible(chromedp.CSS("#invite-link")))
+	link, err := chromedp.Run(provider, chromedp.Evaluate[string](`document.getElementById("invite-link").value`))
+	if err != nil || !strings.Contains(link, "/invite/acme/") {
+		t.Fatalf("invitation link %q: %v", link, err)
+	}
+	browserStep(t, guest, "the guest opens the invitation", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#first_name")))
+	browserStep(t, guest, "the guest gives a name and continues",
+		chromedp.SendKeys(chromedp.CSS("#first_name"), "Ines"),
+		chromedp.SendKeys(chromedp.CSS("#last_name"), "Interpreter"),
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Continue"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#call-join")))
+	joinCall(t, guest)
+	for who, ctx := range map[string]context.Context{"the guest": guest, "the patient": patient, "the provider": provider} {
+		fromBoth(t, ctx, who)
+	}
+	waitText(t, patient, ".stage", "Ines Interpreter")
+	screenshot(t, guest, "call-livekit-guest")
+
+	for _, ctx := range []context.Context{guest, patient, provider} {
+		leaveCall(t, ctx)
+	}
+	// The room closes Departure after the last one left; LiveKit's
+	// room_finished, signed with the API secret, ends the visit.
+	waitFor(t, "LiveKit's room_finished completes the visit", func() bool {
+		v, err := f.e.Store.Read().VisitByID(context.Background(), f.key.Account.ID, f.visitID)
+		return err == nil && v.Status == clinic.VisitCompleted
+	})
+	if !strings.Contains(lk.Log.String(), "room_finished") && testing.Verbose() {
+		t.Logf("LiveKit's log:\n%s", lk.Log.String())
+	}
+}
+
+// TestBrowser_CallSetupTimeLiveKit: the call's set-up time through a
+// running LiveKit server, ten times, as TestBrowser_CallSetupTime measures
+// it peer to peer: the provider joins the room the patient is in, and the
+// time from their Join to the patient's first frame on their page is
+// logged (median, min, max). The patient stays, so the room does too.
+func TestBrowser_CallSetupTimeLiveKit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("ten calls")
+	}
+	port := testenv.FreePort(t)
+	f := newFixture(t, testenv.Options{Clock: testenv.ClockAt(time.Now()), LiveKit: func(base string) media.LiveKit {
+		return testenv.StartLiveKit(t, port, base+"/api_v3/livekit/webhook").LiveKit
+	}})
+	browser := chromeFor(t, 5*time.Minute)
+	f.accept(t)
+	patient, provider := visitPages(t, browser, f, f.e.URL)
+	joinCall(t, patient)
+	var times []float64
+	for i := range 10 {
+		joinCall(t, provider)
+		receiving(t, provider, "the provider, call "+strconv.Itoa(i+1))
+		times = append(times, setupMillis(t, provider))
+		leaveCall(t, provider)
+		waitFor(t, "the patient's page sees the provider leave", func() bool {
+			n, err := chromedp.Run(patient, chromedp.Evaluate[int](`window.teleclinicCall.peers().length`))
+			return err == nil && n == 0
+		})
+	}
+	sort.Float64s(times)
+	t.Logf("call set-up through LiveKit, Join to first remote frame, 10 calls: median %.0f ms, min %.0f, max %.0f", (times[4]+times[5])/2, times[0], times[9])
 }

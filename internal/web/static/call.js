@@ -910,8 +910,36 @@
     }
     room = new LK.Room({ adaptiveStream: true, dynacast: true });
     room.on(LK.RoomEvent.TrackSubscribed, function (track, pub, participant) {
-      var p = peers[participant.identity] || (peers[participant.identity] = { id: participant.identity, view: tile(participant.identity, participant.name), pc: { close: function () {} } });
-      track.attach(track.kind === "video" ? p.view.video : undefined);
+      var p = peers[participant.identity];
+      if (!p) {
+        p = peers[participant.identity] = { id: participant.identity, view: tile(participant.identity, participant.name), tracks: [] };
+        // What the page asks of a peer connection, over the SFU's: the
+        // state, and the statistics of this participant's tracks.
+        p.pc = {
+          connectionState: "connected",
+          close: function () {},
+          getStats: function () {
+            return Promise.all(p.tracks.map(function (t) {
+              return t.getRTCStatsReport ? t.getRTCStatsReport() : undefined;
+            })).then(function (reports) {
+              var all = new Map();
+              reports.forEach(function (r) {
+                if (r) {
+                  r.forEach(function (v, k) { all.set(k, v); });
+                }
+              });
+              return all;
+            });
+          }
+        };
+      }
+      p.tracks.push(track);
+      if (track.kind === "video") {
+        track.attach(p.view.video);
+      } else {
+        // The sound plays from an element in the participant's tile.
+        p.view.fig.appendChild(track.attach());
+      }
     });
     room.on(LK.RoomEvent.ParticipantDisconnected, function (participant) {
       drop(participant.identity);
