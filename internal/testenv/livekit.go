@@ -137,6 +137,7 @@ const (
 type LiveKitServer struct {
 	media.LiveKit
 	Log *SyncBuffer // its log, for a failing test's message
+	Pid int         // its process, for its CPU and memory (/proc)
 }
 
 // FreePort is a TCP port of 127.0.0.1 nothing listens on now.
@@ -205,5 +206,5 @@ logging:
 			t.Fatalf("livekit-server did not answer within 20 s:\n%s", logs.String())
 		}
 	}
-	return &LiveKitServer{LiveKit: media.LiveKit{URL: fmt.Sprintf("ws://127.0.0.1:%d", port), Key: liveKitServerKey, Secret: liveKitServerSecret}, Log: logs}
+	return &LiveKitServer{LiveKit: media.LiveKit{URL: fmt.Sprintf("ws://127.0.0.1:%d", port), Key: liveKitServerKey, Secret: liveKitServerSecret}, Log: logs, Pid: cmd.Process.Pid}
 }

@@ -68,7 +68,15 @@ func joinCall(t *testing.T, ctx context.Context) {
 	})
 	step, cancel := context.WithTimeout(ctx, stepBudget)
 	defer cancel()
-	if err := chromedp.Do(step, chromedp.Click(chromedp.CSS("#call-join")), chromedp.WaitVisible(chromedp.CSS("#call-leave"))); err != nil {
+	var err error
+	for range 3 {
+		// A node the page redrew between the lookup and the click is
+		// looked up again.
+		if err = chromedp.Do(step, chromedp.Click(chromedp.CSS("#call-join")), chromedp.WaitVisible(chromedp.CSS("#call-leave"))); err == nil || !strings.Contains(err.Error(), "Could not find node") {
+			break
+		}
+	}
+	if err != nil {
 		status, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#call-status")))
 		t.Fatalf("join: %v (the page says %q)", err, status)
 	}

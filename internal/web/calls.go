@@ -254,9 +254,9 @@ func (s *Server) callOnly(w http.ResponseWriter, r *http.Request) error {
 // callView is the call part of a page for a participant in role.
 func (s *Server) callView(w http.ResponseWriter, id int64, role string) *callView {
 	stun, _ := json.Marshal(s.app.STUNServers())
-	c := &callView{Base: "/visits/start/" + strconv.FormatInt(id, 10) + "/call", Mode: "p2p", Role: role, CanEnd: role == app.CallProvider, STUN: string(stun)}
+	c := &callView{Base: "/visits/start/" + strconv.FormatInt(id, 10) + "/call", Mode: "p2p", Seats: app.MaxCallPeers, Role: role, CanEnd: role == app.CallProvider, STUN: string(stun)}
 	if u := s.app.LiveKitURL(); u != "" {
-		c.Mode = "livekit"
+		c.Mode, c.Seats = "livekit", app.LiveKitMaxParticipants
 		w.Header().Set("Content-Security-Policy", liveKitCSP(u))
 	}
 	return c

@@ -192,6 +192,7 @@ var notices = map[string]string{
 type callView struct {
 	Base   string // the call's routes: {Base}/join, /events, /signal, /leave, /end
 	Mode   string // p2p or livekit
+	Seats  int    // how many people the call takes: the mesh's, or LiveKit's room's
 	Role   string
 	CanEnd bool // the provider ends the visit from the call
 	// OpensIn is how many seconds until an appointment's call opens for

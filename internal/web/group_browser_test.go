@@ -1,0 +1,172 @@
+//go:build browser
+
+package web_test
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"teleclinic/internal/media"
+	"teleclinic/internal/testenv"
+)
+
+// Group visits: the patient, the provider and guests the provider invites
+// (an interpreter, a relative, a second clinician), up to four browser to
+// browser (each page sends to every other) and more through LiveKit. The
+// page says which.
+
+// newInvite has the provider make a one-time link and returns it; prev is
+// the link the provider's page showed before, replaced by the new one.
+func newInvite(t *testing.T, provider context.Context, prev *string) string {
+	t.Helper()
+	browserStep(t, provider, "the provider invites a guest", chromedp.Click(chromedp.CSS("#call-invite")), chromedp.WaitVisible(chromedp.CSS("#invite-link")))
+	waitFor(t, "a new invitation link", func() bool {
+		l, err := chromedp.Run(provider, chromedp.Evaluate[string](`document.getElementById("invite-link").value`))
+		if err != nil || l == "" || l == *prev {
+			return false
+		}
+		*prev = l
+		return true
+	})
+	return *prev
+}
+
+// inviteGuest has the provider make a one-time link, and a new browser
+// context open it, give a name, and join the call.
+func inviteGuest(t *testing.T, browser, provider context.Context, prev *string, first, last string) context.Context {
+	t.Helper()
+	guest := separate(t, browser)
+	link := newInvite(t, provider, prev)
+	browserStep(t, guest, first+" opens the invitation", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#first_name")))
+	browserStep(t, guest, first+" gives a name and continues",
+		chromedp.SendKeys(chromedp.CSS("#first_name"), first),
+		chromedp.SendKeys(chromedp.CSS("#last_name"), last),
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Continue"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#call-join")))
+	joinCall(t, guest)
+	return guest
+}
+
+// receivingFrom waits until the page receives video from n others, within
+// mediaBudget.
+func receivingFrom(t *testing.T, ctx context.Context, who string, n int) {
+	t.Helper()
+	var last []callStats
+	for end := time.Now().Add(mediaBudget); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[[]callStats](`window.teleclinicCall.stats()`, chromedp.EvalAwaitPromise))
+		if err != nil {
+			t.Fatalf("%s: %v", who, err)
+		}
+		last = got
+		k := 0
+		for _, s := range got {
+			if s.VideoBytes > 0 && s.Width > 0 {
+				k++
+			}
+		}
+		if k >= n {
+			return
+		}
+	}
+	t.Fatalf("%s does not receive video from %d others within %v: %+v", who, n, mediaBudget, last)
+}
+
+// TestBrowser_GroupVisitMesh: four people browser to browser, the most
+// a mesh takes: each page receives the three others' video; a fifth is
+// refused, and the page says the call is full.
+func TestBrowser_GroupVisitMesh(t *testing.T) {
+	browser := chromeFor(t, 4*time.Minute)
+	f := newFixture(t, testenv.Options{PortalHere: true})
+	f.accept(t)
+	patient, provider := visitPages(t, browser, f, f.e.URL)
+	if mode, err := chromedp.Run(patient, chromedp.Text(chromedp.CSS("#call-mode"))); err != nil || !strings.Contains(mode, "Browser to browser") || !strings.Contains(mode, "up to 4 people") {
+		t.Fatalf("the page's mode: %q %v", mode, err)
+	}
+	joinCall(t, patient)
+	joinCall(t, provider)
+	waitText(t, provider, "#visit-status", "in progress")
+	receiving(t, provider, "the provider")
+	cpu0 := processCPU(t)
+	pages := map[string]context.Context{"the patient": patient, "the provider": provider}
+	var link string
+	pages["the interpreter"] = inviteGuest(t, browser, provider, &link, "Ines", "Interpreter")
+	pages["the daughter"] = inviteGuest(t, browser, provider, &link, "Dora", "Daughter")
+	for who, ctx := range pages {
+		receivingFrom(t, ctx, who, 3)
+	}
+	cpu1 := processCPU(t)
+	time.Sleep(10 * time.Second)
+	cpu2 := processCPU(t)
+	for who, ctx := range pages {
+		receivingFrom(t, ctx, who, 3)
+	}
+	t.Logf("mesh of 4: the server's CPU (the test process, the browsers' driving included) %.0f ms to set up the two guests' joins, %.1f ms per second of the held call",
+		float64(cpu1-cpu0)/float64(time.Millisecond), float64(cpu2-cpu1)/10/float64(time.Millisecond))
+	screenshot(t, patient, "call-group-mesh")
+
+	// A fifth is one too many for the mesh: the join says so.
+	fifth := separate(t, browser)
+	browserStep(t, fifth, "the fifth opens the invitation", chromedp.Navigate(newInvite(t, provider, &link)), chromedp.WaitVisible(chromedp.CSS("#first_name")),
+		chromedp.SendKeys(chromedp.CSS("#first_name"), "Fred"), chromedp.SendKeys(chromedp.CSS("#last_name"), "Fifth"),
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Continue"]`)), chromedp.WaitVisible(chromedp.CSS("#call-join")))
+	browserStep(t, fifth, "the fifth presses Join", chromedp.Click(chromedp.CSS("#call-join")))
+	waitText(t, fifth, "#call-status", "full")
+}
+
+// TestBrowser_GroupVisitLiveKit: six people through a running LiveKit
+// server (skipped without one): each page receives the five others'
+// video. LiveKit's CPU and memory with the six are logged.
+func TestBrowser_GroupVisitLiveKit(t *testing.T) {
+	port := testenv.FreePort(t)
+	var lk *testenv.LiveKitServer
+	f := newFixture(t, testenv.Options{PortalHere: true, Clock: testenv.ClockAt(time.Now()), LiveKit: func(base string) media.LiveKit {
+		lk = testenv.StartLiveKit(t, port, base+"/api_v3/livekit/webhook")
+		return lk.LiveKit
+	}})
+	browser := chromeFor(t, 5*time.Minute)
+	f.accept(t)
+	patient, provider := visitPages(t, browser, f, f.e.URL)
+	if mode, err := chromedp.Run(patient, chromedp.Text(chromedp.CSS("#call-mode"))); err != nil || !strings.Contains(mode, "video server") || !strings.Contains(mode, "up to 12 people") {
+		t.Fatalf("the page's mode: %q %v", mode, err)
+	}
+	joinCall(t, patient)
+	joinCall(t, provider)
+	waitText(t, provider, "#visit-status", "in progress")
+	receiving(t, provider, "the provider")
+	pages := map[string]context.Context{"the patient": patient, "the provider": provider}
+	var link string
+	for i, name := range []string{"Ines", "Dora", "Carl", "Gwen"} {
+		pages["guest "+strconv.Itoa(i+1)] = inviteGuest(t, browser, provider, &link, name, "Guest")
+	}
+	for who, ctx := range pages {
+		receivingFrom(t, ctx, who, 5)
+	}
+	cpu0, rss0 := procStat(t, lk.Pid)
+	time.Sleep(10 * time.Second)
+	cpu1, rss1 := procStat(t, lk.Pid)
+	t.Logf("LiveKit with 6 participants (each sending video and sound to 5): %.0f ms CPU per second, %.0f MB RSS (%.0f MB after 10 s)",
+		float64(cpu1-cpu0)/10/float64(time.Millisecond), float64(rss0)/(1<<20), float64(rss1)/(1<<20))
+	screenshot(t, patient, "call-group-livekit")
+}
+
+// procStat is a process's CPU time so far and its resident memory, from
+// /proc.
+func procStat(t *testing.T, pid int) (time.Duration, int64) {
+	t.Helper()
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	rssPages, _ := strconv.ParseInt(f[21], 10, 64)
+	const hz = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / hz, rssPages * int64(os.Getpagesize())
+}
