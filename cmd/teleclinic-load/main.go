@@ -92,6 +92,9 @@ type options struct {
 	// CallHold how long it holds them all open.
 	Calls    int
 	CallHold time.Duration
+	// Processes is how many server processes share the PostgreSQL
+	// database; the scenarios' connections are spread over them.
+	Processes int
 }
 
 var allScenarios = []string{"rooms", "me", "messages-read", "messages-post", "sso", "availability", "book", "webhook", "streams", "stream-limits", "calls"}
@@ -117,6 +120,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.BurstFor, "burst-for", 10*time.Second, "webhook scenario: how long the burst lasts")
 	fs.BoolVar(&o.Short, "short", false, "a smoke run: 1 s per scenario, 2 connections, 8 patients, a 1 s burst")
 	fs.BoolVar(&o.Quiet, "quiet", false, "no progress lines")
+	fs.IntVar(&o.Processes, "processes", 1, "with --database: server processes on the one database, the scenarios' connections spread over them (CPU and statements per request are summed over all)")
 	fs.BoolVar(&o.NoAuditChain, "no-audit-chain", false, "start the server with the audit chaining pass put off (--audit-chain-every 24h): the same build without the chaining, to compare with")
 	fs.IntVar(&o.Streams, "streams", 1000, "streams scenario: event streams open on one room's queue")
 	fs.IntVar(&o.StreamChanges, "stream-changes", 5, "streams scenario: queue changes to deliver to every stream")
@@ -150,6 +154,9 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 		o.StreamLimits = streamLimits{server: 60, address: 30, credential: 5}
 		o.Calls, o.CallHold = 2, time.Second
 	}
+	if o.Processes < 1 || (o.Processes > 1 && o.Database == "") {
+		return nil, errors.New("--processes: more than one needs --database (processes share a PostgreSQL database)")
+	}
 	if o.URL != "" && (o.Account == "" || o.AdminToken == "" || o.APIKey == "" || o.APISecret == "") {
 		return nil, errors.New("--url needs --account, --admin-token, --api-key and --api-secret")
 	}
@@ -172,6 +179,11 @@ type Result struct {
 	Note         string  `json:"note,omitempty"`
 	FirstError   string  `json:"first_error,omitempty"`
 	DrainSeconds float64 `json:"drain_s,omitempty"`
+	// CPUms and Statements are the servers' CPU time and database
+	// statements per request, summed over every server process (a
+	// started server only).
+	CPUms      float64 `json:"cpu_ms_per_req,omitempty"`
+	Statements float64 `json:"statements_per_req,omitempty"`
 }
 
 // Report is the whole run.
@@ -216,6 +228,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer srv.stop()
+	}
+	procs := []*serverProc{}
+	if srv != nil {
+		procs = append(procs, srv)
+		for range o.Processes - 1 {
+			p, err := serve(ctx, srv.bin, srv.store)
+			if err != nil {
+				return fmt.Errorf("another server process: %w", err)
+			}
+			defer p.stop()
+			procs = append(procs, p)
+		}
+		if len(procs) > 1 {
+			progress("%d server processes on the database\n", len(procs))
+		}
 	}
 	progress("seeding %d patients…\n", o.Patients)
 	seed, err := c.seed(ctx, o.Patients)
@@ -323,8 +350,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 					_ = os.MkdirAll(o.Profile, 0o755)
 					wait = srv.profile(filepath.Join(o.Profile, fmt.Sprintf("%s-%d.pprof", name, conns)), o.Duration-time.Second)
 				}
-				r := load(ctx, name, conns, o.Duration, sc.request, progress)
+				cpu0, st0 := usage(procs)
+				r := load(ctx, name, conns, o.Duration, spread(sc.request, procs), progress)
 				wait()
+				if cpu1, st1 := usage(procs); r.Requests > 0 && len(procs) > 0 {
+					r.CPUms = ms(cpu1-cpu0) / float64(r.Requests)
+					r.Statements = float64(st1-st0) / float64(r.Requests)
+				}
 				progress("%8.0f req/s, p99 %.1f ms, %d errors\n", r.RPS, r.P99ms, r.Errors)
 				r.Baseline, r.BaselineRPS, r.Note = sc.baseline, base, sc.note
 				if base > 0 {
@@ -356,13 +388,16 @@ func machine() string {
 func printReport(w io.Writer, rep *Report) {
 	fmt.Fprintf(w, "\nTeleclinic on %s, %s, %s\n\n", rep.Engine, rep.GoMaxProcs, rep.Started.Format(time.RFC3339))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tconns\treq/s\tp50 ms\tp90 ms\tp99 ms\terrors\tbaseline\tbase req/s\tratio\t")
+	fmt.Fprintln(tw, "scenario\tconns\treq/s\tp50 ms\tp90 ms\tp99 ms\terrors\tbaseline\tbase req/s\tratio\tCPU ms/req\tstmts/req\t")
 	for _, r := range rep.Results {
-		ratio, base := "", ""
+		ratio, base, cpu, stmts := "", "", "", ""
 		if r.BaselineRPS > 0 {
 			ratio, base = fmt.Sprintf("%.0f%%", 100*r.Ratio), fmt.Sprintf("%.0f", r.BaselineRPS)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%d\t%s\t%s\t%s\t\n", r.Scenario, r.Connections, r.RPS, r.P50ms, r.P90ms, r.P99ms, r.Errors, r.Baseline, base, ratio)
+		if r.CPUms > 0 {
+			cpu, stmts = fmt.Sprintf("%.2f", r.CPUms), fmt.Sprintf("%.1f", r.Statements)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%d\t%s\t%s\t%s\t%s\t%s\t\n", r.Scenario, r.Connections, r.RPS, r.P50ms, r.P90ms, r.P99ms, r.Errors, r.Baseline, base, ratio, cpu, stmts)
 	}
 	tw.Flush()
 	for _, r := range rep.Results {
@@ -755,4 +790,54 @@ func startBaseline(ctx context.Context, kind, tmp string) (*baseProc, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// spread sends worker w's requests to server process w mod len(procs):
+// the connections divide evenly, as a load balancer's would.
+func spread(mk func(w, i int) (*http.Request, error), procs []*serverProc) func(w, i int) (*http.Request, error) {
+	if len(procs) < 2 {
+		return mk
+	}
+	return func(w, i int) (*http.Request, error) {
+		req, err := mk(w, i)
+		if err != nil {
+			return req, err
+		}
+		u, perr := url.Parse(procs[w%len(procs)].base)
+		if perr != nil {
+			return nil, perr
+		}
+		req.URL.Host, req.Host = u.Host, ""
+		return req, nil
+	}
+}
+
+// usage is the CPU time and database statements of every server process
+// so far, summed (statements from each one's /metrics).
+func usage(procs []*serverProc) (time.Duration, int64) {
+	var cpu time.Duration
+	var st int64
+	for _, p := range procs {
+		cpu += p.cpu()
+		st += p.statements()
+	}
+	return cpu, st
+}
+
+// statements is the server's teleclinic_db_statements_total, 0 when it
+// cannot be read.
+func (s *serverProc) statements() int64 {
+	res, err := http.Get(s.metrics + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "teleclinic_db_statements_total "); ok {
+			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return int64(f)
+		}
+	}
+	return 0
 }

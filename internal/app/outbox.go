@@ -257,6 +257,8 @@ func (a *App) WriteMetrics(ctx context.Context, w *metrics.Writer) {
 	w.Sample("teleclinic_audit_journal_waiting", float64(waiting))
 	w.Help("teleclinic_audit_journal_failed_flushes_total", "counter", "Moves of journaled audit entries into the audit table that the database refused.")
 	w.Sample("teleclinic_audit_journal_failed_flushes_total", float64(failed))
+	w.Help("teleclinic_db_statements_total", "counter", "Database statements this process has run (the load tool divides it by requests).")
+	w.Sample("teleclinic_db_statements_total", float64(a.store.Statements()))
 	stats := a.store.PoolStats()
 	pools := make([]string, 0, len(stats))
 	for name := range stats {
