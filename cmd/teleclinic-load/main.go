@@ -184,6 +184,9 @@ type Result struct {
 	// started server only).
 	CPUms      float64 `json:"cpu_ms_per_req,omitempty"`
 	Statements float64 `json:"statements_per_req,omitempty"`
+	// DBCPUms is the CPU of this machine's PostgreSQL processes per
+	// request, when the database is local (0 otherwise).
+	DBCPUms float64 `json:"db_cpu_ms_per_req,omitempty"`
 }
 
 // Report is the whole run.
@@ -351,11 +354,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 					wait = srv.profile(filepath.Join(o.Profile, fmt.Sprintf("%s-%d.pprof", name, conns)), o.Duration-time.Second)
 				}
 				cpu0, st0 := usage(procs)
+				db0 := postgresCPU()
 				r := load(ctx, name, conns, o.Duration, spread(sc.request, procs), progress)
 				wait()
 				if cpu1, st1 := usage(procs); r.Requests > 0 && len(procs) > 0 {
 					r.CPUms = ms(cpu1-cpu0) / float64(r.Requests)
 					r.Statements = float64(st1-st0) / float64(r.Requests)
+					if o.Database != "" {
+						r.DBCPUms = ms(postgresCPU()-db0) / float64(r.Requests)
+					}
 				}
 				progress("%8.0f req/s, p99 %.1f ms, %d errors\n", r.RPS, r.P99ms, r.Errors)
 				r.Baseline, r.BaselineRPS, r.Note = sc.baseline, base, sc.note
@@ -388,16 +395,19 @@ func machine() string {
 func printReport(w io.Writer, rep *Report) {
 	fmt.Fprintf(w, "\nTeleclinic on %s, %s, %s\n\n", rep.Engine, rep.GoMaxProcs, rep.Started.Format(time.RFC3339))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tconns\treq/s\tp50 ms\tp90 ms\tp99 ms\terrors\tbaseline\tbase req/s\tratio\tCPU ms/req\tstmts/req\t")
+	fmt.Fprintln(tw, "scenario\tconns\treq/s\tp50 ms\tp90 ms\tp99 ms\terrors\tbaseline\tbase req/s\tratio\tCPU ms/req\tstmts/req\tDB CPU ms/req\t")
 	for _, r := range rep.Results {
-		ratio, base, cpu, stmts := "", "", "", ""
+		ratio, base, cpu, stmts, db := "", "", "", "", ""
 		if r.BaselineRPS > 0 {
 			ratio, base = fmt.Sprintf("%.0f%%", 100*r.Ratio), fmt.Sprintf("%.0f", r.BaselineRPS)
 		}
 		if r.CPUms > 0 {
 			cpu, stmts = fmt.Sprintf("%.2f", r.CPUms), fmt.Sprintf("%.1f", r.Statements)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%d\t%s\t%s\t%s\t%s\t%s\t\n", r.Scenario, r.Connections, r.RPS, r.P50ms, r.P90ms, r.P99ms, r.Errors, r.Baseline, base, ratio, cpu, stmts)
+		if r.DBCPUms > 0 {
+			db = fmt.Sprintf("%.2f", r.DBCPUms)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Scenario, r.Connections, r.RPS, r.P50ms, r.P90ms, r.P99ms, r.Errors, r.Baseline, base, ratio, cpu, stmts, db)
 	}
 	tw.Flush()
 	for _, r := range rep.Results {
@@ -840,4 +850,33 @@ func (s *serverProc) statements() int64 {
 		}
 	}
 	return 0
+}
+
+// postgresCPU is the CPU time of this machine's PostgreSQL processes so
+// far (every process named postgres in /proc): the database's share of a
+// run when it is on the same machine. Processes that ended since the last
+// reading are missed, so it is a lower bound.
+func postgresCPU() time.Duration {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	var total time.Duration
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil || !bytes.Contains(b, []byte("(postgres)")) {
+			continue
+		}
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		total += time.Duration(ut+st) * 10 * time.Millisecond
+	}
+	return total
 }
