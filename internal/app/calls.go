@@ -23,8 +23,10 @@ import (
 // (WatchCall) and leaves (LeaveCall). Signals are rows, numbered per visit
 // under the call's lock, so a page resumes after a dropped stream without
 // missing one and any process can serve any peer: the live bus carries
-// only "signal n is there". With LiveKit configured, JoinCall hands out a
-// token of the visit's LiveKit room instead and the SFU does the rest.
+// only "signal n is there". With LiveKit configured, JoinCall also hands
+// out a token of the visit's LiveKit room, and the SFU carries the media;
+// the seats and signals here then carry the recording's notice and the
+// consents only.
 
 const (
 	// MaxCallPeers is the size of a mesh: each page sends its camera to
@@ -301,15 +303,19 @@ func (a *App) JoinCall(ctx context.Context, p *clinic.Principal, id int64) (*Cal
 	}
 	out := &CallJoin{Status: v.Status, Role: role}
 	name := p.User.FullName()
+	// Through LiveKit the SFU carries the media and its signalling; the
+	// page still takes its seat here, as a peer, and follows the call's
+	// signals for what the server decides: the recording notice and every
+	// participant's consent (AddCallRecording).
+	seats := MaxCallPeers
 	if lk := a.cfg.LiveKit; lk.Enabled() {
 		if err := a.openLiveKitRoom(ctx, p.Account, v.ID); err != nil {
 			return nil, err
 		}
-		out.LiveKitURL = lk.URL
+		out.LiveKitURL, seats = lk.URL, LiveKitMaxParticipants
 		if out.LiveKitToken, err = lk.RoomToken(a.LiveKitRoom(p.Account, v.ID), videoIdentity(p.User), name, media.LiveKitTokenTTL); err != nil {
 			return nil, err
 		}
-		return out, a.Audit(ctx, p, "visit.call.join", "visit", i64s(v.ID), OutcomeOK)
 	}
 	now := a.Unix()
 	peer := clinic.CallPeer{AccountID: p.Account.ID, VisitID: v.ID, Peer: randomHex(12), UserID: p.UserID(),
@@ -338,8 +344,8 @@ func (a *App) JoinCall(ctx context.Context, p *clinic.Principal, id int64) (*Cal
 				return err
 			}
 		}
-		if len(out.Peers) >= MaxCallPeers {
-			return clinic.Errorf(clinic.EConflict, "The call of visit %d is full (%d people); try again when someone leaves.", v.ID, MaxCallPeers)
+		if len(out.Peers) >= seats {
+			return clinic.Errorf(clinic.EConflict, "The call of visit %d is full (%d people); try again when someone leaves.", v.ID, seats)
 		}
 		if err := q.PruneCallSignals(ctx, p.Account.ID, v.ID, now-int64(callSignalTTL/time.Second)); err != nil {
 			return err
@@ -367,10 +373,13 @@ func (a *App) JoinCall(ctx context.Context, p *clinic.Principal, id int64) (*Cal
 		return nil, fmt.Errorf("join call: %w", err)
 	}
 	out.Peer = peer.Peer
-	if out.ICEServers = a.cfg.ICE.Servers(videoIdentity(p.User), a.now()); out.ICEServers == nil {
-		out.ICEServers = []media.ICEServer{}
+	out.ICEServers = []media.ICEServer{}
+	if out.LiveKitToken == "" { // LiveKit hands out its own
+		if out.ICEServers = a.cfg.ICE.Servers(videoIdentity(p.User), a.now()); out.ICEServers == nil {
+			out.ICEServers = []media.ICEServer{}
+		}
+		out.ICEPolicy = a.cfg.ICE.Policy()
 	}
-	out.ICEPolicy = a.cfg.ICE.Policy()
 	return out, nil
 }
 

@@ -54,6 +54,7 @@ func TestBrowser_CallLiveKit(t *testing.T) {
 // TestBrowser_CallThroughLiveKit: a call through a running LiveKit server
 // (built by .ci/run; skipped without one). The patient and the provider
 // join; each receives the other's video and sound through the SFU; a
+// recording is asked for, refused, asked again, agreed to and saved; a
 // guest invited by the provider joins and all three receive the two
 // others; when everyone has left, LiveKit closes the room and reports it
 // to the server's webhook, which completes the visit. The call's set-up
@@ -80,9 +81,26 @@ func TestBrowser_CallThroughLiveKit(t *testing.T) {
 	receiving(t, provider, "the provider")
 	receiving(t, patient, "the patient")
 	t.Logf("call set-up through LiveKit, Join to the first remote frame: %.0f ms", setupMillis(t, provider))
-	// Recording (consent on the server's call signals) is the mesh's.
-	if hidden, err := chromedp.Run(provider, chromedp.Evaluate[bool](`document.getElementById("call-record").hidden`)); err != nil || !hidden {
-		t.Fatalf("the provider is offered to record a LiveKit call (%v)", err)
+	// Recording asks everyone first, as peer to peer: the notice and the
+	// consents go on the server's call signals; a no keeps nothing, a yes
+	// records the call with everyone's sound.
+	browserStep(t, provider, "the provider asks to record", chromedp.Click(chromedp.CSS("#call-record")))
+	browserStep(t, patient, "the patient declines", chromedp.WaitVisible(chromedp.CSS("#record-consent")),
+		chromedp.Click(chromedp.Search(`//dialog[@id="record-consent"]//button[normalize-space()="I do not agree"]`)))
+	waitText(t, provider, "#call-status", "did not agree; nothing is recorded")
+	browserStep(t, provider, "the provider asks again", chromedp.Click(chromedp.CSS("#call-record")))
+	browserStep(t, patient, "the patient agrees", chromedp.WaitVisible(chromedp.CSS("#record-consent")), chromedp.Click(chromedp.CSS("#consent-yes")))
+	waitText(t, provider, "#call-status", "the call is being recorded")
+	waitText(t, patient, "#rec-indicator", "This call is being recorded")
+	time.Sleep(2 * time.Second)
+	browserStep(t, provider, "the provider stops the recording", chromedp.Click(chromedp.CSS("#call-record")))
+	waitText(t, provider, "#call-status", "is saved with the visit")
+	recs, err := f.e.Store.Read().RecordingsOfVisits(context.Background(), f.key.Account.ID, []int64{f.visitID})
+	if err != nil || len(recs[f.visitID]) != 1 {
+		t.Fatalf("recordings: %+v %v", recs, err)
+	}
+	if r := recs[f.visitID][0]; r.ContentType != "video/webm" || r.Size < 10000 || len(r.Participants) != 2 {
+		t.Fatalf("recording %+v", r)
 	}
 
 	guest := separate(t, browser)

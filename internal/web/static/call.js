@@ -47,6 +47,9 @@
   var events = null;
   var room = null; // LiveKit mode
   var peers = {};
+  // Through LiveKit, the others' seats in the call (their peer ids), as
+  // the server's signals tell: whose consent a recording needs.
+  var seats = {};
   var timing = { join: 0, firstFrame: 0 };
   var seat = "teleclinic.call:" + base; // set while this tab is in the call
   function remember(on) {
@@ -87,9 +90,6 @@
     });
     if (!navigator.mediaDevices || !navigator.mediaDevices.getDisplayMedia) {
       show(ui.share, false);
-    }
-    if (mode === "livekit") {
-      show(ui.record, false); // recording with consent is the mesh's; LiveKit records with Egress
     }
   }
 
@@ -420,7 +420,52 @@
     p.view.fig.remove();
   }
 
+  // LiveKit mode: the SFU carries the media and its signalling; the call's
+  // signals on the server say who is in the call, by their seat (peer),
+  // and carry the recording's notice, everyone's consent and its state.
+  function onLiveKitSignal(s) {
+    var d = s.data || {};
+    switch (s.type) {
+      case "join":
+        if (rec.recorder) {
+          stopRecording(T("Recording stopped: someone joined who was not asked. Press Record to ask everyone again."));
+        }
+        seats[s.from] = { name: d.name };
+        break;
+      case "leave":
+        delete seats[s.from];
+        if (rec.asking) {
+          consentAnswered();
+        }
+        break;
+      case "record":
+        askConsent(s.from, d.name);
+        break;
+      case "consent":
+        if (rec.asking) {
+          rec.answers[s.from] = !!d.agree;
+          consentAnswered();
+        }
+        break;
+      case "state":
+        if (typeof d.recording === "boolean") {
+          show(ui.recIndicator, d.recording);
+        }
+        break;
+      case "replaced":
+        remember(false);
+        hangUp();
+        me = null;
+        say(replacedText);
+        break;
+    }
+  }
+
   function onSignal(s) {
+    if (mode === "livekit") {
+      onLiveKitSignal(s);
+      return;
+    }
     var d = s.data || {};
     var p = peers[s.from];
     switch (s.type) {
@@ -572,6 +617,7 @@
       stopRecording("");
     }
     Object.keys(peers).forEach(drop);
+    seats = {};
     if (events) {
       events.close();
       events = null;
@@ -755,12 +801,15 @@
     if (!rec.asking || !rec.request) {
       return;
     }
-    var ids = Object.keys(peers);
+    // Everyone else in the call answers: the mesh's peers, or through
+    // LiveKit the seats the server knows.
+    var others = mode === "livekit" ? seats : peers;
+    var ids = Object.keys(others);
     for (var i = 0; i < ids.length; i++) {
       var a = rec.answers[ids[i]];
       if (a === false) {
         rec.asking = false;
-        say(T("%s did not agree; nothing is recorded.", peers[ids[i]].name || T("Someone")));
+        say(T("%s did not agree; nothing is recorded.", others[ids[i]].name || T("Someone")));
         return;
       }
       if (a !== true) {
@@ -786,6 +835,12 @@
     Object.keys(peers).forEach(function (id) {
       var s = peers[id].view.video.srcObject;
       add(s);
+      // Through LiveKit a participant's sound is a track of its own.
+      (peers[id].tracks || []).forEach(function (t) {
+        if (t.kind === "audio" && t.mediaStreamTrack) {
+          add(new MediaStream([t.mediaStreamTrack]));
+        }
+      });
       if (!video && s && s.getVideoTracks().length) {
         video = s.getVideoTracks()[0];
       }
@@ -953,8 +1008,13 @@
       }
       inCall(false);
     });
+    seats = {};
+    (j.peers || []).forEach(function (x) {
+      seats[x.peer] = { name: x.name };
+    });
     return room.connect(j.livekit_url, j.livekit_token).then(function () {
       inCall(true);
+      follow();
       return room.localParticipant.enableCameraAndMicrophone();
     }).then(function () {
       say(T("You are in the call."));
