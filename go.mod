@@ -16,7 +16,6 @@ require (
 	github.com/pressly/goose/v3 v3.29.0
 	github.com/rs/cors v1.11.1
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
-	github.com/stripe/stripe-go/v85 v85.0.0
 	github.com/wneessen/go-mail v0.7.2
 	golang.org/x/crypto v0.58.0
 	golang.org/x/image v0.47.0

@@ -210,3 +210,43 @@ func TestStripe_Succeeded(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStripe_Retries: an answer Stripe marks as safe to retry (a 5xx, a
+// 409) is sent again with the same idempotency key, at most twice more;
+// a refusal is not; a POST without a key of its own gets one, the same on
+// each attempt.
+func TestStripe_Retries(t *testing.T) {
+	var keys []string
+	fails := 2
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		keys = append(keys, r.Header.Get("Idempotency-Key"))
+		if r.Header.Get("Stripe-Version") == "" || r.Header.Get("Authorization") != "Bearer sk_test_x" {
+			t.Errorf("headers %v", r.Header)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if fails > 0 {
+			fails--
+			w.WriteHeader([]int{500, 409}[fails%2])
+			fmt.Fprint(w, `{"error":{"type":"api_error","message":"try again"}}`)
+			return
+		}
+		fmt.Fprint(w, `{"id":"re_1","object":"refund","amount":100}`)
+	}))
+	defer srv.Close()
+	s := NewStripe(StripeConfig{SecretKey: "sk_test_x", APIURL: srv.URL})
+	s.retryPause = func(int) time.Duration { return 0 }
+	re, err := s.Refund(context.Background(), RefundRequest{Charge: "pi_1", Amount: 100, IdempotencyKey: "refund-7"})
+	if err != nil || re.ID != "re_1" || len(keys) != 3 || keys[0] != "refund-7" || keys[2] != "refund-7" {
+		t.Fatalf("%+v %v, keys %v", re, err, keys)
+	}
+	// Three failures: the third answer is the error.
+	keys, fails = nil, 3
+	if _, err := s.Refund(context.Background(), RefundRequest{Charge: "pi_1", Amount: 100, IdempotencyKey: "refund-8"}); err == nil || len(keys) != 3 {
+		t.Fatalf("%v after %d attempts", err, len(keys))
+	}
+	// No key of its own: one is made, and kept across the retry.
+	keys, fails = nil, 1
+	if err := s.DetachCard(context.Background(), "pm_1"); err != nil || len(keys) != 2 || keys[0] == "" || keys[0] != keys[1] {
+		t.Fatalf("%v, keys %v", err, keys)
+	}
+}
