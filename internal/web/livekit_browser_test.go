@@ -103,19 +103,8 @@ func TestBrowser_CallThroughLiveKit(t *testing.T) {
 		t.Fatalf("recording %+v", r)
 	}
 
-	guest := separate(t, browser)
-	browserStep(t, provider, "the provider invites a guest", chromedp.Click(chromedp.CSS("#call-invite")), chromedp.WaitVisible(chromedp.CSS("#invite-link")))
-	link, err := chromedp.Run(provider, chromedp.Evaluate[string](`document.getElementById("invite-link").value`))
-	if err != nil || !strings.Contains(link, "/invite/acme/") {
-		t.Fatalf("invitation link %q: %v", link, err)
-	}
-	browserStep(t, guest, "the guest opens the invitation", chromedp.Navigate(link), chromedp.WaitVisible(chromedp.CSS("#first_name")))
-	browserStep(t, guest, "the guest gives a name and continues",
-		chromedp.SendKeys(chromedp.CSS("#first_name"), "Ines"),
-		chromedp.SendKeys(chromedp.CSS("#last_name"), "Interpreter"),
-		chromedp.Click(chromedp.Search(`//button[normalize-space()="Continue"]`)),
-		chromedp.WaitVisible(chromedp.CSS("#call-join")))
-	joinCall(t, guest)
+	var link string
+	guest := inviteGuest(t, browser, provider, &link, "Ines", "Interpreter")
 	for who, ctx := range map[string]context.Context{"the guest": guest, "the patient": patient, "the provider": provider} {
 		fromBoth(t, ctx, who)
 	}

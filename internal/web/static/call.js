@@ -420,59 +420,69 @@
     p.view.fig.remove();
   }
 
-  // LiveKit mode: the SFU carries the media and its signalling; the call's
-  // signals on the server say who is in the call, by their seat (peer),
-  // and carry the recording's notice, everyone's consent and its state.
-  function onLiveKitSignal(s) {
+  // The signals both modes act on alike: the recording's notice, the
+  // consents and its state, a newcomer (who was not asked), and this
+  // person's call taken over by another page of theirs. True when s was
+  // one of them and needs nothing more.
+  function onCallSignal(s) {
     var d = s.data || {};
     switch (s.type) {
       case "join":
         if (rec.recorder) {
           stopRecording(T("Recording stopped: someone joined who was not asked. Press Record to ask everyone again."));
         }
-        seats[s.from] = { name: d.name };
-        break;
-      case "leave":
-        delete seats[s.from];
-        if (rec.asking) {
-          consentAnswered();
-        }
-        break;
-      case "record":
+        return false;
+      case "record": // the provider asks everyone's consent
         askConsent(s.from, d.name);
-        break;
+        return true;
       case "consent":
         if (rec.asking) {
           rec.answers[s.from] = !!d.agree;
           consentAnswered();
         }
-        break;
+        return true;
       case "state":
         if (typeof d.recording === "boolean") {
           show(ui.recIndicator, d.recording);
         }
-        break;
-      case "replaced":
+        return false;
+      case "replaced": // this person joined from another page: that one has the call now
         remember(false);
         hangUp();
         me = null;
         say(replacedText);
-        break;
+        return true;
+    }
+    return false;
+  }
+
+  // LiveKit mode: the SFU carries the media and its signalling; the call's
+  // signals on the server say who is in the call, by their seat (peer):
+  // whose consent a recording needs.
+  function onSeatSignal(s) {
+    var d = s.data || {};
+    if (s.type === "join") {
+      seats[s.from] = { name: d.name };
+    } else if (s.type === "leave") {
+      delete seats[s.from];
+      if (rec.asking) {
+        consentAnswered();
+      }
     }
   }
 
   function onSignal(s) {
+    if (onCallSignal(s)) {
+      return;
+    }
     if (mode === "livekit") {
-      onLiveKitSignal(s);
+      onSeatSignal(s);
       return;
     }
     var d = s.data || {};
     var p = peers[s.from];
     switch (s.type) {
       case "join": // a newcomer: this page offers
-        if (rec.recorder) {
-          stopRecording(T("Recording stopped: someone joined who was not asked. Press Record to ask everyone again."));
-        }
         drop(s.from);
         offer(peerFor(s.from, d.name, true));
         say(T("%s joined the call.", d.name || T("Someone")));
@@ -512,28 +522,10 @@
           p.pending.push(d);
         }
         break;
-      case "record": // the provider asks everyone's consent
-        askConsent(s.from, d.name);
-        break;
-      case "consent":
-        if (rec.asking) {
-          rec.answers[s.from] = !!d.agree;
-          consentAnswered();
-        }
-        break;
       case "state":
-        if (typeof d.recording === "boolean") {
-          show(ui.recIndicator, d.recording);
-        }
         if (p) {
           p.view.cap.textContent = (p.name || T("Participant")) + (d.muted ? " " + T("(muted)") : "") + (d.camera === false ? " " + T("(camera off)") : "");
         }
-        break;
-      case "replaced": // this person joined from another page: that one has the call now
-        remember(false);
-        hangUp();
-        me = null;
-        say(replacedText);
         break;
       case "leave":
         if (p) {
