@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/media"
+	"teleclinic/internal/store"
 )
 
 // With --livekit-url, a LiveKit server carries the calls: the server makes
@@ -39,7 +41,8 @@ const LiveKitMaxParticipants = 12
 // private addresses does not apply.
 const liveKitHTTPTimeout = 10 * time.Second
 
-// openLiveKitRoom makes visit v's room on the LiveKit server, or finds it.
+// openLiveKitRoom makes visit visitID's room on the LiveKit server, or
+// finds it.
 func (a *App) openLiveKitRoom(ctx context.Context, acct *clinic.Account, visitID int64) error {
 	hc := &http.Client{Timeout: liveKitHTTPTimeout}
 	lk := a.cfg.LiveKit
@@ -101,8 +104,11 @@ func (a *App) LiveKitWebhook(ctx context.Context, authorization string, body []b
 		return nil
 	}
 	acct, err := a.store.Read().AccountByCode(ctx, code)
-	if err != nil {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
 		return nil // a room of another server on the same LiveKit
+	case err != nil: // LiveKit retries what is not answered 200
+		return fmt.Errorf("livekit webhook: %w", err)
 	}
 	admin, err := a.store.Read().AdminUser(ctx, acct.ID)
 	if err != nil {
@@ -112,15 +118,21 @@ func (a *App) LiveKitWebhook(ctx context.Context, authorization string, body []b
 	// system, with the request that carried the report.
 	p := &clinic.Principal{Account: acct, User: admin, Kind: clinic.CredSystem, RequestID: requestID}
 	v, err := a.store.Read().VisitByID(ctx, acct.ID, id)
-	if err != nil {
-		return nil
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil // deleted since
+	case err != nil:
+		return fmt.Errorf("livekit webhook: %w", err)
 	}
 	if action == ActInProgress {
 		if v.ProviderID == 0 || v.Status == clinic.VisitInProgress {
 			return nil
 		}
 		u, err := a.store.Read().UserByID(ctx, acct.ID, v.ProviderID)
-		if err != nil || videoIdentity(u) != ev.Participant.Identity {
+		if err != nil {
+			return fmt.Errorf("livekit webhook: %w", err)
+		}
+		if videoIdentity(u) != ev.Participant.Identity {
 			return nil // the patient or a guest: waiting for the provider
 		}
 	}
