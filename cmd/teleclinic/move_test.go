@@ -7,7 +7,6 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"path"
@@ -16,9 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/blob"
@@ -48,7 +44,7 @@ func TestMove_SQLiteToPostgres(t *testing.T) {
 	sandbox := payments.NewSandbox(clock.Now)
 	var fx *moveFixture
 	target := testenv.DSN(t)
-	bucket := fakeBucket(t)
+	bucket := testenv.NewS3(t)
 
 	ok := t.Run("Fixture", func(t *testing.T) {
 		e := testenv.New(t, testenv.Options{DSN: filepath.Join(dataDir, "teleclinic.db"), ServerKey: key, BlobDir: filepath.Join(dataDir, "blobs"),
@@ -215,20 +211,6 @@ func idNum(t *testing.T, v any) int64 {
 		t.Fatalf("id %v", v)
 	}
 	return n
-}
-
-// fakeBucket is an in-process S3 with one bucket, and its --blob-url.
-func fakeBucket(t *testing.T) string {
-	backend := s3mem.New()
-	if err := backend.CreateBucket("clinic-files"); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(gofakes3.New(backend).Server())
-	t.Cleanup(srv.Close)
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	return "s3://clinic-files?region=us-east-1&use_path_style=true&endpoint=" + srv.URL
 }
 
 // emptyTables is the tables of e's database that hold no row.

@@ -5,37 +5,16 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/johannesboyne/gofakes3"
-	"github.com/johannesboyne/gofakes3/backend/s3mem"
-
 	"teleclinic/internal/blob"
+	"teleclinic/internal/testenv"
 )
-
-// NewS3 starts an in-process S3 fake with one bucket and returns the
-// --blob-url that selects it. The fake does not check signatures, but the
-// client still signs, so credentials come from the environment as in
-// production.
-func newS3(t *testing.T) string {
-	t.Helper()
-	backend := s3mem.New()
-	if err := backend.CreateBucket("clinic-files"); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(gofakes3.New(backend).Server())
-	t.Cleanup(srv.Close)
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
-	return "s3://clinic-files?region=us-east-1&use_path_style=true&endpoint=" + srv.URL
-}
 
 func TestBucket_S3RoundTrip(t *testing.T) {
 	ctx := context.Background()
-	st, err := blob.Open(ctx, newS3(t), t.TempDir())
+	st, err := blob.Open(ctx, testenv.NewS3(t), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

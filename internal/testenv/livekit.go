@@ -152,14 +152,16 @@ func FreePort(t testing.TB) int {
 }
 
 // StartLiveKit starts the LiveKit server at $TELECLINIC_LIVEKIT_SERVER on
-// free ports of 127.0.0.1, reporting its rooms to webhookURL, and waits
-// until it answers. It skips t when the variable is unset.
-func StartLiveKit(t testing.TB, port int, webhookURL string) *LiveKitServer {
+// free ports of 127.0.0.1, reporting its rooms to the webhook of the
+// clinic server at serverURL, and waits until it answers. It skips t when
+// the variable is unset.
+func StartLiveKit(t testing.TB, serverURL string) *LiveKitServer {
 	t.Helper()
 	bin := os.Getenv(EnvLiveKitServer)
 	if bin == "" {
 		t.Skip("no LiveKit server: set " + EnvLiveKitServer + " to a livekit-server binary (.ci/run builds one)")
 	}
+	port, webhookURL := FreePort(t), serverURL+"/api_v3/livekit/webhook"
 	udp := FreePort(t) // a TCP port free now; its UDP twin is most likely free too
 	config := fmt.Sprintf(`port: %d
 bind_addresses: ["127.0.0.1"]

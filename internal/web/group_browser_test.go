@@ -123,10 +123,9 @@ func TestBrowser_GroupVisitMesh(t *testing.T) {
 // server (skipped without one): each page receives the five others'
 // video. LiveKit's CPU and memory with the six are logged.
 func TestBrowser_GroupVisitLiveKit(t *testing.T) {
-	port := testenv.FreePort(t)
 	var lk *testenv.LiveKitServer
 	f := newFixture(t, testenv.Options{PortalHere: true, Clock: testenv.ClockAt(time.Now()), LiveKit: func(base string) media.LiveKit {
-		lk = testenv.StartLiveKit(t, port, base+"/api_v3/livekit/webhook")
+		lk = testenv.StartLiveKit(t, base)
 		return lk.LiveKit
 	}})
 	browser := chromeFor(t, 5*time.Minute)

@@ -60,10 +60,9 @@ func TestBrowser_CallLiveKit(t *testing.T) {
 // to the server's webhook, which completes the visit. The call's set-up
 // time (Join to the first remote frame) is logged beside the P2P figure.
 func TestBrowser_CallThroughLiveKit(t *testing.T) {
-	port := testenv.FreePort(t)
 	var lk *testenv.LiveKitServer
 	f := newFixture(t, testenv.Options{PortalHere: true, Clock: testenv.ClockAt(time.Now()), LiveKit: func(base string) media.LiveKit {
-		lk = testenv.StartLiveKit(t, port, base+"/api_v3/livekit/webhook")
+		lk = testenv.StartLiveKit(t, base)
 		c := lk.LiveKit
 		c.Departure = 2 * time.Second
 		return c
@@ -106,7 +105,7 @@ func TestBrowser_CallThroughLiveKit(t *testing.T) {
 	var link string
 	guest := inviteGuest(t, browser, provider, &link, "Ines", "Interpreter")
 	for who, ctx := range map[string]context.Context{"the guest": guest, "the patient": patient, "the provider": provider} {
-		fromBoth(t, ctx, who)
+		receivingFrom(t, ctx, who, 2)
 	}
 	waitText(t, patient, ".stage", "Ines Interpreter")
 	screenshot(t, guest, "call-livekit-guest")
@@ -134,9 +133,8 @@ func TestBrowser_CallSetupTimeLiveKit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("ten calls")
 	}
-	port := testenv.FreePort(t)
 	f := newFixture(t, testenv.Options{Clock: testenv.ClockAt(time.Now()), LiveKit: func(base string) media.LiveKit {
-		return testenv.StartLiveKit(t, port, base+"/api_v3/livekit/webhook").LiveKit
+		return testenv.StartLiveKit(t, base).LiveKit
 	}})
 	browser := chromeFor(t, 5*time.Minute)
 	f.accept(t)
