@@ -50,10 +50,12 @@ type liveKitClaims struct {
 	Video    liveKitGrant `json:"video"`
 }
 
-// liveKitGrant is the part of LiveKit's video grant the visits use.
+// liveKitGrant is the part of LiveKit's video grant the server uses: a
+// participant's join of one room, or its own API call making rooms.
 type liveKitGrant struct {
-	RoomJoin bool   `json:"roomJoin,omitempty"`
-	Room     string `json:"room,omitempty"`
+	RoomCreate bool   `json:"roomCreate,omitempty"`
+	RoomJoin   bool   `json:"roomJoin,omitempty"`
+	Room       string `json:"room,omitempty"`
 }
 
 func (l LiveKit) token(identity, name string, grant liveKitGrant, ttl time.Duration) (string, error) {
@@ -118,15 +120,7 @@ type Room struct {
 // answers an existing room's name with that room.
 func (l LiveKit) CreateRoom(ctx context.Context, hc *http.Client, r Room) error {
 	room := r.Name
-	now := time.Now()
-	claims := struct {
-		jwt.RegisteredClaims
-		Video struct {
-			RoomCreate bool `json:"roomCreate"`
-		} `json:"video"`
-	}{RegisteredClaims: jwt.RegisteredClaims{Issuer: l.Key, IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(liveKitAPITTL))}}
-	claims.Video.RoomCreate = true
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodHS256, claims).SignedString([]byte(l.Secret))
+	tok, err := l.token("", "", liveKitGrant{RoomCreate: true}, liveKitAPITTL)
 	if err != nil {
 		return fmt.Errorf("livekit create room: %w", err)
 	}
