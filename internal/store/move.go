@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -121,7 +122,7 @@ func (s *Store) MoveTo(ctx context.Context, dst *Store) ([]TableCount, error) {
 				return fmt.Errorf("move: table %s: %w", t, err)
 			}
 		}
-		for _, t := range sortedKeys(identity) {
+		for _, t := range slices.Sorted(maps.Keys(identity)) {
 			col, n := identity[t], next[t]
 			// setval(…, 1, false) makes the first id 1 in an empty table.
 			start, called := max(n, 1), n > 0
@@ -427,15 +428,6 @@ func moveValue(v any, integer bool) (any, error) {
 		return moveValue(int64(b2i(x)), integer)
 	}
 	return nil, fmt.Errorf("a value of type %T", v)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	slices.Sort(ks)
-	return ks
 }
 
 // BlobRef is a blob a row names: its key and the size the row recorded.
