@@ -4936,7 +4936,10 @@ type GetUsersParams struct {
 
 	// Start Offset of the first entry (default 0).
 	Start *Start `form:"start,omitempty" json:"start,omitempty"`
-	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// After The id of the last user of the page before (keyset paging); not with `start`. A user not of the clinic is a 400.
+	After *string `form:"after,omitempty" json:"after,omitempty"`
+	Limit *Limit  `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Fields Comma list of id, username, first_name, last_name, full_name, last_login, type, subtype.
 	Fields *string `form:"fields,omitempty" json:"fields,omitempty"`
@@ -9947,7 +9950,14 @@ type ClientInterface interface {
 	// patients with a visit with the caller. `account_code` other than the
 	// caller's clinic gives an empty list. `limit` defaults to 20 and is capped at 200.
 	// `sort` is `field.asc` or `field.desc` with field one of id, full_name,
-	// first_name, last_name, email, username, created, last_login, type.
+	// first_name, last_name, email, username, created, last_login, type; users
+	// with the same value follow in id order, in the sort's direction.
+	// `after` (the id of the last user of the page before) continues the list
+	// past that user's place in the order, at the same cost at any depth, where
+	// `start` (an offset) reads every user before the page; a full page carries
+	// the next page's link in `Link`. The clinic's users by id, full name and
+	// created are read in an index's order; the other sorts sort the matching
+	// users. `total_count` counts every matching user on each page.
 	// Entries are the directory's fields (the `UserSummary` schema); a profile's
 	// `dob`, `gender`, `tos`, `timezone`, `signup_step` and address are not in the
 	// list — read them with `GET /users/{id}`, one audited profile at a time — so a
@@ -13419,7 +13429,14 @@ func (c *Client) PostTokensRefreshWithFormdataBody(ctx context.Context, params *
 // patients with a visit with the caller. `account_code` other than the
 // caller's clinic gives an empty list. `limit` defaults to 20 and is capped at 200.
 // `sort` is `field.asc` or `field.desc` with field one of id, full_name,
-// first_name, last_name, email, username, created, last_login, type.
+// first_name, last_name, email, username, created, last_login, type; users
+// with the same value follow in id order, in the sort's direction.
+// `after` (the id of the last user of the page before) continues the list
+// past that user's place in the order, at the same cost at any depth, where
+// `start` (an offset) reads every user before the page; a full page carries
+// the next page's link in `Link`. The clinic's users by id, full name and
+// created are read in an index's order; the other sorts sort the matching
+// users. `total_count` counts every matching user on each page.
 // Entries are the directory's fields (the `UserSummary` schema); a profile's
 // `dob`, `gender`, `tos`, `timezone`, `signup_step` and address are not in the
 // list — read them with `GET /users/{id}`, one audited profile at a time — so a
@@ -20362,6 +20379,18 @@ func NewGetUsersRequest(server string, params *GetUsersParams) (*http.Request, e
 
 		}
 
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
@@ -25591,7 +25620,14 @@ type ClientWithResponsesInterface interface {
 	// patients with a visit with the caller. `account_code` other than the
 	// caller's clinic gives an empty list. `limit` defaults to 20 and is capped at 200.
 	// `sort` is `field.asc` or `field.desc` with field one of id, full_name,
-	// first_name, last_name, email, username, created, last_login, type.
+	// first_name, last_name, email, username, created, last_login, type; users
+	// with the same value follow in id order, in the sort's direction.
+	// `after` (the id of the last user of the page before) continues the list
+	// past that user's place in the order, at the same cost at any depth, where
+	// `start` (an offset) reads every user before the page; a full page carries
+	// the next page's link in `Link`. The clinic's users by id, full name and
+	// created are read in an index's order; the other sorts sort the matching
+	// users. `total_count` counts every matching user on each page.
 	// Entries are the directory's fields (the `UserSummary` schema); a profile's
 	// `dob`, `gender`, `tos`, `timezone`, `signup_step` and address are not in the
 	// list — read them with `GET /users/{id}`, one audited profile at a time — so a
@@ -32589,6 +32625,11 @@ func (r PostTokensRefreshResponse) ContentType() string {
 	return ""
 }
 
+// GetUsersResponse200Headers the declared response headers of an HTTP 200 response for GetUsers
+type GetUsersResponse200Headers struct {
+	Link *string
+}
+
 type GetUsersResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -32603,6 +32644,8 @@ type GetUsersResponse struct {
 	JSON401 *UsersUnauthorized
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetUsersResponse200Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -39788,7 +39831,14 @@ func (c *ClientWithResponses) PostTokensRefreshWithFormdataBodyWithResponse(ctx 
 // patients with a visit with the caller. `account_code` other than the
 // caller's clinic gives an empty list. `limit` defaults to 20 and is capped at 200.
 // `sort` is `field.asc` or `field.desc` with field one of id, full_name,
-// first_name, last_name, email, username, created, last_login, type.
+// first_name, last_name, email, username, created, last_login, type; users
+// with the same value follow in id order, in the sort's direction.
+// `after` (the id of the last user of the page before) continues the list
+// past that user's place in the order, at the same cost at any depth, where
+// `start` (an offset) reads every user before the page; a full page carries
+// the next page's link in `Link`. The clinic's users by id, full name and
+// created are read in an index's order; the other sorts sort the matching
+// users. `total_count` counts every matching user on each page.
 // Entries are the directory's fields (the `UserSummary` schema); a profile's
 // `dob`, `gender`, `tos`, `timezone`, `signup_step` and address are not in the
 // list — read them with `GET /users/{id}`, one audited profile at a time — so a
@@ -46564,6 +46614,19 @@ func ParseGetUsersResponse(rsp *http.Response) (*GetUsersResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetUsersResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil

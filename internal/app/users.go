@@ -116,7 +116,8 @@ type UserListQuery struct {
 	Subtypes    []string
 	Sort        string
 	Start       int
-	Limit       int // 0 means the default
+	After       int64 // continue after this user (keyset); not with Start
+	Limit       int   // 0 means the default
 	Fields      []string
 }
 
@@ -144,6 +145,9 @@ func (a *App) ListUsers(ctx context.Context, p *clinic.Principal, in UserListQue
 		return []*clinic.User{}, 0, a.Audit(ctx, p, "user.list", "user", "", OutcomeOK)
 	}
 	users, total, err := a.store.Read().ListUsers(ctx, *f)
+	if errors.Is(err, store.ErrNotFound) { // the after user
+		return nil, 0, clinic.Errorf(clinic.EInvalid, "after: user %d is not a user of this clinic.", f.After)
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("list users: %w", err)
 	}
@@ -164,7 +168,7 @@ func (a *App) userFilter(p *clinic.Principal, in UserListQuery) (*store.UserFilt
 	}
 	f := &store.UserFilter{AccountID: p.Account.ID, FullName: strings.TrimSpace(in.FullName), Email: strings.TrimSpace(in.Email),
 		Q: strings.TrimSpace(in.Q), Roles: in.Roles, Subtypes: in.Subtypes, IsHidden: in.IsHidden, IsAdmin: in.IsAdmin,
-		RoomCode: in.RoomCode, Group: in.Group, Start: in.Start, Limit: in.Limit}
+		RoomCode: in.RoomCode, Group: in.Group, Start: in.Start, After: in.After, Limit: in.Limit}
 	var err error
 	f.IDs = in.IDs
 	if f.Types, err = parseInts[int]("type", in.Types); err != nil {
@@ -197,6 +201,9 @@ func (a *App) userFilter(p *clinic.Principal, in UserListQuery) (*store.UserFilt
 	}
 	if f.Start < 0 {
 		return nil, clinic.Errorf(clinic.EInvalid, "start must not be negative.")
+	}
+	if f.After < 0 || (f.After > 0 && f.Start > 0) {
+		return nil, clinic.Errorf(clinic.EInvalid, "after must be the id of the last user of the page before, and not given with start.")
 	}
 	switch {
 	case f.Limit < 0:

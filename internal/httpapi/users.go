@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"net/http"
 	"strconv"
 	"strings"
@@ -183,9 +184,15 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, c *call) erro
 	if in.Start, in.Limit, err = q.Paging(); err != nil {
 		return err
 	}
+	if in.After, err = q.Int("after", 0); err != nil {
+		return err
+	}
 	users, total, err := s.app.ListUsers(r.Context(), c.p, in)
 	if err != nil {
 		return err
+	}
+	if n := len(users); n > 0 && n == min(cmp.Or(in.Limit, app.DefaultUserLimit), app.MaxUserLimit) {
+		setNextLink(w, r, "after", id(users[n-1].ID))
 	}
 	out := make([]any, 0, len(users))
 	for _, u := range users {

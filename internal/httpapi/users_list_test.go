@@ -81,6 +81,45 @@ func TestUsers_List(t *testing.T) {
 			t.Fatalf("page %v total %v", got, res.Body["total_count"])
 		}
 	})
+	// Keyset pages: after the last user of a page, by the Link header's next
+	// page, in the sort's order, with the same total; a full page links the
+	// next, the last page does not.
+	t.Run("OKAfter", func(t *testing.T) {
+		want := names(list("type", "200", "sort", "full_name.desc"))
+		var got []string
+		path, pages := "/api_v3/users?type=200&sort=full_name.desc&limit=2", 0
+		for path != "" {
+			res := e.Do(testenv.Req{Path: path, Header: admin})
+			ids(res)
+			if res.Body["total_count"].(float64) != 5 {
+				t.Fatalf("total %v", res.Body["total_count"])
+			}
+			got = append(got, names(res)...)
+			pages++
+			path = ""
+			if link := res.Header.Get("Link"); link != "" {
+				next, _, _ := strings.Cut(strings.TrimPrefix(link, "<"), ">")
+				if !strings.Contains(next, "after=") || !strings.Contains(next, "sort=full_name.desc") {
+					t.Fatalf("next link %q", link)
+				}
+				path = next
+			}
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") || want[0] != "Eve Evans" || pages != 3 {
+			t.Fatalf("paged %v (%d pages), listed %v", got, pages, want)
+		}
+		// By id (no sort): after the second patient come the three after.
+		if got := ids(list("type", "200", "after", pats[1].UserID)); strings.Join(got, ",") != strings.Join([]string{pats[2].UserID, pats[3].UserID, pats[4].UserID}, ",") {
+			t.Fatalf("after %s: %v", pats[1].UserID, got)
+		}
+	})
+	t.Run("ErrAfter", func(t *testing.T) {
+		for _, kv := range [][]string{{"after", "x"}, {"after", "-1"}, {"after", pats[0].UserID, "start", "2"}, {"after", "999999"}} {
+			if res := list(kv...); res.Status != 400 || !strings.Contains(string(res.Raw), "after") {
+				t.Errorf("%v: %d %s", kv, res.Status, res.Raw)
+			}
+		}
+	})
 	// Limit is capped.
 	t.Run("OKLimitCapped", func(t *testing.T) {
 		if res := list("limit", "100000"); res.Status != 200 {

@@ -79,6 +79,16 @@ func ExplainAuditPage(ctx context.Context, s *Store, f AuditFilter) ([]string, e
 	return explain(ctx, s, []listQuery{{query, args}})
 }
 
+// ExplainUserPage is the plan of the statement of f's page of users.
+func ExplainUserPage(ctx context.Context, s *Store, f UserFilter) ([]string, error) {
+	w, args := f.cond()
+	query, args, err := s.Read().userPage(ctx, f, w, args)
+	if err != nil {
+		return nil, err
+	}
+	return explain(ctx, s, []listQuery{{query, args}})
+}
+
 func explain(ctx context.Context, s *Store, lqs []listQuery) ([]string, error) {
 	explain := "EXPLAIN QUERY PLAN "
 	if _, pg := s.eng.(*postgresEngine); pg {

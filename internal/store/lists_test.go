@@ -1,8 +1,11 @@
 package store_test
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -97,10 +100,6 @@ func TestListVisits_KeysetPlans(t *testing.T) {
 	}
 }
 
-// seedVisits makes a clinic of n visits on a fresh store, analysed: every
-// fifth the patient's (the others another user's), every seventh an
-// unassigned e-consult in the room, every third of the rest the
-// provider's (the others another provider's).
 // series is a statement of the numbers 1 to ? (column i).
 func series() string {
 	if testenv.Engine() == "postgres" {
@@ -109,6 +108,10 @@ func series() string {
 	return "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?) SELECT i FROM s"
 }
 
+// seedVisits makes a clinic of n visits on a fresh store, analysed: every
+// fifth the patient's (the others another user's), every seventh an
+// unassigned e-consult in the room, every third of the rest the
+// provider's (the others another provider's).
 func seedVisits(t testing.TB, n int) (st *store.Store, acct *clinic.Account, pat, doc *clinic.User, room *clinic.Room) {
 	t.Helper()
 	ctx := context.Background()
@@ -170,5 +173,71 @@ func BenchmarkListVisits(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// TestListUsers_Keyset: GET /users's pages continue after a user (After) in
+// the order of an index — by id, by full name either way, by creation —
+// and paging through gives the whole list in order, ties broken by id.
+func TestListUsers_Keyset(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const n = 20000
+	st, acct, _, _, _ := seedVisits(t, 10)
+	// Names repeat (every 100th user shares a name), so ties are paged by id.
+	if _, err := st.DB().Exec(st.Rebind(`INSERT INTO users (account_id, code, username, first_name, last_name, type, svcid, created, modified)
+		SELECT CAST(? AS BIGINT), 'u' || i, 'u' || i, 'N' || (i % 100), 'Patient', 200, 'svc-u' || i, i % 977, i
+		FROM (`+series()+`) AS s`), acct.ID, n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DB().Exec("ANALYZE users"); err != nil {
+		t.Fatal(err)
+	}
+	for _, sort := range []struct {
+		col  string
+		desc bool
+	}{{"", false}, {"full_name", false}, {"full_name", true}, {"created", true}} {
+		f := store.UserFilter{AccountID: acct.ID, SortCol: sort.col, Desc: sort.desc, Limit: 50}
+		for _, after := range []int64{0, n / 2} {
+			f.After = after
+			plans, err := store.ExplainUserPage(ctx, st, f)
+			if err != nil {
+				t.Fatal(sort, err)
+			}
+			if plan := plans[0]; strings.Contains(plan, "TEMP B-TREE") || strings.Contains(plan, "Sort") || strings.Contains(plan, "Seq Scan") {
+				t.Errorf("%v after %d: the page is not read in an index's order:\n%s", sort, after, plan)
+			}
+		}
+		// Paging by After gives the list in order, as one long offset page does.
+		f.After, f.Limit = 0, n+10
+		all, total, err := st.Read().ListUsers(ctx, f)
+		if err != nil || total != n+2 || len(all) != n+2 {
+			t.Fatalf("%v: %d users of %d, %v", sort, len(all), total, err)
+		}
+		f.Limit = 997
+		var paged []*clinic.User
+		for len(paged) < len(all) {
+			page, _, err := st.Read().ListUsers(ctx, f)
+			if err != nil || len(page) == 0 {
+				t.Fatalf("%v: page after %d: %d, %v", sort, f.After, len(page), err)
+			}
+			paged = append(paged, page...)
+			f.After = page[len(page)-1].ID
+		}
+		for i := range all {
+			if paged[i].ID != all[i].ID {
+				t.Fatalf("%v: place %d: paged %d, listed %d", sort, i, paged[i].ID, all[i].ID)
+			}
+		}
+		// (Text order is the database's collation; numbers are checked here.)
+		if sort.col == "created" && !slices.IsSortedFunc(all, func(a, b *clinic.User) int {
+			return cmp.Or(cmp.Compare(b.Created, a.Created), cmp.Compare(b.ID, a.ID))
+		}) {
+			t.Errorf("%v: not newest first, ties by id", sort)
+		}
+	}
+	// After a user of another clinic (or none) is not found.
+	if _, _, err := st.Read().ListUsers(ctx, store.UserFilter{AccountID: acct.ID, After: 1 << 40, Limit: 5}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("after a user not there: %v", err)
 	}
 }

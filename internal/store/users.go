@@ -180,7 +180,12 @@ type UserFilter struct {
 	SortCol   string // one of the keys of userSortCols
 	Desc      bool
 	Start     int
-	Limit     int
+	// After continues the list after this user (keyset): the page starts
+	// past the user's place in the order, wherever they are, so a page
+	// costs the same at any depth, where Start's offset reads every row
+	// before it. A user not of the clinic is ErrNotFound.
+	After int64
+	Limit int
 }
 
 var userSortCols = map[string]string{
@@ -194,6 +199,21 @@ func UserSortable(col string) bool { _, ok := userSortCols[col]; return ok }
 
 // ListUsers returns one page of the users matching f and the total count.
 func (q *Q) ListUsers(ctx context.Context, f UserFilter) ([]*clinic.User, int, error) {
+	w, args := f.cond()
+	var total int
+	if err := q.queryRow(ctx, "SELECT COUNT(*) FROM users u WHERE "+w, args, &total); err != nil {
+		return nil, 0, err
+	}
+	query, args, err := q.userPage(ctx, f, w, args)
+	if err != nil {
+		return nil, 0, err
+	}
+	list, err := q.users(ctx, query, args...)
+	return list, total, err
+}
+
+// cond is f's WHERE over users u, and its arguments.
+func (f UserFilter) cond() (string, []any) {
 	where := []string{"u.account_id = ?"}
 	args := []any{f.AccountID}
 	add := func(cond string, a ...any) { where = append(where, cond); args = append(args, a...) }
@@ -244,22 +264,43 @@ func (q *Q) ListUsers(ctx context.Context, f UserFilter) ([]*clinic.User, int, e
 	if f.PatientOf != 0 {
 		add("EXISTS (SELECT 1 FROM visits v WHERE v.account_id = ? AND v.member_id = u.id AND v.provider_id = ?)", f.AccountID, f.PatientOf)
 	}
-	w := strings.Join(where, " AND ")
-	var total int
-	if err := q.queryRow(ctx, "SELECT COUNT(*) FROM users u WHERE "+w, args, &total); err != nil {
-		return nil, 0, err
-	}
-	order := "u.id"
+	return strings.Join(where, " AND "), args
+}
+
+// userPage is the statement of f's page over the users matching where. The
+// order is the sort column, then the id in the same direction, so the
+// place after a user is one row comparison and the indexes of migration
+// 00023 (by id, by full name, by created) serve it without a sort.
+func (q *Q) userPage(ctx context.Context, f UserFilter, where string, args []any) (string, []any, error) {
+	key := "u.id"
 	if c, ok := userSortCols[f.SortCol]; ok {
-		order = c
+		key = c
 	}
+	dir, cmp := "", ">"
 	if f.Desc {
-		order += " DESC"
+		dir, cmp = " DESC", "<"
 	}
-	order += ", u.id"
-	list, err := q.users(ctx, "SELECT "+userCols+" FROM users u WHERE "+w+" ORDER BY "+order+" LIMIT ? OFFSET ?",
-		append(args, f.Limit, f.Start)...)
-	return list, total, err
+	if f.After != 0 {
+		var at any
+		if err := q.queryRow(ctx, "SELECT "+key+" FROM users u WHERE u.account_id = ? AND u.id = ?", []any{f.AccountID, f.After}, &at); err != nil {
+			return "", nil, err
+		}
+		if key == "u.id" {
+			where += " AND u.id " + cmp + " ?"
+			args = append(args, f.After)
+		} else {
+			// A row value, which both engines read as one index range (an
+			// OR of the two cases made SQLite sort).
+			where += " AND (" + key + ", u.id) " + cmp + " (?, ?)"
+			args = append(args, at, f.After)
+		}
+	}
+	order := key + dir
+	if key != "u.id" {
+		order += ", u.id" + dir
+	}
+	return "SELECT " + userCols + " FROM users u WHERE " + where + " ORDER BY " + order + " LIMIT ? OFFSET ?",
+		append(args, f.Limit, f.Start), nil
 }
 
 // HasVisitWith reports whether provider and member share a visit in the clinic.
