@@ -95,9 +95,12 @@ type options struct {
 	// Processes is how many server processes share the PostgreSQL
 	// database; the scenarios' connections are spread over them.
 	Processes int
+	// ListVisits are the clinic sizes, in visits, at which the lists
+	// scenario reads its pages.
+	ListVisits []int
 }
 
-var allScenarios = []string{"rooms", "me", "messages-read", "messages-post", "sso", "availability", "book", "webhook", "streams", "stream-limits", "calls"}
+var allScenarios = []string{"rooms", "me", "messages-read", "messages-post", "sso", "availability", "book", "webhook", "streams", "stream-limits", "calls", "lists"}
 
 func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	o := &options{StreamLimits: defaultStreamLimits()}
@@ -126,6 +129,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.StreamChanges, "stream-changes", 5, "streams scenario: queue changes to deliver to every stream")
 	fs.IntVar(&o.Calls, "calls", 64, "calls scenario: two-person calls set up at once (at most --patients)")
 	fs.DurationVar(&o.CallHold, "call-hold", 10*time.Second, "calls scenario: how long all the calls stay open after set-up")
+	listVisits := fs.String("list-visits", "1000,100000", "lists scenario: the clinic sizes, in visits, to read the visit lists at (grown through the store)")
 	fs.IntVar(&o.Rounds, "rounds", 1, "measure each scenario and its baseline this many times, alternating, and report the round with the median ratio")
 	fs.StringVar(&o.Profile, "profile", "", "write the started server's CPU profile of each run to this directory (<scenario>-<conns>.pprof)")
 	if err := fs.Parse(args); err != nil {
@@ -145,6 +149,13 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 		}
 		o.Scenarios = append(o.Scenarios, s)
 	}
+	for _, s := range strings.Split(*listVisits, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 100 || n > 10_000_000 || (len(o.ListVisits) > 0 && n <= o.ListVisits[len(o.ListVisits)-1]) {
+			return nil, fmt.Errorf("--list-visits: %q is not a size from 100 to 10,000,000 larger than the one before", s)
+		}
+		o.ListVisits = append(o.ListVisits, n)
+	}
 	if o.Rounds < 1 || o.Rounds > 99 {
 		return nil, fmt.Errorf("--rounds: %d is not a count from 1 to 99", o.Rounds)
 	}
@@ -153,6 +164,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 		o.Streams, o.StreamChanges = 20, 2
 		o.StreamLimits = streamLimits{server: 60, address: 30, credential: 5}
 		o.Calls, o.CallHold = 2, time.Second
+		o.ListVisits = []int{200, 2000}
 	}
 	if o.Processes < 1 || (o.Processes > 1 && o.Database == "") {
 		return nil, errors.New("--processes: more than one needs --database (processes share a PostgreSQL database)")
@@ -328,6 +340,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				return fmt.Errorf("stream-limits: %w", err)
 			}
 			rep.Results = append(rep.Results, r)
+			continue
+		}
+		if name == "lists" {
+			progress("scenario lists…\n")
+			rs, err := c.listsScenario(ctx, o, seed, srv, progress)
+			if err != nil {
+				return fmt.Errorf("lists: %w", err)
+			}
+			rep.Results = append(rep.Results, rs...)
 			continue
 		}
 		if name == "streams" {
@@ -586,9 +607,22 @@ type serverProc struct {
 	log     *bytes.Buffer
 	metrics string // the --metrics-addr base URL, with pprof
 	base    string // the server's URL
-	// bin and store start another process on the same data (serve).
-	bin   string
-	store []string
+	// bin and store start another process on the same data (serve);
+	// addr, maddr and flags start this one again (restart).
+	bin         string
+	store       []string
+	addr, maddr string
+	flags       []string
+}
+
+// restart starts the stopped server again on its addresses and flags.
+func (s *serverProc) restart(ctx context.Context) error {
+	p, err := serveAt(ctx, s.addr, s.maddr, s.bin, s.store, s.flags...)
+	if err != nil {
+		return err
+	}
+	*s = *p
+	return nil
 }
 
 // profile fetches a CPU profile of the next d into file, in the background.
@@ -751,6 +785,10 @@ func serve(ctx context.Context, bin string, store []string, extra ...string) (*s
 	if err != nil {
 		return nil, err
 	}
+	return serveAt(ctx, addr, maddr, bin, store, extra...)
+}
+
+func serveAt(ctx context.Context, addr, maddr, bin string, store []string, extra ...string) (*serverProc, error) {
 	sb := &syncBuffer{}
 	args := append(append([]string{"serve"}, store...), "--addr", addr, "--metrics-addr", maddr, "--log-level", "warn", "--webhook-allow-private",
 		"--webhook-retry-interval", "1s", "--webhook-timeout", "5s")
@@ -759,7 +797,7 @@ func serve(ctx context.Context, bin string, store []string, extra ...string) (*s
 	if err := srv.Start(); err != nil {
 		return nil, err
 	}
-	p := &serverProc{cmd: srv, log: &sb.b, metrics: "http://" + maddr, base: "http://" + addr, bin: bin, store: store}
+	p := &serverProc{cmd: srv, log: &sb.b, metrics: "http://" + maddr, base: "http://" + addr, bin: bin, store: store, addr: addr, maddr: maddr, flags: extra}
 	if err := waitHTTP(ctx, p.base+"/healthz"); err != nil {
 		p.stop()
 		return nil, fmt.Errorf("%w; server output:\n%s", err, sb.b.String())
