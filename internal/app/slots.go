@@ -246,29 +246,26 @@ func (a *App) slotProvider(ctx context.Context, p *clinic.Principal, id int64) (
 }
 
 func (a *App) slotsView(ctx context.Context, p *clinic.Principal, slots []clinic.Slot) (*SlotsView, error) {
-	v := &SlotsView{Slots: slots, Providers: map[int64]*clinic.User{}, Rooms: map[int64]*clinic.Room{}}
-	var gids []int64
-	rd := a.store.Read()
+	var gids, uids, rids []int64
 	for _, s := range slots {
-		if !slices.Contains(gids, s.GroupID) {
-			gids = append(gids, s.GroupID)
-		}
-		if _, ok := v.Providers[s.ProviderID]; !ok {
-			u, err := rd.UserByID(ctx, p.Account.ID, s.ProviderID)
-			if err != nil {
-				return nil, fmt.Errorf("slot provider: %w", err)
-			}
-			v.Providers[s.ProviderID] = u
-		}
-		if _, ok := v.Rooms[s.RoomID]; !ok {
-			r, err := rd.RoomByID(ctx, p.Account.ID, s.RoomID)
-			if err != nil {
-				return nil, fmt.Errorf("slot room: %w", err)
-			}
-			v.Rooms[s.RoomID] = r
+		gids, uids, rids = append(gids, s.GroupID), append(uids, s.ProviderID), append(rids, s.RoomID)
+	}
+	// The related rows by id lists, one statement each however many slots
+	// (a provider read per provider was 8 of availability's 13 statements).
+	rd := a.store.Read()
+	v := &SlotsView{Slots: slots}
+	var err error
+	if v.Providers, err = rd.UsersByIDs(ctx, p.Account.ID, uids); err != nil {
+		return nil, fmt.Errorf("slot providers: %w", err)
+	}
+	if v.Rooms, err = rd.RoomsByIDs(ctx, p.Account.ID, rids); err != nil {
+		return nil, fmt.Errorf("slot rooms: %w", err)
+	}
+	for _, s := range slots {
+		if v.Providers[s.ProviderID] == nil || v.Rooms[s.RoomID] == nil {
+			return nil, fmt.Errorf("slot %d: its provider or room is not of the clinic", s.ID)
 		}
 	}
-	var err error
 	v.Groups, err = rd.SlotGroupsByID(ctx, p.Account.ID, gids)
 	return v, err
 }

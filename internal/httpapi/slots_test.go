@@ -339,3 +339,33 @@ func TestVisits_Reschedule(t *testing.T) {
 	wantErr(t, s.post(s.pat2.Token, path, "slot_start", at(0), "slot_end", at(1)), 404, 404)
 	wantObjErr(t, s.post(s.pat2.Token, "/api_v3/visits/"+s.econsult(t, s.pat2)+"/reschedule", "slot_start", at(0), "slot_end", at(1)), 409, "booked visit")
 }
+
+// TestSlots_AvailabilityStatements: the availability of a room reads its
+// slots' providers, rooms and groups by id lists, so a window with two
+// providers' slots takes as many statements as one with one provider's.
+func TestSlots_AvailabilityStatements(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	s.enableAppointments(t)
+	s.publish(t, s.doc.Token, map[string]any{"room_code": "main", "date_start": slotDay, "time_start": "09:00", "time_end": "10:00", "timezone": "America/New_York", "duration": 15})
+	if r := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/" + s.other.UserID + "/rooms", Header: adminHeaders(s.c), Form: q("code", "main")}); r.Status != 200 {
+		t.Fatal(r.Status)
+	}
+	s.publish(t, s.other.Token, map[string]any{"room_code": "main", "date_start": slotDay, "time_start": "11:00", "time_end": "12:00", "timezone": "America/New_York", "duration": 20})
+	count := func(hours int64, want int) int64 {
+		t.Helper()
+		res := e.Do(testenv.Req{Path: "/api_v3/availability", Header: userHeaders(s.c, s.pat.Token),
+			Query: q("room_code", "main", "start", fmt.Sprint(tue0900NY), "end", fmt.Sprint(tue0900NY+hours*3600))})
+		if res.Status != 200 || len(res.Data()["slots"].([]any)) != want {
+			t.Fatalf("%d hours: %d %s", hours, res.Status, res.Raw)
+		}
+		return e.Statements()
+	}
+	count(1, 4) // warm the caches both reads use
+	one, two := count(1, 4), count(3, 7)
+	if one != two || one == 0 {
+		t.Fatalf("%d statements with one provider's slots, %d with two providers'", one, two)
+	}
+	t.Logf("%d statements with one provider's slots or two providers'", one)
+}

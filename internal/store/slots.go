@@ -37,7 +37,7 @@ func (q *Q) CreateSlotGroup(ctx context.Context, g *clinic.SlotGroup, slots []cl
 // SlotGroupsByID loads groups of the clinic by id.
 func (q *Q) SlotGroupsByID(ctx context.Context, accountID int64, ids []int64) (map[int64]*clinic.SlotGroup, error) {
 	out := map[int64]*clinic.SlotGroup{}
-	if len(ids) == 0 {
+	if ids = distinct(ids); len(ids) == 0 {
 		return out, nil
 	}
 	rows, err := q.query(ctx, "SELECT "+groupCols+" FROM slot_groups WHERE account_id = ? AND id IN ("+placeholders(len(ids))+")", append([]any{accountID}, anys(ids)...)...)
