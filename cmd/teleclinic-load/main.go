@@ -641,6 +641,19 @@ func (s *serverProc) profile(file string, d time.Duration) func() {
 	return func() { <-done }
 }
 
+// saveProfile saves the profile at path of the metrics listener's pprof
+// into file, if it can.
+func (s *serverProc) saveProfile(path, file string) {
+	res, err := http.Get(s.metrics + path)
+	if err != nil {
+		return
+	}
+	defer res.Body.Close()
+	if b, err := io.ReadAll(res.Body); err == nil && res.StatusCode == 200 {
+		_ = os.WriteFile(file, b, 0o644)
+	}
+}
+
 func (s *serverProc) stop() {
 	_ = s.cmd.Process.Signal(os.Interrupt)
 	done := make(chan struct{})
@@ -690,6 +703,47 @@ func (s *serverProc) rss() (now, peak float64) {
 		}
 	}
 	return now, peak
+}
+
+// goMemory is what the server's Go runtime holds: its goroutines, their
+// stacks and the heap in use, from the metrics listener's pprof (zero
+// when it cannot be read). It tells what an open stream costs apart.
+type goMemory struct {
+	goroutines      int
+	stackKB, heapKB float64
+}
+
+func (s *serverProc) goMemory() goMemory {
+	var m goMemory
+	get := func(path string) string {
+		res, err := http.Get(s.metrics + path)
+		if err != nil {
+			return ""
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return string(b)
+	}
+	if g := get("/debug/pprof/goroutine?debug=1"); g != "" {
+		fmt.Sscanf(g, "goroutine profile: total %d", &m.goroutines)
+	}
+	// The heap profile's text ends with runtime.MemStats: "# HeapInuse = N"
+	// and "# Stack = inuse / sys", in bytes. gc=1 collects first; three
+	// collections give what a long-lived server holds, whose collector
+	// runs at least every two minutes and halves an idle goroutine's
+	// grown stack at each run.
+	get("/debug/pprof/heap?gc=1")
+	get("/debug/pprof/heap?gc=1")
+	for _, line := range strings.Split(get("/debug/pprof/heap?debug=1&gc=1"), "\n") {
+		var n float64
+		if _, err := fmt.Sscanf(line, "# HeapInuse = %g", &n); err == nil {
+			m.heapKB = n / 1024
+		}
+		if _, err := fmt.Sscanf(line, "# Stack = %g", &n); err == nil {
+			m.stackKB = n / 1024
+		}
+	}
+	return m
 }
 
 // syncBuffer is a bytes.Buffer safe for the child's output goroutines.

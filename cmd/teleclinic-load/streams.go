@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -20,8 +22,10 @@ import (
 // and with them open.
 func (c *clinic) streamsScenario(ctx context.Context, o *options, s *seeded, srv *serverProc, progress func(string, ...any)) (Result, error) {
 	var rssBefore float64
+	var goBefore goMemory
 	if srv != nil {
 		rssBefore, _ = srv.rss()
+		goBefore = srv.goMemory()
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -84,9 +88,21 @@ func (c *clinic) streamsScenario(ctx context.Context, o *options, s *seeded, srv
 	}
 	progress("open\n")
 	var rssWith float64
+	var goWith goMemory
 	if srv != nil {
 		rssWith, _ = srv.rss()
+		goWith = srv.goMemory()
+		if o.Profile != "" { // what the open streams hold, for go tool pprof
+			_ = os.MkdirAll(o.Profile, 0o755)
+			srv.saveProfile("/debug/pprof/heap", filepath.Join(o.Profile, fmt.Sprintf("streams-%d-heap.pprof", o.Streams)))
+			srv.saveProfile("/debug/pprof/goroutine", filepath.Join(o.Profile, fmt.Sprintf("streams-%d-goroutine.pprof", o.Streams)))
+		}
 	}
+	// A stream's share of the runtime: goroutines, stack and heap.
+	n := float64(o.Streams)
+	perStream := fmt.Sprintf("a stream: %.0f KB of RSS, %.1f goroutines, %.1f KB of stack, %.1f KB of heap",
+		(rssWith-rssBefore)*1024/n, float64(goWith.goroutines-goBefore.goroutines)/n, (goWith.stackKB-goBefore.stackKB)/n, (goWith.heapKB-goBefore.heapKB)/n)
+	progress("%s\n", perStream)
 
 	var lat []time.Duration
 	late, missing := 0, 0
@@ -117,8 +133,8 @@ func (c *clinic) streamsScenario(ctx context.Context, o *options, s *seeded, srv
 	r := summarize("streams", o.Streams, lat, time.Since(t0))
 	r.Errors = late + missing
 	r.RPS = 0
-	r.Note = fmt.Sprintf("%d queue changes to %d open streams: latency from the change's request to each stream's event; %d over 1 s, %d not delivered in 5 s; server RSS %.0f MB before the streams, %.0f MB with them",
-		o.StreamChanges, o.Streams, late, missing, rssBefore, rssWith)
+	r.Note = fmt.Sprintf("%d queue changes to %d open streams: latency from the change's request to each stream's event; %d over 1 s, %d not delivered in 5 s; server RSS %.0f MB before the streams, %.0f MB with them; %s",
+		o.StreamChanges, o.Streams, late, missing, rssBefore, rssWith, perStream)
 	progress("  streams: p50 %.1f ms, p99 %.1f ms, max %.1f ms; RSS %.0f → %.0f MB\n", r.P50ms, r.P99ms, maxMs(lat), rssBefore, rssWith)
 	return r, nil
 }

@@ -233,7 +233,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	// closing ends the event streams when shutdown begins: they would hold
 	// it for as long as their clients stay.
-	closing := make(chan struct{})
+	closing, closeStreams := context.WithCancel(context.WithoutCancel(ctx))
+	defer closeStreams()
 	// One bound of open event streams for both doors.
 	streams := live.NewLimits(c.MaxStreamsPerCredential, c.MaxStreamsPerAddress, c.MaxStreams)
 	api := httpapi.New(a, log, httpapi.Config{Streams: streams, MaxBodyBytes: c.MaxBody, MaxUploadBytes: c.MaxUpload, MaxFileBytes: c.MaxFile, Metrics: c.Metrics, MetricsToken: c.MetricsToken, Closing: closing,
@@ -275,7 +276,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	srv.RegisterOnShutdown(func() { close(closing) })
+	srv.RegisterOnShutdown(closeStreams)
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWorkers()
 	go a.Run(workers)

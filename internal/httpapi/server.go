@@ -50,9 +50,9 @@ type Config struct {
 	// keep-alive and checks its caller's credentials again (default
 	// live.KeepAlive).
 	KeepAlive time.Duration
-	// Closing is closed when the server starts shutting down: the event
+	// Closing is done when the server starts shutting down: the event
 	// streams end then, rather than hold the shutdown.
-	Closing <-chan struct{}
+	Closing context.Context
 	// CORSOrigins are the web origins whose browser apps may call the API
 	// (serve's --cors-origins; "*" for any). None: no cross-origin
 	// answers, and a preflight is a 405 like any unknown method.

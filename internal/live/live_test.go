@@ -1,10 +1,13 @@
 package live_test
 
 import (
+	"context"
 	"database/sql"
 	"io"
 	"log/slog"
+	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -137,4 +140,42 @@ func TestPostgres_SchemasApart(t *testing.T) {
 		t.Fatalf("the same schema's bus: %+v", e)
 	}
 	none(t, apart)
+}
+
+// TestPump_EndsOnClosing: a stream that waits for events ends as soon as
+// the server starts shutting down (Closing is done), without an end event,
+// and one that ends on its own leaves Closing to end nothing more.
+func TestPump_EndsOnClosing(t *testing.T) {
+	closing, shutDown := context.WithCancel(context.Background())
+	defer shutDown()
+	ended := false
+	p := live.Pump{Closing: closing, KeepAlive: time.Hour,
+		Check: func(context.Context) (int64, error) { return 0, nil },
+		End:   func(error) live.Frame { ended = true; return live.Frame{Name: "end", Data: []byte("{}")} }}
+	quiet := func(ctx context.Context, d time.Duration) ([]live.Frame, error) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(d):
+			return nil, nil
+		}
+	}
+	rec := httptest.NewRecorder()
+	done := make(chan struct{})
+	go func() { p.Run(context.Background(), rec, quiet); close(done) }()
+	time.Sleep(20 * time.Millisecond)
+	select {
+	case <-done:
+		t.Fatal("the stream ended before the shutdown")
+	default:
+	}
+	shutDown()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stream outlived the shutdown")
+	}
+	if ended || !strings.HasPrefix(rec.Body.String(), "retry: 3000") || strings.Contains(rec.Body.String(), "event: end") {
+		t.Fatalf("ended %v, body %q", ended, rec.Body.String())
+	}
 }

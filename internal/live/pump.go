@@ -30,10 +30,10 @@ type Pump struct {
 	// (default KeepAlive). The keep-alive also runs Check and Tick when
 	// the stream is busy.
 	KeepAlive time.Duration
-	// Closing is closed when the server shuts down: the stream then ends
+	// Closing is done when the server shuts down: the stream then ends
 	// without an end event, and its client reconnects to a server that is
 	// up.
-	Closing <-chan struct{}
+	Closing context.Context
 	// Check says whether the caller may still read the stream: their
 	// credential not logged out, revoked, expired or rotated, and until
 	// when (unix seconds on Now's clock; 0 for no time limit) that holds

@@ -244,8 +244,8 @@ func New(t testing.TB, opts ...Options) *Env {
 	t.Cleanup(srv.Close)
 	// Cleanups run last first: the event streams end before Close waits
 	// for the connections, as they do when the real server shuts down.
-	closing := make(chan struct{})
-	t.Cleanup(func() { close(closing) })
+	closing, closeStreams := context.WithCancel(context.Background())
+	t.Cleanup(closeStreams)
 	if o.PortalHere {
 		cfg.BaseURL = "http://" + srv.Listener.Addr().String()
 		cfg.PortalURL = cfg.BaseURL

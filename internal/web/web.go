@@ -7,6 +7,7 @@
 package web
 
 import (
+	"context"
 	"embed"
 	"errors"
 	"html/template"
@@ -46,9 +47,9 @@ type Config struct {
 	// sends a keep-alive and checks the session again (default
 	// live.KeepAlive).
 	KeepAlive time.Duration
-	// Closing is closed when the server starts shutting down: the pages'
+	// Closing is done when the server starts shutting down: the pages'
 	// event streams end then, rather than hold the shutdown.
-	Closing <-chan struct{}
+	Closing context.Context
 	// MaxFileBytes bounds a file a page takes (the intake's attachments),
 	// as POST /files bounds one (default 50 MiB).
 	MaxFileBytes int64
