@@ -173,15 +173,21 @@ func (a *App) prescriptions(ctx context.Context, p *clinic.Principal, userID int
 	if err != nil {
 		return nil, fmt.Errorf("prescriptions: %w", err)
 	}
-	names := map[int64]string{}
+	// The prescribers in one read, however many prescriptions.
+	ids := make([]int64, len(rxs))
+	for i, rx := range rxs {
+		ids[i] = rx.PrescriberID
+	}
+	prescribers, err := a.store.Read().UsersByIDs(ctx, p.Account.ID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("prescribers: %w", err)
+	}
 	out := make([]*PrescriptionView, len(rxs))
 	for i, rx := range rxs {
-		if _, ok := names[rx.PrescriberID]; !ok {
-			if pr, err := a.store.Read().UserByID(ctx, p.Account.ID, rx.PrescriberID); err == nil {
-				names[rx.PrescriberID] = strings.TrimSpace(pr.FirstName + " " + pr.LastName)
-			}
+		out[i] = &PrescriptionView{Prescription: rx}
+		if pr := prescribers[rx.PrescriberID]; pr != nil {
+			out[i].PrescriberName = strings.TrimSpace(pr.FirstName + " " + pr.LastName)
 		}
-		out[i] = &PrescriptionView{Prescription: rx, PrescriberName: names[rx.PrescriberID]}
 	}
 	return out, nil
 }

@@ -357,21 +357,21 @@ func (a *App) listFiles(ctx context.Context, p *clinic.Principal, in FileQuery) 
 	if err != nil {
 		return nil, fmt.Errorf("files: %w", err)
 	}
+	// The creators in one read, however many files.
+	ids := make([]int64, len(files))
+	for i, f := range files {
+		ids[i] = f.CreatorUserID
+	}
+	creators, err := a.store.Read().UsersByIDs(ctx, p.Account.ID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("file creators: %w", err)
+	}
 	out := make([]*FileInfo, 0, len(files))
-	creators := map[int64]*clinic.User{}
 	for _, f := range files {
 		if flt.TargetType == "user" && !in.IncludeShared && f.Category == CategoryIntakeAttachment {
 			continue
 		}
-		c, seen := creators[f.CreatorUserID]
-		if !seen {
-			c, err = a.store.Read().UserByID(ctx, p.Account.ID, f.CreatorUserID)
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
-				return nil, fmt.Errorf("file creator: %w", err)
-			}
-			creators[f.CreatorUserID] = c
-		}
-		out = append(out, &FileInfo{File: f, URL: a.FileViewURL(f.ID, ""), Creator: c, AccountCode: p.Account.Code, Deletable: mayChangeFile(p, f)})
+		out = append(out, &FileInfo{File: f, URL: a.FileViewURL(f.ID, ""), Creator: creators[f.CreatorUserID], AccountCode: p.Account.Code, Deletable: mayChangeFile(p, f)})
 	}
 	return out, nil
 }

@@ -316,3 +316,27 @@ func TestFiles_S3(t *testing.T) {
 		t.Fatal("the object outlived its file")
 	}
 }
+
+// TestFiles_ListStatements: a file list reads its files' creators in one
+// statement, so files by two creators take as many statements as by one.
+func TestFiles_ListStatements(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	count := func(want int) int64 {
+		t.Helper()
+		res := e.Do(testenv.Req{Path: "/api_v3/files", Header: userHeaders(s.c, s.pat.Token)})
+		if res.Status != 200 || len(res.List()) != want {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+		return e.Statements()
+	}
+	mustUpload(t, e, s.c, s.pat.Token, "a.txt", []byte("mine"))
+	count(1) // warm the caches both reads use
+	one := count(1)
+	mustUpload(t, e, s.c, "", "consent.txt", []byte("I consent."), "meta.target.id", s.pat.UserID, "meta.target.type", "user", "meta.category", "user_consent")
+	count(2)
+	if two := count(2); one != two || one == 0 {
+		t.Fatalf("%d statements for one creator's file, %d for two creators' files", one, two)
+	}
+}
