@@ -234,6 +234,14 @@ func (c *clinic) scenario(name string, s *seeded) scenarioDef {
 			p := s.patients[w%len(s.patients)]
 			return c.req("POST", "/api/visits/"+p.visit+"/messages", p.token, url.Values{"content": {"Hello from the load tool."}})
 		}}
+	case "pb-post":
+		// The message post against PocketBase's authenticated create of
+		// a message record under the rule "the visit is the caller's".
+		return scenarioDef{baseline: "pocketbase", note: "the post against PocketBase's authenticated record create (ratio: Teleclinic over PocketBase)",
+			request: func(w, i int) (*http.Request, error) {
+				p := s.patients[w%len(s.patients)]
+				return c.req("POST", "/api/visits/"+p.visit+"/messages", p.token, url.Values{"content": {"Hello from the load tool."}})
+			}}
 	case "sso":
 		return scenarioDef{baseline: "json", request: func(w, i int) (*http.Request, error) {
 			p := pat(w, i)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -87,6 +88,13 @@ func TestLoad_MedianRound(t *testing.T) {
 	}
 	if _, err := parseOptions([]string{"--rounds", "0"}, io.Discard); err == nil {
 		t.Fatal("--rounds 0 accepted")
+	}
+	// pb-post runs only when named, and only against a PocketBase binary.
+	if _, err := parseOptions([]string{"--scenarios", "pb-post"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--pocketbase-bin") {
+		t.Fatalf("pb-post without --pocketbase-bin: %v", err)
+	}
+	if o, err := parseOptions(nil, io.Discard); err != nil || slices.Contains(o.Scenarios, "pb-post") {
+		t.Fatalf("the default scenarios: %v, %v", o, err)
 	}
 }
 

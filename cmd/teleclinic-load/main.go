@@ -98,7 +98,13 @@ type options struct {
 	// ListVisits are the clinic sizes, in visits, at which the lists
 	// scenario reads its pages.
 	ListVisits []int
+	// PocketBaseBin is the PocketBase server the pb-post scenario
+	// compares the message post with.
+	PocketBaseBin string
 }
+
+// otherScenarios run only when named: pb-post needs --pocketbase-bin.
+var otherScenarios = []string{"pb-post"}
 
 var allScenarios = []string{"rooms", "me", "messages-read", "messages-post", "sso", "availability", "book", "webhook", "streams", "stream-limits", "calls", "lists"}
 
@@ -115,7 +121,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.APISecret, "api-secret", "", "with --url: the clinic's API secret")
 	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "how long each scenario runs at each connection count")
 	conns := fs.String("connections", "8,64", "keep-alive connection counts, comma-separated")
-	scen := fs.String("scenarios", strings.Join(allScenarios, ","), "scenarios to run: "+strings.Join(allScenarios, ", "))
+	scen := fs.String("scenarios", strings.Join(allScenarios, ","), "scenarios to run: "+strings.Join(allScenarios, ", ")+"; also "+strings.Join(otherScenarios, ", "))
 	fs.StringVar(&o.JSON, "json", "", "also write the results as JSON to this file")
 	fs.IntVar(&o.Patients, "patients", 64, "patients to seed, each with a visit of 30 messages")
 	fs.IntVar(&o.WebhookRate, "webhook-rate", 100, "webhook scenario: messages per second for latency")
@@ -129,6 +135,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.StreamChanges, "stream-changes", 5, "streams scenario: queue changes to deliver to every stream")
 	fs.IntVar(&o.Calls, "calls", 64, "calls scenario: two-person calls set up at once (at most --patients)")
 	fs.DurationVar(&o.CallHold, "call-hold", 10*time.Second, "calls scenario: how long all the calls stay open after set-up")
+	fs.StringVar(&o.PocketBaseBin, "pocketbase-bin", "", "pb-post scenario: a PocketBase server binary (built from its public source) whose authenticated record create the message post is compared with")
 	listVisits := fs.String("list-visits", "1000,100000", "lists scenario: the clinic sizes, in visits, to read the visit lists at (grown through the store)")
 	fs.IntVar(&o.Rounds, "rounds", 1, "measure each scenario and its baseline this many times, alternating, and report the round with the median ratio")
 	fs.StringVar(&o.Profile, "profile", "", "write the started server's CPU profile of each run to this directory (<scenario>-<conns>.pprof)")
@@ -144,8 +151,11 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	}
 	for _, s := range strings.Split(*scen, ",") {
 		s = strings.TrimSpace(s)
-		if !slices.Contains(allScenarios, s) {
+		if !slices.Contains(allScenarios, s) && !slices.Contains(otherScenarios, s) {
 			return nil, fmt.Errorf("--scenarios: unknown scenario %q", s)
+		}
+		if s == "pb-post" && o.PocketBaseBin == "" {
+			return nil, errors.New("--scenarios pb-post needs --pocketbase-bin")
 		}
 		o.Scenarios = append(o.Scenarios, s)
 	}
@@ -282,6 +292,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer sqlBase.stop()
+	var pb *pocketBase
+	if slices.Contains(o.Scenarios, "pb-post") {
+		progress("starting PocketBase…\n")
+		if pb, err = startPocketBase(ctx, o.PocketBaseBin, tmp, o.Patients); err != nil {
+			return err
+		}
+		defer pb.stop()
+	}
 
 	// With one round a baseline is measured once per connection count, just
 	// before the first scenario that needs it. With more, each round
@@ -302,6 +320,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			b, mk = sqlBase, func(w, i int) (*http.Request, error) {
 				return form("POST", sqlBase.url+"/insert", url.Values{"content": {"Hello from the load tool."}, "visit_id": {strconv.Itoa(w)}})
 			}
+		case "pocketbase":
+			mk = pb.post
 		case "point-read":
 			b, mk = sqlBase, func(w, i int) (*http.Request, error) {
 				return http.NewRequest("GET", fmt.Sprintf("%s/read?id=%d", sqlBase.url, 1+(w*7919+i)%b.rows), nil)
@@ -310,6 +330,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		progress("  baseline %-10s c=%-4d ", kind, conns)
 		r := load(ctx, "baseline "+kind, conns, o.Duration, mk, progress)
 		progress("%8.0f req/s\n", r.RPS)
+		if r.Errors > 0 { // a rate of failures is no yardstick
+			return 0, fmt.Errorf("baseline %s c=%d: %d of %d requests failed: %s", kind, conns, r.Errors, r.Requests, r.FirstError)
+		}
 		baselines[k] = r.RPS
 		return r.RPS, nil
 	}
@@ -397,6 +420,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if srv != nil {
 		rep.ServerRSSMB, rep.ServerHWMMB = srv.rss()
+	}
+	if pb != nil {
+		for i := range rep.Results {
+			if rep.Results[i].Scenario == "pb-post" {
+				rep.Results[i].Note += fmt.Sprintf("; PocketBase peak RSS %.1f MB, Teleclinic's %.1f MB", pb.peakRSS(), rep.ServerHWMMB)
+			}
+		}
 	}
 	printReport(stdout, rep)
 	if o.JSON != "" {
@@ -684,8 +714,11 @@ func (s *serverProc) cpu() time.Duration {
 }
 
 // rss reads the server's resident set now and at its peak, in MB.
-func (s *serverProc) rss() (now, peak float64) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+func (s *serverProc) rss() (now, peak float64) { return procRSS(s.cmd.Process.Pid) }
+
+// procRSS is a process's resident memory now and at its peak, in MB.
+func procRSS(pid int) (now, peak float64) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, 0
 	}
