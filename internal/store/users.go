@@ -276,9 +276,9 @@ func (q *Q) userPage(ctx context.Context, f UserFilter, where string, args []any
 	if c, ok := userSortCols[f.SortCol]; ok {
 		key = c
 	}
-	dir, cmp := "", ">"
+	dir, op := "", ">"
 	if f.Desc {
-		dir, cmp = " DESC", "<"
+		dir, op = " DESC", "<"
 	}
 	if f.After != 0 {
 		var at any
@@ -286,12 +286,12 @@ func (q *Q) userPage(ctx context.Context, f UserFilter, where string, args []any
 			return "", nil, err
 		}
 		if key == "u.id" {
-			where += " AND u.id " + cmp + " ?"
+			where += " AND u.id " + op + " ?"
 			args = append(args, f.After)
 		} else {
 			// A row value, which both engines read as one index range (an
 			// OR of the two cases made SQLite sort).
-			where += " AND (" + key + ", u.id) " + cmp + " (?, ?)"
+			where += " AND (" + key + ", u.id) " + op + " (?, ?)"
 			args = append(args, at, f.After)
 		}
 	}
