@@ -119,7 +119,7 @@ const stepBudget = 20 * time.Second
 // joinBudget bounds a Join, from the click to the page in the call. A
 // join through LiveKit connects to the media server before the page shows
 // the call; in a six-person call, with the suites of other packages on
-// the same two cores, the fifth person's connection has taken over 20 s
+// the same two cores, a guest's connection has taken over 20 s
 // (CI on 2026-11-26: "Joining…" at stepBudget) while passing in 159 s
 // under the same load on another run. A join that never connects still
 // fails here, with what the page says.
