@@ -54,11 +54,11 @@ func inviteGuest(t *testing.T, browser, provider context.Context, prev *string, 
 }
 
 // receivingFrom waits until the page receives video from n others, within
-// mediaBudget.
+// groupMediaBudget.
 func receivingFrom(t *testing.T, ctx context.Context, who string, n int) {
 	t.Helper()
 	var last []callStats
-	for end := time.Now().Add(mediaBudget); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+	for end := time.Now().Add(groupMediaBudget); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
 		got, err := chromedp.Run(ctx, chromedp.Evaluate[[]callStats](`window.teleclinicCall.stats()`, chromedp.EvalAwaitPromise))
 		if err != nil {
 			t.Fatalf("%s: %v", who, err)
@@ -74,8 +74,17 @@ func receivingFrom(t *testing.T, ctx context.Context, who string, n int) {
 			return
 		}
 	}
-	t.Fatalf("%s does not receive video from %d others within %v: %+v", who, n, mediaBudget, last)
+	t.Fatalf("%s does not receive video from %d others within %v: %+v", who, n, groupMediaBudget, last)
 }
+
+// groupMediaBudget bounds how long a page of a group call may take to
+// receive every other person's video. Six Chromium pages encoding fake
+// video share two cores with the other packages' suites in CI; on
+// 2026-11-26 the patient's page had four of five videos and the fifth's
+// sound, not yet its video, at 30 s (mediaBudget), and the whole test
+// passed alone in 107 s. A video that never comes still fails here, with
+// every peer's bytes in the message.
+const groupMediaBudget = 90 * time.Second
 
 // TestBrowser_GroupVisitMesh: four people browser to browser, the most
 // a mesh takes: each page receives the three others' video; a fifth is
