@@ -136,14 +136,14 @@ func growVisits(ctx context.Context, storeArgs []string, code, roomCode, patient
 		batch := min(size-have, 5000)
 		err = st.Tx(ctx, func(q *store.Q) error {
 			for i := have; i < have+batch; i++ {
-				v := &clinicpkg.Visit{AccountID: acct.ID, RoomID: room.ID, Kind: "appointment", Type: clinicpkg.VisitVideo, Status: clinicpkg.VisitCompleted,
+				v := &clinicpkg.Visit{AccountID: acct.ID, RoomID: room.ID, Kind: clinicpkg.KindAppointment, Type: clinicpkg.VisitVideo, Status: clinicpkg.VisitCompleted,
 					MemberID: pats[i%len(pats)].ID, ProviderID: provs[i%len(provs)].ID,
 					Created: now - int64(size-i), Modified: now - int64(size-i)}
 				if i%10 == 0 {
 					v.MemberID = pat0
 				}
 				if i%7 == 0 {
-					v.Kind, v.Type, v.ProviderID, v.Status = "econsult", clinicpkg.VisitEconsult, 0, clinicpkg.VisitPending
+					v.Kind, v.Type, v.ProviderID, v.Status = clinicpkg.KindEconsult, clinicpkg.VisitEconsult, 0, clinicpkg.VisitPending
 				} else if i%2 == 0 {
 					v.Status = clinicpkg.VisitPending
 				}
