@@ -673,6 +673,11 @@ func (w *CallWatch) ended(ctx context.Context) (*clinic.Visit, error) {
 // since is returned, as Next returns it (the keep-alive may find it
 // first); a peer that has left (from another page, or timed out) gets 409.
 func (w *CallWatch) Alive(ctx context.Context) (*clinic.Visit, error) {
+	if w.replaced {
+		// Next has just handed out the "replaced" (the pump sends it
+		// after this tick) and ends the stream at its next call.
+		return nil, nil
+	}
 	if ended, err := w.ended(ctx); ended != nil || err != nil {
 		return ended, err
 	}
@@ -685,6 +690,16 @@ func (w *CallWatch) Alive(ctx context.Context) (*clinic.Visit, error) {
 		// look above and this write: that is the answer, if so.
 		if ended, err := w.ended(ctx); ended != nil || err != nil {
 			return ended, err
+		}
+		// A peer replaced by a newer page is first handed what is still
+		// queued for it, its "replaced" last: Next ends the stream after
+		// that, with the reason, where this tick would end it without one.
+		ss, err := w.a.store.Read().CallSignals(ctx, w.p.Account.ID, w.v.ID, w.peer, w.after, 1)
+		if err != nil {
+			return nil, fmt.Errorf("call signals: %w", err)
+		}
+		if len(ss) > 0 {
+			return nil, nil
 		}
 		return nil, clinic.Errorf(clinic.EConflict, "Peer %s has left the call; join it again.", w.peer)
 	}

@@ -516,7 +516,16 @@ func countUsers(t *testing.T, f *fixture, typ int) int {
 // stream is told it was replaced and ends, the others see the first peer
 // leave and the new one join, and the first peer can no longer signal.
 func TestCall_OnePeerPerPerson(t *testing.T) {
-	f := newFixture(t, testenv.Options{KeepAlive: 200 * time.Millisecond})
+	// With a keep-alive every few milliseconds, the peer's keep-alive
+	// check meets the replacement before, with and after its "replaced"
+	// is read: the page is told in every order.
+	for _, keep := range []time.Duration{200 * time.Millisecond, 2 * time.Millisecond} {
+		t.Run(keep.String(), func(t *testing.T) { testOnePeerPerPerson(t, keep) })
+	}
+}
+
+func testOnePeerPerPerson(t *testing.T, keep time.Duration) {
+	f := newFixture(t, testenv.Options{KeepAlive: keep})
 	f.accept(t)
 	pat, prov := newBrowser(t, f.e), newBrowser(t, f.e)
 	f.redirectLogin(t, pat, f.p1Token, f.visitPath(), nil)
