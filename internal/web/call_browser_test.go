@@ -87,7 +87,14 @@ func joinCall(t *testing.T, ctx context.Context) {
 // than running into the browser's whole budget.
 func browserStep(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	step, cancel := context.WithTimeout(ctx, stepBudget)
+	browserStepWithin(t, ctx, stepBudget, what, actions...)
+}
+
+// browserStepWithin is browserStep with its own budget, for a step that
+// loads a call page while a group call runs on the same cores.
+func browserStepWithin(t *testing.T, ctx context.Context, budget time.Duration, what string, actions ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	step, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
 	if err := chromedp.Do(step, actions...); err != nil {
 		where, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`location.href + " — " + document.body.innerText.slice(0, 300)`))
