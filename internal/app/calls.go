@@ -621,11 +621,10 @@ func (w *CallWatch) Next(ctx context.Context, d time.Duration) (*CallEvent, erro
 		// The first time, what is there already; then what changes.
 		kinds := map[string]bool{KindSignal: true, live.KindVisit: true}
 		if w.started {
-			e, ok, err := wait(ctx, w.sub, time.Until(deadline))
-			if err != nil || !ok {
+			var err error
+			if kinds, _, err = w.sub.Wait(ctx, time.Until(deadline)); err != nil || kinds == nil {
 				return nil, err
 			}
-			kinds, _ = drain(w.sub, e)
 		}
 		w.started = true
 		if kinds[live.KindVisit] || kinds[live.KindResync] {

@@ -40,37 +40,27 @@ func (a *App) publishMessage(v *clinic.ThreadVisit, m *clinic.Message) {
 // caller again before its next event then.
 func (a *App) CredentialEpoch() uint64 { return a.store.Live().CredentialEpoch() }
 
-// wait returns the next event of sub, or ok false when d passes with
-// none (the stream's time to send a keep-alive and check its caller) or
-// ctx ends. Keep-alives run on real time, not the app's clock: they pace
-// a connection, and tests hold the app's clock still.
-func wait(ctx context.Context, sub *live.Sub, d time.Duration) (live.Event, bool, error) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return live.Event{}, false, ctx.Err()
-	case <-t.C:
-		return live.Event{}, false, nil
-	case e := <-sub.C:
-		return e, true, nil
-	}
-}
-
-// drain takes the events that wait behind e, the one being handled: one
-// read answers them all. since is when the last of them was delivered: a
-// read started then or later sees every change they announce.
-func drain(sub *live.Sub, e live.Event) (kinds map[string]bool, since time.Time) {
-	kinds, since = map[string]bool{e.Kind: true}, e.At
+// next waits for changes and polls them until poll has something or d
+// passes: the blocking form of a watch's Poll, for a stream served by a
+// goroutine of its own. ahead says poll at once, without waiting (the
+// watch knows there is more). Keep-alives run on real time, not the
+// app's clock: they pace a connection, and tests hold the app's clock
+// still.
+func next[T any](ctx context.Context, sub *live.Sub, d time.Duration, ahead func() bool, poll func(context.Context, live.Changes) (T, bool, error)) (T, error) {
+	var zero T
+	deadline := time.Now().Add(d)
 	for {
-		select {
-		case e := <-sub.C:
-			kinds[e.Kind] = true
-			if e.At.After(since) {
-				since = e.At
+		var ch live.Changes
+		if !ahead() {
+			kinds, since, err := sub.Wait(ctx, time.Until(deadline))
+			if err != nil || kinds == nil {
+				return zero, err
 			}
-		default:
-			return kinds, since
+			ch = live.Changes{Kinds: kinds, Since: since}
+		}
+		v, ok, err := poll(ctx, ch)
+		if ok || err != nil {
+			return v, err
 		}
 	}
 }
@@ -148,33 +138,38 @@ func (w *QueueWatch) queue(ctx context.Context, since time.Time) (*Queue, error)
 	return queueFor(w.p, rq.room, rq.stats), nil
 }
 
-// Next returns the queue: at once the first time, then when it has changed.
-// It returns nil after d with no change, and ctx's error when ctx ends.
-func (w *QueueWatch) Next(ctx context.Context, d time.Duration) (*Queue, error) {
+// Poll returns the queue, without waiting: the first time as it is, then
+// when ch's changes moved it (ok false when they did not).
+func (w *QueueWatch) Poll(ctx context.Context, ch live.Changes) (q *Queue, ok bool, err error) {
 	if w.last == nil {
 		q, err := w.queue(ctx, time.Now())
 		w.last = q
-		return q, err
+		return q, err == nil, err
 	}
-	deadline := time.Now().Add(d)
-	for {
-		e, ok, err := wait(ctx, w.sub, time.Until(deadline))
-		if err != nil || !ok {
-			return nil, err
-		}
-		kinds, since := drain(w.sub, e)
-		if len(kinds) == 1 && kinds[live.KindMessage] {
-			continue // a thread's message does not move the queue
-		}
-		q, err := w.queue(ctx, since)
-		if err != nil {
-			return nil, err
-		}
-		if *q != *w.last {
-			w.last = q
-			return q, nil
-		}
+	if ch.Kinds == nil || len(ch.Kinds) == 1 && ch.Kinds[live.KindMessage] {
+		return nil, false, nil // a thread's message does not move the queue
 	}
+	if q, err = w.queue(ctx, ch.Since); err != nil {
+		return nil, false, err
+	}
+	if *q == *w.last {
+		return nil, false, nil
+	}
+	w.last = q
+	return q, true, nil
+}
+
+// Ahead says whether Poll has something without a change: the queue as it
+// is, at the start.
+func (w *QueueWatch) Ahead() bool { return w.last == nil }
+
+// Sub is what the watch listens to: a parked stream polls on its events.
+func (w *QueueWatch) Sub() *live.Sub { return w.sub }
+
+// Next returns the queue: at once the first time, then when it has changed.
+// It returns nil after d with no change, and ctx's error when ctx ends.
+func (w *QueueWatch) Next(ctx context.Context, d time.Duration) (*Queue, error) {
+	return next(ctx, w.sub, d, w.Ahead, w.Poll)
 }
 
 // Close ends the watch.
@@ -228,51 +223,63 @@ func (a *App) WatchVisit(ctx context.Context, p *clinic.Principal, id int64, see
 	return &VisitWatch{a: a, p: p, id: v.ID, sub: sub, seen: min(seen, v.MessageCount), status: v.Status, ahead: true, after: time.Now()}, nil
 }
 
+// Poll returns the messages after those seen and the visit's change of
+// state, without waiting: at the start and after a full page (Ahead)
+// whatever there is, otherwise what ch's changes brought (ok false when
+// nothing). The caller's right to the thread is checked again at each
+// poll: a visit that is no longer theirs ends the watch with the error
+// the API would answer. The visit's row is read once per change for all
+// its watchers (shared.go), and the messages come from the thread cache,
+// which they share too.
+func (w *VisitWatch) Poll(ctx context.Context, ch live.Changes) (*VisitEvent, bool, error) {
+	since := w.after
+	if !w.ahead {
+		if ch.Kinds == nil {
+			return nil, false, nil
+		}
+		since = ch.Since
+	}
+	v, err := w.visit(ctx, since)
+	if err != nil {
+		return nil, false, err
+	}
+	ev := &VisitEvent{First: w.seen + 1}
+	if v.Status != w.status {
+		w.status, ev.Visit = v.Status, v
+	}
+	if v.MessageCount > w.seen {
+		// The watchers of one thread mostly want the same new
+		// messages: one read of them (the thread cache alone let
+		// each of them miss it at once).
+		from, to := w.seen+1, min(v.MessageCount, w.seen+MessagePageMax)
+		key := fmt.Sprintf("%s:%d-%d", live.VisitTopic(w.p.Account.ID, w.id), from, to)
+		ms, err := shared(ctx, &w.a.reads, key, since, func(ctx context.Context) ([]*Message, error) {
+			return w.a.threadMessages(ctx, w.p.Account.ID, v, from, to)
+		})
+		if err != nil {
+			return nil, false, err
+		}
+		ev.Messages, w.seen = ms, w.seen+len(ms)
+	}
+	w.ahead, w.after = v.MessageCount > w.seen, since
+	if ev.Visit != nil || len(ev.Messages) > 0 {
+		return ev, true, nil
+	}
+	return nil, false, nil
+}
+
+// Ahead says whether Poll has something without a change: at the start,
+// and while the thread holds more than a page past what was handed out.
+func (w *VisitWatch) Ahead() bool { return w.ahead }
+
+// Sub is what the watch listens to: a parked stream polls on its events.
+func (w *VisitWatch) Sub() *live.Sub { return w.sub }
+
 // Next returns the messages after those seen, at once if there are any,
 // and otherwise the next change. It returns nil after d with no change,
-// and ctx's error when ctx ends. The caller's right to the thread is
-// checked again for each change: a visit that is no longer theirs ends
-// the watch with the error the API would answer. The visit's row is read
-// once per change for all its watchers (shared.go), and the messages come
-// from the thread cache, which they share too.
+// and ctx's error when ctx ends.
 func (w *VisitWatch) Next(ctx context.Context, d time.Duration) (*VisitEvent, error) {
-	deadline := time.Now().Add(d)
-	for {
-		since := w.after
-		if !w.ahead {
-			e, ok, err := wait(ctx, w.sub, time.Until(deadline))
-			if err != nil || !ok {
-				return nil, err
-			}
-			_, since = drain(w.sub, e)
-		}
-		v, err := w.visit(ctx, since)
-		if err != nil {
-			return nil, err
-		}
-		ev := &VisitEvent{First: w.seen + 1}
-		if v.Status != w.status {
-			w.status, ev.Visit = v.Status, v
-		}
-		if v.MessageCount > w.seen {
-			// The watchers of one thread mostly want the same new
-			// messages: one read of them (the thread cache alone let
-			// each of them miss it at once).
-			from, to := w.seen+1, min(v.MessageCount, w.seen+MessagePageMax)
-			key := fmt.Sprintf("%s:%d-%d", live.VisitTopic(w.p.Account.ID, w.id), from, to)
-			ms, err := shared(ctx, &w.a.reads, key, since, func(ctx context.Context) ([]*Message, error) {
-				return w.a.threadMessages(ctx, w.p.Account.ID, v, from, to)
-			})
-			if err != nil {
-				return nil, err
-			}
-			ev.Messages, w.seen = ms, w.seen+len(ms)
-		}
-		w.ahead, w.after = v.MessageCount > w.seen, since
-		if ev.Visit != nil || len(ev.Messages) > 0 {
-			return ev, nil
-		}
-	}
+	return next(ctx, w.sub, d, w.Ahead, w.Poll)
 }
 
 // visit is the watched visit's thread row from a read that started at or
@@ -324,11 +331,8 @@ func (a *App) WatchDashboard(ctx context.Context, p *clinic.Principal) (*ChangeW
 // Next reports true when something changed, false after d with no change;
 // it returns ctx's error when ctx ends.
 func (w *ChangeWatch) Next(ctx context.Context, d time.Duration) (bool, error) {
-	e, ok, err := wait(ctx, w.sub, d)
-	if ok {
-		drain(w.sub, e)
-	}
-	return ok, err
+	kinds, _, err := w.sub.Wait(ctx, d)
+	return kinds != nil, err
 }
 
 // Close ends the watch.

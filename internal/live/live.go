@@ -13,6 +13,8 @@
 package live
 
 import (
+	"context"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -76,22 +78,105 @@ type Bus interface {
 	CredentialEpoch() uint64
 }
 
-// subBuffer is how many events a subscriber may be behind. A subscriber
-// further behind misses events, which is harmless: it has this many to
-// handle, and each makes it read the current state.
-const subBuffer = 64
-
-// Sub is a subscription. Its events arrive on C.
+// Sub is a subscription. What it has not yet taken is one pending set,
+// the kinds of the events that came and when the last came, not a queue:
+// a stream reads the current state once for any number of events, so it
+// needs no more, and a subscription holds a few words instead of a
+// buffer of events (a buffer of 64 was 4–5 KB of every open stream,
+// docs/performance.md).
 type Sub struct {
-	C      <-chan Event
-	c      chan Event
 	h      *Hub
 	topics []string
 	once   sync.Once
+	// ready has a value while something is pending: a waiting goroutine
+	// selects on it (Wait).
+	ready chan struct{}
+
+	mu    sync.Mutex
+	kinds []string
+	since time.Time
+	// notify, when set, is called for each event instead of signalling
+	// ready: a parked stream, which has no goroutine to wait (Parker).
+	notify func()
 }
 
-// Close ends the subscription. C is not closed: select on a context too.
+// Close ends the subscription. A Wait in progress returns at its
+// deadline or its context's end.
 func (s *Sub) Close() { s.once.Do(func() { s.h.remove(s) }) }
+
+// add notes e as pending.
+func (s *Sub) add(e Event) {
+	s.mu.Lock()
+	if !slices.Contains(s.kinds, e.Kind) {
+		s.kinds = append(s.kinds, e.Kind)
+	}
+	if e.At.After(s.since) {
+		s.since = e.At
+	}
+	notify := s.notify
+	s.mu.Unlock()
+	if notify != nil {
+		notify()
+		return
+	}
+	select {
+	case s.ready <- struct{}{}:
+	default: // already signalled
+	}
+}
+
+// Take returns what is pending and clears it: the kinds of the events
+// that came (nil when none), and when the last came, so that a read
+// started then or later sees every change they announce.
+func (s *Sub) Take() (kinds map[string]bool, since time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.kinds) == 0 {
+		return nil, time.Time{}
+	}
+	kinds = make(map[string]bool, len(s.kinds))
+	for _, k := range s.kinds {
+		kinds[k] = true
+	}
+	s.kinds = s.kinds[:0]
+	return kinds, s.since
+}
+
+// Wait waits up to d for an event and takes what is pending (Take): nil
+// kinds when d passed with none, ctx's error when it ended.
+func (s *Sub) Wait(ctx context.Context, d time.Duration) (kinds map[string]bool, since time.Time, err error) {
+	if kinds, since = s.Take(); kinds != nil {
+		return kinds, since, nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, time.Time{}, ctx.Err()
+		case <-t.C:
+			return nil, time.Time{}, nil
+		case <-s.ready:
+			// A signal may be left from what an earlier Take took.
+			if kinds, since = s.Take(); kinds != nil {
+				return kinds, since, nil
+			}
+		}
+	}
+}
+
+// OnEvent makes f called for each event delivered to s, from the
+// delivering goroutine (so f must not block), instead of signalling a
+// Wait; f is called at once if something is already pending.
+func (s *Sub) OnEvent(f func()) {
+	s.mu.Lock()
+	s.notify = f
+	pending := len(s.kinds) > 0
+	s.mu.Unlock()
+	if pending {
+		f()
+	}
+}
 
 // Hub fans events out to the subscribers of this process.
 type Hub struct {
@@ -109,8 +194,7 @@ func NewHub() *Hub { return &Hub{subs: map[string]map[*Sub]struct{}{}} }
 
 // Subscribe receives the events of topics.
 func (h *Hub) Subscribe(topics ...string) *Sub {
-	c := make(chan Event, subBuffer)
-	s := &Sub{C: c, c: c, h: h, topics: topics}
+	s := &Sub{h: h, topics: topics, ready: make(chan struct{}, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, t := range topics {
@@ -134,7 +218,7 @@ func (h *Hub) remove(s *Sub) {
 }
 
 // Deliver hands e to the subscribers of its topic, or to all of them for a
-// Resync. It never blocks: a subscriber whose buffer is full misses e.
+// Resync. It never blocks: each subscriber notes e as pending.
 func (h *Hub) Deliver(e Event) {
 	e.At = time.Now()
 	if e.Kind == KindCredentials || e.Kind == KindResync {
@@ -145,12 +229,7 @@ func (h *Hub) Deliver(e Event) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	send := func(s *Sub) {
-		select {
-		case s.c <- e:
-		default:
-		}
-	}
+	send := func(s *Sub) { s.add(e) }
 	if e.Kind == KindResync {
 		seen := map[*Sub]bool{}
 		for _, subs := range h.subs {
@@ -186,3 +265,10 @@ func (l *Local) Publish(e Event) { l.Deliver(e) }
 
 // Close does nothing: there is nothing to stop.
 func (l *Local) Close() error { return nil }
+
+// Changes is what a subscription took (Sub.Take): the kinds of the events
+// that came, nil for none, and when the last came.
+type Changes struct {
+	Kinds map[string]bool
+	Since time.Time
+}
