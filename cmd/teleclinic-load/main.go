@@ -81,8 +81,9 @@ type options struct {
 	Profile     string
 	Rounds      int
 	// Streams is how many event streams the streams scenario opens, and
-	// StreamChanges how many queue changes it makes.
-	Streams, StreamChanges int
+	// StreamChanges how many queue changes it makes; StreamOpens how
+	// many it opens at once (0: all).
+	Streams, StreamChanges, StreamOpens int
 	// StreamLimits are the bounds of the stream-limits scenario's server.
 	StreamLimits streamLimits
 	// NoAuditChain starts the server with the audit chaining pass put
@@ -133,6 +134,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.NoAuditChain, "no-audit-chain", false, "start the server with the audit chaining pass put off (--audit-chain-every 24h): the same build without the chaining, to compare with")
 	fs.IntVar(&o.Streams, "streams", 1000, "streams scenario: event streams open on one room's queue")
 	fs.IntVar(&o.StreamChanges, "stream-changes", 5, "streams scenario: queue changes to deliver to every stream")
+	fs.IntVar(&o.StreamOpens, "stream-opens", 100, "streams scenario: streams opening at once, as clients arrive (0: all at once, a reconnect storm)")
 	fs.IntVar(&o.Calls, "calls", 64, "calls scenario: two-person calls set up at once (at most --patients)")
 	fs.DurationVar(&o.CallHold, "call-hold", 10*time.Second, "calls scenario: how long all the calls stay open after set-up")
 	fs.StringVar(&o.PocketBaseBin, "pocketbase-bin", "", "pb-post scenario: a PocketBase server binary (built from its public source) whose authenticated record create the message post is compared with")

@@ -37,10 +37,20 @@ func (c *clinic) streamsScenario(ctx context.Context, o *options, s *seeded, srv
 	var failMu sync.Mutex
 	var openErr error
 	progress("  opening %d streams… ", o.Streams)
+	// A place to open: the stream takes one until its first event. The
+	// server's memory with the streams open is what they hold, not what
+	// 10,000 requests in flight at once took (which Go returns to the
+	// system only over minutes): that is a reconnect storm, --stream-opens 0.
+	atOnce := o.StreamOpens
+	if atOnce <= 0 {
+		atOnce = o.Streams
+	}
+	opens := make(chan struct{}, atOnce)
 	for i := range streams {
 		st := &stream{events: make(chan time.Time, 64)}
 		streams[i] = st
 		opened.Add(1)
+		opens <- struct{}{}
 		go func() {
 			first := true
 			fail := func(err error) {
@@ -50,6 +60,7 @@ func (c *clinic) streamsScenario(ctx context.Context, o *options, s *seeded, srv
 				}
 				failMu.Unlock()
 				if first {
+					<-opens
 					opened.Done()
 				}
 			}
@@ -72,6 +83,7 @@ func (c *clinic) streamsScenario(ctx context.Context, o *options, s *seeded, srv
 				}
 				if first { // the queue as it is when the stream opens
 					first = false
+					<-opens
 					opened.Done()
 					continue
 				}

@@ -237,7 +237,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer closeStreams()
 	// One bound of open event streams for both doors.
 	streams := live.NewLimits(c.MaxStreamsPerCredential, c.MaxStreamsPerAddress, c.MaxStreams)
-	api := httpapi.New(a, log, httpapi.Config{Streams: streams, MaxBodyBytes: c.MaxBody, MaxUploadBytes: c.MaxUpload, MaxFileBytes: c.MaxFile, Metrics: c.Metrics, MetricsToken: c.MetricsToken, Closing: closing,
+	api := httpapi.New(a, log, httpapi.Config{Streams: streams, MaxBodyBytes: c.MaxBody, MaxUploadBytes: c.MaxUpload, MaxFileBytes: c.MaxFile, Metrics: c.Metrics, MetricsToken: c.MetricsToken, Closing: closing, Parker: live.NewParker(closing),
 		CORSOrigins: splitList(c.CORSOrigins)})
 	if c.MetricsAddr != "" {
 		mln, err := net.Listen("tcp", c.MetricsAddr)

@@ -17,14 +17,18 @@ import (
 // longer theirs) ends with an event "error" with the error's code and
 // message as the API's error bodies give them.
 func (s *Server) pump(r *http.Request, c *call) live.Pump {
+	creds, need := c.creds, c.need
 	return live.Pump{
 		KeepAlive: s.cfg.KeepAlive,
 		Closing:   s.cfg.Closing,
-		Check:     func(ctx context.Context) (int64, error) { return s.stillIn(ctx, c) },
-		Epoch:     s.app.CredentialEpoch,
-		Now:       s.app.Unix,
-		End:       streamEnd,
-		Log:       s.log.With("route", r.Pattern, "request_id", edge.RequestID(r.Context())),
+		// The credentials alone: a parked stream holds what its check
+		// captures, and the request is a few KB.
+		Check: func(ctx context.Context) (int64, error) { return s.stillIn(ctx, creds, need) },
+		Epoch: s.app.CredentialEpoch,
+		Now:   s.app.Unix,
+		End:   streamEnd,
+		Log:   s.log, Route: r.Pattern, RequestID: edge.RequestID(r.Context()),
+		Parker: s.cfg.Parker,
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"time"
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
@@ -89,15 +88,14 @@ func (s *Server) messageEvents(w http.ResponseWriter, r *http.Request, c *call) 
 	if err != nil {
 		return err
 	}
-	defer release()
 	watch, err := s.app.WatchVisit(r.Context(), c.p, visitID, live.LastEventID(r))
 	if err != nil {
+		release()
 		return err
 	}
-	defer watch.Close()
-	s.pump(r, c).Run(r.Context(), w, func(ctx context.Context, d time.Duration) ([]live.Frame, error) {
-		ev, err := watch.Next(ctx, d)
-		if ev == nil || err != nil {
+	src := live.Polled{Sub: watch.Sub(), Ahead: watch.Ahead, Poll: func(ctx context.Context, ch live.Changes) ([]live.Frame, error) {
+		ev, ok, err := watch.Poll(ctx, ch)
+		if !ok || err != nil {
 			return nil, err
 		}
 		var out []live.Frame
@@ -108,7 +106,8 @@ func (s *Server) messageEvents(w http.ResponseWriter, r *http.Request, c *call) 
 			out = append(out, live.Frame{Name: "message", ID: strconv.Itoa(ev.First + i), Data: mustJSON(toMessageOut(m))})
 		}
 		return out, nil
-	})
+	}}
+	s.pump(r, c).Serve(w, r, src, func() { watch.Close(); release() })
 	return nil
 }
 

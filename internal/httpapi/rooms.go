@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
@@ -406,19 +405,19 @@ func (s *Server) roomQueueEvents(w http.ResponseWriter, r *http.Request, c *call
 	if err != nil {
 		return err
 	}
-	defer release()
 	watch, err := s.app.WatchQueue(r.Context(), c.p, c.params.Str("code"))
 	if err != nil {
+		release()
 		return err
 	}
-	defer watch.Close()
-	s.pump(r, c).Run(r.Context(), w, func(ctx context.Context, d time.Duration) ([]live.Frame, error) {
-		qu, err := watch.Next(ctx, d)
-		if qu == nil || err != nil {
+	src := live.Polled{Sub: watch.Sub(), Ahead: watch.Ahead, Poll: func(ctx context.Context, ch live.Changes) ([]live.Frame, error) {
+		qu, ok, err := watch.Poll(ctx, ch)
+		if !ok || err != nil {
 			return nil, err
 		}
 		return []live.Frame{{Name: "queue", Data: mustJSON(queue(*qu))}}, nil
-	})
+	}}
+	s.pump(r, c).Serve(w, r, src, func() { watch.Close(); release() })
 	return nil
 }
 

@@ -53,6 +53,9 @@ type Config struct {
 	// Closing is done when the server starts shutting down: the event
 	// streams end then, rather than hold the shutdown.
 	Closing context.Context
+	// Parker holds the API's event streams while they wait, with no
+	// goroutine each (live.Parker); nil gives each stream a goroutine.
+	Parker *live.Parker
 	// CORSOrigins are the web origins whose browser apps may call the API
 	// (serve's --cors-origins; "*" for any). None: no cross-origin
 	// answers, and a preflight is a 405 like any unknown method.
@@ -106,11 +109,11 @@ type call struct {
 	need  app.Need
 }
 
-// stillIn reports whether c's caller is still signed in: their token not
+// stillIn reports whether the caller of creds is still signed in: their token not
 // logged out, revoked, expired, idled out or rotated since the request
 // began; and until when, by time alone (clinic.Principal.Until).
-func (s *Server) stillIn(ctx context.Context, c *call) (int64, error) {
-	p, err := s.app.Authenticate(ctx, c.creds, c.need)
+func (s *Server) stillIn(ctx context.Context, creds app.Credentials, need app.Need) (int64, error) {
+	p, err := s.app.Authenticate(ctx, creds, need)
 	if err != nil {
 		return 0, err
 	}

@@ -52,9 +52,14 @@ type Pump struct {
 	Tick func(ctx context.Context) error
 	// End is the event that ends a stream err stopped.
 	End func(err error) Frame
-	// Log notes why a stream ended (an internal error as an error); the
-	// door gives it the route and the request id.
-	Log *slog.Logger
+	// Log notes why a stream ended (an internal error as an error), with
+	// Route and RequestID. (A logger made With them was 1–3 KB that every
+	// parked stream held.)
+	Log              *slog.Logger
+	Route, RequestID string
+	// Parker, when set, holds the streams Serve answers while they wait,
+	// without a goroutine each; nil serves each with its own (Run).
+	Parker *Parker
 }
 
 // Run answers the request with an event stream and pumps src into it
@@ -139,17 +144,25 @@ func (p Pump) alive(ctx context.Context, c *credCheck) error {
 // end writes the end event for err, unless the client went away or the
 // server is shutting down (ctx ended), when there is no one to tell.
 func (p Pump) end(ctx context.Context, st *Stream, err error) {
+	if f, ok := p.endFrame(ctx, err); ok {
+		_ = st.Event(f.Name, f.ID, f.Data)
+	}
+}
+
+// endFrame is the end event for err, noting why the stream ended; ok is
+// false when the client went away or the server is shutting down (ctx
+// ended), when there is no one to tell.
+func (p Pump) endFrame(ctx context.Context, err error) (f Frame, ok bool) {
 	if ctx.Err() != nil {
-		return
+		return Frame{}, false
 	}
 	code := clinic.ErrorCode(err)
 	if p.Log != nil {
 		if code == clinic.EInternal {
-			p.Log.Error("event stream", "err", err)
+			p.Log.Error("event stream", "route", p.Route, "request_id", p.RequestID, "err", err)
 		} else {
-			p.Log.Info("event stream ended", "code", code)
+			p.Log.Info("event stream ended", "route", p.Route, "request_id", p.RequestID, "code", code)
 		}
 	}
-	f := p.End(err)
-	_ = st.Event(f.Name, f.ID, f.Data)
+	return p.End(err), true
 }

@@ -17,17 +17,14 @@ const KeepAlive = 20 * time.Second
 type Stream struct {
 	w  http.ResponseWriter
 	rc *http.ResponseController
-	b  bytes.Buffer
+	b  []byte
 }
 
 // OpenStream answers the request with an event stream. The server's write
 // timeout, which bounds an ordinary answer, is lifted for it: a stream
 // lasts until its client goes or its caller's session ends.
 func OpenStream(w http.ResponseWriter) (*Stream, error) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no") // nginx: pass events on as they come
+	streamHeader(w.Header())
 	rc := http.NewResponseController(w)
 	// Not every writer has deadlines. The read deadline matters too: when
 	// it passes, the server cancels the request's context.
@@ -35,39 +32,59 @@ func OpenStream(w http.ResponseWriter) (*Stream, error) {
 	_ = rc.SetReadDeadline(time.Time{})
 	w.WriteHeader(http.StatusOK)
 	s := &Stream{w: w, rc: rc}
-	// retry: how long a browser's EventSource waits before reconnecting.
-	s.b.WriteString("retry: 3000\n\n")
+	s.b = append(s.b, streamStart...)
 	return s, s.flush()
 }
+
+// streamHeader sets an event stream's headers.
+func streamHeader(h http.Header) {
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no") // nginx: pass events on as they come
+}
+
+// streamStart opens every stream. retry: how long a browser's
+// EventSource waits before reconnecting.
+const streamStart = "retry: 3000\n\n"
 
 // Event writes one event. id, when not empty, is what the client sends
 // back as Last-Event-ID when it reconnects. data is one line (JSON).
 func (s *Stream) Event(name, id string, data []byte) error {
-	if name != "" {
-		s.b.WriteString("event: " + name + "\n")
-	}
-	if id != "" {
-		s.b.WriteString("id: " + id + "\n")
-	}
-	s.b.WriteString("data: ")
-	s.b.Write(bytes.ReplaceAll(data, []byte("\n"), []byte("\ndata: ")))
-	s.b.WriteString("\n\n")
+	s.b = appendEvent(s.b, name, id, data)
 	return s.flush()
 }
 
 // Comment writes a comment line, which clients ignore: the keep-alive.
 func (s *Stream) Comment(text string) error {
-	s.b.WriteString(": " + text + "\n\n")
+	s.b = appendComment(s.b, text)
 	return s.flush()
 }
 
 func (s *Stream) flush() error {
-	_, err := s.w.Write(s.b.Bytes())
-	s.b.Reset()
+	_, err := s.w.Write(s.b)
+	s.b = s.b[:0]
 	if err != nil {
 		return err
 	}
 	return s.rc.Flush()
+}
+
+// appendEvent is an event as the stream sends it.
+func appendEvent(b []byte, name, id string, data []byte) []byte {
+	if name != "" {
+		b = append(append(append(b, "event: "...), name...), '\n')
+	}
+	if id != "" {
+		b = append(append(append(b, "id: "...), id...), '\n')
+	}
+	b = append(b, "data: "...)
+	b = append(b, bytes.ReplaceAll(data, []byte("\n"), []byte("\ndata: "))...)
+	return append(b, "\n\n"...)
+}
+
+// appendComment is a comment line, which clients ignore.
+func appendComment(b []byte, text string) []byte {
+	return append(append(append(b, ": "...), text...), "\n\n"...)
 }
 
 // Until is ctx, also cancelled when closing is done: the server is

@@ -97,7 +97,7 @@ func (s *Server) pump(r *http.Request) live.Pump {
 		Epoch: s.app.CredentialEpoch,
 		Now:   s.app.Unix,
 		End:   func(err error) live.Frame { return endedFrame(clinic.ErrorCode(err), "") },
-		Log:   s.log.With("route", r.Pattern, "request_id", edge.RequestID(r.Context())),
+		Log:   s.log, Route: r.Pattern, RequestID: edge.RequestID(r.Context()),
 	}
 }
 
