@@ -85,6 +85,10 @@ type adminPage struct {
 	Deliveries       []*app.WebhookDelivery
 	Payments         []adminPayment
 	Providers        []adminProvider
+	// ProvidersMore is the last provider shown when more follow (the next
+	// page's providers_after); ProvidersPaged says this is not the first.
+	ProvidersMore  int64
+	ProvidersPaged bool
 	Audit            []auditRow
 	Filter           app.AuditQuery
 	FilterUser       string
@@ -94,6 +98,14 @@ type adminPage struct {
 // admin is /admin: rooms, the webhook and its deliveries, the audit trail
 // (filtered by the query's action, object_type, object_id, user_id) and
 // credential rotation.
+// adminProvidersPage is how many providers /admin lists at a time, and
+// adminRoomChoices how many a room's "Add a provider" offers (a search
+// finds the others).
+const (
+	adminProvidersPage = 50
+	adminRoomChoices   = 100
+)
+
 func (s *Server) admin(w http.ResponseWriter, r *http.Request) error {
 	return s.showAdmin(w, r, http.StatusOK, adminPage{Notice: noticeWords[r.URL.Query().Get("done")]})
 }
@@ -126,12 +138,23 @@ func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, p
 	if page.Deliveries, err = s.app.WebhookDeliveries(ctx, p, 0, 20); err != nil {
 		return err
 	}
-	provs, _, err := s.app.ListUsers(ctx, p, app.UserListQuery{Types: []string{strconv.Itoa(clinic.UserProvider)}, Limit: 200})
+	// The providers by name, a page at a time (keyset: a page costs the
+	// same in a clinic of 5 or 5,000).
+	after, _ := strconv.ParseInt(r.URL.Query().Get("providers_after"), 10, 64)
+	provs, _, err := s.app.ListUsers(ctx, p, app.UserListQuery{Types: []string{strconv.Itoa(clinic.UserProvider)}, Sort: "full_name", After: max(after, 0), Limit: adminProvidersPage})
+	if clinic.ErrorCode(err) == clinic.EInvalid && after > 0 { // a provider gone since: from the start
+		after = 0
+		provs, _, err = s.app.ListUsers(ctx, p, app.UserListQuery{Types: []string{strconv.Itoa(clinic.UserProvider)}, Sort: "full_name", Limit: adminProvidersPage})
+	}
 	if err != nil {
 		return err
 	}
 	for _, u := range provs {
 		page.Providers = append(page.Providers, adminProvider{ID: u.ID, Name: u.FullName(), Email: u.Email, Invited: u.Status == clinic.StatusPending})
+	}
+	page.ProvidersPaged = after > 0
+	if len(provs) == adminProvidersPage {
+		page.ProvidersMore = provs[len(provs)-1].ID
 	}
 	invs, err := s.billing.Invoices(ctx, p, billing.InvoiceQuery{Limit: 20})
 	if err != nil {
@@ -234,6 +257,10 @@ type adminRoomPage struct {
 	Questions                   []questionRow
 	ConsentVersion, ConsentText string
 	Linked, Others              []*clinic.User
+	// Find is the search the others answer; MoreOthers says it (or the
+	// clinic) has more providers than the list offers.
+	Find       string
+	MoreOthers bool
 	Notice, Error               string
 }
 
@@ -262,11 +289,20 @@ func (s *Server) showAdminRoom(w http.ResponseWriter, r *http.Request, status in
 		return err
 	}
 	ctx := r.Context()
-	providers, _, err := s.app.ListUsers(ctx, p, app.UserListQuery{Types: []string{strconv.Itoa(clinic.UserProvider)}, Limit: 500})
+	d, err := s.app.GetRoom(ctx, p, r.PathValue("code"))
 	if err != nil {
 		return err
 	}
-	d, err := s.app.GetRoom(ctx, p, r.PathValue("code"))
+	// The room's providers, and for "Add a provider" the first others by
+	// name, or those a search finds: not every provider of the clinic.
+	var linked []*clinic.User
+	if len(d.ProviderIDs) > 0 {
+		if linked, _, err = s.app.ListUsers(ctx, p, app.UserListQuery{IDs: d.ProviderIDs, Sort: "full_name", Limit: min(len(d.ProviderIDs), app.MaxUserLimit)}); err != nil {
+			return err
+		}
+	}
+	find := strings.TrimSpace(r.URL.Query().Get("find"))
+	others, total, err := s.app.ListUsers(ctx, p, app.UserListQuery{Types: []string{strconv.Itoa(clinic.UserProvider)}, Q: find, Sort: "full_name", Limit: adminRoomChoices})
 	if err != nil {
 		return err
 	}
@@ -300,10 +336,9 @@ func (s *Server) showAdminRoom(w http.ResponseWriter, r *http.Request, status in
 	if c := st.Consent; c != nil {
 		page.ConsentVersion, page.ConsentText = c.Version, c.Text
 	}
-	for _, u := range providers {
-		if slices.Contains(d.ProviderIDs, u.ID) {
-			page.Linked = append(page.Linked, u)
-		} else {
+	page.Linked, page.Find, page.MoreOthers = linked, find, total > len(others)
+	for _, u := range others {
+		if !slices.Contains(d.ProviderIDs, u.ID) {
 			page.Others = append(page.Others, u)
 		}
 	}

@@ -2,6 +2,8 @@ package web_test
 
 import (
 	"context"
+	"fmt"
+	"regexp"
 	"net/url"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/testenv"
+	"teleclinic/internal/web"
 )
 
 // adminSignIn signs b in as the clinic admin.
@@ -374,4 +377,77 @@ func TestPortal_AdminSigninThrottled(t *testing.T) {
 	}
 	f.e.Clock.Advance(16 * time.Minute)
 	f.adminSignIn(t, b)
+}
+
+// TestPortal_AdminProviderPages: /admin lists the providers by name a page
+// at a time (More providers, First providers), and a room's "Add a
+// provider" offers the first ones by name with a search for the others,
+// so a clinic of hundreds of providers can link any of them.
+func TestPortal_AdminProviderPages(t *testing.T) {
+	f := newFixture(t)
+	n := web.AdminRoomChoices + 10
+	for i := range n {
+		f.sso(t, clinic.UserProvider, fmt.Sprintf("prov-%03d", i), "Zed", fmt.Sprintf("Provider %03d", i))
+	}
+	b := newBrowser(t, f.e)
+	f.adminSignIn(t, b)
+	// Grace Hopper (the fixture's) first, then Zed Provider 000…
+	seen := map[string]bool{}
+	page := b.get("/admin")
+	for range 5 {
+		if page.Status != 200 {
+			t.Fatalf("admin: %d", page.Status)
+		}
+		// The providers' section only: the audit trail names them too.
+		_, section, _ := strings.Cut(page.Body, `<h2 id="providers">`)
+		section, _, _ = strings.Cut(section, "</section>")
+		for _, m := range regexp.MustCompile(`Zed Provider (\d{3})`).FindAllStringSubmatch(section, -1) {
+			if seen[m[1]] {
+				t.Fatalf("provider %s on two pages", m[1])
+			}
+			seen[m[1]] = true
+		}
+		more := regexp.MustCompile(`href="(/admin\?providers_after=\d+)#providers"`).FindStringSubmatch(page.Body)
+		if more == nil {
+			break
+		}
+		page = b.get(more[1])
+		if !strings.Contains(page.Body, `href="/admin#providers">First providers`) {
+			t.Fatal("a later page has no way back to the first")
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("the pages showed %d of %d providers", len(seen), n)
+	}
+
+	choices := func(body string) int {
+		_, sel, _ := strings.Cut(body, `<select id="user_id"`)
+		sel, _, _ = strings.Cut(sel, "</select>")
+		return strings.Count(sel, "<option ")
+	}
+	room := b.get("/admin/rooms/main")
+	if got := choices(room.Body); got == 0 || got > web.AdminRoomChoices || !strings.Contains(room.Body, `name="find"`) {
+		t.Fatalf("the room page offers %d providers, search form: %v", got, strings.Contains(room.Body, `name="find"`))
+	}
+	last := fmt.Sprintf("prov-%03d", n-1)
+	if strings.Contains(room.Body, fmt.Sprintf("Provider %03d", n-1)) {
+		t.Fatalf("the last provider (%s) should need a search", last)
+	}
+	found := b.get("/admin/rooms/main?find=" + url.QueryEscape(fmt.Sprintf("Provider %03d", n-1)))
+	m := regexp.MustCompile(`<option value="(\d+)">Zed Provider ` + fmt.Sprintf("%03d", n-1)).FindStringSubmatch(found.Body)
+	if found.Status != 200 || m == nil || choices(found.Body) != 1 {
+		t.Fatalf("the search: %d %s", found.Status, found.Body)
+	}
+	if pg := b.post("/admin/rooms/main/providers", url.Values{"user_id": {m[1]}}); pg.Status != 303 {
+		t.Fatalf("link the found provider: %d", pg.Status)
+	}
+	if pg := b.get("/admin/rooms/main"); !strings.Contains(pg.Body, fmt.Sprintf("Zed Provider %03d", n-1)) {
+		t.Fatal("the linked provider is not on the room's page")
+	}
+	if pg := b.get("/admin/rooms/main?find=nobody-at-all"); !strings.Contains(pg.Body, "No other provider matches") {
+		t.Fatal("a search that finds nobody says so")
+	}
+	if pg := b.get("/admin?providers_after=999999"); pg.Status != 200 || !strings.Contains(pg.Body, "Grace Hopper") {
+		t.Fatalf("an unknown place starts over: %d", pg.Status)
+	}
 }

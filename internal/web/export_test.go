@@ -12,3 +12,6 @@ func (s *Server) AddPage(pattern string, h func(http.ResponseWriter, *http.Reque
 func (s *Server) AddCallRoute(pattern string, h func(http.ResponseWriter, *http.Request) error) {
 	s.callRoute(pattern, h)
 }
+
+// AdminRoomChoices is how many providers a room's "Add a provider" offers.
+const AdminRoomChoices = adminRoomChoices
