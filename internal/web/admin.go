@@ -89,10 +89,10 @@ type adminPage struct {
 	// page's providers_after); ProvidersPaged says this is not the first.
 	ProvidersMore  int64
 	ProvidersPaged bool
-	Audit            []auditRow
-	Filter           app.AuditQuery
-	FilterUser       string
-	Notice, Error    string
+	Audit          []auditRow
+	Filter         app.AuditQuery
+	FilterUser     string
+	Notice, Error  string
 }
 
 // admin is /admin: rooms, the webhook and its deliveries, the audit trail
@@ -259,9 +259,9 @@ type adminRoomPage struct {
 	Linked, Others              []*clinic.User
 	// Find is the search the others answer; MoreOthers says it (or the
 	// clinic) has more providers than the list offers.
-	Find       string
-	MoreOthers bool
-	Notice, Error               string
+	Find          string
+	MoreOthers    bool
+	Notice, Error string
 }
 
 // questionRow is a row of the room's questions' form.

@@ -3,8 +3,8 @@ package web_test
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
