@@ -122,6 +122,8 @@ type App struct {
 	lastCheckpoint atomic.Int64
 	// reads are the event streams' shared reads (shared.go).
 	reads sharedReads
+	// avail holds availability answers for their second (availcache.go).
+	avail availCache
 
 	webhooks        *webhook.Client
 	webhookKick     chan struct{}

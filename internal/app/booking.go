@@ -32,6 +32,7 @@ type AvailSlot struct {
 type Availability struct {
 	Slots  []AvailSlot
 	Groups map[int64]*clinic.SlotGroup
+	enc    encoded
 }
 
 // Availability is GET /availability: the room's slots in [start, end) with
@@ -83,11 +84,18 @@ func (a *App) Availability(ctx context.Context, p *clinic.Principal, in Availabi
 			need = int64(r.Settings.Consultations[i].Duration) * 60
 		}
 	}
+	// The same question in the same second, with no write since, has the
+	// same answer (availcache.go).
+	key := availKey{account: p.Account.ID, room: r.ID, provider: in.ProviderID, start: in.Start, end: in.End, need: need,
+		intake: in.IntakeID, location: in.Location, now: a.Unix(), writes: a.store.Writes()}
+	if av := a.avail.get(key); av != nil {
+		return av, nil
+	}
 	v, err := a.findSlots(ctx, p, store.SlotFilter{AccountID: p.Account.ID, RoomID: r.ID, From: in.Start, To: in.End, Limit: MaxSlotList}, in.ProviderID)
 	if err != nil {
 		return nil, err
 	}
-	slots, now := v.Slots, a.Unix()
+	slots, now := v.Slots, key.now
 	out := &Availability{Groups: v.Groups, Slots: []AvailSlot{}}
 	for i, s := range slots {
 		if in.Location != "" && !servesState(v.Providers[s.ProviderID], in.Location) {
@@ -96,6 +104,7 @@ func (a *App) Availability(ctx context.Context, p *clinic.Principal, in Availabi
 		out.Slots = append(out.Slots, AvailSlot{Slot: s, Booked: s.Status == clinic.SlotBooked,
 			Available: s.FreeFor(in.IntakeID, now) && s.Start > now && covers(slots, i, need, in.IntakeID, now)})
 	}
+	a.avail.put(key, out)
 	return out, nil
 }
 

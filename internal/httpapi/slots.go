@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
@@ -265,19 +266,36 @@ func (s *Server) availability(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
+	// An answer may be held and sent to many of the clinic's callers
+	// (app/availcache.go): it is encoded once.
+	body, err := av.Encoded(func() ([]byte, error) {
+		b, err := json.Marshal(envelope{Data: toAvailability(c.p.Account.Code, av)})
+		return append(b, '\n'), err // as edge.WriteJSON's encoder ends it
+	})
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	_, err = w.Write(body)
+	return err
+}
+
+// toAvailability is GET /availability's answer.
+func toAvailability(accountCode string, av *app.Availability) availability {
 	out := availability{Slots: []availSlot{}, SlotData: map[string]slotData{}}
 	for _, a := range av.Slots {
 		sl := a.Slot
 		out.Slots = append(out.Slots, availSlot{SlotID: id(sl.ID), SlotStart: sl.Start, SlotEnd: sl.End, SlotBooked: b01(a.Booked),
 			SlotAvailable: b01(a.Available), GroupID: id(sl.GroupID)})
-		sd := slotData{ID: id(sl.ID), ProviderID: id(sl.ProviderID), AccountCode: c.p.Account.Code, Start: sl.Start, End: sl.End,
+		sd := slotData{ID: id(sl.ID), ProviderID: id(sl.ProviderID), AccountCode: accountCode, Start: sl.Start, End: sl.End,
 			GroupID: id(sl.GroupID), Status: sl.Status, Consultation: slotDuration{Duration: int(sl.End-sl.Start) / 60, Slots: 1}}
 		if g := av.Groups[sl.GroupID]; g != nil {
 			sd.Consultation = slotDuration{Duration: g.Consultation.Duration, Slots: max(g.Consultation.Slots, 1)}
 		}
 		out.SlotData[id(sl.ID)] = sd
 	}
-	return ok(w, out)
+	return out
 }
 
 func b01(b bool) int {

@@ -355,6 +355,7 @@ func TestSlots_AvailabilityStatements(t *testing.T) {
 	s.publish(t, s.other.Token, map[string]any{"room_code": "main", "date_start": slotDay, "time_start": "11:00", "time_end": "12:00", "timezone": "America/New_York", "duration": 20})
 	count := func(hours int64, want int) int64 {
 		t.Helper()
+		e.Clock.Advance(time.Second) // not the answer held for this second
 		res := e.Do(testenv.Req{Path: "/api_v3/availability", Header: userHeaders(s.c, s.pat.Token),
 			Query: q("room_code", "main", "start", fmt.Sprint(tue0900NY), "end", fmt.Sprint(tue0900NY+hours*3600))})
 		if res.Status != 200 || len(res.Data()["slots"].([]any)) != want {
@@ -368,4 +369,55 @@ func TestSlots_AvailabilityStatements(t *testing.T) {
 		t.Fatalf("%d statements with one provider's slots, %d with two providers'", one, two)
 	}
 	t.Logf("%d statements with one provider's slots or two providers'", one)
+}
+
+// TestAvailability_HeldForItsSecond: the same question in the same second,
+// with no write since, is answered from the cache (app/availcache.go): no
+// slot reads, the same body. A booking is seen at once, in that second;
+// and the next second the question is read again.
+func TestAvailability_HeldForItsSecond(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	s.enableAppointments(t)
+	s.publish(t, s.doc.Token, map[string]any{"room_code": "main", "date_start": slotDay, "time_start": "09:00", "time_end": "10:00", "timezone": "America/New_York", "duration": 15})
+	ask := func() (*testenv.Resp, int64) {
+		t.Helper()
+		res := e.Do(testenv.Req{Path: "/api_v3/availability", Header: userHeaders(s.c, s.pat.Token),
+			Query: q("room_code", "main", "start", fmt.Sprint(tue0900NY), "end", fmt.Sprint(tue0900NY+3600))})
+		if res.Status != 200 || len(res.Data()["slots"].([]any)) != 4 {
+			t.Fatalf("availability: %d %s", res.Status, res.Raw)
+		}
+		return res, e.Statements() // the request's
+	}
+	booked := func(res *testenv.Resp) string {
+		out := ""
+		for _, sl := range res.Data()["slots"].([]any) {
+			out += fmt.Sprint(sl.(map[string]any)["slot_booked"])
+		}
+		return out
+	}
+	ask() // the token's and the room's caches
+	e.Clock.Advance(time.Second)
+	first, full := ask()
+	again, held := ask()
+	if held >= full || string(again.Raw) != string(first.Raw) {
+		t.Fatalf("asked again in the same second: %d statements against %d, same body %v", held, full, string(again.Raw) == string(first.Raw))
+	}
+	it := s.intake(t, s.pat, "type", "2")
+	if res := s.post(s.pat.Token, "/api_v3/visits", "slot_start", fmt.Sprint(tue0900NY), "slot_end", fmt.Sprint(tue0900NY+900),
+		"room_code", "main", "type", "2", "intake_id", it); res.Status != 200 {
+		t.Fatalf("book: %d %s", res.Status, res.Raw)
+	}
+	after, n := ask()
+	if n <= held || booked(after) != "1000" {
+		t.Fatalf("after a booking in the same second: %d statements (%d held, %d read), booked %s", n, held, full, booked(after))
+	}
+	if _, n := ask(); n != held {
+		t.Fatalf("asked again: %d statements, want %d", n, held)
+	}
+	e.Clock.Advance(time.Second)
+	if _, n := ask(); n <= held {
+		t.Fatalf("the next second: %d statements, as many as a held answer", n)
+	}
 }

@@ -158,6 +158,7 @@ type MessagePost struct {
 // in a Grouped transaction, on PostgreSQL as one statement in a pipelined
 // batch (sqlite.go, postgres.go).
 func (s *Store) PostMessage(ctx context.Context, mp *MessagePost) error {
+	defer s.writes.Add(1) // PostgreSQL's batch is no Store transaction
 	return s.eng.postMessage(ctx, mp)
 }
 

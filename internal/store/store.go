@@ -38,7 +38,17 @@ type Store struct {
 	auditKey []byte
 	// statements counts every statement run through a Q (Statements).
 	statements atomic.Int64
+	// writes counts the write handles and transactions (Writes).
+	writes atomic.Uint64
 }
+
+// Writes moves whenever this process starts an autocommit write
+// (Write) and whenever one of its write transactions ends, committed or
+// not. A result computed from reads that began when Writes was n reflects
+// every write of this process that ended before; if Writes is still n, no
+// transaction of this process ended since (app's availability cache
+// serves its answers on that). Other processes' writes do not move it.
+func (s *Store) Writes() uint64 { return s.writes.Load() }
 
 // engine is what SQLite and PostgreSQL do differently beyond the text of
 // their SQL, their error codes and their migrations (dialect.go): how
@@ -150,6 +160,7 @@ func (s *Store) Read() *Q {
 // Write returns a query handle on the writer pool for a single autocommit
 // statement that needs no transaction around it.
 func (s *Store) Write() *Q {
+	s.writes.Add(1)
 	return &Q{db: s.w, d: s.d, eng: s.eng, c: s.c, stmts: s.eng.stmts(true), auditKey: s.auditKey, n: &s.statements, bus: s.bus}
 }
 
@@ -186,6 +197,7 @@ func retryPause(ctx context.Context, attempt int) bool {
 const maxTxAttempts = 5
 
 func (s *Store) tx(ctx context.Context, fn func(q *Q) error) error {
+	defer s.writes.Add(1)
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", s.d.translate(err))
