@@ -8962,6 +8962,12 @@ type ClientInterface interface {
 	// unless given. `location` keeps providers serving that state. `slot_data` maps
 	// each slot id to its details.
 	//
+	// The same question in the same second is answered once: a server process keeps
+	// the answer for the rest of that second unless it writes anything meanwhile (a
+	// booking there is shown at once). With several server processes, a booking made
+	// through another shows within a second; booking a slot that was just taken is
+	// refused with 409 either way.
+	//
 	// Corresponds with GET /api_v3/availability (the `GetAvailability` operationId).
 	GetAvailability(ctx context.Context, params *GetAvailabilityParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -11520,6 +11526,12 @@ func (c *Client) GetAuth(ctx context.Context, params *GetAuthParams, reqEditors 
 // `intake_id` supplies the room, and the provider and location the intake names,
 // unless given. `location` keeps providers serving that state. `slot_data` maps
 // each slot id to its details.
+//
+// The same question in the same second is answered once: a server process keeps
+// the answer for the rest of that second unless it writes anything meanwhile (a
+// booking there is shown at once). With several server processes, a booking made
+// through another shows within a second; booking a slot that was just taken is
+// refused with 409 either way.
 //
 // Corresponds with GET /api_v3/availability (the `GetAvailability` operationId).
 func (c *Client) GetAvailability(ctx context.Context, params *GetAvailabilityParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -24547,6 +24559,12 @@ type ClientWithResponsesInterface interface {
 	// `intake_id` supplies the room, and the provider and location the intake names,
 	// unless given. `location` keeps providers serving that state. `slot_data` maps
 	// each slot id to its details.
+	//
+	// The same question in the same second is answered once: a server process keeps
+	// the answer for the rest of that second unless it writes anything meanwhile (a
+	// booking there is shown at once). With several server processes, a booking made
+	// through another shows within a second; booking a slot that was just taken is
+	// refused with 409 either way.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -38206,6 +38224,12 @@ func (c *ClientWithResponses) GetAuthWithResponse(ctx context.Context, params *G
 // `intake_id` supplies the room, and the provider and location the intake names,
 // unless given. `location` keeps providers serving that state. `slot_data` maps
 // each slot id to its details.
+//
+// The same question in the same second is answered once: a server process keeps
+// the answer for the rest of that second unless it writes anything meanwhile (a
+// booking there is shown at once). With several server processes, a booking made
+// through another shows within a second; booking a slot that was just taken is
+// refused with 409 either way.
 //
 // Returns a wrapper object for the known response body format(s).
 //
