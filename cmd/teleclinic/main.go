@@ -237,7 +237,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer closeStreams()
 	// One bound of open event streams for both doors.
 	streams := live.NewLimits(c.MaxStreamsPerCredential, c.MaxStreamsPerAddress, c.MaxStreams)
-	api := httpapi.New(a, log, httpapi.Config{Streams: streams, MaxBodyBytes: c.MaxBody, MaxUploadBytes: c.MaxUpload, MaxFileBytes: c.MaxFile, Metrics: c.Metrics, MetricsToken: c.MetricsToken, Closing: closing, Parker: live.NewParker(closing),
+	// The streams of both doors wait in one parker (live.Parker).
+	parker := live.NewParker(closing)
+	api := httpapi.New(a, log, httpapi.Config{Streams: streams, MaxBodyBytes: c.MaxBody, MaxUploadBytes: c.MaxUpload, MaxFileBytes: c.MaxFile, Metrics: c.Metrics, MetricsToken: c.MetricsToken, Closing: closing, Parker: parker,
 		CORSOrigins: splitList(c.CORSOrigins)})
 	if c.MetricsAddr != "" {
 		mln, err := net.Listen("tcp", c.MetricsAddr)
@@ -262,7 +264,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	portal, err := web.New(a, log, web.Config{Secure: strings.HasPrefix(c.BaseURL, "https://"), SessionMax: c.UserTokenMax, Closing: closing, MaxFileBytes: c.MaxFile,
+	portal, err := web.New(a, log, web.Config{Secure: strings.HasPrefix(c.BaseURL, "https://"), SessionMax: c.UserTokenMax, Closing: closing, Parker: parker, MaxFileBytes: c.MaxFile,
 		Locales: locales, Streams: streams}, api)
 	if err != nil {
 		return err

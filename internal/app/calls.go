@@ -610,48 +610,50 @@ func (a *App) WatchCall(ctx context.Context, p *clinic.Principal, id int64, peer
 	return &CallWatch{a: a, p: p, v: v, peer: peer, after: after, sub: sub}, nil
 }
 
-// Next returns the signals not yet handed out, at once if there are any,
-// and otherwise at the next change; nil after d with none.
-func (w *CallWatch) Next(ctx context.Context, d time.Duration) (*CallEvent, error) {
+// Poll returns the signals not yet handed out and the end of the visit,
+// without waiting: at the start what is there already, then what ch's
+// changes brought (ok false when nothing).
+func (w *CallWatch) Poll(ctx context.Context, ch live.Changes) (*CallEvent, bool, error) {
 	if w.replaced {
-		return nil, clinic.Errorf(clinic.EConflict, "Peer %s was replaced by a newer page of its person; join again to take the call back.", w.peer)
+		return nil, false, clinic.Errorf(clinic.EConflict, "Peer %s was replaced by a newer page of its person; join again to take the call back.", w.peer)
 	}
-	deadline := time.Now().Add(d)
-	for {
-		// The first time, what is there already; then what changes.
-		kinds := map[string]bool{KindSignal: true, live.KindVisit: true}
-		if w.started {
-			var err error
-			if kinds, _, err = w.sub.Wait(ctx, time.Until(deadline)); err != nil || kinds == nil {
-				return nil, err
-			}
-		}
-		w.started = true
-		if kinds[live.KindVisit] || kinds[live.KindResync] {
-			if ended, err := w.ended(ctx); ended != nil || err != nil {
-				return &CallEvent{Ended: ended}, err
-			}
-		}
-		if kinds[KindSignal] || kinds[live.KindResync] {
-			ss, err := w.a.store.Read().CallSignals(ctx, w.p.Account.ID, w.v.ID, w.peer, w.after, 100)
-			if err != nil {
-				return nil, fmt.Errorf("call signals: %w", err)
-			}
-			// A peer replaced by its person's newer page hears nothing
-			// after being told: the stream's next read ends it.
-			for i, sg := range ss {
-				if sg.Kind == "replaced" {
-					ss, w.replaced = ss[:i+1], true
-					break
-				}
-			}
-			if len(ss) > 0 {
-				w.after = ss[len(ss)-1].Seq
-				return &CallEvent{Signals: ss}, nil
-			}
+	kinds := ch.Kinds
+	if !w.started { // what is there already
+		kinds, w.started = map[string]bool{KindSignal: true, live.KindVisit: true}, true
+	}
+	if kinds[live.KindVisit] || kinds[live.KindResync] {
+		if ended, err := w.ended(ctx); ended != nil || err != nil {
+			return &CallEvent{Ended: ended}, ended != nil, err
 		}
 	}
+	if !kinds[KindSignal] && !kinds[live.KindResync] {
+		return nil, false, nil
+	}
+	ss, err := w.a.store.Read().CallSignals(ctx, w.p.Account.ID, w.v.ID, w.peer, w.after, 100)
+	if err != nil {
+		return nil, false, fmt.Errorf("call signals: %w", err)
+	}
+	// A peer replaced by its person's newer page hears nothing after
+	// being told: the next poll ends it.
+	for i, sg := range ss {
+		if sg.Kind == "replaced" {
+			ss, w.replaced = ss[:i+1], true
+			break
+		}
+	}
+	if len(ss) == 0 {
+		return nil, false, nil
+	}
+	w.after = ss[len(ss)-1].Seq
+	return &CallEvent{Signals: ss}, true, nil
 }
+
+// Ahead says whether Poll has something without a change: what is there
+// at the start, and the end of a replaced peer's stream.
+func (w *CallWatch) Ahead() bool { return !w.started || w.replaced }
+
+// Sub is what the watch listens to: a parked stream polls on its events.
+func (w *CallWatch) Sub() *live.Sub { return w.sub }
 
 // ended is the visit once it has closed, nil while it is open; an error
 // when the caller may no longer take part in it.

@@ -40,31 +40,6 @@ func (a *App) publishMessage(v *clinic.ThreadVisit, m *clinic.Message) {
 // caller again before its next event then.
 func (a *App) CredentialEpoch() uint64 { return a.store.Live().CredentialEpoch() }
 
-// next waits for changes and polls them until poll has something or d
-// passes: the blocking form of a watch's Poll, for a stream served by a
-// goroutine of its own. ahead says poll at once, without waiting (the
-// watch knows there is more). Keep-alives run on real time, not the
-// app's clock: they pace a connection, and tests hold the app's clock
-// still.
-func next[T any](ctx context.Context, sub *live.Sub, d time.Duration, ahead func() bool, poll func(context.Context, live.Changes) (T, bool, error)) (T, error) {
-	var zero T
-	deadline := time.Now().Add(d)
-	for {
-		var ch live.Changes
-		if !ahead() {
-			kinds, since, err := sub.Wait(ctx, time.Until(deadline))
-			if err != nil || kinds == nil {
-				return zero, err
-			}
-			ch = live.Changes{Kinds: kinds, Since: since}
-		}
-		v, ok, err := poll(ctx, ch)
-		if ok || err != nil {
-			return v, err
-		}
-	}
-}
-
 // QueueWatch follows a room's queue for one caller: GET
 // /rooms/{code}/queue/events.
 type QueueWatch struct {
@@ -165,12 +140,6 @@ func (w *QueueWatch) Ahead() bool { return w.last == nil }
 
 // Sub is what the watch listens to: a parked stream polls on its events.
 func (w *QueueWatch) Sub() *live.Sub { return w.sub }
-
-// Next returns the queue: at once the first time, then when it has changed.
-// It returns nil after d with no change, and ctx's error when ctx ends.
-func (w *QueueWatch) Next(ctx context.Context, d time.Duration) (*Queue, error) {
-	return next(ctx, w.sub, d, w.Ahead, w.Poll)
-}
 
 // Close ends the watch.
 func (w *QueueWatch) Close() { w.sub.Close() }
@@ -275,13 +244,6 @@ func (w *VisitWatch) Ahead() bool { return w.ahead }
 // Sub is what the watch listens to: a parked stream polls on its events.
 func (w *VisitWatch) Sub() *live.Sub { return w.sub }
 
-// Next returns the messages after those seen, at once if there are any,
-// and otherwise the next change. It returns nil after d with no change,
-// and ctx's error when ctx ends.
-func (w *VisitWatch) Next(ctx context.Context, d time.Duration) (*VisitEvent, error) {
-	return next(ctx, w.sub, d, w.Ahead, w.Poll)
-}
-
 // visit is the watched visit's thread row from a read that started at or
 // after since, if the caller still takes part in it (messageVisit's rule).
 func (w *VisitWatch) visit(ctx context.Context, since time.Time) (*clinic.ThreadVisit, error) {
@@ -328,12 +290,8 @@ func (a *App) WatchDashboard(ctx context.Context, p *clinic.Principal) (*ChangeW
 	return &ChangeWatch{sub: a.store.Live().Subscribe(topics...)}, nil
 }
 
-// Next reports true when something changed, false after d with no change;
-// it returns ctx's error when ctx ends.
-func (w *ChangeWatch) Next(ctx context.Context, d time.Duration) (bool, error) {
-	kinds, _, err := w.sub.Wait(ctx, d)
-	return kinds != nil, err
-}
+// Sub is what the watch listens to: any event of it is a change.
+func (w *ChangeWatch) Sub() *live.Sub { return w.sub }
 
 // Close ends the watch.
 func (w *ChangeWatch) Close() { w.sub.Close() }

@@ -17,6 +17,7 @@ import (
 	"teleclinic/internal/app"
 	"teleclinic/internal/app/billing"
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/live"
 	"teleclinic/internal/testenv"
 )
 
@@ -553,7 +554,8 @@ func permRows(f *permFixture) map[string]permRow {
 				return nil, err
 			}
 			defer w.Close()
-			return w.Next(ctx, 0)
+			v, _, err := w.Poll(ctx, live.Changes{})
+			return v, err
 		}},
 		"JoinCall": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.JoinCall(ctx, p, f.visitID))
@@ -589,7 +591,8 @@ func permRows(f *permFixture) map[string]permRow {
 				return nil, err
 			}
 			defer w.Close()
-			return w.Next(ctx, 0)
+			v, _, err := w.Poll(ctx, live.Changes{})
+			return v, err
 		}},
 		"WatchDashboard": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			w, err := a.WatchDashboard(ctx, p)
@@ -597,7 +600,7 @@ func permRows(f *permFixture) map[string]permRow {
 				return nil, err
 			}
 			defer w.Close()
-			return w.Next(ctx, 0)
+			return w.Sub(), nil
 		}},
 		"WatchVisit": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			w, err := a.WatchVisit(ctx, p, f.visitID, 0)
@@ -605,7 +608,8 @@ func permRows(f *permFixture) map[string]permRow {
 				return nil, err
 			}
 			defer w.Close()
-			return w.Next(ctx, 0)
+			v, _, err := w.Poll(ctx, live.Changes{})
+			return v, err
 		}},
 		"RoomQueue": {users, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.RoomQueue(ctx, p, "main")) }},
 		"LinkRoom": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {

@@ -410,7 +410,7 @@ func (s *Server) roomQueueEvents(w http.ResponseWriter, r *http.Request, c *call
 		release()
 		return err
 	}
-	src := live.Polled{Sub: watch.Sub(), Ahead: watch.Ahead, Poll: func(ctx context.Context, ch live.Changes) ([]live.Frame, error) {
+	src := live.Polled{Subs: []*live.Sub{watch.Sub()}, Ahead: watch.Ahead, Poll: func(ctx context.Context, ch live.Changes) ([]live.Frame, error) {
 		qu, ok, err := watch.Poll(ctx, ch)
 		if !ok || err != nil {
 			return nil, err

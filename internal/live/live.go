@@ -13,7 +13,6 @@
 package live
 
 import (
-	"context"
 	"slices"
 	"strconv"
 	"sync"
@@ -88,20 +87,16 @@ type Sub struct {
 	h      *Hub
 	topics []string
 	once   sync.Once
-	// ready has a value while something is pending: a waiting goroutine
-	// selects on it (Wait).
-	ready chan struct{}
 
 	mu    sync.Mutex
 	kinds []string
 	since time.Time
-	// notify, when set, is called for each event instead of signalling
-	// ready: a parked stream, which has no goroutine to wait (Parker).
+	// notify, when set, is called at each event: the stream's wake-up
+	// (Parker, or a goroutine's Polled.blocking).
 	notify func()
 }
 
-// Close ends the subscription. A Wait in progress returns at its
-// deadline or its context's end.
+// Close ends the subscription: nothing more is added to it.
 func (s *Sub) Close() { s.once.Do(func() { s.h.remove(s) }) }
 
 // add notes e as pending.
@@ -117,11 +112,6 @@ func (s *Sub) add(e Event) {
 	s.mu.Unlock()
 	if notify != nil {
 		notify()
-		return
-	}
-	select {
-	case s.ready <- struct{}{}:
-	default: // already signalled
 	}
 }
 
@@ -142,32 +132,9 @@ func (s *Sub) Take() (kinds map[string]bool, since time.Time) {
 	return kinds, s.since
 }
 
-// Wait waits up to d for an event and takes what is pending (Take): nil
-// kinds when d passed with none, ctx's error when it ended.
-func (s *Sub) Wait(ctx context.Context, d time.Duration) (kinds map[string]bool, since time.Time, err error) {
-	if kinds, since = s.Take(); kinds != nil {
-		return kinds, since, nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, time.Time{}, ctx.Err()
-		case <-t.C:
-			return nil, time.Time{}, nil
-		case <-s.ready:
-			// A signal may be left from what an earlier Take took.
-			if kinds, since = s.Take(); kinds != nil {
-				return kinds, since, nil
-			}
-		}
-	}
-}
-
 // OnEvent makes f called for each event delivered to s, from the
-// delivering goroutine (so f must not block), instead of signalling a
-// Wait; f is called at once if something is already pending.
+// delivering goroutine (so f must not block); f is called at once if
+// something is already pending. What came waits in s until Take.
 func (s *Sub) OnEvent(f func()) {
 	s.mu.Lock()
 	s.notify = f
@@ -194,7 +161,7 @@ func NewHub() *Hub { return &Hub{subs: map[string]map[*Sub]struct{}{}} }
 
 // Subscribe receives the events of topics.
 func (h *Hub) Subscribe(topics ...string) *Sub {
-	s := &Sub{h: h, topics: topics, ready: make(chan struct{}, 1)}
+	s := &Sub{h: h, topics: topics}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, t := range topics {

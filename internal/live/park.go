@@ -25,25 +25,61 @@ import (
 // announce (nothing when ch has none and Ahead is false) and gives the
 // frames for them, none when nothing the stream shows changed. Ahead says
 // Poll has something without a change: at the start, or more than a page
-// behind.
+// behind. Subs are what it listens to; their changes come to Poll as one.
 type Polled struct {
-	Sub   *Sub
+	Subs  []*Sub
 	Ahead func() bool
 	Poll  func(ctx context.Context, ch Changes) ([]Frame, error)
 }
 
+// take is what the subscriptions have pending, as one set.
+func (src Polled) take() Changes {
+	var ch Changes
+	for _, sub := range src.Subs {
+		kinds, since := sub.Take()
+		for k := range kinds {
+			if ch.Kinds == nil {
+				ch.Kinds = map[string]bool{}
+			}
+			ch.Kinds[k] = true
+		}
+		if since.After(ch.Since) {
+			ch.Since = since
+		}
+	}
+	return ch
+}
+
+// onEvent calls f at each event of any of the subscriptions.
+func (src Polled) onEvent(f func()) {
+	for _, sub := range src.Subs {
+		sub.OnEvent(f)
+	}
+}
+
 // blocking is src as a Source, for a stream with a goroutine of its own.
 func (src Polled) blocking() Source {
+	ready := make(chan struct{}, 1)
+	src.onEvent(func() {
+		select {
+		case ready <- struct{}{}:
+		default:
+		}
+	})
 	return func(ctx context.Context, d time.Duration) ([]Frame, error) {
-		deadline := time.Now().Add(d)
+		t := time.NewTimer(d)
+		defer t.Stop()
 		for {
-			var ch Changes
-			if !src.Ahead() {
-				kinds, since, err := src.Sub.Wait(ctx, time.Until(deadline))
-				if err != nil || kinds == nil {
-					return nil, err
+			ch := src.take()
+			if ch.Kinds == nil && !src.Ahead() {
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-t.C:
+					return nil, nil
+				case <-ready:
+					continue
 				}
-				ch = Changes{Kinds: kinds, Since: since}
 			}
 			frames, err := src.Poll(ctx, ch)
 			if err != nil || len(frames) > 0 {
@@ -226,7 +262,7 @@ func (pk *Parker) park(p Pump, conn net.Conn, head http.Header, ctx context.Cont
 	s.mu.Unlock()
 	// From here on only a worker touches the source.
 	ahead := src.Ahead()
-	src.Sub.OnEvent(func() { s.kick(wakeChange) })
+	src.onEvent(func() { s.kick(wakeChange) })
 	if ahead {
 		s.kick(wakeChange)
 	}
@@ -286,9 +322,9 @@ func (s *parked) handle(buf []byte, why int) ([]byte, error) {
 		s.timer.Reset(s.keep)
 	}
 	if why&wakeChange != 0 {
-		kinds, since := s.src.Sub.Take()
+		ch := s.src.take()
 		var err error
-		if buf, err = s.poll(buf, &Changes{Kinds: kinds, Since: since}); err != nil {
+		if buf, err = s.poll(buf, &ch); err != nil {
 			return buf, err
 		}
 		if s.src.Ahead() {

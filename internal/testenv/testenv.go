@@ -268,9 +268,11 @@ func New(t testing.TB, opts ...Options) *Env {
 	if streams == nil {
 		streams = live.NewLimits(0, 0, 0)
 	}
-	api := httpapi.New(a, log, httpapi.Config{Streams: streams, MaxBodyBytes: o.MaxBody, MaxUploadBytes: o.MaxUpload, MaxFileBytes: o.MaxFile, Metrics: reg, KeepAlive: o.KeepAlive, Closing: closing, Parker: live.NewParker(closing),
+	// One parker for both doors' streams, as in serve.
+	parker := live.NewParker(closing)
+	api := httpapi.New(a, log, httpapi.Config{Streams: streams, MaxBodyBytes: o.MaxBody, MaxUploadBytes: o.MaxUpload, MaxFileBytes: o.MaxFile, Metrics: reg, KeepAlive: o.KeepAlive, Closing: closing, Parker: parker,
 		CORSOrigins: o.CORSOrigins, MetricsToken: MetricsToken})
-	portal, err := web.New(a, log, web.Config{Streams: streams, SessionMax: cfg.UserTokenMax, KeepAlive: o.KeepAlive, Closing: closing, MaxFileBytes: o.MaxFile, StripeJS: o.StripeJS}, api)
+	portal, err := web.New(a, log, web.Config{Streams: streams, SessionMax: cfg.UserTokenMax, KeepAlive: o.KeepAlive, Closing: closing, Parker: parker, MaxFileBytes: o.MaxFile, StripeJS: o.StripeJS}, api)
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}

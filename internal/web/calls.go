@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
@@ -328,12 +327,11 @@ func (s *Server) callEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	defer release()
 	cw, err := s.app.WatchCall(r.Context(), p, id, r.URL.Query().Get("peer"), after)
 	if err != nil {
+		release()
 		return err
 	}
-	defer cw.Close()
 	pump := s.pump(r)
 	// Every keep-alive, busy or quiet: still in the call? (which also
 	// marks the peer seen).
@@ -350,10 +348,10 @@ func (s *Server) callEvents(w http.ResponseWriter, r *http.Request) error {
 		}
 		return endedFrame(clinic.ErrorCode(err), "")
 	}
-	pump.Run(r.Context(), w, func(ctx context.Context, d time.Duration) ([]live.Frame, error) {
-		ev, err := cw.Next(ctx, d)
+	src := live.Polled{Subs: []*live.Sub{cw.Sub()}, Ahead: cw.Ahead, Poll: func(ctx context.Context, ch live.Changes) ([]live.Frame, error) {
+		ev, ok, err := cw.Poll(ctx, ch)
 		switch {
-		case err != nil || ev == nil:
+		case err != nil || !ok:
 			return nil, err
 		case ev.Ended != nil:
 			return nil, callEnded{ev.Ended}
@@ -364,7 +362,8 @@ func (s *Server) callEvents(w http.ResponseWriter, r *http.Request) error {
 			out = append(out, live.Frame{Name: "signal", ID: strconv.FormatInt(sg.Seq, 10), Data: b})
 		}
 		return out, nil
-	})
+	}}
+	pump.Serve(w, r, src, func() { cw.Close(); release() })
 	return nil
 }
 

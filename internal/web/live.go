@@ -6,9 +6,8 @@ import (
 	"math"
 	"net/http"
 	"strconv"
-	"sync/atomic"
-	"time"
 
+	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/edge"
 	"teleclinic/internal/live"
@@ -21,55 +20,22 @@ import (
 // read by the page's own handler, with its own permission checks, so a
 // stream never shows more than a reload would.
 
-// changeSource blocks until something a page shows changed (true), d
-// passed (false), or ctx ended.
-type changeSource func(ctx context.Context, d time.Duration) (bool, error)
-
-// streamChanges writes an event "changed" each time a source reports one.
-// id, when set, gives each event the id the browser sends back on
-// reconnecting.
-func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request, id func() string, sources ...changeSource) error {
+// streamChanges writes an event "changed" each time src's Poll reports
+// one (a frame of its own making; changed is the one frame). done runs
+// when the stream ends: it closes the watches.
+func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request, src live.Polled, done func()) error {
 	release, err := s.openStream(r)
 	if err != nil {
+		done()
 		return err
 	}
-	defer release()
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	changes, errs := make(chan struct{}, 1), make(chan error, len(sources))
-	for _, src := range sources {
-		go func() {
-			for {
-				changed, err := src(ctx, time.Hour)
-				if err != nil {
-					errs <- err
-					return
-				}
-				if changed {
-					select {
-					case changes <- struct{}{}:
-					default: // one "changed" covers any number of changes
-					}
-				}
-			}
-		}()
-	}
-	s.pump(r).Run(ctx, w, func(ctx context.Context, d time.Duration) ([]live.Frame, error) {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case err := <-errs:
-			return nil, err
-		case <-changes:
-			return []live.Frame{{Name: "changed", ID: id(), Data: []byte("{}")}}, nil
-		case <-t.C:
-			return nil, nil
-		}
-	})
+	s.pump(r).Serve(w, r, src, func() { done(); release() })
 	return nil
 }
+
+// changed is the portal's one change event; id, when set, is what the
+// browser sends back on reconnecting.
+func changed(id string) live.Frame { return live.Frame{Name: "changed", ID: id, Data: []byte("{}")} }
 
 // openStream takes a place for r's stream in the limits of streams open
 // at once (per session, per address, in all).
@@ -98,6 +64,7 @@ func (s *Server) pump(r *http.Request) live.Pump {
 		Now:   s.app.Unix,
 		End:   func(err error) live.Frame { return endedFrame(clinic.ErrorCode(err), "") },
 		Log:   s.log, Route: r.Pattern, RequestID: edge.RequestID(r.Context()),
+		Parker: s.cfg.Parker,
 	}
 }
 
@@ -134,31 +101,45 @@ func (s *Server) visitEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	defer vw.Close()
-	// The watch runs in its source's goroutine; the place it has reached
-	// is handed to the stream's loop through seen.
-	var seen atomic.Int64
-	seen.Store(int64(vw.Seen()))
-	sources := []changeSource{func(ctx context.Context, d time.Duration) (bool, error) {
-		ev, err := vw.Next(ctx, d)
-		seen.Store(int64(vw.Seen()))
-		return ev != nil, err
-	}}
+	src := live.Polled{Subs: []*live.Sub{vw.Sub()}, Ahead: vw.Ahead}
+	var qw *app.QueueWatch
 	if d.Visit.Kind == clinic.KindWalkin && d.Visit.Status == clinic.VisitPending && d.Visit.MemberID == p.UserID() && d.Room != nil {
-		qw, err := s.app.WatchQueue(ctx, p, d.Room.Code)
-		if err != nil {
+		if qw, err = s.app.WatchQueue(ctx, p, d.Room.Code); err != nil {
+			vw.Close()
 			return err
 		}
-		defer qw.Close()
-		if _, err := qw.Next(ctx, 0); err != nil { // the queue as the page drew it
+		if _, _, err := qw.Poll(ctx, live.Changes{}); err != nil { // the queue as the page drew it
+			vw.Close()
+			qw.Close()
 			return err
 		}
-		sources = append(sources, func(ctx context.Context, d time.Duration) (bool, error) {
-			q, err := qw.Next(ctx, d)
-			return q != nil, err
-		})
+		src.Subs = append(src.Subs, qw.Sub())
 	}
-	return s.streamChanges(w, r, func() string { return strconv.FormatInt(seen.Load(), 10) }, sources...)
+	// The thread's changes and the queue's come as one: each watch reads
+	// what concerns it (a queue's change is no new message).
+	src.Poll = func(ctx context.Context, ch live.Changes) ([]live.Frame, error) {
+		_, moved, err := vw.Poll(ctx, ch)
+		if err != nil {
+			return nil, err
+		}
+		if qw != nil {
+			_, q, err := qw.Poll(ctx, ch)
+			if err != nil {
+				return nil, err
+			}
+			moved = moved || q
+		}
+		if !moved {
+			return nil, nil
+		}
+		return []live.Frame{changed(strconv.Itoa(vw.Seen()))}, nil
+	}
+	return s.streamChanges(w, r, src, func() {
+		vw.Close()
+		if qw != nil {
+			qw.Close()
+		}
+	})
 }
 
 // dashboardEvents is the dashboard's stream (app.WatchDashboard).
@@ -171,6 +152,12 @@ func (s *Server) dashboardEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	defer dw.Close()
-	return s.streamChanges(w, r, func() string { return "" }, dw.Next)
+	src := live.Polled{Subs: []*live.Sub{dw.Sub()}, Ahead: func() bool { return false },
+		Poll: func(_ context.Context, ch live.Changes) ([]live.Frame, error) {
+			if ch.Kinds == nil {
+				return nil, nil
+			}
+			return []live.Frame{changed("")}, nil
+		}}
+	return s.streamChanges(w, r, src, dw.Close)
 }

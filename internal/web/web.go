@@ -50,6 +50,10 @@ type Config struct {
 	// Closing is done when the server starts shutting down: the pages'
 	// event streams end then, rather than hold the shutdown.
 	Closing context.Context
+	// Parker holds the pages' event streams while they wait, with no
+	// goroutine each (live.Parker; the API's, shared); nil gives each
+	// stream a goroutine.
+	Parker *live.Parker
 	// MaxFileBytes bounds a file a page takes (the intake's attachments),
 	// as POST /files bounds one (default 50 MiB).
 	MaxFileBytes int64
