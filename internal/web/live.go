@@ -50,11 +50,15 @@ func (s *Server) openStream(r *http.Request) (release func(), err error) {
 // that may no longer be read (signed out, revoked, idle, the visit no
 // longer the caller's) ends with an event "ended" with the error's code.
 func (s *Server) pump(r *http.Request) live.Pump {
+	// The session's credentials alone: a parked stream's check runs on a
+	// worker after the request has ended, so it touches nothing of the
+	// request's (its log line's principal, its context).
+	creds := s.sessionCredentials(r)
 	return live.Pump{
 		KeepAlive: s.cfg.KeepAlive,
 		Closing:   s.cfg.Closing,
-		Check: func(context.Context) (int64, error) {
-			p, err := s.principal(withPageState(r))
+		Check: func(ctx context.Context) (int64, error) {
+			p, err := s.sessionPrincipal(ctx, creds)
 			if err != nil {
 				return 0, err
 			}

@@ -50,13 +50,7 @@ func (s *Server) principal(r *http.Request) (*clinic.Principal, error) {
 	if st != nil && st.checked {
 		return st.p, st.err
 	}
-	var p *clinic.Principal
-	c, err := r.Cookie(s.sessionCookie())
-	if err != nil || c.Value == "" {
-		err = clinic.Errorf(clinic.EUnauthenticated, "Sign in first.")
-	} else {
-		p, err = s.app.Authenticate(r.Context(), app.Credentials{APIToken: c.Value, RequestID: edge.RequestID(r.Context()), ClientAddr: edge.ClientAddr(r)}, app.NeedUser)
-	}
+	p, err := s.sessionPrincipal(r.Context(), s.sessionCredentials(r))
 	if st != nil {
 		st.p, st.err, st.checked = p, err, true
 	}
@@ -64,6 +58,24 @@ func (s *Server) principal(r *http.Request) (*clinic.Principal, error) {
 		edge.From(r.Context()).SetPrincipal(p)
 	}
 	return p, err
+}
+
+// sessionCredentials are r's session cookie as the API's credentials;
+// no token when there is no cookie.
+func (s *Server) sessionCredentials(r *http.Request) app.Credentials {
+	creds := app.Credentials{RequestID: edge.RequestID(r.Context()), ClientAddr: edge.ClientAddr(r)}
+	if c, err := r.Cookie(s.sessionCookie()); err == nil {
+		creds.APIToken = c.Value
+	}
+	return creds
+}
+
+// sessionPrincipal is the signed-in user of a session's credentials.
+func (s *Server) sessionPrincipal(ctx context.Context, creds app.Credentials) (*clinic.Principal, error) {
+	if creds.APIToken == "" {
+		return nil, clinic.Errorf(clinic.EUnauthenticated, "Sign in first.")
+	}
+	return s.app.Authenticate(ctx, creds, app.NeedUser)
 }
 
 // pageState is what one page request learns once and uses twice.
