@@ -3,6 +3,7 @@ package live_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"io"
 	"log/slog"
 	"maps"
@@ -201,5 +202,43 @@ func TestPump_EndsOnClosing(t *testing.T) {
 	}
 	if ended || !strings.HasPrefix(rec.Body.String(), "retry: 3000") || strings.Contains(rec.Body.String(), "event: end") {
 		t.Fatalf("ended %v, body %q", ended, rec.Body.String())
+	}
+}
+
+// TestPump_FramesBeforeTheTick: a stream served by its own goroutine
+// (Run) sends the frames it read before a keep-alive's Tick that ends it,
+// then the end event; a credential that ended sends none of them.
+func TestPump_FramesBeforeTheTick(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		check     error
+		want, not string
+	}{
+		{"TickEnds", nil, "event: signal\ndata: {\"type\":\"replaced\"}\n\nevent: end", ""},
+		{"CredentialEnded", errors.New("signed out"), "event: end", "replaced"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			checks := 0
+			p := live.Pump{KeepAlive: 10 * time.Millisecond,
+				Check: func(context.Context) (int64, error) {
+					if checks++; checks > 1 {
+						return 0, c.check
+					}
+					return 0, nil
+				},
+				Tick: func(context.Context) error { return errors.New("peer gone") },
+				End:  func(error) live.Frame { return live.Frame{Name: "end", Data: []byte("{}")} }}
+			// The source's frames come as the keep-alive is due.
+			src := func(ctx context.Context, d time.Duration) ([]live.Frame, error) {
+				time.Sleep(d + time.Millisecond)
+				return []live.Frame{{Name: "signal", Data: []byte(`{"type":"replaced"}`)}}, nil
+			}
+			rec := httptest.NewRecorder()
+			p.Run(context.Background(), rec, src)
+			body := rec.Body.String()
+			if !strings.Contains(body, c.want) || (c.not != "" && strings.Contains(body, c.not)) {
+				t.Fatalf("the stream: %q", body)
+			}
+		})
 	}
 }

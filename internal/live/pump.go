@@ -87,8 +87,22 @@ func (p Pump) Run(ctx context.Context, w http.ResponseWriter, src Source) {
 		case err != nil:
 		case time.Since(checked) >= keep:
 			checked = time.Now()
-			if err = p.alive(ctx, &c); err == nil && len(frames) == 0 && st.Comment("keep-alive") != nil {
-				return
+			// The caller first: no frame goes to one whose right ended.
+			// The frames read are then theirs, and go before a Tick that
+			// ends the stream (a replaced call page's "replaced").
+			if err = c.run(ctx, p); err == nil {
+				for _, f := range frames {
+					if st.Event(f.Name, f.ID, f.Data) != nil {
+						return
+					}
+				}
+				frames = nil
+				if p.Tick != nil {
+					err = p.Tick(ctx)
+				}
+				if err == nil && st.Comment("keep-alive") != nil {
+					return
+				}
 			}
 		case len(frames) > 0 && c.stale(p):
 			err = c.run(ctx, p)
