@@ -245,7 +245,7 @@ func (pk *Parker) park(p Pump, conn net.Conn, head http.Header, ctx context.Cont
 	}
 	// What there is at the start, written from the request's goroutine
 	// before any worker can see the stream.
-	if buf, err := s.poll(b.Bytes()[:0], nil); err != nil {
+	if buf, err := s.poll(b.Bytes()[:0], Changes{}); err != nil {
 		s.finish(err)
 		return
 	} else if len(buf) > 0 && s.write(buf) != nil {
@@ -324,7 +324,7 @@ func (s *parked) handle(buf []byte, why int) ([]byte, error) {
 	if why&wakeChange != 0 {
 		ch := s.src.take()
 		var err error
-		if buf, err = s.poll(buf, &ch); err != nil {
+		if buf, err = s.poll(buf, ch); err != nil {
 			return buf, err
 		}
 		if s.src.Ahead() {
@@ -337,15 +337,14 @@ func (s *parked) handle(buf []byte, why int) ([]byte, error) {
 	return buf, nil
 }
 
-// poll appends the frames the source has for ch (nil: the start) to buf,
-// the caller checked again first when a credential may have ended.
-func (s *parked) poll(buf []byte, ch *Changes) ([]byte, error) {
-	if ch == nil {
-		ch = &Changes{}
-	} else if ch.Kinds == nil && !s.src.Ahead() {
+// poll appends the frames the source has for ch to buf (none without a
+// change unless it is ahead, as every source is at its start), the caller
+// checked again first when a credential may have ended.
+func (s *parked) poll(buf []byte, ch Changes) ([]byte, error) {
+	if ch.Kinds == nil && !s.src.Ahead() {
 		return buf, nil
 	}
-	frames, err := s.src.Poll(s.ctx, *ch)
+	frames, err := s.src.Poll(s.ctx, ch)
 	if err != nil || len(frames) == 0 {
 		return buf, err
 	}
