@@ -1,9 +1,6 @@
 package app
 
-import (
-	"sync"
-	"sync/atomic"
-)
+import "sync"
 
 // availCache keeps the answers of GET /availability for the second they
 // were computed in, while this process has ended no write since
@@ -65,18 +62,14 @@ func (c *availCache) put(k availKey, v *Availability) {
 
 // encoded is an answer's encoding, made once by the door that sends it.
 type encoded struct {
-	once sync.Once
-	b    atomic.Pointer[[]byte]
+	once sync.Once // its Do orders the one write before every read
+	b    []byte
 	err  error
 }
 
 // Encoded is the answer as the door encodes it, encoded once per answer
 // (the answer may be held and sent to many callers of the clinic).
 func (av *Availability) Encoded(encode func() ([]byte, error)) ([]byte, error) {
-	av.enc.once.Do(func() {
-		b, err := encode()
-		av.enc.b.Store(&b)
-		av.enc.err = err
-	})
-	return *av.enc.b.Load(), av.enc.err
+	av.enc.once.Do(func() { av.enc.b, av.enc.err = encode() })
+	return av.enc.b, av.enc.err
 }
