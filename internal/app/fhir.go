@@ -21,23 +21,45 @@ import (
 // search of one resource type loads only that type.
 type RecordParts struct {
 	Visits, Messages, Readings, Coverage, Prescriptions, EMR, Files, Notes bool
+	// MessagesPage and ReadingsPage are what a read takes of the record's
+	// two lists that grow without bound, its visits' messages and its
+	// device readings: a page of each (none unless asked), and their
+	// counts, however long the lists are.
+	MessagesPage, ReadingsPage RecordPage
 }
 
-// AllRecordParts is every part, for Patient/$everything.
-var AllRecordParts = RecordParts{Visits: true, Messages: true, Readings: true, Coverage: true, Prescriptions: true, EMR: true, Files: true, Notes: true}
+// RecordPage is a page of one of a record's long lists: the items stored
+// in [Since, Before) (unix seconds; 0 leaves that end open), from the
+// Offset-th of them, at most Limit (at most MaxRecordPage; 0 reads only
+// their count); with ID, only the item of that id.
+type RecordPage struct {
+	Since, Before int64
+	Offset, Limit int
+	ID            int64
+}
 
-// MaxRecordReadings bounds the device readings one record read returns
-// (the newest first).
-const MaxRecordReadings = 5000
+// MaxRecordPage bounds the items of a long list one record read returns.
+const MaxRecordPage = 1000
+
+// AllRecordParts is every part, for Patient/$everything (the long lists'
+// counts, without their items).
+var AllRecordParts = RecordParts{Visits: true, Messages: true, Readings: true, Coverage: true, Prescriptions: true, EMR: true, Files: true, Notes: true}
 
 // PatientRecord is one patient's record as the caller may read it. A part
 // not asked for, or not the caller's to read, is empty.
 type PatientRecord struct {
-	Patient       *clinic.User
-	Account       *clinic.Account
-	Visits        []*VisitDetail
-	Messages      []*Message // the threads of the visits the caller takes part in, oldest first per visit
+	Patient *clinic.User
+	Account *clinic.Account
+	Visits  []*VisitDetail
+	// Messages are the page asked for of the messages of the visits the
+	// caller takes part in (by visit, then oldest first), MessagesTotal
+	// how many the page's time range holds.
+	Messages      []*Message
+	MessagesTotal int
+	// Readings are the page asked for of the device readings (newest
+	// measurement first), ReadingsTotal how many its time range holds.
 	Readings      []*clinic.Reading
+	ReadingsTotal int
 	Cards         []*Card
 	Prescriptions []*PrescriptionView
 	EMR           map[string]*EMRSection
@@ -81,7 +103,11 @@ func (a *App) patientRecord(ctx context.Context, p *clinic.Principal, patientID 
 	}
 	rec := &PatientRecord{Patient: u, Account: p.Account}
 	if parts.Visits || parts.Messages || parts.Notes {
-		if err := a.recordVisits(ctx, p, rec, parts.Messages); err != nil {
+		var messages *RecordPage
+		if parts.Messages {
+			messages = &parts.MessagesPage
+		}
+		if err := a.recordVisits(ctx, p, rec, messages); err != nil {
 			return nil, err
 		}
 		if parts.Notes {
@@ -94,7 +120,7 @@ func (a *App) patientRecord(ctx context.Context, p *clinic.Principal, patientID 
 		}
 	}
 	if parts.Readings {
-		rec.Readings, err = a.store.Read().Readings(ctx, p.Account.ID, u.ID, store.ReadingFilter{Limit: MaxRecordReadings})
+		rec.Readings, rec.ReadingsTotal, err = a.store.Read().ReadingsWindow(ctx, p.Account.ID, u.ID, parts.ReadingsPage.window())
 		if err != nil {
 			return nil, fmt.Errorf("record readings: %w", err)
 		}
@@ -136,12 +162,17 @@ func (a *App) patientRecord(ctx context.Context, p *clinic.Principal, patientID 
 	return rec, nil
 }
 
+// window is pg as the store reads it.
+func (pg RecordPage) window() store.RecordWindow {
+	return store.RecordWindow{Since: pg.Since, Before: pg.Before, Offset: max(pg.Offset, 0), Limit: min(pg.Limit, MaxRecordPage), ID: pg.ID}
+}
+
 // recordVisits adds the patient's visits the caller sees and, when asked,
-// the threads of those the caller takes part in. The statements do not
-// grow with the visits: the details come in one batch (visitDetails),
-// a provider's rooms are read once, and each thread's page comes from the
-// thread cache when it holds it.
-func (a *App) recordVisits(ctx context.Context, p *clinic.Principal, rec *PatientRecord, messages bool) error {
+// a page of the messages of those the caller takes part in. The statements
+// do not grow with the visits: the details come in one batch
+// (visitDetails), a provider's rooms are read once, and the messages are
+// one window over the threads.
+func (a *App) recordVisits(ctx context.Context, p *clinic.Principal, rec *PatientRecord, messages *RecordPage) error {
 	vs, err := a.store.Read().ListVisits(ctx, store.VisitFilter{AccountID: p.Account.ID, MemberID: rec.Patient.ID, Limit: MaxVisitList})
 	if err != nil {
 		return fmt.Errorf("record visits: %w", err)
@@ -175,21 +206,15 @@ func (a *App) recordVisits(ctx context.Context, p *clinic.Principal, rec *Patien
 	}
 	// The thread's participants are those who see the visit, less the
 	// admin (messageVisit).
-	if !messages || p.IsAdmin() {
+	if messages == nil || p.IsAdmin() {
 		return nil
 	}
-	var all []*clinic.Message
-	for _, v := range seen {
-		if v.MessageCount == 0 {
-			continue
-		}
-		ms, err := a.store.ThreadPage(ctx, p.Account.ID, v.ID, v.Created, 1, v.MessageCount)
-		if err != nil {
-			return fmt.Errorf("record thread: %w", err)
-		}
-		all = append(all, ms...)
+	ms, total, err := a.store.Read().MessagesWindow(ctx, p.Account.ID, seen, messages.window())
+	if err != nil {
+		return fmt.Errorf("record threads: %w", err)
 	}
-	rec.Messages, err = a.namedMessages(ctx, p.Account.ID, all)
+	rec.MessagesTotal = total
+	rec.Messages, err = a.namedMessages(ctx, p.Account.ID, ms)
 	return err
 }
 

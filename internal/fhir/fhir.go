@@ -48,7 +48,7 @@ func (s *Server) Search(w http.ResponseWriter, r *http.Request, p *clinic.Princi
 		return err
 	}
 	var rs []resource
-	switch {
+	switch list, long := longLists[t.name]; {
 	case q.id != "" && t.id == patientID && q.patient != 0 && q.id != id(q.patient):
 		// _id and patient name different patients: nothing matches.
 	case q.id != "":
@@ -59,6 +59,16 @@ func (s *Server) Search(w http.ResponseWriter, r *http.Request, p *clinic.Princi
 		if res != nil {
 			rs = []resource{res}
 		}
+	case long:
+		// The store reads the page itself, and the list's count.
+		parts, pg := t.parts, q.page()
+		pg.Offset, pg.Limit = q.offset, q.count
+		list.set(&parts, pg)
+		rec, err := s.app.PatientRecord(r.Context(), p, q.patient, parts)
+		if err != nil {
+			return err
+		}
+		return writeFHIR(w, http.StatusOK, s.bundle(r, t.draw(rec), list.total(rec), q))
 	default:
 		rec, err := s.app.PatientRecord(r.Context(), p, q.patient, t.parts)
 		if err != nil {
@@ -66,7 +76,13 @@ func (s *Server) Search(w http.ResponseWriter, r *http.Request, p *clinic.Princi
 		}
 		rs = t.draw(rec)
 	}
-	return writeFHIR(w, http.StatusOK, s.bundle(r, filter(rs, q), q))
+	rs = filter(rs, q)
+	return writeFHIR(w, http.StatusOK, s.bundle(r, window(rs, q), len(rs), q))
+}
+
+// window is the page of rs that q asks for.
+func window(rs []resource, q *fhirQuery) []resource {
+	return rs[min(q.offset, len(rs)):min(q.offset+q.count, len(rs))]
 }
 
 // Read is GET /fhir/R4/{type}/{id}.
@@ -97,15 +113,65 @@ func (s *Server) Everything(w http.ResponseWriter, r *http.Request, p *clinic.Pr
 	if err != nil {
 		return err
 	}
-	rec, err := s.app.PatientRecord(r.Context(), p, n, app.AllRecordParts)
+	// The first read takes the record's short parts whole and counts its
+	// long lists (longLists); a second reads the pages of those lists that
+	// fall in the answer's page, if any do.
+	parts, pg := app.AllRecordParts, q.page()
+	parts.MessagesPage, parts.ReadingsPage = pg, pg
+	rec, err := s.app.PatientRecord(r.Context(), p, n, parts)
 	if err != nil {
 		return err
 	}
-	var rs []resource
-	for _, t := range types {
-		rs = append(rs, filter(t.draw(rec), q)...)
+	type part struct {
+		t     *resourceType
+		rs    []resource // a long list's: those from skip on
+		skip  int
+		total int
 	}
-	return writeFHIR(w, http.StatusOK, s.bundle(r, rs, q))
+	var all []part
+	var pages app.RecordParts
+	total, from, to := 0, q.offset, q.offset+q.count
+	for i := range types {
+		t := &types[i]
+		list, long := longLists[t.name]
+		if !long {
+			rs := filter(t.draw(rec), q)
+			all = append(all, part{t: t, rs: rs, total: len(rs)})
+			total += len(rs)
+			continue
+		}
+		n := list.total(rec)
+		lo, hi := max(from-total, 0), min(to-total, n)
+		if lo < hi {
+			page := pg
+			page.Offset, page.Limit = lo, hi-lo
+			list.set(&pages, page)
+		}
+		all = append(all, part{t: t, skip: lo, total: n})
+		total += n
+	}
+	if pages.Messages || pages.Readings {
+		more, err := s.app.PatientRecord(r.Context(), p, n, pages)
+		if err != nil {
+			return err
+		}
+		for i, pt := range all {
+			if _, long := longLists[pt.t.name]; long {
+				all[i].rs = pt.t.draw(more)
+			}
+		}
+	}
+	var page []resource
+	at := 0 // the place in the answer of the part's first resource
+	for _, pt := range all {
+		for j, res := range pt.rs {
+			if k := at + pt.skip + j; k >= from && k < to {
+				page = append(page, res)
+			}
+		}
+		at += pt.total
+	}
+	return writeFHIR(w, http.StatusOK, s.bundle(r, page, total, q))
 }
 
 // read finds the resource of type t with logical id rid: directly for a
@@ -137,7 +203,15 @@ func (s *Server) read(ctx context.Context, p *clinic.Principal, t *resourceType,
 		if err != nil || patient == 0 {
 			return nil, cmp.Or(err, error(notFound))
 		}
-		if rec, err = s.app.PatientRecord(ctx, p, patient, t.parts); err != nil {
+		parts := t.parts
+		if list, long := longLists[t.name]; long {
+			item := localItem(rid)
+			if item == 0 {
+				return nil, notFound
+			}
+			list.set(&parts, app.RecordPage{ID: item, Limit: 1})
+		}
+		if rec, err = s.app.PatientRecord(ctx, p, patient, parts); err != nil {
 			return nil, err
 		}
 	}
@@ -147,6 +221,17 @@ func (s *Server) read(ctx context.Context, p *clinic.Principal, t *resourceType,
 		}
 	}
 	return nil, notFound
+}
+
+// localItem is the id of the item a long list's resource id ("<patient>-<id>")
+// names, 0 when it names none.
+func localItem(rid string) int64 {
+	_, tail, _ := strings.Cut(rid, "-")
+	n, err := strconv.ParseInt(tail, 10, 64)
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
 }
 
 // patientOf is the patient whose record holds the resource of id rid (n
@@ -253,12 +338,12 @@ type fhirBundle struct {
 
 func (s *Server) base() string { return strings.TrimRight(s.app.BaseURL(), "/") + "/fhir/R4/" }
 
-// bundle is the page of rs that q asks for, as a search set: total counts
-// them all, and the links give the request that asked (self) and the
-// pages beside it (next, previous), the same request with _offset moved.
-// The pages are cut from the record as it is at each request, so a
-// resource added meanwhile may shift them by one.
-func (s *Server) bundle(r *http.Request, rs []resource, q *fhirQuery) *fhirBundle {
+// bundle is page, the page q asks for of total resources, as a search
+// set: the links give the request that asked (self) and the pages beside
+// it (next, previous), the same request with _offset moved. The pages are
+// cut from the record as it is at each request, so a resource added
+// meanwhile may shift them by one.
+func (s *Server) bundle(r *http.Request, page []resource, total int, q *fhirQuery) *fhirBundle {
 	now := s.app.Now().Unix()
 	link := func(relation string, offset int) fhirLink {
 		u, query := s.base()+strings.TrimPrefix(r.URL.Path, "/fhir/R4/"), r.URL.RawQuery
@@ -274,15 +359,15 @@ func (s *Server) bundle(r *http.Request, rs []resource, q *fhirQuery) *fhirBundl
 		return fhirLink{Relation: relation, URL: u}
 	}
 	b := &fhirBundle{ResourceType: "Bundle", Meta: fhirMeta{LastUpdated: instant(now)}, Type: "searchset", Timestamp: instant(now),
-		Total: len(rs), Link: []fhirLink{link("self", -1)}}
-	from, to := min(q.offset, len(rs)), min(q.offset+q.count, len(rs))
-	if to < len(rs) {
+		Total: total, Link: []fhirLink{link("self", -1)}}
+	from, to := min(q.offset, total), min(q.offset+q.count, total)
+	if to < total {
 		b.Link = append(b.Link, link("next", to))
 	}
 	if from > 0 {
 		b.Link = append(b.Link, link("previous", max(0, from-q.count)))
 	}
-	for _, res := range rs[from:to] {
+	for _, res := range page {
 		b.Entry = append(b.Entry, fhirEntry{FullURL: s.base() + res.ref(), Resource: res, Search: &fhirSearchMode{Mode: "match"}})
 	}
 	return b

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
 )
 
@@ -149,6 +150,35 @@ func parseFHIRQuery(q url.Values, names ...string) (*fhirQuery, error) {
 		}
 	}
 	return out, nil
+}
+
+// page is the record page of q's _lastUpdated range, for the lists read a
+// page at a time: the bounds' intersection as [Since, Before).
+func (q *fhirQuery) page() app.RecordPage {
+	var pg app.RecordPage
+	for _, b := range q.updated {
+		lo, hi := b.lo, b.hi
+		switch b.prefix {
+		case "gt":
+			lo, hi = b.hi, 0
+		case "ge":
+			hi = 0
+		case "lt":
+			lo, hi = 0, b.lo
+		case "le":
+			lo = 0
+		}
+		if hi == 0 && b.prefix != "gt" && b.prefix != "ge" {
+			hi = -1 // before 1970: nothing was stored then (0 would be open)
+		}
+		if lo != 0 && (pg.Since == 0 || lo > pg.Since) {
+			pg.Since = lo
+		}
+		if hi != 0 && (pg.Before == 0 || hi < pg.Before) {
+			pg.Before = hi
+		}
+	}
+	return pg
 }
 
 func (q *fhirQuery) keep(res resource) bool {

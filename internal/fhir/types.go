@@ -84,6 +84,27 @@ var types = []resourceType{
 	}},
 }
 
+// longList is how a type drawn from one of a record's lists that grow
+// without bound (a patient's messages, their device readings) is read a
+// page at a time: set asks a record read for a page of its list, and
+// total is how many the list holds in the page's time range.
+type longList struct {
+	set   func(parts *app.RecordParts, pg app.RecordPage)
+	total func(rec *app.PatientRecord) int
+}
+
+// longLists are the types read a page at a time, by name.
+var longLists = map[string]longList{
+	"Communication": {
+		set:   func(parts *app.RecordParts, pg app.RecordPage) { parts.Messages, parts.MessagesPage = true, pg },
+		total: func(rec *app.PatientRecord) int { return rec.MessagesTotal },
+	},
+	"Observation": {
+		set:   func(parts *app.RecordParts, pg app.RecordPage) { parts.Readings, parts.ReadingsPage = true, pg },
+		total: func(rec *app.PatientRecord) int { return rec.ReadingsTotal },
+	},
+}
+
 // lookup finds a served type by name.
 func lookup(name string) (*resourceType, error) {
 	for i := range types {

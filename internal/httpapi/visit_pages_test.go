@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"teleclinic/internal/testenv"
 )
@@ -164,7 +165,11 @@ func TestFHIR_EverythingStatements(t *testing.T) {
 
 // TestFHIR_Pages: a search set comes _count resources at a time; total
 // counts them all, next and previous links move through the pages, and
-// the pages together are the unpaged set. Bad paging parameters are 400.
+// the pages together are the unpaged set — for the searches drawn from a
+// record's short parts, for those the store reads a page at a time (a
+// patient's messages and readings), with and without a _lastUpdated
+// range, and for $everything, whose pages cross from one to the other.
+// Bad paging parameters are 400.
 func TestFHIR_Pages(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
@@ -172,11 +177,29 @@ func TestFHIR_Pages(t *testing.T) {
 	for range 8 {
 		s.withVisit(t)
 	}
+	visit := fhirRecord(t, s) // two messages and eight readings among the rest
+	second := s.withVisit(t)
 	h := userHeaders(s.c, s.pat.Token)
+	more := func() {
+		for i := range 5 {
+			mustPost(t, e, s.pat.Token, []string{visit, second}[i%2], fmt.Sprintf("Message %d.", i))
+			if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/health", Header: h, JSON: map[string]any{"type": "vendorD_bp_bp100",
+				"date": "2026-03-02", "time": e.Clock.Now().Unix() - int64(100*i), "device_id": "BP-1", "data_type": "hr", "data_class": "body", "hr": 60 + i}}); res.Status != 200 {
+				t.Fatalf("reading: %d %s", res.Status, res.Raw)
+			}
+		}
+	}
+	more()
+	e.Clock.Advance(2 * time.Minute)
+	since := e.Clock.Now().UTC().Format(time.RFC3339)
+	more()
 	type page struct {
 		Total int
 		Link  []struct{ Relation, URL string }
-		Entry []struct{ FullURL string }
+		Entry []struct {
+			FullURL  string
+			Resource struct{ Meta struct{ LastUpdated string } }
+		}
 	}
 	get := func(path string, query url.Values) page {
 		t.Helper()
@@ -187,13 +210,44 @@ func TestFHIR_Pages(t *testing.T) {
 		}
 		return p
 	}
-	for _, path := range []string{"/fhir/R4/Patient/" + s.pat.UserID + "/$everything", "/fhir/R4/Encounter"} {
-		all := get(path, url.Values{"_count": {"1000"}})
-		if all.Total != len(all.Entry) || all.Total < 7 {
-			t.Fatalf("%s unpaged: total %d, %d entries", path, all.Total, len(all.Entry))
+	everything := "/fhir/R4/Patient/" + s.pat.UserID + "/$everything"
+	totals := map[string]int{}
+	for _, search := range []struct {
+		path, since string
+		least       int
+	}{
+		{everything, "", 40}, {"/fhir/R4/Encounter", "", 7}, {"/fhir/R4/Communication", "", 12}, {"/fhir/R4/Observation", "", 18},
+		{everything, since, 10}, {"/fhir/R4/Communication", since, 5}, {"/fhir/R4/Observation", since, 5},
+	} {
+		path, base := search.path, url.Values{}
+		if search.since != "" {
+			base.Set("_lastUpdated", "ge"+search.since)
+		}
+		with := func(k, v string) url.Values {
+			q := url.Values{k: {v}}
+			for k, vs := range base {
+				q[k] = vs
+			}
+			return q
+		}
+		all := get(path, with("_count", "1000"))
+		if all.Total != len(all.Entry) || all.Total < search.least {
+			t.Fatalf("%s %v unpaged: total %d, %d entries", path, base, all.Total, len(all.Entry))
+		}
+		if search.since == "" {
+			totals[path] = all.Total
+		} else {
+			if all.Total >= totals[path] {
+				t.Fatalf("%s since %s: %d of %d", path, search.since, all.Total, totals[path])
+			}
+			for _, en := range all.Entry {
+				if en.Resource.Meta.LastUpdated < search.since {
+					t.Fatalf("%s since %s: %s last updated %s", path, search.since, en.FullURL, en.Resource.Meta.LastUpdated)
+				}
+			}
 		}
 		var paged []string
-		query, pages := url.Values{"_count": {"3"}}, 0
+		query, pages := with("_count", "3"), 0
 		for ; ; pages++ {
 			p := get(path, query)
 			if p.Total != all.Total || len(p.Entry) > 3 || pages > 20 {
@@ -223,9 +277,20 @@ func TestFHIR_Pages(t *testing.T) {
 			want = append(want, en.FullURL)
 		}
 		if strings.Join(paged, " ") != strings.Join(want, " ") || pages != (all.Total-1)/3 {
-			t.Fatalf("%s: %d pages, paged %v, want %v", path, pages+1, paged, want)
+			t.Fatalf("%s %v: %d pages, paged %v, want %v", path, base, pages+1, paged, want)
 		}
 	}
+	// A message and a reading read by id, and a reading of another
+	// patient's record under this patient's id: not found.
+	comms, obs := get("/fhir/R4/Communication", nil), get("/fhir/R4/Observation", nil)
+	for _, full := range []string{comms.Entry[4].FullURL, obs.Entry[7].FullURL} {
+		ref := full[strings.Index(full, "/fhir/R4/"):]
+		if res := fhirGet(t, e, h, ref); res.Status != 200 || !strings.Contains(string(res.Raw), strings.TrimPrefix(ref, "/fhir/R4/")[strings.Index(strings.TrimPrefix(ref, "/fhir/R4/"), "/")+1:]) {
+			t.Fatalf("%s: %d %s", ref, res.Status, res.Raw)
+		}
+	}
+	obsID := obs.Entry[0].FullURL[strings.LastIndex(obs.Entry[0].FullURL, "-")+1:]
+	wantOutcome(t, fhirGet(t, e, adminHeaders(s.c), "/fhir/R4/Observation/"+s.pat2.UserID+"-"+obsID), 404, "not-found")
 	for _, bad := range []string{"_count=0", "_count=1001", "_count=x", "_offset=-1"} {
 		k, v, _ := strings.Cut(bad, "=")
 		wantOutcome(t, fhirGet(t, e, h, "/fhir/R4/Encounter", k, v), 400, "invalid")

@@ -89,6 +89,18 @@ func ExplainUserPage(ctx context.Context, s *Store, f UserFilter) ([]string, err
 	return explain(ctx, s, []listQuery{{query, args}})
 }
 
+// ExplainReadingsWindow is the plans of w's count and page of a user's readings.
+func ExplainReadingsWindow(ctx context.Context, s *Store, accountID, userID int64, w RecordWindow) ([]string, error) {
+	count, page := readingsWindow(accountID, userID, w)
+	return explain(ctx, s, []listQuery{count, page})
+}
+
+// ExplainMessagesWindow is the plans of w's count and page of the visits' messages.
+func ExplainMessagesWindow(ctx context.Context, s *Store, accountID int64, visitIDs []int64, w RecordWindow) ([]string, error) {
+	count, page := messagesWindow(accountID, visitIDs, w)
+	return explain(ctx, s, []listQuery{count, page})
+}
+
 func explain(ctx context.Context, s *Store, lqs []listQuery) ([]string, error) {
 	explain := "EXPLAIN QUERY PLAN "
 	if _, pg := s.eng.(*postgresEngine); pg {

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"slices"
 
 	"teleclinic/internal/clinic"
 )
@@ -64,6 +66,89 @@ type ReadingFilter struct {
 	Limit    int
 }
 
+// RecordWindow is a page of one of a patient's record's long lists (device
+// readings, visit messages): the items stored in [Since, Before) (unix
+// seconds; 0 leaves that end open), from the Offset-th in the list's
+// order, at most Limit of them (0: none, only the count); with ID, only
+// the item of that id. A page's rows are read in the order of an index,
+// from its first to its last (and the Offset before it), not the rest of
+// the list; the count goes through the same index over the patient's own
+// items, never the clinic's.
+type RecordWindow struct {
+	Since, Before int64
+	Offset, Limit int
+	ID            int64
+}
+
+// where is w's condition on an item's id and storage time, the time in
+// units of the column (1 for seconds, 1e6 for microseconds).
+func (w RecordWindow) where(idCol, timeCol string, unit int64) (string, []any) {
+	var cond string
+	var args []any
+	if w.ID != 0 {
+		cond += " AND " + idCol + " = ?"
+		args = append(args, w.ID)
+	}
+	if w.Since != 0 {
+		cond += " AND " + timeCol + " >= ?"
+		args = append(args, w.Since*unit)
+	}
+	if w.Before != 0 {
+		cond += " AND " + timeCol + " < ?"
+		args = append(args, w.Before*unit)
+	}
+	return cond, args
+}
+
+// ReadingsWindow is a window of a user's readings, newest measurement
+// first as Readings has them, and how many the window's time range holds.
+func (q *Q) ReadingsWindow(ctx context.Context, accountID, userID int64, w RecordWindow) ([]*clinic.Reading, int, error) {
+	count, page := readingsWindow(accountID, userID, w)
+	var total int
+	if err := q.queryRow(ctx, count.query, count.args, &total); err != nil {
+		return nil, 0, err
+	}
+	out := []*clinic.Reading{}
+	if w.Limit <= 0 || w.Offset >= total {
+		return out, total, nil
+	}
+	rows, err := q.query(ctx, page.query, page.args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		r, err := scanReading(rows)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, r)
+	}
+	return out, total, rows.Err()
+}
+
+// readingsWindow is the count and the page of ReadingsWindow.
+func readingsWindow(accountID, userID int64, w RecordWindow) (count, page listQuery) {
+	cond, args := w.where("id", "created", 1)
+	args = append([]any{accountID, userID}, args...)
+	from := " FROM health_readings WHERE account_id = ? AND user_id = ?" + cond
+	return listQuery{"SELECT count(*)" + from, args},
+		listQuery{"SELECT id, user_id, device_id, type, data_type, data_class, date, time, reading, created" + from +
+			" ORDER BY time DESC, id DESC LIMIT ? OFFSET ?", append(slices.Clip(args), w.Limit, w.Offset)}
+}
+
+func scanReading(rows *sql.Rows) (*clinic.Reading, error) {
+	var r clinic.Reading
+	var raw string
+	if err := rows.Scan(&r.ID, &r.UserID, &r.DeviceID, &r.Type, &r.DataType, &r.DataClass, &r.Date, &r.Time, &raw, &r.Created); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(raw), &r.Values); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
 // Readings lists a user's readings, newest measurement first.
 func (q *Q) Readings(ctx context.Context, accountID, userID int64, f ReadingFilter) ([]*clinic.Reading, error) {
 	query := "SELECT id, user_id, device_id, type, data_type, data_class, date, time, reading, created FROM health_readings WHERE account_id = ? AND user_id = ?"
@@ -89,15 +174,11 @@ func (q *Q) Readings(ctx context.Context, accountID, userID int64, f ReadingFilt
 	defer rows.Close()
 	out := []*clinic.Reading{}
 	for rows.Next() {
-		var r clinic.Reading
-		var raw string
-		if err := rows.Scan(&r.ID, &r.UserID, &r.DeviceID, &r.Type, &r.DataType, &r.DataClass, &r.Date, &r.Time, &raw, &r.Created); err != nil {
+		r, err := scanReading(rows)
+		if err != nil {
 			return nil, err
 		}
-		if err := json.Unmarshal([]byte(raw), &r.Values); err != nil {
-			return nil, err
-		}
-		out = append(out, &r)
+		out = append(out, r)
 	}
 	return out, rows.Err()
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -75,6 +76,63 @@ func (q *Q) ThreadMessages(ctx context.Context, accountID, visitID int64, from, 
 		out = append(out, m)
 	}
 	return out, q.d.translate(rows.Err())
+}
+
+// MessagesWindow is a window of the messages of visits, in the order of
+// the visits' ids and then of each thread, and how many the window's time
+// range holds: the part of a patient's record that is their visits'
+// threads. The (visit_id, seq) key serves the order. The count of a
+// window over whole threads is the visits' message counts (a thread's
+// places are 1 to its count), so only a time range or an id is counted.
+func (q *Q) MessagesWindow(ctx context.Context, accountID int64, visits []*clinic.Visit, w RecordWindow) ([]*clinic.Message, int, error) {
+	out := []*clinic.Message{}
+	var ids []int64
+	total := 0
+	for _, v := range visits {
+		if v.MessageCount > 0 {
+			ids = append(ids, v.ID)
+			total += v.MessageCount
+		}
+	}
+	if len(ids) == 0 {
+		return out, 0, nil
+	}
+	count, page := messagesWindow(accountID, ids, w)
+	if w.Since != 0 || w.Before != 0 || w.ID != 0 {
+		if err := q.queryRow(ctx, count.query, count.args, &total); err != nil {
+			return nil, 0, err
+		}
+	}
+	if w.Limit <= 0 || w.Offset >= total {
+		return out, total, nil
+	}
+	rows, err := q.query(ctx, page.query, page.args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		m := &clinic.Message{AccountID: accountID}
+		var att string
+		if err := rows.Scan(&m.ID, &m.VisitID, &m.Seq, &m.AuthorID, &m.ActorType, &m.Type, &m.Content, &att, &m.CreatedUS); err != nil {
+			return nil, 0, q.d.translate(err)
+		}
+		if att != "[]" && att != "" {
+			_ = json.Unmarshal([]byte(att), &m.Attachments)
+		}
+		out = append(out, m)
+	}
+	return out, total, q.d.translate(rows.Err())
+}
+
+// messagesWindow is the count and the page of MessagesWindow.
+func messagesWindow(accountID int64, visitIDs []int64, w RecordWindow) (count, page listQuery) {
+	cond, args := w.where("id", "created_us", 1e6)
+	from := " FROM visit_messages WHERE " + inList("visit_id", len(visitIDs)) + " AND account_id = ?" + cond
+	args = append(append(anys(visitIDs), accountID), args...)
+	return listQuery{"SELECT count(*)" + from, args},
+		listQuery{"SELECT id, visit_id, seq, author_id, actor_type, type, content, attachments, created_us" + from +
+			" ORDER BY visit_id, seq LIMIT ? OFFSET ?", append(slices.Clip(args), w.Limit, w.Offset)}
 }
 
 // Template is a payload with holes for ids that only its row's insert
