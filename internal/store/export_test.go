@@ -101,6 +101,13 @@ func ExplainMessagesWindow(ctx context.Context, s *Store, accountID int64, visit
 	return explain(ctx, s, []listQuery{count, page})
 }
 
+// UserFilterCond is f's WHERE over users u.
+func UserFilterCond(f UserFilter) (string, []any) { return f.cond() }
+
+// UserFilterCount is the statement of f's total from the user counts, ""
+// when the users are counted.
+func UserFilterCount(f UserFilter) (string, []any) { return f.count() }
+
 func explain(ctx context.Context, s *Store, lqs []listQuery) ([]string, error) {
 	explain := "EXPLAIN QUERY PLAN "
 	if _, pg := s.eng.(*postgresEngine); pg {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"teleclinic/internal/clinic"
@@ -239,5 +240,123 @@ func TestListUsers_Keyset(t *testing.T) {
 	// After a user of another clinic (or none) is not found.
 	if _, _, err := st.Read().ListUsers(ctx, store.UserFilter{AccountID: acct.ID, After: 1 << 40, Limit: 5}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("after a user not there: %v", err)
+	}
+}
+
+// BenchmarkListUsers reads the first page (50) of the clinic's users, and
+// of its patients, at 1,000 and 100,000 users, with the total_count the
+// API answers with every page (docs/performance.md, "Cost growth").
+func BenchmarkListUsers(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range []int{1000, 100000} {
+		st, acct, _, _, _ := seedVisits(b, 10)
+		if _, err := st.DB().Exec(st.Rebind(`INSERT INTO users (account_id, code, username, first_name, last_name, type, svcid, created, modified)
+			SELECT CAST(? AS BIGINT), 'u' || i, 'u' || i, 'N' || (i % 100), 'Patient', CASE WHEN i % 10 = 0 THEN 100 ELSE 200 END, 'svc-u' || i, i, i
+			FROM (`+series()+`) AS s`), acct.ID, n); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := st.DB().Exec("ANALYZE users"); err != nil {
+			b.Fatal(err)
+		}
+		for _, l := range []struct {
+			name string
+			f    store.UserFilter
+		}{
+			{"clinic", store.UserFilter{AccountID: acct.ID, Limit: 50}},
+			{"patients", store.UserFilter{AccountID: acct.ID, Types: []int{clinic.UserMember}, Limit: 50}},
+			{"patients-by-name", store.UserFilter{AccountID: acct.ID, Types: []int{clinic.UserMember}, SortCol: "full_name", Limit: 50}},
+		} {
+			b.Run(fmt.Sprintf("%s/%d", l.name, n), func(b *testing.B) {
+				for b.Loop() {
+					if us, total, err := st.Read().ListUsers(ctx, l.f); err != nil || len(us) != 50 || total < n/2 {
+						b.Fatal(len(us), total, err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestUserCounts: the user counts a users page's total_count comes from
+// (by type and status) stay what counting the users says, through every
+// way a user row changes — created by the store and by SQL, concurrently,
+// activated (SetPassword), its type and status changed and deleted by
+// SQL — for the filters they answer, and another clinic's users never
+// count.
+func TestUserCounts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, acct, pat, _, _ := seedVisits(t, 10)
+	other := &clinic.Account{Code: "other", Name: "Other", Domain: "other.test", Features: []string{}}
+	if err := st.Write().CreateAccount(ctx, other, store.AccountSecrets{AdminTokenHash: "a2", APIKeyHash: "k2", APISecretHash: "s2"}); err != nil {
+		t.Fatal(err)
+	}
+	exec := func(query string, args ...any) {
+		t.Helper()
+		if _, err := st.DB().Exec(st.Rebind(query), args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(`INSERT INTO users (account_id, code, username, first_name, last_name, type, status, svcid, created, modified)
+		SELECT CAST(? AS BIGINT), 'u' || i, 'u' || i, 'N', 'P', CASE WHEN i % 3 = 0 THEN 100 ELSE 200 END, i % 2, 'svc-u' || i, i, i
+		FROM (`+series()+`) AS s`, acct.ID, 300)
+	exec(`INSERT INTO users (account_id, code, username, first_name, last_name, type, status, svcid, created, modified)
+		SELECT CAST(? AS BIGINT), 'o' || i, 'o' || i, 'N', 'P', 200, 1, 'svc-o' || i, i, i
+		FROM (`+series()+`) AS s`, other.ID, 50)
+	// Eight callers create users at once.
+	var wg sync.WaitGroup
+	errs := make(chan error, 80)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 10 {
+				code := fmt.Sprintf("c%d-%d", g, i)
+				u := &clinic.User{AccountID: acct.ID, Code: code, SvcID: "svc-" + code, Username: code, FirstName: "C", LastName: "L",
+					Type: []int{clinic.UserMember, clinic.UserProvider}[i%2], Status: clinic.StatusPending, Extra: map[string]any{}}
+				if err := st.Grouped(ctx, func(q *store.Q) error { return q.CreateUser(ctx, u) }); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if err := st.Write().SetPassword(ctx, acct.ID, pat.ID, "h", clinic.StatusActive, true, 5); err != nil {
+		t.Fatal(err)
+	}
+	exec("UPDATE users SET type = 100 WHERE account_id = ? AND code IN ('u1', 'u2', 'u4')", acct.ID)
+	exec("UPDATE users SET status = -1 WHERE account_id = ? AND code IN ('u5', 'u6', 'u7', 'u8')", acct.ID)
+	exec("UPDATE users SET first_name = 'M' WHERE account_id = ? AND code = 'u9'", acct.ID)
+	exec("DELETE FROM users WHERE account_id = ? AND code IN ('u10', 'u11', 'u12')", acct.ID)
+
+	for _, f := range []store.UserFilter{
+		{},
+		{Types: []int{clinic.UserMember}},
+		{Types: []int{clinic.UserMember, clinic.UserProvider}},
+		{Statuses: []int{clinic.StatusActive}},
+		{Statuses: []int{clinic.StatusDisabled, clinic.StatusPending}},
+		{Types: []int{clinic.UserProvider}, Statuses: []int{clinic.StatusPending}},
+		{Types: []int{clinic.UserMember}, SortCol: "full_name", Desc: true, Start: 3},
+	} {
+		f.AccountID, f.Limit = acct.ID, 5
+		w, args := store.UserFilterCond(f)
+		var want int
+		if err := st.DB().QueryRow(st.Rebind("SELECT COUNT(*) FROM users u WHERE "+w), args...).Scan(&want); err != nil {
+			t.Fatal(err)
+		}
+		if query, _ := store.UserFilterCount(f); query == "" {
+			t.Errorf("%+v: counted by reading the users", f)
+		}
+		_, total, err := st.Read().ListUsers(ctx, f)
+		if err != nil || total != want || want == 0 {
+			t.Errorf("types %v statuses %v: total_count %d, the users counted %d, %v", f.Types, f.Statuses, total, want, err)
+		}
+	}
+	// A filter the counts cannot answer counts the users it matches.
+	f := store.UserFilter{AccountID: acct.ID, Types: []int{clinic.UserMember}, FullName: "n", Limit: 5}
+	if query, _ := store.UserFilterCount(f); query != "" {
+		t.Errorf("a name filter answered from the counts: %s", query)
 	}
 }

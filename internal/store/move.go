@@ -117,8 +117,21 @@ func (s *Store) MoveTo(ctx context.Context, dst *Store) ([]TableCount, error) {
 				return fmt.Errorf("%w: table %s holds rows (move into a new, empty database)", ErrTargetNotEmpty, t)
 			}
 		}
+		// Rows that triggers derive from others (user_counts) are copied as
+		// they are, so the triggers must not derive them again from the
+		// copied rows: they are off for the copy, inside the transaction.
+		for _, t := range tables {
+			if _, err := tx.Exec(ctx, "ALTER TABLE "+pgx.Identifier{t}.Sanitize()+" DISABLE TRIGGER USER"); err != nil {
+				return fmt.Errorf("move: table %s: %w", t, err)
+			}
+		}
 		for _, t := range tables {
 			if err := s.copyTable(ctx, tx, t, srcCols[t], dstCols[t]); err != nil {
+				return fmt.Errorf("move: table %s: %w", t, err)
+			}
+		}
+		for _, t := range tables {
+			if _, err := tx.Exec(ctx, "ALTER TABLE "+pgx.Identifier{t}.Sanitize()+" ENABLE TRIGGER USER"); err != nil {
 				return fmt.Errorf("move: table %s: %w", t, err)
 			}
 		}

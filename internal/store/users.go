@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 
 	"teleclinic/internal/clinic"
@@ -200,8 +201,12 @@ func UserSortable(col string) bool { _, ok := userSortCols[col]; return ok }
 // ListUsers returns one page of the users matching f and the total count.
 func (q *Q) ListUsers(ctx context.Context, f UserFilter) ([]*clinic.User, int, error) {
 	w, args := f.cond()
+	count, cargs := f.count()
+	if count == "" {
+		count, cargs = "SELECT COUNT(*) FROM users u WHERE "+w, args
+	}
 	var total int
-	if err := q.queryRow(ctx, "SELECT COUNT(*) FROM users u WHERE "+w, args, &total); err != nil {
+	if err := q.queryRow(ctx, count, cargs, &total); err != nil {
 		return nil, 0, err
 	}
 	query, args, err := q.userPage(ctx, f, w, args)
@@ -210,6 +215,28 @@ func (q *Q) ListUsers(ctx context.Context, f UserFilter) ([]*clinic.User, int, e
 	}
 	list, err := q.users(ctx, query, args...)
 	return list, total, err
+}
+
+// count is the statement of f's total from the clinic's user counts
+// (migration 00025), "" when f filters on more than types and statuses.
+func (f UserFilter) count() (string, []any) {
+	// Compared whole, so a filter field added later counts the users it
+	// matches until the counts can answer it.
+	g := f
+	g.Types, g.Statuses, g.SortCol, g.Desc, g.Start, g.After, g.Limit = nil, nil, "", false, 0, 0, 0
+	if !reflect.DeepEqual(g, UserFilter{AccountID: f.AccountID}) {
+		return "", nil
+	}
+	query, args := "SELECT COALESCE(SUM(n), 0) FROM user_counts WHERE account_id = ?", []any{f.AccountID}
+	if len(f.Types) > 0 {
+		query += " AND type IN (" + placeholders(len(f.Types)) + ")"
+		args = append(args, anys(f.Types)...)
+	}
+	if len(f.Statuses) > 0 {
+		query += " AND status IN (" + placeholders(len(f.Statuses)) + ")"
+		args = append(args, anys(f.Statuses)...)
+	}
+	return query, args
 }
 
 // cond is f's WHERE over users u, and its arguments.

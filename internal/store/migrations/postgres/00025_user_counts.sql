@@ -1,0 +1,46 @@
+-- +goose Up
+-- How many users each clinic has of each type and status, kept by triggers
+-- in the transaction of every insert, change and delete of a user, so no
+-- write can forget it. GET /users answers a total_count with every page:
+-- counted from the users table it cost a read of every matching user
+-- (3.8 ms a page at 100,000 users against 0.33 ms at 1,000); a filter of
+-- types and statuses alone is now a sum of a few of these rows
+-- (store.ListUsers). Other filters still count the users they match.
+CREATE TABLE user_counts (
+    account_id BIGINT  NOT NULL REFERENCES accounts (id),
+    type       INTEGER NOT NULL,
+    status     INTEGER NOT NULL,
+    n          BIGINT  NOT NULL,
+    PRIMARY KEY (account_id, type, status)
+);
+INSERT INTO user_counts (account_id, type, status, n)
+SELECT account_id, type, status, COUNT(*) FROM users GROUP BY account_id, type, status;
+-- dialect-specific: begin
+-- +goose StatementBegin
+CREATE FUNCTION users_count() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP IN ('DELETE', 'UPDATE') THEN
+        UPDATE user_counts SET n = n - 1 WHERE account_id = OLD.account_id AND type = OLD.type AND status = OLD.status;
+    END IF;
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        INSERT INTO user_counts (account_id, type, status, n) VALUES (NEW.account_id, NEW.type, NEW.status, 1)
+        ON CONFLICT (account_id, type, status) DO UPDATE SET n = user_counts.n + 1;
+    END IF;
+    RETURN NULL;
+END;
+$$;
+-- +goose StatementEnd
+CREATE TRIGGER users_count AFTER INSERT OR DELETE ON users
+FOR EACH ROW EXECUTE FUNCTION users_count();
+CREATE TRIGGER users_count_update AFTER UPDATE OF account_id, type, status ON users
+FOR EACH ROW WHEN (OLD.account_id <> NEW.account_id OR OLD.type <> NEW.type OR OLD.status <> NEW.status)
+EXECUTE FUNCTION users_count();
+-- dialect-specific: end
+
+-- +goose Down
+-- dialect-specific: begin
+DROP TRIGGER users_count_update ON users;
+DROP TRIGGER users_count ON users;
+DROP FUNCTION users_count();
+-- dialect-specific: end
+DROP TABLE user_counts;
