@@ -1653,6 +1653,7 @@ const (
 	SearchFhirParamsTypeAllergyIntolerance SearchFhirParamsType = "AllergyIntolerance"
 	SearchFhirParamsTypeAppointment        SearchFhirParamsType = "Appointment"
 	SearchFhirParamsTypeCommunication      SearchFhirParamsType = "Communication"
+	SearchFhirParamsTypeComposition        SearchFhirParamsType = "Composition"
 	SearchFhirParamsTypeCondition          SearchFhirParamsType = "Condition"
 	SearchFhirParamsTypeCoverage           SearchFhirParamsType = "Coverage"
 	SearchFhirParamsTypeDocumentReference  SearchFhirParamsType = "DocumentReference"
@@ -1671,6 +1672,8 @@ func (e SearchFhirParamsType) Valid() bool {
 	case SearchFhirParamsTypeAppointment:
 		return true
 	case SearchFhirParamsTypeCommunication:
+		return true
+	case SearchFhirParamsTypeComposition:
 		return true
 	case SearchFhirParamsTypeCondition:
 		return true
@@ -1719,6 +1722,7 @@ const (
 	ReadFhirParamsTypeAllergyIntolerance ReadFhirParamsType = "AllergyIntolerance"
 	ReadFhirParamsTypeAppointment        ReadFhirParamsType = "Appointment"
 	ReadFhirParamsTypeCommunication      ReadFhirParamsType = "Communication"
+	ReadFhirParamsTypeComposition        ReadFhirParamsType = "Composition"
 	ReadFhirParamsTypeCondition          ReadFhirParamsType = "Condition"
 	ReadFhirParamsTypeCoverage           ReadFhirParamsType = "Coverage"
 	ReadFhirParamsTypeDocumentReference  ReadFhirParamsType = "DocumentReference"
@@ -1737,6 +1741,8 @@ func (e ReadFhirParamsType) Valid() bool {
 	case ReadFhirParamsTypeAppointment:
 		return true
 	case ReadFhirParamsTypeCommunication:
+		return true
+	case ReadFhirParamsTypeComposition:
 		return true
 	case ReadFhirParamsTypeCondition:
 		return true
@@ -11100,6 +11106,8 @@ type ClientInterface interface {
 	// read (the rules of the search hold: no Communication for the admin, no Coverage for a
 	// provider). `_since` keeps the resources changed at or after an instant. Paged as the
 	// search is: `_count` (1–1000, 200 by default), `next` and `previous` links with `_offset`.
+	// A page that reaches into the patient's messages or readings reads just that part of
+	// them, in a second read of the record (audited too).
 	//
 	// Corresponds with GET /fhir/R4/Patient/{id}/$everything (the `FhirPatientEverything` operationId).
 	FhirPatientEverything(ctx context.Context, id string, params *FhirPatientEverythingParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -11121,15 +11129,18 @@ type ClientInterface interface {
 	// have none; insurance (Coverage) is the patient's and the admin's, so a provider's have
 	// none. `_lastUpdated` (repeatable; prefixes eq, gt, ge, lt, le; a date or dateTime)
 	// keeps the resources changed in its range. An unknown parameter is 400, not ignored.
-	// Readings are the newest 5,000. Audited as `record.read` on the patient.
+	// Audited as `record.read` on the patient.
 	//
 	// Pages: `_count` resources at a time (1–1000, 200 by default); `total` counts them all,
 	// and the Bundle's `next` and `previous` links are the same search with `_offset` moved.
-	// A resource added between two pages may shift them by one.
+	// A resource added between two pages may shift them by one. Observations (device
+	// readings, newest measurement first) and Communications (messages, by visit and then in
+	// each thread's order) are read a page at a time, however many the patient has.
 	//
 	// Ids: Patient and Practitioner are user ids, Encounter and Appointment visit ids,
 	// DocumentReference file ids; the others are `<patient>-<id>` (Observation: reading,
-	// Communication: message, MedicationRequest: prescription, Coverage: `primary` or
+	// Communication: message, MedicationRequest: prescription, Composition: visit note
+	// (the patient's summary of it, for the patient), Coverage: `primary` or
 	// `secondary`, AllergyIntolerance and Condition: the entry's place in its EMR section).
 	// Observations carry LOINC codes and UCUM units (body temperature 8310-5, weight
 	// 29463-7, heart rate 8867-4, oxygen saturation 59408-5, blood pressure 85354-9 with
@@ -15655,6 +15666,8 @@ func (c *Client) PostWebhooksDeliveriesByIdRedeliver(ctx context.Context, id str
 // read (the rules of the search hold: no Communication for the admin, no Coverage for a
 // provider). `_since` keeps the resources changed at or after an instant. Paged as the
 // search is: `_count` (1–1000, 200 by default), `next` and `previous` links with `_offset`.
+// A page that reaches into the patient's messages or readings reads just that part of
+// them, in a second read of the record (audited too).
 //
 // Corresponds with GET /fhir/R4/Patient/{id}/$everything (the `FhirPatientEverything` operationId).
 func (c *Client) FhirPatientEverything(ctx context.Context, id string, params *FhirPatientEverythingParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -15696,15 +15709,18 @@ func (c *Client) GetFhirMetadata(ctx context.Context, reqEditors ...RequestEdito
 // have none; insurance (Coverage) is the patient's and the admin's, so a provider's have
 // none. `_lastUpdated` (repeatable; prefixes eq, gt, ge, lt, le; a date or dateTime)
 // keeps the resources changed in its range. An unknown parameter is 400, not ignored.
-// Readings are the newest 5,000. Audited as `record.read` on the patient.
+// Audited as `record.read` on the patient.
 //
 // Pages: `_count` resources at a time (1–1000, 200 by default); `total` counts them all,
 // and the Bundle's `next` and `previous` links are the same search with `_offset` moved.
-// A resource added between two pages may shift them by one.
+// A resource added between two pages may shift them by one. Observations (device
+// readings, newest measurement first) and Communications (messages, by visit and then in
+// each thread's order) are read a page at a time, however many the patient has.
 //
 // Ids: Patient and Practitioner are user ids, Encounter and Appointment visit ids,
 // DocumentReference file ids; the others are `<patient>-<id>` (Observation: reading,
-// Communication: message, MedicationRequest: prescription, Coverage: `primary` or
+// Communication: message, MedicationRequest: prescription, Composition: visit note
+// (the patient's summary of it, for the patient), Coverage: `primary` or
 // `secondary`, AllergyIntolerance and Condition: the entry's place in its EMR section).
 // Observations carry LOINC codes and UCUM units (body temperature 8310-5, weight
 // 29463-7, heart rate 8867-4, oxygen saturation 59408-5, blood pressure 85354-9 with
@@ -26834,6 +26850,8 @@ type ClientWithResponsesInterface interface {
 	// read (the rules of the search hold: no Communication for the admin, no Coverage for a
 	// provider). `_since` keeps the resources changed at or after an instant. Paged as the
 	// search is: `_count` (1–1000, 200 by default), `next` and `previous` links with `_offset`.
+	// A page that reaches into the patient's messages or readings reads just that part of
+	// them, in a second read of the record (audited too).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -26859,15 +26877,18 @@ type ClientWithResponsesInterface interface {
 	// have none; insurance (Coverage) is the patient's and the admin's, so a provider's have
 	// none. `_lastUpdated` (repeatable; prefixes eq, gt, ge, lt, le; a date or dateTime)
 	// keeps the resources changed in its range. An unknown parameter is 400, not ignored.
-	// Readings are the newest 5,000. Audited as `record.read` on the patient.
+	// Audited as `record.read` on the patient.
 	//
 	// Pages: `_count` resources at a time (1–1000, 200 by default); `total` counts them all,
 	// and the Bundle's `next` and `previous` links are the same search with `_offset` moved.
-	// A resource added between two pages may shift them by one.
+	// A resource added between two pages may shift them by one. Observations (device
+	// readings, newest measurement first) and Communications (messages, by visit and then in
+	// each thread's order) are read a page at a time, however many the patient has.
 	//
 	// Ids: Patient and Practitioner are user ids, Encounter and Appointment visit ids,
 	// DocumentReference file ids; the others are `<patient>-<id>` (Observation: reading,
-	// Communication: message, MedicationRequest: prescription, Coverage: `primary` or
+	// Communication: message, MedicationRequest: prescription, Composition: visit note
+	// (the patient's summary of it, for the patient), Coverage: `primary` or
 	// `secondary`, AllergyIntolerance and Condition: the entry's place in its EMR section).
 	// Observations carry LOINC codes and UCUM units (body temperature 8310-5, weight
 	// 29463-7, heart rate 8867-4, oxygen saturation 59408-5, blood pressure 85354-9 with
@@ -41693,6 +41714,8 @@ func (c *ClientWithResponses) PostWebhooksDeliveriesByIdRedeliverWithResponse(ct
 // read (the rules of the search hold: no Communication for the admin, no Coverage for a
 // provider). `_since` keeps the resources changed at or after an instant. Paged as the
 // search is: `_count` (1–1000, 200 by default), `next` and `previous` links with `_offset`.
+// A page that reaches into the patient's messages or readings reads just that part of
+// them, in a second read of the record (audited too).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -41730,15 +41753,18 @@ func (c *ClientWithResponses) GetFhirMetadataWithResponse(ctx context.Context, r
 // have none; insurance (Coverage) is the patient's and the admin's, so a provider's have
 // none. `_lastUpdated` (repeatable; prefixes eq, gt, ge, lt, le; a date or dateTime)
 // keeps the resources changed in its range. An unknown parameter is 400, not ignored.
-// Readings are the newest 5,000. Audited as `record.read` on the patient.
+// Audited as `record.read` on the patient.
 //
 // Pages: `_count` resources at a time (1–1000, 200 by default); `total` counts them all,
 // and the Bundle's `next` and `previous` links are the same search with `_offset` moved.
-// A resource added between two pages may shift them by one.
+// A resource added between two pages may shift them by one. Observations (device
+// readings, newest measurement first) and Communications (messages, by visit and then in
+// each thread's order) are read a page at a time, however many the patient has.
 //
 // Ids: Patient and Practitioner are user ids, Encounter and Appointment visit ids,
 // DocumentReference file ids; the others are `<patient>-<id>` (Observation: reading,
-// Communication: message, MedicationRequest: prescription, Coverage: `primary` or
+// Communication: message, MedicationRequest: prescription, Composition: visit note
+// (the patient's summary of it, for the patient), Coverage: `primary` or
 // `secondary`, AllergyIntolerance and Condition: the entry's place in its EMR section).
 // Observations carry LOINC codes and UCUM units (body temperature 8310-5, weight
 // 29463-7, heart rate 8867-4, oxygen saturation 59408-5, blood pressure 85354-9 with

@@ -10,9 +10,11 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"teleclinic/internal/httpapi"
 	"teleclinic/internal/testenv"
 )
 
@@ -411,6 +413,23 @@ func TestFHIR_Metadata(t *testing.T) {
 	}
 	if strings.Join(types, ",") != "Patient,Practitioner,Encounter,Appointment,Communication,Observation,Coverage,MedicationRequest,AllergyIntolerance,Condition,Composition,DocumentReference" {
 		t.Errorf("types: %v", types)
+	}
+	// openapi.yaml names the same types for search and read, so a client
+	// generated from it can ask for each.
+	doc, err := openapi3.NewLoader().LoadFromData(httpapi.OpenAPI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/fhir/R4/{type}", "/fhir/R4/{type}/{id}"} {
+		var enum []string
+		for _, v := range doc.Paths.Find(path).Get.Parameters.GetByInAndName("path", "type").Schema.Value.Enum {
+			enum = append(enum, v.(string))
+		}
+		slices.Sort(enum)
+		served := slices.Sorted(slices.Values(types))
+		if !slices.Equal(enum, served) {
+			t.Errorf("openapi.yaml %s: type is one of %v, the server serves %v", path, enum, served)
+		}
 	}
 }
 
