@@ -105,8 +105,8 @@ func (s *Server) Read(w http.ResponseWriter, r *http.Request, p *clinic.Principa
 // every resource of their record the caller may read, in one search set
 // (_since keeps those changed since an instant).
 func (s *Server) Everything(w http.ResponseWriter, r *http.Request, p *clinic.Principal) error {
-	n, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || n <= 0 {
+	patient, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || patient <= 0 {
 		return clinic.Errorf(clinic.ENotFound, "Patient/%s not found.", r.PathValue("id"))
 	}
 	q, err := parseFHIRQuery(r.URL.Query())
@@ -118,7 +118,7 @@ func (s *Server) Everything(w http.ResponseWriter, r *http.Request, p *clinic.Pr
 	// fall in the answer's page, if any do.
 	parts, pg := app.AllRecordParts, q.page()
 	parts.MessagesPage, parts.ReadingsPage = pg, pg
-	rec, err := s.app.PatientRecord(r.Context(), p, n, parts)
+	rec, err := s.app.PatientRecord(r.Context(), p, patient, parts)
 	if err != nil {
 		return err
 	}
@@ -140,18 +140,18 @@ func (s *Server) Everything(w http.ResponseWriter, r *http.Request, p *clinic.Pr
 			total += len(rs)
 			continue
 		}
-		n := list.total(rec)
-		lo, hi := max(from-total, 0), min(to-total, n)
+		count := list.total(rec)
+		lo, hi := max(from-total, 0), min(to-total, count)
 		if lo < hi {
 			page := pg
 			page.Offset, page.Limit = lo, hi-lo
 			list.set(&pages, page)
 		}
-		all = append(all, part{t: t, skip: lo, total: n})
-		total += n
+		all = append(all, part{t: t, skip: lo, total: count})
+		total += count
 	}
 	if pages.Messages || pages.Readings {
-		more, err := s.app.PatientRecord(r.Context(), p, n, pages)
+		more, err := s.app.PatientRecord(r.Context(), p, patient, pages)
 		if err != nil {
 			return err
 		}
