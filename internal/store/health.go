@@ -104,11 +104,18 @@ func (w RecordWindow) where(idCol, timeCol string, unit int64) (string, []any) {
 // first as Readings has them, and how many the window's time range holds.
 func (q *Q) ReadingsWindow(ctx context.Context, accountID, userID int64, w RecordWindow) ([]*clinic.Reading, int, error) {
 	count, page := readingsWindow(accountID, userID, w)
-	var total int
-	if err := q.queryRow(ctx, count.query, count.args, &total); err != nil {
-		return nil, 0, err
+	return readWindow(ctx, q, w, count, page, -1, scanReading)
+}
+
+// readWindow reads w's count, unless the caller knows it (total ≥ 0), and
+// then its page when the page holds anything.
+func readWindow[T any](ctx context.Context, q *Q, w RecordWindow, count, page listQuery, total int, scan func(*sql.Rows) (T, error)) ([]T, int, error) {
+	if total < 0 {
+		if err := q.queryRow(ctx, count.query, count.args, &total); err != nil {
+			return nil, 0, err
+		}
 	}
-	out := []*clinic.Reading{}
+	out := []T{}
 	if w.Limit <= 0 || w.Offset >= total {
 		return out, total, nil
 	}
@@ -118,13 +125,13 @@ func (q *Q) ReadingsWindow(ctx context.Context, accountID, userID int64, w Recor
 	}
 	defer rows.Close()
 	for rows.Next() {
-		r, err := scanReading(rows)
+		v, err := scan(rows)
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, q.d.translate(err)
 		}
-		out = append(out, r)
+		out = append(out, v)
 	}
-	return out, total, rows.Err()
+	return out, total, q.d.translate(rows.Err())
 }
 
 // readingsWindow is the count and the page of ReadingsWindow.

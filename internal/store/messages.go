@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -85,7 +86,6 @@ func (q *Q) ThreadMessages(ctx context.Context, accountID, visitID int64, from, 
 // window over whole threads is the visits' message counts (a thread's
 // places are 1 to its count), so only a time range or an id is counted.
 func (q *Q) MessagesWindow(ctx context.Context, accountID int64, visits []*clinic.Visit, w RecordWindow) ([]*clinic.Message, int, error) {
-	out := []*clinic.Message{}
 	var ids []int64
 	total := 0
 	for _, v := range visits {
@@ -95,34 +95,23 @@ func (q *Q) MessagesWindow(ctx context.Context, accountID int64, visits []*clini
 		}
 	}
 	if len(ids) == 0 {
-		return out, 0, nil
+		return []*clinic.Message{}, 0, nil
+	}
+	if w.Since != 0 || w.Before != 0 || w.ID != 0 {
+		total = -1 // counted
 	}
 	count, page := messagesWindow(accountID, ids, w)
-	if w.Since != 0 || w.Before != 0 || w.ID != 0 {
-		if err := q.queryRow(ctx, count.query, count.args, &total); err != nil {
-			return nil, 0, err
-		}
-	}
-	if w.Limit <= 0 || w.Offset >= total {
-		return out, total, nil
-	}
-	rows, err := q.query(ctx, page.query, page.args...)
-	if err != nil {
-		return nil, 0, err
-	}
-	defer rows.Close()
-	for rows.Next() {
+	return readWindow(ctx, q, w, count, page, total, func(rows *sql.Rows) (*clinic.Message, error) {
 		m := &clinic.Message{AccountID: accountID}
 		var att string
 		if err := rows.Scan(&m.ID, &m.VisitID, &m.Seq, &m.AuthorID, &m.ActorType, &m.Type, &m.Content, &att, &m.CreatedUS); err != nil {
-			return nil, 0, q.d.translate(err)
+			return nil, err
 		}
 		if att != "[]" && att != "" {
 			_ = json.Unmarshal([]byte(att), &m.Attachments)
 		}
-		out = append(out, m)
-	}
-	return out, total, q.d.translate(rows.Err())
+		return m, nil
+	})
 }
 
 // messagesWindow is the count and the page of MessagesWindow.
