@@ -13,11 +13,12 @@ import (
 	"teleclinic/internal/store"
 )
 
-// listsScenario measures what a page of each visit list costs as the clinic
-// grows: for each size of --list-visits it stops the server, adds visits
-// through the store until the clinic holds that many (a hundred thousand
-// through the API would take longer than the runs), starts the server again
-// and reads pages of 50 for --duration at each connection count. The
+// listsScenario measures what a page of each visit list, and of the users
+// list, costs as the clinic grows: for each size of --list-visits it stops
+// the server, adds visits and patients through the store until the clinic
+// holds that many of each (a hundred thousand through the API would take
+// longer than the runs), starts the server again and reads pages of 50 for
+// --duration at each connection count. The
 // server's CPU per request (with PostgreSQL's, when it is on this machine)
 // at the largest size over the smallest is the list's cost growth
 // (docs/performance.md, "Cost growth").
@@ -28,15 +29,16 @@ func (c *clinic) listsScenario(ctx context.Context, o *options, s *seeded, srv *
 	type list struct {
 		name  string
 		token string
+		path  string
 		query url.Values
 	}
 	var out []Result
 	first := map[string]Result{}
 	for _, size := range o.ListVisits {
-		progress("  stopping the server to grow the clinic to %d visits… ", size)
+		progress("  stopping the server to grow the clinic to %d visits and users… ", size)
 		srv.stop()
 		t0 := time.Now()
-		mid, held, err := growVisits(ctx, srv.store, c.code, s.room, s.patients[0].id, size)
+		mid, held, people, err := growClinic(ctx, srv.store, c.code, s.room, s.patients[0].id, size)
 		if err != nil {
 			return nil, fmt.Errorf("grow to %d visits: %w", size, err)
 		}
@@ -50,15 +52,19 @@ func (c *clinic) listsScenario(ctx context.Context, o *options, s *seeded, srv *
 			}
 		}
 		lists := []list{
-			{"clinic", c.admin, url.Values{}},
-			{"clinic, middle", c.admin, url.Values{"after": {strconv.FormatInt(mid, 10)}}},
-			{"patient", s.patients[0].token, url.Values{}},
-			{"provider", s.patients[0].providerToken, url.Values{}},
-			{"room", c.admin, url.Values{"room_code": {s.room}}},
+			{"clinic", c.admin, "/api_v3/visits", url.Values{}},
+			{"clinic, middle", c.admin, "/api_v3/visits", url.Values{"after": {strconv.FormatInt(mid, 10)}}},
+			{"patient", s.patients[0].token, "/api_v3/visits", url.Values{}},
+			{"provider", s.patients[0].providerToken, "/api_v3/visits", url.Values{}},
+			{"room", c.admin, "/api_v3/visits", url.Values{"room_code": {s.room}}},
+			// The users list answers its total_count with every page.
+			{"users", c.admin, "/api_v3/users", url.Values{}},
+			{"users: patients", c.admin, "/api_v3/users", url.Values{"type": {"200"}}},
+			{"users: by name", c.admin, "/api_v3/users", url.Values{"type": {"200"}, "sort": {"full_name.asc"}}},
 		}
 		for _, l := range lists {
 			l.query.Set("limit", "50")
-			mk := func(int, int) (*http.Request, error) { return c.req("GET", "/api_v3/visits", l.token, l.query) }
+			mk := func(int, int) (*http.Request, error) { return c.req("GET", l.path, l.token, l.query) }
 			for _, conns := range o.Connections {
 				name := "lists: " + l.name
 				progress("  %-22s %6d visits c=%-4d ", name, size, conns)
@@ -73,7 +79,7 @@ func (c *clinic) listsScenario(ctx context.Context, o *options, s *seeded, srv *
 					}
 				}
 				progress("%8.0f req/s, %.2f ms CPU a page\n", r.RPS, r.CPUms)
-				r.Note = fmt.Sprintf("%d visits", held)
+				r.Note = fmt.Sprintf("%d visits, %d users", held, people)
 				key := fmt.Sprintf("%s/%d", l.name, conns)
 				if f, ok := first[key]; !ok {
 					first[key] = r
@@ -87,32 +93,75 @@ func (c *clinic) listsScenario(ctx context.Context, o *options, s *seeded, srv *
 	return out, nil
 }
 
-// growVisits adds visits to the clinic of code through the store until it
-// holds size, and returns the id of the visit in the middle of its list and
-// how many it holds (more than size when the other scenarios made more).
-// They are spread as a clinic's are: every tenth is the first seeded
-// patient's (the others the seeded patients' in turn), every seventh an
-// unassigned e-consult in the room, the rest appointments of the eight
-// providers in turn; half of those are completed.
-func growVisits(ctx context.Context, storeArgs []string, code, roomCode, patientID string, size int) (mid int64, have int, err error) {
+// growClinic adds patients and visits to the clinic of code through the
+// store until it holds size of each, and returns the id of the visit in
+// the middle of its list and how many visits and users it holds (more than
+// size when the other scenarios made more). The patients have a hundred
+// first names. The visits are spread as a clinic's are: every tenth is the
+// first seeded patient's (the others the seeded patients' in turn), every
+// seventh an unassigned e-consult in the room, the rest appointments of the
+// eight providers in turn; half of those are completed.
+func growClinic(ctx context.Context, storeArgs []string, code, roomCode, patientID string, size int) (mid int64, have, people int, err error) {
 	pat0, err := strconv.ParseInt(patientID, 10, 64)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	st, err := store.Open(ctx, storeDSN(storeArgs))
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	defer st.Close()
 	r := st.Read()
 	acct, err := r.AccountByCode(ctx, code)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	room, err := r.RoomByCode(ctx, acct.ID, roomCode)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
+	if people, err = growPatients(ctx, st, acct.ID, size); err != nil {
+		return 0, 0, 0, err
+	}
+	mid, have, err = growVisits(ctx, st, acct.ID, room.ID, pat0, size)
+	return mid, have, people, err
+}
+
+// growPatients adds patients until the clinic holds size users, and says
+// how many it holds.
+func growPatients(ctx context.Context, st *store.Store, accountID int64, size int) (have int, err error) {
+	if err := st.DB().QueryRowContext(ctx, st.Rebind("SELECT COUNT(*) FROM users WHERE account_id = ?"), accountID).Scan(&have); err != nil {
+		return 0, err
+	}
+	now := time.Now().Unix()
+	for have < size {
+		batch := min(size-have, 5000)
+		err := st.Tx(ctx, func(q *store.Q) error {
+			for i := have; i < have+batch; i++ {
+				code := fmt.Sprintf("grown-%d", i)
+				u := &clinicpkg.User{AccountID: accountID, Code: code, SvcID: "svc-" + code, Username: code,
+					FirstName: fmt.Sprintf("Name%02d", i%100), LastName: "Patient", Type: clinicpkg.UserMember, Status: clinicpkg.StatusActive,
+					Active: true, Extra: map[string]any{}, Created: now - int64(size-i), Modified: now}
+				if err := q.CreateUser(ctx, u); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+		have += batch
+	}
+	return have, nil
+}
+
+// growVisits adds visits until the clinic holds size, and returns the id of
+// the visit in the middle of its list and how many it holds.
+func growVisits(ctx context.Context, st *store.Store, accountID, roomID, pat0 int64, size int) (mid int64, have int, err error) {
+	r := st.Read()
+	acct := &clinicpkg.Account{ID: accountID}
+	room := &clinicpkg.Room{ID: roomID}
 	users := func(typ int) ([]*clinicpkg.User, error) {
 		us, _, err := r.ListUsers(ctx, store.UserFilter{AccountID: acct.ID, Types: []int{typ}, Limit: 10000})
 		if err == nil && len(us) == 0 {

@@ -339,6 +339,8 @@ func TestUserCounts(t *testing.T) {
 		{Statuses: []int{clinic.StatusDisabled, clinic.StatusPending}},
 		{Types: []int{clinic.UserProvider}, Statuses: []int{clinic.StatusPending}},
 		{Types: []int{clinic.UserMember}, SortCol: "full_name", Desc: true, Start: 3},
+		// As the API builds a filter: the lists it was not given are empty.
+		{Types: []int{clinic.UserMember}, IDs: []int64{}, Roles: []string{}, Subtypes: []string{}},
 	} {
 		f.AccountID, f.Limit = acct.ID, 5
 		w, args := store.UserFilterCond(f)
@@ -355,8 +357,14 @@ func TestUserCounts(t *testing.T) {
 		}
 	}
 	// A filter the counts cannot answer counts the users it matches.
-	f := store.UserFilter{AccountID: acct.ID, Types: []int{clinic.UserMember}, FullName: "n", Limit: 5}
-	if query, _ := store.UserFilterCount(f); query != "" {
-		t.Errorf("a name filter answered from the counts: %s", query)
+	for _, f := range []store.UserFilter{
+		{AccountID: acct.ID, Types: []int{clinic.UserMember}, FullName: "n", Limit: 5},
+		{AccountID: acct.ID, Roles: []string{"nurse"}},
+		{AccountID: acct.ID, IsHidden: new(false)},
+		{AccountID: acct.ID, PatientOf: 7},
+	} {
+		if query, _ := store.UserFilterCount(f); query != "" {
+			t.Errorf("%+v answered from the counts: %s", f, query)
+		}
 	}
 }

@@ -220,12 +220,18 @@ func (q *Q) ListUsers(ctx context.Context, f UserFilter) ([]*clinic.User, int, e
 // count is the statement of f's total from the clinic's user counts
 // (migration 00025), "" when f filters on more than types and statuses.
 func (f UserFilter) count() (string, []any) {
-	// Compared whole, so a filter field added later counts the users it
-	// matches until the counts can answer it.
-	g := f
-	g.Types, g.Statuses, g.SortCol, g.Desc, g.Start, g.After, g.Limit = nil, nil, "", false, 0, 0, 0
-	if !reflect.DeepEqual(g, UserFilter{AccountID: f.AccountID}) {
-		return "", nil
+	// Every field but these must be empty (a slice may be empty but not
+	// nil, as the API builds them): a filter field added later counts the
+	// users it matches until the counts can answer it.
+	v := reflect.ValueOf(f)
+	for i := range v.NumField() {
+		switch fv := v.Field(i); v.Type().Field(i).Name {
+		case "AccountID", "Types", "Statuses", "SortCol", "Desc", "Start", "After", "Limit":
+		default:
+			if !fv.IsZero() && (fv.Kind() != reflect.Slice || fv.Len() > 0) {
+				return "", nil
+			}
+		}
 	}
 	query, args := "SELECT COALESCE(SUM(n), 0) FROM user_counts WHERE account_id = ?", []any{f.AccountID}
 	if len(f.Types) > 0 {
