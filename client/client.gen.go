@@ -11135,7 +11135,9 @@ type ClientInterface interface {
 	// and the Bundle's `next` and `previous` links are the same search with `_offset` moved.
 	// A resource added between two pages may shift them by one. Observations (device
 	// readings, newest measurement first) and Communications (messages, by visit and then in
-	// each thread's order) are read a page at a time, however many the patient has.
+	// each thread's order) are read a page at a time, however many the patient has. The
+	// visits a record holds (Encounter, Appointment, and the threads and notes of Communication
+	// and Composition) are the patient's newest 500.
 	//
 	// Ids: Patient and Practitioner are user ids, Encounter and Appointment visit ids,
 	// DocumentReference file ids; the others are `<patient>-<id>` (Observation: reading,
@@ -15715,7 +15717,9 @@ func (c *Client) GetFhirMetadata(ctx context.Context, reqEditors ...RequestEdito
 // and the Bundle's `next` and `previous` links are the same search with `_offset` moved.
 // A resource added between two pages may shift them by one. Observations (device
 // readings, newest measurement first) and Communications (messages, by visit and then in
-// each thread's order) are read a page at a time, however many the patient has.
+// each thread's order) are read a page at a time, however many the patient has. The
+// visits a record holds (Encounter, Appointment, and the threads and notes of Communication
+// and Composition) are the patient's newest 500.
 //
 // Ids: Patient and Practitioner are user ids, Encounter and Appointment visit ids,
 // DocumentReference file ids; the others are `<patient>-<id>` (Observation: reading,
@@ -26883,7 +26887,9 @@ type ClientWithResponsesInterface interface {
 	// and the Bundle's `next` and `previous` links are the same search with `_offset` moved.
 	// A resource added between two pages may shift them by one. Observations (device
 	// readings, newest measurement first) and Communications (messages, by visit and then in
-	// each thread's order) are read a page at a time, however many the patient has.
+	// each thread's order) are read a page at a time, however many the patient has. The
+	// visits a record holds (Encounter, Appointment, and the threads and notes of Communication
+	// and Composition) are the patient's newest 500.
 	//
 	// Ids: Patient and Practitioner are user ids, Encounter and Appointment visit ids,
 	// DocumentReference file ids; the others are `<patient>-<id>` (Observation: reading,
@@ -41759,7 +41765,9 @@ func (c *ClientWithResponses) GetFhirMetadataWithResponse(ctx context.Context, r
 // and the Bundle's `next` and `previous` links are the same search with `_offset` moved.
 // A resource added between two pages may shift them by one. Observations (device
 // readings, newest measurement first) and Communications (messages, by visit and then in
-// each thread's order) are read a page at a time, however many the patient has.
+// each thread's order) are read a page at a time, however many the patient has. The
+// visits a record holds (Encounter, Appointment, and the threads and notes of Communication
+// and Composition) are the patient's newest 500.
 //
 // Ids: Patient and Practitioner are user ids, Encounter and Appointment visit ids,
 // DocumentReference file ids; the others are `<patient>-<id>` (Observation: reading,
