@@ -90,3 +90,25 @@ func TestCaches_WritesInvalidate(t *testing.T) {
 		}
 	})
 }
+
+// TestStore_WritesAfterTheStatement: a statement of a Write handle moves
+// Writes after it has run, not only before: an answer computed while it
+// ran (app's availability cache keys on Writes) is not taken for one made
+// after it.
+func TestStore_WritesAfterTheStatement(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := testenv.OpenStore(t, testenv.DSN(t))
+	before := st.Writes()
+	w := st.Write()
+	if st.Writes() != before {
+		t.Fatalf("making a handle moved Writes: %d → %d", before, st.Writes())
+	}
+	acct := &clinic.Account{Code: "writes", Name: "Writes", Domain: "writes.test", Features: []string{}}
+	if err := w.CreateAccount(ctx, acct, store.AccountSecrets{AdminTokenHash: "a", APIKeyHash: "k", APISecretHash: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if moved := st.Writes() - before; moved < 2 {
+		t.Fatalf("a write moved Writes by %d: once before and once after its statement, at least", moved)
+	}
+}

@@ -42,12 +42,13 @@ type Store struct {
 	writes atomic.Uint64
 }
 
-// Writes moves whenever this process starts an autocommit write
-// (Write) and whenever one of its write transactions ends, committed or
-// not. A result computed from reads that began when Writes was n reflects
-// every write of this process that ended before; if Writes is still n, no
-// transaction of this process ended since (app's availability cache
-// serves its answers on that). Other processes' writes do not move it.
+// Writes moves before and after every autocommit statement of this
+// process (Write) and whenever one of its write transactions ends,
+// committed or not. A result computed from reads that began when Writes
+// was n reflects every write of this process that ended before; if Writes
+// is still n, no write of this process ended since (app's availability
+// cache serves its answers on that). Other processes' writes do not move
+// it.
 func (s *Store) Writes() uint64 { return s.writes.Load() }
 
 // engine is what SQLite and PostgreSQL do differently beyond the text of
@@ -160,8 +161,7 @@ func (s *Store) Read() *Q {
 // Write returns a query handle on the writer pool for a single autocommit
 // statement that needs no transaction around it.
 func (s *Store) Write() *Q {
-	s.writes.Add(1)
-	return &Q{db: s.w, d: s.d, eng: s.eng, c: s.c, stmts: s.eng.stmts(true), auditKey: s.auditKey, n: &s.statements, bus: s.bus}
+	return &Q{db: s.w, d: s.d, eng: s.eng, c: s.c, stmts: s.eng.stmts(true), auditKey: s.auditKey, n: &s.statements, bus: s.bus, writes: &s.writes}
 }
 
 // Tx runs fn in a write transaction and commits if fn returns nil. On SQLite
@@ -246,6 +246,11 @@ type Q struct {
 	n *atomic.Int64
 	// bus announces changes (credentialsEnded).
 	bus live.Bus
+	// writes, on a Write handle, is the store's Writes: each statement
+	// moves it before it runs and, for exec and queryRow (the ones that
+	// write), after it has (wrote), so a read that saw it between the two
+	// cannot be taken for one after the write.
+	writes *atomic.Uint64
 }
 
 // ctx is the context a statement runs on.
@@ -293,6 +298,7 @@ func (q *Q) exec(ctx context.Context, query string, args ...any) (sql.Result, er
 	} else {
 		res, err = q.db.ExecContext(ctx, query, args...)
 	}
+	q.wrote()
 	return res, q.d.translate(err)
 }
 
@@ -322,6 +328,7 @@ func (q *Q) queryRow(ctx context.Context, query string, args []any, dest ...any)
 		row = q.db.QueryRowContext(ctx, query, args...)
 	}
 	err := row.Scan(dest...)
+	q.wrote()
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrNotFound
 	}
@@ -358,11 +365,19 @@ func CountStatements(ctx context.Context) (context.Context, *atomic.Int64) {
 
 // counted counts a statement: the store's, and ctx's if it counts.
 func (q *Q) counted(ctx context.Context) {
+	q.wrote()
 	if q.n != nil {
 		q.n.Add(1)
 	}
 	if n, ok := ctx.Value(statementCount{}).(*atomic.Int64); ok {
 		n.Add(1)
+	}
+}
+
+// wrote moves Writes for a statement of a Write handle.
+func (q *Q) wrote() {
+	if q.writes != nil {
+		q.writes.Add(1)
 	}
 }
 
