@@ -95,9 +95,6 @@ type adminPage struct {
 	Notice, Error  string
 }
 
-// admin is /admin: rooms, the webhook and its deliveries, the audit trail
-// (filtered by the query's action, object_type, object_id, user_id) and
-// credential rotation.
 // adminProvidersPage is how many providers /admin lists at a time, and
 // adminRoomChoices how many a room's "Add a provider" offers (a search
 // finds the others).
@@ -106,6 +103,9 @@ const (
 	adminRoomChoices   = 100
 )
 
+// admin is /admin: rooms, the webhook and its deliveries, the audit trail
+// (filtered by the query's action, object_type, object_id, user_id) and
+// credential rotation.
 func (s *Server) admin(w http.ResponseWriter, r *http.Request) error {
 	return s.showAdmin(w, r, http.StatusOK, adminPage{Notice: noticeWords[r.URL.Query().Get("done")]})
 }
