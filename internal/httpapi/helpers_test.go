@@ -41,7 +41,7 @@ func acctHeaders(c *testenv.Clinic) map[string]string {
 }
 
 // mustSSO signs a user in through SSO and fails the test unless it works.
-func mustSSO(t *testing.T, e *testenv.Env, c *testenv.Clinic, typ, code, first, last string) *session {
+func mustSSO(t testing.TB, e *testenv.Env, c *testenv.Clinic, typ, code, first, last string) *session {
 	t.Helper()
 	res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
 		Multipart: map[string]string{"first_name": first, "last_name": last, "type": typ, "code": code}})
@@ -138,7 +138,7 @@ type clinicSetup struct {
 	roomCode, domain string
 }
 
-func newClinicSetup(t *testing.T, e *testenv.Env, code string) *clinicSetup {
+func newClinicSetup(t testing.TB, e *testenv.Env, code string) *clinicSetup {
 	t.Helper()
 	c := e.NewClinic(code, true)
 	s := &clinicSetup{e: e, c: c, roomCode: "main", domain: code + ".clinic.test"}
@@ -153,7 +153,7 @@ func newClinicSetup(t *testing.T, e *testenv.Env, code string) *clinicSetup {
 	return s
 }
 
-func (s *clinicSetup) intake(t *testing.T, who *session, kv ...string) string {
+func (s *clinicSetup) intake(t testing.TB, who *session, kv ...string) string {
 	t.Helper()
 	res := s.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes.json", Header: userHeaders(s.c, who.Token), Query: q("room_code", s.roomCode), Form: q(kv...)})
 	if res.Status != 200 {
@@ -234,7 +234,7 @@ func (o *outbox) lastToken(t *testing.T) string {
 	return tok
 }
 
-func mustRoom(t *testing.T, e *testenv.Env, c *testenv.Clinic, body map[string]any) map[string]any {
+func mustRoom(t testing.TB, e *testenv.Env, c *testenv.Clinic, body map[string]any) map[string]any {
 	t.Helper()
 	res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/rooms", Header: adminHeaders(c), JSON: body})
 	if res.Status != 200 {
@@ -254,7 +254,7 @@ func (s *clinicSetup) withVisit(t *testing.T) string {
 }
 
 // econsult opens an e-consult for who in the main room and returns its id.
-func (s *clinicSetup) econsult(t *testing.T, who *session) string {
+func (s *clinicSetup) econsult(t testing.TB, who *session) string {
 	t.Helper()
 	it := s.intake(t, who, "reason_for_visit", "Rash")
 	res := s.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/add_econsult", Header: userHeaders(s.c, who.Token), Form: q("intake_id", it, "room_code", "main")})
