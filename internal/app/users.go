@@ -125,7 +125,7 @@ type UserListQuery struct {
 const (
 	DefaultUserLimit = 20
 	MaxUserLimit     = 200
-	minSearchLen     = 3
+	MinSearchLen     = 3 // characters a name or email search needs
 )
 
 // ListFields are the names the fields parameter of GET /users may select.
@@ -159,8 +159,8 @@ func (a *App) ListUsers(ctx context.Context, p *clinic.Principal, in UserListQue
 
 func (a *App) userFilter(p *clinic.Principal, in UserListQuery) (*store.UserFilter, error) {
 	for name, v := range map[string]string{"full_name": in.FullName, "email": in.Email, "q": in.Q} {
-		if v != "" && len([]rune(strings.TrimSpace(v))) < minSearchLen {
-			return nil, clinic.Errorf(clinic.EInvalid, "%s must be at least %d characters.", name, minSearchLen)
+		if v != "" && len([]rune(strings.TrimSpace(v))) < MinSearchLen {
+			return nil, clinic.Errorf(clinic.EInvalid, "%s must be at least %d characters.", name, MinSearchLen)
 		}
 	}
 	if in.AccountCode != "" && in.AccountCode != p.Account.Code {

@@ -1,11 +1,13 @@
 package web
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/app/billing"
@@ -260,9 +262,13 @@ type adminRoomPage struct {
 	// Find is the search the others answer; MoreOthers says it (or the
 	// clinic) has more providers than the list offers.
 	Find          string
+	FindNote      string // why Find was not searched
 	MoreOthers    bool
 	Notice, Error string
 }
+
+// FindMin is the search's shortest text, for the form to ask for.
+func (adminRoomPage) FindMin() int { return app.MinSearchLen }
 
 // questionRow is a row of the room's questions' form.
 type questionRow struct {
@@ -302,7 +308,13 @@ func (s *Server) showAdminRoom(w http.ResponseWriter, r *http.Request, status in
 		}
 	}
 	find := strings.TrimSpace(r.URL.Query().Get("find"))
-	others, total, err := s.app.ListUsers(ctx, p, app.UserListQuery{Types: []string{strconv.Itoa(clinic.UserProvider)}, Q: find, Sort: "full_name", Limit: adminRoomChoices})
+	q, findNote := find, ""
+	if n := utf8.RuneCountInString(find); n > 0 && n < app.MinSearchLen {
+		// Too short to search (the form asks for more; a typed address
+		// may not): say so beside the first providers, not an error page.
+		q, findNote = "", fmt.Sprintf("Type at least %d letters of a name or email to search.", app.MinSearchLen)
+	}
+	others, total, err := s.app.ListUsers(ctx, p, app.UserListQuery{Types: []string{strconv.Itoa(clinic.UserProvider)}, Q: q, Sort: "full_name", Limit: adminRoomChoices})
 	if err != nil {
 		return err
 	}
@@ -336,7 +348,7 @@ func (s *Server) showAdminRoom(w http.ResponseWriter, r *http.Request, status in
 	if c := st.Consent; c != nil {
 		page.ConsentVersion, page.ConsentText = c.Version, c.Text
 	}
-	page.Linked, page.Find, page.MoreOthers = linked, find, total > len(others)
+	page.Linked, page.Find, page.FindNote, page.MoreOthers = linked, find, findNote, total > len(others)
 	for _, u := range others {
 		if !slices.Contains(d.ProviderIDs, u.ID) {
 			page.Others = append(page.Others, u)

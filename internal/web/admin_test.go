@@ -447,6 +447,12 @@ func TestPortal_AdminProviderPages(t *testing.T) {
 	if pg := b.get("/admin/rooms/main?find=nobody-at-all"); !strings.Contains(pg.Body, "No other provider matches") {
 		t.Fatal("a search that finds nobody says so")
 	}
+	// Too short to search: the page says so and offers the first
+	// providers, as without a search.
+	if pg := b.get("/admin/rooms/main?find=ab"); pg.Status != 200 || !strings.Contains(pg.Body, "Type at least 3 letters") ||
+		choices(pg.Body) != choices(room.Body) || strings.Contains(pg.Body, "No other provider matches") {
+		t.Fatalf("a short search: %d, %d choices", pg.Status, choices(pg.Body))
+	}
 	if pg := b.get("/admin?providers_after=999999"); pg.Status != 200 || !strings.Contains(pg.Body, "Grace Hopper") {
 		t.Fatalf("an unknown place starts over: %d", pg.Status)
 	}
