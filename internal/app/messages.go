@@ -222,31 +222,11 @@ func (a *App) PostMessage(ctx context.Context, p *clinic.Principal, visitID int6
 	if n := utf8.RuneCountInString(content); n > MaxMessageChars {
 		return nil, clinic.Errorf(clinic.EInvalid, "content must be at most %d characters; it has %d.", MaxMessageChars, n)
 	}
-	m, err := a.post(ctx, p, visitID, content, in.AttachmentIDs, a.postVisit)
-	if errors.Is(err, errVisitChanged) {
-		// Decided on the post cache's view of the visit, which a write
-		// elsewhere made stale: decide again on the visit as it is now.
-		a.store.ForgetPostVisit(p.Account.ID, visitID)
-		m, err = a.post(ctx, p, visitID, content, in.AttachmentIDs, a.messageVisit)
-	}
-	if errors.Is(err, errVisitChanged) {
-		return nil, clinic.Errorf(clinic.EConflict, "Visit %d changed while the message was being posted; read it and send again.", visitID)
-	}
-	return m, err
-}
-
-// errVisitChanged is a post's statement finding the visit closed, gone or
-// with other parties than the post was decided on.
-var errVisitChanged = errors.New("the visit changed while the message was being posted")
-
-// post posts content to the visit that find reads.
-func (a *App) post(ctx context.Context, p *clinic.Principal, visitID int64, content string, attachmentIDs []int64,
-	find func(context.Context, *clinic.Principal, int64) (*clinic.ThreadVisit, error)) (*Message, error) {
-	v, err := find(ctx, p, visitID)
+	v, err := a.messageVisit(ctx, p, visitID)
 	if err != nil {
 		return nil, a.AuditOutcome(ctx, p, "visit.message.create", "visit", i64s(visitID), err)
 	}
-	attachments, err := a.messageAttachments(ctx, p, attachmentIDs)
+	attachments, err := a.messageAttachments(ctx, p, in.AttachmentIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +242,7 @@ func (a *App) post(ctx context.Context, p *clinic.Principal, visitID int64, cont
 	// reassigned since, by this process or another, writes nothing.
 	err = a.store.PostMessage(ctx, mp)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, errVisitChanged
+		return nil, clinic.Errorf(clinic.EConflict, "Visit %d changed while the message was being posted; read it and send again.", v.ID)
 	}
 	if err != nil {
 		return nil, StoreErr("post message", err, "")
@@ -275,20 +255,6 @@ func (a *App) post(ctx context.Context, p *clinic.Principal, visitID int64, cont
 		a.kickPush()
 	}
 	return toMessage(m, p.User.FullName()), nil
-}
-
-// postVisit is messageVisit for a post, through the store's post cache
-// (store.PostVisit), whose view may be a TTL behind another process's
-// writes. It is taken only when it lets p post: then the post's statement
-// checks its status and parties. Any other outcome is decided on the
-// visit as it is now.
-func (a *App) postVisit(ctx context.Context, p *clinic.Principal, id int64) (*clinic.ThreadVisit, error) {
-	if v, err := a.store.PostVisit(ctx, p.Account.ID, id); err == nil {
-		if v, err := a.participantVisit(ctx, p, v, nil); err == nil && !slices.Contains(closedForMessages, v.Status) {
-			return v, nil
-		}
-	}
-	return a.messageVisit(ctx, p, id)
 }
 
 // newPost is the post of content to v by the caller: the message and

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"testing"
 
-	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/testenv"
 )
@@ -332,81 +331,6 @@ func TestMessages_VisitChangedElsewhere(t *testing.T) {
 		}
 		if after := count(); after != before {
 			t.Fatalf("thread %d -> %d after a refused post", before, after)
-		}
-	})
-}
-
-// TestMessages_PostCachesSeeChanges: a post reads its visit and the
-// recipients' push devices through the store's post caches
-// (store.PostVisit), and this server's own changes to either count from
-// the next post: a device registered or removed, a visit closed.
-func TestMessages_PostCachesSeeChanges(t *testing.T) {
-	t.Parallel()
-	fcm := &pushBox{}
-	e := testenv.New(t, testenv.Options{Config: func(c *app.Config) { c.FCM = fcm }})
-	s := newClinicSetup(t, e, "alpha")
-	visit := s.econsult(t, s.pat) // unassigned: the room's providers are told
-	db := e.Store.DB()
-	pushes := func() int {
-		t.Helper()
-		var n int
-		if err := db.QueryRow(e.Store.Rebind("SELECT COUNT(*) FROM outbox WHERE topic = ?"), app.TopicPush).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	post := func() int64 {
-		t.Helper()
-		mustPost(t, e, s.pat.Token, visit, "to the providers")
-		return e.Statements()
-	}
-
-	// The second post reads neither the visit nor, on SQLite, the
-	// providers' devices (PostgreSQL's post statement joins them itself).
-	first, second := post(), post()
-	cached := int64(1)
-	if e.Store.Engine() == "sqlite" {
-		cached = 2
-	}
-	if first-second != cached {
-		t.Fatalf("statements: %d for the first post, %d for the second; want %d fewer", first, second, cached)
-	}
-	if pushes() != 0 {
-		t.Fatal("a push without a device")
-	}
-
-	var device string
-	t.Run("OKDeviceRegistered", func(t *testing.T) {
-		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/endpoints", Header: userHeaders(s.c, s.doc.Token), Form: q("key", "doc-fcm-registration-token-1", "type", "40")})
-		if res.Status != 200 {
-			t.Fatalf("%d %s", res.Status, res.Raw)
-		}
-		device = res.Data()["id"].(string)
-		post()
-		if n := pushes(); n != 1 {
-			t.Fatalf("%d pushes after the device was registered; want 1", n)
-		}
-	})
-	t.Run("OKDeviceRemoved", func(t *testing.T) {
-		if res := e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/endpoints/" + device, Header: userHeaders(s.c, s.doc.Token)}); res.Status != 200 {
-			t.Fatalf("%d %s", res.Status, res.Raw)
-		}
-		post()
-		if n := pushes(); n != 1 {
-			t.Fatalf("%d pushes after the device was removed; want still 1", n)
-		}
-	})
-	// Closed through this server: refused as closed on the visit as it is
-	// now, not as "changed while posting" on the cached one.
-	t.Run("ErrClosedHere", func(t *testing.T) {
-		for _, step := range []string{"accept", "inprogress", "close"} {
-			if res := s.post(s.doc.Token, "/api_v3/visits/"+step, "id", visit); res.Status != 200 {
-				t.Fatalf("%s: %s", step, res.Raw)
-			}
-		}
-		res := postMsg(e, s.pat.Token, visit, "after close")
-		if res.Status != 409 || !strings.Contains(string(res.Raw), "closed for new messages") {
-			t.Fatalf("%d %s", res.Status, res.Raw)
 		}
 	})
 }

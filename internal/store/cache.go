@@ -20,9 +20,6 @@ type caches struct {
 	names    *readCache[userKey, string] // authors' names in threads
 	users    *userCache                  // the users tokens name, by row version
 	threads  *threadCache
-	// The reads of a message post (PostVisit, usersEndpoints).
-	visits    *readCache[visitKey, clinic.ThreadVisit]
-	endpoints *readCache[userKey, []*clinic.Endpoint]
 }
 
 // Options are the store's settings; the zero value is the default.
@@ -47,23 +44,17 @@ type Options struct {
 // userCacheMax bounds the user cache: about 1 KB a user, so at most ~10 MB.
 const userCacheMax = 10_000
 
-// postCacheMax bounds each of the caches a message post reads through:
-// a few hundred bytes an entry, so at most a few MB each.
-const postCacheMax = 10_000
-
 func newCaches(o Options) *caches {
 	ttl := o.CacheTTL
 	if ttl == 0 {
 		ttl = time.Second
 	}
 	return &caches{
-		accounts:  newReadCache[accountKey, *clinic.Account](ttl, 1024),
-		rooms:     newReadCache[RoomFilter, *clinic.RoomPage](ttl, 1024),
-		names:     newReadCache[userKey, string](ttl, 4096),
-		users:     newUserCache(userCacheMax),
-		threads:   newThreadCache(threadCacheBytes),
-		visits:    newReadCache[visitKey, clinic.ThreadVisit](ttl, postCacheMax),
-		endpoints: newReadCache[userKey, []*clinic.Endpoint](ttl, postCacheMax),
+		accounts: newReadCache[accountKey, *clinic.Account](ttl, 1024),
+		rooms:    newReadCache[RoomFilter, *clinic.RoomPage](ttl, 1024),
+		names:    newReadCache[userKey, string](ttl, 4096),
+		users:    newUserCache(userCacheMax),
+		threads:  newThreadCache(threadCacheBytes),
 	}
 }
 
@@ -160,75 +151,6 @@ func (s *Store) TokenUser(ctx context.Context, hash string) (*TokenAuth, *clinic
 	return t, u, nil
 }
 
-// PostVisit is the visit a message is being posted to (ThreadVisit),
-// through the visit cache, and ForgetPostVisit drops it from there. A
-// message post's reads cost a SQLite post a fifth of its server CPU: each
-// ran on a reader right after the last post's commit, when it is mostly
-// the connection's page cache being read again (pprof, 8 connections:
-// the visit 5.7%, the endpoints 4.4%; measured 2026-11-27,
-// docs/performance.md "SQLite posts").
-//
-// This process's writes of a visit invalidate the cache at once
-// (visits.go), except a post's own, which moves only the message count:
-// the count here may be behind and is not for reading the thread.
-// Another process's write shows within the TTL, and nobody sees that
-// stale view decide anything: the post's statement checks that the
-// status and parties read here still hold (MessagePost), and app decides
-// every other outcome on the visit as it is now (App.postVisit).
-func (s *Store) PostVisit(ctx context.Context, accountID, id int64) (*clinic.ThreadVisit, error) {
-	now, k := s.now(), visitKey{accountID, id}
-	if v, ok := s.c.visits.get(k, now); ok {
-		return &v, nil
-	}
-	gen := s.c.visits.generation()
-	v, err := s.Read().ThreadVisit(ctx, accountID, id)
-	if err != nil {
-		return nil, err
-	}
-	s.c.visits.put(k, *v, gen, now)
-	return v, nil
-}
-
-// ForgetPostVisit drops a visit that a post found changed.
-func (s *Store) ForgetPostVisit(accountID, id int64) { s.c.visits.forget(visitKey{accountID, id}) }
-
-type visitKey struct{ accountID, visitID int64 }
-
-// usersEndpoints is UsersEndpoints through the endpoint cache, which keeps
-// each user's list, empty ones too (most users have no device), for the
-// SQLite post (PostVisit says why). This process's endpoint writes
-// invalidate it (notifications.go); another's shows within the TTL, as a
-// device registered a second later would. The slice is new; the
-// endpoints are shared and not to be changed.
-func (s *Store) usersEndpoints(ctx context.Context, accountID int64, userIDs []int64) ([]*clinic.Endpoint, error) {
-	now := s.now()
-	var out []*clinic.Endpoint
-	var missing []int64
-	for _, uid := range userIDs {
-		if es, ok := s.c.endpoints.get(userKey{accountID, uid}, now); ok {
-			out = append(out, es...)
-		} else {
-			missing = append(missing, uid)
-		}
-	}
-	if len(missing) == 0 {
-		return out, nil
-	}
-	gen := s.c.endpoints.generation()
-	es, err := s.Read().UsersEndpoints(ctx, accountID, missing)
-	if err != nil {
-		return nil, err
-	}
-	byUser := make(map[int64][]*clinic.Endpoint, len(missing))
-	for _, e := range es {
-		byUser[e.UserID] = append(byUser[e.UserID], e)
-	}
-	for _, uid := range missing {
-		s.c.endpoints.put(userKey{accountID, uid}, byUser[uid], gen, now)
-	}
-	return append(out, es...), nil
-}
-
 // readCache keeps rows that nearly every request reads and that change
 // rarely: the clinic an account code or token names, and a clinic's public
 // room list. Under load each of those reads was a SQLite query whose cost is
@@ -295,14 +217,6 @@ func (c *readCache[K, V]) put(k K, v V, gen uint64, now time.Time) {
 		clear(c.m)
 	}
 	c.m[k] = cached[V]{v: v, expires: now.Add(c.ttl)}
-}
-
-// forget drops k. A reader that read k before might still put it back:
-// for values a later check catches (PostVisit), not after a write.
-func (c *readCache[K, V]) forget(k K) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, k)
 }
 
 // invalidate forgets everything; it is called after a write commits.

@@ -40,7 +40,6 @@ func (q *Q) EndpointByAddress(ctx context.Context, accountID int64, typ int, add
 
 // CreateEndpoint inserts e; a registered address answers ErrConflict.
 func (q *Q) CreateEndpoint(ctx context.Context, e *clinic.Endpoint) error {
-	defer q.changed(q.c.endpoints)
 	id, err := q.insert(ctx, "INSERT INTO endpoints (account_id, user_id, type, address, created, modified) VALUES (?, ?, ?, ?, ?, ?)",
 		e.AccountID, e.UserID, e.Type, e.Address, e.Created, e.Modified)
 	e.ID = id
@@ -49,7 +48,6 @@ func (q *Q) CreateEndpoint(ctx context.Context, e *clinic.Endpoint) error {
 
 // MoveEndpoint gives an address to a user (a device that changed hands).
 func (q *Q) MoveEndpoint(ctx context.Context, accountID, id, userID, now int64) error {
-	defer q.changed(q.c.endpoints)
 	return q.mustAffect(ctx, "UPDATE endpoints SET user_id = ?, modified = ? WHERE account_id = ? AND id = ?", userID, now, accountID, id)
 }
 
@@ -84,7 +82,6 @@ func (q *Q) UserEndpoint(ctx context.Context, accountID, userID, id int64) (*cli
 
 // DeleteEndpoint removes one of a user's endpoints.
 func (q *Q) DeleteEndpoint(ctx context.Context, accountID, userID, id int64) error {
-	defer q.changed(q.c.endpoints)
 	return q.mustAffect(ctx, "DELETE FROM endpoints WHERE account_id = ? AND user_id = ? AND id = ?", accountID, userID, id)
 }
 

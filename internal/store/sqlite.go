@@ -50,7 +50,7 @@ func (e *sqliteEngine) grouped(ctx context.Context, fn func(q *Q) error) error {
 // a statement costs no round trip. The users' push endpoints are read
 // first, on the reader pool, not while holding the writer.
 func (e *sqliteEngine) postMessage(ctx context.Context, mp *MessagePost) error {
-	eps, err := e.s.usersEndpoints(ctx, mp.Message.AccountID, mp.NotifyUsers)
+	eps, err := e.s.Read().UsersEndpoints(ctx, mp.Message.AccountID, mp.NotifyUsers)
 	if err != nil {
 		return err
 	}

@@ -315,7 +315,6 @@ type VisitMove struct {
 
 // MoveVisit applies m and reports whether it did.
 func (q *Q) MoveVisit(ctx context.Context, m VisitMove) (bool, error) {
-	defer q.changed(q.c.visits)
 	set := []string{"status = ?", "modified = ?"}
 	args := []any{m.To, m.Now}
 	if m.ProviderID != 0 {
@@ -410,7 +409,6 @@ func (q *Q) SetVisitReminders(ctx context.Context, accountID, id int64, off bool
 // slot and provider, while it is still open (pending or confirmed); it
 // reports false when it no longer was.
 func (q *Q) MoveAppointment(ctx context.Context, v *clinic.Visit, now int64) (bool, error) {
-	defer q.changed(q.c.visits)
 	meeting, _ := json.Marshal(v.Meeting)
 	n, err := q.affected(ctx, `UPDATE visits SET starts_at = ?, ends_at = ?, slot_id = ?, provider_id = ?, meeting = ?, modified = ?
 		WHERE account_id = ? AND id = ? AND status IN (?, ?)`, v.Start, v.End, v.SlotID, v.ProviderID, string(meeting), now,
