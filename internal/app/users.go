@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/store"
@@ -157,9 +158,16 @@ func (a *App) ListUsers(ctx context.Context, p *clinic.Principal, in UserListQue
 	return users, total, nil
 }
 
+// SearchTooShort says whether a name or email search s is given but too
+// short to run: under MinSearchLen characters once trimmed (blanks alone
+// are too short).
+func SearchTooShort(s string) bool {
+	return s != "" && utf8.RuneCountInString(strings.TrimSpace(s)) < MinSearchLen
+}
+
 func (a *App) userFilter(p *clinic.Principal, in UserListQuery) (*store.UserFilter, error) {
 	for name, v := range map[string]string{"full_name": in.FullName, "email": in.Email, "q": in.Q} {
-		if v != "" && len([]rune(strings.TrimSpace(v))) < MinSearchLen {
+		if SearchTooShort(v) {
 			return nil, clinic.Errorf(clinic.EInvalid, "%s must be at least %d characters.", name, MinSearchLen)
 		}
 	}

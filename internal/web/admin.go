@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/app/billing"
@@ -309,7 +308,7 @@ func (s *Server) showAdminRoom(w http.ResponseWriter, r *http.Request, status in
 	}
 	find := strings.TrimSpace(r.URL.Query().Get("find"))
 	q, findNote := find, ""
-	if n := utf8.RuneCountInString(find); n > 0 && n < app.MinSearchLen {
+	if app.SearchTooShort(find) {
 		// Too short to search (the form asks for more; a typed address
 		// may not): say so beside the first providers, not an error page.
 		q, findNote = "", fmt.Sprintf("Type at least %d letters of a name or email to search.", app.MinSearchLen)
