@@ -73,9 +73,18 @@ func serveBaseline(ctx context.Context, args []string) error {
 		}
 		mux.HandleFunc("POST /insert", func(w http.ResponseWriter, r *http.Request) {
 			visit, _ := strconv.ParseInt(r.FormValue("visit_id"), 10, 64)
+			// Exec, not INSERT … RETURNING through QueryRow: SQLite runs its
+			// automatic checkpoint only when a statement that commits is
+			// stepped to its end, and a RETURNING row read and then closed
+			// commits on reset instead, so the baseline never checkpointed
+			// and its WAL grew without bound (354 MB in 8 s), work the
+			// server's writer does and no server could skip.
+			res, err := wdb.ExecContext(r.Context(), "INSERT INTO messages (visit_id, content, created) VALUES (?, ?, ?)",
+				visit, r.FormValue("content"), time.Now().UnixMicro())
 			var id int64
-			err := wdb.QueryRowContext(r.Context(), "INSERT INTO messages (visit_id, content, created) VALUES (?, ?, ?) RETURNING id",
-				visit, r.FormValue("content"), time.Now().UnixMicro()).Scan(&id)
+			if err == nil {
+				id, err = res.LastInsertId()
+			}
 			if err != nil {
 				http.Error(w, err.Error(), 500)
 				return

@@ -5,10 +5,13 @@ import (
 	"database/sql"
 	"encoding/json"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -156,5 +159,57 @@ func TestLoad_Postgres(t *testing.T) {
 	}
 	if analyzed != 1 {
 		t.Errorf("visits of the load schema analyzed: %d, want 1", analyzed)
+	}
+}
+
+// TestBaseline_Checkpoints: the bare insert checkpoints its WAL as the
+// server's writer does. Its insert once committed without SQLite's
+// automatic checkpoint (INSERT … RETURNING read through QueryRow), so the
+// database file never grew and the WAL took every insert.
+func TestBaseline_Checkpoints(t *testing.T) {
+	dir := t.TempDir()
+	addr, err := freeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		served <- serveBaseline(ctx, []string{"--kind", "sqlite", "--addr", addr, "--dir", dir, "--rows", "10"})
+	}()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Error(err)
+		}
+	}()
+	if err := waitHTTP(ctx, "http://"+addr+"/healthz"); err != nil {
+		t.Fatal(err)
+	}
+	// 3,000 one-row commits write at least 3,000 WAL frames (12 MB);
+	// SQLite checkpoints at 1,000.
+	const inserts = 3000
+	for i := range inserts {
+		res, err := http.PostForm("http://"+addr+"/insert", url.Values{"visit_id": {"1"}, "content": {"A message."}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 201 || !strings.Contains(string(body), `"id":"`+strconv.Itoa(11+i)+`"`) {
+			t.Fatalf("insert %d: %d %s", i, res.StatusCode, body)
+		}
+	}
+	wal, err := os.Stat(filepath.Join(dir, "baseline.db-wal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := os.Stat(filepath.Join(dir, "baseline.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const frame = 24 + 4096
+	if wal.Size() > 1100*frame || db.Size() <= 4096 {
+		t.Fatalf("after %d inserts: WAL %d bytes, database file %d bytes: no checkpoint", inserts, wal.Size(), db.Size())
 	}
 }
