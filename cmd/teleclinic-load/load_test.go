@@ -67,6 +67,22 @@ func TestLoad_Smoke(t *testing.T) {
 			t.Errorf("%s: %+v", r.Scenario, r)
 		}
 	}
+
+	// Two builds compared: each round runs on A, then on B, each server
+	// with its own clinic; a result per build, each with its statements.
+	rep, stdout = runTool(t, dir, "--short", "--quiet", "--bin", bin, "--compare", bin, "--duration", "300ms", "--scenarios", "messages-post", "--rounds", "2")
+	if len(rep.Results) != 2 || rep.Builds["A"] != bin || rep.Builds["B"] != bin || rep.CompareHWMMB <= 0 {
+		t.Fatalf("compared: %+v", rep)
+	}
+	for i, want := range []string{"A", "B"} {
+		r := rep.Results[i]
+		if r.Build != want || r.Requests == 0 || r.Errors != 0 || r.Statements <= 0 || !strings.HasPrefix(r.Note, "median of 2 rounds") {
+			t.Errorf("build %s: %+v", want, r)
+		}
+	}
+	if !strings.Contains(stdout, "messages-post B") || !strings.Contains(stdout, "B: "+bin) {
+		t.Errorf("report:\n%s", stdout)
+	}
 }
 
 // TestLoad_MedianRound picks the round of the median ratio and counts every
@@ -95,6 +111,13 @@ func TestLoad_MedianRound(t *testing.T) {
 	// pb-post runs only when named, and only against a PocketBase binary.
 	if _, err := parseOptions([]string{"--scenarios", "pb-post"}, io.Discard); err == nil || !strings.Contains(err.Error(), "--pocketbase-bin") {
 		t.Fatalf("pb-post without --pocketbase-bin: %v", err)
+	}
+	// --compare runs the closed-loop scenarios, each build on SQLite.
+	if _, err := parseOptions([]string{"--compare", "b", "--scenarios", "rooms,streams"}, io.Discard); err == nil || !strings.Contains(err.Error(), "not streams") {
+		t.Fatalf("--compare with streams: %v", err)
+	}
+	if _, err := parseOptions([]string{"--compare", "b", "--scenarios", "rooms", "--database", "postgres://x"}, io.Discard); err == nil {
+		t.Fatal("--compare with --database accepted")
 	}
 	if o, err := parseOptions(nil, io.Discard); err != nil || slices.Contains(o.Scenarios, "pb-post") {
 		t.Fatalf("the default scenarios: %v, %v", o, err)

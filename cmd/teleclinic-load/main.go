@@ -102,7 +102,15 @@ type options struct {
 	// PocketBaseBin is the PocketBase server the pb-post scenario
 	// compares the message post with.
 	PocketBaseBin string
+	// Compare is a second teleclinic binary: each round runs the scenario
+	// on both builds in turn, each on its own database and seed, so two
+	// builds are compared in the same minutes of a noisy machine.
+	Compare string
 }
+
+// compareScenarios are those --compare runs: the closed-loop ones, whose
+// rounds alternate.
+var compareScenarios = []string{"rooms", "me", "messages-read", "messages-post", "sso", "availability", "book", "pb-post"}
 
 // otherScenarios run only when named: pb-post needs --pocketbase-bin.
 var otherScenarios = []string{"pb-post"}
@@ -140,6 +148,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.PocketBaseBin, "pocketbase-bin", "", "pb-post scenario: a PocketBase server binary (built from its public source) whose authenticated record create the message post is compared with")
 	listVisits := fs.String("list-visits", "1000,100000", "lists scenario: the clinic sizes, in visits, to read the visit lists at (grown through the store)")
 	fs.IntVar(&o.Rounds, "rounds", 1, "measure each scenario and its baseline this many times, alternating, and report the round with the median ratio")
+	fs.StringVar(&o.Compare, "compare", "", "a second teleclinic binary to compare --bin with: each round runs the scenario on one build, then the other (SQLite, closed-loop scenarios only); results say which build (A: --bin, B: --compare)")
 	fs.StringVar(&o.Profile, "profile", "", "write the started server's CPU profile of each run to this directory (<scenario>-<conns>.pprof)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -181,6 +190,16 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	if o.Processes < 1 || (o.Processes > 1 && o.Database == "") {
 		return nil, errors.New("--processes: more than one needs --database (processes share a PostgreSQL database)")
 	}
+	if o.Compare != "" {
+		if o.URL != "" || o.Database != "" {
+			return nil, errors.New("--compare starts both builds on SQLite databases of their own: not with --url or --database")
+		}
+		for _, s := range o.Scenarios {
+			if !slices.Contains(compareScenarios, s) {
+				return nil, fmt.Errorf("--compare runs the scenarios %s, not %s", strings.Join(compareScenarios, ", "), s)
+			}
+		}
+	}
 	if o.URL != "" && (o.Account == "" || o.AdminToken == "" || o.APIKey == "" || o.APISecret == "") {
 		return nil, errors.New("--url needs --account, --admin-token, --api-key and --api-secret")
 	}
@@ -189,14 +208,16 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 
 // Result is one scenario at one connection count.
 type Result struct {
-	Scenario     string  `json:"scenario"`
-	Connections  int     `json:"connections"`
-	Requests     int     `json:"requests"`
-	Errors       int     `json:"errors"`
-	RPS          float64 `json:"req_per_s"`
-	P50ms        float64 `json:"p50_ms"`
-	P90ms        float64 `json:"p90_ms"`
-	P99ms        float64 `json:"p99_ms"`
+	Scenario    string  `json:"scenario"`
+	Connections int     `json:"connections"`
+	Requests    int     `json:"requests"`
+	Errors      int     `json:"errors"`
+	RPS         float64 `json:"req_per_s"`
+	P50ms       float64 `json:"p50_ms"`
+	P90ms       float64 `json:"p90_ms"`
+	P99ms       float64 `json:"p99_ms"`
+	// Build is A (--bin) or B (--compare) when two builds are compared.
+	Build        string  `json:"build,omitempty"`
 	Baseline     string  `json:"baseline,omitempty"`
 	BaselineRPS  float64 `json:"baseline_req_per_s,omitempty"`
 	Ratio        float64 `json:"ratio,omitempty"`
@@ -221,6 +242,20 @@ type Report struct {
 	Results     []Result  `json:"results"`
 	ServerRSSMB float64   `json:"server_rss_mb"`
 	ServerHWMMB float64   `json:"server_peak_rss_mb"`
+	// Builds are the binaries compared (--compare), by the Build of the
+	// results, and CompareHWMMB is B's peak RSS (the server figures above
+	// are A's).
+	Builds       map[string]string `json:"builds,omitempty"`
+	CompareHWMMB float64           `json:"compare_peak_rss_mb,omitempty"`
+}
+
+// build is a server the closed-loop scenarios run on, with its clinic and
+// seed; name is "" alone, A or B when two are compared.
+type build struct {
+	name  string
+	c     *clinic
+	seed  *seeded
+	procs []*serverProc
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -276,6 +311,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("seed: %w", err)
 	}
+	// The builds the closed-loop scenarios run on: this one, and with
+	// --compare a second server with its own database and seed.
+	builds := []*build{{c: c, seed: seed, procs: procs}}
+	if o.Compare != "" {
+		builds[0].name = "A"
+		ob := *o
+		ob.Bin = o.Compare
+		dir := filepath.Join(tmp, "compare")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		progress("starting the server to compare (B)…\n")
+		srvB, cB, err := startServer(ctx, &ob, dir)
+		if err != nil {
+			return fmt.Errorf("the server to compare: %w", err)
+		}
+		defer srvB.stop()
+		progress("seeding %d patients on B…\n", o.Patients)
+		seedB, err := cB.seed(ctx, o.Patients)
+		if err != nil {
+			return fmt.Errorf("seed B: %w", err)
+		}
+		builds = append(builds, &build{name: "B", c: cB, seed: seedB, procs: []*serverProc{srvB}})
+		rep.Builds = map[string]string{"A": o.Bin, "B": o.Compare}
+	}
 	if o.Database != "" {
 		progress("analyzing the seeded tables…\n")
 		if err := analyze(ctx, o.Database); err != nil {
@@ -304,13 +364,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	// With one round a baseline is measured once per connection count, just
-	// before the first scenario that needs it. With more, each round
-	// measures its own, just before the scenario's run, so a round's ratio
-	// compares two runs minutes apart at most.
+	// before the first scenario that needs it. With more, or two builds,
+	// each run has its own, measured just before it, so a ratio compares
+	// two runs minutes apart at most.
 	baselines := map[string]float64{}
 	measureBase := func(kind string, conns int) (float64, error) {
 		k := fmt.Sprintf("%s/%d", kind, conns)
-		if v, ok := baselines[k]; ok && o.Rounds == 1 {
+		if v, ok := baselines[k]; ok && o.Rounds == 1 && len(builds) == 1 {
 			return v, nil
 		}
 		var b *baseProc
@@ -385,48 +445,59 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			rep.Results = append(rep.Results, r)
 			continue
 		}
-		sc := c.scenario(name, seed)
 		for _, conns := range o.Connections {
-			rounds := make([]Result, 0, o.Rounds)
+			rounds := make([][]Result, len(builds))
 			for round := range o.Rounds {
-				base, err := measureBase(sc.baseline, conns)
-				if err != nil {
-					return err
-				}
-				progress("  %-14s c=%-4d ", name, conns)
-				wait := func() {}
-				if o.Profile != "" && srv != nil && round == 0 {
-					_ = os.MkdirAll(o.Profile, 0o755)
-					wait = srv.profile(filepath.Join(o.Profile, fmt.Sprintf("%s-%d.pprof", name, conns)), o.Duration-time.Second)
-				}
-				cpu0, st0 := usage(procs)
-				db0 := postgresCPU()
-				r := load(ctx, name, conns, o.Duration, spread(sc.request, procs), progress)
-				wait()
-				if cpu1, st1 := usage(procs); r.Requests > 0 && len(procs) > 0 {
-					r.CPUms = ms(cpu1-cpu0) / float64(r.Requests)
-					r.Statements = float64(st1-st0) / float64(r.Requests)
-					if o.Database != "" {
-						r.DBCPUms = ms(postgresCPU()-db0) / float64(r.Requests)
+				for bi, b := range builds {
+					sc := b.c.scenario(name, b.seed)
+					base, err := measureBase(sc.baseline, conns)
+					if err != nil {
+						return err
 					}
+					progress("  %-14s c=%-4d ", strings.TrimSpace(name+" "+b.name), conns)
+					wait := func() {}
+					if o.Profile != "" && srv != nil && round == 0 && bi == 0 {
+						_ = os.MkdirAll(o.Profile, 0o755)
+						wait = srv.profile(filepath.Join(o.Profile, fmt.Sprintf("%s-%d.pprof", name, conns)), o.Duration-time.Second)
+					}
+					cpu0, st0 := usage(b.procs)
+					db0 := postgresCPU()
+					r := load(ctx, name, conns, o.Duration, spread(sc.request, b.procs), progress)
+					wait()
+					if cpu1, st1 := usage(b.procs); r.Requests > 0 && len(b.procs) > 0 {
+						r.CPUms = ms(cpu1-cpu0) / float64(r.Requests)
+						r.Statements = float64(st1-st0) / float64(r.Requests)
+						if o.Database != "" {
+							r.DBCPUms = ms(postgresCPU()-db0) / float64(r.Requests)
+						}
+					}
+					progress("%8.0f req/s, p99 %.1f ms, %d errors\n", r.RPS, r.P99ms, r.Errors)
+					r.Build, r.Baseline, r.BaselineRPS, r.Note = b.name, sc.baseline, base, sc.note
+					if base > 0 {
+						r.Ratio = r.RPS / base
+					}
+					rounds[bi] = append(rounds[bi], r)
 				}
-				progress("%8.0f req/s, p99 %.1f ms, %d errors\n", r.RPS, r.P99ms, r.Errors)
-				r.Baseline, r.BaselineRPS, r.Note = sc.baseline, base, sc.note
-				if base > 0 {
-					r.Ratio = r.RPS / base
-				}
-				rounds = append(rounds, r)
 			}
-			rep.Results = append(rep.Results, medianRound(rounds))
+			for _, rs := range rounds {
+				rep.Results = append(rep.Results, medianRound(rs))
+			}
 		}
 	}
 	if srv != nil {
 		rep.ServerRSSMB, rep.ServerHWMMB = srv.rss()
 	}
+	if len(builds) > 1 {
+		_, rep.CompareHWMMB = builds[1].procs[0].rss()
+	}
 	if pb != nil {
 		for i := range rep.Results {
-			if rep.Results[i].Scenario == "pb-post" {
-				rep.Results[i].Note += fmt.Sprintf("; PocketBase peak RSS %.1f MB, Teleclinic's %.1f MB", pb.peakRSS(), rep.ServerHWMMB)
+			if r := &rep.Results[i]; r.Scenario == "pb-post" {
+				tc := rep.ServerHWMMB
+				if r.Build == "B" {
+					tc = rep.CompareHWMMB
+				}
+				r.Note += fmt.Sprintf("; PocketBase peak RSS %.1f MB, Teleclinic's %.1f MB", pb.peakRSS(), tc)
 			}
 		}
 	}
@@ -447,6 +518,9 @@ func machine() string {
 
 func printReport(w io.Writer, rep *Report) {
 	fmt.Fprintf(w, "\nTeleclinic on %s, %s, %s\n\n", rep.Engine, rep.GoMaxProcs, rep.Started.Format(time.RFC3339))
+	if len(rep.Builds) > 0 {
+		fmt.Fprintf(w, "A: %s\nB: %s\n\n", rep.Builds["A"], rep.Builds["B"])
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "scenario\tconns\treq/s\tp50 ms\tp90 ms\tp99 ms\terrors\tbaseline\tbase req/s\tratio\tCPU ms/req\tstmts/req\tDB CPU ms/req\t")
 	for _, r := range rep.Results {
@@ -460,16 +534,19 @@ func printReport(w io.Writer, rep *Report) {
 		if r.DBCPUms > 0 {
 			db = fmt.Sprintf("%.2f", r.DBCPUms)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Scenario, r.Connections, r.RPS, r.P50ms, r.P90ms, r.P99ms, r.Errors, r.Baseline, base, ratio, cpu, stmts, db)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", strings.TrimSpace(r.Scenario+" "+r.Build), r.Connections, r.RPS, r.P50ms, r.P90ms, r.P99ms, r.Errors, r.Baseline, base, ratio, cpu, stmts, db)
 	}
 	tw.Flush()
 	for _, r := range rep.Results {
 		if r.Note != "" || r.FirstError != "" {
-			fmt.Fprintf(w, "  %s c=%d: %s %s\n", r.Scenario, r.Connections, r.Note, r.FirstError)
+			fmt.Fprintf(w, "  %s c=%d: %s %s\n", strings.TrimSpace(r.Scenario+" "+r.Build), r.Connections, r.Note, r.FirstError)
 		}
 	}
 	if rep.ServerRSSMB > 0 {
 		fmt.Fprintf(w, "\nserver RSS at the end %.1f MB, peak %.1f MB\n", rep.ServerRSSMB, rep.ServerHWMMB)
+	}
+	if rep.CompareHWMMB > 0 {
+		fmt.Fprintf(w, "B's server peak RSS %.1f MB\n", rep.CompareHWMMB)
 	}
 }
 
