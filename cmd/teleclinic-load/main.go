@@ -334,7 +334,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("seed B: %w", err)
 		}
 		builds = append(builds, &build{name: "B", c: cB, seed: seedB, procs: []*serverProc{srvB}})
-		rep.Builds = map[string]string{"A": o.Bin, "B": o.Compare}
+		rep.Builds = map[string]string{"A": srv.bin, "B": o.Compare} // A's is built when --bin is not given
 	}
 	if o.Database != "" {
 		progress("analyzing the seeded tables…\n")
