@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/url"
 	"os"
 	"path"
@@ -122,10 +123,47 @@ func TestMove_SQLiteToPostgres(t *testing.T) {
 		t.Errorf("want the two files and the recording read back:\n%s", out)
 	}
 
+	bucketStore, err := blob.Open(ctx, bucket, "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Run("ErrTargetNotEmpty", func(t *testing.T) {
-		_, _, err := runCmd(t, "move", "--data-dir", dataDir, "--to", target, "--blob-url", bucket)
+		// Refused before anything is written: the source's trail gains no
+		// entry, and the target's audit checkpoints stay its own (the
+		// source's, a chain the target does not have, made the target's
+		// audit verify report a rewritten chain).
+		checkpoints, err := filepath.Glob(filepath.Join(dataDir, "blobs", "audit-checkpoints", "*.json"))
+		if err != nil || len(checkpoints) == 0 {
+			t.Fatalf("the source's checkpoints: %v %v", checkpoints, err)
+		}
+		read := func() (string, int) {
+			var b strings.Builder
+			for _, f := range checkpoints {
+				r, _, err := bucketStore.Open(ctx, "audit-checkpoints/"+filepath.Base(f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, _ = io.Copy(&b, r)
+				r.Close()
+			}
+			src, err := sql.Open("sqlite", filepath.Join(dataDir, "teleclinic.db"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer src.Close()
+			var n int
+			if err := src.QueryRow("SELECT count(*) FROM audit").Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			return b.String(), n
+		}
+		before, entries := read()
+		_, _, err = runCmd(t, "move", "--data-dir", dataDir, "--to", target, "--blob-url", bucket)
 		if err == nil || !strings.Contains(err.Error(), "not empty") {
 			t.Fatalf("a second move: %v", err)
+		}
+		if after, n := read(); after != before || n != entries {
+			t.Fatalf("a refused move changed the target's checkpoints (%s → %s) or the source's trail (%d → %d entries)", before, after, entries, n)
 		}
 	})
 	t.Run("ErrUsage", func(t *testing.T) {
@@ -144,10 +182,6 @@ func TestMove_SQLiteToPostgres(t *testing.T) {
 		}
 	})
 
-	bucketStore, err := blob.Open(ctx, bucket, "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	e := testenv.New(t, testenv.Options{DSN: target, ServerKey: key, BlobStore: bucketStore,
 		Clock: testenv.ClockAt(clock.Now()), Config: func(c *app.Config) { c.Sandbox = sandbox }})
 	if e.Store.Engine() != "postgres" {

@@ -78,7 +78,8 @@ const sampleFiles = 50
 // trip bounds the move at a few dozen files a second.
 const blobWorkers = 8
 
-// Run moves src into dst. The order makes a failure at any step safe to
+// Run moves src into dst. A target that holds rows is refused first, with
+// nothing written. The order makes a failure at any later step safe to
 // run again: the file bytes are copied first (a put replaces what an
 // earlier run left), then the rows in one transaction that refuses a
 // target with rows in it, then the checks. progress gets a line per step.
@@ -86,6 +87,12 @@ func Run(ctx context.Context, src Source, dst Target, progress io.Writer) (*Repo
 	sst, dstStore := src.App.Store(), dst.App.Store()
 	if sst.Engine() != "sqlite" || dstStore.Engine() != "postgres" {
 		return nil, errors.New("move: from SQLite to PostgreSQL only")
+	}
+	// A target with rows is refused before anything is written: the
+	// source's checks add audit entries, and its files (its audit
+	// checkpoints among them) would replace a running target's own.
+	if err := dstStore.MoveTargetEmpty(ctx); err != nil {
+		return nil, err
 	}
 	accts, err := sst.Read().ListAccounts(ctx)
 	if err != nil {

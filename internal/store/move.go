@@ -63,6 +63,38 @@ func SQLiteInUse(path string) (bool, error) {
 	return false, nil
 }
 
+// heldRows is the refusal of a target whose table t holds rows.
+func heldRows(t string) error {
+	return fmt.Errorf("%w: table %s holds rows (move into a new, empty database)", ErrTargetNotEmpty, t)
+}
+
+// MoveTargetEmpty refuses s, the target of a move, when one of its tables
+// holds rows (ErrTargetNotEmpty), as MoveTo does again in its transaction.
+// A move asks it before any other step: the steps before the copy add
+// the source's audit entries and put files, the source's audit
+// checkpoints among them, into the target's blob store, where they would
+// replace a running target's own checkpoints with ones its chain does not
+// match.
+func (s *Store) MoveTargetEmpty(ctx context.Context) error {
+	if !s.d.postgres {
+		return errors.New("move: the target must be PostgreSQL")
+	}
+	cols, _, err := postgresColumns(ctx, s.w)
+	if err != nil {
+		return err
+	}
+	for _, t := range slices.Sorted(maps.Keys(cols)) {
+		var held bool
+		if err := s.w.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM "+pgx.Identifier{t}.Sanitize()+")").Scan(&held); err != nil {
+			return err
+		}
+		if held {
+			return heldRows(t)
+		}
+	}
+	return nil
+}
+
 // MoveTo copies every row of s, a SQLite store nothing else writes to, into
 // dst, an empty PostgreSQL store migrated to the same version. Ids stay as
 // they are and each identity sequence continues after the largest id the
@@ -114,7 +146,7 @@ func (s *Store) MoveTo(ctx context.Context, dst *Store) ([]TableCount, error) {
 				return err
 			}
 			if held {
-				return fmt.Errorf("%w: table %s holds rows (move into a new, empty database)", ErrTargetNotEmpty, t)
+				return heldRows(t)
 			}
 		}
 		// Rows that triggers derive from others (user_counts) are copied as
