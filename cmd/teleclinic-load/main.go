@@ -234,6 +234,9 @@ type Result struct {
 	DBCPUms float64 `json:"db_cpu_ms_per_req,omitempty"`
 }
 
+// label is the result's scenario, with its build when two are compared.
+func (r Result) label() string { return strings.TrimSpace(r.Scenario + " " + r.Build) }
+
 // Report is the whole run.
 type Report struct {
 	Engine      string    `json:"engine"`
@@ -534,12 +537,12 @@ func printReport(w io.Writer, rep *Report) {
 		if r.DBCPUms > 0 {
 			db = fmt.Sprintf("%.2f", r.DBCPUms)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", strings.TrimSpace(r.Scenario+" "+r.Build), r.Connections, r.RPS, r.P50ms, r.P90ms, r.P99ms, r.Errors, r.Baseline, base, ratio, cpu, stmts, db)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.label(), r.Connections, r.RPS, r.P50ms, r.P90ms, r.P99ms, r.Errors, r.Baseline, base, ratio, cpu, stmts, db)
 	}
 	tw.Flush()
 	for _, r := range rep.Results {
 		if r.Note != "" || r.FirstError != "" {
-			fmt.Fprintf(w, "  %s c=%d: %s %s\n", strings.TrimSpace(r.Scenario+" "+r.Build), r.Connections, r.Note, r.FirstError)
+			fmt.Fprintf(w, "  %s c=%d: %s %s\n", r.label(), r.Connections, r.Note, r.FirstError)
 		}
 	}
 	if rep.ServerRSSMB > 0 {
