@@ -11133,11 +11133,12 @@ type ClientInterface interface {
 	//
 	// Pages: `_count` resources at a time (1–1000, 200 by default); `total` counts them all,
 	// and the Bundle's `next` and `previous` links are the same search with `_offset` moved.
-	// A resource added between two pages may shift them by one. Observations (device
-	// readings, newest measurement first) and Communications (messages, by visit and then in
-	// each thread's order) are read a page at a time, however many the patient has. The
-	// visits a record holds (Encounter, Appointment, and the threads and notes of Communication
-	// and Composition) are the patient's newest 500.
+	// A resource added between two pages may shift them by one. The lists that grow with the
+	// patient are read a page at a time by the database, however long they are: Encounters and
+	// Appointments (newest visit first), Compositions (visit notes, newest visit first),
+	// Observations (device readings, newest measurement first) and Communications (messages,
+	// by visit and then in each thread's order). Practitioners are the providers of the visits
+	// the caller sees, by id.
 	//
 	// Ids: Patient and Practitioner are user ids, Encounter and Appointment visit ids,
 	// DocumentReference file ids; the others are `<patient>-<id>` (Observation: reading,
@@ -15715,11 +15716,12 @@ func (c *Client) GetFhirMetadata(ctx context.Context, reqEditors ...RequestEdito
 //
 // Pages: `_count` resources at a time (1–1000, 200 by default); `total` counts them all,
 // and the Bundle's `next` and `previous` links are the same search with `_offset` moved.
-// A resource added between two pages may shift them by one. Observations (device
-// readings, newest measurement first) and Communications (messages, by visit and then in
-// each thread's order) are read a page at a time, however many the patient has. The
-// visits a record holds (Encounter, Appointment, and the threads and notes of Communication
-// and Composition) are the patient's newest 500.
+// A resource added between two pages may shift them by one. The lists that grow with the
+// patient are read a page at a time by the database, however long they are: Encounters and
+// Appointments (newest visit first), Compositions (visit notes, newest visit first),
+// Observations (device readings, newest measurement first) and Communications (messages,
+// by visit and then in each thread's order). Practitioners are the providers of the visits
+// the caller sees, by id.
 //
 // Ids: Patient and Practitioner are user ids, Encounter and Appointment visit ids,
 // DocumentReference file ids; the others are `<patient>-<id>` (Observation: reading,
@@ -26885,11 +26887,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// Pages: `_count` resources at a time (1–1000, 200 by default); `total` counts them all,
 	// and the Bundle's `next` and `previous` links are the same search with `_offset` moved.
-	// A resource added between two pages may shift them by one. Observations (device
-	// readings, newest measurement first) and Communications (messages, by visit and then in
-	// each thread's order) are read a page at a time, however many the patient has. The
-	// visits a record holds (Encounter, Appointment, and the threads and notes of Communication
-	// and Composition) are the patient's newest 500.
+	// A resource added between two pages may shift them by one. The lists that grow with the
+	// patient are read a page at a time by the database, however long they are: Encounters and
+	// Appointments (newest visit first), Compositions (visit notes, newest visit first),
+	// Observations (device readings, newest measurement first) and Communications (messages,
+	// by visit and then in each thread's order). Practitioners are the providers of the visits
+	// the caller sees, by id.
 	//
 	// Ids: Patient and Practitioner are user ids, Encounter and Appointment visit ids,
 	// DocumentReference file ids; the others are `<patient>-<id>` (Observation: reading,
@@ -41763,11 +41766,12 @@ func (c *ClientWithResponses) GetFhirMetadataWithResponse(ctx context.Context, r
 //
 // Pages: `_count` resources at a time (1–1000, 200 by default); `total` counts them all,
 // and the Bundle's `next` and `previous` links are the same search with `_offset` moved.
-// A resource added between two pages may shift them by one. Observations (device
-// readings, newest measurement first) and Communications (messages, by visit and then in
-// each thread's order) are read a page at a time, however many the patient has. The
-// visits a record holds (Encounter, Appointment, and the threads and notes of Communication
-// and Composition) are the patient's newest 500.
+// A resource added between two pages may shift them by one. The lists that grow with the
+// patient are read a page at a time by the database, however long they are: Encounters and
+// Appointments (newest visit first), Compositions (visit notes, newest visit first),
+// Observations (device readings, newest measurement first) and Communications (messages,
+// by visit and then in each thread's order). Practitioners are the providers of the visits
+// the caller sees, by id.
 //
 // Ids: Patient and Practitioner are user ids, Encounter and Appointment visit ids,
 // DocumentReference file ids; the others are `<patient>-<id>` (Observation: reading,

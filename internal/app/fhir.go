@@ -20,12 +20,13 @@ import (
 // RecordParts names the parts of a patient's record a read needs, so a
 // search of one resource type loads only that type.
 type RecordParts struct {
-	Visits, Messages, Readings, Coverage, Prescriptions, EMR, Files, Notes bool
-	// MessagesPage and ReadingsPage are what a read takes of the record's
-	// two lists that grow without bound, its visits' messages and its
-	// device readings: a page of each (none unless asked), and their
-	// counts, however long the lists are.
-	MessagesPage, ReadingsPage RecordPage
+	Visits, Appointments, Practitioners, Messages, Readings, Coverage, Prescriptions, EMR, Files, Notes bool
+	// The pages are what a read takes of the record's lists that grow
+	// without bound, with the patient's visits (the visits, the
+	// appointments among them, the notes, the threads' messages) or on
+	// their own (device readings): a page of each (none unless asked), and
+	// their counts, however long the lists are.
+	VisitsPage, AppointmentsPage, NotesPage, MessagesPage, ReadingsPage RecordPage
 }
 
 // RecordPage is a page of one of a record's long lists: the items stored
@@ -43,14 +44,23 @@ const MaxRecordPage = 1000
 
 // AllRecordParts is every part, for Patient/$everything (the long lists'
 // counts, without their items).
-var AllRecordParts = RecordParts{Visits: true, Messages: true, Readings: true, Coverage: true, Prescriptions: true, EMR: true, Files: true, Notes: true}
+var AllRecordParts = RecordParts{Visits: true, Appointments: true, Practitioners: true, Messages: true, Readings: true, Coverage: true,
+	Prescriptions: true, EMR: true, Files: true, Notes: true}
 
 // PatientRecord is one patient's record as the caller may read it. A part
 // not asked for, or not the caller's to read, is empty.
 type PatientRecord struct {
 	Patient *clinic.User
 	Account *clinic.Account
-	Visits  []*VisitDetail
+	// Visits are the page asked for of the visits the caller sees (newest
+	// first), VisitsTotal how many the page's time range holds;
+	// Appointments the same of the booked appointments among them.
+	Visits            []*VisitDetail
+	VisitsTotal       int
+	Appointments      []*VisitDetail
+	AppointmentsTotal int
+	// Providers are the providers of the visits the caller sees.
+	Providers []*clinic.User
 	// Messages are the page asked for of the messages of the visits the
 	// caller takes part in (by visit, then oldest first), MessagesTotal
 	// how many the page's time range holds.
@@ -64,10 +74,13 @@ type PatientRecord struct {
 	Prescriptions []*PrescriptionView
 	EMR           map[string]*EMRSection
 	Files         []*FileInfo
-	// Notes are the notes of the visits above as the caller may read
-	// them: whole for the visit's provider and the admin, the patient's
-	// summary (VisitSummary's part) for the patient once given.
-	Notes []*clinic.VisitNote
+	// Notes are the page asked for of the notes of the visits the caller
+	// sees (newest visit first) as the caller may read them: whole for
+	// the visit's provider and the admin, the patient's summary
+	// (VisitSummary's part) for the patient once given; NotesTotal how
+	// many the page's time range holds.
+	Notes      []*clinic.VisitNote
+	NotesTotal int
 }
 
 // PatientRecord reads the parts of a patient's record the caller asks for
@@ -102,21 +115,57 @@ func (a *App) patientRecord(ctx context.Context, p *clinic.Principal, patientID 
 		return nil, clinic.Errorf(clinic.ENotFound, "Patient not found.")
 	}
 	rec := &PatientRecord{Patient: u, Account: p.Account}
-	if parts.Visits || parts.Messages || parts.Notes {
-		var messages *RecordPage
-		if parts.Messages {
-			messages = &parts.MessagesPage
-		}
-		if err := a.recordVisits(ctx, p, rec, messages); err != nil {
+	rd, rv := a.store.Read(), recordVisits(p, u.ID)
+	if parts.Visits {
+		if rec.Visits, rec.VisitsTotal, err = a.recordVisitPage(ctx, p, rv, "", parts.VisitsPage); err != nil {
 			return nil, err
 		}
-		if parts.Notes {
-			if rec.Notes, err = a.recordNotes(ctx, p, rec.Visits); err != nil {
-				return nil, err
+	}
+	if parts.Appointments {
+		if rec.Appointments, rec.AppointmentsTotal, err = a.recordVisitPage(ctx, p, rv, clinic.KindAppointment, parts.AppointmentsPage); err != nil {
+			return nil, err
+		}
+	}
+	if parts.Practitioners {
+		ids, err := rd.RecordProviders(ctx, rv)
+		if err != nil {
+			return nil, fmt.Errorf("record providers: %w", err)
+		}
+		users, err := rd.UsersByIDs(ctx, p.Account.ID, ids)
+		if err != nil {
+			return nil, fmt.Errorf("record providers: %w", err)
+		}
+		for _, id := range ids {
+			if u := users[id]; u != nil {
+				rec.Providers = append(rec.Providers, u)
 			}
 		}
-		if !parts.Visits {
-			rec.Visits = nil
+	}
+	// The thread's participants are those who see the visit, less the
+	// admin (messageVisit).
+	if parts.Messages && !p.IsAdmin() {
+		ms, total, err := rd.MessagesWindow(ctx, rv, parts.MessagesPage.window())
+		if err != nil {
+			return nil, fmt.Errorf("record threads: %w", err)
+		}
+		rec.MessagesTotal = total
+		if rec.Messages, err = a.namedMessages(ctx, p.Account.ID, ms); err != nil {
+			return nil, err
+		}
+	}
+	if parts.Notes {
+		// A note is whole for the visit's provider and the admin; the
+		// patient is given their part of the signed notes of completed
+		// visits.
+		nv, patient := rv, u.ID == p.UserID()
+		nv.Rooms = false
+		if rec.Notes, rec.NotesTotal, err = rd.NotesWindow(ctx, nv, patient, parts.NotesPage.window()); err != nil {
+			return nil, fmt.Errorf("record notes: %w", err)
+		}
+		if patient {
+			for i, n := range rec.Notes {
+				rec.Notes[i] = patientPart(n)
+			}
 		}
 	}
 	if parts.Readings {
@@ -167,55 +216,28 @@ func (pg RecordPage) window() store.RecordWindow {
 	return store.RecordWindow{Since: pg.Since, Before: pg.Before, Offset: max(pg.Offset, 0), Limit: min(pg.Limit, MaxRecordPage), ID: pg.ID}
 }
 
-// recordVisits adds the patient's visits the caller sees and, when asked,
-// a page of the messages of those the caller takes part in. The statements
-// do not grow with the visits: the details come in one batch
-// (visitDetails), a provider's rooms are read once, and the messages are
-// one window over the threads.
-func (a *App) recordVisits(ctx context.Context, p *clinic.Principal, rec *PatientRecord, messages *RecordPage) error {
-	vs, err := a.store.Read().ListVisits(ctx, store.VisitFilter{AccountID: p.Account.ID, MemberID: rec.Patient.ID, Limit: MaxVisitList})
+// recordVisits are the visits of patient's record that p sees (seesVisit):
+// all of them for the admin and the patient, a provider's own and those
+// awaiting a provider in their rooms for a provider.
+func recordVisits(p *clinic.Principal, patient int64) store.RecordVisits {
+	rv := store.RecordVisits{AccountID: p.Account.ID, MemberID: patient}
+	if !p.IsAdmin() && p.UserID() != patient {
+		rv.ProviderID, rv.Rooms = p.UserID(), IsProvider(p)
+	}
+	return rv
+}
+
+// recordVisitPage is a page of rv's visits (of kind, when given) with
+// their details, and how many the page's time range holds. The statements
+// do not grow with the page: the details come in one batch
+// (visitDetails).
+func (a *App) recordVisitPage(ctx context.Context, p *clinic.Principal, rv store.RecordVisits, kind string, pg RecordPage) ([]*VisitDetail, int, error) {
+	vs, total, err := a.store.Read().VisitsWindow(ctx, rv, kind, pg.window())
 	if err != nil {
-		return fmt.Errorf("record visits: %w", err)
+		return nil, 0, fmt.Errorf("record visits: %w", err)
 	}
-	var rooms map[int64]bool // the provider's, read when first asked
-	inRoom := func(room int64) (bool, error) {
-		if rooms == nil {
-			links, err := a.store.Read().UserRooms(ctx, p.Account.ID, p.UserID())
-			if err != nil {
-				return false, err
-			}
-			rooms = map[int64]bool{}
-			for _, l := range links {
-				rooms[l.Room.ID] = true
-			}
-		}
-		return rooms[room], nil
-	}
-	seen := vs[:0]
-	for _, v := range vs {
-		ok, err := seesVisit(p, v.Thread(), inRoom)
-		if err != nil {
-			return fmt.Errorf("record visits: %w", err)
-		}
-		if ok {
-			seen = append(seen, v)
-		}
-	}
-	if rec.Visits, err = a.visitDetails(ctx, p, seen); err != nil {
-		return err
-	}
-	// The thread's participants are those who see the visit, less the
-	// admin (messageVisit).
-	if messages == nil || p.IsAdmin() {
-		return nil
-	}
-	ms, total, err := a.store.Read().MessagesWindow(ctx, p.Account.ID, seen, messages.window())
-	if err != nil {
-		return fmt.Errorf("record threads: %w", err)
-	}
-	rec.MessagesTotal = total
-	rec.Messages, err = a.namedMessages(ctx, p.Account.ID, ms)
-	return err
+	ds, err := a.visitDetails(ctx, p, vs)
+	return ds, total, err
 }
 
 // Practitioner reads a provider of the clinic as GET /users/{id} lets the
@@ -229,31 +251,6 @@ func (a *App) Practitioner(ctx context.Context, p *clinic.Principal, id int64) (
 		return nil, clinic.Errorf(clinic.ENotFound, "Practitioner not found.")
 	}
 	return prof.User, nil
-}
-
-// recordNotes are the notes of visits as the caller may read them (see
-// PatientRecord.Notes), read in one batch.
-func (a *App) recordNotes(ctx context.Context, p *clinic.Principal, visits []*VisitDetail) ([]*clinic.VisitNote, error) {
-	ids := make([]int64, len(visits))
-	for i, d := range visits {
-		ids[i] = d.Visit.ID
-	}
-	notes, err := a.store.Read().VisitNotes(ctx, p.Account.ID, ids)
-	if err != nil {
-		return nil, fmt.Errorf("record notes: %w", err)
-	}
-	var out []*clinic.VisitNote
-	for _, d := range visits {
-		n := notes[d.Visit.ID]
-		switch {
-		case n == nil:
-		case p.IsAdmin() || d.Visit.ProviderID == p.UserID():
-			out = append(out, n)
-		case d.Visit.MemberID == p.UserID() && n.Status == clinic.NoteSigned && d.Visit.Status == clinic.VisitCompleted:
-			out = append(out, patientPart(n))
-		}
-	}
-	return out, nil
 }
 
 // patientPart is what the patient is given of a signed note: the summary

@@ -117,7 +117,9 @@ func (s *Server) Everything(w http.ResponseWriter, r *http.Request, p *clinic.Pr
 	// long lists (longLists); a second reads the pages of those lists that
 	// fall in the answer's page, if any do.
 	parts, pg := app.AllRecordParts, q.page()
-	parts.MessagesPage, parts.ReadingsPage = pg, pg
+	for _, list := range longLists {
+		list.set(&parts, pg)
+	}
 	rec, err := s.app.PatientRecord(r.Context(), p, patient, parts)
 	if err != nil {
 		return err
@@ -150,7 +152,7 @@ func (s *Server) Everything(w http.ResponseWriter, r *http.Request, p *clinic.Pr
 		all = append(all, part{t: t, skip: lo, total: count})
 		total += count
 	}
-	if pages.Messages || pages.Readings {
+	if pages != (app.RecordParts{}) {
 		more, err := s.app.PatientRecord(r.Context(), p, patient, pages)
 		if err != nil {
 			return err
@@ -197,7 +199,7 @@ func (s *Server) read(ctx context.Context, p *clinic.Principal, t *resourceType,
 		if err != nil {
 			return nil, err
 		}
-		rec = &app.PatientRecord{Account: p.Account, Visits: []*app.VisitDetail{d}}
+		rec = &app.PatientRecord{Account: p.Account, Visits: []*app.VisitDetail{d}, Appointments: []*app.VisitDetail{d}}
 	default:
 		patient, err := s.patientOf(ctx, p, t.id, rid, n)
 		if err != nil || patient == 0 {

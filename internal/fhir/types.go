@@ -46,12 +46,14 @@ var types = []resourceType{
 	{"Patient", app.RecordParts{}, []string{"patient", "_id"}, patientID, func(rec *app.PatientRecord) []resource {
 		return []resource{toFHIRPatient(rec.Account, rec.Patient)}
 	}},
-	{"Practitioner", app.RecordParts{Visits: true}, []string{"patient", "_id"}, providerID, practitioners},
+	{"Practitioner", app.RecordParts{Practitioners: true}, []string{"patient", "_id"}, providerID, func(rec *app.PatientRecord) []resource {
+		return each(rec.Providers, func(u *clinic.User) resource { return toFHIRPractitioner(rec.Account, u) })
+	}},
 	{"Encounter", app.RecordParts{Visits: true}, []string{"patient", "subject"}, visitID, func(rec *app.PatientRecord) []resource {
 		return each(rec.Visits, func(d *app.VisitDetail) resource { return toFHIREncounter(d) })
 	}},
-	{"Appointment", app.RecordParts{Visits: true}, []string{"patient"}, visitID, func(rec *app.PatientRecord) []resource {
-		return each(rec.Visits, func(d *app.VisitDetail) resource {
+	{"Appointment", app.RecordParts{Appointments: true}, []string{"patient"}, visitID, func(rec *app.PatientRecord) []resource {
+		return each(rec.Appointments, func(d *app.VisitDetail) resource {
 			if d.Visit.Kind != clinic.KindAppointment {
 				return nil
 			}
@@ -85,9 +87,9 @@ var types = []resourceType{
 }
 
 // longList is how a type drawn from one of a record's lists that grow
-// without bound (a patient's messages, their device readings) is read a
-// page at a time: set asks a record read for a page of its list, and
-// total is how many the list holds in the page's time range.
+// without bound (a patient's visits and what comes with them, their device
+// readings) is read a page at a time: set asks a record read for a page of
+// its list, and total is how many the list holds in the page's time range.
 type longList struct {
 	set   func(parts *app.RecordParts, pg app.RecordPage)
 	total func(rec *app.PatientRecord) int
@@ -95,6 +97,14 @@ type longList struct {
 
 // longLists are the types read a page at a time, by name.
 var longLists = map[string]longList{
+	"Encounter": {
+		set:   func(parts *app.RecordParts, pg app.RecordPage) { parts.Visits, parts.VisitsPage = true, pg },
+		total: func(rec *app.PatientRecord) int { return rec.VisitsTotal },
+	},
+	"Appointment": {
+		set:   func(parts *app.RecordParts, pg app.RecordPage) { parts.Appointments, parts.AppointmentsPage = true, pg },
+		total: func(rec *app.PatientRecord) int { return rec.AppointmentsTotal },
+	},
 	"Communication": {
 		set:   func(parts *app.RecordParts, pg app.RecordPage) { parts.Messages, parts.MessagesPage = true, pg },
 		total: func(rec *app.PatientRecord) int { return rec.MessagesTotal },
@@ -102,6 +112,10 @@ var longLists = map[string]longList{
 	"Observation": {
 		set:   func(parts *app.RecordParts, pg app.RecordPage) { parts.Readings, parts.ReadingsPage = true, pg },
 		total: func(rec *app.PatientRecord) int { return rec.ReadingsTotal },
+	},
+	"Composition": {
+		set:   func(parts *app.RecordParts, pg app.RecordPage) { parts.Notes, parts.NotesPage = true, pg },
+		total: func(rec *app.PatientRecord) int { return rec.NotesTotal },
 	},
 }
 
@@ -125,16 +139,4 @@ func each[T any](items []T, to func(T) resource) []resource {
 		}
 	}
 	return out
-}
-
-// practitioners are the providers of the patient's visits, each once.
-func practitioners(rec *app.PatientRecord) []resource {
-	seen := map[int64]bool{}
-	return each(rec.Visits, func(d *app.VisitDetail) resource {
-		if d.Provider == nil || seen[d.Provider.ID] {
-			return nil
-		}
-		seen[d.Provider.ID] = true
-		return toFHIRPractitioner(rec.Account, d.Provider)
-	})
 }

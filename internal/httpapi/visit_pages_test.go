@@ -363,3 +363,127 @@ func TestAudit_Pages(t *testing.T) {
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/audit", Query: url.Values{"after": {bad}}, Header: adminHeaders(s.c)}), 400, 400)
 	}
 }
+
+// TestFHIR_ManyVisits: a record's visits, appointments and notes are read
+// a page at a time in the database, so a patient with more visits than a
+// visit list's page (500) has all of them in the record: the Encounter,
+// Appointment and Composition searches and $everything count and page
+// through every one. A provider's record holds only the visits they see
+// (their own and their room's unassigned e-consults, not another room's),
+// and the patient only the signed notes of completed visits.
+func TestFHIR_ManyVisits(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	mustRoom(t, e, s.c, map[string]any{"domain": "elsewhere." + s.domain, "name": "Elsewhere", "code": "elsewhere"})
+	s.withVisit(t)
+	type total struct{ Total int }
+	count := func(h map[string]string, path string) int {
+		t.Helper()
+		path, patient, _ := strings.Cut(path, "?patient=")
+		kv := []string{"_count", "1"}
+		if patient != "" {
+			kv = append(kv, "patient", patient)
+		}
+		res := fhirGet(t, e, h, path, kv...)
+		var tt total
+		if res.Status != 200 || json.Unmarshal(res.Raw, &tt) != nil {
+			t.Fatalf("%s: %d %s", path, res.Status, res.Raw)
+		}
+		return tt.Total
+	}
+	admin, doc, pat := adminHeaders(s.c), userHeaders(s.c, s.doc.Token), userHeaders(s.c, s.pat.Token)
+	searches := []string{"/fhir/R4/Encounter?patient=" + s.pat.UserID, "/fhir/R4/Appointment?patient=" + s.pat.UserID,
+		"/fhir/R4/Composition?patient=" + s.pat.UserID, "/fhir/R4/Patient/" + s.pat.UserID + "/$everything"}
+	before := map[string][]int{}
+	for _, path := range searches {
+		for _, h := range []map[string]string{admin, doc, pat} {
+			before[path] = append(before[path], count(h, path))
+		}
+	}
+
+	// 600 visits of the patient: a third booked with the provider, a third
+	// unassigned e-consults of the provider's room, a third of the other
+	// room's; a note on every tenth, signed on completed visits.
+	db := e.Store.DB()
+	var acct, main, elsewhere int64
+	if err := db.QueryRow(e.Store.Rebind("SELECT account_id, id FROM rooms WHERE code = 'main' AND account_id = (SELECT account_id FROM users WHERE id = ?)"), s.pat.UserID).Scan(&acct, &main); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(e.Store.Rebind("SELECT id FROM rooms WHERE account_id = ? AND code = 'elsewhere'"), acct).Scan(&elsewhere); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := e.Clock.Now().Unix()
+	for i := range 600 {
+		provider, room, kind, status := s.doc.UserID, main, "appointment", 30
+		switch i % 3 {
+		case 1:
+			provider, kind, status = "0", "econsult", 10
+		case 2:
+			provider, room, kind, status = "0", elsewhere, "econsult", 10
+		}
+		var id int64
+		if err := tx.QueryRow(e.Store.Rebind(`INSERT INTO visits (account_id, member_id, provider_id, room_id, status, type, kind, created, modified)
+			VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?) RETURNING id`), acct, s.pat.UserID, provider, room, status, kind, now, now).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		if i%10 == 0 {
+			if _, err := tx.Exec(e.Store.Rebind(`INSERT INTO visit_notes (account_id, visit_id, author_id, subjective, status, created, modified)
+				VALUES (?, ?, ?, 'Seen.', 'signed', ?, ?)`), acct, id, s.doc.UserID, now, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// Per search, what the admin, the provider and the patient gain.
+	gain := map[string][3]int{
+		searches[0]: {600, 400, 600},
+		searches[1]: {200, 200, 200},
+		searches[2]: {60, 20, 20}, // the notes of i%10 == 0: 20 with i%3 == 0, completed
+	}
+	// $everything gains the visits twice (Encounter and Appointment) and
+	// the notes; the admin and the patient also the other room.
+	gain[searches[3]] = [3]int{600 + 200 + 60, 400 + 200 + 20, 600 + 200 + 20}
+	for path, g := range gain {
+		for i, h := range []map[string]string{admin, doc, pat} {
+			if got := count(h, path); got != before[path][i]+g[i] {
+				t.Errorf("%s as %s: total %d, want %d + %d", path, []string{"admin", "provider", "patient"}[i], got, before[path][i], g[i])
+			}
+		}
+	}
+
+	// The provider's encounters, paged by 1000, are every visit they see,
+	// newest first, and none of the other room's.
+	res := fhirGet(t, e, doc, "/fhir/R4/Encounter", "patient", s.pat.UserID, "_count", "1000")
+	var b struct {
+		Total int
+		Entry []struct{ Resource struct{ ID string } }
+	}
+	if res.Status != 200 || json.Unmarshal(res.Raw, &b) != nil || len(b.Entry) != b.Total || b.Total != before[searches[0]][1]+400 {
+		t.Fatalf("provider's encounters: %d %d of %d", res.Status, len(b.Entry), b.Total)
+	}
+	seen := map[string]bool{}
+	for _, en := range b.Entry {
+		seen[en.Resource.ID] = true
+	}
+	rows, err := db.Query(e.Store.Rebind("SELECT id FROM visits WHERE room_id = ?"), elsewhere)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		if seen[fmt.Sprint(id)] {
+			t.Fatalf("the provider's record holds visit %d of a room not theirs", id)
+		}
+	}
+}

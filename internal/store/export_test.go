@@ -101,6 +101,12 @@ func ExplainMessagesWindow(ctx context.Context, s *Store, accountID int64, visit
 	return explain(ctx, s, []listQuery{count, page})
 }
 
+// ExplainVisitsWindow is the plans of w's count and page of rv's visits.
+func ExplainVisitsWindow(ctx context.Context, s *Store, rv RecordVisits, w RecordWindow) ([]string, error) {
+	count, page := visitsWindow(rv, "", w)
+	return explain(ctx, s, []listQuery{count, page})
+}
+
 // UserFilterCond is f's WHERE over users u.
 func UserFilterCond(f UserFilter) (string, []any) { return f.cond() }
 

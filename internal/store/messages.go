@@ -79,24 +79,37 @@ func (q *Q) ThreadMessages(ctx context.Context, accountID, visitID int64, from, 
 	return out, q.d.translate(rows.Err())
 }
 
-// MessagesWindow is a window of the messages of visits, in the order of
-// the visits' ids and then of each thread, and how many the window's time
-// range holds: the part of a patient's record that is their visits'
-// threads. The (visit_id, seq) key serves the order. The count of a
+// MessagesWindow is a window of the messages of rv's visits, in the order
+// of the visits' ids and then of each thread, and how many the window's
+// time range holds: the part of a patient's record that is their visits'
+// threads. A first statement reads the ids of the visits with messages. The (visit_id, seq) key serves the order. The count of a
 // window over whole threads is the visits' message counts (a thread's
 // places are 1 to its count), so only a time range or an id is counted.
-func (q *Q) MessagesWindow(ctx context.Context, accountID int64, visits []*clinic.Visit, w RecordWindow) ([]*clinic.Message, int, error) {
+func (q *Q) MessagesWindow(ctx context.Context, rv RecordVisits, w RecordWindow) ([]*clinic.Message, int, error) {
+	cond, args := rv.cond()
+	rows, err := q.query(ctx, "SELECT v.id, v.message_count FROM visits v WHERE "+cond+" AND v.message_count > 0 ORDER BY v.id", args...)
+	if err != nil {
+		return nil, 0, err
+	}
 	var ids []int64
 	total := 0
-	for _, v := range visits {
-		if v.MessageCount > 0 {
-			ids = append(ids, v.ID)
-			total += v.MessageCount
+	for rows.Next() {
+		var id int64
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			rows.Close()
+			return nil, 0, q.d.translate(err)
 		}
+		ids, total = append(ids, id), total+n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, 0, q.d.translate(err)
 	}
 	if len(ids) == 0 {
 		return []*clinic.Message{}, 0, nil
 	}
+	accountID := rv.AccountID
 	if w.Since != 0 || w.Before != 0 || w.ID != 0 {
 		total = -1 // counted
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"teleclinic/internal/clinic"
 )
@@ -80,11 +81,47 @@ func (q *Q) VisitNotes(ctx context.Context, accountID int64, visits []int64) (ma
 	if len(visits) == 0 {
 		return out, nil
 	}
-	rows, err := q.query(ctx, "SELECT "+noteCols+" FROM visit_notes WHERE account_id = ? AND visit_id IN ("+placeholders(len(visits))+")",
+	notes, err := q.notes(ctx, "SELECT "+noteCols+" FROM visit_notes WHERE account_id = ? AND visit_id IN ("+placeholders(len(visits))+")",
 		append([]any{accountID}, anys(visits)...)...)
+	for _, n := range notes {
+		out[n.VisitID] = n
+	}
+	return out, err
+}
+
+// NotesWindow is a window of the notes of rv's visits, newest visit first,
+// and how many the window's time range holds (by the note's last change);
+// with signedOnly only the signed notes of completed visits (what a
+// patient is given). The window's ID is a visit's. The Compositions of a
+// FHIR record.
+func (q *Q) NotesWindow(ctx context.Context, rv RecordVisits, signedOnly bool, w RecordWindow) ([]*clinic.VisitNote, int, error) {
+	cond, args := rv.cond()
+	if signedOnly {
+		cond += " AND n.status = ? AND v.status = ?"
+		args = append(args, clinic.NoteSigned, clinic.VisitCompleted)
+	}
+	wc, wargs := w.where("n.visit_id", "n.modified", 1)
+	from := " FROM visit_notes n JOIN visits v ON v.account_id = n.account_id AND v.id = n.visit_id WHERE " + cond + wc
+	args = append(args, wargs...)
+	var total int
+	if err := q.queryRow(ctx, "SELECT count(*)"+from, args, &total); err != nil {
+		return nil, 0, err
+	}
+	if w.Limit <= 0 || w.Offset >= total {
+		return []*clinic.VisitNote{}, total, nil
+	}
+	cols := "n." + strings.ReplaceAll(noteCols, ", ", ", n.")
+	notes, err := q.notes(ctx, "SELECT "+cols+from+" ORDER BY v.id DESC LIMIT ? OFFSET ?", append(args, w.Limit, w.Offset)...)
+	return notes, total, err
+}
+
+// notes reads the notes query selects (noteCols) and their addenda.
+func (q *Q) notes(ctx context.Context, query string, args ...any) ([]*clinic.VisitNote, error) {
+	rows, err := q.query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
+	out := []*clinic.VisitNote{}
 	byID := map[int64]*clinic.VisitNote{}
 	for rows.Next() {
 		n := &clinic.VisitNote{Addenda: []clinic.NoteAddendum{}}
@@ -98,7 +135,7 @@ func (q *Q) VisitNotes(ctx context.Context, accountID int64, visits []int64) (ma
 			rows.Close()
 			return nil, err
 		}
-		out[n.VisitID], byID[n.ID] = n, n
+		out, byID[n.ID] = append(out, n), n
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil || len(byID) == 0 {
@@ -108,6 +145,7 @@ func (q *Q) VisitNotes(ctx context.Context, accountID int64, visits []int64) (ma
 	for id := range byID {
 		ids = append(ids, id)
 	}
+	accountID := out[0].AccountID
 	rows, err = q.query(ctx, "SELECT note_id, id, author_id, body, created FROM visit_note_addenda WHERE account_id = ? AND note_id IN ("+placeholders(len(ids))+") ORDER BY id",
 		append([]any{accountID}, anys(ids)...)...)
 	if err != nil {

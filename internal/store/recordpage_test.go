@@ -11,7 +11,7 @@ import (
 
 // TestRecordWindows: a page of a patient's device readings or of their
 // visits' messages (the long lists of a FHIR search) is read in the order
-// of an index, on a record of 20,000 of each in a clinic of ten times as
+// of an index (their visits through the patient's own index), on a record of 20,000 of each in a clinic of ten times as
 // many, with no sort step, and counted through an index, never by a scan
 // of the clinic's table. The pages together are the list, in its order; the time
 // range and the id select as they say, and another patient's items are
@@ -46,6 +46,7 @@ func TestRecordWindows(t *testing.T) {
 		exec(`INSERT INTO visit_messages (account_id, visit_id, seq, author_id, actor_type, type, content, attachments, created_us)
 			SELECT CAST(? AS BIGINT), CAST(? AS BIGINT), i, CAST(? AS BIGINT), 1, 'text', 'hello', '[]', (CAST(i AS BIGINT) * 10 + ?) * 1000000
 			FROM (`+series()+`) AS s`, acct.ID, v.ID, pat.ID, k, n/10)
+		exec("UPDATE visits SET message_count = ? WHERE id = ?", n/10, v.ID)
 	}
 	// The clinic's other threads: nine times as many messages.
 	others, err := st.Read().ListVisits(ctx, store.VisitFilter{AccountID: acct.ID, ProviderID: doc.ID, Limit: 90})
@@ -76,13 +77,24 @@ func TestRecordWindows(t *testing.T) {
 		if err != nil {
 			t.Fatal(name, err)
 		}
+		vp, err := store.ExplainVisitsWindow(ctx, st, store.RecordVisits{AccountID: acct.ID, MemberID: pat.ID}, w)
+		if err != nil {
+			t.Fatal(name, err)
+		}
 		plans["readings, "+name] = rp
 		plans["messages, "+name] = mp
+		plans["visits, "+name] = vp
 	}
 	for name, ps := range plans {
 		for _, plan := range ps {
-			if strings.Contains(plan, "TEMP B-TREE") || strings.Contains(plan, "Sort") || strings.Contains(plan, "Seq Scan") ||
-				strings.Contains(plan, "SCAN health_readings") || strings.Contains(plan, "SCAN visit_messages") {
+			// A patient's visits are read through their own index; a
+			// page of them may be sorted: they are the patient's few
+			// (here 400, and PostgreSQL sorts that few rather than walk
+			// the index past an offset), which the count reads anyway.
+			sorted := strings.Contains(plan, "TEMP B-TREE") || strings.Contains(plan, "Sort")
+			if sorted && !strings.HasPrefix(name, "visits") || strings.Contains(plan, "Seq Scan") ||
+				strings.Contains(plan, "SCAN health_readings") || strings.Contains(plan, "SCAN visit_messages") || strings.Contains(plan, "SCAN v ") ||
+				strings.HasPrefix(name, "visits") && !strings.Contains(plan, "visits_account_member_id") {
 				t.Errorf("%s: not read in an index's order:\n%s", name, plan)
 			}
 		}
@@ -131,9 +143,10 @@ func TestRecordWindows(t *testing.T) {
 	}
 
 	// The messages' pages are the threads, by visit, each in its order.
+	mine := store.RecordVisits{AccountID: acct.ID, MemberID: pat.ID}
 	var got [][2]int64
 	for off := 0; off < n; off += 900 {
-		page, total, err := st.Read().MessagesWindow(ctx, acct.ID, vs, store.RecordWindow{Offset: off, Limit: 900})
+		page, total, err := st.Read().MessagesWindow(ctx, mine, store.RecordWindow{Offset: off, Limit: 900})
 		if err != nil || total != n || len(page) != min(900, n-off) {
 			t.Fatalf("offset %d: %d messages, total %d, %v", off, len(page), total, err)
 		}
@@ -149,12 +162,12 @@ func TestRecordWindows(t *testing.T) {
 	}) || len(got) != n || got[0][1] != 1 {
 		t.Fatalf("messages out of order: %d, first %v", len(got), got[0])
 	}
-	ms, total, err := st.Read().MessagesWindow(ctx, acct.ID, vs[:3], store.RecordWindow{Since: 1000, Limit: n})
-	if err != nil || total != len(ms) || total == 0 || total >= 3*n/10 {
-		t.Fatalf("three threads since 1000: %d, total %d, %v", len(ms), total, err)
+	ms, total, err := st.Read().MessagesWindow(ctx, mine, store.RecordWindow{Since: 19000, Limit: n})
+	if err != nil || total != len(ms) || total == 0 || total >= n/10 {
+		t.Fatalf("since 19000: %d, total %d, %v", len(ms), total, err)
 	}
 	for _, m := range ms {
-		if m.CreatedUS < 1000*1e6 || !slices.Contains(visits[:3], m.VisitID) {
+		if m.CreatedUS < 19000*1e6 || !slices.Contains(visits, m.VisitID) {
 			t.Fatalf("message %+v", m)
 		}
 	}

@@ -237,6 +237,77 @@ func (q *Q) ListVisits(ctx context.Context, f VisitFilter) ([]*clinic.Visit, err
 	return out[:min(len(out), f.Limit)], nil
 }
 
+// RecordVisits are the visits of a patient's record that its reader sees:
+// all of the patient's, or with ProviderID those that provider sees
+// through the API, their own and, with Rooms, the e-consults and walk-ins
+// of their rooms that no provider has taken yet (app's seesVisit, as SQL,
+// so that the database pages a record's lists of visits, notes and
+// threads, however many visits the patient has).
+type RecordVisits struct {
+	AccountID, MemberID int64
+	ProviderID          int64
+	Rooms               bool
+}
+
+// cond is rv as a condition on visits v.
+func (rv RecordVisits) cond() (string, []any) {
+	c := "v.account_id = ? AND v.member_id = ?"
+	args := []any{rv.AccountID, rv.MemberID}
+	if rv.ProviderID == 0 {
+		return c, args
+	}
+	c += " AND (v.provider_id = ?"
+	args = append(args, rv.ProviderID)
+	if rv.Rooms {
+		c += " OR (v.provider_id = 0 AND v.kind IN (?, ?) AND v.room_id IN (SELECT room_id FROM user_rooms WHERE account_id = ? AND user_id = ?))"
+		args = append(args, clinic.KindEconsult, clinic.KindWalkin, rv.AccountID, rv.ProviderID)
+	}
+	return c + ")", args
+}
+
+// VisitsWindow is a window of rv's visits, newest first, with kind only
+// visits of that kind, and how many the window's time range holds (by the
+// visit's last change): a FHIR record's Encounters and Appointments. The
+// (account_id, member_id, id) key serves the order.
+func (q *Q) VisitsWindow(ctx context.Context, rv RecordVisits, kind string, w RecordWindow) ([]*clinic.Visit, int, error) {
+	count, page := visitsWindow(rv, kind, w)
+	return readWindow(ctx, q, w, count, page, -1, func(rows *sql.Rows) (*clinic.Visit, error) { return scanVisit(rows) })
+}
+
+// visitsWindow is the count and the page of VisitsWindow.
+func visitsWindow(rv RecordVisits, kind string, w RecordWindow) (count, page listQuery) {
+	cond, args := rv.cond()
+	if kind != "" {
+		cond += " AND v.kind = ?"
+		args = append(args, kind)
+	}
+	wc, wargs := w.where("v.id", "v.modified", 1)
+	from := " FROM visits v WHERE " + cond + wc
+	args = append(args, wargs...)
+	return listQuery{"SELECT count(*)" + from, args},
+		listQuery{"SELECT " + visitCols + from + " ORDER BY v.id DESC LIMIT ? OFFSET ?", append(slices.Clip(args), w.Limit, w.Offset)}
+}
+
+// RecordProviders are the providers of rv's visits, by id: a FHIR
+// record's Practitioners.
+func (q *Q) RecordProviders(ctx context.Context, rv RecordVisits) ([]int64, error) {
+	cond, args := rv.cond()
+	rows, err := q.query(ctx, "SELECT DISTINCT v.provider_id FROM visits v WHERE "+cond+" AND v.provider_id <> 0 ORDER BY v.provider_id", args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, q.d.translate(err)
+		}
+		out = append(out, id)
+	}
+	return out, q.d.translate(rows.Err())
+}
+
 // listQuery is one statement of a list and its arguments.
 type listQuery struct {
 	query string
