@@ -64,6 +64,7 @@ var actorWords = map[string]string{"admin_token": "the clinic admin (admin token
 type adminPayment struct {
 	ID                       int64
 	Created                  int64
+	Patient                  string
 	Status, Amount, Refunded string
 	Refundable               bool
 	VisitID                  int64
@@ -90,10 +91,18 @@ type adminPage struct {
 	// page's providers_after); ProvidersPaged says this is not the first.
 	ProvidersMore  int64
 	ProvidersPaged bool
-	Audit          []auditRow
-	Filter         app.AuditQuery
-	FilterUser     string
-	Notice, Error  string
+	// PaymentsMore is the last payment shown when older ones follow (the
+	// next page's payments_before); PaymentsPaged says this is not the
+	// first page. AuditMore and AuditFirst are the audit trail's links to
+	// its next and first pages under the same filter ("" when there is
+	// none to go to).
+	PaymentsMore          int64
+	PaymentsPaged         bool
+	Audit                 []auditRow
+	AuditMore, AuditFirst string
+	Filter                app.AuditQuery
+	FilterUser            string
+	Notice, Error         string
 }
 
 // adminProvidersPage is how many providers /admin lists at a time, and
@@ -102,6 +111,8 @@ type adminPage struct {
 const (
 	adminProvidersPage = 50
 	adminRoomChoices   = 100
+	adminPaymentsPage  = 20
+	adminAuditPage     = 50
 )
 
 // admin is /admin: rooms, the webhook and its deliveries, the audit trail
@@ -157,21 +168,22 @@ func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, p
 	if len(provs) == adminProvidersPage {
 		page.ProvidersMore = provs[len(provs)-1].ID
 	}
-	invs, err := s.billing.Invoices(ctx, p, billing.InvoiceQuery{Limit: 20})
+	// The payments and the audit trail, newest first, a page at a time
+	// (keyset: the next page is what comes before the last one shown).
+	// One more than a page is read to know whether another follows.
+	q := r.URL.Query()
+	before, _ := strconv.ParseInt(q.Get("payments_before"), 10, 64)
+	invs, err := s.billing.Invoices(ctx, p, billing.InvoiceQuery{Before: max(before, 0), Limit: adminPaymentsPage + 1})
 	if err != nil {
 		return err
 	}
-	for _, inv := range invs {
-		pay := adminPayment{ID: inv.ID, Created: inv.Created, Status: inv.Status, Amount: money(inv.AmountDue, inv.Currency),
-			Refundable: inv.Status == billing.InvoicePaid && inv.ChargeRef != ""}
-		if inv.Refunded > 0 {
-			pay.Refunded = money(inv.Refunded, inv.Currency)
-		}
-		page.Payments = append(page.Payments, pay)
+	page.PaymentsPaged = before > 0
+	if len(invs) > adminPaymentsPage {
+		invs = invs[:adminPaymentsPage]
+		page.PaymentsMore = invs[len(invs)-1].ID
 	}
-	q := r.URL.Query()
 	page.Filter = app.AuditQuery{Action: strings.TrimSpace(q.Get("action")), ObjectType: strings.TrimSpace(q.Get("object_type")),
-		ObjectID: strings.TrimSpace(q.Get("object_id")), Limit: 50}
+		ObjectID: strings.TrimSpace(q.Get("object_id")), Limit: adminAuditPage + 1}
 	if page.FilterUser = strings.TrimSpace(q.Get("user_id")); page.FilterUser != "" {
 		n, err := strconv.ParseInt(page.FilterUser, 10, 64)
 		if err != nil || n <= 0 {
@@ -179,17 +191,51 @@ func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, p
 		}
 		page.Filter.UserID = n
 	}
+	page.Filter.After, _ = strconv.ParseInt(q.Get("audit_after"), 10, 64)
 	entries, _, err := s.app.ListAudit(ctx, p, page.Filter)
+	if clinic.ErrorCode(err) == clinic.EInvalid && page.Filter.After != 0 { // not an entry of the trail: from the start
+		page.Filter.After = 0
+		entries, _, err = s.app.ListAudit(ctx, p, page.Filter)
+	}
 	if err != nil {
 		return err
 	}
-	// Who, by name: the users the entries name, read in one list.
+	auditLink := func(after int64) string {
+		v := url.Values{}
+		for k, val := range map[string]string{"action": page.Filter.Action, "object_type": page.Filter.ObjectType, "object_id": page.Filter.ObjectID, "user_id": page.FilterUser} {
+			if val != "" {
+				v.Set(k, val)
+			}
+		}
+		if after != 0 {
+			v.Set("audit_after", strconv.FormatInt(after, 10))
+		}
+		if len(v) == 0 {
+			return "/admin#audit"
+		}
+		return "/admin?" + v.Encode() + "#audit"
+	}
+	if page.Filter.After != 0 {
+		page.AuditFirst = auditLink(0)
+	}
+	if len(entries) > adminAuditPage {
+		entries = entries[:adminAuditPage]
+		page.AuditMore = auditLink(entries[len(entries)-1].ID)
+	}
+
+	// Who, by name: the patients of the payments and the users the
+	// entries name, read in one list.
 	var ids []int64
+	for _, inv := range invs {
+		ids = append(ids, inv.MemberID)
+	}
 	for _, e := range entries {
-		if e.ActorUserID != 0 && !slices.Contains(ids, e.ActorUserID) {
+		if e.ActorUserID != 0 {
 			ids = append(ids, e.ActorUserID)
 		}
 	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
 	names := map[int64]string{}
 	if len(ids) > 0 {
 		us, _, err := s.app.ListUsers(ctx, p, app.UserListQuery{IDs: ids, Limit: len(ids)})
@@ -199,6 +245,17 @@ func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, p
 		for _, u := range us {
 			names[u.ID] = u.FullName()
 		}
+	}
+	for _, inv := range invs {
+		pay := adminPayment{ID: inv.ID, Created: inv.Created, Status: inv.Status, Amount: money(inv.AmountDue, inv.Currency),
+			Refundable: inv.Status == billing.InvoicePaid && inv.ChargeRef != "", Patient: names[inv.MemberID]}
+		if pay.Patient == "" {
+			pay.Patient = "patient " + strconv.FormatInt(inv.MemberID, 10)
+		}
+		if inv.Refunded > 0 {
+			pay.Refunded = money(inv.Refunded, inv.Currency)
+		}
+		page.Payments = append(page.Payments, pay)
 	}
 	for _, e := range entries {
 		row := auditRow{AuditEntry: e, Who: actorWords[e.ActorKind]}

@@ -457,3 +457,121 @@ func TestPortal_AdminProviderPages(t *testing.T) {
 		t.Fatalf("an unknown place starts over: %d", pg.Status)
 	}
 }
+
+// TestPortal_AdminPaymentAndAuditPages: /admin shows the payments (with
+// their patients) and the audit trail a page at a time, newest first:
+// Older payments and Older entries move back, Latest ones return, the
+// pages together are every payment and every matching entry once, and
+// the audit's pages keep its filter. A payment too old for the first page
+// can still be refunded from its own. An unknown place starts over.
+func TestPortal_AdminPaymentAndAuditPages(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	p1, admin := f.user(t, f.p1Token), f.admin(t)
+	reason := "A rash"
+	it, err := f.e.App.CreateIntake(ctx, p1, app.IntakeInput{RoomCode: "main", ReasonForVisit: &reason})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 25 payments of the patient's, oldest first: the first paid (and so
+	// refundable), the others declined.
+	now := f.e.Clock.Now().Unix()
+	var ids []int64
+	for i := range 25 {
+		inv := &clinic.Invoice{IntakeID: it.ID, MemberID: p1.User.ID, RoomID: it.RoomID, Processor: "sandbox", Consultation: []byte("{}"),
+			Currency: "USD", Amount: 2500, AmountDue: 2500, Status: "failed", Created: now + int64(i), Modified: now + int64(i)}
+		if i == 0 {
+			inv.Status, inv.ChargeRef = "paid", "ch_sandbox_first"
+		}
+		if err := f.e.Store.Write().CreateInvoice(ctx, admin.Account.ID, inv); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 { // the charge reference is set when the charge ends
+			if err := f.e.Store.Write().FinishInvoice(ctx, admin.Account.ID, inv, "paid"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ids = append(ids, inv.ID)
+	}
+	// 60 reads of the patient's profile by the admin, each audited.
+	for range 60 {
+		if _, err := f.e.App.GetUser(ctx, admin, p1.User.ID, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.e.FlushAudits()
+
+	b := newBrowser(t, f.e)
+	f.adminSignIn(t, b)
+	section := func(body, id string) string {
+		_, sec, _ := strings.Cut(body, `<h2 id="`+id+`">`)
+		sec, _, _ = strings.Cut(sec, "</section>")
+		return sec
+	}
+	rowID := regexp.MustCompile(`<tr id="payment-(\d+)"><td>[^<]*</td><td>Ada Lovelace</td>`)
+	var shown []int64
+	page, first := b.get("/admin"), ""
+	for n := 0; ; n++ {
+		sec := section(page.Body, "payments")
+		if page.Status != 200 || n > 3 {
+			t.Fatalf("payments page %d: %d", n, page.Status)
+		}
+		for _, m := range rowID.FindAllStringSubmatch(sec, -1) {
+			id, _ := strconv.ParseInt(m[1], 10, 64)
+			shown = append(shown, id)
+		}
+		if n == 0 {
+			first = sec
+		} else if !strings.Contains(sec, `href="/admin#payments">Latest payments`) {
+			t.Fatal("a later page of payments has no way back to the latest")
+		}
+		more := regexp.MustCompile(`href="(/admin\?payments_before=\d+)#payments">Older payments`).FindStringSubmatch(sec)
+		if more == nil {
+			break
+		}
+		page = b.get(more[1])
+	}
+	if len(shown) != 25 {
+		t.Fatalf("the pages showed %d payments: %v", len(shown), shown)
+	}
+	for i, id := range shown {
+		if id != ids[24-i] {
+			t.Fatalf("payment %d: %d, want %d (newest first, each once)", i, id, ids[24-i])
+		}
+	}
+	refund := fmt.Sprintf(`id="refund-%d"`, ids[0])
+	if strings.Contains(first, refund) || !strings.Contains(section(page.Body, "payments"), refund) {
+		t.Fatal("the oldest payment's refund should be on the last page only")
+	}
+
+	// The audit trail's pages under a filter keep it.
+	rows := func(body string) int { return strings.Count(section(body, "audit"), "<tr><td>") }
+	page = b.get("/admin?action=user.read#audit")
+	total := 0
+	for n := 0; ; n++ {
+		if page.Status != 200 || n > 3 {
+			t.Fatalf("audit page %d: %d", n, page.Status)
+		}
+		total += rows(page.Body)
+		sec := section(page.Body, "audit")
+		if strings.Count(sec, "<td>user.read</td>") != rows(page.Body) {
+			t.Fatalf("audit page %d holds entries the filter leaves out", n)
+		}
+		if n > 0 && !strings.Contains(sec, `href="/admin?action=user.read#audit">Latest entries`) {
+			t.Fatalf("a later page of the trail has no way back to the latest: %s", sec)
+		}
+		more := regexp.MustCompile(`href="(/admin\?action=user\.read&amp;audit_after=\d+)#audit">Older entries`).FindStringSubmatch(sec)
+		if more == nil {
+			break
+		}
+		page = b.get(strings.ReplaceAll(more[1], "&amp;", "&"))
+	}
+	if total != 60 {
+		t.Fatalf("the trail's pages showed %d of 60 user.read entries", total)
+	}
+	for _, path := range []string{"/admin?payments_before=1", "/admin?audit_after=999999999", "/admin?payments_before=x&audit_after=y"} {
+		if pg := b.get(path); pg.Status != 200 || !strings.Contains(pg.Body, `<h2 id="audit">`) {
+			t.Fatalf("%s: %d", path, pg.Status)
+		}
+	}
+}
