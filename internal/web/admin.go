@@ -315,6 +315,11 @@ type adminRoomPage struct {
 	Questions                   []questionRow
 	ConsentVersion, ConsentText string
 	Linked, Others              []*clinic.User
+	// LinkedMore is the last of the room's providers shown when more
+	// follow (the next page's linked_after); LinkedPaged says this is not
+	// the first page.
+	LinkedMore  int64
+	LinkedPaged bool
 	// Find is the search the others answer; MoreOthers says it (or the
 	// clinic) has more providers than the list offers.
 	Find          string
@@ -357,9 +362,18 @@ func (s *Server) showAdminRoom(w http.ResponseWriter, r *http.Request, status in
 	}
 	// The room's providers, and for "Add a provider" the first others by
 	// name, or those a search finds: not every provider of the clinic.
+	// The room's own are shown by name a page at a time, as /admin shows
+	// the clinic's.
 	var linked []*clinic.User
+	linkedAfter, _ := strconv.ParseInt(r.URL.Query().Get("linked_after"), 10, 64)
 	if len(d.ProviderIDs) > 0 {
-		if linked, _, err = s.app.ListUsers(ctx, p, app.UserListQuery{IDs: d.ProviderIDs, Sort: "full_name", Limit: min(len(d.ProviderIDs), app.MaxUserLimit)}); err != nil {
+		in := app.UserListQuery{IDs: d.ProviderIDs, Sort: "full_name", After: max(linkedAfter, 0), Limit: adminProvidersPage}
+		linked, _, err = s.app.ListUsers(ctx, p, in)
+		if clinic.ErrorCode(err) == clinic.EInvalid && in.After > 0 { // a provider gone since: from the start
+			linkedAfter, in.After = 0, 0
+			linked, _, err = s.app.ListUsers(ctx, p, in)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -405,6 +419,10 @@ func (s *Server) showAdminRoom(w http.ResponseWriter, r *http.Request, status in
 		page.ConsentVersion, page.ConsentText = c.Version, c.Text
 	}
 	page.Linked, page.Find, page.FindNote, page.MoreOthers = linked, find, findNote, total > len(others)
+	page.LinkedPaged = linkedAfter > 0
+	if len(linked) == adminProvidersPage {
+		page.LinkedMore = linked[len(linked)-1].ID
+	}
 	for _, u := range others {
 		if !slices.Contains(d.ProviderIDs, u.ID) {
 			page.Others = append(page.Others, u)

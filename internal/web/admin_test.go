@@ -379,15 +379,16 @@ func TestPortal_AdminSigninThrottled(t *testing.T) {
 	f.adminSignIn(t, b)
 }
 
-// TestPortal_AdminProviderPages: /admin lists the providers by name a page
+// TestPortal_AdminProviderPages: /admin and a room's page list the providers by name a page
 // at a time (More providers, First providers), and a room's "Add a
 // provider" offers the first ones by name with a search for the others,
 // so a clinic of hundreds of providers can link any of them.
 func TestPortal_AdminProviderPages(t *testing.T) {
 	f := newFixture(t)
-	n := web.AdminRoomChoices + 10
+	n := web.AdminRoomChoices + 110 // more than a list of users gives at once (200)
+	var tokens []string
 	for i := range n {
-		f.sso(t, clinic.UserProvider, fmt.Sprintf("prov-%03d", i), "Zed", fmt.Sprintf("Provider %03d", i))
+		tokens = append(tokens, f.sso(t, clinic.UserProvider, fmt.Sprintf("prov-%03d", i), "Zed", fmt.Sprintf("Provider %03d", i)))
 	}
 	b := newBrowser(t, f.e)
 	f.adminSignIn(t, b)
@@ -455,6 +456,44 @@ func TestPortal_AdminProviderPages(t *testing.T) {
 	}
 	if pg := b.get("/admin?providers_after=999999"); pg.Status != 200 || !strings.Contains(pg.Body, "Grace Hopper") {
 		t.Fatalf("an unknown place starts over: %d", pg.Status)
+	}
+
+	// A room with more providers than a page shows them all, a page at
+	// a time (More of the room's providers, First providers), each once.
+	for _, tok := range tokens[:205] {
+		if _, err := f.e.App.LinkRoom(context.Background(), f.admin(t), f.user(t, tok).User.ID, "main", false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	linked := map[string]int{}
+	page = b.get("/admin/rooms/main")
+	for pages := 0; ; pages++ {
+		_, sec, _ := strings.Cut(page.Body, `<h2 id="providers">`)
+		sec, _, _ = strings.Cut(sec, "</ul>")
+		if page.Status != 200 || pages > 5 {
+			t.Fatalf("the room's providers, page %d: %d", pages, page.Status)
+		}
+		for _, m := range regexp.MustCompile(`<li>([^<]+) <span class="muted">`).FindAllStringSubmatch(sec, -1) {
+			linked[m[1]]++
+		}
+		more := regexp.MustCompile(`href="(/admin/rooms/main\?linked_after=\d+)#providers">More of the room`).FindStringSubmatch(page.Body)
+		if more == nil {
+			break
+		}
+		page = b.get(more[1])
+		if !strings.Contains(page.Body, `href="/admin/rooms/main#providers">First providers`) {
+			t.Fatal("a later page of the room's providers has no way back to the first")
+		}
+	}
+	// Grace Hopper, the last provider (found and linked above) and the
+	// first 205.
+	if len(linked) != 207 {
+		t.Fatalf("the room's pages showed %d providers, want 207", len(linked))
+	}
+	for name, k := range linked {
+		if k != 1 {
+			t.Fatalf("%s on %d pages", name, k)
+		}
 	}
 }
 
