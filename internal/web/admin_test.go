@@ -379,10 +379,11 @@ func TestPortal_AdminSigninThrottled(t *testing.T) {
 	f.adminSignIn(t, b)
 }
 
-// TestPortal_AdminProviderPages: /admin and a room's page list the providers by name a page
-// at a time (More providers, First providers), and a room's "Add a
-// provider" offers the first ones by name with a search for the others,
-// so a clinic of hundreds of providers can link any of them.
+// TestPortal_AdminProviderPages: /admin lists the clinic's providers and
+// a room's page the room's by name a page at a time (More …, First
+// providers), and a room's "Add a provider" offers the first ones by name
+// with a search for the others, so a clinic of hundreds of providers can
+// link any of them and see every one linked.
 func TestPortal_AdminProviderPages(t *testing.T) {
 	f := newFixture(t)
 	n := web.AdminRoomChoices + 110 // more than a list of users gives at once (200)
