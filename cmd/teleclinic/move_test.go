@@ -217,6 +217,18 @@ func TestMove_SQLiteToPostgres(t *testing.T) {
 			t.Fatalf("a file after the move: %d %s (deleted before: %d)", res.Status, res.Raw, fx.deletedFile)
 		}
 	})
+	t.Run("Analysed", func(t *testing.T) {
+		// The planner has the moved tables' statistics from the start.
+		db, err := sql.Open("pgx", target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var analysed bool
+		if err := db.QueryRow("SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE relname = 'visits'").Scan(&analysed); err != nil || !analysed {
+			t.Fatalf("visits analysed after the move: %v %v", analysed, err)
+		}
+	})
 	t.Run("AuditVerifies", func(t *testing.T) {
 		res := e.Do(testenv.Req{Path: "/api_v3/audit/verify", Header: map[string]string{"X-AccountCode": "alpha", "X-ApiToken": fx.adminToken}})
 		if res.Status != 200 || res.Data()["intact"] != true || res.Data()["checkpoint"] == nil {

@@ -53,3 +53,29 @@ func BenchmarkFHIR_Everything(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFHIR_EverythingVisits reads the first page (200) of
+// $everything for a patient with 20, 1,000 and 10,000 visits (a note on
+// every tenth), as the admin: the record's visits are paged by the
+// database, so the page should cost about the same at each size.
+func BenchmarkFHIR_EverythingVisits(b *testing.B) {
+	for _, n := range []int{20, 1000, 10000} {
+		b.Run(fmt.Sprintf("visits=%d", n), func(b *testing.B) {
+			e := testenv.New(b)
+			s := newClinicSetup(b, e, "alpha")
+			acct, room := roomOf(b, e, s.pat.UserID, "main")
+			insertVisits(b, e, acct, s.pat.UserID, n, func(int) (string, int64, string, int) {
+				return s.doc.UserID, room, "appointment", 30
+			}, s.doc.UserID)
+			path := "/fhir/R4/Patient/" + s.pat.UserID + "/$everything"
+			admin := adminHeaders(s.c)
+			b.ResetTimer()
+			for b.Loop() {
+				res := testenv.Do(b, e.URL, testenv.Req{Path: path, Header: admin, NoValidate: true})
+				if res.Status != 200 || res.Body["total"].(float64) < float64(2*n) {
+					b.Fatalf("%d total %v", res.Status, res.Body["total"])
+				}
+			}
+		})
+	}
+}

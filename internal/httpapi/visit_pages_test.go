@@ -406,41 +406,17 @@ func TestFHIR_ManyVisits(t *testing.T) {
 	// unassigned e-consults of the provider's room, a third of the other
 	// room's; a note on every tenth, signed on completed visits.
 	db := e.Store.DB()
-	var acct, main, elsewhere int64
-	if err := db.QueryRow(e.Store.Rebind("SELECT account_id, id FROM rooms WHERE code = 'main' AND account_id = (SELECT account_id FROM users WHERE id = ?)"), s.pat.UserID).Scan(&acct, &main); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.QueryRow(e.Store.Rebind("SELECT id FROM rooms WHERE account_id = ? AND code = 'elsewhere'"), acct).Scan(&elsewhere); err != nil {
-		t.Fatal(err)
-	}
-	tx, err := db.Begin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := e.Clock.Now().Unix()
-	for i := range 600 {
-		provider, room, kind, status := s.doc.UserID, main, "appointment", 30
+	acct, main := roomOf(t, e, s.pat.UserID, "main")
+	_, elsewhere := roomOf(t, e, s.pat.UserID, "elsewhere")
+	insertVisits(t, e, acct, s.pat.UserID, 600, func(i int) (string, int64, string, int) {
 		switch i % 3 {
 		case 1:
-			provider, kind, status = "0", "econsult", 10
+			return "0", main, "econsult", 10
 		case 2:
-			provider, room, kind, status = "0", elsewhere, "econsult", 10
+			return "0", elsewhere, "econsult", 10
 		}
-		var id int64
-		if err := tx.QueryRow(e.Store.Rebind(`INSERT INTO visits (account_id, member_id, provider_id, room_id, status, type, kind, created, modified)
-			VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?) RETURNING id`), acct, s.pat.UserID, provider, room, status, kind, now, now).Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		if i%10 == 0 {
-			if _, err := tx.Exec(e.Store.Rebind(`INSERT INTO visit_notes (account_id, visit_id, author_id, subjective, status, created, modified)
-				VALUES (?, ?, ?, 'Seen.', 'signed', ?, ?)`), acct, id, s.doc.UserID, now, now); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if err := tx.Commit(); err != nil {
-		t.Fatal(err)
-	}
+		return s.doc.UserID, main, "appointment", 30
+	}, s.doc.UserID)
 	// Per search, what the admin, the provider and the patient gain.
 	gain := map[string][3]int{
 		searches[0]: {600, 400, 600},
@@ -486,4 +462,55 @@ func TestFHIR_ManyVisits(t *testing.T) {
 			t.Fatalf("the provider's record holds visit %d of a room not theirs", id)
 		}
 	}
+}
+
+// roomOf is the clinic of user and the id of its room of that code.
+func roomOf(t testing.TB, e *testenv.Env, user, code string) (acct, room int64) {
+	t.Helper()
+	if err := e.Store.DB().QueryRow(e.Store.Rebind("SELECT account_id, id FROM rooms WHERE code = ? AND account_id = (SELECT account_id FROM users WHERE id = ?)"),
+		code, user).Scan(&acct, &room); err != nil {
+		t.Fatal(err)
+	}
+	return acct, room
+}
+
+// insertVisits stores n visits of patient in one transaction, each
+// i-th with the provider, room, kind and status of(i) gives, and a note
+// by author on every tenth (signed); it returns their ids. A record of
+// hundreds of visits made through the API would take minutes.
+func insertVisits(t testing.TB, e *testenv.Env, acct int64, patient string, n int, of func(i int) (provider string, room int64, kind string, status int), author string) []int64 {
+	t.Helper()
+	tx, err := e.Store.DB().Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	now := e.Clock.Now().Unix()
+	var ids []int64
+	for i := range n {
+		provider, room, kind, status := of(i)
+		var id int64
+		if err := tx.QueryRow(e.Store.Rebind(`INSERT INTO visits (account_id, member_id, provider_id, room_id, status, type, kind, created, modified)
+			VALUES (?, ?, ?, ?, ?, 1, ?, ?, ?) RETURNING id`), acct, patient, provider, room, status, kind, now, now).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		if i%10 == 0 {
+			if _, err := tx.Exec(e.Store.Rebind(`INSERT INTO visit_notes (account_id, visit_id, author_id, subjective, status, created, modified)
+				VALUES (?, ?, ?, 'Seen.', 'signed', ?, ?)`), acct, id, author, now, now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ids = append(ids, id)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	// Statistics, as autovacuum would gather after such a burst:
+	// PostgreSQL otherwise plans for the empty tables it analysed last.
+	for _, table := range []string{"visits", "visit_notes"} {
+		if _, err := e.Store.DB().Exec("ANALYZE " + table); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ids
 }

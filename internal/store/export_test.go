@@ -107,6 +107,12 @@ func ExplainVisitsWindow(ctx context.Context, s *Store, rv RecordVisits, w Recor
 	return explain(ctx, s, []listQuery{count, page})
 }
 
+// ExplainNotesWindow is the plans of w's count and page of the notes of rv's visits.
+func ExplainNotesWindow(ctx context.Context, s *Store, rv RecordVisits, signedOnly bool, w RecordWindow) ([]string, error) {
+	count, page := notesWindow(rv, signedOnly, w)
+	return explain(ctx, s, []listQuery{count, page})
+}
+
 // UserFilterCond is f's WHERE over users u.
 func UserFilterCond(f UserFilter) (string, []any) { return f.cond() }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 
 	"teleclinic/internal/clinic"
@@ -95,24 +96,36 @@ func (q *Q) VisitNotes(ctx context.Context, accountID int64, visits []int64) (ma
 // patient is given). The window's ID is a visit's. The Compositions of a
 // FHIR record.
 func (q *Q) NotesWindow(ctx context.Context, rv RecordVisits, signedOnly bool, w RecordWindow) ([]*clinic.VisitNote, int, error) {
-	cond, args := rv.cond()
-	if signedOnly {
-		cond += " AND n.status = ? AND v.status = ?"
-		args = append(args, clinic.NoteSigned, clinic.VisitCompleted)
-	}
-	wc, wargs := w.where("n.visit_id", "n.modified", 1)
-	from := " FROM visit_notes n JOIN visits v ON v.account_id = n.account_id AND v.id = n.visit_id WHERE " + cond + wc
-	args = append(args, wargs...)
+	count, page := notesWindow(rv, signedOnly, w)
 	var total int
-	if err := q.queryRow(ctx, "SELECT count(*)"+from, args, &total); err != nil {
+	if err := q.queryRow(ctx, count.query, count.args, &total); err != nil {
 		return nil, 0, err
 	}
 	if w.Limit <= 0 || w.Offset >= total {
 		return []*clinic.VisitNote{}, total, nil
 	}
-	cols := "n." + strings.ReplaceAll(noteCols, ", ", ", n.")
-	notes, err := q.notes(ctx, "SELECT "+cols+from+" ORDER BY v.id DESC LIMIT ? OFFSET ?", append(args, w.Limit, w.Offset)...)
+	notes, err := q.notes(ctx, page.query, page.args...)
 	return notes, total, err
+}
+
+// notesWindow is the count and the page of NotesWindow: the patient's
+// visits (their own index), each's note found by its key, never a read of
+// the clinic's notes. SQLite's planner, left to choose, read every note
+// of the clinic and sorted; CROSS JOIN is how SQLite is told the order of
+// a join (PostgreSQL reads it as an inner join and plans it by cost).
+func notesWindow(rv RecordVisits, signedOnly bool, w RecordWindow) (count, page listQuery) {
+	cond, args := rv.cond()
+	cond += " AND n.account_id = v.account_id AND n.visit_id = v.id"
+	if signedOnly {
+		cond += " AND n.status = ? AND v.status = ?"
+		args = append(args, clinic.NoteSigned, clinic.VisitCompleted)
+	}
+	wc, wargs := w.where("n.visit_id", "n.modified", 1)
+	from := " FROM visits v CROSS JOIN visit_notes n WHERE " + cond + wc
+	args = append(args, wargs...)
+	cols := "n." + strings.ReplaceAll(noteCols, ", ", ", n.")
+	return listQuery{"SELECT count(*)" + from, args},
+		listQuery{"SELECT " + cols + from + " ORDER BY v.id DESC LIMIT ? OFFSET ?", append(slices.Clip(args), w.Limit, w.Offset)}
 }
 
 // notes reads the notes query selects (noteCols) and their addenda.

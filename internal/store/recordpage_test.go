@@ -60,8 +60,12 @@ func TestRecordWindows(t *testing.T) {
 				FROM (`+series()+`) AS s`, acct.ID, v.ID, doc.ID, n/10)
 		}
 	}
+	// A note on each of the clinic's visits: ten times the patient's.
+	exec(`INSERT INTO visit_notes (account_id, visit_id, author_id, status, created, modified)
+		SELECT account_id, id, CAST(? AS BIGINT), 'signed', created, modified FROM visits WHERE account_id = ?`, doc.ID, acct.ID)
 	exec("ANALYZE health_readings")
 	exec("ANALYZE visit_messages")
+	exec("ANALYZE visit_notes")
 
 	plans := map[string][]string{}
 	for name, w := range map[string]store.RecordWindow{
@@ -84,6 +88,11 @@ func TestRecordWindows(t *testing.T) {
 		plans["readings, "+name] = rp
 		plans["messages, "+name] = mp
 		plans["visits, "+name] = vp
+		np, err := store.ExplainNotesWindow(ctx, st, store.RecordVisits{AccountID: acct.ID, MemberID: pat.ID}, false, w)
+		if err != nil {
+			t.Fatal(name, err)
+		}
+		plans["notes, "+name] = np
 	}
 	for name, ps := range plans {
 		for _, plan := range ps {
@@ -92,9 +101,19 @@ func TestRecordWindows(t *testing.T) {
 			// (here 400, and PostgreSQL sorts that few rather than walk
 			// the index past an offset), which the count reads anyway.
 			sorted := strings.Contains(plan, "TEMP B-TREE") || strings.Contains(plan, "Sort")
+			if strings.HasPrefix(name, "notes") && st.Engine() == "postgres" {
+				// PostgreSQL plans the join by cost: here a patient has a
+				// fifth of the clinic's visits, and hashing the clinic's
+				// 2,000 notes is its cheapest plan, as it should be.
+				// SQLite, left to choose, read the clinic's notes first
+				// whatever their number (store.notesWindow).
+				continue
+			}
 			if sorted && !strings.HasPrefix(name, "visits") || strings.Contains(plan, "Seq Scan") ||
 				strings.Contains(plan, "SCAN health_readings") || strings.Contains(plan, "SCAN visit_messages") || strings.Contains(plan, "SCAN v ") ||
-				strings.HasPrefix(name, "visits") && !strings.Contains(plan, "visits_account_member_id") {
+				strings.Contains(plan, "SCAN n ") ||
+				strings.HasPrefix(name, "visits") && !strings.Contains(plan, "visits_account_member_id") ||
+				strings.HasPrefix(name, "notes") && (sorted || strings.Contains(plan, "visit_notes_visit (account_id=?)")) {
 				t.Errorf("%s: not read in an index's order:\n%s", name, plan)
 			}
 		}
