@@ -357,6 +357,9 @@ type VisitQuery struct {
 	Statuses           []string
 	WithRecordings     bool // fields=recordings: add each visit's recordings
 	WithRecordingsOnly bool // only visits that have recordings
+	// MemberID keeps one patient's visits among those the caller sees (a
+	// patient's chart); 0 keeps all.
+	MemberID int64
 	// Limit is the page's size (0: MaxVisitList); After continues a list
 	// after the visit of this id, the last of the page before.
 	Limit int
@@ -400,8 +403,11 @@ func (a *App) ListVisits(ctx context.Context, p *clinic.Principal, in VisitQuery
 	}
 	switch {
 	case p.IsAdmin():
+		f.MemberID = in.MemberID
 	case IsProvider(p):
-		f.ProviderID, f.ProviderRooms = p.UserID(), true
+		f.ProviderID, f.ProviderRooms, f.MemberID = p.UserID(), true, in.MemberID
+	case in.MemberID != 0 && in.MemberID != p.UserID():
+		return []*VisitDetail{}, nil // a patient sees only their own
 	default:
 		f.MemberID = p.UserID()
 	}

@@ -198,7 +198,8 @@ func (q *Q) visits(ctx context.Context, query string, args ...any) ([]*clinic.Vi
 // VisitFilter selects a clinic's visits. Zero values do not filter.
 type VisitFilter struct {
 	AccountID int64
-	// Who may see: with MemberID only that patient's visits; with
+	// Who may see: with MemberID only that patient's visits (with a
+	// ProviderID too, those of the provider's that are the patient's); with
 	// ProviderID that provider's visits and, when ProviderRooms, the
 	// unassigned e-consults and walk-ins of the rooms the provider is
 	// linked to.

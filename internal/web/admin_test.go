@@ -324,6 +324,69 @@ func TestPortal_Chart(t *testing.T) {
 	}
 }
 
+// TestPortal_ChartVisitPages: a chart lists its patient's visits the
+// provider sees, 50 at a time (Older visits, Latest visits), each once,
+// however many other visits the provider has: the chart used to cut the
+// provider's 500 newest visits down to the patient's, so a patient whose
+// visits were older than the provider's last 500 had none on their chart.
+func TestPortal_ChartVisitPages(t *testing.T) {
+	f := newFixture(t)
+	bg := context.Background()
+	p1, p2, prov := f.user(t, f.p1Token), f.user(t, f.p2Token), f.user(t, f.providerToken)
+	if _, err := f.e.App.MoveVisit(bg, prov, f.visitID, app.ActAccept, app.MoveInput{}); err != nil {
+		t.Fatal(err)
+	}
+	// 60 older visits of the first patient's with the provider, then 600
+	// newer ones of the other patient's.
+	db := f.e.Store.DB()
+	var room int64
+	if err := db.QueryRow(f.e.Store.Rebind("SELECT id FROM rooms WHERE account_id = ? AND code = 'main'"), p1.Account.ID).Scan(&room); err != nil {
+		t.Fatal(err)
+	}
+	now := f.e.Clock.Now().Unix()
+	for i := range 660 {
+		member := p1.User.ID
+		if i >= 60 {
+			member = p2.User.ID
+		}
+		if _, err := db.Exec(f.e.Store.Rebind(`INSERT INTO visits (account_id, member_id, provider_id, room_id, status, type, kind, created, modified)
+			VALUES (?, ?, ?, ?, 30, 1, 'appointment', ?, ?)`), p1.Account.ID, member, prov.User.ID, room, now, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := newBrowser(t, f.e)
+	f.redirectLogin(t, b, f.providerToken, "/providers/dashboard", nil)
+	seen := map[string]int{}
+	page := b.get("/providers/patient/" + itoa(p1.User.ID))
+	for pages := 0; ; pages++ {
+		if page.Status != 200 || pages > 3 {
+			t.Fatalf("chart page %d: %d", pages, page.Status)
+		}
+		_, sec, _ := strings.Cut(page.Body, `<h2 id="visits-h">`)
+		sec, _, _ = strings.Cut(sec, "</section>")
+		for _, m := range regexp.MustCompile(`<a href="/visits/start/(\d+)">`).FindAllStringSubmatch(sec, -1) {
+			seen[m[1]]++
+		}
+		if pages > 0 && !strings.Contains(sec, `href="/providers/patient/`+itoa(p1.User.ID)+`#visits-h">Latest visits`) {
+			t.Fatal("a later page of the chart's visits has no way back to the latest")
+		}
+		more := regexp.MustCompile(`href="(/providers/patient/\d+\?visits_after=\d+)#visits-h">Older visits`).FindStringSubmatch(sec)
+		if more == nil {
+			break
+		}
+		page = b.get(more[1])
+	}
+	// The fixture's e-consult and the 60.
+	if len(seen) != 61 || seen[itoa(f.visitID)] != 1 {
+		t.Fatalf("the chart's pages showed %d visits, want 61 (the e-consult %d: %d)", len(seen), f.visitID, seen[itoa(f.visitID)])
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Fatalf("visit %s on %d pages", id, n)
+		}
+	}
+}
+
 // TestPortal_PageStreams: a visit page's event stream tells the page of a
 // new message with "changed", refuses whoever may not see the visit as the
 // page does, and ends with "ended" at the keep-alive after sign-out.

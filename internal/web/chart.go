@@ -39,6 +39,10 @@ type chartPage struct {
 	Readings                 []readingItem
 	ReadingsState            chartSection
 	Visits                   []visitItem
+	// VisitsMore is the last visit shown when older ones follow (the next
+	// page's visits_after); VisitsPaged says this is not the first page.
+	VisitsMore  int64
+	VisitsPaged bool
 	// Consents are the patient's signed consents.
 	Consents      []*clinic.Consent
 	ConsentsState chartSection
@@ -121,14 +125,19 @@ func (s *Server) chart(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	vs, err := s.app.ListVisits(ctx, p, app.VisitQuery{})
+	// The patient's visits the caller sees, newest first, a page at a time
+	// (keyset: visits_after is the last one shown).
+	after, _ := strconv.ParseInt(r.URL.Query().Get("visits_after"), 10, 64)
+	vs, err := s.app.ListVisits(ctx, p, app.VisitQuery{MemberID: uid, After: max(after, 0), Limit: chartVisitsPage + 1})
 	if err != nil {
 		return err
 	}
+	page.VisitsPaged = after > 0
+	if len(vs) > chartVisitsPage {
+		vs = vs[:chartVisitsPage]
+		page.VisitsMore = vs[len(vs)-1].Visit.ID
+	}
 	for _, d := range vs {
-		if d.Visit.MemberID != uid {
-			continue
-		}
 		it := visitItem{ID: d.Visit.ID, Status: statusWord(d.Visit.Status), Created: d.Visit.Created}
 		if d.Room != nil {
 			it.Room = d.Room.Name
@@ -144,6 +153,10 @@ func (s *Server) chart(w http.ResponseWriter, r *http.Request) error {
 	s.render(w, r, http.StatusOK, "chart", page)
 	return nil
 }
+
+// chartVisitsPage is how many of the patient's visits the chart shows at
+// a time.
+const chartVisitsPage = 50
 
 func isProviderOrAdmin(p *clinic.Principal) bool {
 	return p.IsAdmin() || (p.User != nil && p.User.Type == clinic.UserProvider)
