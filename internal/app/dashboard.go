@@ -1,13 +1,13 @@
 package app
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"time"
 
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/store"
 )
 
 // DashboardVisit is an open visit on a provider's dashboard with the moves
@@ -30,23 +30,31 @@ type DashboardVisit struct {
 // complete or cancel). It is for providers only.
 type Dashboard struct {
 	Queue, Inbox, Today, Mine []DashboardVisit
+	// Later is how many more of the provider's open visits there are,
+	// starting after those in Mine (DashboardOwnMax).
+	Later int
 	// Zone is the provider's time zone, in which Today is today.
 	Zone *time.Location
 }
 
-// ProviderDashboard is the provider's dashboard, from the visits
-// GET /visits gives a provider, open ones only. Today is today in zone:
+// DashboardOwnMax bounds the provider's own open visits a dashboard
+// shows, the soonest first: a provider booked months ahead has hundreds,
+// and the dashboard is read again at every change.
+const DashboardOwnMax = 100
+
+// ProviderDashboard is the provider's dashboard, from the open visits
+// GET /visits gives a provider (openVisits). Today is today in zone:
 // the viewer's (the portal passes the browser's when the profile names
 // none); nil is the profile's, or UTC.
 func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal, zone *time.Location) (*Dashboard, error) {
 	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
-	ds, err := a.openVisits(ctx, p)
+	ds, later, err := a.openVisits(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	out := &Dashboard{Zone: time.UTC}
+	out := &Dashboard{Zone: time.UTC, Later: later}
 	if z, err := time.LoadLocation(p.User.Timezone); err == nil && p.User.Timezone != "" {
 		out.Zone = z
 	}
@@ -68,11 +76,8 @@ func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal, zone *
 			out.Mine = append(out.Mine, DashboardVisit{VisitDetail: d, Moves: movesFrom(d.Visit.Status)})
 		}
 	}
-	// GET /visits is newest first; a queue is served first come, first
-	// served, and a day in the order of its appointments.
-	slices.Reverse(out.Queue)
-	slices.Reverse(out.Inbox)
-	slices.SortFunc(out.Today, func(x, y DashboardVisit) int { return cmp.Compare(x.Visit.Start, y.Visit.Start) })
+	// The queue and the inbox are oldest first (first come, first
+	// served), the provider's own visits soonest first.
 	ids := make([]int64, len(ds))
 	for i, d := range ds {
 		ids[i] = d.Visit.ID
@@ -102,14 +107,30 @@ func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal, zone *
 	return out, nil
 }
 
-// openVisits are the provider's open visits as GET /visits gives them to
-// a provider (theirs, and their rooms' unassigned e-consults and
-// walk-ins); the dashboard and its watch are for providers only.
-func (a *App) openVisits(ctx context.Context, p *clinic.Principal) ([]*VisitDetail, error) {
+// openVisits are what a dashboard shows: the unassigned e-consults and
+// walk-ins of the provider's rooms, oldest first, then the provider's own
+// open visits, the soonest DashboardOwnMax, and how many of theirs come
+// after those. Each list is read in its own index's order (the rooms'
+// unassigned visits, visits_provider_open), so it costs what it shows:
+// it was the provider's 500 newest visits of GET /visits, so an e-consult
+// or a booking older than those was left off. The dashboard and its
+// watch are for providers only.
+func (a *App) openVisits(ctx context.Context, p *clinic.Principal) ([]*VisitDetail, int, error) {
 	if !IsProvider(p) {
-		return nil, clinic.Errorf(clinic.EForbidden, "The dashboard is for the clinic's providers. Your visits are on the Visits page.")
+		return nil, 0, clinic.Errorf(clinic.EForbidden, "The dashboard is for the clinic's providers. Your visits are on the Visits page.")
 	}
-	return a.ListVisits(ctx, p, VisitQuery{Statuses: []string{"10", "20", "25"}})
+	rd := a.store.Read()
+	waiting, err := rd.ListVisits(ctx, store.VisitFilter{AccountID: p.Account.ID, ProviderID: p.UserID(), ProviderRooms: true, Unassigned: true,
+		Oldest: true, Statuses: []int{clinic.VisitPending, clinic.VisitConfirmed, clinic.VisitInProgress}, Limit: MaxVisitList})
+	if err != nil {
+		return nil, 0, fmt.Errorf("dashboard: %w", err)
+	}
+	own, total, err := rd.ProviderOpenVisits(ctx, p.Account.ID, p.UserID(), DashboardOwnMax)
+	if err != nil {
+		return nil, 0, fmt.Errorf("dashboard: %w", err)
+	}
+	ds, err := a.visitDetails(ctx, p, append(waiting, own...))
+	return ds, total - len(own), err
 }
 
 // movesFrom are the moves of the assigned provider that the state machine

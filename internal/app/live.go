@@ -270,7 +270,7 @@ func (a *App) WatchDashboard(ctx context.Context, p *clinic.Principal) (*ChangeW
 	}
 	// The visits only, not the dashboard: its threads' latest messages
 	// would be read (and audited) for a stream that shows none of them.
-	open, err := a.openVisits(ctx, p)
+	open, _, err := a.openVisits(ctx, p)
 	if err != nil {
 		return nil, err
 	}

@@ -107,6 +107,12 @@ func ExplainVisitsWindow(ctx context.Context, s *Store, rv RecordVisits, w Recor
 	return explain(ctx, s, []listQuery{count, page})
 }
 
+// ExplainProviderOpenVisits is the plans of a provider's open visits' count and page.
+func ExplainProviderOpenVisits(ctx context.Context, s *Store, accountID, providerID int64) ([]string, error) {
+	count, page := providerOpenVisits(accountID, providerID, 100)
+	return explain(ctx, s, []listQuery{count, page})
+}
+
 // ExplainNotesWindow is the plans of w's count and page of the notes of rv's visits.
 func ExplainNotesWindow(ctx context.Context, s *Store, rv RecordVisits, signedOnly bool, w RecordWindow) ([]string, error) {
 	count, page := notesWindow(rv, signedOnly, w)

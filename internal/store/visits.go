@@ -211,8 +211,14 @@ type VisitFilter struct {
 	EndBefore     int64 // visits ending at or before
 	Statuses      []int
 	WithRecording bool  // only visits that have a recording
-	After         int64 // only visits older than this one (ids below it): the next page
-	Limit         int
+	// Unassigned keeps, of a provider's list with ProviderRooms, only
+	// their rooms' unassigned e-consults and walk-ins (a dashboard's
+	// queue and inbox).
+	Unassigned bool
+	// Oldest lists oldest first (After is then a visit before the page).
+	Oldest bool
+	After  int64 // only visits older than this one (ids below it): the next page
+	Limit  int
 }
 
 // ListVisits lists up to f.Limit visits, newest first (by id), after
@@ -234,8 +240,37 @@ func (q *Q) ListVisits(ctx context.Context, f VisitFilter) ([]*clinic.Visit, err
 		}
 		out = append(out, vs...)
 	}
-	slices.SortFunc(out, func(a, b *clinic.Visit) int { return cmp.Compare(b.ID, a.ID) })
+	slices.SortFunc(out, func(a, b *clinic.Visit) int {
+		if f.Oldest {
+			return cmp.Compare(a.ID, b.ID)
+		}
+		return cmp.Compare(b.ID, a.ID)
+	})
 	return out[:min(len(out), f.Limit)], nil
+}
+
+// ProviderOpenVisits lists up to limit of a provider's own open visits
+// (pending, confirmed, in progress), soonest start first (visits with no
+// start, e-consults, first of all), and how many they have. The partial
+// index visits_provider_open (migration 00026) holds open visits only, so
+// this reads what it returns however many visits the provider has closed.
+// The statuses are written out, not bound: SQLite uses a partial index
+// only for a query whose WHERE says what the index's does.
+func (q *Q) ProviderOpenVisits(ctx context.Context, accountID, providerID int64, limit int) ([]*clinic.Visit, int, error) {
+	count, page := providerOpenVisits(accountID, providerID, limit)
+	var total int
+	if err := q.queryRow(ctx, count.query, count.args, &total); err != nil {
+		return nil, 0, err
+	}
+	vs, err := q.visits(ctx, page.query, page.args...)
+	return vs, total, err
+}
+
+// providerOpenVisits is the count and the page of ProviderOpenVisits.
+func providerOpenVisits(accountID, providerID int64, limit int) (count, page listQuery) {
+	from := " FROM visits v WHERE v.account_id = ? AND v.provider_id = ? AND v.status IN (10, 20, 25)"
+	return listQuery{"SELECT count(*)" + from, []any{accountID, providerID}},
+		listQuery{"SELECT " + visitCols + from + " ORDER BY v.starts_at, v.id LIMIT ?", []any{accountID, providerID, limit}}
 }
 
 // RecordVisits are the visits of a patient's record that its reader sees:
@@ -338,11 +373,18 @@ func (q *Q) visitListQueries(ctx context.Context, f VisitFilter) ([]listQuery, e
 	if f.WithRecording {
 		add("EXISTS (SELECT 1 FROM recordings r WHERE r.account_id = v.account_id AND r.visit_id = v.id)")
 	}
-	if f.After != 0 {
+	order := " ORDER BY v.id DESC LIMIT ?"
+	switch {
+	case f.Oldest:
+		order = " ORDER BY v.id LIMIT ?"
+		if f.After != 0 {
+			add("v.id > ?", f.After)
+		}
+	case f.After != 0:
 		add("v.id < ?", f.After)
 	}
 	list := func(more string, moreArgs ...any) listQuery {
-		return listQuery{"SELECT " + visitCols + " FROM visits v WHERE " + strings.Join(where, " AND ") + more + " ORDER BY v.id DESC LIMIT ?",
+		return listQuery{"SELECT " + visitCols + " FROM visits v WHERE " + strings.Join(where, " AND ") + more + order,
 			append(append(slices.Clone(args), moreArgs...), f.Limit)}
 	}
 	switch {
@@ -360,7 +402,10 @@ func (q *Q) visitListQueries(ctx context.Context, f VisitFilter) ([]listQuery, e
 		return nil, err
 	}
 	defer rows.Close()
-	out := []listQuery{list(" AND v.provider_id = ?", f.ProviderID)}
+	var out []listQuery
+	if !f.Unassigned {
+		out = append(out, list(" AND v.provider_id = ?", f.ProviderID))
+	}
 	for rows.Next() {
 		var room int64
 		if err := rows.Scan(&room); err != nil {

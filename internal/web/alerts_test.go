@@ -111,3 +111,58 @@ func between(s, start, end string) string {
 	in, _, _ := strings.Cut(after, end)
 	return start + in
 }
+
+// TestPortal_DashboardBacklog: a provider booked far ahead still sees the
+// e-consult that waits in their room and the appointment booked long ago
+// for today, and their own open visits soonest first, a hundred of them
+// with how many more start later. The dashboard used to be cut from the
+// provider's 500 newest visits, which 600 later bookings filled.
+func TestPortal_DashboardBacklog(t *testing.T) {
+	f := newFixture(t) // its e-consult waits in the provider's room
+	prov := f.user(t, f.providerToken)
+	db := f.e.Store.DB()
+	var room int64
+	if err := db.QueryRow(f.e.Store.Rebind("SELECT id FROM rooms WHERE account_id = ? AND code = 'main'"), prov.Account.ID).Scan(&room); err != nil {
+		t.Fatal(err)
+	}
+	p2 := f.user(t, f.p2Token)
+	now := f.e.Clock.Now().Unix()
+	book := func(start int64) {
+		t.Helper()
+		if _, err := db.Exec(f.e.Store.Rebind(`INSERT INTO visits (account_id, member_id, provider_id, room_id, status, type, kind, starts_at, ends_at, created, modified)
+			VALUES (?, ?, ?, ?, 20, 1, 'appointment', ?, ?, ?, ?)`), prov.Account.ID, p2.User.ID, prov.User.ID, room, start, start+1800, now, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	book(now + 3600) // today, booked first
+	for i := range 600 {
+		book(now + int64(i+2)*86400)
+	}
+	// And 50 closed visits, newest of all: not on the dashboard.
+	for range 50 {
+		if _, err := db.Exec(f.e.Store.Rebind(`INSERT INTO visits (account_id, member_id, provider_id, room_id, status, type, kind, created, modified)
+			VALUES (?, ?, ?, ?, 30, 1, 'appointment', ?, ?)`), prov.Account.ID, p2.User.ID, prov.User.ID, room, now, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := newBrowser(t, f.e)
+	f.redirectLogin(t, b, f.providerToken, "/providers/dashboard", nil)
+	pg := b.get("/providers/dashboard")
+	section := func(id string) string {
+		_, sec, _ := strings.Cut(pg.Body, `<h2 id="`+id+`">`)
+		sec, _, _ = strings.Cut(sec, "</section>")
+		return sec
+	}
+	if pg.Status != 200 || !strings.Contains(section("inbox"), `id="visit-`+itoa(f.visitID)+`"`) {
+		t.Fatalf("the waiting e-consult is not in the inbox: %d %s", pg.Status, section("inbox"))
+	}
+	if n := strings.Count(section("today"), `<li id="visit-`); n != 1 {
+		t.Fatalf("today's appointments: %d, want the one booked first", n)
+	}
+	if n := strings.Count(section("mine"), `<li id="visit-`); n != app.DashboardOwnMax-1 {
+		t.Fatalf("own open visits shown: %d, want %d", n, app.DashboardOwnMax-1)
+	}
+	if !strings.Contains(section("mine"), "And 501 more, starting later.") {
+		t.Fatalf("the count of later visits: %s", section("mine")[len(section("mine"))-300:])
+	}
+}

@@ -39,8 +39,11 @@ type dashboardPage struct {
 	// the e-consults), Unread the messages not yet seen: the page's title
 	// count and its alerts (static/dashboard.js).
 	Waiting, Unread int
-	Zone            string
-	Error, Notice   string
+	// Later is how many more of the provider's open visits start after
+	// those shown (app.DashboardOwnMax).
+	Later         int
+	Zone          string
+	Error, Notice string
 	// Rooms are the provider's rooms, where they publish slots.
 	Rooms []roomItem
 }
@@ -82,7 +85,7 @@ func (s *Server) showDashboard(w http.ResponseWriter, r *http.Request, status in
 	}
 	now := s.app.Now().Unix()
 	page := dashboardPage{Rooms: rooms, Notice: notice, Queue: dashVisits(db.Queue, db.Zone, now), Inbox: dashVisits(db.Inbox, db.Zone, now),
-		Today: dashVisits(db.Today, db.Zone, now), Mine: dashVisits(db.Mine, db.Zone, now), Zone: db.Zone.String(), Error: msg}
+		Today: dashVisits(db.Today, db.Zone, now), Mine: dashVisits(db.Mine, db.Zone, now), Later: db.Later, Zone: db.Zone.String(), Error: msg}
 	page.Waiting = len(page.Queue) + len(page.Inbox)
 	for _, list := range [][]dashVisit{page.Queue, page.Inbox, page.Today, page.Mine} {
 		for _, v := range list {
