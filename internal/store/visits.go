@@ -210,7 +210,7 @@ type VisitFilter struct {
 	StartAfter    int64 // visits starting at or after
 	EndBefore     int64 // visits ending at or before
 	Statuses      []int
-	WithRecording bool  // only visits that have a recording
+	WithRecording bool // only visits that have a recording
 	// Unassigned keeps, of a provider's list with ProviderRooms, only
 	// their rooms' unassigned e-consults and walk-ins (a dashboard's
 	// queue and inbox).
