@@ -50,11 +50,7 @@ func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal, zone *
 	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
-	ds, later, err := a.openVisits(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	out := &Dashboard{Zone: time.UTC, Later: later}
+	out := &Dashboard{Zone: time.UTC}
 	if z, err := time.LoadLocation(p.User.Timezone); err == nil && p.User.Timezone != "" {
 		out.Zone = z
 	}
@@ -64,6 +60,11 @@ func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal, zone *
 	now := a.now().In(out.Zone)
 	dayStart := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, out.Zone).Unix()
 	dayEnd := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, out.Zone).Unix()
+	ds, later, err := a.openVisits(ctx, p, dayStart, dayEnd)
+	if err != nil {
+		return nil, err
+	}
+	out.Later = later
 	for _, d := range ds {
 		switch {
 		case d.Visit.ProviderID == 0 && d.Visit.Kind == clinic.KindWalkin:
@@ -108,29 +109,42 @@ func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal, zone *
 }
 
 // openVisits are what a dashboard shows: the unassigned e-consults and
-// walk-ins of the provider's rooms, oldest first, then the provider's own
-// open visits, the soonest DashboardOwnMax, and how many of theirs come
-// after those. Each list is read in its own index's order (the rooms'
-// unassigned visits, visits_provider_open), so it costs what it shows:
-// it was the provider's 500 newest visits of GET /visits, so an e-consult
-// or a booking older than those was left off. The dashboard and its
-// watch are for providers only.
-func (a *App) openVisits(ctx context.Context, p *clinic.Principal) ([]*VisitDetail, int, error) {
+// walk-ins of the provider's rooms, oldest first; the provider's own open
+// visits that start in [dayStart, dayEnd); and the soonest
+// DashboardOwnMax of their others, with how many of theirs are left after
+// those. Each list is read in its own index's order (the rooms'
+// unassigned visits, visits_provider_open), so it costs what it shows: it
+// was the provider's 500 newest visits of GET /visits, so an e-consult or
+// a booking older than those was left off. The dashboard and its watch
+// are for providers only.
+func (a *App) openVisits(ctx context.Context, p *clinic.Principal, dayStart, dayEnd int64) ([]*VisitDetail, int, error) {
 	if !IsProvider(p) {
 		return nil, 0, clinic.Errorf(clinic.EForbidden, "The dashboard is for the clinic's providers. Your visits are on the Visits page.")
 	}
-	rd := a.store.Read()
-	waiting, err := rd.ListVisits(ctx, store.VisitFilter{AccountID: p.Account.ID, ProviderID: p.UserID(), ProviderRooms: true, Unassigned: true,
+	rd, acct, uid := a.store.Read(), p.Account.ID, p.UserID()
+	vs, err := rd.ListVisits(ctx, store.VisitFilter{AccountID: acct, ProviderID: uid, ProviderRooms: true, Unassigned: true,
 		Oldest: true, Statuses: []int{clinic.VisitPending, clinic.VisitConfirmed, clinic.VisitInProgress}, Limit: MaxVisitList})
 	if err != nil {
 		return nil, 0, fmt.Errorf("dashboard: %w", err)
 	}
-	own, total, err := rd.ProviderOpenVisits(ctx, p.Account.ID, p.UserID(), DashboardOwnMax)
+	today, _, err := rd.ProviderOpenVisits(ctx, acct, uid, dayStart, dayEnd, MaxVisitList)
 	if err != nil {
 		return nil, 0, fmt.Errorf("dashboard: %w", err)
 	}
-	ds, err := a.visitDetails(ctx, p, append(waiting, own...))
-	return ds, total - len(own), err
+	soonest, total, err := rd.ProviderOpenVisits(ctx, acct, uid, 0, 0, DashboardOwnMax)
+	if err != nil {
+		return nil, 0, fmt.Errorf("dashboard: %w", err)
+	}
+	// The day's are often among the soonest: each visit once.
+	shown := map[int64]bool{}
+	for _, v := range append(today, soonest...) {
+		if !shown[v.ID] {
+			shown[v.ID] = true
+			vs = append(vs, v)
+		}
+	}
+	ds, err := a.visitDetails(ctx, p, vs)
+	return ds, total - len(shown), err
 }
 
 // movesFrom are the moves of the assigned provider that the state machine

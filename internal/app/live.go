@@ -270,7 +270,9 @@ func (a *App) WatchDashboard(ctx context.Context, p *clinic.Principal) (*ChangeW
 	}
 	// The visits only, not the dashboard: its threads' latest messages
 	// would be read (and audited) for a stream that shows none of them.
-	open, _, err := a.openVisits(ctx, p)
+	// Today in any time zone: the day before and after UTC's.
+	now := a.now().Unix()
+	open, _, err := a.openVisits(ctx, p, now-86400, now+86400)
 	if err != nil {
 		return nil, err
 	}

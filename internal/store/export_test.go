@@ -108,8 +108,8 @@ func ExplainVisitsWindow(ctx context.Context, s *Store, rv RecordVisits, w Recor
 }
 
 // ExplainProviderOpenVisits is the plans of a provider's open visits' count and page.
-func ExplainProviderOpenVisits(ctx context.Context, s *Store, accountID, providerID int64) ([]string, error) {
-	count, page := providerOpenVisits(accountID, providerID, 100)
+func ExplainProviderOpenVisits(ctx context.Context, s *Store, accountID, providerID, from, to int64) ([]string, error) {
+	count, page := providerOpenVisits(accountID, providerID, from, to, 100)
 	return explain(ctx, s, []listQuery{count, page})
 }
 

@@ -250,14 +250,15 @@ func (q *Q) ListVisits(ctx context.Context, f VisitFilter) ([]*clinic.Visit, err
 }
 
 // ProviderOpenVisits lists up to limit of a provider's own open visits
-// (pending, confirmed, in progress), soonest start first (visits with no
-// start, e-consults, first of all), and how many they have. The partial
-// index visits_provider_open (migration 00026) holds open visits only, so
-// this reads what it returns however many visits the provider has closed.
-// The statuses are written out, not bound: SQLite uses a partial index
-// only for a query whose WHERE says what the index's does.
-func (q *Q) ProviderOpenVisits(ctx context.Context, accountID, providerID int64, limit int) ([]*clinic.Visit, int, error) {
-	count, page := providerOpenVisits(accountID, providerID, limit)
+// (pending, confirmed, in progress) starting in [from, to) (to 0: any),
+// soonest start first (visits with no start, e-consults, first of all),
+// and how many there are. The partial index visits_provider_open
+// (migration 00026) holds open visits only, so this reads what it returns
+// however many visits the provider has closed. The statuses are written
+// out, not bound: SQLite uses a partial index only for a query whose
+// WHERE says what the index's does.
+func (q *Q) ProviderOpenVisits(ctx context.Context, accountID, providerID, from, to int64, limit int) ([]*clinic.Visit, int, error) {
+	count, page := providerOpenVisits(accountID, providerID, from, to, limit)
 	var total int
 	if err := q.queryRow(ctx, count.query, count.args, &total); err != nil {
 		return nil, 0, err
@@ -267,10 +268,15 @@ func (q *Q) ProviderOpenVisits(ctx context.Context, accountID, providerID int64,
 }
 
 // providerOpenVisits is the count and the page of ProviderOpenVisits.
-func providerOpenVisits(accountID, providerID int64, limit int) (count, page listQuery) {
-	from := " FROM visits v WHERE v.account_id = ? AND v.provider_id = ? AND v.status IN (10, 20, 25)"
-	return listQuery{"SELECT count(*)" + from, []any{accountID, providerID}},
-		listQuery{"SELECT " + visitCols + from + " ORDER BY v.starts_at, v.id LIMIT ?", []any{accountID, providerID, limit}}
+func providerOpenVisits(accountID, providerID, from, to int64, limit int) (count, page listQuery) {
+	where := " FROM visits v WHERE v.account_id = ? AND v.provider_id = ? AND v.status IN (10, 20, 25)"
+	args := []any{accountID, providerID}
+	if to != 0 {
+		where += " AND v.starts_at >= ? AND v.starts_at < ?"
+		args = append(args, from, to)
+	}
+	return listQuery{"SELECT count(*)" + where, args},
+		listQuery{"SELECT " + visitCols + where + " ORDER BY v.starts_at, v.id LIMIT ?", append(slices.Clip(args), limit)}
 }
 
 // RecordVisits are the visits of a patient's record that its reader sees:
