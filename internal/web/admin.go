@@ -98,6 +98,7 @@ type adminPage struct {
 	// none to go to).
 	PaymentsMore          int64
 	PaymentsPaged         bool
+	PaymentsBefore        int64 // this page's payments_before, for a refund to come back to it
 	Audit                 []auditRow
 	AuditMore, AuditFirst string
 	Filter                app.AuditQuery
@@ -177,7 +178,7 @@ func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, p
 	if err != nil {
 		return err
 	}
-	page.PaymentsPaged = before > 0
+	page.PaymentsPaged, page.PaymentsBefore = before > 0, max(before, 0)
 	if len(invs) > adminPaymentsPage {
 		invs = invs[:adminPaymentsPage]
 		page.PaymentsMore = invs[len(invs)-1].ID
@@ -566,7 +567,12 @@ func (s *Server) adminRefund(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	http.Redirect(w, r, "/admin?done=refund#payments", http.StatusSeeOther)
+	// Back to the page of payments the refund was made from.
+	back := url.Values{"done": {"refund"}}
+	if before, err := strconv.ParseInt(r.PostFormValue("payments_before"), 10, 64); err == nil && before > 0 {
+		back.Set("payments_before", strconv.FormatInt(before, 10))
+	}
+	http.Redirect(w, r, "/admin?"+back.Encode()+"#payment-"+strconv.FormatInt(id, 10), http.StatusSeeOther)
 	return nil
 }
 

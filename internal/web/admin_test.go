@@ -584,7 +584,7 @@ func TestPortal_AdminPaymentAndAuditPages(t *testing.T) {
 		inv := &clinic.Invoice{IntakeID: it.ID, MemberID: p1.User.ID, RoomID: it.RoomID, Processor: "sandbox", Consultation: []byte("{}"),
 			Currency: "USD", Amount: 2500, AmountDue: 2500, Status: "failed", Created: now + int64(i), Modified: now + int64(i)}
 		if i == 0 {
-			inv.Status, inv.ChargeRef = "paid", "ch_sandbox_first"
+			inv.Status, inv.ChargeRef = "paid", "pi_sbx_first"
 		}
 		if err := f.e.Store.Write().CreateInvoice(ctx, admin.Account.ID, inv); err != nil {
 			t.Fatal(err)
@@ -645,6 +645,18 @@ func TestPortal_AdminPaymentAndAuditPages(t *testing.T) {
 	refund := fmt.Sprintf(`id="refund-%d"`, ids[0])
 	if strings.Contains(first, refund) || !strings.Contains(section(page.Body, "payments"), refund) {
 		t.Fatal("the oldest payment's refund should be on the last page only")
+	}
+	// Refunded from there, the admin is brought back to that page.
+	before := regexp.MustCompile(`name="payments_before" value="(\d+)"`).FindStringSubmatch(section(page.Body, "payments"))
+	if before == nil {
+		t.Fatal("the refund form does not say which page it is on")
+	}
+	done := b.post(fmt.Sprintf("/admin/payments/%d/refund", ids[0]), url.Values{"payments_before": {before[1]}})
+	if done.Status != 303 || !strings.Contains(done.Location, "payments_before="+before[1]) {
+		t.Fatalf("refund: %d %s", done.Status, done.Location)
+	}
+	if back := b.get(done.Location); !strings.Contains(back.Body, "The payment was refunded") || !strings.Contains(back.Body, "(25.00 USD back)") {
+		t.Fatalf("the page after the refund: %s", section(back.Body, "payments"))
 	}
 
 	// The audit trail's pages under a filter keep it.
