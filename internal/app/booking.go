@@ -32,7 +32,12 @@ type AvailSlot struct {
 type Availability struct {
 	Slots  []AvailSlot
 	Groups map[int64]*clinic.SlotGroup
-	enc    encoded
+	// Through is where the slots read end: the window's end, or, when the
+	// window holds more than MaxSlotList slots, the start of the last
+	// slot read, from which a caller continues (the slots starting then
+	// may not all be here).
+	Through int64
+	enc     encoded
 }
 
 // Availability is GET /availability: the room's slots in [start, end) with
@@ -96,7 +101,10 @@ func (a *App) Availability(ctx context.Context, p *clinic.Principal, in Availabi
 		return nil, err
 	}
 	slots, now := v.Slots, key.now
-	out := &Availability{Groups: v.Groups, Slots: []AvailSlot{}}
+	out := &Availability{Groups: v.Groups, Slots: []AvailSlot{}, Through: in.End}
+	if len(slots) == MaxSlotList {
+		out.Through = slots[len(slots)-1].Start
+	}
 	for i, s := range slots {
 		if in.Location != "" && !servesState(v.Providers[s.ProviderID], in.Location) {
 			continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -257,5 +258,79 @@ func (s *apptScript) lateCancel(t *testing.T) {
 	d, err := s.f.e.App.MoveVisit(context.Background(), s.f.admin(t), s.visit, app.ActCancel, app.MoveInput{})
 	if err != nil || d.Visit.Status != clinic.VisitCancelled {
 		t.Fatalf("the clinic cancels: %v", err)
+	}
+}
+
+// TestPortal_BookManyTimes: a room whose providers publish more slots in
+// two weeks than one read of the availability takes (app.MaxSlotList)
+// shows every open time, each once, a window at a time: the page ends at
+// its last whole day and Later times goes on from there, Earlier times
+// comes back; past the last slot the page says so. The book page used to
+// show the first 1,000 slots of the two weeks and nothing after them.
+func TestPortal_BookManyTimes(t *testing.T) {
+	f := newFixture(t)
+	bg := context.Background()
+	on := true
+	if _, err := f.e.App.UpdateRoom(bg, f.admin(t), "main", app.RoomUpdate{AppointmentEnable: &on}); err != nil {
+		t.Fatal(err)
+	}
+	// Three providers with ten-minute slots 08:00–18:00 UTC for 10 days
+	// from tomorrow: 60 a day each, 1,800 in all, and each time three times.
+	start := f.e.Clock.Now().Add(24 * time.Hour).UTC()
+	first, last := start.Format("2006-01-02"), start.Add(9*24*time.Hour).Format("2006-01-02")
+	for i, tok := range []string{f.providerToken, f.sso(t, clinic.UserProvider, "dr-2", "Hedy", "Lamarr"), f.sso(t, clinic.UserProvider, "dr-3", "Rosalind", "Franklin")} {
+		prov := f.user(t, tok)
+		if i > 0 {
+			if _, err := f.e.App.LinkRoom(bg, f.admin(t), prov.User.ID, "main", false); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, _, err := f.e.App.CreateSlots(bg, prov, app.SlotGroupInput{RoomCode: "main", DateStart: first, DateEnd: last,
+			TimeStart: "08:00", TimeEnd: "18:00", Timezone: "UTC", Duration: 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := newBrowser(t, f.e)
+	f.redirectLogin(t, b, f.p1Token, "/c/acme/main", nil)
+	pg := b.post("/c/acme/main/intake", url.Values{"reason_for_visit": {"Follow-up"}, "terms": {"1"}, "kind": {"appointment"}})
+	if pg.Status != 303 || !strings.HasSuffix(pg.Location, "/book") {
+		t.Fatalf("intake: %d %s", pg.Status, pg.Location)
+	}
+	book := pg.Location
+	seen := map[string]int{}
+	later := regexp.MustCompile(`href="(` + regexp.QuoteMeta(book) + `\?from=\d+)">Later times`)
+	times := regexp.MustCompile(`name="slot_start" value="(\d+)"`)
+	page, pages := b.get(book), 0
+	for ; ; pages++ {
+		if page.Status != 200 || pages > 10 {
+			t.Fatalf("times page %d: %d", pages, page.Status)
+		}
+		found := times.FindAllStringSubmatch(page.Body, -1)
+		for _, m := range found {
+			seen[m[1]]++
+		}
+		if pages > 0 && !strings.Contains(page.Body, ">Earlier times<") {
+			t.Fatalf("page %d has no way back", pages)
+		}
+		m := later.FindStringSubmatch(page.Body)
+		if m == nil {
+			t.Fatalf("page %d has no Later times", pages)
+		}
+		if len(found) == 0 {
+			if !strings.Contains(page.Body, "No open times in these two weeks.") {
+				t.Fatalf("an empty later page does not say so: %s", page.Body)
+			}
+			break
+		}
+		page = b.get(strings.ReplaceAll(m[1], "&amp;", "&"))
+	}
+	// pages is how many held times: the read's cut made them two or more.
+	if len(seen) != 600 || pages < 2 {
+		t.Fatalf("the pages showed %d distinct times in %d pages, want 600 in 2 or more", len(seen), pages)
+	}
+	for at, n := range seen {
+		if n != 1 {
+			t.Fatalf("time %s shown %d times", at, n)
+		}
 	}
 }

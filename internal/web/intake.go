@@ -383,6 +383,12 @@ type bookPage struct {
 	Days   []bookDay
 	Zone   string
 	Error  string
+	// Path is the page's own address; Later and Earlier are where the
+	// next and the previous pages of times start (unix seconds), Paged
+	// that this page starts later than now.
+	Path           string
+	Later, Earlier int64
+	Paged          bool
 }
 
 type bookDay struct {
@@ -414,20 +420,40 @@ func (s *Server) showBook(w http.ResponseWriter, r *http.Request, status int, ms
 	return s.showTimes(w, r, status, p, id, room, roomBase(r.PathValue("account_code"), room.Code)+"/intake/"+strconv.FormatInt(id, 10)+"/book", msg)
 }
 
-// showTimes is the room's open times in the next two weeks for intake id
-// (GET /availability), each a button that posts to action: a booking, or
-// a booked visit's move.
+// showTimes is the room's open times for intake id (GET /availability),
+// two weeks from ?from= (now by default), each a button that posts to
+// action: a booking, or a booked visit's move. A time several providers
+// have free is shown once (the first of them is booked). A window of more
+// slots than one read takes (app.MaxSlotList: eight providers of
+// five-minute slots fill it in two days) ends at its last whole day, and
+// Later times goes on from there.
 func (s *Server) showTimes(w http.ResponseWriter, r *http.Request, status int, p *clinic.Principal, id int64, room *clinic.Room, action, msg string) error {
 	now := s.app.Now()
-	av, err := s.app.Availability(r.Context(), p, app.AvailabilityQuery{IntakeID: id, RoomCode: room.Code,
-		Start: now.Unix(), End: now.Add(14 * 24 * time.Hour).Unix()})
+	from, _ := strconv.ParseInt(r.URL.Query().Get("from"), 10, 64)
+	from = max(from, now.Unix())
+	end := time.Unix(from, 0).Add(bookWindow).Unix()
+	av, err := s.app.Availability(r.Context(), p, app.AvailabilityQuery{IntakeID: id, RoomCode: room.Code, Start: from, End: end})
 	if err != nil {
 		return err
 	}
 	zone, _ := viewerZone(r, p.User)
-	page, loc := bookPage{Action: action, Zone: zone.String(), Error: msg}, s.localeOf(r)
+	page, loc := bookPage{Action: action, Zone: zone.String(), Error: msg, Later: end}, s.localeOf(r)
+	if av.Through < end {
+		// Cut: the day the read stopped in is shown from the next page,
+		// whole, unless it is the first day (a day of more slots than a
+		// read takes), which goes on from where the read stopped.
+		t := time.Unix(av.Through, 0).In(zone)
+		page.Later = time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, zone).Unix()
+		if page.Later <= from {
+			page.Later = av.Through
+		}
+	}
+	if from > now.Unix() {
+		page.Earlier = max(time.Unix(from, 0).Add(-bookWindow).Unix(), now.Unix())
+		page.Paged = true
+	}
 	for _, sl := range av.Slots {
-		if !sl.Available || sl.Slot.Start <= now.Unix() {
+		if !sl.Available || sl.Slot.Start <= now.Unix() || sl.Slot.Start >= page.Later {
 			continue
 		}
 		t := time.Unix(sl.Slot.Start, 0).In(zone)
@@ -436,11 +462,18 @@ func (s *Server) showTimes(w http.ResponseWriter, r *http.Request, status int, p
 			page.Days = append(page.Days, bookDay{Day: day})
 		}
 		d := &page.Days[len(page.Days)-1]
+		if n := len(d.Slots); n > 0 && d.Slots[n-1].Start == sl.Slot.Start {
+			continue // another provider free at the same time
+		}
 		d.Slots = append(d.Slots, bookSlot{Start: sl.Slot.Start, End: sl.Slot.End, Time: t.Format("15:04"), Provider: sl.Slot.ProviderID})
 	}
+	page.Path = r.URL.Path
 	s.render(w, r, status, "book", page)
 	return nil
 }
+
+// bookWindow is how far ahead one page of open times reaches.
+const bookWindow = 14 * 24 * time.Hour
 
 // book books the chosen time (POST /visits); a time taken meanwhile is
 // shown on the list again with the 409 in words.
