@@ -82,9 +82,10 @@ func (q *Q) ThreadMessages(ctx context.Context, accountID, visitID int64, from, 
 // MessagesWindow is a window of the messages of rv's visits, in the order
 // of the visits' ids and then of each thread, and how many the window's
 // time range holds: the part of a patient's record that is their visits'
-// threads. A first statement reads the ids of the visits with messages. The (visit_id, seq) key serves the order. The count of a
-// window over whole threads is the visits' message counts (a thread's
-// places are 1 to its count), so only a time range or an id is counted.
+// threads. A first statement reads the ids of the visits with messages;
+// the (visit_id, seq) key serves the order. The count of a window over
+// whole threads is the visits' message counts (a thread's places are 1 to
+// its count), so only a time range or an id is counted.
 func (q *Q) MessagesWindow(ctx context.Context, rv RecordVisits, w RecordWindow) ([]*clinic.Message, int, error) {
 	cond, args := rv.cond()
 	rows, err := q.query(ctx, "SELECT v.id, v.message_count FROM visits v WHERE "+cond+" AND v.message_count > 0 ORDER BY v.id", args...)

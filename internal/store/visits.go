@@ -215,10 +215,12 @@ type VisitFilter struct {
 	// their rooms' unassigned e-consults and walk-ins (a dashboard's
 	// queue and inbox).
 	Unassigned bool
-	// Oldest lists oldest first (After is then a visit before the page).
+	// Oldest lists oldest first instead of newest first.
 	Oldest bool
-	After  int64 // only visits older than this one (ids below it): the next page
-	Limit  int
+	// After is the last visit of the page before: the page is the visits
+	// past it in the list's order (ids below it, or above it when Oldest).
+	After int64
+	Limit int
 }
 
 // ListVisits lists up to f.Limit visits, newest first (by id), after
