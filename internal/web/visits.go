@@ -140,6 +140,10 @@ type visitPage struct {
 	// stream); Seen is the thread's length as drawn.
 	Live bool
 	Seen int
+	// Older is how many of the newest messages this page leaves out (an
+	// earlier page of a long thread; 0 for the latest); Earlier is how
+	// many come before those shown, and EarlierSkip the next page's older.
+	Older, Earlier, EarlierSkip int
 	// Waiting is set on a patient's walk-in that waits: the page is the
 	// waiting room, with the queue as GET /rooms/{code}/queue gives it.
 	Waiting               bool
@@ -230,15 +234,21 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := d.Visit.ID
-	// The latest page of the thread, oldest first; the clinic's admin sees
+	// The latest page of the thread, oldest first, or with ?older=N the
+	// page before the newest N (Earlier messages); the clinic's admin sees
 	// the visit but not its thread, as in the API.
-	ms, total, err := s.app.ListMessages(r.Context(), p, id, app.MessageQuery{Limit: new(app.MessagePageMax), Order: "desc"})
+	older, _ := strconv.Atoi(r.URL.Query().Get("older"))
+	older = min(max(older, 0), app.MaxSkip)
+	ms, total, err := s.app.ListMessages(r.Context(), p, id, app.MessageQuery{Limit: new(app.MessagePageMax), Skip: &older, Order: "desc"})
 	if err != nil && clinic.ErrorCode(err) != clinic.EForbidden {
 		return err
 	}
 	slices.Reverse(ms)
 	page := visitPage{ID: id, Status: visitStatusWord(d.Visit), Open: d.Visit.Status != clinic.VisitCompleted && d.Visit.Status != clinic.VisitCancelled,
-		Live: err == nil, Seen: total}
+		Live: err == nil, Seen: total, Older: older}
+	if shown := older + len(ms); shown < total && older+app.MessagePageMax <= app.MaxSkip {
+		page.Earlier, page.EarlierSkip = total-shown, shown
+	}
 	if d.Room != nil {
 		page.Room = d.Room.Name
 	}

@@ -2,10 +2,12 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -706,5 +708,45 @@ func TestPortal_SignOutKeepsTheIntegratorsSession(t *testing.T) {
 	me := b.do("GET", "/api_v3/me", nil, map[string]string{"X-AccountCode": "acme", "X-ApiToken": f.p1Token})
 	if me.Status != 200 {
 		t.Fatalf("the integrator's SSO token after the portal's sign-out: %d %s", me.Status, me.Body)
+	}
+}
+
+// TestPortal_LongThread: a visit page shows the latest 200 messages of its
+// thread and says how many came before, with Earlier messages to read
+// them and Latest messages to come back; the pages together are the
+// thread, each message once, in order. The page used to show the latest
+// 200 and nothing of the rest.
+func TestPortal_LongThread(t *testing.T) {
+	f := newFixture(t) // its e-consult holds one message
+	p1 := f.user(t, f.p1Token)
+	for i := range 259 {
+		msg := fmt.Sprintf("Update %03d.", i)
+		if _, err := f.e.App.PostMessage(context.Background(), p1, f.visitID, app.NewMessage{Content: &msg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := newBrowser(t, f.e)
+	f.redirectLogin(t, b, f.p1Token, f.visitPath(), nil)
+	items := regexp.MustCompile(`<p>(It is worse at night\.|Update \d{3}\.)</p>`)
+	latest := b.get(f.visitPath())
+	got := items.FindAllStringSubmatch(latest.Body, -1)
+	if latest.Status != 200 || len(got) != app.MessagePageMax || got[len(got)-1][1] != "Update 258." {
+		t.Fatalf("the latest page: %d, %d messages", latest.Status, len(got))
+	}
+	m := regexp.MustCompile(`href="(/visits/start/\d+\?older=200)#thread">Earlier messages \(60\)`).FindStringSubmatch(latest.Body)
+	if m == nil {
+		t.Fatal("the latest page does not offer the 60 earlier messages")
+	}
+	earlier := b.get(m[1])
+	before := items.FindAllStringSubmatch(earlier.Body, -1)
+	if earlier.Status != 200 || len(before) != 60 || before[0][1] != "It is worse at night." || strings.Contains(earlier.Body, "Earlier messages") ||
+		!strings.Contains(earlier.Body, `href="`+f.visitPath()+`#thread">Latest messages`) || !strings.Contains(earlier.Body, `data-live-page="`+f.visitPath()+`?older=200"`) {
+		t.Fatalf("the earlier page: %d, %d messages", earlier.Status, len(before))
+	}
+	all := append(before, got...)
+	for i := 1; i < len(all); i++ {
+		if want := fmt.Sprintf("Update %03d.", i-1); all[i][1] != want {
+			t.Fatalf("message %d: %q, want %q", i, all[i][1], want)
+		}
 	}
 }
