@@ -85,8 +85,13 @@ type adminPage struct {
 	// Shown is a secret or credential shown once, just after it was made.
 	Shown, ShownWhat string
 	Deliveries       []*app.WebhookDelivery
-	Payments         []adminPayment
-	Providers        []adminProvider
+	// DeliveriesMore is the last delivery shown when older ones follow
+	// (the next page's deliveries_before); DeliveriesPaged says this is
+	// not the first page.
+	DeliveriesMore  int64
+	DeliveriesPaged bool
+	Payments        []adminPayment
+	Providers       []adminProvider
 	// ProvidersMore is the last provider shown when more follow (the next
 	// page's providers_after); ProvidersPaged says this is not the first.
 	ProvidersMore  int64
@@ -110,10 +115,11 @@ type adminPage struct {
 // adminRoomChoices how many a room's "Add a provider" offers (a search
 // finds the others).
 const (
-	adminProvidersPage = 50
-	adminRoomChoices   = 100
-	adminPaymentsPage  = 20
-	adminAuditPage     = 50
+	adminProvidersPage  = 50
+	adminRoomChoices    = 100
+	adminPaymentsPage   = 20
+	adminAuditPage      = 50
+	adminDeliveriesPage = 20
 )
 
 // admin is /admin: rooms, the webhook and its deliveries, the audit trail
@@ -148,8 +154,16 @@ func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, p
 		page.Rooms = append(page.Rooms, adminRoom{Code: rm.Code, Name: rm.Name, Closed: rm.Settings.Operation.IsClosed || !rm.Active,
 			Address: "/c/" + url.PathEscape(p.Account.Code) + "/" + url.PathEscape(rm.Code)})
 	}
-	if page.Deliveries, err = s.app.WebhookDeliveries(ctx, p, 0, 20); err != nil {
+	// The deliveries, newest first, a page at a time (keyset by id).
+	q := r.URL.Query()
+	dBefore, _ := strconv.ParseInt(q.Get("deliveries_before"), 10, 64)
+	if page.Deliveries, err = s.app.WebhookDeliveries(ctx, p, max(dBefore, 0), adminDeliveriesPage+1); err != nil {
 		return err
+	}
+	page.DeliveriesPaged = dBefore > 0
+	if len(page.Deliveries) > adminDeliveriesPage {
+		page.Deliveries = page.Deliveries[:adminDeliveriesPage]
+		page.DeliveriesMore = page.Deliveries[adminDeliveriesPage-1].ID
 	}
 	// The providers by name, a page at a time (keyset: a page costs the
 	// same in a clinic of 5 or 5,000).
@@ -172,7 +186,6 @@ func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, p
 	// The payments and the audit trail, newest first, a page at a time
 	// (keyset: the next page is what comes before the last one shown).
 	// One more than a page is read to know whether another follows.
-	q := r.URL.Query()
 	before, _ := strconv.ParseInt(q.Get("payments_before"), 10, 64)
 	invs, err := s.billing.Invoices(ctx, p, billing.InvoiceQuery{Before: max(before, 0), Limit: adminPaymentsPage + 1})
 	if err != nil {

@@ -562,9 +562,9 @@ func TestPortal_AdminProviderPages(t *testing.T) {
 }
 
 // TestPortal_AdminPaymentAndAuditPages: /admin shows the payments (with
-// their patients) and the audit trail a page at a time, newest first:
-// Older payments and Older entries move back, Latest ones return, the
-// pages together are every payment and every matching entry once, and
+// their patients), the webhook deliveries and the audit trail a page at a
+// time, newest first: Older … moves back, Latest … returns, the pages
+// together are every payment, delivery and matching entry once, and
 // the audit's pages keep its filter. A payment too old for the first page
 // can still be refunded from its own. An unknown place starts over.
 func TestPortal_AdminPaymentAndAuditPages(t *testing.T) {
@@ -595,6 +595,16 @@ func TestPortal_AdminPaymentAndAuditPages(t *testing.T) {
 			}
 		}
 		ids = append(ids, inv.ID)
+	}
+	// 25 messages announced to the clinic's webhook: 25 deliveries.
+	if err := f.e.App.SetWebhookURL(ctx, "acme", "https://hooks.example.com/tc"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 25 {
+		msg := fmt.Sprintf("Note %d.", i)
+		if _, err := f.e.App.PostMessage(ctx, p1, f.visitID, app.NewMessage{Content: &msg}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// 60 reads of the patient's profile by the admin, each audited.
 	for range 60 {
@@ -657,6 +667,35 @@ func TestPortal_AdminPaymentAndAuditPages(t *testing.T) {
 	}
 	if back := b.get(done.Location); !strings.Contains(back.Body, "The payment was refunded") || !strings.Contains(back.Body, "(25.00 USD back)") {
 		t.Fatalf("the page after the refund: %s", section(back.Body, "payments"))
+	}
+
+	// The deliveries' pages: each delivery once.
+	deliveries := map[string]int{}
+	page = b.get("/admin")
+	for n := 0; ; n++ {
+		sec := section(page.Body, "deliveries")
+		if page.Status != 200 || n > 3 {
+			t.Fatalf("deliveries page %d: %d", n, page.Status)
+		}
+		for _, m := range regexp.MustCompile(`<tr id="delivery-(\d+)">`).FindAllStringSubmatch(sec, -1) {
+			deliveries[m[1]]++
+		}
+		if n > 0 && !strings.Contains(sec, `href="/admin#deliveries">Latest deliveries`) {
+			t.Fatal("a later page of deliveries has no way back to the latest")
+		}
+		more := regexp.MustCompile(`href="(/admin\?deliveries_before=\d+)#deliveries">Older deliveries`).FindStringSubmatch(sec)
+		if more == nil {
+			break
+		}
+		page = b.get(more[1])
+	}
+	if len(deliveries) != 25 {
+		t.Fatalf("the deliveries' pages showed %d of 25", len(deliveries))
+	}
+	for id, k := range deliveries {
+		if k != 1 {
+			t.Fatalf("delivery %s on %d pages", id, k)
+		}
 	}
 
 	// The audit trail's pages under a filter keep it.
