@@ -186,20 +186,7 @@ func (q *Q) keyMatchesChain(ctx context.Context, accountID, seq int64) (bool, er
 
 // PendingAuditClinics lists up to limit clinics with pending entries.
 func (q *Q) PendingAuditClinics(ctx context.Context, limit int) ([]int64, error) {
-	rows, err := q.query(ctx, "SELECT DISTINCT account_id FROM audit WHERE seq = -1 LIMIT ?", limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, q.d.translate(err)
-		}
-		out = append(out, id)
-	}
-	return out, q.d.translate(rows.Err())
+	return q.int64s(ctx, "SELECT DISTINCT account_id FROM audit WHERE seq = -1 LIMIT ?", limit)
 }
 
 // ChainPendingAudits chains a clinic's pending entries, in the order they

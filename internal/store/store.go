@@ -316,6 +316,24 @@ func (q *Q) query(ctx context.Context, query string, args ...any) (*sql.Rows, er
 	return rows, q.d.translate(err)
 }
 
+// int64s reads the one integer column query selects.
+func (q *Q) int64s(ctx context.Context, query string, args ...any) ([]int64, error) {
+	rows, err := q.query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var n int64
+		if err := rows.Scan(&n); err != nil {
+			return nil, q.d.translate(err)
+		}
+		out = append(out, n)
+	}
+	return out, q.d.translate(rows.Err())
+}
+
 // queryRow scans one row into dest; sql.ErrNoRows becomes ErrNotFound.
 func (q *Q) queryRow(ctx context.Context, query string, args []any, dest ...any) error {
 	q.counted(ctx)

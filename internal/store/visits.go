@@ -336,20 +336,7 @@ func visitsWindow(rv RecordVisits, kind string, w RecordWindow) (count, page lis
 // record's Practitioners.
 func (q *Q) RecordProviders(ctx context.Context, rv RecordVisits) ([]int64, error) {
 	cond, args := rv.cond()
-	rows, err := q.query(ctx, "SELECT DISTINCT v.provider_id FROM visits v WHERE "+cond+" AND v.provider_id <> 0 ORDER BY v.provider_id", args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, q.d.translate(err)
-		}
-		out = append(out, id)
-	}
-	return out, q.d.translate(rows.Err())
+	return q.int64s(ctx, "SELECT DISTINCT v.provider_id FROM visits v WHERE "+cond+" AND v.provider_id <> 0 ORDER BY v.provider_id", args...)
 }
 
 // listQuery is one statement of a list and its arguments.
