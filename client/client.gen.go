@@ -8974,6 +8974,12 @@ type ClientInterface interface {
 	// through another shows within a second; booking a slot that was just taken is
 	// refused with 409 either way.
 	//
+	// One answer holds up to 1,000 slots. A window with more (eight providers of
+	// five-minute slots fill it in two days) is answered up to the last instant read,
+	// whose slots are left to the next answer, and a `Link` header (`rel="next"`) is the
+	// same question with `start` moved there; the answers together are the window,
+	// each slot once.
+	//
 	// Corresponds with GET /api_v3/availability (the `GetAvailability` operationId).
 	GetAvailability(ctx context.Context, params *GetAvailabilityParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -11546,6 +11552,12 @@ func (c *Client) GetAuth(ctx context.Context, params *GetAuthParams, reqEditors 
 // booking there is shown at once). With several server processes, a booking made
 // through another shows within a second; booking a slot that was just taken is
 // refused with 409 either way.
+//
+// One answer holds up to 1,000 slots. A window with more (eight providers of
+// five-minute slots fill it in two days) is answered up to the last instant read,
+// whose slots are left to the next answer, and a `Link` header (`rel="next"`) is the
+// same question with `start` moved there; the answers together are the window,
+// each slot once.
 //
 // Corresponds with GET /api_v3/availability (the `GetAvailability` operationId).
 func (c *Client) GetAvailability(ctx context.Context, params *GetAvailabilityParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -24588,6 +24600,12 @@ type ClientWithResponsesInterface interface {
 	// through another shows within a second; booking a slot that was just taken is
 	// refused with 409 either way.
 	//
+	// One answer holds up to 1,000 slots. A window with more (eight providers of
+	// five-minute slots fill it in two days) is answered up to the last instant read,
+	// whose slots are left to the next answer, and a `Link` header (`rel="next"`) is the
+	// same question with `start` moved there; the answers together are the window,
+	// each slot once.
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api_v3/availability (the `GetAvailability` operationId).
@@ -27762,6 +27780,11 @@ func (r GetAuthResponse) ContentType() string {
 	return ""
 }
 
+// GetAvailabilityResponse200Headers the declared response headers of an HTTP 200 response for GetAvailability
+type GetAvailabilityResponse200Headers struct {
+	Link *string
+}
+
 type GetAvailabilityResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -27799,6 +27822,8 @@ type GetAvailabilityResponse struct {
 	JSON404 *ObjNotFound
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *ObjInternal
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetAvailabilityResponse200Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -38261,6 +38286,12 @@ func (c *ClientWithResponses) GetAuthWithResponse(ctx context.Context, params *G
 // through another shows within a second; booking a slot that was just taken is
 // refused with 409 either way.
 //
+// One answer holds up to 1,000 slots. A window with more (eight providers of
+// five-minute slots fill it in two days) is answered up to the last instant read,
+// whose slots are left to the next answer, and a `Link` header (`rel="next"`) is the
+// same question with `start` moved there; the answers together are the window,
+// each slot once.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api_v3/availability (the `GetAvailability` operationId).
@@ -42589,6 +42620,19 @@ func ParseGetAvailabilityResponse(rsp *http.Response) (*GetAvailabilityResponse,
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetAvailabilityResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil

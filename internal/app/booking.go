@@ -32,10 +32,10 @@ type AvailSlot struct {
 type Availability struct {
 	Slots  []AvailSlot
 	Groups map[int64]*clinic.SlotGroup
-	// Through is where the slots read end: the window's end, or, when the
-	// window holds more than MaxSlotList slots, the start of the last
-	// slot read, from which a caller continues (the slots starting then
-	// may not all be here).
+	// Through is where the answer ends: the window's end, or, when the
+	// window holds more slots than one read takes (MaxSlotList), the
+	// start of the last instant read, whose slots are left to the answer
+	// that starts there.
 	Through int64
 	enc     encoded
 }
@@ -103,9 +103,20 @@ func (a *App) Availability(ctx context.Context, p *clinic.Principal, in Availabi
 	slots, now := v.Slots, key.now
 	out := &Availability{Groups: v.Groups, Slots: []AvailSlot{}, Through: in.End}
 	if len(slots) == MaxSlotList {
+		// The read stopped inside the window: the answer ends before the
+		// last instant read, whose slots may go on past the read, and the
+		// caller goes on from there (GET /availability's Link). Were every
+		// slot read at one instant, the answer holds them and goes on
+		// after it.
 		out.Through = slots[len(slots)-1].Start
+		if out.Through == slots[0].Start {
+			out.Through++
+		}
 	}
 	for i, s := range slots {
+		if s.Start >= out.Through {
+			break
+		}
 		if in.Location != "" && !servesState(v.Providers[s.ProviderID], in.Location) {
 			continue
 		}

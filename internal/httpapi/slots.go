@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -265,6 +266,12 @@ func (s *Server) availability(w http.ResponseWriter, r *http.Request, c *call) e
 	av, err := s.app.Availability(r.Context(), c.p, in)
 	if err != nil {
 		return err
+	}
+	if av.Through < in.End {
+		// More slots than one answer holds: the next starts where it ends.
+		next := r.URL.Query()
+		next.Set("start", strconv.FormatInt(av.Through, 10))
+		w.Header().Set("Link", "<"+(&url.URL{Path: r.URL.Path, RawQuery: next.Encode()}).String()+`>; rel="next"`)
 	}
 	// An answer may be held and sent to many of the clinic's callers
 	// (app/availcache.go): it is encoded once.

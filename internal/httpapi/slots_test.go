@@ -2,6 +2,8 @@ package httpapi_test
 
 import (
 	"fmt"
+	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -419,5 +421,60 @@ func TestAvailability_HeldForItsSecond(t *testing.T) {
 	e.Clock.Advance(time.Second)
 	if _, n := ask(); n <= held {
 		t.Fatalf("the next second: %d statements, as many as a held answer", n)
+	}
+}
+
+// TestAvailability_Pages: a window of more slots than one answer holds
+// (1,000) is answered up to the last instant read, with a Link to the
+// same question from there; following the links gives every slot of the
+// window once, in order. Without it the answer stopped at the 1,000th
+// slot and said nothing.
+func TestAvailability_Pages(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	s.enableAppointments(t)
+	if r := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/" + s.other.UserID + "/rooms", Header: adminHeaders(s.c), Form: q("code", "main")}); r.Status != 200 {
+		t.Fatal(r.Status)
+	}
+	// Two providers, five-minute slots 08:00–18:00 for six days: 1,440.
+	for _, who := range []string{s.doc.Token, s.other.Token} {
+		s.publish(t, who, map[string]any{"room_code": "main", "date_start": slotDay, "date_end": "2026-03-08", "time_start": "08:00", "time_end": "18:00",
+			"timezone": "America/New_York", "duration": 5})
+	}
+	start, end := tue0900NY-3600, tue0900NY+7*86400
+	query := q("room_code", "main", "start", fmt.Sprint(start), "end", fmt.Sprint(end))
+	seen := map[string]bool{}
+	last, answers := int64(0), 0
+	for path := "/api_v3/availability"; ; answers++ {
+		if answers > 5 {
+			t.Fatal("the links do not end")
+		}
+		e.Clock.Advance(time.Second)
+		res := e.Do(testenv.Req{Path: path, Query: query, Header: userHeaders(s.c, s.pat.Token)})
+		if res.Status != 200 {
+			t.Fatalf("answer %d: %d %s", answers, res.Status, res.Raw)
+		}
+		data := res.Data()
+		for _, sl := range data["slots"].([]any) {
+			id := sl.(map[string]any)["slot_id"].(string)
+			at := int64(sl.(map[string]any)["slot_start"].(float64))
+			if seen[id] || at < last {
+				t.Fatalf("answer %d: slot %s again or out of order", answers, id)
+			}
+			seen[id], last = true, at
+		}
+		link := res.Header.Get("Link")
+		if link == "" {
+			break
+		}
+		u, err := url.Parse(strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`))
+		if err != nil || u.Path != "/api_v3/availability" || u.Query().Get("end") != fmt.Sprint(end) || u.Query().Get("room_code") != "main" {
+			t.Fatalf("answer %d: Link %q", answers, link)
+		}
+		path, query = u.Path, u.Query()
+	}
+	if len(seen) != 1440 || answers < 1 {
+		t.Fatalf("%d slots in %d answers, want 1,440 in two or more", len(seen), answers+1)
 	}
 }
