@@ -402,9 +402,10 @@ func TestFHIR_ManyVisits(t *testing.T) {
 		}
 	}
 
-	// 600 visits of the patient: a third booked with the provider, a third
-	// unassigned e-consults of the provider's room, a third of the other
-	// room's; a note on every tenth, signed on completed visits.
+	// 600 visits of the patient: a third booked with the provider and
+	// completed, a third unassigned e-consults of the provider's room, a
+	// third of the other room's; a signed note on every tenth (the patient
+	// is given those of completed visits only).
 	db := e.Store.DB()
 	acct, main := roomOf(t, e, s.pat.UserID, "main")
 	_, elsewhere := roomOf(t, e, s.pat.UserID, "elsewhere")
@@ -434,8 +435,8 @@ func TestFHIR_ManyVisits(t *testing.T) {
 		}
 	}
 
-	// The provider's encounters, paged by 1000, are every visit they see,
-	// newest first, and none of the other room's.
+	// The provider's encounters, in one page of 1,000, are every visit they
+	// see and none of the other room's.
 	res := fhirGet(t, e, doc, "/fhir/R4/Encounter", "patient", s.pat.UserID, "_count", "1000")
 	var b struct {
 		Total int
