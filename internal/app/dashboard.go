@@ -43,7 +43,8 @@ type Dashboard struct {
 const DashboardOwnMax = 100
 
 // ProviderDashboard is the provider's dashboard, from the open visits
-// GET /visits gives a provider (openVisits). Today is today in zone:
+// GET /visits gives a provider, each list read in its index's order.
+// Today is today in zone:
 // the viewer's (the portal passes the browser's when the profile names
 // none); nil is the profile's, or UTC.
 func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal, zone *time.Location) (*Dashboard, error) {
@@ -60,11 +61,27 @@ func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal, zone *
 	now := a.now().In(out.Zone)
 	dayStart := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, out.Zone).Unix()
 	dayEnd := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, out.Zone).Unix()
-	ds, later, err := a.openVisits(ctx, p, dayStart, dayEnd)
+	own, err := a.ownOpenVisits(ctx, p, dayStart, dayEnd)
 	if err != nil {
 		return nil, err
 	}
-	out.Later = later
+	// The rooms' unassigned e-consults and walk-ins, oldest first (first
+	// come, first served), in the order of their partial index.
+	rd := a.store.Read()
+	waiting, err := rd.ListVisits(ctx, store.VisitFilter{AccountID: p.Account.ID, ProviderID: p.UserID(), ProviderRooms: true, Unassigned: true,
+		Oldest: true, Statuses: []int{clinic.VisitPending, clinic.VisitConfirmed, clinic.VisitInProgress}, Limit: MaxVisitList})
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	total, err := rd.CountProviderOpenVisits(ctx, p.Account.ID, p.UserID())
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	out.Later = total - len(own)
+	ds, err := a.visitDetails(ctx, p, append(waiting, own...))
+	if err != nil {
+		return nil, err
+	}
 	for _, d := range ds {
 		switch {
 		case d.Visit.ProviderID == 0 && d.Visit.Kind == clinic.KindWalkin:
@@ -108,43 +125,35 @@ func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal, zone *
 	return out, nil
 }
 
-// openVisits are what a dashboard shows: the unassigned e-consults and
-// walk-ins of the provider's rooms, oldest first; the provider's own open
-// visits that start in [dayStart, dayEnd); and the soonest
-// DashboardOwnMax of their others, with how many of theirs are left after
-// those. Each list is read in its own index's order (the rooms'
-// unassigned visits, visits_provider_open), so it costs what it shows: it
-// was the provider's 500 newest visits of GET /visits, so an e-consult or
-// a booking older than those was left off. The dashboard and its watch
-// are for providers only.
-func (a *App) openVisits(ctx context.Context, p *clinic.Principal, dayStart, dayEnd int64) ([]*VisitDetail, int, error) {
+// ownOpenVisits are the provider's own open visits a dashboard shows:
+// those that start in [dayStart, dayEnd) and the soonest DashboardOwnMax
+// of the others, each once, read through visits_provider_open so the read
+// costs what it shows. The dashboard was cut from the provider's 500
+// newest visits of GET /visits, so an e-consult or a booking older than
+// those was left off. The dashboard and its watch are for providers only.
+func (a *App) ownOpenVisits(ctx context.Context, p *clinic.Principal, dayStart, dayEnd int64) ([]*clinic.Visit, error) {
 	if !IsProvider(p) {
-		return nil, 0, clinic.Errorf(clinic.EForbidden, "The dashboard is for the clinic's providers. Your visits are on the Visits page.")
+		return nil, clinic.Errorf(clinic.EForbidden, "The dashboard is for the clinic's providers. Your visits are on the Visits page.")
 	}
 	rd, acct, uid := a.store.Read(), p.Account.ID, p.UserID()
-	vs, err := rd.ListVisits(ctx, store.VisitFilter{AccountID: acct, ProviderID: uid, ProviderRooms: true, Unassigned: true,
-		Oldest: true, Statuses: []int{clinic.VisitPending, clinic.VisitConfirmed, clinic.VisitInProgress}, Limit: MaxVisitList})
+	today, err := rd.ProviderOpenVisits(ctx, acct, uid, dayStart, dayEnd, MaxVisitList)
 	if err != nil {
-		return nil, 0, fmt.Errorf("dashboard: %w", err)
+		return nil, fmt.Errorf("dashboard: %w", err)
 	}
-	today, _, err := rd.ProviderOpenVisits(ctx, acct, uid, dayStart, dayEnd, MaxVisitList)
+	soonest, err := rd.ProviderOpenVisits(ctx, acct, uid, 0, 0, DashboardOwnMax)
 	if err != nil {
-		return nil, 0, fmt.Errorf("dashboard: %w", err)
-	}
-	soonest, total, err := rd.ProviderOpenVisits(ctx, acct, uid, 0, 0, DashboardOwnMax)
-	if err != nil {
-		return nil, 0, fmt.Errorf("dashboard: %w", err)
+		return nil, fmt.Errorf("dashboard: %w", err)
 	}
 	// The day's are often among the soonest: each visit once.
+	var out []*clinic.Visit
 	shown := map[int64]bool{}
 	for _, v := range append(today, soonest...) {
 		if !shown[v.ID] {
 			shown[v.ID] = true
-			vs = append(vs, v)
+			out = append(out, v)
 		}
 	}
-	ds, err := a.visitDetails(ctx, p, vs)
-	return ds, total - len(shown), err
+	return out, nil
 }
 
 // movesFrom are the moves of the assigned provider that the state machine

@@ -272,7 +272,7 @@ func (a *App) WatchDashboard(ctx context.Context, p *clinic.Principal) (*ChangeW
 	// would be read (and audited) for a stream that shows none of them.
 	// Today in any time zone: the day before and after UTC's.
 	now := a.now().Unix()
-	open, _, err := a.openVisits(ctx, p, now-86400, now+86400)
+	own, err := a.ownOpenVisits(ctx, p, now-86400, now+86400)
 	if err != nil {
 		return nil, err
 	}
@@ -284,10 +284,8 @@ func (a *App) WatchDashboard(ctx context.Context, p *clinic.Principal) (*ChangeW
 	for _, l := range links {
 		topics = append(topics, live.RoomTopic(p.Account.ID, l.Room.ID))
 	}
-	for _, d := range open {
-		if d.Visit.ProviderID == p.UserID() {
-			topics = append(topics, live.VisitTopic(p.Account.ID, d.Visit.ID))
-		}
+	for _, v := range own {
+		topics = append(topics, live.VisitTopic(p.Account.ID, v.ID))
 	}
 	return &ChangeWatch{sub: a.store.Live().Subscribe(topics...)}, nil
 }

@@ -253,23 +253,27 @@ func (q *Q) ListVisits(ctx context.Context, f VisitFilter) ([]*clinic.Visit, err
 
 // ProviderOpenVisits lists up to limit of a provider's own open visits
 // (pending, confirmed, in progress) starting in [from, to) (to 0: any),
-// soonest start first (visits with no start, e-consults, first of all),
-// and how many there are. The partial index visits_provider_open
-// (migration 00026) holds open visits only, so this reads what it returns
-// however many visits the provider has closed. The statuses are written
-// out, not bound: SQLite uses a partial index only for a query whose
-// WHERE says what the index's does.
-func (q *Q) ProviderOpenVisits(ctx context.Context, accountID, providerID, from, to int64, limit int) ([]*clinic.Visit, int, error) {
-	count, page := providerOpenVisits(accountID, providerID, from, to, limit)
-	var total int
-	if err := q.queryRow(ctx, count.query, count.args, &total); err != nil {
-		return nil, 0, err
-	}
-	vs, err := q.visits(ctx, page.query, page.args...)
-	return vs, total, err
+// soonest start first (visits with no start, e-consults, first of all).
+// The partial index visits_provider_open (migration 00026) holds open
+// visits only, so this reads what it returns however many visits the
+// provider has closed. The statuses are written out, not bound: SQLite
+// uses a partial index only for a query whose WHERE says what the
+// index's does.
+func (q *Q) ProviderOpenVisits(ctx context.Context, accountID, providerID, from, to int64, limit int) ([]*clinic.Visit, error) {
+	_, page := providerOpenVisits(accountID, providerID, from, to, limit)
+	return q.visits(ctx, page.query, page.args...)
 }
 
-// providerOpenVisits is the count and the page of ProviderOpenVisits.
+// CountProviderOpenVisits is how many open visits a provider has, counted
+// through the same index.
+func (q *Q) CountProviderOpenVisits(ctx context.Context, accountID, providerID int64) (int, error) {
+	count, _ := providerOpenVisits(accountID, providerID, 0, 0, 0)
+	var n int
+	err := q.queryRow(ctx, count.query, count.args, &n)
+	return n, err
+}
+
+// providerOpenVisits is the count and the page of a provider's open visits.
 func providerOpenVisits(accountID, providerID, from, to int64, limit int) (count, page listQuery) {
 	where := " FROM visits v WHERE v.account_id = ? AND v.provider_id = ? AND v.status IN (10, 20, 25)"
 	args := []any{accountID, providerID}
