@@ -285,6 +285,11 @@ func providerOpenVisits(accountID, providerID, from, to int64, limit int) (count
 		listQuery{"SELECT " + visitCols + where + " ORDER BY v.starts_at, v.id LIMIT ?", append(slices.Clip(args), limit)}
 }
 
+// awaitingProvider is a visit that its room's providers see until one of
+// them takes it: an e-consult or walk-in with no provider (app's
+// awaitsProvider); its arguments are clinic.KindEconsult and KindWalkin.
+const awaitingProvider = "v.provider_id = 0 AND v.kind IN (?, ?)"
+
 // RecordVisits are the visits of a patient's record that its reader sees:
 // all of the patient's, or with ProviderID those that provider sees
 // through the API, their own and, with Rooms, the e-consults and walk-ins
@@ -307,7 +312,7 @@ func (rv RecordVisits) cond() (string, []any) {
 	c += " AND (v.provider_id = ?"
 	args = append(args, rv.ProviderID)
 	if rv.Rooms {
-		c += " OR (v.provider_id = 0 AND v.kind IN (?, ?) AND v.room_id IN (SELECT room_id FROM user_rooms WHERE account_id = ? AND user_id = ?))"
+		c += " OR (" + awaitingProvider + " AND v.room_id IN (SELECT room_id FROM user_rooms WHERE account_id = ? AND user_id = ?))"
 		args = append(args, clinic.KindEconsult, clinic.KindWalkin, rv.AccountID, rv.ProviderID)
 	}
 	return c + ")", args
@@ -410,7 +415,7 @@ func (q *Q) visitListQueries(ctx context.Context, f VisitFilter) ([]listQuery, e
 		if err := rows.Scan(&room); err != nil {
 			return nil, q.d.translate(err)
 		}
-		out = append(out, list(" AND v.room_id = ? AND v.provider_id = 0 AND v.kind IN (?, ?)", room, clinic.KindEconsult, clinic.KindWalkin))
+		out = append(out, list(" AND v.room_id = ? AND "+awaitingProvider, room, clinic.KindEconsult, clinic.KindWalkin))
 	}
 	return out, q.d.translate(rows.Err())
 }
