@@ -4,6 +4,7 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -1010,5 +1011,39 @@ func press(t *testing.T, ctx context.Context, label string) {
 	})()`))
 	if err != nil || !ok {
 		t.Fatalf("no button %q to press (%v)", label, err)
+	}
+}
+
+// TestBrowser_EarlierMessages: a long thread's earlier page stays what it
+// is while the thread grows: the live refresh redraws that page (one
+// message further back now), not the latest one, and does not reload it.
+func TestBrowser_EarlierMessages(t *testing.T) {
+	browser := chrome(t)
+	f := newFixture(t) // its e-consult holds one message
+	f.accept(t)
+	p1 := f.user(t, f.p1Token)
+	for i := range 219 {
+		msg := fmt.Sprintf("Update %03d.", i)
+		if _, err := f.e.App.PostMessage(context.Background(), p1, f.visitID, app.NewMessage{Content: &msg}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	patient := separate(t, browser)
+	openVisit(t, patient, f.e.URL, f.p1Token, f.visitID)
+	waitText(t, patient, "#visit-thread", "Earlier messages (20)")
+	browserStep(t, patient, "open the earlier messages", chromedp.Navigate(f.e.URL+f.visitPath()+"?older=200"))
+	waitText(t, patient, "#visit-thread", "Latest messages")
+	markPage(t, patient)
+	// The provider answers: the thread's 221st message.
+	answer := "Seen, thank you."
+	if _, err := f.e.App.PostMessage(context.Background(), f.user(t, f.providerToken), f.visitID, app.NewMessage{Content: &answer}); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, patient, "#visit-thread", "Update 019.") // the earlier page, one message on
+	waitText(t, patient, "#visit-thread", "Latest messages")
+	stillMarked(t, patient, "the patient")
+	got, err := chromedp.Run(patient, chromedp.Evaluate[string](`document.getElementById("visit-thread").innerText`))
+	if err != nil || strings.Contains(got, answer) || strings.Contains(got, "Update 218.") {
+		t.Fatalf("the earlier page was redrawn as the latest (%v): %s", err, got)
 	}
 }
