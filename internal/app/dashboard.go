@@ -33,6 +33,9 @@ type Dashboard struct {
 	// Later is how many more of the provider's open visits there are,
 	// starting after those in Mine (DashboardOwnMax).
 	Later int
+	// LaterFrom, with Later, is the last of the soonest visits shown:
+	// OwnOpenVisits goes on from there.
+	LaterFrom *VisitPlace
 	// Zone is the provider's time zone, in which Today is today.
 	Zone *time.Location
 }
@@ -61,7 +64,7 @@ func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal, zone *
 	now := a.now().In(out.Zone)
 	dayStart := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, out.Zone).Unix()
 	dayEnd := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, out.Zone).Unix()
-	own, err := a.ownOpenVisits(ctx, p, dayStart, dayEnd)
+	own, laterFrom, err := a.ownOpenVisits(ctx, p, dayStart, dayEnd)
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +81,9 @@ func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal, zone *
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
 	out.Later = total - len(own)
+	if out.Later > 0 {
+		out.LaterFrom = laterFrom
+	}
 	ds, err := a.visitDetails(ctx, p, append(waiting, own...))
 	if err != nil {
 		return nil, err
@@ -131,18 +137,25 @@ func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal, zone *
 // costs what it shows. The dashboard was cut from the provider's 500
 // newest visits of GET /visits, so an e-consult or a booking older than
 // those was left off. The dashboard and its watch are for providers only.
-func (a *App) ownOpenVisits(ctx context.Context, p *clinic.Principal, dayStart, dayEnd int64) ([]*clinic.Visit, error) {
+// The place returned is the last of the soonest, where OwnOpenVisits goes
+// on.
+func (a *App) ownOpenVisits(ctx context.Context, p *clinic.Principal, dayStart, dayEnd int64) ([]*clinic.Visit, *VisitPlace, error) {
 	if !IsProvider(p) {
-		return nil, clinic.Errorf(clinic.EForbidden, "The dashboard is for the clinic's providers. Your visits are on the Visits page.")
+		return nil, nil, clinic.Errorf(clinic.EForbidden, "The dashboard is for the clinic's providers. Your visits are on the Visits page.")
 	}
 	rd, acct, uid := a.store.Read(), p.Account.ID, p.UserID()
-	today, err := rd.ProviderOpenVisits(ctx, acct, uid, dayStart, dayEnd, MaxVisitList)
+	today, err := rd.ProviderOpenVisits(ctx, acct, uid, store.OpenVisitQuery{From: dayStart, To: dayEnd, Limit: MaxVisitList})
 	if err != nil {
-		return nil, fmt.Errorf("dashboard: %w", err)
+		return nil, nil, fmt.Errorf("dashboard: %w", err)
 	}
-	soonest, err := rd.ProviderOpenVisits(ctx, acct, uid, 0, 0, DashboardOwnMax)
+	soonest, err := rd.ProviderOpenVisits(ctx, acct, uid, store.OpenVisitQuery{Limit: DashboardOwnMax})
 	if err != nil {
-		return nil, fmt.Errorf("dashboard: %w", err)
+		return nil, nil, fmt.Errorf("dashboard: %w", err)
+	}
+	var last *VisitPlace
+	if len(soonest) > 0 {
+		v := soonest[len(soonest)-1]
+		last = &VisitPlace{Start: v.Start, ID: v.ID}
 	}
 	// The day's are often among the soonest: each visit once.
 	var out []*clinic.Visit
@@ -153,7 +166,48 @@ func (a *App) ownOpenVisits(ctx context.Context, p *clinic.Principal, dayStart, 
 			out = append(out, v)
 		}
 	}
-	return out, nil
+	return out, last, nil
+}
+
+// VisitPlace is a place in a provider's open visits, soonest first: the
+// start and id of the last visit of a page.
+type VisitPlace struct{ Start, ID int64 }
+
+// OwnOpenVisitsPage bounds a page of OwnOpenVisits.
+const OwnOpenVisitsPage = 50
+
+// OwnOpenVisits is a page of the provider's own open visits, soonest
+// first (those with no start, e-consults and walk-ins taken, first of
+// all), after place after when it is set, and where the next page starts
+// (nil at the end). The portal's /visits pages them with it, from the
+// soonest or from where the dashboard's soonest DashboardOwnMax stop,
+// so that none of a provider booked far ahead is out of reach.
+func (a *App) OwnOpenVisits(ctx context.Context, p *clinic.Principal, after *VisitPlace) ([]*VisitDetail, *VisitPlace, error) {
+	if err := RequireUser(p); err != nil {
+		return nil, nil, err
+	}
+	if !IsProvider(p) {
+		return nil, nil, clinic.Errorf(clinic.EForbidden, "Only providers have visits of their own to take. Your visits are on the Visits page.")
+	}
+	oq := store.OpenVisitQuery{Limit: OwnOpenVisitsPage + 1}
+	if after != nil {
+		oq.After = &store.OpenVisitKey{Start: after.Start, ID: after.ID}
+	}
+	vs, err := a.store.Read().ProviderOpenVisits(ctx, p.Account.ID, p.UserID(), oq)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open visits: %w", err)
+	}
+	var next *VisitPlace
+	if len(vs) > OwnOpenVisitsPage {
+		vs = vs[:OwnOpenVisitsPage]
+		last := vs[len(vs)-1]
+		next = &VisitPlace{Start: last.Start, ID: last.ID}
+	}
+	ds, err := a.visitDetails(ctx, p, vs)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ds, next, nil
 }
 
 // movesFrom are the moves of the assigned provider that the state machine

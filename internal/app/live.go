@@ -272,7 +272,7 @@ func (a *App) WatchDashboard(ctx context.Context, p *clinic.Principal) (*ChangeW
 	// would be read (and audited) for a stream that shows none of them.
 	// Today in any time zone: the day before and after UTC's.
 	now := a.now().Unix()
-	own, err := a.ownOpenVisits(ctx, p, now-86400, now+86400)
+	own, _, err := a.ownOpenVisits(ctx, p, now-86400, now+86400)
 	if err != nil {
 		return nil, err
 	}

@@ -450,6 +450,10 @@ func permRows(f *permFixture) map[string]permRow {
 		"ProviderDashboard": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.ProviderDashboard(ctx, p, nil))
 		}},
+		"OwnOpenVisits": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			ds, _, err := a.OwnOpenVisits(ctx, p, nil)
+			return ds, err
+		}},
 		"VisitNote": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.VisitNote(ctx, p, f.visitID))
 		}},

@@ -360,6 +360,10 @@ type VisitQuery struct {
 	// MemberID keeps one patient's visits among those the caller sees (a
 	// patient's chart); 0 keeps all.
 	MemberID int64
+	// Waiting keeps, of a provider's list, only their rooms' e-consults
+	// and walk-ins that no provider has taken yet, oldest first (first
+	// come, first served: the portal's /visits); anyone else has none.
+	Waiting bool
 	// Limit is the page's size (0: MaxVisitList); After continues a list
 	// after the visit of this id, the last of the page before.
 	Limit int
@@ -402,10 +406,13 @@ func (a *App) ListVisits(ctx context.Context, p *clinic.Principal, in VisitQuery
 		f.RoomID = r.ID
 	}
 	switch {
+	case in.Waiting && !IsProvider(p):
+		return []*VisitDetail{}, nil // only a provider's rooms have a waiting list
 	case p.IsAdmin():
 		f.MemberID = in.MemberID
 	case IsProvider(p):
 		f.ProviderID, f.ProviderRooms, f.MemberID = p.UserID(), true, in.MemberID
+		f.Unassigned, f.Oldest = in.Waiting, in.Waiting
 	case in.MemberID != 0 && in.MemberID != p.UserID():
 		return []*VisitDetail{}, nil // a patient sees only their own
 	default:

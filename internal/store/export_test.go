@@ -108,8 +108,9 @@ func ExplainVisitsWindow(ctx context.Context, s *Store, rv RecordVisits, w Recor
 }
 
 // ExplainProviderOpenVisits is the plans of a provider's open visits' count and page.
-func ExplainProviderOpenVisits(ctx context.Context, s *Store, accountID, providerID, from, to int64) ([]string, error) {
-	count, page := providerOpenVisits(accountID, providerID, from, to, 100)
+func ExplainProviderOpenVisits(ctx context.Context, s *Store, accountID, providerID int64, oq OpenVisitQuery) ([]string, error) {
+	oq.Limit = 100
+	count, page := providerOpenVisits(accountID, providerID, oq)
 	return explain(ctx, s, []listQuery{count, page})
 }
 

@@ -251,38 +251,56 @@ func (q *Q) ListVisits(ctx context.Context, f VisitFilter) ([]*clinic.Visit, err
 	return out[:min(len(out), f.Limit)], nil
 }
 
-// ProviderOpenVisits lists up to limit of a provider's own open visits
-// (pending, confirmed, in progress) starting in [from, to) (to 0: any),
-// soonest start first (visits with no start, e-consults, first of all).
-// The partial index visits_provider_open (migration 00026) holds open
-// visits only, so this reads what it returns however many visits the
-// provider has closed. The statuses are written out, not bound: SQLite
-// uses a partial index only for a query whose WHERE says what the
-// index's does.
-func (q *Q) ProviderOpenVisits(ctx context.Context, accountID, providerID, from, to int64, limit int) ([]*clinic.Visit, error) {
-	_, page := providerOpenVisits(accountID, providerID, from, to, limit)
+// OpenVisitKey is a place in a provider's open visits, soonest first:
+// the last visit of a page, its start and id.
+type OpenVisitKey struct{ Start, ID int64 }
+
+// OpenVisitQuery is a page of a provider's own open visits (pending,
+// confirmed, in progress): those starting in [From, To) when To is set,
+// those after After when it is set, Limit of them.
+type OpenVisitQuery struct {
+	From, To int64
+	After    *OpenVisitKey
+	Limit    int
+}
+
+// ProviderOpenVisits lists a page of a provider's own open visits, soonest
+// start first (visits with no start, e-consults, first of all). The
+// partial index visits_provider_open (migration 00026) holds open visits
+// only, in this order, so a page reads what it returns however many
+// visits the provider has, open or closed. The statuses are written out,
+// not bound: SQLite uses a partial index only for a query whose WHERE says
+// what the index's does.
+func (q *Q) ProviderOpenVisits(ctx context.Context, accountID, providerID int64, oq OpenVisitQuery) ([]*clinic.Visit, error) {
+	_, page := providerOpenVisits(accountID, providerID, oq)
 	return q.visits(ctx, page.query, page.args...)
 }
 
 // CountProviderOpenVisits is how many open visits a provider has, counted
 // through the same index.
 func (q *Q) CountProviderOpenVisits(ctx context.Context, accountID, providerID int64) (int, error) {
-	count, _ := providerOpenVisits(accountID, providerID, 0, 0, 0)
+	count, _ := providerOpenVisits(accountID, providerID, OpenVisitQuery{})
 	var n int
 	err := q.queryRow(ctx, count.query, count.args, &n)
 	return n, err
 }
 
 // providerOpenVisits is the count and the page of a provider's open visits.
-func providerOpenVisits(accountID, providerID, from, to int64, limit int) (count, page listQuery) {
+func providerOpenVisits(accountID, providerID int64, oq OpenVisitQuery) (count, page listQuery) {
 	where := " FROM visits v WHERE v.account_id = ? AND v.provider_id = ? AND v.status IN (10, 20, 25)"
 	args := []any{accountID, providerID}
-	if to != 0 {
+	if oq.To != 0 {
 		where += " AND v.starts_at >= ? AND v.starts_at < ?"
-		args = append(args, from, to)
+		args = append(args, oq.From, oq.To)
 	}
-	return listQuery{"SELECT count(*)" + where, args},
-		listQuery{"SELECT " + visitCols + where + " ORDER BY v.starts_at, v.id LIMIT ?", append(slices.Clip(args), limit)}
+	count = listQuery{"SELECT count(*)" + where, args}
+	if a := oq.After; a != nil {
+		// Starting at the visit's time or later, and of that time stored
+		// after it: the first condition is the index's range.
+		where += " AND v.starts_at >= ? AND (v.starts_at > ? OR v.id > ?)"
+		args = append(slices.Clip(args), a.Start, a.Start, a.ID)
+	}
+	return count, listQuery{"SELECT " + visitCols + where + " ORDER BY v.starts_at, v.id LIMIT ?", append(slices.Clip(args), oq.Limit)}
 }
 
 // awaitingProvider is a visit that its room's providers see until one of

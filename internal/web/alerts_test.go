@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -170,8 +171,90 @@ func TestPortal_DashboardBacklog(t *testing.T) {
 	if n := strings.Count(section("mine"), `<li id="visit-`); n != app.DashboardOwnMax {
 		t.Fatalf("own open visits shown: %d, want %d", n, app.DashboardOwnMax)
 	}
-	// 751 open: today's, the hundred soonest others, and 650 more.
-	if !strings.Contains(section("mine"), "And 650 more, starting later.") {
+	// 751 open: today's, the hundred soonest others, and 650 more, which
+	// /visits goes on with from the hundredth.
+	later := regexp.MustCompile(`And 650 more, <a href="(/visits\?later=\d+\.\d+)">starting later</a>\.`).FindStringSubmatch(section("mine"))
+	if later == nil {
 		t.Fatalf("the count of later visits: %s", section("mine")[len(section("mine"))-300:])
 	}
+	onDashboard := map[string]bool{}
+	for _, m := range regexp.MustCompile(`<li id="visit-(\d+)"`).FindAllStringSubmatch(section("mine")+section("today"), -1) {
+		onDashboard[m[1]] = true
+	}
+	// Today's appointment is on the dashboard's Today and, being later
+	// than the soonest hundred (e-consults), among the later ones too.
+	rest := walkOwnVisits(t, b, later[1])
+	today := itoa(todays(t, f, prov.User.ID))
+	for id := range rest {
+		if onDashboard[id] && id != today {
+			t.Fatalf("visit %s both among the dashboard's soonest and after them", id)
+		}
+	}
+	if len(rest) != 651 || !rest[today] {
+		t.Fatalf("the later visits: %d, want 650 and today's", len(rest))
+	}
+
+	// /visits from its first page: every open visit of the provider's
+	// once, soonest first, and the e-consult waiting in their room.
+	first := b.get("/visits")
+	if !strings.Contains(between(first.Body, `id="waiting"`, "</section>"), "/visits/start/"+itoa(f.visitID)) {
+		t.Fatalf("the waiting e-consult is not among the waiting: %s", between(first.Body, `id="waiting"`, "</section>"))
+	}
+	if all := walkOwnVisits(t, b, "/visits"); len(all) != 751 {
+		t.Fatalf("/visits pages hold %d of the provider's open visits, want 751", len(all))
+	}
+}
+
+// todays is the id of the provider's one appointment today in
+// TestPortal_DashboardBacklog (the first booked).
+func todays(t *testing.T, f *fixture, provider int64) int64 {
+	t.Helper()
+	var id int64
+	if err := f.e.Store.DB().QueryRow(f.e.Store.Rebind("SELECT min(id) FROM visits WHERE provider_id = ? AND kind = 'appointment'"), provider).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// walkOwnVisits follows /visits' "Later visits" from page and gives the
+// provider's open visits the pages show, failing on one shown twice or
+// out of order (soonest first: e-consults with no start, then bookings).
+func walkOwnVisits(t *testing.T, b *browser, page string) map[string]bool {
+	t.Helper()
+	seen := map[string]bool{}
+	card := regexp.MustCompile(`href="/visits/start/(\d+)">[^<]*</a> <span class="status">[^<]*</span>\n(?:<span><time datetime="([^"]+)")?`)
+	next := regexp.MustCompile(`href="(/visits\?later=\d+\.\d+)">Later visits<`)
+	last := ""
+	for pages := 0; page != ""; pages++ {
+		if pages > 30 {
+			t.Fatal("too many pages")
+		}
+		pg := b.get(page)
+		coming := between(pg.Body, `id="coming"`, "</section>")
+		if pg.Status != 200 || coming == "" {
+			t.Fatalf("%s: %d %s", page, pg.Status, pg.Body)
+		}
+		if strings.Contains(page, "later=") && (strings.Contains(pg.Body, `id="waiting"`) || strings.Contains(pg.Body, `id="past"`)) {
+			t.Fatalf("%s shows more than the open visits", page)
+		}
+		for _, m := range card.FindAllStringSubmatch(coming, -1) {
+			if seen[m[1]] {
+				t.Fatalf("visit %s shown twice", m[1])
+			}
+			seen[m[1]] = true
+			if m[2] != "" {
+				if m[2] < last {
+					t.Fatalf("visit %s (%s) after one at %s", m[1], m[2], last)
+				}
+				last = m[2]
+			} else if last != "" {
+				t.Fatalf("visit %s with no start after a booking", m[1])
+			}
+		}
+		page = ""
+		if n := next.FindStringSubmatch(coming); n != nil {
+			page = n[1]
+		}
+	}
+	return seen
 }

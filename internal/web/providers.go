@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -41,7 +42,9 @@ type dashboardPage struct {
 	Waiting, Unread int
 	// Later is how many more of the provider's open visits start after
 	// those shown (app.DashboardOwnMax).
-	Later         int
+	Later int
+	// LaterFrom is where /visits goes on with them ("start.id").
+	LaterFrom     string
 	Zone          string
 	Error, Notice string
 	// Rooms are the provider's rooms, where they publish slots.
@@ -86,6 +89,9 @@ func (s *Server) showDashboard(w http.ResponseWriter, r *http.Request, status in
 	now := s.app.Now().Unix()
 	page := dashboardPage{Rooms: rooms, Notice: notice, Queue: dashVisits(db.Queue, db.Zone, now), Inbox: dashVisits(db.Inbox, db.Zone, now),
 		Today: dashVisits(db.Today, db.Zone, now), Mine: dashVisits(db.Mine, db.Zone, now), Later: db.Later, Zone: db.Zone.String(), Error: msg}
+	if db.LaterFrom != nil {
+		page.LaterFrom = fmt.Sprintf("%d.%d", db.LaterFrom.Start, db.LaterFrom.ID)
+	}
 	page.Waiting = len(page.Queue) + len(page.Inbox)
 	for _, list := range [][]dashVisit{page.Queue, page.Inbox, page.Today, page.Mine} {
 		for _, v := range list {

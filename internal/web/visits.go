@@ -2,6 +2,7 @@ package web
 
 import (
 	"cmp"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -29,84 +30,122 @@ type visitItem struct {
 }
 
 // visitsPage is the caller's visits: Coming (booked visits ahead, soonest
-// first, then open walk-ins and e-consults) and Past (the rest, newest
-// first).
+// first, then open walk-ins and e-consults; a provider's own open visits
+// soonest first), Waiting (a provider's rooms' e-consults and walk-ins no
+// provider has taken, oldest first) and Past (the rest, newest first).
 type visitsPage struct {
-	Coming, Past []visitItem
-	// Older is where the past visits go on (the last one's id), when
-	// this page is full; Paged says this is not the first page.
-	Older int64
-	Paged bool
+	Coming, Waiting, Past []visitItem
+	Provider              bool
+	// Each list a page at a time where it can be long: Later is where a
+	// provider's own open visits go on ("start.id"), MoreWaiting where the
+	// waiting ones do and Older where the past ones do (the last one's
+	// id); Paging names the list this page goes on with ("" the first
+	// page, which shows all three).
+	Later              string
+	MoreWaiting, Older int64
+	Paging             string
 	// Rooms are the clinic's public rooms, where a visit starts: shown
 	// to a patient with nothing coming up.
 	Rooms []roomItem
 }
 
-// pastVisitsPage is how many closed visits /visits shows at a time.
+// pastVisitsPage is how many closed visits /visits shows at a time, and
+// how many of a provider's rooms' waiting ones.
 const pastVisitsPage = 50
 
 // visits is /visits: the caller's visits as GET /visits gives them (a
-// patient's own; a provider's and their rooms' waiting e-consults).
+// patient's own; a provider's and their rooms' waiting e-consults). The
+// first page shows the start of each list, ?later=, ?waiting= and ?after=
+// go on with one of them, by keyset (the last one shown).
 func (s *Server) visits(w http.ResponseWriter, r *http.Request) error {
 	p, err := s.principal(r)
 	if err != nil {
 		return err
 	}
-	// The open visits all (a person has few), the closed ones a page at a
-	// time, by keyset (?after= the last one shown).
-	after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
+	q := r.URL.Query()
+	page := visitsPage{Provider: app.IsProvider(p)}
+	after, _ := strconv.ParseInt(q.Get("after"), 10, 64)
+	waitingAfter, _ := strconv.ParseInt(q.Get("waiting"), 10, 64)
+	later := parseVisitPlace(q.Get("later"))
+	switch {
+	case later != nil && page.Provider:
+		page.Paging = "later"
+	case waitingAfter > 0 && page.Provider:
+		page.Paging = "waiting"
+	case after > 0:
+		page.Paging = "past"
+	}
+	open := []string{"10", "20", "25"}
 	var ds []*app.VisitDetail
-	if after <= 0 {
-		open, err := s.app.ListVisits(r.Context(), p, app.VisitQuery{Statuses: []string{"10", "20", "25"}})
+	if page.Provider && (page.Paging == "" || page.Paging == "later") {
+		// A provider's own open visits can be many (booked months
+		// ahead): a page at a time, soonest first.
+		own, next, err := s.app.OwnOpenVisits(r.Context(), p, later)
 		if err != nil {
 			return err
 		}
-		ds, after = open, 0
+		if next != nil {
+			page.Later = fmt.Sprintf("%d.%d", next.Start, next.ID)
+		}
+		ds = append(ds, own...)
 	}
-	closed, err := s.app.ListVisits(r.Context(), p, app.VisitQuery{Statuses: []string{"30", "40"}, Limit: pastVisitsPage, After: after})
-	if err != nil {
-		return err
+	if page.Provider && (page.Paging == "" || page.Paging == "waiting") {
+		waiting, err := s.app.ListVisits(r.Context(), p, app.VisitQuery{Statuses: open, Waiting: true, Limit: pastVisitsPage, After: waitingAfter})
+		if err != nil {
+			return err
+		}
+		if len(waiting) == pastVisitsPage {
+			page.MoreWaiting = waiting[len(waiting)-1].Visit.ID
+		}
+		for _, d := range waiting {
+			page.Waiting = append(page.Waiting, visitItemOf(p, d))
+		}
 	}
-	ds = append(ds, closed...)
-	page := visitsPage{Paged: after > 0}
-	if len(closed) == pastVisitsPage {
-		page.Older = closed[len(closed)-1].Visit.ID
+	if !page.Provider && page.Paging == "" {
+		// A patient's open visits are few: all of them.
+		mine, err := s.app.ListVisits(r.Context(), p, app.VisitQuery{Statuses: open})
+		if err != nil {
+			return err
+		}
+		ds = append(ds, mine...)
+	}
+	if page.Paging == "" || page.Paging == "past" {
+		closed, err := s.app.ListVisits(r.Context(), p, app.VisitQuery{Statuses: []string{"30", "40"}, Limit: pastVisitsPage, After: after})
+		if err != nil {
+			return err
+		}
+		if len(closed) == pastVisitsPage {
+			page.Older = closed[len(closed)-1].Visit.ID
+		}
+		ds = append(ds, closed...)
 	}
 	now := s.app.Now().Unix()
 	for _, d := range ds {
-		v := d.Visit
-		it := visitItem{ID: v.ID, Status: visitStatusWord(v), Kind: kindWord[v.Kind], Created: v.Created}
-		if v.Kind == clinic.KindAppointment {
-			it.Start, it.End = v.Start, v.End
-		}
-		if d.Room != nil {
-			it.Room = d.Room.Name
-		}
-		switch {
-		case d.Member != nil && d.Member.ID != p.UserID():
-			it.With = d.Member.FullName()
-		case d.Provider != nil:
-			it.With = d.Provider.FullName()
-		}
+		v, it := d.Visit, visitItemOf(p, d)
 		open := v.Status != clinic.VisitCompleted && v.Status != clinic.VisitCancelled
-		if open && (it.Start == 0 || v.End > now) {
+		switch {
+		case open && page.Provider:
+			page.Coming = append(page.Coming, it) // in their pages' order, overdue ones first
+		case open && (it.Start == 0 || v.End > now):
 			page.Coming = append(page.Coming, it)
-		} else {
+		default:
 			page.Past = append(page.Past, it)
 		}
 	}
-	// Booked visits by their time, soonest first, before the others.
-	slices.SortStableFunc(page.Coming, func(a, b visitItem) int {
-		switch {
-		case a.Start != 0 && b.Start != 0:
-			return cmp.Compare(a.Start, b.Start)
-		case a.Start != 0:
-			return -1
-		case b.Start != 0:
-			return 1
-		}
-		return cmp.Compare(b.Created, a.Created)
-	})
+	if !page.Provider {
+		// Booked visits by their time, soonest first, before the others.
+		slices.SortStableFunc(page.Coming, func(a, b visitItem) int {
+			switch {
+			case a.Start != 0 && b.Start != 0:
+				return cmp.Compare(a.Start, b.Start)
+			case a.Start != 0:
+				return -1
+			case b.Start != 0:
+				return 1
+			}
+			return cmp.Compare(b.Created, a.Created)
+		})
+	}
 	slices.SortStableFunc(page.Past, func(a, b visitItem) int {
 		return cmp.Compare(max(b.Start, b.Created), max(a.Start, a.Created))
 	})
@@ -123,6 +162,39 @@ func (s *Server) visits(w http.ResponseWriter, r *http.Request) error {
 	}
 	s.render(w, r, http.StatusOK, "visits", page)
 	return nil
+}
+
+// visitItemOf is d as a card of /visits for p.
+func visitItemOf(p *clinic.Principal, d *app.VisitDetail) visitItem {
+	v := d.Visit
+	it := visitItem{ID: v.ID, Status: visitStatusWord(v), Kind: kindWord[v.Kind], Created: v.Created}
+	if v.Kind == clinic.KindAppointment {
+		it.Start, it.End = v.Start, v.End
+	}
+	if d.Room != nil {
+		it.Room = d.Room.Name
+	}
+	switch {
+	case d.Member != nil && d.Member.ID != p.UserID():
+		it.With = d.Member.FullName()
+	case d.Provider != nil:
+		it.With = d.Provider.FullName()
+	}
+	return it
+}
+
+// parseVisitPlace is a ?later= place, "start.id"; nil if it is none.
+func parseVisitPlace(s string) *app.VisitPlace {
+	start, id, ok := strings.Cut(s, ".")
+	if !ok {
+		return nil
+	}
+	st, err1 := strconv.ParseInt(start, 10, 64)
+	n, err2 := strconv.ParseInt(id, 10, 64)
+	if err1 != nil || err2 != nil || st < 0 || n <= 0 {
+		return nil
+	}
+	return &app.VisitPlace{Start: st, ID: n}
 }
 
 type messageItem struct {

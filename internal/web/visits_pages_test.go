@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -57,4 +58,64 @@ func TestPortal_PastVisitsPages(t *testing.T) {
 	if len(rest) != closed-50 || len(seen) != closed {
 		t.Fatalf("second page: %d visits; %d in all, want %d", len(rest), len(seen), closed)
 	}
+}
+
+// TestPortal_WaitingVisitsPages: a provider's /visits shows the e-consults
+// waiting in their rooms for a provider, oldest first (first come, first
+// served), 50 at a time with a link to the next ones and, from there, back
+// to the longest waiting; the pages together hold each once.
+func TestPortal_WaitingVisitsPages(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t) // its e-consult waits in the provider's room
+	prov, pat := f.user(t, f.providerToken), f.user(t, f.p2Token).User
+	db := f.e.Store.DB()
+	var room int64
+	if err := db.QueryRow(f.e.Store.Rebind("SELECT id FROM rooms WHERE account_id = ? AND code = 'main'"), prov.Account.ID).Scan(&room); err != nil {
+		t.Fatal(err)
+	}
+	now := f.e.Clock.Now().Unix()
+	for range 56 {
+		if _, err := db.Exec(f.e.Store.Rebind(`INSERT INTO visits (account_id, member_id, provider_id, room_id, status, type, kind, created, modified)
+			VALUES (?, ?, 0, ?, 10, 1, 'econsult', ?, ?)`), prov.Account.ID, pat.ID, room, now, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := newBrowser(t, f.e)
+	f.redirectLogin(t, b, f.providerToken, "/visits", nil)
+	cards := regexp.MustCompile(`href="/visits/start/(\d+)"`)
+	var order []int64
+	first := b.get("/visits")
+	waiting := between(first.Body, `id="waiting"`, "</section>")
+	for _, m := range cards.FindAllStringSubmatch(waiting, -1) {
+		order = append(order, mustInt(t, m[1]))
+	}
+	more := regexp.MustCompile(`href="(/visits\?waiting=\d+)">More waiting<`).FindStringSubmatch(waiting)
+	if len(order) != 50 || more == nil || order[0] != f.visitID || strings.Contains(waiting, "Longest waiting") {
+		t.Fatalf("first page: %d waiting (first %v, want the fixture's %d), more %v", len(order), order[:min(1, len(order))], f.visitID, more)
+	}
+	second := b.get(more[1])
+	if strings.Contains(second.Body, `id="coming"`) || strings.Contains(second.Body, `id="past"`) ||
+		!strings.Contains(second.Body, `href="/visits">Longest waiting<`) || strings.Contains(second.Body, "More waiting") {
+		t.Fatalf("second page: %s", second.Body)
+	}
+	for _, m := range cards.FindAllStringSubmatch(between(second.Body, `id="waiting"`, "</section>"), -1) {
+		order = append(order, mustInt(t, m[1]))
+	}
+	if len(order) != 57 {
+		t.Fatalf("%d waiting in all, want 57", len(order))
+	}
+	for i := 1; i < len(order); i++ {
+		if order[i] <= order[i-1] {
+			t.Fatalf("not oldest first, each once: %v", order)
+		}
+	}
+}
+
+func mustInt(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
