@@ -284,6 +284,16 @@ func TestBrowser_GuestWaitingRoom(t *testing.T) {
 	if err != nil || (d.Visit.Status != clinic.VisitConfirmed && d.Visit.Status != clinic.VisitInProgress) || d.Provider == nil || d.Provider.FirstName != "Grace" {
 		t.Fatalf("the walk-in after Start visit: %+v, %v", d, err)
 	}
+
+	// The provider's visits: the walk-in they took is theirs, the guest
+	// still waits in their room.
+	if err := chromedp.Do(provider, chromedp.Navigate(f.e.URL+"/visits"), chromedp.WaitVisible(chromedp.CSS("#waiting"))); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, provider, `section[aria-labelledby="coming"]`, "Your open visits")
+	waitText(t, provider, `section[aria-labelledby="waiting"]`, "Walk In")
+	checkA11y(t, provider, "provider visits")
+	screenshot(t, provider, "provider-visits")
 }
 
 // hookReceiver is a webhook receiver: the bodies it receives arrive on
