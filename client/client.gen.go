@@ -5265,6 +5265,9 @@ type GetUsersByUserIdHealthParams struct {
 	From     *int    `form:"from,omitempty" json:"from,omitempty"`
 	To       *int    `form:"to,omitempty" json:"to,omitempty"`
 	Limit    *int    `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Before The id of the last reading of the page before.
+	Before *int `form:"before,omitempty" json:"before,omitempty"`
 }
 
 // PostUsersByUserIdInsurancesImportParams defines parameters for PostUsersByUserIdInsurancesImport.
@@ -10524,10 +10527,14 @@ type ClientInterface interface {
 
 	// GetUsersByUserIdHealth A patient's measurements
 	//
-	// Newest measurement first; `data_type` filters, `from` and `to` (UNIX seconds,
-	// inclusive) bound the measurement time, `limit` defaults to 100 (at most 1000).
-	// Readable by the patient, the admin and providers with a visit with the patient.
-	// Audited as `health.read`.
+	// Newest measurement first (by `time`, then newest stored); `data_type` filters,
+	// `from` and `to` (UNIX seconds, inclusive) bound the measurement time, `limit`
+	// defaults to 100 (at most 1000). A full page carries `Link: <…>; rel="next"`, the
+	// same request with `before` set to the page's last reading: the next page goes on
+	// after it, each reading once, however many readings share a time (moving `to` back
+	// would repeat or skip those). A `before` that is not one of the patient's readings
+	// answers 400. Readable by the patient, the admin and providers with a visit with the
+	// patient. Audited as `health.read`.
 	//
 	// Corresponds with GET /api_v3/users/{user_id}/health (the `GetUsersByUserIdHealth` operationId).
 	GetUsersByUserIdHealth(ctx context.Context, userId string, params *GetUsersByUserIdHealthParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -14533,10 +14540,14 @@ func (c *Client) PostUsersByUserIdDevicesWithFormdataBody(ctx context.Context, u
 
 // GetUsersByUserIdHealth A patient's measurements
 //
-// Newest measurement first; `data_type` filters, `from` and `to` (UNIX seconds,
-// inclusive) bound the measurement time, `limit` defaults to 100 (at most 1000).
-// Readable by the patient, the admin and providers with a visit with the patient.
-// Audited as `health.read`.
+// Newest measurement first (by `time`, then newest stored); `data_type` filters,
+// `from` and `to` (UNIX seconds, inclusive) bound the measurement time, `limit`
+// defaults to 100 (at most 1000). A full page carries `Link: <…>; rel="next"`, the
+// same request with `before` set to the page's last reading: the next page goes on
+// after it, each reading once, however many readings share a time (moving `to` back
+// would repeat or skip those). A `before` that is not one of the patient's readings
+// answers 400. Readable by the patient, the admin and providers with a visit with the
+// patient. Audited as `health.read`.
 //
 // Corresponds with GET /api_v3/users/{user_id}/health (the `GetUsersByUserIdHealth` operationId).
 func (c *Client) GetUsersByUserIdHealth(ctx context.Context, userId string, params *GetUsersByUserIdHealthParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -22005,6 +22016,18 @@ func NewGetUsersByUserIdHealthRequest(server string, userId string, params *GetU
 
 		}
 
+		if params.Before != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "before", *params.Before, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -26254,10 +26277,14 @@ type ClientWithResponsesInterface interface {
 
 	// GetUsersByUserIdHealthWithResponse A patient's measurements
 	//
-	// Newest measurement first; `data_type` filters, `from` and `to` (UNIX seconds,
-	// inclusive) bound the measurement time, `limit` defaults to 100 (at most 1000).
-	// Readable by the patient, the admin and providers with a visit with the patient.
-	// Audited as `health.read`.
+	// Newest measurement first (by `time`, then newest stored); `data_type` filters,
+	// `from` and `to` (UNIX seconds, inclusive) bound the measurement time, `limit`
+	// defaults to 100 (at most 1000). A full page carries `Link: <…>; rel="next"`, the
+	// same request with `before` set to the page's last reading: the next page goes on
+	// after it, each reading once, however many readings share a time (moving `to` back
+	// would repeat or skip those). A `before` that is not one of the patient's readings
+	// answers 400. Readable by the patient, the admin and providers with a visit with the
+	// patient. Audited as `health.read`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -34883,6 +34910,11 @@ func (r PostUsersByUserIdDevicesResponse) ContentType() string {
 	return ""
 }
 
+// GetUsersByUserIdHealthResponse200Headers the declared response headers of an HTTP 200 response for GetUsersByUserIdHealth
+type GetUsersByUserIdHealthResponse200Headers struct {
+	Link *string
+}
+
 type GetUsersByUserIdHealthResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -34898,6 +34930,8 @@ type GetUsersByUserIdHealthResponse struct {
 	JSON404 *NotFound
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetUsersByUserIdHealthResponse200Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -40798,10 +40832,14 @@ func (c *ClientWithResponses) PostUsersByUserIdDevicesWithFormdataBodyWithRespon
 
 // GetUsersByUserIdHealthWithResponse A patient's measurements
 //
-// Newest measurement first; `data_type` filters, `from` and `to` (UNIX seconds,
-// inclusive) bound the measurement time, `limit` defaults to 100 (at most 1000).
-// Readable by the patient, the admin and providers with a visit with the patient.
-// Audited as `health.read`.
+// Newest measurement first (by `time`, then newest stored); `data_type` filters,
+// `from` and `to` (UNIX seconds, inclusive) bound the measurement time, `limit`
+// defaults to 100 (at most 1000). A full page carries `Link: <…>; rel="next"`, the
+// same request with `before` set to the page's last reading: the next page goes on
+// after it, each reading once, however many readings share a time (moving `to` back
+// would repeat or skip those). A `before` that is not one of the patient's readings
+// answers 400. Readable by the patient, the admin and providers with a visit with the
+// patient. Audited as `health.read`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -48627,6 +48665,19 @@ func ParseGetUsersByUserIdHealthResponse(rsp *http.Response) (*GetUsersByUserIdH
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetUsersByUserIdHealthResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil

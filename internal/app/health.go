@@ -350,7 +350,25 @@ func jsonFloat(v any) (float64, bool) {
 type ReadingQuery struct {
 	DataType string
 	From, To int64
-	Limit    int
+	// Before is the id of the last reading of the page before (0: from
+	// the newest): the page goes on after it.
+	Before int64
+	Limit  int
+}
+
+// A page of Readings: DefaultReadings unless its Limit says, at most
+// MaxReadings.
+const (
+	DefaultReadings = 100
+	MaxReadings     = 1000
+)
+
+// ReadingsPage is how many readings a page asked for limit holds.
+func ReadingsPage(limit int) int {
+	if limit <= 0 {
+		return DefaultReadings
+	}
+	return min(limit, MaxReadings)
 }
 
 // Readings is GET /users/{id}/health: a patient's readings, newest first.
@@ -370,11 +388,22 @@ func (a *App) readings(ctx context.Context, p *clinic.Principal, userID int64, i
 	if _, ok := measures[in.DataType]; in.DataType != "" && !ok {
 		return nil, clinic.Errorf(clinic.EInvalid, "data_type %q is not a measurement type.", in.DataType)
 	}
-	if in.Limit <= 0 {
-		in.Limit = 100
+	in.Limit = ReadingsPage(in.Limit)
+	f := store.ReadingFilter{DataType: in.DataType, From: in.From, To: in.To, Limit: in.Limit}
+	if in.Before < 0 {
+		return nil, clinic.Errorf(clinic.EInvalid, "before is the id of one of the patient's readings.")
 	}
-	in.Limit = min(in.Limit, 1000)
-	rs, err := a.store.Read().Readings(ctx, p.Account.ID, u.ID, store.ReadingFilter{DataType: in.DataType, From: in.From, To: in.To, Limit: in.Limit})
+	if in.Before > 0 {
+		b, err := a.store.Read().Reading(ctx, p.Account.ID, u.ID, in.Before)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, clinic.Errorf(clinic.EInvalid, "before is the id of one of the patient's readings.")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("health: %w", err)
+		}
+		f.Before = b
+	}
+	rs, err := a.store.Read().Readings(ctx, p.Account.ID, u.ID, f)
 	if err != nil {
 		return nil, fmt.Errorf("health: %w", err)
 	}

@@ -1,8 +1,12 @@
 package httpapi_test
 
 import (
+	"fmt"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"teleclinic/internal/testenv"
 )
@@ -219,4 +223,92 @@ func TestHealth_DevicesAndReadings(t *testing.T) {
 	}
 	// A provider reads but does not register a patient's devices.
 	wantErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/" + s.pat.UserID + "/devices", Header: userHeaders(s.c, s.doc.Token), Form: q("device_id", "X", "device_name", "X", "type", "vendorB_health")}), 403, 403)
+}
+
+// TestHealth_ReadingsPages: GET /users/{id}/health pages by keyset. A full
+// page names the next (Link, rel="next", before = its last reading); the
+// pages together are the whole list once, in its order, even where many
+// readings share a time (which paging by moving `to` back would repeat or
+// skip); a `before` that is not one of the patient's readings is a 400.
+func TestHealth_ReadingsPages(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	h := userHeaders(s.c, s.pat.Token)
+	if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/devices", Header: h, JSON: map[string]any{"device_id": "HR-1", "device_name": "Band", "type": "vendorC_health"}}); res.Status != 200 {
+		t.Fatalf("%s", res.Raw)
+	}
+	now := e.Clock.Now().Unix()
+	// 23 readings: 10 at one time, the others a minute apart around it.
+	for i := range 23 {
+		at := now - 600
+		if i >= 10 {
+			at = now - int64(i)*60
+		}
+		if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/health", Header: h, JSON: map[string]any{"type": "vendorC_health", "date": time.Unix(now, 0).UTC().Format("2006-01-02"),
+			"time": at, "device_id": "HR-1", "data_type": "hr", "data_class": "body", "hr": 60 + i}}); res.Status != 200 {
+			t.Fatalf("reading %d: %s", i, res.Raw)
+		}
+	}
+	path := "/api_v3/users/" + s.pat.UserID + "/health"
+	whole := e.Do(testenv.Req{Path: path, Header: h})
+	if whole.Status != 200 || len(whole.List()) != 23 || whole.Header.Get("Link") != "" {
+		t.Fatalf("the whole list: %d %d readings, Link %q", whole.Status, len(whole.List()), whole.Header.Get("Link"))
+	}
+	var want []string
+	for i, r := range whole.List() {
+		want = append(want, r["id"].(string))
+		if i > 0 {
+			prev := whole.List()[i-1]
+			if r["time"].(float64) > prev["time"].(float64) {
+				t.Fatalf("not newest first: %v after %v", r, prev)
+			}
+		}
+	}
+	next := regexp.MustCompile(`^<(/api_v3/users/[^>]+)>; rel="next"$`)
+	for _, limit := range []int{1, 4, 7} {
+		var got []string
+		query := url.Values{"limit": {fmt.Sprint(limit)}, "data_type": {"hr"}}
+		for page := 0; ; page++ {
+			res := e.Do(testenv.Req{Path: path, Query: query, Header: h})
+			if res.Status != 200 || page > 30 {
+				t.Fatalf("%d a page, page %d: %d %s", limit, page, res.Status, res.Raw)
+			}
+			for _, r := range res.List() {
+				got = append(got, r["id"].(string))
+			}
+			link := res.Header.Get("Link")
+			if len(res.List()) < limit {
+				if link != "" {
+					t.Fatalf("a short page names a next one: %s", link)
+				}
+				break
+			}
+			m := next.FindStringSubmatch(link)
+			if m == nil {
+				t.Fatalf("a full page without a next link: %q", link)
+			}
+			u, _ := url.Parse(m[1])
+			if u.Query().Get("before") != got[len(got)-1] || u.Query().Get("data_type") != "hr" {
+				t.Fatalf("next link %s after %s", link, got[len(got)-1])
+			}
+			query = u.Query()
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("%d a page: %v, want %v", limit, got, want)
+		}
+	}
+	// Another patient's reading, or none, is no place in this list.
+	other := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/devices", Header: userHeaders(s.c, s.pat2.Token), JSON: map[string]any{"device_id": "HR-2", "device_name": "Band", "type": "vendorC_health"}})
+	if other.Status != 200 {
+		t.Fatalf("%s", other.Raw)
+	}
+	theirs := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/health", Header: userHeaders(s.c, s.pat2.Token), JSON: map[string]any{"type": "vendorC_health", "date": time.Unix(now, 0).UTC().Format("2006-01-02"),
+		"time": now, "device_id": "HR-2", "data_type": "hr", "data_class": "body", "hr": 70}})
+	if theirs.Status != 200 {
+		t.Fatalf("%s", theirs.Raw)
+	}
+	for _, before := range []string{theirs.Data()["id"].(string), "999999", "-1", "soon"} {
+		wantErr(t, e.Do(testenv.Req{Path: path, Query: q("before", before), Header: h}), 400, 400)
+	}
 }

@@ -63,7 +63,10 @@ func (q *Q) AddReading(ctx context.Context, accountID int64, r *clinic.Reading) 
 type ReadingFilter struct {
 	DataType string
 	From, To int64 // measurement time, inclusive; 0 is open
-	Limit    int
+	// Before, when set, is the last reading of the page before: the page
+	// is the readings after it in the list's order.
+	Before *clinic.Reading
+	Limit  int
 }
 
 // RecordWindow is a page of one of a patient's record's long lists (device
@@ -156,6 +159,24 @@ func scanReading(rows *sql.Rows) (*clinic.Reading, error) {
 	return &r, nil
 }
 
+// Reading is one of a user's readings; ErrNotFound when the user has no
+// reading id.
+func (q *Q) Reading(ctx context.Context, accountID, userID, id int64) (*clinic.Reading, error) {
+	rows, err := q.query(ctx, "SELECT id, user_id, device_id, type, data_type, data_class, date, time, reading, created FROM health_readings WHERE account_id = ? AND user_id = ? AND id = ?",
+		accountID, userID, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return nil, q.d.translate(err)
+		}
+		return nil, ErrNotFound
+	}
+	return scanReading(rows)
+}
+
 // Readings lists a user's readings, newest measurement first.
 func (q *Q) Readings(ctx context.Context, accountID, userID int64, f ReadingFilter) ([]*clinic.Reading, error) {
 	query := "SELECT id, user_id, device_id, type, data_type, data_class, date, time, reading, created FROM health_readings WHERE account_id = ? AND user_id = ?"
@@ -171,6 +192,12 @@ func (q *Q) Readings(ctx context.Context, accountID, userID int64, f ReadingFilt
 	if f.To != 0 {
 		query += " AND time <= ?"
 		args = append(args, f.To)
+	}
+	if b := f.Before; b != nil {
+		// Measured at most at its time, and of that time stored before
+		// it: the first condition is the index's range.
+		query += " AND time <= ? AND (time < ? OR id < ?)"
+		args = append(args, b.Time, b.Time, b.ID)
 	}
 	query += " ORDER BY time DESC, id DESC LIMIT ?"
 	args = append(args, f.Limit)

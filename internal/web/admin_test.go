@@ -387,6 +387,62 @@ func TestPortal_ChartVisitPages(t *testing.T) {
 	}
 }
 
+// TestPortal_ChartReadingPages: a chart shows its patient's device readings
+// 50 at a time, the latest first (Earlier readings, Latest readings), each
+// once even where many share a time: it used to show the latest 50 and no
+// way to the rest.
+func TestPortal_ChartReadingPages(t *testing.T) {
+	f := newFixture(t)
+	bg := context.Background()
+	p1, prov := f.user(t, f.p1Token), f.user(t, f.providerToken)
+	if _, err := f.e.App.MoveVisit(bg, prov, f.visitID, app.ActAccept, app.MoveInput{}); err != nil {
+		t.Fatal(err)
+	}
+	now := f.e.Clock.Now().Unix()
+	for i := range 120 {
+		at := now - int64(i)*60
+		if i%3 == 0 {
+			at = now - 3600 // a third at one time
+		}
+		if err := f.e.Store.Write().AddReading(bg, p1.Account.ID, &clinic.Reading{UserID: p1.User.ID, DeviceID: "HR-1", Type: "vendorC_health",
+			DataType: "hr", DataClass: "body", Date: "2026-03-02", Time: at, Values: map[string]any{"hr": 1000 + i}, Created: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := newBrowser(t, f.e)
+	f.redirectLogin(t, b, f.providerToken, "/providers/dashboard", nil)
+	seen := map[string]int{}
+	page := b.get("/providers/patient/" + itoa(p1.User.ID))
+	var sizes []int
+	for pages := 0; ; pages++ {
+		if page.Status != 200 || pages > 4 {
+			t.Fatalf("chart page %d: %d", pages, page.Status)
+		}
+		sec := between(page.Body, `<h2 id="readings-h">`, "</section>")
+		values := regexp.MustCompile(`<td>[^<]*\b(1\d\d\d)</td>`).FindAllStringSubmatch(sec, -1)
+		sizes = append(sizes, len(values))
+		for _, m := range values {
+			seen[m[1]]++
+		}
+		if pages > 0 && !strings.Contains(sec, `href="/providers/patient/`+itoa(p1.User.ID)+`#readings-h">Latest readings`) {
+			t.Fatal("an earlier page of the chart's readings has no way back to the latest")
+		}
+		more := regexp.MustCompile(`href="(/providers/patient/\d+\?readings_before=\d+)#readings-h">Earlier readings`).FindStringSubmatch(sec)
+		if more == nil {
+			break
+		}
+		page = b.get(more[1])
+	}
+	if len(seen) != 120 || fmt.Sprint(sizes) != "[50 50 20]" {
+		t.Fatalf("the chart's pages showed %d readings in pages of %v, want 120 in 50, 50, 20", len(seen), sizes)
+	}
+	for v, n := range seen {
+		if n != 1 {
+			t.Fatalf("reading %s on %d pages", v, n)
+		}
+	}
+}
+
 // TestPortal_PageStreams: a visit page's event stream tells the page of a
 // new message with "changed", refuses whoever may not see the visit as the
 // page does, and ends with "ended" at the keep-alive after sign-out.

@@ -38,7 +38,11 @@ type chartPage struct {
 	PharmaciesState          chartSection
 	Readings                 []readingItem
 	ReadingsState            chartSection
-	Visits                   []visitItem
+	// ReadingsBefore is the page of readings asked for (the last reading
+	// of the page before, 0 the latest), ReadingsMore the last one shown
+	// when earlier ones follow.
+	ReadingsBefore, ReadingsMore int64
+	Visits                       []visitItem
 	// VisitsMore is the last visit shown when older ones follow (the next
 	// page's visits_after); VisitsPaged says this is not the first page.
 	VisitsMore  int64
@@ -117,6 +121,7 @@ func (s *Server) chart(w http.ResponseWriter, r *http.Request) error {
 			page.Address += part
 		}
 	}
+	page.ReadingsBefore, _ = strconv.ParseInt(r.URL.Query().Get("readings_before"), 10, 64)
 	if err := s.chartRecords(ctx, p, uid, &page); err != nil {
 		return err
 	}
@@ -157,6 +162,9 @@ func (s *Server) chart(w http.ResponseWriter, r *http.Request) error {
 // chartVisitsPage is how many of the patient's visits the chart shows at
 // a time.
 const chartVisitsPage = 50
+
+// chartReadingsPage is how many device readings a chart shows at a time.
+const chartReadingsPage = 50
 
 func isProviderOrAdmin(p *clinic.Principal) bool {
 	return p.IsAdmin() || (p.User != nil && p.User.Type == clinic.UserProvider)
@@ -225,11 +233,17 @@ func (s *Server) chartRecords(ctx context.Context, p *clinic.Principal, uid int6
 			page.Pharmacies = append(page.Pharmacies, pharmacyItem{Name: name, Code: ph.Code, Default: ph.IsDefault})
 		}
 	}
-	if rs, e := s.app.Readings(ctx, p, uid, app.ReadingQuery{Limit: 50}); e != nil {
+	// The latest readings, a page at a time (keyset: readings_before is
+	// the last one shown); one more than a page says whether more follow.
+	if rs, e := s.app.Readings(ctx, p, uid, app.ReadingQuery{Before: max(page.ReadingsBefore, 0), Limit: chartReadingsPage + 1}); e != nil {
 		if page.ReadingsState, err = refusal(e); err != nil {
 			return err
 		}
 	} else {
+		if len(rs) > chartReadingsPage {
+			rs = rs[:chartReadingsPage]
+			page.ReadingsMore = rs[len(rs)-1].ID
+		}
 		for _, rd := range rs {
 			var vals []string
 			for _, f := range fieldsOf(rd.Values) {
