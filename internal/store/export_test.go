@@ -95,6 +95,11 @@ func ExplainReadingsWindow(ctx context.Context, s *Store, accountID, userID int6
 	return explain(ctx, s, []listQuery{count, page})
 }
 
+// ExplainReadings is the plan of a page of Readings.
+func ExplainReadings(ctx context.Context, s *Store, accountID, userID int64, f ReadingFilter) ([]string, error) {
+	return explain(ctx, s, []listQuery{readingsQuery(accountID, userID, f)})
+}
+
 // ExplainMessagesWindow is the plans of w's count and page of the visits' messages.
 func ExplainMessagesWindow(ctx context.Context, s *Store, accountID int64, visitIDs []int64, w RecordWindow) ([]string, error) {
 	count, page := messagesWindow(accountID, visitIDs, w)

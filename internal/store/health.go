@@ -179,6 +179,27 @@ func (q *Q) Reading(ctx context.Context, accountID, userID, id int64) (*clinic.R
 
 // Readings lists a user's readings, newest measurement first.
 func (q *Q) Readings(ctx context.Context, accountID, userID int64, f ReadingFilter) ([]*clinic.Reading, error) {
+	lq := readingsQuery(accountID, userID, f)
+	rows, err := q.query(ctx, lq.query, lq.args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*clinic.Reading{}
+	for rows.Next() {
+		r, err := scanReading(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// readingsQuery is the statement of Readings: in the order of the index
+// health_readings_user_time (migration 00024), or of health_readings_user
+// for one data type, so a page reads what it returns.
+func readingsQuery(accountID, userID int64, f ReadingFilter) listQuery {
 	query := "SELECT id, user_id, device_id, type, data_type, data_class, date, time, reading, created FROM health_readings WHERE account_id = ? AND user_id = ?"
 	args := []any{accountID, userID}
 	if f.DataType != "" {
@@ -199,20 +220,5 @@ func (q *Q) Readings(ctx context.Context, accountID, userID int64, f ReadingFilt
 		query += " AND time <= ? AND (time < ? OR id < ?)"
 		args = append(args, b.Time, b.Time, b.ID)
 	}
-	query += " ORDER BY time DESC, id DESC LIMIT ?"
-	args = append(args, f.Limit)
-	rows, err := q.query(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []*clinic.Reading{}
-	for rows.Next() {
-		r, err := scanReading(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return listQuery{query + " ORDER BY time DESC, id DESC LIMIT ?", append(args, f.Limit)}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"teleclinic/internal/clinic"
 	"teleclinic/internal/store"
 )
 
@@ -94,6 +95,18 @@ func TestRecordWindows(t *testing.T) {
 		}
 		plans["notes, "+name] = np
 	}
+	// GET /users/{id}/health's pages: the first and one after a reading
+	// (its keyset), in the index's order too.
+	for name, f := range map[string]store.ReadingFilter{
+		"first page":      {Limit: 50},
+		"after a reading": {Before: &clinic.Reading{ID: int64(n / 2), Time: 5000}, Limit: 50},
+	} {
+		rp, err := store.ExplainReadings(ctx, st, acct.ID, pat.ID, f)
+		if err != nil {
+			t.Fatal(name, err)
+		}
+		plans["readings list, "+name] = rp
+	}
 	for name, ps := range plans {
 		for _, plan := range ps {
 			// A patient's visits are read through their own index; a
@@ -139,6 +152,24 @@ func TestRecordWindows(t *testing.T) {
 		if paged[i] != r.ID || r.UserID != pat.ID {
 			t.Fatalf("place %d: paged %d, listed %d", i, paged[i], r.ID)
 		}
+	}
+	// And by keyset, as GET /users/{id}/health pages it: the same list.
+	var keyed []int64
+	for f := (store.ReadingFilter{Limit: 700}); ; {
+		page, err := st.Read().Readings(ctx, acct.ID, pat.ID, f)
+		if err != nil || len(keyed) > n {
+			t.Fatal(len(keyed), err)
+		}
+		for _, r := range page {
+			keyed = append(keyed, r.ID)
+		}
+		if len(page) < f.Limit {
+			break
+		}
+		f.Before = page[len(page)-1]
+	}
+	if !slices.Equal(keyed, paged[:len(all)]) {
+		t.Fatalf("the keyset pages hold %d readings, not the list's %d in its order", len(keyed), len(all))
 	}
 	page, total, err := st.Read().ReadingsWindow(ctx, acct.ID, pat.ID, store.RecordWindow{Since: 100, Before: 9000, Limit: n})
 	if err != nil || total != 8900 || len(page) != 8900 {
