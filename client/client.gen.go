@@ -10404,7 +10404,7 @@ type ClientInterface interface {
 
 	// GetUsersByIdErxPrescriptions A patient's prescriptions
 	//
-	// `status` Current (default), Discontinued or All; newest first. The patient, the
+	// `status` Current (default), Discontinued or All; newest first, at most 1000. The patient, the
 	// admin and providers with a visit with the patient read them; another patient gets
 	// 404, a provider without a visit 403. `id` may be `-`. Audited as `prescription.list`.
 	//
@@ -14287,7 +14287,7 @@ func (c *Client) DeleteUsersByIdErxPharmaciesByCode(ctx context.Context, id stri
 
 // GetUsersByIdErxPrescriptions A patient's prescriptions
 //
-// `status` Current (default), Discontinued or All; newest first. The patient, the
+// `status` Current (default), Discontinued or All; newest first, at most 1000. The patient, the
 // admin and providers with a visit with the patient read them; another patient gets
 // 404, a provider without a visit 403. `id` may be `-`. Audited as `prescription.list`.
 //
@@ -26146,7 +26146,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetUsersByIdErxPrescriptionsWithResponse A patient's prescriptions
 	//
-	// `status` Current (default), Discontinued or All; newest first. The patient, the
+	// `status` Current (default), Discontinued or All; newest first, at most 1000. The patient, the
 	// admin and providers with a visit with the patient read them; another patient gets
 	// 404, a provider without a visit 403. `id` may be `-`. Audited as `prescription.list`.
 	//
@@ -40623,7 +40623,7 @@ func (c *ClientWithResponses) DeleteUsersByIdErxPharmaciesByCodeWithResponse(ctx
 
 // GetUsersByIdErxPrescriptionsWithResponse A patient's prescriptions
 //
-// `status` Current (default), Discontinued or All; newest first. The patient, the
+// `status` Current (default), Discontinued or All; newest first, at most 1000. The patient, the
 // admin and providers with a visit with the patient read them; another patient gets
 // 404, a provider without a visit 403. `id` may be `-`. Audited as `prescription.list`.
 //
