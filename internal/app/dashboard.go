@@ -33,6 +33,10 @@ type Dashboard struct {
 	// Later is how many more of the provider's open visits there are,
 	// starting after those in Mine (DashboardOwnMax).
 	Later int
+	// MoreWaiting, when the rooms' waiting visits are more than a
+	// dashboard shows (MaxVisitList), is the last one shown: the portal's
+	// /visits goes on from there (VisitQuery.Waiting).
+	MoreWaiting int64
 	// LaterFrom, with Later, is the last of the soonest visits shown:
 	// OwnOpenVisits goes on from there.
 	LaterFrom *VisitPlace
@@ -75,6 +79,9 @@ func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal, zone *
 		Oldest: true, Statuses: []int{clinic.VisitPending, clinic.VisitConfirmed, clinic.VisitInProgress}, Limit: MaxVisitList})
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	if len(waiting) == MaxVisitList {
+		out.MoreWaiting = waiting[len(waiting)-1].ID
 	}
 	total, err := rd.CountProviderOpenVisits(ctx, p.Account.ID, p.UserID())
 	if err != nil {

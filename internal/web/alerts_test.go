@@ -154,6 +154,18 @@ func TestPortal_DashboardBacklog(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// And the room's inbox fuller than a dashboard shows: 500 more
+	// e-consults no provider has taken, after the fixture's.
+	for range app.MaxVisitList {
+		if _, err := db.Exec(f.e.Store.Rebind(`INSERT INTO visits (account_id, member_id, provider_id, room_id, status, type, kind, created, modified)
+			VALUES (?, ?, 0, ?, 10, 1, 'econsult', ?, ?)`), prov.Account.ID, p2.User.ID, room, now, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var newest int64
+	if err := db.QueryRow(f.e.Store.Rebind("SELECT max(id) FROM visits WHERE provider_id = 0")).Scan(&newest); err != nil {
+		t.Fatal(err)
+	}
 	b := newBrowser(t, f.e)
 	f.redirectLogin(t, b, f.providerToken, "/providers/dashboard", nil)
 	pg := b.get("/providers/dashboard")
@@ -171,6 +183,19 @@ func TestPortal_DashboardBacklog(t *testing.T) {
 	if n := strings.Count(section("mine"), `<li id="visit-`); n != app.DashboardOwnMax {
 		t.Fatalf("own open visits shown: %d, want %d", n, app.DashboardOwnMax)
 	}
+	// The 500 waiting longest are shown; /visits goes on with the rest.
+	if n := strings.Count(section("inbox"), `<li id="visit-`); n != app.MaxVisitList {
+		t.Fatalf("the inbox shows %d, want %d", n, app.MaxVisitList)
+	}
+	rest := regexp.MustCompile(`id="more-waiting">[^<]*<a href="(/visits\?waiting=\d+)">`).FindStringSubmatch(pg.Body)
+	if rest == nil {
+		t.Fatal("a full inbox does not say more are waiting")
+	}
+	restPage := b.get(rest[1])
+	waitingRest := between(restPage.Body, `id="waiting"`, "</section>")
+	if n := strings.Count(waitingRest, `href="/visits/start/`); n != 1 || !strings.Contains(waitingRest, "/visits/start/"+itoa(newest)+`"`) {
+		t.Fatalf("the rest of the waiting: %d, want the newest (%d) alone: %s", n, newest, waitingRest)
+	}
 	// 751 open: today's, the hundred soonest others, and 650 more, which
 	// /visits goes on with from the hundredth.
 	later := regexp.MustCompile(`And 650 more, <a href="(/visits\?later=\d+\.\d+)">starting later</a>\.`).FindStringSubmatch(section("mine"))
@@ -183,21 +208,21 @@ func TestPortal_DashboardBacklog(t *testing.T) {
 	}
 	// Today's appointment is on the dashboard's Today and, being later
 	// than the soonest hundred (e-consults), among the later ones too.
-	rest := walkOwnVisits(t, b, later[1])
+	after := walkOwnVisits(t, b, later[1])
 	today := itoa(todays(t, f, prov.User.ID))
-	for id := range rest {
+	for id := range after {
 		if onDashboard[id] && id != today {
 			t.Fatalf("visit %s both among the dashboard's soonest and after them", id)
 		}
 	}
-	if len(rest) != 651 || !rest[today] {
-		t.Fatalf("the later visits: %d, want 650 and today's", len(rest))
+	if len(after) != 651 || !after[today] {
+		t.Fatalf("the later visits: %d, want 650 and today's", len(after))
 	}
 
 	// /visits from its first page: every open visit of the provider's
 	// once, soonest first, and the e-consult waiting in their room.
 	first := b.get("/visits")
-	if !strings.Contains(between(first.Body, `id="waiting"`, "</section>"), "/visits/start/"+itoa(f.visitID)) {
+	if !strings.Contains(between(first.Body, `id="waiting"`, "</section>"), "/visits/start/"+itoa(f.visitID)+`"`) {
 		t.Fatalf("the waiting e-consult is not among the waiting: %s", between(first.Body, `id="waiting"`, "</section>"))
 	}
 	if all := walkOwnVisits(t, b, "/visits"); len(all) != 751 {

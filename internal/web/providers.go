@@ -44,7 +44,10 @@ type dashboardPage struct {
 	// those shown (app.DashboardOwnMax).
 	Later int
 	// LaterFrom is where /visits goes on with them ("start.id").
-	LaterFrom     string
+	LaterFrom string
+	// MoreWaiting is where /visits goes on with the waiting visits when
+	// there are more than the dashboard shows.
+	MoreWaiting   int64
 	Zone          string
 	Error, Notice string
 	// Rooms are the provider's rooms, where they publish slots.
@@ -89,6 +92,7 @@ func (s *Server) showDashboard(w http.ResponseWriter, r *http.Request, status in
 	now := s.app.Now().Unix()
 	page := dashboardPage{Rooms: rooms, Notice: notice, Queue: dashVisits(db.Queue, db.Zone, now), Inbox: dashVisits(db.Inbox, db.Zone, now),
 		Today: dashVisits(db.Today, db.Zone, now), Mine: dashVisits(db.Mine, db.Zone, now), Later: db.Later, Zone: db.Zone.String(), Error: msg}
+	page.MoreWaiting = db.MoreWaiting
 	if db.LaterFrom != nil {
 		page.LaterFrom = fmt.Sprintf("%d.%d", db.LaterFrom.Start, db.LaterFrom.ID)
 	}
