@@ -76,11 +76,12 @@ func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal, zone *
 	// come, first served), in the order of their partial index.
 	rd := a.store.Read()
 	waiting, err := rd.ListVisits(ctx, store.VisitFilter{AccountID: p.Account.ID, ProviderID: p.UserID(), ProviderRooms: true, Unassigned: true,
-		Oldest: true, Statuses: []int{clinic.VisitPending, clinic.VisitConfirmed, clinic.VisitInProgress}, Limit: MaxVisitList})
+		Oldest: true, Statuses: []int{clinic.VisitPending, clinic.VisitConfirmed, clinic.VisitInProgress}, Limit: MaxVisitList + 1})
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
-	if len(waiting) == MaxVisitList {
+	if len(waiting) > MaxVisitList { // one more than shown says more wait
+		waiting = waiting[:MaxVisitList]
 		out.MoreWaiting = waiting[len(waiting)-1].ID
 	}
 	total, err := rd.CountProviderOpenVisits(ctx, p.Account.ID, p.UserID())
