@@ -90,11 +90,13 @@ func (s *Server) visits(w http.ResponseWriter, r *http.Request) error {
 		ds = append(ds, own...)
 	}
 	if page.Provider && (page.Paging == "" || page.Paging == "waiting") {
-		waiting, err := s.app.ListVisits(r.Context(), p, app.VisitQuery{Statuses: open, Waiting: true, Limit: pastVisitsPage, After: waitingAfter})
+		// One more than a page says whether another follows.
+		waiting, err := s.app.ListVisits(r.Context(), p, app.VisitQuery{Statuses: open, Waiting: true, Limit: pastVisitsPage + 1, After: waitingAfter})
 		if err != nil {
 			return err
 		}
-		if len(waiting) == pastVisitsPage {
+		if len(waiting) > pastVisitsPage {
+			waiting = waiting[:pastVisitsPage]
 			page.MoreWaiting = waiting[len(waiting)-1].Visit.ID
 		}
 		for _, d := range waiting {
@@ -110,11 +112,12 @@ func (s *Server) visits(w http.ResponseWriter, r *http.Request) error {
 		ds = append(ds, mine...)
 	}
 	if page.Paging == "" || page.Paging == "past" {
-		closed, err := s.app.ListVisits(r.Context(), p, app.VisitQuery{Statuses: []string{"30", "40"}, Limit: pastVisitsPage, After: after})
+		closed, err := s.app.ListVisits(r.Context(), p, app.VisitQuery{Statuses: []string{"30", "40"}, Limit: pastVisitsPage + 1, After: after})
 		if err != nil {
 			return err
 		}
-		if len(closed) == pastVisitsPage {
+		if len(closed) > pastVisitsPage {
+			closed = closed[:pastVisitsPage]
 			page.Older = closed[len(closed)-1].Visit.ID
 		}
 		ds = append(ds, closed...)

@@ -119,3 +119,37 @@ func mustInt(t *testing.T, s string) int64 {
 	}
 	return n
 }
+
+// TestPortal_VisitsFullPageEnds: a list that exactly fills its page names
+// no next page (which would be empty).
+func TestPortal_VisitsFullPageEnds(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t) // its e-consult waits in the provider's room
+	prov, pat := f.user(t, f.providerToken), f.user(t, f.p2Token).User
+	db := f.e.Store.DB()
+	var room int64
+	if err := db.QueryRow(f.e.Store.Rebind("SELECT id FROM rooms WHERE account_id = ? AND code = 'main'"), prov.Account.ID).Scan(&room); err != nil {
+		t.Fatal(err)
+	}
+	now := f.e.Clock.Now().Unix()
+	for i := range 49 + 50 {
+		status, provider := 10, int64(0) // waiting
+		if i >= 49 {
+			status, provider = 30, prov.User.ID // the provider's, completed
+		}
+		if _, err := db.Exec(f.e.Store.Rebind(`INSERT INTO visits (account_id, member_id, provider_id, room_id, status, type, kind, created, modified)
+			VALUES (?, ?, ?, ?, ?, 1, 'econsult', ?, ?)`), prov.Account.ID, pat.ID, provider, room, status, now, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := newBrowser(t, f.e)
+	f.redirectLogin(t, b, f.providerToken, "/visits", nil)
+	pg := b.get("/visits")
+	waiting, past := between(pg.Body, `id="waiting"`, "</section>"), between(pg.Body, `id="past"`, "</section>")
+	if n, m := strings.Count(waiting, `href="/visits/start/`), strings.Count(past, `href="/visits/start/`); n != 50 || m != 50 {
+		t.Fatalf("%d waiting and %d past, want 50 of each", n, m)
+	}
+	if strings.Contains(pg.Body, "More waiting") || strings.Contains(pg.Body, "Older visits") {
+		t.Fatal("a list that fills its page exactly names a next page")
+	}
+}
