@@ -215,6 +215,10 @@ func (a *App) OwnOpenVisits(ctx context.Context, p *clinic.Principal, after *Vis
 	if err != nil {
 		return nil, nil, err
 	}
+	// A list of visits with their patients, audited as GET /visits is.
+	if err := a.Audit(ctx, p, "visit.list", "visit", "", OutcomeOK); err != nil {
+		return nil, nil, err
+	}
 	return ds, next, nil
 }
 

@@ -121,7 +121,7 @@ func mustInt(t *testing.T, s string) int64 {
 }
 
 // TestPortal_VisitsFullPageEnds: a list that exactly fills its page names
-// no next page (which would be empty).
+// no next page (which would be empty), and each list read is audited.
 func TestPortal_VisitsFullPageEnds(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t) // its e-consult waits in the provider's room
@@ -144,7 +144,21 @@ func TestPortal_VisitsFullPageEnds(t *testing.T) {
 	}
 	b := newBrowser(t, f.e)
 	f.redirectLogin(t, b, f.providerToken, "/visits", nil)
+	lists := func() (n int) {
+		t.Helper()
+		f.e.FlushAudits()
+		if err := db.QueryRow(f.e.Store.Rebind("SELECT count(*) FROM audit WHERE action = 'visit.list' AND actor_user_id = ?"), prov.User.ID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := lists()
 	pg := b.get("/visits")
+	// Its three lists (the provider's open visits, the waiting, the past)
+	// are each an audited read of patients' visits.
+	if n := lists() - before; n != 3 {
+		t.Fatalf("/visits left %d visit.list entries, want 3", n)
+	}
 	waiting, past := between(pg.Body, `id="waiting"`, "</section>"), between(pg.Body, `id="past"`, "</section>")
 	if n, m := strings.Count(waiting, `href="/visits/start/`), strings.Count(past, `href="/visits/start/`); n != 50 || m != 50 {
 		t.Fatalf("%d waiting and %d past, want 50 of each", n, m)
