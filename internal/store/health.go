@@ -143,9 +143,12 @@ func readingsWindow(accountID, userID int64, w RecordWindow) (count, page listQu
 	args = append([]any{accountID, userID}, args...)
 	from := " FROM health_readings WHERE account_id = ? AND user_id = ?" + cond
 	return listQuery{"SELECT count(*)" + from, args},
-		listQuery{"SELECT id, user_id, device_id, type, data_type, data_class, date, time, reading, created" + from +
+		listQuery{"SELECT " + readingCols + from +
 			" ORDER BY time DESC, id DESC LIMIT ? OFFSET ?", append(slices.Clip(args), w.Limit, w.Offset)}
 }
+
+// readingCols are the columns scanReading reads.
+const readingCols = "id, user_id, device_id, type, data_type, data_class, date, time, reading, created"
 
 func scanReading(rows *sql.Rows) (*clinic.Reading, error) {
 	var r clinic.Reading
@@ -162,24 +165,24 @@ func scanReading(rows *sql.Rows) (*clinic.Reading, error) {
 // Reading is one of a user's readings; ErrNotFound when the user has no
 // reading id.
 func (q *Q) Reading(ctx context.Context, accountID, userID, id int64) (*clinic.Reading, error) {
-	rows, err := q.query(ctx, "SELECT id, user_id, device_id, type, data_type, data_class, date, time, reading, created FROM health_readings WHERE account_id = ? AND user_id = ? AND id = ?",
-		accountID, userID, id)
+	rs, err := q.readings(ctx, listQuery{"SELECT " + readingCols + " FROM health_readings WHERE account_id = ? AND user_id = ? AND id = ?",
+		[]any{accountID, userID, id}})
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	if !rows.Next() {
-		if err := rows.Err(); err != nil {
-			return nil, q.d.translate(err)
-		}
+	if len(rs) == 0 {
 		return nil, ErrNotFound
 	}
-	return scanReading(rows)
+	return rs[0], nil
 }
 
 // Readings lists a user's readings, newest measurement first.
 func (q *Q) Readings(ctx context.Context, accountID, userID int64, f ReadingFilter) ([]*clinic.Reading, error) {
-	lq := readingsQuery(accountID, userID, f)
+	return q.readings(ctx, readingsQuery(accountID, userID, f))
+}
+
+// readings are the readings lq selects (readingCols).
+func (q *Q) readings(ctx context.Context, lq listQuery) ([]*clinic.Reading, error) {
 	rows, err := q.query(ctx, lq.query, lq.args...)
 	if err != nil {
 		return nil, err
@@ -200,7 +203,7 @@ func (q *Q) Readings(ctx context.Context, accountID, userID int64, f ReadingFilt
 // health_readings_user_time (migration 00024), or of health_readings_user
 // for one data type, so a page reads what it returns.
 func readingsQuery(accountID, userID int64, f ReadingFilter) listQuery {
-	query := "SELECT id, user_id, device_id, type, data_type, data_class, date, time, reading, created FROM health_readings WHERE account_id = ? AND user_id = ?"
+	query := "SELECT " + readingCols + " FROM health_readings WHERE account_id = ? AND user_id = ?"
 	args := []any{accountID, userID}
 	if f.DataType != "" {
 		query += " AND data_type = ?"

@@ -339,10 +339,7 @@ func TestPortal_ChartVisitPages(t *testing.T) {
 	// 60 older visits of the first patient's with the provider, then 600
 	// newer ones of the other patient's.
 	db := f.e.Store.DB()
-	var room int64
-	if err := db.QueryRow(f.e.Store.Rebind("SELECT id FROM rooms WHERE account_id = ? AND code = 'main'"), p1.Account.ID).Scan(&room); err != nil {
-		t.Fatal(err)
-	}
+	room := f.mainRoom(t)
 	now := f.e.Clock.Now().Unix()
 	for i := range 660 {
 		member := p1.User.ID

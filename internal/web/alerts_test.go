@@ -122,10 +122,7 @@ func TestPortal_DashboardBacklog(t *testing.T) {
 	f := newFixture(t) // its e-consult waits in the provider's room
 	prov := f.user(t, f.providerToken)
 	db := f.e.Store.DB()
-	var room int64
-	if err := db.QueryRow(f.e.Store.Rebind("SELECT id FROM rooms WHERE account_id = ? AND code = 'main'"), prov.Account.ID).Scan(&room); err != nil {
-		t.Fatal(err)
-	}
+	room := f.mainRoom(t)
 	p2 := f.user(t, f.p2Token)
 	now := f.e.Clock.Now().Unix()
 	book := func(start int64) {

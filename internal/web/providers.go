@@ -1,7 +1,6 @@
 package web
 
 import (
-	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -92,10 +91,7 @@ func (s *Server) showDashboard(w http.ResponseWriter, r *http.Request, status in
 	now := s.app.Now().Unix()
 	page := dashboardPage{Rooms: rooms, Notice: notice, Queue: dashVisits(db.Queue, db.Zone, now), Inbox: dashVisits(db.Inbox, db.Zone, now),
 		Today: dashVisits(db.Today, db.Zone, now), Mine: dashVisits(db.Mine, db.Zone, now), Later: db.Later, Zone: db.Zone.String(), Error: msg}
-	page.MoreWaiting = db.MoreWaiting
-	if db.LaterFrom != nil {
-		page.LaterFrom = fmt.Sprintf("%d.%d", db.LaterFrom.Start, db.LaterFrom.ID)
-	}
+	page.MoreWaiting, page.LaterFrom = db.MoreWaiting, visitPlaceParam(db.LaterFrom)
 	page.Waiting = len(page.Queue) + len(page.Inbox)
 	for _, list := range [][]dashVisit{page.Queue, page.Inbox, page.Today, page.Mine} {
 		for _, v := range list {

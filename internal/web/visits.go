@@ -84,9 +84,7 @@ func (s *Server) visits(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		if next != nil {
-			page.Later = fmt.Sprintf("%d.%d", next.Start, next.ID)
-		}
+		page.Later = visitPlaceParam(next)
 		ds = append(ds, own...)
 	}
 	if page.Provider && (page.Paging == "" || page.Paging == "waiting") {
@@ -184,6 +182,14 @@ func visitItemOf(p *clinic.Principal, d *app.VisitDetail) visitItem {
 		it.With = d.Provider.FullName()
 	}
 	return it
+}
+
+// visitPlaceParam is place as ?later= says it, "start.id" ("" for none).
+func visitPlaceParam(place *app.VisitPlace) string {
+	if place == nil {
+		return ""
+	}
+	return fmt.Sprintf("%d.%d", place.Start, place.ID)
 }
 
 // parseVisitPlace is a ?later= place, "start.id"; nil if it is none.

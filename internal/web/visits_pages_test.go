@@ -69,10 +69,7 @@ func TestPortal_WaitingVisitsPages(t *testing.T) {
 	f := newFixture(t) // its e-consult waits in the provider's room
 	prov, pat := f.user(t, f.providerToken), f.user(t, f.p2Token).User
 	db := f.e.Store.DB()
-	var room int64
-	if err := db.QueryRow(f.e.Store.Rebind("SELECT id FROM rooms WHERE account_id = ? AND code = 'main'"), prov.Account.ID).Scan(&room); err != nil {
-		t.Fatal(err)
-	}
+	room := f.mainRoom(t)
 	now := f.e.Clock.Now().Unix()
 	for range 56 {
 		if _, err := db.Exec(f.e.Store.Rebind(`INSERT INTO visits (account_id, member_id, provider_id, room_id, status, type, kind, created, modified)
@@ -127,10 +124,7 @@ func TestPortal_VisitsFullPageEnds(t *testing.T) {
 	f := newFixture(t) // its e-consult waits in the provider's room
 	prov, pat := f.user(t, f.providerToken), f.user(t, f.p2Token).User
 	db := f.e.Store.DB()
-	var room int64
-	if err := db.QueryRow(f.e.Store.Rebind("SELECT id FROM rooms WHERE account_id = ? AND code = 'main'"), prov.Account.ID).Scan(&room); err != nil {
-		t.Fatal(err)
-	}
+	room := f.mainRoom(t)
 	now := f.e.Clock.Now().Unix()
 	for i := range 49 + 50 {
 		status, provider := 10, int64(0) // waiting

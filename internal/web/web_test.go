@@ -154,6 +154,17 @@ func (f *fixture) user(t *testing.T, token string) *clinic.Principal {
 	return p
 }
 
+// mainRoom is the id of the clinic's room "main", the fixture's visits'
+// room, for tests that add visits to it by SQL.
+func (f *fixture) mainRoom(t *testing.T) int64 {
+	t.Helper()
+	var room int64
+	if err := f.e.Store.DB().QueryRow(f.e.Store.Rebind("SELECT r.id FROM rooms r JOIN accounts a ON a.id = r.account_id WHERE a.code = 'acme' AND r.code = 'main'")).Scan(&room); err != nil {
+		t.Fatal(err)
+	}
+	return room
+}
+
 // admin is the clinic's admin, as its admin token signs in.
 func (f *fixture) admin(t *testing.T) *clinic.Principal {
 	t.Helper()
