@@ -4843,6 +4843,12 @@ type GetSlotsParams struct {
 	AccountCode    *string               `form:"account_code,omitempty" json:"account_code,omitempty"`
 	SpecialtyId    *string               `form:"specialty_id,omitempty" json:"specialty_id,omitempty"`
 	StatesServiced *string               `form:"states_serviced,omitempty" json:"states_serviced,omitempty"`
+
+	// Limit Slots read a page, 1–1000; 1000 by default.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// After The id of the last slot the page before read.
+	After *int `form:"after,omitempty" json:"after,omitempty"`
 }
 
 // GetSlotsParamsStatus defines parameters for GetSlots.
@@ -4865,6 +4871,15 @@ type PostSlotsParams struct {
 	// has no keys of its own: its key is ignored and the request runs. The answers kept
 	// for replay are sealed at rest with the server key. Up to 255 characters.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetSlotsAvailableParams defines parameters for GetSlotsAvailable.
+type GetSlotsAvailableParams struct {
+	// Limit Slots a page, 1–1000; 200 by default.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// After The id of the last slot of the page before.
+	After *int `form:"after,omitempty" json:"after,omitempty"`
 }
 
 // DeleteSlotsGroupsByGroupIdParams defines parameters for DeleteSlotsGroupsByGroupId.
@@ -9847,10 +9862,17 @@ type ClientInterface interface {
 
 	// GetSlots List slots
 	//
-	// Slots starting in [start, end), by start time, at most 1000. `type` one or group
-	// (the consultation's `group` flag); `specialty_id` keeps rooms offering that
-	// specialty; `states_serviced` keeps providers serving that state (a provider who
-	// lists none serves all); `account_code` other than the caller's gives nothing.
+	// Slots starting in [start, end), by start time (then id), `limit` read at a time
+	// (1000 by default and at most). `type` one or group (the consultation's `group`
+	// flag); `specialty_id` keeps rooms offering that specialty; `states_serviced` keeps
+	// providers serving that state (a provider who lists none serves all);
+	// `account_code` other than the caller's gives nothing. A page that read `limit`
+	// slots carries `Link: <…>; rel="next"`, the same request with `after` set to the
+	// last slot it read: the list goes on after it, each slot once, however many
+	// share a start. `type`, `specialty_id` and `states_serviced` filter the slots a
+	// page read, so a page may hold fewer than `limit` (even none) and still have a
+	// next one: follow the links until a page has none. An `after` that is not one of
+	// the clinic's slots answers 400.
 	//
 	// Corresponds with GET /api_v3/slots (the `GetSlots` operationId).
 	GetSlots(ctx context.Context, params *GetSlotsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -9908,10 +9930,13 @@ type ClientInterface interface {
 
 	// GetSlotsAvailable Open slots from now
 	//
-	// The clinic's next 200 open slots, soonest first, with provider and account.
+	// The clinic's open slots from now, soonest first (then by id), with provider and
+	// account: `limit` at a time (200 by default, at most 1000). A full page carries
+	// `Link: <…>; rel="next"`, the same request with `after` set to its last slot; an
+	// `after` that is not one of the clinic's slots answers 400.
 	//
 	// Corresponds with GET /api_v3/slots/available (the `GetSlotsAvailable` operationId).
-	GetSlotsAvailable(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetSlotsAvailable(ctx context.Context, params *GetSlotsAvailableParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteSlotsGroupsByGroupId Delete a slot group
 	//
@@ -13250,10 +13275,17 @@ func (c *Client) GetSettings(ctx context.Context, reqEditors ...RequestEditorFn)
 
 // GetSlots List slots
 //
-// Slots starting in [start, end), by start time, at most 1000. `type` one or group
-// (the consultation's `group` flag); `specialty_id` keeps rooms offering that
-// specialty; `states_serviced` keeps providers serving that state (a provider who
-// lists none serves all); `account_code` other than the caller's gives nothing.
+// Slots starting in [start, end), by start time (then id), `limit` read at a time
+// (1000 by default and at most). `type` one or group (the consultation's `group`
+// flag); `specialty_id` keeps rooms offering that specialty; `states_serviced` keeps
+// providers serving that state (a provider who lists none serves all);
+// `account_code` other than the caller's gives nothing. A page that read `limit`
+// slots carries `Link: <…>; rel="next"`, the same request with `after` set to the
+// last slot it read: the list goes on after it, each slot once, however many
+// share a start. `type`, `specialty_id` and `states_serviced` filter the slots a
+// page read, so a page may hold fewer than `limit` (even none) and still have a
+// next one: follow the links until a page has none. An `after` that is not one of
+// the clinic's slots answers 400.
 //
 // Corresponds with GET /api_v3/slots (the `GetSlots` operationId).
 func (c *Client) GetSlots(ctx context.Context, params *GetSlotsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -13351,11 +13383,14 @@ func (c *Client) PostSlotsWithFormdataBody(ctx context.Context, params *PostSlot
 
 // GetSlotsAvailable Open slots from now
 //
-// The clinic's next 200 open slots, soonest first, with provider and account.
+// The clinic's open slots from now, soonest first (then by id), with provider and
+// account: `limit` at a time (200 by default, at most 1000). A full page carries
+// `Link: <…>; rel="next"`, the same request with `after` set to its last slot; an
+// `after` that is not one of the clinic's slots answers 400.
 //
 // Corresponds with GET /api_v3/slots/available (the `GetSlotsAvailable` operationId).
-func (c *Client) GetSlotsAvailable(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetSlotsAvailableRequest(c.Server)
+func (c *Client) GetSlotsAvailable(ctx context.Context, params *GetSlotsAvailableParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSlotsAvailableRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -19945,6 +19980,30 @@ func NewGetSlotsRequest(server string, params *GetSlotsParams) (*http.Request, e
 
 		}
 
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -20026,7 +20085,7 @@ func NewPostSlotsRequestWithBody(server string, params *PostSlotsParams, content
 }
 
 // NewGetSlotsAvailableRequest constructs an http.Request for the GetSlotsAvailable method
-func NewGetSlotsAvailableRequest(server string) (*http.Request, error) {
+func NewGetSlotsAvailableRequest(server string, params *GetSlotsAvailableParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -20042,6 +20101,45 @@ func NewGetSlotsAvailableRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -25569,10 +25667,17 @@ type ClientWithResponsesInterface interface {
 
 	// GetSlotsWithResponse List slots
 	//
-	// Slots starting in [start, end), by start time, at most 1000. `type` one or group
-	// (the consultation's `group` flag); `specialty_id` keeps rooms offering that
-	// specialty; `states_serviced` keeps providers serving that state (a provider who
-	// lists none serves all); `account_code` other than the caller's gives nothing.
+	// Slots starting in [start, end), by start time (then id), `limit` read at a time
+	// (1000 by default and at most). `type` one or group (the consultation's `group`
+	// flag); `specialty_id` keeps rooms offering that specialty; `states_serviced` keeps
+	// providers serving that state (a provider who lists none serves all);
+	// `account_code` other than the caller's gives nothing. A page that read `limit`
+	// slots carries `Link: <…>; rel="next"`, the same request with `after` set to the
+	// last slot it read: the list goes on after it, each slot once, however many
+	// share a start. `type`, `specialty_id` and `states_serviced` filter the slots a
+	// page read, so a page may hold fewer than `limit` (even none) and still have a
+	// next one: follow the links until a page has none. An `after` that is not one of
+	// the clinic's slots answers 400.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -25632,12 +25737,15 @@ type ClientWithResponsesInterface interface {
 
 	// GetSlotsAvailableWithResponse Open slots from now
 	//
-	// The clinic's next 200 open slots, soonest first, with provider and account.
+	// The clinic's open slots from now, soonest first (then by id), with provider and
+	// account: `limit` at a time (200 by default, at most 1000). A full page carries
+	// `Link: <…>; rel="next"`, the same request with `after` set to its last slot; an
+	// `after` that is not one of the clinic's slots answers 400.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /api_v3/slots/available (the `GetSlotsAvailable` operationId).
-	GetSlotsAvailableWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetSlotsAvailableResponse, error)
+	GetSlotsAvailableWithResponse(ctx context.Context, params *GetSlotsAvailableParams, reqEditors ...RequestEditorFn) (*GetSlotsAvailableResponse, error)
 
 	// DeleteSlotsGroupsByGroupIdWithResponse Delete a slot group
 	//
@@ -32213,6 +32321,11 @@ func (r GetSettingsResponse) ContentType() string {
 	return ""
 }
 
+// GetSlotsResponse200Headers the declared response headers of an HTTP 200 response for GetSlots
+type GetSlotsResponse200Headers struct {
+	Link *string
+}
+
 type GetSlotsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -32226,6 +32339,8 @@ type GetSlotsResponse struct {
 	JSON404 *NotFound
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetSlotsResponse200Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -32386,20 +32501,34 @@ func (r PostSlotsResponse) ContentType() string {
 	return ""
 }
 
+// GetSlotsAvailableResponse200Headers the declared response headers of an HTTP 200 response for GetSlotsAvailable
+type GetSlotsAvailableResponse200Headers struct {
+	Link *string
+}
+
 type GetSlotsAvailableResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *SlotList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthorized
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetSlotsAvailableResponse200Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetSlotsAvailableResponse) GetJSON200() *SlotList {
 	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetSlotsAvailableResponse) GetJSON400() *BadRequest {
+	return r.JSON400
 }
 
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
@@ -39758,10 +39887,17 @@ func (c *ClientWithResponses) GetSettingsWithResponse(ctx context.Context, reqEd
 
 // GetSlotsWithResponse List slots
 //
-// Slots starting in [start, end), by start time, at most 1000. `type` one or group
-// (the consultation's `group` flag); `specialty_id` keeps rooms offering that
-// specialty; `states_serviced` keeps providers serving that state (a provider who
-// lists none serves all); `account_code` other than the caller's gives nothing.
+// Slots starting in [start, end), by start time (then id), `limit` read at a time
+// (1000 by default and at most). `type` one or group (the consultation's `group`
+// flag); `specialty_id` keeps rooms offering that specialty; `states_serviced` keeps
+// providers serving that state (a provider who lists none serves all);
+// `account_code` other than the caller's gives nothing. A page that read `limit`
+// slots carries `Link: <…>; rel="next"`, the same request with `after` set to the
+// last slot it read: the list goes on after it, each slot once, however many
+// share a start. `type`, `specialty_id` and `states_serviced` filter the slots a
+// page read, so a page may hold fewer than `limit` (even none) and still have a
+// next one: follow the links until a page has none. An `after` that is not one of
+// the clinic's slots answers 400.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -39845,13 +39981,16 @@ func (c *ClientWithResponses) PostSlotsWithFormdataBodyWithResponse(ctx context.
 
 // GetSlotsAvailableWithResponse Open slots from now
 //
-// The clinic's next 200 open slots, soonest first, with provider and account.
+// The clinic's open slots from now, soonest first (then by id), with provider and
+// account: `limit` at a time (200 by default, at most 1000). A full page carries
+// `Link: <…>; rel="next"`, the same request with `after` set to its last slot; an
+// `after` that is not one of the clinic's slots answers 400.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /api_v3/slots/available (the `GetSlotsAvailable` operationId).
-func (c *ClientWithResponses) GetSlotsAvailableWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetSlotsAvailableResponse, error) {
-	rsp, err := c.GetSlotsAvailable(ctx, reqEditors...)
+func (c *ClientWithResponses) GetSlotsAvailableWithResponse(ctx context.Context, params *GetSlotsAvailableParams, reqEditors ...RequestEditorFn) (*GetSlotsAvailableResponse, error) {
+	rsp, err := c.GetSlotsAvailable(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -46318,6 +46457,19 @@ func ParseGetSlotsResponse(rsp *http.Response) (*GetSlotsResponse, error) {
 
 	}
 
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetSlotsResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
+	}
+
 	return response, nil
 }
 
@@ -46437,6 +46589,13 @@ func ParseGetSlotsAvailableResponse(rsp *http.Response) (*GetSlotsAvailableRespo
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -46451,6 +46610,19 @@ func ParseGetSlotsAvailableResponse(rsp *http.Response) (*GetSlotsAvailableRespo
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetSlotsAvailableResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil

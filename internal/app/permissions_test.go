@@ -324,7 +324,9 @@ func permRows(f *permFixture) map[string]permRow {
 			now := f.env.Clock.Now().Unix()
 			return one(a.ListSlots(ctx, p, app.SlotQuery{RoomCode: "main", Start: now, End: now + 7*86400}))
 		}},
-		"AvailableSlots": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.AvailableSlots(ctx, p)) }},
+		"AvailableSlots": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.AvailableSlots(ctx, p, 0, 0))
+		}},
 		"DeleteSlot": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return slotsDeleted(a.DeleteSlot(ctx, p, 1))
 		}},

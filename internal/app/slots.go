@@ -140,6 +140,9 @@ type SlotsView struct {
 	Groups    map[int64]*clinic.SlotGroup
 	Providers map[int64]*clinic.User
 	Rooms     map[int64]*clinic.Room
+	// Next is the slot the next page goes on after (the last one the page
+	// read), 0 when the list ends here.
+	Next int64
 }
 
 // CreateSlots is POST /slots: a provider publishes availability in a room
@@ -280,10 +283,44 @@ type SlotQuery struct {
 	AccountCode    string
 	SpecialtyID    string
 	StatesServiced string
+	// After (a slot's id) and Limit page the list: it goes on after that
+	// slot, Limit slots read at a time (MaxSlotList by default and at
+	// most).
+	After int64
+	Limit int
 }
 
 // MaxSlotList bounds one answer of the slot lists.
 const MaxSlotList = 1000
+
+// DefaultAvailableSlots is GET /slots/available's page unless its limit
+// says.
+const DefaultAvailableSlots = 200
+
+// slotPage is the page size limit asks for: def when it asks none, at
+// most MaxSlotList.
+func slotPage(limit, def int) int {
+	if limit <= 0 {
+		return def
+	}
+	return min(limit, MaxSlotList)
+}
+
+// slotAfter is the slot a page goes on after: one of the clinic's, or a
+// 400 (nil for 0, the first page).
+func (a *App) slotAfter(ctx context.Context, p *clinic.Principal, id int64) (*clinic.Slot, error) {
+	if id == 0 {
+		return nil, nil
+	}
+	s, err := a.store.Read().SlotByID(ctx, p.Account.ID, id)
+	if errors.Is(err, store.ErrNotFound) || id < 0 {
+		return nil, clinic.Errorf(clinic.EInvalid, "after is the id of one of the clinic's slots.")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("slots: %w", err)
+	}
+	return s, nil
+}
 
 // ListSlots is GET /slots, for any user of the clinic.
 func (a *App) ListSlots(ctx context.Context, p *clinic.Principal, in SlotQuery) (*SlotsView, error) {
@@ -299,7 +336,11 @@ func (a *App) ListSlots(ctx context.Context, p *clinic.Principal, in SlotQuery) 
 	if in.AccountCode != "" && in.AccountCode != p.Account.Code {
 		return &SlotsView{Slots: []clinic.Slot{}}, nil
 	}
-	f := store.SlotFilter{AccountID: p.Account.ID, From: in.Start, To: in.End, Status: in.Status, Limit: MaxSlotList}
+	after, err := a.slotAfter(ctx, p, in.After)
+	if err != nil {
+		return nil, err
+	}
+	f := store.SlotFilter{AccountID: p.Account.ID, From: in.Start, To: in.End, Status: in.Status, After: after, Limit: slotPage(in.Limit, MaxSlotList)}
 	if in.RoomCode != "" {
 		r, err := a.RoomByCode(ctx, p, in.RoomCode)
 		if err != nil {
@@ -330,7 +371,9 @@ func (a *App) ListSlots(ctx context.Context, p *clinic.Principal, in SlotQuery) 
 }
 
 // findSlots lists the slots f selects, of provider when one is named (not
-// 0), with what they show.
+// 0), with what they show. A read that filled f.Limit names its last slot
+// as Next: the list may go on after it, and a caller's filter in Go may
+// have left it out of the view.
 func (a *App) findSlots(ctx context.Context, p *clinic.Principal, f store.SlotFilter, provider int64) (*SlotsView, error) {
 	if provider != 0 {
 		f.ProviderIDs = []int64{provider}
@@ -339,7 +382,14 @@ func (a *App) findSlots(ctx context.Context, p *clinic.Principal, f store.SlotFi
 	if err != nil {
 		return nil, fmt.Errorf("slots: %w", err)
 	}
-	return a.slotsView(ctx, p, slots)
+	v, err := a.slotsView(ctx, p, slots)
+	if err != nil {
+		return nil, err
+	}
+	if len(slots) > 0 && len(slots) == f.Limit {
+		v.Next = slots[len(slots)-1].ID
+	}
+	return v, nil
 }
 
 // servesState: a provider with no states_serviced serves every state.
@@ -367,16 +417,17 @@ func extraList(u *clinic.User, key string) []string {
 }
 
 // AvailableSlots is GET /slots/available: the clinic's open slots from now,
-// soonest first.
-func (a *App) AvailableSlots(ctx context.Context, p *clinic.Principal) (*SlotsView, error) {
+// soonest first, limit at a time (DefaultAvailableSlots unless it says)
+// after the slot after names (0: from the first).
+func (a *App) AvailableSlots(ctx context.Context, p *clinic.Principal, after int64, limit int) (*SlotsView, error) {
 	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
-	slots, err := a.store.Read().ListSlots(ctx, store.SlotFilter{AccountID: p.Account.ID, From: a.Unix(), Status: clinic.SlotOpen, Limit: 200})
+	from, err := a.slotAfter(ctx, p, after)
 	if err != nil {
-		return nil, fmt.Errorf("available slots: %w", err)
+		return nil, err
 	}
-	return a.slotsView(ctx, p, slots)
+	return a.findSlots(ctx, p, store.SlotFilter{AccountID: p.Account.ID, From: a.Unix(), Status: clinic.SlotOpen, After: from, Limit: slotPage(limit, DefaultAvailableSlots)}, 0)
 }
 
 // DeleteSlot is DELETE /slots/{id}: its provider or the admin deletes an

@@ -96,7 +96,7 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, c *call) erro
 		return err
 	}
 	if len(list) > 0 && len(list) == min(cmp.Or(in.Limit, app.AuditPageDefault), app.AuditPageMax) {
-		setNextLink(w, r, "after", id(list[len(list)-1].ID))
+		setNextLink(w, r, "after", id(list[len(list)-1].ID), "start")
 	}
 	out := make([]auditEntry, 0, len(list))
 	for _, e := range list {

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -171,17 +170,42 @@ func (s *Server) listSlots(w http.ResponseWriter, r *http.Request, c *call) erro
 		return err
 	}
 	in.Status = int(st)
+	if in.After, in.Limit, err = slotPageParams(c); err != nil {
+		return err
+	}
 	v, err := s.app.ListSlots(r.Context(), c.p, in)
 	if err != nil {
 		return err
 	}
-	return ok(w, toSlots(c.p.Account, v))
+	return slotPage(w, r, c, v)
 }
 
 func (s *Server) availableSlots(w http.ResponseWriter, r *http.Request, c *call) error {
-	v, err := s.app.AvailableSlots(r.Context(), c.p)
+	after, limit, err := slotPageParams(c)
 	if err != nil {
 		return err
+	}
+	v, err := s.app.AvailableSlots(r.Context(), c.p, after, limit)
+	if err != nil {
+		return err
+	}
+	return slotPage(w, r, c, v)
+}
+
+// slotPageParams are a slot list's after (a slot's id) and limit.
+func slotPageParams(c *call) (after int64, limit int, err error) {
+	if after, err = c.params.Int("after", 0); err != nil {
+		return 0, 0, err
+	}
+	n, err := c.params.Int("limit", 0)
+	return after, int(n), err
+}
+
+// slotPage answers a page of slots, with a Link to the next when the page
+// was full.
+func slotPage(w http.ResponseWriter, r *http.Request, c *call, v *app.SlotsView) error {
+	if v.Next != 0 {
+		setNextLink(w, r, "after", id(v.Next))
 	}
 	return ok(w, toSlots(c.p.Account, v))
 }
@@ -269,9 +293,7 @@ func (s *Server) availability(w http.ResponseWriter, r *http.Request, c *call) e
 	}
 	if av.Through < in.End {
 		// More slots than one answer holds: the next starts where it ends.
-		next := r.URL.Query()
-		next.Set("start", strconv.FormatInt(av.Through, 10))
-		w.Header().Set("Link", "<"+(&url.URL{Path: r.URL.Path, RawQuery: next.Encode()}).String()+`>; rel="next"`)
+		setNextLink(w, r, "start", strconv.FormatInt(av.Through, 10))
 	}
 	// An answer may be held and sent to many of the clinic's callers
 	// (app/availcache.go): it is encoded once.

@@ -478,3 +478,115 @@ func TestAvailability_Pages(t *testing.T) {
 		t.Fatalf("%d slots in %d answers, want 1,440 in two or more", len(seen), answers+1)
 	}
 }
+
+// GET /slots and /slots/available page by slot: a window of more slots than
+// a page is read whole through the Link headers, each slot once and in
+// order, though the two providers' slots share every start.
+func TestSlots_Pages(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	if r := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/" + s.other.UserID + "/rooms", Header: adminHeaders(s.c), Form: q("code", "main")}); r.Status != 200 {
+		t.Fatal(r.Status)
+	}
+	// Two providers, five-minute slots 08:00–18:00 for six days: 1,440.
+	for _, who := range []string{s.doc.Token, s.other.Token} {
+		s.publish(t, who, map[string]any{"room_code": "main", "date_start": slotDay, "date_end": "2026-03-08", "time_start": "08:00", "time_end": "18:00",
+			"timezone": "America/New_York", "duration": 5})
+	}
+	h := userHeaders(s.c, s.pat.Token)
+	window := q("start", fmt.Sprint(tue0900NY-86400), "end", fmt.Sprint(tue0900NY+7*86400))
+	// walk follows the Link headers from path and query, and gives the slots
+	// read and the number of pages.
+	walk := func(t *testing.T, path string, query url.Values) (ids []string, pages int) {
+		t.Helper()
+		last := int64(0)
+		for ; ; pages++ {
+			if pages > 300 {
+				t.Fatal("the links do not end")
+			}
+			res := e.Do(testenv.Req{Path: path, Query: query, Header: h})
+			if res.Status != 200 {
+				t.Fatalf("page %d: %d %s", pages, res.Status, res.Raw)
+			}
+			for _, sl := range res.List() {
+				at := int64(sl["start"].(float64))
+				if at < last {
+					t.Fatalf("page %d: slot %v before %d", pages, sl["id"], last)
+				}
+				ids, last = append(ids, sl["id"].(string)), at
+			}
+			link := res.Header.Get("Link")
+			if link == "" {
+				return ids, pages + 1
+			}
+			u, err := url.Parse(strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`))
+			if err != nil || u.Path != path || u.Query().Get("after") == "" {
+				t.Fatalf("page %d: Link %q", pages, link)
+			}
+			for k := range query {
+				if k != "after" && u.Query().Get(k) != query.Get(k) {
+					t.Fatalf("page %d: Link %q lost %s", pages, link, k)
+				}
+			}
+			query = u.Query()
+		}
+	}
+	once := func(t *testing.T, ids []string, want int) {
+		t.Helper()
+		seen := map[string]bool{}
+		for _, id := range ids {
+			if seen[id] {
+				t.Fatalf("slot %s twice", id)
+			}
+			seen[id] = true
+		}
+		if len(seen) != want {
+			t.Fatalf("%d slots, want %d", len(seen), want)
+		}
+	}
+	t.Run("Default", func(t *testing.T) {
+		ids, pages := walk(t, "/api_v3/slots", window)
+		once(t, ids, 1440)
+		if pages != 2 {
+			t.Fatalf("%d pages, want 1,000 and 440", pages)
+		}
+	})
+	t.Run("Limit", func(t *testing.T) {
+		for _, limit := range []int{1, 7, 300} {
+			query := q("start", fmt.Sprint(tue0900NY-3600), "end", fmt.Sprint(tue0900NY+3600), "limit", fmt.Sprint(limit))
+			ids, _ := walk(t, "/api_v3/slots", query)
+			// 09:00–10:00 New York: 12 slots each, the 08:00–09:00 hour too.
+			once(t, ids, 48)
+		}
+	})
+	t.Run("FilteredPagesGoOn", func(t *testing.T) {
+		// No slot is a group's: every page is empty, and the links still
+		// walk the window to its end.
+		query := q("start", fmt.Sprint(tue0900NY-3600), "end", fmt.Sprint(tue0900NY+3600), "limit", "10", "type", "group")
+		ids, pages := walk(t, "/api_v3/slots", query)
+		if len(ids) != 0 || pages != 5 {
+			t.Fatalf("%d group slots in %d pages, want none in 5", len(ids), pages)
+		}
+	})
+	t.Run("Available", func(t *testing.T) {
+		ids, pages := walk(t, "/api_v3/slots/available", q("limit", "500"))
+		once(t, ids, 1440)
+		if pages != 3 {
+			t.Fatalf("%d pages of 500", pages)
+		}
+		first := e.Do(testenv.Req{Path: "/api_v3/slots/available", Header: h})
+		if len(first.List()) != 200 || first.Header.Get("Link") == "" {
+			t.Fatalf("the default page: %d slots, Link %q", len(first.List()), first.Header.Get("Link"))
+		}
+	})
+	t.Run("BadAfter", func(t *testing.T) {
+		b := newClinicSetup(t, e, "beta")
+		theirs := b.publish(t, b.doc.Token, map[string]any{"room_code": "main", "date_start": slotDay, "time_start": "09:00", "time_end": "10:00",
+			"timezone": "America/New_York", "duration": 30})
+		for _, after := range []string{theirs[0]["id"].(string), "999999", "-1", "soon"} {
+			wantErr(t, e.Do(testenv.Req{Path: "/api_v3/slots", Query: q("start", window.Get("start"), "end", window.Get("end"), "after", after), Header: h}), 400, 400)
+			wantErr(t, e.Do(testenv.Req{Path: "/api_v3/slots/available", Query: q("after", after), Header: h}), 400, 400)
+		}
+	})
+}

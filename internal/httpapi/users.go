@@ -192,7 +192,7 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, c *call) erro
 		return err
 	}
 	if n := len(users); n > 0 && n == min(cmp.Or(in.Limit, app.DefaultUserLimit), app.MaxUserLimit) {
-		setNextLink(w, r, "after", id(users[n-1].ID))
+		setNextLink(w, r, "after", id(users[n-1].ID), "start")
 	}
 	out := make([]any, 0, len(users))
 	for _, u := range users {

@@ -320,7 +320,7 @@ func (s *Server) listVisits(w http.ResponseWriter, r *http.Request, c *call) err
 		return err
 	}
 	if n := int(limit); len(list) > 0 && len(list) == cmp.Or(n, app.MaxVisitList) {
-		setNextLink(w, r, "after", id(list[len(list)-1].Visit.ID))
+		setNextLink(w, r, "after", id(list[len(list)-1].Visit.ID), "start")
 	}
 	out := make([]*visitOut, 0, len(list))
 	for _, d := range list {
@@ -398,12 +398,15 @@ func (s *Server) answerVisit(w http.ResponseWriter, r *http.Request, c *call, d 
 }
 
 // setNextLink says where the next page of a list is (RFC 8288's Link,
-// rel="next"): this request's address with name set to value (and no
-// start: the keyset takes its place).
-func setNextLink(w http.ResponseWriter, r *http.Request, name, value string) {
+// rel="next"): this request's address with name set to value, without the
+// parameters drop names (an offset, `start`, that a keyset takes the
+// place of).
+func setNextLink(w http.ResponseWriter, r *http.Request, name, value string, drop ...string) {
 	q := r.URL.Query()
 	q.Set(name, value)
-	q.Del("start")
+	for _, d := range drop {
+		q.Del(d)
+	}
 	u := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
 	w.Header().Set("Link", "<"+u.String()+`>; rel="next"`)
 }

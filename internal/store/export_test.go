@@ -162,3 +162,8 @@ func explain(ctx context.Context, s *Store, lqs []listQuery) ([]string, error) {
 	}
 	return out, nil
 }
+
+// ExplainSlots is the plan of f's slots.
+func ExplainSlots(ctx context.Context, s *Store, f SlotFilter) ([]string, error) {
+	return explain(ctx, s, []listQuery{slotsQuery(f)})
+}

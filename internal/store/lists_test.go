@@ -231,6 +231,79 @@ func BenchmarkListVisits(b *testing.B) {
 // TestListUsers_Keyset: GET /users's pages continue after a user (After) in
 // the order of an index — by id, by full name either way, by creation —
 // and paging through gives the whole list in order, ties broken by id.
+// The slot lists (GET /slots, /slots/available, the book page) read a page
+// in the order of (account_id, starts_at, id), and the pages after a slot
+// walk the list each slot once.
+func TestListSlots_KeysetPlans(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const n = 20000
+	st, acct, other, doc, room := seedVisits(t, 10)
+	var group int64
+	if err := st.DB().QueryRow(st.Rebind(`INSERT INTO slot_groups (account_id, provider_id, room_id, date_start, date_end, time_start, time_end, timezone, duration, created, modified)
+		VALUES (?, ?, ?, '2026-01-01', '2026-12-31', '00:00', '23:59', 'UTC', 5, 1, 1) RETURNING id`), acct.ID, doc.ID, room.ID).Scan(&group); err != nil {
+		t.Fatal(err)
+	}
+	// Every fourth slot is booked; each start is two users' (the slot's
+	// provider is only a user to the store), so starts repeat as in a
+	// clinic of several providers.
+	if _, err := st.DB().Exec(st.Rebind(`INSERT INTO slots (account_id, provider_id, room_id, group_id, starts_at, ends_at, status, created, modified)
+		SELECT CAST(? AS BIGINT), CASE WHEN i % 2 = 0 THEN CAST(? AS BIGINT) ELSE CAST(? AS BIGINT) END, CAST(? AS BIGINT), CAST(? AS BIGINT),
+			(i / 2) * 300, (i / 2) * 300 + 300, CASE WHEN i % 4 = 0 THEN 20 ELSE 10 END, 1, 1
+		FROM (`+series()+`) AS s`), acct.ID, doc.ID, other.ID, room.ID, group, n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.DB().Exec("ANALYZE slots"); err != nil {
+		t.Fatal(err)
+	}
+	mid := &clinic.Slot{ID: n / 2, Start: (n / 4) * 300}
+	for name, f := range map[string]store.SlotFilter{
+		"window":          {AccountID: acct.ID, From: 300, To: n * 150, Limit: 1000},
+		"window, next":    {AccountID: acct.ID, From: 300, To: n * 150, After: mid, Limit: 1000},
+		"available":       {AccountID: acct.ID, From: 3000, Status: clinic.SlotOpen, Limit: 200},
+		"available, next": {AccountID: acct.ID, From: 3000, Status: clinic.SlotOpen, After: mid, Limit: 200},
+		"room's window":   {AccountID: acct.ID, RoomID: room.ID, From: 300, To: n * 150, Limit: 1000},
+	} {
+		plans, err := store.ExplainSlots(ctx, st, f)
+		if err != nil {
+			t.Fatal(name, err)
+		}
+		if plan := plans[0]; strings.Contains(plan, "TEMP B-TREE") || strings.Contains(plan, "Sort") || strings.Contains(plan, "Seq Scan") || strings.Contains(plan, "SCAN s") {
+			t.Errorf("%s: the slots are not read in an index's order:\n%s", name, plan)
+		}
+		t.Logf("%s:\n%s", name, plans[0])
+	}
+
+	// Pages of 700 after their last slot are the list, each slot once.
+	f := store.SlotFilter{AccountID: acct.ID, From: 300, Status: clinic.SlotOpen, Limit: n}
+	all, err := st.Read().ListSlots(ctx, f)
+	if err != nil || len(all) < n/2 {
+		t.Fatal(len(all), err)
+	}
+	var paged []int64
+	for f.Limit = 700; ; {
+		page, err := st.Read().ListSlots(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range page {
+			paged = append(paged, s.ID)
+		}
+		if len(page) < f.Limit {
+			break
+		}
+		f.After = &page[len(page)-1]
+	}
+	if len(paged) != len(all) {
+		t.Fatalf("pages hold %d slots, the list %d", len(paged), len(all))
+	}
+	for i := range all {
+		if paged[i] != all[i].ID {
+			t.Fatalf("slot %d: %d in the pages, %d in the list", i, paged[i], all[i].ID)
+		}
+	}
+}
+
 func TestListUsers_Keyset(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()

@@ -88,11 +88,24 @@ type SlotFilter struct {
 	ProviderIDs []int64
 	RoomID      int64
 	GroupID     int64
-	Limit       int
+	// After is the last slot of the page before: the list goes on after
+	// it in its order (start time, then id), so slots sharing a start
+	// are neither repeated nor skipped across pages.
+	After *clinic.Slot
+	Limit int
 }
 
-// ListSlots lists slots by start time.
+// ListSlots lists slots by start time, then id.
 func (q *Q) ListSlots(ctx context.Context, f SlotFilter) ([]clinic.Slot, error) {
+	if f.ProviderIDs != nil && len(f.ProviderIDs) == 0 {
+		return []clinic.Slot{}, nil
+	}
+	lq := slotsQuery(f)
+	return q.slots(ctx, lq.query, lq.args...)
+}
+
+// slotsQuery is the statement of f's slots.
+func slotsQuery(f SlotFilter) listQuery {
 	where := []string{"s.account_id = ?"}
 	args := []any{f.AccountID}
 	add := func(c string, a ...any) { where = append(where, c); args = append(args, a...) }
@@ -105,10 +118,7 @@ func (q *Q) ListSlots(ctx context.Context, f SlotFilter) ([]clinic.Slot, error) 
 	if f.Status != 0 {
 		add("s.status = ?", f.Status)
 	}
-	if f.ProviderIDs != nil {
-		if len(f.ProviderIDs) == 0 {
-			return []clinic.Slot{}, nil
-		}
+	if len(f.ProviderIDs) > 0 {
 		add("s.provider_id IN ("+placeholders(len(f.ProviderIDs))+")", anys(f.ProviderIDs)...)
 	}
 	if f.RoomID != 0 {
@@ -117,7 +127,10 @@ func (q *Q) ListSlots(ctx context.Context, f SlotFilter) ([]clinic.Slot, error) 
 	if f.GroupID != 0 {
 		add("s.group_id = ?", f.GroupID)
 	}
-	return q.slots(ctx, "SELECT "+slotCols+" FROM slots s WHERE "+strings.Join(where, " AND ")+" ORDER BY s.starts_at, s.id LIMIT ?", append(args, f.Limit)...)
+	if f.After != nil {
+		add("s.starts_at >= ? AND (s.starts_at > ? OR s.id > ?)", f.After.Start, f.After.Start, f.After.ID)
+	}
+	return listQuery{"SELECT " + slotCols + " FROM slots s WHERE " + strings.Join(where, " AND ") + " ORDER BY s.starts_at, s.id LIMIT ?", append(args, f.Limit)}
 }
 
 // ProviderSlotsOverlapping lists a provider's slots that overlap [from, to).
