@@ -4772,6 +4772,12 @@ type GetRecordingsByIdDownloadParams struct {
 type GetReportsClaimsParams struct {
 	FromDate openapi_types.Date `form:"from_date" json:"from_date"`
 	ToDate   openapi_types.Date `form:"to_date" json:"to_date"`
+
+	// Limit Visits a page, 1–5000; 5000 by default.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// After The id of the last visit of the page before.
+	After *int `form:"after,omitempty" json:"after,omitempty"`
 }
 
 // GetRoomsParams defines parameters for GetRooms.
@@ -9703,10 +9709,13 @@ type ClientInterface interface {
 	//
 	// The visits that took place (started, else scheduled, else created) from
 	// `from_date` to `to_date`, both inclusive, as UTC days, at most 366 days; oldest
-	// first, at most 5000. Each carries the patient, the provider, the diagnosis and
-	// procedure codes set with POST /visits/{id}/codes and the patient's cards. The
-	// admin sees every visit, a provider their own; patients get 403. Audited as
-	// `report.claims`.
+	// first (then by visit id), `limit` at a time (5000 by default and at most). A full
+	// page carries `Link: <…>; rel="next"`, the same request with `after` set to its
+	// last visit: the report goes on after it, each visit once. An `after` that is not
+	// one of the clinic's visits answers 400. Each carries the patient, the provider,
+	// the diagnosis and procedure codes set with POST /visits/{id}/codes and the
+	// patient's cards. The admin sees every visit, a provider their own; patients get
+	// 403. Audited as `report.claims`.
 	//
 	// Corresponds with GET /api_v3/reports/claims (the `GetReportsClaims` operationId).
 	GetReportsClaims(ctx context.Context, params *GetReportsClaimsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -12966,10 +12975,13 @@ func (c *Client) GetRecordingsByIdDownload(ctx context.Context, id string, param
 //
 // The visits that took place (started, else scheduled, else created) from
 // `from_date` to `to_date`, both inclusive, as UTC days, at most 366 days; oldest
-// first, at most 5000. Each carries the patient, the provider, the diagnosis and
-// procedure codes set with POST /visits/{id}/codes and the patient's cards. The
-// admin sees every visit, a provider their own; patients get 403. Audited as
-// `report.claims`.
+// first (then by visit id), `limit` at a time (5000 by default and at most). A full
+// page carries `Link: <…>; rel="next"`, the same request with `after` set to its
+// last visit: the report goes on after it, each visit once. An `after` that is not
+// one of the clinic's visits answers 400. Each carries the patient, the provider,
+// the diagnosis and procedure codes set with POST /visits/{id}/codes and the
+// patient's cards. The admin sees every visit, a provider their own; patients get
+// 403. Audited as `report.claims`.
 //
 // Corresponds with GET /api_v3/reports/claims (the `GetReportsClaims` operationId).
 func (c *Client) GetReportsClaims(ctx context.Context, params *GetReportsClaimsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -19332,6 +19344,30 @@ func NewGetReportsClaimsRequest(server string, params *GetReportsClaimsParams) (
 			}
 		}
 
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -25490,10 +25526,13 @@ type ClientWithResponsesInterface interface {
 	//
 	// The visits that took place (started, else scheduled, else created) from
 	// `from_date` to `to_date`, both inclusive, as UTC days, at most 366 days; oldest
-	// first, at most 5000. Each carries the patient, the provider, the diagnosis and
-	// procedure codes set with POST /visits/{id}/codes and the patient's cards. The
-	// admin sees every visit, a provider their own; patients get 403. Audited as
-	// `report.claims`.
+	// first (then by visit id), `limit` at a time (5000 by default and at most). A full
+	// page carries `Link: <…>; rel="next"`, the same request with `after` set to its
+	// last visit: the report goes on after it, each visit once. An `after` that is not
+	// one of the clinic's visits answers 400. Each carries the patient, the provider,
+	// the diagnosis and procedure codes set with POST /visits/{id}/codes and the
+	// patient's cards. The admin sees every visit, a provider their own; patients get
+	// 403. Audited as `report.claims`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -31424,6 +31463,11 @@ func (r GetRecordingsByIdDownloadResponse) ContentType() string {
 	return ""
 }
 
+// GetReportsClaimsResponse200Headers the declared response headers of an HTTP 200 response for GetReportsClaims
+type GetReportsClaimsResponse200Headers struct {
+	Link *string
+}
+
 type GetReportsClaimsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -31437,6 +31481,8 @@ type GetReportsClaimsResponse struct {
 	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetReportsClaimsResponse200Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -39620,10 +39666,13 @@ func (c *ClientWithResponses) GetRecordingsByIdDownloadWithResponse(ctx context.
 //
 // The visits that took place (started, else scheduled, else created) from
 // `from_date` to `to_date`, both inclusive, as UTC days, at most 366 days; oldest
-// first, at most 5000. Each carries the patient, the provider, the diagnosis and
-// procedure codes set with POST /visits/{id}/codes and the patient's cards. The
-// admin sees every visit, a provider their own; patients get 403. Audited as
-// `report.claims`.
+// first (then by visit id), `limit` at a time (5000 by default and at most). A full
+// page carries `Link: <…>; rel="next"`, the same request with `after` set to its
+// last visit: the report goes on after it, each visit once. An `after` that is not
+// one of the clinic's visits answers 400. Each carries the patient, the provider,
+// the diagnosis and procedure codes set with POST /visits/{id}/codes and the
+// patient's cards. The admin sees every visit, a provider their own; patients get
+// 403. Audited as `report.claims`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -45737,6 +45786,19 @@ func ParseGetReportsClaimsResponse(rsp *http.Response) (*GetReportsClaimsRespons
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetReportsClaimsResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil

@@ -349,7 +349,7 @@ func permRows(f *permFixture) map[string]permRow {
 			return one(b.ClaimCodesOf(ctx, p, f.visitID))
 		}},
 		"ClaimsReport": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return one(b.ClaimsReport(ctx, p, "", ""))
+			return one(b.ClaimsReport(ctx, p, billing.ClaimsQuery{}))
 		}},
 
 		// Medical records, prescriptions and pharmacies.

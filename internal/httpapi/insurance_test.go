@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -261,4 +263,89 @@ func TestInsurance_ReferenceListsClaimsAndCodes(t *testing.T) {
 	wantErr(t, report(userHeaders(s.c, s.pat.Token), "from_date", "2026-03-01", "to_date", "2026-03-02"), 403, 403)
 	wantErr(t, report(adminHeaders(s.c), "from_date", "2026-03-05", "to_date", "2026-03-01"), 400, 400)
 	wantErr(t, report(adminHeaders(s.c), "from_date", "March"), 400, 400)
+}
+
+// GET /reports/claims pages by visit (after, limit, Link rel=next): a range
+// of more visits than a page is read whole, each visit once in the report's
+// order, though they all took place at one instant; and a page reads its
+// patients, providers and cards with as many statements for 20 visits as
+// for 1.
+func TestClaims_Pages(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	for _, p := range []*session{s.pat, s.pat2} {
+		if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/insurances/primary", Header: userHeaders(s.c, p.Token), Form: q("insurer_code", "aetna", "subscriber_number", "W-"+p.UserID)}); res.Status != 200 {
+			t.Fatalf("%s", res.Raw)
+		}
+	}
+	acct, room := roomOf(t, e, s.doc.UserID, "main")
+	byDoc := func(int) (string, int64, string, int) { return s.doc.UserID, room, "appointment", 40 }
+	ids := append(insertVisits(t, e, acct, s.pat.UserID, 15, byDoc, s.doc.UserID), insertVisits(t, e, acct, s.pat2.UserID, 15, byDoc, s.doc.UserID)...)
+	day := e.Clock.Now().UTC().Format("2006-01-02")
+	walk := func(t *testing.T, h map[string]string, limit int) []string {
+		t.Helper()
+		var got []string
+		query := q("from_date", day, "to_date", day, "limit", fmt.Sprint(limit))
+		for page := 0; ; page++ {
+			if page > 40 {
+				t.Fatal("the links do not end")
+			}
+			res := e.Do(testenv.Req{Path: "/api_v3/reports/claims", Query: query, Header: h})
+			if res.Status != 200 {
+				t.Fatalf("page %d: %d %s", page, res.Status, res.Raw)
+			}
+			for _, cl := range res.List() {
+				patient := cl["patient"].(map[string]any)["id"].(string)
+				if cl["insurance"].(map[string]any)["primary"].(map[string]any)["subscriber_number"] != "W-"+patient || cl["provider"].(map[string]any)["id"] != s.doc.UserID {
+					t.Fatalf("page %d: %v", page, cl)
+				}
+				got = append(got, cl["visit_id"].(string))
+			}
+			link := res.Header.Get("Link")
+			if len(res.List()) < limit {
+				if link != "" {
+					t.Fatalf("a short page names a next one: %s", link)
+				}
+				return got
+			}
+			u, err := url.Parse(strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`))
+			if err != nil || u.Path != "/api_v3/reports/claims" || u.Query().Get("after") != got[len(got)-1] || u.Query().Get("from_date") != day {
+				t.Fatalf("page %d: Link %q", page, link)
+			}
+			query = u.Query()
+		}
+	}
+	var want []string
+	for _, id := range ids {
+		want = append(want, fmt.Sprint(id))
+	}
+	for _, limit := range []int{1, 4, 7, 30} {
+		if got := walk(t, adminHeaders(s.c), limit); strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("%d a page: %v, want %v", limit, got, want)
+		}
+	}
+	if got := walk(t, userHeaders(s.c, s.other.Token), 4); len(got) != 0 {
+		t.Fatalf("another provider's report: %v", got)
+	}
+	t.Run("Statements", func(t *testing.T) {
+		count := func(limit string) int64 {
+			t.Helper()
+			if res := e.Do(testenv.Req{Path: "/api_v3/reports/claims", Query: q("from_date", day, "to_date", day, "limit", limit), Header: adminHeaders(s.c)}); res.Status != 200 {
+				t.Fatalf("%s", res.Raw)
+			}
+			return e.Statements()
+		}
+		count("1") // warm the caches both reads use
+		if one, twenty := count("1"), count("20"); one != twenty || one == 0 {
+			t.Fatalf("%d statements for a page of 1 visit, %d for 20 (two patients)", one, twenty)
+		}
+	})
+	t.Run("BadAfter", func(t *testing.T) {
+		b := newClinicSetup(t, e, "beta")
+		theirs := b.withVisit(t)
+		for _, after := range []string{theirs, "999999", "-1", "soon"} {
+			wantErr(t, e.Do(testenv.Req{Path: "/api_v3/reports/claims", Query: q("from_date", day, "to_date", day, "after", after), Header: adminHeaders(s.c)}), 400, 400)
+		}
+	})
 }

@@ -167,3 +167,8 @@ func explain(ctx context.Context, s *Store, lqs []listQuery) ([]string, error) {
 func ExplainSlots(ctx context.Context, s *Store, f SlotFilter) ([]string, error) {
 	return explain(ctx, s, []listQuery{slotsQuery(f)})
 }
+
+// ExplainClaimVisits is the plan of cq's page of the claims report.
+func ExplainClaimVisits(ctx context.Context, s *Store, cq ClaimQuery) ([]string, error) {
+	return explain(ctx, s, []listQuery{claimVisitsQuery(cq)})
+}

@@ -10,7 +10,26 @@ import (
 
 // InsuranceCards lists a user's cards, primary first.
 func (q *Q) InsuranceCards(ctx context.Context, accountID, userID int64) ([]*clinic.InsuranceCard, error) {
-	rows, err := q.query(ctx, "SELECT user_id, card_type, fields, modified, check_started FROM insurance_cards WHERE account_id = ? AND user_id = ? ORDER BY card_type", accountID, userID)
+	return q.insuranceCards(ctx, "SELECT user_id, card_type, fields, modified, check_started FROM insurance_cards WHERE account_id = ? AND user_id = ? ORDER BY card_type", accountID, userID)
+}
+
+// InsuranceCardsOf reads the cards of the clinic's users of ids in one
+// statement, by user (a list of visits reads its patients' cards once).
+func (q *Q) InsuranceCardsOf(ctx context.Context, accountID int64, ids []int64) (map[int64][]*clinic.InsuranceCard, error) {
+	out := map[int64][]*clinic.InsuranceCard{}
+	if ids = distinct(ids); len(ids) == 0 {
+		return out, nil
+	}
+	cards, err := q.insuranceCards(ctx, "SELECT user_id, card_type, fields, modified, check_started FROM insurance_cards WHERE account_id = ? AND "+inList("user_id", len(ids))+" ORDER BY user_id, card_type",
+		append([]any{accountID}, anys(ids)...)...)
+	for _, c := range cards {
+		out[c.UserID] = append(out[c.UserID], c)
+	}
+	return out, err
+}
+
+func (q *Q) insuranceCards(ctx context.Context, query string, args ...any) ([]*clinic.InsuranceCard, error) {
+	rows, err := q.query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -119,18 +138,31 @@ type ClaimVisit struct {
 	Codes string
 }
 
+// claimWhen is when a visit took place for the claims report: started,
+// else scheduled, else created. The index visits_claim_time is on this
+// expression, written the same.
+const claimWhen = "CASE WHEN COALESCE(v.actual_start, 0) > 0 THEN v.actual_start WHEN v.starts_at > 0 THEN v.starts_at ELSE v.created END"
+
+// ClaimQuery selects the visits of the claims report: those of the clinic
+// (and of ProviderID, unless 0) that took place in [From, To), after the
+// place After names (nil: from the first), Limit of them.
+type ClaimQuery struct {
+	AccountID, ProviderID int64
+	From, To              int64
+	After                 *ClaimPlace
+	Limit                 int
+}
+
+// ClaimPlace is a visit's place in the claims report's order: when it took
+// place, then its id.
+type ClaimPlace struct{ When, ID int64 }
+
 // ClaimVisits lists the visits of a date range for the claims report, with
-// their codes: by when they took place (started, else scheduled, else
-// created), oldest first. providerID 0 takes every provider's.
-func (q *Q) ClaimVisits(ctx context.Context, accountID, providerID, from, to int64, limit int) ([]ClaimVisit, error) {
-	when := "CASE WHEN COALESCE(v.actual_start, 0) > 0 THEN v.actual_start WHEN v.starts_at > 0 THEN v.starts_at ELSE v.created END"
-	query := "SELECT " + visitCols + ", v.claim_codes FROM visits v WHERE v.account_id = ? AND " + when + " >= ? AND " + when + " < ?"
-	args := []any{accountID, from, to}
-	if providerID != 0 {
-		query += " AND v.provider_id = ?"
-		args = append(args, providerID)
-	}
-	rows, err := q.query(ctx, query+" ORDER BY "+when+", v.id LIMIT ?", append(args, limit)...)
+// their codes, by when they took place, oldest first (then by id), in the
+// order of visits_claim_time.
+func (q *Q) ClaimVisits(ctx context.Context, cq ClaimQuery) ([]ClaimVisit, error) {
+	lq := claimVisitsQuery(cq)
+	rows, err := q.query(ctx, lq.query, lq.args...)
 	if err != nil {
 		return nil, err
 	}
@@ -144,6 +176,31 @@ func (q *Q) ClaimVisits(ctx context.Context, accountID, providerID, from, to int
 		out = append(out, cv)
 	}
 	return out, q.d.translate(rows.Err())
+}
+
+func claimVisitsQuery(cq ClaimQuery) listQuery {
+	query := "SELECT " + visitCols + ", v.claim_codes FROM visits v WHERE v.account_id = ? AND " + claimWhen + " >= ? AND " + claimWhen + " < ?"
+	args := []any{cq.AccountID, cq.From, cq.To}
+	if cq.ProviderID != 0 {
+		query += " AND v.provider_id = ?"
+		args = append(args, cq.ProviderID)
+	}
+	if cq.After != nil {
+		query += " AND " + claimWhen + " >= ? AND (" + claimWhen + " > ? OR v.id > ?)"
+		args = append(args, cq.After.When, cq.After.When, cq.After.ID)
+	}
+	return listQuery{query + " ORDER BY " + claimWhen + ", v.id LIMIT ?", append(args, cq.Limit)}
+}
+
+// ClaimPlaceOf is the place of the clinic's visit id in the claims
+// report's order.
+func (q *Q) ClaimPlaceOf(ctx context.Context, accountID, visitID int64) (*ClaimPlace, error) {
+	pl := ClaimPlace{ID: visitID}
+	err := q.queryRow(ctx, "SELECT "+claimWhen+" FROM visits v WHERE v.account_id = ? AND v.id = ?", []any{accountID, visitID}, &pl.When)
+	if err != nil {
+		return nil, err
+	}
+	return &pl, nil
 }
 
 // extraScan scans a row's leading columns through a shared scanner and its

@@ -77,6 +77,28 @@ func TestListVisits_KeysetPlans(t *testing.T) {
 	}
 	t.Logf("a provider's open visits:\n%s", strings.Join(plans, "\n--\n"))
 
+	// The clinic's claims report: a range of days by when the visits took
+	// place, from the first and from the middle. (A provider's own report
+	// PostgreSQL may read through the provider's visits and sort them: as
+	// many as the provider has, not the clinic.)
+	plans = nil
+	for _, cq := range []store.ClaimQuery{
+		{AccountID: acct.ID, From: 100, To: n - 100, Limit: 5000},
+		{AccountID: acct.ID, From: 100, To: n - 100, After: &store.ClaimPlace{When: n / 2, ID: n / 2}, Limit: 5000},
+	} {
+		p, err := store.ExplainClaimVisits(ctx, st, cq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plans = append(plans, p...)
+	}
+	for _, plan := range plans {
+		if strings.Contains(plan, "TEMP B-TREE") || strings.Contains(plan, "Sort") || strings.Contains(plan, "Seq Scan") || !strings.Contains(plan, "visits_claim_time") {
+			t.Errorf("the claims report is not read through visits_claim_time in its order:\n%s", plan)
+		}
+	}
+	t.Logf("the claims report:\n%s", strings.Join(plans, "\n--\n"))
+
 	// The audit trail: 20,000 entries of the clinic, the first page and a
 	// page from the middle, unfiltered and by action.
 	if _, err := st.DB().Exec(st.Rebind(`INSERT INTO audit (account_id, actor_kind, action, object_type, object_id, outcome, request_id, created, seq)

@@ -137,18 +137,38 @@ type Claim struct {
 // maxClaimDays bounds one report's range.
 const maxClaimDays = 366
 
+// MaxClaims is a page of the claims report unless its limit asks fewer.
+const MaxClaims = 5000
+
+// ClaimsQuery is GET /reports/claims: a date range of UTC days, both
+// inclusive, and a page of it: Limit visits (MaxClaims unless fewer)
+// after the visit After (0: from the first).
+type ClaimsQuery struct {
+	FromDate, ToDate string
+	After            int64
+	Limit            int
+}
+
 // ClaimsReport is GET /reports/claims: the visits that took place from
 // from_date to to_date (inclusive, UTC days) with their claim data. The
 // admin sees every visit; a provider their own; patients none.
-func (s *Service) ClaimsReport(ctx context.Context, p *clinic.Principal, fromDate, toDate string) ([]*Claim, error) {
+func (s *Service) ClaimsReport(ctx context.Context, p *clinic.Principal, in ClaimsQuery) ([]*Claim, error) {
 	if err := app.RequireUser(p); err != nil {
 		return nil, err
 	}
-	out, err := s.claimsReport(ctx, p, fromDate, toDate)
-	return out, s.app.AuditOutcome(ctx, p, "report.claims", "report", fromDate+".."+toDate, err)
+	out, err := s.claimsReport(ctx, p, in)
+	return out, s.app.AuditOutcome(ctx, p, "report.claims", "report", in.FromDate+".."+in.ToDate, err)
 }
 
-func (s *Service) claimsReport(ctx context.Context, p *clinic.Principal, fromDate, toDate string) ([]*Claim, error) {
+// ClaimsPage is how many claims a page asked for limit holds.
+func ClaimsPage(limit int) int {
+	if limit <= 0 {
+		return MaxClaims
+	}
+	return min(limit, MaxClaims)
+}
+
+func (s *Service) claimsReport(ctx context.Context, p *clinic.Principal, in ClaimsQuery) ([]*Claim, error) {
 	var provider int64
 	switch {
 	case p.IsAdmin():
@@ -157,8 +177,8 @@ func (s *Service) claimsReport(ctx context.Context, p *clinic.Principal, fromDat
 	default:
 		return nil, clinic.Errorf(clinic.EForbidden, "Only the clinic admin and providers may read the claims report.")
 	}
-	from, err1 := time.Parse("2006-01-02", strings.TrimSpace(fromDate))
-	to, err2 := time.Parse("2006-01-02", strings.TrimSpace(toDate))
+	from, err1 := time.Parse("2006-01-02", strings.TrimSpace(in.FromDate))
+	to, err2 := time.Parse("2006-01-02", strings.TrimSpace(in.ToDate))
 	if err1 != nil || err2 != nil {
 		return nil, clinic.Errorf(clinic.EInvalid, "from_date and to_date are required as YYYY-MM-DD.")
 	}
@@ -166,45 +186,45 @@ func (s *Service) claimsReport(ctx context.Context, p *clinic.Principal, fromDat
 		return nil, clinic.Errorf(clinic.EInvalid, "to_date must be on or after from_date, at most %d days later.", maxClaimDays)
 	}
 	q := s.app.Store().Read()
-	visits, err := q.ClaimVisits(ctx, p.Account.ID, provider, from.Unix(), to.AddDate(0, 0, 1).Unix(), 5000)
+	cq := store.ClaimQuery{AccountID: p.Account.ID, ProviderID: provider, From: from.Unix(), To: to.AddDate(0, 0, 1).Unix(), Limit: ClaimsPage(in.Limit)}
+	if in.After != 0 {
+		// Any visit of the clinic is a place in the order; the page
+		// holds only what the caller sees.
+		pl, err := q.ClaimPlaceOf(ctx, p.Account.ID, in.After)
+		if errors.Is(err, store.ErrNotFound) || in.After < 0 {
+			return nil, clinic.Errorf(clinic.EInvalid, "after is the id of one of the clinic's visits.")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("claims: %w", err)
+		}
+		cq.After = pl
+	}
+	visits, err := q.ClaimVisits(ctx, cq)
 	if err != nil {
 		return nil, fmt.Errorf("claims: %w", err)
 	}
-	users := map[int64]*clinic.User{}
-	user := func(id int64) (*clinic.User, error) {
-		if u, ok := users[id]; ok || id == 0 {
-			return u, nil
-		}
-		u, err := q.UserByID(ctx, p.Account.ID, id)
-		if errors.Is(err, store.ErrNotFound) {
-			err = nil
-		}
-		users[id] = u
-		return u, err
+	// The patients, providers and cards of the page in one read each,
+	// however many visits it holds.
+	var ids, patients []int64
+	for _, cv := range visits {
+		ids, patients = append(ids, cv.MemberID, cv.ProviderID), append(patients, cv.MemberID)
 	}
-	cards := map[int64][]*app.Card{}
+	users, err := q.UsersByIDs(ctx, p.Account.ID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("claims: %w", err)
+	}
+	cards, err := q.InsuranceCardsOf(ctx, p.Account.ID, patients)
+	if err != nil {
+		return nil, fmt.Errorf("claims: %w", err)
+	}
 	out := make([]*Claim, 0, len(visits))
 	for _, cv := range visits {
 		v := cv.Visit
-		c := &Claim{Visit: v, Codes: parseClaimCodes(cv.Codes), Date: time.Unix(claimTime(v), 0).UTC().Format("2006-01-02")}
-		if c.Patient, err = user(v.MemberID); err != nil {
-			return nil, err
+		c := &Claim{Visit: v, Codes: parseClaimCodes(cv.Codes), Date: time.Unix(claimTime(v), 0).UTC().Format("2006-01-02"),
+			Patient: users[v.MemberID], Provider: users[v.ProviderID], Insurance: []*app.Card{}}
+		for _, r := range cards[v.MemberID] {
+			c.Insurance = append(c.Insurance, app.ToCard(r))
 		}
-		if c.Provider, err = user(v.ProviderID); err != nil {
-			return nil, err
-		}
-		if _, ok := cards[v.MemberID]; !ok {
-			rows, err := q.InsuranceCards(ctx, p.Account.ID, v.MemberID)
-			if err != nil {
-				return nil, err
-			}
-			cs := make([]*app.Card, len(rows))
-			for i, r := range rows {
-				cs[i] = app.ToCard(r)
-			}
-			cards[v.MemberID] = cs
-		}
-		c.Insurance = cards[v.MemberID]
 		out = append(out, c)
 	}
 	return out, nil
