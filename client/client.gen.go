@@ -4528,6 +4528,12 @@ type GetFilesParams struct {
 	TargetType    *GetFilesParamsTargetType   `form:"target_type,omitempty" json:"target_type,omitempty"`
 	CategoryType  *GetFilesParamsCategoryType `form:"category_type,omitempty" json:"category_type,omitempty"`
 	IncludeShared *string                     `form:"include_shared,omitempty" json:"include_shared,omitempty"`
+
+	// Limit Files a page, 1–1000; 1000 by default.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Before The id of the last file of the page before.
+	Before *int `form:"before,omitempty" json:"before,omitempty"`
 }
 
 // GetFilesParamsTargetType defines parameters for GetFiles.
@@ -9343,8 +9349,10 @@ type ClientInterface interface {
 	//
 	// The caller's files by default. `target_type=user` lists a user's files without
 	// the ones attached to visits; `include_shared=1` adds those (also the files of the
-	// user's visits). `target_type=visit` lists a visit's files. Newest first, at most
-	// 1000. Audited as `file.list`.
+	// user's visits). `target_type=visit` lists a visit's files. Newest first, `limit`
+	// at a time (1000 by default and at most); a full page carries
+	// `Link: <…>; rel="next"`, the same request with `before` set to its last file.
+	// Audited as `file.list`.
 	//
 	// Corresponds with GET /api_v3/files (the `GetFiles` operationId).
 	GetFiles(ctx context.Context, params *GetFilesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -12269,8 +12277,10 @@ func (c *Client) GetEndpointsById(ctx context.Context, id string, reqEditors ...
 //
 // The caller's files by default. `target_type=user` lists a user's files without
 // the ones attached to visits; `include_shared=1` adds those (also the files of the
-// user's visits). `target_type=visit` lists a visit's files. Newest first, at most
-// 1000. Audited as `file.list`.
+// user's visits). `target_type=visit` lists a visit's files. Newest first, `limit`
+// at a time (1000 by default and at most); a full page carries
+// `Link: <…>; rel="next"`, the same request with `before` set to its last file.
+// Audited as `file.list`.
 //
 // Corresponds with GET /api_v3/files (the `GetFiles` operationId).
 func (c *Client) GetFiles(ctx context.Context, params *GetFilesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -17852,6 +17862,30 @@ func NewGetFilesRequest(server string, params *GetFilesParams) (*http.Request, e
 		if params.IncludeShared != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "include_shared", *params.IncludeShared, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Before != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "before", *params.Before, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -25128,8 +25162,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// The caller's files by default. `target_type=user` lists a user's files without
 	// the ones attached to visits; `include_shared=1` adds those (also the files of the
-	// user's visits). `target_type=visit` lists a visit's files. Newest first, at most
-	// 1000. Audited as `file.list`.
+	// user's visits). `target_type=visit` lists a visit's files. Newest first, `limit`
+	// at a time (1000 by default and at most); a full page carries
+	// `Link: <…>; rel="next"`, the same request with `before` set to its last file.
+	// Audited as `file.list`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -29680,6 +29716,11 @@ func (r GetEndpointsByIdResponse) ContentType() string {
 	return ""
 }
 
+// GetFilesResponse200Headers the declared response headers of an HTTP 200 response for GetFiles
+type GetFilesResponse200Headers struct {
+	Link *string
+}
+
 type GetFilesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -29695,6 +29736,8 @@ type GetFilesResponse struct {
 	JSON404 *NotFound
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetFilesResponse200Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -39064,8 +39107,10 @@ func (c *ClientWithResponses) GetEndpointsByIdWithResponse(ctx context.Context, 
 //
 // The caller's files by default. `target_type=user` lists a user's files without
 // the ones attached to visits; `include_shared=1` adds those (also the files of the
-// user's visits). `target_type=visit` lists a visit's files. Newest first, at most
-// 1000. Audited as `file.list`.
+// user's visits). `target_type=visit` lists a visit's files. Newest first, `limit`
+// at a time (1000 by default and at most); a full page carries
+// `Link: <…>; rel="next"`, the same request with `before` set to its last file.
+// Audited as `file.list`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -44295,6 +44340,19 @@ func ParseGetFilesResponse(rsp *http.Response) (*GetFilesResponse, error) {
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetFilesResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil

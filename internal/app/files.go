@@ -307,6 +307,21 @@ type FileQuery struct {
 	TargetType    string
 	Category      string
 	IncludeShared bool
+	// Before (a file's id) and Limit page the list: files older than that
+	// one, Limit of them (MaxFileList unless fewer).
+	Before int64
+	Limit  int
+}
+
+// MaxFileList is a page of GET /files unless its limit asks fewer.
+const MaxFileList = 1000
+
+// FilesPage is how many files a page asked for limit holds.
+func FilesPage(limit int) int {
+	if limit <= 0 {
+		return MaxFileList
+	}
+	return min(limit, MaxFileList)
 }
 
 // ListFiles is GET /files: the files of one user (the caller by default)
@@ -326,7 +341,10 @@ func (a *App) listFiles(ctx context.Context, p *clinic.Principal, in FileQuery) 
 	if in.Category != "" && !fileCategories[in.Category] {
 		return nil, clinic.Errorf(clinic.EInvalid, "category_type must be one of intake_attachment, user_consent, user_avatar, user_document.")
 	}
-	flt := store.FileFilter{AccountID: p.Account.ID, Category: in.Category}
+	if in.Before < 0 {
+		return nil, clinic.Errorf(clinic.EInvalid, "before is the id of the last file of the page before.")
+	}
+	flt := store.FileFilter{AccountID: p.Account.ID, Category: in.Category, Before: in.Before, Limit: FilesPage(in.Limit)}
 	switch in.TargetType {
 	case "", "user":
 		id := in.TargetID
@@ -340,6 +358,9 @@ func (a *App) listFiles(ctx context.Context, p *clinic.Principal, in FileQuery) 
 		flt.TargetType, flt.TargetID = "user", u.ID
 		if in.IncludeShared {
 			flt.SharedVisitsOf = u.ID
+		} else {
+			// An intake attachment is seen on its visit only (the spec).
+			flt.NotCategory = CategoryIntakeAttachment
 		}
 	case "visit":
 		if in.TargetID <= 0 {
@@ -368,9 +389,6 @@ func (a *App) listFiles(ctx context.Context, p *clinic.Principal, in FileQuery) 
 	}
 	out := make([]*FileInfo, 0, len(files))
 	for _, f := range files {
-		if flt.TargetType == "user" && !in.IncludeShared && f.Category == CategoryIntakeAttachment {
-			continue
-		}
 		out = append(out, &FileInfo{File: f, URL: a.FileViewURL(f.ID, ""), Creator: creators[f.CreatorUserID], AccountCode: p.Account.Code, Deletable: mayChangeFile(p, f)})
 	}
 	return out, nil

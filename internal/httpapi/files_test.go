@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"image"
 	"image/color"
@@ -338,5 +339,61 @@ func TestFiles_ListStatements(t *testing.T) {
 	count(2)
 	if two := count(2); one != two || one == 0 {
 		t.Fatalf("%d statements for one creator's file, %d for two creators' files", one, two)
+	}
+}
+
+// GET /files pages by file (before, limit, Link rel=next): a patient's
+// files are read whole across pages, newest first, each once; the intake
+// attachments a user's list leaves out do not shorten its pages.
+func TestFiles_Pages(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	visit := s.econsult(t, s.pat)
+	var want []string
+	for i := range 9 {
+		d := mustUpload(t, e, s.c, s.pat.Token, fmt.Sprintf("f%d.txt", i), []byte("mine"))
+		want = append([]string{d["id"].(string)}, want...)
+		// A visit's file between each: in the list with include_shared only.
+		mustUpload(t, e, s.c, s.pat.Token, fmt.Sprintf("v%d.txt", i), []byte("for the visit"), "meta.target.id", visit, "meta.target.type", "visit")
+	}
+	h := userHeaders(s.c, s.pat.Token)
+	for _, limit := range []int{1, 2, 4, 9} {
+		var got []string
+		query := q("limit", fmt.Sprint(limit))
+		for page := 0; ; page++ {
+			if page > 12 {
+				t.Fatal("the links do not end")
+			}
+			res := e.Do(testenv.Req{Path: "/api_v3/files", Query: query, Header: h})
+			if res.Status != 200 {
+				t.Fatalf("%d a page, page %d: %d %s", limit, page, res.Status, res.Raw)
+			}
+			for _, f := range res.List() {
+				got = append(got, f["id"].(string))
+			}
+			link := res.Header.Get("Link")
+			if len(res.List()) < limit {
+				if link != "" {
+					t.Fatalf("a short page names a next one: %s", link)
+				}
+				break
+			}
+			u, err := url.Parse(strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`))
+			if err != nil || u.Path != "/api_v3/files" || u.Query().Get("before") != got[len(got)-1] {
+				t.Fatalf("%d a page, page %d: Link %q", limit, page, link)
+			}
+			query = u.Query()
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("%d a page: %v, want %v", limit, got, want)
+		}
+	}
+	shared := e.Do(testenv.Req{Path: "/api_v3/files", Query: q("include_shared", "1", "limit", "18"), Header: h})
+	if shared.Status != 200 || len(shared.List()) != 18 || shared.Header.Get("Link") == "" {
+		t.Fatalf("with the visit's files: %d files, Link %q", len(shared.List()), shared.Header.Get("Link"))
+	}
+	for _, before := range []string{"-1", "soon"} {
+		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/files", Query: q("before", before), Header: h}), 400, 400)
 	}
 }

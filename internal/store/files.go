@@ -112,6 +112,11 @@ type FileFilter struct {
 	Category   string
 	// SharedVisitsOf also takes the files of this patient's visits.
 	SharedVisitsOf int64
+	// NotCategory leaves out the files of this category.
+	NotCategory string
+	// Before pages the list: files with ids below it (0: from the newest).
+	Before int64
+	Limit  int
 }
 
 // ListFiles lists a target's files, newest first.
@@ -130,7 +135,15 @@ func (q *Q) ListFiles(ctx context.Context, f FileFilter) ([]*clinic.File, error)
 		where = append(where, "category = ?")
 		args = append(args, f.Category)
 	}
-	rows, err := q.query(ctx, "SELECT "+fileCols+" FROM files WHERE "+strings.Join(where, " AND ")+" ORDER BY id DESC LIMIT 1000", args...)
+	if f.NotCategory != "" {
+		where = append(where, "category <> ?")
+		args = append(args, f.NotCategory)
+	}
+	if f.Before != 0 {
+		where = append(where, "id < ?")
+		args = append(args, f.Before)
+	}
+	rows, err := q.query(ctx, "SELECT "+fileCols+" FROM files WHERE "+strings.Join(where, " AND ")+" ORDER BY id DESC LIMIT ?", append(args, f.Limit)...)
 	if err != nil {
 		return nil, err
 	}
