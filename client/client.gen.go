@@ -5201,6 +5201,12 @@ type DeleteUsersByIdErxPharmaciesByCodeParams struct {
 // GetUsersByIdErxPrescriptionsParams defines parameters for GetUsersByIdErxPrescriptions.
 type GetUsersByIdErxPrescriptionsParams struct {
 	Status *GetUsersByIdErxPrescriptionsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Limit Prescriptions a page, 1–1000; 1000 by default.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Before The id of the last prescription of the page before.
+	Before *int `form:"before,omitempty" json:"before,omitempty"`
 }
 
 // GetUsersByIdErxPrescriptionsParamsStatus defines parameters for GetUsersByIdErxPrescriptions.
@@ -10446,7 +10452,9 @@ type ClientInterface interface {
 
 	// GetUsersByIdErxPrescriptions A patient's prescriptions
 	//
-	// `status` Current (default), Discontinued or All; newest first, at most 1000. The patient, the
+	// `status` Current (default), Discontinued or All; newest first, `limit` at a time
+	// (1000 by default and at most); a full page carries `Link: <…>; rel="next"`, the
+	// same request with `before` set to its last prescription. The patient, the
 	// admin and providers with a visit with the patient read them; another patient gets
 	// 404, a provider without a visit 403. `id` may be `-`. Audited as `prescription.list`.
 	//
@@ -14344,7 +14352,9 @@ func (c *Client) DeleteUsersByIdErxPharmaciesByCode(ctx context.Context, id stri
 
 // GetUsersByIdErxPrescriptions A patient's prescriptions
 //
-// `status` Current (default), Discontinued or All; newest first, at most 1000. The patient, the
+// `status` Current (default), Discontinued or All; newest first, `limit` at a time
+// (1000 by default and at most); a full page carries `Link: <…>; rel="next"`, the
+// same request with `before` set to its last prescription. The patient, the
 // admin and providers with a visit with the patient read them; another patient gets
 // 404, a provider without a visit 403. `id` may be `-`. Audited as `prescription.list`.
 //
@@ -21722,6 +21732,30 @@ func NewGetUsersByIdErxPrescriptionsRequest(server string, id string, params *Ge
 
 		}
 
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Before != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "before", *params.Before, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -26329,7 +26363,9 @@ type ClientWithResponsesInterface interface {
 
 	// GetUsersByIdErxPrescriptionsWithResponse A patient's prescriptions
 	//
-	// `status` Current (default), Discontinued or All; newest first, at most 1000. The patient, the
+	// `status` Current (default), Discontinued or All; newest first, `limit` at a time
+	// (1000 by default and at most); a full page carries `Link: <…>; rel="next"`, the
+	// same request with `before` set to its last prescription. The patient, the
 	// admin and providers with a visit with the patient read them; another patient gets
 	// 404, a provider without a visit 403. `id` may be `-`. Audited as `prescription.list`.
 	//
@@ -34459,6 +34495,11 @@ func (r DeleteUsersByIdErxPharmaciesByCodeResponse) ContentType() string {
 	return ""
 }
 
+// GetUsersByIdErxPrescriptionsResponse200Headers the declared response headers of an HTTP 200 response for GetUsersByIdErxPrescriptions
+type GetUsersByIdErxPrescriptionsResponse200Headers struct {
+	Link *string
+}
+
 type GetUsersByIdErxPrescriptionsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -34474,6 +34515,8 @@ type GetUsersByIdErxPrescriptionsResponse struct {
 	JSON404 *NotFound
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetUsersByIdErxPrescriptionsResponse200Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -40856,7 +40899,9 @@ func (c *ClientWithResponses) DeleteUsersByIdErxPharmaciesByCodeWithResponse(ctx
 
 // GetUsersByIdErxPrescriptionsWithResponse A patient's prescriptions
 //
-// `status` Current (default), Discontinued or All; newest first, at most 1000. The patient, the
+// `status` Current (default), Discontinued or All; newest first, `limit` at a time
+// (1000 by default and at most); a full page carries `Link: <…>; rel="next"`, the
+// same request with `before` set to its last prescription. The patient, the
 // admin and providers with a visit with the patient read them; another patient gets
 // 404, a provider without a visit 403. `id` may be `-`. Audited as `prescription.list`.
 //
@@ -48379,6 +48424,19 @@ func ParseGetUsersByIdErxPrescriptionsResponse(rsp *http.Response) (*GetUsersByI
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetUsersByIdErxPrescriptionsResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil

@@ -144,21 +144,45 @@ type PrescriptionView struct {
 	PrescriberName string
 }
 
-// Prescriptions is GET /users/{id}/erx/prescriptions: status Current by
-// default, Discontinued, or All.
-func (a *App) Prescriptions(ctx context.Context, p *clinic.Principal, userID int64, status string) ([]*PrescriptionView, error) {
+// RxQuery is GET /users/{id}/erx/prescriptions: a Status (Current by
+// default, Discontinued, or All), and a page: Limit (MaxRxList unless
+// fewer) older than the prescription Before (0: from the newest).
+type RxQuery struct {
+	Status string
+	Before int64
+	Limit  int
+}
+
+// MaxRxList is a page of a patient's prescriptions unless its limit asks
+// fewer.
+const MaxRxList = 1000
+
+// RxPage is how many prescriptions a page asked for limit holds.
+func RxPage(limit int) int {
+	if limit <= 0 {
+		return MaxRxList
+	}
+	return min(limit, MaxRxList)
+}
+
+// Prescriptions is GET /users/{id}/erx/prescriptions.
+func (a *App) Prescriptions(ctx context.Context, p *clinic.Principal, userID int64, in RxQuery) ([]*PrescriptionView, error) {
 	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
-	out, err := a.prescriptions(ctx, p, userID, status)
+	out, err := a.prescriptions(ctx, p, userID, in)
 	return out, a.AuditOutcome(ctx, p, "prescription.list", "user", i64s(userID), err)
 }
 
-func (a *App) prescriptions(ctx context.Context, p *clinic.Principal, userID int64, status string) ([]*PrescriptionView, error) {
+func (a *App) prescriptions(ctx context.Context, p *clinic.Principal, userID int64, in RxQuery) ([]*PrescriptionView, error) {
 	u, err := a.recordOwner(ctx, p, userID, readRecords, false)
 	if err != nil {
 		return nil, err
 	}
+	if in.Before < 0 {
+		return nil, clinic.Errorf(clinic.EInvalid, "before is the id of the last prescription of the page before.")
+	}
+	status := in.Status
 	switch strings.ToLower(status) {
 	case "", "current":
 		status = RxCurrent
@@ -169,7 +193,7 @@ func (a *App) prescriptions(ctx context.Context, p *clinic.Principal, userID int
 	default:
 		return nil, clinic.Errorf(clinic.EInvalid, "status must be Current, Discontinued or All.")
 	}
-	rxs, err := a.store.Read().Prescriptions(ctx, p.Account.ID, u.ID, status)
+	rxs, err := a.store.Read().Prescriptions(ctx, p.Account.ID, u.ID, store.RxFilter{Status: status, Before: in.Before, Limit: RxPage(in.Limit)})
 	if err != nil {
 		return nil, fmt.Errorf("prescriptions: %w", err)
 	}
@@ -302,14 +326,12 @@ func (a *App) discontinue(ctx context.Context, p *clinic.Principal, userID, rxID
 	if ok {
 		return nil
 	}
-	all, err := a.store.Read().Prescriptions(ctx, p.Account.ID, u.ID, "")
+	rx, err := a.store.Read().Prescription(ctx, p.Account.ID, u.ID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return clinic.Errorf(clinic.ENotFound, "Prescription not found.")
+	}
 	if err != nil {
 		return err
 	}
-	for _, rx := range all {
-		if rx.ID == id {
-			return clinic.Errorf(clinic.EConflict, "Prescription %d is already %s.", id, strings.ToLower(rx.Status))
-		}
-	}
-	return clinic.Errorf(clinic.ENotFound, "Prescription not found.")
+	return clinic.Errorf(clinic.EConflict, "Prescription %d is already %s.", id, strings.ToLower(rx.Status))
 }

@@ -182,7 +182,7 @@ func (a *App) patientRecord(ctx context.Context, p *clinic.Principal, patientID 
 		}
 	}
 	if parts.Prescriptions {
-		if rec.Prescriptions, err = a.prescriptions(ctx, p, u.ID, "all"); err != nil {
+		if rec.Prescriptions, err = a.prescriptions(ctx, p, u.ID, RxQuery{Status: "all"}); err != nil {
 			return nil, err
 		}
 	}

@@ -367,7 +367,7 @@ func permRows(f *permFixture) map[string]permRow {
 			return none(a.DeletePharmacy(ctx, p, pt, "PH1"))
 		}},
 		"Prescriptions": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return one(a.Prescriptions(ctx, p, pt, ""))
+			return one(a.Prescriptions(ctx, p, pt, app.RxQuery{}))
 		}},
 		"Prescribe": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.Prescribe(ctx, p, pt, app.PrescriptionInput{Drug: "Amoxicillin 500 mg", Directions: "1 tablet 3x daily", Qty: 21}))

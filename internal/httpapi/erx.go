@@ -41,9 +41,20 @@ func (s *Server) listPrescriptions(w http.ResponseWriter, r *http.Request, c *ca
 	if err != nil {
 		return err
 	}
-	rxs, err := s.app.Prescriptions(r.Context(), c.p, userID, c.params.Str("status"))
+	before, err := c.params.Int("before", 0)
 	if err != nil {
 		return err
+	}
+	limit, err := c.params.Int("limit", 0)
+	if err != nil {
+		return err
+	}
+	rxs, err := s.app.Prescriptions(r.Context(), c.p, userID, app.RxQuery{Status: c.params.Str("status"), Before: before, Limit: int(limit)})
+	if err != nil {
+		return err
+	}
+	if len(rxs) > 0 && len(rxs) == app.RxPage(int(limit)) {
+		setNextLink(w, r, "before", id(rxs[len(rxs)-1].ID))
 	}
 	out := make([]prescriptionOut, len(rxs))
 	for i, rx := range rxs {

@@ -1,6 +1,9 @@
 package httpapi_test
 
 import (
+	"fmt"
+	"net/url"
+	"strings"
 	"testing"
 
 	"teleclinic/internal/testenv"
@@ -128,4 +131,45 @@ func TestERx_Prescriptions(t *testing.T) {
 	wantErr(t, list(userHeaders(s.c, s.pat2.Token)), 404, 404)
 	wantErr(t, list(userHeaders(s.c, s.other.Token)), 403, 403)
 	wantErr(t, list(userHeaders(s.c, s.pat.Token), "status", "Pending"), 400, 400)
+
+	// Pages by prescription (before, limit, Link rel=next): each once,
+	// newest first, the status kept across the pages.
+	var want []string
+	for i := range 7 {
+		body["drug"] = fmt.Sprintf("Drug %d", i)
+		res := e.Do(testenv.Req{Method: "POST", Path: path, Header: doc, JSON: body})
+		if res.Status != 200 {
+			t.Fatalf("%s", res.Raw)
+		}
+		want = append([]string{res.Data()["ID"].(string)}, want...)
+	}
+	for _, limit := range []int{1, 3, 7} {
+		var got []string
+		query := q("limit", fmt.Sprint(limit))
+		for page := 0; ; page++ {
+			res := e.Do(testenv.Req{Path: path, Header: userHeaders(s.c, s.pat.Token), Query: query})
+			if res.Status != 200 || page > 8 {
+				t.Fatalf("%d a page, page %d: %d %s", limit, page, res.Status, res.Raw)
+			}
+			for _, rx := range res.List() {
+				got = append(got, rx["ID"].(string))
+			}
+			link := res.Header.Get("Link")
+			if len(res.List()) < limit {
+				if link != "" {
+					t.Fatalf("a short page names a next one: %s", link)
+				}
+				break
+			}
+			u, err := url.Parse(strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`))
+			if err != nil || u.Query().Get("before") != got[len(got)-1] || u.Query().Get("limit") != fmt.Sprint(limit) {
+				t.Fatalf("Link %q", link)
+			}
+			query = u.Query()
+		}
+		if strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("%d a page: %v, want %v", limit, got, want)
+		}
+	}
+	wantErr(t, list(userHeaders(s.c, s.pat.Token), "before", "-1"), 400, 400)
 }

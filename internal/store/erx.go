@@ -80,15 +80,43 @@ func (q *Q) CreatePrescription(ctx context.Context, accountID int64, rx *clinic.
 	return err
 }
 
-// Prescriptions lists a user's prescriptions of a status ("" for all), newest first.
-func (q *Q) Prescriptions(ctx context.Context, accountID, userID int64, status string) ([]*clinic.Prescription, error) {
+// RxFilter selects a page of a user's prescriptions: of a Status ("" for
+// all), with ids below Before (0: from the newest), Limit of them.
+type RxFilter struct {
+	Status string
+	Before int64
+	Limit  int
+}
+
+// Prescriptions lists a page of a user's prescriptions, newest first.
+func (q *Q) Prescriptions(ctx context.Context, accountID, userID int64, f RxFilter) ([]*clinic.Prescription, error) {
 	query := "SELECT " + rxCols + " FROM prescriptions WHERE account_id = ? AND user_id = ?"
 	args := []any{accountID, userID}
-	if status != "" {
+	if f.Status != "" {
 		query += " AND status = ?"
-		args = append(args, status)
+		args = append(args, f.Status)
 	}
-	rows, err := q.query(ctx, query+" ORDER BY id DESC LIMIT 1000", args...)
+	if f.Before != 0 {
+		query += " AND id < ?"
+		args = append(args, f.Before)
+	}
+	return q.prescriptions(ctx, query+" ORDER BY id DESC LIMIT ?", append(args, f.Limit)...)
+}
+
+// Prescription reads one of a user's prescriptions.
+func (q *Q) Prescription(ctx context.Context, accountID, userID, id int64) (*clinic.Prescription, error) {
+	rxs, err := q.prescriptions(ctx, "SELECT "+rxCols+" FROM prescriptions WHERE account_id = ? AND user_id = ? AND id = ?", accountID, userID, id)
+	if err != nil {
+		return nil, err
+	}
+	if len(rxs) == 0 {
+		return nil, ErrNotFound
+	}
+	return rxs[0], nil
+}
+
+func (q *Q) prescriptions(ctx context.Context, query string, args ...any) ([]*clinic.Prescription, error) {
+	rows, err := q.query(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -218,7 +218,7 @@ func (s *Server) chartRecords(ctx context.Context, p *clinic.Principal, uid int6
 			}
 		}
 	}
-	if page.Prescriptions, err = s.app.Prescriptions(ctx, p, uid, "All"); err != nil {
+	if page.Prescriptions, err = s.app.Prescriptions(ctx, p, uid, app.RxQuery{Status: "All"}); err != nil {
 		if page.RxState, err = refusal(err); err != nil {
 			return err
 		}
