@@ -253,6 +253,28 @@ func BenchmarkListVisits(b *testing.B) {
 // TestListUsers_Keyset: GET /users's pages continue after a user (After) in
 // the order of an index — by id, by full name either way, by creation —
 // and paging through gives the whole list in order, ties broken by id.
+// BenchmarkClaimVisits reads a page of 500 of the claims report over a
+// range holding the whole clinic, from its start and from its middle, at
+// 1,000 and 100,000 visits (docs/performance.md, "Cost growth").
+func BenchmarkClaimVisits(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range []int{1000, 100000} {
+		st, acct, _, _, _ := seedVisits(b, n)
+		for name, cq := range map[string]store.ClaimQuery{
+			"first":  {AccountID: acct.ID, From: 0, To: int64(n) + 1, Limit: 500},
+			"middle": {AccountID: acct.ID, From: 0, To: int64(n) + 1, After: &store.ClaimPlace{When: int64(n / 2), ID: int64(n / 2)}, Limit: 500},
+		} {
+			b.Run(fmt.Sprintf("%s/%d", name, n), func(b *testing.B) {
+				for b.Loop() {
+					if vs, err := st.Read().ClaimVisits(ctx, cq); err != nil || len(vs) != 500 {
+						b.Fatal(len(vs), err)
+					}
+				}
+			})
+		}
+	}
+}
+
 // The slot lists (GET /slots, /slots/available, the book page) read a page
 // in the order of (account_id, starts_at, id), and the pages after a slot
 // walk the list each slot once.
