@@ -5145,6 +5145,9 @@ type GetUsersByIdAccessLogParams struct {
 	// Start Offset of the first entry (default 0).
 	Start *Start `form:"start,omitempty" json:"start,omitempty"`
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// After The id of the last entry of the page before.
+	After *int `form:"after,omitempty" json:"after,omitempty"`
 }
 
 // PostUsersByIdEmrByNameParams defines parameters for PostUsersByIdEmrByName.
@@ -10345,7 +10348,11 @@ type ClientInterface interface {
 	// files listed for them) and the visits where they are the patient — with who
 	// (credential kind, user id and name), what action, on which object, the
 	// outcome and when; never the content. Newest first; `limit` defaults to 50, at
-	// most 500. The user themself (`-`) and the clinic admin may read it; anyone
+	// most 500. A full page carries `Link: <…>; rel="next"`, the same request with
+	// `after` set to its last entry: the log goes on after it, each entry once, though
+	// reading the log (the admin's reads are accesses too) adds entries to its top,
+	// which `start` would shift. An `after` that is no entry of the clinic answers
+	// 400. The user themself (`-`) and the clinic admin may read it; anyone
 	// else gets 403. On the user's own log, an access by another patient or guest
 	// (an attempt that was refused) is listed without its user id or name: one
 	// patient never learns another's; the admin's view names everyone. Audited as
@@ -14145,7 +14152,11 @@ func (c *Client) GetUsersById(ctx context.Context, id UserID, params *GetUsersBy
 // files listed for them) and the visits where they are the patient — with who
 // (credential kind, user id and name), what action, on which object, the
 // outcome and when; never the content. Newest first; `limit` defaults to 50, at
-// most 500. The user themself (`-`) and the clinic admin may read it; anyone
+// most 500. A full page carries `Link: <…>; rel="next"`, the same request with
+// `after` set to its last entry: the log goes on after it, each entry once, though
+// reading the log (the admin's reads are accesses too) adds entries to its top,
+// which `start` would shift. An `after` that is no entry of the clinic answers
+// 400. The user themself (`-`) and the clinic admin may read it; anyone
 // else gets 403. On the user's own log, an access by another patient or guest
 // (an attempt that was refused) is listed without its user id or name: one
 // patient never learns another's; the admin's view names everyone. Audited as
@@ -21394,6 +21405,18 @@ func NewGetUsersByIdAccessLogRequest(server string, id UserID, params *GetUsersB
 
 		}
 
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -26248,7 +26271,11 @@ type ClientWithResponsesInterface interface {
 	// files listed for them) and the visits where they are the patient — with who
 	// (credential kind, user id and name), what action, on which object, the
 	// outcome and when; never the content. Newest first; `limit` defaults to 50, at
-	// most 500. The user themself (`-`) and the clinic admin may read it; anyone
+	// most 500. A full page carries `Link: <…>; rel="next"`, the same request with
+	// `after` set to its last entry: the log goes on after it, each entry once, though
+	// reading the log (the admin's reads are accesses too) adds entries to its top,
+	// which `start` would shift. An `after` that is no entry of the clinic answers
+	// 400. The user themself (`-`) and the clinic admin may read it; anyone
 	// else gets 403. On the user's own log, an access by another patient or guest
 	// (an attempt that was refused) is listed without its user id or name: one
 	// patient never learns another's; the admin's view names everyone. Audited as
@@ -33940,6 +33967,11 @@ func (r GetUsersByIdResponse) ContentType() string {
 	return ""
 }
 
+// GetUsersByIdAccessLogResponse200Headers the declared response headers of an HTTP 200 response for GetUsersByIdAccessLog
+type GetUsersByIdAccessLogResponse200Headers struct {
+	Link *string
+}
+
 type GetUsersByIdAccessLogResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -33973,6 +34005,8 @@ type GetUsersByIdAccessLogResponse struct {
 	JSON404 *NotFound
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetUsersByIdAccessLogResponse200Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -40724,7 +40758,11 @@ func (c *ClientWithResponses) GetUsersByIdWithResponse(ctx context.Context, id U
 // files listed for them) and the visits where they are the patient — with who
 // (credential kind, user id and name), what action, on which object, the
 // outcome and when; never the content. Newest first; `limit` defaults to 50, at
-// most 500. The user themself (`-`) and the clinic admin may read it; anyone
+// most 500. A full page carries `Link: <…>; rel="next"`, the same request with
+// `after` set to its last entry: the log goes on after it, each entry once, though
+// reading the log (the admin's reads are accesses too) adds entries to its top,
+// which `start` would shift. An `after` that is no entry of the clinic answers
+// 400. The user themself (`-`) and the clinic admin may read it; anyone
 // else gets 403. On the user's own log, an access by another patient or guest
 // (an attempt that was refused) is listed without its user id or name: one
 // patient never learns another's; the admin's view names everyone. Audited as
@@ -47977,6 +48015,19 @@ func ParseGetUsersByIdAccessLogResponse(rsp *http.Response) (*GetUsersByIdAccess
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetUsersByIdAccessLogResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil

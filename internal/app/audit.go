@@ -267,12 +267,30 @@ func (a *App) VerifyAudit(ctx context.Context, p *clinic.Principal) (*AuditVerif
 	return out, nil
 }
 
+// AccessLogQuery is a page of GET /users/{id}/access-log: after an entry
+// (its id; 0 from the newest), then Start skipped (the spec's paging),
+// Limit entries (AccessLogPage).
+type AccessLogQuery struct {
+	After int64
+	Start int
+	Limit int
+}
+
+// AccessLogPage is how many entries a page asked for limit holds: 50
+// unless it says, at most 500.
+func AccessLogPage(limit int) int {
+	if limit <= 0 {
+		return 50
+	}
+	return min(limit, 500)
+}
+
 // AccessLog is GET /users/{id}/access-log: the accesses of others to a
 // patient's record (their profile, records and visits), who, when and
 // what, never the content — the accounting of disclosures a patient may
 // ask for. The user themself and the clinic admin may read it. Audited as
 // user.access_log.read.
-func (a *App) AccessLog(ctx context.Context, p *clinic.Principal, userID int64, start, limit int) ([]clinic.AccessEntry, int, error) {
+func (a *App) AccessLog(ctx context.Context, p *clinic.Principal, userID int64, in AccessLogQuery) ([]clinic.AccessEntry, int, error) {
 	if err := RequireUser(p); err != nil {
 		return nil, 0, err
 	}
@@ -286,17 +304,22 @@ func (a *App) AccessLog(ctx context.Context, p *clinic.Principal, userID int64, 
 		return nil, 0, a.AuditOutcome(ctx, p, "user.access_log.read", "user", i64s(userID),
 			clinic.Errorf(clinic.EForbidden, "Only the user and the clinic admin may read the accesses to a user's record."))
 	}
-	if start < 0 || limit < 0 {
-		return nil, 0, clinic.Errorf(clinic.EInvalid, "start and limit must not be negative.")
+	if in.Start < 0 || in.Limit < 0 || in.After < 0 {
+		return nil, 0, clinic.Errorf(clinic.EInvalid, "start, limit and after must not be negative.")
 	}
-	if limit == 0 {
-		limit = 50
-	}
-	limit = min(limit, 500)
+	limit := AccessLogPage(in.Limit)
 	if err := a.store.FlushAudits(ctx); err != nil {
 		return nil, 0, fmt.Errorf("access log: %w", err)
 	}
-	list, total, err := a.store.Read().AccessLog(ctx, p.Account.ID, u.ID, start, limit)
+	var after *store.AuditPlace
+	if in.After != 0 {
+		if after, err = a.store.Read().AuditEntryPlace(ctx, p.Account.ID, in.After); errors.Is(err, store.ErrNotFound) {
+			return nil, 0, clinic.Errorf(clinic.EInvalid, "after must be the id of an entry of the log.")
+		} else if err != nil {
+			return nil, 0, fmt.Errorf("access log: %w", err)
+		}
+	}
+	list, total, err := a.store.Read().AccessLog(ctx, p.Account.ID, u.ID, after, in.Start, limit)
 	if err != nil {
 		return nil, 0, fmt.Errorf("access log: %w", err)
 	}

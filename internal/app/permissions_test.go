@@ -264,7 +264,9 @@ func permRows(f *permFixture) map[string]permRow {
 		"VerifyAudit": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.VerifyAudit(ctx, p)) }},
 		// The patient's own accounting of disclosures: p1's is p1's and the
 		// admin's only.
-		"AccessLog": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) { return two(a.AccessLog(ctx, p, pt, 0, 0)) }},
+		"AccessLog": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return two(a.AccessLog(ctx, p, pt, app.AccessLogQuery{}))
+		}},
 		"ListAudit": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return two(a.ListAudit(ctx, p, app.AuditQuery{UserID: pt}))
 		}},

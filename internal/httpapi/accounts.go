@@ -174,9 +174,16 @@ func (s *Server) accessLog(w http.ResponseWriter, r *http.Request, c *call) erro
 	if err != nil {
 		return err
 	}
-	list, total, err := s.app.AccessLog(r.Context(), c.p, uid, start, limit)
+	after, err := c.params.Int("after", 0)
 	if err != nil {
 		return err
+	}
+	list, total, err := s.app.AccessLog(r.Context(), c.p, uid, app.AccessLogQuery{After: after, Start: start, Limit: limit})
+	if err != nil {
+		return err
+	}
+	if len(list) > 0 && len(list) == app.AccessLogPage(limit) {
+		setNextLink(w, r, "after", id(list[len(list)-1].ID), "start")
 	}
 	out := make([]accessEntry, 0, len(list))
 	for _, e := range list {

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -176,5 +177,62 @@ func TestAudit_AccessLog(t *testing.T) {
 	wantErr(t, log(s.doc.Token, s.pat.UserID), 403, 403)
 	if res := e.Do(testenv.Req{Path: "/api_v3/users/" + s.pat.UserID + "/access-log", Header: adminHeaders(s.c)}); res.Status != 200 || !strings.Contains(string(res.Raw), s.pat2.UserID) {
 		t.Fatalf("admin (who sees who tried): %d %s", res.Status, res.Raw)
+	}
+}
+
+// The access log pages by entry (after, Link rel=next): each page the admin
+// reads adds an entry to the top of the log it reads, and the pages after
+// the first still hold each older entry once (start skipped one twice).
+func TestAudit_AccessLogPages(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	for range 12 {
+		if res := e.Do(testenv.Req{Path: "/api_v3/users/" + s.pat.UserID + "/emr", Header: adminHeaders(s.c)}); res.Status != 200 {
+			t.Fatalf("%d %s", res.Status, res.Raw)
+		}
+	}
+	path := "/api_v3/users/" + s.pat.UserID + "/access-log"
+	whole := e.Do(testenv.Req{Path: path, Query: q("limit", "500"), Header: adminHeaders(s.c)})
+	if whole.Status != 200 || len(whole.List()) < 12 {
+		t.Fatalf("%d %s", whole.Status, whole.Raw)
+	}
+	var want []string
+	for _, en := range whole.List() {
+		want = append(want, en["id"].(string))
+	}
+	var got []string
+	query := q("limit", "5")
+	for page := 0; ; page++ {
+		if page > 10 {
+			t.Fatal("the links do not end")
+		}
+		res := e.Do(testenv.Req{Path: path, Query: query, Header: adminHeaders(s.c)})
+		if res.Status != 200 {
+			t.Fatalf("page %d: %d %s", page, res.Status, res.Raw)
+		}
+		for _, en := range res.List() {
+			got = append(got, en["id"].(string))
+		}
+		link := res.Header.Get("Link")
+		if len(res.List()) < 5 {
+			if link != "" {
+				t.Fatalf("a short page names a next one: %s", link)
+			}
+			break
+		}
+		u, err := url.Parse(strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`))
+		if err != nil || u.Query().Get("after") != got[len(got)-1] || u.Query().Get("start") != "" {
+			t.Fatalf("page %d: Link %q", page, link)
+		}
+		query = u.Query()
+	}
+	// The first page's top is the whole read's own entry; the rest is the
+	// whole read's list, each once.
+	if len(got) != len(want)+1 || strings.Join(got[1:], ",") != strings.Join(want, ",") {
+		t.Fatalf("the pages hold %v, want one newer entry and %v", got, want)
+	}
+	for _, after := range []string{"999999", "-1", "soon"} {
+		wantErr(t, e.Do(testenv.Req{Path: path, Query: q("after", after), Header: adminHeaders(s.c)}), 400, 400)
 	}
 }

@@ -536,8 +536,9 @@ func (s *Store) VerifyAuditChain(ctx context.Context, accountID int64, anchor *A
 
 // AccessLog is a page of the accesses to a user's record by others, newest
 // first, and their total: entries about the user and about the visits
-// where they are the patient.
-func (q *Q) AccessLog(ctx context.Context, accountID, userID int64, start, limit int) ([]clinic.AccessEntry, int, error) {
+// where they are the patient; after an entry's place when after is not
+// nil, then start skipped.
+func (q *Q) AccessLog(ctx context.Context, accountID, userID int64, after *AuditPlace, start, limit int) ([]clinic.AccessEntry, int, error) {
 	const where = `a.account_id = ? AND COALESCE(a.actor_user_id, 0) <> ? AND ((a.object_type = 'user' AND a.object_id = ?)
 		OR (a.object_type = 'visit' AND a.object_id IN (SELECT CAST(v.id AS TEXT) FROM visits v WHERE v.account_id = ? AND v.member_id = ?)))`
 	uid := strconv.FormatInt(userID, 10)
@@ -546,10 +547,17 @@ func (q *Q) AccessLog(ctx context.Context, accountID, userID int64, start, limit
 	if err := q.queryRow(ctx, "SELECT COUNT(*) FROM audit a WHERE "+where, args, &total); err != nil {
 		return nil, 0, err
 	}
+	page := where
+	if after != nil {
+		// The entries older than after's in the log's order: a page stays
+		// where it was while reads of the log add entries to its top.
+		page += " AND a.created <= ? AND (a.created < ? OR a.id < ?)"
+		args = append(args, after.Created, after.Created, after.ID)
+	}
 	rows, err := q.query(ctx, `SELECT a.id, a.actor_kind, COALESCE(a.actor_user_id, 0), a.action, a.object_type, a.object_id, a.outcome, a.created,
 		COALESCE(u.first_name || ' ' || u.last_name, ''), COALESCE(u.type, 0)
 		FROM audit a LEFT JOIN users u ON u.account_id = a.account_id AND u.id = a.actor_user_id
-		WHERE `+where+` ORDER BY a.created DESC, a.id DESC LIMIT ? OFFSET ?`, append(args, limit, start)...)
+		WHERE `+page+` ORDER BY a.created DESC, a.id DESC LIMIT ? OFFSET ?`, append(args, limit, start)...)
 	if err != nil {
 		return nil, 0, err
 	}
