@@ -78,10 +78,15 @@ type adminProvider struct {
 }
 
 type adminPage struct {
-	Clinic     string
-	Rooms      []adminRoom
-	WebhookURL string
-	SecretSet  bool
+	Clinic string
+	// Rooms are a page of the clinic's rooms by name (RoomsPage, 1-based);
+	// RoomsPrev and RoomsNext the pages either side (0: none), and
+	// RoomsTotal all the clinic's rooms.
+	Rooms                           []adminRoom
+	RoomsPage, RoomsPrev, RoomsNext int
+	RoomsTotal                      int
+	WebhookURL                      string
+	SecretSet                       bool
 	// Shown is a secret or credential shown once, just after it was made.
 	Shown, ShownWhat string
 	Deliveries       []*app.WebhookDelivery
@@ -116,6 +121,7 @@ type adminPage struct {
 // finds the others).
 const (
 	adminProvidersPage  = 50
+	adminRoomsPage      = 50
 	adminRoomChoices    = 100
 	adminPaymentsPage   = 20
 	adminAuditPage      = 50
@@ -146,9 +152,20 @@ func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, p
 		return err
 	}
 	page.Clinic, page.WebhookURL, page.SecretSet = p.Account.Name, wh.URL, wh.SecretSet
-	rooms, err := s.app.ListRooms(ctx, p, app.RoomQuery{Limit: app.MaxRoomLimit})
+	// The rooms by name, a page at a time (a clinic that gives each
+	// provider a room has hundreds).
+	page.RoomsPage, _ = strconv.Atoi(r.URL.Query().Get("rooms_page"))
+	page.RoomsPage = max(page.RoomsPage, 1)
+	rooms, err := s.app.ListRooms(ctx, p, app.RoomQuery{Page: page.RoomsPage, Limit: adminRoomsPage, SortCol: "name"})
 	if err != nil {
 		return err
+	}
+	page.RoomsTotal = rooms.Total
+	if page.RoomsPage > 1 {
+		page.RoomsPrev = page.RoomsPage - 1
+	}
+	if page.RoomsPage*adminRoomsPage < rooms.Total {
+		page.RoomsNext = page.RoomsPage + 1
 	}
 	for _, rm := range rooms.Rooms {
 		page.Rooms = append(page.Rooms, adminRoom{Code: rm.Code, Name: rm.Name, Closed: rm.Settings.Operation.IsClosed || !rm.Active,

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -780,5 +781,64 @@ func TestPortal_AdminPaymentAndAuditPages(t *testing.T) {
 		if pg := b.get(path); pg.Status != 200 || !strings.Contains(pg.Body, `<h2 id="audit">`) {
 			t.Fatalf("%s: %d", path, pg.Status)
 		}
+	}
+}
+
+// /admin lists the clinic's rooms by name, 50 at a time: a clinic of 120
+// rooms reaches each once, and the invitation form, which lists the rooms
+// of the page shown, checks none of them when they are not all the rooms.
+func TestPortal_AdminRoomPages(t *testing.T) {
+	f := newFixture(t)
+	main := f.mainRoom(t)
+	db := f.e.Store.DB()
+	for i := range 119 {
+		code := fmt.Sprintf("r-%03d", i)
+		if _, err := db.Exec(f.e.Store.Rebind(`INSERT INTO rooms (account_id, code, slug, name, domain, active, settings, created, modified)
+			SELECT account_id, ?, ?, ?, domain, 1, '{}', 1, 1 FROM rooms WHERE id = ?`), code, code, fmt.Sprintf("Room %03d", 118-i), main); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var total int
+	if err := db.QueryRow(f.e.Store.Rebind("SELECT COUNT(*) FROM rooms WHERE account_id = (SELECT account_id FROM rooms WHERE id = ?)"), main).Scan(&total); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, f.e)
+	f.adminSignIn(t, b)
+	seen := map[string]bool{}
+	var names []string
+	page := b.get("/admin")
+	for n := 0; ; n++ {
+		if page.Status != 200 || n > 5 {
+			t.Fatalf("admin, rooms page %d: %d", n+1, page.Status)
+		}
+		_, section, _ := strings.Cut(page.Body, `<h2 id="rooms">`)
+		section, _, _ = strings.Cut(section, "</section>")
+		links := regexp.MustCompile(`<a href="/admin/rooms/([^"]+)">([^<]+)</a>`).FindAllStringSubmatch(section, -1)
+		if len(links) > 50 {
+			t.Fatalf("page %d lists %d rooms", n+1, len(links))
+		}
+		for _, m := range links {
+			if seen[m[1]] {
+				t.Fatalf("room %s on two pages", m[1])
+			}
+			seen[m[1]], names = true, append(names, m[2])
+		}
+		// The invitation offers this page's rooms, none checked.
+		_, form, _ := strings.Cut(page.Body, "<legend>Rooms they see</legend>")
+		form, _, _ = strings.Cut(form, "</fieldset>")
+		if got := strings.Count(form, `type="checkbox"`); got != len(links) || strings.Contains(form, " checked") {
+			t.Fatalf("page %d: the invitation lists %d rooms (checked: %v), the page %d", n+1, got, strings.Contains(form, " checked"), len(links))
+		}
+		more := regexp.MustCompile(`href="(/admin\?rooms_page=\d+)#rooms">More rooms`).FindStringSubmatch(page.Body)
+		if more == nil {
+			break
+		}
+		page = b.get(more[1])
+		if !strings.Contains(page.Body, "#rooms\">Earlier rooms") {
+			t.Fatal("a later page has no way back")
+		}
+	}
+	if len(seen) != total || !slices.IsSortedFunc(names, func(a, b string) int { return strings.Compare(strings.ToLower(a), strings.ToLower(b)) }) {
+		t.Fatalf("the pages showed %d of %d rooms, by name: %v", len(seen), total, names)
 	}
 }
