@@ -539,6 +539,10 @@ func permRows(f *permFixture) map[string]permRow {
 		"ListRooms": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.ListRooms(ctx, p, app.RoomQuery{}))
 		}},
+		"PublicRooms": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			rooms, _, err := a.PublicRooms(ctx, p, 0, 10)
+			return rooms, err
+		}},
 		"InviteProvider": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.InviteProvider(ctx, p, app.InviteInput{FirstName: "New", LastName: "Doctor", Email: "new.doctor@own.example.com"}))
 		}},

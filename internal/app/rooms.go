@@ -63,6 +63,35 @@ func (a *App) ListRooms(ctx context.Context, p *clinic.Principal, in RoomQuery) 
 	return page, nil
 }
 
+// PublicRooms are the clinic's open doors, as its home page lists them:
+// up to n active public rooms by name, from the from-th of all its rooms
+// by name. next is where the list goes on (0: it ends here). Rooms that
+// are not public are passed over, a page of MaxRoomLimit read at a time.
+func (a *App) PublicRooms(ctx context.Context, p *clinic.Principal, from, n int) (rooms []clinic.Room, next int, err error) {
+	if err := requireAccount(p); err != nil {
+		return nil, 0, err
+	}
+	from = max(from, 0)
+	for {
+		page, err := a.store.Rooms(ctx, store.RoomFilter{AccountID: p.Account.ID, SortCol: "name", Start: from, Limit: MaxRoomLimit})
+		if err != nil {
+			return nil, 0, fmt.Errorf("public rooms: %w", err)
+		}
+		for i, r := range page.Rooms {
+			if len(rooms) == n {
+				return rooms, from + i, nil
+			}
+			if r.Active && r.Settings.PublicAccess {
+				rooms = append(rooms, r)
+			}
+		}
+		from += len(page.Rooms)
+		if len(page.Rooms) < MaxRoomLimit {
+			return rooms, 0, nil
+		}
+	}
+}
+
 var (
 	roomCodeRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 	slugRE     = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,62}[a-z0-9])?$`)

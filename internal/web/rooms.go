@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"teleclinic/internal/app"
@@ -14,26 +15,32 @@ import (
 type roomItem struct{ Name, Subtitle, Code, Address string }
 
 type clinicPage struct {
-	Name  string
-	Rooms []roomItem
+	Name, Code string
+	Rooms      []roomItem
+	// More is where the next page of rooms starts (0: none), Paged that
+	// this is not the first.
+	More  int
+	Paged bool
 }
 
+// clinicRoomsPage is how many rooms the clinic's home lists at a time.
+const clinicRoomsPage = 50
+
 // clinicHome is /u/{account_code}: the clinic's home with its public
-// rooms, as GET /rooms shows them to anyone with the clinic's code.
+// rooms by name, a page at a time (?from= is where a page starts among all
+// the clinic's rooms).
 func (s *Server) clinicHome(w http.ResponseWriter, r *http.Request) error {
 	p, err := s.accountPrincipal(r, r.PathValue("account_code"))
 	if err != nil {
 		return clinic.Errorf(clinic.ENotFound, "No clinic has that address.")
 	}
-	rooms, err := s.app.ListRooms(r.Context(), p, app.RoomQuery{Limit: app.MaxRoomLimit})
+	from, _ := strconv.Atoi(r.URL.Query().Get("from"))
+	rooms, next, err := s.app.PublicRooms(r.Context(), p, from, clinicRoomsPage)
 	if err != nil {
 		return err
 	}
-	page := clinicPage{Name: p.Account.Name}
-	for _, rm := range rooms.Rooms {
-		if !rm.Active || !rm.Settings.PublicAccess {
-			continue
-		}
+	page := clinicPage{Name: p.Account.Name, Code: p.Account.Code, More: next, Paged: from > 0}
+	for _, rm := range rooms {
 		page.Rooms = append(page.Rooms, roomItem{Name: rm.Name, Subtitle: rm.Settings.Subtitle, Code: rm.Code, Address: roomBase(p.Account.Code, rm.Code)})
 	}
 	s.render(w, r, http.StatusOK, "clinic", page)

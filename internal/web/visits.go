@@ -45,8 +45,11 @@ type visitsPage struct {
 	MoreWaiting, Older int64
 	Paging             string
 	// Rooms are the clinic's public rooms, where a visit starts: shown
-	// to a patient with nothing coming up.
-	Rooms []roomItem
+	// to a patient with nothing coming up; MoreRooms where the clinic's
+	// home goes on from these (0: they are all).
+	Rooms     []roomItem
+	MoreRooms int
+	Clinic    string
 }
 
 // pastVisitsPage is how many closed visits /visits shows at a time, and
@@ -151,15 +154,14 @@ func (s *Server) visits(w http.ResponseWriter, r *http.Request) error {
 		return cmp.Compare(max(b.Start, b.Created), max(a.Start, a.Created))
 	})
 	if len(page.Coming) == 0 && app.IsPatient(p) {
-		rooms, err := s.app.ListRooms(r.Context(), p, app.RoomQuery{Limit: app.MaxRoomLimit})
+		rooms, next, err := s.app.PublicRooms(r.Context(), p, 0, clinicRoomsPage)
 		if err != nil {
 			return err
 		}
-		for _, rm := range rooms.Rooms {
-			if rm.Active && rm.Settings.PublicAccess {
-				page.Rooms = append(page.Rooms, roomItem{Name: rm.Name, Subtitle: rm.Settings.Subtitle, Address: roomBase(p.Account.Code, rm.Code)})
-			}
+		for _, rm := range rooms {
+			page.Rooms = append(page.Rooms, roomItem{Name: rm.Name, Subtitle: rm.Settings.Subtitle, Address: roomBase(p.Account.Code, rm.Code)})
 		}
+		page.MoreRooms, page.Clinic = next, p.Account.Code
 	}
 	s.render(w, r, http.StatusOK, "visits", page)
 	return nil

@@ -8,6 +8,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -759,5 +760,77 @@ func TestPortal_LongThread(t *testing.T) {
 		if want := fmt.Sprintf("Update %03d.", i-1); all[i][1] != want {
 			t.Fatalf("message %d: %q, want %q", i, all[i][1], want)
 		}
+	}
+}
+
+// /u/{clinic} lists the clinic's public, active rooms by name, 50 at a
+// time, however many of its rooms are private or closed; a patient with
+// nothing coming up sees the first 50 on /visits and a link to the rest.
+func TestPortal_ClinicHomePages(t *testing.T) {
+	f := newFixture(t)
+	main := f.mainRoom(t)
+	db := f.e.Store.DB()
+	var want []string
+	for i := range 150 {
+		code, name := fmt.Sprintf("r-%03d", i), fmt.Sprintf("Room %03d", 149-i)
+		settings, active := `{"public_access_room":true}`, 1
+		switch i % 5 {
+		case 1, 3:
+			settings = `{}` // private
+		case 2:
+			active = 0 // closed
+		}
+		if _, err := db.Exec(f.e.Store.Rebind(`INSERT INTO rooms (account_id, code, slug, name, domain, active, settings, created, modified)
+			SELECT account_id, ?, ?, ?, domain, ?, ?, 1, 1 FROM rooms WHERE id = ?`), code, code, name, active, settings, main); err != nil {
+			t.Fatal(err)
+		}
+		if i%5 == 0 || i%5 == 4 {
+			want = append(want, name)
+		}
+	}
+	slices.Sort(want) // 60 public rooms, by name ("Main Room" is not public)
+	seen := func(body string) []string {
+		var out []string
+		for _, m := range regexp.MustCompile(`<strong>(Room \d{3})</strong>`).FindAllStringSubmatch(body, -1) {
+			out = append(out, m[1])
+		}
+		return out
+	}
+	b := newBrowser(t, f.e)
+	var got []string
+	path := "/u/acme"
+	for n := 0; ; n++ {
+		res := b.get(path)
+		if res.Status != 200 || n > 4 {
+			t.Fatalf("%s: %d", path, res.Status)
+		}
+		rooms := seen(res.Body)
+		if len(rooms) > 50 {
+			t.Fatalf("%s lists %d rooms", path, len(rooms))
+		}
+		got = append(got, rooms...)
+		more := regexp.MustCompile(`href="(/u/acme\?from=\d+)">More rooms`).FindStringSubmatch(res.Body)
+		if more == nil {
+			break
+		}
+		path = more[1]
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("the clinic's home lists %v, want %v", got, want)
+	}
+
+	// Mallory has no visit: /visits offers the first 50 and the rest.
+	mb := newBrowser(t, f.e)
+	f.redirectLogin(t, mb, f.p2Token, "/visits", nil)
+	visits := mb.get("/visits")
+	if rooms := seen(visits.Body); visits.Status != 200 || strings.Join(rooms, ",") != strings.Join(want[:50], ",") {
+		t.Fatalf("/visits: %d, rooms %v", visits.Status, rooms)
+	}
+	more := regexp.MustCompile(`href="(/u/acme\?from=\d+)">More rooms`).FindStringSubmatch(visits.Body)
+	if more == nil {
+		t.Fatal("/visits has no link to the clinic's other rooms")
+	}
+	if rest := seen(b.get(more[1]).Body); strings.Join(rest, ",") != strings.Join(want[50:], ",") {
+		t.Fatalf("the link from /visits lists %v, want %v", rest, want[50:])
 	}
 }
