@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -248,7 +247,15 @@ func (a *App) getEMR(ctx context.Context, p *clinic.Principal, userID int64) (ma
 		}
 		out[name] = s
 	}
-	users := map[int64]*clinic.User{}
+	// Who last changed each section, in one read.
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ModifiedBy
+	}
+	users, err := a.store.Read().UsersByIDs(ctx, p.Account.ID, ids)
+	if err != nil {
+		return nil, fmt.Errorf("emr: %w", err)
+	}
 	for _, r := range rows {
 		s, ok := out[r.Name]
 		if !ok {
@@ -259,15 +266,7 @@ func (a *App) getEMR(ctx context.Context, p *clinic.Principal, userID int64) (ma
 			return nil, fmt.Errorf("emr %s: %w", r.Name, err)
 		}
 		nr := r.DataNotReported
-		s.Data, s.DataNotReported, s.Modified = data, &nr, r.Modified
-		if _, seen := users[r.ModifiedBy]; !seen {
-			by, err := a.store.Read().UserByID(ctx, p.Account.ID, r.ModifiedBy)
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
-				return nil, fmt.Errorf("emr: %w", err)
-			}
-			users[r.ModifiedBy] = by
-		}
-		s.ModifiedBy = users[r.ModifiedBy]
+		s.Data, s.DataNotReported, s.Modified, s.ModifiedBy = data, &nr, r.Modified, users[r.ModifiedBy]
 	}
 	return out, nil
 }
