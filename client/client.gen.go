@@ -11206,9 +11206,11 @@ type ClientInterface interface {
 	// A resource added between two pages may shift them by one. The lists that grow with the
 	// patient are read a page at a time by the database, however long they are: Encounters and
 	// Appointments (newest visit first), Compositions (visit notes, newest visit first),
-	// Observations (device readings, newest measurement first) and Communications (messages,
-	// by visit and then in each thread's order). Practitioners are the providers of the visits
-	// the caller sees, by id.
+	// Observations (device readings, newest measurement first), Communications (messages,
+	// by visit and then in each thread's order), MedicationRequests (prescriptions, newest
+	// first) and DocumentReferences (the patient's own files and those of the visits the
+	// caller sees, newest first). Practitioners are the providers of the visits the caller
+	// sees, by id.
 	//
 	// Ids: Patient and Practitioner are user ids, Encounter and Appointment visit ids,
 	// DocumentReference file ids; the others are `<patient>-<id>` (Observation: reading,
@@ -15820,9 +15822,11 @@ func (c *Client) GetFhirMetadata(ctx context.Context, reqEditors ...RequestEdito
 // A resource added between two pages may shift them by one. The lists that grow with the
 // patient are read a page at a time by the database, however long they are: Encounters and
 // Appointments (newest visit first), Compositions (visit notes, newest visit first),
-// Observations (device readings, newest measurement first) and Communications (messages,
-// by visit and then in each thread's order). Practitioners are the providers of the visits
-// the caller sees, by id.
+// Observations (device readings, newest measurement first), Communications (messages,
+// by visit and then in each thread's order), MedicationRequests (prescriptions, newest
+// first) and DocumentReferences (the patient's own files and those of the visits the
+// caller sees, newest first). Practitioners are the providers of the visits the caller
+// sees, by id.
 //
 // Ids: Patient and Practitioner are user ids, Encounter and Appointment visit ids,
 // DocumentReference file ids; the others are `<patient>-<id>` (Observation: reading,
@@ -27181,9 +27185,11 @@ type ClientWithResponsesInterface interface {
 	// A resource added between two pages may shift them by one. The lists that grow with the
 	// patient are read a page at a time by the database, however long they are: Encounters and
 	// Appointments (newest visit first), Compositions (visit notes, newest visit first),
-	// Observations (device readings, newest measurement first) and Communications (messages,
-	// by visit and then in each thread's order). Practitioners are the providers of the visits
-	// the caller sees, by id.
+	// Observations (device readings, newest measurement first), Communications (messages,
+	// by visit and then in each thread's order), MedicationRequests (prescriptions, newest
+	// first) and DocumentReferences (the patient's own files and those of the visits the
+	// caller sees, newest first). Practitioners are the providers of the visits the caller
+	// sees, by id.
 	//
 	// Ids: Patient and Practitioner are user ids, Encounter and Appointment visit ids,
 	// DocumentReference file ids; the others are `<patient>-<id>` (Observation: reading,
@@ -42154,9 +42160,11 @@ func (c *ClientWithResponses) GetFhirMetadataWithResponse(ctx context.Context, r
 // A resource added between two pages may shift them by one. The lists that grow with the
 // patient are read a page at a time by the database, however long they are: Encounters and
 // Appointments (newest visit first), Compositions (visit notes, newest visit first),
-// Observations (device readings, newest measurement first) and Communications (messages,
-// by visit and then in each thread's order). Practitioners are the providers of the visits
-// the caller sees, by id.
+// Observations (device readings, newest measurement first), Communications (messages,
+// by visit and then in each thread's order), MedicationRequests (prescriptions, newest
+// first) and DocumentReferences (the patient's own files and those of the visits the
+// caller sees, newest first). Practitioners are the providers of the visits the caller
+// sees, by id.
 //
 // Ids: Patient and Practitioner are user ids, Encounter and Appointment visit ids,
 // DocumentReference file ids; the others are `<patient>-<id>` (Observation: reading,

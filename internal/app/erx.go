@@ -197,7 +197,12 @@ func (a *App) prescriptions(ctx context.Context, p *clinic.Principal, userID int
 	if err != nil {
 		return nil, fmt.Errorf("prescriptions: %w", err)
 	}
-	// The prescribers in one read, however many prescriptions.
+	return a.prescriptionViews(ctx, p, rxs)
+}
+
+// prescriptionViews are rxs with their prescribers' names, read in one
+// statement however many prescriptions.
+func (a *App) prescriptionViews(ctx context.Context, p *clinic.Principal, rxs []*clinic.Prescription) ([]*PrescriptionView, error) {
 	ids := make([]int64, len(rxs))
 	for i, rx := range rxs {
 		ids[i] = rx.PrescriberID

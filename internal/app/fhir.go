@@ -27,6 +27,8 @@ type RecordParts struct {
 	// their own (device readings): a page of each (none unless asked), and
 	// their counts, however long the lists are.
 	VisitsPage, AppointmentsPage, NotesPage, MessagesPage, ReadingsPage RecordPage
+	// The patient's files and prescriptions grow on their own too.
+	FilesPage, PrescriptionsPage RecordPage
 }
 
 // RecordPage is a page of one of a record's long lists: the items stored
@@ -71,9 +73,14 @@ type PatientRecord struct {
 	Readings      []*clinic.Reading
 	ReadingsTotal int
 	Cards         []*Card
-	Prescriptions []*PrescriptionView
-	EMR           map[string]*EMRSection
-	Files         []*FileInfo
+	// Prescriptions and Files are the pages asked for of the patient's
+	// prescriptions and of the files the caller sees of the record
+	// (newest first), with how many the page's time range holds.
+	Prescriptions      []*PrescriptionView
+	PrescriptionsTotal int
+	EMR                map[string]*EMRSection
+	Files              []*FileInfo
+	FilesTotal         int
 	// Notes are the page asked for of the notes of the visits the caller
 	// sees (newest visit first) as the caller may read them: whole for
 	// the visit's provider and the admin, the patient's summary
@@ -182,9 +189,14 @@ func (a *App) patientRecord(ctx context.Context, p *clinic.Principal, patientID 
 		}
 	}
 	if parts.Prescriptions {
-		if rec.Prescriptions, err = a.prescriptions(ctx, p, u.ID, RxQuery{Status: "all"}); err != nil {
+		rxs, total, err := rd.PrescriptionsWindow(ctx, p.Account.ID, u.ID, parts.PrescriptionsPage.window())
+		if err != nil {
+			return nil, fmt.Errorf("record prescriptions: %w", err)
+		}
+		if rec.Prescriptions, err = a.prescriptionViews(ctx, p, rxs); err != nil {
 			return nil, err
 		}
+		rec.PrescriptionsTotal = total
 	}
 	if parts.EMR {
 		if rec.EMR, err = a.getEMR(ctx, p, u.ID); err != nil {
@@ -192,21 +204,16 @@ func (a *App) patientRecord(ctx context.Context, p *clinic.Principal, patientID 
 		}
 	}
 	if parts.Files {
-		files, err := a.listFiles(ctx, p, FileQuery{TargetID: u.ID, TargetType: "user", IncludeShared: true})
+		// The patient's own files, and those of the patient's visits the
+		// caller sees (canSeeFile, in SQL) or uploaded.
+		files, total, err := rd.FilesWindow(ctx, rv, p.UserID(), parts.FilesPage.window())
 		if err != nil {
+			return nil, fmt.Errorf("record files: %w", err)
+		}
+		if rec.Files, err = a.fileInfos(ctx, p, files); err != nil {
 			return nil, err
 		}
-		// The shared files are those of the patient's visits: each is the
-		// caller's only if its visit is.
-		for _, f := range files {
-			ok, err := a.canSeeFile(ctx, p, f.File)
-			if err != nil {
-				return nil, fmt.Errorf("record files: %w", err)
-			}
-			if ok {
-				rec.Files = append(rec.Files, f)
-			}
-		}
+		rec.FilesTotal = total
 	}
 	return rec, nil
 }

@@ -378,7 +378,12 @@ func (a *App) listFiles(ctx context.Context, p *clinic.Principal, in FileQuery) 
 	if err != nil {
 		return nil, fmt.Errorf("files: %w", err)
 	}
-	// The creators in one read, however many files.
+	return a.fileInfos(ctx, p, files)
+}
+
+// fileInfos are files as p is shown them, their creators read in one
+// statement however many files.
+func (a *App) fileInfos(ctx context.Context, p *clinic.Principal, files []*clinic.File) ([]*FileInfo, error) {
 	ids := make([]int64, len(files))
 	for i, f := range files {
 		ids[i] = f.CreatorUserID

@@ -207,7 +207,10 @@ func (s *Server) read(ctx context.Context, p *clinic.Principal, t *resourceType,
 		}
 		parts := t.parts
 		if list, long := longLists[t.name]; long {
-			item := localItem(rid)
+			item := n // a file's resource id is the file's
+			if t.id != fileID {
+				item = localItem(rid)
+			}
 			if item == 0 {
 				return nil, notFound
 			}

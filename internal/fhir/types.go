@@ -117,6 +117,16 @@ var longLists = map[string]longList{
 		set:   func(parts *app.RecordParts, pg app.RecordPage) { parts.Notes, parts.NotesPage = true, pg },
 		total: func(rec *app.PatientRecord) int { return rec.NotesTotal },
 	},
+	"MedicationRequest": {
+		set: func(parts *app.RecordParts, pg app.RecordPage) {
+			parts.Prescriptions, parts.PrescriptionsPage = true, pg
+		},
+		total: func(rec *app.PatientRecord) int { return rec.PrescriptionsTotal },
+	},
+	"DocumentReference": {
+		set:   func(parts *app.RecordParts, pg app.RecordPage) { parts.Files, parts.FilesPage = true, pg },
+		total: func(rec *app.PatientRecord) int { return rec.FilesTotal },
+	},
 }
 
 // lookup finds a served type by name.

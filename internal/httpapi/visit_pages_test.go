@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -514,4 +515,97 @@ func insertVisits(t testing.TB, e *testenv.Env, acct int64, patient string, n in
 		}
 	}
 	return ids
+}
+
+// A record's prescriptions and files are long lists too: past 1,000 of
+// each, MedicationRequest and DocumentReference count and page them all,
+// read the oldest by id, and a provider's DocumentReferences are the
+// patient's own files and those of the visits they see.
+func TestFHIR_ManyFilesAndPrescriptions(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	mustRoom(t, e, s.c, map[string]any{"domain": "elsewhere." + s.domain, "name": "Elsewhere", "code": "elsewhere"})
+	acct, main := roomOf(t, e, s.pat.UserID, "main")
+	_, elsewhere := roomOf(t, e, s.pat.UserID, "elsewhere")
+	visits := insertVisits(t, e, acct, s.pat.UserID, 2, func(i int) (string, int64, string, int) {
+		if i == 1 {
+			return "0", elsewhere, "econsult", 10 // not the provider's to see
+		}
+		return s.doc.UserID, main, "appointment", 30
+	}, s.doc.UserID)
+	now := e.Clock.Now().Unix()
+	tx, err := e.Store.DB().Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var firstRx, firstFile int64
+	for i := range 1050 {
+		var id int64
+		if err := tx.QueryRow(e.Store.Rebind(`INSERT INTO prescriptions (account_id, user_id, prescriber_id, drug, directions, qty, status, created, modified)
+			VALUES (?, ?, ?, ?, 'Once a day', 30, 'Current', ?, ?) RETURNING id`), acct, s.pat.UserID, s.doc.UserID, fmt.Sprintf("Drug %d", i), now, now).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		firstRx = cmp.Or(firstRx, id)
+	}
+	// 1,020 of the patient's own files, 10 on each visit.
+	for i := range 1040 {
+		target, targetID := "user", s.pat.UserID
+		if i >= 1020 {
+			target, targetID = "visit", fmt.Sprint(visits[(i-1020)/10])
+		}
+		var id int64
+		if err := tx.QueryRow(e.Store.Rebind(`INSERT INTO files (account_id, creator_user_id, category, target_type, target_id, name, size, ext, created, content_type)
+			VALUES (?, ?, 'user_document', ?, ?, ?, 4, 'txt', ?, 'text/plain') RETURNING id`), acct, s.pat.UserID, target, targetID, fmt.Sprintf("f%d.txt", i), now).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		firstFile = cmp.Or(firstFile, id)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	total := func(h map[string]string, path string, kv ...string) int {
+		t.Helper()
+		res := fhirGet(t, e, h, path, kv...)
+		var b struct{ Total int }
+		if res.Status != 200 || json.Unmarshal(res.Raw, &b) != nil {
+			t.Fatalf("%s: %d %s", path, res.Status, res.Raw)
+		}
+		return b.Total
+	}
+	admin, doc, pat := adminHeaders(s.c), userHeaders(s.c, s.doc.Token), userHeaders(s.c, s.pat.Token)
+	for i, h := range []map[string]string{admin, doc, pat} {
+		who := []string{"admin", "provider", "patient"}[i]
+		if got := total(h, "/fhir/R4/MedicationRequest", "patient", s.pat.UserID, "_count", "1"); got != 1050 {
+			t.Errorf("%s: %d MedicationRequests, want 1,050", who, got)
+		}
+		want := []int{1040, 1030, 1040}[i]
+		if got := total(h, "/fhir/R4/DocumentReference", "patient", s.pat.UserID, "_count", "1"); got != want {
+			t.Errorf("%s: %d DocumentReferences, want %d", who, got, want)
+		}
+	}
+	// The last page holds the oldest.
+	res := fhirGet(t, e, admin, "/fhir/R4/MedicationRequest", "patient", s.pat.UserID, "_count", "100", "_offset", "1000")
+	var b struct {
+		Entry []struct{ Resource struct{ ID string } }
+	}
+	if res.Status != 200 || json.Unmarshal(res.Raw, &b) != nil || len(b.Entry) != 50 || b.Entry[49].Resource.ID != fmt.Sprintf("%s-%d", s.pat.UserID, firstRx) {
+		t.Fatalf("the last page of prescriptions: %d, %d entries %s", res.Status, len(b.Entry), res.Raw[:min(len(res.Raw), 300)])
+	}
+	for _, path := range []string{fmt.Sprintf("/fhir/R4/MedicationRequest/%s-%d", s.pat.UserID, firstRx), fmt.Sprintf("/fhir/R4/DocumentReference/%d", firstFile)} {
+		if res := fhirGet(t, e, admin, path); res.Status != 200 {
+			t.Errorf("%s (the oldest): %d %s", path, res.Status, res.Raw)
+		}
+	}
+	// The other room's visit's files are not the provider's to read.
+	var theirs int64
+	if err := e.Store.DB().QueryRow(e.Store.Rebind("SELECT MIN(id) FROM files WHERE target_type = 'visit' AND target_id = ?"), visits[1]).Scan(&theirs); err != nil {
+		t.Fatal(err)
+	}
+	if res := fhirGet(t, e, doc, fmt.Sprintf("/fhir/R4/DocumentReference/%d", theirs)); res.Status != 404 {
+		t.Errorf("the provider reads a file of a visit not theirs: %d", res.Status)
+	}
+	if got := total(admin, "/fhir/R4/Patient/"+s.pat.UserID+"/$everything", "_count", "1"); got < 1050+1040 {
+		t.Errorf("$everything: total %d, want at least 2,090", got)
+	}
 }

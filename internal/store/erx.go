@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"slices"
 
 	"teleclinic/internal/clinic"
 )
@@ -123,14 +125,20 @@ func (q *Q) prescriptions(ctx context.Context, query string, args ...any) ([]*cl
 	defer rows.Close()
 	out := []*clinic.Prescription{}
 	for rows.Next() {
-		var rx clinic.Prescription
-		if err := rows.Scan(&rx.ID, &rx.UserID, &rx.PrescriberID, &rx.VisitID, &rx.DrugID, &rx.NDC, &rx.Drug, &rx.Directions, &rx.Qty, &rx.Refills,
-			&rx.PharmacyCode, &rx.Status, &rx.Created, &rx.Modified); err != nil {
+		rx, err := scanPrescription(rows)
+		if err != nil {
 			return nil, err
 		}
-		out = append(out, &rx)
+		out = append(out, rx)
 	}
 	return out, rows.Err()
+}
+
+func scanPrescription(rows *sql.Rows) (*clinic.Prescription, error) {
+	var rx clinic.Prescription
+	err := rows.Scan(&rx.ID, &rx.UserID, &rx.PrescriberID, &rx.VisitID, &rx.DrugID, &rx.NDC, &rx.Drug, &rx.Directions, &rx.Qty, &rx.Refills,
+		&rx.PharmacyCode, &rx.Status, &rx.Created, &rx.Modified)
+	return &rx, err
 }
 
 // SetPrescriptionStatus moves a prescription from one status to another;
@@ -139,4 +147,15 @@ func (q *Q) SetPrescriptionStatus(ctx context.Context, accountID, userID, id int
 	n, err := q.affected(ctx, "UPDATE prescriptions SET status = ?, modified = ? WHERE account_id = ? AND user_id = ? AND id = ? AND status = ?",
 		to, now, accountID, userID, id, from)
 	return n == 1, err
+}
+
+// PrescriptionsWindow is a window of a user's prescriptions, newest first,
+// and how many the window's time range holds (by last change): a FHIR
+// record's MedicationRequests.
+func (q *Q) PrescriptionsWindow(ctx context.Context, accountID, userID int64, w RecordWindow) ([]*clinic.Prescription, int, error) {
+	cond, args := w.where("id", "modified", 1)
+	args = append([]any{accountID, userID}, args...)
+	from := " FROM prescriptions WHERE account_id = ? AND user_id = ?" + cond
+	return readWindow(ctx, q, w, listQuery{"SELECT count(*)" + from, args},
+		listQuery{"SELECT " + rxCols + from + " ORDER BY id DESC LIMIT ? OFFSET ?", append(slices.Clip(args), w.Limit, w.Offset)}, -1, scanPrescription)
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"slices"
 	"strings"
 
 	"teleclinic/internal/clinic"
@@ -148,4 +149,33 @@ func (q *Q) ListFiles(ctx context.Context, f FileFilter) ([]*clinic.File, error)
 		return nil, err
 	}
 	return scanFiles(rows)
+}
+
+// FilesWindow is a window of the files of a patient's record a reader
+// sees, newest first, and how many the window's time range holds (by
+// upload): the patient's own files, the files of the patient's visits rv
+// selects, and those of the patient's visits that creator uploaded (0:
+// none). It is a FHIR record's DocumentReferences; the reader may read the
+// record (app.recordOwner).
+func (q *Q) FilesWindow(ctx context.Context, rv RecordVisits, creator int64, w RecordWindow) ([]*clinic.File, int, error) {
+	count, page := filesWindow(rv, creator, w)
+	return readWindow(ctx, q, w, count, page, -1, func(rows *sql.Rows) (*clinic.File, error) { return scanFile(rows) })
+}
+
+func filesWindow(rv RecordVisits, creator int64, w RecordWindow) (count, page listQuery) {
+	vc, vargs := rv.cond()
+	cond := "f.account_id = ? AND ((f.target_type = 'user' AND f.target_id = ?) OR (f.target_type = 'visit' AND (f.target_id IN (SELECT v.id FROM visits v WHERE " + vc + ")"
+	args := append([]any{rv.AccountID, rv.MemberID}, vargs...)
+	if creator != 0 {
+		cond += " OR (f.creator_user_id = ? AND f.target_id IN (SELECT v.id FROM visits v WHERE v.account_id = ? AND v.member_id = ?))"
+		args = append(args, creator, rv.AccountID, rv.MemberID)
+	}
+	cond += ")))"
+	wc, wargs := w.where("f.id", "f.created", 1)
+	from := " FROM files f WHERE " + cond + wc
+	args = append(args, wargs...)
+	// fileCols name files' columns alone: the visits are only in the
+	// WHERE's subqueries.
+	return listQuery{"SELECT count(*)" + from, args},
+		listQuery{"SELECT " + fileCols + from + " ORDER BY f.id DESC LIMIT ? OFFSET ?", append(slices.Clip(args), w.Limit, w.Offset)}
 }
