@@ -310,3 +310,12 @@ func (a *App) Ping(ctx context.Context) error {
 // BaseURL is the server's public URL, for the absolute links some formats
 // require (FHIR's fullUrl).
 func (a *App) BaseURL() string { return a.cfg.BaseURL }
+
+// PageSize is how many items a page of a list holds when its caller asks
+// for limit: def when it asks none (0 or less), at most most.
+func PageSize(limit, def, most int) int {
+	if limit <= 0 {
+		return def
+	}
+	return min(limit, most)
+}

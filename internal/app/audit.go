@@ -278,12 +278,7 @@ type AccessLogQuery struct {
 
 // AccessLogPage is how many entries a page asked for limit holds: 50
 // unless it says, at most 500.
-func AccessLogPage(limit int) int {
-	if limit <= 0 {
-		return 50
-	}
-	return min(limit, 500)
-}
+func AccessLogPage(limit int) int { return PageSize(limit, 50, 500) }
 
 // AccessLog is GET /users/{id}/access-log: the accesses of others to a
 // patient's record (their profile, records and visits), who, when and

@@ -158,12 +158,7 @@ type RxQuery struct {
 const MaxRxList = 1000
 
 // RxPage is how many prescriptions a page asked for limit holds.
-func RxPage(limit int) int {
-	if limit <= 0 {
-		return MaxRxList
-	}
-	return min(limit, MaxRxList)
-}
+func RxPage(limit int) int { return PageSize(limit, MaxRxList, MaxRxList) }
 
 // Prescriptions is GET /users/{id}/erx/prescriptions.
 func (a *App) Prescriptions(ctx context.Context, p *clinic.Principal, userID int64, in RxQuery) ([]*PrescriptionView, error) {

@@ -317,12 +317,7 @@ type FileQuery struct {
 const MaxFileList = 1000
 
 // FilesPage is how many files a page asked for limit holds.
-func FilesPage(limit int) int {
-	if limit <= 0 {
-		return MaxFileList
-	}
-	return min(limit, MaxFileList)
-}
+func FilesPage(limit int) int { return PageSize(limit, MaxFileList, MaxFileList) }
 
 // ListFiles is GET /files: the files of one user (the caller by default)
 // or of one visit. A user's list leaves out the files attached to visits

@@ -364,12 +364,7 @@ const (
 )
 
 // ReadingsPage is how many readings a page asked for limit holds.
-func ReadingsPage(limit int) int {
-	if limit <= 0 {
-		return DefaultReadings
-	}
-	return min(limit, MaxReadings)
-}
+func ReadingsPage(limit int) int { return PageSize(limit, DefaultReadings, MaxReadings) }
 
 // Readings is GET /users/{id}/health: a patient's readings, newest first.
 func (a *App) Readings(ctx context.Context, p *clinic.Principal, userID int64, in ReadingQuery) ([]*clinic.Reading, error) {

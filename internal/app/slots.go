@@ -297,15 +297,6 @@ const MaxSlotList = 1000
 // says.
 const DefaultAvailableSlots = 200
 
-// slotPage is the page size limit asks for: def when it asks none, at
-// most MaxSlotList.
-func slotPage(limit, def int) int {
-	if limit <= 0 {
-		return def
-	}
-	return min(limit, MaxSlotList)
-}
-
 // slotAfter is the slot a page goes on after: one of the clinic's, or a
 // 400 (nil for 0, the first page).
 func (a *App) slotAfter(ctx context.Context, p *clinic.Principal, id int64) (*clinic.Slot, error) {
@@ -340,7 +331,7 @@ func (a *App) ListSlots(ctx context.Context, p *clinic.Principal, in SlotQuery) 
 	if err != nil {
 		return nil, err
 	}
-	f := store.SlotFilter{AccountID: p.Account.ID, From: in.Start, To: in.End, Status: in.Status, After: after, Limit: slotPage(in.Limit, MaxSlotList)}
+	f := store.SlotFilter{AccountID: p.Account.ID, From: in.Start, To: in.End, Status: in.Status, After: after, Limit: PageSize(in.Limit, MaxSlotList, MaxSlotList)}
 	if in.RoomCode != "" {
 		r, err := a.RoomByCode(ctx, p, in.RoomCode)
 		if err != nil {
@@ -427,7 +418,7 @@ func (a *App) AvailableSlots(ctx context.Context, p *clinic.Principal, after int
 	if err != nil {
 		return nil, err
 	}
-	return a.findSlots(ctx, p, store.SlotFilter{AccountID: p.Account.ID, From: a.Unix(), Status: clinic.SlotOpen, After: from, Limit: slotPage(limit, DefaultAvailableSlots)}, 0)
+	return a.findSlots(ctx, p, store.SlotFilter{AccountID: p.Account.ID, From: a.Unix(), Status: clinic.SlotOpen, After: from, Limit: PageSize(limit, DefaultAvailableSlots, MaxSlotList)}, 0)
 }
 
 // DeleteSlot is DELETE /slots/{id}: its provider or the admin deletes an

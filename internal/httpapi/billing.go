@@ -305,15 +305,11 @@ func (s *Server) processInvoice(w http.ResponseWriter, r *http.Request, c *call)
 
 func (s *Server) listInvoices(w http.ResponseWriter, r *http.Request, c *call) error {
 	q := c.params
-	before, err := q.Int("before", 0)
+	before, limit, err := q.Keyset("before")
 	if err != nil {
 		return err
 	}
-	limit, err := q.Int("limit", 0)
-	if err != nil {
-		return err
-	}
-	in := billing.InvoiceQuery{Before: before, Limit: int(limit)}
+	in := billing.InvoiceQuery{Before: before, Limit: limit}
 	if err := readRefs(c, ref{dst: &in.MemberID, name: "member_id"}, ref{dst: &in.VisitID, name: "visit_id"}, ref{dst: &in.IntakeID, name: "intake_id"}); err != nil {
 		return err
 	}

@@ -41,19 +41,15 @@ func (s *Server) listPrescriptions(w http.ResponseWriter, r *http.Request, c *ca
 	if err != nil {
 		return err
 	}
-	before, err := c.params.Int("before", 0)
+	before, limit, err := c.params.Keyset("before")
 	if err != nil {
 		return err
 	}
-	limit, err := c.params.Int("limit", 0)
+	rxs, err := s.app.Prescriptions(r.Context(), c.p, userID, app.RxQuery{Status: c.params.Str("status"), Before: before, Limit: limit})
 	if err != nil {
 		return err
 	}
-	rxs, err := s.app.Prescriptions(r.Context(), c.p, userID, app.RxQuery{Status: c.params.Str("status"), Before: before, Limit: int(limit)})
-	if err != nil {
-		return err
-	}
-	if len(rxs) > 0 && len(rxs) == app.RxPage(int(limit)) {
+	if len(rxs) > 0 && len(rxs) == app.RxPage(limit) {
 		setNextLink(w, r, "before", id(rxs[len(rxs)-1].ID))
 	}
 	out := make([]prescriptionOut, len(rxs))

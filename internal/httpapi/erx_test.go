@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"fmt"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -144,30 +143,8 @@ func TestERx_Prescriptions(t *testing.T) {
 		want = append([]string{res.Data()["ID"].(string)}, want...)
 	}
 	for _, limit := range []int{1, 3, 7} {
-		var got []string
-		query := q("limit", fmt.Sprint(limit))
-		for page := 0; ; page++ {
-			res := e.Do(testenv.Req{Path: path, Header: userHeaders(s.c, s.pat.Token), Query: query})
-			if res.Status != 200 || page > 8 {
-				t.Fatalf("%d a page, page %d: %d %s", limit, page, res.Status, res.Raw)
-			}
-			for _, rx := range res.List() {
-				got = append(got, rx["ID"].(string))
-			}
-			link := res.Header.Get("Link")
-			if len(res.List()) < limit {
-				if link != "" {
-					t.Fatalf("a short page names a next one: %s", link)
-				}
-				break
-			}
-			u, err := url.Parse(strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`))
-			if err != nil || u.Query().Get("before") != got[len(got)-1] || u.Query().Get("limit") != fmt.Sprint(limit) {
-				t.Fatalf("Link %q", link)
-			}
-			query = u.Query()
-		}
-		if strings.Join(got, ",") != strings.Join(want, ",") {
+		rxs, _ := pageWalk{path: path, query: q("limit", fmt.Sprint(limit)), header: userHeaders(s.c, s.pat.Token), cursor: "before", idKey: "ID", limit: limit}.walk(t, e)
+		if got := idsOf(rxs, "ID"); strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Fatalf("%d a page: %v, want %v", limit, got, want)
 		}
 	}

@@ -122,20 +122,16 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request, c *call) erro
 	if err != nil {
 		return err
 	}
-	before, err := q.Int("before", 0)
-	if err != nil {
-		return err
-	}
-	limit, err := q.Int("limit", 0)
+	before, limit, err := q.Keyset("before")
 	if err != nil {
 		return err
 	}
 	files, err := s.app.ListFiles(r.Context(), c.p, app.FileQuery{TargetID: targetID, TargetType: q.Str("target_type"),
-		Category: q.First("category_type", "category"), IncludeShared: shared, Before: before, Limit: int(limit)})
+		Category: q.First("category_type", "category"), IncludeShared: shared, Before: before, Limit: limit})
 	if err != nil {
 		return err
 	}
-	if len(files) > 0 && len(files) == app.FilesPage(int(limit)) {
+	if len(files) > 0 && len(files) == app.FilesPage(limit) {
 		setNextLink(w, r, "before", id(files[len(files)-1].ID))
 	}
 	out := make([]fileOut, len(files))

@@ -359,33 +359,8 @@ func TestFiles_Pages(t *testing.T) {
 	}
 	h := userHeaders(s.c, s.pat.Token)
 	for _, limit := range []int{1, 2, 4, 9} {
-		var got []string
-		query := q("limit", fmt.Sprint(limit))
-		for page := 0; ; page++ {
-			if page > 12 {
-				t.Fatal("the links do not end")
-			}
-			res := e.Do(testenv.Req{Path: "/api_v3/files", Query: query, Header: h})
-			if res.Status != 200 {
-				t.Fatalf("%d a page, page %d: %d %s", limit, page, res.Status, res.Raw)
-			}
-			for _, f := range res.List() {
-				got = append(got, f["id"].(string))
-			}
-			link := res.Header.Get("Link")
-			if len(res.List()) < limit {
-				if link != "" {
-					t.Fatalf("a short page names a next one: %s", link)
-				}
-				break
-			}
-			u, err := url.Parse(strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`))
-			if err != nil || u.Path != "/api_v3/files" || u.Query().Get("before") != got[len(got)-1] {
-				t.Fatalf("%d a page, page %d: Link %q", limit, page, link)
-			}
-			query = u.Query()
-		}
-		if strings.Join(got, ",") != strings.Join(want, ",") {
+		files, _ := pageWalk{path: "/api_v3/files", query: q("limit", fmt.Sprint(limit)), header: h, cursor: "before", idKey: "id", limit: limit}.walk(t, e)
+		if got := idsOf(files, "id"); strings.Join(got, ",") != strings.Join(want, ",") {
 			t.Fatalf("%d a page: %v, want %v", limit, got, want)
 		}
 	}

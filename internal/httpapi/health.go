@@ -85,11 +85,7 @@ func (s *Server) listReadings(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	limit, err := q.Int("limit", app.DefaultReadings)
-	if err != nil {
-		return err
-	}
-	before, err := q.Int("before", 0)
+	before, limit, err := q.Keyset("before")
 	if err != nil {
 		return err
 	}
@@ -97,11 +93,11 @@ func (s *Server) listReadings(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	rs, err := s.app.Readings(r.Context(), c.p, userID, app.ReadingQuery{DataType: q.Str("data_type"), From: from, To: to, Before: before, Limit: int(limit)})
+	rs, err := s.app.Readings(r.Context(), c.p, userID, app.ReadingQuery{DataType: q.Str("data_type"), From: from, To: to, Before: before, Limit: limit})
 	if err != nil {
 		return err
 	}
-	if len(rs) > 0 && len(rs) == app.ReadingsPage(int(limit)) {
+	if len(rs) > 0 && len(rs) == app.ReadingsPage(limit) {
 		setNextLink(w, r, "before", id(rs[len(rs)-1].ID))
 	}
 	out := make([]readingOut, len(rs))

@@ -445,3 +445,67 @@ func count(t *testing.T, e *testenv.Env, query string, args ...any) int {
 	}
 	return n
 }
+
+// pageWalk is a client paging through a list by its Link rel="next".
+type pageWalk struct {
+	path   string
+	query  url.Values
+	header map[string]string
+	cursor string // the parameter a next link sets
+	// idKey is the item field whose value a next link's cursor is: the
+	// page's last item's ("" when the cursor is not a shown item's).
+	idKey string
+	// limit is the page size: a shorter page names no next one (0: a page
+	// may be short and still go on).
+	limit int
+}
+
+// walk follows the links from the first page until one names none. It
+// fails t on an answer other than 200, a link to another path or that
+// drops a parameter of the first request, a cursor that is not the last
+// item's and a short page with a next; it returns the pages' items in
+// order and how many pages there were.
+func (pw pageWalk) walk(t *testing.T, e *testenv.Env) (items []map[string]any, pages int) {
+	t.Helper()
+	query := pw.query
+	for pages = 1; ; pages++ {
+		if pages > 300 {
+			t.Fatalf("%s: the links do not end", pw.path)
+		}
+		res := e.Do(testenv.Req{Path: pw.path, Query: query, Header: pw.header})
+		if res.Status != 200 {
+			t.Fatalf("%s, page %d: %d %s", pw.path, pages, res.Status, res.Raw)
+		}
+		list := res.List()
+		items = append(items, list...)
+		link := res.Header.Get("Link")
+		if link == "" {
+			return items, pages
+		}
+		if len(list) < pw.limit {
+			t.Fatalf("%s, page %d: a short page names a next one: %s", pw.path, pages, link)
+		}
+		u, err := url.Parse(strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`))
+		if err != nil || u.Path != pw.path || u.Query().Get(pw.cursor) == "" {
+			t.Fatalf("%s, page %d: Link %q", pw.path, pages, link)
+		}
+		for k := range pw.query {
+			if k != pw.cursor && k != "start" && u.Query().Get(k) != pw.query.Get(k) {
+				t.Fatalf("%s, page %d: Link %q lost %s", pw.path, pages, link, k)
+			}
+		}
+		if pw.idKey != "" && (len(list) == 0 || u.Query().Get(pw.cursor) != fmt.Sprint(list[len(list)-1][pw.idKey])) {
+			t.Fatalf("%s, page %d: Link %q does not go on from the page's last item", pw.path, pages, link)
+		}
+		query = u.Query()
+	}
+}
+
+// idsOf are the values of items' key, in order.
+func idsOf(items []map[string]any, key string) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = fmt.Sprint(it[key])
+	}
+	return out
+}

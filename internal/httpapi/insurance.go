@@ -299,19 +299,15 @@ type claimInsurance struct {
 }
 
 func (s *Server) claimsReport(w http.ResponseWriter, r *http.Request, c *call) error {
-	after, err := c.params.Int("after", 0)
+	after, limit, err := c.params.Keyset("after")
 	if err != nil {
 		return err
 	}
-	limit, err := c.params.Int("limit", 0)
+	claims, err := s.billing.ClaimsReport(r.Context(), c.p, billing.ClaimsQuery{FromDate: c.params.Str("from_date"), ToDate: c.params.Str("to_date"), After: after, Limit: limit})
 	if err != nil {
 		return err
 	}
-	claims, err := s.billing.ClaimsReport(r.Context(), c.p, billing.ClaimsQuery{FromDate: c.params.Str("from_date"), ToDate: c.params.Str("to_date"), After: after, Limit: int(limit)})
-	if err != nil {
-		return err
-	}
-	if len(claims) > 0 && len(claims) == billing.ClaimsPage(int(limit)) {
+	if len(claims) > 0 && len(claims) == billing.ClaimsPage(limit) {
 		setNextLink(w, r, "after", id(claims[len(claims)-1].Visit.ID))
 	}
 	ref := s.app.ReferenceLists()

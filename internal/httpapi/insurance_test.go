@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"fmt"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -285,36 +284,15 @@ func TestClaims_Pages(t *testing.T) {
 	day := e.Clock.Now().UTC().Format("2006-01-02")
 	walk := func(t *testing.T, h map[string]string, limit int) []string {
 		t.Helper()
-		var got []string
-		query := q("from_date", day, "to_date", day, "limit", fmt.Sprint(limit))
-		for page := 0; ; page++ {
-			if page > 40 {
-				t.Fatal("the links do not end")
+		claims, _ := pageWalk{path: "/api_v3/reports/claims", query: q("from_date", day, "to_date", day, "limit", fmt.Sprint(limit)), header: h,
+			cursor: "after", idKey: "visit_id", limit: limit}.walk(t, e)
+		for _, cl := range claims {
+			patient := cl["patient"].(map[string]any)["id"].(string)
+			if cl["insurance"].(map[string]any)["primary"].(map[string]any)["subscriber_number"] != "W-"+patient || cl["provider"].(map[string]any)["id"] != s.doc.UserID {
+				t.Fatalf("%v", cl)
 			}
-			res := e.Do(testenv.Req{Path: "/api_v3/reports/claims", Query: query, Header: h})
-			if res.Status != 200 {
-				t.Fatalf("page %d: %d %s", page, res.Status, res.Raw)
-			}
-			for _, cl := range res.List() {
-				patient := cl["patient"].(map[string]any)["id"].(string)
-				if cl["insurance"].(map[string]any)["primary"].(map[string]any)["subscriber_number"] != "W-"+patient || cl["provider"].(map[string]any)["id"] != s.doc.UserID {
-					t.Fatalf("page %d: %v", page, cl)
-				}
-				got = append(got, cl["visit_id"].(string))
-			}
-			link := res.Header.Get("Link")
-			if len(res.List()) < limit {
-				if link != "" {
-					t.Fatalf("a short page names a next one: %s", link)
-				}
-				return got
-			}
-			u, err := url.Parse(strings.TrimSuffix(strings.TrimPrefix(link, "<"), `>; rel="next"`))
-			if err != nil || u.Path != "/api_v3/reports/claims" || u.Query().Get("after") != got[len(got)-1] || u.Query().Get("from_date") != day {
-				t.Fatalf("page %d: Link %q", page, link)
-			}
-			query = u.Query()
 		}
+		return idsOf(claims, "visit_id")
 	}
 	var want []string
 	for _, id := range ids {

@@ -473,6 +473,17 @@ func (p *Params) Paging() (start, limit int, err error) {
 	return int(s), int(l), err
 }
 
+// Keyset reads a keyset page's cursor (the id of the last item of the
+// page before, as the parameter name holds it) and its limit; absent is
+// 0, which the app layer turns into the list's defaults.
+func (p *Params) Keyset(name string) (cursor int64, limit int, err error) {
+	if cursor, err = p.Int(name, 0); err != nil {
+		return 0, 0, err
+	}
+	l, err := p.Int("limit", 0)
+	return cursor, int(l), err
+}
+
 // OptInt reads an optional integer: nil when absent or empty.
 func (p *Params) OptInt(name string) (*int, error) {
 	if s, ok := p.StrOK(name); !ok || strings.TrimSpace(s) == "" {

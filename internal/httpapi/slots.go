@@ -170,7 +170,7 @@ func (s *Server) listSlots(w http.ResponseWriter, r *http.Request, c *call) erro
 		return err
 	}
 	in.Status = int(st)
-	if in.After, in.Limit, err = slotPageParams(c); err != nil {
+	if in.After, in.Limit, err = c.params.Keyset("after"); err != nil {
 		return err
 	}
 	v, err := s.app.ListSlots(r.Context(), c.p, in)
@@ -181,7 +181,7 @@ func (s *Server) listSlots(w http.ResponseWriter, r *http.Request, c *call) erro
 }
 
 func (s *Server) availableSlots(w http.ResponseWriter, r *http.Request, c *call) error {
-	after, limit, err := slotPageParams(c)
+	after, limit, err := c.params.Keyset("after")
 	if err != nil {
 		return err
 	}
@@ -190,15 +190,6 @@ func (s *Server) availableSlots(w http.ResponseWriter, r *http.Request, c *call)
 		return err
 	}
 	return slotPage(w, r, c, v)
-}
-
-// slotPageParams are a slot list's after (a slot's id) and limit.
-func slotPageParams(c *call) (after int64, limit int, err error) {
-	if after, err = c.params.Int("after", 0); err != nil {
-		return 0, 0, err
-	}
-	n, err := c.params.Int("limit", 0)
-	return after, int(n), err
 }
 
 // slotPage answers a page of slots, with a Link to the next when the page

@@ -306,20 +306,16 @@ func (s *Server) listVisits(w http.ResponseWriter, r *http.Request, c *call) err
 	if err != nil {
 		return err
 	}
-	limit, err := q.Int("limit", 0)
-	if err != nil {
-		return err
-	}
-	after, err := q.Int("after", 0)
+	after, limit, err := q.Keyset("after")
 	if err != nil {
 		return err
 	}
 	list, err := s.app.ListVisits(r.Context(), c.p, app.VisitQuery{RoomCode: q.Str("room_code"), StartTime: start, EndTime: end,
-		Statuses: q.List("status"), WithRecordings: wantsRecordings(c) || only, WithRecordingsOnly: only, Limit: int(limit), After: after})
+		Statuses: q.List("status"), WithRecordings: wantsRecordings(c) || only, WithRecordingsOnly: only, Limit: limit, After: after})
 	if err != nil {
 		return err
 	}
-	if n := int(limit); len(list) > 0 && len(list) == cmp.Or(n, app.MaxVisitList) {
+	if len(list) > 0 && len(list) == cmp.Or(limit, app.MaxVisitList) {
 		setNextLink(w, r, "after", id(list[len(list)-1].Visit.ID), "start")
 	}
 	out := make([]*visitOut, 0, len(list))

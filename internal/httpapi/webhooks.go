@@ -73,15 +73,11 @@ func toDelivery(d *app.WebhookDelivery) deliveryOut {
 }
 
 func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, c *call) error {
-	before, err := c.params.Int("before", 0)
+	before, limit, err := c.params.Keyset("before")
 	if err != nil {
 		return err
 	}
-	limit, err := c.params.Int("limit", 0)
-	if err != nil {
-		return err
-	}
-	ds, err := s.app.WebhookDeliveries(r.Context(), c.p, before, int(limit))
+	ds, err := s.app.WebhookDeliveries(r.Context(), c.p, before, limit)
 	if err != nil {
 		return err
 	}

@@ -161,12 +161,7 @@ func (s *Service) ClaimsReport(ctx context.Context, p *clinic.Principal, in Clai
 }
 
 // ClaimsPage is how many claims a page asked for limit holds.
-func ClaimsPage(limit int) int {
-	if limit <= 0 {
-		return MaxClaims
-	}
-	return min(limit, MaxClaims)
-}
+func ClaimsPage(limit int) int { return app.PageSize(limit, MaxClaims, MaxClaims) }
 
 func (s *Service) claimsReport(ctx context.Context, p *clinic.Principal, in ClaimsQuery) ([]*Claim, error) {
 	var provider int64
