@@ -842,3 +842,58 @@ func TestPortal_AdminRoomPages(t *testing.T) {
 		t.Fatalf("the pages showed %d of %d rooms, by name: %v", len(seen), total, names)
 	}
 }
+
+// The chart shows a patient's files and prescriptions 20 at a time, newest
+// first, with Earlier and Latest links: 45 of each are all reached, once.
+func TestPortal_ChartFileAndPrescriptionPages(t *testing.T) {
+	f := newFixture(t)
+	bg := context.Background()
+	p1, prov := f.user(t, f.p1Token), f.user(t, f.providerToken)
+	if _, err := f.e.App.MoveVisit(bg, prov, f.visitID, app.ActAccept, app.MoveInput{}); err != nil {
+		t.Fatal(err)
+	}
+	now := f.e.Clock.Now().Unix()
+	for i := range 45 {
+		if err := f.e.Store.Write().CreatePrescription(bg, p1.Account.ID, &clinic.Prescription{UserID: p1.User.ID, PrescriberID: prov.User.ID,
+			Drug: fmt.Sprintf("Drug %03d", i), Directions: "Once a day", Qty: 30, Status: app.RxCurrent, Created: now, Modified: now}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.e.Store.DB().Exec(f.e.Store.Rebind(`INSERT INTO files (account_id, creator_user_id, category, target_type, target_id, name, size, ext, created, content_type)
+			VALUES (?, ?, 'user_document', 'user', ?, ?, 4, 'txt', ?, 'text/plain')`), p1.Account.ID, p1.User.ID, p1.User.ID, fmt.Sprintf("scan-%03d.txt", i), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := newBrowser(t, f.e)
+	f.redirectLogin(t, b, f.providerToken, "/providers/dashboard", nil)
+	chart := "/providers/patient/" + itoa(p1.User.ID)
+	for _, sec := range []struct{ id, param, label, item string }{
+		{"files-h", "files_before", "files", `>(scan-\d{3})\.txt</a>`},
+		{"rx-h", "rx_before", "prescriptions", `<strong>(Drug \d{3})</strong>`},
+	} {
+		var shown []string
+		var sizes []int
+		page := b.get(chart)
+		for pages := 0; ; pages++ {
+			if page.Status != 200 || pages > 4 {
+				t.Fatalf("%s, chart page %d: %d", sec.label, pages, page.Status)
+			}
+			body := between(page.Body, `<h2 id="`+sec.id+`">`, "</section>")
+			items := regexp.MustCompile(sec.item).FindAllStringSubmatch(body, -1)
+			sizes = append(sizes, len(items))
+			for _, m := range items {
+				shown = append(shown, m[1])
+			}
+			if pages > 0 && !strings.Contains(body, `href="`+chart+`#`+sec.id+`">Latest `+sec.label) {
+				t.Fatalf("an earlier page of the chart's %s has no way back to the latest", sec.label)
+			}
+			more := regexp.MustCompile(`href="(/providers/patient/\d+\?` + sec.param + `=\d+)#` + sec.id + `">Earlier ` + sec.label).FindStringSubmatch(body)
+			if more == nil {
+				break
+			}
+			page = b.get(more[1])
+		}
+		if fmt.Sprint(sizes) != "[20 20 5]" || len(shown) != 45 || !slices.IsSortedFunc(shown, func(a, b string) int { return strings.Compare(b, a) }) || len(slices.Compact(slices.Clone(shown))) != 45 {
+			t.Fatalf("the chart's %s in pages of %v: %v, want 45, newest first, each once", sec.label, sizes, shown)
+		}
+	}
+}

@@ -42,7 +42,11 @@ type chartPage struct {
 	// of the page before, 0 the latest), ReadingsMore the last one shown
 	// when earlier ones follow.
 	ReadingsBefore, ReadingsMore int64
-	Visits                       []visitItem
+	// FilesBefore and RxBefore, FilesMore and RxMore are the same for the
+	// patient's files and prescriptions.
+	FilesBefore, FilesMore int64
+	RxBefore, RxMore       int64
+	Visits                 []visitItem
 	// VisitsMore is the last visit shown when older ones follow (the next
 	// page's visits_after); VisitsPaged says this is not the first page.
 	VisitsMore  int64
@@ -121,7 +125,10 @@ func (s *Server) chart(w http.ResponseWriter, r *http.Request) error {
 			page.Address += part
 		}
 	}
-	page.ReadingsBefore, _ = strconv.ParseInt(r.URL.Query().Get("readings_before"), 10, 64)
+	q := r.URL.Query()
+	page.ReadingsBefore, _ = strconv.ParseInt(q.Get("readings_before"), 10, 64)
+	page.FilesBefore, _ = strconv.ParseInt(q.Get("files_before"), 10, 64)
+	page.RxBefore, _ = strconv.ParseInt(q.Get("rx_before"), 10, 64)
 	if err := s.chartRecords(ctx, p, uid, &page); err != nil {
 		return err
 	}
@@ -163,8 +170,12 @@ func (s *Server) chart(w http.ResponseWriter, r *http.Request) error {
 // a time.
 const chartVisitsPage = 50
 
-// chartReadingsPage is how many device readings a chart shows at a time.
-const chartReadingsPage = 50
+// chartReadingsPage is how many device readings a chart shows at a time,
+// and chartListPage how many files and prescriptions.
+const (
+	chartReadingsPage = 50
+	chartListPage     = 20
+)
 
 func isProviderOrAdmin(p *clinic.Principal) bool {
 	return p.IsAdmin() || (p.User != nil && p.User.Type == clinic.UserProvider)
@@ -190,10 +201,15 @@ func (s *Server) chartRecords(ctx context.Context, p *clinic.Principal, uid int6
 		}
 		sort.Slice(page.EMR, func(i, j int) bool { return page.EMR[i].Name < page.EMR[j].Name })
 	}
-	if page.Files, err = s.app.ListFiles(ctx, p, app.FileQuery{TargetID: uid, TargetType: "user"}); err != nil {
+	// Files and prescriptions newest first, a page at a time (keyset by
+	// id); one more than a page says whether more follow.
+	if page.Files, err = s.app.ListFiles(ctx, p, app.FileQuery{TargetID: uid, TargetType: "user", Before: max(page.FilesBefore, 0), Limit: chartListPage + 1}); err != nil {
 		if page.FilesState, err = refusal(err); err != nil {
 			return err
 		}
+	} else if len(page.Files) > chartListPage {
+		page.Files = page.Files[:chartListPage]
+		page.FilesMore = page.Files[chartListPage-1].ID
 	}
 	if cards, e := s.app.InsuranceCards(ctx, p, uid); e != nil {
 		if page.CardsState, err = refusal(e); err != nil {
@@ -218,10 +234,13 @@ func (s *Server) chartRecords(ctx context.Context, p *clinic.Principal, uid int6
 			}
 		}
 	}
-	if page.Prescriptions, err = s.app.Prescriptions(ctx, p, uid, app.RxQuery{Status: "All"}); err != nil {
+	if page.Prescriptions, err = s.app.Prescriptions(ctx, p, uid, app.RxQuery{Status: "All", Before: max(page.RxBefore, 0), Limit: chartListPage + 1}); err != nil {
 		if page.RxState, err = refusal(err); err != nil {
 			return err
 		}
+	} else if len(page.Prescriptions) > chartListPage {
+		page.Prescriptions = page.Prescriptions[:chartListPage]
+		page.RxMore = page.Prescriptions[chartListPage-1].ID
 	}
 	if phs, e := s.app.Pharmacies(ctx, p, uid); e != nil {
 		if page.PharmaciesState, err = refusal(e); err != nil {
