@@ -4733,6 +4733,9 @@ type GetNotificationsParams struct {
 
 	// Last Milliseconds: only notifications with an earlier mtime.
 	Last *int `form:"last,omitempty" json:"last,omitempty"`
+
+	// Before The id of the last notification of the page before.
+	Before *int `form:"before,omitempty" json:"before,omitempty"`
 }
 
 // PostNotificationsBadgeParams defines parameters for PostNotificationsBadge.
@@ -9691,6 +9694,10 @@ type ClientInterface interface {
 	// part in (for the other participants), and the user's visit confirmed, started,
 	// completed or cancelled (for its participants other than whoever did it). Each is
 	// also sent to the user's endpoints after commit. `size` above 100 is served as 100.
+	// A full page carries `Link: <…>; rel="next"`, the same request with `before` set to
+	// its last notification (and no `last`): the list goes on after it by mtime, then id,
+	// so notifications of one millisecond, which `last` skips, are each on a page. A
+	// `before` that is not one of the caller's notifications answers 400.
 	//
 	// Corresponds with GET /api_v3/notifications (the `GetNotifications` operationId).
 	GetNotifications(ctx context.Context, params *GetNotificationsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -12917,6 +12924,10 @@ func (c *Client) PostMeWithFormdataBody(ctx context.Context, params *PostMeParam
 // part in (for the other participants), and the user's visit confirmed, started,
 // completed or cancelled (for its participants other than whoever did it). Each is
 // also sent to the user's endpoints after commit. `size` above 100 is served as 100.
+// A full page carries `Link: <…>; rel="next"`, the same request with `before` set to
+// its last notification (and no `last`): the list goes on after it by mtime, then id,
+// so notifications of one millisecond, which `last` skips, are each on a page. A
+// `before` that is not one of the caller's notifications answers 400.
 //
 // Corresponds with GET /api_v3/notifications (the `GetNotifications` operationId).
 func (c *Client) GetNotifications(ctx context.Context, params *GetNotificationsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -19145,6 +19156,18 @@ func NewGetNotificationsRequest(server string, params *GetNotificationsParams) (
 		if params.Last != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "last", *params.Last, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Before != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "before", *params.Before, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -25578,6 +25601,10 @@ type ClientWithResponsesInterface interface {
 	// part in (for the other participants), and the user's visit confirmed, started,
 	// completed or cancelled (for its participants other than whoever did it). Each is
 	// also sent to the user's endpoints after commit. `size` above 100 is served as 100.
+	// A full page carries `Link: <…>; rel="next"`, the same request with `before` set to
+	// its last notification (and no `last`): the list goes on after it by mtime, then id,
+	// so notifications of one millisecond, which `last` skips, are each on a page. A
+	// `before` that is not one of the caller's notifications answers 400.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -31230,6 +31257,11 @@ func (r PostMeResponse) ContentType() string {
 	return ""
 }
 
+// GetNotificationsResponse200Headers the declared response headers of an HTTP 200 response for GetNotifications
+type GetNotificationsResponse200Headers struct {
+	Link *string
+}
+
 type GetNotificationsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -31241,6 +31273,8 @@ type GetNotificationsResponse struct {
 	JSON401 *Unauthorized
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetNotificationsResponse200Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -39719,6 +39753,10 @@ func (c *ClientWithResponses) PostMeWithFormdataBodyWithResponse(ctx context.Con
 // part in (for the other participants), and the user's visit confirmed, started,
 // completed or cancelled (for its participants other than whoever did it). Each is
 // also sent to the user's endpoints after commit. `size` above 100 is served as 100.
+// A full page carries `Link: <…>; rel="next"`, the same request with `before` set to
+// its last notification (and no `last`): the list goes on after it by mtime, then id,
+// so notifications of one millisecond, which `last` skips, are each on a page. A
+// `before` that is not one of the caller's notifications answers 400.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -45646,6 +45684,19 @@ func ParseGetNotificationsResponse(rsp *http.Response) (*GetNotificationsRespons
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetNotificationsResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil

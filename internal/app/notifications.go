@@ -237,23 +237,44 @@ func (a *App) notifyVisitMove(ctx context.Context, q *store.Q, p *clinic.Princip
 	return err
 }
 
+// NotificationPage is how many notifications a page asked for size holds
+// (a size below 1 is refused).
+func NotificationPage(size *int) int {
+	if size == nil {
+		return NotificationPageDefault
+	}
+	return PageSize(*size, NotificationPageDefault, NotificationPageMax)
+}
+
 // Notifications is GET /notifications: newest first, size at a time, those
-// before last (milliseconds) when given.
-func (a *App) Notifications(ctx context.Context, p *clinic.Principal, size *int, last int64) ([]*clinic.Notification, error) {
+// before last (milliseconds) when given, after the notification before
+// when given.
+func (a *App) Notifications(ctx context.Context, p *clinic.Principal, size *int, last, before int64) ([]*clinic.Notification, error) {
 	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
-	n := NotificationPageDefault
-	if size != nil {
-		if *size < 1 {
-			return nil, clinic.Errorf(clinic.EInvalid, "size must be at least 1.")
-		}
-		n = min(*size, NotificationPageMax)
+	if size != nil && *size < 1 {
+		return nil, clinic.Errorf(clinic.EInvalid, "size must be at least 1.")
 	}
+	n := NotificationPage(size)
 	if last < 0 {
 		return nil, clinic.Errorf(clinic.EInvalid, "last must be a timestamp in milliseconds.")
 	}
-	ns, err := a.store.Read().UserNotifications(ctx, p.Account.ID, p.UserID(), last, n)
+	// before is the caller's notification the page goes on after: by
+	// (mtime, id), so notifications of one millisecond, which last skips,
+	// are each on a page.
+	var after *clinic.Notification
+	if before != 0 {
+		var err error
+		after, err = a.store.Read().UserNotification(ctx, p.Account.ID, p.UserID(), before)
+		if errors.Is(err, store.ErrNotFound) || before < 0 {
+			return nil, clinic.Errorf(clinic.EInvalid, "before is the id of one of your notifications.")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("notifications: %w", err)
+		}
+	}
+	ns, err := a.store.Read().UserNotifications(ctx, p.Account.ID, p.UserID(), last, after, n)
 	return ns, StoreErr("notifications", err, "")
 }
 

@@ -527,7 +527,7 @@ func permRows(f *permFixture) map[string]permRow {
 			return one(a.DeleteEndpoint(ctx, p, f.endpointID))
 		}},
 		"Notifications": {selfOnly, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return one(a.Notifications(ctx, p, nil, 0))
+			return one(a.Notifications(ctx, p, nil, 0, 0))
 		}},
 		"ReadNotification": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.ReadNotification(ctx, p, f.notificationID))
@@ -754,7 +754,7 @@ func newPermFixture(t *testing.T) *permFixture {
 	ep, err := a.RegisterEndpoint(ctx, f.p1, "adalind@acme.example.com", "10")
 	must(err)
 	f.endpointID = ep.ID
-	ns, err := a.Notifications(ctx, f.p1, nil, 0)
+	ns, err := a.Notifications(ctx, f.p1, nil, 0, 0)
 	must(err)
 	if len(ns) == 0 {
 		t.Fatal("the provider's reply made no notification for the patient")

@@ -112,9 +112,16 @@ func (s *Server) listNotifications(w http.ResponseWriter, r *http.Request, c *ca
 	if err != nil {
 		return clinic.Errorf(clinic.EInvalid, "last must be a timestamp in milliseconds.")
 	}
-	ns, err := s.app.Notifications(r.Context(), c.p, size, last)
+	before, err := c.params.Int("before", 0)
 	if err != nil {
 		return err
+	}
+	ns, err := s.app.Notifications(r.Context(), c.p, size, last, before)
+	if err != nil {
+		return err
+	}
+	if len(ns) > 0 && len(ns) == app.NotificationPage(size) {
+		setNextLink(w, r, "before", id(ns[len(ns)-1].ID), "last")
 	}
 	out := make([]notificationOut, len(ns))
 	for i, n := range ns {

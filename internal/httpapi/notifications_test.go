@@ -262,3 +262,37 @@ func TestNotifications_ChannelOff(t *testing.T) {
 		t.Fatalf("%s", res.Raw)
 	}
 }
+
+// Notifications of one millisecond are each on a page when the pages
+// follow Link rel=next (before, an id): the spec's last (milliseconds)
+// skips the rest of them.
+func TestNotifications_PagesInOneMillisecond(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	visit := s.econsult(t, s.pat)
+	for i := range 7 { // the clock stands still: one millisecond
+		mustPost(t, e, s.pat.Token, visit, fmt.Sprintf("Message %d.", i))
+	}
+	h := userHeaders(s.c, s.doc.Token)
+	whole := e.Do(testenv.Req{Path: "/api_v3/notifications", Header: h, Query: q("size", "100")})
+	if whole.Status != 200 || len(whole.List()) != 7 || whole.Header.Get("Link") != "" {
+		t.Fatalf("%d: %d notifications, Link %q", whole.Status, len(whole.List()), whole.Header.Get("Link"))
+	}
+	notes, pages := pageWalk{path: "/api_v3/notifications", query: q("size", "3"), header: h, cursor: "before", idKey: "id", limit: 3}.walk(t, e)
+	if got, want := idsOf(notes, "id"), idsOf(whole.List(), "id"); strings.Join(got, ",") != strings.Join(want, ",") || pages != 3 {
+		t.Fatalf("the pages hold %v in %d pages, want %v in 3", got, pages, want)
+	}
+	// What the spec's last gives after the first page of three.
+	if rest := e.Do(testenv.Req{Path: "/api_v3/notifications", Header: h, Query: q("size", "3", "last", fmt.Sprint(int64(notes[2]["mtime"].(float64))))}); len(rest.List()) != 0 {
+		t.Fatalf("last gave %d notifications of the same millisecond", len(rest.List()))
+	}
+	mustPost(t, e, s.doc.Token, visit, "Thank you.")
+	theirs := e.Do(testenv.Req{Path: "/api_v3/notifications", Header: userHeaders(s.c, s.pat.Token)})
+	if len(theirs.List()) != 1 {
+		t.Fatalf("the patient's notifications: %s", theirs.Raw)
+	}
+	for _, before := range []string{theirs.List()[0]["id"].(string), "999999", "-1", "soon"} {
+		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/notifications", Header: h, Query: q("before", before)}), 400, 400)
+	}
+}

@@ -172,15 +172,21 @@ func (q *Q) Notify(ctx context.Context, n clinic.Notification, userIDs []int64, 
 	return queued, nil
 }
 
-// UserNotifications lists a user's notifications newest first, those with
-// mtime before beforeMS when it is not 0.
-func (q *Q) UserNotifications(ctx context.Context, accountID, userID, beforeMS int64, limit int) ([]*clinic.Notification, error) {
+// UserNotifications lists a user's notifications newest first (by mtime,
+// then id): those with mtime before beforeMS when it is not 0, and after
+// the notification after in that order when it is not nil.
+func (q *Q) UserNotifications(ctx context.Context, accountID, userID, beforeMS int64, after *clinic.Notification, limit int) ([]*clinic.Notification, error) {
+	query := "SELECT " + notificationCols + " FROM notifications WHERE account_id = ? AND user_id = ?"
+	args := []any{accountID, userID}
 	if beforeMS > 0 {
-		return q.notifications(ctx, "SELECT "+notificationCols+" FROM notifications WHERE account_id = ? AND user_id = ? AND mtime_ms < ? ORDER BY mtime_ms DESC, id DESC LIMIT ?",
-			accountID, userID, beforeMS, limit)
+		query += " AND mtime_ms < ?"
+		args = append(args, beforeMS)
 	}
-	return q.notifications(ctx, "SELECT "+notificationCols+" FROM notifications WHERE account_id = ? AND user_id = ? ORDER BY mtime_ms DESC, id DESC LIMIT ?",
-		accountID, userID, limit)
+	if after != nil {
+		query += " AND mtime_ms <= ? AND (mtime_ms < ? OR id < ?)"
+		args = append(args, after.MtimeMS, after.MtimeMS, after.ID)
+	}
+	return q.notifications(ctx, query+" ORDER BY mtime_ms DESC, id DESC LIMIT ?", append(args, limit)...)
 }
 
 // UserNotification finds one of a user's notifications.

@@ -129,7 +129,7 @@ func TestPostgres_PostBatch(t *testing.T) {
 	if got := stored(t, f.st, f.acct); !slices.Equal(got, want) {
 		t.Fatalf("audit entries %v, want %v", got, want)
 	}
-	ns, err := f.st.Read().UserNotifications(ctx, f.acct, f.member, 1<<62, 100)
+	ns, err := f.st.Read().UserNotifications(ctx, f.acct, f.member, 1<<62, nil, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
