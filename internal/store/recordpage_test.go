@@ -98,8 +98,10 @@ func TestRecordWindows(t *testing.T) {
 	// GET /users/{id}/health's pages: the first and one after a reading
 	// (its keyset), in the index's order too.
 	for name, f := range map[string]store.ReadingFilter{
-		"first page":      {Limit: 50},
-		"after a reading": {Before: &clinic.Reading{ID: int64(n / 2), Time: 5000}, Limit: 50},
+		"first page":               {Limit: 50},
+		"after a reading":          {Before: &clinic.Reading{ID: int64(n / 2), Time: 5000}, Limit: 50},
+		"by type":                  {DataType: "hr", Limit: 50},
+		"by type, after a reading": {DataType: "hr", Before: &clinic.Reading{ID: int64(n / 2), Time: 5000}, Limit: 50},
 	} {
 		rp, err := store.ExplainReadings(ctx, st, acct.ID, pat.ID, f)
 		if err != nil {
