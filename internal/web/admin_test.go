@@ -281,9 +281,7 @@ func TestPortal_Chart(t *testing.T) {
 	bg := context.Background()
 	p1 := f.user(t, f.p1Token)
 	prov := f.user(t, f.providerToken)
-	if _, err := f.e.App.MoveVisit(bg, prov, f.visitID, app.ActAccept, app.MoveInput{}); err != nil {
-		t.Fatal(err)
-	}
+	f.accept(t)
 	if _, err := f.e.App.PutEMR(bg, p1, p1.User.ID, "allergies", []any{map[string]any{"substance": "Penicillin"}}, true, new(false)); err != nil {
 		t.Fatal(err)
 	}
@@ -332,11 +330,8 @@ func TestPortal_Chart(t *testing.T) {
 // visits were older than the provider's last 500 had none on their chart.
 func TestPortal_ChartVisitPages(t *testing.T) {
 	f := newFixture(t)
-	bg := context.Background()
 	p1, p2, prov := f.user(t, f.p1Token), f.user(t, f.p2Token), f.user(t, f.providerToken)
-	if _, err := f.e.App.MoveVisit(bg, prov, f.visitID, app.ActAccept, app.MoveInput{}); err != nil {
-		t.Fatal(err)
-	}
+	f.accept(t)
 	// 60 older visits of the first patient's with the provider, then 600
 	// newer ones of the other patient's.
 	db := f.e.Store.DB()
@@ -392,10 +387,8 @@ func TestPortal_ChartVisitPages(t *testing.T) {
 func TestPortal_ChartReadingPages(t *testing.T) {
 	f := newFixture(t)
 	bg := context.Background()
-	p1, prov := f.user(t, f.p1Token), f.user(t, f.providerToken)
-	if _, err := f.e.App.MoveVisit(bg, prov, f.visitID, app.ActAccept, app.MoveInput{}); err != nil {
-		t.Fatal(err)
-	}
+	p1 := f.user(t, f.p1Token)
+	f.accept(t)
 	now := f.e.Clock.Now().Unix()
 	for i := range 120 {
 		at := now - int64(i)*60
@@ -849,9 +842,7 @@ func TestPortal_ChartFileAndPrescriptionPages(t *testing.T) {
 	f := newFixture(t)
 	bg := context.Background()
 	p1, prov := f.user(t, f.p1Token), f.user(t, f.providerToken)
-	if _, err := f.e.App.MoveVisit(bg, prov, f.visitID, app.ActAccept, app.MoveInput{}); err != nil {
-		t.Fatal(err)
-	}
+	f.accept(t)
 	now := f.e.Clock.Now().Unix()
 	for i := range 45 {
 		if err := f.e.Store.Write().CreatePrescription(bg, p1.Account.ID, &clinic.Prescription{UserID: p1.User.ID, PrescriberID: prov.User.ID,
