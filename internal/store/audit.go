@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -167,7 +168,7 @@ func (s *Store) CheckAuditKey(ctx context.Context) error {
 // there is nothing to check the key with, and it is not trusted.
 func (q *Q) keyMatchesChain(ctx context.Context, accountID, seq int64) (bool, error) {
 	rows, err := q.query(ctx, `SELECT actor_kind, COALESCE(actor_user_id, 0), action, object_type, object_id, outcome, request_id, created, mac
-		FROM audit WHERE account_id = ? AND seq > ? AND seq <= ? ORDER BY seq DESC`, accountID, seq-8, seq)
+		FROM audit WHERE account_id = ? AND seq > 0 AND seq > ? AND seq <= ? ORDER BY seq DESC`, accountID, seq-8, seq)
 	if err != nil {
 		return false, err
 	}
@@ -187,6 +188,25 @@ func (q *Q) keyMatchesChain(ctx context.Context, accountID, seq int64) (bool, er
 // PendingAuditClinics lists up to limit clinics with pending entries.
 func (q *Q) PendingAuditClinics(ctx context.Context, limit int) ([]int64, error) {
 	return q.int64s(ctx, "SELECT DISTINCT account_id FROM audit WHERE seq = -1 LIMIT ?", limit)
+}
+
+// SettleAudits makes a clinic's trail whole for its lists, which read
+// only the chained entries (their indexes hold no pending one, migration
+// 00029): the journal's entries into the table, then the clinic's pending
+// entries chained, if it has any. It returns how many it refused, as
+// ChainPendingAudits does.
+func (s *Store) SettleAudits(ctx context.Context, accountID int64) (refused int, err error) {
+	if err := s.FlushAudits(ctx); err != nil {
+		return 0, err
+	}
+	var one int
+	switch err := s.Read().queryRow(ctx, "SELECT 1 FROM audit WHERE account_id = ? AND seq = -1 LIMIT 1", []any{accountID}, &one); {
+	case err == ErrNotFound:
+		return 0, nil
+	case err != nil:
+		return 0, err
+	}
+	return s.ChainPendingAudits(ctx, accountID)
 }
 
 // ChainPendingAudits chains a clinic's pending entries, in the order they
@@ -292,11 +312,15 @@ func auditMAC(key []byte, version, nonce string, e *clinic.AuditEntry) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// auditChainPageQuery reads the chain in the order of audit_account_seq,
+// whose entries are the chained ones (seq > 0).
+const auditChainPageQuery = `SELECT id, account_id, actor_kind, COALESCE(actor_user_id, 0), action, object_type, object_id, outcome, request_id, created, seq, hash, mac
+	FROM audit WHERE account_id = ? AND seq > 0 AND seq > ? ORDER BY seq LIMIT ?`
+
 // AuditChainPage is a clinic's chained entries from place after on, in
 // order, at most limit; and the chain's recorded end.
 func (q *Q) AuditChainPage(ctx context.Context, accountID, after int64, limit int) ([]clinic.AuditEntry, error) {
-	rows, err := q.query(ctx, `SELECT id, account_id, actor_kind, COALESCE(actor_user_id, 0), action, object_type, object_id, outcome, request_id, created, seq, hash, mac
-		FROM audit WHERE account_id = ? AND seq > ? ORDER BY seq LIMIT ?`, accountID, after, limit)
+	rows, err := q.query(ctx, auditChainPageQuery, accountID, after, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -349,7 +373,8 @@ func (q *Q) AuditChainHeads(ctx context.Context, after int64, limit int) ([]Audi
 	return out, q.d.translate(rows.Err())
 }
 
-// AuditFilter selects audit entries of one clinic. Zero values do not filter.
+// AuditFilter selects chained audit entries of one clinic (SettleAudits
+// chains the pending ones). Zero values do not filter.
 type AuditFilter struct {
 	AccountID  int64
 	UserID     int64
@@ -403,7 +428,8 @@ func (q *Q) ListAudit(ctx context.Context, f AuditFilter) ([]clinic.AuditEntry, 
 
 // where is f's filter, without the page.
 func (f AuditFilter) where() (string, []any) {
-	where := []string{"account_id = ?"}
+	// seq >= 0: the entries the trail's indexes hold (migration 00029).
+	where := []string{"account_id = ?", "seq >= 0"}
 	args := []any{f.AccountID}
 	add := func(cond string, a any) { where = append(where, cond); args = append(args, a) }
 	if f.UserID != 0 {
@@ -537,27 +563,15 @@ func (s *Store) VerifyAuditChain(ctx context.Context, accountID int64, anchor *A
 // AccessLog is a page of the accesses to a user's record by others, newest
 // first, and their total: entries about the user and about the visits
 // where they are the patient; after an entry's place when after is not
-// nil, then start skipped.
+// nil, then start skipped. Like the trail, it lists chained entries
+// (SettleAudits).
 func (q *Q) AccessLog(ctx context.Context, accountID, userID int64, after *AuditPlace, start, limit int) ([]clinic.AccessEntry, int, error) {
-	const where = `a.account_id = ? AND COALESCE(a.actor_user_id, 0) <> ? AND ((a.object_type = 'user' AND a.object_id = ?)
-		OR (a.object_type = 'visit' AND a.object_id IN (SELECT CAST(v.id AS TEXT) FROM visits v WHERE v.account_id = ? AND v.member_id = ?)))`
-	uid := strconv.FormatInt(userID, 10)
-	args := []any{accountID, userID, uid, accountID, userID}
+	count, page := accessLogQueries(accountID, userID, after, start, limit)
 	var total int
-	if err := q.queryRow(ctx, "SELECT COUNT(*) FROM audit a WHERE "+where, args, &total); err != nil {
+	if err := q.queryRow(ctx, count.query, count.args, &total); err != nil {
 		return nil, 0, err
 	}
-	page := where
-	if after != nil {
-		// The entries older than after's in the log's order: a page stays
-		// where it was while reads of the log add entries to its top.
-		page += " AND a.created <= ? AND (a.created < ? OR a.id < ?)"
-		args = append(args, after.Created, after.Created, after.ID)
-	}
-	rows, err := q.query(ctx, `SELECT a.id, a.actor_kind, COALESCE(a.actor_user_id, 0), a.action, a.object_type, a.object_id, a.outcome, a.created,
-		COALESCE(u.first_name || ' ' || u.last_name, ''), COALESCE(u.type, 0)
-		FROM audit a LEFT JOIN users u ON u.account_id = a.account_id AND u.id = a.actor_user_id
-		WHERE `+page+` ORDER BY a.created DESC, a.id DESC LIMIT ? OFFSET ?`, append(args, limit, start)...)
+	rows, err := q.query(ctx, page.query, page.args...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -571,4 +585,43 @@ func (q *Q) AccessLog(ctx context.Context, accountID, userID int64, after *Audit
 		out = append(out, e)
 	}
 	return out, total, q.d.translate(rows.Err())
+}
+
+// accessLogQueries are the statements of AccessLog's total and page: the
+// entries about the user, then those about the user's visits, each read
+// through audit_account_object. (One OR of the two read the clinic's
+// whole trail: SQLite reads an OR's terms by index only through indexes
+// without a WHERE of their own.)
+func accessLogQueries(accountID, userID int64, after *AuditPlace, start, limit int) (count, page listQuery) {
+	const others = "a.account_id = ? AND a.seq >= 0 AND COALESCE(a.actor_user_id, 0) <> ? AND "
+	uid := strconv.FormatInt(userID, 10)
+	var parts [2]string
+	var args [2][]any
+	parts[0], args[0] = others+"a.object_type = 'user' AND a.object_id = ?", []any{accountID, userID, uid}
+	parts[1], args[1] = others+"a.object_type = 'visit' AND a.object_id IN (SELECT CAST(v.id AS TEXT) FROM visits v WHERE v.account_id = ? AND v.member_id = ?)",
+		[]any{accountID, userID, accountID, userID}
+	count = listQuery{"SELECT (SELECT COUNT(*) FROM audit a WHERE " + parts[0] + ") + (SELECT COUNT(*) FROM audit a WHERE " + parts[1] + ")",
+		append(slices.Clip(args[0]), args[1]...)}
+	var pargs []any
+	for i := range parts {
+		if after != nil {
+			// The entries older than after's in the log's order: a page
+			// stays where it was while reads of the log add entries to
+			// its top.
+			parts[i] += " AND a.created + 0 <= ? AND (a.created + 0 < ? OR a.id < ?)"
+			args[i] = append(slices.Clip(args[i]), after.Created, after.Created, after.ID)
+		}
+		pargs = append(pargs, args[i]...)
+	}
+	// created + 0, here and in the place after: the page is in created
+	// order, but not read through audit_account_created_id, which SQLite
+	// would otherwise walk across the clinic's trail to find the user's
+	// entries; they are few, and sorted.
+	const cols = "SELECT a.id, a.account_id, a.actor_kind, a.actor_user_id, a.action, a.object_type, a.object_id, a.outcome, a.created + 0 AS created FROM audit a WHERE "
+	page = listQuery{`SELECT x.id, x.actor_kind, COALESCE(x.actor_user_id, 0), x.action, x.object_type, x.object_id, x.outcome, x.created,
+		COALESCE(u.first_name || ' ' || u.last_name, ''), COALESCE(u.type, 0)
+		FROM (` + cols + parts[0] + " UNION ALL " + cols + parts[1] + `) x
+		LEFT JOIN users u ON u.account_id = x.account_id AND u.id = x.actor_user_id
+		ORDER BY x.created DESC, x.id DESC LIMIT ? OFFSET ?`, append(pargs, limit, start)}
+	return count, page
 }

@@ -79,6 +79,17 @@ func ExplainAuditPage(ctx context.Context, s *Store, f AuditFilter) ([]string, e
 	return explain(ctx, s, []listQuery{{query, args}})
 }
 
+// ExplainAccessLog is the plans of the access log's total and page.
+func ExplainAccessLog(ctx context.Context, s *Store, accountID, userID int64, after *AuditPlace) ([]string, error) {
+	count, page := accessLogQueries(accountID, userID, after, 0, 50)
+	return explain(ctx, s, []listQuery{count, page})
+}
+
+// ExplainAuditChainPage is the plan of a page of the chain's walk.
+func ExplainAuditChainPage(ctx context.Context, s *Store, accountID, after int64) ([]string, error) {
+	return explain(ctx, s, []listQuery{{auditChainPageQuery, []any{accountID, after, 1000}}})
+}
+
 // ExplainUserPage is the plan of the statement of f's page of users.
 func ExplainUserPage(ctx context.Context, s *Store, f UserFilter) ([]string, error) {
 	w, args := f.cond()

@@ -29,9 +29,13 @@ func newAccount(t *testing.T, st *store.Store, code string) int64 {
 	return acct.ID
 }
 
-// stored lists the object ids of the account's audit entries, sorted.
+// stored lists the object ids of the account's audit entries, sorted,
+// once chained (the trail lists chained entries).
 func stored(t *testing.T, st *store.Store, accountID int64) []string {
 	t.Helper()
+	if _, err := st.ChainPendingAudits(context.Background(), accountID); err != nil {
+		t.Fatal(err)
+	}
 	es, _, err := st.Read().ListAudit(context.Background(), store.AuditFilter{AccountID: accountID, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
