@@ -4,10 +4,11 @@
 -- entry is then its row and its place in audit_pending, two B-trees in
 -- the writer's transaction instead of six; the chainer, which gives the
 -- entry its place, adds it to these in its own transaction, many entries
--- a commit. A SQLite message post at 64 connections went from 32% to 40%
--- of the bare insert (docs/performance.md, "The trail's indexes after the
--- chain"). The lists that read them ask for seq >= 0 (or seq > 0) and
--- chain the clinic's pending entries first (Store.SettleAudits).
+-- a commit. A SQLite message post at 64 connections went from 33% to 36%
+-- of the bare insert, medians of 5 rounds (docs/performance.md, "The
+-- trail's indexes after the chain"). The lists that read them ask for
+-- seq >= 0 (or seq > 0) and chain the clinic's pending entries first
+-- (Store.SettleAudits).
 DROP INDEX audit_account_created_id;
 DROP INDEX audit_account_object;
 DROP INDEX audit_account_actor;
