@@ -8960,7 +8960,11 @@ type ClientInterface interface {
 	// continues the trail after that entry instead, reading from an index whatever the
 	// depth: a full page carries a `Link` header with `rel="next"`, the same request with
 	// `after` set to its last entry (and no `start`). An `after` that is not an entry of
-	// the clinic's trail is 400.
+	// the clinic's trail is 400. `total_count` is the trail's length: without a filter,
+	// the length of the clinic's hash chain (`GET /audit/verify`) and the entries from
+	// before it, which costs the same however long the trail; with one, the entries it
+	// matches. An entry the chain refused (a row inserted or edited by SQL, which verify
+	// names) is neither listed nor counted.
 	//
 	// Corresponds with GET /api_v3/audit (the `GetAudit` operationId).
 	GetAudit(ctx context.Context, params *GetAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -11540,7 +11544,11 @@ func (c *Client) GetAccountsByCode(ctx context.Context, code string, reqEditors 
 // continues the trail after that entry instead, reading from an index whatever the
 // depth: a full page carries a `Link` header with `rel="next"`, the same request with
 // `after` set to its last entry (and no `start`). An `after` that is not an entry of
-// the clinic's trail is 400.
+// the clinic's trail is 400. `total_count` is the trail's length: without a filter,
+// the length of the clinic's hash chain (`GET /audit/verify`) and the entries from
+// before it, which costs the same however long the trail; with one, the entries it
+// matches. An entry the chain refused (a row inserted or edited by SQL, which verify
+// names) is neither listed nor counted.
 //
 // Corresponds with GET /api_v3/audit (the `GetAudit` operationId).
 func (c *Client) GetAudit(ctx context.Context, params *GetAuditParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -24813,7 +24821,11 @@ type ClientWithResponsesInterface interface {
 	// continues the trail after that entry instead, reading from an index whatever the
 	// depth: a full page carries a `Link` header with `rel="next"`, the same request with
 	// `after` set to its last entry (and no `start`). An `after` that is not an entry of
-	// the clinic's trail is 400.
+	// the clinic's trail is 400. `total_count` is the trail's length: without a filter,
+	// the length of the clinic's hash chain (`GET /audit/verify`) and the entries from
+	// before it, which costs the same however long the trail; with one, the entries it
+	// matches. An entry the chain refused (a row inserted or edited by SQL, which verify
+	// names) is neither listed nor counted.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -38575,7 +38587,11 @@ func (c *ClientWithResponses) GetAccountsByCodeWithResponse(ctx context.Context,
 // continues the trail after that entry instead, reading from an index whatever the
 // depth: a full page carries a `Link` header with `rel="next"`, the same request with
 // `after` set to its last entry (and no `start`). An `after` that is not an entry of
-// the clinic's trail is 400.
+// the clinic's trail is 400. `total_count` is the trail's length: without a filter,
+// the length of the clinic's hash chain (`GET /audit/verify`) and the entries from
+// before it, which costs the same however long the trail; with one, the entries it
+// matches. An entry the chain refused (a row inserted or edited by SQL, which verify
+// names) is neither listed nor counted.
 //
 // Returns a wrapper object for the known response body format(s).
 //

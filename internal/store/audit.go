@@ -404,9 +404,9 @@ func (q *Q) AuditEntryPlace(ctx context.Context, accountID, id int64) (*AuditPla
 // reads is when the journal was flushed, up to a fraction of a second
 // after their requests.
 func (q *Q) ListAudit(ctx context.Context, f AuditFilter) ([]clinic.AuditEntry, int, error) {
-	w, args := f.where()
+	count, cargs := f.count()
 	var total int
-	if err := q.queryRow(ctx, "SELECT COUNT(*) FROM audit WHERE "+w, args, &total); err != nil {
+	if err := q.queryRow(ctx, count, cargs, &total); err != nil {
 		return nil, 0, err
 	}
 	page, pargs := f.page()
@@ -451,6 +451,20 @@ func (f AuditFilter) where() (string, []any) {
 		add("created <= ?", f.To)
 	}
 	return strings.Join(where, " AND "), args
+}
+
+// count is the statement of f's total. The clinic's whole trail is its
+// chain's length and the entries from before the chain (seq 0, which
+// audit_legacy holds): counting the entries read every one of them, 7.5
+// ms a page at 100,000 (BenchmarkListAudit), and the trail grows with
+// every audited read. A filter counts the entries it matches.
+func (f AuditFilter) count() (string, []any) {
+	if f.UserID == 0 && f.ObjectType == "" && f.ObjectID == "" && f.Action == "" && f.From == 0 && f.To == 0 {
+		return `SELECT COALESCE((SELECT seq FROM audit_chain WHERE account_id = ?), 0)
+			+ (SELECT COUNT(*) FROM audit WHERE account_id = ? AND seq = 0)`, []any{f.AccountID, f.AccountID}
+	}
+	w, args := f.where()
+	return "SELECT COUNT(*) FROM audit WHERE " + w, args
 }
 
 // page is the statement of f's page: newest first by (created, id), in

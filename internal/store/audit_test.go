@@ -12,7 +12,8 @@ import (
 )
 
 // TestAudit_AppendGroups writes a group larger than one chunk (256 + 32 + 8 + 4)
-// and reads every entry back in order with its fields.
+// and reads every entry back in order with its fields once chained, the
+// total being the chain's length and the entries from before the chain.
 func TestAudit_AppendGroups(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -43,6 +44,23 @@ func TestAudit_AppendGroups(t *testing.T) {
 	}
 	if refused, err := st.SettleAudits(ctx, acct.ID); err != nil || refused != 0 {
 		t.Fatal(refused, err)
+	}
+	// Two entries from before the chain (seq 0) are listed and counted
+	// beside the chain's length; a refused one (seq -2) is neither.
+	if _, err := st.DB().Exec(st.Rebind(`INSERT INTO audit (account_id, actor_kind, action, object_type, object_id, outcome, request_id, created, seq)
+		VALUES (?, 'admin_token', 'user.read', 'user', 'old', 'ok', 'old', 10, 0), (?, 'admin_token', 'user.read', 'user', 'old', 'ok', 'old', 11, 0),
+		(?, 'admin_token', 'user.read', 'user', 'forged', 'ok', 'forged', 12, -2)`), acct.ID, acct.ID, acct.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, total := list(); total != n+2 || len(got) != n+2 || got[n].ObjectID != "old" {
+		t.Fatalf("with the entries from before the chain: total %d, %d listed", total, len(got))
+	}
+	if _, err := st.DB().Exec(st.Rebind("DELETE FROM audit WHERE account_id = ? AND seq <= 0"), acct.ID); err != nil {
+		t.Fatal(err)
+	}
+	// A filter counts what it matches.
+	if got, total, err := st.Read().ListAudit(ctx, store.AuditFilter{AccountID: acct.ID, ObjectID: "7", Limit: 10}); err != nil || total != 1 || len(got) != 1 {
+		t.Fatalf("by object: total %d, %d listed, %v", total, len(got), err)
 	}
 	got, total := list()
 	if total != n || len(got) != n {

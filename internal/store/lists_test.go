@@ -561,3 +561,39 @@ func TestUserCounts(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkListAudit reads a page of 50 of the clinic's trail with its
+// total, unfiltered and by action, at 1,000 and 100,000 chained entries
+// (docs/performance.md, "Cost growth").
+func BenchmarkListAudit(b *testing.B) {
+	ctx := context.Background()
+	for _, n := range []int{1000, 100000} {
+		st, acct, _, _, _ := seedVisits(b, 10)
+		if _, err := st.DB().Exec(st.Rebind(`INSERT INTO audit (account_id, actor_kind, action, object_type, object_id, outcome, request_id, created, seq)
+			SELECT CAST(? AS BIGINT), 'user_token', CASE WHEN i % 100 = 0 THEN 'visit.read' ELSE 'user.read' END, 'user', '1', 'ok', 'r', i, i
+			FROM (`+series()+`) AS s`), acct.ID, n); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := st.DB().Exec(st.Rebind("INSERT INTO audit_chain (account_id, seq, head) VALUES (?, ?, 'h')"), acct.ID, n); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := st.DB().Exec("ANALYZE audit"); err != nil {
+			b.Fatal(err)
+		}
+		for _, l := range []struct {
+			name string
+			f    store.AuditFilter
+		}{
+			{"clinic", store.AuditFilter{AccountID: acct.ID, Limit: 50}},
+			{"clinic-middle", store.AuditFilter{AccountID: acct.ID, Limit: 50, After: &store.AuditPlace{Created: int64(n / 2), ID: int64(n / 2)}}},
+		} {
+			b.Run(fmt.Sprintf("%s/%d", l.name, n), func(b *testing.B) {
+				for b.Loop() {
+					if es, total, err := st.Read().ListAudit(ctx, l.f); err != nil || len(es) != 50 || total != n {
+						b.Fatal(len(es), total, err)
+					}
+				}
+			})
+		}
+	}
+}
