@@ -122,8 +122,8 @@ func TestListVisits_KeysetPlans(t *testing.T) {
 		}
 		plans = append(plans, p...)
 	}
-	// The log's OR over the patient's objects may be sorted: as many rows
-	// as the patient's, not the clinic's.
+	// The log's two parts (the patient's entries, their visits') may be
+	// sorted: as many rows as the patient's, not the clinic's.
 	for _, plan := range plans {
 		if strings.Contains(plan, "Seq Scan on audit") || scansAudit.MatchString(plan) || !strings.Contains(plan, "audit_account_object") {
 			t.Errorf("the access log does not read the chained entries' object index:\n%s", plan)
@@ -562,9 +562,9 @@ func TestUserCounts(t *testing.T) {
 	}
 }
 
-// BenchmarkListAudit reads a page of 50 of the clinic's trail with its
-// total, unfiltered and by action, at 1,000 and 100,000 chained entries
-// (docs/performance.md, "Cost growth").
+// BenchmarkListAudit reads a page of 50 of the clinic's whole trail with
+// its total, the first page and one from the middle, at 1,000 and 100,000
+// chained entries (docs/performance.md, "The audit trail's total").
 func BenchmarkListAudit(b *testing.B) {
 	ctx := context.Background()
 	for _, n := range []int{1000, 100000} {
