@@ -589,21 +589,24 @@ func (a *App) RoomProviders(ctx context.Context, p *clinic.Principal, code strin
 	return out, nil
 }
 
-// RoomProviderByID is GET /rooms/{code}/providers/{id}.
+// RoomProviderByID is GET /rooms/{code}/providers/{id}: one provider of the
+// list RoomProviders gives, read on its own.
 func (a *App) RoomProviderByID(ctx context.Context, p *clinic.Principal, code string, id int64) (*RoomProvider, error) {
 	if err := requireAccount(p); err != nil {
 		return nil, err
 	}
-	list, err := a.RoomProviders(ctx, p, code)
+	r, err := a.RoomByCode(ctx, p, code)
 	if err != nil {
 		return nil, err
 	}
-	for i := range list {
-		if list[i].User.ID == id {
-			return &list[i], nil
-		}
+	u, err := a.store.Read().RoomUser(ctx, p.Account.ID, r.ID, id, clinic.UserProvider)
+	if err == nil && (u.IsHidden || !u.Active) {
+		err = store.ErrNotFound
 	}
-	return nil, clinic.Errorf(clinic.ENotFound, "Provider not found in this room.")
+	if err != nil {
+		return nil, StoreErr("room provider", err, "Provider not found in this room.")
+	}
+	return &RoomProvider{User: u, PhotoURL: a.photoURL(u, "")}, nil
 }
 
 // Queue is a room's waiting room as one caller sees it.

@@ -225,6 +225,22 @@ func TestRooms_ReadUpdateDelete(t *testing.T) {
 			t.Fatalf("%d %s", res.Status, res.Raw)
 		}
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/rooms/main/providers/" + pat.UserID, Header: acctHeaders(c)}), 404, 404)
+		// A provider of another room is not this room's; one hidden is in
+		// neither the list nor read alone.
+		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/rooms/second/providers/" + doc2.UserID, Header: acctHeaders(c)}), 404, 404)
+		if got := e.Do(testenv.Req{Path: "/api_v3/rooms/second/providers/" + doc.UserID, Header: acctHeaders(c)}); got.Status != 200 || got.Data()["id"] != doc.UserID {
+			t.Fatalf("%d %s", got.Status, got.Raw)
+		}
+		if _, err := e.Store.DB().Exec(e.Store.Rebind("UPDATE users SET is_hidden = 1 WHERE id = ?"), doc2.UserID); err != nil {
+			t.Fatal(err)
+		}
+		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/rooms/main/providers/" + doc2.UserID, Header: acctHeaders(c)}), 404, 404)
+		if l := e.Do(testenv.Req{Path: "/api_v3/rooms/main/providers", Header: acctHeaders(c)}).List(); len(l) != 1 || l[0]["id"] != doc.UserID {
+			t.Fatalf("hidden provider listed: %v", l)
+		}
+		if _, err := e.Store.DB().Exec(e.Store.Rebind("UPDATE users SET is_hidden = 0 WHERE id = ?"), doc2.UserID); err != nil {
+			t.Fatal(err)
+		}
 		d := e.Do(testenv.Req{Path: "/api_v3/rooms/main", Header: acctHeaders(c)}).Data()
 		if len(d["provider_ids"].([]any)) != 2 || len(strings.Split(d["users"].(string), ",")) != 3 {
 			t.Fatalf("%v %v", d["provider_ids"], d["users"])

@@ -167,6 +167,20 @@ func (q *Q) RoomUsers(ctx context.Context, accountID, roomID int64, userType int
 	return q.users(ctx, "SELECT "+userCols+" FROM users u JOIN user_rooms ur ON ur.user_id = u.id WHERE ur.account_id = ? AND ur.room_id = ?"+where+" ORDER BY lower(u.last_name), lower(u.first_name), u.id", args...)
 }
 
+// RoomUser is one user linked to a room, of userType (0: any); ErrNotFound
+// when that user is not linked to it.
+func (q *Q) RoomUser(ctx context.Context, accountID, roomID, userID int64, userType int) (*clinic.User, error) {
+	users, err := q.users(ctx, "SELECT "+userCols+" FROM users u JOIN user_rooms ur ON ur.user_id = u.id WHERE ur.account_id = ? AND ur.room_id = ? AND ur.user_id = ? AND u.account_id = ? AND (? = 0 OR u.type = ?)",
+		accountID, roomID, userID, accountID, userType, userType)
+	if err != nil {
+		return nil, err
+	}
+	if len(users) == 0 {
+		return nil, ErrNotFound
+	}
+	return users[0], nil
+}
+
 // UnlinkUserRoom removes a user's link to a room; ErrNotFound if none.
 func (q *Q) UnlinkUserRoom(ctx context.Context, accountID, userID, roomID int64) error {
 	return q.mustAffect(ctx, "DELETE FROM user_rooms WHERE account_id = ? AND user_id = ? AND room_id = ?", accountID, userID, roomID)
