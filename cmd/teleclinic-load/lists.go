@@ -94,9 +94,10 @@ func (c *clinic) listsScenario(ctx context.Context, o *options, s *seeded, srv *
 }
 
 // growClinic adds patients and visits to the clinic of code through the
-// store until it holds size of each, and returns the id of the visit in
-// the middle of its list and how many visits and users it holds (more than
-// size when the other scenarios made more). The patients have a hundred
+// store until it holds size of each (and at least freshVisits new visits),
+// and returns the id of the visit in the middle of those it added and how
+// many visits and users it holds (more than size when the other scenarios
+// made more). The patients have a hundred
 // first names. The visits are spread as a clinic's are: every tenth is the
 // first seeded patient's (the others the seeded patients' in turn), every
 // seventh an unassigned e-consult in the room, the rest appointments of the
@@ -156,8 +157,17 @@ func growPatients(ctx context.Context, st *store.Store, accountID int64, size in
 	return have, nil
 }
 
-// growVisits adds visits until the clinic holds size, and returns the id of
-// the visit in the middle of its list and how many it holds.
+// freshVisits is how many visits growVisits adds at the least, so that the
+// first pages of every list are grown visits at every size. The other
+// scenarios' visits (bookings with intakes, threads of messages) answer
+// larger pages: a first size made of them cost 3 to 6 times a page of the
+// grown clinic after it, which hid the growth the scenario is for.
+const freshVisits = 1000
+
+// growVisits adds visits until the clinic holds size, and at least
+// freshVisits of them, and returns the id of the visit in the middle of
+// those it added (the newest of the list: a page from the middle is a grown
+// visit's page at every size too) and how many the clinic holds.
 func growVisits(ctx context.Context, st *store.Store, accountID, roomID, pat0 int64, size int) (mid int64, have int, err error) {
 	r := st.Read()
 	acct := &clinicpkg.Account{ID: accountID}
@@ -181,6 +191,8 @@ func growVisits(ctx context.Context, st *store.Store, accountID, roomID, pat0 in
 		return 0, 0, err
 	}
 	now := time.Now().Unix()
+	size = max(size, have+freshVisits)
+	added := size - have
 	for have < size {
 		batch := min(size-have, 5000)
 		err = st.Tx(ctx, func(q *store.Q) error {
@@ -208,7 +220,7 @@ func growVisits(ctx context.Context, st *store.Store, accountID, roomID, pat0 in
 		}
 		have += batch
 	}
-	err = st.DB().QueryRowContext(ctx, st.Rebind("SELECT id FROM visits WHERE account_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?"), acct.ID, have/2).Scan(&mid)
+	err = st.DB().QueryRowContext(ctx, st.Rebind("SELECT id FROM visits WHERE account_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?"), acct.ID, added/2).Scan(&mid)
 	return mid, have, err
 }
 
