@@ -97,11 +97,11 @@ func (c *clinic) listsScenario(ctx context.Context, o *options, s *seeded, srv *
 // store until it holds size of each (and at least freshVisits new visits),
 // and returns the id of the visit in the middle of those it added and how
 // many visits and users it holds (more than size when the other scenarios
-// made more). The patients have a hundred
-// first names. The visits are spread as a clinic's are: every tenth is the
-// first seeded patient's (the others the seeded patients' in turn), every
-// seventh an unassigned e-consult in the room, the rest appointments of the
-// eight providers in turn; half of those are completed.
+// made more). The patients have a hundred first names. The visits are
+// spread as a clinic's are: every tenth is the first seeded patient's (the
+// others the seeded patients' in turn), every seventh an unassigned
+// e-consult in the room, the rest appointments of the eight providers in
+// turn; half of those are completed.
 func growClinic(ctx context.Context, storeArgs []string, code, roomCode, patientID string, size int) (mid int64, have, people int, err error) {
 	pat0, err := strconv.ParseInt(patientID, 10, 64)
 	if err != nil {
