@@ -579,14 +579,17 @@ func (a *App) RoomProviders(ctx context.Context, p *clinic.Principal, code strin
 	}
 	out := make([]RoomProvider, 0, len(users))
 	for _, u := range users {
-		if u.IsHidden || !u.Active {
-			continue
+		if listedInRoom(u) {
+			out = append(out, RoomProvider{User: u, PhotoURL: a.photoURL(u, "")})
 		}
-		rp := RoomProvider{User: u}
-		rp.PhotoURL = a.photoURL(u, "")
-		out = append(out, rp)
 	}
 	return out, nil
+}
+
+// listedInRoom says whether u, a user linked to a room, is one of the
+// room's providers the API lists: not hidden, not deactivated.
+func listedInRoom(u *clinic.User) bool {
+	return u.Type == clinic.UserProvider && !u.IsHidden && u.Active
 }
 
 // RoomProviderByID is GET /rooms/{code}/providers/{id}: one provider of the
@@ -599,8 +602,8 @@ func (a *App) RoomProviderByID(ctx context.Context, p *clinic.Principal, code st
 	if err != nil {
 		return nil, err
 	}
-	u, err := a.store.Read().RoomUser(ctx, p.Account.ID, r.ID, id, clinic.UserProvider)
-	if err == nil && (u.IsHidden || !u.Active) {
+	u, err := a.store.Read().RoomUser(ctx, p.Account.ID, r.ID, id)
+	if err == nil && !listedInRoom(u) {
 		err = store.ErrNotFound
 	}
 	if err != nil {

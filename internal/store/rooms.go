@@ -167,11 +167,11 @@ func (q *Q) RoomUsers(ctx context.Context, accountID, roomID int64, userType int
 	return q.users(ctx, "SELECT "+userCols+" FROM users u JOIN user_rooms ur ON ur.user_id = u.id WHERE ur.account_id = ? AND ur.room_id = ?"+where+" ORDER BY lower(u.last_name), lower(u.first_name), u.id", args...)
 }
 
-// RoomUser is one user linked to a room, of userType (0: any); ErrNotFound
-// when that user is not linked to it.
-func (q *Q) RoomUser(ctx context.Context, accountID, roomID, userID int64, userType int) (*clinic.User, error) {
-	users, err := q.users(ctx, "SELECT "+userCols+" FROM users u JOIN user_rooms ur ON ur.user_id = u.id WHERE ur.account_id = ? AND ur.room_id = ? AND ur.user_id = ? AND u.account_id = ? AND (? = 0 OR u.type = ?)",
-		accountID, roomID, userID, accountID, userType, userType)
+// RoomUser is one user linked to a room; ErrNotFound when that user is not
+// linked to it.
+func (q *Q) RoomUser(ctx context.Context, accountID, roomID, userID int64) (*clinic.User, error) {
+	users, err := q.users(ctx, "SELECT "+userCols+" FROM users u JOIN user_rooms ur ON ur.user_id = u.id WHERE ur.account_id = ? AND ur.room_id = ? AND ur.user_id = ? AND u.account_id = ?",
+		accountID, roomID, userID, accountID)
 	if err != nil {
 		return nil, err
 	}
