@@ -59,25 +59,125 @@ window.T = function (key) {
   var busy = false;
   var again = false;
 
-  // swap replaces the page's live regions with html's; after a form sent
-  // in place, the regions that form redraws too (data-inplace-region).
-  function swap(html, inplace) {
-    var doc = new DOMParser().parseFromString(html, "text/html");
-    var focused = document.activeElement && document.activeElement.id;
-    document.querySelectorAll(inplace ? "[data-live-region], [data-inplace-region]" : "[data-live-region]").forEach(function (old) {
-      var fresh = doc.getElementById(old.id);
-      if (fresh) {
-        old.replaceWith(document.importNode(fresh, true));
+  // The rule of every redraw, once for the whole portal: what a person is
+  // doing is never taken from them. A region is replaced by its new
+  // version, but each control they changed and did not send (a note being
+  // typed, a box ticked) keeps its value in the new version, the control
+  // they are in keeps the focus and the selection, and a region holding
+  // input that its new version has no place for is not replaced at all
+  // until the input is sent or undone. Scripts listen from the document
+  // (delegated), so a redrawn region keeps working.
+
+  // state is what a control holds now, as a string to compare.
+  function state(el) {
+    if (el.type === "checkbox" || el.type === "radio") {
+      return el.checked ? "1" : "0";
+    }
+    if (el.tagName === "SELECT") {
+      return Array.prototype.map.call(el.options, function (o) { return o.selected ? "1" : "0"; }).join("");
+    }
+    return el.value;
+  }
+
+  // unsaved says whether the person changed el from what the page drew
+  // and has not sent it (sent: the controls of the form just sent, with
+  // what they held when it went).
+  function unsaved(el, sent) {
+    if (el.disabled || el.readOnly || /^(hidden|submit|button|reset|image)$/.test(el.type)) {
+      return false;
+    }
+    if (sent && sent.has(el) && sent.get(el) === state(el)) {
+      return false;
+    }
+    if (el.type === "file") {
+      return el.files && el.files.length > 0;
+    }
+    if (el.type === "checkbox" || el.type === "radio") {
+      return el.checked !== el.defaultChecked;
+    }
+    if (el.tagName === "SELECT") {
+      return Array.prototype.some.call(el.options, function (o) { return o.selected !== o.defaultSelected; });
+    }
+    return el.value !== el.defaultValue;
+  }
+
+  // counterpart is el's place in fresh: the element of the same id, or of
+  // the same name (and, for a box, value).
+  function counterpart(el, fresh) {
+    if (el.id) {
+      return fresh.querySelector("#" + CSS.escape(el.id));
+    }
+    if (!el.name) {
+      return null;
+    }
+    var sel = "[name=\"" + CSS.escape(el.name) + "\"]";
+    if (el.type === "checkbox" || el.type === "radio") {
+      sel += "[value=\"" + CSS.escape(el.value) + "\"]";
+    }
+    return fresh.querySelector(sel);
+  }
+
+  // carry moves old's unsaved input into fresh; false when some of it has
+  // no place there (old must stay).
+  function carry(old, fresh, sent) {
+    var controls = old.querySelectorAll("input, textarea, select");
+    for (var i = 0; i < controls.length; i++) {
+      var el = controls[i];
+      if (!unsaved(el, sent)) {
+        continue;
       }
-    });
-    document.dispatchEvent(new Event("teleclinic:swapped"));
-    // Keyboard users keep their place when the control is still there.
-    if (focused && document.activeElement === document.body) {
-      var el = document.getElementById(focused);
-      if (el) {
-        el.focus();
+      var to = counterpart(el, fresh);
+      if (!to || to.tagName !== el.tagName || to.type !== el.type || el.type === "file") {
+        return false;
+      }
+      if (el.type === "checkbox" || el.type === "radio") {
+        to.checked = el.checked;
+      } else if (el.tagName === "SELECT") {
+        for (var j = 0; j < el.options.length && j < to.options.length; j++) {
+          to.options[j].selected = el.options[j].selected;
+        }
+      } else {
+        to.value = el.value;
       }
     }
+    return true;
+  }
+
+  // swap replaces the page's live regions with html's; after a form sent
+  // in place (form, with sent: its controls as they went), the region
+  // that form sits in too (data-inplace-region) and no other.
+  function swap(html, form, sent) {
+    var doc = new DOMParser().parseFromString(html, "text/html");
+    var regions = Array.prototype.slice.call(document.querySelectorAll("[data-live-region]"));
+    var own = form && form.closest("[data-inplace-region]");
+    if (own && regions.indexOf(own) < 0) {
+      regions.push(own);
+    }
+    var active = document.activeElement;
+    var focus = null;
+    regions.forEach(function (old) {
+      var found = doc.getElementById(old.id);
+      if (!found) {
+        return;
+      }
+      var fresh = document.importNode(found, true);
+      if (!carry(old, fresh, sent)) {
+        return;
+      }
+      if (active && old.contains(active) && active !== old) {
+        focus = { to: counterpart(active, fresh), from: active };
+      }
+      old.replaceWith(fresh);
+    });
+    if (focus && focus.to) {
+      focus.to.focus({ preventScroll: true });
+      try {
+        if (typeof focus.from.selectionStart === "number" && focus.to.value === focus.from.value) {
+          focus.to.setSelectionRange(focus.from.selectionStart, focus.from.selectionEnd, focus.from.selectionDirection);
+        }
+      } catch (e) { /* a control without a selection (a box, a date) */ }
+    }
+    document.dispatchEvent(new Event("teleclinic:swapped"));
   }
 
   function refresh() {
@@ -140,6 +240,12 @@ window.T = function (key) {
       data.append(e.submitter.name, e.submitter.value);
     }
     var body = new URLSearchParams(data);
+    // What the form's controls held as it went: input typed after this
+    // is still unsaved when the answer redraws the form.
+    var sent = new Map();
+    Array.prototype.forEach.call(form.elements, function (el) {
+      sent.set(el, state(el));
+    });
     if (button) {
       button.disabled = true;
     }
@@ -147,9 +253,12 @@ window.T = function (key) {
       .then(function (res) {
         return res.text().then(function (html) {
           if (res.ok) {
-            swap(html, true);
+            swap(html, form, sent);
             notice(html);
-            if (form.getAttribute("data-inplace") !== "keep") {
+            // A sent form is emptied for the next message, unless the
+            // person typed on while it went.
+            var typedOn = Array.prototype.some.call(form.elements, function (el) { return sent.get(el) !== state(el); });
+            if (form.getAttribute("data-inplace") !== "keep" && !typedOn) {
               form.reset();
             }
             if (alert) {

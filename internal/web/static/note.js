@@ -3,27 +3,45 @@
 // suggestions (GET /providers/diagnoses); choosing one adds it to the
 // note's diagnoses as a checked box, which unchecking removes. Without
 // JavaScript, codes are typed into the comma-separated field instead.
+//
+// The note's section is redrawn when its forms are sent (live.js), so the
+// script holds no element: it listens on the document and looks the
+// search's parts up at each event. It may be loaded again by a redraw;
+// it runs once.
 (function () {
   "use strict";
-  var search = document.getElementById("dx-search");
-  var options = document.getElementById("dx-options");
-  var chosen = document.getElementById("dx-chosen");
-  if (!search || !options || !chosen || !window.fetch) {
+  if (!window.fetch || window.teleclinicNote) {
     return;
   }
   var found = {}; // code → description, of the last answer
   var timer = null;
   var asked = "";
+  var answeredInto = null; // the suggestion list the last answer filled
+  window.teleclinicNote = { asked: 0 };
+
+  function el(id) {
+    return document.getElementById(id);
+  }
 
   function lookup() {
+    var search = el("dx-search");
+    if (!search) {
+      return;
+    }
     var q = search.value.trim();
-    if (q.length < 2 || q === asked) {
+    // A redrawn section has an empty suggestion list: ask again.
+    if (q.length < 2 || (q === asked && answeredInto === el("dx-options"))) {
       return;
     }
     asked = q;
+    window.teleclinicNote.asked++;
     fetch("/providers/diagnoses?q=" + encodeURIComponent(q), { credentials: "same-origin" })
       .then(function (res) { return res.ok ? res.json() : []; })
       .then(function (list) {
+        var options = el("dx-options");
+        if (!options) {
+          return;
+        }
         options.textContent = "";
         found = {};
         list.forEach(function (d) {
@@ -34,12 +52,18 @@
           o.textContent = d.code + " " + d.description;
           options.appendChild(o);
         });
+        answeredInto = options;
       })
       .catch(function () {});
   }
 
   function add(code) {
-    if (chosen.querySelector('input[value="' + code + '"]')) {
+    var search = el("dx-search");
+    var chosen = el("dx-chosen");
+    if (!search || !chosen) {
+      return;
+    }
+    if (chosen.querySelector('input[value="' + CSS.escape(code) + '"]')) {
       search.value = "";
       return;
     }
@@ -58,8 +82,11 @@
     search.value = "";
   }
 
-  search.addEventListener("input", function () {
-    var v = search.value.trim().toUpperCase();
+  document.addEventListener("input", function (e) {
+    if (e.target.id !== "dx-search") {
+      return;
+    }
+    var v = e.target.value.trim().toUpperCase();
     if (found[v]) { // a suggestion chosen
       add(v);
       return;
@@ -69,12 +96,13 @@
   });
   // Enter in the search adds the first suggestion rather than sending the
   // note.
-  search.addEventListener("keydown", function (e) {
-    if (e.key !== "Enter") {
+  document.addEventListener("keydown", function (e) {
+    if (e.target.id !== "dx-search" || e.key !== "Enter") {
       return;
     }
     e.preventDefault();
-    var first = options.querySelector("option");
+    var options = el("dx-options");
+    var first = options && options.querySelector("option");
     if (first) {
       add(first.value);
     }
