@@ -40,37 +40,38 @@ const (
 )
 
 // ListAudit is GET /audit, for the clinic admin: the clinic's trail, newest first.
-func (a *App) ListAudit(ctx context.Context, p *clinic.Principal, in AuditQuery) ([]clinic.AuditEntry, int, error) {
+func (a *App) ListAudit(ctx context.Context, p *clinic.Principal, in AuditQuery) (clinic.Page[clinic.AuditEntry], int, error) {
+	var none clinic.Page[clinic.AuditEntry]
 	if err := RequireAdmin(p); err != nil {
-		return nil, 0, err
+		return none, 0, err
 	}
 	if in.Start < 0 || in.Limit < 0 || in.After < 0 || (in.To != 0 && in.From > in.To) {
-		return nil, 0, clinic.Errorf(clinic.EInvalid, "start, limit and after must not be negative, and from must not be after to.")
+		return none, 0, clinic.Errorf(clinic.EInvalid, "start, limit and after must not be negative, and from must not be after to.")
 	}
 	if in.Limit == 0 {
 		in.Limit = AuditPageDefault
 	}
 	in.Limit = min(in.Limit, AuditPageMax)
 	if err := a.settleAudits(ctx, p.Account.ID); err != nil {
-		return nil, 0, fmt.Errorf("list audit: %w", err)
+		return none, 0, fmt.Errorf("list audit: %w", err)
 	}
 	f := store.AuditFilter{AccountID: p.Account.ID, UserID: in.UserID,
-		ObjectType: in.ObjectType, ObjectID: in.ObjectID, Action: in.Action, From: in.From, To: in.To, Start: in.Start, Limit: in.Limit}
+		ObjectType: in.ObjectType, ObjectID: in.ObjectID, Action: in.Action, From: in.From, To: in.To, Start: in.Start, Limit: in.Limit + 1}
 	if in.After != 0 {
 		var err error
 		f.After, err = a.store.Read().AuditEntryPlace(ctx, p.Account.ID, in.After)
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, 0, clinic.Errorf(clinic.EInvalid, "after must be the id of an entry of the clinic's trail.")
+			return none, 0, clinic.Errorf(clinic.EInvalid, "after must be the id of an entry of the clinic's trail.")
 		}
 		if err != nil {
-			return nil, 0, fmt.Errorf("list audit: %w", err)
+			return none, 0, fmt.Errorf("list audit: %w", err)
 		}
 	}
 	list, total, err := a.store.Read().ListAudit(ctx, f)
 	if err != nil {
-		return nil, 0, fmt.Errorf("list audit: %w", err)
+		return none, 0, fmt.Errorf("list audit: %w", err)
 	}
-	return list, total, nil
+	return clinic.PageOf(list, in.Limit, func(e clinic.AuditEntry) int64 { return e.ID }), total, nil
 }
 
 // AuditChainKey is the key of the audit trail's hash chain, derived from
@@ -279,41 +280,44 @@ func AccessLogPage(limit int) int { return PageSize(limit, 50, 500) }
 // what, never the content — the accounting of disclosures a patient may
 // ask for. The user themself and the clinic admin may read it. Audited as
 // user.access_log.read.
-func (a *App) AccessLog(ctx context.Context, p *clinic.Principal, userID int64, in AccessLogQuery) ([]clinic.AccessEntry, int, error) {
+func (a *App) AccessLog(ctx context.Context, p *clinic.Principal, userID int64, in AccessLogQuery) (clinic.Page[clinic.AccessEntry], int, error) {
+	var none clinic.Page[clinic.AccessEntry]
 	if err := RequireUser(p); err != nil {
-		return nil, 0, err
+		return none, 0, err
 	}
 	u, err := a.store.Read().UserByID(ctx, p.Account.ID, userID)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return nil, 0, clinic.Errorf(clinic.ENotFound, "User not found.")
+		return none, 0, clinic.Errorf(clinic.ENotFound, "User not found.")
 	case err != nil:
-		return nil, 0, fmt.Errorf("access log: %w", err)
+		return none, 0, fmt.Errorf("access log: %w", err)
 	case u.ID != p.UserID() && !p.IsAdmin():
-		return nil, 0, a.AuditOutcome(ctx, p, "user.access_log.read", "user", i64s(userID),
+		return none, 0, a.AuditOutcome(ctx, p, "user.access_log.read", "user", i64s(userID),
 			clinic.Errorf(clinic.EForbidden, "Only the user and the clinic admin may read the accesses to a user's record."))
 	}
 	if in.Start < 0 || in.Limit < 0 || in.After < 0 {
-		return nil, 0, clinic.Errorf(clinic.EInvalid, "start, limit and after must not be negative.")
+		return none, 0, clinic.Errorf(clinic.EInvalid, "start, limit and after must not be negative.")
 	}
 	limit := AccessLogPage(in.Limit)
 	if err := a.settleAudits(ctx, p.Account.ID); err != nil {
-		return nil, 0, fmt.Errorf("access log: %w", err)
+		return none, 0, fmt.Errorf("access log: %w", err)
 	}
 	var after *store.AuditPlace
 	if in.After != 0 {
 		if after, err = a.store.Read().AuditEntryPlace(ctx, p.Account.ID, in.After); errors.Is(err, store.ErrNotFound) {
-			return nil, 0, clinic.Errorf(clinic.EInvalid, "after must be the id of an entry of the log.")
+			return none, 0, clinic.Errorf(clinic.EInvalid, "after must be the id of an entry of the log.")
 		} else if err != nil {
-			return nil, 0, fmt.Errorf("access log: %w", err)
+			return none, 0, fmt.Errorf("access log: %w", err)
 		}
 	}
-	list, total, err := a.store.Read().AccessLog(ctx, p.Account.ID, u.ID, after, in.Start, limit)
+	list, total, err := a.store.Read().AccessLog(ctx, p.Account.ID, u.ID, after, in.Start, limit+1)
 	if err != nil {
-		return nil, 0, fmt.Errorf("access log: %w", err)
+		return none, 0, fmt.Errorf("access log: %w", err)
 	}
+	pg := clinic.PageOf(list, limit, func(e clinic.AccessEntry) int64 { return e.ID })
+	list = pg.Items
 	if err := a.Audit(ctx, p, "user.access_log.read", "user", i64s(u.ID), OutcomeOK); err != nil {
-		return nil, 0, err
+		return none, 0, err
 	}
 	// The patient learns who of the clinic's staff read their record; a
 	// patient or guest who tried to (and was refused) is listed without
@@ -325,7 +329,7 @@ func (a *App) AccessLog(ctx context.Context, p *clinic.Principal, userID int64, 
 			}
 		}
 	}
-	return list, total, nil
+	return pg, total, nil
 }
 
 // settleAudits chains the clinic's pending entries (the reads' from the

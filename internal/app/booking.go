@@ -102,7 +102,7 @@ func (a *App) Availability(ctx context.Context, p *clinic.Principal, in Availabi
 	}
 	slots, now := v.Slots, key.now
 	out := &Availability{Groups: v.Groups, Slots: []AvailSlot{}, Through: in.End}
-	if len(slots) == MaxSlotList {
+	if v.Next != 0 {
 		// The read stopped inside the window: the answer ends before the
 		// last instant read, whose slots may go on past the read, and the
 		// caller goes on from there (GET /availability's Link). Were every

@@ -161,21 +161,22 @@ const MaxRxList = 1000
 func RxPage(limit int) int { return PageSize(limit, MaxRxList, MaxRxList) }
 
 // Prescriptions is GET /users/{id}/erx/prescriptions.
-func (a *App) Prescriptions(ctx context.Context, p *clinic.Principal, userID int64, in RxQuery) ([]*PrescriptionView, error) {
+func (a *App) Prescriptions(ctx context.Context, p *clinic.Principal, userID int64, in RxQuery) (clinic.Page[*PrescriptionView], error) {
 	if err := RequireUser(p); err != nil {
-		return nil, err
+		return clinic.Page[*PrescriptionView]{}, err
 	}
 	out, err := a.prescriptions(ctx, p, userID, in)
 	return out, a.AuditOutcome(ctx, p, "prescription.list", "user", i64s(userID), err)
 }
 
-func (a *App) prescriptions(ctx context.Context, p *clinic.Principal, userID int64, in RxQuery) ([]*PrescriptionView, error) {
+func (a *App) prescriptions(ctx context.Context, p *clinic.Principal, userID int64, in RxQuery) (clinic.Page[*PrescriptionView], error) {
+	var none clinic.Page[*PrescriptionView]
 	u, err := a.recordOwner(ctx, p, userID, readRecords, false)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
 	if in.Before < 0 {
-		return nil, clinic.Errorf(clinic.EInvalid, "before is the id of the last prescription of the page before.")
+		return none, clinic.Errorf(clinic.EInvalid, "before is the id of the last prescription of the page before.")
 	}
 	status := in.Status
 	switch strings.ToLower(status) {
@@ -186,13 +187,16 @@ func (a *App) prescriptions(ctx context.Context, p *clinic.Principal, userID int
 	case "all":
 		status = ""
 	default:
-		return nil, clinic.Errorf(clinic.EInvalid, "status must be Current, Discontinued or All.")
+		return none, clinic.Errorf(clinic.EInvalid, "status must be Current, Discontinued or All.")
 	}
-	rxs, err := a.store.Read().Prescriptions(ctx, p.Account.ID, u.ID, store.RxFilter{Status: status, Before: in.Before, Limit: RxPage(in.Limit)})
+	size := RxPage(in.Limit)
+	rxs, err := a.store.Read().Prescriptions(ctx, p.Account.ID, u.ID, store.RxFilter{Status: status, Before: in.Before, Limit: size + 1})
 	if err != nil {
-		return nil, fmt.Errorf("prescriptions: %w", err)
+		return none, fmt.Errorf("prescriptions: %w", err)
 	}
-	return a.prescriptionViews(ctx, p, rxs)
+	pg := clinic.PageOf(rxs, size, func(rx *clinic.Prescription) int64 { return rx.ID })
+	views, err := a.prescriptionViews(ctx, p, pg.Items)
+	return clinic.Page[*PrescriptionView]{Items: views, Next: pg.Next}, err
 }
 
 // prescriptionViews are rxs with their prescribers' names, read in one

@@ -323,23 +323,25 @@ func FilesPage(limit int) int { return PageSize(limit, MaxFileList, MaxFileList)
 // or of one visit. A user's list leaves out the files attached to visits
 // unless include_shared asks for them (spec: an intake attachment is
 // "visible only on the visit page").
-func (a *App) ListFiles(ctx context.Context, p *clinic.Principal, in FileQuery) ([]*FileInfo, error) {
+func (a *App) ListFiles(ctx context.Context, p *clinic.Principal, in FileQuery) (clinic.Page[*FileInfo], error) {
 	if err := RequireUser(p); err != nil {
-		return nil, err
+		return clinic.Page[*FileInfo]{}, err
 	}
 	out, err := a.listFiles(ctx, p, in)
 	target := in.TargetType + ":" + i64s(in.TargetID)
 	return out, a.AuditOutcome(ctx, p, "file.list", "files", target, err)
 }
 
-func (a *App) listFiles(ctx context.Context, p *clinic.Principal, in FileQuery) ([]*FileInfo, error) {
+func (a *App) listFiles(ctx context.Context, p *clinic.Principal, in FileQuery) (clinic.Page[*FileInfo], error) {
+	var none clinic.Page[*FileInfo]
 	if in.Category != "" && !fileCategories[in.Category] {
-		return nil, clinic.Errorf(clinic.EInvalid, "category_type must be one of intake_attachment, user_consent, user_avatar, user_document.")
+		return none, clinic.Errorf(clinic.EInvalid, "category_type must be one of intake_attachment, user_consent, user_avatar, user_document.")
 	}
 	if in.Before < 0 {
-		return nil, clinic.Errorf(clinic.EInvalid, "before is the id of the last file of the page before.")
+		return none, clinic.Errorf(clinic.EInvalid, "before is the id of the last file of the page before.")
 	}
-	flt := store.FileFilter{AccountID: p.Account.ID, Category: in.Category, Before: in.Before, Limit: FilesPage(in.Limit)}
+	size := FilesPage(in.Limit)
+	flt := store.FileFilter{AccountID: p.Account.ID, Category: in.Category, Before: in.Before, Limit: size + 1}
 	switch in.TargetType {
 	case "", "user":
 		id := in.TargetID
@@ -348,7 +350,7 @@ func (a *App) listFiles(ctx context.Context, p *clinic.Principal, in FileQuery) 
 		}
 		u, err := a.recordOwner(ctx, p, id, readRecords, false)
 		if err != nil {
-			return nil, err
+			return none, err
 		}
 		flt.TargetType, flt.TargetID = "user", u.ID
 		if in.IncludeShared {
@@ -359,21 +361,23 @@ func (a *App) listFiles(ctx context.Context, p *clinic.Principal, in FileQuery) 
 		}
 	case "visit":
 		if in.TargetID <= 0 {
-			return nil, clinic.Errorf(clinic.EInvalid, "target_id must be the visit's id.")
+			return none, clinic.Errorf(clinic.EInvalid, "target_id must be the visit's id.")
 		}
 		v, err := a.VisitFor(ctx, p, in.TargetID)
 		if err != nil {
-			return nil, err
+			return none, err
 		}
 		flt.TargetType, flt.TargetID = "visit", v.ID
 	default:
-		return nil, clinic.Errorf(clinic.EInvalid, "target_type must be user or visit.")
+		return none, clinic.Errorf(clinic.EInvalid, "target_type must be user or visit.")
 	}
 	files, err := a.store.Read().ListFiles(ctx, flt)
 	if err != nil {
-		return nil, fmt.Errorf("files: %w", err)
+		return none, fmt.Errorf("files: %w", err)
 	}
-	return a.fileInfos(ctx, p, files)
+	pg := clinic.PageOf(files, size, func(f *clinic.File) int64 { return f.ID })
+	infos, err := a.fileInfos(ctx, p, pg.Items)
+	return clinic.Page[*FileInfo]{Items: infos, Next: pg.Next}, err
 }
 
 // fileInfos are files as p is shown them, their creators read in one

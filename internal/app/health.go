@@ -367,40 +367,41 @@ const (
 func ReadingsPage(limit int) int { return PageSize(limit, DefaultReadings, MaxReadings) }
 
 // Readings is GET /users/{id}/health: a patient's readings, newest first.
-func (a *App) Readings(ctx context.Context, p *clinic.Principal, userID int64, in ReadingQuery) ([]*clinic.Reading, error) {
+func (a *App) Readings(ctx context.Context, p *clinic.Principal, userID int64, in ReadingQuery) (clinic.Page[*clinic.Reading], error) {
 	if err := RequireUser(p); err != nil {
-		return nil, err
+		return clinic.Page[*clinic.Reading]{}, err
 	}
 	out, err := a.readings(ctx, p, userID, in)
 	return out, a.AuditOutcome(ctx, p, "health.read", "user", i64s(userID), err)
 }
 
-func (a *App) readings(ctx context.Context, p *clinic.Principal, userID int64, in ReadingQuery) ([]*clinic.Reading, error) {
+func (a *App) readings(ctx context.Context, p *clinic.Principal, userID int64, in ReadingQuery) (clinic.Page[*clinic.Reading], error) {
+	var none clinic.Page[*clinic.Reading]
 	u, err := a.recordOwner(ctx, p, userID, readRecords, false)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
 	if _, ok := measures[in.DataType]; in.DataType != "" && !ok {
-		return nil, clinic.Errorf(clinic.EInvalid, "data_type %q is not a measurement type.", in.DataType)
+		return none, clinic.Errorf(clinic.EInvalid, "data_type %q is not a measurement type.", in.DataType)
 	}
-	in.Limit = ReadingsPage(in.Limit)
-	f := store.ReadingFilter{DataType: in.DataType, From: in.From, To: in.To, Limit: in.Limit}
+	size := ReadingsPage(in.Limit)
+	f := store.ReadingFilter{DataType: in.DataType, From: in.From, To: in.To, Limit: size + 1}
 	if in.Before < 0 {
-		return nil, clinic.Errorf(clinic.EInvalid, "before is the id of one of the patient's readings.")
+		return none, clinic.Errorf(clinic.EInvalid, "before is the id of one of the patient's readings.")
 	}
 	if in.Before > 0 {
 		b, err := a.store.Read().Reading(ctx, p.Account.ID, u.ID, in.Before)
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, clinic.Errorf(clinic.EInvalid, "before is the id of one of the patient's readings.")
+			return none, clinic.Errorf(clinic.EInvalid, "before is the id of one of the patient's readings.")
 		}
 		if err != nil {
-			return nil, fmt.Errorf("health: %w", err)
+			return none, fmt.Errorf("health: %w", err)
 		}
 		f.Before = b
 	}
 	rs, err := a.store.Read().Readings(ctx, p.Account.ID, u.ID, f)
 	if err != nil {
-		return nil, fmt.Errorf("health: %w", err)
+		return none, fmt.Errorf("health: %w", err)
 	}
-	return rs, nil
+	return clinic.PageOf(rs, size, func(r *clinic.Reading) int64 { return r.ID }), nil
 }

@@ -249,16 +249,17 @@ func NotificationPage(size *int) int {
 // Notifications is GET /notifications: newest first, size at a time, those
 // before last (milliseconds) when given, after the notification before
 // when given.
-func (a *App) Notifications(ctx context.Context, p *clinic.Principal, size *int, last, before int64) ([]*clinic.Notification, error) {
+func (a *App) Notifications(ctx context.Context, p *clinic.Principal, size *int, last, before int64) (clinic.Page[*clinic.Notification], error) {
+	var none clinic.Page[*clinic.Notification]
 	if err := RequireUser(p); err != nil {
-		return nil, err
+		return none, err
 	}
 	if size != nil && *size < 1 {
-		return nil, clinic.Errorf(clinic.EInvalid, "size must be at least 1.")
+		return none, clinic.Errorf(clinic.EInvalid, "size must be at least 1.")
 	}
 	n := NotificationPage(size)
 	if last < 0 {
-		return nil, clinic.Errorf(clinic.EInvalid, "last must be a timestamp in milliseconds.")
+		return none, clinic.Errorf(clinic.EInvalid, "last must be a timestamp in milliseconds.")
 	}
 	// before is the caller's notification the page goes on after: by
 	// (mtime, id), so notifications of one millisecond, which last skips,
@@ -268,14 +269,17 @@ func (a *App) Notifications(ctx context.Context, p *clinic.Principal, size *int,
 		var err error
 		after, err = a.store.Read().UserNotification(ctx, p.Account.ID, p.UserID(), before)
 		if errors.Is(err, store.ErrNotFound) || before < 0 {
-			return nil, clinic.Errorf(clinic.EInvalid, "before is the id of one of your notifications.")
+			return none, clinic.Errorf(clinic.EInvalid, "before is the id of one of your notifications.")
 		}
 		if err != nil {
-			return nil, fmt.Errorf("notifications: %w", err)
+			return none, fmt.Errorf("notifications: %w", err)
 		}
 	}
-	ns, err := a.store.Read().UserNotifications(ctx, p.Account.ID, p.UserID(), last, after, n)
-	return ns, StoreErr("notifications", err, "")
+	ns, err := a.store.Read().UserNotifications(ctx, p.Account.ID, p.UserID(), last, after, n+1)
+	if err != nil {
+		return none, StoreErr("notifications", err, "")
+	}
+	return clinic.PageOf(ns, n, func(x *clinic.Notification) int64 { return x.ID }), nil
 }
 
 var errNotificationNotFound = clinic.Errorf(clinic.ENotFound, "Notification not found.")

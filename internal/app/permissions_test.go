@@ -756,10 +756,10 @@ func newPermFixture(t *testing.T) *permFixture {
 	f.endpointID = ep.ID
 	ns, err := a.Notifications(ctx, f.p1, nil, 0, 0)
 	must(err)
-	if len(ns) == 0 {
+	if len(ns.Items) == 0 {
 		t.Fatal("the provider's reply made no notification for the patient")
 	}
-	f.notificationID = ns[0].ID
+	f.notificationID = ns.Items[0].ID
 	no := false
 	_, err = a.PutEMR(ctx, f.p1, f.p1.User.ID, "allergies", []any{map[string]any{"substance": "acme-allergy"}}, true, &no)
 	must(err)

@@ -362,24 +362,25 @@ func (a *App) ListSlots(ctx context.Context, p *clinic.Principal, in SlotQuery) 
 }
 
 // findSlots lists the slots f selects, of provider when one is named (not
-// 0), with what they show. A read that filled f.Limit names its last slot
-// as Next: the list may go on after it, and a caller's filter in Go may
+// 0), with what they show, f.Limit at most. When more follow, Next names
+// the last slot read (a clinic.Page's cursor): a caller's filter in Go may
 // have left it out of the view.
 func (a *App) findSlots(ctx context.Context, p *clinic.Principal, f store.SlotFilter, provider int64) (*SlotsView, error) {
 	if provider != 0 {
 		f.ProviderIDs = []int64{provider}
 	}
+	size := f.Limit
+	f.Limit++
 	slots, err := a.store.Read().ListSlots(ctx, f)
 	if err != nil {
 		return nil, fmt.Errorf("slots: %w", err)
 	}
-	v, err := a.slotsView(ctx, p, slots)
+	pg := clinic.PageOf(slots, size, func(s clinic.Slot) int64 { return s.ID })
+	v, err := a.slotsView(ctx, p, pg.Items)
 	if err != nil {
 		return nil, err
 	}
-	if len(slots) > 0 && len(slots) == f.Limit {
-		v.Next = slots[len(slots)-1].ID
-	}
+	v.Next = pg.Next
 	return v, nil
 }
 

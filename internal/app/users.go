@@ -134,28 +134,31 @@ var ListFields = map[string]bool{"id": true, "username": true, "first_name": tru
 	"full_name": true, "last_login": true, "type": true, "subtype": true}
 
 // ListUsers is GET /users, for the clinic admin.
-func (a *App) ListUsers(ctx context.Context, p *clinic.Principal, in UserListQuery) ([]*clinic.User, int, error) {
+func (a *App) ListUsers(ctx context.Context, p *clinic.Principal, in UserListQuery) (clinic.Page[*clinic.User], int, error) {
+	var none clinic.Page[*clinic.User]
 	if err := RequireAdmin(p); err != nil {
-		return nil, 0, err
+		return none, 0, err
 	}
 	f, err := a.userFilter(p, in)
 	if err != nil {
-		return nil, 0, err
+		return none, 0, err
 	}
 	if f == nil { // asked for another clinic: nothing of it is visible
-		return []*clinic.User{}, 0, a.Audit(ctx, p, "user.list", "user", "", OutcomeOK)
+		return clinic.Page[*clinic.User]{Items: []*clinic.User{}}, 0, a.Audit(ctx, p, "user.list", "user", "", OutcomeOK)
 	}
+	size := f.Limit
+	f.Limit++
 	users, total, err := a.store.Read().ListUsers(ctx, *f)
 	if errors.Is(err, store.ErrNotFound) { // the after user
-		return nil, 0, clinic.Errorf(clinic.EInvalid, "after: user %d is not a user of this clinic.", f.After)
+		return none, 0, clinic.Errorf(clinic.EInvalid, "after: user %d is not a user of this clinic.", f.After)
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("list users: %w", err)
+		return none, 0, fmt.Errorf("list users: %w", err)
 	}
 	if err := a.Audit(ctx, p, "user.list", "user", "", OutcomeOK); err != nil {
-		return nil, 0, err
+		return none, 0, err
 	}
-	return users, total, nil
+	return clinic.PageOf(users, size, func(u *clinic.User) int64 { return u.ID }), total, nil
 }
 
 // SearchTooShort says whether a name or email search s is given but too

@@ -375,66 +375,68 @@ const MaxVisitList = 500
 
 // ListVisits is GET /visits: a patient's own visits, a provider's visits and
 // their rooms' unassigned e-consults and walk-ins, or all of the clinic's for the admin;
-// newest first.
-func (a *App) ListVisits(ctx context.Context, p *clinic.Principal, in VisitQuery) ([]*VisitDetail, error) {
+// newest first (the waiting list oldest first), a page at a time.
+func (a *App) ListVisits(ctx context.Context, p *clinic.Principal, in VisitQuery) (clinic.Page[*VisitDetail], error) {
+	var none clinic.Page[*VisitDetail]
 	if err := RequireUser(p); err != nil {
-		return nil, err
+		return none, err
 	}
 	if in.Limit < 0 || in.Limit > MaxVisitList || in.After < 0 {
-		return nil, clinic.Errorf(clinic.EInvalid, "limit is from 1 to %d, and after is a visit id.", MaxVisitList)
+		return none, clinic.Errorf(clinic.EInvalid, "limit is from 1 to %d, and after is a visit id.", MaxVisitList)
 	}
 	if in.Limit == 0 {
 		in.Limit = MaxVisitList
 	}
 	f := store.VisitFilter{AccountID: p.Account.ID, StartAfter: in.StartTime, EndBefore: in.EndTime, WithRecording: in.WithRecordingsOnly,
-		After: in.After, Limit: in.Limit}
+		After: in.After, Limit: in.Limit + 1}
 	for _, s := range in.Statuses {
 		n, err := strconv.Atoi(s)
 		if err != nil || !slices.Contains([]int{10, 20, 25, 30, 40}, n) {
-			return nil, clinic.Errorf(clinic.EInvalid, "status is one or more of 10, 20, 25, 30, 40.")
+			return none, clinic.Errorf(clinic.EInvalid, "status is one or more of 10, 20, 25, 30, 40.")
 		}
 		f.Statuses = append(f.Statuses, n)
 	}
 	if in.StartTime < 0 || in.EndTime < 0 {
-		return nil, clinic.Errorf(clinic.EInvalid, "start_time and end_time are UNIX timestamps.")
+		return none, clinic.Errorf(clinic.EInvalid, "start_time and end_time are UNIX timestamps.")
 	}
 	if in.RoomCode != "" {
 		r, err := a.RoomByCode(ctx, p, in.RoomCode)
 		if err != nil {
-			return nil, err
+			return none, err
 		}
 		f.RoomID = r.ID
 	}
 	switch {
 	case in.Waiting && !IsProvider(p):
-		return []*VisitDetail{}, nil // only a provider's rooms have a waiting list
+		return clinic.Page[*VisitDetail]{Items: []*VisitDetail{}}, nil // only a provider's rooms have a waiting list
 	case p.IsAdmin():
 		f.MemberID = in.MemberID
 	case IsProvider(p):
 		f.ProviderID, f.ProviderRooms, f.MemberID = p.UserID(), true, in.MemberID
 		f.Unassigned, f.Oldest = in.Waiting, in.Waiting
 	case in.MemberID != 0 && in.MemberID != p.UserID():
-		return []*VisitDetail{}, nil // a patient sees only their own
+		return clinic.Page[*VisitDetail]{Items: []*VisitDetail{}}, nil // a patient sees only their own
 	default:
 		f.MemberID = p.UserID()
 	}
 	vs, err := a.store.Read().ListVisits(ctx, f)
 	if err != nil {
-		return nil, fmt.Errorf("list visits: %w", err)
+		return none, fmt.Errorf("list visits: %w", err)
 	}
-	out, err := a.visitDetails(ctx, p, vs)
+	pg := clinic.PageOf(vs, in.Limit, func(v *clinic.Visit) int64 { return v.ID })
+	out, err := a.visitDetails(ctx, p, pg.Items)
 	if err != nil {
-		return nil, err
+		return none, err
 	}
 	if in.WithRecordings {
 		if err := a.attachRecordings(ctx, p, out); err != nil {
-			return nil, err
+			return none, err
 		}
 	}
 	if err := a.Audit(ctx, p, "visit.list", "visit", "", OutcomeOK); err != nil {
-		return nil, err
+		return none, err
 	}
-	return out, nil
+	return clinic.Page[*VisitDetail]{Items: out, Next: pg.Next}, nil
 }
 
 // Visit lifecycle actions (COMPAT.md: the forms existing clients post).

@@ -251,22 +251,24 @@ const MaxDeliveryList = 200
 
 // WebhookDeliveries is GET /webhooks/deliveries: newest first, a page of
 // limit (default 50) before the delivery id before.
-func (a *App) WebhookDeliveries(ctx context.Context, p *clinic.Principal, before int64, limit int) ([]*WebhookDelivery, error) {
+func (a *App) WebhookDeliveries(ctx context.Context, p *clinic.Principal, before int64, limit int) (clinic.Page[*WebhookDelivery], error) {
 	if err := RequireAdmin(p); err != nil {
-		return nil, err
+		return clinic.Page[*WebhookDelivery]{}, err
 	}
 	if limit <= 0 {
 		limit = 50
 	}
-	rs, err := a.store.Read().ListOutbox(ctx, p.Account.ID, TopicWebhook, before, min(limit, MaxDeliveryList))
+	limit = min(limit, MaxDeliveryList)
+	rs, err := a.store.Read().ListOutbox(ctx, p.Account.ID, TopicWebhook, before, limit+1)
 	if err != nil {
-		return nil, fmt.Errorf("deliveries: %w", err)
+		return clinic.Page[*WebhookDelivery]{}, fmt.Errorf("deliveries: %w", err)
 	}
-	out := make([]*WebhookDelivery, len(rs))
-	for i, r := range rs {
+	pg := clinic.PageOf(rs, limit, func(r *store.OutboxRecord) int64 { return r.ID })
+	out := make([]*WebhookDelivery, len(pg.Items))
+	for i, r := range pg.Items {
 		out[i] = toDelivery(r, a.Unix())
 	}
-	return out, nil
+	return clinic.Page[*WebhookDelivery]{Items: out, Next: pg.Next}, nil
 }
 
 var errDeliveryNotFound = clinic.Errorf(clinic.ENotFound, "Delivery not found.")

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"cmp"
 	"net/http"
 
 	"teleclinic/internal/app"
@@ -95,11 +94,9 @@ func (s *Server) listAudit(w http.ResponseWriter, r *http.Request, c *call) erro
 	if err != nil {
 		return err
 	}
-	if len(list) > 0 && len(list) == min(cmp.Or(in.Limit, app.AuditPageDefault), app.AuditPageMax) {
-		setNextLink(w, r, "after", id(list[len(list)-1].ID), "start")
-	}
-	out := make([]auditEntry, 0, len(list))
-	for _, e := range list {
+	nextLink(w, r, "after", list.Next, "start")
+	out := make([]auditEntry, 0, len(list.Items))
+	for _, e := range list.Items {
 		uid := ""
 		if e.ActorUserID != 0 {
 			uid = id(e.ActorUserID)
@@ -182,11 +179,9 @@ func (s *Server) accessLog(w http.ResponseWriter, r *http.Request, c *call) erro
 	if err != nil {
 		return err
 	}
-	if len(list) > 0 && len(list) == app.AccessLogPage(limit) {
-		setNextLink(w, r, "after", id(list[len(list)-1].ID), "start")
-	}
-	out := make([]accessEntry, 0, len(list))
-	for _, e := range list {
+	nextLink(w, r, "after", list.Next, "start")
+	out := make([]accessEntry, 0, len(list.Items))
+	for _, e := range list.Items {
 		a := accessActor{Kind: e.ActorKind, Name: e.ActorName}
 		if e.ActorUserID != 0 {
 			a.UserID = id(e.ActorUserID)

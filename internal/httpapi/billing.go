@@ -317,8 +317,9 @@ func (s *Server) listInvoices(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	out := make([]*invoiceOut, len(invs))
-	for i, inv := range invs {
+	nextLink(w, r, "before", invs.Next)
+	out := make([]*invoiceOut, len(invs.Items))
+	for i, inv := range invs.Items {
 		out[i] = toInvoice(inv)
 	}
 	return ok(w, out)

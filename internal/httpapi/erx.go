@@ -49,11 +49,9 @@ func (s *Server) listPrescriptions(w http.ResponseWriter, r *http.Request, c *ca
 	if err != nil {
 		return err
 	}
-	if len(rxs) > 0 && len(rxs) == app.RxPage(limit) {
-		setNextLink(w, r, "before", id(rxs[len(rxs)-1].ID))
-	}
-	out := make([]prescriptionOut, len(rxs))
-	for i, rx := range rxs {
+	nextLink(w, r, "before", rxs.Next)
+	out := make([]prescriptionOut, len(rxs.Items))
+	for i, rx := range rxs.Items {
 		out[i] = toPrescription(rx)
 	}
 	return ok(w, out)

@@ -131,11 +131,9 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request, c *call) erro
 	if err != nil {
 		return err
 	}
-	if len(files) > 0 && len(files) == app.FilesPage(limit) {
-		setNextLink(w, r, "before", id(files[len(files)-1].ID))
-	}
-	out := make([]fileOut, len(files))
-	for i, f := range files {
+	nextLink(w, r, "before", files.Next)
+	out := make([]fileOut, len(files.Items))
+	for i, f := range files.Items {
 		out[i] = toFile(f)
 	}
 	return ok(w, out)

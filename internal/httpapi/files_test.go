@@ -364,9 +364,13 @@ func TestFiles_Pages(t *testing.T) {
 			t.Fatalf("%d a page: %v, want %v", limit, got, want)
 		}
 	}
+	// All 18 on one page: that page is the last and names no next one.
 	shared := e.Do(testenv.Req{Path: "/api_v3/files", Query: q("include_shared", "1", "limit", "18"), Header: h})
-	if shared.Status != 200 || len(shared.List()) != 18 || shared.Header.Get("Link") == "" {
+	if shared.Status != 200 || len(shared.List()) != 18 || shared.Header.Get("Link") != "" {
 		t.Fatalf("with the visit's files: %d files, Link %q", len(shared.List()), shared.Header.Get("Link"))
+	}
+	if part := e.Do(testenv.Req{Path: "/api_v3/files", Query: q("include_shared", "1", "limit", "17"), Header: h}); part.Status != 200 || len(part.List()) != 17 || part.Header.Get("Link") == "" {
+		t.Fatalf("17 of the 18: %d files, Link %q", len(part.List()), part.Header.Get("Link"))
 	}
 	for _, before := range []string{"-1", "soon"} {
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/files", Query: q("before", before), Header: h}), 400, 400)

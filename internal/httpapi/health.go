@@ -97,11 +97,9 @@ func (s *Server) listReadings(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	if len(rs) > 0 && len(rs) == app.ReadingsPage(limit) {
-		setNextLink(w, r, "before", id(rs[len(rs)-1].ID))
-	}
-	out := make([]readingOut, len(rs))
-	for i, rd := range rs {
+	nextLink(w, r, "before", rs.Next)
+	out := make([]readingOut, len(rs.Items))
+	for i, rd := range rs.Items {
 		o := readingOut{"id": id(rd.ID), "user_id": id(rd.UserID), "device_id": rd.DeviceID, "type": rd.Type, "data_type": rd.DataType,
 			"data_class": rd.DataClass, "date": rd.Date, "time": rd.Time, "created": rd.Created}
 		for k, v := range rd.Values {

@@ -458,13 +458,18 @@ type pageWalk struct {
 	// limit is the page size: a shorter page names no next one (0: a page
 	// may be short and still go on).
 	limit int
+	// filtered: the server filters a page after reading it (GET /slots's
+	// type), so a page may be empty, the last one too.
+	filtered bool
 }
 
 // walk follows the links from the first page until one names none. It
 // fails t on an answer other than 200, a link to another path or that
 // drops a parameter of the first request, a cursor that is not the last
 // item's and a short page with a next; it returns the pages' items in
-// order and how many pages there were.
+// order and how many pages there were. A link to an empty page (after an
+// exactly full last one) fails t too: the list reads one more row than a
+// page to know whether another follows (clinic.Page).
 func (pw pageWalk) walk(t *testing.T, e *testenv.Env) (items []map[string]any, pages int) {
 	t.Helper()
 	query := pw.query
@@ -477,6 +482,9 @@ func (pw pageWalk) walk(t *testing.T, e *testenv.Env) (items []map[string]any, p
 			t.Fatalf("%s, page %d: %d %s", pw.path, pages, res.Status, res.Raw)
 		}
 		list := res.List()
+		if pages > 1 && len(list) == 0 && !pw.filtered {
+			t.Fatalf("%s, page %d: a next link led to an empty page (the page before was the last)", pw.path, pages)
+		}
 		items = append(items, list...)
 		link := res.Header.Get("Link")
 		if link == "" {

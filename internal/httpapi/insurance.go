@@ -307,12 +307,10 @@ func (s *Server) claimsReport(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	if len(claims) > 0 && len(claims) == billing.ClaimsPage(limit) {
-		setNextLink(w, r, "after", id(claims[len(claims)-1].Visit.ID))
-	}
+	nextLink(w, r, "after", claims.Next)
 	ref := s.app.ReferenceLists()
-	out := make([]claimOut, len(claims))
-	for i, cl := range claims {
+	out := make([]claimOut, len(claims.Items))
+	for i, cl := range claims.Items {
 		v := cl.Visit
 		o := claimOut{VisitID: id(v.ID), Date: cl.Date, Status: v.Status, Kind: v.Kind, Start: v.Start, End: v.End,
 			Diagnoses: []claimCode{}, Procedures: []claimProc{}}

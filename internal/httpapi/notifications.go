@@ -120,11 +120,9 @@ func (s *Server) listNotifications(w http.ResponseWriter, r *http.Request, c *ca
 	if err != nil {
 		return err
 	}
-	if len(ns) > 0 && len(ns) == app.NotificationPage(size) {
-		setNextLink(w, r, "before", id(ns[len(ns)-1].ID), "last")
-	}
-	out := make([]notificationOut, len(ns))
-	for i, n := range ns {
+	nextLink(w, r, "before", ns.Next, "last")
+	out := make([]notificationOut, len(ns.Items))
+	for i, n := range ns.Items {
 		out[i] = toNotification(n)
 	}
 	return ok(w, out)

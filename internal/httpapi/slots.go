@@ -192,12 +192,10 @@ func (s *Server) availableSlots(w http.ResponseWriter, r *http.Request, c *call)
 	return slotPage(w, r, c, v)
 }
 
-// slotPage answers a page of slots, with a Link to the next when the page
-// was full.
+// slotPage answers a page of slots, with a Link to the next when more
+// follow.
 func slotPage(w http.ResponseWriter, r *http.Request, c *call, v *app.SlotsView) error {
-	if v.Next != 0 {
-		setNextLink(w, r, "after", id(v.Next))
-	}
+	nextLink(w, r, "after", v.Next)
 	return ok(w, toSlots(c.p.Account, v))
 }
 
@@ -284,7 +282,7 @@ func (s *Server) availability(w http.ResponseWriter, r *http.Request, c *call) e
 	}
 	if av.Through < in.End {
 		// More slots than one answer holds: the next starts where it ends.
-		setNextLink(w, r, "start", strconv.FormatInt(av.Through, 10))
+		nextLink(w, r, "start", av.Through)
 	}
 	// An answer may be held and sent to many of the clinic's callers
 	// (app/availcache.go): it is encoded once.

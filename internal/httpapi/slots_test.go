@@ -501,7 +501,7 @@ func TestSlots_Pages(t *testing.T) {
 	// the slots, in order of start, and the number of pages.
 	walk := func(t *testing.T, path string, query url.Values) (ids []string, pages int) {
 		t.Helper()
-		slots, pages := pageWalk{path: path, query: query, header: h, cursor: "after"}.walk(t, e)
+		slots, pages := pageWalk{path: path, query: query, header: h, cursor: "after", filtered: query.Has("type")}.walk(t, e)
 		for i, sl := range slots {
 			if i > 0 && sl["start"].(float64) < slots[i-1]["start"].(float64) {
 				t.Fatalf("slot %v before %v", sl["id"], slots[i-1]["id"])

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"cmp"
 	"net/http"
 	"strconv"
 	"strings"
@@ -191,11 +190,9 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, c *call) erro
 	if err != nil {
 		return err
 	}
-	if n := len(users); n > 0 && n == min(cmp.Or(in.Limit, app.DefaultUserLimit), app.MaxUserLimit) {
-		setNextLink(w, r, "after", id(users[n-1].ID), "start")
-	}
-	out := make([]any, 0, len(users))
-	for _, u := range users {
+	nextLink(w, r, "after", users.Next, "start")
+	out := make([]any, 0, len(users.Items))
+	for _, u := range users.Items {
 		sum := userSummary{ID: id(u.ID), Code: u.Code, Username: u.Username, FirstName: u.FirstName, LastName: u.LastName,
 			FullName: u.FullName(), SvcID: u.SvcID, Email: u.Email, Type: u.Type, Subtype: u.Subtype, Status: u.Status,
 			Active: u.Active, EmailVerified: u.EmailVerified, IsAdmin: u.IsAdmin, IsHidden: u.IsHidden,

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"cmp"
 	"context"
 	"net/http"
 	"net/url"
@@ -310,16 +309,14 @@ func (s *Server) listVisits(w http.ResponseWriter, r *http.Request, c *call) err
 	if err != nil {
 		return err
 	}
-	list, err := s.app.ListVisits(r.Context(), c.p, app.VisitQuery{RoomCode: q.Str("room_code"), StartTime: start, EndTime: end,
+	page, err := s.app.ListVisits(r.Context(), c.p, app.VisitQuery{RoomCode: q.Str("room_code"), StartTime: start, EndTime: end,
 		Statuses: q.List("status"), WithRecordings: wantsRecordings(c) || only, WithRecordingsOnly: only, Limit: limit, After: after})
 	if err != nil {
 		return err
 	}
-	if len(list) > 0 && len(list) == cmp.Or(limit, app.MaxVisitList) {
-		setNextLink(w, r, "after", id(list[len(list)-1].Visit.ID), "start")
-	}
-	out := make([]*visitOut, 0, len(list))
-	for _, d := range list {
+	nextLink(w, r, "after", page.Next, "start")
+	out := make([]*visitOut, 0, len(page.Items))
+	for _, d := range page.Items {
 		v, err := s.toVisit(r.Context(), c.p, d)
 		if err != nil {
 			return err
@@ -393,13 +390,17 @@ func (s *Server) answerVisit(w http.ResponseWriter, r *http.Request, c *call, d 
 	return ok(w, out)
 }
 
-// setNextLink says where the next page of a list is (RFC 8288's Link,
-// rel="next"): this request's address with name set to value, without the
-// parameters drop names (an offset, `start`, that a keyset takes the
-// place of).
-func setNextLink(w http.ResponseWriter, r *http.Request, name, value string, drop ...string) {
+// nextLink is the API's one writer of where a list's next page is (RFC
+// 8288's Link, rel="next"), from the page's cursor (clinic.Page's Next):
+// this request's address with name set to next, without the parameters
+// drop names (an offset, `start`, that a keyset takes the place of). The
+// last page (next 0) has none.
+func nextLink(w http.ResponseWriter, r *http.Request, name string, next int64, drop ...string) {
+	if next == 0 {
+		return
+	}
 	q := r.URL.Query()
-	q.Set(name, value)
+	q.Set(name, id(next))
 	for _, d := range drop {
 		q.Del(d)
 	}

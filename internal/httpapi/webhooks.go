@@ -81,8 +81,9 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, c *call)
 	if err != nil {
 		return err
 	}
-	out := make([]deliveryOut, len(ds))
-	for i, d := range ds {
+	nextLink(w, r, "before", ds.Next)
+	out := make([]deliveryOut, len(ds.Items))
+	for i, d := range ds.Items {
 		out[i] = toDelivery(d)
 	}
 	return ok(w, out)

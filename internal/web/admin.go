@@ -174,14 +174,11 @@ func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, p
 	// The deliveries, newest first, a page at a time (keyset by id).
 	q := r.URL.Query()
 	dBefore, _ := strconv.ParseInt(q.Get("deliveries_before"), 10, 64)
-	if page.Deliveries, err = s.app.WebhookDeliveries(ctx, p, max(dBefore, 0), adminDeliveriesPage+1); err != nil {
+	deliveries, err := s.app.WebhookDeliveries(ctx, p, max(dBefore, 0), adminDeliveriesPage)
+	if err != nil {
 		return err
 	}
-	page.DeliveriesPaged = dBefore > 0
-	if len(page.Deliveries) > adminDeliveriesPage {
-		page.Deliveries = page.Deliveries[:adminDeliveriesPage]
-		page.DeliveriesMore = page.Deliveries[adminDeliveriesPage-1].ID
-	}
+	page.Deliveries, page.DeliveriesMore, page.DeliveriesPaged = deliveries.Items, deliveries.Next, dBefore > 0
 	// The providers by name, a page at a time (keyset: a page costs the
 	// same in a clinic of 5 or 5,000).
 	after, _ := strconv.ParseInt(r.URL.Query().Get("providers_after"), 10, 64)
@@ -193,28 +190,21 @@ func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, p
 	if err != nil {
 		return err
 	}
-	for _, u := range provs {
+	for _, u := range provs.Items {
 		page.Providers = append(page.Providers, adminProvider{ID: u.ID, Name: u.FullName(), Email: u.Email, Invited: u.Status == clinic.StatusPending})
 	}
-	page.ProvidersPaged = after > 0
-	if len(provs) == adminProvidersPage {
-		page.ProvidersMore = provs[len(provs)-1].ID
-	}
+	page.ProvidersPaged, page.ProvidersMore = after > 0, provs.Next
 	// The payments and the audit trail, newest first, a page at a time
 	// (keyset: the next page is what comes before the last one shown).
-	// One more than a page is read to know whether another follows.
 	before, _ := strconv.ParseInt(q.Get("payments_before"), 10, 64)
-	invs, err := s.billing.Invoices(ctx, p, billing.InvoiceQuery{Before: max(before, 0), Limit: adminPaymentsPage + 1})
+	invPage, err := s.billing.Invoices(ctx, p, billing.InvoiceQuery{Before: max(before, 0), Limit: adminPaymentsPage})
 	if err != nil {
 		return err
 	}
-	page.PaymentsPaged, page.PaymentsBefore = before > 0, max(before, 0)
-	if len(invs) > adminPaymentsPage {
-		invs = invs[:adminPaymentsPage]
-		page.PaymentsMore = invs[len(invs)-1].ID
-	}
+	invs := invPage.Items
+	page.PaymentsPaged, page.PaymentsBefore, page.PaymentsMore = before > 0, max(before, 0), invPage.Next
 	page.Filter = app.AuditQuery{Action: strings.TrimSpace(q.Get("action")), ObjectType: strings.TrimSpace(q.Get("object_type")),
-		ObjectID: strings.TrimSpace(q.Get("object_id")), Limit: adminAuditPage + 1}
+		ObjectID: strings.TrimSpace(q.Get("object_id")), Limit: adminAuditPage}
 	if page.FilterUser = strings.TrimSpace(q.Get("user_id")); page.FilterUser != "" {
 		n, err := strconv.ParseInt(page.FilterUser, 10, 64)
 		if err != nil || n <= 0 {
@@ -223,10 +213,10 @@ func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, p
 		page.Filter.UserID = n
 	}
 	page.Filter.After, _ = strconv.ParseInt(q.Get("audit_after"), 10, 64)
-	entries, _, err := s.app.ListAudit(ctx, p, page.Filter)
+	trail, _, err := s.app.ListAudit(ctx, p, page.Filter)
 	if clinic.ErrorCode(err) == clinic.EInvalid && page.Filter.After != 0 { // not an entry of the trail: from the start
 		page.Filter.After = 0
-		entries, _, err = s.app.ListAudit(ctx, p, page.Filter)
+		trail, _, err = s.app.ListAudit(ctx, p, page.Filter)
 	}
 	if err != nil {
 		return err
@@ -249,9 +239,9 @@ func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, p
 	if page.Filter.After != 0 {
 		page.AuditFirst = auditLink(0)
 	}
-	if len(entries) > adminAuditPage {
-		entries = entries[:adminAuditPage]
-		page.AuditMore = auditLink(entries[len(entries)-1].ID)
+	entries := trail.Items
+	if trail.Next != 0 {
+		page.AuditMore = auditLink(trail.Next)
 	}
 
 	// Who, by name: the patients of the payments and the users the
@@ -273,7 +263,7 @@ func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, p
 		if err != nil {
 			return err
 		}
-		for _, u := range us {
+		for _, u := range us.Items {
 			names[u.ID] = u.FullName()
 		}
 	}
@@ -395,7 +385,7 @@ func (s *Server) showAdminRoom(w http.ResponseWriter, r *http.Request, status in
 	// name, or those a search finds: not every provider of the clinic.
 	// The room's own are shown by name a page at a time, as /admin shows
 	// the clinic's.
-	var linked []*clinic.User
+	var linked clinic.Page[*clinic.User]
 	linkedAfter, _ := strconv.ParseInt(r.URL.Query().Get("linked_after"), 10, 64)
 	if len(d.ProviderIDs) > 0 {
 		in := app.UserListQuery{IDs: d.ProviderIDs, Sort: "full_name", After: max(linkedAfter, 0), Limit: adminProvidersPage}
@@ -449,12 +439,9 @@ func (s *Server) showAdminRoom(w http.ResponseWriter, r *http.Request, status in
 	if c := st.Consent; c != nil {
 		page.ConsentVersion, page.ConsentText = c.Version, c.Text
 	}
-	page.Linked, page.Find, page.FindNote, page.MoreOthers = linked, find, findNote, total > len(others)
-	page.LinkedPaged = linkedAfter > 0
-	if len(linked) == adminProvidersPage {
-		page.LinkedMore = linked[len(linked)-1].ID
-	}
-	for _, u := range others {
+	page.Linked, page.Find, page.FindNote, page.MoreOthers = linked.Items, find, findNote, total > len(others.Items)
+	page.LinkedPaged, page.LinkedMore = linkedAfter > 0, linked.Next
+	for _, u := range others.Items {
 		if !slices.Contains(d.ProviderIDs, u.ID) {
 			page.Others = append(page.Others, u)
 		}

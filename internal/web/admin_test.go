@@ -157,14 +157,14 @@ func (c *adminScript) deliveriesAndAudit(t *testing.T) {
 		t.Fatal(err)
 	}
 	ds, err := c.f.e.App.WebhookDeliveries(c.bg, c.f.admin(t), 0, 1)
-	if err != nil || len(ds) != 1 {
+	if err != nil || len(ds.Items) != 1 {
 		t.Fatalf("%v %v", ds, err)
 	}
 	pg := c.b.get("/admin")
-	if !strings.Contains(pg.Body, `id="delivery-`+itoa(ds[0].ID)+`"`) || !strings.Contains(pg.Body, "visit.message.created") {
+	if !strings.Contains(pg.Body, `id="delivery-`+itoa(ds.Items[0].ID)+`"`) || !strings.Contains(pg.Body, "visit.message.created") {
 		t.Fatalf("delivery log: %s", pg.Body)
 	}
-	if pg := c.b.post("/admin/deliveries/"+itoa(ds[0].ID)+"/redeliver", nil); pg.Status != 303 {
+	if pg := c.b.post("/admin/deliveries/"+itoa(ds.Items[0].ID)+"/redeliver", nil); pg.Status != 303 {
 		t.Fatalf("redeliver: %d %s", pg.Status, pg.Body)
 	}
 	if pg := c.b.post("/admin/deliveries/999999/redeliver", nil); pg.Status != 404 {

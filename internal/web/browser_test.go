@@ -599,8 +599,8 @@ func TestBrowser_StripeElements(t *testing.T) {
 		t.Fatal("the card number came back to the page")
 	}
 	vs, _ := f.e.App.ListVisits(bg, p2, app.VisitQuery{})
-	if len(vs) != 0 {
-		t.Fatalf("an unpaid walk-in joined the queue: %d visits", len(vs))
+	if len(vs.Items) != 0 {
+		t.Fatalf("an unpaid walk-in joined the queue: %d visits", len(vs.Items))
 	}
 }
 
@@ -668,7 +668,8 @@ func TestBrowser_PaidAppointment(t *testing.T) {
 	checkA11y(t, patient, "visits")
 	screenshot(t, patient, "visits")
 	p2 := f.user(t, f.p2Token)
-	vs, err := f.e.App.ListVisits(bg, p2, app.VisitQuery{})
+	page, err := f.e.App.ListVisits(bg, p2, app.VisitQuery{})
+	vs := page.Items
 	if err != nil || len(vs) != 1 || vs[0].Visit.Kind != clinic.KindAppointment ||
 		time.Unix(vs[0].Visit.Start, 0).UTC().Format("15:04") != "09:30" {
 		t.Fatalf("the booked visit: %+v %v", vs, err)

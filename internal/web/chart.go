@@ -140,16 +140,12 @@ func (s *Server) chart(w http.ResponseWriter, r *http.Request) error {
 	// The patient's visits the caller sees, newest first, a page at a time
 	// (keyset: visits_after is the last one shown).
 	after, _ := strconv.ParseInt(r.URL.Query().Get("visits_after"), 10, 64)
-	vs, err := s.app.ListVisits(ctx, p, app.VisitQuery{MemberID: uid, After: max(after, 0), Limit: chartVisitsPage + 1})
+	vs, err := s.app.ListVisits(ctx, p, app.VisitQuery{MemberID: uid, After: max(after, 0), Limit: chartVisitsPage})
 	if err != nil {
 		return err
 	}
-	page.VisitsPaged = after > 0
-	if len(vs) > chartVisitsPage {
-		vs = vs[:chartVisitsPage]
-		page.VisitsMore = vs[len(vs)-1].Visit.ID
-	}
-	for _, d := range vs {
+	page.VisitsPaged, page.VisitsMore = after > 0, vs.Next
+	for _, d := range vs.Items {
 		it := visitItem{ID: d.Visit.ID, Status: statusWord(d.Visit.Status), Created: d.Visit.Created}
 		if d.Room != nil {
 			it.Room = d.Room.Name
@@ -202,14 +198,13 @@ func (s *Server) chartRecords(ctx context.Context, p *clinic.Principal, uid int6
 		sort.Slice(page.EMR, func(i, j int) bool { return page.EMR[i].Name < page.EMR[j].Name })
 	}
 	// Files and prescriptions newest first, a page at a time (keyset by
-	// id); one more than a page says whether more follow.
-	if page.Files, err = s.app.ListFiles(ctx, p, app.FileQuery{TargetID: uid, TargetType: "user", Before: max(page.FilesBefore, 0), Limit: chartListPage + 1}); err != nil {
-		if page.FilesState, err = refusal(err); err != nil {
+	// id).
+	if files, e := s.app.ListFiles(ctx, p, app.FileQuery{TargetID: uid, TargetType: "user", Before: max(page.FilesBefore, 0), Limit: chartListPage}); e != nil {
+		if page.FilesState, err = refusal(e); err != nil {
 			return err
 		}
-	} else if len(page.Files) > chartListPage {
-		page.Files = page.Files[:chartListPage]
-		page.FilesMore = page.Files[chartListPage-1].ID
+	} else {
+		page.Files, page.FilesMore = files.Items, files.Next
 	}
 	if cards, e := s.app.InsuranceCards(ctx, p, uid); e != nil {
 		if page.CardsState, err = refusal(e); err != nil {
@@ -234,13 +229,12 @@ func (s *Server) chartRecords(ctx context.Context, p *clinic.Principal, uid int6
 			}
 		}
 	}
-	if page.Prescriptions, err = s.app.Prescriptions(ctx, p, uid, app.RxQuery{Status: "All", Before: max(page.RxBefore, 0), Limit: chartListPage + 1}); err != nil {
-		if page.RxState, err = refusal(err); err != nil {
+	if rxs, e := s.app.Prescriptions(ctx, p, uid, app.RxQuery{Status: "All", Before: max(page.RxBefore, 0), Limit: chartListPage}); e != nil {
+		if page.RxState, err = refusal(e); err != nil {
 			return err
 		}
-	} else if len(page.Prescriptions) > chartListPage {
-		page.Prescriptions = page.Prescriptions[:chartListPage]
-		page.RxMore = page.Prescriptions[chartListPage-1].ID
+	} else {
+		page.Prescriptions, page.RxMore = rxs.Items, rxs.Next
 	}
 	if phs, e := s.app.Pharmacies(ctx, p, uid); e != nil {
 		if page.PharmaciesState, err = refusal(e); err != nil {
@@ -253,17 +247,14 @@ func (s *Server) chartRecords(ctx context.Context, p *clinic.Principal, uid int6
 		}
 	}
 	// The latest readings, a page at a time (keyset: readings_before is
-	// the last one shown); one more than a page says whether more follow.
-	if rs, e := s.app.Readings(ctx, p, uid, app.ReadingQuery{Before: max(page.ReadingsBefore, 0), Limit: chartReadingsPage + 1}); e != nil {
+	// the last one shown).
+	if rs, e := s.app.Readings(ctx, p, uid, app.ReadingQuery{Before: max(page.ReadingsBefore, 0), Limit: chartReadingsPage}); e != nil {
 		if page.ReadingsState, err = refusal(e); err != nil {
 			return err
 		}
 	} else {
-		if len(rs) > chartReadingsPage {
-			rs = rs[:chartReadingsPage]
-			page.ReadingsMore = rs[len(rs)-1].ID
-		}
-		for _, rd := range rs {
+		page.ReadingsMore = rs.Next
+		for _, rd := range rs.Items {
 			var vals []string
 			for _, f := range fieldsOf(rd.Values) {
 				vals = append(vals, f.Key+" "+f.Value)

@@ -72,12 +72,12 @@ func TestPortal_Edge(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, e := range entries {
+		for _, e := range entries.Items {
 			if e.RequestID == "portal-read-42" {
 				return
 			}
 		}
-		t.Fatalf("no audit entry carries the page's request id among %d", len(entries))
+		t.Fatalf("no audit entry carries the page's request id among %d", len(entries.Items))
 	})
 
 	t.Run("MetricsByRoutePattern", func(t *testing.T) {

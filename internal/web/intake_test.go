@@ -121,7 +121,7 @@ func TestPortal_RoomVisitKinds(t *testing.T) {
 		}
 		p1 := f.user(t, f.p1Token)
 		before, _ := f.e.App.ListVisits(bg, p1, app.VisitQuery{Statuses: []string{"10"}})
-		for _, d := range before {
+		for _, d := range before.Items {
 			if d.Visit.Kind == clinic.KindWalkin {
 				t.Fatal("a declined card joined the waiting room")
 			}
@@ -213,7 +213,7 @@ func TestPortal_IntakeAttachments(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return len(fs)
+		return len(fs.Items)
 	}
 	before := filesNow()
 	pg := b.multipartPost("/c/acme/main/intake", fields, map[string][]byte{"rash.png": pngBytes(t), "tool.bin": append([]byte("\x7fELF\x02\x01\x01\x00"), make([]byte, 64)...)})

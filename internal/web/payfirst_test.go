@@ -75,7 +75,7 @@ func (s *paidScript) paid(t *testing.T) int {
 		t.Fatal(err)
 	}
 	n := 0
-	for _, inv := range invs {
+	for _, inv := range invs.Items {
 		if inv.ChargeRef != "" {
 			n++
 		}
@@ -198,7 +198,8 @@ func (s *paidScript) cancel(t *testing.T) {
 func (s *paidScript) adminRefund(t *testing.T) {
 	admin := newBrowser(t, s.f.e)
 	s.f.adminSignIn(t, admin)
-	invs, err := billing.New(s.f.e.App).Invoices(context.Background(), s.f.admin(t), billing.InvoiceQuery{IntakeID: s.secondPaid})
+	second, err := billing.New(s.f.e.App).Invoices(context.Background(), s.f.admin(t), billing.InvoiceQuery{IntakeID: s.secondPaid})
+	invs := second.Items
 	if err != nil || len(invs) != 1 || invs[0].Status != billing.InvoicePaid {
 		t.Fatalf("the second payment: %+v %v", invs, err)
 	}

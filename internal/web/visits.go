@@ -91,16 +91,12 @@ func (s *Server) visits(w http.ResponseWriter, r *http.Request) error {
 		ds = append(ds, own...)
 	}
 	if page.Provider && (page.Paging == "" || page.Paging == "waiting") {
-		// One more than a page says whether another follows.
-		waiting, err := s.app.ListVisits(r.Context(), p, app.VisitQuery{Statuses: open, Waiting: true, Limit: pastVisitsPage + 1, After: waitingAfter})
+		waiting, err := s.app.ListVisits(r.Context(), p, app.VisitQuery{Statuses: open, Waiting: true, Limit: pastVisitsPage, After: waitingAfter})
 		if err != nil {
 			return err
 		}
-		if len(waiting) > pastVisitsPage {
-			waiting = waiting[:pastVisitsPage]
-			page.MoreWaiting = waiting[len(waiting)-1].Visit.ID
-		}
-		for _, d := range waiting {
+		page.MoreWaiting = waiting.Next
+		for _, d := range waiting.Items {
 			page.Waiting = append(page.Waiting, visitItemOf(p, d))
 		}
 	}
@@ -110,18 +106,15 @@ func (s *Server) visits(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		ds = append(ds, mine...)
+		ds = append(ds, mine.Items...)
 	}
 	if page.Paging == "" || page.Paging == "past" {
-		closed, err := s.app.ListVisits(r.Context(), p, app.VisitQuery{Statuses: []string{"30", "40"}, Limit: pastVisitsPage + 1, After: after})
+		closed, err := s.app.ListVisits(r.Context(), p, app.VisitQuery{Statuses: []string{"30", "40"}, Limit: pastVisitsPage, After: after})
 		if err != nil {
 			return err
 		}
-		if len(closed) > pastVisitsPage {
-			closed = closed[:pastVisitsPage]
-			page.Older = closed[len(closed)-1].Visit.ID
-		}
-		ds = append(ds, closed...)
+		page.Older = closed.Next
+		ds = append(ds, closed.Items...)
 	}
 	now := s.app.Now().Unix()
 	for _, d := range ds {
@@ -444,7 +437,7 @@ func (s *Server) booked(r *http.Request, p *clinic.Principal, d *app.VisitDetail
 		invs, err := s.billing.Invoices(r.Context(), p, billing.InvoiceQuery{IntakeID: v.IntakeID, Limit: 5})
 		if err == nil {
 			loc := s.localeOf(r)
-			for _, inv := range invs {
+			for _, inv := range invs.Items {
 				switch {
 				case inv.Refunded > 0:
 					b.Payment = loc.T("Paid %s, refunded %s to your card.", money(inv.AmountDue, inv.Currency), money(inv.Refunded, inv.Currency))

@@ -846,9 +846,10 @@ type InvoiceQuery struct {
 
 // Invoices is GET /billing/invoices: the admin sees the clinic's, a
 // patient their own.
-func (s *Service) Invoices(ctx context.Context, p *clinic.Principal, in InvoiceQuery) ([]*clinic.Invoice, error) {
+func (s *Service) Invoices(ctx context.Context, p *clinic.Principal, in InvoiceQuery) (clinic.Page[*clinic.Invoice], error) {
+	var none clinic.Page[*clinic.Invoice]
 	if err := app.RequireUser(p); err != nil {
-		return nil, err
+		return none, err
 	}
 	f := store.InvoiceFilter{Before: in.Before, Limit: min(max(in.Limit, 1), 200)}
 	if in.Limit == 0 {
@@ -859,17 +860,19 @@ func (s *Service) Invoices(ctx context.Context, p *clinic.Principal, in InvoiceQ
 	case p.IsAdmin():
 	case app.IsPatient(p):
 		if f.MemberID != 0 && f.MemberID != p.User.ID {
-			return []*clinic.Invoice{}, nil
+			return clinic.Page[*clinic.Invoice]{Items: []*clinic.Invoice{}}, nil
 		}
 		f.MemberID = p.User.ID
 	default:
-		return nil, clinic.Errorf(clinic.EForbidden, "Only the clinic admin and patients see invoices.")
+		return none, clinic.Errorf(clinic.EForbidden, "Only the clinic admin and patients see invoices.")
 	}
-	out, err := s.app.Store().Read().Invoices(ctx, p.Account.ID, f)
+	size := f.Limit
+	f.Limit++
+	invs, err := s.app.Store().Read().Invoices(ctx, p.Account.ID, f)
 	if err != nil {
-		return nil, fmt.Errorf("invoices: %w", err)
+		return none, fmt.Errorf("invoices: %w", err)
 	}
-	return out, s.app.Audit(ctx, p, "invoice.list", "account", p.Account.Code, app.OutcomeOK)
+	return clinic.PageOf(invs, size, func(inv *clinic.Invoice) int64 { return inv.ID }), s.app.Audit(ctx, p, "invoice.list", "account", p.Account.Code, app.OutcomeOK)
 }
 
 // RefundInvoice is POST /billing/invoices/{id}/refund (admin): all of a

@@ -152,9 +152,9 @@ type ClaimsQuery struct {
 // ClaimsReport is GET /reports/claims: the visits that took place from
 // from_date to to_date (inclusive, UTC days) with their claim data. The
 // admin sees every visit; a provider their own; patients none.
-func (s *Service) ClaimsReport(ctx context.Context, p *clinic.Principal, in ClaimsQuery) ([]*Claim, error) {
+func (s *Service) ClaimsReport(ctx context.Context, p *clinic.Principal, in ClaimsQuery) (clinic.Page[*Claim], error) {
 	if err := app.RequireUser(p); err != nil {
-		return nil, err
+		return clinic.Page[*Claim]{}, err
 	}
 	out, err := s.claimsReport(ctx, p, in)
 	return out, s.app.AuditOutcome(ctx, p, "report.claims", "report", in.FromDate+".."+in.ToDate, err)
@@ -163,41 +163,44 @@ func (s *Service) ClaimsReport(ctx context.Context, p *clinic.Principal, in Clai
 // ClaimsPage is how many claims a page asked for limit holds.
 func ClaimsPage(limit int) int { return app.PageSize(limit, MaxClaims, MaxClaims) }
 
-func (s *Service) claimsReport(ctx context.Context, p *clinic.Principal, in ClaimsQuery) ([]*Claim, error) {
+func (s *Service) claimsReport(ctx context.Context, p *clinic.Principal, in ClaimsQuery) (clinic.Page[*Claim], error) {
+	var none clinic.Page[*Claim]
 	var provider int64
 	switch {
 	case p.IsAdmin():
 	case p.User != nil && p.User.Type == clinic.UserProvider:
 		provider = p.User.ID
 	default:
-		return nil, clinic.Errorf(clinic.EForbidden, "Only the clinic admin and providers may read the claims report.")
+		return none, clinic.Errorf(clinic.EForbidden, "Only the clinic admin and providers may read the claims report.")
 	}
 	from, err1 := time.Parse("2006-01-02", strings.TrimSpace(in.FromDate))
 	to, err2 := time.Parse("2006-01-02", strings.TrimSpace(in.ToDate))
 	if err1 != nil || err2 != nil {
-		return nil, clinic.Errorf(clinic.EInvalid, "from_date and to_date are required as YYYY-MM-DD.")
+		return none, clinic.Errorf(clinic.EInvalid, "from_date and to_date are required as YYYY-MM-DD.")
 	}
 	if to.Before(from) || to.Sub(from) > maxClaimDays*24*time.Hour {
-		return nil, clinic.Errorf(clinic.EInvalid, "to_date must be on or after from_date, at most %d days later.", maxClaimDays)
+		return none, clinic.Errorf(clinic.EInvalid, "to_date must be on or after from_date, at most %d days later.", maxClaimDays)
 	}
 	q := s.app.Store().Read()
-	cq := store.ClaimQuery{AccountID: p.Account.ID, ProviderID: provider, From: from.Unix(), To: to.AddDate(0, 0, 1).Unix(), Limit: ClaimsPage(in.Limit)}
+	cq := store.ClaimQuery{AccountID: p.Account.ID, ProviderID: provider, From: from.Unix(), To: to.AddDate(0, 0, 1).Unix(), Limit: ClaimsPage(in.Limit) + 1}
 	if in.After != 0 {
 		// Any visit of the clinic is a place in the order; the page
 		// holds only what the caller sees.
 		pl, err := q.ClaimPlaceOf(ctx, p.Account.ID, in.After)
 		if errors.Is(err, store.ErrNotFound) || in.After < 0 {
-			return nil, clinic.Errorf(clinic.EInvalid, "after is the id of one of the clinic's visits.")
+			return none, clinic.Errorf(clinic.EInvalid, "after is the id of one of the clinic's visits.")
 		}
 		if err != nil {
-			return nil, fmt.Errorf("claims: %w", err)
+			return none, fmt.Errorf("claims: %w", err)
 		}
 		cq.After = pl
 	}
-	visits, err := q.ClaimVisits(ctx, cq)
+	read, err := q.ClaimVisits(ctx, cq)
 	if err != nil {
-		return nil, fmt.Errorf("claims: %w", err)
+		return none, fmt.Errorf("claims: %w", err)
 	}
+	pg := clinic.PageOf(read, cq.Limit-1, func(cv store.ClaimVisit) int64 { return cv.ID })
+	visits := pg.Items
 	// The patients, providers and cards of the page in one read each,
 	// however many visits it holds.
 	var ids, patients []int64
@@ -206,11 +209,11 @@ func (s *Service) claimsReport(ctx context.Context, p *clinic.Principal, in Clai
 	}
 	users, err := q.UsersByIDs(ctx, p.Account.ID, ids)
 	if err != nil {
-		return nil, fmt.Errorf("claims: %w", err)
+		return none, fmt.Errorf("claims: %w", err)
 	}
 	cards, err := q.InsuranceCardsOf(ctx, p.Account.ID, patients)
 	if err != nil {
-		return nil, fmt.Errorf("claims: %w", err)
+		return none, fmt.Errorf("claims: %w", err)
 	}
 	out := make([]*Claim, 0, len(visits))
 	for _, cv := range visits {
@@ -222,7 +225,7 @@ func (s *Service) claimsReport(ctx context.Context, p *clinic.Principal, in Clai
 		}
 		out = append(out, c)
 	}
-	return out, nil
+	return clinic.Page[*Claim]{Items: out, Next: pg.Next}, nil
 }
 
 func claimTime(v *clinic.Visit) int64 {
