@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"sync"
 	"time"
 
 	"teleclinic/internal/clinic"
@@ -23,67 +22,6 @@ const (
 	pushMaxAttempts = 5
 	batchSize       = 64 // items one pass claims
 )
-
-// Run delivers the outbox until ctx ends: mail, push notifications,
-// webhooks and eligibility checks, each in its own loop so a slow receiver
-// delays no other kind; beside them it chains pending audit entries.
-// A loop wakes when this process commits a new item, every OutboxPoll for
-// items written by other processes or due for a retry, and at once again
-// after a full batch. Several processes may run it on one database: each
-// claim goes to exactly one of them.
-func (a *App) Run(ctx context.Context) {
-	var wg sync.WaitGroup
-	poll := a.cfg.OutboxPoll
-	for _, l := range []struct {
-		kick  <-chan struct{}
-		pass  func(context.Context) int
-		every time.Duration
-	}{
-		{nil, func(ctx context.Context) int { n, _ := a.mailPass(ctx, a.cfg.Mail); return n }, poll},
-		{a.pushKick, a.DeliverPush, poll},
-		{a.webhookKick, a.DeliverWebhooks, poll},
-		{a.eligibilityKick, a.DeliverEligibility, poll},
-		{nil, a.DeliverReminders, poll},
-		{nil, a.ChainAudits, a.cfg.AuditChainEvery},
-		{nil, a.checkpointPass, poll},
-		{nil, a.SweepCallSignals, poll},
-	} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			a.loop(ctx, l.kick, l.pass, l.every)
-		}()
-	}
-	wg.Wait()
-}
-
-func (a *App) loop(ctx context.Context, kick <-chan struct{}, pass func(context.Context) int, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		if pass(ctx) >= batchSize {
-			continue // there may be more due right now
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		case <-kick:
-		}
-	}
-}
-
-// kick wakes a delivery loop of this process without blocking: one pending
-// wake-up is enough, since a pass takes everything that is due.
-func kick(c chan struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
-	}
-}
-
-func (a *App) kickWebhooks() { kick(a.webhookKick) }
-func (a *App) kickPush()     { kick(a.pushKick) }
 
 // DeliverMail makes one delivery pass of the mail topic through s and
 // returns how many messages it sent.
