@@ -120,7 +120,7 @@ func (a *App) authAPIKey(ctx context.Context, c Credentials, p *clinic.Principal
 		return nil, unauthenticated("Missing X-AccountCode.")
 	}
 	if c.APIKey == "" || c.APISecret == "" {
-		// A key alone is not a credential (COMPAT.md).
+		// A key alone is not a credential (docs/compat.md).
 		return nil, unauthenticated("This endpoint requires X-ApiKey and X-ApiSecret.")
 	}
 	// A clinic's key checks are counted under its code, known or not, so
@@ -168,7 +168,7 @@ func (a *App) userPrincipal(ctx context.Context, c Credentials, p *clinic.Princi
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}
 	// A user token names its clinic by itself; a contradicting header is a
-	// failure, never a cross-clinic read (COMPAT.md).
+	// failure, never a cross-clinic read (docs/compat.md).
 	if c.AccountCode != "" && c.AccountCode != acct.Code {
 		return nil, unauthenticated("Invalid or expired API token.")
 	}

@@ -30,7 +30,8 @@ import (
 
 const (
 	// MaxCallPeers is the size of a mesh: each page sends its camera to
-	// every other, which a phone's uplink bears up to four (DESIGN.md).
+	// every other, so a phone uploads its camera once per peer: up to four
+	// (docs/design-notes.md, "The video visit").
 	MaxCallPeers = 4
 	// CallPeerTimeout is how long a peer stays in the call without being
 	// seen (its stream's keep-alives see it): a page that died without

@@ -105,7 +105,7 @@ type NewRoom struct {
 	Domain, Name, Code, Slug string
 }
 
-// DefaultRoomSettings are a new room's settings (COMPAT.md): a free 15-minute
+// DefaultRoomSettings are a new room's settings (docs/compat.md): a free 15-minute
 // consultation in USD, walk-ins on, appointments off, guests (600) may log in.
 func DefaultRoomSettings() clinic.RoomSettings {
 	return clinic.RoomSettings{

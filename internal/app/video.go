@@ -30,7 +30,7 @@ func (a *App) videoIdentityToken(u *clinic.User, s *Session) (*VideoIdentity, er
 // fileLinkTTL is how long a file view link works.
 const fileLinkTTL = time.Hour
 
-// FileViewURL is the time-limited view link of a file (COMPAT.md):
+// FileViewURL is the time-limited view link of a file (docs/compat.md):
 // {base}/api_v3/files/view/{id}?auth_code=<hmac>&time=<expiry>, with an
 // optional size for images. The expiry is rounded up to the next ten minutes
 // so that a profile read twice gives the same link, which caches well.

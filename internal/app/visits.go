@@ -75,7 +75,7 @@ func awaitsProvider(v *clinic.ThreadVisit) bool {
 }
 
 // WalkinInput is POST /visits/add_walkin. visit_data_id is accepted and
-// ignored: clients never send it (COMPAT.md).
+// ignored: clients never send it (docs/compat.md).
 type WalkinInput struct {
 	IntakeID   int64
 	RoomCode   string
@@ -439,7 +439,7 @@ func (a *App) ListVisits(ctx context.Context, p *clinic.Principal, in VisitQuery
 	return clinic.Page[*VisitDetail]{Items: out, Next: pg.Next}, nil
 }
 
-// Visit lifecycle actions (COMPAT.md: the forms existing clients post).
+// Visit lifecycle actions (docs/compat.md: the forms existing clients post).
 const (
 	ActAccept     = "accept"
 	ActConfirm    = "confirm"

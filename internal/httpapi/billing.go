@@ -10,7 +10,7 @@ import (
 )
 
 // billingSettingsOut is GET /billing/settings: the spec's `processor` and
-// the original's `stripe` form (COMPAT.md), with the same key.
+// the original's `stripe` form (docs/compat.md), with the same key.
 type billingSettingsOut struct {
 	Processor processorOut   `json:"processor"`
 	Stripe    publishableOut `json:"stripe"`

@@ -18,7 +18,7 @@ import (
 	"teleclinic/internal/clinic"
 )
 
-// Params is the one parameter view of a request (COMPAT.md): path values,
+// Params is the one parameter view of a request (docs/compat.md): path values,
 // then the body (JSON object, url-encoded or multipart form), then the query.
 // Where a name appears in both, the body wins over the query. Form names in
 // bracket style (meta[target][id], id[]) are the same as dotted names

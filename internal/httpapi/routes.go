@@ -19,7 +19,7 @@ func (s *Server) registerRoutes() {
 	s.handleUpload("POST", "/api_v3/me", app.NeedUser, famUsers, s.cfg.MaxFileBytes, s.updateMe) // photo may be an upload
 	s.handle("POST", "/api_v3/users/logout", app.NeedUser, famUsers, s.logout)
 	s.handle("POST", "/api_v3/tokens/refresh", app.NeedAccountCode, famUsers, s.refresh)
-	// Extensions the spec names without showing (DESIGN.md: "not shown").
+	// Extensions the spec names without showing ("not shown").
 	s.handle("POST", "/api_v3/users/token/refresh", app.NeedAccountCode, famUsers, s.refresh)
 	s.handle("POST", "/api_v3/users/login", app.NeedAccountCode, famUsers, s.login)
 	s.handle("POST", "/api_v3/users/activate/request", app.NeedAccountCode, famUsers, s.requestActivation)
@@ -27,7 +27,7 @@ func (s *Server) registerRoutes() {
 	s.handle("POST", "/api_v3/users/password/reset", app.NeedAccountCode, famUsers, s.requestReset)
 	s.handle("POST", "/api_v3/users/password/reset/confirm", app.NeedAccountCode, famUsers, s.confirmReset)
 
-	// Clinic accounts (extensions; COMPAT.md: other endpoints).
+	// Clinic accounts (extensions; docs/compat.md: other endpoints).
 	s.handle("GET", "/api_v3/settings", app.NeedAccountCode, famCode, s.settings)
 	s.handle("GET", "/api_v3/accounts", app.NeedAccountCode, famCode, s.listAccounts)
 	s.handle("GET", "/api_v3/accounts/{code}", app.NeedAccountCode, famCode, s.getAccount)
@@ -64,7 +64,7 @@ func (s *Server) registerRoutes() {
 	// Extension: a booked visit moved to another time.
 	s.handle("POST", "/api_v3/visits/{id}/reschedule", app.NeedUser, famObject, s.reschedule)
 	s.handleSlotList("GET", "/api_v3/availability", app.NeedUser, famObject, s.availability)
-	// The lifecycle (spec: transitions not shown; COMPAT.md: the forms clients post).
+	// The lifecycle (spec: transitions not shown; docs/compat.md: the forms clients post).
 	s.handle("POST", "/api_v3/visits/accept", app.NeedUser, famObject, s.moveVisit(app.ActAccept))
 	s.handle("POST", "/api_v3/visits/confirm", app.NeedUser, famObject, s.moveVisit(app.ActConfirm))
 	s.handle("POST", "/api_v3/visits/inprogress", app.NeedUser, famObject, s.moveVisit(app.ActInProgress))

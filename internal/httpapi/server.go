@@ -281,7 +281,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	info.SetReply(func(w http.ResponseWriter, _ *http.Request, status int, msg string) {
 		writeError(w, famCode, status, msg)
 	})
-	// Clients call every route with or without a .json suffix (COMPAT.md).
+	// Clients call every route with or without a .json suffix (docs/compat.md).
 	if p := r.URL.Path; strings.HasSuffix(p, ".json") && strings.HasPrefix(p, "/api") {
 		r.URL.Path = strings.TrimSuffix(p, ".json")
 		r.URL.RawPath = ""

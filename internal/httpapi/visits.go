@@ -77,7 +77,7 @@ func intakeInput(c *call) (app.IntakeInput, error) {
 	q := c.params
 	in := app.IntakeInput{RoomCode: q.Str("room_code"), ReasonForVisit: q.Opt("reason_for_visit"), Type: q.Opt("type"),
 		MemberRef: q.Str("member_id"), Location: q.Opt("location"), Phone: q.Opt("phone"), Custom: map[string]string{}}
-	// COMPAT.md: clients send provider for provider_id.
+	// docs/compat.md: clients send provider for provider_id.
 	prov, given, err := optRefID(c, "provider_id", "provider")
 	if err != nil {
 		return in, err
@@ -187,7 +187,7 @@ type meetingOut struct {
 }
 
 // visitOut is a visit. Times, type and status are integers everywhere
-// (COMPAT.md lets us pick one form); provider_id is "0" while unassigned.
+// (docs/compat.md lets us pick one form); provider_id is "0" while unassigned.
 type visitOut struct {
 	ID            string      `json:"id"`
 	Code          string      `json:"code"`

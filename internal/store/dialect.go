@@ -41,7 +41,7 @@ func openDSN(ctx context.Context, dsn string) (*Store, error) {
 	return openSQLite(ctx, dsn)
 }
 
-// sqlitePragmas hold under load (measured, see DESIGN.md): WAL with
+// sqlitePragmas hold under load (docs/performance.md): WAL with
 // synchronous=NORMAL keeps every committed transaction across a process crash.
 const sqlitePragmas = "_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate&_time_format=sqlite"
 

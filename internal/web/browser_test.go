@@ -49,7 +49,7 @@ func chromeFor(t *testing.T, budget time.Duration) context.Context {
 		chromedp.Flag("disable-gpu", true), chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true), chromedp.Flag("no-first-run", true),
 		// A fake camera and microphone, granted without asking, for the
-		// visit's call (DESIGN.md); and sound that plays without a click.
+		// visit's call (Chromium's flags for tests); and sound that plays without a click.
 		chromedp.Flag("use-fake-device-for-media-stream", true), chromedp.Flag("use-fake-ui-for-media-stream", true),
 		chromedp.Flag("autoplay-policy", "no-user-gesture-required"),
 		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(420, 860))

@@ -11,7 +11,8 @@ import (
 	"teleclinic/internal/edge"
 )
 
-// A browser session is an access token in an HttpOnly cookie (DESIGN.md):
+// A browser session is an access token in an HttpOnly cookie (docs/design-notes.md,
+// "Credentials and sessions"):
 // idle and absolute expiry, logout and revocation are the token's, on
 // every process. A second cookie, which grants nothing, remembers that the
 // session was opened with disable_navigation=1 (the portal inside an
