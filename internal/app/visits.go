@@ -373,6 +373,41 @@ type VisitQuery struct {
 // MaxVisitList bounds one GET /visits answer.
 const MaxVisitList = 500
 
+// The statuses of GET /visits' status filter, as a query names them: a
+// visit that is not over (waiting, confirmed, in progress), one that is
+// (completed, cancelled), and all of them.
+var (
+	OpenStatuses   = statusParams(clinic.VisitPending, clinic.VisitConfirmed, clinic.VisitInProgress)
+	ClosedStatuses = statusParams(clinic.VisitCompleted, clinic.VisitCancelled)
+	allStatuses    = []int{clinic.VisitPending, clinic.VisitConfirmed, clinic.VisitInProgress, clinic.VisitCompleted, clinic.VisitCancelled}
+)
+
+func statusParams(sts ...int) []string {
+	out := make([]string, len(sts))
+	for i, st := range sts {
+		out[i] = strconv.Itoa(st)
+	}
+	return out
+}
+
+// VisitOver says whether v has ended: completed or cancelled.
+func VisitOver(v *clinic.Visit) bool {
+	return v.Status == clinic.VisitCompleted || v.Status == clinic.VisitCancelled
+}
+
+// ComingUp says whether v is still ahead of its patient or provider at
+// now: a visit not over, except a patient's booked visit whose time has
+// passed (a provider's stay, overdue ones first, until they close them).
+func ComingUp(v *clinic.Visit, now int64, forProvider bool) bool {
+	switch {
+	case VisitOver(v):
+		return false
+	case forProvider || v.Kind != clinic.KindAppointment:
+		return true
+	}
+	return v.End > now
+}
+
 // ListVisits is GET /visits: a patient's own visits, a provider's visits and
 // their rooms' unassigned e-consults and walk-ins, or all of the clinic's for the admin;
 // newest first (the waiting list oldest first), a page at a time.
@@ -391,7 +426,7 @@ func (a *App) ListVisits(ctx context.Context, p *clinic.Principal, in VisitQuery
 		After: in.After, Limit: in.Limit + 1}
 	for _, s := range in.Statuses {
 		n, err := strconv.Atoi(s)
-		if err != nil || !slices.Contains([]int{10, 20, 25, 30, 40}, n) {
+		if err != nil || !slices.Contains(allStatuses, n) {
 			return none, clinic.Errorf(clinic.EInvalid, "status is one or more of 10, 20, 25, 30, 40.")
 		}
 		f.Statuses = append(f.Statuses, n)

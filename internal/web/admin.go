@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -90,30 +91,23 @@ type adminPage struct {
 	// Shown is a secret or credential shown once, just after it was made.
 	Shown, ShownWhat string
 	Deliveries       []*app.WebhookDelivery
-	// DeliveriesMore is the last delivery shown when older ones follow
-	// (the next page's deliveries_before); DeliveriesPaged says this is
-	// not the first page.
-	DeliveriesMore  int64
+	// DeliveriesPaged says the deliveries shown are not the latest.
 	DeliveriesPaged bool
 	Payments        []adminPayment
 	Providers       []adminProvider
-	// ProvidersMore is the last provider shown when more follow (the next
-	// page's providers_after); ProvidersPaged says this is not the first.
-	ProvidersMore  int64
-	ProvidersPaged bool
-	// PaymentsMore is the last payment shown when older ones follow (the
-	// next page's payments_before); PaymentsPaged says this is not the
-	// first page. AuditMore and AuditFirst are the audit trail's links to
-	// its next and first pages under the same filter ("" when there is
-	// none to go to).
-	PaymentsMore          int64
-	PaymentsPaged         bool
-	PaymentsBefore        int64 // this page's payments_before, for a refund to come back to it
-	Audit                 []auditRow
-	AuditMore, AuditFirst string
-	Filter                app.AuditQuery
-	FilterUser            string
-	Notice, Error         string
+	// PaymentsPaged says the payments shown are not the latest;
+	// PaymentsBefore is this page's place, for a refund to come back to it.
+	PaymentsPaged  bool
+	PaymentsBefore int64
+	Audit          []auditRow
+	Filter         app.AuditQuery
+	FilterUser     string
+	// FilterErrors are the address's refused fields (user_id beside the
+	// trail's filter).
+	FilterErrors map[string]string
+	// Each list's page links.
+	RoomsPager, DeliveriesPager, ProvidersPager, PaymentsPager, AuditPager pager
+	Notice, Error                                                          string
 }
 
 // adminProvidersPage is how many providers /admin lists at a time, and
@@ -141,51 +135,122 @@ var noticeWords = map[string]string{
 	"invited": "The invitation is on its way: the provider sets a password from the link in it, then signs in.",
 }
 
+// adminQuery is /admin's address: the page each list shows, and the
+// audit trail's filter.
+type adminQuery struct {
+	RoomsPage                        int
+	DeliveriesBefore, ProvidersAfter int64
+	PaymentsBefore, AuditAfter       int64
+	Audit                            app.AuditQuery
+	FilterUser                       string
+}
+
+// readAdminQuery decodes /admin's address. A malformed place is refused
+// and its list starts from the first page; the page says why.
+func readAdminQuery(r *http.Request) (adminQuery, *fields) {
+	f := queryFields(r)
+	q := adminQuery{RoomsPage: f.count("rooms_page", 1, 1), DeliveriesBefore: f.place("deliveries_before"),
+		ProvidersAfter: f.place("providers_after"), PaymentsBefore: f.place("payments_before"), AuditAfter: f.place("audit_after"),
+		FilterUser: f.str("user_id")}
+	q.Audit = app.AuditQuery{Action: f.str("action"), ObjectType: f.str("object_type"), ObjectID: f.str("object_id"), After: q.AuditAfter, Limit: adminAuditPage}
+	if q.FilterUser != "" {
+		if q.Audit.UserID = f.place("user_id"); q.Audit.UserID == 0 {
+			f.refuse("user_id", "The user filter must be a user id (a number).")
+		}
+	}
+	return q, f
+}
+
+// showAdmin draws /admin with page's notice or error: each section read
+// by its own loader, then the names its rows show, read in one list.
 func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, page adminPage) error {
 	p, err := s.principal(r)
 	if err != nil {
 		return err
 	}
+	q, f := readAdminQuery(r)
+	if err := f.Err(); err != nil && page.Error == "" {
+		page.Error = clinic.ErrorMessage(err)
+	}
+	page.FilterErrors = f.Errors()
 	ctx := r.Context()
+	for _, load := range []func(context.Context, *clinic.Principal, adminQuery, *adminPage) error{
+		s.adminWebhookSection, s.adminRooms, s.adminDeliveries, s.adminProviders,
+	} {
+		if err := load(ctx, p, q, &page); err != nil {
+			return err
+		}
+	}
+	invs, err := s.adminPayments(ctx, p, q, &page)
+	if err != nil {
+		return err
+	}
+	entries, err := s.adminAudit(ctx, p, q, &page)
+	if err != nil {
+		return err
+	}
+	if err := s.adminRows(ctx, p, invs, entries, &page); err != nil {
+		return err
+	}
+	s.render(w, r, status, "admin", page)
+	return nil
+}
+
+// adminWebhookSection is the clinic's webhook settings.
+func (s *Server) adminWebhookSection(ctx context.Context, p *clinic.Principal, _ adminQuery, page *adminPage) error {
 	wh, err := s.app.WebhookSettings(ctx, p)
 	if err != nil {
 		return err
 	}
 	page.Clinic, page.WebhookURL, page.SecretSet = p.Account.Name, wh.URL, wh.SecretSet
-	// The rooms by name, a page at a time (a clinic that gives each
-	// provider a room has hundreds).
-	page.RoomsPage, _ = strconv.Atoi(r.URL.Query().Get("rooms_page"))
-	page.RoomsPage = max(page.RoomsPage, 1)
-	rooms, err := s.app.ListRooms(ctx, p, app.RoomQuery{Page: page.RoomsPage, Limit: adminRoomsPage, SortCol: "name"})
+	return nil
+}
+
+// adminRooms is a page of the clinic's rooms by name (a clinic that
+// gives each provider a room has hundreds).
+func (s *Server) adminRooms(ctx context.Context, p *clinic.Principal, q adminQuery, page *adminPage) error {
+	rooms, err := s.app.ListRooms(ctx, p, app.RoomQuery{Page: q.RoomsPage, Limit: adminRoomsPage, SortCol: "name"})
 	if err != nil {
 		return err
 	}
-	page.RoomsTotal = rooms.Total
-	if page.RoomsPage > 1 {
-		page.RoomsPrev = page.RoomsPage - 1
+	page.RoomsPage, page.RoomsTotal = q.RoomsPage, rooms.Total
+	page.RoomsPager = pager{Label: "Rooms", BackText: "Earlier rooms", NextText: "More rooms"}
+	if q.RoomsPage > 1 {
+		page.RoomsPrev = q.RoomsPage - 1
+		page.RoomsPager.Back = "/admin?rooms_page=" + strconv.Itoa(page.RoomsPrev) + "#rooms"
 	}
-	if page.RoomsPage*adminRoomsPage < rooms.Total {
-		page.RoomsNext = page.RoomsPage + 1
+	if q.RoomsPage*adminRoomsPage < rooms.Total {
+		page.RoomsNext = q.RoomsPage + 1
+		page.RoomsPager.Next = "/admin?rooms_page=" + strconv.Itoa(page.RoomsNext) + "#rooms"
 	}
 	for _, rm := range rooms.Rooms {
 		page.Rooms = append(page.Rooms, adminRoom{Code: rm.Code, Name: rm.Name, Closed: rm.Settings.Operation.IsClosed || !rm.Active,
 			Address: "/c/" + url.PathEscape(p.Account.Code) + "/" + url.PathEscape(rm.Code)})
 	}
-	// The deliveries, newest first, a page at a time (keyset by id).
-	q := r.URL.Query()
-	dBefore, _ := strconv.ParseInt(q.Get("deliveries_before"), 10, 64)
-	deliveries, err := s.app.WebhookDeliveries(ctx, p, max(dBefore, 0), adminDeliveriesPage)
+	return nil
+}
+
+// adminDeliveries is a page of the webhook's deliveries, newest first.
+func (s *Server) adminDeliveries(ctx context.Context, p *clinic.Principal, q adminQuery, page *adminPage) error {
+	ds, err := s.app.WebhookDeliveries(ctx, p, q.DeliveriesBefore, adminDeliveriesPage)
 	if err != nil {
 		return err
 	}
-	page.Deliveries, page.DeliveriesMore, page.DeliveriesPaged = deliveries.Items, deliveries.Next, dBefore > 0
-	// The providers by name, a page at a time (keyset: a page costs the
-	// same in a clinic of 5 or 5,000).
-	after, _ := strconv.ParseInt(r.URL.Query().Get("providers_after"), 10, 64)
-	provs, _, err := s.app.ListUsers(ctx, p, app.UserListQuery{Types: []string{strconv.Itoa(clinic.UserProvider)}, Sort: "full_name", After: max(after, 0), Limit: adminProvidersPage})
-	if clinic.ErrorCode(err) == clinic.EInvalid && after > 0 { // a provider gone since: from the start
-		after = 0
-		provs, _, err = s.app.ListUsers(ctx, p, app.UserListQuery{Types: []string{strconv.Itoa(clinic.UserProvider)}, Sort: "full_name", Limit: adminProvidersPage})
+	page.Deliveries, page.DeliveriesPaged = ds.Items, q.DeliveriesBefore > 0
+	page.DeliveriesPager = pager{Label: "Deliveries", BackText: "Latest deliveries", NextText: "Older deliveries"}.
+		on("/admin", "deliveries", "deliveries_before", page.DeliveriesPaged, ds.Next, nil)
+	return nil
+}
+
+// adminProviders is a page of the clinic's providers by name (keyset: a
+// page costs the same in a clinic of 5 or 5,000). A provider gone since
+// the link was made starts the list again.
+func (s *Server) adminProviders(ctx context.Context, p *clinic.Principal, q adminQuery, page *adminPage) error {
+	in := app.UserListQuery{Types: []string{strconv.Itoa(clinic.UserProvider)}, Sort: "full_name", After: q.ProvidersAfter, Limit: adminProvidersPage}
+	provs, _, err := s.app.ListUsers(ctx, p, in)
+	if clinic.ErrorCode(err) == clinic.EInvalid && in.After > 0 {
+		in.After = 0
+		provs, _, err = s.app.ListUsers(ctx, p, in)
 	}
 	if err != nil {
 		return err
@@ -193,59 +258,50 @@ func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, p
 	for _, u := range provs.Items {
 		page.Providers = append(page.Providers, adminProvider{ID: u.ID, Name: u.FullName(), Email: u.Email, Invited: u.Status == clinic.StatusPending})
 	}
-	page.ProvidersPaged, page.ProvidersMore = after > 0, provs.Next
-	// The payments and the audit trail, newest first, a page at a time
-	// (keyset: the next page is what comes before the last one shown).
-	before, _ := strconv.ParseInt(q.Get("payments_before"), 10, 64)
-	invPage, err := s.billing.Invoices(ctx, p, billing.InvoiceQuery{Before: max(before, 0), Limit: adminPaymentsPage})
+	page.ProvidersPager = pager{Label: "Providers", BackText: "First providers", NextText: "More providers"}.
+		on("/admin", "providers", "providers_after", in.After > 0, provs.Next, nil)
+	return nil
+}
+
+// adminPayments is a page of the clinic's payments, newest first; their
+// rows are drawn with the names (adminRows).
+func (s *Server) adminPayments(ctx context.Context, p *clinic.Principal, q adminQuery, page *adminPage) ([]*clinic.Invoice, error) {
+	invs, err := s.billing.Invoices(ctx, p, billing.InvoiceQuery{Before: q.PaymentsBefore, Limit: adminPaymentsPage})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	invs := invPage.Items
-	page.PaymentsPaged, page.PaymentsBefore, page.PaymentsMore = before > 0, max(before, 0), invPage.Next
-	page.Filter = app.AuditQuery{Action: strings.TrimSpace(q.Get("action")), ObjectType: strings.TrimSpace(q.Get("object_type")),
-		ObjectID: strings.TrimSpace(q.Get("object_id")), Limit: adminAuditPage}
-	if page.FilterUser = strings.TrimSpace(q.Get("user_id")); page.FilterUser != "" {
-		n, err := strconv.ParseInt(page.FilterUser, 10, 64)
-		if err != nil || n <= 0 {
-			page.Error = "The user filter must be a user id (a number)."
-		}
-		page.Filter.UserID = n
-	}
-	page.Filter.After, _ = strconv.ParseInt(q.Get("audit_after"), 10, 64)
+	page.PaymentsPaged, page.PaymentsBefore = q.PaymentsBefore > 0, q.PaymentsBefore
+	page.PaymentsPager = pager{Label: "Payments", BackText: "Latest payments", NextText: "Older payments"}.
+		on("/admin", "payments", "payments_before", page.PaymentsPaged, invs.Next, nil)
+	return invs.Items, nil
+}
+
+// adminAudit is a page of the audit trail under the query's filter,
+// newest first; an entry that is not the trail's starts it again.
+func (s *Server) adminAudit(ctx context.Context, p *clinic.Principal, q adminQuery, page *adminPage) ([]clinic.AuditEntry, error) {
+	page.Filter, page.FilterUser = q.Audit, q.FilterUser
 	trail, _, err := s.app.ListAudit(ctx, p, page.Filter)
-	if clinic.ErrorCode(err) == clinic.EInvalid && page.Filter.After != 0 { // not an entry of the trail: from the start
+	if clinic.ErrorCode(err) == clinic.EInvalid && page.Filter.After != 0 {
 		page.Filter.After = 0
 		trail, _, err = s.app.ListAudit(ctx, p, page.Filter)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	auditLink := func(after int64) string {
-		v := url.Values{}
-		for k, val := range map[string]string{"action": page.Filter.Action, "object_type": page.Filter.ObjectType, "object_id": page.Filter.ObjectID, "user_id": page.FilterUser} {
-			if val != "" {
-				v.Set(k, val)
-			}
+	keep := url.Values{}
+	for k, val := range map[string]string{"action": page.Filter.Action, "object_type": page.Filter.ObjectType, "object_id": page.Filter.ObjectID, "user_id": page.FilterUser} {
+		if val != "" {
+			keep.Set(k, val)
 		}
-		if after != 0 {
-			v.Set("audit_after", strconv.FormatInt(after, 10))
-		}
-		if len(v) == 0 {
-			return "/admin#audit"
-		}
-		return "/admin?" + v.Encode() + "#audit"
 	}
-	if page.Filter.After != 0 {
-		page.AuditFirst = auditLink(0)
-	}
-	entries := trail.Items
-	if trail.Next != 0 {
-		page.AuditMore = auditLink(trail.Next)
-	}
+	page.AuditPager = pager{Label: "Audit trail", BackText: "Latest entries", NextText: "Older entries"}.
+		on("/admin", "audit", "audit_after", page.Filter.After != 0, trail.Next, keep)
+	return trail.Items, nil
+}
 
-	// Who, by name: the patients of the payments and the users the
-	// entries name, read in one list.
+// adminRows draws the payments' and the entries' rows, with the names of
+// the patients paying and the users acting, read in one list.
+func (s *Server) adminRows(ctx context.Context, p *clinic.Principal, invs []*clinic.Invoice, entries []clinic.AuditEntry, page *adminPage) error {
 	var ids []int64
 	for _, inv := range invs {
 		ids = append(ids, inv.MemberID)
@@ -290,7 +346,6 @@ func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, p
 		}
 		page.Audit = append(page.Audit, row)
 	}
-	s.render(w, r, status, "admin", page)
 	return nil
 }
 
@@ -336,11 +391,8 @@ type adminRoomPage struct {
 	Questions                   []questionRow
 	ConsentVersion, ConsentText string
 	Linked, Others              []*clinic.User
-	// LinkedMore is the last of the room's providers shown when more
-	// follow (the next page's linked_after); LinkedPaged says this is not
-	// the first page.
-	LinkedMore  int64
-	LinkedPaged bool
+	// LinkedPager links the room's providers' first and next pages.
+	LinkedPager pager
 	// Find is the search the others answer; MoreOthers says it (or the
 	// clinic) has more providers than the list offers.
 	Find          string
@@ -386,9 +438,13 @@ func (s *Server) showAdminRoom(w http.ResponseWriter, r *http.Request, status in
 	// The room's own are shown by name a page at a time, as /admin shows
 	// the clinic's.
 	var linked clinic.Page[*clinic.User]
-	linkedAfter, _ := strconv.ParseInt(r.URL.Query().Get("linked_after"), 10, 64)
+	qf := queryFields(r)
+	linkedAfter := qf.place("linked_after")
+	if err := qf.Err(); err != nil {
+		return err
+	}
 	if len(d.ProviderIDs) > 0 {
-		in := app.UserListQuery{IDs: d.ProviderIDs, Sort: "full_name", After: max(linkedAfter, 0), Limit: adminProvidersPage}
+		in := app.UserListQuery{IDs: d.ProviderIDs, Sort: "full_name", After: linkedAfter, Limit: adminProvidersPage}
 		linked, _, err = s.app.ListUsers(ctx, p, in)
 		if clinic.ErrorCode(err) == clinic.EInvalid && in.After > 0 { // a provider gone since: from the start
 			linkedAfter, in.After = 0, 0
@@ -440,7 +496,8 @@ func (s *Server) showAdminRoom(w http.ResponseWriter, r *http.Request, status in
 		page.ConsentVersion, page.ConsentText = c.Version, c.Text
 	}
 	page.Linked, page.Find, page.FindNote, page.MoreOthers = linked.Items, find, findNote, total > len(others.Items)
-	page.LinkedPaged, page.LinkedMore = linkedAfter > 0, linked.Next
+	page.LinkedPager = pager{Label: "The room's providers", BackText: "First providers", NextText: "More of the room's providers"}.
+		on("/admin/rooms/"+url.PathEscape(rm.Code), "providers", "linked_after", linkedAfter > 0, linked.Next, nil)
 	for _, u := range others.Items {
 		if !slices.Contains(d.ProviderIDs, u.ID) {
 			page.Others = append(page.Others, u)

@@ -29,7 +29,7 @@ var englishOnlyPages = []string{"admin", "adminroom", "adminsignin", "dashboard"
 
 var (
 	templateKey = regexp.MustCompile(`\{\{-?\s*t\s+("(?:[^"\\]|\\.)*")`)
-	goKey       = regexp.MustCompile(`\.T\(\s*("(?:[^"\\]|\\.)*")`)
+	goKey       = regexp.MustCompile(`(?:\.T|\btr)\(\s*("(?:[^"\\]|\\.)*")`)
 	verb        = regexp.MustCompile(`%(\[\d+\])?[sd%]`)
 )
 

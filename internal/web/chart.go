@@ -38,19 +38,14 @@ type chartPage struct {
 	PharmaciesState          chartSection
 	Readings                 []readingItem
 	ReadingsState            chartSection
-	// ReadingsBefore is the page of readings asked for (the last reading
-	// of the page before, 0 the latest), ReadingsMore the last one shown
-	// when earlier ones follow.
-	ReadingsBefore, ReadingsMore int64
-	// FilesBefore and RxBefore, FilesMore and RxMore are the same for the
-	// patient's files and prescriptions.
-	FilesBefore, FilesMore int64
-	RxBefore, RxMore       int64
-	Visits                 []visitItem
-	// VisitsMore is the last visit shown when older ones follow (the next
-	// page's visits_after); VisitsPaged says this is not the first page.
-	VisitsMore  int64
-	VisitsPaged bool
+	// ReadingsBefore, FilesBefore and RxBefore are the page of each list
+	// asked for (the last item of the page before, 0 the latest);
+	// VisitsPaged says the visits shown are not the latest.
+	ReadingsBefore, FilesBefore, RxBefore int64
+	Visits                                []visitItem
+	VisitsPaged                           bool
+	// Each long list's page links.
+	VisitsPager, FilesPager, RxPager, ReadingsPager pager
 	// Consents are the patient's signed consents.
 	Consents      []*clinic.Consent
 	ConsentsState chartSection
@@ -125,41 +120,32 @@ func (s *Server) chart(w http.ResponseWriter, r *http.Request) error {
 			page.Address += part
 		}
 	}
-	q := r.URL.Query()
-	page.ReadingsBefore, _ = strconv.ParseInt(q.Get("readings_before"), 10, 64)
-	page.FilesBefore, _ = strconv.ParseInt(q.Get("files_before"), 10, 64)
-	page.RxBefore, _ = strconv.ParseInt(q.Get("rx_before"), 10, 64)
-	if err := s.chartRecords(ctx, p, uid, &page); err != nil {
+	q, f := readChartQuery(r)
+	if err := f.Err(); err != nil {
 		return err
 	}
-	if page.Consents, err = s.app.Consents(ctx, p, uid); err != nil {
-		if page.ConsentsState, err = refusal(err); err != nil {
+	page.ReadingsBefore, page.FilesBefore, page.RxBefore = q.ReadingsBefore, q.FilesBefore, q.RxBefore
+	for _, load := range []func(context.Context, *clinic.Principal, int64, chartQuery, *chartPage) error{
+		s.chartEMR, s.chartFiles, s.chartInsurance, s.chartPrescriptions, s.chartPharmacies, s.chartReadings, s.chartConsents, s.chartVisits,
+	} {
+		if err := load(ctx, p, uid, q, &page); err != nil {
 			return err
 		}
 	}
-	// The patient's visits the caller sees, newest first, a page at a time
-	// (keyset: visits_after is the last one shown).
-	after, _ := strconv.ParseInt(r.URL.Query().Get("visits_after"), 10, 64)
-	vs, err := s.app.ListVisits(ctx, p, app.VisitQuery{MemberID: uid, After: max(after, 0), Limit: chartVisitsPage})
-	if err != nil {
-		return err
-	}
-	page.VisitsPaged, page.VisitsMore = after > 0, vs.Next
-	for _, d := range vs.Items {
-		it := visitItem{ID: d.Visit.ID, Status: statusWord(d.Visit.Status), Created: d.Visit.Created}
-		if d.Room != nil {
-			it.Room = d.Room.Name
-		}
-		if d.Provider != nil {
-			it.With = d.Provider.FullName()
-		}
-		if d.Intake != nil {
-			it.Reason, it.Answers = d.Intake.ReasonForVisit, answersOf(d)
-		}
-		page.Visits = append(page.Visits, it)
-	}
 	s.render(w, r, http.StatusOK, "chart", page)
 	return nil
+}
+
+// chartQuery is the chart's address: the page each long list shows (the
+// last item of the page before, 0 the latest).
+type chartQuery struct {
+	ReadingsBefore, FilesBefore, RxBefore, VisitsAfter int64
+}
+
+func readChartQuery(r *http.Request) (chartQuery, *fields) {
+	f := queryFields(r)
+	return chartQuery{ReadingsBefore: f.place("readings_before"), FilesBefore: f.place("files_before"),
+		RxBefore: f.place("rx_before"), VisitsAfter: f.place("visits_after")}, f
 }
 
 // chartVisitsPage is how many of the patient's visits the chart shows at
@@ -177,93 +163,157 @@ func isProviderOrAdmin(p *clinic.Principal) bool {
 	return p.IsAdmin() || (p.User != nil && p.User.Type == clinic.UserProvider)
 }
 
-// chartRecords reads the chart's parts.
-func (s *Server) chartRecords(ctx context.Context, p *clinic.Principal, uid int64, page *chartPage) (err error) {
-	if emr, e := s.app.GetEMR(ctx, p, uid); e != nil {
-		if page.EMRState, err = refusal(e); err != nil {
-			return err
-		}
-	} else {
-		for name, sec := range emr {
-			if sec == nil || (sec.Data == nil && sec.DataNotReported == nil) {
-				continue
-			}
-			it := emrItem{Name: words(name), Entries: entries(sec.Data), Modified: sec.Modified,
-				NotReported: sec.DataNotReported != nil && *sec.DataNotReported}
-			if len(it.Entries) == 0 && !it.NotReported && sec.Modified == 0 {
-				continue // never filled in
-			}
-			page.EMR = append(page.EMR, it)
-		}
-		sort.Slice(page.EMR, func(i, j int) bool { return page.EMR[i].Name < page.EMR[j].Name })
+// shownRefused puts err in a chart part's place when the part's rule
+// refuses the caller (refusal), and returns any other error.
+func shownRefused(state *chartSection, err error) error {
+	var e error
+	*state, e = refusal(err)
+	return e
+}
+
+// chartEMR is the record's sections that were ever filled in, by name.
+func (s *Server) chartEMR(ctx context.Context, p *clinic.Principal, uid int64, _ chartQuery, page *chartPage) error {
+	emr, err := s.app.GetEMR(ctx, p, uid)
+	if err != nil {
+		return shownRefused(&page.EMRState, err)
 	}
-	// Files and prescriptions newest first, a page at a time (keyset by
-	// id).
-	if files, e := s.app.ListFiles(ctx, p, app.FileQuery{TargetID: uid, TargetType: "user", Before: max(page.FilesBefore, 0), Limit: chartListPage}); e != nil {
-		if page.FilesState, err = refusal(e); err != nil {
-			return err
+	for name, sec := range emr {
+		if sec == nil || (sec.Data == nil && sec.DataNotReported == nil) {
+			continue
 		}
-	} else {
-		page.Files, page.FilesMore = files.Items, files.Next
+		it := emrItem{Name: words(name), Entries: entries(sec.Data), Modified: sec.Modified,
+			NotReported: sec.DataNotReported != nil && *sec.DataNotReported}
+		if len(it.Entries) == 0 && !it.NotReported && sec.Modified == 0 {
+			continue // never filled in
+		}
+		page.EMR = append(page.EMR, it)
 	}
-	if cards, e := s.app.InsuranceCards(ctx, p, uid); e != nil {
-		if page.CardsState, err = refusal(e); err != nil {
-			return err
-		}
-	} else {
-		for _, c := range cards {
-			ci := cardItem{Type: c.CardType}
-			for k, v := range c.Fields {
-				if str, ok := v.(string); ok && str != "" {
-					ci.Fields = append(ci.Fields, kv{k, str})
-				}
+	sort.Slice(page.EMR, func(i, j int) bool { return page.EMR[i].Name < page.EMR[j].Name })
+	return nil
+}
+
+// chartFiles is a page of the patient's files, newest first.
+func (s *Server) chartFiles(ctx context.Context, p *clinic.Principal, uid int64, q chartQuery, page *chartPage) error {
+	files, err := s.app.ListFiles(ctx, p, app.FileQuery{TargetID: uid, TargetType: "user", Before: q.FilesBefore, Limit: chartListPage})
+	if err != nil {
+		return shownRefused(&page.FilesState, err)
+	}
+	page.Files = files.Items
+	page.FilesPager = pager{Label: "Files", BackText: "Latest files", NextText: "Earlier files"}.
+		on(chartPath(uid), "files-h", "files_before", q.FilesBefore > 0, files.Next, nil)
+	return nil
+}
+
+// chartInsurance is the patient's cards and their latest eligibility
+// check.
+func (s *Server) chartInsurance(ctx context.Context, p *clinic.Principal, uid int64, _ chartQuery, page *chartPage) error {
+	cards, err := s.app.InsuranceCards(ctx, p, uid)
+	if err != nil {
+		return shownRefused(&page.CardsState, err)
+	}
+	for _, c := range cards {
+		ci := cardItem{Type: c.CardType}
+		for k, v := range c.Fields {
+			if str, ok := v.(string); ok && str != "" {
+				ci.Fields = append(ci.Fields, kv{k, str})
 			}
-			sort.Slice(ci.Fields, func(i, j int) bool { return ci.Fields[i].Key < ci.Fields[j].Key })
-			page.Cards = append(page.Cards, ci)
 		}
-		if job, e := s.app.Eligibility(ctx, p, uid); e == nil {
-			page.Eligibility = job
-			var details any
-			if b, err := json.Marshal(job.Details); err == nil && json.Unmarshal(b, &details) == nil {
-				page.EligibilityDetails = fieldsOf(details)
-			}
-		}
+		sort.Slice(ci.Fields, func(i, j int) bool { return ci.Fields[i].Key < ci.Fields[j].Key })
+		page.Cards = append(page.Cards, ci)
 	}
-	if rxs, e := s.app.Prescriptions(ctx, p, uid, app.RxQuery{Status: "All", Before: max(page.RxBefore, 0), Limit: chartListPage}); e != nil {
-		if page.RxState, err = refusal(e); err != nil {
-			return err
-		}
-	} else {
-		page.Prescriptions, page.RxMore = rxs.Items, rxs.Next
-	}
-	if phs, e := s.app.Pharmacies(ctx, p, uid); e != nil {
-		if page.PharmaciesState, err = refusal(e); err != nil {
-			return err
-		}
-	} else {
-		for _, ph := range phs {
-			name, _ := ph.Fields["name"].(string)
-			page.Pharmacies = append(page.Pharmacies, pharmacyItem{Name: name, Code: ph.Code, Default: ph.IsDefault})
-		}
-	}
-	// The latest readings, a page at a time (keyset: readings_before is
-	// the last one shown).
-	if rs, e := s.app.Readings(ctx, p, uid, app.ReadingQuery{Before: max(page.ReadingsBefore, 0), Limit: chartReadingsPage}); e != nil {
-		if page.ReadingsState, err = refusal(e); err != nil {
-			return err
-		}
-	} else {
-		page.ReadingsMore = rs.Next
-		for _, rd := range rs.Items {
-			var vals []string
-			for _, f := range fieldsOf(rd.Values) {
-				vals = append(vals, f.Key+" "+f.Value)
-			}
-			page.Readings = append(page.Readings, readingItem{Type: words(rd.DataType), Date: rd.Date, Values: strings.Join(vals, ", ")})
+	if job, e := s.app.Eligibility(ctx, p, uid); e == nil {
+		page.Eligibility = job
+		var details any
+		if b, err := json.Marshal(job.Details); err == nil && json.Unmarshal(b, &details) == nil {
+			page.EligibilityDetails = fieldsOf(details)
 		}
 	}
 	return nil
 }
+
+// chartPrescriptions is a page of the patient's prescriptions, newest
+// first, current and discontinued.
+func (s *Server) chartPrescriptions(ctx context.Context, p *clinic.Principal, uid int64, q chartQuery, page *chartPage) error {
+	rxs, err := s.app.Prescriptions(ctx, p, uid, app.RxQuery{Status: "All", Before: q.RxBefore, Limit: chartListPage})
+	if err != nil {
+		return shownRefused(&page.RxState, err)
+	}
+	page.Prescriptions = rxs.Items
+	page.RxPager = pager{Label: "Prescriptions", BackText: "Latest prescriptions", NextText: "Earlier prescriptions"}.
+		on(chartPath(uid), "rx-h", "rx_before", q.RxBefore > 0, rxs.Next, nil)
+	return nil
+}
+
+// chartPharmacies is the patient's pharmacies.
+func (s *Server) chartPharmacies(ctx context.Context, p *clinic.Principal, uid int64, _ chartQuery, page *chartPage) error {
+	phs, err := s.app.Pharmacies(ctx, p, uid)
+	if err != nil {
+		return shownRefused(&page.PharmaciesState, err)
+	}
+	for _, ph := range phs {
+		name, _ := ph.Fields["name"].(string)
+		page.Pharmacies = append(page.Pharmacies, pharmacyItem{Name: name, Code: ph.Code, Default: ph.IsDefault})
+	}
+	return nil
+}
+
+// chartReadings is a page of the patient's device readings, the latest
+// first.
+func (s *Server) chartReadings(ctx context.Context, p *clinic.Principal, uid int64, q chartQuery, page *chartPage) error {
+	rs, err := s.app.Readings(ctx, p, uid, app.ReadingQuery{Before: q.ReadingsBefore, Limit: chartReadingsPage})
+	if err != nil {
+		return shownRefused(&page.ReadingsState, err)
+	}
+	page.ReadingsPager = pager{Label: "Device readings", BackText: "Latest readings", NextText: "Earlier readings"}.
+		on(chartPath(uid), "readings-h", "readings_before", q.ReadingsBefore > 0, rs.Next, nil)
+	for _, rd := range rs.Items {
+		var vals []string
+		for _, f := range fieldsOf(rd.Values) {
+			vals = append(vals, f.Key+" "+f.Value)
+		}
+		page.Readings = append(page.Readings, readingItem{Type: words(rd.DataType), Date: rd.Date, Values: strings.Join(vals, ", ")})
+	}
+	return nil
+}
+
+// chartConsents is the patient's signed consents.
+func (s *Server) chartConsents(ctx context.Context, p *clinic.Principal, uid int64, _ chartQuery, page *chartPage) error {
+	cs, err := s.app.Consents(ctx, p, uid)
+	if err != nil {
+		return shownRefused(&page.ConsentsState, err)
+	}
+	page.Consents = cs
+	return nil
+}
+
+// chartVisits is a page of the patient's visits the caller sees, newest
+// first.
+func (s *Server) chartVisits(ctx context.Context, p *clinic.Principal, uid int64, q chartQuery, page *chartPage) error {
+	vs, err := s.app.ListVisits(ctx, p, app.VisitQuery{MemberID: uid, After: q.VisitsAfter, Limit: chartVisitsPage})
+	if err != nil {
+		return err
+	}
+	page.VisitsPaged = q.VisitsAfter > 0
+	page.VisitsPager = pager{Label: "Visits", BackText: "Latest visits", NextText: "Older visits"}.
+		on(chartPath(uid), "visits-h", "visits_after", page.VisitsPaged, vs.Next, nil)
+	for _, d := range vs.Items {
+		it := visitItem{ID: d.Visit.ID, Status: statusWord(d.Visit.Status), Created: d.Visit.Created}
+		if d.Room != nil {
+			it.Room = d.Room.Name
+		}
+		if d.Provider != nil {
+			it.With = d.Provider.FullName()
+		}
+		if d.Intake != nil {
+			it.Reason, it.Answers = d.Intake.ReasonForVisit, answersOf(d)
+		}
+		page.Visits = append(page.Visits, it)
+	}
+	return nil
+}
+
+// chartPath is the chart's address.
+func chartPath(uid int64) string { return "/providers/patient/" + strconv.FormatInt(uid, 10) }
 
 // The chart prints a record's JSON as fields people read: an object's
 // keys become labels ("date_of_birth" → "Date of birth"), lists are

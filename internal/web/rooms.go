@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"teleclinic/internal/app"
@@ -17,10 +16,10 @@ type roomItem struct{ Name, Subtitle, Code, Address string }
 type clinicPage struct {
 	Name, Code string
 	Rooms      []roomItem
-	// More is where the next page of rooms starts (0: none), Paged that
-	// this is not the first.
-	More  int
+	// Paged says this is not the first page of rooms; Pager links the
+	// first and the next.
 	Paged bool
+	Pager pager
 }
 
 // clinicRoomsPage is how many rooms the clinic's home lists at a time.
@@ -34,12 +33,18 @@ func (s *Server) clinicHome(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return clinic.Errorf(clinic.ENotFound, "No clinic has that address.")
 	}
-	from, _ := strconv.Atoi(r.URL.Query().Get("from"))
+	f := queryFields(r)
+	from := f.count("from", 0, 0)
+	if err := f.Err(); err != nil {
+		return err
+	}
 	rooms, next, err := s.app.PublicRooms(r.Context(), p, from, clinicRoomsPage)
 	if err != nil {
 		return err
 	}
-	page := clinicPage{Name: p.Account.Name, Code: p.Account.Code, More: next, Paged: from > 0}
+	page := clinicPage{Name: p.Account.Name, Code: p.Account.Code, Paged: from > 0}
+	page.Pager = pager{Label: tr("Rooms"), BackText: tr("The first rooms"), NextText: tr("More rooms")}.
+		on("/u/"+url.PathEscape(p.Account.Code), "", "from", from > 0, int64(next), nil)
 	for _, rm := range rooms {
 		page.Rooms = append(page.Rooms, roomItem{Name: rm.Name, Subtitle: rm.Settings.Subtitle, Code: rm.Code, Address: roomBase(p.Account.Code, rm.Code)})
 	}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -36,14 +37,10 @@ type visitItem struct {
 type visitsPage struct {
 	Coming, Waiting, Past []visitItem
 	Provider              bool
-	// Each list a page at a time where it can be long: Later is where a
-	// provider's own open visits go on ("start.id"), MoreWaiting where the
-	// waiting ones do and Older where the past ones do (the last one's
-	// id); Paging names the list this page goes on with ("" the first
-	// page, which shows all three).
-	Later              string
-	MoreWaiting, Older int64
-	Paging             string
+	// Paging names the list this page goes on with ("" the first page,
+	// which shows all three); each list that can be long has its pager.
+	Paging                              string
+	LaterPager, WaitingPager, PastPager pager
 	// Rooms are the clinic's public rooms, where a visit starts: shown
 	// to a patient with nothing coming up; MoreRooms where the clinic's
 	// home goes on from these (0: they are all).
@@ -56,6 +53,38 @@ type visitsPage struct {
 // how many of a provider's rooms' waiting ones.
 const pastVisitsPage = 50
 
+// visitsQuery is /visits' address: which list this page goes on with
+// (Paging, "" for the first page, which shows the start of each), and
+// where: Later a provider's own open visits, Waiting their rooms' waiting
+// ones, After the past ones.
+type visitsQuery struct {
+	Paging         string
+	Later          *app.VisitPlace
+	Waiting, After int64
+}
+
+func readVisitsQuery(r *http.Request, provider bool) (visitsQuery, *fields) {
+	f := queryFields(r)
+	q := visitsQuery{Waiting: f.place("waiting"), After: f.place("after")}
+	if later := f.str("later"); later != "" {
+		if q.Later = parseVisitPlace(later); q.Later == nil {
+			f.refuse("later", "later must be a place in your open visits.")
+		}
+	}
+	switch {
+	case q.Later != nil && provider:
+		q.Paging = "later"
+	case q.Waiting > 0 && provider:
+		q.Paging = "waiting"
+	case q.After > 0:
+		q.Paging = "past"
+	}
+	return q, f
+}
+
+// shows says whether this page shows the list named list.
+func (q visitsQuery) shows(list string) bool { return q.Paging == "" || q.Paging == list }
+
 // visits is /visits: the caller's visits as GET /visits gives them (a
 // patient's own; a provider's and their rooms' waiting e-consults). The
 // first page shows the start of each list, ?later=, ?waiting= and ?after=
@@ -65,72 +94,105 @@ func (s *Server) visits(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	q := r.URL.Query()
-	page := visitsPage{Provider: app.IsProvider(p)}
-	after, _ := strconv.ParseInt(q.Get("after"), 10, 64)
-	waitingAfter, _ := strconv.ParseInt(q.Get("waiting"), 10, 64)
-	later := parseVisitPlace(q.Get("later"))
-	switch {
-	case later != nil && page.Provider:
-		page.Paging = "later"
-	case waitingAfter > 0 && page.Provider:
-		page.Paging = "waiting"
-	case after > 0:
-		page.Paging = "past"
+	provider := app.IsProvider(p)
+	q, f := readVisitsQuery(r, provider)
+	if err := f.Err(); err != nil {
+		return err
 	}
-	open := []string{"10", "20", "25"}
+	page := visitsPage{Provider: provider, Paging: q.Paging}
 	var ds []*app.VisitDetail
-	if page.Provider && (page.Paging == "" || page.Paging == "later") {
-		// A provider's own open visits can be many (booked months
-		// ahead): a page at a time, soonest first.
-		own, next, err := s.app.OwnOpenVisits(r.Context(), p, later)
+	for _, list := range []struct {
+		shown bool
+		read  func(context.Context, *clinic.Principal, visitsQuery, *visitsPage) ([]*app.VisitDetail, error)
+	}{
+		{provider && q.shows("later"), s.ownOpenVisits},
+		{provider && q.shows("waiting"), s.waitingVisits},
+		{!provider && q.Paging == "", s.patientOpenVisits},
+		{q.shows("past"), s.pastVisits},
+	} {
+		if !list.shown {
+			continue
+		}
+		more, err := list.read(r.Context(), p, q, &page)
 		if err != nil {
 			return err
 		}
-		page.Later = visitPlaceParam(next)
-		ds = append(ds, own...)
+		ds = append(ds, more...)
 	}
-	if page.Provider && (page.Paging == "" || page.Paging == "waiting") {
-		waiting, err := s.app.ListVisits(r.Context(), p, app.VisitQuery{Statuses: open, Waiting: true, Limit: pastVisitsPage, After: waitingAfter})
-		if err != nil {
+	page.place(p, ds, s.app.Now().Unix())
+	if len(page.Coming) == 0 && app.IsPatient(p) {
+		if err := s.visitsRooms(r.Context(), p, &page); err != nil {
 			return err
 		}
-		page.MoreWaiting = waiting.Next
-		for _, d := range waiting.Items {
-			page.Waiting = append(page.Waiting, visitItemOf(p, d))
-		}
 	}
-	if !page.Provider && page.Paging == "" {
-		// A patient's open visits are few: all of them.
-		mine, err := s.app.ListVisits(r.Context(), p, app.VisitQuery{Statuses: open})
-		if err != nil {
-			return err
-		}
-		ds = append(ds, mine.Items...)
+	s.render(w, r, http.StatusOK, "visits", page)
+	return nil
+}
+
+// ownOpenVisits is a page of a provider's own open visits, soonest first
+// (they can be many: booked months ahead).
+func (s *Server) ownOpenVisits(ctx context.Context, p *clinic.Principal, q visitsQuery, page *visitsPage) ([]*app.VisitDetail, error) {
+	own, next, err := s.app.OwnOpenVisits(ctx, p, q.Later)
+	if err != nil {
+		return nil, err
 	}
-	if page.Paging == "" || page.Paging == "past" {
-		closed, err := s.app.ListVisits(r.Context(), p, app.VisitQuery{Statuses: []string{"30", "40"}, Limit: pastVisitsPage, After: after})
-		if err != nil {
-			return err
-		}
-		page.Older = closed.Next
-		ds = append(ds, closed.Items...)
+	page.LaterPager = pager{Label: tr("Your open visits"), BackText: tr("Soonest visits"), NextText: tr("Later visits")}
+	if q.Paging == "later" {
+		page.LaterPager.Back = "/visits"
 	}
-	now := s.app.Now().Unix()
+	if next != nil {
+		page.LaterPager.Next = "/visits?later=" + visitPlaceParam(next)
+	}
+	return own, nil
+}
+
+// waitingVisits is a page of the e-consults and walk-ins of a provider's
+// rooms that no provider has taken, longest waiting first; they are
+// listed on their own, not among the visits returned.
+func (s *Server) waitingVisits(ctx context.Context, p *clinic.Principal, q visitsQuery, page *visitsPage) ([]*app.VisitDetail, error) {
+	waiting, err := s.app.ListVisits(ctx, p, app.VisitQuery{Statuses: app.OpenStatuses, Waiting: true, Limit: pastVisitsPage, After: q.Waiting})
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range waiting.Items {
+		page.Waiting = append(page.Waiting, visitItemOf(p, d))
+	}
+	page.WaitingPager = pager{Label: tr("Waiting in your rooms"), BackText: tr("Longest waiting"), NextText: tr("More waiting")}.
+		on("/visits", "", "waiting", q.Paging == "waiting", waiting.Next, nil)
+	return nil, nil
+}
+
+// patientOpenVisits is all of a patient's open visits: they are few.
+func (s *Server) patientOpenVisits(ctx context.Context, p *clinic.Principal, _ visitsQuery, _ *visitsPage) ([]*app.VisitDetail, error) {
+	mine, err := s.app.ListVisits(ctx, p, app.VisitQuery{Statuses: app.OpenStatuses})
+	return mine.Items, err
+}
+
+// pastVisits is a page of the caller's visits that are over, newest
+// first.
+func (s *Server) pastVisits(ctx context.Context, p *clinic.Principal, q visitsQuery, page *visitsPage) ([]*app.VisitDetail, error) {
+	closed, err := s.app.ListVisits(ctx, p, app.VisitQuery{Statuses: app.ClosedStatuses, Limit: pastVisitsPage, After: q.After})
+	if err != nil {
+		return nil, err
+	}
+	page.PastPager = pager{Label: tr("Past visits"), BackText: tr("Latest visits"), NextText: tr("Older visits")}.
+		on("/visits", "", "after", q.Paging == "past", closed.Next, nil)
+	return closed.Items, nil
+}
+
+// place sorts ds into the page's lists by app.ComingUp: Coming (a
+// patient's booked visits by their time, soonest first, before the
+// others, newest first; a provider's in their pages' order, overdue ones
+// first) and Past (newest first).
+func (page *visitsPage) place(p *clinic.Principal, ds []*app.VisitDetail, now int64) {
 	for _, d := range ds {
-		v, it := d.Visit, visitItemOf(p, d)
-		open := v.Status != clinic.VisitCompleted && v.Status != clinic.VisitCancelled
-		switch {
-		case open && page.Provider:
-			page.Coming = append(page.Coming, it) // in their pages' order, overdue ones first
-		case open && (it.Start == 0 || v.End > now):
+		if it := visitItemOf(p, d); app.ComingUp(d.Visit, now, page.Provider) {
 			page.Coming = append(page.Coming, it)
-		default:
+		} else {
 			page.Past = append(page.Past, it)
 		}
 	}
 	if !page.Provider {
-		// Booked visits by their time, soonest first, before the others.
 		slices.SortStableFunc(page.Coming, func(a, b visitItem) int {
 			switch {
 			case a.Start != 0 && b.Start != 0:
@@ -146,17 +208,19 @@ func (s *Server) visits(w http.ResponseWriter, r *http.Request) error {
 	slices.SortStableFunc(page.Past, func(a, b visitItem) int {
 		return cmp.Compare(max(b.Start, b.Created), max(a.Start, a.Created))
 	})
-	if len(page.Coming) == 0 && app.IsPatient(p) {
-		rooms, next, err := s.app.PublicRooms(r.Context(), p, 0, clinicRoomsPage)
-		if err != nil {
-			return err
-		}
-		for _, rm := range rooms {
-			page.Rooms = append(page.Rooms, roomItem{Name: rm.Name, Subtitle: rm.Settings.Subtitle, Address: roomBase(p.Account.Code, rm.Code)})
-		}
-		page.MoreRooms, page.Clinic = next, p.Account.Code
+}
+
+// visitsRooms offers a patient with nothing coming up the clinic's public
+// rooms, where a visit starts.
+func (s *Server) visitsRooms(ctx context.Context, p *clinic.Principal, page *visitsPage) error {
+	rooms, next, err := s.app.PublicRooms(ctx, p, 0, clinicRoomsPage)
+	if err != nil {
+		return err
 	}
-	s.render(w, r, http.StatusOK, "visits", page)
+	for _, rm := range rooms {
+		page.Rooms = append(page.Rooms, roomItem{Name: rm.Name, Subtitle: rm.Settings.Subtitle, Address: roomBase(p.Account.Code, rm.Code)})
+	}
+	page.MoreRooms, page.Clinic = next, p.Account.Code
 	return nil
 }
 
@@ -303,28 +367,44 @@ func (s *Server) visitRequest(r *http.Request) (*clinic.Principal, int64, error)
 
 // visit is /visits/start/{id}: the visit for each of its participants,
 // with its thread. Who may see it is decided by app, as for
-// GET /visits/{id} and GET /api/visits/{id}/messages.
+// GET /visits/{id} and GET /api/visits/{id}/messages; each part of the
+// page is read by its own loader.
 func (s *Server) visit(w http.ResponseWriter, r *http.Request) error {
 	p, d, err := s.visitDetail(r)
 	if err != nil {
 		return err
 	}
-	id := d.Visit.ID
-	// The latest page of the thread, oldest first, or with ?older=N the
-	// page before the newest N (Earlier messages); the clinic's admin sees
-	// the visit but not its thread, as in the API.
-	older, _ := strconv.Atoi(r.URL.Query().Get("older"))
-	older = min(max(older, 0), app.MaxSkip)
-	ms, total, err := s.app.ListMessages(r.Context(), p, id, app.MessageQuery{Limit: new(app.MessagePageMax), Skip: &older, Order: "desc"})
-	if err != nil && clinic.ErrorCode(err) != clinic.EForbidden {
+	// ?older=N is the page before the newest N messages (Earlier
+	// messages); ?join=1 joins the call as the page opens.
+	f := queryFields(r)
+	older, join := min(f.count("older", 0, 0), app.MaxSkip), f.str("join") == "1"
+	if err := f.Err(); err != nil {
 		return err
 	}
-	slices.Reverse(ms)
-	page := visitPage{ID: id, Status: visitStatusWord(d.Visit), Open: d.Visit.Status != clinic.VisitCompleted && d.Visit.Status != clinic.VisitCancelled,
-		Live: err == nil, Seen: total, Older: older}
-	if shown := older + len(ms); shown < total && older+app.MessagePageMax <= app.MaxSkip {
-		page.Earlier, page.EarlierSkip = total-shown, shown
+	page := visitPage{ID: d.Visit.ID, Status: visitStatusWord(d.Visit), Open: !app.VisitOver(d.Visit), Older: older,
+		Notice: notices[f.str("notice")]}
+	page.people(p, d)
+	for _, part := range []func(*http.Request, *clinic.Principal, *app.VisitDetail, *visitPage) error{
+		s.visitThread, s.visitWaiting, s.visitBooked, s.visitNote,
+	} {
+		if err := part(r, p, d, &page); err != nil {
+			return err
+		}
 	}
+	s.visitCall(w, r, p, d, &page) // its media server's CSP is the answer's header
+	if page.Call != nil && join {
+		page.Call.AutoJoin = true
+	}
+	s.render(w, r, http.StatusOK, "visit", page)
+	return nil
+}
+
+// people are the visit's room, patient, provider and reason, and what the
+// page offers the viewer by who they are: the provider of an open
+// e-consult closes it; the patient of a visit that is over is told what
+// comes next.
+func (page *visitPage) people(p *clinic.Principal, d *app.VisitDetail) {
+	v := d.Visit
 	if d.Room != nil {
 		page.Room = d.Room.Name
 	}
@@ -337,52 +417,84 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request) error {
 	if d.Intake != nil {
 		page.Reason = d.Intake.ReasonForVisit
 	}
-	if d.Visit.Kind == clinic.KindWalkin && d.Visit.Status == clinic.VisitPending && d.Visit.MemberID == p.UserID() && d.Room != nil {
-		q, err := s.app.RoomQueue(r.Context(), p, d.Room.Code)
-		if err != nil {
-			return err
-		}
-		page.Waiting, page.BeforeMe = true, q.BeforeMe
-		// The estimate is the room's average visit time for each patient
-		// ahead (spec: average_visit_time × before_me), in whole minutes.
-		page.WaitMinutes = (q.AverageVisitTime*q.BeforeMe + 59) / 60
-	}
-	// The call's own rule is app's (JoinCall); the page offers it to
-	// those it would let in.
-	if role, err := s.app.CallRole(r.Context(), p, id); err == nil {
-		page.Call = s.callView(w, id, role)
-		if d.Room != nil && role != app.CallProvider {
-			page.Call.Opens = app.JoinOpens(d.Visit.Thread(), d.Room)
-			page.Call.OpensIn = max(page.Call.Opens-s.app.Now().Unix(), 0)
-		}
-	}
-	if d.Visit.Kind == clinic.KindAppointment && d.Room != nil {
-		page.Booked = s.booked(r, p, d)
-	}
-	page.Notice = notices[r.URL.Query().Get("notice")]
-	page.CanCloseEconsult = d.Visit.Kind == clinic.KindEconsult && page.Open && d.Visit.ProviderID != 0 && d.Visit.ProviderID == p.UserID()
-	if d.Visit.MemberID == p.UserID() && !page.Open {
-		page.After, page.Completed = true, d.Visit.Status == clinic.VisitCompleted
+	page.CanCloseEconsult = v.Kind == clinic.KindEconsult && page.Open && v.ProviderID != 0 && v.ProviderID == p.UserID()
+	if v.MemberID == p.UserID() && !page.Open {
+		page.After, page.Completed = true, v.Status == clinic.VisitCompleted
 		if d.Room != nil {
 			page.RoomLink = roomBase(p.Account.Code, d.Room.Code)
 		}
 	}
-	if page.Note, err = s.noteFor(r, p, d, ""); err != nil {
+}
+
+// visitThread is the latest page of the thread, oldest first, or the page
+// before the newest page.Older. The clinic's admin sees the visit but not
+// its thread, as in the API. Drawn, the thread's messages are no longer
+// new on the dashboard.
+func (s *Server) visitThread(r *http.Request, p *clinic.Principal, d *app.VisitDetail, page *visitPage) error {
+	older := page.Older
+	ms, total, err := s.app.ListMessages(r.Context(), p, d.Visit.ID, app.MessageQuery{Limit: new(app.MessagePageMax), Skip: &older, Order: "desc"})
+	if err != nil && clinic.ErrorCode(err) != clinic.EForbidden {
 		return err
 	}
-	if page.Live && total > 0 { // drawn: the dashboard no longer counts these as new
-		if err := s.app.MarkThreadRead(r.Context(), p, id, total); err != nil {
-			return err
-		}
+	page.Live, page.Seen = err == nil, total
+	if shown := older + len(ms); shown < total && older+app.MessagePageMax <= app.MaxSkip {
+		page.Earlier, page.EarlierSkip = total-shown, shown
 	}
-	if page.Call != nil && r.URL.Query().Get("join") == "1" {
-		page.Call.AutoJoin = true
-	}
+	slices.Reverse(ms)
 	for _, m := range ms {
 		page.Messages = append(page.Messages, messageItem{Author: m.Actor.DisplayName, Type: m.Type, Content: m.Content, CreatedUS: m.CreatedUS})
 	}
-	s.render(w, r, http.StatusOK, "visit", page)
+	if page.Live && total > 0 {
+		return s.app.MarkThreadRead(r.Context(), p, d.Visit.ID, total)
+	}
 	return nil
+}
+
+// visitWaiting is the waiting room of a patient whose walk-in waits: the
+// queue as GET /rooms/{code}/queue gives it, and the estimate, the room's
+// average visit time for each patient ahead (the spec's average_visit_time
+// × before_me), in whole minutes.
+func (s *Server) visitWaiting(r *http.Request, p *clinic.Principal, d *app.VisitDetail, page *visitPage) error {
+	v := d.Visit
+	if v.Kind != clinic.KindWalkin || v.Status != clinic.VisitPending || v.MemberID != p.UserID() || d.Room == nil {
+		return nil
+	}
+	q, err := s.app.RoomQueue(r.Context(), p, d.Room.Code)
+	if err != nil {
+		return err
+	}
+	page.Waiting, page.BeforeMe = true, q.BeforeMe
+	page.WaitMinutes = (q.AverageVisitTime*q.BeforeMe + 59) / 60
+	return nil
+}
+
+// visitCall is the call, offered to those app's JoinCall would let in
+// (anyone else, not a participant, has no call on the page); a patient's
+// opens at the room's join window.
+func (s *Server) visitCall(w http.ResponseWriter, r *http.Request, p *clinic.Principal, d *app.VisitDetail, page *visitPage) {
+	role, err := s.app.CallRole(r.Context(), p, d.Visit.ID)
+	if err != nil {
+		return
+	}
+	page.Call = s.callView(w, d.Visit.ID, role)
+	if d.Room != nil && role != app.CallProvider {
+		page.Call.Opens = app.JoinOpens(d.Visit.Thread(), d.Room)
+		page.Call.OpensIn = max(page.Call.Opens-s.app.Now().Unix(), 0)
+	}
+}
+
+// visitBooked is an appointment's part.
+func (s *Server) visitBooked(r *http.Request, p *clinic.Principal, d *app.VisitDetail, page *visitPage) error {
+	if d.Visit.Kind == clinic.KindAppointment && d.Room != nil {
+		page.Booked = s.booked(r, p, d)
+	}
+	return nil
+}
+
+// visitNote is the visit's note as the viewer may see it (notes.go).
+func (s *Server) visitNote(r *http.Request, p *clinic.Principal, d *app.VisitDetail, page *visitPage) (err error) {
+	page.Note, err = s.noteFor(r, p, d, "")
+	return err
 }
 
 // postMessage sends the form's message to the visit's thread, as
