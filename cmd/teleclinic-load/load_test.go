@@ -35,6 +35,21 @@ func TestMain(m *testing.M) {
 func TestLoad_Smoke(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildServer(t, dir)
+	if testing.Short() {
+		// Every scenario and a compare run take about two minutes on two
+		// cores: -short runs two scenarios in rounds, the tool's path
+		// from a build to a report.
+		rep, _ := runTool(t, dir, "--short", "--quiet", "--bin", bin, "--duration", "300ms", "--scenarios", "rooms,messages-post", "--rounds", "2")
+		if len(rep.Results) != 2 || rep.ServerHWMMB <= 0 {
+			t.Fatalf("-short: %+v", rep)
+		}
+		for _, r := range rep.Results {
+			if r.Requests == 0 || r.Errors != 0 || !strings.HasPrefix(r.Note, "median of 2 rounds") {
+				t.Errorf("%s: %+v", r.Scenario, r)
+			}
+		}
+		return
+	}
 	rep, stdout := runTool(t, dir, "--short", "--quiet", "--bin", bin, "--duration", "300ms", "--burst-for", "300ms")
 	seen := map[string]bool{}
 	for _, r := range rep.Results {

@@ -265,22 +265,41 @@ type CallJoin struct {
 	LiveKitURL, LiveKitToken string
 }
 
-// JoinCall lets a participant into visit id's call. The provider joining
-// starts the visit (in progress, actual_start now), as PUT
-// /visits/in_progress does. A full mesh answers 409.
+// JoinCall lets a participant into visit id's call: admitted (callAdmit),
+// given the call's media (callMedia), then seated (callSeat). The
+// provider joining starts the visit (in progress, actual_start now), as
+// PUT /visits/in_progress does. A full call answers 409.
 func (a *App) JoinCall(ctx context.Context, p *clinic.Principal, id int64) (*CallJoin, error) {
+	v, role, err := a.callAdmit(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	out := &CallJoin{Status: v.Status, Role: role}
+	seats, err := a.callMedia(ctx, p, v, out)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.callSeat(ctx, p, v, seats, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// callAdmit is the visit p may join and p's role in its call, the visit
+// started when its provider joins.
+func (a *App) callAdmit(ctx context.Context, p *clinic.Principal, id int64) (*clinic.ThreadVisit, string, error) {
 	v, role, err := a.callVisit(ctx, p, id)
 	if err != nil {
-		return nil, a.AuditOutcome(ctx, p, "visit.call.join", "visit", i64s(id), err)
+		return nil, "", a.AuditOutcome(ctx, p, "visit.call.join", "visit", i64s(id), err)
 	}
 	if err := a.callOpen(ctx, v, role); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	// A call, and the TURN relay its join hands out, is for a visit a
 	// provider has taken (accepted, booked with them, or in): a waiting
 	// walk-in, an anonymous guest's above all, gets neither.
 	if role != CallProvider && v.ProviderID == 0 {
-		return nil, clinic.Errorf(clinic.EConflict, "%s", ErrNoProviderYet)
+		return nil, "", clinic.Errorf(clinic.EConflict, "%s", ErrNoProviderYet)
 	}
 	if a.cfg.ICE.HasTURN() && !a.cfg.LiveKit.Enabled() {
 		// Each join hands out a relay credential: joins are counted per
@@ -290,7 +309,7 @@ func (a *App) JoinCall(ctx context.Context, p *clinic.Principal, id int64) (*Cal
 			keys = append(keys, throttleKey{0, "turn:addr:" + p.ClientAddr, maxJoinsPerAddress})
 		}
 		if _, err := a.countAttempt(ctx, keys); err != nil {
-			return nil, err
+			return nil, "", err
 		}
 	}
 	if role == CallProvider && v.Status != clinic.VisitInProgress {
@@ -299,43 +318,57 @@ func (a *App) JoinCall(ctx context.Context, p *clinic.Principal, id int64) (*Cal
 		case err == nil:
 			v = d.Visit.Thread()
 		case clinic.ErrorCode(err) != clinic.EConflict: // another page of theirs started it
-			return nil, err
+			return nil, "", err
 		}
 	}
-	out := &CallJoin{Status: v.Status, Role: role}
-	name := p.User.FullName()
-	// Through LiveKit the SFU carries the media and its signalling; the
-	// page still takes its seat here, as a peer, and follows the call's
-	// signals for what the server decides: the recording notice and every
-	// participant's consent (AddCallRecording).
-	seats := MaxCallPeers
+	return v, role, nil
+}
+
+// callMedia gives out what the page's media need and says how many seats
+// the call has. Through LiveKit the SFU carries the media and their
+// signalling (a token of the visit's room; LiveKit hands out its own ICE
+// servers); the page still takes its seat here, as a peer, and follows
+// the call's signals for what the server decides: the recording notice
+// and every participant's consent (AddCallRecording). Browser to browser,
+// the mesh's seats and the ICE servers with the caller's TURN credential.
+func (a *App) callMedia(ctx context.Context, p *clinic.Principal, v *clinic.ThreadVisit, out *CallJoin) (seats int, err error) {
+	out.ICEServers = []media.ICEServer{}
 	if lk := a.cfg.LiveKit; lk.Enabled() {
 		if err := a.openLiveKitRoom(ctx, p.Account, v.ID); err != nil {
-			return nil, err
+			return 0, err
 		}
-		out.LiveKitURL, seats = lk.URL, LiveKitMaxParticipants
-		if out.LiveKitToken, err = lk.RoomToken(a.LiveKitRoom(p.Account, v.ID), videoIdentity(p.User), name, media.LiveKitTokenTTL); err != nil {
-			return nil, err
-		}
+		out.LiveKitURL = lk.URL
+		out.LiveKitToken, err = lk.RoomToken(a.LiveKitRoom(p.Account, v.ID), videoIdentity(p.User), p.User.FullName(), media.LiveKitTokenTTL)
+		return LiveKitMaxParticipants, err
 	}
+	if servers := a.cfg.ICE.Servers(videoIdentity(p.User), a.now()); servers != nil {
+		out.ICEServers = servers
+	}
+	out.ICEPolicy = a.cfg.ICE.Policy()
+	return MaxCallPeers, nil
+}
+
+// callSeat seats p's new peer in v's call, if one of seats is free: under
+// the call's lock, so no other join counts the seats meanwhile. One
+// person is one peer: a join from another tab or device, or from a page
+// that reloads before its leave arrived, takes the place of the caller's
+// earlier peer; the others see that peer leave, and the earlier page is
+// told it was replaced, and stops.
+func (a *App) callSeat(ctx context.Context, p *clinic.Principal, v *clinic.ThreadVisit, seats int, out *CallJoin) error {
 	now := a.Unix()
+	name := p.User.FullName()
 	peer := clinic.CallPeer{AccountID: p.Account.ID, VisitID: v.ID, Peer: randomHex(12), UserID: p.UserID(),
-		Name: name, Role: role, Joined: now, Seen: now}
-	body, _ := json.Marshal(map[string]string{"name": name, "role": role})
-	err = a.store.Tx(ctx, func(q *store.Q) error {
+		Name: name, Role: out.Role, Joined: now, Seen: now}
+	body, _ := json.Marshal(map[string]string{"name": name, "role": out.Role})
+	err := a.store.Tx(ctx, func(q *store.Q) error {
 		seq, err := q.LockCall(ctx, p.Account.ID, v.ID)
 		if err != nil {
 			return err
 		}
-		// Under the call's lock: no other join counts the seats meanwhile.
 		in, err := q.CallPeers(ctx, p.Account.ID, v.ID, now-int64(CallPeerTimeout/time.Second))
 		if err != nil {
 			return err
 		}
-		// One person is one peer: a join from another tab or device, or
-		// from a page that reloads before its leave arrived, takes the
-		// place of the caller's earlier peer. The others see that peer
-		// leave; the earlier page is told it was replaced, and stops.
 		for _, c := range in {
 			if c.UserID != p.UserID() {
 				out.Peers = append(out.Peers, c)
@@ -366,22 +399,15 @@ func (a *App) JoinCall(ctx context.Context, p *clinic.Principal, id int64) (*Cal
 		out.After = seq
 		return a.AuditIn(ctx, q, p, "visit.call.join", "visit", i64s(v.ID), OutcomeOK)
 	})
-	if err != nil {
-		var ce *clinic.Error
-		if errors.As(err, &ce) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("join call: %w", err)
+	var ce *clinic.Error
+	switch {
+	case err == nil:
+		out.Peer = peer.Peer
+		return nil
+	case errors.As(err, &ce):
+		return err
 	}
-	out.Peer = peer.Peer
-	out.ICEServers = []media.ICEServer{}
-	if out.LiveKitToken == "" { // LiveKit hands out its own
-		if out.ICEServers = a.cfg.ICE.Servers(videoIdentity(p.User), a.now()); out.ICEServers == nil {
-			out.ICEServers = []media.ICEServer{}
-		}
-		out.ICEPolicy = a.cfg.ICE.Policy()
-	}
-	return out, nil
+	return fmt.Errorf("join call: %w", err)
 }
 
 // replacePeer takes old out of v's call for the caller's new peer: a

@@ -231,7 +231,6 @@ func (a *App) addReading(ctx context.Context, p *clinic.Principal, in HealthInpu
 // are required and in range for their unit; any other measurement field is
 // refused, so a reading cannot carry values it is not about.
 func (ms measure) check(dataType string, vals map[string]any) (map[string]any, error) {
-	bad := func(format string, args ...any) error { return clinic.Errorf(clinic.EInvalid, format, args...) }
 	mine := map[string]bool{}
 	for _, f := range ms.fields {
 		mine[f.name] = true
@@ -241,78 +240,93 @@ func (ms measure) check(dataType string, vals map[string]any) (map[string]any, e
 	}
 	for k := range vals {
 		if !mine[k] {
-			return nil, bad("%s does not belong to a %s reading.", k, dataType)
+			return nil, badReading("%s does not belong to a %s reading.", k, dataType)
 		}
 	}
 	out := map[string]any{}
 	for _, f := range ms.fields {
 		raw, ok := vals[f.name]
 		if !ok || raw == nil || raw == "" {
-			return nil, bad("%s is required for a %s reading.", f.name, dataType)
+			return nil, badReading("%s is required for a %s reading.", f.name, dataType)
 		}
-		unit := ""
-		if f.unit != "" {
-			u, _ := vals[f.unit].(string)
-			switch {
-			case f.noUnits:
-				unit = ""
-				if u != "" {
-					out[f.unit] = u
-				}
-			case u == "":
-				return nil, bad("%s is required with %s: one of %s.", f.unit, f.name, unitList(f.ranges))
-			default:
-				if _, ok := f.ranges[u]; !ok {
-					return nil, bad("%s must be one of %s.", f.unit, unitList(f.ranges))
-				}
-				unit = u
-				out[f.unit] = u
-			}
+		unit, err := f.checkUnit(vals, out)
+		if err != nil {
+			return nil, err
 		}
-		switch f.kind {
-		case "string":
-			s, ok := raw.(string)
-			if !ok || strings.TrimSpace(s) == "" || len(s) > 200 {
-				return nil, bad("%s must be a non-empty string.", f.name)
-			}
-			out[f.name] = strings.TrimSpace(s)
-		case "flag":
-			switch fmt.Sprint(normNumber(raw)) {
-			case "0", "false":
-				out[f.name] = 0
-			case "1", "true":
-				out[f.name] = 1
-			default:
-				return nil, bad("%s must be 0 or 1.", f.name)
-			}
-		case "number", "integer":
-			v, ok := jsonFloat(normNumber(raw))
-			if !ok {
-				return nil, bad("%s must be a number.", f.name)
-			}
-			if f.kind == "integer" && v != math.Trunc(v) {
-				return nil, bad("%s must be a whole number.", f.name)
-			}
-			lim := f.ranges[unit]
-			if v < lim[0] || v > lim[1] {
-				if unit == "" {
-					return nil, bad("%s must be from %g to %g.", f.name, lim[0], lim[1])
-				}
-				return nil, bad("%s must be from %g to %g %s.", f.name, lim[0], lim[1], unit)
-			}
-			if f.name == "temperature_body" {
-				out[f.name] = strconv.FormatFloat(v, 'f', -1, 64) // a string, as the spec has it
-			} else if f.kind == "integer" {
-				out[f.name] = int64(v)
-			} else {
-				out[f.name] = v
-			}
+		if out[f.name], err = f.checkValue(raw, unit); err != nil {
+			return nil, err
 		}
 	}
 	if dataType == "bp" && out["hp"].(int64) <= out["lp"].(int64) {
-		return nil, bad("hp (systolic) must be higher than lp (diastolic).")
+		return nil, badReading("hp (systolic) must be higher than lp (diastolic).")
 	}
 	return out, nil
+}
+
+func badReading(format string, args ...any) error { return clinic.Errorf(clinic.EInvalid, format, args...) }
+
+// checkUnit is the unit the field's value is in, kept in out: one of its
+// ranges' (required), any text (noUnits), or none.
+func (f measureField) checkUnit(vals, out map[string]any) (string, error) {
+	if f.unit == "" {
+		return "", nil
+	}
+	u, _ := vals[f.unit].(string)
+	switch {
+	case f.noUnits:
+		if u != "" {
+			out[f.unit] = u
+		}
+		return "", nil
+	case u == "":
+		return "", badReading("%s is required with %s: one of %s.", f.unit, f.name, unitList(f.ranges))
+	}
+	if _, ok := f.ranges[u]; !ok {
+		return "", badReading("%s must be one of %s.", f.unit, unitList(f.ranges))
+	}
+	out[f.unit] = u
+	return u, nil
+}
+
+// checkValue is the field's value raw as its kind stores it, in range for
+// unit.
+func (f measureField) checkValue(raw any, unit string) (any, error) {
+	switch f.kind {
+	case "string":
+		s, ok := raw.(string)
+		if !ok || strings.TrimSpace(s) == "" || len(s) > 200 {
+			return nil, badReading("%s must be a non-empty string.", f.name)
+		}
+		return strings.TrimSpace(s), nil
+	case "flag":
+		switch fmt.Sprint(normNumber(raw)) {
+		case "0", "false":
+			return 0, nil
+		case "1", "true":
+			return 1, nil
+		}
+		return nil, badReading("%s must be 0 or 1.", f.name)
+	}
+	v, ok := jsonFloat(normNumber(raw))
+	if !ok {
+		return nil, badReading("%s must be a number.", f.name)
+	}
+	if f.kind == "integer" && v != math.Trunc(v) {
+		return nil, badReading("%s must be a whole number.", f.name)
+	}
+	if lim := f.ranges[unit]; v < lim[0] || v > lim[1] {
+		if unit == "" {
+			return nil, badReading("%s must be from %g to %g.", f.name, lim[0], lim[1])
+		}
+		return nil, badReading("%s must be from %g to %g %s.", f.name, lim[0], lim[1], unit)
+	}
+	switch {
+	case f.name == "temperature_body":
+		return strconv.FormatFloat(v, 'f', -1, 64), nil // a string, as the spec has it
+	case f.kind == "integer":
+		return int64(v), nil
+	}
+	return v, nil
 }
 
 func unitList(r map[string][2]float64) string {

@@ -121,101 +121,142 @@ func (a *App) patientRecord(ctx context.Context, p *clinic.Principal, patientID 
 	if u.Type != clinic.UserMember {
 		return nil, clinic.Errorf(clinic.ENotFound, "Patient not found.")
 	}
-	rec := &PatientRecord{Patient: u, Account: p.Account}
-	rd, rv := a.store.Read(), recordVisits(p, u.ID)
-	if parts.Visits {
-		if rec.Visits, rec.VisitsTotal, err = a.recordVisitPage(ctx, p, rv, "", parts.VisitsPage); err != nil {
+	rr := &recordRead{a: a, p: p, u: u, rv: recordVisits(p, u.ID), parts: parts, rec: &PatientRecord{Patient: u, Account: p.Account}}
+	own, admin := u.ID == p.UserID(), p.IsAdmin()
+	for _, part := range []struct {
+		want bool
+		read func(context.Context) error
+	}{
+		{parts.Visits, rr.visits},
+		{parts.Appointments, rr.appointments},
+		{parts.Practitioners, rr.practitioners},
+		// The thread's participants are those who see the visit, less
+		// the admin (messageVisit).
+		{parts.Messages && !admin, rr.messages},
+		{parts.Notes, rr.notes},
+		{parts.Readings, rr.readings},
+		// Insurance is the patient's and the admin's: a provider's read
+		// of the record leaves it out rather than failing.
+		{parts.Coverage && (admin || own), rr.coverage},
+		{parts.Prescriptions, rr.prescriptions},
+		{parts.EMR, rr.emr},
+		{parts.Files, rr.files},
+	} {
+		if !part.want {
+			continue
+		}
+		if err := part.read(ctx); err != nil {
 			return nil, err
 		}
 	}
-	if parts.Appointments {
-		if rec.Appointments, rec.AppointmentsTotal, err = a.recordVisitPage(ctx, p, rv, clinic.KindAppointment, parts.AppointmentsPage); err != nil {
-			return nil, err
+	return rr.rec, nil
+}
+
+// recordRead is one read of a patient's record: each part it is asked
+// for is read by its own method into rec.
+type recordRead struct {
+	a     *App
+	p     *clinic.Principal
+	u     *clinic.User
+	rv    store.RecordVisits
+	parts RecordParts
+	rec   *PatientRecord
+}
+
+func (rr *recordRead) visits(ctx context.Context) (err error) {
+	rr.rec.Visits, rr.rec.VisitsTotal, err = rr.a.recordVisitPage(ctx, rr.p, rr.rv, "", rr.parts.VisitsPage)
+	return err
+}
+
+func (rr *recordRead) appointments(ctx context.Context) (err error) {
+	rr.rec.Appointments, rr.rec.AppointmentsTotal, err = rr.a.recordVisitPage(ctx, rr.p, rr.rv, clinic.KindAppointment, rr.parts.AppointmentsPage)
+	return err
+}
+
+// practitioners are the providers of the patient's visits the caller
+// sees.
+func (rr *recordRead) practitioners(ctx context.Context) error {
+	rd := rr.a.store.Read()
+	ids, err := rd.RecordProviders(ctx, rr.rv)
+	if err != nil {
+		return fmt.Errorf("record providers: %w", err)
+	}
+	users, err := rd.UsersByIDs(ctx, rr.p.Account.ID, ids)
+	if err != nil {
+		return fmt.Errorf("record providers: %w", err)
+	}
+	for _, id := range ids {
+		if u := users[id]; u != nil {
+			rr.rec.Providers = append(rr.rec.Providers, u)
 		}
 	}
-	if parts.Practitioners {
-		ids, err := rd.RecordProviders(ctx, rv)
-		if err != nil {
-			return nil, fmt.Errorf("record providers: %w", err)
-		}
-		users, err := rd.UsersByIDs(ctx, p.Account.ID, ids)
-		if err != nil {
-			return nil, fmt.Errorf("record providers: %w", err)
-		}
-		for _, id := range ids {
-			if u := users[id]; u != nil {
-				rec.Providers = append(rec.Providers, u)
-			}
+	return nil
+}
+
+func (rr *recordRead) messages(ctx context.Context) error {
+	ms, total, err := rr.a.store.Read().MessagesWindow(ctx, rr.rv, rr.parts.MessagesPage.window())
+	if err != nil {
+		return fmt.Errorf("record threads: %w", err)
+	}
+	rr.rec.MessagesTotal = total
+	rr.rec.Messages, err = rr.a.namedMessages(ctx, rr.p.Account.ID, ms)
+	return err
+}
+
+// notes: a note is whole for the visit's provider and the admin; the
+// patient is given their part of the signed notes of completed visits.
+func (rr *recordRead) notes(ctx context.Context) (err error) {
+	nv, patient := rr.rv, rr.u.ID == rr.p.UserID()
+	nv.Rooms = false
+	if rr.rec.Notes, rr.rec.NotesTotal, err = rr.a.store.Read().NotesWindow(ctx, nv, patient, rr.parts.NotesPage.window()); err != nil {
+		return fmt.Errorf("record notes: %w", err)
+	}
+	if patient {
+		for i, n := range rr.rec.Notes {
+			rr.rec.Notes[i] = patientPart(n)
 		}
 	}
-	// The thread's participants are those who see the visit, less the
-	// admin (messageVisit).
-	if parts.Messages && !p.IsAdmin() {
-		ms, total, err := rd.MessagesWindow(ctx, rv, parts.MessagesPage.window())
-		if err != nil {
-			return nil, fmt.Errorf("record threads: %w", err)
-		}
-		rec.MessagesTotal = total
-		if rec.Messages, err = a.namedMessages(ctx, p.Account.ID, ms); err != nil {
-			return nil, err
-		}
+	return nil
+}
+
+func (rr *recordRead) readings(ctx context.Context) (err error) {
+	rr.rec.Readings, rr.rec.ReadingsTotal, err = rr.a.store.Read().ReadingsWindow(ctx, rr.p.Account.ID, rr.u.ID, rr.parts.ReadingsPage.window())
+	if err != nil {
+		return fmt.Errorf("record readings: %w", err)
 	}
-	if parts.Notes {
-		// A note is whole for the visit's provider and the admin; the
-		// patient is given their part of the signed notes of completed
-		// visits.
-		nv, patient := rv, u.ID == p.UserID()
-		nv.Rooms = false
-		if rec.Notes, rec.NotesTotal, err = rd.NotesWindow(ctx, nv, patient, parts.NotesPage.window()); err != nil {
-			return nil, fmt.Errorf("record notes: %w", err)
-		}
-		if patient {
-			for i, n := range rec.Notes {
-				rec.Notes[i] = patientPart(n)
-			}
-		}
+	return nil
+}
+
+func (rr *recordRead) coverage(ctx context.Context) (err error) {
+	rr.rec.Cards, err = rr.a.insuranceCards(ctx, rr.p, rr.u.ID)
+	return err
+}
+
+func (rr *recordRead) prescriptions(ctx context.Context) error {
+	rxs, total, err := rr.a.store.Read().PrescriptionsWindow(ctx, rr.p.Account.ID, rr.u.ID, rr.parts.PrescriptionsPage.window())
+	if err != nil {
+		return fmt.Errorf("record prescriptions: %w", err)
 	}
-	if parts.Readings {
-		rec.Readings, rec.ReadingsTotal, err = a.store.Read().ReadingsWindow(ctx, p.Account.ID, u.ID, parts.ReadingsPage.window())
-		if err != nil {
-			return nil, fmt.Errorf("record readings: %w", err)
-		}
+	rr.rec.PrescriptionsTotal = total
+	rr.rec.Prescriptions, err = rr.a.prescriptionViews(ctx, rr.p, rxs)
+	return err
+}
+
+func (rr *recordRead) emr(ctx context.Context) (err error) {
+	rr.rec.EMR, err = rr.a.getEMR(ctx, rr.p, rr.u.ID)
+	return err
+}
+
+// files are the patient's own files, and those of the patient's visits
+// the caller sees (canSeeFile, in SQL) or uploaded.
+func (rr *recordRead) files(ctx context.Context) error {
+	files, total, err := rr.a.store.Read().FilesWindow(ctx, rr.rv, rr.p.UserID(), rr.parts.FilesPage.window())
+	if err != nil {
+		return fmt.Errorf("record files: %w", err)
 	}
-	// Insurance is the patient's and the admin's: a provider's read of the
-	// record leaves it out rather than failing.
-	if parts.Coverage && (p.IsAdmin() || u.ID == p.UserID()) {
-		if rec.Cards, err = a.insuranceCards(ctx, p, u.ID); err != nil {
-			return nil, err
-		}
-	}
-	if parts.Prescriptions {
-		rxs, total, err := rd.PrescriptionsWindow(ctx, p.Account.ID, u.ID, parts.PrescriptionsPage.window())
-		if err != nil {
-			return nil, fmt.Errorf("record prescriptions: %w", err)
-		}
-		if rec.Prescriptions, err = a.prescriptionViews(ctx, p, rxs); err != nil {
-			return nil, err
-		}
-		rec.PrescriptionsTotal = total
-	}
-	if parts.EMR {
-		if rec.EMR, err = a.getEMR(ctx, p, u.ID); err != nil {
-			return nil, err
-		}
-	}
-	if parts.Files {
-		// The patient's own files, and those of the patient's visits the
-		// caller sees (canSeeFile, in SQL) or uploaded.
-		files, total, err := rd.FilesWindow(ctx, rv, p.UserID(), parts.FilesPage.window())
-		if err != nil {
-			return nil, fmt.Errorf("record files: %w", err)
-		}
-		if rec.Files, err = a.fileInfos(ctx, p, files); err != nil {
-			return nil, err
-		}
-		rec.FilesTotal = total
-	}
-	return rec, nil
+	rr.rec.FilesTotal = total
+	rr.rec.Files, err = rr.a.fileInfos(ctx, rr.p, files)
+	return err
 }
 
 // window is pg as the store reads it.

@@ -110,10 +110,34 @@ type NewRoom struct {
 func DefaultRoomSettings() clinic.RoomSettings {
 	return clinic.RoomSettings{
 		WalkinEnabled: true, GuestType: clinic.UserGuest, GuestLogin: true, Currency: "USD",
-		Consultations: []clinic.Consultation{{ID: "1", Description: "15-min Consultation", Duration: 15, Amount: 0, Slots: 1}},
+		Consultations: []clinic.Consultation{defaultConsultation()},
 		Specialties:   []clinic.Specialty{}, QueueCapacity: DefaultQueueCapacity,
 		Operation: clinic.OperationSettings{IsOpenAllTime: true, ClosedDays: []string{}},
 	}
+}
+
+// defaultConsultation is a new room's one consultation: free, 15
+// minutes, one patient at a time.
+func defaultConsultation() clinic.Consultation {
+	return clinic.Consultation{ID: "1", Description: "15-min Consultation", Duration: 15, Amount: 0, Slots: 1}
+}
+
+// WithFirstConsultation is current with its first consultation's price
+// (amount, charged when above 0) and length set where given: the portal's
+// room form edits that one, and the others (set through the API) are
+// kept. A room without any gets the default one first.
+func WithFirstConsultation(current []clinic.Consultation, amount *float64, minutes *int) []clinic.Consultation {
+	cons := append([]clinic.Consultation{}, current...)
+	if len(cons) == 0 {
+		cons = []clinic.Consultation{defaultConsultation()}
+	}
+	if amount != nil {
+		cons[0].Amount, cons[0].Charge = *amount, *amount > 0
+	}
+	if minutes != nil {
+		cons[0].Duration = *minutes
+	}
+	return cons
 }
 
 // CreateRoom is POST /rooms (admin). A code is generated when omitted and is

@@ -372,25 +372,10 @@ func (s *Server) adminCreateRoom(w http.ResponseWriter, r *http.Request) error {
 }
 
 type adminRoomPage struct {
-	Code, Name, Subtitle, Description, CloseMsg string
-	Address                                     string
-	Active, Closed, Public                      bool
-	Walkin, Appointments, Guests                bool
-	// The visit's price and length (the room's first consultation).
-	Price, Currency string
-	Minutes         int
-	// Opening hours, in Timezone; AllDay is open at any time.
-	AllDay                    bool
-	OpenTime, CloseTime, Zone string
-	Days                      []dayBox
-	// The appointment rules and the wait alert.
-	JoinBefore, CancelHours, RefundPercent, WaitAlert, QueueCapacity int
-	Reminders                                                        string
-	// The intake form: the room's questions (and empty rows for new
-	// ones), and its consent.
-	Questions                   []questionRow
-	ConsentVersion, ConsentText string
-	Linked, Others              []*clinic.User
+	Code, Address string
+	// The room's settings, as stored or as just sent and refused.
+	RoomForm
+	Linked, Others []*clinic.User
 	// LinkedPager links the room's providers' first and next pages.
 	LinkedPager pager
 	// Find is the search the others answer; MoreOthers says it (or the
@@ -404,26 +389,14 @@ type adminRoomPage struct {
 // FindMin is the search's shortest text, for the form to ask for.
 func (adminRoomPage) FindMin() int { return app.MinSearchLen }
 
-// questionRow is a row of the room's questions' form.
-type questionRow struct {
-	N               int
-	ID, Label, Kind string
-	Choices         string
-	Required        bool
-}
-
-// dayBox is a weekday of the opening hours' form: ticked when closed.
-type dayBox struct {
-	Name, Label string
-	Closed      bool
-}
-
 // adminRoom is /admin/rooms/{code}: the room's settings and its providers.
 func (s *Server) adminRoom(w http.ResponseWriter, r *http.Request) error {
-	return s.showAdminRoom(w, r, http.StatusOK, noticeWords[r.URL.Query().Get("done")], "")
+	return s.showAdminRoom(w, r, http.StatusOK, noticeWords[r.URL.Query().Get("done")], "", nil)
 }
 
-func (s *Server) showAdminRoom(w http.ResponseWriter, r *http.Request, status int, notice, msg string) error {
+// showAdminRoom draws the room's page with its notice or error, and the
+// room's form as sent when it was refused (form; nil: as stored).
+func (s *Server) showAdminRoom(w http.ResponseWriter, r *http.Request, status int, notice, msg string, form *RoomForm) error {
 	p, err := s.principal(r)
 	if err != nil {
 		return err
@@ -465,35 +438,13 @@ func (s *Server) showAdminRoom(w http.ResponseWriter, r *http.Request, status in
 	if err != nil {
 		return err
 	}
-	rm, st := d.Room, d.Room.Settings
-	page := adminRoomPage{Code: rm.Code, Name: rm.Name, Subtitle: st.Subtitle, Description: st.Description, CloseMsg: st.Operation.CloseMsg,
-		Address: "/c/" + url.PathEscape(p.Account.Code) + "/" + url.PathEscape(rm.Code),
-		Active:  rm.Active, Closed: st.Operation.IsClosed, Public: st.PublicAccess, Walkin: st.WalkinEnabled,
-		Appointments: st.AppointmentEnabled, Guests: st.GuestLogin, Notice: notice, Error: msg,
-		Currency: st.Currency, AllDay: st.Operation.IsOpenAllTime, OpenTime: st.Operation.OpenTime, CloseTime: st.Operation.CloseTime,
-		Zone: st.Operation.Timezone, WaitAlert: st.WaitAlertMinutes, QueueCapacity: st.QueueCapacity}
-	if len(st.Consultations) > 0 {
-		c := st.Consultations[0]
-		page.Price, page.Minutes = strconv.FormatFloat(c.Amount, 'f', -1, 64), c.Duration
-	}
-	for _, d := range []string{"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"} {
-		page.Days = append(page.Days, dayBox{Name: d, Label: words(d), Closed: slices.Contains(st.Operation.ClosedDays, d)})
-	}
-	rules := st.AppointmentRules()
-	page.JoinBefore, page.CancelHours, page.RefundPercent = rules.JoinBeforeMinutes, rules.CancelHours, rules.RefundPercent
-	var rem []string
-	for _, m := range rules.ReminderMinutes {
-		rem = append(rem, strconv.Itoa(m))
-	}
-	page.Reminders = strings.Join(rem, ", ")
-	for i, q := range st.IntakeQuestions {
-		page.Questions = append(page.Questions, questionRow{N: i, ID: q.ID, Label: q.Label, Kind: q.Kind, Choices: strings.Join(q.Choices, ", "), Required: q.Required})
-	}
-	for i := len(st.IntakeQuestions); i < len(st.IntakeQuestions)+2; i++ {
-		page.Questions = append(page.Questions, questionRow{N: i, Kind: clinic.QuestionText})
-	}
-	if c := st.Consent; c != nil {
-		page.ConsentVersion, page.ConsentText = c.Version, c.Text
+	rm := d.Room
+	page := adminRoomPage{Code: rm.Code, Address: "/c/" + url.PathEscape(p.Account.Code) + "/" + url.PathEscape(rm.Code),
+		Notice: notice, Error: msg}
+	if form != nil {
+		page.RoomForm = form.withBlankQuestions()
+	} else {
+		page.RoomForm = roomFormOf(rm)
 	}
 	page.Linked, page.Find, page.FindNote, page.MoreOthers = linked.Items, find, findNote, total > len(others.Items)
 	page.LinkedPager = pager{Label: "The room's providers", BackText: "First providers", NextText: "More of the room's providers"}.
@@ -512,26 +463,19 @@ func (s *Server) adminUpdateRoom(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	f := r.PostForm
-	on := func(name string) *bool { v := f.Get(name) == "1"; return &v }
-	text := func(name string) *string { v := strings.TrimSpace(f.Get(name)); return &v }
-	in := app.RoomUpdate{Name: text("name"), Subtitle: text("subtitle"), Description: text("description"), CloseMsg: text("close_msg"),
-		Active: on("active"), IsClosed: on("is_closed"), PublicAccess: on("public_access"), WalkinEnabled: on("walkin"),
-		AppointmentEnable: on("appointments"), GuestLogin: on("guest_login")}
 	code := r.PathValue("code")
 	d, err := s.app.GetRoom(r.Context(), p, code)
 	if err != nil {
 		return err
 	}
-	if err := s.roomDayForm(r, d.Room.Settings.Consultations, &in); err != nil {
-		if status, msg, ok := s.refused(r, err, clinic.EInvalid); ok {
-			return s.showAdminRoom(w, r, status, "", msg)
-		}
-		return err
+	form := readRoomForm(r)
+	in, ok := form.update(d.Room.Settings.Consultations)
+	if !ok {
+		return s.showAdminRoom(w, r, http.StatusBadRequest, "", "The room was not saved: see the fields marked below.", &form)
 	}
 	if _, err := s.app.UpdateRoom(r.Context(), p, code, in); err != nil {
 		if status, msg, ok := s.refused(r, err, clinic.EInvalid, clinic.EConflict); ok {
-			return s.showAdminRoom(w, r, status, "", msg)
+			return s.showAdminRoom(w, r, status, "", msg, &form)
 		}
 		return err
 	}
@@ -549,7 +493,7 @@ func (s *Server) adminLinkProvider(w http.ResponseWriter, r *http.Request) error
 	code := r.PathValue("code")
 	uid, err := strconv.ParseInt(r.PostFormValue("user_id"), 10, 64)
 	if err != nil || uid <= 0 {
-		return s.showAdminRoom(w, r, http.StatusBadRequest, "", "Choose a provider from the list.")
+		return s.showAdminRoom(w, r, http.StatusBadRequest, "", "Choose a provider from the list.", nil)
 	}
 	if r.PostFormValue("unlink") == "1" {
 		err = s.app.UnlinkRoom(r.Context(), p, uid, code)
@@ -558,7 +502,7 @@ func (s *Server) adminLinkProvider(w http.ResponseWriter, r *http.Request) error
 	}
 	if err != nil {
 		if status, msg, ok := s.refused(r, err, clinic.EInvalid, clinic.ENotFound); ok {
-			return s.showAdminRoom(w, r, status, "", msg)
+			return s.showAdminRoom(w, r, status, "", msg, nil)
 		}
 		return err
 	}
@@ -667,142 +611,4 @@ func (s *Server) adminInvite(w http.ResponseWriter, r *http.Request) error {
 	}
 	http.Redirect(w, r, "/admin?done=invited#providers", http.StatusSeeOther)
 	return nil
-}
-
-// roomDayForm reads the room form's price, opening hours, appointment
-// rules and wait alert into in; a field left empty keeps its setting.
-func (s *Server) roomDayForm(r *http.Request, current []clinic.Consultation, in *app.RoomUpdate) error {
-	f := r.PostForm
-	num := func(name, what string) (*int, error) {
-		v := strings.TrimSpace(f.Get(name))
-		if v == "" {
-			return nil, nil
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil {
-			return nil, clinic.Errorf(clinic.EInvalid, "%s must be a whole number.", what)
-		}
-		return &n, nil
-	}
-	var err error
-	ap := &app.AppointmentPatch{}
-	for _, n := range []struct {
-		dst        **int
-		name, what string
-	}{{&ap.JoinBeforeMinutes, "join_before", "Minutes before the start"}, {&ap.CancelHours, "cancel_hours", "Hours before the start"},
-		{&ap.RefundPercent, "refund_percent", "The refund"}, {&in.WaitAlertMinutes, "wait_alert", "The wait alert"},
-		{&in.QueueCapacity, "queue_capacity", "The waiting room's size"}} {
-		if *n.dst, err = num(n.name, n.what); err != nil {
-			return err
-		}
-	}
-	if v, ok := f["reminders"]; ok {
-		mins := []int{}
-		for _, part := range strings.Split(v[0], ",") {
-			if part = strings.TrimSpace(part); part == "" {
-				continue
-			}
-			m, err := strconv.Atoi(part)
-			if err != nil {
-				return clinic.Errorf(clinic.EInvalid, "Reminders are minutes before the start, separated by commas (1440 is a day).")
-			}
-			mins = append(mins, m)
-		}
-		ap.ReminderMinutes = &mins
-	}
-	in.Appointments = ap
-	if _, ok := f["q_label_0"]; ok {
-		qs := []clinic.IntakeQuestion{}
-		for i := 0; ; i++ {
-			n := strconv.Itoa(i)
-			label, ok := f["q_label_"+n]
-			if !ok {
-				break
-			}
-			if strings.TrimSpace(label[0]) == "" {
-				continue // an empty row, or a question removed
-			}
-			q := clinic.IntakeQuestion{ID: strings.TrimSpace(f.Get("q_id_" + n)), Label: strings.TrimSpace(label[0]), Kind: f.Get("q_kind_" + n),
-				Required: f.Get("q_required_"+n) == "1"}
-			if q.ID == "" {
-				q.ID = questionID(q.Label, qs)
-			}
-			for _, c := range strings.Split(f.Get("q_choices_"+n), ",") {
-				if c = strings.TrimSpace(c); c != "" && q.Kind == clinic.QuestionChoice {
-					q.Choices = append(q.Choices, c)
-				}
-			}
-			qs = append(qs, q)
-		}
-		in.IntakeQuestions = &qs
-	}
-	if _, ok := f["consent_text"]; ok {
-		in.Consent = &clinic.ConsentText{Version: f.Get("consent_version"), Text: f.Get("consent_text")}
-	}
-	if _, ok := f["open_time"]; ok {
-		allDay := f.Get("all_day") == "1"
-		in.IsOpenAllTime = &allDay
-		open, shut, zone := strings.TrimSpace(f.Get("open_time")), strings.TrimSpace(f.Get("close_time")), strings.TrimSpace(f.Get("timezone"))
-		in.OpenTime, in.CloseTime = &open, &shut
-		if zone != "" {
-			in.Timezone = &zone
-		}
-		days := append([]string{}, f["closed_days"]...)
-		in.ClosedDays = &days
-	}
-	price, minutes := strings.TrimSpace(f.Get("price")), strings.TrimSpace(f.Get("minutes"))
-	if price == "" && minutes == "" {
-		return nil
-	}
-	// The price and length are the room's first consultation's; the
-	// others (set through the API) are kept.
-	cons := append([]clinic.Consultation{}, current...)
-	if len(cons) == 0 {
-		cons = []clinic.Consultation{{ID: "1", Description: "Consultation", Duration: 15, Slots: 1}}
-	}
-	if price != "" {
-		amount, err := strconv.ParseFloat(price, 64)
-		if err != nil || amount < 0 {
-			return clinic.Errorf(clinic.EInvalid, "The price is an amount like 25 or 25.50 (0 for free).")
-		}
-		cons[0].Amount, cons[0].Charge = amount, amount > 0
-	}
-	if minutes != "" {
-		m, err := strconv.Atoi(minutes)
-		if err != nil {
-			return clinic.Errorf(clinic.EInvalid, "The visit's length is a whole number of minutes.")
-		}
-		cons[0].Duration = m
-	}
-	in.Consultations = &cons
-	if c := strings.ToUpper(strings.TrimSpace(f.Get("currency"))); c != "" {
-		in.Currency = &c
-	}
-	return nil
-}
-
-// questionID makes a new question's id from its label: its words in
-// lower case joined by _, made unique among qs.
-func questionID(label string, qs []clinic.IntakeQuestion) string {
-	var b strings.Builder
-	for _, r := range strings.ToLower(label) {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
-			b.WriteRune(r)
-		case b.Len() > 0 && !strings.HasSuffix(b.String(), "_"):
-			b.WriteByte('_')
-		}
-		if b.Len() >= 24 {
-			break
-		}
-	}
-	id := strings.Trim(b.String(), "_")
-	if id == "" {
-		id = "q"
-	}
-	base := id
-	for n := 2; slices.ContainsFunc(qs, func(q clinic.IntakeQuestion) bool { return q.ID == id }); n++ {
-		id = base + "_" + strconv.Itoa(n)
-	}
-	return id
 }

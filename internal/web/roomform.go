@@ -1,0 +1,269 @@
+package web
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+)
+
+// RoomForm is the admin's room form (/admin/rooms/{code}) as drawn from
+// the room (roomFormOf) and as sent back (readRoomForm): each field as
+// its text, so that a value refused is drawn again as typed, its reason
+// beside it (Errors). update decodes and checks it in one place.
+type RoomForm struct {
+	Name, Subtitle, Description, CloseMsg string
+	Active, Closed, Public                bool
+	Walkin, Appointments, Guests          bool
+	// The visit's price and length (the room's first consultation).
+	Price, Currency, Minutes string
+	// Opening hours, in Zone; AllDay is open at any time.
+	AllDay                    bool
+	OpenTime, CloseTime, Zone string
+	Days                      []dayBox
+	// The appointment rules, the reminders (minutes, by commas), and the
+	// waiting room's size and alert.
+	JoinBefore, CancelHours, RefundPercent, Reminders string
+	WaitAlert, QueueCapacity                          string
+	// The intake form: the room's questions (and empty rows for new
+	// ones), and its consent.
+	Questions                   []questionRow
+	ConsentVersion, ConsentText string
+	// Errors are the refused fields' reasons, by the field's name.
+	Errors map[string]string
+	// sent are the fields the post carried: a part of the form it leaves
+	// out keeps its setting (a post of the name alone changes the name);
+	// closedDays are the days it named, as sent (app checks them).
+	sent       map[string]bool
+	closedDays []string
+}
+
+// questionRow is a row of the room's questions' form.
+type questionRow struct {
+	N               int
+	ID, Label, Kind string
+	Choices         string
+	Required        bool
+}
+
+// dayBox is a weekday of the opening hours' form: ticked when closed.
+type dayBox struct {
+	Name, Label string
+	Closed      bool
+}
+
+var weekdays = []string{"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
+
+// roomFormOf is the form of the room as stored.
+func roomFormOf(rm *clinic.Room) RoomForm {
+	st := rm.Settings
+	rules := st.AppointmentRules()
+	rf := RoomForm{Name: rm.Name, Subtitle: st.Subtitle, Description: st.Description, CloseMsg: st.Operation.CloseMsg,
+		Active: rm.Active, Closed: st.Operation.IsClosed, Public: st.PublicAccess, Walkin: st.WalkinEnabled,
+		Appointments: st.AppointmentEnabled, Guests: st.GuestLogin, Currency: st.Currency,
+		AllDay: st.Operation.IsOpenAllTime, OpenTime: st.Operation.OpenTime, CloseTime: st.Operation.CloseTime, Zone: st.Operation.Timezone,
+		JoinBefore: strconv.Itoa(rules.JoinBeforeMinutes), CancelHours: strconv.Itoa(rules.CancelHours),
+		RefundPercent: strconv.Itoa(rules.RefundPercent), Reminders: joinInts(rules.ReminderMinutes),
+		WaitAlert: strconv.Itoa(st.WaitAlertMinutes), QueueCapacity: strconv.Itoa(st.QueueCapacity)}
+	if len(st.Consultations) > 0 {
+		c := st.Consultations[0]
+		rf.Price, rf.Minutes = strconv.FormatFloat(c.Amount, 'f', -1, 64), strconv.Itoa(c.Duration)
+	}
+	for _, d := range weekdays {
+		rf.Days = append(rf.Days, dayBox{Name: d, Label: words(d), Closed: slices.Contains(st.Operation.ClosedDays, d)})
+	}
+	for i, q := range st.IntakeQuestions {
+		rf.Questions = append(rf.Questions, questionRow{N: i, ID: q.ID, Label: q.Label, Kind: q.Kind, Choices: strings.Join(q.Choices, ", "), Required: q.Required})
+	}
+	if c := st.Consent; c != nil {
+		rf.ConsentVersion, rf.ConsentText = c.Version, c.Text
+	}
+	return rf.withBlankQuestions()
+}
+
+// readRoomForm is the form as posted.
+func readRoomForm(r *http.Request) RoomForm {
+	f := postFields(r)
+	v := f.vals
+	on := func(name string) bool { return v.Get(name) == "1" }
+	rf := RoomForm{Name: f.str("name"), Subtitle: f.str("subtitle"), Description: f.str("description"), CloseMsg: f.str("close_msg"),
+		Active: on("active"), Closed: on("is_closed"), Public: on("public_access"), Walkin: on("walkin"),
+		Appointments: on("appointments"), Guests: on("guest_login"),
+		Price: f.str("price"), Currency: strings.ToUpper(f.str("currency")), Minutes: f.str("minutes"),
+		AllDay: on("all_day"), OpenTime: f.str("open_time"), CloseTime: f.str("close_time"), Zone: f.str("timezone"),
+		JoinBefore: f.str("join_before"), CancelHours: f.str("cancel_hours"), RefundPercent: f.str("refund_percent"),
+		Reminders: f.str("reminders"), WaitAlert: f.str("wait_alert"), QueueCapacity: f.str("queue_capacity"),
+		ConsentVersion: v.Get("consent_version"), ConsentText: v.Get("consent_text"),
+		Errors: f.Errors(), sent: map[string]bool{}, closedDays: append([]string{}, v["closed_days"]...)}
+	for k := range v {
+		rf.sent[k] = true
+	}
+	for _, d := range weekdays {
+		rf.Days = append(rf.Days, dayBox{Name: d, Label: words(d), Closed: slices.Contains(v["closed_days"], d)})
+	}
+	for i := 0; f.has("q_label_" + strconv.Itoa(i)); i++ {
+		n := strconv.Itoa(i)
+		rf.Questions = append(rf.Questions, questionRow{N: i, ID: f.str("q_id_" + n), Label: f.str("q_label_" + n), Kind: v.Get("q_kind_" + n),
+			Choices: v.Get("q_choices_" + n), Required: on("q_required_" + n)})
+	}
+	return rf
+}
+
+// withBlankQuestions is rf ending with two empty question rows, to add
+// new ones.
+func (rf RoomForm) withBlankQuestions() RoomForm {
+	blank := 0
+	for i := len(rf.Questions) - 1; i >= 0 && rf.Questions[i].Label == ""; i-- {
+		blank++
+	}
+	for ; blank < 2; blank++ {
+		rf.Questions = append(rf.Questions, questionRow{N: len(rf.Questions), Kind: clinic.QuestionText})
+	}
+	return rf
+}
+
+// update is the change the form asks of a room whose consultations are
+// current; ok is false when a field was refused (rf.Errors says why,
+// beside each). A part of the form the post left out is left unchanged.
+func (rf *RoomForm) update(current []clinic.Consultation) (in app.RoomUpdate, ok bool) {
+	if rf.Errors == nil {
+		rf.Errors = map[string]string{}
+	}
+	in = app.RoomUpdate{Name: &rf.Name, Subtitle: &rf.Subtitle, Description: &rf.Description, CloseMsg: &rf.CloseMsg,
+		Active: &rf.Active, IsClosed: &rf.Closed, PublicAccess: &rf.Public, WalkinEnabled: &rf.Walkin,
+		AppointmentEnable: &rf.Appointments, GuestLogin: &rf.Guests}
+	ap := &app.AppointmentPatch{JoinBeforeMinutes: rf.whole("join_before", rf.JoinBefore, "Minutes before the start"),
+		CancelHours: rf.whole("cancel_hours", rf.CancelHours, "Hours before the start"), RefundPercent: rf.whole("refund_percent", rf.RefundPercent, "The refund")}
+	in.WaitAlertMinutes = rf.whole("wait_alert", rf.WaitAlert, "The wait alert")
+	in.QueueCapacity = rf.whole("queue_capacity", rf.QueueCapacity, "The waiting room's size")
+	if rf.sent["reminders"] {
+		ap.ReminderMinutes = rf.reminders()
+	}
+	in.Appointments = ap
+	if rf.sent["q_label_0"] {
+		qs := rf.questions()
+		in.IntakeQuestions = &qs
+	}
+	if rf.sent["consent_text"] {
+		in.Consent = &clinic.ConsentText{Version: rf.ConsentVersion, Text: rf.ConsentText}
+	}
+	if rf.sent["open_time"] {
+		in.IsOpenAllTime, in.OpenTime, in.CloseTime = &rf.AllDay, &rf.OpenTime, &rf.CloseTime
+		if rf.Zone != "" {
+			in.Timezone = &rf.Zone
+		}
+		in.ClosedDays = &rf.closedDays
+	}
+	amount, minutes := rf.price(), rf.whole("minutes", rf.Minutes, "The visit's length")
+	if amount != nil || minutes != nil {
+		cons := app.WithFirstConsultation(current, amount, minutes)
+		in.Consultations = &cons
+	}
+	if rf.Currency != "" {
+		in.Currency = &rf.Currency
+	}
+	return in, len(rf.Errors) == 0
+}
+
+// whole is a whole number typed in the field name (what names it for
+// people); nil when it is empty.
+func (rf *RoomForm) whole(name, text, what string) *int {
+	if text == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(text)
+	if err != nil {
+		rf.Errors[name] = what + " must be a whole number."
+		return nil
+	}
+	return &n
+}
+
+// price is the visit's price, an amount of 0 or more; nil when empty.
+func (rf *RoomForm) price() *float64 {
+	if rf.Price == "" {
+		return nil
+	}
+	amount, err := strconv.ParseFloat(rf.Price, 64)
+	if err != nil || amount < 0 {
+		rf.Errors["price"] = "The price is an amount like 25 or 25.50 (0 for free)."
+		return nil
+	}
+	return &amount
+}
+
+// reminders are the reminders' minutes before the start.
+func (rf *RoomForm) reminders() *[]int {
+	mins := []int{}
+	for _, part := range strings.Split(rf.Reminders, ",") {
+		if part = strings.TrimSpace(part); part == "" {
+			continue
+		}
+		m, err := strconv.Atoi(part)
+		if err != nil {
+			rf.Errors["reminders"] = "Reminders are minutes before the start, separated by commas (1440 is a day)."
+			return nil
+		}
+		mins = append(mins, m)
+	}
+	return &mins
+}
+
+// questions are the form's questions: a row whose text is empty is
+// removed (or was never filled); a new one's id is made from its text.
+func (rf *RoomForm) questions() []clinic.IntakeQuestion {
+	qs := []clinic.IntakeQuestion{}
+	for _, row := range rf.Questions {
+		if row.Label == "" {
+			continue
+		}
+		q := clinic.IntakeQuestion{ID: row.ID, Label: row.Label, Kind: row.Kind, Required: row.Required}
+		if q.ID == "" {
+			q.ID = questionID(q.Label, qs)
+		}
+		for _, c := range strings.Split(row.Choices, ",") {
+			if c = strings.TrimSpace(c); c != "" && q.Kind == clinic.QuestionChoice {
+				q.Choices = append(q.Choices, c)
+			}
+		}
+		qs = append(qs, q)
+	}
+	return qs
+}
+
+// questionID makes a new question's id from its label: its words in
+// lower case joined by _, made unique among qs.
+func questionID(label string, qs []clinic.IntakeQuestion) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(label) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			b.WriteRune(r)
+		case b.Len() > 0 && !strings.HasSuffix(b.String(), "_"):
+			b.WriteByte('_')
+		}
+		if b.Len() >= 24 {
+			break
+		}
+	}
+	id := strings.Trim(b.String(), "_")
+	if id == "" {
+		id = "q"
+	}
+	base := id
+	for n := 2; slices.ContainsFunc(qs, func(q clinic.IntakeQuestion) bool { return q.ID == id }); n++ {
+		id = base + "_" + strconv.Itoa(n)
+	}
+	return id
+}
+
+func joinInts(ns []int) string {
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = strconv.Itoa(n)
+	}
+	return strings.Join(parts, ", ")
+}
