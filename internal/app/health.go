@@ -263,7 +263,9 @@ func (ms measure) check(dataType string, vals map[string]any) (map[string]any, e
 	return out, nil
 }
 
-func badReading(format string, args ...any) error { return clinic.Errorf(clinic.EInvalid, format, args...) }
+func badReading(format string, args ...any) error {
+	return clinic.Errorf(clinic.EInvalid, format, args...)
+}
 
 // checkUnit is the unit the field's value is in, kept in out: one of its
 // ranges' (required), any text (noUnits), or none.
