@@ -86,40 +86,13 @@ func (a *App) Reschedule(ctx context.Context, p *clinic.Principal, id int64, in 
 	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
-	v, err := a.VisitFor(ctx, p, id)
+	v, err := a.movableVisit(ctx, p, id)
 	if err != nil {
 		return nil, err
 	}
-	staff := p.IsAdmin() || (v.ProviderID != 0 && v.ProviderID == p.UserID())
-	if !staff && v.MemberID != p.UserID() {
-		return nil, clinic.Errorf(clinic.EForbidden, "Only the visit's patient, its provider or the clinic admin may move it.")
-	}
-	if v.Kind != clinic.KindAppointment || (v.Status != clinic.VisitPending && v.Status != clinic.VisitConfirmed) {
-		return nil, clinic.Errorf(clinic.EConflict, "Only a booked visit that has not started can be moved.")
-	}
-	if !staff {
-		if err := a.patientChange(ctx, p, v); err != nil {
-			return nil, a.AuditOutcome(ctx, p, "visit.reschedule", "visit", i64s(v.ID), err)
-		}
-	}
-	if in.SlotStart <= a.Unix() || in.SlotEnd <= in.SlotStart {
-		return nil, clinic.Errorf(clinic.EInvalid, "slot_start must be in the future and slot_end after it.")
-	}
-	f := store.SlotFilter{AccountID: p.Account.ID, RoomID: v.RoomID, From: in.SlotStart, To: in.SlotEnd, Limit: MaxSlotList}
-	if in.ProviderID != 0 {
-		f.ProviderIDs = []int64{in.ProviderID}
-	}
-	slots, err := a.store.Read().ListSlots(ctx, f)
+	chain, err := a.rescheduleChain(ctx, p, v, in)
 	if err != nil {
-		return nil, fmt.Errorf("reschedule: %w", err)
-	}
-	chain, anyBooked := pickChain(slots, in.SlotStart, in.SlotEnd, v.IntakeID, a.Unix())
-	if chain == nil {
-		if anyBooked {
-			return nil, clinic.Errorf(clinic.EConflict, "That time is already booked.")
-		}
-		return nil, clinic.Errorf(clinic.EInvalid, "No slot of the visit's room runs from %s to %s.",
-			time.Unix(in.SlotStart, 0).UTC().Format(time.RFC3339), time.Unix(in.SlotEnd, 0).UTC().Format(time.RFC3339))
+		return nil, err
 	}
 	nv := *v
 	nv.Start, nv.End, nv.SlotID, nv.ProviderID = in.SlotStart, in.SlotEnd, chain[0].ID, chain[0].ProviderID
@@ -155,6 +128,54 @@ func (a *App) Reschedule(ctx context.Context, p *clinic.Principal, id int64, in 
 		return nil, StoreErr("reschedule", err, "")
 	}
 	return a.visitDetail(ctx, p, &nv)
+}
+
+// movableVisit is visit id, if p may move it: its patient (within the
+// room's rules for patients' changes), its provider or the clinic admin,
+// while it is booked and has not started.
+func (a *App) movableVisit(ctx context.Context, p *clinic.Principal, id int64) (*clinic.Visit, error) {
+	v, err := a.VisitFor(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	staff := p.IsAdmin() || (v.ProviderID != 0 && v.ProviderID == p.UserID())
+	if !staff && v.MemberID != p.UserID() {
+		return nil, clinic.Errorf(clinic.EForbidden, "Only the visit's patient, its provider or the clinic admin may move it.")
+	}
+	if v.Kind != clinic.KindAppointment || (v.Status != clinic.VisitPending && v.Status != clinic.VisitConfirmed) {
+		return nil, clinic.Errorf(clinic.EConflict, "Only a booked visit that has not started can be moved.")
+	}
+	if !staff {
+		if err := a.patientChange(ctx, p, v); err != nil {
+			return nil, a.AuditOutcome(ctx, p, "visit.reschedule", "visit", i64s(v.ID), err)
+		}
+	}
+	return v, nil
+}
+
+// rescheduleChain is the run of open slots of v's room (of the provider
+// in names, if any) that covers the new time.
+func (a *App) rescheduleChain(ctx context.Context, p *clinic.Principal, v *clinic.Visit, in RescheduleInput) ([]clinic.Slot, error) {
+	if in.SlotStart <= a.Unix() || in.SlotEnd <= in.SlotStart {
+		return nil, clinic.Errorf(clinic.EInvalid, "slot_start must be in the future and slot_end after it.")
+	}
+	f := store.SlotFilter{AccountID: p.Account.ID, RoomID: v.RoomID, From: in.SlotStart, To: in.SlotEnd, Limit: MaxSlotList}
+	if in.ProviderID != 0 {
+		f.ProviderIDs = []int64{in.ProviderID}
+	}
+	slots, err := a.store.Read().ListSlots(ctx, f)
+	if err != nil {
+		return nil, fmt.Errorf("reschedule: %w", err)
+	}
+	chain, anyBooked := pickChain(slots, in.SlotStart, in.SlotEnd, v.IntakeID, a.Unix())
+	switch {
+	case chain != nil:
+		return chain, nil
+	case anyBooked:
+		return nil, clinic.Errorf(clinic.EConflict, "That time is already booked.")
+	}
+	return nil, clinic.Errorf(clinic.EInvalid, "No slot of the visit's room runs from %s to %s.",
+		time.Unix(in.SlotStart, 0).UTC().Format(time.RFC3339), time.Unix(in.SlotEnd, 0).UTC().Format(time.RFC3339))
 }
 
 // SetReminders turns the reminder emails of the caller's own visit on or

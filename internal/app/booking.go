@@ -40,6 +40,50 @@ type Availability struct {
 	enc     encoded
 }
 
+// availabilityRoom is the room the question is about: its intake's
+// (whose provider and location stand when the question names none), or
+// the one it names.
+func (a *App) availabilityRoom(ctx context.Context, p *clinic.Principal, in *AvailabilityQuery) (*clinic.Room, error) {
+	if in.IntakeID == 0 {
+		if in.RoomCode == "" {
+			return nil, clinic.Errorf(clinic.EInvalid, "room_code or intake_id is required.")
+		}
+		return a.RoomByCode(ctx, p, in.RoomCode)
+	}
+	it, err := a.intakeFor(ctx, p, in.IntakeID)
+	if err != nil {
+		return nil, err
+	}
+	r, err := a.store.Read().RoomByID(ctx, p.Account.ID, it.RoomID)
+	if err != nil {
+		return nil, fmt.Errorf("availability: %w", err)
+	}
+	if in.ProviderID == 0 && it.ProviderID != 0 {
+		in.ProviderID = it.ProviderID
+	}
+	if in.Location == "" {
+		in.Location = it.Location
+	}
+	return r, nil
+}
+
+// length is the time the visit needs, in seconds: the question's, or its
+// consultation's in room r.
+func (in AvailabilityQuery) length(r *clinic.Room) (int64, error) {
+	need := int64(in.Duration)
+	if in.ConsultationID == "" {
+		return need, nil
+	}
+	i := slices.IndexFunc(r.Settings.Consultations, func(c clinic.Consultation) bool { return c.ID == in.ConsultationID })
+	if i < 0 {
+		return 0, clinic.Errorf(clinic.EInvalid, "consultation_id %q is not one of the room's consultations.", in.ConsultationID)
+	}
+	if need == 0 {
+		need = int64(r.Settings.Consultations[i].Duration) * 60
+	}
+	return need, nil
+}
+
 // Availability is GET /availability: the room's slots in [start, end) with
 // whether each is booked and whether a visit of the asked length can start
 // in it (it and the provider's following, back-to-back open slots cover the
@@ -55,39 +99,13 @@ func (a *App) Availability(ctx context.Context, p *clinic.Principal, in Availabi
 	if in.Duration < 0 {
 		return nil, clinic.Errorf(clinic.EInvalid, "duration (seconds) must not be negative.")
 	}
-	var r *clinic.Room
-	var err error
-	if in.IntakeID != 0 {
-		it, err := a.intakeFor(ctx, p, in.IntakeID)
-		if err != nil {
-			return nil, err
-		}
-		if r, err = a.store.Read().RoomByID(ctx, p.Account.ID, it.RoomID); err != nil {
-			return nil, fmt.Errorf("availability: %w", err)
-		}
-		if in.ProviderID == 0 && it.ProviderID != 0 {
-			in.ProviderID = it.ProviderID
-		}
-		if in.Location == "" {
-			in.Location = it.Location
-		}
-	} else {
-		if in.RoomCode == "" {
-			return nil, clinic.Errorf(clinic.EInvalid, "room_code or intake_id is required.")
-		}
-		if r, err = a.RoomByCode(ctx, p, in.RoomCode); err != nil {
-			return nil, err
-		}
+	r, err := a.availabilityRoom(ctx, p, &in)
+	if err != nil {
+		return nil, err
 	}
-	need := int64(in.Duration)
-	if in.ConsultationID != "" {
-		i := slices.IndexFunc(r.Settings.Consultations, func(c clinic.Consultation) bool { return c.ID == in.ConsultationID })
-		if i < 0 {
-			return nil, clinic.Errorf(clinic.EInvalid, "consultation_id %q is not one of the room's consultations.", in.ConsultationID)
-		}
-		if need == 0 {
-			need = int64(r.Settings.Consultations[i].Duration) * 60
-		}
+	need, err := in.length(r)
+	if err != nil {
+		return nil, err
 	}
 	// The same question in the same second, with no write since, has the
 	// same answer (availcache.go).

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"teleclinic/internal/clinic"
@@ -255,43 +256,12 @@ func (a *App) prescribe(ctx context.Context, p *clinic.Principal, userID int64, 
 	if err != nil {
 		return nil, err
 	}
-	bad := func(format string, args ...any) error { return clinic.Errorf(clinic.EInvalid, format, args...) }
 	in.Drug, in.Directions = strings.TrimSpace(in.Drug), strings.TrimSpace(in.Directions)
-	switch {
-	case in.Drug == "" || len(in.Drug) > 300:
-		return nil, bad("drug is required (at most 300 characters).")
-	case in.Directions == "" || len(in.Directions) > 1000:
-		return nil, bad("directions are required (at most 1000 characters).")
-	case in.Qty < 1 || in.Qty > 10000:
-		return nil, bad("qty must be a whole number from 1 to 10000.")
-	case in.Refills < 0 || in.Refills > 11:
-		return nil, bad("refills must be from 0 to 11.")
-	case in.NDC != "" && !ndcRE.MatchString(in.NDC):
-		return nil, bad("ndc must be a National Drug Code: 10 or 11 digits, with or without its dashes.")
-	case len(in.DrugID) > 64:
-		return nil, bad("drug_id is at most 64 characters.")
+	if err := in.check(); err != nil {
+		return nil, err
 	}
-	if in.VisitID != 0 {
-		v, err := a.store.Read().VisitByID(ctx, p.Account.ID, in.VisitID)
-		if errors.Is(err, store.ErrNotFound) || (err == nil && (v.MemberID != u.ID || v.ProviderID != p.UserID())) {
-			return nil, bad("visit_id must be your visit with this patient.")
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if in.PharmacyCode != "" {
-		phs, err := a.store.Read().Pharmacies(ctx, p.Account.ID, u.ID)
-		if err != nil {
-			return nil, err
-		}
-		found := false
-		for _, ph := range phs {
-			found = found || ph.Code == in.PharmacyCode
-		}
-		if !found {
-			return nil, bad("pharmacy_code must be one of the patient's saved pharmacies.")
-		}
+	if err := a.checkRxRefs(ctx, p, u, in); err != nil {
+		return nil, err
 	}
 	now := a.Unix()
 	rx := &clinic.Prescription{UserID: u.ID, PrescriberID: p.UserID(), VisitID: in.VisitID, DrugID: in.DrugID, NDC: in.NDC, Drug: in.Drug,
@@ -306,6 +276,52 @@ func (a *App) prescribe(ctx context.Context, p *clinic.Principal, userID int64, 
 		return nil, fmt.Errorf("prescribe: %w", err)
 	}
 	return &PrescriptionView{Prescription: rx, PrescriberName: strings.TrimSpace(p.User.FirstName + " " + p.User.LastName)}, nil
+}
+
+// check is the prescription's own fields in bounds.
+func (in PrescriptionInput) check() error {
+	bad := func(format string, args ...any) error { return clinic.Errorf(clinic.EInvalid, format, args...) }
+	switch {
+	case in.Drug == "" || len(in.Drug) > 300:
+		return bad("drug is required (at most 300 characters).")
+	case in.Directions == "" || len(in.Directions) > 1000:
+		return bad("directions are required (at most 1000 characters).")
+	case in.Qty < 1 || in.Qty > 10000:
+		return bad("qty must be a whole number from 1 to 10000.")
+	case in.Refills < 0 || in.Refills > 11:
+		return bad("refills must be from 0 to 11.")
+	case in.NDC != "" && !ndcRE.MatchString(in.NDC):
+		return bad("ndc must be a National Drug Code: 10 or 11 digits, with or without its dashes.")
+	case len(in.DrugID) > 64:
+		return bad("drug_id is at most 64 characters.")
+	}
+	return nil
+}
+
+// checkRxRefs checks what a prescription for patient u refers to: the
+// visit, the prescriber's with the patient, and the pharmacy, one of the
+// patient's.
+func (a *App) checkRxRefs(ctx context.Context, p *clinic.Principal, u *clinic.User, in PrescriptionInput) error {
+	if in.VisitID != 0 {
+		v, err := a.store.Read().VisitByID(ctx, p.Account.ID, in.VisitID)
+		if errors.Is(err, store.ErrNotFound) || (err == nil && (v.MemberID != u.ID || v.ProviderID != p.UserID())) {
+			return clinic.Errorf(clinic.EInvalid, "visit_id must be your visit with this patient.")
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if in.PharmacyCode == "" {
+		return nil
+	}
+	phs, err := a.store.Read().Pharmacies(ctx, p.Account.ID, u.ID)
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(phs, func(ph *clinic.Pharmacy) bool { return ph.Code == in.PharmacyCode }) {
+		return clinic.Errorf(clinic.EInvalid, "pharmacy_code must be one of the patient's saved pharmacies.")
+	}
+	return nil
 }
 
 // Discontinue ends a current prescription.

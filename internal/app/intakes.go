@@ -158,10 +158,25 @@ func (a *App) applyIntake(ctx context.Context, p *clinic.Principal, it *clinic.I
 		}
 		it.ConsultationID = c
 	}
-	if len(in.Custom) > maxCustomFields {
+	if err := applyCustom(it, in.Custom); err != nil {
+		return err
+	}
+	if in.Attachments != nil {
+		ids, err := a.intakeAttachments(ctx, p, it, *in.Attachments)
+		if err != nil {
+			return err
+		}
+		it.Attachments = ids
+	}
+	return nil
+}
+
+// applyCustom adds the intake's custom fields.
+func applyCustom(it *clinic.Intake, custom map[string]string) error {
+	if len(custom) > maxCustomFields {
 		return clinic.Errorf(clinic.EInvalid, "at most %d custom fields.", maxCustomFields)
 	}
-	for k, v := range in.Custom {
+	for k, v := range custom {
 		if err := CheckFields(Line("a custom field's name", k, 100), text("custom field "+clip(k, 100), v, MaxTextChars)); err != nil {
 			return err
 		}
@@ -170,23 +185,26 @@ func (a *App) applyIntake(ctx context.Context, p *clinic.Principal, it *clinic.I
 		}
 		it.Custom[k] = v
 	}
-	if in.Attachments != nil {
-		ids := []int64{}
-		for _, n := range *in.Attachments {
-			f, err := a.store.Read().FileByID(ctx, p.Account.ID, n)
-			visible := err == nil && (f.CreatorUserID == p.UserID() || f.CreatorUserID == it.MemberID ||
-				(f.TargetType == "user" && f.TargetID == it.MemberID) || p.IsAdmin())
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("attachment: %w", err)
-			}
-			if !visible {
-				return clinic.Errorf(clinic.EInvalid, "attachment %d is not a file you may attach.", n)
-			}
-			ids = append(ids, n)
-		}
-		it.Attachments = ids
-	}
 	return nil
+}
+
+// intakeAttachments are the files ids names, each one p may attach to the
+// intake: p's own, the patient's, or any for the admin.
+func (a *App) intakeAttachments(ctx context.Context, p *clinic.Principal, it *clinic.Intake, ids []int64) ([]int64, error) {
+	out := []int64{}
+	for _, n := range ids {
+		f, err := a.store.Read().FileByID(ctx, p.Account.ID, n)
+		visible := err == nil && (f.CreatorUserID == p.UserID() || f.CreatorUserID == it.MemberID ||
+			(f.TargetType == "user" && f.TargetID == it.MemberID) || p.IsAdmin())
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("attachment: %w", err)
+		}
+		if !visible {
+			return nil, clinic.Errorf(clinic.EInvalid, "attachment %d is not a file you may attach.", n)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // ProviderByID finds a provider of the clinic by id.

@@ -75,68 +75,82 @@ func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal, zone *
 	// The rooms' unassigned e-consults and walk-ins, oldest first (first
 	// come, first served), in the order of their partial index.
 	rd := a.store.Read()
-	waiting, err := rd.ListVisits(ctx, store.VisitFilter{AccountID: p.Account.ID, ProviderID: p.UserID(), ProviderRooms: true, Unassigned: true,
+	read, err := rd.ListVisits(ctx, store.VisitFilter{AccountID: p.Account.ID, ProviderID: p.UserID(), ProviderRooms: true, Unassigned: true,
 		Oldest: true, Statuses: []int{clinic.VisitPending, clinic.VisitConfirmed, clinic.VisitInProgress}, Limit: MaxVisitList + 1})
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
-	if len(waiting) > MaxVisitList { // one more than shown says more wait
-		waiting = waiting[:MaxVisitList]
-		out.MoreWaiting = waiting[len(waiting)-1].ID
-	}
+	waiting := clinic.PageOf(read, MaxVisitList, func(v *clinic.Visit) int64 { return v.ID })
+	out.MoreWaiting = waiting.Next
 	total, err := rd.CountProviderOpenVisits(ctx, p.Account.ID, p.UserID())
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
-	out.Later = total - len(own)
-	if out.Later > 0 {
+	if out.Later = total - len(own); out.Later > 0 {
 		out.LaterFrom = laterFrom
 	}
-	ds, err := a.visitDetails(ctx, p, append(waiting, own...))
+	ds, err := a.visitDetails(ctx, p, append(waiting.Items, own...))
 	if err != nil {
 		return nil, err
 	}
+	out.place(ds, dayStart, dayEnd)
+	if err := a.dashboardThreads(ctx, p, out, ds); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// place puts each visit in its list: a walk-in no provider has taken in
+// the queue, such an e-consult in the inbox, today's appointments, and the
+// provider's other visits; each with the moves it offers. The queue and
+// the inbox stay oldest first (first come, first served), the provider's
+// own visits soonest first.
+func (out *Dashboard) place(ds []*VisitDetail, dayStart, dayEnd int64) {
 	for _, d := range ds {
+		v := d.Visit
 		switch {
-		case d.Visit.ProviderID == 0 && d.Visit.Kind == clinic.KindWalkin:
+		case v.ProviderID == 0 && v.Kind == clinic.KindWalkin:
 			out.Queue = append(out.Queue, DashboardVisit{VisitDetail: d, Moves: []string{ActAccept}})
-		case d.Visit.ProviderID == 0:
+		case v.ProviderID == 0:
 			out.Inbox = append(out.Inbox, DashboardVisit{VisitDetail: d, Moves: []string{ActAccept}})
-		case d.Visit.Kind == clinic.KindAppointment && d.Visit.Start >= dayStart && d.Visit.Start < dayEnd:
-			out.Today = append(out.Today, DashboardVisit{VisitDetail: d, Moves: movesFrom(d.Visit.Status)})
+		case v.Kind == clinic.KindAppointment && v.Start >= dayStart && v.Start < dayEnd:
+			out.Today = append(out.Today, DashboardVisit{VisitDetail: d, Moves: movesFrom(v.Status)})
 		default:
-			out.Mine = append(out.Mine, DashboardVisit{VisitDetail: d, Moves: movesFrom(d.Visit.Status)})
+			out.Mine = append(out.Mine, DashboardVisit{VisitDetail: d, Moves: movesFrom(v.Status)})
 		}
 	}
-	// The queue and the inbox are oldest first (first come, first
-	// served), the provider's own visits soonest first.
+}
+
+// dashboardThreads is what each thread holds that the provider has not
+// seen, and the latest message of an e-consult or of a thread with
+// something new: the waiting room's chat shows here (read only where it
+// is shown).
+func (a *App) dashboardThreads(ctx context.Context, p *clinic.Principal, out *Dashboard, ds []*VisitDetail) error {
 	ids := make([]int64, len(ds))
 	for i, d := range ds {
 		ids[i] = d.Visit.ID
 	}
 	reads, err := a.store.Read().ThreadReads(ctx, p.Account.ID, p.UserID(), ids)
 	if err != nil {
-		return nil, fmt.Errorf("dashboard: %w", err)
+		return fmt.Errorf("dashboard: %w", err)
 	}
-	// What each thread holds that the provider has not seen, and the
-	// latest message of an e-consult or of a thread with something new:
-	// the waiting room's chat shows here (read only where it is shown).
 	for _, list := range [][]DashboardVisit{out.Queue, out.Inbox, out.Today, out.Mine} {
 		for i := range list {
 			d := &list[i]
 			d.Unread = max(d.Visit.MessageCount-reads[d.Visit.ID], 0)
-			if d.Visit.MessageCount > 0 && (d.Unread > 0 || d.Visit.Kind == clinic.KindEconsult) {
-				ms, _, err := a.ListMessages(ctx, p, d.Visit.ID, MessageQuery{Limit: new(1), Order: "desc"})
-				if err != nil {
-					return nil, err
-				}
-				if len(ms) > 0 {
-					d.Latest = ms[0]
-				}
+			if d.Visit.MessageCount == 0 || (d.Unread == 0 && d.Visit.Kind != clinic.KindEconsult) {
+				continue
+			}
+			ms, _, err := a.ListMessages(ctx, p, d.Visit.ID, MessageQuery{Limit: new(1), Order: "desc"})
+			if err != nil {
+				return err
+			}
+			if len(ms) > 0 {
+				d.Latest = ms[0]
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // ownOpenVisits are the provider's own open visits a dashboard shows:

@@ -370,6 +370,8 @@ func (a *App) UpdateRoom(ctx context.Context, p *clinic.Principal, code string, 
 	return a.GetRoom(ctx, p, code)
 }
 
+// applyRoomUpdate checks and applies the room's fields, each given in
+// turn: a flat field list (its cyclomatic count is its fields').
 func applyRoomUpdate(r *clinic.Room, in RoomUpdate) error {
 	s := &r.Settings
 	setS := func(dst *string, v *string) {
@@ -418,23 +420,15 @@ func applyRoomUpdate(r *clinic.Room, in RoomUpdate) error {
 		s.Consultations = cs
 	}
 	if in.Specialties != nil {
-		for _, sp := range *in.Specialties {
-			if strings.TrimSpace(sp.Code) == "" || strings.TrimSpace(sp.Name) == "" || sp.Duration < 0 {
-				return clinic.Errorf(clinic.EInvalid, "each specialty needs a code and a name, and a duration that is not negative.")
-			}
+		if err := checkSpecialties(*in.Specialties); err != nil {
+			return err
 		}
 		s.Specialties = *in.Specialties
 	}
 	if in.ClosedDays != nil {
-		days := []string{}
-		for _, d := range *in.ClosedDays {
-			d = strings.ToLower(strings.TrimSpace(d))
-			if !slices.Contains(weekdays, d) {
-				return clinic.Errorf(clinic.EInvalid, "closed_days holds weekday names such as saturday.")
-			}
-			if !slices.Contains(days, d) {
-				days = append(days, d)
-			}
+		days, err := checkClosedDays(*in.ClosedDays)
+		if err != nil {
+			return err
 		}
 		s.Operation.ClosedDays = days
 	}
@@ -525,6 +519,30 @@ func checkAppointments(ap *clinic.AppointmentSettings) error {
 		ap.ReminderMinutes = []int{}
 	}
 	return nil
+}
+
+func checkSpecialties(sps []clinic.Specialty) error {
+	for _, sp := range sps {
+		if strings.TrimSpace(sp.Code) == "" || strings.TrimSpace(sp.Name) == "" || sp.Duration < 0 {
+			return clinic.Errorf(clinic.EInvalid, "each specialty needs a code and a name, and a duration that is not negative.")
+		}
+	}
+	return nil
+}
+
+// checkClosedDays are the weekdays named, in lower case, each once.
+func checkClosedDays(in []string) ([]string, error) {
+	days := []string{}
+	for _, d := range in {
+		d = strings.ToLower(strings.TrimSpace(d))
+		if !slices.Contains(weekdays, d) {
+			return nil, clinic.Errorf(clinic.EInvalid, "closed_days holds weekday names such as saturday.")
+		}
+		if !slices.Contains(days, d) {
+			days = append(days, d)
+		}
+	}
+	return days, nil
 }
 
 func checkConsultations(cs []clinic.Consultation) ([]clinic.Consultation, error) {

@@ -28,54 +28,20 @@ type Span struct{ Start, End time.Time }
 // fall-back hour) gives one slot, and no slot starts before the previous one
 // ends, so the repeated hour is never doubled.
 func GenerateSlots(g *clinic.SlotGroup) ([]Span, error) {
-	loc, err := time.LoadLocation(g.Timezone)
-	if err != nil || g.Timezone == "" || g.Timezone == "Local" {
-		return nil, clinic.Errorf(clinic.EInvalid, "timezone must be an IANA time zone name, for example America/New_York.")
-	}
-	d0, err0 := time.Parse("2006-01-02", g.DateStart)
-	d1, err1 := time.Parse("2006-01-02", g.DateEnd)
-	if err0 != nil || err1 != nil {
-		return nil, clinic.Errorf(clinic.EInvalid, "date_start and date_end are dates in the form YYYY-MM-DD.")
-	}
-	if d1.Before(d0) || d1.Sub(d0) > maxGroupDays*24*time.Hour {
-		return nil, clinic.Errorf(clinic.EInvalid, "date_end must be on or after date_start, and at most %d days later.", maxGroupDays)
-	}
-	t0, ok0 := minutesOf(g.TimeStart)
-	t1, ok1 := minutesOf(g.TimeEnd)
-	if !ok0 || !ok1 || t1 <= t0 {
-		return nil, clinic.Errorf(clinic.EInvalid, "time_start and time_end are HH:MM, with time_end after time_start.")
-	}
-	if g.Duration <= 0 || g.Duration > t1-t0 {
-		return nil, clinic.Errorf(clinic.EInvalid, "duration (minutes) must be positive and fit between time_start and time_end.")
-	}
-	days := map[time.Weekday]bool{}
-	for _, d := range g.RepeatDay {
-		i := slices.Index(weekdays, strings.ToLower(strings.TrimSpace(d)))
-		if i < 0 {
-			return nil, clinic.Errorf(clinic.EInvalid, "repeat_day holds weekday names such as monday.")
-		}
-		days[time.Weekday(i)] = true
-	}
-	if g.RepeatWeek < 1 {
-		g.RepeatWeek = 1
+	g.RepeatWeek = max(g.RepeatWeek, 1) // kept as it is used: every week at least
+	pl, err := planOf(g)
+	if err != nil {
+		return nil, err
 	}
 	var out []Span
 	var lastEnd time.Time
-	for d, n := d0, 0; !d.After(d1); d, n = d.AddDate(0, 0, 1), n+1 {
-		if g.Repeat {
-			if len(days) > 0 && !days[d.Weekday()] {
-				continue
-			}
-			if len(days) == 0 && d.Weekday() != d0.Weekday() {
-				continue
-			}
-			if (n/7)%g.RepeatWeek != 0 {
-				continue
-			}
+	for d, n := pl.d0, 0; !d.After(pl.d1); d, n = d.AddDate(0, 0, 1), n+1 {
+		if !pl.on(d, n) {
+			continue
 		}
-		for m := t0; m+g.Duration <= t1; m += g.Duration {
+		for m := pl.t0; m+g.Duration <= pl.t1; m += g.Duration {
 			hh, mm := m/60, m%60
-			start := time.Date(d.Year(), d.Month(), d.Day(), hh, mm, 0, 0, loc)
+			start := time.Date(d.Year(), d.Month(), d.Day(), hh, mm, 0, 0, pl.loc)
 			if start.Hour() != hh || start.Minute() != mm {
 				continue // does not exist on this day
 			}
@@ -92,6 +58,65 @@ func GenerateSlots(g *clinic.SlotGroup) ([]Span, error) {
 		}
 	}
 	return out, nil
+}
+
+// slotPlan is a slot group checked: its zone, first and last day, the
+// day's first and last minute, and how it repeats.
+type slotPlan struct {
+	loc        *time.Location
+	d0, d1     time.Time
+	t0, t1     int
+	repeat     bool
+	days       map[time.Weekday]bool
+	everyWeeks int
+}
+
+func planOf(g *clinic.SlotGroup) (slotPlan, error) {
+	var pl slotPlan
+	loc, err := time.LoadLocation(g.Timezone)
+	if err != nil || g.Timezone == "" || g.Timezone == "Local" {
+		return pl, clinic.Errorf(clinic.EInvalid, "timezone must be an IANA time zone name, for example America/New_York.")
+	}
+	d0, err0 := time.Parse("2006-01-02", g.DateStart)
+	d1, err1 := time.Parse("2006-01-02", g.DateEnd)
+	if err0 != nil || err1 != nil {
+		return pl, clinic.Errorf(clinic.EInvalid, "date_start and date_end are dates in the form YYYY-MM-DD.")
+	}
+	if d1.Before(d0) || d1.Sub(d0) > maxGroupDays*24*time.Hour {
+		return pl, clinic.Errorf(clinic.EInvalid, "date_end must be on or after date_start, and at most %d days later.", maxGroupDays)
+	}
+	t0, ok0 := minutesOf(g.TimeStart)
+	t1, ok1 := minutesOf(g.TimeEnd)
+	if !ok0 || !ok1 || t1 <= t0 {
+		return pl, clinic.Errorf(clinic.EInvalid, "time_start and time_end are HH:MM, with time_end after time_start.")
+	}
+	if g.Duration <= 0 || g.Duration > t1-t0 {
+		return pl, clinic.Errorf(clinic.EInvalid, "duration (minutes) must be positive and fit between time_start and time_end.")
+	}
+	days := map[time.Weekday]bool{}
+	for _, d := range g.RepeatDay {
+		i := slices.Index(weekdays, strings.ToLower(strings.TrimSpace(d)))
+		if i < 0 {
+			return pl, clinic.Errorf(clinic.EInvalid, "repeat_day holds weekday names such as monday.")
+		}
+		days[time.Weekday(i)] = true
+	}
+	return slotPlan{loc: loc, d0: d0, d1: d1, t0: t0, t1: t1, repeat: g.Repeat, days: days, everyWeeks: g.RepeatWeek}, nil
+}
+
+// on says whether the group has slots on day d, the nth from its first:
+// every day unless it repeats, then on its weekdays (the first day's if
+// none is named), every everyWeeks weeks.
+func (pl slotPlan) on(d time.Time, n int) bool {
+	switch {
+	case !pl.repeat:
+		return true
+	case len(pl.days) > 0 && !pl.days[d.Weekday()]:
+		return false
+	case len(pl.days) == 0 && d.Weekday() != pl.d0.Weekday():
+		return false
+	}
+	return (n/7)%pl.everyWeeks == 0
 }
 
 // firstOccurrence returns the earliest instant that shows the same local
@@ -346,19 +371,23 @@ func (a *App) ListSlots(ctx context.Context, p *clinic.Principal, in SlotQuery) 
 	if err != nil {
 		return nil, err
 	}
-	keep := v.Slots[:0]
-	for _, s := range v.Slots {
-		g, r, u := v.Groups[s.GroupID], v.Rooms[s.RoomID], v.Providers[s.ProviderID]
-		switch {
-		case in.Type == "group" && (g == nil || !g.Consultation.Group), in.Type == "one" && g != nil && g.Consultation.Group:
-		case in.SpecialtyID != "" && in.RoomCode == "" && !slices.ContainsFunc(r.Settings.Specialties, func(sp clinic.Specialty) bool { return sp.Code == in.SpecialtyID }):
-		case in.StatesServiced != "" && !servesState(u, in.StatesServiced):
-		default:
-			keep = append(keep, s)
-		}
-	}
-	v.Slots = keep
+	v.Slots = slices.DeleteFunc(v.Slots, func(s clinic.Slot) bool { return !in.keeps(v, s) })
 	return v, nil
+}
+
+// keeps says whether the query keeps slot s of v, by what SQL does not
+// filter: a group consultation's or one patient's (type), the room's
+// specialty across rooms, the provider's states.
+func (in SlotQuery) keeps(v *SlotsView, s clinic.Slot) bool {
+	g, r, u := v.Groups[s.GroupID], v.Rooms[s.RoomID], v.Providers[s.ProviderID]
+	group := g != nil && g.Consultation.Group
+	switch {
+	case in.Type == "group" && !group, in.Type == "one" && group:
+		return false
+	case in.SpecialtyID != "" && in.RoomCode == "" && !slices.ContainsFunc(r.Settings.Specialties, func(sp clinic.Specialty) bool { return sp.Code == in.SpecialtyID }):
+		return false
+	}
+	return in.StatesServiced == "" || servesState(u, in.StatesServiced)
 }
 
 // findSlots lists the slots f selects, of provider when one is named (not

@@ -594,6 +594,8 @@ func (a *App) UpdateMe(ctx context.Context, p *clinic.Principal, in ProfileUpdat
 	return a.profile(ctx, p.Account, &next)
 }
 
+// applyProfile checks and applies the profile's fields, each given in
+// turn: a flat field list (its cyclomatic count is its fields').
 func (a *App) applyProfile(ctx context.Context, p *clinic.Principal, u *clinic.User, in ProfileUpdate) error {
 	err := CheckFields(optLine("first_name", in.FirstName, MaxNameChars), optLine("last_name", in.LastName, MaxNameChars),
 		optLine("dob", in.DOB, 32), optLine("gender", in.Gender, 16), optLine("nationality", in.Nationality, MaxNameChars),
@@ -686,31 +688,40 @@ func (a *App) applyProfile(ctx context.Context, p *clinic.Principal, u *clinic.U
 		}
 	}
 	if in.StatesServiced != nil || in.Specialties != nil {
-		if u.Type != clinic.UserProvider {
-			return clinic.Errorf(clinic.EInvalid, "states_serviced and specialties are for providers.")
-		}
-		u.Extra = maps.Clone(u.Extra)
-		if in.StatesServiced != nil {
-			states := []any{}
-			for _, st := range *in.StatesServiced {
-				st, err := checkState(st)
-				if err != nil || st == "" {
-					return clinic.Errorf(clinic.EInvalid, "states_serviced holds two-letter state codes.")
-				}
-				states = append(states, st)
-			}
-			u.Extra["states_serviced"] = states
-		}
-		if in.Specialties != nil {
-			specs := []any{}
-			for _, sp := range *in.Specialties {
-				specs = append(specs, sp)
-			}
-			u.Extra["specialties"] = specs
+		if err := applyProviderLists(u, in); err != nil {
+			return err
 		}
 	}
 	if in.Password != nil || in.OldPassword != nil {
 		return a.changePassword(ctx, u, in)
+	}
+	return nil
+}
+
+// applyProviderLists sets a provider's states serviced and specialties
+// (extra.states_serviced, extra.specialties).
+func applyProviderLists(u *clinic.User, in ProfileUpdate) error {
+	if u.Type != clinic.UserProvider {
+		return clinic.Errorf(clinic.EInvalid, "states_serviced and specialties are for providers.")
+	}
+	u.Extra = maps.Clone(u.Extra)
+	if in.StatesServiced != nil {
+		states := []any{}
+		for _, st := range *in.StatesServiced {
+			st, err := checkState(st)
+			if err != nil || st == "" {
+				return clinic.Errorf(clinic.EInvalid, "states_serviced holds two-letter state codes.")
+			}
+			states = append(states, st)
+		}
+		u.Extra["states_serviced"] = states
+	}
+	if in.Specialties != nil {
+		specs := []any{}
+		for _, sp := range *in.Specialties {
+			specs = append(specs, sp)
+		}
+		u.Extra["specialties"] = specs
 	}
 	return nil
 }
