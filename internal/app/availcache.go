@@ -9,7 +9,8 @@ import "sync"
 // (576 slots and ~170 KB of JSON in the load tool's 6-hour window), and
 // reading and encoding them cost 5.9–6.5 ms of CPU a request
 // (docs/performance.md, "Availability"), against a target of 1 ms. An
-// answer held is read once and encoded once (Availability.Encoded).
+// answer held is read once, and the API encodes it once (httpapi's
+// availBodies).
 //
 // Why it is right: an answer depends on the slots, the room and its
 // providers (all written through the store, so any write of this process
@@ -58,18 +59,4 @@ func (c *availCache) put(k availKey, v *Availability) {
 		}
 	}
 	c.m[k] = v
-}
-
-// encoded is an answer's encoding, made once by the door that sends it.
-type encoded struct {
-	once sync.Once // its Do orders the one write before every read
-	b    []byte
-	err  error
-}
-
-// Encoded is the answer as the door encodes it, encoded once per answer
-// (the answer may be held and sent to many callers of the clinic).
-func (av *Availability) Encoded(encode func() ([]byte, error)) ([]byte, error) {
-	av.enc.once.Do(func() { av.enc.b, av.enc.err = encode() })
-	return av.enc.b, av.enc.err
 }

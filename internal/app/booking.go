@@ -37,7 +37,6 @@ type Availability struct {
 	// start of the last instant read, whose slots are left to the answer
 	// that starts there.
 	Through int64
-	enc     encoded
 }
 
 // availabilityRoom is the room the question is about: its intake's

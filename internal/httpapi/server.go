@@ -73,6 +73,7 @@ type Server struct {
 	mux     *http.ServeMux
 	routes  []Route
 	lists   chan struct{} // the MaxSlotLists turns
+	avail   availBodies   // availability answers, each encoded once
 	// handler is serve, behind the CORS layer when origins are configured.
 	handler http.Handler
 }

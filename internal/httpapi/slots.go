@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"teleclinic/internal/app"
@@ -284,9 +285,7 @@ func (s *Server) availability(w http.ResponseWriter, r *http.Request, c *call) e
 		// More slots than one answer holds: the next starts where it ends.
 		nextLink(w, r, "start", av.Through)
 	}
-	// An answer may be held and sent to many of the clinic's callers
-	// (app/availcache.go): it is encoded once.
-	body, err := av.Encoded(func() ([]byte, error) {
+	body, err := s.avail.of(av, func() ([]byte, error) {
 		b, err := json.Marshal(envelope{Data: toAvailability(c.p.Account.Code, av)})
 		return append(b, '\n'), err // as edge.WriteJSON's encoder ends it
 	})
@@ -297,6 +296,42 @@ func (s *Server) availability(w http.ResponseWriter, r *http.Request, c *call) e
 	w.WriteHeader(http.StatusOK)
 	_, err = w.Write(body)
 	return err
+}
+
+// availBodies are the encoded bodies of the availability answers app
+// holds for their second (app/availcache.go), so that an answer sent to
+// many of the clinic's callers is encoded once: encoding the load tool's
+// answer (576 slots, ~170 KB) costs about 1 ms, the whole of the target
+// (docs/performance.md, "Availability": 1 ms a request; held and encoded
+// once, 0.14 ms). Keyed by the answer app returned, which a new
+// second or a write replaces; past availBodiesMax the map starts again.
+type availBodies struct {
+	mu sync.Mutex
+	m  map[*app.Availability]*availBody
+}
+
+type availBody struct {
+	once sync.Once // its Do orders the one write before every read
+	b    []byte
+	err  error
+}
+
+const availBodiesMax = 256
+
+// of is av's body, made by encode the first time it is asked for.
+func (c *availBodies) of(av *app.Availability, encode func() ([]byte, error)) ([]byte, error) {
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= availBodiesMax {
+		c.m = map[*app.Availability]*availBody{}
+	}
+	e := c.m[av]
+	if e == nil {
+		e = &availBody{}
+		c.m[av] = e
+	}
+	c.mu.Unlock()
+	e.once.Do(func() { e.b, e.err = encode() })
+	return e.b, e.err
 }
 
 // toAvailability is GET /availability's answer.
