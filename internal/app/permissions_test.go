@@ -171,6 +171,7 @@ var noPrincipal = map[string]string{
 	"Audit":                    "the core: records the caller's audit entry, the operation's own check came first",
 	"AuditIn":                  "the core: records the caller's audit entry, the operation's own check came first",
 	"AuditOutcome":             "the core: records the caller's audit entry, the operation's own check came first",
+	"Core":                     "the core itself (app.Core), given to the families built on the app; each of its lookups is an App operation checked here",
 	"Config":                   "the core: the app's settings",
 	"Log":                      "the core: the app's logger",
 	"Seal":                     "the core: encrypts a secret under the server key",
@@ -248,7 +249,7 @@ func none(err error) (any, error) { return nil, err }
 // patient's data and the roles the API lets through.
 func permRows(f *permFixture) map[string]permRow {
 	a := f.env.App
-	b := billing.New(a)
+	b := billing.New(a.Core())
 	str := func(s string) *string { return &s }
 	pt := f.p1.User.ID
 	return map[string]permRow{
@@ -699,7 +700,7 @@ func newPermFixture(t *testing.T) *permFixture {
 	e := testenv.New(t)
 	ctx := context.Background()
 	a := e.App
-	b := billing.New(a)
+	b := billing.New(a.Core())
 	acme, other := e.NewClinic("acme", true), e.NewClinic("other", true)
 	auth := func(c *testenv.Clinic, token string, need app.Need) *clinic.Principal {
 		t.Helper()
@@ -775,7 +776,7 @@ func newPermFixture(t *testing.T) *permFixture {
 
 // sourceID is the patient's saved card.
 func (f *permFixture) sourceID() int64 {
-	ss, err := billing.New(f.env.App).Sources(context.Background(), f.p1, billing.SourceInput{RoomCode: "main"}, "")
+	ss, err := billing.New(f.env.App.Core()).Sources(context.Background(), f.p1, billing.SourceInput{RoomCode: "main"}, "")
 	if err != nil || len(ss) == 0 {
 		f.env.T.Fatalf("the patient's cards: %v", err)
 	}

@@ -546,7 +546,7 @@ func TestBrowser_StripeElements(t *testing.T) {
 	f := newFixture(t, testenv.Options{StripeJS: js.URL + "/v3/", Config: func(c *app.Config) { c.StripeAPIURL = mock }})
 	bg := context.Background()
 	admin := f.admin(t)
-	if _, err := billing.New(f.e.App).SetProcessor(bg, admin, billing.ProcessorInput{Processor: "stripe", SecretKey: "sk_test_123", PublishableKey: "pk_test_123"}); err != nil {
+	if _, err := billing.New(f.e.App.Core()).SetProcessor(bg, admin, billing.ProcessorInput{Processor: "stripe", SecretKey: "sk_test_123", PublishableKey: "pk_test_123"}); err != nil {
 		t.Fatal(err)
 	}
 	cons := []clinic.Consultation{{ID: "1", Description: "15-min Consultation", Duration: 15, Amount: 25, Charge: true, Slots: 1}}
@@ -590,7 +590,7 @@ func TestBrowser_StripeElements(t *testing.T) {
 	// on the page, in words.
 	waitText(t, patient, `main > p.error[role="alert"]`, "card")
 	p2 := f.user(t, f.p2Token)
-	cards, err := billing.New(f.e.App).Sources(bg, p2, billing.SourceInput{RoomCode: "main"}, "card")
+	cards, err := billing.New(f.e.App.Core()).Sources(bg, p2, billing.SourceInput{RoomCode: "main"}, "card")
 	if err != nil || len(cards) != 1 || cards[0].Processor != "stripe" || !strings.HasPrefix(cards[0].PaymentMethod, "pm_") {
 		t.Fatalf("the card saved with Stripe: %+v %v", cards, err)
 	}

@@ -130,7 +130,7 @@ func TestPortal_RoomVisitKinds(t *testing.T) {
 		if d.Visit.Kind != clinic.KindWalkin || d.Visit.Status != clinic.VisitPending {
 			t.Fatalf("%+v", d.Visit)
 		}
-		bill, err := billing.New(f.e.App).ProcessInvoice(bg, p1, billing.InvoiceInput{IntakeID: d.Intake.ID})
+		bill, err := billing.New(f.e.App.Core()).ProcessInvoice(bg, p1, billing.InvoiceInput{IntakeID: d.Intake.ID})
 		if err != nil || bill.Invoice == nil || bill.Invoice.Status != billing.InvoicePaid || bill.Invoice.AmountDue != 2500 {
 			t.Fatalf("the invoice: %+v %v", bill, err)
 		}

@@ -70,7 +70,7 @@ func (s *paidScript) intake(t *testing.T, b *browser) string {
 // paid counts the clinic's paid or refunded invoices.
 func (s *paidScript) paid(t *testing.T) int {
 	t.Helper()
-	invs, err := billing.New(s.f.e.App).Invoices(context.Background(), s.f.admin(t), billing.InvoiceQuery{Limit: 100})
+	invs, err := billing.New(s.f.e.App.Core()).Invoices(context.Background(), s.f.admin(t), billing.InvoiceQuery{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +198,7 @@ func (s *paidScript) cancel(t *testing.T) {
 func (s *paidScript) adminRefund(t *testing.T) {
 	admin := newBrowser(t, s.f.e)
 	s.f.adminSignIn(t, admin)
-	second, err := billing.New(s.f.e.App).Invoices(context.Background(), s.f.admin(t), billing.InvoiceQuery{IntakeID: s.secondPaid})
+	second, err := billing.New(s.f.e.App.Core()).Invoices(context.Background(), s.f.admin(t), billing.InvoiceQuery{IntakeID: s.secondPaid})
 	invs := second.Items
 	if err != nil || len(invs) != 1 || invs[0].Status != billing.InvoicePaid {
 		t.Fatalf("the second payment: %+v %v", invs, err)

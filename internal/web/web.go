@@ -105,7 +105,7 @@ func New(a *app.App, log *slog.Logger, cfg Config, next http.Handler) (*Server, 
 		}
 		cfg.Locales = l
 	}
-	s := &Server{app: a, billing: billing.New(a), log: log, cfg: cfg, next: next, mux: http.NewServeMux(), pages: map[string]*template.Template{},
+	s := &Server{app: a, billing: billing.New(a.Core()), log: log, cfg: cfg, next: next, mux: http.NewServeMux(), pages: map[string]*template.Template{},
 		guard: http.NewCrossOriginProtection(), locales: cfg.Locales}
 	if err := s.parseTemplates(); err != nil {
 		return nil, err

@@ -39,14 +39,14 @@ const processorTimeout = 60 * time.Second
 // Processor returns the clinic's card processor: Stripe with its keys once
 // its admin saved them, else the sandbox.
 func (s *Service) processor(ctx context.Context, accountID int64) (payments.Processor, error) {
-	bs, err := s.app.Store().Read().BillingSettings(ctx, accountID)
+	bs, err := s.core.Read().BillingSettings(ctx, accountID)
 	if err != nil {
 		return nil, fmt.Errorf("billing settings: %w", err)
 	}
 	if bs.Processor != "stripe" {
 		return s.cfg.Sandbox, nil
 	}
-	secret, err := s.app.Unseal(bs.SealedSecret)
+	secret, err := s.core.Unseal(bs.SealedSecret)
 	if err != nil {
 		return nil, fmt.Errorf("billing settings: %w", err)
 	}
@@ -90,7 +90,7 @@ func (s *Service) SetProcessor(ctx context.Context, p *clinic.Principal, in Proc
 		app.Line("publishable_key", in.PublishableKey, app.MaxLineChars)); err != nil {
 		return nil, err
 	}
-	bs := &store.BillingSettings{Processor: strings.ToLower(strings.TrimSpace(in.Processor)), Modified: s.app.Unix()}
+	bs := &store.BillingSettings{Processor: strings.ToLower(strings.TrimSpace(in.Processor)), Modified: s.core.Unix()}
 	switch bs.Processor {
 	case "sandbox":
 	case "stripe":
@@ -114,7 +114,7 @@ func (s *Service) SetProcessor(ctx context.Context, p *clinic.Principal, in Proc
 		case skMode != pkMode:
 			return nil, clinic.Errorf(clinic.EInvalid, "secret_key is a %s key and publishable_key a %s key; give a pair of the same mode.", skMode, pkMode)
 		}
-		sealed, err := s.app.Seal([]byte(sk))
+		sealed, err := s.core.Seal([]byte(sk))
 		if err != nil {
 			return nil, err
 		}
@@ -122,11 +122,11 @@ func (s *Service) SetProcessor(ctx context.Context, p *clinic.Principal, in Proc
 	default:
 		return nil, clinic.Errorf(clinic.EInvalid, "processor must be sandbox or stripe.")
 	}
-	err := s.app.Store().Tx(ctx, func(q *store.Q) error {
+	err := s.core.Tx(ctx, func(q *store.Q) error {
 		if err := q.PutBillingSettings(ctx, p.Account.ID, bs); err != nil {
 			return err
 		}
-		return s.app.AuditIn(ctx, q, p, "billing.processor.update", "account", p.Account.Code, app.OutcomeOK)
+		return s.core.AuditIn(ctx, q, p, "billing.processor.update", "account", p.Account.Code, app.OutcomeOK)
 	})
 	if err != nil {
 		return nil, app.StoreErr("billing settings", err, "")
@@ -149,13 +149,13 @@ func (s *Service) sourceScope(ctx context.Context, p *clinic.Principal, in Sourc
 	if strings.TrimSpace(in.RoomCode) == "" {
 		return store.SourceScope{}, nil, clinic.Errorf(clinic.EInvalid, "room_code is required.")
 	}
-	r, err := s.app.RoomByCode(ctx, p, in.RoomCode)
+	r, err := s.core.RoomByCode(ctx, p, in.RoomCode)
 	if err != nil {
 		return store.SourceScope{}, nil, err
 	}
 	sc := store.SourceScope{AccountID: p.Account.ID, UserID: p.User.ID, RoomID: r.ID}
 	if in.ProviderID != 0 {
-		prov, err := s.app.ProviderByID(ctx, p, in.ProviderID)
+		prov, err := s.core.ProviderByID(ctx, p, in.ProviderID)
 		if err != nil {
 			return store.SourceScope{}, nil, err
 		}
@@ -183,11 +183,11 @@ func (s *Service) Sources(ctx context.Context, p *clinic.Principal, in SourceInp
 	if typ != "" && typ != "card" {
 		return []*clinic.PaymentSource{}, nil
 	}
-	out, err := s.app.Store().Read().PaymentSources(ctx, sc)
+	out, err := s.core.Read().PaymentSources(ctx, sc)
 	if err != nil {
 		return nil, fmt.Errorf("payment sources: %w", err)
 	}
-	return out, s.app.Audit(ctx, p, "billing.source.list", "user", i64s(p.User.ID), app.OutcomeOK)
+	return out, s.core.Audit(ctx, p, "billing.source.list", "user", i64s(p.User.ID), app.OutcomeOK)
 }
 
 // AddSource is POST /billing/sources: the processor turns the browser's
@@ -218,16 +218,16 @@ func (s *Service) AddSource(ctx context.Context, p *clinic.Principal, in SourceI
 	card, err := proc.AttachCard(pctx, customer, strings.TrimSpace(token))
 	if err != nil {
 		err = processorErr(err, "save the card")
-		return nil, s.app.AuditOutcome(ctx, p, "billing.source.add", "user", i64s(p.User.ID), err)
+		return nil, s.core.AuditOutcome(ctx, p, "billing.source.add", "user", i64s(p.User.ID), err)
 	}
-	now := s.app.Unix()
+	now := s.core.Unix()
 	src := &clinic.PaymentSource{UserID: p.User.ID, RoomID: sc.RoomID, ProviderID: sc.ProviderID, Processor: sc.Processor,
 		PaymentMethod: card.PaymentMethod, Brand: card.Brand, Last4: card.Last4, ExpMonth: card.ExpMonth, ExpYear: card.ExpYear, Created: now, Modified: now}
-	err = s.app.Store().Tx(ctx, func(q *store.Q) error {
+	err = s.core.Tx(ctx, func(q *store.Q) error {
 		if err := q.AddPaymentSource(ctx, p.Account.ID, src); err != nil {
 			return err
 		}
-		return s.app.AuditIn(ctx, q, p, "billing.source.add", "payment_source", i64s(src.ID), app.OutcomeOK)
+		return s.core.AuditIn(ctx, q, p, "billing.source.add", "payment_source", i64s(src.ID), app.OutcomeOK)
 	})
 	if err != nil {
 		return nil, app.StoreErr("save card", err, "")
@@ -237,7 +237,7 @@ func (s *Service) AddSource(ctx context.Context, p *clinic.Principal, in SourceI
 
 // customer finds or makes the processor's customer for the calling patient.
 func (s *Service) customer(ctx context.Context, p *clinic.Principal, proc payments.Processor) (string, error) {
-	ref, err := s.app.Store().Read().BillingCustomer(ctx, p.Account.ID, p.User.ID, proc.Name())
+	ref, err := s.core.Read().BillingCustomer(ctx, p.Account.ID, p.User.ID, proc.Name())
 	if err != nil || ref != "" {
 		return ref, err
 	}
@@ -248,7 +248,7 @@ func (s *Service) customer(ctx context.Context, p *clinic.Principal, proc paymen
 	}
 	// Two first cards at once may both make a customer; the first recorded
 	// one is kept and used by both.
-	return s.app.Store().Write().PutBillingCustomer(ctx, p.Account.ID, p.User.ID, proc.Name(), ref, s.app.Unix())
+	return s.core.Write().PutBillingCustomer(ctx, p.Account.ID, p.User.ID, proc.Name(), ref, s.core.Unix())
 }
 
 // Source is GET /billing/sources/{id}. A room_code or provider_id given
@@ -261,7 +261,7 @@ func (s *Service) Source(ctx context.Context, p *clinic.Principal, id int64, in 
 	if err != nil {
 		return nil, err
 	}
-	return src, s.app.Audit(ctx, p, "billing.source.get", "payment_source", i64s(src.ID), app.OutcomeOK)
+	return src, s.core.Audit(ctx, p, "billing.source.get", "payment_source", i64s(src.ID), app.OutcomeOK)
 }
 
 func (s *Service) ownSource(ctx context.Context, p *clinic.Principal, id int64, in SourceInput) (*clinic.PaymentSource, error) {
@@ -269,7 +269,7 @@ func (s *Service) ownSource(ctx context.Context, p *clinic.Principal, id int64, 
 		return nil, clinic.Errorf(clinic.EForbidden, "Payment sources belong to a user; use a user token.")
 	}
 	notFound := clinic.Errorf(clinic.ENotFound, "Payment source not found.")
-	src, err := s.app.Store().Read().PaymentSource(ctx, p.Account.ID, p.User.ID, id)
+	src, err := s.core.Read().PaymentSource(ctx, p.Account.ID, p.User.ID, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, notFound
 	}
@@ -277,7 +277,7 @@ func (s *Service) ownSource(ctx context.Context, p *clinic.Principal, id int64, 
 		return nil, fmt.Errorf("payment source: %w", err)
 	}
 	if in.RoomCode != "" {
-		r, err := s.app.Store().Read().RoomByCode(ctx, p.Account.ID, in.RoomCode)
+		r, err := s.core.Read().RoomByCode(ctx, p.Account.ID, in.RoomCode)
 		if err != nil || r.ID != src.RoomID {
 			return nil, notFound
 		}
@@ -305,12 +305,12 @@ func (s *Service) UpdateSource(ctx context.Context, p *clinic.Principal, id int6
 	if !*isDefault {
 		return nil, clinic.Errorf(clinic.EInvalid, "This card is the default; make another card the default instead.")
 	}
-	now := s.app.Unix()
-	err = s.app.Store().Tx(ctx, func(q *store.Q) error {
+	now := s.core.Unix()
+	err = s.core.Tx(ctx, func(q *store.Q) error {
 		if err := q.MakeDefaultSource(ctx, p.Account.ID, src, now); err != nil {
 			return err
 		}
-		return s.app.AuditIn(ctx, q, p, "billing.source.update", "payment_source", i64s(src.ID), app.OutcomeOK)
+		return s.core.AuditIn(ctx, q, p, "billing.source.update", "payment_source", i64s(src.ID), app.OutcomeOK)
 	})
 	if errors.Is(err, store.ErrConflict) {
 		return nil, clinic.Errorf(clinic.EConflict, "Another card was made the default at the same time; try again.")
@@ -333,11 +333,11 @@ func (s *Service) DeleteSource(ctx context.Context, p *clinic.Principal, id int6
 	if err != nil {
 		return err
 	}
-	err = s.app.Store().Tx(ctx, func(q *store.Q) error {
-		if err := q.DeletePaymentSource(ctx, p.Account.ID, src, s.app.Unix()); err != nil {
+	err = s.core.Tx(ctx, func(q *store.Q) error {
+		if err := q.DeletePaymentSource(ctx, p.Account.ID, src, s.core.Unix()); err != nil {
 			return err
 		}
-		return s.app.AuditIn(ctx, q, p, "billing.source.delete", "payment_source", i64s(src.ID), app.OutcomeOK)
+		return s.core.AuditIn(ctx, q, p, "billing.source.delete", "payment_source", i64s(src.ID), app.OutcomeOK)
 	})
 	if err != nil {
 		return app.StoreErr("payment source", err, "Payment source not found.")
@@ -385,19 +385,19 @@ func (s *Service) CreateCoupon(ctx context.Context, p *clinic.Principal, in Coup
 	if err != nil {
 		return nil, err
 	}
-	if until != 0 && until < s.app.Unix() {
+	if until != 0 && until < s.core.Unix() {
 		return nil, clinic.Errorf(clinic.EInvalid, "valid_until is in the past.")
 	}
 	if in.MaxRedemptions < 0 || in.MaxRedemptions > 1e9 {
 		return nil, clinic.Errorf(clinic.EInvalid, "max_redemptions must be 0 (no limit) or more.")
 	}
-	now := s.app.Unix()
+	now := s.core.Unix()
 	c := &clinic.Coupon{Code: code, PercentOffBP: bp, ValidUntil: until, MaxRedemptions: int(in.MaxRedemptions), Created: now, Modified: now}
-	err = s.app.Store().Tx(ctx, func(q *store.Q) error {
+	err = s.core.Tx(ctx, func(q *store.Q) error {
 		if err := q.CreateCoupon(ctx, p.Account.ID, c); err != nil {
 			return err
 		}
-		return s.app.AuditIn(ctx, q, p, "coupon.create", "coupon", code, app.OutcomeOK)
+		return s.core.AuditIn(ctx, q, p, "coupon.create", "coupon", code, app.OutcomeOK)
 	})
 	if errors.Is(err, store.ErrConflict) {
 		return nil, clinic.Errorf(clinic.EConflict, "Coupon %s already exists; codes are never reused.", code)
@@ -427,7 +427,7 @@ func (s *Service) Coupons(ctx context.Context, p *clinic.Principal) ([]*clinic.C
 	if err := app.RequireAdmin(p); err != nil {
 		return nil, err
 	}
-	out, err := s.app.Store().Read().Coupons(ctx, p.Account.ID)
+	out, err := s.core.Read().Coupons(ctx, p.Account.ID)
 	return out, app.StoreErr("coupons", err, "")
 }
 
@@ -439,15 +439,15 @@ func (s *Service) DeactivateCoupon(ctx context.Context, p *clinic.Principal, cod
 	}
 	code = normCoupon(code)
 	var c *clinic.Coupon
-	err := s.app.Store().Tx(ctx, func(q *store.Q) error {
-		if err := q.DeactivateCoupon(ctx, p.Account.ID, code, s.app.Unix()); err != nil {
+	err := s.core.Tx(ctx, func(q *store.Q) error {
+		if err := q.DeactivateCoupon(ctx, p.Account.ID, code, s.core.Unix()); err != nil {
 			return err
 		}
 		var err error
 		if c, err = q.CouponByCode(ctx, p.Account.ID, code); err != nil {
 			return err
 		}
-		return s.app.AuditIn(ctx, q, p, "coupon.deactivate", "coupon", code, app.OutcomeOK)
+		return s.core.AuditIn(ctx, q, p, "coupon.deactivate", "coupon", code, app.OutcomeOK)
 	})
 	return c, app.StoreErr("coupon", err, "Coupon not found.")
 }
@@ -457,7 +457,7 @@ func (s *Service) couponCheck(c *clinic.Coupon) string {
 	switch {
 	case !c.Active:
 		return "inactive"
-	case c.ValidUntil != 0 && s.app.Unix() > c.ValidUntil:
+	case c.ValidUntil != 0 && s.core.Unix() > c.ValidUntil:
 		return "expired"
 	case c.MaxRedemptions > 0 && c.Redemptions >= c.MaxRedemptions:
 		return "used_up"
@@ -526,7 +526,7 @@ func (s *Service) ProcessInvoice(ctx context.Context, p *clinic.Principal, in In
 		return nil, err
 	}
 	if !in.CreateInvoice {
-		if inv, err := s.app.Store().Read().OpenInvoiceForIntake(ctx, p.Account.ID, it.ID); err == nil {
+		if inv, err := s.core.Read().OpenInvoiceForIntake(ctx, p.Account.ID, it.ID); err == nil {
 			v.Invoice = inv
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return nil, fmt.Errorf("invoice: %w", err)
@@ -558,7 +558,7 @@ func (s *Service) ProcessInvoice(ctx context.Context, p *clinic.Principal, in In
 // its charge was left pending by a call that did not finish. It is nil,
 // nil when the intake has no invoice (or only failed ones).
 func (s *Service) repeatInvoice(ctx context.Context, p *clinic.Principal, it *clinic.Intake) (*InvoiceView, error) {
-	inv, err := s.app.Store().Read().OpenInvoiceForIntake(ctx, p.Account.ID, it.ID)
+	inv, err := s.core.Read().OpenInvoiceForIntake(ctx, p.Account.ID, it.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	}
@@ -566,7 +566,7 @@ func (s *Service) repeatInvoice(ctx context.Context, p *clinic.Principal, it *cl
 		return nil, fmt.Errorf("invoice: %w", err)
 	}
 	roomCode := ""
-	if r, err := s.app.Store().Read().RoomByID(ctx, p.Account.ID, inv.RoomID); err == nil {
+	if r, err := s.core.Read().RoomByID(ctx, p.Account.ID, inv.RoomID); err == nil {
 		roomCode = r.Code
 	}
 	if inv.Status == InvoicePending {
@@ -584,7 +584,7 @@ func (s *Service) billableIntake(ctx context.Context, p *clinic.Principal, id in
 		return nil, clinic.Errorf(clinic.EInvalid, "intake_id is required.")
 	}
 	notFound := clinic.Errorf(clinic.ENotFound, "Intake not found.")
-	it, err := s.app.Store().Read().IntakeByID(ctx, p.Account.ID, id)
+	it, err := s.core.Read().IntakeByID(ctx, p.Account.ID, id)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, notFound
 	}
@@ -603,7 +603,7 @@ func (s *Service) billableIntake(ctx context.Context, p *clinic.Principal, id in
 // preview prices an intake: its consultation from the room, the coupon's
 // discount. The coupon is returned for redemption.
 func (s *Service) preview(ctx context.Context, p *clinic.Principal, it *clinic.Intake, promo string) (*InvoiceView, *clinic.Coupon, error) {
-	r, err := s.app.Store().Read().RoomByID(ctx, p.Account.ID, it.RoomID)
+	r, err := s.core.Read().RoomByID(ctx, p.Account.ID, it.RoomID)
 	if err != nil {
 		return nil, nil, app.StoreErr("room", err, "The intake's room no longer exists.")
 	}
@@ -640,7 +640,7 @@ func (s *Service) preview(ctx context.Context, p *clinic.Principal, it *clinic.I
 	var coupon *clinic.Coupon
 	if code := normCoupon(promo); code != "" {
 		v.Coupon = &CouponView{Code: code}
-		coupon, err = s.app.Store().Read().CouponByCode(ctx, p.Account.ID, code)
+		coupon, err = s.core.Read().CouponByCode(ctx, p.Account.ID, code)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			v.Coupon.Reason, coupon = "unknown", nil
@@ -663,7 +663,7 @@ func (s *Service) preview(ctx context.Context, p *clinic.Principal, it *clinic.I
 // transaction. When the intake already has an invoice that did not fail,
 // that one is returned and created is false.
 func (s *Service) createInvoice(ctx context.Context, p *clinic.Principal, it *clinic.Intake, v *InvoiceView, coupon *clinic.Coupon, sourceID int64) (*clinic.Invoice, bool, error) {
-	if inv, err := s.app.Store().Read().OpenInvoiceForIntake(ctx, p.Account.ID, it.ID); err == nil {
+	if inv, err := s.core.Read().OpenInvoiceForIntake(ctx, p.Account.ID, it.ID); err == nil {
 		return inv, false, nil
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, false, fmt.Errorf("invoice: %w", err)
@@ -679,7 +679,7 @@ func (s *Service) createInvoice(ctx context.Context, p *clinic.Principal, it *cl
 		}
 	}
 	cons, _ := json.Marshal(v.Consultation)
-	now := s.app.Unix()
+	now := s.core.Unix()
 	inv := &clinic.Invoice{IntakeID: it.ID, MemberID: it.MemberID, VisitID: it.VisitID, RoomID: it.RoomID, Processor: proc.Name(),
 		Consultation: cons, Currency: v.Currency, Amount: v.Amount, Discount: v.Discount, AmountDue: v.AmountDue,
 		Status: InvoicePending, AttemptStarted: now, Created: now, Modified: now}
@@ -693,7 +693,7 @@ func (s *Service) createInvoice(ctx context.Context, p *clinic.Principal, it *cl
 	}
 	created := true
 	errCouponGone := clinic.Errorf(clinic.EInvalid, "Coupon %s %s; no invoice was created.", inv.CouponCode, couponReasons["used_up"])
-	err = s.app.Store().Tx(ctx, func(q *store.Q) error {
+	err = s.core.Tx(ctx, func(q *store.Q) error {
 		created = true
 		err := q.CreateInvoice(ctx, p.Account.ID, inv)
 		if errors.Is(err, store.ErrConflict) {
@@ -717,7 +717,7 @@ func (s *Service) createInvoice(ctx context.Context, p *clinic.Principal, it *cl
 				return errCouponGone
 			}
 		}
-		return s.app.AuditIn(ctx, q, p, "invoice.create", "invoice", i64s(inv.ID), app.OutcomeOK)
+		return s.core.AuditIn(ctx, q, p, "invoice.create", "invoice", i64s(inv.ID), app.OutcomeOK)
 	})
 	if err != nil {
 		return nil, false, app.StoreErr("invoice", err, "")
@@ -729,14 +729,14 @@ func (s *Service) createInvoice(ctx context.Context, p *clinic.Principal, it *cl
 // default card for the intake's room and provider, else the room's own.
 func (s *Service) chargeSource(ctx context.Context, p *clinic.Principal, it *clinic.Intake, processor string, sourceID int64) (*clinic.PaymentSource, error) {
 	if sourceID != 0 {
-		src, serr := s.app.Store().Read().PaymentSource(ctx, p.Account.ID, it.MemberID, sourceID)
+		src, serr := s.core.Read().PaymentSource(ctx, p.Account.ID, it.MemberID, sourceID)
 		if errors.Is(serr, store.ErrNotFound) || (serr == nil && src.Processor != processor) {
 			return nil, clinic.Errorf(clinic.EInvalid, "source_id is not a saved card of the patient.")
 		}
 		return src, serr
 	}
 	for _, prov := range []int64{it.ProviderID, 0} {
-		srcs, err := s.app.Store().Read().PaymentSources(ctx, store.SourceScope{AccountID: p.Account.ID, UserID: it.MemberID, RoomID: it.RoomID, ProviderID: prov, Processor: processor})
+		srcs, err := s.core.Read().PaymentSources(ctx, store.SourceScope{AccountID: p.Account.ID, UserID: it.MemberID, RoomID: it.RoomID, ProviderID: prov, Processor: processor})
 		if err != nil {
 			return nil, fmt.Errorf("payment sources: %w", err)
 		}
@@ -754,11 +754,11 @@ func (s *Service) chargeSource(ctx context.Context, p *clinic.Principal, it *cli
 // and records how it ended. The idempotency key is the invoice's, so a
 // charge retried after a crash or a lapsed lease is still one charge.
 func (s *Service) charge(ctx context.Context, p *clinic.Principal, inv *clinic.Invoice, mine bool) (*clinic.Invoice, error) {
-	now := s.app.Unix()
+	now := s.core.Unix()
 	// The call that wrote the invoice holds its attempt; another takes it
 	// over only once the lease has lapsed.
 	if !mine {
-		ok, err := s.app.Store().Write().ClaimInvoiceCharge(ctx, p.Account.ID, inv.ID, now-int64(chargeLease/time.Second), now)
+		ok, err := s.core.Write().ClaimInvoiceCharge(ctx, p.Account.ID, inv.ID, now-int64(chargeLease/time.Second), now)
 		if err != nil {
 			return nil, fmt.Errorf("invoice: %w", err)
 		}
@@ -774,10 +774,10 @@ func (s *Service) charge(ctx context.Context, p *clinic.Principal, inv *clinic.I
 	if proc.Name() != inv.Processor {
 		return nil, clinic.Errorf(clinic.EConflict, "Invoice %d was started with the %s processor; the clinic now uses %s.", inv.ID, inv.Processor, proc.Name())
 	}
-	src, err := s.app.Store().Read().PaymentSource(ctx, p.Account.ID, inv.MemberID, inv.SourceID)
+	src, err := s.core.Read().PaymentSource(ctx, p.Account.ID, inv.MemberID, inv.SourceID)
 	var customer string
 	if err == nil {
-		customer, err = s.app.Store().Read().BillingCustomer(ctx, p.Account.ID, inv.MemberID, inv.Processor)
+		customer, err = s.core.Read().BillingCustomer(ctx, p.Account.ID, inv.MemberID, inv.Processor)
 	}
 	var ch *payments.Charge
 	if err == nil {
@@ -792,7 +792,7 @@ func (s *Service) charge(ctx context.Context, p *clinic.Principal, inv *clinic.I
 		err = &payments.CardError{Code: "resource_missing", Message: "The card this invoice was to be charged to was deleted."}
 	}
 	out := *inv
-	out.Modified = s.app.Unix()
+	out.Modified = s.core.Unix()
 	outcome := app.OutcomeOf(err) // ok, or the refusal (the only error that gets past the switch)
 	ce, declined := payments.AsCardError(err)
 	switch {
@@ -807,7 +807,7 @@ func (s *Service) charge(ctx context.Context, p *clinic.Principal, inv *clinic.I
 		s.log.Error("charge: processor did not answer", "account", p.Account.Code, "invoice", inv.ID, "err", err)
 		return nil, clinic.Errorf(clinic.EUnavailable, "The card processor did not answer. Invoice %d stays pending; process it again in a few minutes to complete it.", inv.ID)
 	}
-	err = s.app.Store().Tx(ctx, func(q *store.Q) error {
+	err = s.core.Tx(ctx, func(q *store.Q) error {
 		if err := q.FinishInvoice(ctx, p.Account.ID, &out, InvoicePending); err != nil {
 			return err
 		}
@@ -817,7 +817,7 @@ func (s *Service) charge(ctx context.Context, p *clinic.Principal, inv *clinic.I
 				return err
 			}
 		}
-		return s.app.AuditIn(ctx, q, p, "invoice.charge", "invoice", i64s(inv.ID), outcome)
+		return s.core.AuditIn(ctx, q, p, "invoice.charge", "invoice", i64s(inv.ID), outcome)
 	})
 	if err != nil {
 		return nil, app.StoreErr("invoice", err, "")
@@ -868,11 +868,11 @@ func (s *Service) Invoices(ctx context.Context, p *clinic.Principal, in InvoiceQ
 	}
 	size := f.Limit
 	f.Limit++
-	invs, err := s.app.Store().Read().Invoices(ctx, p.Account.ID, f)
+	invs, err := s.core.Read().Invoices(ctx, p.Account.ID, f)
 	if err != nil {
 		return none, fmt.Errorf("invoices: %w", err)
 	}
-	return clinic.PageOf(invs, size, func(inv *clinic.Invoice) int64 { return inv.ID }), s.app.Audit(ctx, p, "invoice.list", "account", p.Account.Code, app.OutcomeOK)
+	return clinic.PageOf(invs, size, func(inv *clinic.Invoice) int64 { return inv.ID }), s.core.Audit(ctx, p, "invoice.list", "account", p.Account.Code, app.OutcomeOK)
 }
 
 // RefundInvoice is POST /billing/invoices/{id}/refund (admin): all of a
@@ -883,7 +883,7 @@ func (s *Service) RefundInvoice(ctx context.Context, p *clinic.Principal, id int
 	if err := app.RequireAdmin(p); err != nil {
 		return nil, err
 	}
-	inv, err := s.app.Store().Read().InvoiceByID(ctx, p.Account.ID, id)
+	inv, err := s.core.Read().InvoiceByID(ctx, p.Account.ID, id)
 	if err != nil {
 		return nil, app.StoreErr("invoice", err, "Invoice not found.")
 	}
@@ -916,7 +916,7 @@ func (s *Service) refund(ctx context.Context, p *clinic.Principal, inv *clinic.I
 	if proc.Name() != inv.Processor {
 		return nil, clinic.Errorf(clinic.EConflict, "Invoice %d was charged with the %s processor; refund it there.", inv.ID, inv.Processor)
 	}
-	ok, err := s.app.Store().Write().MoveInvoice(ctx, p.Account.ID, inv.ID, InvoicePaid, InvoiceRefunding, s.app.Unix())
+	ok, err := s.core.Write().MoveInvoice(ctx, p.Account.ID, inv.ID, InvoicePaid, InvoiceRefunding, s.core.Unix())
 	if err != nil {
 		return nil, fmt.Errorf("invoice: %w", err)
 	}
@@ -927,17 +927,17 @@ func (s *Service) refund(ctx context.Context, p *clinic.Principal, inv *clinic.I
 	defer cancel()
 	re, rerr := proc.Refund(pctx, payments.RefundRequest{Charge: inv.ChargeRef, Amount: amount, IdempotencyKey: fmt.Sprintf("refund-%s-%d", p.Account.Code, inv.ID)})
 	out := *inv
-	out.Modified = s.app.Unix()
+	out.Modified = s.core.Unix()
 	if rerr == nil {
 		out.Status, out.Refunded, out.RefundRef = InvoiceRefunded, re.Amount, re.ID
 	} else {
 		out.Status = InvoicePaid // as it was; a retry uses the same key
 	}
-	err = s.app.Store().Tx(ctx, func(q *store.Q) error {
+	err = s.core.Tx(ctx, func(q *store.Q) error {
 		if err := q.FinishInvoice(ctx, p.Account.ID, &out, InvoiceRefunding); err != nil {
 			return err
 		}
-		return s.app.AuditIn(ctx, q, p, "invoice.refund", "invoice", i64s(inv.ID), app.OutcomeOf(rerr))
+		return s.core.AuditIn(ctx, q, p, "invoice.refund", "invoice", i64s(inv.ID), app.OutcomeOf(rerr))
 	})
 	if err != nil {
 		return nil, app.StoreErr("invoice", err, "")

@@ -27,7 +27,7 @@ type Cancelled struct {
 // money is kept for a visit that will not happen unless the clinic's
 // policy says so.
 func (s *Service) CancelVisit(ctx context.Context, p *clinic.Principal, id int64, in app.MoveInput) (*Cancelled, error) {
-	d, err := s.app.MoveVisit(ctx, p, id, app.ActCancel, in)
+	d, err := s.core.MoveVisit(ctx, p, id, app.ActCancel, in)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +36,7 @@ func (s *Service) CancelVisit(ctx context.Context, p *clinic.Principal, id int64
 	if v.IntakeID == 0 {
 		return out, nil
 	}
-	invs, err := s.app.Store().Read().Invoices(ctx, p.Account.ID, store.InvoiceFilter{IntakeID: v.IntakeID, Limit: 10})
+	invs, err := s.core.Read().Invoices(ctx, p.Account.ID, store.InvoiceFilter{IntakeID: v.IntakeID, Limit: 10})
 	if err != nil {
 		out.RefundErr = err // cancelled all the same; the admin sees the invoice unrefunded
 		return out, nil
@@ -74,7 +74,7 @@ func (s *Service) RefundUnbooked(ctx context.Context, p *clinic.Principal, intak
 	if it.VisitID != 0 {
 		return nil, clinic.Errorf(clinic.EConflict, "Intake %d has a visit; cancel the visit to be refunded.", it.ID)
 	}
-	invs, err := s.app.Store().Read().Invoices(ctx, p.Account.ID, store.InvoiceFilter{IntakeID: it.ID, Limit: 10})
+	invs, err := s.core.Read().Invoices(ctx, p.Account.ID, store.InvoiceFilter{IntakeID: it.ID, Limit: 10})
 	if err != nil {
 		return nil, fmt.Errorf("invoices: %w", err)
 	}

@@ -42,13 +42,13 @@ func (s *Service) SetClaimCodes(ctx context.Context, p *clinic.Principal, visitI
 	}
 	out, err := s.setClaimCodes(ctx, p, visitID, in)
 	if err != nil {
-		return nil, s.app.AuditOutcome(ctx, p, "visit.codes", "visit", i64s(visitID), err)
+		return nil, s.core.AuditOutcome(ctx, p, "visit.codes", "visit", i64s(visitID), err)
 	}
 	return out, nil
 }
 
 func (s *Service) setClaimCodes(ctx context.Context, p *clinic.Principal, visitID int64, in ClaimCodes) (*ClaimCodes, error) {
-	v, err := s.app.VisitFor(ctx, p, visitID)
+	v, err := s.core.VisitFor(ctx, p, visitID)
 	if err != nil {
 		return nil, err
 	}
@@ -87,11 +87,11 @@ func (s *Service) setClaimCodes(ctx context.Context, p *clinic.Principal, visitI
 		out.Procedures = append(out.Procedures, cp)
 	}
 	raw, _ := json.Marshal(out)
-	err = s.app.Store().Tx(ctx, func(q *store.Q) error {
-		if err := q.SetVisitClaimCodes(ctx, p.Account.ID, v.ID, string(raw), s.app.Unix()); err != nil {
+	err = s.core.Tx(ctx, func(q *store.Q) error {
+		if err := q.SetVisitClaimCodes(ctx, p.Account.ID, v.ID, string(raw), s.core.Unix()); err != nil {
 			return err
 		}
-		return s.app.AuditIn(ctx, q, p, "visit.codes", "visit", i64s(v.ID), app.OutcomeOK)
+		return s.core.AuditIn(ctx, q, p, "visit.codes", "visit", i64s(v.ID), app.OutcomeOK)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claim codes: %w", err)
@@ -105,11 +105,11 @@ func (s *Service) ClaimCodesOf(ctx context.Context, p *clinic.Principal, visitID
 	if err := app.RequireUser(p); err != nil {
 		return nil, err
 	}
-	v, err := s.app.VisitFor(ctx, p, visitID)
+	v, err := s.core.VisitFor(ctx, p, visitID)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := s.app.Store().Read().VisitClaimCodes(ctx, p.Account.ID, v.ID)
+	raw, err := s.core.Read().VisitClaimCodes(ctx, p.Account.ID, v.ID)
 	if err != nil {
 		return nil, fmt.Errorf("claim codes: %w", err)
 	}
@@ -157,7 +157,7 @@ func (s *Service) ClaimsReport(ctx context.Context, p *clinic.Principal, in Clai
 		return clinic.Page[*Claim]{}, err
 	}
 	out, err := s.claimsReport(ctx, p, in)
-	return out, s.app.AuditOutcome(ctx, p, "report.claims", "report", in.FromDate+".."+in.ToDate, err)
+	return out, s.core.AuditOutcome(ctx, p, "report.claims", "report", in.FromDate+".."+in.ToDate, err)
 }
 
 // ClaimsPage is how many claims a page asked for limit holds.
@@ -181,7 +181,7 @@ func (s *Service) claimsReport(ctx context.Context, p *clinic.Principal, in Clai
 	if to.Before(from) || to.Sub(from) > maxClaimDays*24*time.Hour {
 		return none, clinic.Errorf(clinic.EInvalid, "to_date must be on or after from_date, at most %d days later.", maxClaimDays)
 	}
-	q := s.app.Store().Read()
+	q := s.core.Read()
 	cq := store.ClaimQuery{AccountID: p.Account.ID, ProviderID: provider, From: from.Unix(), To: to.AddDate(0, 0, 1).Unix(), Limit: ClaimsPage(in.Limit) + 1}
 	if in.After != 0 {
 		// Any visit of the clinic is a place in the order; the page
