@@ -72,21 +72,6 @@ func (f *fields) count(name string, least, def int) int {
 	return n
 }
 
-// optInt is a whole number, nil when the field is empty; what names the
-// field for people.
-func (f *fields) optInt(name, what string) *int {
-	v := f.str(name)
-	if v == "" {
-		return nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		f.bad[name] = what + " must be a whole number."
-		return nil
-	}
-	return &n
-}
-
 // refuse keeps why the field's value was not taken.
 func (f *fields) refuse(name, why string) { f.bad[name] = why }
 
