@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"teleclinic/client"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/mail"
 	"teleclinic/internal/testenv"
@@ -234,13 +235,27 @@ func (o *outbox) lastToken(t *testing.T) string {
 	return tok
 }
 
-func mustRoom(t testing.TB, e *testenv.Env, c *testenv.Clinic, body map[string]any) map[string]any {
+func mustRoom(t testing.TB, e *testenv.Env, c *testenv.Clinic, body any) client.RoomDetail {
 	t.Helper()
-	res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/rooms", Header: adminHeaders(c), JSON: body})
-	if res.Status != 200 {
-		t.Fatalf("create room: %d %s", res.Status, res.Raw)
+	return dataOf[client.RoomDetail](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/rooms", Header: adminHeaders(c), JSON: body}))
+}
+
+// dataOf is a 200 answer's data member as T (a type of the generated
+// client, or the test's own), and fails t with the answer otherwise: a
+// setup request that fails says why, and an answer whose shape changed
+// fails here rather than in a chain of assertions.
+func dataOf[T any](t testing.TB, res *testenv.Resp) T {
+	t.Helper()
+	var env struct {
+		Data T `json:"data"`
 	}
-	return res.Data()
+	if res.Status != 200 {
+		t.Fatalf("status %d: %s", res.Status, res.Raw)
+	}
+	if err := json.Unmarshal(res.Raw, &env); err != nil {
+		t.Fatalf("%v: %s", err, res.Raw)
+	}
+	return env.Data
 }
 
 // withVisit gives the setup's doc a visit with pat (an accepted e-consult).
