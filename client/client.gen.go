@@ -1887,7 +1887,7 @@ type BilledConsultation struct {
 // BillingSettings defines model for BillingSettings.
 type BillingSettings struct {
 	// Data The clinic's card processor, for the browser library that tokenizes cards.
-	// `stripe` repeats the key in the original service's form (COMPAT.md). `sandbox`
+	// `stripe` repeats the key in the original service's form (docs/compat.md). `sandbox`
 	// true means no money moves: the zero-configuration sandbox processor, or Stripe
 	// with test-mode keys.
 	Data struct {
@@ -8958,7 +8958,7 @@ type ClientInterface interface {
 	// after the read. Every access answered before this request is listed.
 	// `limit` defaults to 50, at most 500. `start` skips entries; `after` (an entry's id)
 	// continues the trail after that entry instead, reading from an index whatever the
-	// depth: a full page carries a `Link` header with `rel="next"`, the same request with
+	// depth: a page that more follow carries a `Link` header with `rel="next"`, the same request with
 	// `after` set to its last entry (and no `start`). An `after` that is not an entry of
 	// the clinic's trail is 400. `total_count` is the trail's length: without a filter,
 	// the length of the clinic's hash chain (`GET /audit/verify`) and the entries from
@@ -9074,7 +9074,8 @@ type ClientInterface interface {
 	// GetBillingInvoices Invoices
 	//
 	// Newest first. The admin sees the clinic's; a patient only their own; providers get
-	// 403. Page with `before` (an invoice id) and `limit` (default 50, at most 200).
+	// 403. Page with `before` (an invoice id) and `limit` (default 50, at most 200); a page
+	// that more follow carries `Link: <…>; rel="next"` with `before` set to its last invoice.
 	// Audited as `invoice.list`.
 	//
 	// Corresponds with GET /api_v3/billing/invoices (the `GetBillingInvoices` operationId).
@@ -9366,7 +9367,7 @@ type ClientInterface interface {
 	// The caller's files by default. `target_type=user` lists a user's files without
 	// the ones attached to visits; `include_shared=1` adds those (also the files of the
 	// user's visits). `target_type=visit` lists a visit's files. Newest first, `limit`
-	// at a time (1000 by default and at most); a full page carries
+	// at a time (1000 by default and at most); a page that more follow carries
 	// `Link: <…>; rel="next"`, the same request with `before` set to its last file.
 	// Audited as `file.list`.
 	//
@@ -9698,7 +9699,7 @@ type ClientInterface interface {
 	// part in (for the other participants), and the user's visit confirmed, started,
 	// completed or cancelled (for its participants other than whoever did it). Each is
 	// also sent to the user's endpoints after commit. `size` above 100 is served as 100.
-	// A full page carries `Link: <…>; rel="next"`, the same request with `before` set to
+	// A page that more follow carries `Link: <…>; rel="next"`, the same request with `before` set to
 	// its last notification (and no `last`): the list goes on after it by mtime, then id,
 	// so notifications of one millisecond, which `last` skips, are each on a page. A
 	// `before` that is not one of the caller's notifications answers 400.
@@ -9968,7 +9969,7 @@ type ClientInterface interface {
 	// GetSlotsAvailable Open slots from now
 	//
 	// The clinic's open slots from now, soonest first (then by id), with provider and
-	// account: `limit` at a time (200 by default, at most 1000). A full page carries
+	// account: `limit` at a time (200 by default, at most 1000). A page that more follow carries
 	// `Link: <…>; rel="next"`, the same request with `after` set to its last slot; an
 	// `after` that is not one of the clinic's slots answers 400.
 	//
@@ -10037,7 +10038,7 @@ type ClientInterface interface {
 	// with the same value follow in id order, in the sort's direction.
 	// `after` (the id of the last user of the page before) continues the list
 	// past that user's place in the order, at the same cost at any depth, where
-	// `start` (an offset) reads every user before the page; a full page carries
+	// `start` (an offset) reads every user before the page; a page that more follow carries
 	// the next page's link in `Link`. The clinic's users by id, full name and
 	// created are read in an index's order; the other sorts sort the matching
 	// users. `total_count` counts every matching user on each page.
@@ -10359,7 +10360,7 @@ type ClientInterface interface {
 	// files listed for them) and the visits where they are the patient — with who
 	// (credential kind, user id and name), what action, on which object, the
 	// outcome and when; never the content. Newest first; `limit` defaults to 50, at
-	// most 500. A full page carries `Link: <…>; rel="next"`, the same request with
+	// most 500. A page that more follow carries `Link: <…>; rel="next"`, the same request with
 	// `after` set to its last entry: the log goes on after it, each entry once, though
 	// reading the log (the admin's reads are accesses too) adds entries to its top,
 	// which `start` would shift. An `after` that is no entry of the clinic answers
@@ -10471,7 +10472,7 @@ type ClientInterface interface {
 	// GetUsersByIdErxPrescriptions A patient's prescriptions
 	//
 	// `status` Current (default), Discontinued or All; newest first, `limit` at a time
-	// (1000 by default and at most); a full page carries `Link: <…>; rel="next"`, the
+	// (1000 by default and at most); a page that more follow carries `Link: <…>; rel="next"`, the
 	// same request with `before` set to its last prescription. The patient, the
 	// admin and providers with a visit with the patient read them; another patient gets
 	// 404, a provider without a visit 403. `id` may be `-`. Audited as `prescription.list`.
@@ -10597,7 +10598,7 @@ type ClientInterface interface {
 	//
 	// Newest measurement first (by `time`, then newest stored); `data_type` filters,
 	// `from` and `to` (UNIX seconds, inclusive) bound the measurement time, `limit`
-	// defaults to 100 (at most 1000). A full page carries `Link: <…>; rel="next"`, the
+	// defaults to 100 (at most 1000). A page that more follow carries `Link: <…>; rel="next"`, the
 	// same request with `before` set to the page's last reading: the next page goes on
 	// after it, each reading once, however many readings share a time (moving `to` back
 	// would repeat or skip those). A `before` that is not one of the patient's readings
@@ -10708,7 +10709,7 @@ type ClientInterface interface {
 	// A patient sees their own visits; a provider their visits and the unassigned
 	// e-consults of the rooms they are linked to; the admin all of the clinic's. Newest
 	// first (by id), `limit` at a time (at most and by default 500). `start_time`: visits
-	// starting at or after; `end_time`: ending at or before. A full page carries a `Link`
+	// starting at or after; `end_time`: ending at or before. A page that more follow carries a `Link`
 	// header with `rel="next"`: the same request with `after` set to the page's last visit,
 	// which continues the list from there (keyset paging: a page costs the same at any
 	// depth and any clinic size, and a visit added meanwhile does not shift the pages).
@@ -11166,7 +11167,7 @@ type ClientInterface interface {
 	// GetWebhooksDeliveries Recent webhook deliveries
 	//
 	// Newest first, `limit` at a time (default 50, at most 200); `before` (a delivery
-	// id) pages back. A delivery is one new message: up to 5 attempts,
+	// id) pages back, and a page that more follow carries `Link: <…>; rel="next"`. A delivery is one new message: up to 5 attempts,
 	// `--webhook-retry-interval` apart (default 60 s), each with a new payload `id`
 	// and the same `data.message_id`. Any 2xx within `--webhook-timeout` (default 30 s)
 	// acknowledges.
@@ -11542,7 +11543,7 @@ func (c *Client) GetAccountsByCode(ctx context.Context, code string, reqEditors 
 // after the read. Every access answered before this request is listed.
 // `limit` defaults to 50, at most 500. `start` skips entries; `after` (an entry's id)
 // continues the trail after that entry instead, reading from an index whatever the
-// depth: a full page carries a `Link` header with `rel="next"`, the same request with
+// depth: a page that more follow carries a `Link` header with `rel="next"`, the same request with
 // `after` set to its last entry (and no `start`). An `after` that is not an entry of
 // the clinic's trail is 400. `total_count` is the trail's length: without a filter,
 // the length of the clinic's hash chain (`GET /audit/verify`) and the entries from
@@ -11748,7 +11749,8 @@ func (c *Client) DeleteBillingCouponsByCode(ctx context.Context, code string, pa
 // GetBillingInvoices Invoices
 //
 // Newest first. The admin sees the clinic's; a patient only their own; providers get
-// 403. Page with `before` (an invoice id) and `limit` (default 50, at most 200).
+// 403. Page with `before` (an invoice id) and `limit` (default 50, at most 200); a page
+// that more follow carries `Link: <…>; rel="next"` with `before` set to its last invoice.
 // Audited as `invoice.list`.
 //
 // Corresponds with GET /api_v3/billing/invoices (the `GetBillingInvoices` operationId).
@@ -12310,7 +12312,7 @@ func (c *Client) GetEndpointsById(ctx context.Context, id string, reqEditors ...
 // The caller's files by default. `target_type=user` lists a user's files without
 // the ones attached to visits; `include_shared=1` adds those (also the files of the
 // user's visits). `target_type=visit` lists a visit's files. Newest first, `limit`
-// at a time (1000 by default and at most); a full page carries
+// at a time (1000 by default and at most); a page that more follow carries
 // `Link: <…>; rel="next"`, the same request with `before` set to its last file.
 // Audited as `file.list`.
 //
@@ -12932,7 +12934,7 @@ func (c *Client) PostMeWithFormdataBody(ctx context.Context, params *PostMeParam
 // part in (for the other participants), and the user's visit confirmed, started,
 // completed or cancelled (for its participants other than whoever did it). Each is
 // also sent to the user's endpoints after commit. `size` above 100 is served as 100.
-// A full page carries `Link: <…>; rel="next"`, the same request with `before` set to
+// A page that more follow carries `Link: <…>; rel="next"`, the same request with `before` set to
 // its last notification (and no `last`): the list goes on after it by mtime, then id,
 // so notifications of one millisecond, which `last` skips, are each on a page. A
 // `before` that is not one of the caller's notifications answers 400.
@@ -13442,7 +13444,7 @@ func (c *Client) PostSlotsWithFormdataBody(ctx context.Context, params *PostSlot
 // GetSlotsAvailable Open slots from now
 //
 // The clinic's open slots from now, soonest first (then by id), with provider and
-// account: `limit` at a time (200 by default, at most 1000). A full page carries
+// account: `limit` at a time (200 by default, at most 1000). A page that more follow carries
 // `Link: <…>; rel="next"`, the same request with `after` set to its last slot; an
 // `after` that is not one of the clinic's slots answers 400.
 //
@@ -13571,7 +13573,7 @@ func (c *Client) PostTokensRefreshWithFormdataBody(ctx context.Context, params *
 // with the same value follow in id order, in the sort's direction.
 // `after` (the id of the last user of the page before) continues the list
 // past that user's place in the order, at the same cost at any depth, where
-// `start` (an offset) reads every user before the page; a full page carries
+// `start` (an offset) reads every user before the page; a page that more follow carries
 // the next page's link in `Link`. The clinic's users by id, full name and
 // created are read in an index's order; the other sorts sort the matching
 // users. `total_count` counts every matching user on each page.
@@ -14173,7 +14175,7 @@ func (c *Client) GetUsersById(ctx context.Context, id UserID, params *GetUsersBy
 // files listed for them) and the visits where they are the patient — with who
 // (credential kind, user id and name), what action, on which object, the
 // outcome and when; never the content. Newest first; `limit` defaults to 50, at
-// most 500. A full page carries `Link: <…>; rel="next"`, the same request with
+// most 500. A page that more follow carries `Link: <…>; rel="next"`, the same request with
 // `after` set to its last entry: the log goes on after it, each entry once, though
 // reading the log (the admin's reads are accesses too) adds entries to its top,
 // which `start` would shift. An `after` that is no entry of the clinic answers
@@ -14385,7 +14387,7 @@ func (c *Client) DeleteUsersByIdErxPharmaciesByCode(ctx context.Context, id stri
 // GetUsersByIdErxPrescriptions A patient's prescriptions
 //
 // `status` Current (default), Discontinued or All; newest first, `limit` at a time
-// (1000 by default and at most); a full page carries `Link: <…>; rel="next"`, the
+// (1000 by default and at most); a page that more follow carries `Link: <…>; rel="next"`, the
 // same request with `before` set to its last prescription. The patient, the
 // admin and providers with a visit with the patient read them; another patient gets
 // 404, a provider without a visit 403. `id` may be `-`. Audited as `prescription.list`.
@@ -14641,7 +14643,7 @@ func (c *Client) PostUsersByUserIdDevicesWithFormdataBody(ctx context.Context, u
 //
 // Newest measurement first (by `time`, then newest stored); `data_type` filters,
 // `from` and `to` (UNIX seconds, inclusive) bound the measurement time, `limit`
-// defaults to 100 (at most 1000). A full page carries `Link: <…>; rel="next"`, the
+// defaults to 100 (at most 1000). A page that more follow carries `Link: <…>; rel="next"`, the
 // same request with `before` set to the page's last reading: the next page goes on
 // after it, each reading once, however many readings share a time (moving `to` back
 // would repeat or skip those). A `before` that is not one of the patient's readings
@@ -14872,7 +14874,7 @@ func (c *Client) PostUsersByUserIdInsurancesByCardTypeWithFormdataBody(ctx conte
 // A patient sees their own visits; a provider their visits and the unassigned
 // e-consults of the rooms they are linked to; the admin all of the clinic's. Newest
 // first (by id), `limit` at a time (at most and by default 500). `start_time`: visits
-// starting at or after; `end_time`: ending at or before. A full page carries a `Link`
+// starting at or after; `end_time`: ending at or before. A page that more follow carries a `Link`
 // header with `rel="next"`: the same request with `after` set to the page's last visit,
 // which continues the list from there (keyset paging: a page costs the same at any
 // depth and any clinic size, and a visit added meanwhile does not shift the pages).
@@ -15750,7 +15752,7 @@ func (c *Client) GetVisitsByIdSummary(ctx context.Context, id string, reqEditors
 // GetWebhooksDeliveries Recent webhook deliveries
 //
 // Newest first, `limit` at a time (default 50, at most 200); `before` (a delivery
-// id) pages back. A delivery is one new message: up to 5 attempts,
+// id) pages back, and a page that more follow carries `Link: <…>; rel="next"`. A delivery is one new message: up to 5 attempts,
 // `--webhook-retry-interval` apart (default 60 s), each with a new payload `id`
 // and the same `data.message_id`. Any 2xx within `--webhook-timeout` (default 30 s)
 // acknowledges.
@@ -24819,7 +24821,7 @@ type ClientWithResponsesInterface interface {
 	// after the read. Every access answered before this request is listed.
 	// `limit` defaults to 50, at most 500. `start` skips entries; `after` (an entry's id)
 	// continues the trail after that entry instead, reading from an index whatever the
-	// depth: a full page carries a `Link` header with `rel="next"`, the same request with
+	// depth: a page that more follow carries a `Link` header with `rel="next"`, the same request with
 	// `after` set to its last entry (and no `start`). An `after` that is not an entry of
 	// the clinic's trail is 400. `total_count` is the trail's length: without a filter,
 	// the length of the clinic's hash chain (`GET /audit/verify`) and the entries from
@@ -24947,7 +24949,8 @@ type ClientWithResponsesInterface interface {
 	// GetBillingInvoicesWithResponse Invoices
 	//
 	// Newest first. The admin sees the clinic's; a patient only their own; providers get
-	// 403. Page with `before` (an invoice id) and `limit` (default 50, at most 200).
+	// 403. Page with `before` (an invoice id) and `limit` (default 50, at most 200); a page
+	// that more follow carries `Link: <…>; rel="next"` with `before` set to its last invoice.
 	// Audited as `invoice.list`.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -25259,7 +25262,7 @@ type ClientWithResponsesInterface interface {
 	// The caller's files by default. `target_type=user` lists a user's files without
 	// the ones attached to visits; `include_shared=1` adds those (also the files of the
 	// user's visits). `target_type=visit` lists a visit's files. Newest first, `limit`
-	// at a time (1000 by default and at most); a full page carries
+	// at a time (1000 by default and at most); a page that more follow carries
 	// `Link: <…>; rel="next"`, the same request with `before` set to its last file.
 	// Audited as `file.list`.
 	//
@@ -25613,7 +25616,7 @@ type ClientWithResponsesInterface interface {
 	// part in (for the other participants), and the user's visit confirmed, started,
 	// completed or cancelled (for its participants other than whoever did it). Each is
 	// also sent to the user's endpoints after commit. `size` above 100 is served as 100.
-	// A full page carries `Link: <…>; rel="next"`, the same request with `before` set to
+	// A page that more follow carries `Link: <…>; rel="next"`, the same request with `before` set to
 	// its last notification (and no `last`): the list goes on after it by mtime, then id,
 	// so notifications of one millisecond, which `last` skips, are each on a page. A
 	// `before` that is not one of the caller's notifications answers 400.
@@ -25913,7 +25916,7 @@ type ClientWithResponsesInterface interface {
 	// GetSlotsAvailableWithResponse Open slots from now
 	//
 	// The clinic's open slots from now, soonest first (then by id), with provider and
-	// account: `limit` at a time (200 by default, at most 1000). A full page carries
+	// account: `limit` at a time (200 by default, at most 1000). A page that more follow carries
 	// `Link: <…>; rel="next"`, the same request with `after` set to its last slot; an
 	// `after` that is not one of the clinic's slots answers 400.
 	//
@@ -25988,7 +25991,7 @@ type ClientWithResponsesInterface interface {
 	// with the same value follow in id order, in the sort's direction.
 	// `after` (the id of the last user of the page before) continues the list
 	// past that user's place in the order, at the same cost at any depth, where
-	// `start` (an offset) reads every user before the page; a full page carries
+	// `start` (an offset) reads every user before the page; a page that more follow carries
 	// the next page's link in `Link`. The clinic's users by id, full name and
 	// created are read in an index's order; the other sorts sort the matching
 	// users. `total_count` counts every matching user on each page.
@@ -26314,7 +26317,7 @@ type ClientWithResponsesInterface interface {
 	// files listed for them) and the visits where they are the patient — with who
 	// (credential kind, user id and name), what action, on which object, the
 	// outcome and when; never the content. Newest first; `limit` defaults to 50, at
-	// most 500. A full page carries `Link: <…>; rel="next"`, the same request with
+	// most 500. A page that more follow carries `Link: <…>; rel="next"`, the same request with
 	// `after` set to its last entry: the log goes on after it, each entry once, though
 	// reading the log (the admin's reads are accesses too) adds entries to its top,
 	// which `start` would shift. An `after` that is no entry of the clinic answers
@@ -26434,7 +26437,7 @@ type ClientWithResponsesInterface interface {
 	// GetUsersByIdErxPrescriptionsWithResponse A patient's prescriptions
 	//
 	// `status` Current (default), Discontinued or All; newest first, `limit` at a time
-	// (1000 by default and at most); a full page carries `Link: <…>; rel="next"`, the
+	// (1000 by default and at most); a page that more follow carries `Link: <…>; rel="next"`, the
 	// same request with `before` set to its last prescription. The patient, the
 	// admin and providers with a visit with the patient read them; another patient gets
 	// 404, a provider without a visit 403. `id` may be `-`. Audited as `prescription.list`.
@@ -26568,7 +26571,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Newest measurement first (by `time`, then newest stored); `data_type` filters,
 	// `from` and `to` (UNIX seconds, inclusive) bound the measurement time, `limit`
-	// defaults to 100 (at most 1000). A full page carries `Link: <…>; rel="next"`, the
+	// defaults to 100 (at most 1000). A page that more follow carries `Link: <…>; rel="next"`, the
 	// same request with `before` set to the page's last reading: the next page goes on
 	// after it, each reading once, however many readings share a time (moving `to` back
 	// would repeat or skip those). A `before` that is not one of the patient's readings
@@ -26691,7 +26694,7 @@ type ClientWithResponsesInterface interface {
 	// A patient sees their own visits; a provider their visits and the unassigned
 	// e-consults of the rooms they are linked to; the admin all of the clinic's. Newest
 	// first (by id), `limit` at a time (at most and by default 500). `start_time`: visits
-	// starting at or after; `end_time`: ending at or before. A full page carries a `Link`
+	// starting at or after; `end_time`: ending at or before. A page that more follow carries a `Link`
 	// header with `rel="next"`: the same request with `after` set to the page's last visit,
 	// which continues the list from there (keyset paging: a page costs the same at any
 	// depth and any clinic size, and a visit added meanwhile does not shift the pages).
@@ -27165,7 +27168,7 @@ type ClientWithResponsesInterface interface {
 	// GetWebhooksDeliveriesWithResponse Recent webhook deliveries
 	//
 	// Newest first, `limit` at a time (default 50, at most 200); `before` (a delivery
-	// id) pages back. A delivery is one new message: up to 5 attempts,
+	// id) pages back, and a page that more follow carries `Link: <…>; rel="next"`. A delivery is one new message: up to 5 attempts,
 	// `--webhook-retry-interval` apart (default 60 s), each with a new payload `id`
 	// and the same `data.message_id`. Any 2xx within `--webhook-timeout` (default 30 s)
 	// acknowledges.
@@ -28478,6 +28481,11 @@ func (r DeleteBillingCouponsByCodeResponse) ContentType() string {
 	return ""
 }
 
+// GetBillingInvoicesResponse200Headers the declared response headers of an HTTP 200 response for GetBillingInvoices
+type GetBillingInvoicesResponse200Headers struct {
+	Link *string
+}
+
 type GetBillingInvoicesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -28491,6 +28499,8 @@ type GetBillingInvoicesResponse struct {
 	JSON403 *Forbidden
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetBillingInvoicesResponse200Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -37780,6 +37790,11 @@ func (r GetVisitsByIdSummaryResponse) ContentType() string {
 	return ""
 }
 
+// GetWebhooksDeliveriesResponse200Headers the declared response headers of an HTTP 200 response for GetWebhooksDeliveries
+type GetWebhooksDeliveriesResponse200Headers struct {
+	Link *string
+}
+
 type GetWebhooksDeliveriesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -37791,6 +37806,8 @@ type GetWebhooksDeliveriesResponse struct {
 	JSON401 *Unauthorized
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *Internal
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetWebhooksDeliveriesResponse200Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -38585,7 +38602,7 @@ func (c *ClientWithResponses) GetAccountsByCodeWithResponse(ctx context.Context,
 // after the read. Every access answered before this request is listed.
 // `limit` defaults to 50, at most 500. `start` skips entries; `after` (an entry's id)
 // continues the trail after that entry instead, reading from an index whatever the
-// depth: a full page carries a `Link` header with `rel="next"`, the same request with
+// depth: a page that more follow carries a `Link` header with `rel="next"`, the same request with
 // `after` set to its last entry (and no `start`). An `after` that is not an entry of
 // the clinic's trail is 400. `total_count` is the trail's length: without a filter,
 // the length of the clinic's hash chain (`GET /audit/verify`) and the entries from
@@ -38767,7 +38784,8 @@ func (c *ClientWithResponses) DeleteBillingCouponsByCodeWithResponse(ctx context
 // GetBillingInvoicesWithResponse Invoices
 //
 // Newest first. The admin sees the clinic's; a patient only their own; providers get
-// 403. Page with `before` (an invoice id) and `limit` (default 50, at most 200).
+// 403. Page with `before` (an invoice id) and `limit` (default 50, at most 200); a page
+// that more follow carries `Link: <…>; rel="next"` with `before` set to its last invoice.
 // Audited as `invoice.list`.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -39241,7 +39259,7 @@ func (c *ClientWithResponses) GetEndpointsByIdWithResponse(ctx context.Context, 
 // The caller's files by default. `target_type=user` lists a user's files without
 // the ones attached to visits; `include_shared=1` adds those (also the files of the
 // user's visits). `target_type=visit` lists a visit's files. Newest first, `limit`
-// at a time (1000 by default and at most); a full page carries
+// at a time (1000 by default and at most); a page that more follow carries
 // `Link: <…>; rel="next"`, the same request with `before` set to its last file.
 // Audited as `file.list`.
 //
@@ -39769,7 +39787,7 @@ func (c *ClientWithResponses) PostMeWithFormdataBodyWithResponse(ctx context.Con
 // part in (for the other participants), and the user's visit confirmed, started,
 // completed or cancelled (for its participants other than whoever did it). Each is
 // also sent to the user's endpoints after commit. `size` above 100 is served as 100.
-// A full page carries `Link: <…>; rel="next"`, the same request with `before` set to
+// A page that more follow carries `Link: <…>; rel="next"`, the same request with `before` set to
 // its last notification (and no `last`): the list goes on after it by mtime, then id,
 // so notifications of one millisecond, which `last` skips, are each on a page. A
 // `before` that is not one of the caller's notifications answers 400.
@@ -40213,7 +40231,7 @@ func (c *ClientWithResponses) PostSlotsWithFormdataBodyWithResponse(ctx context.
 // GetSlotsAvailableWithResponse Open slots from now
 //
 // The clinic's open slots from now, soonest first (then by id), with provider and
-// account: `limit` at a time (200 by default, at most 1000). A full page carries
+// account: `limit` at a time (200 by default, at most 1000). A page that more follow carries
 // `Link: <…>; rel="next"`, the same request with `after` set to its last slot; an
 // `after` that is not one of the clinic's slots answers 400.
 //
@@ -40324,7 +40342,7 @@ func (c *ClientWithResponses) PostTokensRefreshWithFormdataBodyWithResponse(ctx 
 // with the same value follow in id order, in the sort's direction.
 // `after` (the id of the last user of the page before) continues the list
 // past that user's place in the order, at the same cost at any depth, where
-// `start` (an offset) reads every user before the page; a full page carries
+// `start` (an offset) reads every user before the page; a page that more follow carries
 // the next page's link in `Link`. The clinic's users by id, full name and
 // created are read in an index's order; the other sorts sort the matching
 // users. `total_count` counts every matching user on each page.
@@ -40818,7 +40836,7 @@ func (c *ClientWithResponses) GetUsersByIdWithResponse(ctx context.Context, id U
 // files listed for them) and the visits where they are the patient — with who
 // (credential kind, user id and name), what action, on which object, the
 // outcome and when; never the content. Newest first; `limit` defaults to 50, at
-// most 500. A full page carries `Link: <…>; rel="next"`, the same request with
+// most 500. A page that more follow carries `Link: <…>; rel="next"`, the same request with
 // `after` set to its last entry: the log goes on after it, each entry once, though
 // reading the log (the admin's reads are accesses too) adds entries to its top,
 // which `start` would shift. An `after` that is no entry of the clinic answers
@@ -40998,7 +41016,7 @@ func (c *ClientWithResponses) DeleteUsersByIdErxPharmaciesByCodeWithResponse(ctx
 // GetUsersByIdErxPrescriptionsWithResponse A patient's prescriptions
 //
 // `status` Current (default), Discontinued or All; newest first, `limit` at a time
-// (1000 by default and at most); a full page carries `Link: <…>; rel="next"`, the
+// (1000 by default and at most); a page that more follow carries `Link: <…>; rel="next"`, the
 // same request with `before` set to its last prescription. The patient, the
 // admin and providers with a visit with the patient read them; another patient gets
 // 404, a provider without a visit 403. `id` may be `-`. Audited as `prescription.list`.
@@ -41210,7 +41228,7 @@ func (c *ClientWithResponses) PostUsersByUserIdDevicesWithFormdataBodyWithRespon
 //
 // Newest measurement first (by `time`, then newest stored); `data_type` filters,
 // `from` and `to` (UNIX seconds, inclusive) bound the measurement time, `limit`
-// defaults to 100 (at most 1000). A full page carries `Link: <…>; rel="next"`, the
+// defaults to 100 (at most 1000). A page that more follow carries `Link: <…>; rel="next"`, the
 // same request with `before` set to the page's last reading: the next page goes on
 // after it, each reading once, however many readings share a time (moving `to` back
 // would repeat or skip those). A `before` that is not one of the patient's readings
@@ -41405,7 +41423,7 @@ func (c *ClientWithResponses) PostUsersByUserIdInsurancesByCardTypeWithFormdataB
 // A patient sees their own visits; a provider their visits and the unassigned
 // e-consults of the rooms they are linked to; the admin all of the clinic's. Newest
 // first (by id), `limit` at a time (at most and by default 500). `start_time`: visits
-// starting at or after; `end_time`: ending at or before. A full page carries a `Link`
+// starting at or after; `end_time`: ending at or before. A page that more follow carries a `Link`
 // header with `rel="next"`: the same request with `after` set to the page's last visit,
 // which continues the list from there (keyset paging: a page costs the same at any
 // depth and any clinic size, and a visit added meanwhile does not shift the pages).
@@ -42131,7 +42149,7 @@ func (c *ClientWithResponses) GetVisitsByIdSummaryWithResponse(ctx context.Conte
 // GetWebhooksDeliveriesWithResponse Recent webhook deliveries
 //
 // Newest first, `limit` at a time (default 50, at most 200); `before` (a delivery
-// id) pages back. A delivery is one new message: up to 5 attempts,
+// id) pages back, and a page that more follow carries `Link: <…>; rel="next"`. A delivery is one new message: up to 5 attempts,
 // `--webhook-retry-interval` apart (default 60 s), each with a new payload `id`
 // and the same `data.message_id`. Any 2xx within `--webhook-timeout` (default 30 s)
 // acknowledges.
@@ -43326,6 +43344,19 @@ func ParseGetBillingInvoicesResponse(rsp *http.Response) (*GetBillingInvoicesRes
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetBillingInvoicesResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil
@@ -51348,6 +51379,19 @@ func ParseGetWebhooksDeliveriesResponse(rsp *http.Response) (*GetWebhooksDeliver
 		}
 		response.JSON500 = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetWebhooksDeliveriesResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil
