@@ -266,252 +266,313 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	progress := func(format string, a ...any) {
-		if !o.Quiet {
-			fmt.Fprintf(stderr, format, a...)
-		}
-	}
 	tmp, err := os.MkdirTemp("", "teleclinic-load-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-
-	rep := &Report{Engine: "sqlite", Started: time.Now().UTC(), GoMaxProcs: machine()}
-	var srv *serverProc
-	var c *clinic
-	if o.URL != "" {
-		rep.Engine = "remote"
-		c = &clinic{base: strings.TrimRight(o.URL, "/"), code: o.Account, admin: o.AdminToken, key: o.APIKey, secret: o.APISecret}
-	} else {
-		if o.Database != "" {
-			rep.Engine = "postgres"
+	rn := &runner{o: o, tmp: tmp, baselines: map[string]float64{},
+		rep: &Report{Engine: "sqlite", Started: time.Now().UTC(), GoMaxProcs: machine()}}
+	rn.progress = func(format string, a ...any) {
+		if !o.Quiet {
+			fmt.Fprintf(stderr, format, a...)
 		}
-		progress("starting the server…\n")
-		srv, c, err = startServer(ctx, o, tmp)
-		if err != nil {
+	}
+	defer rn.stop()
+	for _, step := range []func(context.Context) error{rn.startServers, rn.startCompare, rn.startBaselines} {
+		if err := step(ctx); err != nil {
 			return err
 		}
-		defer srv.stop()
 	}
-	procs := []*serverProc{}
-	if srv != nil {
-		procs = append(procs, srv)
-		for range o.Processes - 1 {
-			p, err := serve(ctx, srv.bin, srv.store)
-			if err != nil {
-				return fmt.Errorf("another server process: %w", err)
-			}
-			defer p.stop()
-			procs = append(procs, p)
-		}
-		if len(procs) > 1 {
-			progress("%d server processes on the database\n", len(procs))
-		}
-	}
-	progress("seeding %d patients…\n", o.Patients)
-	seed, err := c.seed(ctx, o.Patients)
-	if err != nil {
-		return fmt.Errorf("seed: %w", err)
-	}
-	// The builds the closed-loop scenarios run on: this one, and with
-	// --compare a second server with its own database and seed.
-	builds := []*build{{c: c, seed: seed, procs: procs}}
-	if o.Compare != "" {
-		builds[0].name = "A"
-		ob := *o
-		ob.Bin = o.Compare
-		dir := filepath.Join(tmp, "compare")
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		progress("starting the server to compare (B)…\n")
-		srvB, cB, err := startServer(ctx, &ob, dir)
-		if err != nil {
-			return fmt.Errorf("the server to compare: %w", err)
-		}
-		defer srvB.stop()
-		progress("seeding %d patients on B…\n", o.Patients)
-		seedB, err := cB.seed(ctx, o.Patients)
-		if err != nil {
-			return fmt.Errorf("seed B: %w", err)
-		}
-		builds = append(builds, &build{name: "B", c: cB, seed: seedB, procs: []*serverProc{srvB}})
-		rep.Builds = map[string]string{"A": srv.bin, "B": o.Compare} // A's is built when --bin is not given
-	}
-	if o.Database != "" {
-		progress("analyzing the seeded tables…\n")
-		if err := analyze(ctx, o.Database); err != nil {
-			return fmt.Errorf("analyze: %w", err)
-		}
-	}
-
-	progress("starting the baselines…\n")
-	jsonBase, err := startBaseline(ctx, "json", tmp)
-	if err != nil {
-		return err
-	}
-	defer jsonBase.stop()
-	sqlBase, err := startBaseline(ctx, "sqlite", tmp)
-	if err != nil {
-		return err
-	}
-	defer sqlBase.stop()
-	var pb *pocketBase
-	if slices.Contains(o.Scenarios, "pb-post") {
-		progress("starting PocketBase…\n")
-		if pb, err = startPocketBase(ctx, o.PocketBaseBin, tmp, o.Patients); err != nil {
-			return err
-		}
-		defer pb.stop()
-	}
-
-	// With one round a baseline is measured once per connection count, just
-	// before the first scenario that needs it. With more, or two builds,
-	// each run has its own, measured just before it, so a ratio compares
-	// two runs minutes apart at most.
-	baselines := map[string]float64{}
-	measureBase := func(kind string, conns int) (float64, error) {
-		k := fmt.Sprintf("%s/%d", kind, conns)
-		if v, ok := baselines[k]; ok && o.Rounds == 1 && len(builds) == 1 {
-			return v, nil
-		}
-		var b *baseProc
-		var mk func(w, i int) (*http.Request, error)
-		switch kind {
-		case "json":
-			b, mk = jsonBase, func(int, int) (*http.Request, error) { return http.NewRequest("GET", jsonBase.url+"/json", nil) }
-		case "insert":
-			b, mk = sqlBase, func(w, i int) (*http.Request, error) {
-				return form("POST", sqlBase.url+"/insert", url.Values{"content": {"Hello from the load tool."}, "visit_id": {strconv.Itoa(w)}})
-			}
-		case "pocketbase":
-			mk = pb.post
-		case "point-read":
-			b, mk = sqlBase, func(w, i int) (*http.Request, error) {
-				return http.NewRequest("GET", fmt.Sprintf("%s/read?id=%d", sqlBase.url, 1+(w*7919+i)%b.rows), nil)
-			}
-		}
-		progress("  baseline %-10s c=%-4d ", kind, conns)
-		r := load(ctx, "baseline "+kind, conns, o.Duration, mk, progress)
-		progress("%8.0f req/s\n", r.RPS)
-		if r.Errors > 0 { // a rate of failures is no yardstick
-			return 0, fmt.Errorf("baseline %s c=%d: %d of %d requests failed: %s", kind, conns, r.Errors, r.Requests, r.FirstError)
-		}
-		baselines[k] = r.RPS
-		return r.RPS, nil
-	}
-
 	for _, name := range o.Scenarios {
-		if name == "webhook" {
-			progress("scenario webhook…\n")
-			rs, err := c.webhookScenario(ctx, o, seed, progress)
-			if err != nil {
-				return fmt.Errorf("webhook: %w", err)
-			}
-			rep.Results = append(rep.Results, rs...)
-			continue
+		sc, ok := ownScenarios[name]
+		if !ok {
+			sc = (*runner).closedLoop
 		}
-		if name == "calls" {
-			progress("scenario calls…\n")
-			r, err := c.callsScenario(ctx, o, seed, srv, progress)
-			if err != nil {
-				return fmt.Errorf("calls: %w", err)
-			}
-			rep.Results = append(rep.Results, r)
-			continue
+		rs, err := sc(rn, ctx, name)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
 		}
-		if name == "stream-limits" {
-			progress("scenario stream-limits…\n")
-			r, err := c.streamLimitsScenario(ctx, o, seed, srv, progress)
-			if err != nil {
-				return fmt.Errorf("stream-limits: %w", err)
-			}
-			rep.Results = append(rep.Results, r)
-			continue
-		}
-		if name == "lists" {
-			progress("scenario lists…\n")
-			rs, err := c.listsScenario(ctx, o, seed, srv, progress)
-			if err != nil {
-				return fmt.Errorf("lists: %w", err)
-			}
-			rep.Results = append(rep.Results, rs...)
-			continue
-		}
-		if name == "streams" {
-			progress("scenario streams…\n")
-			r, err := c.streamsScenario(ctx, o, seed, srv, progress)
-			if err != nil {
-				return fmt.Errorf("streams: %w", err)
-			}
-			rep.Results = append(rep.Results, r)
-			continue
-		}
-		for _, conns := range o.Connections {
-			rounds := make([][]Result, len(builds))
-			for round := range o.Rounds {
-				for bi, b := range builds {
-					sc := b.c.scenario(name, b.seed)
-					base, err := measureBase(sc.baseline, conns)
-					if err != nil {
-						return err
-					}
-					progress("  %-14s c=%-4d ", strings.TrimSpace(name+" "+b.name), conns)
-					wait := func() {}
-					if o.Profile != "" && srv != nil && round == 0 && bi == 0 {
-						_ = os.MkdirAll(o.Profile, 0o755)
-						wait = srv.profile(filepath.Join(o.Profile, fmt.Sprintf("%s-%d.pprof", name, conns)), o.Duration-time.Second)
-					}
-					cpu0, st0 := usage(b.procs)
-					db0 := postgresCPU()
-					r := load(ctx, name, conns, o.Duration, spread(sc.request, b.procs), progress)
-					wait()
-					if cpu1, st1 := usage(b.procs); r.Requests > 0 && len(b.procs) > 0 {
-						r.CPUms = ms(cpu1-cpu0) / float64(r.Requests)
-						r.Statements = float64(st1-st0) / float64(r.Requests)
-						if o.Database != "" {
-							r.DBCPUms = ms(postgresCPU()-db0) / float64(r.Requests)
-						}
-					}
-					progress("%8.0f req/s, p99 %.1f ms, %d errors\n", r.RPS, r.P99ms, r.Errors)
-					r.Build, r.Baseline, r.BaselineRPS, r.Note = b.name, sc.baseline, base, sc.note
-					if base > 0 {
-						r.Ratio = r.RPS / base
-					}
-					rounds[bi] = append(rounds[bi], r)
-				}
-			}
-			for _, rs := range rounds {
-				rep.Results = append(rep.Results, medianRound(rs))
-			}
-		}
+		rn.rep.Results = append(rn.rep.Results, rs...)
 	}
-	if srv != nil {
-		rep.ServerRSSMB, rep.ServerHWMMB = srv.rss()
-	}
-	if len(builds) > 1 {
-		_, rep.CompareHWMMB = builds[1].procs[0].rss()
-	}
-	if pb != nil {
-		for i := range rep.Results {
-			if r := &rep.Results[i]; r.Scenario == "pb-post" {
-				tc := rep.ServerHWMMB
-				if r.Build == "B" {
-					tc = rep.CompareHWMMB
-				}
-				r.Note += fmt.Sprintf("; PocketBase peak RSS %.1f MB, Teleclinic's %.1f MB", pb.peakRSS(), tc)
-			}
-		}
-	}
-	printReport(stdout, rep)
+	rn.finish()
+	printReport(stdout, rn.rep)
 	if o.JSON != "" {
-		b, _ := json.MarshalIndent(rep, "", "  ")
+		b, _ := json.MarshalIndent(rn.rep, "", "  ")
 		if err := os.WriteFile(o.JSON, append(b, '\n'), 0o644); err != nil {
 			return err
 		}
 	}
 	return ctx.Err()
+}
+
+// runner is one run of the tool: what it started, the builds it loads,
+// the baselines measured and the report.
+type runner struct {
+	o        *options
+	tmp      string
+	progress func(format string, a ...any)
+	rep      *Report
+	srv      *serverProc // the server the tool started (nil with --url)
+	c        *clinic
+	seed     *seeded
+	// builds are what the closed-loop scenarios run on: this server, and
+	// with --compare a second one with its own database and seed.
+	builds            []*build
+	jsonBase, sqlBase *baseProc
+	pb                *pocketBase
+	baselines         map[string]float64
+	stops             []func()
+}
+
+// ownScenarios are the scenarios that measure in their own way; any other
+// is a closed loop of requests at each connection count (closedLoop).
+var ownScenarios = map[string]func(rn *runner, ctx context.Context, name string) ([]Result, error){
+	"webhook": func(rn *runner, ctx context.Context, _ string) ([]Result, error) {
+		rn.progress("scenario webhook…\n")
+		return rn.c.webhookScenario(ctx, rn.o, rn.seed, rn.progress)
+	},
+	"calls":         one((*clinic).callsScenario),
+	"stream-limits": one((*clinic).streamLimitsScenario),
+	"streams":       one((*clinic).streamsScenario),
+	"lists": func(rn *runner, ctx context.Context, _ string) ([]Result, error) {
+		rn.progress("scenario lists…\n")
+		return rn.c.listsScenario(ctx, rn.o, rn.seed, rn.srv, rn.progress)
+	},
+}
+
+// one is a scenario of one result on the tool's server.
+func one(sc func(*clinic, context.Context, *options, *seeded, *serverProc, func(string, ...any)) (Result, error)) func(*runner, context.Context, string) ([]Result, error) {
+	return func(rn *runner, ctx context.Context, name string) ([]Result, error) {
+		rn.progress("scenario %s…\n", name)
+		r, err := sc(rn.c, ctx, rn.o, rn.seed, rn.srv, rn.progress)
+		return []Result{r}, err
+	}
+}
+
+func (rn *runner) stop() {
+	for i := len(rn.stops) - 1; i >= 0; i-- {
+		rn.stops[i]()
+	}
+}
+
+// startServers starts the server (unless --url names one), the other
+// processes --processes asks for, and seeds the clinic.
+func (rn *runner) startServers(ctx context.Context) error {
+	o := rn.o
+	if o.URL != "" {
+		rn.rep.Engine = "remote"
+		rn.c = &clinic{base: strings.TrimRight(o.URL, "/"), code: o.Account, admin: o.AdminToken, key: o.APIKey, secret: o.APISecret}
+	} else {
+		if o.Database != "" {
+			rn.rep.Engine = "postgres"
+		}
+		rn.progress("starting the server…\n")
+		srv, c, err := startServer(ctx, o, rn.tmp)
+		if err != nil {
+			return err
+		}
+		rn.srv, rn.c = srv, c
+		rn.stops = append(rn.stops, srv.stop)
+	}
+	procs := []*serverProc{}
+	if rn.srv != nil {
+		procs = append(procs, rn.srv)
+		for range o.Processes - 1 {
+			p, err := serve(ctx, rn.srv.bin, rn.srv.store)
+			if err != nil {
+				return fmt.Errorf("another server process: %w", err)
+			}
+			rn.stops = append(rn.stops, p.stop)
+			procs = append(procs, p)
+		}
+		if len(procs) > 1 {
+			rn.progress("%d server processes on the database\n", len(procs))
+		}
+	}
+	rn.progress("seeding %d patients…\n", o.Patients)
+	seed, err := rn.c.seed(ctx, o.Patients)
+	if err != nil {
+		return fmt.Errorf("seed: %w", err)
+	}
+	rn.seed = seed
+	rn.builds = []*build{{c: rn.c, seed: seed, procs: procs}}
+	if o.Database != "" {
+		rn.progress("analyzing the seeded tables…\n")
+		if err := analyze(ctx, o.Database); err != nil {
+			return fmt.Errorf("analyze: %w", err)
+		}
+	}
+	return nil
+}
+
+// startCompare starts, with --compare, the second build's server on a
+// database and seed of its own.
+func (rn *runner) startCompare(ctx context.Context) error {
+	o := rn.o
+	if o.Compare == "" {
+		return nil
+	}
+	rn.builds[0].name = "A"
+	ob := *o
+	ob.Bin = o.Compare
+	dir := filepath.Join(rn.tmp, "compare")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	rn.progress("starting the server to compare (B)…\n")
+	srvB, cB, err := startServer(ctx, &ob, dir)
+	if err != nil {
+		return fmt.Errorf("the server to compare: %w", err)
+	}
+	rn.stops = append(rn.stops, srvB.stop)
+	rn.progress("seeding %d patients on B…\n", o.Patients)
+	seedB, err := cB.seed(ctx, o.Patients)
+	if err != nil {
+		return fmt.Errorf("seed B: %w", err)
+	}
+	rn.builds = append(rn.builds, &build{name: "B", c: cB, seed: seedB, procs: []*serverProc{srvB}})
+	rn.rep.Builds = map[string]string{"A": rn.srv.bin, "B": o.Compare} // A's is built when --bin is not given
+	return nil
+}
+
+// startBaselines starts the baselines' processes, and PocketBase when
+// pb-post is asked for.
+func (rn *runner) startBaselines(ctx context.Context) error {
+	rn.progress("starting the baselines…\n")
+	var err error
+	if rn.jsonBase, err = startBaseline(ctx, "json", rn.tmp); err != nil {
+		return err
+	}
+	rn.stops = append(rn.stops, rn.jsonBase.stop)
+	if rn.sqlBase, err = startBaseline(ctx, "sqlite", rn.tmp); err != nil {
+		return err
+	}
+	rn.stops = append(rn.stops, rn.sqlBase.stop)
+	if slices.Contains(rn.o.Scenarios, "pb-post") {
+		rn.progress("starting PocketBase…\n")
+		if rn.pb, err = startPocketBase(ctx, rn.o.PocketBaseBin, rn.tmp, rn.o.Patients); err != nil {
+			return err
+		}
+		rn.stops = append(rn.stops, rn.pb.stop)
+	}
+	return nil
+}
+
+// measureBase is the baseline kind's req/s at conns. With one round a
+// baseline is measured once per connection count, just before the first
+// scenario that needs it. With more, or two builds, each run has its own,
+// measured just before it, so a ratio compares two runs minutes apart at
+// most.
+func (rn *runner) measureBase(ctx context.Context, kind string, conns int) (float64, error) {
+	k := fmt.Sprintf("%s/%d", kind, conns)
+	if v, ok := rn.baselines[k]; ok && rn.o.Rounds == 1 && len(rn.builds) == 1 {
+		return v, nil
+	}
+	var mk func(w, i int) (*http.Request, error)
+	switch jb, sb := rn.jsonBase, rn.sqlBase; kind {
+	case "json":
+		mk = func(int, int) (*http.Request, error) { return http.NewRequest("GET", jb.url+"/json", nil) }
+	case "insert":
+		mk = func(w, i int) (*http.Request, error) {
+			return form("POST", sb.url+"/insert", url.Values{"content": {"Hello from the load tool."}, "visit_id": {strconv.Itoa(w)}})
+		}
+	case "pocketbase":
+		mk = rn.pb.post
+	case "point-read":
+		mk = func(w, i int) (*http.Request, error) {
+			return http.NewRequest("GET", fmt.Sprintf("%s/read?id=%d", sb.url, 1+(w*7919+i)%sb.rows), nil)
+		}
+	}
+	rn.progress("  baseline %-10s c=%-4d ", kind, conns)
+	r := load(ctx, "baseline "+kind, conns, rn.o.Duration, mk, rn.progress)
+	rn.progress("%8.0f req/s\n", r.RPS)
+	if r.Errors > 0 { // a rate of failures is no yardstick
+		return 0, fmt.Errorf("baseline %s c=%d: %d of %d requests failed: %s", kind, conns, r.Errors, r.Requests, r.FirstError)
+	}
+	rn.baselines[k] = r.RPS
+	return r.RPS, nil
+}
+
+// closedLoop runs scenario name at each connection count, --rounds times
+// on each build, and reports each build's median round.
+func (rn *runner) closedLoop(ctx context.Context, name string) ([]Result, error) {
+	var out []Result
+	for _, conns := range rn.o.Connections {
+		rounds := make([][]Result, len(rn.builds))
+		for round := range rn.o.Rounds {
+			for bi, b := range rn.builds {
+				r, err := rn.closedRun(ctx, name, conns, b, round == 0 && bi == 0)
+				if err != nil {
+					return nil, err
+				}
+				rounds[bi] = append(rounds[bi], r)
+			}
+		}
+		for _, rs := range rounds {
+			out = append(out, medianRound(rs))
+		}
+	}
+	return out, nil
+}
+
+// closedRun is one run of scenario name at conns on build b, with its
+// server's CPU and statements a request, profiled when first (and
+// --profile asks).
+func (rn *runner) closedRun(ctx context.Context, name string, conns int, b *build, first bool) (Result, error) {
+	o := rn.o
+	sc := b.c.scenario(name, b.seed)
+	base, err := rn.measureBase(ctx, sc.baseline, conns)
+	if err != nil {
+		return Result{}, err
+	}
+	rn.progress("  %-14s c=%-4d ", strings.TrimSpace(name+" "+b.name), conns)
+	wait := func() {}
+	if o.Profile != "" && rn.srv != nil && first {
+		_ = os.MkdirAll(o.Profile, 0o755)
+		wait = rn.srv.profile(filepath.Join(o.Profile, fmt.Sprintf("%s-%d.pprof", name, conns)), o.Duration-time.Second)
+	}
+	cpu0, st0 := usage(b.procs)
+	db0 := postgresCPU()
+	r := load(ctx, name, conns, o.Duration, spread(sc.request, b.procs), rn.progress)
+	wait()
+	if cpu1, st1 := usage(b.procs); r.Requests > 0 && len(b.procs) > 0 {
+		r.CPUms = ms(cpu1-cpu0) / float64(r.Requests)
+		r.Statements = float64(st1-st0) / float64(r.Requests)
+		if o.Database != "" {
+			r.DBCPUms = ms(postgresCPU()-db0) / float64(r.Requests)
+		}
+	}
+	rn.progress("%8.0f req/s, p99 %.1f ms, %d errors\n", r.RPS, r.P99ms, r.Errors)
+	r.Build, r.Baseline, r.BaselineRPS, r.Note = b.name, sc.baseline, base, sc.note
+	if base > 0 {
+		r.Ratio = r.RPS / base
+	}
+	return r, nil
+}
+
+// finish adds the servers' memory to the report, and PocketBase's beside
+// each of its results.
+func (rn *runner) finish() {
+	rep := rn.rep
+	if rn.srv != nil {
+		rep.ServerRSSMB, rep.ServerHWMMB = rn.srv.rss()
+	}
+	if len(rn.builds) > 1 {
+		_, rep.CompareHWMMB = rn.builds[1].procs[0].rss()
+	}
+	if rn.pb == nil {
+		return
+	}
+	for i := range rep.Results {
+		if r := &rep.Results[i]; r.Scenario == "pb-post" {
+			tc := rep.ServerHWMMB
+			if r.Build == "B" {
+				tc = rep.CompareHWMMB
+			}
+			r.Note += fmt.Sprintf("; PocketBase peak RSS %.1f MB, Teleclinic's %.1f MB", rn.pb.peakRSS(), tc)
+		}
+	}
 }
 
 func machine() string {
