@@ -216,10 +216,24 @@ func (c *adminScript) roomsDay(t *testing.T) {
 	if pg := c.b.get("/admin/rooms/main"); !strings.Contains(pg.Body, `value="60, 10"`) || !strings.Contains(pg.Body, `name="closed_days" value="sunday" checked`) {
 		t.Errorf("the form does not show what is set: %s", pg.Body)
 	}
+	// Refused fields are drawn again as typed, each with its reason beside
+	// it, the other fields as sent; nothing is saved.
 	form.Set("reminders", "soon")
-	if pg := c.b.post("/admin/rooms/main", form); pg.Status != 400 || !strings.Contains(pg.Body, "Reminders are minutes") {
-		t.Fatalf("a bad reminder list: %d", pg.Status)
+	form.Set("price", "twenty")
+	form.Set("subtitle", "Typed before the mistake")
+	pg := c.b.post("/admin/rooms/main", form)
+	for _, want := range []string{`id="reminders-error">Reminders are minutes`, `id="price-error">The price is an amount`,
+		`name="reminders" value="soon" aria-invalid="true"`, `name="price" value="twenty" inputmode="decimal" aria-invalid="true"`,
+		`value="Typed before the mistake"`, `The room was not saved`} {
+		if pg.Status != 400 || !strings.Contains(pg.Body, want) {
+			t.Fatalf("a refused form: %d, no %q in %s", pg.Status, want, pg.Body)
+		}
 	}
+	if d, err := c.f.e.App.GetRoom(c.bg, c.f.admin(t), "main"); err != nil || d.Room.Settings.Subtitle == "Typed before the mistake" || d.Room.Settings.Consultations[0].Amount != 30 {
+		t.Fatalf("a refused form changed the room: %+v %v", d, err)
+	}
+	form.Set("price", "30")
+	form.Del("subtitle")
 	// Free again, for the steps after.
 	form.Set("reminders", "")
 	form.Set("price", "0")
