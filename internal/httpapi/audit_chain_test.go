@@ -128,7 +128,7 @@ func TestAudit_AccessLog(t *testing.T) {
 		JSON: map[string]any{"data_not_reported": false, "data": []any{map[string]any{"condition": "Penicillin", "relations": []any{"mother"}}}}}); res.Status != 200 {
 		t.Fatalf("%d %s", res.Status, res.Raw)
 	}
-	e.Do(testenv.Req{Path: "/api_v3/users/" + s.pat.UserID + "/emr", Header: adminHeaders(s.c)})
+	mustOK(t, e.Do(testenv.Req{Path: "/api_v3/users/" + s.pat.UserID + "/emr", Header: adminHeaders(s.c)}))
 	// Another patient tries, and is refused: the attempt is listed, but
 	// not who made it.
 	if res := e.Do(testenv.Req{Path: "/api_v3/users/" + s.pat.UserID + "/emr", Header: userHeaders(s.c, s.pat2.Token)}); res.Status < 400 {

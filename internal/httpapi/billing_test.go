@@ -251,7 +251,7 @@ func TestBilling_Invoices(t *testing.T) {
 			t.Fatalf("coupon %v: %s", kv, res.Raw)
 		}
 	}
-	e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/billing/coupons/GONE", Header: c.admin})
+	mustOK(t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/billing/coupons/GONE", Header: c.admin}))
 	e.Clock.Advance(2 * time.Minute) // SOON has expired
 	c.follow = s.intake(t, s.pat, "consultation_id", "2")
 	testenv.Steps(t, []testenv.Step{

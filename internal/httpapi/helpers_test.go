@@ -240,6 +240,16 @@ func mustRoom(t testing.TB, e *testenv.Env, c *testenv.Clinic, body any) client.
 	return dataOf[client.RoomDetail](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/rooms", Header: adminHeaders(c), JSON: body}))
 }
 
+// mustOK fails t with the answer unless it is a 200: a setup request
+// that fails says why where it fails, not in an assertion after it.
+func mustOK(t testing.TB, res *testenv.Resp) *testenv.Resp {
+	t.Helper()
+	if res.Status != 200 {
+		t.Fatalf("status %d: %s", res.Status, res.Raw)
+	}
+	return res
+}
+
 // dataOf is a 200 answer's data member as T (a type of the generated
 // client, or the test's own), and fails t with the answer otherwise: a
 // setup request that fails says why, and an answer whose shape changed

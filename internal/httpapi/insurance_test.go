@@ -97,7 +97,7 @@ func TestInsurance_Eligibility(t *testing.T) {
 	path := "/api_v3/users/" + s.pat.UserID + "/insurances/primary/eligibility"
 
 	wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path + "/check", Header: h}), 404, 404)
-	e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/insurances/primary", Header: h, Form: q("insurer_code", "aetna", "subscriber_number", "W100")})
+	mustOK(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/insurances/primary", Header: h, Form: q("insurer_code", "aetna", "subscriber_number", "W100")}))
 	wantErr(t, e.Do(testenv.Req{Path: path, Header: h}), 404, 404)
 
 	res := e.Do(testenv.Req{Method: "POST", Path: path + "/check", Header: h})
@@ -129,7 +129,7 @@ func TestInsurance_Eligibility(t *testing.T) {
 
 	// The sandbox's outcomes follow the subscriber number.
 	for member, want := range map[string]string{"W107": "inactive", "W108": "not_found", "W109": "error"} {
-		e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/insurances/primary", Header: h, Form: q("subscriber_number", member)})
+		mustOK(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/insurances/primary", Header: h, Form: q("subscriber_number", member)}))
 		if res := e.Do(testenv.Req{Method: "POST", Path: path + "/check", Header: h}); res.Status != 200 {
 			t.Fatalf("%s", res.Raw)
 		}
@@ -156,7 +156,7 @@ func TestEligibility_OneJobUnderConcurrency(t *testing.T) {
 	other := testenv.New(t, testenv.Options{DSN: e.DSN, ServerKey: e.Key, Clock: e.Clock, BlobDir: e.Blobs})
 	s := newClinicSetup(t, e, "alpha")
 	h := userHeaders(s.c, s.pat.Token)
-	e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/insurances/primary", Header: h, Form: q("insurer_code", "aetna", "subscriber_number", "W1")})
+	mustOK(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/insurances/primary", Header: h, Form: q("insurer_code", "aetna", "subscriber_number", "W1")}))
 	got := raceStatuses(t, []string{e.URL, other.URL}, 25, testenv.Req{Method: "POST", Path: "/api_v3/users/-/insurances/primary/eligibility/check", Header: h})
 	if got[200] != 1 || got[429] != 49 {
 		t.Fatalf("%v, want one 200 and 49 429", got)
@@ -235,7 +235,7 @@ func TestInsurance_ReferenceListsClaimsAndCodes(t *testing.T) {
 		t.Fatalf("%d", res.Status)
 	}
 
-	e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/insurances/primary", Header: userHeaders(s.c, s.pat.Token), Form: q("insurer_code", "aetna", "subscriber_number", "W1")})
+	mustOK(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/insurances/primary", Header: userHeaders(s.c, s.pat.Token), Form: q("insurer_code", "aetna", "subscriber_number", "W1")}))
 	report := func(h map[string]string, kv ...string) *testenv.Resp {
 		return e.Do(testenv.Req{Path: "/api_v3/reports/claims", Header: h, Query: q(kv...)})
 	}

@@ -43,7 +43,7 @@ func TestNotes_DraftSignAmend(t *testing.T) {
 			if d := res.Data(); res.Status != 200 || d["subjective"] != "Rash for 4 days." || len(d["diagnoses"].([]any)) != 1 || d["objective"] != "" {
 				t.Fatalf("the second save: %s", res.Raw)
 			}
-			e.Do(testenv.Req{Method: "POST", Path: path, Header: doc, JSON: draft})
+			mustOK(t, e.Do(testenv.Req{Method: "POST", Path: path, Header: doc, JSON: draft}))
 		}},
 		{Name: "ErrBadDraft", Run: func(t *testing.T) {
 			for _, bad := range []map[string]any{{"diagnoses": []any{"X99.999"}}, {"plan": string(make([]byte, 20001))}} {
@@ -158,8 +158,8 @@ func TestFHIR_Composition(t *testing.T) {
 	if got := search(doc); len(got) != 0 {
 		t.Fatalf("a Composition before any note: %+v", got)
 	}
-	e.Do(testenv.Req{Method: "POST", Path: note, Header: doc, JSON: map[string]any{"subjective": "Itchy <rash> & red", "assessment": "Contact dermatitis.",
-		"plan": "Cream twice a day.", "diagnoses": []any{"L25.9"}, "patient_summary": "A skin reaction. Use the cream."}})
+	mustOK(t, e.Do(testenv.Req{Method: "POST", Path: note, Header: doc, JSON: map[string]any{"subjective": "Itchy <rash> & red", "assessment": "Contact dermatitis.",
+		"plan": "Cream twice a day.", "diagnoses": []any{"L25.9"}, "patient_summary": "A skin reaction. Use the cream."}}))
 	got := search(doc)
 	wantID := s.pat.UserID + "-" + visit
 	if len(got) != 1 || got[0].ID != wantID || got[0].Status != "preliminary" || got[0].Encounter.Reference != "Encounter/"+visit ||
@@ -169,11 +169,11 @@ func TestFHIR_Composition(t *testing.T) {
 	if diff := cmp.Diff([]string{"Summary for the patient", "Subjective", "Assessment", "Plan", "Diagnoses (ICD-10-CM)"}, titles(got[0])); diff != "" {
 		t.Errorf("sections (-want +got):\n%s", diff)
 	}
-	e.Do(testenv.Req{Method: "POST", Path: note + "/sign", Header: doc})
+	mustOK(t, e.Do(testenv.Req{Method: "POST", Path: note + "/sign", Header: doc}))
 	if got := search(adminHeaders(s.c)); len(got) != 1 || got[0].Status != "final" {
 		t.Fatalf("signed, as the admin reads it: %+v", got)
 	}
-	e.Do(testenv.Req{Method: "POST", Path: note + "/addenda", Header: doc, Form: q("text", "Patch test next week.")})
+	mustOK(t, e.Do(testenv.Req{Method: "POST", Path: note + "/addenda", Header: doc, Form: q("text", "Patch test next week.")}))
 	if got := search(doc); len(got) != 1 || got[0].Status != "amended" || got[0].Section[len(got[0].Section)-1].Title != "Addenda" {
 		t.Fatalf("amended: %+v", got)
 	}
@@ -181,7 +181,7 @@ func TestFHIR_Composition(t *testing.T) {
 		t.Fatalf("the patient before the visit is over: %+v", got)
 	}
 	for _, step := range []string{"inprogress", "close"} {
-		s.post(s.doc.Token, "/api_v3/visits/"+step, "id", visit)
+		mustOK(t, s.post(s.doc.Token, "/api_v3/visits/"+step, "id", visit))
 	}
 	got = search(pat)
 	if len(got) != 1 {

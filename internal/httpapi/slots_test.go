@@ -232,8 +232,8 @@ func TestSlots_AvailabilityAndBooking(t *testing.T) {
 			t.Fatalf("%s", res.Raw)
 		}
 		vid := res.Data()["id"].(string)
-		s.post(s.doc.Token, "/api_v3/visits/inprogress", "id", vid)
-		s.post(s.doc.Token, "/api_v3/visits/close", "id", vid)
+		mustOK(t, s.post(s.doc.Token, "/api_v3/visits/inprogress", "id", vid))
+		mustOK(t, s.post(s.doc.Token, "/api_v3/visits/close", "id", vid))
 		if f := flags(avail("room_code", "main"), "slot_booked"); f != "10" {
 			t.Fatalf("%s", f)
 		}

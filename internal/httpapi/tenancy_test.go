@@ -112,7 +112,7 @@ func TestTenancy_NoSecretsAtRest(t *testing.T) {
 	tok := res.Data()["token"].(map[string]any)
 	secrets = append(secrets, tok["token"].(string), tok["refresh_token"].(map[string]any)["token"].(string))
 	const password = "a password nobody should see"
-	e.Do(testenv.Req{Method: "POST", Path: "/api_v3/me", Header: userHeaders(c, tok["token"].(string)), Form: q("password", password)})
+	mustOK(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/me", Header: userHeaders(c, tok["token"].(string)), Form: q("password", password)}))
 	r := refresh(e, c, tok["refresh_token"].(map[string]any)["token"].(string))
 	nt := r.Data()["token"].(map[string]any)
 	secrets = append(secrets, password, nt["token"].(string), nt["refresh_token"].(map[string]any)["token"].(string))
@@ -148,7 +148,7 @@ func TestTenancy_NoSecretsAtRest(t *testing.T) {
 	}
 	secrets = append(secrets, whSecret)
 	// A reset link sits in the outbox until delivered: it must be sealed.
-	e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/password/reset", Header: acctHeaders(c), Form: q("email", "s@example.com")})
+	mustOK(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/password/reset", Header: acctHeaders(c), Form: q("email", "s@example.com")}))
 	box := &outbox{}
 	dump := dumpDatabase(t, e)
 	e.App.DeliverMail(context.Background(), box)
