@@ -294,25 +294,49 @@ func msgPath(visit string) string { return "/api/visits/" + visit + "/messages" 
 // postMsg posts content as the holder of token; the user token alone, as the
 // spec's visit message calls send it.
 func postMsg(e *testenv.Env, token, visit, content string) *testenv.Resp {
-	return e.Do(testenv.Req{Method: "POST", Path: msgPath(visit), Header: map[string]string{"X-ApiToken": token}, JSON: map[string]any{"content": content}})
+	return e.Do(testenv.Req{Method: "POST", Path: msgPath(visit), Header: map[string]string{"X-ApiToken": token}, JSON: newMessage{Content: content}})
 }
 
-func mustPost(t *testing.T, e *testenv.Env, token, visit, content string) map[string]any {
+// newMessage is a message's body as a client sends it.
+type newMessage struct {
+	Content       string   `json:"content"`
+	AttachmentIDs []string `json:"attachment_ids,omitempty"`
+}
+
+func mustPost(t *testing.T, e *testenv.Env, token, visit, content string) client.Message {
 	t.Helper()
 	res := postMsg(e, token, visit, content)
 	if res.Status != 201 {
 		t.Fatalf("post: %d %s", res.Status, res.Raw)
 	}
-	return res.Data()
+	return created[client.Message](t, res)
 }
 
-func readMsgs(t *testing.T, e *testenv.Env, token, visit string, kv ...string) ([]map[string]any, int) {
+// created is a 201 answer's data as T.
+func created[T any](t testing.TB, res *testenv.Resp) T {
 	t.Helper()
-	res := e.Do(testenv.Req{Path: msgPath(visit), Header: map[string]string{"X-ApiToken": token}, Query: q(kv...)})
-	if res.Status != 200 {
-		t.Fatalf("read: %d %s", res.Status, res.Raw)
+	if res.Status != 201 {
+		t.Fatalf("status %d: %s", res.Status, res.Raw)
 	}
-	return res.List(), int(res.Body["total_count"].(float64))
+	var env struct {
+		Data T `json:"data"`
+	}
+	if err := json.Unmarshal(res.Raw, &env); err != nil {
+		t.Fatalf("%v: %s", err, res.Raw)
+	}
+	return env.Data
+}
+
+// threadPage is a page of a visit's thread, with the thread's length.
+type threadPage struct {
+	Data       []client.Message `json:"data"`
+	TotalCount int              `json:"total_count"`
+}
+
+func readMsgs(t *testing.T, e *testenv.Env, token, visit string, kv ...string) ([]client.Message, int) {
+	t.Helper()
+	page := decode[threadPage](t, e.Do(testenv.Req{Path: msgPath(visit), Header: map[string]string{"X-ApiToken": token}, Query: q(kv...)}))
+	return page.Data, page.TotalCount
 }
 
 // receiver is a webhook endpoint for tests: it records every delivery and

@@ -2,20 +2,25 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
+	"teleclinic/client"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/testenv"
 )
 
-func contents(ms []map[string]any) string {
+func contents(ms []client.Message) string {
 	var out []string
 	for _, m := range ms {
-		out = append(out, m["content"].(string))
+		out = append(out, m.Content)
 	}
 	return strings.Join(out, ",")
 }
@@ -29,13 +34,9 @@ func TestMessages_PostAndRead(t *testing.T) {
 	// A patient posts; 201 with the message of the spec.
 	t.Run("OKPatientPosts", func(t *testing.T) {
 		res := postMsg(e, s.pat.Token, visit, "Hello, the rash is spreading.")
-		if res.Status != 201 {
-			t.Fatalf("%d %s", res.Status, res.Raw)
-		}
-		d := res.Data()
-		a := d["actor"].(map[string]any)
-		if d["type"] != "patient_message" || d["content"] != "Hello, the rash is spreading." || d["visit_id"] != visit ||
-			a["id"] != s.pat.UserID || a["type"].(float64) != 200 || a["display_name"] != "Pat One" {
+		d := created[client.Message](t, res)
+		if d.Type != "patient_message" || d.Content != "Hello, the rash is spreading." || d.VisitId != visit ||
+			d.Actor.Id != s.pat.UserID || d.Actor.Type != 200 || d.Actor.DisplayName != "Pat One" {
 			t.Fatalf("%s", res.Raw)
 		}
 		// created is UNIX seconds with a fractional part, even on a whole second.
@@ -46,18 +47,18 @@ func TestMessages_PostAndRead(t *testing.T) {
 	// A host provider replies as a provider.
 	t.Run("OKHostReplies", func(t *testing.T) {
 		d := mustPost(t, e, s.doc.Token, visit, "Please send a photo.")
-		if d["type"] != "provider_message" || d["actor"].(map[string]any)["type"].(float64) != 400 || d["actor"].(map[string]any)["display_name"] != "Dana Doc" {
-			t.Fatalf("%v", d)
+		if d.Type != "provider_message" || d.Actor.Type != 400 || d.Actor.DisplayName != "Dana Doc" {
+			t.Fatalf("%+v", d)
 		}
 	})
 	// Errors: 400 (no token, as the spec's status table has it), 401 (a
 	// token that is not valid), 400, 403, 404 in the code shape.
 	t.Run("ErrShapes", func(t *testing.T) {
-		wantErr(t, e.Do(testenv.Req{Method: "POST", Path: msgPath(visit), JSON: map[string]any{"content": "x"}}), 400, 400)
+		wantErr(t, e.Do(testenv.Req{Method: "POST", Path: msgPath(visit), JSON: newMessage{Content: "x"}}), 400, 400)
 		wantErr(t, postMsg(e, "not-a-token", visit, "x"), 401, 401)
 		wantErr(t, e.Do(testenv.Req{Path: msgPath(visit)}), 400, 400)
 		wantErr(t, e.Do(testenv.Req{Path: msgPath(visit) + "/events"}), 400, 400)
-		wantErr(t, e.Do(testenv.Req{Method: "POST", Path: msgPath(visit), Header: map[string]string{"X-ApiToken": s.pat.Token}, JSON: map[string]any{}}), 400, 400)
+		wantErr(t, e.Do(testenv.Req{Method: "POST", Path: msgPath(visit), Header: map[string]string{"X-ApiToken": s.pat.Token}, JSON: js(`{}`)}), 400, 400)
 		wantErr(t, postMsg(e, s.pat.Token, visit, "   \n"), 400, 400)
 		wantErr(t, postMsg(e, s.pat.Token, visit, strings.Repeat("é", 10001)), 400, 400)
 		wantErr(t, postMsg(e, s.pat2.Token, visit, "x"), 403, 403)
@@ -70,10 +71,7 @@ func TestMessages_PostAndRead(t *testing.T) {
 		wantErr(t, e.Do(testenv.Req{Path: msgPath(visit), Header: map[string]string{"X-ApiToken": s.pat.Token}, Query: q("sort", "content")}), 400, 400)
 		wantErr(t, e.Do(testenv.Req{Path: msgPath(visit), Header: map[string]string{"X-ApiToken": s.pat.Token}, Query: q("order", "sideways")}), 400, 400)
 		// Form and multipart bodies work too, and the .json suffix.
-		res := e.Do(testenv.Req{Method: "POST", Path: msgPath(visit) + ".json", Header: userHeaders(s.c, s.pat.Token), Form: q("content", "form body")})
-		if res.Status != 201 {
-			t.Fatalf("%d %s", res.Status, res.Raw)
-		}
+		created[client.Message](t, e.Do(testenv.Req{Method: "POST", Path: msgPath(visit) + ".json", Header: userHeaders(s.c, s.pat.Token), Form: q("content", "form body")}))
 	})
 	// Reading: order, paging, sort, and the polling rule.
 	t.Run("OKReadPagingAndPolling", func(t *testing.T) {
@@ -109,20 +107,20 @@ func TestMessages_PostAndRead(t *testing.T) {
 		fmt.Sscan(s.pat2.UserID, &p2)
 		mine, _ := e.Store.Write().CreateFileRecord(context.Background(), 1, pid, "patient_shared", "user", pid, "photo.jpg", 1)
 		theirs, _ := e.Store.Write().CreateFileRecord(context.Background(), 1, p2, "patient_shared", "user", p2, "x.jpg", 1)
-		res := e.Do(testenv.Req{Method: "POST", Path: msgPath(visit), Header: map[string]string{"X-ApiToken": s.pat.Token},
-			JSON: map[string]any{"content": "Photo attached.", "attachment_ids": []any{fmt.Sprint(mine)}}})
-		if res.Status != 201 || fmt.Sprint(res.Data()["attachment_ids"]) != fmt.Sprintf("[%d]", mine) {
-			t.Fatalf("%d %s", res.Status, res.Raw)
+		sent := created[client.Message](t, e.Do(testenv.Req{Method: "POST", Path: msgPath(visit), Header: map[string]string{"X-ApiToken": s.pat.Token},
+			JSON: newMessage{Content: "Photo attached.", AttachmentIDs: []string{fmt.Sprint(mine)}}}))
+		if diff := cmp.Diff([]string{fmt.Sprint(mine)}, sent.AttachmentIds); diff != "" {
+			t.Fatalf("attachments (-want +got):\n%s", diff)
 		}
 		// Read back, each message carries its attachments and its author's name.
 		ms, _ := readMsgs(t, e, s.pat.Token, visit, "sort", "created:desc", "limit", "2")
-		if fmt.Sprint(ms[0]["attachment_ids"]) != fmt.Sprintf("[%d]", mine) || ms[0]["actor"].(map[string]any)["display_name"] != "Pat One" ||
-			fmt.Sprint(ms[1]["attachment_ids"]) != "[]" {
-			t.Fatalf("%v", ms)
+		if len(ms) != 2 || !slices.Equal(ms[0].AttachmentIds, []string{fmt.Sprint(mine)}) || ms[0].Actor.DisplayName != "Pat One" ||
+			ms[1].AttachmentIds == nil || len(ms[1].AttachmentIds) != 0 {
+			t.Fatalf("%+v", ms)
 		}
-		for _, bad := range []any{[]any{fmt.Sprint(theirs)}, []any{"nope"}, []any{"987654"}} {
+		for _, bad := range []string{fmt.Sprint(theirs), "nope", "987654"} {
 			wantErr(t, e.Do(testenv.Req{Method: "POST", Path: msgPath(visit), Header: map[string]string{"X-ApiToken": s.pat.Token},
-				JSON: map[string]any{"content": "x", "attachment_ids": bad}}), 400, 400)
+				JSON: newMessage{Content: "x", AttachmentIDs: []string{bad}}}), 400, 400)
 		}
 	})
 	// A completed visit is closed for new messages; its history stays readable.
@@ -153,8 +151,8 @@ func TestMessages_PostAndRead(t *testing.T) {
 	t.Run("OKAuditedWithoutContent", func(t *testing.T) {
 		res := e.Do(testenv.Req{Path: "/api_v3/audit", Header: adminHeaders(s.c), Query: q("limit", "500")})
 		seen := map[string]int{}
-		for _, a := range res.List() {
-			seen[a["action"].(string)+"/"+a["outcome"].(string)]++
+		for _, a := range dataOf[[]client.AuditEntry](t, res) {
+			seen[a.Action+"/"+string(a.Outcome)]++
 		}
 		if seen["visit.message.create/ok"] < 5 || seen["visit.messages.read/ok"] < 5 || seen["visit.message.create/denied"] < 1 {
 			t.Fatalf("%v", seen)
@@ -177,15 +175,15 @@ func TestMessages_ThreadCache(t *testing.T) {
 
 	// A new name shows on old messages at once.
 	t.Run("OKNewNameShows", func(t *testing.T) {
-		if ms, _ := readMsgs(t, e, s.doc.Token, visit); ms[0]["actor"].(map[string]any)["display_name"] == "" {
-			t.Fatalf("no name: %v", ms[0])
+		if ms, _ := readMsgs(t, e, s.doc.Token, visit); ms[0].Actor.DisplayName == "" {
+			t.Fatalf("no name: %+v", ms[0])
 		}
 		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/me", Header: userHeaders(s.c, s.pat.Token), Form: q("first_name", "Renamed", "last_name", "Person")})
 		if res.Status != 200 {
 			t.Fatalf("rename: %d %s", res.Status, res.Raw)
 		}
-		if ms, _ := readMsgs(t, e, s.doc.Token, visit); ms[0]["actor"].(map[string]any)["display_name"] != "Renamed Person" {
-			t.Fatalf("old name shown: %v", ms[0]["actor"])
+		if ms, _ := readMsgs(t, e, s.doc.Token, visit); ms[0].Actor.DisplayName != "Renamed Person" {
+			t.Fatalf("old name shown: %+v", ms[0].Actor)
 		}
 	})
 
@@ -222,13 +220,14 @@ func TestMessages_ThreadCache(t *testing.T) {
 						kv = append(kv, "order", "desc")
 					}
 					res := e.Do(testenv.Req{Path: msgPath(visit), Header: map[string]string{"X-ApiToken": token}, Query: q(kv...)})
-					if res.Status != 200 {
-						t.Errorf("read: %d %s", res.Status, res.Raw)
+					var page threadPage
+					if err := json.Unmarshal(res.Raw, &page); res.Status != 200 || err != nil {
+						t.Errorf("read: %d %s (%v)", res.Status, res.Raw, err)
 						return
 					}
-					p := seen{skip: skip, total: int(res.Body["total_count"].(float64)), desc: desc}
-					for _, m := range res.List() {
-						p.ids = append(p.ids, m["id"].(string))
+					p := seen{skip: skip, total: page.TotalCount, desc: desc}
+					for _, m := range page.Data {
+						p.ids = append(p.ids, m.Id)
 					}
 					mu.Lock()
 					pages = append(pages, p)
@@ -243,7 +242,7 @@ func TestMessages_ThreadCache(t *testing.T) {
 		}
 		var order []string
 		for _, m := range all {
-			order = append(order, m["id"].(string))
+			order = append(order, m.Id)
 		}
 		for _, p := range pages {
 			// The page is the places the count it came with covers.

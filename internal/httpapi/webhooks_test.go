@@ -62,7 +62,7 @@ func TestWebhook_DeliveryRetriesAndSignature(t *testing.T) {
 		ev := d.Event
 		ids[ev.ID] = true
 		if ev.Type != "visit.message.created" || ev.AccountCode != "alpha" || ev.Version != "1.0" || ev.Data.VisitID != visit ||
-			ev.Data.MessageID != msg["id"] || ev.Data.ActorType != "patient" || ev.Data.TS != 1772442000 || ev.Created < ev.Data.TS {
+			ev.Data.MessageID != msg.Id || ev.Data.ActorType != "patient" || ev.Data.TS != 1772442000 || ev.Created < ev.Data.TS {
 			t.Fatalf("payload %s", d.Body)
 		}
 		slices.Sort(d.Keys)
@@ -86,7 +86,7 @@ func TestWebhook_DeliveryRetriesAndSignature(t *testing.T) {
 	}
 	waitFor(t, "the delivery to be recorded", func() bool { return deliveries(t, e, s.c)[0]["outcome"] == "delivered" })
 	d := deliveries(t, e, s.c)[0]
-	if d["attempts"].(float64) != 3 || d["last_status_code"].(float64) != 204 || d["message_id"] != msg["id"] || d["event"] != "visit.message.created" || d["next_attempt"] != nil {
+	if d["attempts"].(float64) != 3 || d["last_status_code"].(float64) != 204 || d["message_id"] != msg.Id || d["event"] != "visit.message.created" || d["next_attempt"] != nil {
 		t.Fatalf("%v", d)
 	}
 
@@ -94,7 +94,7 @@ func TestWebhook_DeliveryRetriesAndSignature(t *testing.T) {
 	t.Run("OKProviderMessage", func(t *testing.T) {
 		m := mustPost(t, e, s.doc.Token, visit, "Please send a photo.")
 		ev := rc.next(t).Event
-		if ev.Data.ActorType != "provider" || ev.Data.MessageID != m["id"] {
+		if ev.Data.ActorType != "provider" || ev.Data.MessageID != m.Id {
 			t.Fatalf("%+v", ev)
 		}
 	})
@@ -157,7 +157,7 @@ func TestWebhook_GivesUpAfterFiveAndRedelivers(t *testing.T) {
 	if res.Status != 200 || res.Data()["attempts"].(float64) != 0 {
 		t.Fatalf("%d %s", res.Status, res.Raw)
 	}
-	if ev := rc.next(t).Event; ev.Data.MessageID != msg["id"] {
+	if ev := rc.next(t).Event; ev.Data.MessageID != msg.Id {
 		t.Fatalf("%+v", ev)
 	}
 	waitFor(t, "delivered", func() bool { return deliveries(t, e, s.c)[0]["outcome"] == "delivered" })
@@ -295,13 +295,13 @@ func TestMessages_ConcurrentPosts(t *testing.T) {
 		t.Fatalf("%v", statuses)
 	}
 	order := func(tok, base string) string {
-		res := testenv.Do(t, base, testenv.Req{Path: msgPath(visit), Header: map[string]string{"X-ApiToken": tok}, Query: q("limit", "200")})
-		if res.Status != 200 || res.Body["total_count"].(float64) != 50 {
-			t.Fatalf("%d %s", res.Status, res.Raw)
+		page := decode[threadPage](t, testenv.Do(t, base, testenv.Req{Path: msgPath(visit), Header: map[string]string{"X-ApiToken": tok}, Query: q("limit", "200")}))
+		if page.TotalCount != 50 {
+			t.Fatalf("%d messages", page.TotalCount)
 		}
 		var ids []string
-		for _, m := range res.List() {
-			ids = append(ids, m["id"].(string))
+		for _, m := range page.Data {
+			ids = append(ids, m.Id)
 		}
 		return strings.Join(ids, ",")
 	}
@@ -314,7 +314,7 @@ func TestMessages_ConcurrentPosts(t *testing.T) {
 	for skip := 0; skip < 50; skip += 7 {
 		ms, _ := readMsgs(t, e, s.pat.Token, visit, "skip", strconv.Itoa(skip), "limit", "7")
 		for _, m := range ms {
-			paged = append(paged, m["id"].(string))
+			paged = append(paged, m.Id)
 		}
 	}
 	if strings.Join(paged, ",") != one {
