@@ -195,12 +195,26 @@ func (s *Server) chartEMR(ctx context.Context, p *clinic.Principal, uid int64, _
 // chartFiles is a page of the patient's files, newest first.
 func (s *Server) chartFiles(ctx context.Context, p *clinic.Principal, uid int64, q chartQuery, page *chartPage) error {
 	files, err := s.app.ListFiles(ctx, p, app.FileQuery{TargetID: uid, TargetType: "user", Before: q.FilesBefore, Limit: chartListPage})
+	at := chartList{pager{Label: "Files", BackText: "Latest files", NextText: "Earlier files"}, "files-h", "files_before", q.FilesBefore}
+	return showList(files, err, uid, at, &page.Files, &page.FilesPager, &page.FilesState)
+}
+
+// chartList is one of the chart's long lists: its pager's texts, its
+// anchor, the parameter that pages it and the page asked for.
+type chartList struct {
+	pager
+	anchor, param string
+	before        int64
+}
+
+// showList puts a page of a chart's long list on the page, with its
+// pager; a refusal of the list's rule is shown in its place.
+func showList[T any](got clinic.Page[T], err error, uid int64, at chartList, items *[]T, pg *pager, state *chartSection) error {
 	if err != nil {
-		return shownRefused(&page.FilesState, err)
+		return shownRefused(state, err)
 	}
-	page.Files = files.Items
-	page.FilesPager = pager{Label: "Files", BackText: "Latest files", NextText: "Earlier files"}.
-		on(chartPath(uid), "files-h", "files_before", q.FilesBefore > 0, files.Next, nil)
+	*items = got.Items
+	*pg = at.pager.on(chartPath(uid), at.anchor, at.param, at.before > 0, got.Next, nil)
 	return nil
 }
 
@@ -212,14 +226,7 @@ func (s *Server) chartInsurance(ctx context.Context, p *clinic.Principal, uid in
 		return shownRefused(&page.CardsState, err)
 	}
 	for _, c := range cards {
-		ci := cardItem{Type: c.CardType}
-		for k, v := range c.Fields {
-			if str, ok := v.(string); ok && str != "" {
-				ci.Fields = append(ci.Fields, kv{k, str})
-			}
-		}
-		sort.Slice(ci.Fields, func(i, j int) bool { return ci.Fields[i].Key < ci.Fields[j].Key })
-		page.Cards = append(page.Cards, ci)
+		page.Cards = append(page.Cards, cardItemOf(c))
 	}
 	if job, e := s.app.Eligibility(ctx, p, uid); e == nil {
 		page.Eligibility = job
@@ -231,17 +238,24 @@ func (s *Server) chartInsurance(ctx context.Context, p *clinic.Principal, uid in
 	return nil
 }
 
+// cardItemOf is an insurance card's fields that hold text, by name.
+func cardItemOf(c *app.Card) cardItem {
+	ci := cardItem{Type: c.CardType}
+	for k, v := range c.Fields {
+		if str, ok := v.(string); ok && str != "" {
+			ci.Fields = append(ci.Fields, kv{k, str})
+		}
+	}
+	sort.Slice(ci.Fields, func(i, j int) bool { return ci.Fields[i].Key < ci.Fields[j].Key })
+	return ci
+}
+
 // chartPrescriptions is a page of the patient's prescriptions, newest
 // first, current and discontinued.
 func (s *Server) chartPrescriptions(ctx context.Context, p *clinic.Principal, uid int64, q chartQuery, page *chartPage) error {
 	rxs, err := s.app.Prescriptions(ctx, p, uid, app.RxQuery{Status: "All", Before: q.RxBefore, Limit: chartListPage})
-	if err != nil {
-		return shownRefused(&page.RxState, err)
-	}
-	page.Prescriptions = rxs.Items
-	page.RxPager = pager{Label: "Prescriptions", BackText: "Latest prescriptions", NextText: "Earlier prescriptions"}.
-		on(chartPath(uid), "rx-h", "rx_before", q.RxBefore > 0, rxs.Next, nil)
-	return nil
+	at := chartList{pager{Label: "Prescriptions", BackText: "Latest prescriptions", NextText: "Earlier prescriptions"}, "rx-h", "rx_before", q.RxBefore}
+	return showList(rxs, err, uid, at, &page.Prescriptions, &page.RxPager, &page.RxState)
 }
 
 // chartPharmacies is the patient's pharmacies.
