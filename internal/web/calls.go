@@ -282,9 +282,13 @@ func (s *Server) callRecording(w http.ResponseWriter, r *http.Request) error {
 		return clinic.Errorf(clinic.EInvalid, "file (the recording) is required.")
 	}
 	defer f.Close()
-	num := func(k string) int64 { n, _ := strconv.ParseInt(r.FormValue(k), 10, 64); return n }
-	rec, err := s.app.AddCallRecording(r.Context(), p, id, app.CallRecordingInput{Peer: r.FormValue("peer"), Request: num("request"),
-		RecordingInput: app.RecordingInput{File: f, Start: num("start"), End: num("end")}})
+	ff := formFields(r)
+	in := app.CallRecordingInput{Peer: ff.str("peer"), Request: ff.number("request", "the recording request's number"),
+		RecordingInput: app.RecordingInput{File: f, Start: ff.number("start", "a time in unix seconds"), End: ff.number("end", "a time in unix seconds")}}
+	if err := ff.Err(); err != nil {
+		return err
+	}
+	rec, err := s.app.AddCallRecording(r.Context(), p, id, in)
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,20 @@ func postFields(r *http.Request) *fields {
 	return f
 }
 
+// formFields are r's query and posted form's values together (a form
+// posted to an address that carries some of them), parsed already for a
+// multipart form.
+func formFields(r *http.Request) *fields {
+	f := &fields{bad: map[string]string{}}
+	if r.Form == nil {
+		if err := r.ParseForm(); err != nil {
+			f.bad[""] = "The form could not be read."
+		}
+	}
+	f.vals = r.Form
+	return f
+}
+
 // has says whether the field was sent at all (an empty value counts).
 func (f *fields) has(name string) bool { _, ok := f.vals[name]; return ok }
 
@@ -53,6 +67,21 @@ func (f *fields) place(name string) int64 {
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n <= 0 {
 		f.bad[name] = name + " must be the id of an item of the list."
+		return 0
+	}
+	return n
+}
+
+// number is a whole number of 0 or more (what says what it is, for
+// people: "a time in unix seconds"); 0 when absent.
+func (f *fields) number(name, what string) int64 {
+	v := f.str(name)
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		f.bad[name] = name + " must be " + what + "."
 		return 0
 	}
 	return n

@@ -270,7 +270,11 @@ func (s *Server) showPay(w http.ResponseWriter, r *http.Request, status int, msg
 	}
 	if kind == kindAppointment {
 		// The time is held again for as long as the page is open to pay.
-		h, err := s.app.HoldTime(ctx, p, heldBooking(r, id))
+		in, err := heldBooking(r, id)
+		var h *app.Hold
+		if err == nil {
+			h, err = s.app.HoldTime(ctx, p, in)
+		}
 		if err != nil {
 			if status, msg, ok := s.refused(r, err, clinic.EConflict, clinic.EInvalid); ok {
 				return s.showBook(w, r, status, msg+" Choose a time first; nothing has been charged.")
@@ -319,7 +323,11 @@ func (s *Server) payNow(w http.ResponseWriter, r *http.Request) error {
 	kind := r.PostFormValue("kind")
 	if kind == kindAppointment {
 		// No charge without the time held for this patient.
-		if _, err := s.app.HoldTime(ctx, p, heldBooking(r, id)); err != nil {
+		in, err := heldBooking(r, id)
+		if err == nil {
+			_, err = s.app.HoldTime(ctx, p, in)
+		}
+		if err != nil {
 			if status, msg, ok := s.refused(r, err, clinic.EConflict, clinic.EInvalid); ok {
 				return s.showBook(w, r, status, msg+" Choose another time; nothing has been charged.")
 			}
@@ -347,7 +355,11 @@ func (s *Server) payNow(w http.ResponseWriter, r *http.Request) error {
 // fail all the same, the payment goes back at once: no money is kept for a
 // visit that will not happen.
 func (s *Server) bookPaid(w http.ResponseWriter, r *http.Request, p *clinic.Principal, id int64) error {
-	d, err := s.app.Book(r.Context(), p, heldBooking(r, id))
+	in, err := heldBooking(r, id)
+	var d *app.VisitDetail
+	if err == nil {
+		d, err = s.app.Book(r.Context(), p, in)
+	}
 	if err == nil {
 		s.saveBrowserZone(r, p)
 		http.Redirect(w, r, "/visits/start/"+strconv.FormatInt(d.Visit.ID, 10), http.StatusSeeOther)
@@ -365,11 +377,24 @@ func (s *Server) bookPaid(w http.ResponseWriter, r *http.Request, p *clinic.Prin
 
 // heldBooking is the appointment the form or query names for intake id:
 // slot_start, slot_end and provider_id, as the time list sends them.
-func heldBooking(r *http.Request, id int64) app.BookInput {
-	start, _ := strconv.ParseInt(r.FormValue("slot_start"), 10, 64)
-	end, _ := strconv.ParseInt(r.FormValue("slot_end"), 10, 64)
-	prov, _ := strconv.ParseInt(r.FormValue("provider_id"), 10, 64)
-	return app.BookInput{SlotStart: start, SlotEnd: end, RoomCode: r.PathValue("room_code"), Type: "2", IntakeID: id, ProviderID: prov}
+func heldBooking(r *http.Request, id int64) (app.BookInput, error) {
+	t := slotFields(r)
+	return app.BookInput{SlotStart: t.start, SlotEnd: t.end, RoomCode: r.PathValue("room_code"), Type: "2", IntakeID: id, ProviderID: t.provider}, t.err
+}
+
+// slotTime is a time the time list sends (booking or moving a visit):
+// slot_start, slot_end and provider_id.
+type slotTime struct {
+	start, end, provider int64
+	err                  error
+}
+
+func slotFields(r *http.Request) slotTime {
+	f := formFields(r)
+	t := slotTime{start: f.number("slot_start", "a time in unix seconds"), end: f.number("slot_end", "a time in unix seconds"),
+		provider: f.number("provider_id", "a provider's id")}
+	t.err = f.Err()
+	return t
 }
 
 // money writes minor units as an amount with its currency, in the
@@ -429,8 +454,11 @@ func (s *Server) showBook(w http.ResponseWriter, r *http.Request, status int, ms
 // Later times goes on from there.
 func (s *Server) showTimes(w http.ResponseWriter, r *http.Request, status int, p *clinic.Principal, id int64, room *clinic.Room, action, msg string) error {
 	now := s.app.Now()
-	from, _ := strconv.ParseInt(r.URL.Query().Get("from"), 10, 64)
-	from = max(from, now.Unix())
+	qf := queryFields(r)
+	from := max(qf.number("from", "a time in unix seconds"), now.Unix())
+	if err := qf.Err(); err != nil {
+		return err
+	}
 	end := time.Unix(from, 0).Add(bookWindow).Unix()
 	av, err := s.app.Availability(r.Context(), p, app.AvailabilityQuery{IntakeID: id, RoomCode: room.Code, Start: from, End: end})
 	if err != nil {
@@ -482,7 +510,10 @@ func (s *Server) book(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	in := heldBooking(r, id)
+	in, err := heldBooking(r, id)
+	if err != nil {
+		return err
+	}
 	due, err := s.paymentDue(r, p, id)
 	if err != nil {
 		return err

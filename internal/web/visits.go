@@ -609,10 +609,12 @@ func (s *Server) reschedule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	start, _ := strconv.ParseInt(r.PostFormValue("slot_start"), 10, 64)
-	end, _ := strconv.ParseInt(r.PostFormValue("slot_end"), 10, 64)
-	prov, _ := strconv.ParseInt(r.PostFormValue("provider_id"), 10, 64)
-	if _, err := s.app.Reschedule(r.Context(), p, d.Visit.ID, app.RescheduleInput{SlotStart: start, SlotEnd: end, ProviderID: prov}); err != nil {
+	t := slotFields(r)
+	err = t.err
+	if err == nil {
+		_, err = s.app.Reschedule(r.Context(), p, d.Visit.ID, app.RescheduleInput{SlotStart: t.start, SlotEnd: t.end, ProviderID: t.provider})
+	}
+	if err != nil {
 		if status, msg, ok := s.refused(r, err, clinic.EConflict, clinic.EInvalid); ok {
 			return s.showTimes(w, r, status, p, d.Visit.IntakeID, d.Room, r.URL.Path, msg)
 		}
