@@ -269,7 +269,7 @@ func TestAuthzMatrix(t *testing.T) {
 	guest := mustSSO(t, e, s.c, "600", "", "Gus", "Guest")
 	visit := s.withVisit(t)
 	it := s.intake(t, s.pat, "reason_for_visit", "Cough")
-	file := mustUpload(t, e, s.c, s.pat.Token, "scan.png", pngBytes(t, 20, 20))["id"].(string)
+	file := mustUpload(t, e, s.c, s.pat.Token, "scan.png", pngBytes(t, 20, 20)).Id
 	card := s.addCard(t, s.pat, "tok_visa")["id"].(string)
 	ep := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/endpoints", Header: userHeaders(s.c, s.pat.Token),
 		Form: q("type", "10", "key", "pat@example.com")})

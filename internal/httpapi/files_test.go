@@ -21,6 +21,7 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"teleclinic/internal/blob"
+	"teleclinic/client"
 	"teleclinic/internal/testenv"
 )
 
@@ -53,13 +54,9 @@ func hugePNG(w, h uint32) []byte {
 	return b.Bytes()
 }
 
-func mustUpload(t *testing.T, e *testenv.Env, c *testenv.Clinic, token, name string, body []byte, kv ...string) map[string]any {
+func mustUpload(t *testing.T, e *testenv.Env, c *testenv.Clinic, token, name string, body []byte, kv ...string) client.File {
 	t.Helper()
-	res := upload(e, c, token, name, body, kv...)
-	if res.Status != 200 {
-		t.Fatalf("upload %s: %d %s", name, res.Status, res.Raw)
-	}
-	return res.Data()
+	return dataOf[client.File](t, upload(e, c, token, name, body, kv...))
 }
 
 func TestFiles_UploadViewList(t *testing.T) {
@@ -69,16 +66,13 @@ func TestFiles_UploadViewList(t *testing.T) {
 	pic := pngBytes(t, 400, 200)
 
 	f := mustUpload(t, e, s.c, s.pat.Token, "scan.png", pic, "meta.title", "Rash photo", "meta.description", "left arm")
-	meta := f["meta"].(map[string]any)
-	if f["name"] != "scan.png" || f["ext"] != "png" || f["size"].(float64) != float64(len(pic)) || f["content_type"] != "image/png" ||
-		meta["category"] != "user_document" || meta["title"] != "Rash photo" || meta["description"] != "left arm" ||
-		meta["target"].(map[string]any)["type"] != "user" || meta["target"].(map[string]any)["id"] != s.pat.UserID ||
-		meta["account"].(map[string]any)["code"] != "alpha" || f["creator"].(map[string]any)["id"] != s.pat.UserID ||
-		f["is_deletable"] != true {
-		t.Fatalf("%v", f)
+	m := f.Meta
+	if f.Name != "scan.png" || f.Ext != "png" || f.Size != len(pic) || f.ContentType != "image/png" || !f.IsDeletable ||
+		m.Category != "user_document" || deref(m.Title) != "Rash photo" || deref(m.Description) != "left arm" ||
+		m.Target.Type != "user" || m.Target.Id != s.pat.UserID || deref(m.Account.Code) != "alpha" || deref(f.Creator.Id) != s.pat.UserID {
+		t.Fatalf("%+v", f)
 	}
-	fid := f["id"].(string)
-	link := f["fullpath"].(string)
+	fid, link := f.Id, f.Fullpath
 	if !strings.HasPrefix(link, "http://teleclinic.test/api_v3/files/view/"+fid+"?") || !strings.Contains(link, "auth_code=") || !strings.Contains(link, "time=") {
 		t.Fatal(link)
 	}
@@ -115,7 +109,7 @@ func TestFiles_UploadViewList(t *testing.T) {
 	t.Run("OKNonImageDownload", func(t *testing.T) {
 		pdf := []byte("%PDF-1.4\n1 0 obj<<>>endobj\ntrailer<<>>\n%%EOF\n")
 		d := mustUpload(t, e, s.c, s.pat.Token, "labs.pdf", pdf, "meta.category", "user_consent")
-		res := view(t, e, d["fullpath"].(string), "size", "10x10")
+		res := view(t, e, d.Fullpath, "size", "10x10")
 		if res.Status != 200 || !bytes.Equal(res.Raw, pdf) || res.Header.Get("Content-Type") != "application/pdf" ||
 			res.Header.Get("Content-Disposition") != "attachment; filename=labs.pdf" || res.Header.Get("X-Content-Type-Options") != "nosniff" {
 			t.Fatalf("%d %v", res.Status, res.Header)
@@ -125,9 +119,9 @@ func TestFiles_UploadViewList(t *testing.T) {
 	// A 30000x30000 image is refused from its header.
 	t.Run("ErrHugeImage", func(t *testing.T) {
 		d := mustUpload(t, e, s.c, s.pat.Token, "bomb.png", hugePNG(30000, 30000))
-		wantErr(t, view(t, e, d["fullpath"].(string), "size", "100x100"), 413, 413)
+		wantErr(t, view(t, e, d.Fullpath, "size", "100x100"), 413, 413)
 		// Unresized, it is served as stored.
-		if res := view(t, e, d["fullpath"].(string)); res.Status != 200 {
+		if res := view(t, e, d.Fullpath); res.Status != 200 {
 			t.Fatal(res.Status)
 		}
 	})
@@ -151,8 +145,8 @@ func TestFiles_UploadViewList(t *testing.T) {
 		wantErr(t, upload(e, s.c, s.doc.Token, "x.txt", []byte("hello"), "meta.target.id", s.pat.UserID, "meta.target.type", "user"), 403, 403)
 		// The admin uploads for the patient.
 		d := mustUpload(t, e, s.c, "", "consent.txt", []byte("I consent."), "meta.target.id", s.pat.UserID, "meta.target.type", "user", "meta.category", "user_consent")
-		if d["meta"].(map[string]any)["target"].(map[string]any)["id"] != s.pat.UserID {
-			t.Fatalf("%v", d)
+		if d.Meta.Target.Id != s.pat.UserID {
+			t.Fatalf("%+v", d)
 		}
 	})
 
@@ -163,31 +157,27 @@ func TestFiles_UploadViewList(t *testing.T) {
 			t.Fatalf("accept: %s", res.Raw)
 		}
 		att := mustUpload(t, e, s.c, s.pat.Token, "throat.jpg.txt", []byte("notes for the visit"), "meta.target.id", visit, "meta.target.type", "visit")
-		if m := att["meta"].(map[string]any); m["category"] != "intake_attachment" || m["intake"] == nil {
-			t.Fatalf("%v", att)
+		if att.Meta.Category != "intake_attachment" || att.Meta.Intake == nil {
+			t.Fatalf("%+v", att)
 		}
 		wantErr(t, upload(e, s.c, s.pat.Token, "x.txt", []byte("x"), "meta.target.id", visit, "meta.target.type", "visit", "meta.category", "user_document"), 400, 400)
 		wantErr(t, upload(e, s.c, s.pat2.Token, "x.txt", []byte("x"), "meta.target.id", visit, "meta.target.type", "visit"), 404, 404)
 
-		list := func(token string, kv ...string) []map[string]any {
+		list := func(token string, kv ...string) []client.File {
 			t.Helper()
-			res := e.Do(testenv.Req{Path: "/api_v3/files", Header: userHeaders(s.c, token), Query: q(kv...)})
-			if res.Status != 200 {
-				t.Fatalf("%d %s", res.Status, res.Raw)
-			}
-			return res.List()
+			return dataOf[[]client.File](t, e.Do(testenv.Req{Path: "/api_v3/files", Header: userHeaders(s.c, token), Query: q(kv...)}))
 		}
 		mine := list(s.pat.Token)
 		for _, x := range mine {
-			if x["id"] == att["id"] {
+			if x.Id == att.Id {
 				t.Fatal("a visit's file in the profile list")
 			}
 		}
 		if len(list(s.pat.Token, "include_shared", "1")) != len(mine)+1 {
 			t.Fatal("include_shared leaves out the visit's file")
 		}
-		if got := list(s.pat.Token, "target_type", "visit", "target_id", visit); len(got) != 1 || got[0]["id"] != att["id"] {
-			t.Fatalf("%v", got)
+		if got := list(s.pat.Token, "target_type", "visit", "target_id", visit); len(got) != 1 || got[0].Id != att.Id {
+			t.Fatalf("%+v", got)
 		}
 		if got := list(s.pat.Token, "category_type", "user_consent"); len(got) != 2 {
 			t.Fatalf("%d consents", len(got))
@@ -195,8 +185,8 @@ func TestFiles_UploadViewList(t *testing.T) {
 		// The provider now has a visit with the patient: reads their files, and
 		// cannot delete the patient's own upload.
 		docView := list(s.doc.Token, "target_id", s.pat.UserID, "target_type", "user")
-		if len(docView) != len(mine) || docView[0]["is_deletable"] != false {
-			t.Fatalf("%v", docView)
+		if len(docView) != len(mine) || docView[0].IsDeletable {
+			t.Fatalf("%+v", docView)
 		}
 		if res := e.Do(testenv.Req{Path: "/api_v3/files/" + fid, Header: userHeaders(s.c, s.doc.Token)}); res.Status != 200 {
 			t.Fatal(res.Status)
@@ -212,23 +202,24 @@ func TestFiles_UploadViewList(t *testing.T) {
 
 	// Rename, retitle, delete.
 	t.Run("OKRenameRetitleDelete", func(t *testing.T) {
-		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/files/" + fid, Header: userHeaders(s.c, s.pat.Token), Form: q("name", "arm.png")})
-		if res.Status != 200 || res.Data()["name"] != "arm.png" || res.Data()["meta"].(map[string]any)["title"] != "arm.png" {
-			t.Fatalf("%s", res.Raw)
+		got := dataOf[client.File](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/files/" + fid, Header: userHeaders(s.c, s.pat.Token), Form: q("name", "arm.png")}))
+		if got.Name != "arm.png" || deref(got.Meta.Title) != "arm.png" {
+			t.Fatalf("%+v", got)
 		}
-		res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/files/" + fid, Header: userHeaders(s.c, s.pat.Token), JSON: map[string]any{"meta": map[string]any{"title": "Arm, day 2"}}})
-		if res.Status != 200 || res.Data()["meta"].(map[string]any)["title"] != "Arm, day 2" || res.Data()["name"] != "arm.png" {
-			t.Fatalf("%s", res.Raw)
+		got = dataOf[client.File](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/files/" + fid, Header: userHeaders(s.c, s.pat.Token), JSON: js(`{"meta": {"title": "Arm, day 2"}}`)}))
+		if deref(got.Meta.Title) != "Arm, day 2" || got.Name != "arm.png" {
+			t.Fatalf("%+v", got)
 		}
 		wantErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/files/" + fid, Header: userHeaders(s.c, s.pat2.Token), Form: q("name", "x")}), 404, 404)
 		var key string
-		_ = e.Store.DB().QueryRow("SELECT blob_key FROM files WHERE id = " + fid).Scan(&key)
+		if err := e.Store.DB().QueryRow("SELECT blob_key FROM files WHERE id = " + fid).Scan(&key); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := os.Stat(filepath.Join(e.Blobs, key)); err != nil {
 			t.Fatalf("bytes missing before delete: %v", err)
 		}
-		res = e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/files/" + fid, Header: userHeaders(s.c, s.pat.Token)})
-		if res.Status != 200 || res.Body["data"] != true {
-			t.Fatalf("%s", res.Raw)
+		if deleted := dataOf[bool](t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/files/" + fid, Header: userHeaders(s.c, s.pat.Token)})); !deleted {
+			t.Fatal("deleted: false")
 		}
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/files/" + fid, Header: userHeaders(s.c, s.pat.Token)}), 404, 404)
 		wantErr(t, view(t, e, link), 404, 404)
@@ -298,19 +289,21 @@ func TestFiles_S3(t *testing.T) {
 	pic := pngBytes(t, 120, 80)
 	f := mustUpload(t, e, s.c, s.pat.Token, "x.png", pic)
 	var key string
-	_ = e.Store.DB().QueryRow("SELECT blob_key FROM files WHERE id = " + f["id"].(string)).Scan(&key)
+	if err := e.Store.DB().QueryRow("SELECT blob_key FROM files WHERE id = " + f.Id).Scan(&key); err != nil {
+		t.Fatal(err)
+	}
 	obj, err := backend.HeadObject("clinic", key)
 	if err != nil || obj.Size != int64(len(pic)) {
 		t.Fatalf("object %q: %v", key, err)
 	}
-	res := view(t, e, f["fullpath"].(string))
+	res := view(t, e, f.Fullpath)
 	if res.Status != 200 || !bytes.Equal(res.Raw, pic) {
 		t.Fatalf("%d %d bytes", res.Status, len(res.Raw))
 	}
-	if res := view(t, e, f["fullpath"].(string), "size", "60x60"); res.Status != 200 {
+	if res := view(t, e, f.Fullpath, "size", "60x60"); res.Status != 200 {
 		t.Fatal(res.Status)
 	}
-	if res := e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/files/" + f["id"].(string), Header: userHeaders(s.c, s.pat.Token)}); res.Status != 200 {
+	if res := e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/files/" + f.Id, Header: userHeaders(s.c, s.pat.Token)}); res.Status != 200 {
 		t.Fatal(res.Status)
 	}
 	if _, err := backend.HeadObject("clinic", key); err == nil {
@@ -353,7 +346,7 @@ func TestFiles_Pages(t *testing.T) {
 	var want []string
 	for i := range 9 {
 		d := mustUpload(t, e, s.c, s.pat.Token, fmt.Sprintf("f%d.txt", i), []byte("mine"))
-		want = append([]string{d["id"].(string)}, want...)
+		want = append([]string{d.Id}, want...)
 		// A visit's file between each: in the list with include_shared only.
 		mustUpload(t, e, s.c, s.pat.Token, fmt.Sprintf("v%d.txt", i), []byte("for the visit"), "meta.target.id", visit, "meta.target.type", "visit")
 	}

@@ -30,9 +30,9 @@ func TestFiles_ResizeBounded(t *testing.T) {
 	}})
 	s := newClinicSetup(t, e, "alpha")
 	f := mustUpload(t, e, s.c, s.pat.Token, "scan.png", pngBytes(t, 1500, 1500))
-	link := f["fullpath"].(string)
+	link := f.Fullpath
 	if link == "" {
-		t.Fatalf("%v", f)
+		t.Fatalf("%+v", f)
 	}
 
 	var wg sync.WaitGroup
@@ -63,7 +63,7 @@ func TestFiles_ResizeBounded(t *testing.T) {
 		t.Fatalf("%d %s", first.Status, first.Raw)
 	}
 	var key string
-	if err := e.Store.DB().QueryRow("SELECT blob_key FROM files WHERE id = " + f["id"].(string)).Scan(&key); err != nil {
+	if err := e.Store.DB().QueryRow("SELECT blob_key FROM files WHERE id = " + f.Id).Scan(&key); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Remove(filepath.Join(blobs, filepath.FromSlash(key))); err != nil {
