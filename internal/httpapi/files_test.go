@@ -20,8 +20,8 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
-	"teleclinic/internal/blob"
 	"teleclinic/client"
+	"teleclinic/internal/blob"
 	"teleclinic/internal/testenv"
 )
 
