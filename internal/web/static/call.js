@@ -1140,7 +1140,10 @@
           return {};
         }
         return peers[id].pc.getStats().then(function (report) {
-          var out = { peer: id, videoBytes: 0, audioBytes: 0, relay: false, width: peers[id].view.video.videoWidth };
+          // A peer whose tile is not drawn yet (its track still on the
+          // way) has no width.
+          var view = peers[id] && peers[id].view;
+          var out = { peer: id, videoBytes: 0, audioBytes: 0, relay: false, width: view ? view.video.videoWidth : 0 };
           // The pair in use is the one the transport names; a pair
           // flagged nominated is the fallback for browsers without it
           // (the flag alone can lag behind the media).
