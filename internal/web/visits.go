@@ -395,6 +395,11 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request) error {
 	if page.Call != nil && join {
 		page.Call.AutoJoin = true
 	}
+	if page.Live && page.Seen > 0 { // drawn: the dashboard no longer counts these as new
+		if err := s.app.MarkThreadRead(r.Context(), p, d.Visit.ID, page.Seen); err != nil {
+			return err
+		}
+	}
 	s.render(w, r, http.StatusOK, "visit", page)
 	return nil
 }
@@ -428,8 +433,7 @@ func (page *visitPage) people(p *clinic.Principal, d *app.VisitDetail) {
 
 // visitThread is the latest page of the thread, oldest first, or the page
 // before the newest page.Older. The clinic's admin sees the visit but not
-// its thread, as in the API. Drawn, the thread's messages are no longer
-// new on the dashboard.
+// its thread, as in the API.
 func (s *Server) visitThread(r *http.Request, p *clinic.Principal, d *app.VisitDetail, page *visitPage) error {
 	older := page.Older
 	ms, total, err := s.app.ListMessages(r.Context(), p, d.Visit.ID, app.MessageQuery{Limit: new(app.MessagePageMax), Skip: &older, Order: "desc"})
@@ -443,9 +447,6 @@ func (s *Server) visitThread(r *http.Request, p *clinic.Principal, d *app.VisitD
 	slices.Reverse(ms)
 	for _, m := range ms {
 		page.Messages = append(page.Messages, messageItem{Author: m.Actor.DisplayName, Type: m.Type, Content: m.Content, CreatedUS: m.CreatedUS})
-	}
-	if page.Live && total > 0 {
-		return s.app.MarkThreadRead(r.Context(), p, d.Visit.ID, total)
 	}
 	return nil
 }
