@@ -264,16 +264,16 @@ func (a *App) VerifyAudit(ctx context.Context, p *clinic.Principal) (*AuditVerif
 
 // AccessLogQuery is a page of GET /users/{id}/access-log: after an entry
 // (its id; 0 from the newest), then Start skipped (the spec's paging),
-// Limit entries (AccessLogPage).
+// Limit entries (accessLogPage).
 type AccessLogQuery struct {
 	After int64
 	Start int
 	Limit int
 }
 
-// AccessLogPage is how many entries a page asked for limit holds: 50
+// accessLogPage is how many entries a page asked for limit holds: 50
 // unless it says, at most 500.
-func AccessLogPage(limit int) int { return PageSize(limit, 50, 500) }
+func accessLogPage(limit int) int { return PageSize(limit, 50, 500) }
 
 // AccessLog is GET /users/{id}/access-log: the accesses of others to a
 // patient's record (their profile, records and visits), who, when and
@@ -298,7 +298,7 @@ func (a *App) AccessLog(ctx context.Context, p *clinic.Principal, userID int64, 
 	if in.Start < 0 || in.Limit < 0 || in.After < 0 {
 		return none, 0, clinic.Errorf(clinic.EInvalid, "start, limit and after must not be negative.")
 	}
-	limit := AccessLogPage(in.Limit)
+	limit := accessLogPage(in.Limit)
 	if err := a.settleAudits(ctx, p.Account.ID); err != nil {
 		return none, 0, fmt.Errorf("access log: %w", err)
 	}

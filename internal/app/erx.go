@@ -158,8 +158,8 @@ type RxQuery struct {
 // fewer.
 const MaxRxList = 1000
 
-// RxPage is how many prescriptions a page asked for limit holds.
-func RxPage(limit int) int { return PageSize(limit, MaxRxList, MaxRxList) }
+// rxPage is how many prescriptions a page asked for limit holds.
+func rxPage(limit int) int { return PageSize(limit, MaxRxList, MaxRxList) }
 
 // Prescriptions is GET /users/{id}/erx/prescriptions.
 func (a *App) Prescriptions(ctx context.Context, p *clinic.Principal, userID int64, in RxQuery) (clinic.Page[*PrescriptionView], error) {
@@ -190,7 +190,7 @@ func (a *App) prescriptions(ctx context.Context, p *clinic.Principal, userID int
 	default:
 		return none, clinic.Errorf(clinic.EInvalid, "status must be Current, Discontinued or All.")
 	}
-	size := RxPage(in.Limit)
+	size := rxPage(in.Limit)
 	rxs, err := a.store.Read().Prescriptions(ctx, p.Account.ID, u.ID, store.RxFilter{Status: status, Before: in.Before, Limit: size + 1})
 	if err != nil {
 		return none, fmt.Errorf("prescriptions: %w", err)

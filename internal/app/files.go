@@ -316,8 +316,8 @@ type FileQuery struct {
 // MaxFileList is a page of GET /files unless its limit asks fewer.
 const MaxFileList = 1000
 
-// FilesPage is how many files a page asked for limit holds.
-func FilesPage(limit int) int { return PageSize(limit, MaxFileList, MaxFileList) }
+// filesPage is how many files a page asked for limit holds.
+func filesPage(limit int) int { return PageSize(limit, MaxFileList, MaxFileList) }
 
 // ListFiles is GET /files: the files of one user (the caller by default)
 // or of one visit. A user's list leaves out the files attached to visits
@@ -340,7 +340,7 @@ func (a *App) listFiles(ctx context.Context, p *clinic.Principal, in FileQuery) 
 	if in.Before < 0 {
 		return none, clinic.Errorf(clinic.EInvalid, "before is the id of the last file of the page before.")
 	}
-	size := FilesPage(in.Limit)
+	size := filesPage(in.Limit)
 	flt := store.FileFilter{AccountID: p.Account.ID, Category: in.Category, Before: in.Before, Limit: size + 1}
 	switch in.TargetType {
 	case "", "user":

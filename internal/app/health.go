@@ -379,8 +379,8 @@ const (
 	MaxReadings     = 1000
 )
 
-// ReadingsPage is how many readings a page asked for limit holds.
-func ReadingsPage(limit int) int { return PageSize(limit, DefaultReadings, MaxReadings) }
+// readingsPage is how many readings a page asked for limit holds.
+func readingsPage(limit int) int { return PageSize(limit, DefaultReadings, MaxReadings) }
 
 // Readings is GET /users/{id}/health: a patient's readings, newest first.
 func (a *App) Readings(ctx context.Context, p *clinic.Principal, userID int64, in ReadingQuery) (clinic.Page[*clinic.Reading], error) {
@@ -400,7 +400,7 @@ func (a *App) readings(ctx context.Context, p *clinic.Principal, userID int64, i
 	if _, ok := measures[in.DataType]; in.DataType != "" && !ok {
 		return none, clinic.Errorf(clinic.EInvalid, "data_type %q is not a measurement type.", in.DataType)
 	}
-	size := ReadingsPage(in.Limit)
+	size := readingsPage(in.Limit)
 	f := store.ReadingFilter{DataType: in.DataType, From: in.From, To: in.To, Limit: size + 1}
 	if in.Before < 0 {
 		return none, clinic.Errorf(clinic.EInvalid, "before is the id of one of the patient's readings.")

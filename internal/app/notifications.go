@@ -237,9 +237,9 @@ func (a *App) notifyVisitMove(ctx context.Context, q *store.Q, p *clinic.Princip
 	return err
 }
 
-// NotificationPage is how many notifications a page asked for size holds
+// notificationPage is how many notifications a page asked for size holds
 // (a size below 1 is refused).
-func NotificationPage(size *int) int {
+func notificationPage(size *int) int {
 	if size == nil {
 		return NotificationPageDefault
 	}
@@ -257,7 +257,7 @@ func (a *App) Notifications(ctx context.Context, p *clinic.Principal, size *int,
 	if size != nil && *size < 1 {
 		return none, clinic.Errorf(clinic.EInvalid, "size must be at least 1.")
 	}
-	n := NotificationPage(size)
+	n := notificationPage(size)
 	if last < 0 {
 		return none, clinic.Errorf(clinic.EInvalid, "last must be a timestamp in milliseconds.")
 	}

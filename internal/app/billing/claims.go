@@ -160,8 +160,8 @@ func (s *Service) ClaimsReport(ctx context.Context, p *clinic.Principal, in Clai
 	return out, s.core.AuditOutcome(ctx, p, "report.claims", "report", in.FromDate+".."+in.ToDate, err)
 }
 
-// ClaimsPage is how many claims a page asked for limit holds.
-func ClaimsPage(limit int) int { return app.PageSize(limit, MaxClaims, MaxClaims) }
+// claimsPage is how many claims a page asked for limit holds.
+func claimsPage(limit int) int { return app.PageSize(limit, MaxClaims, MaxClaims) }
 
 func (s *Service) claimsReport(ctx context.Context, p *clinic.Principal, in ClaimsQuery) (clinic.Page[*Claim], error) {
 	var none clinic.Page[*Claim]
@@ -182,7 +182,7 @@ func (s *Service) claimsReport(ctx context.Context, p *clinic.Principal, in Clai
 		return none, clinic.Errorf(clinic.EInvalid, "to_date must be on or after from_date, at most %d days later.", maxClaimDays)
 	}
 	q := s.core.Read()
-	cq := store.ClaimQuery{AccountID: p.Account.ID, ProviderID: provider, From: from.Unix(), To: to.AddDate(0, 0, 1).Unix(), Limit: ClaimsPage(in.Limit) + 1}
+	cq := store.ClaimQuery{AccountID: p.Account.ID, ProviderID: provider, From: from.Unix(), To: to.AddDate(0, 0, 1).Unix(), Limit: claimsPage(in.Limit) + 1}
 	if in.After != 0 {
 		// Any visit of the clinic is a place in the order; the page
 		// holds only what the caller sees.
