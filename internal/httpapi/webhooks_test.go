@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"teleclinic/internal/app"
@@ -334,6 +335,32 @@ func TestMessages_ConcurrentPosts(t *testing.T) {
 	for _, id := range strings.Split(one, ",") {
 		if seen[id] != 1 {
 			t.Fatalf("message %s delivered %d times", id, seen[id])
+		}
+	}
+}
+
+// GET /webhooks/deliveries pages by delivery (before, limit, Link
+// rel=next): every delivery once, newest first; a page that ends the
+// list, exactly full or not, names no next one.
+func TestWebhook_DeliveriesPages(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	rc := newReceiver(t, func(int) int { return 200 })
+	setWebhook(t, e, s.c, "webhook_url", rc.URL)
+	visit := s.econsult(t, s.pat)
+	for i := range 5 {
+		mustPost(t, e, s.pat.Token, visit, fmt.Sprintf("Message %d.", i))
+	}
+	all := e.Do(testenv.Req{Path: "/api_v3/webhooks/deliveries", Header: adminHeaders(s.c)})
+	want := idsOf(all.List(), "id")
+	if len(want) != 5 || all.Header.Get("Link") != "" {
+		t.Fatalf("%d deliveries, Link %q", len(want), all.Header.Get("Link"))
+	}
+	for _, limit := range []int{1, 2, 5} {
+		got, _ := pageWalk{path: "/api_v3/webhooks/deliveries", query: q("limit", fmt.Sprint(limit)), header: adminHeaders(s.c), cursor: "before", idKey: "id", limit: limit}.walk(t, e)
+		if diff := cmp.Diff(want, idsOf(got, "id")); diff != "" {
+			t.Fatalf("%d a page (-want +got):\n%s", limit, diff)
 		}
 	}
 }
