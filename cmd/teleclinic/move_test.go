@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/app/calls"
 	"teleclinic/internal/blob"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/payments"
@@ -419,14 +420,14 @@ func buildMoveFixture(t *testing.T, e *testenv.Env) *moveFixture {
 	}
 	vid, _ := strconv.ParseInt(visit, 10, 64)
 	dp := principal(doc)
-	join, err := e.App.JoinCall(ctx, dp, vid)
+	join, err := calls.New(e.App.Core()).Join(ctx, dp, vid)
 	if err != nil {
 		t.Fatalf("join: %v", err)
 	}
-	if _, err := e.App.SendCallSignal(ctx, dp, vid, app.CallSignalInput{Peer: join.Peer, Kind: "state", Body: json.RawMessage(`{"muted":false}`)}); err != nil {
+	if _, err := calls.New(e.App.Core()).Send(ctx, dp, vid, calls.SignalInput{Peer: join.Peer, Kind: "state", Body: json.RawMessage(`{"muted":false}`)}); err != nil {
 		t.Fatalf("signal: %v", err)
 	}
-	inv, err := e.App.InviteCallGuest(ctx, dp, vid)
+	inv, err := calls.New(e.App.Core()).InviteGuest(ctx, dp, vid)
 	if err != nil {
 		t.Fatalf("invite: %v", err)
 	}
@@ -434,7 +435,7 @@ func buildMoveFixture(t *testing.T, e *testenv.Env) *moveFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := e.App.AcceptCallInvite(ctx, ap, path.Base(inv.URL), "Gina", "Guest"); err != nil {
+	if _, _, err := calls.New(e.App.Core()).AcceptInvite(ctx, ap, path.Base(inv.URL), "Gina", "Guest"); err != nil {
 		t.Fatalf("guest: %v", err)
 	}
 	if err := e.App.MarkThreadRead(ctx, dp, vid, 2); err != nil {

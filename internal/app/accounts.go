@@ -69,7 +69,7 @@ func (a *App) CreateAccount(ctx context.Context, in NewAccount) (*AccountCredent
 			return err
 		}
 		// The admin token acts as this user, so "-" and GET /me mean something for it.
-		admin := &clinic.User{AccountID: acct.ID, Code: "admin-" + randomHex(8), Username: "admin." + in.Code,
+		admin := &clinic.User{AccountID: acct.ID, Code: "admin-" + RandomHex(8), Username: "admin." + in.Code,
 			FirstName: "Clinic", LastName: "Admin", Type: clinic.UserAdmin, Status: clinic.StatusActive, Active: true,
 			IsAdmin: true, Roles: []string{"clinic_admin"}, Extra: map[string]any{}, Created: now, Modified: now}
 		if err := a.createUser(ctx, q, admin, true); err != nil {
@@ -175,7 +175,7 @@ func (a *App) Rotate(ctx context.Context, code, what string) (*AccountCredential
 
 // Settings is GET /settings: what a clinic shows before anyone logs in.
 func (a *App) Settings(ctx context.Context, p *clinic.Principal) (*clinic.Account, error) {
-	if err := requireAccount(p); err != nil {
+	if err := RequireAccount(p); err != nil {
 		return nil, err
 	}
 	return p.Account, nil
@@ -184,7 +184,7 @@ func (a *App) Settings(ctx context.Context, p *clinic.Principal) (*clinic.Accoun
 // Accounts is GET /accounts. A clinic sees only itself: clinics hosted on one
 // server never learn of each other.
 func (a *App) Accounts(ctx context.Context, p *clinic.Principal) ([]*clinic.Account, error) {
-	if err := requireAccount(p); err != nil {
+	if err := RequireAccount(p); err != nil {
 		return nil, err
 	}
 	return []*clinic.Account{p.Account}, nil
@@ -192,7 +192,7 @@ func (a *App) Accounts(ctx context.Context, p *clinic.Principal) ([]*clinic.Acco
 
 // Account is GET /accounts/{code}; "-" is the caller's clinic.
 func (a *App) Account(ctx context.Context, p *clinic.Principal, code string) (*clinic.Account, error) {
-	if err := requireAccount(p); err != nil {
+	if err := RequireAccount(p); err != nil {
 		return nil, err
 	}
 	if code != "-" && code != p.Account.Code {

@@ -36,23 +36,6 @@ func ChangeCloses(v *clinic.Visit, r *clinic.Room) int64 {
 	return v.Start - int64(r.Settings.AppointmentRules().CancelHours)*3600
 }
 
-// callOpen refuses a patient's or guest's join before the appointment's
-// call opens.
-func (a *App) callOpen(ctx context.Context, v *clinic.ThreadVisit, role string) error {
-	if role == CallProvider || v.Kind != clinic.KindAppointment || v.RoomID == 0 {
-		return nil
-	}
-	r, err := a.store.Read().RoomByID(ctx, v.AccountID, v.RoomID)
-	if err != nil {
-		return fmt.Errorf("call room: %w", err)
-	}
-	if opens := JoinOpens(v, r); a.Unix() < opens {
-		return clinic.Errorf(clinic.EConflict, "The call of this appointment opens at %s, %d minutes before it starts.",
-			time.Unix(opens, 0).UTC().Format("2006-01-02 15:04 UTC"), r.Settings.AppointmentRules().JoinBeforeMinutes)
-	}
-	return nil
-}
-
 // patientChange refuses a patient's cancel or move of appointment v once
 // the room's window has closed; staff change it at any time.
 func (a *App) patientChange(ctx context.Context, p *clinic.Principal, v *clinic.Visit) error {

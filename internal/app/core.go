@@ -3,17 +3,21 @@ package app
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/live"
 	"teleclinic/internal/store"
 )
 
 // Core is what a family of operations built outside app is given
 // (app/billing), in gotosocial's processing/<family> form: the store's
-// reads, writes and transactions, the clock, the configuration and log,
-// audit, sealing, and the lookups that check the caller. A family reaches
+// reads, writes and transactions, the live bus, the clock, the
+// configuration and log, audit, sealing, the throttle, and the lookups
+// and steps of other families that check the caller. A family reaches
 // app through its Core only, so what the families share is this one
-// list; nothing in app calls back into a family. The commands that wire
+// list; nothing in app calls back into a family (app/billing,
+// app/calls). The commands that wire
 // the server use App.Store instead.
 type Core struct{ a *App }
 
@@ -28,8 +32,35 @@ func (c Core) Tx(ctx context.Context, fn func(q *store.Q) error) error {
 	return c.a.store.Tx(ctx, fn)
 }
 
-// Unix is now, in unix seconds, on app's clock.
-func (c Core) Unix() int64 { return c.a.Unix() }
+// Live is the bus the store publishes its changes on, for what a family
+// publishes after its commits.
+func (c Core) Live() live.Bus { return c.a.store.Live() }
+
+// Now and Unix are now on app's clock.
+func (c Core) Now() time.Time { return c.a.now() }
+func (c Core) Unix() int64    { return c.a.Unix() }
+
+// PortalBase is the portal's address, for links a family hands out.
+func (c Core) PortalBase() string { return c.a.portalBase() }
+
+// CountAttempt counts an attempt against each key and refuses it (429)
+// past a key's limit (the sign-in throttle's counters and window).
+func (c Core) CountAttempt(ctx context.Context, keys ...ThrottleKey) error {
+	_, err := c.a.countAttempt(ctx, keys)
+	return err
+}
+
+// SignIn signs a user in as SSO does (a new user if in names none),
+// with also run in the same transaction (App.signInUser).
+func (c Core) SignIn(ctx context.Context, p *clinic.Principal, in SSOInput, action string, also func(q *store.Q, u *clinic.User) error) (*SSOResult, error) {
+	return c.a.signInUser(ctx, p, in, action, also)
+}
+
+// SaveRecording keeps a recording of visit visitID as POST
+// /visits/{id}/recordings does, once the family has checked p's right.
+func (c Core) SaveRecording(ctx context.Context, p *clinic.Principal, visitID int64, in RecordingInput) (*clinic.Recording, error) {
+	return c.a.saveRecording(ctx, p, visitID, in)
+}
 
 // Config and Log are app's.
 func (c Core) Config() Config    { return c.a.cfg }
@@ -54,9 +85,14 @@ func (c Core) Seal(plain []byte) (string, error) { return c.a.Seal(plain) }
 func (c Core) Unseal(s string) ([]byte, error)   { return c.a.Unseal(s) }
 
 // VisitFor, RoomByCode and ProviderByID find what p names, as p may see
-// it; MoveVisit moves a visit as the API's lifecycle does.
+// it; GetVisit reads a visit as GET /visits/{id} does (audited);
+// MoveVisit moves a visit as the API's lifecycle does.
 func (c Core) VisitFor(ctx context.Context, p *clinic.Principal, id int64) (*clinic.Visit, error) {
 	return c.a.VisitFor(ctx, p, id)
+}
+
+func (c Core) GetVisit(ctx context.Context, p *clinic.Principal, id int64) (*VisitDetail, error) {
+	return c.a.GetVisit(ctx, p, id, false)
 }
 
 func (c Core) RoomByCode(ctx context.Context, p *clinic.Principal, code string) (*clinic.Room, error) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"path"
 	"regexp"
 	"strconv"
@@ -124,7 +125,7 @@ func (a *App) uploadFile(ctx context.Context, p *clinic.Principal, in FileUpload
 			return nil, err
 		}
 	}
-	f.BlobKey = fmt.Sprintf("files/%d/%s", p.Account.ID, randomHex(16))
+	f.BlobKey = fmt.Sprintf("files/%d/%s", p.Account.ID, RandomHex(16))
 	size, err := a.cfg.Blobs.Put(ctx, f.BlobKey, body)
 	if err != nil {
 		return nil, fmt.Errorf("file: store: %w", err)
@@ -582,3 +583,23 @@ func (a *App) resize(ctx context.Context, fc *FileContent, size, cacheKey string
 
 // pngName is a file's name with the .png of its resized copy.
 func pngName(name string) string { return strings.TrimSuffix(name, path.Ext(name)) + ".png" }
+
+// fileLinkTTL is how long a file view link works.
+const fileLinkTTL = time.Hour
+
+// FileViewURL is the time-limited view link of a file (docs/compat.md):
+// {base}/api_v3/files/view/{id}?auth_code=<hmac>&time=<expiry>, with an
+// optional size for images. The expiry is rounded up to the next ten minutes
+// so that a profile read twice gives the same link, which caches well.
+func (a *App) FileViewURL(id int64, size string) string {
+	exp := (a.Unix()+int64(fileLinkTTL/time.Second))/600*600 + 600
+	v := url.Values{"auth_code": {a.fileSig(id, exp)}, "time": {fmt.Sprint(exp)}}
+	if size != "" {
+		v.Set("size", size)
+	}
+	return strings.TrimRight(a.cfg.BaseURL, "/") + "/api_v3/files/view/" + fmt.Sprint(id) + "?" + v.Encode()
+}
+
+// fileSig signs a file id and a link expiry. File ids are never reused, so
+// a link cannot come to name another file.
+func (a *App) fileSig(id, exp int64) string { return a.mac("file", fmt.Sprintf("%d.%d", id, exp)) }

@@ -45,7 +45,7 @@ type Idempotent struct{ rec clinic.IdempotencyRecord }
 // what another sent. Its Idempotency-Key is ignored (neither a claim nor a
 // replay): the request runs as any other.
 func (a *App) BeginIdempotent(ctx context.Context, p *clinic.Principal, key, fingerprint string) (*Idempotent, *clinic.IdempotencyRecord, error) {
-	if err := requireAccount(p); err != nil {
+	if err := RequireAccount(p); err != nil {
 		return nil, nil, err
 	}
 	if p.Kind == clinic.CredAccountCode {

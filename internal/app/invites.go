@@ -67,7 +67,7 @@ func (a *App) inviteProvider(ctx context.Context, p *clinic.Principal, in Invite
 		rooms = append(rooms, r)
 	}
 	now := a.Unix()
-	u := &clinic.User{AccountID: p.Account.ID, Code: "prov-" + randomHex(6), FirstName: in.FirstName, LastName: in.LastName, Email: in.Email,
+	u := &clinic.User{AccountID: p.Account.ID, Code: "prov-" + RandomHex(6), FirstName: in.FirstName, LastName: in.LastName, Email: in.Email,
 		Type: clinic.UserProvider, Status: clinic.StatusPending, Active: true, Extra: map[string]any{}, Created: now, Modified: now}
 	if in.Title != "" {
 		u.Extra["suffix"] = in.Title

@@ -34,7 +34,7 @@ func (a *App) Run(ctx context.Context) {
 		{nil, a.DeliverReminders, poll},                 // appointments.go
 		{nil, a.ChainAudits, a.cfg.AuditChainEvery},     // audit.go: not outbox work
 		{nil, a.checkpointPass, poll},                   // audit.go: not outbox work
-		{nil, a.SweepCallSignals, poll},                 // calls.go: not outbox work
+		{nil, a.SweepCallSignals, poll},                 // loops.go: not outbox work
 	} {
 		wg.Add(1)
 		go func() {
@@ -72,3 +72,21 @@ func kick(c chan struct{}) {
 
 func (a *App) kickWebhooks() { kick(a.webhookKick) }
 func (a *App) kickPush()     { kick(a.pushKick) }
+
+// CallSignalTTL is how long a call's signals are kept (app/calls): they
+// matter for seconds; a page that reconnects reads what it missed within
+// minutes.
+const CallSignalTTL = 10 * time.Minute
+
+// SweepCallSignals deletes the signals older than CallSignalTTL of every
+// clinic, at most once a minute (the outbox loop calls it each poll).
+func (a *App) SweepCallSignals(ctx context.Context) int {
+	now := a.Unix()
+	if last := a.lastSignalSweep.Load(); now-last < 60 || !a.lastSignalSweep.CompareAndSwap(last, now) {
+		return 0
+	}
+	if _, err := a.store.Write().SweepCallSignals(ctx, now-int64(CallSignalTTL/time.Second)); err != nil && ctx.Err() == nil {
+		a.log.Error("call signals: sweep", "err", err)
+	}
+	return 0 // never a full batch: the loop waits for its next poll
+}

@@ -56,7 +56,7 @@ func (a *App) messageVisit(ctx context.Context, p *clinic.Principal, id int64) (
 // row, as p may use it: not found, or refused unless p takes part.
 func (a *App) participantVisit(ctx context.Context, p *clinic.Principal, v *clinic.ThreadVisit, err error) (*clinic.ThreadVisit, error) {
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, errVisitNotFound
+		return nil, ErrVisitNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("visit: %w", err)

@@ -34,9 +34,9 @@ func requireAPIKey(p *clinic.Principal) error {
 	return nil
 }
 
-// requireAccount admits any caller that named its clinic (NeedAccountCode):
+// RequireAccount admits any caller that named its clinic (NeedAccountCode):
 // the public and pre-login operations.
-func requireAccount(p *clinic.Principal) error {
+func RequireAccount(p *clinic.Principal) error {
 	if p == nil || p.Account == nil {
 		return clinic.Errorf(clinic.EUnauthenticated, "Missing X-AccountCode.")
 	}

@@ -16,6 +16,7 @@ import (
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/app/billing"
+	"teleclinic/internal/app/calls"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/live"
 	"teleclinic/internal/testenv"
@@ -80,8 +81,8 @@ func TestPermissions_EveryOperation(t *testing.T) {
 	rows := permRows(f)
 
 	// Every operation has a row, and every row an operation: the app's and
-	// those of the families built on it (app/billing).
-	types := []reflect.Type{reflect.TypeFor[*app.App](), reflect.TypeFor[*billing.Service]()}
+	// those of the families built on it (app/billing, app/calls).
+	types := []reflect.Type{reflect.TypeFor[*app.App](), reflect.TypeFor[*billing.Service](), reflect.TypeFor[*calls.Service]()}
 	principal := reflect.TypeFor[*clinic.Principal]()
 	for _, typ := range types {
 		for i := range typ.NumMethod() {
@@ -167,7 +168,7 @@ func TestPermissions_EveryOperation(t *testing.T) {
 // noPrincipal are the operations that take no Principal, or take one
 // only to record it, and why.
 var noPrincipal = map[string]string{
-	// The core the families built on the app (app/billing) use.
+	// The core the families built on the app (app/billing, app/calls) use.
 	"Audit":                    "the core: records the caller's audit entry, the operation's own check came first",
 	"AuditIn":                  "the core: records the caller's audit entry, the operation's own check came first",
 	"AuditOutcome":             "the core: records the caller's audit entry, the operation's own check came first",
@@ -210,7 +211,7 @@ var noPrincipal = map[string]string{
 	"SignInLinkUser":           "the sign-in link's token is the credential, as PortalSession's",
 	"SweepCallSignals":         "the background worker's upkeep of every clinic's calls",
 	"ReferenceLists":           "public code lists",
-	"LiveKitRoom":              "names a room; JoinCall checks who joins it",
+	"LiveKitRoom":              "names a room; Join checks who joins it",
 	"LiveKitURL":               "the deployment's media server, for the page's policy",
 	"FileViewURL":              "builds a link; the file's checks are on its read",
 	"PortalSession":            "the access token in the portal's sign-in link is the credential",
@@ -250,6 +251,7 @@ func none(err error) (any, error) { return nil, err }
 func permRows(f *permFixture) map[string]permRow {
 	a := f.env.App
 	b := billing.New(a.Core())
+	c := calls.New(a.Core())
 	str := func(s string) *string { return &s }
 	pt := f.p1.User.ID
 	return map[string]permRow{
@@ -570,36 +572,36 @@ func permRows(f *permFixture) map[string]permRow {
 			v, _, err := w.Poll(ctx, live.Changes{})
 			return v, err
 		}},
-		"JoinCall": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return one(a.JoinCall(ctx, p, f.visitID))
+		"Join": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(c.Join(ctx, p, f.visitID))
 		}},
-		"SendCallSignal": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return one(a.SendCallSignal(ctx, p, f.visitID, app.CallSignalInput{Peer: "any", To: "other", Kind: "offer", Body: []byte(`{}`)}))
+		"Send": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(c.Send(ctx, p, f.visitID, calls.SignalInput{Peer: "any", To: "other", Kind: "offer", Body: []byte(`{}`)}))
 		}},
-		"CallRole": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return one(a.CallRole(ctx, p, f.visitID))
+		"Role": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(c.Role(ctx, p, f.visitID))
 		}},
-		"InviteCallGuest": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return one(a.InviteCallGuest(ctx, p, f.visitID))
+		"InviteGuest": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(c.InviteGuest(ctx, p, f.visitID))
 		}},
 		// An invitation link lets anyone of its clinic who has it in as a
 		// new guest; another clinic's caller finds no such invitation.
-		"CallInviteOpen": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return none(a.CallInviteOpen(ctx, p, f.invite()))
+		"InviteOpen": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return none(c.InviteOpen(ctx, p, f.invite()))
 		}},
-		"AcceptCallInvite": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			s, _, err := a.AcceptCallInvite(ctx, p, f.invite(), "Invited", "Guest")
+		"AcceptInvite": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			s, _, err := c.AcceptInvite(ctx, p, f.invite(), "Invited", "Guest")
 			return s, err
 		}},
-		"AddCallRecording": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return one(a.AddCallRecording(ctx, p, f.visitID, app.CallRecordingInput{Peer: "any", Request: 1,
+		"KeepRecording": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(c.KeepRecording(ctx, p, f.visitID, calls.RecordingInput{Peer: "any", Request: 1,
 				RecordingInput: app.RecordingInput{File: strings.NewReader("webm"), Start: 1, End: 2}}))
 		}},
-		"LeaveCall": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return none(a.LeaveCall(ctx, p, f.visitID, "any"))
+		"Leave": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return none(c.Leave(ctx, p, f.visitID, "any"))
 		}},
-		"WatchCall": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			w, err := a.WatchCall(ctx, p, f.visitID, "any", 0)
+		"Watch": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			w, err := c.Watch(ctx, p, f.visitID, "any", 0)
 			if err != nil {
 				return nil, err
 			}

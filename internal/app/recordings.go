@@ -68,7 +68,7 @@ func (a *App) saveRecording(ctx context.Context, p *clinic.Principal, visitID in
 		return nil, clinic.Errorf(clinic.EInvalid, "the file is %s, not an audio or video recording.", ctype)
 	}
 	now := a.Unix()
-	key := fmt.Sprintf("recordings/%d/%d/%s", p.Account.ID, visitID, randomHex(16))
+	key := fmt.Sprintf("recordings/%d/%d/%s", p.Account.ID, visitID, RandomHex(16))
 	size, err := a.cfg.Blobs.Put(ctx, key, body)
 	if err != nil {
 		return nil, fmt.Errorf("recording: store: %w", err)

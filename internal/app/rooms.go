@@ -37,7 +37,7 @@ type RoomQuery struct {
 
 // ListRooms is GET /rooms. Anyone with the account code may list rooms.
 func (a *App) ListRooms(ctx context.Context, p *clinic.Principal, in RoomQuery) (*clinic.RoomPage, error) {
-	if err := requireAccount(p); err != nil {
+	if err := RequireAccount(p); err != nil {
 		return nil, err
 	}
 	if in.Page < 0 || in.Limit < 0 || in.Start < 0 {
@@ -68,7 +68,7 @@ func (a *App) ListRooms(ctx context.Context, p *clinic.Principal, in RoomQuery) 
 // by name. next is where the list goes on (0: it ends here). Rooms that
 // are not public are passed over, a page of MaxRoomLimit read at a time.
 func (a *App) PublicRooms(ctx context.Context, p *clinic.Principal, from, n int) (rooms []clinic.Room, next int, err error) {
-	if err := requireAccount(p); err != nil {
+	if err := RequireAccount(p); err != nil {
 		return nil, 0, err
 	}
 	from = max(from, 0)
@@ -253,7 +253,7 @@ type RoomDetail struct {
 
 // GetRoom is GET /rooms/{code}.
 func (a *App) GetRoom(ctx context.Context, p *clinic.Principal, code string) (*RoomDetail, error) {
-	if err := requireAccount(p); err != nil {
+	if err := RequireAccount(p); err != nil {
 		return nil, err
 	}
 	r, err := a.RoomByCode(ctx, p, code)
@@ -608,7 +608,7 @@ type RoomProvider struct {
 
 // RoomProviders is GET /rooms/{code}/providers.
 func (a *App) RoomProviders(ctx context.Context, p *clinic.Principal, code string) ([]RoomProvider, error) {
-	if err := requireAccount(p); err != nil {
+	if err := RequireAccount(p); err != nil {
 		return nil, err
 	}
 	r, err := a.RoomByCode(ctx, p, code)
@@ -637,7 +637,7 @@ func listedInRoom(u *clinic.User) bool {
 // RoomProviderByID is GET /rooms/{code}/providers/{id}: one provider of the
 // list RoomProviders gives, read on its own.
 func (a *App) RoomProviderByID(ctx context.Context, p *clinic.Principal, code string, id int64) (*RoomProvider, error) {
-	if err := requireAccount(p); err != nil {
+	if err := RequireAccount(p); err != nil {
 		return nil, err
 	}
 	r, err := a.RoomByCode(ctx, p, code)
@@ -662,7 +662,7 @@ type Queue struct {
 // RoomQueue is GET /rooms/{code}/queue. before_me counts the walk-ins ahead of
 // the calling patient's own waiting visit (0 when they have none).
 func (a *App) RoomQueue(ctx context.Context, p *clinic.Principal, code string) (*Queue, error) {
-	if err := requireAccount(p); err != nil {
+	if err := RequireAccount(p); err != nil {
 		return nil, err
 	}
 	r, err := a.RoomByCode(ctx, p, code)

@@ -19,8 +19,8 @@ func NewSecret() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// randomHex returns n random bytes as hex.
-func randomHex(n int) string {
+// RandomHex returns n random bytes as hex.
+func RandomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)

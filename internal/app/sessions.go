@@ -29,7 +29,7 @@ type Session struct {
 func (a *App) issueSession(ctx context.Context, q *store.Q, u *clinic.User, family string) (*Session, error) {
 	now := a.Unix()
 	if family == "" {
-		family = randomHex(16)
+		family = RandomHex(16)
 	}
 	s := &Session{UserID: u.ID, Token: NewSecret(), Refresh: NewSecret(), RefreshCreated: now}
 	access := &store.Token{AccountID: u.AccountID, UserID: u.ID, Kind: store.TokenAccess, Hash: HashSecret(s.Token), Family: family,
@@ -107,7 +107,7 @@ func (a *App) portalBase() string {
 
 // Login is POST /users/login: username or email and password.
 func (a *App) Login(ctx context.Context, p *clinic.Principal, login, password string) (*Profile, *Session, error) {
-	if err := requireAccount(p); err != nil {
+	if err := RequireAccount(p); err != nil {
 		return nil, nil, err
 	}
 	if login == "" || password == "" {
@@ -216,7 +216,7 @@ var errRefreshReuse = unauthenticated("This refresh token was already used; ever
 // UPDATE in UseToken picks one winner among concurrent requests in any number
 // of processes, and any later use revokes the whole family.
 func (a *App) Refresh(ctx context.Context, p *clinic.Principal, refresh string) (*Session, error) {
-	if err := requireAccount(p); err != nil {
+	if err := RequireAccount(p); err != nil {
 		return nil, err
 	}
 	if refresh == "" {
@@ -338,7 +338,7 @@ func (a *App) requestSecret(ctx context.Context, p *clinic.Principal, purpose, l
 
 // RequestActivation mails an activation link to a user without a password.
 func (a *App) RequestActivation(ctx context.Context, p *clinic.Principal, login string) error {
-	if err := requireAccount(p); err != nil {
+	if err := RequireAccount(p); err != nil {
 		return err
 	}
 	return a.requestSecret(ctx, p, purposeActivate, login)
@@ -346,7 +346,7 @@ func (a *App) RequestActivation(ctx context.Context, p *clinic.Principal, login 
 
 // RequestReset mails a password reset link to a user with a password.
 func (a *App) RequestReset(ctx context.Context, p *clinic.Principal, login string) error {
-	if err := requireAccount(p); err != nil {
+	if err := RequireAccount(p); err != nil {
 		return err
 	}
 	return a.requestSecret(ctx, p, purposeReset, login)
@@ -355,7 +355,7 @@ func (a *App) RequestReset(ctx context.Context, p *clinic.Principal, login strin
 // Activate sets the first password of a user from an activation secret,
 // verifies their email (the link reached it) and logs them in.
 func (a *App) Activate(ctx context.Context, p *clinic.Principal, secret, password string) (*Profile, *Session, error) {
-	if err := requireAccount(p); err != nil {
+	if err := RequireAccount(p); err != nil {
 		return nil, nil, err
 	}
 	u, err := a.useSecret(ctx, p, purposeActivate, secret, password, true)
@@ -368,7 +368,7 @@ func (a *App) Activate(ctx context.Context, p *clinic.Principal, secret, passwor
 // ResetPassword sets a new password from a reset secret and ends every login
 // of the user.
 func (a *App) ResetPassword(ctx context.Context, p *clinic.Principal, secret, password string) error {
-	if err := requireAccount(p); err != nil {
+	if err := RequireAccount(p); err != nil {
 		return err
 	}
 	_, err := a.useSecret(ctx, p, purposeReset, secret, password, false)

@@ -102,7 +102,7 @@ func (a *App) exchangeToken(ctx context.Context, requestID, token string, revoke
 // its own, and a login, as SSO makes a guest for an integrator. Anyone with
 // the room's address may ask; the room decides.
 func (a *App) GuestJoin(ctx context.Context, p *clinic.Principal, roomCode, firstName, lastName string) (*Session, error) {
-	if err := requireAccount(p); err != nil {
+	if err := RequireAccount(p); err != nil {
 		return nil, err
 	}
 	r, err := a.RoomByCode(ctx, p, roomCode)
@@ -120,7 +120,7 @@ func (a *App) GuestJoin(ctx context.Context, p *clinic.Principal, roomCode, firs
 		in.Type = clinic.UserGuest
 	}
 	if in.Type != clinic.UserGuest {
-		in.Code = "guest-" + randomHex(12)
+		in.Code = "guest-" + RandomHex(12)
 	}
 	res, err := a.signInUser(ctx, p, in, "user.guest_join", nil)
 	if err != nil {
@@ -203,7 +203,7 @@ func (a *App) AdminSignIn(ctx context.Context, requestID, clientAddr, accountCod
 	now := a.Unix()
 	s := &Session{UserID: p.User.ID, Token: NewSecret()}
 	err = a.store.Tx(ctx, func(q *store.Q) error {
-		access := &store.Token{AccountID: p.Account.ID, UserID: p.User.ID, Kind: store.TokenAccess, Hash: HashSecret(s.Token), Family: randomHex(16),
+		access := &store.Token{AccountID: p.Account.ID, UserID: p.User.ID, Kind: store.TokenAccess, Hash: HashSecret(s.Token), Family: RandomHex(16),
 			Created: now, LastUsed: now, Expires: now + int64(a.cfg.UserTokenMax/time.Second)}
 		if err := q.CreateToken(ctx, access); err != nil {
 			return err

@@ -22,27 +22,28 @@ const (
 	defaultThrottleWindow  = 15 * time.Minute
 )
 
-// throttleKey is one counter an attempt counts against.
-type throttleKey struct {
-	accountID int64 // 0: across clinics (a client address)
-	bucket    string
-	limit     int
+// ThrottleKey is one counter an attempt counts against: at most Limit
+// attempts in the throttle's window.
+type ThrottleKey struct {
+	AccountID int64 // 0: across clinics (a client address)
+	Bucket    string
+	Limit     int
 }
 
 // attemptKeys are the counters of a sign-in attempt of kind ("login",
 // "mail" for link requests, "link" for link uses, "sso:<code>" for API key
 // checks) in p's clinic: for name, if any, and the caller's address.
-func (a *App) attemptKeys(p *clinic.Principal, kind, name string) []throttleKey {
-	var keys []throttleKey
+func (a *App) attemptKeys(p *clinic.Principal, kind, name string) []ThrottleKey {
+	var keys []ThrottleKey
 	if a.cfg.LoginAttempts > 0 {
 		acct := int64(0)
 		if p.Account != nil {
 			acct = p.Account.ID
 		}
-		keys = append(keys, throttleKey{acct, kind + ":" + strings.ToLower(strings.TrimSpace(name)), a.cfg.LoginAttempts})
+		keys = append(keys, ThrottleKey{acct, kind + ":" + strings.ToLower(strings.TrimSpace(name)), a.cfg.LoginAttempts})
 	}
 	if a.cfg.AddressAttempts > 0 && p.ClientAddr != "" {
-		keys = append(keys, throttleKey{0, "addr:" + p.ClientAddr, a.cfg.AddressAttempts})
+		keys = append(keys, ThrottleKey{0, "addr:" + p.ClientAddr, a.cfg.AddressAttempts})
 	}
 	return keys
 }
@@ -53,16 +54,16 @@ func (a *App) attemptKeys(p *clinic.Principal, kind, name string) []throttleKey 
 // and counting its attempts in flight (as countAttempt does) would
 // throttle it; guesses made at once may then pass the limit by as many as
 // run together.
-func (a *App) checkFailures(ctx context.Context, keys []throttleKey) error {
+func (a *App) checkFailures(ctx context.Context, keys []ThrottleKey) error {
 	now := a.now()
 	since := now.Add(-a.cfg.ThrottleWindow).Unix()
 	var wait int64
 	for _, k := range keys {
-		n, start, err := a.store.Read().ThrottleCount(ctx, k.accountID, k.bucket, since)
+		n, start, err := a.store.Read().ThrottleCount(ctx, k.AccountID, k.Bucket, since)
 		if err != nil {
 			return fmt.Errorf("throttle: %w", err)
 		}
-		if n >= k.limit {
+		if n >= k.Limit {
 			wait = max(wait, start+int64(a.cfg.ThrottleWindow/time.Second)-now.Unix())
 		}
 	}
@@ -80,11 +81,11 @@ func tooManyAttempts(wait int64) error {
 	return e
 }
 
-func (a *App) failedAttempt(ctx context.Context, keys []throttleKey) {
+func (a *App) failedAttempt(ctx context.Context, keys []ThrottleKey) {
 	now := a.now()
 	since := now.Add(-a.cfg.ThrottleWindow).Unix()
 	for _, k := range keys {
-		if _, _, err := a.store.Write().CountThrottleAttempt(context.WithoutCancel(ctx), k.accountID, k.bucket, now.Unix(), since); err != nil {
+		if _, _, err := a.store.Write().CountThrottleAttempt(context.WithoutCancel(ctx), k.AccountID, k.Bucket, now.Unix(), since); err != nil {
 			a.log.Error("throttle: count", "err", err)
 		}
 	}
@@ -93,16 +94,16 @@ func (a *App) failedAttempt(ctx context.Context, keys []throttleKey) {
 // countAttempt counts an attempt against each key and refuses it (429)
 // when one is past its limit. It returns what to call if the attempt
 // succeeds.
-func (a *App) countAttempt(ctx context.Context, keys []throttleKey) (succeeded func(), err error) {
+func (a *App) countAttempt(ctx context.Context, keys []ThrottleKey) (succeeded func(), err error) {
 	now := a.now()
 	since := now.Add(-a.cfg.ThrottleWindow).Unix()
 	var wait int64
 	for _, k := range keys {
-		n, start, err := a.store.Write().CountThrottleAttempt(ctx, k.accountID, k.bucket, now.Unix(), since)
+		n, start, err := a.store.Write().CountThrottleAttempt(ctx, k.AccountID, k.Bucket, now.Unix(), since)
 		if err != nil {
 			return nil, fmt.Errorf("throttle: %w", err)
 		}
-		if n > k.limit {
+		if n > k.Limit {
 			wait = max(wait, start+int64(a.cfg.ThrottleWindow/time.Second)-now.Unix())
 		}
 	}
@@ -111,7 +112,7 @@ func (a *App) countAttempt(ctx context.Context, keys []throttleKey) (succeeded f
 	}
 	return func() {
 		for _, k := range keys {
-			if err := a.store.Write().RefundThrottleAttempt(context.WithoutCancel(ctx), k.accountID, k.bucket); err != nil {
+			if err := a.store.Write().RefundThrottleAttempt(context.WithoutCancel(ctx), k.AccountID, k.Bucket); err != nil {
 				a.log.Error("throttle: refund", "err", err)
 			}
 		}

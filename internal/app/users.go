@@ -395,7 +395,7 @@ func (a *App) createUser(ctx context.Context, q *store.Q, u *clinic.User, userna
 			return fmt.Errorf("create user: no free username for %q", u.Username)
 		}
 	}
-	u.SvcID = "tc" + randomHex(10)
+	u.SvcID = "tc" + RandomHex(10)
 	return q.CreateUser(ctx, u)
 }
 
@@ -409,7 +409,7 @@ func genUsername(first, last string) string {
 	if base == "" {
 		base = "user"
 	}
-	return base + "." + randomHex(3)
+	return base + "." + RandomHex(3)
 }
 
 func (a *App) validateSSO(acct *clinic.Account, in SSOInput) (*clinic.User, error) {
@@ -438,7 +438,7 @@ func (a *App) validateSSO(acct *clinic.Account, in SSOInput) (*clinic.User, erro
 			return nil, clinic.Errorf(clinic.EInvalid, "code is required for type %d.", in.Type)
 		}
 	case clinic.UserGuest:
-		in.Code = randomHex(16)
+		in.Code = RandomHex(16)
 	default:
 		return nil, clinic.Errorf(clinic.EInvalid, "type must be 200, 400 or 600.")
 	}
@@ -787,4 +787,22 @@ func (a *App) photoURL(u *clinic.User, size string) string {
 		return ""
 	}
 	return a.FileViewURL(id, size)
+}
+
+// videoIdentityToken is SSO's fields=vsee: the user's video identity and
+// a token of the media service that carries calls. With LiveKit it is a
+// LiveKit token naming the user, valid as long as an access token; it
+// joins no room (each visit's page is given a token of its own room, so a
+// token never opens another visit's call). In peer-to-peer mode Teleclinic
+// itself is the media service, and what it accepts is this login's access
+// token (GET /auth?sso_token= opens the visit page with it).
+func (a *App) videoIdentityToken(u *clinic.User, s *Session) (*VideoIdentity, error) {
+	out := &VideoIdentity{ID: u.SvcID, Token: s.Token}
+	if lk := a.cfg.LiveKit; lk.Enabled() {
+		var err error
+		if out.Token, err = lk.IdentityToken(u.VideoID(), u.FullName(), a.cfg.UserTokenMax); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

@@ -28,7 +28,9 @@ type VisitDetail struct {
 	Recordings []clinic.Recording
 }
 
-var errVisitNotFound = clinic.Errorf(clinic.ENotFound, "Visit not found.")
+// ErrVisitNotFound is the answer about a visit the caller may not see, as
+// about one that does not exist.
+var ErrVisitNotFound = clinic.Errorf(clinic.ENotFound, "Visit not found.")
 
 // StatusName names a visit status for messages.
 func StatusName(s int) string {
@@ -335,7 +337,7 @@ func (a *App) getVisit(ctx context.Context, p *clinic.Principal, id int64) (*Vis
 func (a *App) VisitFor(ctx context.Context, p *clinic.Principal, id int64) (*clinic.Visit, error) {
 	v, err := a.store.Read().VisitByID(ctx, p.Account.ID, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, errVisitNotFound
+		return nil, ErrVisitNotFound
 	}
 	if err != nil {
 		return nil, fmt.Errorf("visit: %w", err)
@@ -345,7 +347,7 @@ func (a *App) VisitFor(ctx context.Context, p *clinic.Principal, id int64) (*cli
 		return nil, err
 	}
 	if !ok {
-		return nil, errVisitNotFound
+		return nil, ErrVisitNotFound
 	}
 	return v, nil
 }
@@ -391,9 +393,10 @@ func statusParams(sts ...int) []string {
 }
 
 // VisitOver says whether v has ended: completed or cancelled.
-func VisitOver(v *clinic.Visit) bool {
-	return v.Status == clinic.VisitCompleted || v.Status == clinic.VisitCancelled
-}
+func VisitOver(v *clinic.Visit) bool { return StatusOver(v.Status) }
+
+// StatusOver says whether a visit of status s has ended.
+func StatusOver(s int) bool { return s == clinic.VisitCompleted || s == clinic.VisitCancelled }
 
 // ComingUp says whether v is still ahead of its patient or provider at
 // now: a visit not over, except a patient's booked visit whose time has
@@ -640,4 +643,37 @@ func (a *App) allowMove(ctx context.Context, p *clinic.Principal, v *clinic.Visi
 		}
 	}
 	return nil
+}
+
+// TakeVisit is the dashboard's Start visit: the provider takes a walk-in
+// or e-consult that waits for one (as POST /visits/accept), or finds the
+// visit already theirs; the page then opens it and joins its call.
+func (a *App) TakeVisit(ctx context.Context, p *clinic.Principal, id int64) (*VisitDetail, error) {
+	if !IsProvider(p) {
+		return nil, clinic.Errorf(clinic.EForbidden, "Only a provider starts a visit from the dashboard.")
+	}
+	d, err := a.GetVisit(ctx, p, id, false)
+	if err != nil || d.Visit.ProviderID != 0 {
+		return d, err
+	}
+	return a.MoveVisit(ctx, p, id, ActAccept, MoveInput{})
+}
+
+// CloseEconsult closes an e-consult its provider has answered, in one
+// step: in progress, then completed (as POST /visits/inprogress and
+// /visits/close, with their rules).
+func (a *App) CloseEconsult(ctx context.Context, p *clinic.Principal, id int64) (*VisitDetail, error) {
+	d, err := a.GetVisit(ctx, p, id, false)
+	if err != nil {
+		return nil, err
+	}
+	if d.Visit.Kind != clinic.KindEconsult {
+		return nil, clinic.Errorf(clinic.EConflict, "Only an e-consult is closed this way; end a video visit from its call.")
+	}
+	if d.Visit.Status != clinic.VisitInProgress {
+		if _, err := a.MoveVisit(ctx, p, id, ActInProgress, MoveInput{}); err != nil {
+			return nil, err
+		}
+	}
+	return a.MoveVisit(ctx, p, id, ActClose, MoveInput{})
 }

@@ -1,5 +1,7 @@
 package clinic
 
+import "strconv"
+
 // User types (spec: "User types").
 const (
 	UserAdmin      = 100
@@ -100,6 +102,15 @@ func (u *User) FullName() string {
 		return u.FirstName
 	}
 	return u.FirstName + " " + u.LastName
+}
+
+// VideoID names a user to TURN servers and LiveKit: their svcid, or their
+// id for a user created before svcids.
+func (u *User) VideoID() string {
+	if u.SvcID != "" {
+		return u.SvcID
+	}
+	return strconv.FormatInt(u.ID, 10)
 }
 
 // Room is a video consultation room.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+
 	"teleclinic/internal/edge"
 )
 

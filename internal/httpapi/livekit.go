@@ -20,7 +20,7 @@ func (s *Server) liveKitWebhook(w http.ResponseWriter, r *http.Request, c *call)
 		}
 		return clinic.Errorf(clinic.EInvalid, "The webhook's body could not be read.")
 	}
-	if err := s.app.LiveKitWebhook(r.Context(), r.Header.Get("Authorization"), body, c.p.RequestID); err != nil {
+	if err := s.calls.LiveKitWebhook(r.Context(), r.Header.Get("Authorization"), body, c.p.RequestID); err != nil {
 		return err
 	}
 	return ok(w, true)

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+
 	"teleclinic/internal/edge"
 	"teleclinic/internal/fhir"
 )

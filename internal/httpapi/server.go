@@ -16,6 +16,7 @@ import (
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/app/billing"
+	"teleclinic/internal/app/calls"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/edge"
 	"teleclinic/internal/fhir"
@@ -67,6 +68,7 @@ type Server struct {
 	pages   messagePages // thread pages' writer
 	app     *app.App
 	billing *billing.Service
+	calls   *calls.Service
 	fhir    *fhir.Server
 	log     *slog.Logger
 	cfg     Config
@@ -141,7 +143,7 @@ func New(a *app.App, log *slog.Logger, cfg Config) *Server {
 	if cfg.KeepAlive <= 0 {
 		cfg.KeepAlive = live.KeepAlive
 	}
-	s := &Server{app: a, billing: billing.New(a.Core()), fhir: fhir.New(a), log: log, cfg: cfg, mux: http.NewServeMux(), lists: make(chan struct{}, cfg.MaxSlotLists)}
+	s := &Server{app: a, billing: billing.New(a.Core()), calls: calls.New(a.Core()), fhir: fhir.New(a), log: log, cfg: cfg, mux: http.NewServeMux(), lists: make(chan struct{}, cfg.MaxSlotLists)}
 	s.registerRoutes()
 	s.handler = http.HandlerFunc(s.serve)
 	if len(cfg.CORSOrigins) > 0 {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/app/calls"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/edge"
 	"teleclinic/internal/live"
@@ -17,15 +18,14 @@ import (
 )
 
 // The visit page's call (static/call.js) talks to these JSON routes on the
-// portal session; app decides who may do what (JoinCall, SendCallSignal,
-// WatchCall, LeaveCall, InviteCallGuest, AddCallRecording) as it does for
-// the API. In peer-to-peer mode the page joins, follows its signals on an
+// portal session; app/calls decides who may do what (Join, Send, Watch,
+// Leave, InviteGuest, KeepRecording) as app does for the API. In peer-to-peer mode the page joins, follows its signals on an
 // event stream and sends its own with POST; in LiveKit mode the join hands
 // it the room's token and the page connects to LiveKit. Guests come in by
 // an invitation's pages (/invite/…) to a page with the call alone.
 
 // maxSignalBody bounds a signal request: the signal and its envelope.
-const maxSignalBody = app.MaxCallSignal + 1024
+const maxSignalBody = calls.MaxSignal + 1024
 
 // callRoute registers a JSON route of the call: errors are answered as
 // {"code", "message"} with the status the API would give, never a page.
@@ -93,7 +93,7 @@ func (s *Server) callJoin(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	j, err := s.app.JoinCall(r.Context(), p, id)
+	j, err := s.calls.Join(r.Context(), p, id)
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func (s *Server) callSignal(w http.ResponseWriter, r *http.Request) error {
 	if len(in.Data) == 0 {
 		in.Data = json.RawMessage("{}")
 	}
-	seq, err := s.app.SendCallSignal(r.Context(), p, id, app.CallSignalInput{Peer: in.Peer, To: in.To, Kind: in.Type, Body: in.Data})
+	seq, err := s.calls.Send(r.Context(), p, id, calls.SignalInput{Peer: in.Peer, To: in.To, Kind: in.Type, Body: in.Data})
 	if err != nil {
 		return err
 	}
@@ -156,7 +156,7 @@ func (s *Server) callLeave(w http.ResponseWriter, r *http.Request) error {
 	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
 		return clinic.Errorf(clinic.EInvalid, "The body must be a JSON object with peer.")
 	}
-	if err := s.app.LeaveCall(r.Context(), p, id, in.Peer); err != nil {
+	if err := s.calls.Leave(r.Context(), p, id, in.Peer); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -186,7 +186,7 @@ func (s *Server) callInvite(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	inv, err := s.app.InviteCallGuest(r.Context(), p, id)
+	inv, err := s.calls.InviteGuest(r.Context(), p, id)
 	if err != nil {
 		return err
 	}
@@ -206,7 +206,7 @@ func (s *Server) inviteForm(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return clinic.Errorf(clinic.ENotFound, "No clinic has that address.")
 	}
-	if err := s.app.CallInviteOpen(r.Context(), p, r.PathValue("token")); err != nil {
+	if err := s.calls.InviteOpen(r.Context(), p, r.PathValue("token")); err != nil {
 		return err
 	}
 	s.render(w, r, http.StatusOK, "invite", invitePage{Action: r.URL.Path})
@@ -220,7 +220,7 @@ func (s *Server) inviteAccept(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return clinic.Errorf(clinic.ENotFound, "No clinic has that address.")
 	}
-	sess, visitID, err := s.app.AcceptCallInvite(r.Context(), p, r.PathValue("token"), r.PostFormValue("first_name"), r.PostFormValue("last_name"))
+	sess, visitID, err := s.calls.AcceptInvite(r.Context(), p, r.PathValue("token"), r.PostFormValue("first_name"), r.PostFormValue("last_name"))
 	if status, msg, ok := s.refused(r, err, clinic.EInvalid); ok {
 		s.render(w, r, status, "invite", invitePage{Action: r.URL.Path, Error: msg})
 		return nil
@@ -242,7 +242,7 @@ func (s *Server) callOnly(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	role, err := s.app.CallRole(r.Context(), p, id)
+	role, err := s.calls.Role(r.Context(), p, id)
 	if err != nil {
 		return err
 	}
@@ -252,10 +252,10 @@ func (s *Server) callOnly(w http.ResponseWriter, r *http.Request) error {
 
 // callView is the call part of a page for a participant in role.
 func (s *Server) callView(w http.ResponseWriter, id int64, role string) *callView {
-	stun, _ := json.Marshal(s.app.STUNServers())
-	c := &callView{Base: "/visits/start/" + strconv.FormatInt(id, 10) + "/call", Mode: "p2p", Seats: app.MaxCallPeers, Role: role, CanEnd: role == app.CallProvider, STUN: string(stun)}
-	if u := s.app.LiveKitURL(); u != "" {
-		c.Mode, c.Seats = "livekit", app.LiveKitMaxParticipants
+	stun, _ := json.Marshal(s.calls.STUNServers())
+	c := &callView{Base: "/visits/start/" + strconv.FormatInt(id, 10) + "/call", Mode: "p2p", Seats: calls.MaxPeers, Role: role, CanEnd: role == calls.RoleProvider, STUN: string(stun)}
+	if u := s.calls.LiveKitURL(); u != "" {
+		c.Mode, c.Seats = "livekit", calls.LiveKitMaxParticipants
 		w.Header().Set("Content-Security-Policy", liveKitCSP(u))
 	}
 	return c
@@ -283,12 +283,12 @@ func (s *Server) callRecording(w http.ResponseWriter, r *http.Request) error {
 	}
 	defer f.Close()
 	ff := formFields(r)
-	in := app.CallRecordingInput{Peer: ff.str("peer"), Request: ff.number("request", "the recording request's number"),
+	in := calls.RecordingInput{Peer: ff.str("peer"), Request: ff.number("request", "the recording request's number"),
 		RecordingInput: app.RecordingInput{File: f, Start: ff.number("start", "a time in unix seconds"), End: ff.number("end", "a time in unix seconds")}}
 	if err := ff.Err(); err != nil {
 		return err
 	}
-	rec, err := s.app.AddCallRecording(r.Context(), p, id, in)
+	rec, err := s.calls.KeepRecording(r.Context(), p, id, in)
 	if err != nil {
 		return err
 	}
@@ -331,7 +331,7 @@ func (s *Server) callEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	cw, err := s.app.WatchCall(r.Context(), p, id, r.URL.Query().Get("peer"), after)
+	cw, err := s.calls.Watch(r.Context(), p, id, r.URL.Query().Get("peer"), after)
 	if err != nil {
 		release()
 		return err

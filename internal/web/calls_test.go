@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/app/calls"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/live"
 	"teleclinic/internal/media"
@@ -229,7 +230,7 @@ func (c *callScript) badSignals(t *testing.T) {
 		{`{"peer":"` + vj.Peer + `","to":"` + pj.Peer + `","type":"bye","data":{}}`, 400},
 		{`{"peer":"` + vj.Peer + `","type":"offer","data":{}}`, 400},
 		{`{"peer":`, 400},
-		{`{"peer":"` + vj.Peer + `","to":"` + pj.Peer + `","type":"offer","data":"` + strings.Repeat("a", app.MaxCallSignal+2000) + `"}`, 413},
+		{`{"peer":"` + vj.Peer + `","to":"` + pj.Peer + `","type":"offer","data":"` + strings.Repeat("a", calls.MaxSignal+2000) + `"}`, 413},
 	} {
 		if pg := c.prov.postJSON(c.base+"/signal", bad.body); pg.Status != bad.status || !strings.Contains(pg.Body, `"message"`) {
 			t.Errorf("signal %.60s…: %d %s, want %d", bad.body, pg.Status, pg.Body, bad.status)
@@ -364,7 +365,7 @@ func TestCall_GuestInvite(t *testing.T) {
 	if pg := newBrowser(t, f.e).get(strings.Replace(link2, "/acme/", "/other/", 1)); pg.Status != 404 {
 		t.Fatalf("the link under another clinic: %d", pg.Status)
 	}
-	f.e.Clock.Advance(app.CallInviteTTL + time.Second)
+	f.e.Clock.Advance(calls.InviteTTL + time.Second)
 	if pg := newBrowser(t, f.e).get(link2); pg.Status != 404 {
 		t.Fatalf("an expired link: %d", pg.Status)
 	}
@@ -473,7 +474,7 @@ func TestCall_Concurrent(t *testing.T) {
 	}
 	var next atomic.Int32
 	got = statuses(8, func() int { pg, _ := people[next.Add(1)-1].join(t, f); return pg.Status })
-	if got[200] != app.MaxCallPeers || got[409] != 8-app.MaxCallPeers {
+	if got[200] != calls.MaxPeers || got[409] != 8-calls.MaxPeers {
 		t.Fatalf("eight people joining at once: %v", got)
 	}
 
@@ -571,9 +572,9 @@ func testOnePeerPerPerson(t *testing.T, keep time.Duration) {
 }
 
 // TestCall_SignalBounds: what one participant can store in a call is
-// bounded. A signal is at most app.MaxCallSignal bytes; one to a peer
+// bounded. A signal is at most calls.MaxSignal bytes; one to a peer
 // that is not in the call is refused; a peer's queue holds at most
-// app.MaxQueuedCallSignals (then 429 with Retry-After); the call's
+// calls.MaxQueuedSignals (then 429 with Retry-After); the call's
 // signals go when the visit ends, and the sweep takes old ones.
 func TestCall_SignalBounds(t *testing.T) {
 	f := newFixture(t)
@@ -601,13 +602,13 @@ func TestCall_SignalBounds(t *testing.T) {
 	if pg := signal(pat, pj.Peer, vj.Peer, strings.Repeat("a", 60<<10)); pg.Status != 413 {
 		t.Errorf("a 60 KiB signal: %d", pg.Status)
 	}
-	if pg := signal(pat, pj.Peer, vj.Peer, strings.Repeat("a", app.MaxCallSignal-100)); pg.Status != 200 {
+	if pg := signal(pat, pj.Peer, vj.Peer, strings.Repeat("a", calls.MaxSignal-100)); pg.Status != 200 {
 		t.Errorf("a signal of almost the bound: %d %s", pg.Status, pg.Body)
 	}
 	if pg := signal(pat, pj.Peer, "no-such-peer", "x"); pg.Status != 409 || !strings.Contains(pg.Body, "not in this call") {
 		t.Errorf("a signal to a peer not in the call: %d %s", pg.Status, pg.Body)
 	}
-	for i := count(" AND to_peer = ?", vj.Peer); i < app.MaxQueuedCallSignals; i++ {
+	for i := count(" AND to_peer = ?", vj.Peer); i < calls.MaxQueuedSignals; i++ {
 		if pg := signal(pat, pj.Peer, vj.Peer, "c"); pg.Status != 200 {
 			t.Fatalf("signal %d: %d %s", i, pg.Status, pg.Body)
 		}
@@ -616,7 +617,7 @@ func TestCall_SignalBounds(t *testing.T) {
 	if pg.Status != 429 || pg.Header.Get("Retry-After") == "" {
 		t.Fatalf("a signal past the queue's bound: %d %s (Retry-After %q)", pg.Status, pg.Body, pg.Header.Get("Retry-After"))
 	}
-	if n := count(" AND to_peer = ?", vj.Peer); n != app.MaxQueuedCallSignals {
+	if n := count(" AND to_peer = ?", vj.Peer); n != calls.MaxQueuedSignals {
 		t.Errorf("stored for the provider: %d", n)
 	}
 	// The other direction has its own queue.

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/app/calls"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/locale"
 )
@@ -170,7 +171,7 @@ func (s *Server) words(r *http.Request, code, msg string) string {
 // refusals are the rules' messages a patient meets on the translated
 // pages that the catalogs translate as they are (words finds them); any
 // other refusal is shown by its code's sentence.
-var refusals = []string{app.ErrNoProviderYet}
+var refusals = []string{calls.ErrNoProviderYet}
 
 // codeWords say each error code's refusal in general, for a message the
 // catalog does not translate.

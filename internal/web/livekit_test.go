@@ -8,6 +8,7 @@ import (
 	"github.com/livekit/protocol/auth"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/app/calls"
 	"teleclinic/internal/media"
 	"teleclinic/internal/testenv"
 )
@@ -74,7 +75,7 @@ func TestCall_LiveKit(t *testing.T) {
 	// The join made the visit's room on the LiveKit server first, with
 	// its empty timeout, through LiveKit's server API.
 	room := "acme-visit-" + itoa(f.visitID)
-	if got := sfu.Rooms()[room]; got.EmptyTimeout != int(app.LiveKitRoomEmpty/time.Second) || got.MaxParticipants != app.LiveKitMaxParticipants {
+	if got := sfu.Rooms()[room]; got.EmptyTimeout != int(calls.LiveKitRoomEmpty/time.Second) || got.MaxParticipants != calls.LiveKitMaxParticipants {
 		t.Fatalf("rooms made: %+v", sfu.Rooms())
 	}
 	// LiveKit down: the join says so (502, the upstream failed), and hands out no token.

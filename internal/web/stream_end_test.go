@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/app/calls"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/testenv"
 )
@@ -118,7 +119,7 @@ func TestStreams_EndWithTheSession(t *testing.T) {
 				t.Fatalf("join: %d %s", pg.Status, pg.Body)
 			}
 			prov := f.user(t, f.providerToken)
-			vj, err := f.e.App.JoinCall(bg, prov, f.visitID)
+			vj, err := calls.New(f.e.App.Core()).Join(bg, prov, f.visitID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +128,7 @@ func TestStreams_EndWithTheSession(t *testing.T) {
 				t.Fatalf("the provider's join: %+v", ev)
 			}
 			end.end(t, f, b)
-			if _, err := f.e.App.SendCallSignal(bg, prov, f.visitID, app.CallSignalInput{Peer: vj.Peer, To: pj.Peer, Kind: "offer", Body: json.RawMessage(`{"sdp":"v=0"}`)}); err != nil {
+			if _, err := calls.New(f.e.App.Core()).Send(bg, prov, f.visitID, calls.SignalInput{Peer: vj.Peer, To: pj.Peer, Kind: "offer", Body: json.RawMessage(`{"sdp":"v=0"}`)}); err != nil {
 				t.Fatal(err)
 			}
 			wantEnded(t, st)

@@ -14,6 +14,7 @@ import (
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/app/billing"
+	"teleclinic/internal/app/calls"
 	"teleclinic/internal/clinic"
 )
 
@@ -469,16 +470,16 @@ func (s *Server) visitWaiting(r *http.Request, p *clinic.Principal, d *app.Visit
 	return nil
 }
 
-// visitCall is the call, offered to those app's JoinCall would let in
+// visitCall is the call, offered to those calls.Join would let in
 // (anyone else, not a participant, has no call on the page); a patient's
 // opens at the room's join window.
 func (s *Server) visitCall(w http.ResponseWriter, r *http.Request, p *clinic.Principal, d *app.VisitDetail, page *visitPage) {
-	role, err := s.app.CallRole(r.Context(), p, d.Visit.ID)
+	role, err := s.calls.Role(r.Context(), p, d.Visit.ID)
 	if err != nil {
 		return
 	}
 	page.Call = s.callView(w, d.Visit.ID, role)
-	if d.Room != nil && role != app.CallProvider {
+	if d.Room != nil && role != calls.RoleProvider {
 		page.Call.Opens = app.JoinOpens(d.Visit.Thread(), d.Room)
 		page.Call.OpensIn = max(page.Call.Opens-s.app.Now().Unix(), 0)
 	}

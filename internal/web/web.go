@@ -22,6 +22,7 @@ import (
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/app/billing"
+	"teleclinic/internal/app/calls"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/edge"
 	"teleclinic/internal/live"
@@ -74,6 +75,7 @@ type Config struct {
 type Server struct {
 	app     *app.App
 	billing *billing.Service
+	calls   *calls.Service
 	log     *slog.Logger
 	cfg     Config
 	next    http.Handler
@@ -105,7 +107,7 @@ func New(a *app.App, log *slog.Logger, cfg Config, next http.Handler) (*Server, 
 		}
 		cfg.Locales = l
 	}
-	s := &Server{app: a, billing: billing.New(a.Core()), log: log, cfg: cfg, next: next, mux: http.NewServeMux(), pages: map[string]*template.Template{},
+	s := &Server{app: a, billing: billing.New(a.Core()), calls: calls.New(a.Core()), log: log, cfg: cfg, next: next, mux: http.NewServeMux(), pages: map[string]*template.Template{},
 		guard: http.NewCrossOriginProtection(), locales: cfg.Locales}
 	if err := s.parseTemplates(); err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package app
+package calls
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/media"
 	"teleclinic/internal/store"
@@ -17,7 +18,7 @@ import (
 
 // With --livekit-url, a LiveKit server carries the calls: the server makes
 // each visit's room through LiveKit's server API when someone joins
-// (JoinCall), hands out room tokens, and hears from LiveKit what happened
+// (Join), hands out room tokens, and hears from LiveKit what happened
 // in the room (its webhook), which moves the visit as the peer-to-peer
 // call's signals do: the visit's provider in the room starts the visit,
 // the room closing ends it.
@@ -43,16 +44,16 @@ const liveKitHTTPTimeout = 10 * time.Second
 
 // openLiveKitRoom makes visit visitID's room on the LiveKit server, or
 // finds it.
-func (a *App) openLiveKitRoom(ctx context.Context, acct *clinic.Account, visitID int64) error {
+func (s *Service) openLiveKitRoom(ctx context.Context, acct *clinic.Account, visitID int64) error {
 	hc := &http.Client{Timeout: liveKitHTTPTimeout}
-	lk := a.cfg.LiveKit
+	lk := s.cfg.LiveKit
 	departure := lk.Departure
 	if departure == 0 {
 		departure = LiveKitDeparture
 	}
-	r := media.Room{Name: a.LiveKitRoom(acct, visitID), EmptyTimeout: LiveKitRoomEmpty, DepartureTimeout: departure, MaxParticipants: LiveKitMaxParticipants}
+	r := media.Room{Name: s.LiveKitRoom(acct, visitID), EmptyTimeout: LiveKitRoomEmpty, DepartureTimeout: departure, MaxParticipants: LiveKitMaxParticipants}
 	if err := lk.CreateRoom(ctx, hc, r); err != nil {
-		a.log.Error("livekit: the visit's room", "account_id", acct.ID, "visit_id", visitID, "err", err)
+		s.log.Error("livekit: the visit's room", "account_id", acct.ID, "visit_id", visitID, "err", err)
 		return clinic.Errorf(clinic.EUnavailable, "The video service is not answering. Try joining again in a moment.")
 	}
 	return nil
@@ -78,8 +79,8 @@ type liveKitEvent struct {
 // join does); room_finished ends a visit in progress. Other events, rooms
 // that are not a visit's, and moves a visit has already made are
 // acknowledged and change nothing, so LiveKit does not retry them.
-func (a *App) LiveKitWebhook(ctx context.Context, authorization string, body []byte, requestID string) error {
-	lk := a.cfg.LiveKit
+func (s *Service) LiveKitWebhook(ctx context.Context, authorization string, body []byte, requestID string) error {
+	lk := s.cfg.LiveKit
 	if !lk.Enabled() {
 		return clinic.Errorf(clinic.ENotFound, "This server does not use LiveKit.")
 	}
@@ -93,9 +94,9 @@ func (a *App) LiveKitWebhook(ctx context.Context, authorization string, body []b
 	var action string
 	switch ev.Event {
 	case "participant_joined":
-		action = ActInProgress
+		action = app.ActInProgress
 	case "room_finished":
-		action = ActClose
+		action = app.ActClose
 	default:
 		return nil
 	}
@@ -103,40 +104,40 @@ func (a *App) LiveKitWebhook(ctx context.Context, authorization string, body []b
 	if !ok {
 		return nil
 	}
-	acct, err := a.store.Read().AccountByCode(ctx, code)
+	acct, err := s.core.Read().AccountByCode(ctx, code)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil // a room of another server on the same LiveKit
 	case err != nil: // LiveKit retries what is not answered 200
 		return fmt.Errorf("livekit webhook: %w", err)
 	}
-	admin, err := a.store.Read().AdminUser(ctx, acct.ID)
+	admin, err := s.core.Read().AdminUser(ctx, acct.ID)
 	if err != nil {
 		return fmt.Errorf("livekit webhook: %w", err)
 	}
 	// The clinic acts on LiveKit's report: the audit names it as the
 	// system, with the request that carried the report.
 	p := &clinic.Principal{Account: acct, User: admin, Kind: clinic.CredSystem, RequestID: requestID}
-	v, err := a.store.Read().VisitByID(ctx, acct.ID, id)
+	v, err := s.core.Read().VisitByID(ctx, acct.ID, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return nil // deleted since
 	case err != nil:
 		return fmt.Errorf("livekit webhook: %w", err)
 	}
-	if action == ActInProgress {
+	if action == app.ActInProgress {
 		if v.ProviderID == 0 || v.Status == clinic.VisitInProgress {
 			return nil
 		}
-		u, err := a.store.Read().UserByID(ctx, acct.ID, v.ProviderID)
+		u, err := s.core.Read().UserByID(ctx, acct.ID, v.ProviderID)
 		if err != nil {
 			return fmt.Errorf("livekit webhook: %w", err)
 		}
-		if videoIdentity(u) != ev.Participant.Identity {
+		if u.VideoID() != ev.Participant.Identity {
 			return nil // the patient or a guest: waiting for the provider
 		}
 	}
-	if _, err := a.MoveVisit(ctx, p, id, action, MoveInput{}); err != nil && clinic.ErrorCode(err) != clinic.EConflict {
+	if _, err := s.core.MoveVisit(ctx, p, id, action, app.MoveInput{}); err != nil && clinic.ErrorCode(err) != clinic.EConflict {
 		return err
 	}
 	return nil
