@@ -186,13 +186,10 @@ func mustVisit(t *testing.T, e *testenv.Env, member, provider string) {
 	}
 }
 
-func (s *clinicSetup) publish(t *testing.T, who string, body map[string]any) []map[string]any {
+// publish publishes body's slots as the holder of token who.
+func (s *clinicSetup) publish(t *testing.T, who string, body slotGroup) []client.Slot {
 	t.Helper()
-	res := s.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: userHeaders(s.c, who), JSON: body})
-	if res.Status != 200 {
-		t.Fatalf("publish: %d %s", res.Status, res.Raw)
-	}
-	return res.List()
+	return dataOf[[]client.Slot](t, s.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: userHeaders(s.c, who), JSON: body}))
 }
 
 func (s *clinicSetup) enableAppointments(t *testing.T) {
@@ -519,7 +516,7 @@ type pageWalk struct {
 // order and how many pages there were. A link to an empty page (after an
 // exactly full last one) fails t too: the list reads one more row than a
 // page to know whether another follows (clinic.Page).
-func (pw pageWalk) walk(t *testing.T, e *testenv.Env) (items []map[string]any, pages int) {
+func (pw pageWalk) walk(t *testing.T, e *testenv.Env) (items []json.RawMessage, pages int) {
 	t.Helper()
 	query := pw.query
 	for pages = 1; ; pages++ {
@@ -530,7 +527,7 @@ func (pw pageWalk) walk(t *testing.T, e *testenv.Env) (items []map[string]any, p
 		if res.Status != 200 {
 			t.Fatalf("%s, page %d: %d %s", pw.path, pages, res.Status, res.Raw)
 		}
-		list := res.List()
+		list := dataOf[[]json.RawMessage](t, res)
 		if pages > 1 && len(list) == 0 && !pw.filtered {
 			t.Fatalf("%s, page %d: a next link led to an empty page (the page before was the last)", pw.path, pages)
 		}
@@ -551,18 +548,31 @@ func (pw pageWalk) walk(t *testing.T, e *testenv.Env) (items []map[string]any, p
 				t.Fatalf("%s, page %d: Link %q lost %s", pw.path, pages, link, k)
 			}
 		}
-		if pw.idKey != "" && (len(list) == 0 || u.Query().Get(pw.cursor) != fmt.Sprint(list[len(list)-1][pw.idKey])) {
+		if pw.idKey != "" && (len(list) == 0 || u.Query().Get(pw.cursor) != idsOf(list[len(list)-1:], pw.idKey)[0]) {
 			t.Fatalf("%s, page %d: Link %q does not go on from the page's last item", pw.path, pages, link)
 		}
 		query = u.Query()
 	}
 }
 
-// idsOf are the values of items' key, in order.
-func idsOf(items []map[string]any, key string) []string {
+// walkAs is pw's walk with the items as T.
+func walkAs[T any](t *testing.T, e *testenv.Env, pw pageWalk) (items []T, pages int) {
+	t.Helper()
+	raw, pages := pw.walk(t, e)
+	for _, r := range raw {
+		items = append(items, decodeRaw[T](t, r))
+	}
+	return items, pages
+}
+
+// idsOf are the values of items' member key, in order: a string's text,
+// a number's digits.
+func idsOf(items []json.RawMessage, key string) []string {
 	out := make([]string, len(items))
 	for i, it := range items {
-		out[i] = fmt.Sprint(it[key])
+		var members map[string]json.RawMessage
+		_ = json.Unmarshal(it, &members)
+		out[i] = strings.Trim(string(members[key]), `"`)
 	}
 	return out
 }

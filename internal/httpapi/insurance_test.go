@@ -2,10 +2,14 @@ package httpapi_test
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"teleclinic/client"
 	"teleclinic/internal/testenv"
 )
 
@@ -18,47 +22,49 @@ func TestInsurance_Cards(t *testing.T) {
 
 	res := e.Do(testenv.Req{Method: "POST", Path: path + "/primary", Header: h, Form: q("insurer_code", "aetna", "subscriber_num", "W123",
 		"guarantor_dob", "1980-02-03", "guarantor_gender", "female", "consent", "1")})
-	d := res.Data()
-	if res.Status != 200 || res.Body["version"] != "2.0" || d["card_type"] != "primary" || d["subscriber_number"] != "W123" ||
-		d["guarantor_gender"].(float64) != 2 || d["consent"] != true || d["group_number"] != "" {
+	d := decode[cardAnswer](t, res)
+	if d.Version != "2.0" || d.Data.CardType != "primary" || d.Data.SubscriberNumber != "W123" ||
+		d.Data.GuarantorGender != 2 || !d.Data.Consent || d.Data.GroupNumber != "" {
 		t.Fatalf("%s", res.Raw)
 	}
 	// An update changes only what it sends.
-	res = e.Do(testenv.Req{Method: "POST", Path: path + "/primary", Header: h, JSON: map[string]any{"group_number": "G7"}})
-	if res.Data()["group_number"] != "G7" || res.Data()["subscriber_number"] != "W123" {
-		t.Fatalf("%s", res.Raw)
+	if d := dataOf[card](t, e.Do(testenv.Req{Method: "POST", Path: path + "/primary", Header: h, JSON: js(`{"group_number": "G7"}`)})); d.GroupNumber != "G7" || d.SubscriberNumber != "W123" {
+		t.Fatalf("%+v", d)
 	}
 	wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path + "/primary", Header: h, Form: q("guarantor_dob", "03/02/1980")}), 400, 400)
 	wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path + "/tertiary", Header: h, Form: q("group_number", "x")}), 404, 404)
 
 	// Import: the secondary is new, the primary is overwritten whole.
-	res = e.Do(testenv.Req{Method: "POST", Path: path + "/import", Header: h, JSON: map[string]any{"insurances": []any{
-		map[string]any{"card_type": "primary", "insurer_code": "cigna", "subscriber_number": "C1"},
-		map[string]any{"card_type": "secondary", "insurer_code": "uhc", "subscriber_num": "U2"},
-	}}})
-	if res.Status != 200 || len(res.List()) != 2 || res.Body["version"] != "2.0" {
+	res = e.Do(testenv.Req{Method: "POST", Path: path + "/import", Header: h, JSON: js(`{"insurances": [
+		{"card_type": "primary", "insurer_code": "cigna", "subscriber_number": "C1"},
+		{"card_type": "secondary", "insurer_code": "uhc", "subscriber_num": "U2"}]}`)})
+	cards := decode[struct {
+		Data    []card `json:"data"`
+		Version string `json:"version"`
+	}](t, res)
+	if len(cards.Data) != 2 || cards.Version != "2.0" {
 		t.Fatalf("%s", res.Raw)
 	}
-	for _, c := range res.List() {
-		if c["card_type"] == "primary" && (c["insurer_code"] != "cigna" || c["group_number"] != "") {
-			t.Fatalf("primary not overwritten: %v", c)
+	for _, c := range cards.Data {
+		if c.CardType == "primary" && (c.InsurerCode != "cigna" || c.GroupNumber != "") {
+			t.Fatalf("primary not overwritten: %+v", c)
 		}
-		if c["card_type"] == "secondary" && c["subscriber_number"] != "U2" {
-			t.Fatalf("%v", c)
+		if c.CardType == "secondary" && c.SubscriberNumber != "U2" {
+			t.Fatalf("%+v", c)
 		}
 	}
-	for _, bad := range []any{
-		[]any{},
-		[]any{map[string]any{"card_type": "primary"}, map[string]any{"card_type": "primary"}},
-		[]any{map[string]any{"card_type": "primary"}, map[string]any{"card_type": "secondary"}, map[string]any{"card_type": "secondary"}},
-		[]any{map[string]any{"card_type": "other"}},
-		[]any{map[string]any{"card_type": "primary", "insurer_code": "x"}, map[string]any{"card_type": "secondary", "guarantor_gender": "7"}},
+	for _, bad := range []string{
+		`[]`,
+		`[{"card_type": "primary"}, {"card_type": "primary"}]`,
+		`[{"card_type": "primary"}, {"card_type": "secondary"}, {"card_type": "secondary"}]`,
+		`[{"card_type": "other"}]`,
+		`[{"card_type": "primary", "insurer_code": "x"}, {"card_type": "secondary", "guarantor_gender": "7"}]`,
 	} {
-		wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path + "/import", Header: h, JSON: map[string]any{"insurances": bad}}), 400, 400)
+		wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path + "/import", Header: h, JSON: js(`{"insurances": ` + bad + `}`)}), 400, 400)
 	}
 	// The failed imports wrote nothing.
-	if got := e.Do(testenv.Req{Path: path + "/primary", Header: h}).Data(); got["insurer_code"] != "cigna" {
-		t.Fatalf("%v", got)
+	if got := dataOf[card](t, e.Do(testenv.Req{Path: path + "/primary", Header: h})); got.InsurerCode != "cigna" {
+		t.Fatalf("%+v", got)
 	}
 
 	// Access: the patient and the clinic admin only (spec: Insurance), so
@@ -84,8 +90,8 @@ func TestInsurance_Cards(t *testing.T) {
 		t.Fatalf("%d %q", res.Status, res.Raw)
 	}
 	wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: path + "/secondary", Header: h}), 404, 404)
-	if got := e.Do(testenv.Req{Path: "/api_v3/users/-/insurances", Header: h}).List(); len(got) != 1 {
-		t.Fatalf("%v", got)
+	if got := dataOf[[]card](t, e.Do(testenv.Req{Path: "/api_v3/users/-/insurances", Header: h})); len(got) != 1 {
+		t.Fatalf("%+v", got)
 	}
 }
 
@@ -100,23 +106,22 @@ func TestInsurance_Eligibility(t *testing.T) {
 	mustOK(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/insurances/primary", Header: h, Form: q("insurer_code", "aetna", "subscriber_number", "W100")}))
 	wantErr(t, e.Do(testenv.Req{Path: path, Header: h}), 404, 404)
 
-	res := e.Do(testenv.Req{Method: "POST", Path: path + "/check", Header: h})
-	if res.Status != 200 || res.Data()["status"] != "pending" || res.Data()["job_id"] == "" {
-		t.Fatalf("%s", res.Raw)
+	started := dataOf[client.EligibilityJob](t, e.Do(testenv.Req{Method: "POST", Path: path + "/check", Header: h}))
+	if started.Status != "pending" || started.JobId == "" {
+		t.Fatalf("%+v", started)
 	}
-	job := res.Data()["job_id"]
-	var got map[string]any
+	var got client.EligibilityJob
 	waitFor(t, "the check's outcome", func() bool {
-		got = e.Do(testenv.Req{Path: path, Header: h}).Data()
-		return got["status"] != "pending"
+		got = dataOf[client.EligibilityJob](t, e.Do(testenv.Req{Path: path, Header: h}))
+		return got.Status != "pending"
 	})
-	det := got["details"].(map[string]any)
-	if got["job_id"] != job || got["status"] != "active" || det["checker"] != "sandbox" || det["member_id"] != "W100" || det["payer"] != "AETNA" || got["finished"] == nil {
-		t.Fatalf("%v", got)
+	if got.JobId != started.JobId || got.Status != "active" || got.Finished == nil ||
+		!reflect.DeepEqual([]any{got.Details["checker"], got.Details["member_id"], got.Details["payer"]}, []any{"sandbox", "W100", "AETNA"}) {
+		t.Fatalf("%+v", got)
 	}
 
 	// Within the window, finished or not: 429 saying when the last one started.
-	res = e.Do(testenv.Req{Method: "POST", Path: path + "/check", Header: h})
+	res := e.Do(testenv.Req{Method: "POST", Path: path + "/check", Header: h})
 	wantErr(t, res, 429, 429)
 	if msg := res.Body["message"].(string); !strings.Contains(msg, "2026-03-02T09:00:00Z") || res.Header.Get("Retry-After") != "60" {
 		t.Fatalf("%q %q", msg, res.Header.Get("Retry-After"))
@@ -133,9 +138,12 @@ func TestInsurance_Eligibility(t *testing.T) {
 		if res := e.Do(testenv.Req{Method: "POST", Path: path + "/check", Header: h}); res.Status != 200 {
 			t.Fatalf("%s", res.Raw)
 		}
-		waitFor(t, member, func() bool { got = e.Do(testenv.Req{Path: path, Header: h}).Data(); return got["status"] != "pending" })
-		if got["status"] != want {
-			t.Fatalf("%s: %v", member, got)
+		waitFor(t, member, func() bool {
+			got = dataOf[client.EligibilityJob](t, e.Do(testenv.Req{Path: path, Header: h}))
+			return got.Status != "pending"
+		})
+		if string(got.Status) != want {
+			t.Fatalf("%s: %+v", member, got)
 		}
 		e.Clock.Advance(61 * time.Second)
 	}
@@ -174,32 +182,40 @@ func TestInsurance_ReferenceListsClaimsAndCodes(t *testing.T) {
 	e := testenv.New(t)
 	s := newClinicSetup(t, e, "alpha")
 	h := userHeaders(s.c, s.doc.Token)
-	list := func(name string, kv ...string) []map[string]any {
+	// refItem is an entry of a reference list: the members the lists
+	// checked here have.
+	type refItem struct {
+		ID          string `json:"id"`
+		Code        string `json:"code"`
+		Text        string `json:"text"`
+		Description string `json:"description"`
+		EHRVendor   struct {
+			Code string `json:"code"`
+			CPID string `json:"cpid"`
+		} `json:"ehr_vendor"`
+	}
+	list := func(name string, kv ...string) []refItem {
 		t.Helper()
-		res := e.Do(testenv.Req{Path: "/api_v3/insurances/list/" + name, Header: h, Query: q(kv...)})
-		if res.Status != 200 {
-			t.Fatalf("%s: %d %s", name, res.Status, res.Raw)
-		}
-		return res.List()
+		return dataOf[[]refItem](t, e.Do(testenv.Req{Path: "/api_v3/insurances/list/" + name, Header: h, Query: q(kv...)}))
 	}
 	dxs := list("dxs")
-	if len(dxs) < 150 || dxs[0]["code"] == "" || dxs[0]["ehr_vendor"].(map[string]any)["code"] == "" {
-		t.Fatalf("%d %v", len(dxs), dxs[0])
+	if len(dxs) < 150 || dxs[0].Code == "" || dxs[0].EHRVendor.Code == "" {
+		t.Fatalf("%d %+v", len(dxs), dxs[0])
 	}
-	if got := list("dxs", "q", "E11.9"); len(got) != 1 || got[0]["code"] != "E11.9" || got[0]["ehr_vendor"].(map[string]any)["code"] != "E119" {
-		t.Fatalf("%v", got)
+	if got := list("dxs", "q", "E11.9"); len(got) != 1 || got[0].Code != "E11.9" || got[0].EHRVendor.Code != "E119" {
+		t.Fatalf("%+v", got)
 	}
 	if got := list("dxs", "q", "hypertension"); len(got) == 0 {
 		t.Fatal("no hypertension")
 	}
-	if got := list("procedures", "limit", "3"); len(got) != 3 || got[0]["id"] == "" || got[0]["text"] == "" || got[0]["description"] == "" {
-		t.Fatalf("%v", got)
+	if got := list("procedures", "limit", "3"); len(got) != 3 || got[0].ID == "" || got[0].Text == "" || got[0].Description == "" {
+		t.Fatalf("%+v", got)
 	}
-	if got := list("billing_modifiers", "q", "95"); len(got) == 0 || got[0]["id"] != "95" {
-		t.Fatalf("%v", got)
+	if got := list("billing_modifiers", "q", "95"); len(got) == 0 || got[0].ID != "95" {
+		t.Fatalf("%+v", got)
 	}
-	if got := list("carriers", "q", "aetna"); len(got) != 1 || got[0]["ehr_vendor"].(map[string]any)["cpid"] != "60054" {
-		t.Fatalf("%v", got)
+	if got := list("carriers", "q", "aetna"); len(got) != 1 || got[0].EHRVendor.CPID != "60054" {
+		t.Fatalf("%+v", got)
 	}
 	if got := list("insurers"); len(got) < 5 {
 		t.Fatalf("%v", got)
@@ -208,25 +224,25 @@ func TestInsurance_ReferenceListsClaimsAndCodes(t *testing.T) {
 
 	visit := s.withVisit(t)
 	codes := "/api_v3/visits/" + visit + "/codes"
-	res := e.Do(testenv.Req{Method: "POST", Path: codes, Header: h, JSON: map[string]any{"diagnoses": []any{"e119", "I10"},
-		"procedures": []any{map[string]any{"code": "g2012", "modifiers": []any{"95"}}}}})
-	if res.Status != 200 || res.Data()["diagnoses"].([]any)[0] != "E11.9" || res.Data()["procedures"].([]any)[0].(map[string]any)["code"] != "G2012" {
-		t.Fatalf("%s", res.Raw)
+	set := dataOf[client.ClaimCodes](t, e.Do(testenv.Req{Method: "POST", Path: codes, Header: h, JSON: js(`{"diagnoses": ["e119", "I10"],
+		"procedures": [{"code": "g2012", "modifiers": ["95"]}]}`)}))
+	if !reflect.DeepEqual(set.Diagnoses, []string{"E11.9", "I10"}) || len(set.Procedures) != 1 || set.Procedures[0].Code != "G2012" {
+		t.Fatalf("%+v", set)
 	}
-	for _, bad := range []map[string]any{
-		{"diagnoses": []any{"X99.999"}},
-		{"procedures": []any{map[string]any{"code": "99213"}}},
-		{"procedures": []any{map[string]any{"code": "G2012", "modifiers": []any{"ZZ"}}}},
-		{},
+	for _, bad := range []string{
+		`{"diagnoses": ["X99.999"]}`,
+		`{"procedures": [{"code": "99213"}]}`,
+		`{"procedures": [{"code": "G2012", "modifiers": ["ZZ"]}]}`,
+		`{}`,
 	} {
-		res := e.Do(testenv.Req{Method: "POST", Path: codes, Header: h, JSON: bad})
+		res := e.Do(testenv.Req{Method: "POST", Path: codes, Header: h, JSON: js(bad)})
 		if res.Status != 400 || res.Body["error"] == nil {
-			t.Fatalf("%v: %d %s", bad, res.Status, res.Raw)
+			t.Fatalf("%s: %d %s", bad, res.Status, res.Raw)
 		}
 	}
 	// The patient reads but does not code; another provider is not the visit's.
-	if res := e.Do(testenv.Req{Path: codes, Header: userHeaders(s.c, s.pat.Token)}); res.Status != 200 || len(res.Data()["diagnoses"].([]any)) != 2 {
-		t.Fatalf("%s", res.Raw)
+	if got := dataOf[client.ClaimCodes](t, e.Do(testenv.Req{Path: codes, Header: userHeaders(s.c, s.pat.Token)})); len(got.Diagnoses) != 2 {
+		t.Fatalf("%+v", got)
 	}
 	if res := e.Do(testenv.Req{Method: "POST", Path: codes, Header: userHeaders(s.c, s.pat.Token), Form: q("diagnoses", "I10")}); res.Status != 403 {
 		t.Fatalf("%d", res.Status)
@@ -239,25 +255,26 @@ func TestInsurance_ReferenceListsClaimsAndCodes(t *testing.T) {
 	report := func(h map[string]string, kv ...string) *testenv.Resp {
 		return e.Do(testenv.Req{Path: "/api_v3/reports/claims", Header: h, Query: q(kv...)})
 	}
-	res = report(adminHeaders(s.c), "from_date", "2026-03-02", "to_date", "2026-03-02")
-	if res.Status != 200 || len(res.List()) != 1 {
-		t.Fatalf("%s", res.Raw)
+	claims := dataOf[[]claim](t, report(adminHeaders(s.c), "from_date", "2026-03-02", "to_date", "2026-03-02"))
+	if len(claims) != 1 {
+		t.Fatalf("%+v", claims)
 	}
-	cl := res.List()[0]
-	if cl["visit_id"] != visit || cl["date"] != "2026-03-02" || cl["patient"].(map[string]any)["id"] != s.pat.UserID ||
-		cl["provider"].(map[string]any)["id"] != s.doc.UserID || cl["diagnoses"].([]any)[1].(map[string]any)["description"] != "Essential (primary) hypertension" ||
-		cl["procedures"].([]any)[0].(map[string]any)["modifiers"].([]any)[0] != "95" ||
-		cl["insurance"].(map[string]any)["primary"].(map[string]any)["subscriber_number"] != "W1" {
-		t.Fatalf("%v", cl)
+	want := claim{VisitID: visit, Date: "2026-03-02"}
+	want.Patient.ID, want.Provider.ID, want.Insurance.Primary.SubscriberNumber = s.pat.UserID, s.doc.UserID, "W1"
+	want.Diagnoses = []claimCode{{Code: "E11.9", Description: "Type 2 diabetes mellitus without complications"}, {Code: "I10", Description: "Essential (primary) hypertension"}}
+	want.Procedures = []claimCode{{Code: "G2012", Modifiers: []string{"95"}, Description: "Brief communication technology-based service, e.g. virtual check-in, by a physician or other " +
+		"qualified health care professional who can report evaluation and management services, provided to an established patient; 5-10 minutes of medical discussion"}}
+	if diff := cmp.Diff(want, claims[0]); diff != "" {
+		t.Fatalf("the claim (-want +got):\n%s", diff)
 	}
-	if got := report(h, "from_date", "2026-03-02", "to_date", "2026-03-02").List(); len(got) != 1 {
-		t.Fatalf("the provider's own: %v", got)
+	if got := dataOf[[]claim](t, report(h, "from_date", "2026-03-02", "to_date", "2026-03-02")); len(got) != 1 {
+		t.Fatalf("the provider's own: %+v", got)
 	}
-	if got := report(userHeaders(s.c, s.other.Token), "from_date", "2026-03-02", "to_date", "2026-03-02").List(); len(got) != 0 {
-		t.Fatalf("another provider's: %v", got)
+	if got := dataOf[[]claim](t, report(userHeaders(s.c, s.other.Token), "from_date", "2026-03-02", "to_date", "2026-03-02")); len(got) != 0 {
+		t.Fatalf("another provider's: %+v", got)
 	}
-	if got := report(adminHeaders(s.c), "from_date", "2026-03-03", "to_date", "2026-03-31").List(); len(got) != 0 {
-		t.Fatalf("out of range: %v", got)
+	if got := dataOf[[]claim](t, report(adminHeaders(s.c), "from_date", "2026-03-03", "to_date", "2026-03-31")); len(got) != 0 {
+		t.Fatalf("out of range: %+v", got)
 	}
 	wantErr(t, report(userHeaders(s.c, s.pat.Token), "from_date", "2026-03-01", "to_date", "2026-03-02"), 403, 403)
 	wantErr(t, report(adminHeaders(s.c), "from_date", "2026-03-05", "to_date", "2026-03-01"), 400, 400)
@@ -284,15 +301,16 @@ func TestClaims_Pages(t *testing.T) {
 	day := e.Clock.Now().UTC().Format("2006-01-02")
 	walk := func(t *testing.T, h map[string]string, limit int) []string {
 		t.Helper()
-		claims, _ := pageWalk{path: "/api_v3/reports/claims", query: q("from_date", day, "to_date", day, "limit", fmt.Sprint(limit)), header: h,
-			cursor: "after", idKey: "visit_id", limit: limit}.walk(t, e)
+		claims, _ := walkAs[claim](t, e, pageWalk{path: "/api_v3/reports/claims", query: q("from_date", day, "to_date", day, "limit", fmt.Sprint(limit)), header: h,
+			cursor: "after", idKey: "visit_id", limit: limit})
+		var ids []string
 		for _, cl := range claims {
-			patient := cl["patient"].(map[string]any)["id"].(string)
-			if cl["insurance"].(map[string]any)["primary"].(map[string]any)["subscriber_number"] != "W-"+patient || cl["provider"].(map[string]any)["id"] != s.doc.UserID {
-				t.Fatalf("%v", cl)
+			if cl.Insurance.Primary.SubscriberNumber != "W-"+cl.Patient.ID || cl.Provider.ID != s.doc.UserID {
+				t.Fatalf("%+v", cl)
 			}
+			ids = append(ids, cl.VisitID)
 		}
-		return idsOf(claims, "visit_id")
+		return ids
 	}
 	var want []string
 	for _, id := range ids {
@@ -328,4 +346,46 @@ func TestClaims_Pages(t *testing.T) {
 			wantErr(t, e.Do(testenv.Req{Path: "/api_v3/reports/claims", Query: q("from_date", day, "to_date", day, "after", after), Header: adminHeaders(s.c)}), 400, 400)
 		}
 	})
+}
+
+// card is an insurance card as the API answers it (every field present).
+type card struct {
+	CardType         string `json:"card_type"`
+	InsurerCode      string `json:"insurer_code"`
+	SubscriberNumber string `json:"subscriber_number"`
+	GroupNumber      string `json:"group_number"`
+	GuarantorGender  int    `json:"guarantor_gender"`
+	Consent          bool   `json:"consent"`
+}
+
+// cardAnswer is a card's answer with the spec's version member.
+type cardAnswer struct {
+	Data    card   `json:"data"`
+	Version string `json:"version"`
+}
+
+// claim is an entry of the claims report, as far as the tests read it.
+type claim struct {
+	VisitID string `json:"visit_id"`
+	Date    string `json:"date"`
+	Patient struct {
+		ID string `json:"id"`
+	} `json:"patient"`
+	Provider struct {
+		ID string `json:"id"`
+	} `json:"provider"`
+	Diagnoses  []claimCode `json:"diagnoses"`
+	Procedures []claimCode `json:"procedures"`
+	Insurance  struct {
+		Primary struct {
+			SubscriberNumber string `json:"subscriber_number"`
+		} `json:"primary"`
+	} `json:"insurance"`
+}
+
+// claimCode is a diagnosis or procedure of a claim.
+type claimCode struct {
+	Code        string   `json:"code"`
+	Description string   `json:"description"`
+	Modifiers   []string `json:"modifiers,omitempty"`
 }

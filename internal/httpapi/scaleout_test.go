@@ -113,8 +113,8 @@ func TestScaleOut_ThreeProcessesUnderLoad(t *testing.T) {
 
 	// A slot raced for on all three: one visit.
 	s.enableAppointments(t)
-	slots := s.publish(t, s.doc.Token, map[string]any{"room_code": "main", "date_start": slotDay, "time_start": "09:00", "time_end": "09:30", "timezone": "America/New_York", "duration": 30})
-	st, en := fmt.Sprint(int64(slots[0]["start"].(float64))), fmt.Sprint(int64(slots[0]["end"].(float64)))
+	slots := s.publish(t, s.doc.Token, slotGroup{RoomCode: "main", DateStart: slotDay, TimeStart: "09:00", TimeEnd: "09:30", Timezone: "America/New_York", Duration: 30})
+	st, en := fmt.Sprint(slots[0].Start), fmt.Sprint(slots[0].End)
 	statuses := map[int]int{}
 	var bwg sync.WaitGroup
 	start := make(chan struct{})

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"teleclinic/client"
 	"teleclinic/internal/testenv"
 )
 
@@ -21,7 +22,7 @@ func TestSlots_PublishListDelete(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
 	s := newClinicSetup(t, e, "alpha")
-	day := map[string]any{"room_code": "main", "date_start": slotDay, "time_start": "09:00", "time_end": "11:00", "timezone": "America/New_York", "duration": 30}
+	day := slotGroup{RoomCode: "main", DateStart: slotDay, TimeStart: "09:00", TimeEnd: "11:00", Timezone: "America/New_York", Duration: 30}
 
 	slots := s.publish(t, s.doc.Token, day)
 	// Published in the spec's shape.
@@ -30,16 +31,16 @@ func TestSlots_PublishListDelete(t *testing.T) {
 			t.Fatalf("%d slots", len(slots))
 		}
 		first := slots[0]
-		g := first["group"].(map[string]any)
-		if first["start"].(float64) != float64(tue0900NY) || first["end"].(float64)-first["start"].(float64) != 1800 || first["status"].(float64) != 10 ||
-			first["provider_id"] != s.doc.UserID || first["provider"].(map[string]any)["full_name"] != "Dana Doc" || first["account"].(map[string]any)["code"] != "alpha" ||
-			g["time_start"] != fmt.Sprint(tue0900NY) || g["timezone"] != "America/New_York" || g["local"].(map[string]any)["time_start"] != "09:00" ||
-			g["consultation"].(map[string]any)["description"] != "15-min Consultation" {
-			t.Fatalf("%v", first)
+		g := first.Group
+		if int64(first.Start) != tue0900NY || first.End-first.Start != 1800 || first.Status != 10 ||
+			first.ProviderId != s.doc.UserID || first.Provider.FullName != "Dana Doc" || first.Account.Code != "alpha" || g == nil ||
+			g.TimeStart != fmt.Sprint(tue0900NY) || g.Timezone != "America/New_York" || g.Local.TimeStart != "09:00" ||
+			g.Consultation.Description != "15-min Consultation" {
+			t.Fatalf("%+v", first)
 		}
 	})
 	t.Run("ErrOverlap", func(t *testing.T) {
-		body := map[string]any{"room_code": "main", "date_start": slotDay, "time_start": "10:15", "time_end": "12:00", "timezone": "America/New_York", "duration": 45}
+		body := slotGroup{RoomCode: "main", DateStart: slotDay, TimeStart: "10:15", TimeEnd: "12:00", Timezone: "America/New_York", Duration: 45}
 		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: userHeaders(s.c, s.doc.Token), JSON: body})
 		wantErr(t, res, 409, 409)
 	})
@@ -49,30 +50,25 @@ func TestSlots_PublishListDelete(t *testing.T) {
 		wantErr(t, res, 403, 403)
 		res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: userHeaders(s.c, s.other.Token), JSON: day})
 		wantErr(t, res, 400, 400) // not linked to the room
-		res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: userHeaders(s.c, s.doc.Token), JSON: map[string]any{
-			"room_code": "main", "date_start": slotDay, "time_start": "09:00", "time_end": "11:00", "timezone": "America/New_York", "duration": 30, "provider_id": s.other.UserID}})
+		res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: userHeaders(s.c, s.doc.Token), JSON: slotGroup{
+			RoomCode: "main", DateStart: slotDay, TimeStart: "09:00", TimeEnd: "11:00", Timezone: "America/New_York", Duration: 30, ProviderID: s.other.UserID}})
 		wantErr(t, res, 403, 403)
 		// The admin publishes for a provider, here with the room's consultation.
 		if r := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/" + s.other.UserID + "/rooms", Header: adminHeaders(s.c), Form: q("code", "main")}); r.Status != 200 {
 			t.Fatal(r.Status)
 		}
-		res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: adminHeaders(s.c), Form: q("provider_id", s.other.UserID,
-			"room_code", "main", "date_start", slotDay, "time_start", "13:00", "time_end", "14:00", "timezone", "America/New_York", "consultation_id", "1")})
-		if res.Status != 200 || len(res.List()) != 4 {
-			t.Fatalf("%d %s", res.Status, res.Raw)
+		if got := dataOf[[]client.Slot](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: adminHeaders(s.c), Form: q("provider_id", s.other.UserID,
+			"room_code", "main", "date_start", slotDay, "time_start", "13:00", "time_end", "14:00", "timezone", "America/New_York", "consultation_id", "1")})); len(got) != 4 {
+			t.Fatalf("%d slots", len(got))
 		}
 		wantErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: adminHeaders(s.c), JSON: day}), 400, 400) // no provider_id
-		bad := map[string]any{"room_code": "main", "date_start": slotDay, "time_start": "09:00", "time_end": "08:00", "timezone": "America/New_York", "duration": 30}
+		bad := slotGroup{RoomCode: "main", DateStart: slotDay, TimeStart: "09:00", TimeEnd: "08:00", Timezone: "America/New_York", Duration: 30}
 		wantErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: userHeaders(s.c, s.doc.Token), JSON: bad}), 400, 400)
 	})
 	// List filters.
 	t.Run("OKListFilters", func(t *testing.T) {
-		list := func(kv ...string) []map[string]any {
-			res := e.Do(testenv.Req{Path: "/api_v3/slots", Header: userHeaders(s.c, s.pat.Token), Query: q(append([]string{"start", fmt.Sprint(tue0900NY - 3600), "end", fmt.Sprint(tue0900NY + 24*3600)}, kv...)...)})
-			if res.Status != 200 {
-				t.Fatalf("%d %s", res.Status, res.Raw)
-			}
-			return res.List()
+		list := func(kv ...string) []client.Slot {
+			return dataOf[[]client.Slot](t, e.Do(testenv.Req{Path: "/api_v3/slots", Header: userHeaders(s.c, s.pat.Token), Query: q(append([]string{"start", fmt.Sprint(tue0900NY - 3600), "end", fmt.Sprint(tue0900NY + 24*3600)}, kv...)...)}))
 		}
 		if n := len(list()); n != 8 {
 			t.Fatalf("%d", n)
@@ -104,24 +100,22 @@ func TestSlots_PublishListDelete(t *testing.T) {
 		}
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/slots", Header: userHeaders(s.c, s.pat.Token)}), 400, 400)
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/slots", Header: userHeaders(s.c, s.pat.Token), Query: q("start", "1", "end", "2", "type", "many")}), 400, 400)
-		if l := e.Do(testenv.Req{Path: "/api_v3/slots/available", Header: userHeaders(s.c, s.pat.Token)}).List(); len(l) != 8 || l[0]["provider"].(map[string]any)["states_serviced"] == nil {
-			t.Fatalf("%v", l)
+		if l := dataOf[[]client.Slot](t, e.Do(testenv.Req{Path: "/api_v3/slots/available", Header: userHeaders(s.c, s.pat.Token)})); len(l) != 8 || l[0].Provider.StatesServiced == nil {
+			t.Fatalf("%+v", l)
 		}
 	})
 	// Delete a slot and a group.
 	t.Run("OKDeleteSlotAndGroup", func(t *testing.T) {
-		id := slots[3]["id"].(string)
+		id := slots[3].Id
 		wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/slots/" + id, Header: userHeaders(s.c, s.pat.Token)}), 403, 403)
-		res := e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/slots/" + id, Header: userHeaders(s.c, s.doc.Token)})
-		if res.Status != 200 || res.Data()["slot_deleted"].(float64) != 1 || res.Data()["group_deleted"].(float64) != 0 {
-			t.Fatalf("%s", res.Raw)
+		if d := decode[client.Deleted](t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/slots/" + id, Header: userHeaders(s.c, s.doc.Token)})).Data; d.SlotDeleted != 1 || d.GroupDeleted != 0 {
+			t.Fatalf("%+v", d)
 		}
 		wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/slots/" + id, Header: userHeaders(s.c, s.doc.Token)}), 404, 404)
-		res = e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/slots/groups/" + slots[0]["group_id"].(string), Header: adminHeaders(s.c)})
-		if res.Status != 200 || res.Data()["slot_deleted"].(float64) != 3 || res.Data()["group_deleted"].(float64) != 1 {
-			t.Fatalf("%s", res.Raw)
+		if d := decode[client.Deleted](t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/slots/groups/" + slots[0].GroupId, Header: adminHeaders(s.c)})).Data; d.SlotDeleted != 3 || d.GroupDeleted != 1 {
+			t.Fatalf("%+v", d)
 		}
-		wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/slots/groups/" + slots[0]["group_id"].(string), Header: adminHeaders(s.c)}), 404, 404)
+		wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/slots/groups/" + slots[0].GroupId, Header: adminHeaders(s.c)}), 404, 404)
 	})
 }
 
@@ -129,25 +123,14 @@ func TestSlots_AvailabilityAndBooking(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
 	s := newClinicSetup(t, e, "alpha")
-	slots := s.publish(t, s.doc.Token, map[string]any{"room_code": "main", "date_start": slotDay, "time_start": "09:00", "time_end": "10:30", "timezone": "America/New_York", "duration": 15})
+	slots := s.publish(t, s.doc.Token, slotGroup{RoomCode: "main", DateStart: slotDay, TimeStart: "09:00", TimeEnd: "10:30", Timezone: "America/New_York", Duration: 15})
 	slotAt := func(i int) (string, string) {
-		return fmt.Sprint(int64(slots[i]["start"].(float64))), fmt.Sprint(int64(slots[i]["end"].(float64)))
+		return fmt.Sprint(slots[i].Start), fmt.Sprint(slots[i].End)
 	}
-	avail := func(kv ...string) map[string]any {
+	avail := func(kv ...string) availability {
 		t.Helper()
-		res := e.Do(testenv.Req{Path: "/api_v3/availability", Header: userHeaders(s.c, s.pat.Token),
-			Query: q(append([]string{"start", fmt.Sprint(tue0900NY), "end", fmt.Sprint(tue0900NY + 3*3600)}, kv...)...)})
-		if res.Status != 200 {
-			t.Fatalf("%d %s", res.Status, res.Raw)
-		}
-		return res.Data()
-	}
-	flags := func(d map[string]any, field string) string {
-		out := ""
-		for _, sl := range d["slots"].([]any) {
-			out += fmt.Sprint(sl.(map[string]any)[field])
-		}
-		return out
+		return dataOf[availability](t, e.Do(testenv.Req{Path: "/api_v3/availability", Header: userHeaders(s.c, s.pat.Token),
+			Query: q(append([]string{"start", fmt.Sprint(tue0900NY), "end", fmt.Sprint(tue0900NY + 3*3600)}, kv...)...)}))
 	}
 
 	t.Run("ErrAppointmentsOff", func(t *testing.T) {
@@ -159,25 +142,22 @@ func TestSlots_AvailabilityAndBooking(t *testing.T) {
 	// Availability flags and slot_data.
 	t.Run("OKAvailability", func(t *testing.T) {
 		d := avail("room_code", "main")
-		if flags(d, "slot_available") != "111111" || flags(d, "slot_booked") != "000000" {
-			t.Fatalf("%v", d)
+		if d.available() != "111111" || d.booked() != "000000" {
+			t.Fatalf("%+v", d)
 		}
-		byID := d["slot_data"].(map[string]any)
-		if len(byID) != len(d["slots"].([]any)) {
-			t.Fatalf("%d slot_data entries for %d slots", len(byID), len(d["slots"].([]any)))
+		if len(d.SlotData) != len(d.Slots) {
+			t.Fatalf("%d slot_data entries for %d slots", len(d.SlotData), len(d.Slots))
 		}
-		for _, x := range d["slots"].([]any) {
-			sl := x.(map[string]any)
-			if e, ok := byID[sl["slot_id"].(string)].(map[string]any); !ok || e["id"] != sl["slot_id"] || e["start"] != sl["slot_start"] {
-				t.Fatalf("slot %v: slot_data %v", sl, e)
+		for _, sl := range d.Slots {
+			if e, ok := d.SlotData[sl.SlotID]; !ok || e.ID != sl.SlotID || e.Start != sl.SlotStart {
+				t.Fatalf("slot %+v: slot_data %+v", sl, e)
 			}
 		}
-		sd := byID[slots[0]["id"].(string)].(map[string]any)
-		if sd["provider_id"] != s.doc.UserID || sd["consultation"].(map[string]any)["duration"].(float64) != 15 {
-			t.Fatalf("%v", sd)
+		if sd := d.SlotData[slots[0].Id]; sd.ProviderID != s.doc.UserID || sd.Consultation.Duration != 15 {
+			t.Fatalf("%+v", sd)
 		}
 		// 45 minutes need three back-to-back slots: the last two cannot start one.
-		if f := flags(avail("room_code", "main", "duration", "2700"), "slot_available"); f != "111100" {
+		if f := avail("room_code", "main", "duration", "2700").available(); f != "111100" {
 			t.Fatalf("%s", f)
 		}
 		wantObjErr(t, e.Do(testenv.Req{Path: "/api_v3/availability", Header: userHeaders(s.c, s.pat.Token), Query: q("room_code", "main")}), 400, "start")
@@ -189,22 +169,20 @@ func TestSlots_AvailabilityAndBooking(t *testing.T) {
 		it := s.intake(t, s.pat, "type", "2")
 		st, _ := slotAt(1)
 		_, en := slotAt(2)
-		res := s.post(s.pat.Token, "/api_v3/visits", "slot_start", st, "slot_end", en, "room_code", "main", "type", "2", "intake_id", it)
-		v := res.Data()
-		if res.Status != 200 || v["kind"] != "appointment" || v["status"].(float64) != 10 || v["provider_id"] != s.doc.UserID ||
-			fmt.Sprint(int64(v["start"].(float64))) != st || fmt.Sprint(int64(v["end"].(float64))) != en {
-			t.Fatalf("%d %s", res.Status, res.Raw)
+		v := dataOf[client.Visit](t, s.post(s.pat.Token, "/api_v3/visits", "slot_start", st, "slot_end", en, "room_code", "main", "type", "2", "intake_id", it))
+		if v.Kind != "appointment" || v.Status != 10 || v.ProviderId != s.doc.UserID || fmt.Sprint(v.Start) != st || fmt.Sprint(v.End) != en {
+			t.Fatalf("%+v", v)
 		}
-		booked = v["id"].(string)
-		if f := flags(avail("intake_id", s.intake(t, s.pat)), "slot_booked"); f != "011000" {
+		booked = v.Id
+		if f := avail("intake_id", s.intake(t, s.pat)).booked(); f != "011000" {
 			t.Fatalf("%s", f)
 		}
 		// The slot is taken: a booked slot is not deleted from under its visit.
-		wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/slots/" + slots[1]["id"].(string), Header: userHeaders(s.c, s.doc.Token)}), 409, 409)
-		res = e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/slots/groups/" + slots[0]["group_id"].(string), Header: userHeaders(s.c, s.doc.Token)})
+		wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/slots/" + slots[1].Id, Header: userHeaders(s.c, s.doc.Token)}), 409, 409)
+		d := decode[client.Deleted](t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/slots/groups/" + slots[0].GroupId, Header: userHeaders(s.c, s.doc.Token)})).Data
 		// The group's four open slots go; the booked two stay, and so does the group.
-		if res.Data()["slot_deleted"].(float64) != 4 || res.Data()["group_deleted"].(float64) != 0 {
-			t.Fatalf("%s", res.Raw)
+		if d.SlotDeleted != 4 || d.GroupDeleted != 0 {
+			t.Fatalf("%+v", d)
 		}
 	})
 	// Booking errors.
@@ -222,19 +200,15 @@ func TestSlots_AvailabilityAndBooking(t *testing.T) {
 		if r := s.post(s.pat.Token, "/api_v3/visits/delete", "id", booked, "reason", "patient_cancel_appointment"); r.Status != 200 {
 			t.Fatalf("%s", r.Raw)
 		}
-		if f := flags(avail("room_code", "main"), "slot_booked"); f != "00" {
+		if f := avail("room_code", "main").booked(); f != "00" {
 			t.Fatalf("%s", f)
 		}
 		it := s.intake(t, s.pat2, "type", "2")
 		st, en := slotAt(1)
-		res := s.post(s.pat2.Token, "/api_v3/visits", "slot_start", st, "slot_end", en, "room_code", "main", "type", "2", "intake_id", it)
-		if res.Status != 200 {
-			t.Fatalf("%s", res.Raw)
-		}
-		vid := res.Data()["id"].(string)
+		vid := dataOf[client.Visit](t, s.post(s.pat2.Token, "/api_v3/visits", "slot_start", st, "slot_end", en, "room_code", "main", "type", "2", "intake_id", it)).Id
 		mustOK(t, s.post(s.doc.Token, "/api_v3/visits/inprogress", "id", vid))
 		mustOK(t, s.post(s.doc.Token, "/api_v3/visits/close", "id", vid))
-		if f := flags(avail("room_code", "main"), "slot_booked"); f != "10" {
+		if f := avail("room_code", "main").booked(); f != "10" {
 			t.Fatalf("%s", f)
 		}
 	})
@@ -252,8 +226,8 @@ func TestSlots_ConcurrentBooking(t *testing.T) {
 	}
 	s := newClinicSetup(t, first, "alpha")
 	s.enableAppointments(t)
-	slots := s.publish(t, s.doc.Token, map[string]any{"room_code": "main", "date_start": slotDay, "time_start": "09:00", "time_end": "09:30", "timezone": "America/New_York", "duration": 30})
-	st, en := fmt.Sprint(int64(slots[0]["start"].(float64))), fmt.Sprint(int64(slots[0]["end"].(float64)))
+	slots := s.publish(t, s.doc.Token, slotGroup{RoomCode: "main", DateStart: slotDay, TimeStart: "09:00", TimeEnd: "09:30", Timezone: "America/New_York", Duration: 30})
+	st, en := fmt.Sprint(slots[0].Start), fmt.Sprint(slots[0].End)
 	const n = 50
 	type patient struct{ token, intake string }
 	pats := make([]patient, n)
@@ -277,7 +251,7 @@ func TestSlots_ConcurrentBooking(t *testing.T) {
 			defer mu.Unlock()
 			got[res.Status]++
 			if res.Status == 200 {
-				winners = append(winners, res.Data()["id"].(string))
+				winners = append(winners, decodeRaw[client.VisitResponse](t, res.Raw).Data.Id)
 			} else if res.Body["error"] != "Conflict" {
 				t.Errorf("loser's body: %s", res.Raw)
 			}
@@ -288,14 +262,12 @@ func TestSlots_ConcurrentBooking(t *testing.T) {
 	if got[200] != 1 || got[409] != n-1 {
 		t.Fatalf("statuses %v", got)
 	}
-	res := first.Do(testenv.Req{Path: "/api_v3/visits", Header: adminHeaders(s.c)})
-	if l := res.List(); len(l) != 1 || l[0]["id"] != winners[0] {
-		t.Fatalf("visits after the race: %s", res.Raw)
+	if l := dataOf[[]client.Visit](t, first.Do(testenv.Req{Path: "/api_v3/visits", Header: adminHeaders(s.c)})); len(l) != 1 || l[0].Id != winners[0] {
+		t.Fatalf("visits after the race: %+v", l)
 	}
 	var freeIntakes int
 	for _, p := range pats {
-		r := first.Do(testenv.Req{Path: "/api_v3/intakes/" + p.intake, Header: userHeaders(s.c, p.token)})
-		if _, has := r.Data()["visit_id"]; !has {
+		if it := dataOf[client.Intake](t, first.Do(testenv.Req{Path: "/api_v3/intakes/" + p.intake, Header: userHeaders(s.c, p.token)})); it.VisitId == nil {
 			freeIntakes++
 		}
 	}
@@ -312,29 +284,20 @@ func TestVisits_Reschedule(t *testing.T) {
 	e := testenv.New(t)
 	s := newClinicSetup(t, e, "alpha")
 	s.enableAppointments(t)
-	s.publish(t, s.doc.Token, map[string]any{"room_code": "main", "date_start": slotDay, "time_start": "09:00", "time_end": "10:30", "timezone": "America/New_York", "duration": 30})
+	s.publish(t, s.doc.Token, slotGroup{RoomCode: "main", DateStart: slotDay, TimeStart: "09:00", TimeEnd: "10:30", Timezone: "America/New_York", Duration: 30})
 	at := func(i int) string { return fmt.Sprint(tue0900NY + int64(i)*1800) }
 	book := func(who *session, i int) string {
 		t.Helper()
-		res := s.post(who.Token, "/api_v3/visits", "slot_start", at(i), "slot_end", at(i+1), "room_code", "main", "type", "2", "intake_id", s.intake(t, who, "type", "2"))
-		if res.Status != 200 {
-			t.Fatalf("book: %s", res.Raw)
-		}
-		return res.Data()["id"].(string)
+		return dataOf[client.Visit](t, s.post(who.Token, "/api_v3/visits", "slot_start", at(i), "slot_end", at(i+1), "room_code", "main", "type", "2", "intake_id", s.intake(t, who, "type", "2"))).Id
 	}
 	mine := book(s.pat, 0)
 	book(s.pat2, 2) // the time after next is taken
 	path := "/api_v3/visits/" + mine + "/reschedule"
-	res := s.post(s.pat.Token, path, "slot_start", at(1), "slot_end", at(2))
-	if res.Status != 200 || fmt.Sprint(int64(res.Data()["start"].(float64))) != at(1) {
-		t.Fatalf("reschedule: %d %s", res.Status, res.Raw)
+	if v := dataOf[client.Visit](t, s.post(s.pat.Token, path, "slot_start", at(1), "slot_end", at(2))); fmt.Sprint(v.Start) != at(1) {
+		t.Fatalf("reschedule: %+v", v)
 	}
-	avail := e.Do(testenv.Req{Path: "/api_v3/availability", Header: userHeaders(s.c, s.pat.Token), Query: q("room_code", "main", "start", at(0), "end", at(3))})
-	var booked string
-	for _, x := range avail.Data()["slots"].([]any) {
-		booked += fmt.Sprint(x.(map[string]any)["slot_booked"])
-	}
-	if booked != "011" {
+	avail := dataOf[availability](t, e.Do(testenv.Req{Path: "/api_v3/availability", Header: userHeaders(s.c, s.pat.Token), Query: q("room_code", "main", "start", at(0), "end", at(3))}))
+	if booked := avail.booked(); booked != "011" {
 		t.Fatalf("after the move, booked: %s", booked)
 	}
 	wantObjErr(t, s.post(s.pat.Token, path, "slot_start", at(2), "slot_end", at(3)), 409, "booked")
@@ -350,18 +313,18 @@ func TestSlots_AvailabilityStatements(t *testing.T) {
 	e := testenv.New(t)
 	s := newClinicSetup(t, e, "alpha")
 	s.enableAppointments(t)
-	s.publish(t, s.doc.Token, map[string]any{"room_code": "main", "date_start": slotDay, "time_start": "09:00", "time_end": "10:00", "timezone": "America/New_York", "duration": 15})
+	s.publish(t, s.doc.Token, slotGroup{RoomCode: "main", DateStart: slotDay, TimeStart: "09:00", TimeEnd: "10:00", Timezone: "America/New_York", Duration: 15})
 	if r := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/" + s.other.UserID + "/rooms", Header: adminHeaders(s.c), Form: q("code", "main")}); r.Status != 200 {
 		t.Fatal(r.Status)
 	}
-	s.publish(t, s.other.Token, map[string]any{"room_code": "main", "date_start": slotDay, "time_start": "11:00", "time_end": "12:00", "timezone": "America/New_York", "duration": 20})
+	s.publish(t, s.other.Token, slotGroup{RoomCode: "main", DateStart: slotDay, TimeStart: "11:00", TimeEnd: "12:00", Timezone: "America/New_York", Duration: 20})
 	count := func(hours int64, want int) int64 {
 		t.Helper()
 		e.Clock.Advance(time.Second) // not the answer held for this second
 		res := e.Do(testenv.Req{Path: "/api_v3/availability", Header: userHeaders(s.c, s.pat.Token),
 			Query: q("room_code", "main", "start", fmt.Sprint(tue0900NY), "end", fmt.Sprint(tue0900NY+hours*3600))})
-		if res.Status != 200 || len(res.Data()["slots"].([]any)) != want {
-			t.Fatalf("%d hours: %d %s", hours, res.Status, res.Raw)
+		if got := dataOf[availability](t, res); len(got.Slots) != want {
+			t.Fatalf("%d hours: %s", hours, res.Raw)
 		}
 		return e.Statements()
 	}
@@ -382,23 +345,17 @@ func TestAvailability_HeldForItsSecond(t *testing.T) {
 	e := testenv.New(t)
 	s := newClinicSetup(t, e, "alpha")
 	s.enableAppointments(t)
-	s.publish(t, s.doc.Token, map[string]any{"room_code": "main", "date_start": slotDay, "time_start": "09:00", "time_end": "10:00", "timezone": "America/New_York", "duration": 15})
+	s.publish(t, s.doc.Token, slotGroup{RoomCode: "main", DateStart: slotDay, TimeStart: "09:00", TimeEnd: "10:00", Timezone: "America/New_York", Duration: 15})
 	ask := func() (*testenv.Resp, int64) {
 		t.Helper()
 		res := e.Do(testenv.Req{Path: "/api_v3/availability", Header: userHeaders(s.c, s.pat.Token),
 			Query: q("room_code", "main", "start", fmt.Sprint(tue0900NY), "end", fmt.Sprint(tue0900NY+3600))})
-		if res.Status != 200 || len(res.Data()["slots"].([]any)) != 4 {
-			t.Fatalf("availability: %d %s", res.Status, res.Raw)
+		if got := dataOf[availability](t, res); len(got.Slots) != 4 {
+			t.Fatalf("availability: %s", res.Raw)
 		}
 		return res, e.Statements() // the request's
 	}
-	booked := func(res *testenv.Resp) string {
-		out := ""
-		for _, sl := range res.Data()["slots"].([]any) {
-			out += fmt.Sprint(sl.(map[string]any)["slot_booked"])
-		}
-		return out
-	}
+	booked := func(res *testenv.Resp) string { return dataOf[availability](t, res).booked() }
 	ask() // the token's and the room's caches
 	e.Clock.Advance(time.Second)
 	first, full := ask()
@@ -439,8 +396,7 @@ func TestAvailability_Pages(t *testing.T) {
 	}
 	// Two providers, five-minute slots 08:00–18:00 for six days: 1,440.
 	for _, who := range []string{s.doc.Token, s.other.Token} {
-		s.publish(t, who, map[string]any{"room_code": "main", "date_start": slotDay, "date_end": "2026-03-08", "time_start": "08:00", "time_end": "18:00",
-			"timezone": "America/New_York", "duration": 5})
+		s.publish(t, who, slotGroup{RoomCode: "main", DateStart: slotDay, DateEnd: "2026-03-08", TimeStart: "08:00", TimeEnd: "18:00", Timezone: "America/New_York", Duration: 5})
 	}
 	start, end := tue0900NY-3600, tue0900NY+7*86400
 	query := q("room_code", "main", "start", fmt.Sprint(start), "end", fmt.Sprint(end))
@@ -455,10 +411,8 @@ func TestAvailability_Pages(t *testing.T) {
 		if res.Status != 200 {
 			t.Fatalf("answer %d: %d %s", answers, res.Status, res.Raw)
 		}
-		data := res.Data()
-		for _, sl := range data["slots"].([]any) {
-			id := sl.(map[string]any)["slot_id"].(string)
-			at := int64(sl.(map[string]any)["slot_start"].(float64))
+		for _, sl := range dataOf[availability](t, res).Slots {
+			id, at := sl.SlotID, sl.SlotStart
 			if seen[id] || at < last {
 				t.Fatalf("answer %d: slot %s again or out of order", answers, id)
 			}
@@ -491,8 +445,7 @@ func TestSlots_Pages(t *testing.T) {
 	}
 	// Two providers, five-minute slots 08:00–18:00 for six days: 1,440.
 	for _, who := range []string{s.doc.Token, s.other.Token} {
-		s.publish(t, who, map[string]any{"room_code": "main", "date_start": slotDay, "date_end": "2026-03-08", "time_start": "08:00", "time_end": "18:00",
-			"timezone": "America/New_York", "duration": 5})
+		s.publish(t, who, slotGroup{RoomCode: "main", DateStart: slotDay, DateEnd: "2026-03-08", TimeStart: "08:00", TimeEnd: "18:00", Timezone: "America/New_York", Duration: 5})
 	}
 	h := userHeaders(s.c, s.pat.Token)
 	window := q("start", fmt.Sprint(tue0900NY-86400), "end", fmt.Sprint(tue0900NY+7*86400))
@@ -501,13 +454,14 @@ func TestSlots_Pages(t *testing.T) {
 	// the slots, in order of start, and the number of pages.
 	walk := func(t *testing.T, path string, query url.Values) (ids []string, pages int) {
 		t.Helper()
-		slots, pages := pageWalk{path: path, query: query, header: h, cursor: "after", filtered: query.Has("type")}.walk(t, e)
+		slots, pages := walkAs[client.Slot](t, e, pageWalk{path: path, query: query, header: h, cursor: "after", filtered: query.Has("type")})
 		for i, sl := range slots {
-			if i > 0 && sl["start"].(float64) < slots[i-1]["start"].(float64) {
-				t.Fatalf("slot %v before %v", sl["id"], slots[i-1]["id"])
+			if i > 0 && sl.Start < slots[i-1].Start {
+				t.Fatalf("slot %s before %s", sl.Id, slots[i-1].Id)
 			}
+			ids = append(ids, sl.Id)
 		}
-		return idsOf(slots, "id"), pages
+		return ids, pages
 	}
 	once := func(t *testing.T, ids []string, want int) {
 		t.Helper()
@@ -553,17 +507,64 @@ func TestSlots_Pages(t *testing.T) {
 			t.Fatalf("%d pages of 500", pages)
 		}
 		first := e.Do(testenv.Req{Path: "/api_v3/slots/available", Header: h})
-		if len(first.List()) != 200 || first.Header.Get("Link") == "" {
-			t.Fatalf("the default page: %d slots, Link %q", len(first.List()), first.Header.Get("Link"))
+		if n := len(dataOf[[]client.Slot](t, first)); n != 200 || first.Header.Get("Link") == "" {
+			t.Fatalf("the default page: %d slots, Link %q", n, first.Header.Get("Link"))
 		}
 	})
 	t.Run("BadAfter", func(t *testing.T) {
 		b := newClinicSetup(t, e, "beta")
-		theirs := b.publish(t, b.doc.Token, map[string]any{"room_code": "main", "date_start": slotDay, "time_start": "09:00", "time_end": "10:00",
-			"timezone": "America/New_York", "duration": 30})
-		for _, after := range []string{theirs[0]["id"].(string), "999999", "-1", "soon"} {
+		theirs := b.publish(t, b.doc.Token, slotGroup{RoomCode: "main", DateStart: slotDay, TimeStart: "09:00", TimeEnd: "10:00", Timezone: "America/New_York", Duration: 30})
+		for _, after := range []string{theirs[0].Id, "999999", "-1", "soon"} {
 			wantErr(t, e.Do(testenv.Req{Path: "/api_v3/slots", Query: q("start", window.Get("start"), "end", window.Get("end"), "after", after), Header: h}), 400, 400)
 			wantErr(t, e.Do(testenv.Req{Path: "/api_v3/slots/available", Query: q("after", after), Header: h}), 400, 400)
 		}
 	})
+}
+
+// slotGroup is a group of slots as a client publishes it (POST /slots).
+type slotGroup struct {
+	RoomCode   string `json:"room_code"`
+	ProviderID string `json:"provider_id,omitempty"`
+	DateStart  string `json:"date_start"`
+	DateEnd    string `json:"date_end,omitempty"`
+	TimeStart  string `json:"time_start"`
+	TimeEnd    string `json:"time_end"`
+	Timezone   string `json:"timezone,omitempty"`
+	Duration   int    `json:"duration,omitempty"`
+}
+
+// availability is GET /availability's answer: the window's slots with
+// their flags, and each slot's record by id.
+type availability struct {
+	Slots []struct {
+		SlotID        string `json:"slot_id"`
+		SlotStart     int64  `json:"slot_start"`
+		SlotAvailable int    `json:"slot_available"`
+		SlotBooked    int    `json:"slot_booked"`
+	} `json:"slots"`
+	SlotData map[string]struct {
+		ID           string `json:"id"`
+		Start        int64  `json:"start"`
+		ProviderID   string `json:"provider_id"`
+		Consultation struct {
+			Duration int `json:"duration"`
+		} `json:"consultation"`
+	} `json:"slot_data"`
+}
+
+// available and booked are the slots' flags in order, as "1010".
+func (a availability) available() string {
+	out := ""
+	for _, sl := range a.Slots {
+		out += fmt.Sprint(sl.SlotAvailable)
+	}
+	return out
+}
+
+func (a availability) booked() string {
+	out := ""
+	for _, sl := range a.Slots {
+		out += fmt.Sprint(sl.SlotBooked)
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -353,7 +354,7 @@ func TestWebhook_DeliveriesPages(t *testing.T) {
 		mustPost(t, e, s.pat.Token, visit, fmt.Sprintf("Message %d.", i))
 	}
 	all := e.Do(testenv.Req{Path: "/api_v3/webhooks/deliveries", Header: adminHeaders(s.c)})
-	want := idsOf(all.List(), "id")
+	want := idsOf(dataOf[[]json.RawMessage](t, all), "id")
 	if len(want) != 5 || all.Header.Get("Link") != "" {
 		t.Fatalf("%d deliveries, Link %q", len(want), all.Header.Get("Link"))
 	}
