@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"teleclinic/client"
 	"teleclinic/internal/testenv"
 )
 
@@ -20,19 +23,18 @@ func TestIntakes_CreateReadUpdate(t *testing.T) {
 		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: userHeaders(s.c, s.pat.Token),
 			Query: q("room_code", "main", "reason_for_visit", "Cough", "location", "ny", "type", "2"),
 			Form:  q("symptom_days", "3", "smoker", "no")})
-		d := res.Data()
-		if res.Status != 200 || d["reason_for_visit"] != "Cough" || d["location"] != "NY" || d["type"] != "2" || d["member_id"] != s.pat.UserID {
-			t.Fatalf("%d %s", res.Status, res.Raw)
+		d := dataOf[client.Intake](t, res)
+		if d.ReasonForVisit != "Cough" || d.Location != "NY" || d.Type != "2" || d.MemberId != s.pat.UserID {
+			t.Fatalf("%s", res.Raw)
 		}
-		if cu := d["custom"].(map[string]any); cu["symptom_days"] != "3" || cu["smoker"] != "no" || len(cu) != 2 {
-			t.Fatalf("custom %v", cu)
+		if diff := cmp.Diff(map[string]string{"symptom_days": "3", "smoker": "no"}, d.Custom); diff != "" {
+			t.Fatalf("custom (-want +got):\n%s", diff)
 		}
-		if _, has := d["visit_id"]; has {
+		if d.VisitId != nil {
 			t.Fatal("visit_id appears only once linked")
 		}
-		got := e.Do(testenv.Req{Path: "/api_v3/intakes/" + d["id"].(string), Header: userHeaders(s.c, s.pat.Token)})
-		if got.Status != 200 || got.Data()["custom"].(map[string]any)["smoker"] != "no" {
-			t.Fatalf("%s", got.Raw)
+		if got := dataOf[client.Intake](t, e.Do(testenv.Req{Path: "/api_v3/intakes/" + d.Id, Header: userHeaders(s.c, s.pat.Token)})); got.Custom["smoker"] != "no" {
+			t.Fatalf("%+v", got)
 		}
 	})
 	// Who reads an intake.
@@ -45,9 +47,8 @@ func TestIntakes_CreateReadUpdate(t *testing.T) {
 			t.Fatal("only the patient and the admin read an intake without a visit")
 		}
 		// Naming a provider lets them read it.
-		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes/" + id, Header: userHeaders(s.c, s.pat.Token), Query: q("provider_id", s.doc.UserID)})
-		if res.Status != 200 || res.Data()["provider"] != s.doc.UserID {
-			t.Fatalf("%s", res.Raw)
+		if it := dataOf[client.Intake](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes/" + id, Header: userHeaders(s.c, s.pat.Token), Query: q("provider_id", s.doc.UserID)})); it.Provider == nil || *it.Provider != s.doc.UserID {
+			t.Fatalf("%+v", it)
 		}
 		if read(userHeaders(s.c, s.doc.Token)) != 200 || read(userHeaders(s.c, s.other.Token)) != 404 {
 			t.Fatal("the named provider reads it, another does not")
@@ -56,13 +57,18 @@ func TestIntakes_CreateReadUpdate(t *testing.T) {
 	})
 	// A provider files for a patient by code; a patient only for themself.
 	t.Run("ErrFilesForOthers", func(t *testing.T) {
-		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: userHeaders(s.c, s.doc.Token), JSON: map[string]any{"room_code": "main", "member_id": "pat2", "provider": s.doc.UserID}})
-		if res.Status != 200 || res.Data()["member_id"] != s.pat2.UserID || res.Data()["provider"] != s.doc.UserID {
-			t.Fatalf("%d %s", res.Status, res.Raw)
+		type intakeBody struct {
+			RoomCode string `json:"room_code"`
+			MemberID string `json:"member_id,omitempty"`
+			Provider string `json:"provider,omitempty"`
 		}
-		wantObjErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: userHeaders(s.c, s.doc.Token), JSON: map[string]any{"room_code": "main"}}), 400, "member_id")
-		wantObjErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: userHeaders(s.c, s.doc.Token), JSON: map[string]any{"room_code": "main", "member_id": "doc"}}), 400, "member_id")
-		wantObjErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: userHeaders(s.c, s.pat.Token), JSON: map[string]any{"room_code": "main", "member_id": s.pat2.UserID}}), 403, "themself")
+		it := dataOf[client.Intake](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: userHeaders(s.c, s.doc.Token), JSON: intakeBody{"main", "pat2", s.doc.UserID}}))
+		if it.MemberId != s.pat2.UserID || it.Provider == nil || *it.Provider != s.doc.UserID {
+			t.Fatalf("%+v", it)
+		}
+		wantObjErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: userHeaders(s.c, s.doc.Token), JSON: intakeBody{RoomCode: "main"}}), 400, "member_id")
+		wantObjErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: userHeaders(s.c, s.doc.Token), JSON: intakeBody{RoomCode: "main", MemberID: "doc"}}), 400, "member_id")
+		wantObjErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: userHeaders(s.c, s.pat.Token), JSON: intakeBody{RoomCode: "main", MemberID: s.pat2.UserID}}), 403, "themself")
 	})
 	// Attachments must be files the patient may attach.
 	t.Run("ErrAttachmentNotVisible", func(t *testing.T) {
@@ -71,13 +77,12 @@ func TestIntakes_CreateReadUpdate(t *testing.T) {
 		fmt.Sscan(s.pat2.UserID, &p2)
 		mine, _ := e.Store.Write().CreateFileRecord(context.Background(), 1, pid, "intake_attachment", "user", pid, "scan.pdf", 1)
 		theirs, _ := e.Store.Write().CreateFileRecord(context.Background(), 1, p2, "intake_attachment", "user", p2, "x.pdf", 1)
-		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: userHeaders(s.c, s.pat.Token),
-			JSON: map[string]any{"room_code": "main", "attachments": []any{map[string]any{"_id": fmt.Sprint(mine)}}}})
-		att := res.Data()["attachments"].([]any)
-		if res.Status != 200 || len(att) != 1 || att[0].(map[string]any)["name"] != "scan.pdf" || !strings.Contains(att[0].(map[string]any)["path"].(string), "auth_code=") {
-			t.Fatalf("%s", res.Raw)
+		att := dataOf[client.Intake](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: userHeaders(s.c, s.pat.Token),
+			JSON: js(fmt.Sprintf(`{"room_code": "main", "attachments": [{"_id": "%d"}]}`, mine))})).Attachments
+		if len(att) != 1 || att[0].Name != "scan.pdf" || !strings.Contains(att[0].Path, "auth_code=") {
+			t.Fatalf("%+v", att)
 		}
-		res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: userHeaders(s.c, s.pat.Token), Form: q("room_code", "main", "attachments", fmt.Sprintf("%d,%d", mine, theirs))})
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: userHeaders(s.c, s.pat.Token), Form: q("room_code", "main", "attachments", fmt.Sprintf("%d,%d", mine, theirs))})
 		wantObjErr(t, res, 400, "attachment")
 	})
 	// Errors.
@@ -98,26 +103,27 @@ func TestVisits_WalkinAndQueue(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
 	s := newClinicSetup(t, e, "alpha")
-	queue := func(tok string) map[string]any {
+	type queueInfo struct {
+		Length           int `json:"length"`
+		Capacity         int `json:"capacity"`
+		AverageVisitTime int `json:"average_visit_time"`
+		BeforeMe         int `json:"before_me"`
+	}
+	queue := func(tok string) queueInfo {
 		h := acctHeaders(s.c)
 		if tok != "" {
 			h["X-ApiToken"] = tok
 		}
-		res := e.Do(testenv.Req{Path: "/api_v3/rooms/main/queue", Header: h})
-		if res.Status != 200 {
-			t.Fatalf("%d %s", res.Status, res.Raw)
-		}
-		return res.Data()
+		return dataOf[queueInfo](t, e.Do(testenv.Req{Path: "/api_v3/rooms/main/queue", Header: h}))
 	}
 
 	it1 := s.intake(t, s.pat, "reason_for_visit", "Fever")
-	res := s.post(s.pat.Token, "/api_v3/visits/add_walkin.json", "intake_id", it1, "room_code", "main")
-	v := res.Data()
-	if res.Status != 200 || v["status"].(float64) != 10 || v["kind"] != "walkin" || v["type"].(float64) != 3 || v["member_id"] != s.pat.UserID ||
-		v["intake"].(map[string]any)["visit_id"] != v["id"] || v["meeting"].(map[string]any)["meeting_id"] == "" || v["actual_start"] != nil {
-		t.Fatalf("%d %s", res.Status, res.Raw)
+	v := dataOf[client.Visit](t, s.post(s.pat.Token, "/api_v3/visits/add_walkin.json", "intake_id", it1, "room_code", "main"))
+	if v.Status != 10 || v.Kind != "walkin" || v.Type != 3 || v.MemberId != s.pat.UserID || v.Intake == nil || v.Intake.VisitId == nil ||
+		*v.Intake.VisitId != v.Id || v.Meeting.MeetingId == "" || v.ActualStart != nil {
+		t.Fatalf("%+v", v)
 	}
-	visit1 := v["id"].(string)
+	visit1 := v.Id
 	it2 := s.intake(t, s.pat2)
 	if r := s.post(s.pat2.Token, "/api_v3/visits/add_walkin", "intake_id", it2, "room_code", "main", "visit_data_id", "ignored"); r.Status != 200 {
 		t.Fatalf("%s", r.Raw)
@@ -125,11 +131,11 @@ func TestVisits_WalkinAndQueue(t *testing.T) {
 
 	// Queue counts and before_me.
 	t.Run("OKQueueCounts", func(t *testing.T) {
-		if qu := queue(""); qu["length"].(float64) != 2 || qu["capacity"].(float64) != 50 || qu["average_visit_time"].(float64) != 900 || qu["before_me"].(float64) != 0 {
-			t.Fatalf("%v", qu)
+		if qu := queue(""); qu != (queueInfo{Length: 2, Capacity: 50, AverageVisitTime: 900}) {
+			t.Fatalf("%+v", qu)
 		}
-		if qu := queue(s.pat2.Token); qu["before_me"].(float64) != 1 {
-			t.Fatalf("%v", qu)
+		if qu := queue(s.pat2.Token); qu.BeforeMe != 1 {
+			t.Fatalf("%+v", qu)
 		}
 		h := acctHeaders(s.c)
 		h["X-ApiToken"] = "bogus"
@@ -149,26 +155,24 @@ func TestVisits_WalkinAndQueue(t *testing.T) {
 	t.Run("ErrMissingAndWrong", func(t *testing.T) {
 		wantObjErr(t, s.post(s.pat.Token, "/api_v3/visits/add_walkin", "room_code", "main"), 400, "intake_id")
 		wantObjErr(t, s.post(s.pat2.Token, "/api_v3/visits/add_walkin", "intake_id", it1, "room_code", "main"), 404, "Intake")
-		mustRoom(t, e, s.c, map[string]any{"domain": s.domain, "name": "Other", "code": "other"})
+		mustRoom(t, e, s.c, js(`{"domain": "`+s.domain+`", "name": "Other", "code": "other"}`))
 		it := s.intake(t, s.pat)
 		wantObjErr(t, s.post(s.pat.Token, "/api_v3/visits/add_walkin", "intake_id", it, "room_code", "other"), 400, "another room")
 		wantObjErr(t, s.post(s.pat.Token, "/api_v3/visits/add_walkin", "intake_id", it, "room_code", "main", "user_code", "pat2"), 400, "user_code")
 	})
 	// Room rules: walk-ins off, closed, full.
 	t.Run("ErrRoomRules", func(t *testing.T) {
-		put := func(body map[string]any) {
-			if r := e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/main", Header: adminHeaders(s.c), JSON: body}); r.Status != 200 {
-				t.Fatalf("%s", r.Raw)
-			}
+		put := func(body string) {
+			mustOK(t, e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/main", Header: adminHeaders(s.c), JSON: js(body)}))
 		}
 		it := s.intake(t, s.pat)
-		put(map[string]any{"visits": map[string]any{"walkin": map[string]any{"enabled": false}}})
+		put(`{"visits": {"walkin": {"enabled": false}}}`)
 		wantObjErr(t, s.post(s.pat.Token, "/api_v3/visits/add_walkin", "intake_id", it, "room_code", "main"), 400, "walk-ins")
-		put(map[string]any{"visits": map[string]any{"walkin": map[string]any{"enabled": true}}, "operation_settings": map[string]any{"is_closed": true, "close_msg": "Back at 8"}})
+		put(`{"visits": {"walkin": {"enabled": true}}, "operation_settings": {"is_closed": true, "close_msg": "Back at 8"}}`)
 		wantObjErr(t, s.post(s.pat.Token, "/api_v3/visits/add_walkin", "intake_id", it, "room_code", "main"), 409, "Back at 8")
-		put(map[string]any{"operation_settings": map[string]any{"is_closed": false}, "queue_capacity": 3})
+		put(`{"operation_settings": {"is_closed": false}, "queue_capacity": 3}`)
 		wantObjErr(t, s.post(s.pat.Token, "/api_v3/visits/add_walkin", "intake_id", it, "room_code", "main"), 409, "full")
-		put(map[string]any{"queue_capacity": 50})
+		put(`{"queue_capacity": 50}`)
 	})
 	// Average_visit_time from completed visits.
 	t.Run("OKAverageVisitTime", func(t *testing.T) {
@@ -178,19 +182,19 @@ func TestVisits_WalkinAndQueue(t *testing.T) {
 			t.Fatalf("an unassigned walk-in is not the provider's to start: %d", r.Status)
 		}
 		start := e.Clock.Now().Unix()
-		r := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/inprogress", Header: adminHeaders(s.c), Form: q("id", visit1, "actual_start", fmt.Sprint(start))})
-		if r.Status != 200 || r.Data()["status"].(float64) != 25 || r.Data()["actual_start"].(float64) != float64(start) {
-			t.Fatalf("%s", r.Raw)
+		v := dataOf[client.Visit](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/inprogress", Header: adminHeaders(s.c), Form: q("id", visit1, "actual_start", fmt.Sprint(start))}))
+		if v.Status != 25 || v.ActualStart == nil || int64(*v.ActualStart) != start {
+			t.Fatalf("%+v", v)
 		}
-		if qu := queue(""); qu["length"].(float64) != 2 {
-			t.Fatalf("a started visit leaves the queue: %v", qu)
+		if qu := queue(""); qu.Length != 2 {
+			t.Fatalf("a started visit leaves the queue: %+v", qu)
 		}
-		r = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/close", Header: adminHeaders(s.c), Form: q("id", visit1, "status", "30", "actual_end", fmt.Sprint(start+600))})
-		if r.Status != 200 || r.Data()["status"].(float64) != 30 {
-			t.Fatalf("%s", r.Raw)
+		v = dataOf[client.Visit](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/close", Header: adminHeaders(s.c), Form: q("id", visit1, "status", "30", "actual_end", fmt.Sprint(start+600))}))
+		if v.Status != 30 {
+			t.Fatalf("%+v", v)
 		}
-		if qu := queue(""); qu["average_visit_time"].(float64) != 600 {
-			t.Fatalf("%v", qu)
+		if qu := queue(""); qu.AverageVisitTime != 600 {
+			t.Fatalf("%+v", qu)
 		}
 	})
 }
@@ -199,31 +203,23 @@ func TestVisits_EconsultAndLifecycle(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
 	s := newClinicSetup(t, e, "alpha")
-	econsult := func(who *session) map[string]any {
+	econsult := func(who *session) client.Visit {
 		t.Helper()
 		it := s.intake(t, who, "reason_for_visit", "Question")
-		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/add_econsult", Header: userHeaders(s.c, who.Token), JSON: map[string]any{"intake_id": it, "room_code": "main"}})
-		if res.Status != 200 {
-			t.Fatalf("%d %s", res.Status, res.Raw)
-		}
-		return res.Data()
+		return dataOf[client.Visit](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/add_econsult", Header: userHeaders(s.c, who.Token), JSON: client.VisitCreateBody{IntakeId: &it, RoomCode: ptr("main")}}))
 	}
 	listIDs := func(tok string, kv ...string) []string {
-		res := e.Do(testenv.Req{Path: "/api_v3/visits", Header: userHeaders(s.c, tok), Query: q(kv...)})
-		if res.Status != 200 {
-			t.Fatalf("%d %s", res.Status, res.Raw)
-		}
 		var out []string
-		for _, v := range res.List() {
-			out = append(out, v["id"].(string))
+		for _, v := range dataOf[[]client.Visit](t, e.Do(testenv.Req{Path: "/api_v3/visits", Header: userHeaders(s.c, tok), Query: q(kv...)})) {
+			out = append(out, v.Id)
 		}
 		return out
 	}
 
 	v := econsult(s.pat)
-	vid := v["id"].(string)
-	if v["provider_id"] != "0" || v["provider"] != nil || v["type"].(float64) != 4 || v["incharge"] != false || v["isEditExpired"] != false {
-		t.Fatalf("%v", v)
+	vid := v.Id
+	if v.ProviderId != "0" || v.Provider != nil || v.Type != 4 || v.Incharge == nil || *v.Incharge || v.IsEditExpired == nil || *v.IsEditExpired {
+		t.Fatalf("%+v", v)
 	}
 	// The room's providers see an unassigned e-consult; others do not.
 	t.Run("ErrNotHost", func(t *testing.T) {
@@ -238,8 +234,8 @@ func TestVisits_EconsultAndLifecycle(t *testing.T) {
 		}
 		wantObjErr(t, e.Do(testenv.Req{Path: "/api_v3/visits/" + vid, Header: userHeaders(s.c, s.other.Token)}), 404, "Visit not found")
 		wantObjErr(t, e.Do(testenv.Req{Path: "/api_v3/visits/" + vid, Header: userHeaders(s.c, s.pat2.Token)}), 404, "Visit not found")
-		if r := e.Do(testenv.Req{Path: "/api_v3/visits/" + vid + ".json", Header: userHeaders(s.c, s.pat.Token)}); r.Status != 200 || r.Data()["intake"].(map[string]any)["reason_for_visit"] != "Question" {
-			t.Fatalf("%s", r.Raw)
+		if v := dataOf[client.Visit](t, e.Do(testenv.Req{Path: "/api_v3/visits/" + vid + ".json", Header: userHeaders(s.c, s.pat.Token)})); v.Intake == nil || v.Intake.ReasonForVisit != "Question" {
+			t.Fatalf("%+v", v.Intake)
 		}
 	})
 	t.Run("ErrPatientCannotAccept", func(t *testing.T) {
@@ -255,9 +251,9 @@ func TestVisits_EconsultAndLifecycle(t *testing.T) {
 		if got[200]+got2[200] != 1 {
 			t.Fatalf("%v %v", got, got2)
 		}
-		r := e.Do(testenv.Req{Path: "/api_v3/visits/" + vid, Header: userHeaders(s.c, s.pat.Token)})
-		if r.Data()["provider_id"] != s.doc.UserID || r.Data()["status"].(float64) != 20 || r.Data()["provider"].(map[string]any)["full_name"] != "Dana Doc" {
-			t.Fatalf("%s", r.Raw)
+		v := dataOf[client.Visit](t, e.Do(testenv.Req{Path: "/api_v3/visits/" + vid, Header: userHeaders(s.c, s.pat.Token)}))
+		if v.ProviderId != s.doc.UserID || v.Status != 20 || v.Provider == nil || v.Provider.FullName != "Dana Doc" {
+			t.Fatalf("%+v", v)
 		}
 		if ids := listIDs(s.other.Token); len(ids) != 0 {
 			t.Fatalf("an accepted e-consult leaves the other providers' lists: %v", ids)
@@ -274,33 +270,33 @@ func TestVisits_EconsultAndLifecycle(t *testing.T) {
 		wantObjErr(t, s.post(s.pat.Token, "/api_v3/visits/inprogress", "id", vid), 403, "provider")
 		wantObjErr(t, s.post(s.doc.Token, "/api_v3/visits/close", "id", vid), 409, "confirmed (20)")
 		wantObjErr(t, s.post(s.doc.Token, "/api_v3/visits/confirm", "id", vid), 409, "confirmed (20)")
-		if r := s.post(s.doc.Token, "/api_v3/visits/inprogress", "id", vid); r.Status != 200 || r.Data()["actual_start"].(float64) != float64(e.Clock.Now().Unix()) {
-			t.Fatalf("%s", r.Raw)
+		if v := dataOf[client.Visit](t, s.post(s.doc.Token, "/api_v3/visits/inprogress", "id", vid)); v.ActualStart == nil || int64(*v.ActualStart) != e.Clock.Now().Unix() {
+			t.Fatalf("%+v", v)
 		}
 		wantObjErr(t, s.post(s.pat.Token, "/api_v3/visits/delete", "id", vid, "reason", "patient_exit_room"), 409, "in progress (25)")
 		wantObjErr(t, s.post(s.doc.Token, "/api_v3/visits/close", "id", vid, "status", "40"), 400, "status")
 		wantObjErr(t, s.post(s.doc.Token, "/api_v3/visits/close", "id", vid, "actual_end", "1000"), 400, "actual_end")
 		e.Clock.Advance(10 * time.Minute)
-		if r := s.post(s.doc.Token, "/api_v3/visits/close", "id", vid); r.Status != 200 || r.Data()["status"].(float64) != 30 {
-			t.Fatalf("%s", r.Raw)
+		if v := dataOf[client.Visit](t, s.post(s.doc.Token, "/api_v3/visits/close", "id", vid)); v.Status != 30 {
+			t.Fatalf("%+v", v)
 		}
 		wantObjErr(t, s.post(s.doc.Token, "/api_v3/visits/inprogress", "id", vid), 409, "completed (30)")
 		wantObjErr(t, s.post(s.doc.Token, "/api_v3/visits/delete", "id", vid), 409, "completed (30)")
 		wantObjErr(t, s.post(s.doc.Token, "/api_v3/visits/close"), 400, "id")
 		wantObjErr(t, s.post(s.doc.Token, "/api_v3/visits/close", "id", "999999"), 404, "Visit")
 		// The intake of a completed visit no longer changes.
-		it := e.Do(testenv.Req{Path: "/api_v3/visits/" + vid, Header: userHeaders(s.c, s.pat.Token)}).Data()["intake_id"].(string)
+		it := dataOf[client.Visit](t, e.Do(testenv.Req{Path: "/api_v3/visits/" + vid, Header: userHeaders(s.c, s.pat.Token)})).IntakeId
 		wantObjErr(t, s.post(s.pat.Token, "/api_v3/intakes/"+it, "reason_for_visit", "changed"), 409, "over")
 	})
 	// A patient cancels their own pending or confirmed visit.
 	t.Run("OKPatientCancels", func(t *testing.T) {
 		v := econsult(s.pat)
-		r := s.post(s.pat.Token, "/api_v3/visits/delete", "id", v["id"].(string), "reason", "patient_cancel_appointment")
-		if r.Status != 200 || r.Data()["status"].(float64) != 40 || r.Data()["cancel_reason"] != "patient_cancel_appointment" {
-			t.Fatalf("%s", r.Raw)
+		c := dataOf[client.Visit](t, s.post(s.pat.Token, "/api_v3/visits/delete", "id", v.Id, "reason", "patient_cancel_appointment"))
+		if c.Status != 40 || c.CancelReason == nil || *c.CancelReason != "patient_cancel_appointment" {
+			t.Fatalf("%+v", c)
 		}
 		v2 := econsult(s.pat2)
-		wantObjErr(t, s.post(s.pat.Token, "/api_v3/visits/delete", "id", v2["id"].(string)), 404, "Visit")
+		wantObjErr(t, s.post(s.pat.Token, "/api_v3/visits/delete", "id", v2.Id), 404, "Visit")
 	})
 	// List filters.
 	t.Run("OKListFilters", func(t *testing.T) {
@@ -319,17 +315,20 @@ func TestVisits_EconsultAndLifecycle(t *testing.T) {
 		}
 		wantObjErr(t, e.Do(testenv.Req{Path: "/api_v3/visits", Header: userHeaders(s.c, s.pat.Token), Query: q("status", "11")}), 400, "status")
 		res := e.Do(testenv.Req{Path: "/api_v3/visits", Header: adminHeaders(s.c)})
-		if len(res.List()) != 3 {
-			t.Fatalf("admin sees all: %d", len(res.List()))
+		if n := len(dataOf[[]client.Visit](t, res)); n != 3 {
+			t.Fatalf("admin sees all: %d", n)
 		}
 	})
 	// Another clinic's admin sees nothing.
 	t.Run("ErrOtherClinic", func(t *testing.T) {
 		b := e.NewClinic("beta", true)
 		wantObjErr(t, e.Do(testenv.Req{Path: "/api_v3/visits/" + vid, Header: adminHeaders(b)}), 404, "Visit")
-		if l := e.Do(testenv.Req{Path: "/api_v3/visits", Header: adminHeaders(b)}).List(); len(l) != 0 {
-			t.Fatalf("%v", l)
+		if l := dataOf[[]client.Visit](t, e.Do(testenv.Req{Path: "/api_v3/visits", Header: adminHeaders(b)})); len(l) != 0 {
+			t.Fatalf("%+v", l)
 		}
 		wantObjErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/delete", Header: adminHeaders(b), Form: q("id", vid)}), 404, "Visit")
 	})
 }
+
+// ptr is v's address, for the client's optional fields.
+func ptr[T any](v T) *T { return &v }
