@@ -270,7 +270,7 @@ func TestAuthzMatrix(t *testing.T) {
 	visit := s.withVisit(t)
 	it := s.intake(t, s.pat, "reason_for_visit", "Cough")
 	file := mustUpload(t, e, s.c, s.pat.Token, "scan.png", pngBytes(t, 20, 20)).Id
-	card := s.addCard(t, s.pat, "tok_visa")["id"].(string)
+	card := s.addCard(t, s.pat, "tok_visa").Id
 	ep := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/endpoints", Header: userHeaders(s.c, s.pat.Token),
 		Form: q("type", "10", "key", "pat@example.com")})
 	endpoint, _ := ep.Data()["id"].(string)

@@ -24,15 +24,11 @@ func billingSetup(t *testing.T) (*testenv.Env, *clinicSetup, *payments.Sandbox) 
 	sb := payments.NewSandbox(clock.Now)
 	e := testenv.New(t, testenv.Options{Clock: clock, Config: func(c *app.Config) { c.Sandbox = sb }})
 	s := newClinicSetup(t, e, "alpha")
-	res := e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/main", Header: adminHeaders(s.c), JSON: map[string]any{
-		"payment": map[string]any{"currency": "usd", "consultations": []any{
-			map[string]any{"id": "1", "description": "15-min Consultation", "duration": 15, "amount": 25, "charge": true},
-			map[string]any{"id": "2", "description": "Follow-up", "duration": 30, "amount": 40.5, "charge": true},
-			map[string]any{"id": "3", "description": "Free triage", "duration": 5, "amount": 10, "charge": false},
-		}}}})
-	if res.Status != 200 {
-		t.Fatalf("room: %s", res.Raw)
-	}
+	mustOK(t, e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/main", Header: adminHeaders(s.c), JSON: js(`{
+		"payment": {"currency": "usd", "consultations": [
+			{"id": "1", "description": "15-min Consultation", "duration": 15, "amount": 25, "charge": true},
+			{"id": "2", "description": "Follow-up", "duration": 30, "amount": 40.5, "charge": true},
+			{"id": "3", "description": "Free triage", "duration": 5, "amount": 10, "charge": false}]}}`)}))
 	return e, s, sb
 }
 
@@ -40,12 +36,9 @@ func TestBilling_Settings(t *testing.T) {
 	t.Parallel()
 	e, s, _ := billingSetup(t)
 	h := userHeaders(s.c, s.pat.Token)
-	res := e.Do(testenv.Req{Path: "/api_v3/billing/settings.json", Header: h})
-	d := res.Data()
-	proc := d["processor"].(map[string]any)
-	if res.Status != 200 || proc["name"] != "sandbox" || proc["sandbox"] != true || proc["publishable_key"] != "pk_test_sandbox" ||
-		d["stripe"].(map[string]any)["publishable_key"] != "pk_test_sandbox" {
-		t.Fatalf("%s", res.Raw)
+	d := decode[client.BillingSettings](t, e.Do(testenv.Req{Path: "/api_v3/billing/settings.json", Header: h})).Data
+	if p := d.Processor; p.Name != "sandbox" || !p.Sandbox || p.PublishableKey != "pk_test_sandbox" || d.Stripe.PublishableKey != "pk_test_sandbox" {
+		t.Fatalf("%+v", d)
 	}
 	wantErr(t, e.Do(testenv.Req{Path: "/api_v3/billing/settings", Header: acctHeaders(s.c)}), 401, 401)
 
@@ -56,8 +49,8 @@ func TestBilling_Settings(t *testing.T) {
 	wantErr(t, set(adminHeaders(s.c), "processor", "paypal"), 400, 400)
 	wantErr(t, set(adminHeaders(s.c), "processor", "stripe", "secret_key", "sk_test_abc", "publishable_key", "pk_live_abc"), 400, 400)
 	wantErr(t, set(adminHeaders(s.c), "processor", "stripe", "secret_key", "nope", "publishable_key", "pk_test_abc"), 400, 400)
-	res = set(adminHeaders(s.c), "processor", "stripe", "secret_key", "sk_test_51secretvalue", "publishable_key", "pk_test_51public")
-	if res.Status != 200 || res.Data()["name"] != "stripe" || res.Data()["secret_key_set"] != true || res.Data()["sandbox"] != true {
+	res := set(adminHeaders(s.c), "processor", "stripe", "secret_key", "sk_test_51secretvalue", "publishable_key", "pk_test_51public")
+	if p := dataOf[client.Processor](t, res); p.Name != "stripe" || p.SecretKeySet == nil || !*p.SecretKeySet || !p.Sandbox {
 		t.Fatalf("%s", res.Raw)
 	}
 	if strings.Contains(string(res.Raw), "sk_test") {
@@ -66,19 +59,18 @@ func TestBilling_Settings(t *testing.T) {
 	if n := count(t, e, "SELECT COUNT(*) FROM billing_settings WHERE sealed_secret LIKE '%sk_test%'"); n != 0 {
 		t.Fatal("the secret key is stored in the clear")
 	}
-	res = e.Do(testenv.Req{Path: "/api_v3/billing/settings", Header: h})
-	if res.Data()["stripe"].(map[string]any)["publishable_key"] != "pk_test_51public" || res.Data()["processor"].(map[string]any)["name"] != "stripe" {
-		t.Fatalf("%s", res.Raw)
+	if d := decode[client.BillingSettings](t, e.Do(testenv.Req{Path: "/api_v3/billing/settings", Header: h})).Data; d.Stripe.PublishableKey != "pk_test_51public" || d.Processor.Name != "stripe" {
+		t.Fatalf("%+v", d)
 	}
 	// Another clinic still has the sandbox.
 	other := e.NewClinic("beta", true)
-	mustRoom(t, e, other, map[string]any{"domain": "beta.clinic.test", "name": "Main", "code": "main"})
+	mustRoom(t, e, other, js(`{"domain": "beta.clinic.test", "name": "Main", "code": "main"}`))
 	op := mustSSO(t, e, other, "200", "p", "P", "Q")
-	if res := e.Do(testenv.Req{Path: "/api_v3/billing/settings", Header: userHeaders(other, op.Token)}); res.Data()["processor"].(map[string]any)["name"] != "sandbox" {
-		t.Fatalf("%s", res.Raw)
+	if d := decode[client.BillingSettings](t, e.Do(testenv.Req{Path: "/api_v3/billing/settings", Header: userHeaders(other, op.Token)})).Data; d.Processor.Name != "sandbox" {
+		t.Fatalf("%+v", d)
 	}
-	if res := set(adminHeaders(s.c), "processor", "sandbox"); res.Status != 200 || res.Data()["name"] != "sandbox" {
-		t.Fatalf("%s", res.Raw)
+	if p := dataOf[client.Processor](t, set(adminHeaders(s.c), "processor", "sandbox")); p.Name != "sandbox" {
+		t.Fatalf("%+v", p)
 	}
 }
 
@@ -110,77 +102,75 @@ func TestBilling_Sources(t *testing.T) {
 	}
 
 	visa := s.addCard(t, s.pat, "tok_visa")
-	if visa["is_default"] != true || visa["brand"] != "visa" || visa["last4"] != "4242" || visa["type"] != "card" || visa["exp_month"].(float64) != 12 {
-		t.Fatalf("first card: %v", visa)
+	if !visa.IsDefault || visa.Brand != "visa" || visa.Last4 != "4242" || visa.Type != "card" || visa.ExpMonth != 12 {
+		t.Fatalf("first card: %+v", visa)
 	}
 	// A JSON body with the scope in the query, as clients send it.
-	res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/sources", Header: h, Query: q(main...), JSON: map[string]any{"type": "card", "token": "pm_card_mastercard"}})
-	mc := res.Data()
-	if res.Status != 200 || mc["is_default"] != false || mc["last4"] != "4444" {
-		t.Fatalf("second card: %s", res.Raw)
+	mc := dataOf[client.PaymentSource](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/sources", Header: h, Query: q(main...), JSON: js(`{"type": "card", "token": "pm_card_mastercard"}`)}))
+	if mc.IsDefault || mc.Last4 != "4444" {
+		t.Fatalf("second card: %+v", mc)
 	}
-	list := e.Do(testenv.Req{Path: "/api_v3/billing/sources", Header: h, Query: q("room_code", "main", "type", "card")}).List()
-	if len(list) != 2 || list[0]["id"] != visa["id"] || list[1]["id"] != mc["id"] {
-		t.Fatalf("%v", list)
+	sources := func(kv ...string) []client.PaymentSource {
+		t.Helper()
+		return dataOf[[]client.PaymentSource](t, e.Do(testenv.Req{Path: "/api_v3/billing/sources", Header: h, Query: q(kv...)}))
 	}
-	if l := e.Do(testenv.Req{Path: "/api_v3/billing/sources", Header: h, Query: q("room_code", "main", "type", "ach")}).List(); len(l) != 0 {
-		t.Fatalf("%v", l)
+	if list := sources("room_code", "main", "type", "card"); len(list) != 2 || list[0].Id != visa.Id || list[1].Id != mc.Id {
+		t.Fatalf("%+v", list)
+	}
+	if l := sources("room_code", "main", "type", "ach"); len(l) != 0 {
+		t.Fatalf("%+v", l)
 	}
 	// A provider's scope is its own, with its own default.
 	docScope := []string{"room_code", "main", "provider_id", s.doc.UserID}
-	if l := e.Do(testenv.Req{Path: "/api_v3/billing/sources", Header: h, Query: q(docScope...)}).List(); len(l) != 0 {
-		t.Fatalf("provider scope: %v", l)
+	if l := sources(docScope...); len(l) != 0 {
+		t.Fatalf("provider scope: %+v", l)
 	}
 	amex := s.addCard(t, s.pat, "tok_amex", "provider_id", s.doc.UserID)
-	if amex["is_default"] != true || amex["provider_id"] != s.doc.UserID {
-		t.Fatalf("%v", amex)
+	if !amex.IsDefault || amex.ProviderId == nil || *amex.ProviderId != s.doc.UserID {
+		t.Fatalf("%+v", amex)
 	}
 	wantErr(t, add([]string{"room_code", "main", "provider_id", "999999"}, "type", "card", "token", "tok_visa"), 400, 400)
 
 	src := "/api_v3/billing/sources/"
-	if res := e.Do(testenv.Req{Path: src + visa["id"].(string), Header: h, Query: q("room_code", "main")}); res.Status != 200 || res.Data()["last4"] != "4242" {
-		t.Fatalf("%s", res.Raw)
+	if got := dataOf[client.PaymentSource](t, e.Do(testenv.Req{Path: src + visa.Id, Header: h, Query: q("room_code", "main")})); got.Last4 != "4242" {
+		t.Fatalf("%+v", got)
 	}
-	wantErr(t, e.Do(testenv.Req{Path: src + visa["id"].(string), Header: h, Query: q(docScope...)}), 404, 404)
+	wantErr(t, e.Do(testenv.Req{Path: src + visa.Id, Header: h, Query: q(docScope...)}), 404, 404)
 	// Another patient sees nothing of them.
 	h2 := userHeaders(s.c, s.pat2.Token)
-	wantErr(t, e.Do(testenv.Req{Path: src + visa["id"].(string), Header: h2}), 404, 404)
-	wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: src + visa["id"].(string), Header: h2}), 404, 404)
-	if l := e.Do(testenv.Req{Path: "/api_v3/billing/sources", Header: h2, Query: q(main...)}).List(); len(l) != 0 {
-		t.Fatalf("%v", l)
+	wantErr(t, e.Do(testenv.Req{Path: src + visa.Id, Header: h2}), 404, 404)
+	wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: src + visa.Id, Header: h2}), 404, 404)
+	if l := dataOf[[]client.PaymentSource](t, e.Do(testenv.Req{Path: "/api_v3/billing/sources", Header: h2, Query: q(main...)})); len(l) != 0 {
+		t.Fatalf("%+v", l)
 	}
 
 	// Defaults: one per scope.
-	put := func(id string, body map[string]any) *testenv.Resp {
-		return e.Do(testenv.Req{Method: "PUT", Path: src + id, Header: h, JSON: body})
+	put := func(id string, body string) *testenv.Resp {
+		return e.Do(testenv.Req{Method: "PUT", Path: src + id, Header: h, JSON: js(body)})
 	}
-	if res := put(mc["id"].(string), map[string]any{"is_default": true, "room_code": "main"}); res.Status != 200 || res.Data()["is_default"] != true {
-		t.Fatalf("%s", res.Raw)
+	if got := dataOf[client.PaymentSource](t, put(mc.Id, `{"is_default": true, "room_code": "main"}`)); !got.IsDefault {
+		t.Fatalf("%+v", got)
 	}
-	wantErr(t, put(mc["id"].(string), map[string]any{"is_default": false}), 400, 400)
-	list = e.Do(testenv.Req{Path: "/api_v3/billing/sources", Header: h, Query: q(main...)}).List()
-	if list[0]["id"] != mc["id"] || list[0]["is_default"] != true || list[1]["is_default"] != false {
-		t.Fatalf("%v", list)
+	wantErr(t, put(mc.Id, `{"is_default": false}`), 400, 400)
+	if list := sources(main...); list[0].Id != mc.Id || !list[0].IsDefault || list[1].IsDefault {
+		t.Fatalf("%+v", list)
 	}
 	if n := count(t, e, "SELECT COUNT(*) FROM payment_sources WHERE is_default = 1"); n != 2 {
 		t.Fatalf("%d defaults over two scopes", n)
 	}
 	// Deleting the default promotes the other; deleting the last leaves none.
-	res = e.Do(testenv.Req{Method: "DELETE", Path: src + mc["id"].(string) + ".json", Header: h})
+	res = e.Do(testenv.Req{Method: "DELETE", Path: src + mc.Id + ".json", Header: h})
 	if res.Status != 200 || strings.TrimSpace(string(res.Raw)) != `{"data":[]}` {
 		t.Fatalf("%d %s", res.Status, res.Raw)
 	}
-	list = e.Do(testenv.Req{Path: "/api_v3/billing/sources", Header: h, Query: q(main...)}).List()
-	if len(list) != 1 || list[0]["id"] != visa["id"] || list[0]["is_default"] != true {
-		t.Fatalf("%v", list)
+	if list := sources(main...); len(list) != 1 || list[0].Id != visa.Id || !list[0].IsDefault {
+		t.Fatalf("%+v", list)
 	}
-	if res := e.Do(testenv.Req{Method: "DELETE", Path: src + visa["id"].(string), Header: h}); res.Status != 200 {
-		t.Fatalf("%s", res.Raw)
+	mustOK(t, e.Do(testenv.Req{Method: "DELETE", Path: src + visa.Id, Header: h}))
+	if l := sources(main...); len(l) != 0 {
+		t.Fatalf("%+v", l)
 	}
-	if l := e.Do(testenv.Req{Path: "/api_v3/billing/sources", Header: h, Query: q(main...)}).List(); len(l) != 0 {
-		t.Fatalf("%v", l)
-	}
-	wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: src + visa["id"].(string), Header: h}), 404, 404)
+	wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: src + visa.Id, Header: h}), 404, 404)
 
 	// First cards saved at once: still one default.
 	got := raceStatuses(t, []string{e.URL}, 8, testenv.Req{Method: "POST", Path: "/api_v3/billing/sources", Header: h2, Query: q(main...), Form: q("type", "card", "token", "tok_visa")})
@@ -213,21 +203,19 @@ func TestBilling_Coupons(t *testing.T) {
 	} {
 		wantErr(t, create(bad...), 400, 400)
 	}
-	res := create("code", "save10", "percent_off", "12.5", "valid_until", "2026-12-31", "max_redemptions", "3")
-	d := res.Data()
-	if res.Status != 200 || d["code"] != "SAVE10" || d["id"] != "SAVE10" || d["percent_off"].(float64) != 12.5 || d["active"] != true ||
-		d["max_redemptions"].(float64) != 3 || int64(d["valid_until"].(float64)) != time.Date(2026, 12, 31, 23, 59, 59, 0, time.UTC).Unix() {
-		t.Fatalf("%s", res.Raw)
+	d := dataOf[client.Coupon](t, create("code", "save10", "percent_off", "12.5", "valid_until", "2026-12-31", "max_redemptions", "3"))
+	if d.Code != "SAVE10" || d.Id != "SAVE10" || d.PercentOff != 12.5 || !d.Active ||
+		d.MaxRedemptions != 3 || int64(d.ValidUntil) != time.Date(2026, 12, 31, 23, 59, 59, 0, time.UTC).Unix() {
+		t.Fatalf("%+v", d)
 	}
 	wantErr(t, create("code", "SAVE10", "percent_off", "5"), 409, 409)
 	wantErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/coupons", Header: userHeaders(s.c, s.pat.Token), Form: q("code", "MINE", "percent_off", "100")}), 401, 401)
 	wantErr(t, e.Do(testenv.Req{Path: "/api_v3/billing/coupons", Header: userHeaders(s.c, s.doc.Token)}), 401, 401)
-	if l := e.Do(testenv.Req{Path: "/api_v3/billing/coupons", Header: a}).List(); len(l) != 1 || l[0]["code"] != "SAVE10" {
-		t.Fatalf("%v", l)
+	if l := dataOf[[]client.Coupon](t, e.Do(testenv.Req{Path: "/api_v3/billing/coupons", Header: a})); len(l) != 1 || l[0].Code != "SAVE10" {
+		t.Fatalf("%+v", l)
 	}
-	res = e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/billing/coupons/save10", Header: a})
-	if res.Status != 200 || res.Data()["active"] != false {
-		t.Fatalf("%s", res.Raw)
+	if d := dataOf[client.Coupon](t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/billing/coupons/save10", Header: a})); d.Active {
+		t.Fatalf("%+v", d)
 	}
 	wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/billing/coupons/NOPE", Header: a}), 404, 404)
 	wantErr(t, create("code", "SAVE10", "percent_off", "5"), 409, 409)
@@ -352,7 +340,7 @@ func (c *invoiceScript) chargedOnce(t *testing.T) {
 	s := c.s
 	s.addCard(t, s.pat, "tok_visa")
 	res := c.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/invoices/process.json", Header: userHeaders(s.c, s.pat.Token),
-		JSON: map[string]any{"intake_id": c.follow, "promo_code": "SAVE10", "create_invoice": 1}})
+		JSON: js(`{"intake_id": "` + c.follow + `", "promo_code": "SAVE10", "create_invoice": 1}`)})
 	d := decode[client.InvoicePreview](t, res).Data
 	if d.Invoice == nil {
 		t.Fatalf("no invoice: %s", res.Raw)
@@ -430,11 +418,9 @@ func (c *invoiceScript) declinedThenPaid(t *testing.T) {
 		t.Errorf("a failed charge used the coupon: %d", n)
 	}
 	good := s.addCard(t, s.pat2, "tok_visa")
-	if res := c.e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/billing/sources/" + good["id"].(string), Header: userHeaders(s.c, s.pat2.Token), Form: q("is_default", "1")}); res.Status != 200 {
-		t.Fatalf("default card: %s", res.Raw)
-	}
+	mustOK(t, c.e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/billing/sources/" + good.Id, Header: userHeaders(s.c, s.pat2.Token), Form: q("is_default", "1")}))
 	inv := c.previewOf(t, s.pat2.Token, "intake_id", intake, "promo_code", "ONCE", "create_invoice", "1").Data.Invoice
-	if inv == nil || inv.Status != "paid" || inv.AmountDue != 20 || deref(inv.SourceId) != good["id"] {
+	if inv == nil || inv.Status != "paid" || inv.AmountDue != 20 || deref(inv.SourceId) != good.Id {
 		t.Errorf("with a good card: %+v", inv)
 	}
 }
@@ -520,7 +506,7 @@ func TestBilling_ChargeOnce(t *testing.T) {
 			defer mu.Unlock()
 			switch res.Status {
 			case 200:
-				ids[res.Data()["invoice"].(map[string]any)["id"].(string)]++
+				ids[invoiceIn(t, res).Id]++
 			case 409: // the charge is in flight in another call; the message names the invoice
 				conflicts = append(conflicts, res.Body["message"].(string))
 			default:
@@ -549,25 +535,25 @@ func TestBilling_ChargeOnce(t *testing.T) {
 	}
 	// Whoever answered while the charge was in flight saw it pending; it is
 	// paid now.
-	inv := s.process(s.pat.Token, "intake_id", it).Data()["invoice"].(map[string]any)
-	if inv["status"] != "paid" {
-		t.Fatalf("%v", inv)
+	inv := invoiceIn(t, s.process(s.pat.Token, "intake_id", it))
+	if inv.Status != "paid" {
+		t.Fatalf("%+v", inv)
 	}
 
 	// A process that died after the processor charged but before it
 	// recorded the charge leaves the invoice pending. Within the lease the
 	// invoice is left alone; after it, a retry charges with the same
 	// idempotency key and the processor answers with the same charge.
-	if _, err := e.Store.DB().Exec(e.Store.Rebind("UPDATE invoices SET status = 'pending', charge_ref = '', attempt_started = ? WHERE id = ?"), e.Clock.Now().Unix(), inv["id"]); err != nil {
+	if _, err := e.Store.DB().Exec(e.Store.Rebind("UPDATE invoices SET status = 'pending', charge_ref = '', attempt_started = ? WHERE id = ?"), e.Clock.Now().Unix(), inv.Id); err != nil {
 		t.Fatal(err)
 	}
 	if res := s.process(s.pat.Token, "intake_id", it, "create_invoice", "1"); res.Status != 409 {
 		t.Fatalf("taken over within the lease: %d %s", res.Status, res.Raw)
 	}
 	e.Clock.Advance(3 * time.Minute)
-	got := s.process(s.pat.Token, "intake_id", it, "create_invoice", "1").Data()["invoice"].(map[string]any)
-	if got["status"] != "paid" || got["charge_id"] != inv["charge_id"] || got["id"] != inv["id"] {
-		t.Fatalf("retry after the lease: %v, first %v", got, inv)
+	got := invoiceIn(t, s.process(s.pat.Token, "intake_id", it, "create_invoice", "1"))
+	if got.Status != "paid" || deref(got.ChargeId) != deref(inv.ChargeId) || got.Id != inv.Id {
+		t.Fatalf("retry after the lease: %+v, first %+v", got, inv)
 	}
 	if calls, charges := sb.Ledger(); calls != 2 || len(charges) != 1 {
 		t.Fatalf("%d charge calls, %v", calls, charges)
@@ -606,7 +592,7 @@ func TestBilling_CouponOnce(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case res.Status == 200 && res.Data()["discount"].(float64) == 12.5:
+			case res.Status == 200 && previewIn(t, res).Discount == 12.5:
 				got["discounted"]++
 			case res.Status == 400 && strings.Contains(res.Body["message"].(string), "FIRST"):
 				got["refused"]++
@@ -657,8 +643,9 @@ func TestBilling_RepeatAnswersTheInvoice(t *testing.T) {
 			defer mu.Unlock()
 			switch res.Status {
 			case 200:
-				inv := res.Data()["invoice"].(map[string]any)
-				bodies[fmt.Sprintf("invoice %v %v, discount %v", inv["id"], inv["status"], res.Data()["discount"])]++
+				p := previewIn(t, res)
+				inv := invoiceIn(t, res)
+				bodies[fmt.Sprintf("invoice %v %v, discount %v", inv.Id, inv.Status, p.Discount)]++
 			case 409:
 				conflicts = append(conflicts, res.Body["message"].(string))
 			default:
@@ -702,4 +689,33 @@ func TestBilling_RepeatAnswersTheInvoice(t *testing.T) {
 	if n := count(t, e, "SELECT redemptions FROM coupons WHERE code = 'ONCE'"); n != 1 {
 		t.Fatalf("redemptions %d after repeats", n)
 	}
+}
+
+// previewIn is an invoice answer's data. It reports a body that is not
+// one with t.Errorf, so goroutines other than the test's may call it.
+func previewIn(t *testing.T, res *testenv.Resp) invoicePreview {
+	var p struct {
+		Data invoicePreview `json:"data"`
+	}
+	if err := json.Unmarshal(res.Raw, &p); err != nil {
+		t.Errorf("%v: %s", err, res.Raw)
+	}
+	return p.Data
+}
+
+// invoicePreview is the part of POST /billing/invoices/process's answer
+// the concurrent tests read.
+type invoicePreview struct {
+	Discount float64         `json:"discount"`
+	Invoice  *client.Invoice `json:"invoice"`
+}
+
+// invoiceIn is an invoice answer's invoice (empty when it has none, which
+// previewIn's caller sees in the status it checks).
+func invoiceIn(t *testing.T, res *testenv.Resp) client.Invoice {
+	if inv := previewIn(t, res).Invoice; inv != nil {
+		return *inv
+	}
+	t.Errorf("no invoice: %s", res.Raw)
+	return client.Invoice{}
 }

@@ -468,14 +468,12 @@ func view(t *testing.T, e *testenv.Env, link string, extra ...string) *testenv.R
 	return e.Do(testenv.Req{Path: u.Path, Query: qv})
 }
 
-func (s *clinicSetup) addCard(t *testing.T, who *session, token string, kv ...string) map[string]any {
+// addCard saves a card of token for who in the main room's scope (kv
+// adds to the scope).
+func (s *clinicSetup) addCard(t *testing.T, who *session, token string, kv ...string) client.PaymentSource {
 	t.Helper()
-	res := s.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/sources", Header: userHeaders(s.c, who.Token),
-		Query: q(append([]string{"room_code", "main"}, kv...)...), Form: q("type", "card", "token", token)})
-	if res.Status != 200 {
-		t.Fatalf("card %s: %s", token, res.Raw)
-	}
-	return res.Data()
+	return dataOf[client.PaymentSource](t, s.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/sources", Header: userHeaders(s.c, who.Token),
+		Query: q(append([]string{"room_code", "main"}, kv...)...), Form: q("type", "card", "token", token)}))
 }
 
 func (s *clinicSetup) process(who string, kv ...string) *testenv.Resp {
