@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"teleclinic/client"
 	"teleclinic/internal/testenv"
 )
 
@@ -22,31 +23,29 @@ func TestNotes_DraftSignAmend(t *testing.T) {
 	visit := s.withVisit(t)
 	path := "/api_v3/visits/" + visit + "/note"
 	doc, pat := userHeaders(s.c, s.doc.Token), userHeaders(s.c, s.pat.Token)
-	draft := map[string]any{"subjective": "Rash for 3 days, itchy.", "objective": "Erythematous patches on both forearms.",
-		"assessment": "Contact dermatitis.", "plan": "Hydrocortisone 1% twice a day for a week.", "diagnoses": []any{"l259", "R21"},
-		"patient_summary": "You have a skin reaction to something you touched. Use the cream twice a day."}
+	draft := noteBody{Subjective: "Rash for 3 days, itchy.", Objective: "Erythematous patches on both forearms.",
+		Assessment: "Contact dermatitis.", Plan: "Hydrocortisone 1% twice a day for a week.", Diagnoses: []string{"l259", "R21"},
+		PatientSummary: "You have a skin reaction to something you touched. Use the cream twice a day."}
 
 	testenv.Steps(t, []testenv.Step{
 		{Name: "ErrNoNoteYet", Run: func(t *testing.T) {
 			wantErr(t, e.Do(testenv.Req{Path: path, Header: doc}), 404, 404)
 		}},
 		{Name: "OKDraft", Run: func(t *testing.T) {
-			res := e.Do(testenv.Req{Method: "POST", Path: path, Header: doc, JSON: draft})
-			d := res.Data()
-			dx := d["diagnoses"].([]any)
-			if res.Status != 200 || d["status"] != "draft" || d["subjective"] != draft["subjective"] || len(dx) != 2 ||
-				dx[0].(map[string]any)["code"] != "L25.9" || dx[0].(map[string]any)["description"] == "" || d["signed_by"] != "" {
-				t.Fatalf("%d %s", res.Status, res.Raw)
+			d := dataOf[client.VisitNote](t, e.Do(testenv.Req{Method: "POST", Path: path, Header: doc, JSON: draft}))
+			if d.Status != "draft" || d.Subjective != draft.Subjective || len(d.Diagnoses) != 2 ||
+				d.Diagnoses[0].Code != "L25.9" || d.Diagnoses[0].Description == "" || d.SignedBy != "" {
+				t.Fatalf("%+v", d)
 			}
 			// Saved again, whole: the second save replaces the first.
-			res = e.Do(testenv.Req{Method: "POST", Path: path, Header: doc, Form: q("subjective", "Rash for 4 days.", "diagnoses[]", "R21", "plan", "Cream.")})
-			if d := res.Data(); res.Status != 200 || d["subjective"] != "Rash for 4 days." || len(d["diagnoses"].([]any)) != 1 || d["objective"] != "" {
-				t.Fatalf("the second save: %s", res.Raw)
+			d = dataOf[client.VisitNote](t, e.Do(testenv.Req{Method: "POST", Path: path, Header: doc, Form: q("subjective", "Rash for 4 days.", "diagnoses[]", "R21", "plan", "Cream.")}))
+			if d.Subjective != "Rash for 4 days." || len(d.Diagnoses) != 1 || d.Objective != "" {
+				t.Fatalf("the second save: %+v", d)
 			}
 			mustOK(t, e.Do(testenv.Req{Method: "POST", Path: path, Header: doc, JSON: draft}))
 		}},
 		{Name: "ErrBadDraft", Run: func(t *testing.T) {
-			for _, bad := range []map[string]any{{"diagnoses": []any{"X99.999"}}, {"plan": string(make([]byte, 20001))}} {
+			for _, bad := range []noteBody{{Diagnoses: []string{"X99.999"}}, {Plan: strings.Repeat("a", 20001)}} {
 				wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path, Header: doc, JSON: bad}), 400, 400)
 			}
 		}},
@@ -56,8 +55,8 @@ func TestNotes_DraftSignAmend(t *testing.T) {
 			wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path, Header: userHeaders(s.c, s.other.Token), JSON: draft}), 404, 404)
 		}},
 		{Name: "OKAdminReadsThePatientDoesNot", Run: func(t *testing.T) {
-			if res := e.Do(testenv.Req{Path: path, Header: adminHeaders(s.c)}); res.Status != 200 || res.Data()["assessment"] != "Contact dermatitis." {
-				t.Fatalf("the admin: %s", res.Raw)
+			if d := dataOf[client.VisitNote](t, e.Do(testenv.Req{Path: path, Header: adminHeaders(s.c)})); d.Assessment != "Contact dermatitis." {
+				t.Fatalf("the admin: %+v", d)
 			}
 			wantErr(t, e.Do(testenv.Req{Path: path, Header: pat}), 403, 403)
 			// Before the visit is over and the note signed, no summary.
@@ -65,38 +64,39 @@ func TestNotes_DraftSignAmend(t *testing.T) {
 		}},
 		{Name: "OKSignLocks", Run: func(t *testing.T) {
 			wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path + "/addenda", Header: doc, Form: q("text", "Too early.")}), 409, 409)
-			res := e.Do(testenv.Req{Method: "POST", Path: path + "/sign", Header: doc})
-			if d := res.Data(); res.Status != 200 || d["status"] != "signed" || d["signed_by"] != s.doc.UserID || d["signed_at"].(float64) == 0 {
-				t.Fatalf("sign: %s", res.Raw)
+			if d := dataOf[client.VisitNote](t, e.Do(testenv.Req{Method: "POST", Path: path + "/sign", Header: doc})); d.Status != "signed" || d.SignedBy != s.doc.UserID || d.SignedAt == 0 {
+				t.Fatalf("sign: %+v", d)
 			}
 			wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path + "/sign", Header: doc}), 409, 409)
-			wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path, Header: doc, JSON: map[string]any{"plan": "Changed after signing."}}), 409, 409)
-			if res := e.Do(testenv.Req{Path: path, Header: doc}); res.Data()["plan"] != draft["plan"] {
-				t.Fatalf("a signed note changed: %s", res.Raw)
+			wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path, Header: doc, JSON: noteBody{Plan: "Changed after signing."}}), 409, 409)
+			if d := dataOf[client.VisitNote](t, e.Do(testenv.Req{Path: path, Header: doc})); d.Plan != draft.Plan {
+				t.Fatalf("a signed note changed: %+v", d)
 			}
 		}},
 		{Name: "OKAddendaDated", Run: func(t *testing.T) {
 			e.Clock.Advance(10 * 60e9)
-			res := e.Do(testenv.Req{Method: "POST", Path: path + "/addenda", Header: doc, Form: q("text", "Patch test booked for next week.")})
-			ad := res.Data()["addenda"].([]any)
-			if res.Status != 200 || len(ad) != 1 || ad[0].(map[string]any)["text"] != "Patch test booked for next week." ||
-				ad[0].(map[string]any)["created"].(float64) <= res.Data()["signed_at"].(float64) {
-				t.Fatalf("addendum: %s", res.Raw)
+			d := dataOf[client.VisitNote](t, e.Do(testenv.Req{Method: "POST", Path: path + "/addenda", Header: doc, Form: q("text", "Patch test booked for next week.")}))
+			if len(d.Addenda) != 1 || d.Addenda[0].Text != "Patch test booked for next week." || d.Addenda[0].Created <= d.SignedAt {
+				t.Fatalf("addendum: %+v", d)
 			}
 			wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path + "/addenda", Header: doc, Form: q("text", " ")}), 400, 400)
 			wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path + "/addenda", Header: pat, Form: q("text", "Mine")}), 403, 403)
 		}},
 		{Name: "OKSummaryAfterTheVisit", Run: func(t *testing.T) {
 			for _, step := range []string{"inprogress", "close"} {
-				if res := s.post(s.doc.Token, "/api_v3/visits/"+step, "id", visit); res.Status != 200 {
-					t.Fatalf("%s: %s", step, res.Raw)
-				}
+				mustOK(t, s.post(s.doc.Token, "/api_v3/visits/"+step, "id", visit))
 			}
 			res := e.Do(testenv.Req{Path: "/api_v3/visits/" + visit + "/summary", Header: pat})
-			d := res.Data()
-			if res.Status != 200 || d["patient_summary"] != draft["patient_summary"] || d["plan"] != draft["plan"] || len(d["diagnoses"].([]any)) != 2 ||
-				len(d["addenda"].([]any)) != 1 || d["subjective"] != nil || d["assessment"] != nil {
+			d := dataOf[client.VisitSummary](t, res)
+			if d.PatientSummary != draft.PatientSummary || d.Plan != draft.Plan || len(d.Diagnoses) != 2 || len(d.Addenda) != 1 {
 				t.Fatalf("the summary: %s", res.Raw)
+			}
+			// The clinician's own sections are not the patient's to read.
+			members := dataOf[map[string]json.RawMessage](t, res)
+			for _, private := range []string{"subjective", "objective", "assessment"} {
+				if _, has := members[private]; has {
+					t.Fatalf("the summary holds %s: %s", private, res.Raw)
+				}
 			}
 			wantErr(t, e.Do(testenv.Req{Path: "/api_v3/visits/" + visit + "/summary", Header: userHeaders(s.c, s.pat2.Token)}), 404, 404)
 		}},
@@ -158,8 +158,8 @@ func TestFHIR_Composition(t *testing.T) {
 	if got := search(doc); len(got) != 0 {
 		t.Fatalf("a Composition before any note: %+v", got)
 	}
-	mustOK(t, e.Do(testenv.Req{Method: "POST", Path: note, Header: doc, JSON: map[string]any{"subjective": "Itchy <rash> & red", "assessment": "Contact dermatitis.",
-		"plan": "Cream twice a day.", "diagnoses": []any{"L25.9"}, "patient_summary": "A skin reaction. Use the cream."}}))
+	mustOK(t, e.Do(testenv.Req{Method: "POST", Path: note, Header: doc, JSON: noteBody{Subjective: "Itchy <rash> & red", Assessment: "Contact dermatitis.",
+		Plan: "Cream twice a day.", Diagnoses: []string{"L25.9"}, PatientSummary: "A skin reaction. Use the cream."}}))
 	got := search(doc)
 	wantID := s.pat.UserID + "-" + visit
 	if len(got) != 1 || got[0].ID != wantID || got[0].Status != "preliminary" || got[0].Encounter.Reference != "Encounter/"+visit ||
@@ -207,23 +207,22 @@ func TestIntakes_QuestionsAndConsent(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
 	s := newClinicSetup(t, e, "alpha")
-	res := e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/main", Header: adminHeaders(s.c), JSON: map[string]any{
-		"intake_questions": []any{map[string]any{"id": "fever", "label": "Do you have a fever?", "kind": "yesno", "required": true}},
-		"consent":          map[string]any{"version": "v1", "text": "I agree to a video visit."}}})
-	if d := res.Data(); res.Status != 200 || len(d["intake_questions"].([]any)) != 1 || d["consent"].(map[string]any)["version"] != "v1" {
-		t.Fatalf("the room: %d %s", res.Status, res.Raw)
+	room := dataOf[client.RoomDetail](t, e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/main", Header: adminHeaders(s.c), JSON: js(`{
+		"intake_questions": [{"id": "fever", "label": "Do you have a fever?", "kind": "yesno", "required": true}],
+		"consent": {"version": "v1", "text": "I agree to a video visit."}}`)}))
+	if room.IntakeQuestions == nil || len(*room.IntakeQuestions) != 1 || room.Consent == nil || room.Consent.Version != "v1" {
+		t.Fatalf("the room: %+v %+v", room.IntakeQuestions, room.Consent)
 	}
-	wantErr(t, e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/main", Header: adminHeaders(s.c), JSON: map[string]any{
-		"intake_questions": []any{map[string]any{"id": "Bad Id", "label": "x", "kind": "text"}}}}), 400, 400)
+	wantErr(t, e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/main", Header: adminHeaders(s.c), JSON: js(`{
+		"intake_questions": [{"id": "Bad Id", "label": "x", "kind": "text"}]}`)}), 400, 400)
 	intake := func(kv ...string) *testenv.Resp {
 		return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: userHeaders(s.c, s.pat.Token), Form: q(append([]string{"room_code", "main", "reason_for_visit", "Cough"}, kv...)...)})
 	}
 	wantErr(t, intake("answers", `{"fever":"yes"}`), 400, 400)                                                     // unsigned
 	wantErr(t, intake("answers", `{"fever":"yes"}`, "consent_name", "Pat One", "consent_version", "v0"), 409, 409) // another version
 	wantErr(t, intake("consent_name", "Pat One", "consent_version", "v1"), 400, 400)                               // unanswered
-	res = intake("answers", `{"fever":"yes"}`, "consent_name", "Pat One", "consent_version", "v1")
-	if res.Status != 200 || res.Data()["custom"].(map[string]any)["q_fever"] != "yes" {
-		t.Fatalf("the intake: %d %s", res.Status, res.Raw)
+	if it := dataOf[client.Intake](t, intake("answers", `{"fever":"yes"}`, "consent_name", "Pat One", "consent_version", "v1")); it.Custom["q_fever"] != "yes" {
+		t.Fatalf("the intake: %+v", it)
 	}
 	if n := count(t, e, "SELECT COUNT(*) FROM consents WHERE signed_name = 'Pat One' AND version = 'v1'"); n != 1 {
 		t.Fatalf("%d signed consents", n)
@@ -241,18 +240,17 @@ func TestUsers_Invite(t *testing.T) {
 	invite := func(kv ...string) *testenv.Resp {
 		return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/invite", Header: adminHeaders(s.c), Form: q(kv...)})
 	}
-	res := invite("first_name", "Maya", "last_name", "Medic", "email", "maya@alpha.example", "rooms[]", "main")
-	d := res.Data()
-	if res.Status != 200 || d["first_name"] != "Maya" || d["email"] != "maya@alpha.example" || d["type"].(float64) != 400 || d["status"].(float64) != 0 || len(d["rooms"].([]any)) != 1 {
-		t.Fatalf("invite: %d %s", res.Status, res.Raw)
+	d := dataOf[invitedUser](t, invite("first_name", "Maya", "last_name", "Medic", "email", "maya@alpha.example", "rooms[]", "main"))
+	if d.FirstName != "Maya" || d.Email != "maya@alpha.example" || d.Type != 400 || d.Status != 0 || len(d.Rooms) != 1 {
+		t.Fatalf("invite: %+v", d)
 	}
 	if n := count(t, e, "SELECT COUNT(*) FROM outbox WHERE topic = 'mail'"); n != 1 {
 		t.Errorf("%d activation mails queued, want 1", n)
 	}
-	provs := e.Do(testenv.Req{Path: "/api_v3/rooms/main/providers", Header: acctHeaders(s.c)}).List()
+	provs := dataOf[[]client.RoomProvider](t, e.Do(testenv.Req{Path: "/api_v3/rooms/main/providers", Header: acctHeaders(s.c)}))
 	found := false
 	for _, p := range provs {
-		found = found || p["id"] == d["id"]
+		found = found || p.Id == d.ID
 	}
 	if !found {
 		t.Errorf("the invited provider is not in the room: %v", provs)
@@ -266,4 +264,24 @@ func TestUsers_Invite(t *testing.T) {
 		t.Errorf("refused invitations made %d users", n-users)
 	}
 	wantUsersErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/invite", Header: userHeaders(s.c, s.doc.Token), Form: q("first_name", "A", "last_name", "B", "email", "c@alpha.example")}), 401)
+}
+
+// noteBody is a visit note as its provider saves it.
+type noteBody struct {
+	Subjective     string   `json:"subjective,omitempty"`
+	Objective      string   `json:"objective,omitempty"`
+	Assessment     string   `json:"assessment,omitempty"`
+	Plan           string   `json:"plan,omitempty"`
+	Diagnoses      []string `json:"diagnoses,omitempty"`
+	PatientSummary string   `json:"patient_summary,omitempty"`
+}
+
+// invitedUser is POST /users/invite's answer, as far as the test reads it.
+type invitedUser struct {
+	ID        string `json:"id"`
+	FirstName string `json:"first_name"`
+	Email     string `json:"email"`
+	Type      int    `json:"type"`
+	Status    int    `json:"status"`
+	Rooms     []any  `json:"rooms"`
 }
