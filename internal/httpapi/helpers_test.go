@@ -22,7 +22,18 @@ import (
 // session is a user logged in through SSO.
 type session struct {
 	UserID, Token, Refresh string
-	Body                   map[string]any
+	Profile                ssoProfile
+}
+
+// ssoProfile is POST /users/sso's answer: the user's profile with its
+// login, and with fields=vsee its video identity.
+type ssoProfile struct {
+	client.UserProfile
+	Token client.TokenObject `json:"token"`
+	Vsee  *struct {
+		ID    string `json:"id"`
+		Token string `json:"token"`
+	} `json:"vsee"`
 }
 
 func ssoHeaders(c *testenv.Clinic) map[string]string {
@@ -46,13 +57,8 @@ func mustSSO(t testing.TB, e *testenv.Env, c *testenv.Clinic, typ, code, first, 
 	t.Helper()
 	res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
 		Multipart: map[string]string{"first_name": first, "last_name": last, "type": typ, "code": code}})
-	if res.Status != 200 {
-		t.Fatalf("sso %s: %d %s", code, res.Status, res.Raw)
-	}
-	d := res.Data()
-	tok := d["token"].(map[string]any)
-	return &session{UserID: d["id"].(string), Token: tok["token"].(string),
-		Refresh: tok["refresh_token"].(map[string]any)["token"].(string), Body: d}
+	d := dataOf[ssoProfile](t, res)
+	return &session{UserID: d.Id, Token: d.Token.Token, Refresh: d.Token.RefreshToken.Token, Profile: d}
 }
 
 // wantErr checks a code-shape error: status and body code.

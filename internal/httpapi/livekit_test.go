@@ -52,7 +52,7 @@ func TestLiveKit_Webhook(t *testing.T) {
 		n.Stop(false) // waits for the queue to be sent
 	}
 	webhook.InitWebhookStats(nil) // the sender counts what it sends
-	svcid := func(who *session) string { return who.Body["svcid"].(string) }
+	svcid := func(who *session) string { return who.Profile.Svcid }
 
 	if got := status(); got != clinic.VisitConfirmed {
 		t.Fatalf("start: %d", got)

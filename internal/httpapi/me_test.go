@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
+	"teleclinic/client"
 	"teleclinic/internal/testenv"
 )
 
@@ -24,16 +27,16 @@ func TestUsers_UpdateMe(t *testing.T) {
 		res := post(testenv.Req{Form: q("first_name", "Patricia", "last_name", "Oneill", "dob", "1990-05-06", "gender", "female",
 			"nationality", "IE", "tos", "1", "phone", "555-0100", "street_addr", "1 Main St", "state", "ny", "zip", "10001",
 			"city", "New York", "pcp_name", "Dr Who", "pcp_phone", "(212) 555-0199", "timezone", "America/New_York", "reset", "true")})
-		if res.Status != 200 {
-			t.Fatalf("%d %s", res.Status, res.Raw)
+		d := dataOf[client.UserProfile](t, res)
+		type shown struct {
+			FirstName, FullName, Dob, Nationality, State, PcpPhone, Timezone, City string
+			Gender                                                                 client.UserProfileGender
+			Tos                                                                    bool
 		}
-		d := res.Data()
-		want := map[string]any{"first_name": "Patricia", "full_name": "Patricia Oneill", "dob": "1990-05-06", "gender": 2.0,
-			"nationality": "IE", "tos": true, "state": "NY", "pcp_phone": "2125550199", "timezone": "America/New_York", "city": "New York"}
-		for k, v := range want {
-			if d[k] != v {
-				t.Errorf("%s = %v, want %v", k, d[k], v)
-			}
+		want := shown{"Patricia", "Patricia Oneill", "1990-05-06", "IE", "NY", "2125550199", "America/New_York", "New York", 2, true}
+		got := shown{d.FirstName, d.FullName, d.Dob, d.Nationality, deref(d.State), deref(d.PcpPhone), d.Timezone, deref(d.City), d.Gender, d.Tos}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("the profile (-want +got):\n%s", diff)
 		}
 		// The stored row, not only the answer.
 		u, _ := e.Store.Read().UserByCode(context.Background(), 1, "p1")
@@ -43,18 +46,16 @@ func TestUsers_UpdateMe(t *testing.T) {
 	})
 	// OK as JSON, absent fields unchanged.
 	t.Run("OKJSONAbsentUnchanged", func(t *testing.T) {
-		res := post(testenv.Req{JSON: map[string]any{"city": "Boston", "tos": 0}})
-		if d := res.Data(); res.Status != 200 || d["city"] != "Boston" || d["tos"] != false || d["first_name"] != "Patricia" {
-			t.Fatalf("%d %s", res.Status, res.Raw)
+		if d := dataOf[client.UserProfile](t, post(testenv.Req{JSON: js(`{"city": "Boston", "tos": 0}`)})); deref(d.City) != "Boston" || d.Tos || d.FirstName != "Patricia" {
+			t.Fatalf("%+v", d)
 		}
 	})
 	// Fields a user may not set are never changed.
 	t.Run("ErrProtectedFields", func(t *testing.T) {
 		res := post(testenv.Req{Form: q("type", "100", "status", "-1", "account_code", "beta", "email_verified", "1", "is_admin", "1", "code", "x", "email", "new@example.com")})
-		d := res.Data()
-		if res.Status != 200 || d["type"].(float64) != 200 || d["status"].(float64) != 1 || d["account_code"] != "alpha" ||
-			d["email_verified"] != false || d["is_admin"] != false || d["code"] != "p1" || d["email"] != "" {
-			t.Fatalf("%d %s", res.Status, res.Raw)
+		d := dataOf[client.UserProfile](t, res)
+		if d.Type != 200 || d.Status != 1 || d.AccountCode != "alpha" || d.EmailVerified || d.IsAdmin == nil || *d.IsAdmin || d.Code != "p1" || d.Email != "" {
+			t.Fatalf("%s", res.Raw)
 		}
 	})
 	t.Run("ErrInvalidFields", func(t *testing.T) {
@@ -104,13 +105,11 @@ func TestUsers_UpdateMe(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res := post(testenv.Req{Form: q("photo", fmt.Sprint(fid))})
-		photo, _ := res.Data()["photo"].(string)
-		if res.Status != 200 || !strings.Contains(photo, fmt.Sprintf("/api_v3/files/view/%d?auth_code=", fid)) || !strings.Contains(photo, "&time=") {
-			t.Fatalf("%d photo %q", res.Status, photo)
+		photo := dataOf[client.UserProfile](t, post(testenv.Req{Form: q("photo", fmt.Sprint(fid))})).Photo
+		if !strings.Contains(photo, fmt.Sprintf("/api_v3/files/view/%d?auth_code=", fid)) || !strings.Contains(photo, "&time=") {
+			t.Fatalf("photo %q", photo)
 		}
-		r := e.Do(testenv.Req{Path: "/api_v3/me", Query: q("user_photo_size", "64x64"), Header: userHeaders(c, s.Token)})
-		if p := r.Data()["photo"].(string); !strings.Contains(p, "size=64x64") {
+		if p := dataOf[client.UserProfile](t, e.Do(testenv.Req{Path: "/api_v3/me", Query: q("user_photo_size", "64x64"), Header: userHeaders(c, s.Token)})).Photo; !strings.Contains(p, "size=64x64") {
 			t.Fatalf("sized photo %q", p)
 		}
 		other := mustSSO(t, e, c, "200", "p9", "Oth", "Er")
@@ -118,15 +117,21 @@ func TestUsers_UpdateMe(t *testing.T) {
 		fmt.Sscan(other.UserID, &oid)
 		theirs, _ := e.Store.Write().CreateFileRecord(context.Background(), 1, oid, "user_avatar", "user", oid, "x.png", 1)
 		wantUsersErr(t, post(testenv.Req{Form: q("photo", fmt.Sprint(theirs))}), 400)
-		if res := post(testenv.Req{Form: q("photo", "")}); res.Status != 200 || res.Data()["photo"] != "" {
-			t.Fatalf("%d %s", res.Status, res.Raw)
+		if p := dataOf[client.UserProfile](t, post(testenv.Req{Form: q("photo", "")})).Photo; p != "" {
+			t.Fatalf("photo %q after removing it", p)
 		}
 	})
 	// Updates are audited.
 	t.Run("OKAudited", func(t *testing.T) {
 		res := e.Do(testenv.Req{Path: "/api_v3/audit", Header: adminHeaders(c), Query: q("action", "user.update", "user_id", s.UserID)})
-		if res.Status != 200 || res.Body["total_count"].(float64) < 5 {
-			t.Fatalf("%d %s", res.Status, res.Raw)
+		if n := decode[auditPage](t, res).TotalCount; n < 5 {
+			t.Fatalf("%d user.update entries: %s", n, res.Raw)
 		}
 	})
+}
+
+// auditPage is a page of GET /audit with the trail's length.
+type auditPage struct {
+	Data       []client.AuditEntry `json:"data"`
+	TotalCount int                 `json:"total_count"`
 }

@@ -2,10 +2,13 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/testenv"
@@ -19,15 +22,12 @@ func TestUsers_List(t *testing.T) {
 	var pats []*session
 	for i, n := range []string{"Alice Able", "Bob Baker", "Carol Cole", "Dave Dunn", "Eve Evans"} {
 		f, l, _ := strings.Cut(n, " ")
-		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c), Multipart: map[string]string{
-			"first_name": f, "last_name": l, "type": "200", "code": fmt.Sprintf("p%d", i), "email": strings.ToLower(f) + "@mail.example"}})
-		if res.Status != 200 {
-			t.Fatalf("%d %s", res.Status, res.Raw)
-		}
-		pats = append(pats, &session{UserID: res.Data()["id"].(string), Token: res.Data()["token"].(map[string]any)["token"].(string)})
+		p := dataOf[ssoProfile](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c), Multipart: map[string]string{
+			"first_name": f, "last_name": l, "type": "200", "code": fmt.Sprintf("p%d", i), "email": strings.ToLower(f) + "@mail.example"}}))
+		pats = append(pats, &session{UserID: p.Id, Token: p.Token.Token, Profile: p})
 	}
 	doc := mustSSO(t, e, c, "400", "d1", "Zed", "Doctor")
-	nurse := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c), JSON: map[string]any{"first_name": "Nina", "last_name": "Nurse", "type": 400, "code": "n1"}})
+	mustOK(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c), JSON: js(`{"first_name": "Nina", "last_name": "Nurse", "type": 400, "code": "n1"}`)}))
 	guest := mustSSO(t, e, c, "600", "", "Gus", "Guest")
 	mustVisit(t, e, pats[1].UserID, doc.UserID)
 	mustVisit(t, e, pats[3].UserID, doc.UserID)
@@ -41,7 +41,6 @@ func TestUsers_List(t *testing.T) {
 	if err := e.Store.Write().LinkUserRoom(context.Background(), acct.ID, docID, room.ID, true, "test", 1); err != nil {
 		t.Fatal(err)
 	}
-	_ = nurse
 
 	list := func(kv ...string) *testenv.Resp {
 		t.Helper()
@@ -49,36 +48,35 @@ func TestUsers_List(t *testing.T) {
 	}
 	ids := func(res *testenv.Resp) []string {
 		t.Helper()
-		if res.Status != 200 {
-			t.Fatalf("%d %s", res.Status, res.Raw)
-		}
 		var out []string
-		for _, u := range res.List() {
-			out = append(out, u["id"].(string))
+		for _, u := range decode[userPage](t, res).Data {
+			out = append(out, deref(u.Id))
 		}
 		return out
 	}
 	names := func(res *testenv.Resp) []string {
+		t.Helper()
 		var out []string
-		for _, u := range res.List() {
-			out = append(out, u["full_name"].(string))
+		for _, u := range decode[userPage](t, res).Data {
+			out = append(out, deref(u.FullName))
 		}
 		return out
 	}
+	total := func(res *testenv.Resp) int { t.Helper(); return decode[userPage](t, res).TotalCount }
 
 	// Default page and total.
 	t.Run("OKDefaultPage", func(t *testing.T) {
 		res := list()
 		// 5 patients, 2 providers, 1 guest and the clinic admin user.
-		if got := len(ids(res)); got != 9 || res.Body["total_count"].(float64) != 9 {
-			t.Fatalf("got %d of %v", got, res.Body["total_count"])
+		if got := len(ids(res)); got != 9 || total(res) != 9 {
+			t.Fatalf("got %d of %d", got, total(res))
 		}
 	})
 	// Start and limit.
 	t.Run("OKStartAndLimit", func(t *testing.T) {
 		res := list("type", "200", "start", "1", "limit", "2", "sort", "full_name.asc")
-		if got := names(res); strings.Join(got, ",") != "Bob Baker,Carol Cole" || res.Body["total_count"].(float64) != 5 {
-			t.Fatalf("page %v total %v", got, res.Body["total_count"])
+		if got := names(res); strings.Join(got, ",") != "Bob Baker,Carol Cole" || total(res) != 5 {
+			t.Fatalf("page %v total %d", got, total(res))
 		}
 	})
 	// Keyset pages: after the last user of a page, by the Link header's next
@@ -90,9 +88,8 @@ func TestUsers_List(t *testing.T) {
 		path, pages := "/api_v3/users?type=200&sort=full_name.desc&limit=2", 0
 		for path != "" {
 			res := e.Do(testenv.Req{Path: path, Header: admin})
-			ids(res)
-			if res.Body["total_count"].(float64) != 5 {
-				t.Fatalf("total %v", res.Body["total_count"])
+			if n := total(res); n != 5 {
+				t.Fatalf("total %d", n)
 			}
 			got = append(got, names(res)...)
 			pages++
@@ -136,7 +133,7 @@ func TestUsers_List(t *testing.T) {
 		}
 		// "-" is the caller: with the admin token, the clinic's admin user.
 		self := list("id", "-")
-		if d, _ := self.Body["data"].([]any); len(d) != 1 || d[0].(map[string]any)["type"].(float64) != 100 {
+		if d := decode[userPage](t, self).Data; len(d) != 1 || deref(d[0].Type) != 100 {
 			t.Fatalf("id=-: %s", self.Raw)
 		}
 		if got := ids(list("id", "-,"+pats[2].UserID)); len(got) != 2 {
@@ -198,7 +195,7 @@ func TestUsers_List(t *testing.T) {
 	// Role, is_admin, is_hidden, group.
 	t.Run("OKRoleAdminHiddenGroup", func(t *testing.T) {
 		res := list("role", "clinic_admin,scheduler")
-		if got := res.List(); len(got) != 1 || got[0]["type"].(float64) != 100 {
+		if got := decode[userPage](t, res).Data; len(got) != 1 || deref(got[0].Type) != 100 {
 			t.Fatalf("%s", res.Raw)
 		}
 		if got := ids(list("is_admin", "true")); len(got) != 1 {
@@ -234,7 +231,7 @@ func TestUsers_List(t *testing.T) {
 			t.Fatalf("%v", got)
 		}
 		res := list("account_code", "beta")
-		if got := ids(res); len(got) != 0 || res.Body["total_count"].(float64) != 0 {
+		if got := ids(res); len(got) != 0 || total(res) != 0 {
 			t.Fatalf("%v", got)
 		}
 	})
@@ -250,9 +247,17 @@ func TestUsers_List(t *testing.T) {
 	// Fields.
 	t.Run("OKFields", func(t *testing.T) {
 		res := list("fields", "id,full_name,last_login", "limit", "1")
-		u := res.List()[0]
-		if len(u) != 3 || u["id"] == nil || u["full_name"] == nil || u["last_login"] == nil {
-			t.Fatalf("%v", u)
+		users := dataOf[[]map[string]json.RawMessage](t, res)
+		if len(users) != 1 {
+			t.Fatalf("%s", res.Raw)
+		}
+		var members []string
+		for k := range users[0] {
+			members = append(members, k)
+		}
+		sort.Strings(members)
+		if diff := cmp.Diff([]string{"full_name", "id", "last_login"}, members); diff != "" {
+			t.Fatalf("fields (-want +got):\n%s", diff)
 		}
 		wantUsersErr(t, list("fields", "id,password_hash"), 400)
 	})

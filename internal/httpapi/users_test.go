@@ -5,10 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	"teleclinic/client"
 	"teleclinic/internal/app"
 	"teleclinic/internal/media"
 	"teleclinic/internal/testenv"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/livekit/protocol/auth"
 )
 
@@ -20,11 +22,11 @@ func TestUsers_SSO(t *testing.T) {
 	// OK creates then returns the same user.
 	t.Run("OKCreateThenSame", func(t *testing.T) {
 		a := mustSSO(t, e, c, "200", "pat-1", "Ada", "Lovelace")
-		if a.Body["type"].(float64) != 200 || a.Body["code"] != "pat-1" || a.Body["full_name"] != "Ada Lovelace" {
-			t.Fatalf("profile: %v", a.Body)
+		if p := a.Profile; p.Type != 200 || p.Code != "pat-1" || p.FullName != "Ada Lovelace" {
+			t.Fatalf("profile: %+v", p)
 		}
-		if a.Body["username"] == "" || a.Body["svcid"] == "" {
-			t.Fatalf("username and svcid are generated: %v", a.Body)
+		if a.Profile.Username == "" || a.Profile.Svcid == "" {
+			t.Fatalf("username and svcid are generated: %+v", a.Profile)
 		}
 		b := mustSSO(t, e, c, "200", "pat-1", "Someone", "Else")
 		if b.UserID != a.UserID || b.Token == a.Token {
@@ -38,24 +40,22 @@ func TestUsers_SSO(t *testing.T) {
 	// OK as JSON, url-encoded, query and with .json suffix.
 	t.Run("OKEveryEncoding", func(t *testing.T) {
 		bodies := []testenv.Req{
-			{JSON: map[string]any{"first_name": "J", "last_name": "Son", "type": 400, "code": "prov-json"}},
+			{JSON: js(`{"first_name": "J", "last_name": "Son", "type": 400, "code": "prov-json"}`)},
 			{Form: q("first_name", "F", "last_name", "Orm", "type", "400", "code", "prov-form")},
 			{Query: q("first_name", "Q", "last_name", "Uery", "type", "400", "code", "prov-query")},
 		}
 		for i, r := range bodies {
 			r.Method, r.Path, r.Header = "POST", "/api_v3/users/sso.json", ssoHeaders(c)
-			res := e.Do(r)
-			if res.Status != 200 || res.Data()["type"].(float64) != 400 {
-				t.Fatalf("body %d: %d %s", i, res.Status, res.Raw)
+			if p := dataOf[ssoProfile](t, e.Do(r)); p.Type != 400 {
+				t.Fatalf("body %d: %+v", i, p)
 			}
 		}
 	})
 	// Body wins over query.
 	t.Run("OKBodyWinsOverQuery", func(t *testing.T) {
-		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
-			Query: q("first_name", "Query"), Form: q("first_name", "Body", "last_name", "X", "type", "200", "code", "bw")})
-		if res.Status != 200 || res.Data()["first_name"] != "Body" {
-			t.Fatalf("%d %s", res.Status, res.Raw)
+		if p := dataOf[ssoProfile](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
+			Query: q("first_name", "Query"), Form: q("first_name", "Body", "last_name", "X", "type", "200", "code", "bw")})); p.FirstName != "Body" {
+			t.Fatalf("%+v", p)
 		}
 	})
 	// Fields=vsee adds video identity.
@@ -64,10 +64,9 @@ func TestUsers_SSO(t *testing.T) {
 			Multipart: map[string]string{"first_name": "V", "last_name": "See", "type": "200", "code": "v1"}})
 		// Peer to peer, Teleclinic is the media service: the token is
 		// the login's own, which the visit page's sign-in takes.
-		v, _ := res.Data()["vsee"].(map[string]any)
-		tok, _ := res.Data()["token"].(map[string]any)
-		if res.Status != 200 || v["id"] != res.Data()["svcid"] || v["token"] == "" || v["token"] != tok["token"] {
-			t.Fatalf("%d %s", res.Status, res.Raw)
+		p := dataOf[ssoProfile](t, res)
+		if p.Vsee == nil || p.Vsee.ID != p.Svcid || p.Vsee.Token == "" || p.Vsee.Token != p.Token.Token {
+			t.Fatalf("%s", res.Raw)
 		}
 	})
 	// With LiveKit, a LiveKit token naming the user and joining no room.
@@ -77,14 +76,16 @@ func TestUsers_SSO(t *testing.T) {
 		c := e.NewClinic("alpha", true)
 		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c), Query: q("fields", "vsee"),
 			Multipart: map[string]string{"first_name": "V", "last_name": "See", "type": "200", "code": "v1"}})
-		v, _ := res.Data()["vsee"].(map[string]any)
-		raw, _ := v["token"].(string)
-		parsed, err := auth.ParseAPIToken(raw)
-		if res.Status != 200 || err != nil {
-			t.Fatalf("%d %s: %v", res.Status, res.Raw, err)
+		p := dataOf[ssoProfile](t, res)
+		if p.Vsee == nil {
+			t.Fatalf("no video identity: %s", res.Raw)
+		}
+		parsed, err := auth.ParseAPIToken(p.Vsee.Token)
+		if err != nil {
+			t.Fatalf("%s: %v", res.Raw, err)
 		}
 		claims, grants, err := parsed.Verify(lk.Secret)
-		if err != nil || parsed.APIKey() != lk.Key || grants.Identity != res.Data()["svcid"] || grants.Name != "V See" {
+		if err != nil || parsed.APIKey() != lk.Key || grants.Identity != p.Svcid || grants.Name != "V See" {
 			t.Fatalf("token %+v %+v: %v", claims, grants, err)
 		}
 		if grants.Video == nil || grants.Video.RoomJoin || grants.Video.Room != "" {
@@ -98,7 +99,7 @@ func TestUsers_SSO(t *testing.T) {
 	t.Run("OKGuestOneTime", func(t *testing.T) {
 		g1 := mustSSO(t, e, c, "600", "", "Guest", "One")
 		g2 := mustSSO(t, e, c, "600", "", "Guest", "One")
-		code, _ := g1.Body["code"].(string)
+		code := g1.Profile.Code
 		if g1.UserID == g2.UserID || len(code) != 32 || strings.Trim(code, "0123456789abcdef") != "" {
 			t.Fatalf("guests %s %s code %q", g1.UserID, g2.UserID, code)
 		}
@@ -106,14 +107,13 @@ func TestUsers_SSO(t *testing.T) {
 	// Token object shape.
 	t.Run("OKTokenShape", func(t *testing.T) {
 		a := mustSSO(t, e, c, "200", "shape", "S", "Hape")
-		tok := a.Body["token"].(map[string]any)
+		tok := a.Profile.Token
 		now := e.Clock.Now().Unix()
-		if tok["user_id"] != a.UserID || int64(tok["expiry"].(float64)) != now+30*60 {
-			t.Fatalf("token: %v", tok)
+		if tok.UserId != a.UserID || int64(tok.Expiry) != now+30*60 {
+			t.Fatalf("token: %+v", tok)
 		}
-		rt := tok["refresh_token"].(map[string]any)
-		if rt["user_id"] != a.UserID || int64(rt["created"].(float64)) != now || int64(rt["expiry"].(float64)) != now+30*24*3600 {
-			t.Fatalf("refresh: %v", rt)
+		if rt := tok.RefreshToken; rt.UserId != a.UserID || int64(rt.Created) != now || int64(rt.Expiry) != now+30*24*3600 {
+			t.Fatalf("refresh: %+v", rt)
 		}
 	})
 	t.Run("ErrMissingFields", func(t *testing.T) {
@@ -201,11 +201,11 @@ func TestUsers_SSO(t *testing.T) {
 				t.Fatalf("detail %q lacks %s", d, f)
 			}
 		}
-		res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(erx), Multipart: map[string]string{
+		p := dataOf[ssoProfile](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(erx), Multipart: map[string]string{
 			"first_name": "a", "last_name": "b", "type": "200", "code": "k", "city": "Austin", "gender": "female",
-			"street_addr": "1 Main St", "state": "tx", "zip": "78701", "phone": "5125550100", "dob": "1980-02-03"}})
-		if res.Status != 200 || res.Data()["state"] != "TX" || res.Data()["gender"].(float64) != 2 || res.Data()["dob"] != "1980-02-03" {
-			t.Fatalf("%d %s", res.Status, res.Raw)
+			"street_addr": "1 Main St", "state": "tx", "zip": "78701", "phone": "5125550100", "dob": "1980-02-03"}}))
+		if deref(p.State) != "TX" || p.Gender != 2 || p.Dob != "1980-02-03" {
+			t.Fatalf("%+v", p)
 		}
 		// A provider needs none of it.
 		mustSSO(t, e, erx, "400", "doc", "D", "Oc")
@@ -222,9 +222,8 @@ func TestUsers_SSOConcurrentSameCode(t *testing.T) {
 	if got[200] != n {
 		t.Fatalf("statuses %v, want %d × 200", got, n)
 	}
-	res := e.Do(testenv.Req{Path: "/api_v3/users", Header: adminHeaders(c), Query: q("type", "200")})
-	if res.Body["total_count"].(float64) != 1 {
-		t.Fatalf("one code gave %v users", res.Body["total_count"])
+	if n := decode[userPage](t, e.Do(testenv.Req{Path: "/api_v3/users", Header: adminHeaders(c), Query: q("type", "200")})).TotalCount; n != 1 {
+		t.Fatalf("one code gave %d users", n)
 	}
 }
 
@@ -243,16 +242,12 @@ func TestUsers_Get(t *testing.T) {
 	// OK self by id, by dash, and /me.
 	t.Run("OKSelf", func(t *testing.T) {
 		for _, path := range []string{"/api_v3/users/" + pat.UserID, "/api_v3/users/-", "/api_v3/me", "/api_v3/me.json"} {
-			res := e.Do(testenv.Req{Path: path, Header: userHeaders(c, pat.Token)})
-			if res.Status != 200 || res.Data()["id"] != pat.UserID {
-				t.Fatalf("%s: %d %s", path, res.Status, res.Raw)
+			d := dataOf[client.UserProfile](t, e.Do(testenv.Req{Path: path, Header: userHeaders(c, pat.Token)}))
+			if d.Id != pat.UserID || d.AccountCode != "alpha" || d.Account.Name != "Alpha Clinic" {
+				t.Fatalf("%s: %+v", path, d)
 			}
-			d := res.Data()
-			if d["account_code"] != "alpha" || d["account"].(map[string]any)["name"] != "Alpha Clinic" {
-				t.Fatalf("account info: %v", d)
-			}
-			if cl := d["clinics"].([]any); len(cl) != 1 || cl[0] != "alpha" {
-				t.Fatalf("clinics: %v", d["clinics"])
+			if diff := cmp.Diff([]string{"alpha"}, d.Clinics); diff != "" {
+				t.Fatalf("clinics (-want +got):\n%s", diff)
 			}
 		}
 	})
@@ -291,9 +286,8 @@ func TestUsers_Get(t *testing.T) {
 				t.Fatalf("%d %s", res.Status, res.Raw)
 			}
 		}
-		res := e.Do(testenv.Req{Path: "/api_v3/users/-", Header: adminHeaders(c)})
-		if res.Status != 200 || res.Data()["type"].(float64) != 100 || res.Data()["is_admin"] != true {
-			t.Fatalf("%d %s", res.Status, res.Raw)
+		if d := dataOf[client.UserProfile](t, e.Do(testenv.Req{Path: "/api_v3/users/-", Header: adminHeaders(c)})); d.Type != 100 || d.IsAdmin == nil || !*d.IsAdmin {
+			t.Fatalf("%+v", d)
 		}
 	})
 	t.Run("ErrNotFound", func(t *testing.T) {
@@ -313,20 +307,17 @@ func TestUsers_Get(t *testing.T) {
 	})
 	// Reads are audited.
 	t.Run("OKAudited", func(t *testing.T) {
-		res := e.Do(testenv.Req{Path: "/api_v3/audit", Header: adminHeaders(c), Query: q("object_type", "user", "object_id", other.UserID, "action", "user.read")})
-		if res.Status != 200 {
-			t.Fatalf("%d %s", res.Status, res.Raw)
-		}
-		outcomes := map[string]int{}
-		for _, en := range res.List() {
-			outcomes[en["outcome"].(string)]++
-			if en["request_id"] == "" {
-				t.Fatalf("no request id: %v", en)
+		entries := dataOf[[]client.AuditEntry](t, e.Do(testenv.Req{Path: "/api_v3/audit", Header: adminHeaders(c), Query: q("object_type", "user", "object_id", other.UserID, "action", "user.read")}))
+		outcomes := map[client.AuditEntryOutcome]int{}
+		for _, en := range entries {
+			outcomes[en.Outcome]++
+			if en.RequestId == "" {
+				t.Fatalf("no request id: %+v", en)
 			}
 		}
 		// The patient's denied read and the admin's read above.
 		if outcomes["not_found"] < 1 || outcomes["ok"] < 1 {
-			t.Fatalf("audit outcomes %v: %s", outcomes, res.Raw)
+			t.Fatalf("audit outcomes %v", outcomes)
 		}
 	})
 }
@@ -338,4 +329,10 @@ func accountOf(t *testing.T, e *testenv.Env, userID int64) int64 {
 		t.Fatal(err)
 	}
 	return acct
+}
+
+// userPage is a page of GET /users with the list's length.
+type userPage struct {
+	Data       []client.UserSummary `json:"data"`
+	TotalCount int                  `json:"total_count"`
 }
