@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"teleclinic/client"
 	"teleclinic/internal/testenv"
 )
 
@@ -20,22 +21,20 @@ func TestRecordings_UploadAndDownload(t *testing.T) {
 	e := testenv.New(t, testenv.Options{MaxUpload: 200 << 10})
 	s := newClinicSetup(t, e, "alpha")
 	it := s.intake(t, s.pat)
-	v := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/add_econsult", Header: userHeaders(s.c, s.pat.Token), Form: q("intake_id", it, "room_code", "main")}).Data()
-	vid := v["id"].(string)
+	vid := dataOf[client.Visit](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/add_econsult", Header: userHeaders(s.c, s.pat.Token), Form: q("intake_id", it, "room_code", "main")})).Id
 	it2 := s.intake(t, s.pat2)
-	other := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/add_econsult", Header: userHeaders(s.c, s.pat2.Token), Form: q("intake_id", it2, "room_code", "main")}).Data()["id"].(string)
+	other := dataOf[client.Visit](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/add_econsult", Header: userHeaders(s.c, s.pat2.Token), Form: q("intake_id", it2, "room_code", "main")})).Id
 	start := e.Clock.Now().Unix()
 	upload := func(h map[string]string, path string, file []byte, fields map[string]string) *testenv.Resp {
 		return e.Do(testenv.Req{Method: "POST", Path: path, Header: h, Multipart: fields, Files: map[string][]byte{"file": file}})
 	}
 	fields := map[string]string{"start": "1772442000", "end": "1772442600", "participants": `[{"first_name":"Pat","last_name":"One","svcid":"tc1"}]`}
 
-	res := upload(adminHeaders(s.c), "/api_v3/visits/"+vid+"/recordings", webm, fields)
-	if res.Status != 200 || res.Data()["content_type"] != "video/webm" || res.Data()["size"].(float64) != float64(len(webm)) ||
-		res.Data()["participants"].([]any)[0].(map[string]any)["svcid"] != "tc1" {
-		t.Fatalf("%d %s", res.Status, res.Raw)
+	rec := dataOf[client.Recording](t, upload(adminHeaders(s.c), "/api_v3/visits/"+vid+"/recordings", webm, fields))
+	if rec.ContentType != "video/webm" || rec.Size != len(webm) || len(rec.Participants) != 1 || deref(rec.Participants[0].Svcid) != "tc1" {
+		t.Fatalf("%+v", rec)
 	}
-	recID := res.Data()["id"].(float64)
+	recID := rec.Id
 
 	// Upload errors.
 	t.Run("ErrUpload", func(t *testing.T) {
@@ -49,40 +48,43 @@ func TestRecordings_UploadAndDownload(t *testing.T) {
 	// Listed with fields=recordings and with_recordings_only.
 	t.Run("OKListedWithVisits", func(t *testing.T) {
 		res := e.Do(testenv.Req{Path: "/api_v3/visits", Header: adminHeaders(s.c), Query: q("fields", "recordings")})
-		byID := map[string]map[string]any{}
-		for _, x := range res.List() {
-			byID[x["id"].(string)] = x
+		counts := map[string]int{}
+		for _, v := range dataOf[[]client.Visit](t, res) {
+			if v.Recordings == nil {
+				t.Fatalf("visit %s without its recordings: %s", v.Id, res.Raw)
+			}
+			counts[v.Id] = v.Recordings.Count
 		}
-		if rec := byID[vid]["recordings"].(map[string]any); rec["count"].(float64) != 1 || byID[other]["recordings"].(map[string]any)["count"].(float64) != 0 {
+		if counts[vid] != 1 || counts[other] != 0 {
 			t.Fatalf("%s", res.Raw)
 		}
 		res = e.Do(testenv.Req{Path: "/api_v3/visits", Header: adminHeaders(s.c), Query: q("with_recordings_only", "1")})
-		if l := res.List(); len(l) != 1 || l[0]["id"] != vid || l[0]["recordings"].(map[string]any)["data"].([]any)[0].(map[string]any)["path"] != nil {
+		if l := dataOf[[]client.Visit](t, res); len(l) != 1 || l[0].Id != vid || l[0].Recordings == nil || len(l[0].Recordings.Data) != 1 || l[0].Recordings.Data[0].Path != nil {
 			t.Fatalf("%s", res.Raw)
 		}
-		if l := e.Do(testenv.Req{Path: "/api_v3/visits", Header: adminHeaders(s.c)}).List(); l[0]["recordings"] != nil {
+		if l := dataOf[[]client.Visit](t, e.Do(testenv.Req{Path: "/api_v3/visits", Header: adminHeaders(s.c)})); l[0].Recordings != nil {
 			t.Fatal("recordings appear only when asked for")
 		}
-		if r := e.Do(testenv.Req{Path: "/api_v3/visits/" + vid, Header: userHeaders(s.c, s.pat.Token), Query: q("fields", "recordings")}); r.Data()["recordings"].(map[string]any)["count"].(float64) != 1 {
-			t.Fatalf("%s", r.Raw)
+		if v := dataOf[client.Visit](t, e.Do(testenv.Req{Path: "/api_v3/visits/" + vid, Header: userHeaders(s.c, s.pat.Token), Query: q("fields", "recordings")})); v.Recordings == nil || v.Recordings.Count != 1 {
+			t.Fatalf("%+v", v.Recordings)
 		}
 	})
 	var link string
 	// Fetch with a link that downloads.
 	t.Run("OKDownloadLink", func(t *testing.T) {
 		res := e.Do(testenv.Req{Path: "/api_v3/visits/" + vid + "/recordings/" + formatID(recID), Header: adminHeaders(s.c)})
-		if res.Status != 200 || res.Body["data"] != nil || res.Body["id"].(float64) != recID {
-			t.Fatalf("the recording comes unwrapped: %d %s", res.Status, res.Raw)
+		got := decode[client.Recording](t, res) // unwrapped, as the spec shows it
+		if got.Id != recID || got.Path == nil {
+			t.Fatalf("the recording comes unwrapped, with its link: %s", res.Raw)
 		}
-		path := res.Body["path"].(map[string]any)
-		if int64(path["expiry"].(float64)) != start+3600 || !strings.HasPrefix(path["url"].(string), "http://teleclinic.test/api_v3/recordings/") {
-			t.Fatalf("%v", path)
+		if int64(got.Path.Expiry) != start+3600 || !strings.HasPrefix(got.Path.Url, "http://teleclinic.test/api_v3/recordings/") {
+			t.Fatalf("%+v", got.Path)
 		}
-		link = strings.TrimPrefix(path["url"].(string), "http://teleclinic.test")
-		got := e.Do(testenv.Req{Path: link})
-		if got.Status != 200 || !bytes.Equal(got.Raw, webm) || got.Header.Get("X-Content-Type-Options") != "nosniff" ||
-			!strings.HasPrefix(got.Header.Get("Content-Disposition"), "attachment") {
-			t.Fatalf("%d %d bytes %v", got.Status, len(got.Raw), got.Header)
+		link = strings.TrimPrefix(got.Path.Url, "http://teleclinic.test")
+		dl := e.Do(testenv.Req{Path: link})
+		if dl.Status != 200 || !bytes.Equal(dl.Raw, webm) || dl.Header.Get("X-Content-Type-Options") != "nosniff" ||
+			!strings.HasPrefix(dl.Header.Get("Content-Disposition"), "attachment") {
+			t.Fatalf("%d %d bytes %v", dl.Status, len(dl.Raw), dl.Header)
 		}
 		part := e.Do(testenv.Req{Path: link, Header: map[string]string{"Range": "bytes=0-3"}})
 		if part.Status != http.StatusPartialContent || !bytes.Equal(part.Raw, webm[:4]) {
@@ -127,11 +129,11 @@ func TestRecordings_UploadAndDownload(t *testing.T) {
 	// Downloads are audited.
 	t.Run("OKAudited", func(t *testing.T) {
 		res := e.Do(testenv.Req{Path: "/api_v3/audit", Header: adminHeaders(s.c), Query: q("action", "recording.download")})
-		if res.Body["total_count"].(float64) < 2 {
+		if decode[auditPage](t, res).TotalCount < 2 {
 			t.Fatalf("%s", res.Raw)
 		}
 	})
 }
 
 // formatID writes a JSON number id as a path segment.
-func formatID(f float64) string { return strconv.FormatInt(int64(f), 10) }
+func formatID(id int) string { return strconv.Itoa(id) }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"teleclinic/client"
 	"teleclinic/internal/testenv"
 )
 
@@ -44,7 +45,7 @@ func TestSessions_AuthRedirect(t *testing.T) {
 		portalAuth(t, e, link, 303)
 		portalAuth(t, e, link, 401) // once
 		au := e.Do(testenv.Req{Path: "/api_v3/audit", Header: adminHeaders(c), Query: q("action", "user.portal_login", "object_id", s.UserID)})
-		if au.Body["total_count"].(float64) != 1 {
+		if decode[auditPage](t, au).TotalCount != 1 {
 			t.Fatalf("portal login not audited once: %s", au.Raw)
 		}
 	})
@@ -127,30 +128,22 @@ func TestSessions_Refresh(t *testing.T) {
 	// OK rotates both tokens.
 	t.Run("OKRotates", func(t *testing.T) {
 		s := mustSSO(t, e, c, "200", "p1", "Pat", "One")
-		res := refresh(e, c, s.Refresh)
-		if res.Status != 200 {
-			t.Fatalf("%d %s", res.Status, res.Raw)
-		}
-		tok := res.Data()["token"].(map[string]any)
-		access, rt := tok["token"].(string), tok["refresh_token"].(map[string]any)["token"].(string)
-		if access == s.Token || rt == s.Refresh || tok["user_id"] != s.UserID {
-			t.Fatalf("rotation must give new tokens: %v", tok)
+		tok := dataOf[ssoProfile](t, refresh(e, c, s.Refresh)).Token
+		access, rt := tok.Token, tok.RefreshToken.Token
+		if access == s.Token || rt == s.Refresh || tok.UserId != s.UserID {
+			t.Fatalf("rotation must give new tokens: %+v", tok)
 		}
 		if r := e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(c, access)}); r.Status != 200 {
 			t.Fatalf("new access token: %d", r.Status)
 		}
 		// The alias path rotates the same way.
-		res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/token/refresh.json", Header: acctHeaders(c), JSON: map[string]any{"refresh_token": rt}})
-		if res.Status != 200 {
-			t.Fatalf("alias: %d %s", res.Status, res.Raw)
-		}
+		mustOK(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/token/refresh.json", Header: acctHeaders(c), JSON: client.RefreshBody{RefreshToken: rt}}))
 	})
 	// Reuse revokes the whole login, newest tokens included.
 	t.Run("ErrReuseRevokesFamily", func(t *testing.T) {
 		s := mustSSO(t, e, c, "200", "p2", "Pat", "Two")
-		res := refresh(e, c, s.Refresh)
-		tok := res.Data()["token"].(map[string]any)
-		newAccess, newRefresh := tok["token"].(string), tok["refresh_token"].(map[string]any)["token"].(string)
+		tok := dataOf[ssoProfile](t, refresh(e, c, s.Refresh)).Token
+		newAccess, newRefresh := tok.Token, tok.RefreshToken.Token
 		wantUsersErr(t, refresh(e, c, s.Refresh), 401) // reuse
 		for _, at := range []string{s.Token, newAccess} {
 			wantUsersErr(t, e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(c, at)}), 401)
@@ -284,9 +277,9 @@ func TestSessions_Login(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
 	c := e.NewClinic("alpha", true)
-	res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
-		Multipart: map[string]string{"first_name": "Lo", "last_name": "Gin", "type": "200", "code": "p1", "username": "login.user", "email": "Login@Example.com"}})
-	s := &session{Token: res.Data()["token"].(map[string]any)["token"].(string), UserID: res.Data()["id"].(string)}
+	p := dataOf[ssoProfile](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
+		Multipart: map[string]string{"first_name": "Lo", "last_name": "Gin", "type": "200", "code": "p1", "username": "login.user", "email": "Login@Example.com"}}))
+	s := &session{Token: p.Token.Token, UserID: p.Id, Profile: p}
 	login := func(f ...string) *testenv.Resp {
 		return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/login", Header: acctHeaders(c), Form: q(f...)})
 	}
@@ -299,11 +292,11 @@ func TestSessions_Login(t *testing.T) {
 	// OK by username and by email.
 	t.Run("OKUsernameOrEmail", func(t *testing.T) {
 		for _, f := range [][]string{{"username", "login.user"}, {"email", "login@example.com"}, {"username", "LOGIN@example.com"}} {
-			res := login(f[0], f[1], "password", "correct horse")
-			if res.Status != 200 || res.Data()["id"] != s.UserID || res.Data()["token"] == nil {
-				t.Fatalf("%v: %d %s", f, res.Status, res.Raw)
+			p := dataOf[ssoProfile](t, login(f[0], f[1], "password", "correct horse"))
+			if p.Id != s.UserID || p.Token.Token == "" {
+				t.Fatalf("%v: %+v", f, p)
 			}
-			if res.Data()["last_login"].(float64) == 0 {
+			if p.LastLogin == 0 {
 				t.Fatal("last_login not recorded")
 			}
 		}
@@ -330,12 +323,8 @@ func TestSessions_ActivationAndReset(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
 	c := e.NewClinic("alpha", true)
-	res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
-		Multipart: map[string]string{"first_name": "Ac", "last_name": "Tive", "type": "200", "code": "p1", "email": "active@example.com"}})
-	if res.Status != 200 {
-		t.Fatalf("%d %s", res.Status, res.Raw)
-	}
-	uid := res.Data()["id"].(string)
+	uid := dataOf[ssoProfile](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
+		Multipart: map[string]string{"first_name": "Ac", "last_name": "Tive", "type": "200", "code": "p1", "email": "active@example.com"}})).Id
 	box := &outbox{}
 	post := func(path string, f ...string) *testenv.Resp {
 		return e.Do(testenv.Req{Method: "POST", Path: path, Header: acctHeaders(c), Form: q(f...)})
@@ -363,9 +352,8 @@ func TestSessions_ActivationAndReset(t *testing.T) {
 		}
 		tok := box.lastToken(t)
 		wantUsersErr(t, post("/api_v3/users/activate", "token", tok, "password", "short"), 400)
-		r := post("/api_v3/users/activate", "token", tok, "password", "a long password")
-		if r.Status != 200 || r.Data()["id"] != uid || r.Data()["email_verified"] != true || r.Data()["token"] == nil {
-			t.Fatalf("%d %s", r.Status, r.Raw)
+		if p := dataOf[ssoProfile](t, post("/api_v3/users/activate", "token", tok, "password", "a long password")); p.Id != uid || !p.EmailVerified || p.Token.Token == "" {
+			t.Fatalf("%+v", p)
 		}
 		wantUsersErr(t, post("/api_v3/users/activate", "token", tok, "password", "another password"), 400)
 		if r := post("/api_v3/users/login", "email", "active@example.com", "password", "a long password"); r.Status != 200 {
@@ -374,11 +362,9 @@ func TestSessions_ActivationAndReset(t *testing.T) {
 	})
 	// Reset sets a new password and ends every login.
 	t.Run("OKReset", func(t *testing.T) {
-		login := post("/api_v3/users/login", "email", "active@example.com", "password", "a long password")
-		old := login.Data()["token"].(map[string]any)["token"].(string)
-		if r := post("/api_v3/users/password/reset", "username", login.Data()["username"].(string)); r.Status != 200 {
-			t.Fatalf("%d %s", r.Status, r.Raw)
-		}
+		login := dataOf[ssoProfile](t, post("/api_v3/users/login", "email", "active@example.com", "password", "a long password"))
+		old := login.Token.Token
+		mustOK(t, post("/api_v3/users/password/reset", "username", login.Username))
 		if n := e.App.DeliverMail(context.Background(), box); n != 1 {
 			t.Fatalf("delivered %d", n)
 		}
