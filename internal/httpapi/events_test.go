@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"teleclinic/client"
 	"teleclinic/internal/live"
 	"teleclinic/internal/testenv"
 )
@@ -14,11 +15,12 @@ func openStream(t *testing.T, e *testenv.Env, path string, h map[string]string) 
 	return testenv.OpenStream(t, nil, e.URL+path, h)
 }
 
-func decodeData(t *testing.T, ev testenv.Event) map[string]any {
+// eventData is an event's data as T.
+func eventData[T any](t *testing.T, ev testenv.Event) T {
 	t.Helper()
-	var m map[string]any
-	ev.Decode(t, &m)
-	return m
+	var v T
+	ev.Decode(t, &v)
+	return v
 }
 
 // TestEvents_Queue: the queue's stream answers the queue at once and again
@@ -32,11 +34,7 @@ func TestEvents_Queue(t *testing.T) {
 	path := "/api_v3/rooms/main/queue/events"
 	walkin := func(who *session) string {
 		t.Helper()
-		res := s.post(who.Token, "/api_v3/visits/add_walkin", "intake_id", s.intake(t, who), "room_code", "main")
-		if res.Status != 200 {
-			t.Fatalf("walk-in: %s", res.Raw)
-		}
-		return res.Data()["id"].(string)
+		return dataOf[client.Visit](t, s.post(who.Token, "/api_v3/visits/add_walkin", "intake_id", s.intake(t, who), "room_code", "main")).Id
 	}
 	first := walkin(s.pat)
 
@@ -46,15 +44,15 @@ func TestEvents_Queue(t *testing.T) {
 		if anon.Status != 200 || anon.Header.Get("Content-Type") != "text/event-stream" {
 			t.Fatalf("%d %s", anon.Status, anon.Header.Get("Content-Type"))
 		}
-		if ev := anon.Next(t); ev.Name != "queue" || decodeData(t, ev)["length"].(float64) != 1 {
+		if ev := anon.Next(t); ev.Name != "queue" || eventData[queueInfo](t, ev).Length != 1 {
 			t.Fatalf("first event %+v", ev)
 		}
 		second := walkin(s.pat2)
-		if ev := anon.Next(t); decodeData(t, ev)["length"].(float64) != 2 {
+		if ev := anon.Next(t); eventData[queueInfo](t, ev).Length != 2 {
 			t.Fatalf("after a walk-in: %+v", ev)
 		}
 		mine := openStream(t, e, path, userHeaders(s.c, s.pat2.Token))
-		if q := decodeData(t, mine.Next(t)); q["before_me"].(float64) != 1 || q["length"].(float64) != 2 {
+		if q := eventData[queueInfo](t, mine.Next(t)); q.BeforeMe != 1 || q.Length != 2 {
 			t.Fatalf("pat2's queue: %v", q)
 		}
 		// A message on the first visit's thread moves nothing.
@@ -66,10 +64,10 @@ func TestEvents_Queue(t *testing.T) {
 		if res := s.post(s.doc.Token, "/api_v3/visits/accept", "id", first); res.Status != 200 {
 			t.Fatalf("accept: %s", res.Raw)
 		}
-		if q := decodeData(t, mine.Next(t)); q["before_me"].(float64) != 0 || q["length"].(float64) != 1 {
+		if q := eventData[queueInfo](t, mine.Next(t)); q.BeforeMe != 0 || q.Length != 1 {
 			t.Fatalf("pat2's queue after the accept: %v", q)
 		}
-		if q := decodeData(t, anon.Next(t)); q["length"].(float64) != 1 {
+		if q := eventData[queueInfo](t, anon.Next(t)); q.Length != 1 {
 			t.Fatalf("the queue after the accept: %v", q)
 		}
 		_ = second
@@ -107,27 +105,27 @@ func TestEvents_Messages(t *testing.T) {
 		pat := openStream(t, e, path, map[string]string{"X-ApiToken": s.pat.Token})
 		for i, want := range []string{"one", "two"} {
 			ev := pat.Next(t)
-			if m := decodeData(t, ev); ev.Name != "message" || ev.ID != []string{"1", "2"}[i] || m["content"] != want || m["visit_id"] != visit {
+			if m := eventData[client.Message](t, ev); ev.Name != "message" || ev.ID != []string{"1", "2"}[i] || m.Content != want || m.VisitId != visit {
 				t.Fatalf("event %d: %+v", i, ev)
 			}
 		}
 		// The room's provider resumes after the first and hears the rest.
 		doc := openStream(t, e, path, map[string]string{"X-ApiToken": s.doc.Token, "Last-Event-ID": "1"})
-		if ev := doc.Next(t); ev.ID != "2" || decodeData(t, ev)["content"] != "two" {
+		if ev := doc.Next(t); ev.ID != "2" || eventData[client.Message](t, ev).Content != "two" {
 			t.Fatalf("resumed: %+v", ev)
 		}
 		mustPost(t, e, s.doc.Token, visit, "three")
 		for _, st := range []*testenv.Stream{pat, doc} {
 			ev := st.Next(t)
-			m := decodeData(t, ev)
-			if ev.ID != "3" || m["content"] != "three" || m["actor"].(map[string]any)["display_name"] != "Dana Doc" {
+			m := eventData[client.Message](t, ev)
+			if ev.ID != "3" || m.Content != "three" || m.Actor.DisplayName != "Dana Doc" {
 				t.Fatalf("new message: %+v", ev)
 			}
 		}
 		if res := s.post(s.doc.Token, "/api_v3/visits/accept", "id", visit); res.Status != 200 {
 			t.Fatalf("accept: %s", res.Raw)
 		}
-		if ev := pat.Next(t); ev.Name != "visit" || decodeData(t, ev)["status"].(float64) != 20 {
+		if ev := pat.Next(t); ev.Name != "visit" || eventData[client.Visit](t, ev).Status != 20 {
 			t.Fatalf("state change: %+v", ev)
 		}
 	})
@@ -156,7 +154,9 @@ func TestEvents_Messages(t *testing.T) {
 			t.Fatalf("logout: %s", res.Raw)
 		}
 		ev := pat.Next(t)
-		if ev.Name != "error" || decodeData(t, ev)["code"] != "unauthenticated" {
+		if ev.Name != "error" || eventData[struct {
+			Code string `json:"code"`
+		}](t, ev).Code != "unauthenticated" {
 			t.Fatalf("after logout: %+v", ev)
 		}
 	})

@@ -418,22 +418,24 @@ func (rc *receiver) next(t *testing.T) delivery {
 
 func (rc *receiver) count() int { rc.mu.Lock(); defer rc.mu.Unlock(); return len(rc.got) }
 
-func setWebhook(t *testing.T, e *testenv.Env, c *testenv.Clinic, kv ...string) map[string]any {
-	t.Helper()
-	res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/account/settings", Header: adminHeaders(c), Form: q(kv...)})
-	if res.Status != 200 {
-		t.Fatalf("settings: %d %s", res.Status, res.Raw)
-	}
-	return res.Data()
+// webhookSettings are the clinic's webhook settings as the API answers.
+type webhookSettings = struct {
+	AccountCode      string  `json:"account_code"`
+	WebhookSecret    *string `json:"webhook_secret,omitempty"`
+	WebhookSecretSet bool    `json:"webhook_secret_set"`
+	WebhookUrl       string  `json:"webhook_url"`
 }
 
-func deliveries(t *testing.T, e *testenv.Env, c *testenv.Clinic) []map[string]any {
+// setWebhook posts kv to the clinic's settings as its admin.
+func setWebhook(t *testing.T, e *testenv.Env, c *testenv.Clinic, kv ...string) webhookSettings {
 	t.Helper()
-	res := e.Do(testenv.Req{Path: "/api_v3/webhooks/deliveries", Header: adminHeaders(c)})
-	if res.Status != 200 {
-		t.Fatalf("deliveries: %d %s", res.Status, res.Raw)
-	}
-	return res.List()
+	return decode[client.AccountSettings](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/account/settings", Header: adminHeaders(c), Form: q(kv...)})).Data
+}
+
+// deliveries is the first page of the clinic's webhook deliveries.
+func deliveries(t *testing.T, e *testenv.Env, c *testenv.Clinic) []client.Delivery {
+	t.Helper()
+	return dataOf[[]client.Delivery](t, e.Do(testenv.Req{Path: "/api_v3/webhooks/deliveries", Header: adminHeaders(c)}))
 }
 
 // waitFor polls cond for up to 10 s.

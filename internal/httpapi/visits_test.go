@@ -103,12 +103,6 @@ func TestVisits_WalkinAndQueue(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
 	s := newClinicSetup(t, e, "alpha")
-	type queueInfo struct {
-		Length           int `json:"length"`
-		Capacity         int `json:"capacity"`
-		AverageVisitTime int `json:"average_visit_time"`
-		BeforeMe         int `json:"before_me"`
-	}
 	queue := func(tok string) queueInfo {
 		h := acctHeaders(s.c)
 		if tok != "" {
@@ -332,3 +326,12 @@ func TestVisits_EconsultAndLifecycle(t *testing.T) {
 
 // ptr is v's address, for the client's optional fields.
 func ptr[T any](v T) *T { return &v }
+
+// queueInfo is a room's queue as GET /rooms/{code}/queue and its stream
+// answer it.
+type queueInfo struct {
+	Length           int `json:"length"`
+	Capacity         int `json:"capacity"`
+	AverageVisitTime int `json:"average_visit_time"`
+	BeforeMe         int `json:"before_me"`
+}

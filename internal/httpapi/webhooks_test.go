@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"teleclinic/client"
 	"teleclinic/internal/app"
 	"teleclinic/internal/testenv"
 )
@@ -29,9 +30,9 @@ func TestWebhook_DeliveryRetriesAndSignature(t *testing.T) {
 		return 204
 	})
 	set := setWebhook(t, e, s.c, "webhook_url", rc.URL+"/hooks/teleclinic", "generate_webhook_secret", "1")
-	secret, _ := set["webhook_secret"].(string)
-	if !strings.HasPrefix(secret, "whsec_") || set["webhook_secret_set"] != true {
-		t.Fatalf("%v", set)
+	secret := deref(set.WebhookSecret)
+	if !strings.HasPrefix(secret, "whsec_") || !set.WebhookSecretSet {
+		t.Fatalf("%+v", set)
 	}
 	visit := s.econsult(t, s.pat)
 	msg := mustPost(t, e, s.pat.Token, visit, "The rash is spreading.")
@@ -43,11 +44,11 @@ func TestWebhook_DeliveryRetriesAndSignature(t *testing.T) {
 			// Wait until the failed attempt is recorded, then let the retry interval pass.
 			waitFor(t, "the retry to be scheduled", func() bool {
 				ds := deliveries(t, e, s.c)
-				return len(ds) == 1 && ds[0]["outcome"] == "retrying" && int(ds[0]["attempts"].(float64)) == attempt
+				return len(ds) == 1 && ds[0].Outcome == "retrying" && ds[0].Attempts == attempt
 			})
-			ds := deliveries(t, e, s.c)
-			if ds[0]["last_status_code"].(float64) != 500 || int64(ds[0]["next_attempt"].(float64)) != e.Clock.Now().Unix()+60 {
-				t.Fatalf("%v", ds[0])
+			d := deliveries(t, e, s.c)[0]
+			if deref(d.LastStatusCode) != 500 || d.NextAttempt == nil || int64(*d.NextAttempt) != e.Clock.Now().Unix()+60 {
+				t.Fatalf("%+v", d)
 			}
 			if rc.count() != attempt {
 				t.Fatal("retried before the interval")
@@ -86,10 +87,10 @@ func TestWebhook_DeliveryRetriesAndSignature(t *testing.T) {
 	if len(ids) != 3 {
 		t.Fatal("every attempt carries a new id")
 	}
-	waitFor(t, "the delivery to be recorded", func() bool { return deliveries(t, e, s.c)[0]["outcome"] == "delivered" })
+	waitFor(t, "the delivery to be recorded", func() bool { return deliveries(t, e, s.c)[0].Outcome == "delivered" })
 	d := deliveries(t, e, s.c)[0]
-	if d["attempts"].(float64) != 3 || d["last_status_code"].(float64) != 204 || d["message_id"] != msg.Id || d["event"] != "visit.message.created" || d["next_attempt"] != nil {
-		t.Fatalf("%v", d)
+	if d.Attempts != 3 || deref(d.LastStatusCode) != 204 || d.MessageId != msg.Id || d.Event != "visit.message.created" || d.NextAttempt != nil {
+		t.Fatalf("%+v", d)
 	}
 
 	// A provider's message fires the event with actor_type provider.
@@ -135,34 +136,34 @@ func TestWebhook_GivesUpAfterFiveAndRedelivers(t *testing.T) {
 		}
 		if attempt < 5 {
 			waitFor(t, "retry", func() bool {
-				return deliveries(t, e, s.c)[0]["attempts"].(float64) == float64(attempt) && deliveries(t, e, s.c)[0]["outcome"] == "retrying"
+				d := deliveries(t, e, s.c)[0]
+				return d.Attempts == attempt && d.Outcome == "retrying"
 			})
 			e.Clock.Advance(60 * time.Second)
 		}
 	}
-	waitFor(t, "failure", func() bool { return deliveries(t, e, s.c)[0]["outcome"] == "failed" })
+	waitFor(t, "failure", func() bool { return deliveries(t, e, s.c)[0].Outcome == "failed" })
 	e.Clock.Advance(10 * time.Minute)
 	time.Sleep(100 * time.Millisecond)
 	if rc.count() != 5 {
 		t.Fatalf("%d attempts, want 5 in all", rc.count())
 	}
 	d := deliveries(t, e, s.c)[0]
-	if d["last_status_code"].(float64) != 503 || d["finished"] == nil || !strings.Contains(d["last_error"].(string), "503") {
-		t.Fatalf("%v", d)
+	if deref(d.LastStatusCode) != 503 || d.Finished == nil || !strings.Contains(deref(d.LastError), "503") {
+		t.Fatalf("%+v", d)
 	}
 
 	// The admin redelivers once the receiver is back.
 	mu.Lock()
 	down = false
 	mu.Unlock()
-	res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/webhooks/deliveries/" + d["id"].(string) + "/redeliver", Header: adminHeaders(s.c)})
-	if res.Status != 200 || res.Data()["attempts"].(float64) != 0 {
-		t.Fatalf("%d %s", res.Status, res.Raw)
+	if again := dataOf[client.Delivery](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/webhooks/deliveries/" + d.Id + "/redeliver", Header: adminHeaders(s.c)})); again.Attempts != 0 {
+		t.Fatalf("%+v", again)
 	}
 	if ev := rc.next(t).Event; ev.Data.MessageID != msg.Id {
 		t.Fatalf("%+v", ev)
 	}
-	waitFor(t, "delivered", func() bool { return deliveries(t, e, s.c)[0]["outcome"] == "delivered" })
+	waitFor(t, "delivered", func() bool { return deliveries(t, e, s.c)[0].Outcome == "delivered" })
 	wantErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/webhooks/deliveries/424242/redeliver", Header: adminHeaders(s.c)}), 404, 404)
 	wantErr(t, e.Do(testenv.Req{Path: "/api_v3/webhooks/deliveries", Header: userHeaders(s.c, s.pat.Token)}), 401, 401)
 	// Another clinic sees none of it.
@@ -170,34 +171,30 @@ func TestWebhook_GivesUpAfterFiveAndRedelivers(t *testing.T) {
 	if len(deliveries(t, e, other)) != 0 {
 		t.Fatal("deliveries leak across clinics")
 	}
-	wantErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/webhooks/deliveries/" + d["id"].(string) + "/redeliver", Header: adminHeaders(other)}), 404, 404)
+	wantErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/webhooks/deliveries/" + d.Id + "/redeliver", Header: adminHeaders(other)}), 404, 404)
 }
 
 func TestWebhook_Settings(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t, testenv.Options{Config: func(c *app.Config) { c.Webhooks.AllowPrivate = false }})
 	c := e.NewClinic("alpha", true)
-	get := func() map[string]any {
-		res := e.Do(testenv.Req{Path: "/api_v3/account/settings", Header: adminHeaders(c)})
-		if res.Status != 200 {
-			t.Fatalf("%d %s", res.Status, res.Raw)
-		}
-		return res.Data()
+	get := func() webhookSettings {
+		return decode[client.AccountSettings](t, e.Do(testenv.Req{Path: "/api_v3/account/settings", Header: adminHeaders(c)})).Data
 	}
-	if d := get(); d["webhook_url"] != "" || d["webhook_secret_set"] != false || d["account_code"] != "alpha" {
-		t.Fatalf("%v", d)
+	if d := get(); d.WebhookUrl != "" || d.WebhookSecretSet || d.AccountCode != "alpha" {
+		t.Fatalf("%+v", d)
 	}
 	d := setWebhook(t, e, c, "webhook_url", "https://hooks.example.com/teleclinic")
-	if d["webhook_url"] != "https://hooks.example.com/teleclinic" || d["webhook_secret"] != nil {
-		t.Fatalf("%v", d)
+	if d.WebhookUrl != "https://hooks.example.com/teleclinic" || d.WebhookSecret != nil {
+		t.Fatalf("%+v", d)
 	}
 	secret := "whsec_" + strings.Repeat("QUJD", 8)
-	res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/account/settings", Header: adminHeaders(c), JSON: map[string]any{"webhook_secret": secret}})
-	if res.Status != 200 || res.Data()["webhook_secret"] != secret || res.Data()["webhook_url"] != "https://hooks.example.com/teleclinic" {
-		t.Fatalf("%s", res.Raw)
+	d = decode[client.AccountSettings](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/account/settings", Header: adminHeaders(c), JSON: js(`{"webhook_secret": "` + secret + `"}`)})).Data
+	if deref(d.WebhookSecret) != secret || d.WebhookUrl != "https://hooks.example.com/teleclinic" {
+		t.Fatalf("%+v", d)
 	}
-	if d := get(); d["webhook_secret_set"] != true || d["webhook_secret"] != nil {
-		t.Fatalf("the secret is shown once only: %v", d)
+	if d := get(); !d.WebhookSecretSet || d.WebhookSecret != nil {
+		t.Fatalf("the secret is shown once only: %+v", d)
 	}
 	var sealed string
 	_ = e.Store.DB().QueryRow("SELECT webhook_secret FROM accounts WHERE code = 'alpha'").Scan(&sealed)
@@ -212,11 +209,11 @@ func TestWebhook_Settings(t *testing.T) {
 		wantErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/account/settings", Header: adminHeaders(c), Form: q(bad...)}), 400, 400)
 	}
 	// Clearing.
-	if d := setWebhook(t, e, c, "webhook_secret", ""); d["webhook_secret_set"] != false || d["webhook_url"] == "" {
-		t.Fatalf("%v", d)
+	if d := setWebhook(t, e, c, "webhook_secret", ""); d.WebhookSecretSet || d.WebhookUrl == "" {
+		t.Fatalf("%+v", d)
 	}
-	if d := setWebhook(t, e, c, "webhook_url", ""); d["webhook_url"] != "" {
-		t.Fatalf("%v", d)
+	if d := setWebhook(t, e, c, "webhook_url", ""); d.WebhookUrl != "" {
+		t.Fatalf("%+v", d)
 	}
 	pat := mustSSO(t, e, c, "200", "p1", "Pat", "One")
 	wantErr(t, e.Do(testenv.Req{Path: "/api_v3/account/settings", Header: userHeaders(c, pat.Token)}), 401, 401)
@@ -237,11 +234,11 @@ func TestWebhook_RefusedAtDial(t *testing.T) {
 	mustPost(t, e, s.pat.Token, visit, "hello")
 	waitFor(t, "the refused attempt", func() bool {
 		ds := deliveries(t, e, s.c)
-		return len(ds) == 1 && ds[0]["attempts"].(float64) == 1 && ds[0]["outcome"] == "retrying"
+		return len(ds) == 1 && ds[0].Attempts == 1 && ds[0].Outcome == "retrying"
 	})
 	d := deliveries(t, e, s.c)[0]
-	if !strings.Contains(d["last_error"].(string), "refused") || d["last_status_code"] != nil {
-		t.Fatalf("%v", d)
+	if !strings.Contains(deref(d.LastError), "refused") || d.LastStatusCode != nil {
+		t.Fatalf("%+v", d)
 	}
 	if rc.count() != 0 {
 		t.Fatal("the private receiver was reached")
