@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"teleclinic/client"
 	"teleclinic/internal/app"
 	"teleclinic/internal/mail"
 	"teleclinic/internal/push"
@@ -60,55 +61,49 @@ func TestNotifications_Endpoints(t *testing.T) {
 	reg := func(who *session, kv ...string) *testenv.Resp {
 		return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/endpoints.json", Header: map[string]string{"X-ApiToken": who.Token}, Form: q(kv...)})
 	}
-	res := reg(s.pat, "key", apnsTok, "type", "30")
-	ep := res.Data()
-	if res.Status != 200 || ep["key"] != apnsTok || ep["type"].(float64) != 30 || ep["user_id"] != s.pat.UserID || !strings.Contains(ep["arn"].(string), "apns") {
-		t.Fatalf("%d %s", res.Status, res.Raw)
+	endpoint := func(res *testenv.Resp) client.Endpoint { t.Helper(); return dataOf[client.Endpoint](t, res) }
+	ep := endpoint(reg(s.pat, "key", apnsTok, "type", "30"))
+	if ep.Key != apnsTok || ep.Type != 30 || ep.UserId != s.pat.UserID || !strings.Contains(deref(ep.Arn), "apns") {
+		t.Fatalf("%+v", ep)
 	}
-	fcm := reg(s.pat, "key", "fcm-registration-token:APA91bH", "type", "40").Data()
-	email := reg(s.pat, "key", "pat@example.com", "type", "10").Data()
-	if _, has := email["arn"]; has {
+	fcm := endpoint(reg(s.pat, "key", "fcm-registration-token:APA91bH", "type", "40"))
+	if email := endpoint(reg(s.pat, "key", "pat@example.com", "type", "10")); email.Arn != nil {
 		t.Fatal("an email endpoint has no arn")
 	}
-	if again := reg(s.pat, "key", strings.ToUpper(apnsTok), "type", "30").Data(); again["id"] != ep["id"] {
+	if again := endpoint(reg(s.pat, "key", strings.ToUpper(apnsTok), "type", "30")); again.Id != ep.Id {
 		t.Fatal("registering a token again makes a second endpoint")
 	}
 	for _, bad := range [][]string{{"type", "30"}, {"key", apnsTok}, {"key", apnsTok, "type", "20"}, {"key", "not-hex!", "type", "30"}, {"key", "short", "type", "40"}, {"key", "nope", "type", "10"}} {
 		wantErr(t, reg(s.pat, bad...), 400, 400)
 	}
-	list := func(who *session, kv ...string) []map[string]any {
-		res := e.Do(testenv.Req{Path: "/api_v3/endpoints", Header: userHeaders(s.c, who.Token), Query: q(kv...)})
-		if res.Status != 200 {
-			t.Fatalf("%d %s", res.Status, res.Raw)
-		}
-		return res.List()
+	list := func(who *session, kv ...string) []client.Endpoint {
+		t.Helper()
+		return dataOf[[]client.Endpoint](t, e.Do(testenv.Req{Path: "/api_v3/endpoints", Header: userHeaders(s.c, who.Token), Query: q(kv...)}))
 	}
 	if n := len(list(s.pat)); n != 3 {
 		t.Fatalf("%d endpoints", n)
 	}
-	if l := list(s.pat, "type", "40"); len(l) != 1 || l[0]["id"] != fcm["id"] {
-		t.Fatalf("%v", l)
+	if l := list(s.pat, "type", "40"); len(l) != 1 || l[0].Id != fcm.Id {
+		t.Fatalf("%+v", l)
 	}
 	if len(list(s.pat2)) != 0 {
 		t.Fatal("another user sees the endpoints")
 	}
 	wantErr(t, e.Do(testenv.Req{Path: "/api_v3/endpoints", Header: userHeaders(s.c, s.pat.Token), Query: q("type", "99")}), 400, 400)
-	one := e.Do(testenv.Req{Path: "/api_v3/endpoints/" + ep["id"].(string), Header: userHeaders(s.c, s.pat.Token)})
-	if one.Status != 200 || one.Data()["key"] != apnsTok {
-		t.Fatalf("%s", one.Raw)
+	if one := endpoint(e.Do(testenv.Req{Path: "/api_v3/endpoints/" + ep.Id, Header: userHeaders(s.c, s.pat.Token)})); one.Key != apnsTok {
+		t.Fatalf("%+v", one)
 	}
-	wantErr(t, e.Do(testenv.Req{Path: "/api_v3/endpoints/" + ep["id"].(string), Header: userHeaders(s.c, s.pat2.Token)}), 404, 404)
-	wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/endpoints/" + ep["id"].(string), Header: userHeaders(s.c, s.pat2.Token)}), 404, 404)
+	wantErr(t, e.Do(testenv.Req{Path: "/api_v3/endpoints/" + ep.Id, Header: userHeaders(s.c, s.pat2.Token)}), 404, 404)
+	wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/endpoints/" + ep.Id, Header: userHeaders(s.c, s.pat2.Token)}), 404, 404)
 	wantErr(t, e.Do(testenv.Req{Path: "/api_v3/endpoints"}), 401, 401)
-	del := e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/endpoints/" + fcm["id"].(string), Header: userHeaders(s.c, s.pat.Token)})
-	if del.Status != 200 || del.Data()["id"] != fcm["id"] {
-		t.Fatalf("%s", del.Raw)
+	if del := endpoint(e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/endpoints/" + fcm.Id, Header: userHeaders(s.c, s.pat.Token)})); del.Id != fcm.Id {
+		t.Fatalf("%+v", del)
 	}
-	wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/endpoints/" + fcm["id"].(string), Header: userHeaders(s.c, s.pat.Token)}), 404, 404)
+	wantErr(t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/endpoints/" + fcm.Id, Header: userHeaders(s.c, s.pat.Token)}), 404, 404)
 	// A device that changes hands follows the user who registers it last.
-	moved := reg(s.pat2, "key", apnsTok, "type", "30").Data()
-	if moved["id"] != ep["id"] || moved["user_id"] != s.pat2.UserID || len(list(s.pat, "type", "30")) != 0 {
-		t.Fatalf("%v", moved)
+	moved := endpoint(reg(s.pat2, "key", apnsTok, "type", "30"))
+	if moved.Id != ep.Id || moved.UserId != s.pat2.UserID || len(list(s.pat, "type", "30")) != 0 {
+		t.Fatalf("%+v", moved)
 	}
 }
 
@@ -127,27 +122,20 @@ func TestNotifications_ListBadgePush(t *testing.T) {
 			t.Fatal(res.Raw)
 		}
 	}
-	notes := func(who *session, kv ...string) []map[string]any {
+	notes := func(who *session, kv ...string) []client.Notification {
 		t.Helper()
-		res := e.Do(testenv.Req{Path: "/api_v3/notifications", Header: userHeaders(s.c, who.Token), Query: q(kv...)})
-		if res.Status != 200 {
-			t.Fatalf("%d %s", res.Status, res.Raw)
-		}
-		return res.List()
+		return dataOf[[]client.Notification](t, e.Do(testenv.Req{Path: "/api_v3/notifications", Header: userHeaders(s.c, who.Token), Query: q(kv...)}))
 	}
 	badge := func(who *session) int {
-		res := e.Do(testenv.Req{Path: "/api_v3/notifications/badge", Header: userHeaders(s.c, who.Token)})
-		if res.Status != 200 {
-			t.Fatalf("%s", res.Raw)
-		}
-		return int(res.Body["data"].(float64))
+		t.Helper()
+		return dataOf[int](t, e.Do(testenv.Req{Path: "/api_v3/notifications/badge", Header: userHeaders(s.c, who.Token)}))
 	}
 
 	visit := s.econsult(t, s.pat)
 	mustPost(t, e, s.pat.Token, visit, "The rash is spreading.")
 	// The host provider is told; the sender is not.
-	if n := notes(s.doc); len(n) != 1 || n[0]["type"] != "visit_message" || n[0]["title"] != "New message from Pat One" || n[0]["visit_id"] != visit || n[0]["is_new"] != true || n[0]["read"] != false {
-		t.Fatalf("%v", n)
+	if n := notes(s.doc); len(n) != 1 || n[0].Type != "visit_message" || n[0].Title != "New message from Pat One" || deref(n[0].VisitId) != visit || !n[0].IsNew || n[0].Read {
+		t.Fatalf("%+v", n)
 	}
 	if len(notes(s.pat)) != 0 || len(notes(s.other)) != 0 {
 		t.Fatal("the sender or a stranger was notified")
@@ -156,15 +144,13 @@ func TestNotifications_ListBadgePush(t *testing.T) {
 	mustPost(t, e, s.doc.Token, visit, "Please send a photo.")
 	e.Clock.Advance(time.Second)
 	for _, step := range []string{"accept", "inprogress", "close"} {
-		if res := s.post(s.doc.Token, "/api_v3/visits/"+step, "id", visit); res.Status != 200 {
-			t.Fatalf("%s: %s", step, res.Raw)
-		}
+		mustOK(t, s.post(s.doc.Token, "/api_v3/visits/"+step, "id", visit))
 		e.Clock.Advance(time.Second)
 	}
 	n := notes(s.pat)
 	var types []string
 	for _, x := range n {
-		types = append(types, x["type"].(string))
+		types = append(types, string(x.Type))
 	}
 	if strings.Join(types, ",") != "visit_completed,visit_started,visit_message" {
 		t.Fatalf("%v", types)
@@ -179,28 +165,26 @@ func TestNotifications_ListBadgePush(t *testing.T) {
 		if len(first) != 2 {
 			t.Fatalf("%v", first)
 		}
-		rest := notes(s.pat, "last", fmt.Sprint(int64(first[1]["mtime"].(float64))))
-		if len(rest) != 1 || rest[0]["type"] != "visit_message" || rest[0]["mtime"].(float64) >= first[1]["mtime"].(float64) {
-			t.Fatalf("%v", rest)
+		rest := notes(s.pat, "last", fmt.Sprint(first[1].Mtime))
+		if len(rest) != 1 || rest[0].Type != "visit_message" || rest[0].Mtime >= first[1].Mtime {
+			t.Fatalf("%+v", rest)
 		}
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/notifications", Header: userHeaders(s.c, s.pat.Token), Query: q("size", "0")}), 400, 400)
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/notifications", Header: userHeaders(s.c, s.pat.Token), Query: q("last", "soon")}), 400, 400)
 	})
 	// Read, badge, reset.
 	t.Run("OKReadBadgeReset", func(t *testing.T) {
-		id := n[0]["id"].(string)
-		res := e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/notifications/" + id, Header: userHeaders(s.c, s.pat.Token)})
-		if res.Status != 200 || res.Data()["read"] != true || res.Data()["is_new"] != false {
-			t.Fatalf("%s", res.Raw)
+		id := n[0].Id
+		if got := dataOf[client.Notification](t, e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/notifications/" + id, Header: userHeaders(s.c, s.pat.Token)})); !got.Read || got.IsNew {
+			t.Fatalf("%+v", got)
 		}
 		if badge(s.pat) != 2 {
 			t.Fatal("reading lowers the badge")
 		}
 		wantErr(t, e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/notifications/" + id, Header: userHeaders(s.c, s.doc.Token)}), 404, 404)
 		wantErr(t, e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/notifications/x", Header: userHeaders(s.c, s.pat.Token)}), 404, 404)
-		res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/notifications/badge", Header: userHeaders(s.c, s.pat.Token)})
-		if res.Status != 200 || res.Body["data"] != true || badge(s.pat) != 0 {
-			t.Fatalf("%s", res.Raw)
+		if reset := dataOf[bool](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/notifications/badge", Header: userHeaders(s.c, s.pat.Token)})); !reset || badge(s.pat) != 0 {
+			t.Fatalf("reset %v, badge %d", reset, badge(s.pat))
 		}
 		if len(notes(s.pat)) != 3 {
 			t.Fatal("resetting the badge removes nothing")
@@ -236,9 +220,8 @@ func TestNotifications_ListBadgePush(t *testing.T) {
 		mustPost(t, e, s.doc.Token, visit2, "hello")
 		for e.App.DeliverPush(context.Background()) > 0 {
 		}
-		res := e.Do(testenv.Req{Path: "/api_v3/endpoints", Header: userHeaders(s.c, s.pat.Token), Query: q("type", "30")})
-		if len(res.List()) != 0 {
-			t.Fatalf("%s", res.Raw)
+		if l := dataOf[[]client.Endpoint](t, e.Do(testenv.Req{Path: "/api_v3/endpoints", Header: userHeaders(s.c, s.pat.Token), Query: q("type", "30")})); len(l) != 0 {
+			t.Fatalf("%+v", l)
 		}
 	})
 }
@@ -259,8 +242,8 @@ func TestNotifications_ChannelOff(t *testing.T) {
 	if n != 0 {
 		t.Fatalf("%d push items queued for an unconfigured channel", n)
 	}
-	if res := e.Do(testenv.Req{Path: "/api_v3/notifications/badge", Header: userHeaders(s.c, s.doc.Token)}); res.Body["data"].(float64) != 1 {
-		t.Fatalf("%s", res.Raw)
+	if n := dataOf[int](t, e.Do(testenv.Req{Path: "/api_v3/notifications/badge", Header: userHeaders(s.c, s.doc.Token)})); n != 1 {
+		t.Fatalf("badge %d", n)
 	}
 }
 
@@ -286,15 +269,15 @@ func TestNotifications_PagesInOneMillisecond(t *testing.T) {
 		t.Fatalf("the pages hold %v in %d pages, want %v in 3", got, pages, want)
 	}
 	// What the spec's last gives after the first page of three.
-	if rest := e.Do(testenv.Req{Path: "/api_v3/notifications", Header: h, Query: q("size", "3", "last", idsOf(notes[2:3], "mtime")[0])}); len(rest.List()) != 0 {
-		t.Fatalf("last gave %d notifications of the same millisecond", len(rest.List()))
+	if rest := dataOf[[]client.Notification](t, e.Do(testenv.Req{Path: "/api_v3/notifications", Header: h, Query: q("size", "3", "last", idsOf(notes[2:3], "mtime")[0])})); len(rest) != 0 {
+		t.Fatalf("last gave %d notifications of the same millisecond", len(rest))
 	}
 	mustPost(t, e, s.doc.Token, visit, "Thank you.")
-	theirs := e.Do(testenv.Req{Path: "/api_v3/notifications", Header: userHeaders(s.c, s.pat.Token)})
-	if len(theirs.List()) != 1 {
-		t.Fatalf("the patient's notifications: %s", theirs.Raw)
+	theirs := dataOf[[]client.Notification](t, e.Do(testenv.Req{Path: "/api_v3/notifications", Header: userHeaders(s.c, s.pat.Token)}))
+	if len(theirs) != 1 {
+		t.Fatalf("the patient's notifications: %+v", theirs)
 	}
-	for _, before := range []string{theirs.List()[0]["id"].(string), "999999", "-1", "soon"} {
+	for _, before := range []string{theirs[0].Id, "999999", "-1", "soon"} {
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/notifications", Header: h, Query: q("before", before)}), 400, 400)
 	}
 }
