@@ -61,16 +61,36 @@ func mustSSO(t testing.TB, e *testenv.Env, c *testenv.Clinic, typ, code, first, 
 	return &session{UserID: d.Id, Token: d.Token.Token, Refresh: d.Token.RefreshToken.Token, Profile: d}
 }
 
+// errorBody is an error answer in any of the API's shapes: code and
+// message always; error in the object shape; detail in the users family's.
+type errorBody struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Error   json.RawMessage `json:"error"`
+	Detail  string          `json:"detail"`
+}
+
+// errorOf is res's error body; an answer that is not one fails t.
+func errorOf(t testing.TB, res *testenv.Resp) errorBody {
+	t.Helper()
+	var b errorBody
+	if err := json.Unmarshal(res.Raw, &b); err != nil {
+		t.Fatalf("status %d, an error body that is not JSON: %s", res.Status, res.Raw)
+	}
+	return b
+}
+
 // wantErr checks a code-shape error: status and body code.
 func wantErr(t *testing.T, res *testenv.Resp, status, code int) {
 	t.Helper()
 	if res.Status != status {
 		t.Fatalf("status %d, want %d; body %s", res.Status, status, res.Raw)
 	}
-	if got, _ := res.Body["code"].(float64); int(got) != code {
-		t.Fatalf("body code %v, want %d; body %s", res.Body["code"], code, res.Raw)
+	b := errorOf(t, res)
+	if b.Code != code {
+		t.Fatalf("body code %d, want %d; body %s", b.Code, code, res.Raw)
 	}
-	if msg, _ := res.Body["message"].(string); msg == "" {
+	if b.Message == "" {
 		t.Fatalf("error without message: %s", res.Raw)
 	}
 }
@@ -80,14 +100,14 @@ func wantErr(t *testing.T, res *testenv.Resp, status, code int) {
 func wantUsersErr(t *testing.T, res *testenv.Resp, status int) string {
 	t.Helper()
 	wantErr(t, res, status, 404)
-	if res.Body["message"] != "Page not available." {
-		t.Fatalf("message %q, want the generic one", res.Body["message"])
+	b := errorOf(t, res)
+	if b.Message != "Page not available." {
+		t.Fatalf("message %q, want the generic one", b.Message)
 	}
-	d, _ := res.Body["detail"].(string)
-	if d == "" {
+	if b.Detail == "" {
 		t.Fatalf("no detail in %s", res.Raw)
 	}
-	return d
+	return b.Detail
 }
 
 func q(kv ...string) url.Values {
@@ -130,7 +150,7 @@ func wantObjErr(t *testing.T, res *testenv.Resp, status int, contains string) {
 	if res.Status != status {
 		t.Fatalf("status %d, want %d; body %s", res.Status, status, res.Raw)
 	}
-	if res.Body["error"] == nil || res.Body["code"].(float64) != float64(status) || !strings.Contains(res.Body["message"].(string), contains) {
+	if b := errorOf(t, res); len(b.Error) == 0 || string(b.Error) == "null" || b.Code != status || !strings.Contains(b.Message, contains) {
 		t.Fatalf("error body %s, want message with %q", res.Raw, contains)
 	}
 }
@@ -149,7 +169,7 @@ func newClinicSetup(t testing.TB, e *testenv.Env, code string) *clinicSetup {
 	t.Helper()
 	c := e.NewClinic(code, true)
 	s := &clinicSetup{e: e, c: c, roomCode: "main", domain: code + ".clinic.test"}
-	mustRoom(t, e, c, map[string]any{"domain": s.domain, "name": "Main", "code": "main"})
+	mustRoom(t, e, c, js(`{"domain": "`+s.domain+`", "name": "Main", "code": "main"}`))
 	s.doc = mustSSO(t, e, c, "400", "doc", "Dana", "Doc")
 	s.other = mustSSO(t, e, c, "400", "other", "Oscar", "Other")
 	s.pat = mustSSO(t, e, c, "200", "pat", "Pat", "One")
@@ -162,11 +182,7 @@ func newClinicSetup(t testing.TB, e *testenv.Env, code string) *clinicSetup {
 
 func (s *clinicSetup) intake(t testing.TB, who *session, kv ...string) string {
 	t.Helper()
-	res := s.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes.json", Header: userHeaders(s.c, who.Token), Query: q("room_code", s.roomCode), Form: q(kv...)})
-	if res.Status != 200 {
-		t.Fatalf("intake: %d %s", res.Status, res.Raw)
-	}
-	return res.Data()["id"].(string)
+	return dataOf[client.Intake](t, s.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes.json", Header: userHeaders(s.c, who.Token), Query: q("room_code", s.roomCode), Form: q(kv...)})).Id
 }
 
 func (s *clinicSetup) post(who string, path string, kv ...string) *testenv.Resp {
@@ -200,10 +216,7 @@ func (s *clinicSetup) publish(t *testing.T, who string, body slotGroup) []client
 
 func (s *clinicSetup) enableAppointments(t *testing.T) {
 	t.Helper()
-	if r := s.e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/main", Header: adminHeaders(s.c), JSON: map[string]any{
-		"visits": map[string]any{"appointment": map[string]any{"enabled": true}}}}); r.Status != 200 {
-		t.Fatalf("%s", r.Raw)
-	}
+	mustOK(t, s.e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/main", Header: adminHeaders(s.c), JSON: js(`{"visits": {"appointment": {"enabled": true}}}`)}))
 }
 
 func refresh(e *testenv.Env, c *testenv.Clinic, rt string) *testenv.Resp {
@@ -285,11 +298,7 @@ func (s *clinicSetup) withVisit(t *testing.T) string {
 func (s *clinicSetup) econsult(t testing.TB, who *session) string {
 	t.Helper()
 	it := s.intake(t, who, "reason_for_visit", "Rash")
-	res := s.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/add_econsult", Header: userHeaders(s.c, who.Token), Form: q("intake_id", it, "room_code", "main")})
-	if res.Status != 200 {
-		t.Fatalf("e-consult: %d %s", res.Status, res.Raw)
-	}
-	return res.Data()["id"].(string)
+	return dataOf[client.Visit](t, s.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/add_econsult", Header: userHeaders(s.c, who.Token), Form: q("intake_id", it, "room_code", "main")})).Id
 }
 
 func msgPath(visit string) string { return "/api/visits/" + visit + "/messages" }
@@ -381,7 +390,7 @@ func newReceiver(t *testing.T, fail func(n int) int) *receiver {
 		}
 		var raw map[string]json.RawMessage
 		_ = json.Unmarshal(body, &raw)
-		var data map[string]any
+		var data map[string]json.RawMessage
 		_ = json.Unmarshal(raw["data"], &data)
 		for k := range raw {
 			d.Keys = append(d.Keys, k)
