@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"teleclinic/client"
 	"teleclinic/internal/testenv"
 )
 
@@ -41,18 +42,15 @@ func TestAudit_Chain(t *testing.T) {
 	}
 	wg.Wait()
 	second.FlushAudits()
-	verify := func() map[string]any {
+	verify := func() auditVerification {
 		t.Helper()
-		res := e.Do(testenv.Req{Path: "/api_v3/audit/verify", Header: adminHeaders(s.c)})
-		if res.Status != 200 {
-			t.Fatalf("%d %s", res.Status, res.Raw)
-		}
-		return res.Data()
+		var r client.GetAuditVerifyResponse
+		return answer200(t, e.Do(testenv.Req{Path: "/api_v3/audit/verify", Header: adminHeaders(s.c)}), &r.JSON200).Data
 	}
 	v := verify()
 	chained := count(t, e, "SELECT COUNT(*) FROM audit WHERE account_id = (SELECT id FROM accounts WHERE code = 'alpha') AND seq > 0")
-	if v["intact"] != true || v["broken"] != nil || int(v["entries"].(float64)) < 60 || int(v["entries"].(float64)) > chained {
-		t.Fatalf("%v (%d chained rows)", v, chained)
+	if !v.Intact || v.Broken != nil || v.Entries < 60 || v.Entries > chained {
+		t.Fatalf("%+v (%d chained rows)", v, chained)
 	}
 	// Verify chains what is pending first; only its own entry, written
 	// after, waits for the next pass.
@@ -79,9 +77,8 @@ func TestAudit_Chain(t *testing.T) {
 	brokenAt := func(seq int, says string) {
 		t.Helper()
 		v := verify()
-		b, _ := v["broken"].(map[string]any)
-		if v["intact"] != false || b == nil || int(b["seq"].(float64)) != seq || !strings.Contains(b["reason"].(string), says) {
-			t.Fatalf("want broken at %d (%q): %v", seq, says, v)
+		if v.Intact || v.Broken == nil || v.Broken.Seq != seq || !strings.Contains(v.Broken.Reason, says) {
+			t.Fatalf("want broken at %d (%q): %+v %+v", seq, says, v, v.Broken)
 		}
 	}
 
@@ -90,8 +87,8 @@ func TestAudit_Chain(t *testing.T) {
 	exec(fmt.Sprintf("UPDATE audit SET action = 'user.list' WHERE id = %d", id))
 	brokenAt(10, "does not match its hash")
 	exec(fmt.Sprintf("UPDATE audit SET action = '%s' WHERE id = %d", action, id))
-	if v := verify(); v["intact"] != true {
-		t.Fatalf("restored: %v", v)
+	if v := verify(); !v.Intact {
+		t.Fatalf("restored: %+v", v)
 	}
 	// A removed entry.
 	id, _ = row(7)
@@ -106,10 +103,10 @@ func TestAudit_Chain(t *testing.T) {
 		if _, err := e.Store.DB().Exec("DELETE FROM audit WHERE seq = (SELECT MAX(seq) FROM audit)"); err != nil {
 			t.Fatal(err)
 		}
+		var r client.GetAuditVerifyResponse
 		res := e.Do(testenv.Req{Path: "/api_v3/audit/verify", Header: adminHeaders(c)})
-		b, _ := res.Data()["broken"].(map[string]any)
-		if res.Status != 200 || b == nil || !strings.Contains(b["reason"].(string), "the last were deleted") {
-			t.Fatalf("%d %s", res.Status, res.Raw)
+		if b := answer200(t, res, &r.JSON200).Data.Broken; b == nil || !strings.Contains(b.Reason, "the last were deleted") {
+			t.Fatalf("%s", res.Raw)
 		}
 	})
 	t.Run("NotForOthers", func(t *testing.T) {
@@ -125,7 +122,7 @@ func TestAudit_AccessLog(t *testing.T) {
 	e := testenv.New(t)
 	s := newClinicSetup(t, e, "alpha")
 	if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/" + s.pat.UserID + "/emr/family_conditions", Header: userHeaders(s.c, s.pat.Token),
-		JSON: map[string]any{"data_not_reported": false, "data": []any{map[string]any{"condition": "Penicillin", "relations": []any{"mother"}}}}}); res.Status != 200 {
+		JSON: js(`{"data_not_reported": false, "data": [{"condition": "Penicillin", "relations": ["mother"]}]}`)}); res.Status != 200 {
 		t.Fatalf("%d %s", res.Status, res.Raw)
 	}
 	mustOK(t, e.Do(testenv.Req{Path: "/api_v3/users/" + s.pat.UserID + "/emr", Header: adminHeaders(s.c)}))
@@ -138,16 +135,14 @@ func TestAudit_AccessLog(t *testing.T) {
 		return e.Do(testenv.Req{Path: "/api_v3/users/" + user + "/access-log", Header: userHeaders(s.c, who)})
 	}
 	res := log(s.pat.Token, "-")
-	if res.Status != 200 {
-		t.Fatalf("%d %s", res.Status, res.Raw)
-	}
+	var r client.GetUsersByIdAccessLogResponse
+	accessLog := answer200(t, res, &r.JSON200)
 	found := false
-	for _, en := range res.List() {
-		a := en["actor"].(map[string]any)
-		if a["user_id"] == s.pat.UserID {
-			t.Fatalf("the patient's own access is listed: %v", en)
+	for _, en := range accessLog.Data {
+		if en.Actor.UserId == s.pat.UserID {
+			t.Fatalf("the patient's own access is listed: %+v", en)
 		}
-		if en["action"] == "emr.read" && a["name"] == "Clinic Admin" && en["outcome"] == "ok" {
+		if en.Action == "emr.read" && en.Actor.Name == "Clinic Admin" && en.Outcome == "ok" {
 			found = true
 		}
 	}
@@ -155,11 +150,11 @@ func TestAudit_AccessLog(t *testing.T) {
 		t.Fatalf("%s", res.Raw)
 	}
 	refused := 0
-	for _, en := range res.List() {
-		if a := en["actor"].(map[string]any); en["outcome"] != "ok" {
+	for _, en := range accessLog.Data {
+		if en.Outcome != "ok" {
 			refused++
-			if a["user_id"] != "" || a["name"] != "" {
-				t.Errorf("the patient's log names another patient: %v", en)
+			if en.Actor.UserId != "" || en.Actor.Name != "" {
+				t.Errorf("the patient's log names another patient: %+v", en)
 			}
 		}
 	}
@@ -169,8 +164,8 @@ func TestAudit_AccessLog(t *testing.T) {
 	if strings.Contains(string(res.Raw), s.pat2.UserID) {
 		t.Fatalf("the other patient's id is in the log: %s", res.Raw)
 	}
-	if n := int(res.Body["total_count"].(float64)); n != len(res.List()) {
-		t.Fatalf("total %d, %d listed", n, len(res.List()))
+	if accessLog.TotalCount != len(accessLog.Data) {
+		t.Fatalf("total %d, %d listed", accessLog.TotalCount, len(accessLog.Data))
 	}
 	wantErr(t, log(s.pat2.Token, s.pat.UserID), 403, 403)
 	wantErr(t, log(s.doc.Token, s.pat.UserID), 403, 403)
@@ -192,13 +187,14 @@ func TestAudit_AccessLogPages(t *testing.T) {
 		}
 	}
 	path := "/api_v3/users/" + s.pat.UserID + "/access-log"
-	whole := e.Do(testenv.Req{Path: path, Query: q("limit", "500"), Header: adminHeaders(s.c)})
-	if whole.Status != 200 || len(whole.List()) < 12 {
-		t.Fatalf("%d %s", whole.Status, whole.Raw)
+	var r client.GetUsersByIdAccessLogResponse
+	whole := answer200(t, e.Do(testenv.Req{Path: path, Query: q("limit", "500"), Header: adminHeaders(s.c)}), &r.JSON200).Data
+	if len(whole) < 12 {
+		t.Fatalf("%d entries", len(whole))
 	}
 	var want []string
-	for _, en := range whole.List() {
-		want = append(want, en["id"].(string))
+	for _, en := range whole {
+		want = append(want, en.Id)
 	}
 	entries, _ := pageWalk{path: path, query: q("limit", "5"), header: adminHeaders(s.c), cursor: "after", idKey: "id", limit: 5}.walk(t, e)
 	got := idsOf(entries, "id")
@@ -210,4 +206,22 @@ func TestAudit_AccessLogPages(t *testing.T) {
 	for _, after := range []string{"999999", "-1", "soon"} {
 		wantErr(t, e.Do(testenv.Req{Path: path, Query: q("after", after), Header: adminHeaders(s.c)}), 400, 400)
 	}
+}
+
+// auditVerification is GET /audit/verify's data, as the generated client
+// reads it.
+type auditVerification = struct {
+	Broken *struct {
+		Id     string `json:"id"`
+		Reason string `json:"reason"`
+		Seq    int    `json:"seq"`
+	} `json:"broken"`
+	Checkpoint *struct {
+		Head string `json:"head"`
+		Seq  int    `json:"seq"`
+		Time int    `json:"time"`
+	} `json:"checkpoint"`
+	Entries int    `json:"entries"`
+	Head    string `json:"head"`
+	Intact  bool   `json:"intact"`
 }

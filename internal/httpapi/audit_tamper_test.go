@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"teleclinic/client"
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/store"
@@ -74,13 +75,10 @@ func (c *tamperClinic) checkpointPath() string {
 	return filepath.Join(c.e.Blobs, "audit-checkpoints", fmt.Sprint(c.acct)+".json")
 }
 
-func (c *tamperClinic) verify() map[string]any {
+func (c *tamperClinic) verify() auditVerification {
 	c.t.Helper()
-	res := c.e.Do(testenv.Req{Path: "/api_v3/audit/verify", Header: adminHeaders(c.s.c)})
-	if res.Status != 200 {
-		c.t.Fatalf("verify: %d %s", res.Status, res.Raw)
-	}
-	return res.Data()
+	var r client.GetAuditVerifyResponse
+	return answer200(c.t, c.e.Do(testenv.Req{Path: "/api_v3/audit/verify", Header: adminHeaders(c.s.c)}), &r.JSON200).Data
 }
 
 // TestAudit_Tamper: each way someone who can write the database (but holds
@@ -194,9 +192,13 @@ func TestAudit_Tamper(t *testing.T) {
 			if err != nil {
 				c.t.Fatal(err)
 			}
-			var cp map[string]any
-			json.Unmarshal(raw, &cp)
-			cp["seq"] = cp["seq"].(float64) - 3
+			// The file as it is, its place moved back three entries.
+			var cp map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &cp); err != nil {
+				c.t.Fatal(err)
+			}
+			seq, _ := strconv.ParseInt(string(cp["seq"]), 10, 64)
+			cp["seq"] = json.RawMessage(strconv.FormatInt(seq-3, 10))
 			raw, _ = json.Marshal(cp)
 			if err := os.WriteFile(c.checkpointPath(), raw, 0o600); err != nil {
 				c.t.Fatal(err)
@@ -245,16 +247,16 @@ func TestAudit_Tamper(t *testing.T) {
 				}
 			}
 			e.Do(testenv.Req{Path: "/api_v3/users/" + s.pat.UserID + "/emr", Header: userHeaders(s.c, s.doc.Token)})
-			if v := c.verify(); v["intact"] != true || v["entries"].(float64) < 10 {
-				t.Fatalf("before: %v", v)
+			if v := c.verify(); !v.Intact || v.Entries < 10 {
+				t.Fatalf("before: %+v", v)
 			}
 			e.FlushAudits()
 			e.App.ChainAudits(ctx) // every clinic's, as the background pass does
 			if _, err := e.App.CheckpointAudits(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if v := c.verify(); v["intact"] != true || v["checkpoint"] == nil || v["checkpoint"].(map[string]any)["seq"].(float64) < 10 {
-				t.Fatalf("anchored: %v", v)
+			if v := c.verify(); !v.Intact || v.Checkpoint == nil || v.Checkpoint.Seq < 10 {
+				t.Fatalf("anchored: %+v", v)
 			}
 			e.FlushAudits()
 			if _, err := e.Store.ChainPendingAudits(ctx, c.acct); err != nil {
@@ -262,14 +264,14 @@ func TestAudit_Tamper(t *testing.T) {
 			}
 			k.tamper(c)
 			v := c.verify()
-			b, _ := v["broken"].(map[string]any)
+			b := v.Broken
 			switch {
-			case k.says == "" && v["intact"] != true:
-				t.Fatalf("documented as not detected, but found: %v", v)
-			case k.says != "" && (v["intact"] != false || b == nil || !containsAny(b["reason"].(string), strings.Split(k.says, "|"))):
-				t.Fatalf("want a break saying %q: %v", k.says, v)
+			case k.says == "" && !v.Intact:
+				t.Fatalf("documented as not detected, but found: %+v", b)
+			case k.says != "" && (v.Intact || b == nil || !containsAny(b.Reason, strings.Split(k.says, "|"))):
+				t.Fatalf("want a break saying %q: %+v %+v", k.says, v, b)
 			}
-			t.Logf("%s: intact=%v %v", k.name, v["intact"], b)
+			t.Logf("%s: intact=%v %+v", k.name, v.Intact, b)
 		})
 	}
 }
@@ -312,10 +314,17 @@ func TestAudit_CheckpointsInTheBackground(t *testing.T) {
 	// the rest it anchors once the interval has passed.
 	e.Clock.Advance(app.AuditCheckpointEvery + time.Second)
 	path := filepath.Join(e.Blobs, "audit-checkpoints", fmt.Sprint(acct)+".json")
-	var cp map[string]any
+	// cp is the checkpoint file as the server writes it.
+	var cp struct {
+		AccountID int64  `json:"account_id"`
+		Seq       int64  `json:"seq"`
+		Head      string `json:"head"`
+		Time      int64  `json:"time"`
+		Signature string `json:"signature"`
+	}
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		raw, err := os.ReadFile(path)
-		if err == nil && json.Unmarshal(raw, &cp) == nil && cp["seq"].(float64) == float64(head) {
+		if err == nil && json.Unmarshal(raw, &cp) == nil && cp.Seq == head {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -323,12 +332,12 @@ func TestAudit_CheckpointsInTheBackground(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if cp["account_id"].(float64) != float64(acct) || cp["signature"] == "" || cp["time"].(float64) != float64(e.Clock.Now().Unix()) {
-		t.Fatalf("checkpoint: %v", cp)
+	if cp.AccountID != acct || cp.Signature == "" || cp.Time != e.Clock.Now().Unix() {
+		t.Fatalf("checkpoint: %+v", cp)
 	}
+	var r client.GetAuditVerifyResponse
 	res := e.Do(testenv.Req{Path: "/api_v3/audit/verify", Header: adminHeaders(s.c)})
-	c, _ := res.Data()["checkpoint"].(map[string]any)
-	if res.Data()["intact"] != true || c == nil || c["seq"] != cp["seq"] || c["head"] != cp["head"] {
-		t.Fatalf("%s (checkpoint %v)", res.Raw, cp)
+	if v := answer200(t, res, &r.JSON200).Data; !v.Intact || v.Checkpoint == nil || int64(v.Checkpoint.Seq) != cp.Seq || v.Checkpoint.Head != cp.Head {
+		t.Fatalf("%s (checkpoint %+v)", res.Raw, cp)
 	}
 }

@@ -284,6 +284,23 @@ func dataOf[T any](t testing.TB, res *testenv.Resp) T {
 	return env.Data
 }
 
+// answer200 decodes a 200 answer into dst, the JSON200 member of the
+// generated client's response type for the operation (whose body type has
+// no name of its own), and returns it; another status fails t:
+//
+//	var r client.GetAuditVerifyResponse
+//	v := answer200(t, res, &r.JSON200).Data
+func answer200[T any](t testing.TB, res *testenv.Resp, dst **T) *T {
+	t.Helper()
+	if res.Status != 200 {
+		t.Fatalf("status %d: %s", res.Status, res.Raw)
+	}
+	if err := json.Unmarshal(res.Raw, dst); err != nil || *dst == nil {
+		t.Fatalf("%v: %s", err, res.Raw)
+	}
+	return *dst
+}
+
 // withVisit gives the setup's doc a visit with pat (an accepted e-consult).
 func (s *clinicSetup) withVisit(t *testing.T) string {
 	t.Helper()
