@@ -7,6 +7,7 @@ import (
 	"os"
 	"testing"
 
+	"teleclinic/client"
 	"teleclinic/internal/testenv"
 )
 
@@ -25,15 +26,13 @@ func TestTenancy_Isolation(t *testing.T) {
 
 	// Admin of B lists only B.
 	t.Run("OKAdminListsOwn", func(t *testing.T) {
-		res := e.Do(testenv.Req{Path: "/api_v3/users", Header: adminHeaders(b), Query: q("limit", "200")})
-		for _, u := range res.List() {
-			if u["account_code"] != "beta" || u["id"] == pa.UserID {
-				t.Fatalf("B sees %v", u)
+		for _, u := range decode[userPage](t, e.Do(testenv.Req{Path: "/api_v3/users", Header: adminHeaders(b), Query: q("limit", "200")})).Data {
+			if deref(u.AccountCode) != "beta" || deref(u.Id) == pa.UserID {
+				t.Fatalf("B sees %+v", u)
 			}
 		}
-		res = e.Do(testenv.Req{Path: "/api_v3/users", Header: adminHeaders(b), Query: q("id", pa.UserID)})
-		if len(res.List()) != 0 {
-			t.Fatalf("B finds A's user by id: %s", res.Raw)
+		if l := decode[userPage](t, e.Do(testenv.Req{Path: "/api_v3/users", Header: adminHeaders(b), Query: q("id", pa.UserID)})).Data; len(l) != 0 {
+			t.Fatalf("B finds A's user by id: %+v", l)
 		}
 	})
 	// Admin of B reads no user of A.
@@ -52,9 +51,8 @@ func TestTenancy_Isolation(t *testing.T) {
 	})
 	// A user token without a code reads its own clinic.
 	t.Run("OKUserTokenWithoutCode", func(t *testing.T) {
-		res := e.Do(testenv.Req{Path: "/api_v3/me", Header: map[string]string{"X-ApiToken": pa.Token, "X-ApiKey": "ignored", "X-ApiSecret": "ignored"}})
-		if res.Status != 200 || res.Data()["account_code"] != "alpha" {
-			t.Fatalf("%d %s", res.Status, res.Raw)
+		if p := dataOf[client.UserProfile](t, e.Do(testenv.Req{Path: "/api_v3/me", Header: map[string]string{"X-ApiToken": pa.Token, "X-ApiKey": "ignored", "X-ApiSecret": "ignored"}})); p.AccountCode != "alpha" {
+			t.Fatalf("%+v", p)
 		}
 	})
 	// B's user reads no user of A.
@@ -84,17 +82,14 @@ func TestTenancy_Isolation(t *testing.T) {
 	})
 	// Accounts and audit show only the caller's clinic.
 	t.Run("OKAccountsAndAuditOwn", func(t *testing.T) {
-		res := e.Do(testenv.Req{Path: "/api_v3/accounts", Header: acctHeaders(b)})
-		if l := res.List(); len(l) != 1 || l[0]["code"] != "beta" {
-			t.Fatalf("%s", res.Raw)
+		if l := dataOf[[]client.AccountInfo](t, e.Do(testenv.Req{Path: "/api_v3/accounts", Header: acctHeaders(b)})); len(l) != 1 || l[0].Code != "beta" {
+			t.Fatalf("%+v", l)
 		}
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/accounts/alpha", Header: acctHeaders(b)}), 404, 404)
-		res = e.Do(testenv.Req{Path: "/api_v3/audit", Header: adminHeaders(b), Query: q("limit", "500")})
-		for _, en := range res.List() {
+		for _, en := range dataOf[[]client.AuditEntry](t, e.Do(testenv.Req{Path: "/api_v3/audit", Header: adminHeaders(b), Query: q("limit", "500")})) {
 			// B's trail records its own users' attempts on A's ids, as denied.
-			if en["actor"].(map[string]any)["user_id"] == pa.UserID ||
-				(en["object"].(map[string]any)["id"] == pa.UserID && en["outcome"] == "ok") {
-				t.Fatalf("B's audit shows A: %v", en)
+			if en.Actor.UserId == pa.UserID || (en.Object.Id == pa.UserID && en.Outcome == "ok") {
+				t.Fatalf("B's audit shows A: %+v", en)
 			}
 		}
 	})
@@ -107,15 +102,13 @@ func TestTenancy_NoSecretsAtRest(t *testing.T) {
 	e := testenv.New(t)
 	c := e.NewClinic("alpha", true)
 	secrets := []string{c.AdminToken, c.APIKey, c.APISecret}
-	res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
-		Multipart: map[string]string{"first_name": "Se", "last_name": "Cret", "type": "200", "code": "p1", "email": "s@example.com"}})
-	tok := res.Data()["token"].(map[string]any)
-	secrets = append(secrets, tok["token"].(string), tok["refresh_token"].(map[string]any)["token"].(string))
+	tok := dataOf[ssoProfile](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
+		Multipart: map[string]string{"first_name": "Se", "last_name": "Cret", "type": "200", "code": "p1", "email": "s@example.com"}})).Token
+	secrets = append(secrets, tok.Token, tok.RefreshToken.Token)
 	const password = "a password nobody should see"
-	mustOK(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/me", Header: userHeaders(c, tok["token"].(string)), Form: q("password", password)}))
-	r := refresh(e, c, tok["refresh_token"].(map[string]any)["token"].(string))
-	nt := r.Data()["token"].(map[string]any)
-	secrets = append(secrets, password, nt["token"].(string), nt["refresh_token"].(map[string]any)["token"].(string))
+	mustOK(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/me", Header: userHeaders(c, tok.Token), Form: q("password", password)}))
+	nt := dataOf[ssoProfile](t, refresh(e, c, tok.RefreshToken.Token)).Token
+	secrets = append(secrets, password, nt.Token, nt.RefreshToken.Token)
 	// Answers kept for Idempotency-Key replays carry tokens and secrets:
 	// an SSO, a refresh and the webhook's signing secret, each replayed
 	// once (the same answer) and never kept readable.
@@ -131,18 +124,17 @@ func TestTenancy_NoSecretsAtRest(t *testing.T) {
 			Multipart: map[string]string{"first_name": "Idem", "last_name": "Potent", "type": "200", "code": "p2"}})
 	}
 	first, again := sso(), sso()
-	it := first.Data()["token"].(map[string]any)
+	it := dataOf[ssoProfile](t, first).Token
 	if again.Status != 200 || string(again.Raw) != string(first.Raw) {
 		t.Fatalf("the SSO's replay: %d %s", again.Status, again.Raw)
 	}
-	secrets = append(secrets, it["token"].(string), it["refresh_token"].(map[string]any)["token"].(string))
-	rr := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/tokens/refresh", Header: withKey(acctHeaders(c), "idem-refresh"),
-		Form: q("refresh_token", it["refresh_token"].(map[string]any)["token"].(string))})
-	rt := rr.Data()["token"].(map[string]any)
-	secrets = append(secrets, rt["token"].(string), rt["refresh_token"].(map[string]any)["token"].(string))
+	secrets = append(secrets, it.Token, it.RefreshToken.Token)
+	rt := dataOf[ssoProfile](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/tokens/refresh", Header: withKey(acctHeaders(c), "idem-refresh"),
+		Form: q("refresh_token", it.RefreshToken.Token)})).Token
+	secrets = append(secrets, rt.Token, rt.RefreshToken.Token)
 	wh := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/account/settings", Header: withKey(adminHeaders(c), "idem-webhook"),
 		Form: q("webhook_url", "https://hooks.example.com/x", "generate_webhook_secret", "1")})
-	whSecret, _ := wh.Data()["webhook_secret"].(string)
+	whSecret := deref(decode[client.AccountSettings](t, wh).Data.WebhookSecret)
 	if whSecret == "" {
 		t.Fatalf("webhook settings: %d %s", wh.Status, wh.Raw)
 	}
