@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"teleclinic/client"
 	"teleclinic/internal/testenv"
 )
 
@@ -20,11 +22,7 @@ func TestBounds_BodyLimits(t *testing.T) {
 	e := testenv.New(t)
 	s := newClinicSetup(t, e, "alpha")
 	firstName := func() string {
-		res := e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(s.c, s.pat.Token)})
-		if res.Status != 200 {
-			t.Fatalf("me: %d %s", res.Status, res.Raw)
-		}
-		return res.Data()["first_name"].(string)
+		return dataOf[client.UserProfile](t, e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(s.c, s.pat.Token)})).FirstName
 	}
 	send := func(body io.Reader, ctype string, length int64) *http.Response {
 		req, _ := http.NewRequest("POST", e.URL+"/api_v3/me", body)
@@ -108,23 +106,25 @@ func TestBounds_TextFields(t *testing.T) {
 	me := func(form map[string]string) *testenv.Resp {
 		return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/me", Header: userHeaders(s.c, s.pat.Token), Multipart: form})
 	}
-	room := func(body map[string]any) *testenv.Resp {
-		return e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/main", Header: adminHeaders(s.c), JSON: body})
+	// room sets one text field of the main room.
+	room := func(field, v string) *testenv.Resp {
+		body, _ := json.Marshal(map[string]string{field: v})
+		return e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/main", Header: adminHeaders(s.c), JSON: json.RawMessage(body)})
 	}
 	intake := func(reason string) *testenv.Resp {
 		return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: userHeaders(s.c, s.pat.Token),
-			JSON: map[string]any{"room_code": "main", "reason_for_visit": reason}})
+			JSON: map[string]string{"room_code": "main", "reason_for_visit": reason}})
 	}
 	sso := func(first string) *testenv.Resp {
 		return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(s.c),
 			Multipart: map[string]string{"first_name": first, "last_name": "X", "type": "200", "code": "bounded"}})
 	}
 	detail := func(res *testenv.Resp) string {
-		if d, ok := res.Body["detail"].(string); ok {
-			return d
+		b := errorOf(t, res)
+		if b.Detail != "" {
+			return b.Detail
 		}
-		m, _ := res.Body["message"].(string)
-		return m
+		return b.Message
 	}
 	cases := []struct {
 		name  string
@@ -137,9 +137,9 @@ func TestBounds_TextFields(t *testing.T) {
 		{"pcp_name", 100, func(v string) *testenv.Resp { return me(map[string]string{"pcp_name": v}) }},
 		{"nationality", 100, func(v string) *testenv.Resp { return me(map[string]string{"nationality": v}) }},
 		{"first_name", 100, sso},
-		{"name", 100, func(v string) *testenv.Resp { return room(map[string]any{"name": v}) }},
-		{"subtitle", 255, func(v string) *testenv.Resp { return room(map[string]any{"subtitle": v}) }},
-		{"description", 4000, func(v string) *testenv.Resp { return room(map[string]any{"description": v}) }},
+		{"name", 100, func(v string) *testenv.Resp { return room("name", v) }},
+		{"subtitle", 255, func(v string) *testenv.Resp { return room("subtitle", v) }},
+		{"description", 4000, func(v string) *testenv.Resp { return room("description", v) }},
 		{"reason_for_visit", 4000, intake},
 	}
 	for _, c := range cases {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"teleclinic/client"
 	"teleclinic/internal/testenv"
 )
 
@@ -32,21 +33,22 @@ func TestVisits_Pages(t *testing.T) {
 		t.Helper()
 		path, query := "/api_v3/visits", url.Values{"limit": {fmt.Sprint(limit)}}
 		for page := 0; ; page++ {
-			res := e.Do(testenv.Req{Path: path, Query: query, Header: headers})
-			if res.Status != 200 || page > 20 {
-				t.Fatalf("page %d: %d %s", page, res.Status, res.Raw)
+			if page > 20 {
+				t.Fatalf("%d a page: the links do not end", limit)
 			}
-			if page > 0 && len(res.List()) == 0 {
+			res := e.Do(testenv.Req{Path: path, Query: query, Header: headers})
+			vs := dataOf[[]client.Visit](t, res)
+			if page > 0 && len(vs) == 0 {
 				t.Fatalf("%d a page: a next link led to an empty page after %v", limit, ids)
 			}
-			for _, v := range res.List() {
-				ids = append(ids, v["id"].(string))
+			for _, v := range vs {
+				ids = append(ids, v.Id)
 			}
 			link := res.Header.Get("Link")
 			if link == "" {
 				return ids
 			}
-			if len(res.List()) < limit {
+			if len(vs) < limit {
 				t.Fatalf("a short page names a next one: %s", link)
 			}
 			m := next.FindStringSubmatch(link)
@@ -71,8 +73,8 @@ func TestVisits_Pages(t *testing.T) {
 	} {
 		res := e.Do(testenv.Req{Path: "/api_v3/visits", Header: who.headers})
 		var all []string
-		for _, v := range res.List() {
-			all = append(all, v["id"].(string))
+		for _, v := range dataOf[[]client.Visit](t, res) {
+			all = append(all, v.Id)
 		}
 		if len(all) != who.want || res.Header.Get("Link") != "" {
 			t.Fatalf("%s: %d visits (want %d), Link %q", who.name, len(all), who.want, res.Header.Get("Link"))
@@ -104,9 +106,9 @@ func TestVisits_ListStatements(t *testing.T) {
 	}{{"admin", adminHeaders(s.c)}, {"provider", userHeaders(s.c, s.doc.Token)}} {
 		count := func(limit string) int64 {
 			t.Helper()
-			res := e.Do(testenv.Req{Path: "/api_v3/visits", Query: url.Values{"limit": {limit}}, Header: who.headers})
-			if res.Status != 200 || len(res.List()) != map[string]int{"1": 1, "20": 20}[limit] {
-				t.Fatalf("%s, limit %s: %d %s", who.name, limit, res.Status, res.Raw)
+			vs := dataOf[[]client.Visit](t, e.Do(testenv.Req{Path: "/api_v3/visits", Query: url.Values{"limit": {limit}}, Header: who.headers}))
+			if len(vs) != map[string]int{"1": 1, "20": 20}[limit] {
+				t.Fatalf("%s, limit %s: %d visits", who.name, limit, len(vs))
 			}
 			return e.Statements()
 		}
@@ -187,10 +189,8 @@ func TestFHIR_Pages(t *testing.T) {
 	more := func() {
 		for i := range 5 {
 			mustPost(t, e, s.pat.Token, []string{visit, second}[i%2], fmt.Sprintf("Message %d.", i))
-			if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/health", Header: h, JSON: map[string]any{"type": "vendorD_bp_bp100",
-				"date": "2026-03-02", "time": e.Clock.Now().Unix() - int64(100*i), "device_id": "BP-1", "data_type": "hr", "data_class": "body", "hr": 60 + i}}); res.Status != 200 {
-				t.Fatalf("reading: %d %s", res.Status, res.Raw)
-			}
+			mustOK(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/health", Header: h, JSON: js(fmt.Sprintf(`{"type": "vendorD_bp_bp100",
+				"date": "2026-03-02", "time": %d, "device_id": "BP-1", "data_type": "hr", "data_class": "body", "hr": %d}`, e.Clock.Now().Unix()-int64(100*i), 60+i))}))
 		}
 	}
 	more()
@@ -327,12 +327,9 @@ func TestAudit_Pages(t *testing.T) {
 	read := func(query url.Values) (*testenv.Resp, []string) {
 		t.Helper()
 		res := e.Do(testenv.Req{Path: "/api_v3/audit", Query: query, Header: adminHeaders(s.c)})
-		if res.Status != 200 {
-			t.Fatalf("%v: %d %s", query, res.Status, res.Raw)
-		}
 		var ids []string
-		for _, en := range res.List() {
-			ids = append(ids, en["id"].(string))
+		for _, en := range dataOf[[]client.AuditEntry](t, res) {
+			ids = append(ids, en.Id)
 		}
 		return res, ids
 	}
@@ -360,8 +357,7 @@ func TestAudit_Pages(t *testing.T) {
 		t.Fatalf("paged %v\nwant %v", paged, all[1:])
 	}
 	otherEntry := func() string {
-		res := e.Do(testenv.Req{Path: "/api_v3/audit", Query: url.Values{"limit": {"1"}}, Header: adminHeaders(other.c)})
-		return res.List()[0]["id"].(string)
+		return dataOf[[]client.AuditEntry](t, e.Do(testenv.Req{Path: "/api_v3/audit", Query: url.Values{"limit": {"1"}}, Header: adminHeaders(other.c)}))[0].Id
 	}()
 	for _, bad := range []string{"x", "-1", "999999999", otherEntry} {
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/audit", Query: url.Values{"after": {bad}}, Header: adminHeaders(s.c)}), 400, 400)
@@ -379,7 +375,7 @@ func TestFHIR_ManyVisits(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
 	s := newClinicSetup(t, e, "alpha")
-	mustRoom(t, e, s.c, map[string]any{"domain": "elsewhere." + s.domain, "name": "Elsewhere", "code": "elsewhere"})
+	mustRoom(t, e, s.c, js(`{"domain": "elsewhere.`+s.domain+`", "name": "Elsewhere", "code": "elsewhere"}`))
 	s.withVisit(t)
 	type total struct{ Total int }
 	count := func(h map[string]string, path string) int {
@@ -528,7 +524,7 @@ func TestFHIR_ManyFilesAndPrescriptions(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
 	s := newClinicSetup(t, e, "alpha")
-	mustRoom(t, e, s.c, map[string]any{"domain": "elsewhere." + s.domain, "name": "Elsewhere", "code": "elsewhere"})
+	mustRoom(t, e, s.c, js(`{"domain": "elsewhere.`+s.domain+`", "name": "Elsewhere", "code": "elsewhere"}`))
 	acct, main := roomOf(t, e, s.pat.UserID, "main")
 	_, elsewhere := roomOf(t, e, s.pat.UserID, "elsewhere")
 	visits := insertVisits(t, e, acct, s.pat.UserID, 2, func(i int) (string, int64, string, int) {
