@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"teleclinic/client"
 	"teleclinic/internal/httpapi"
 	"teleclinic/internal/testenv"
 )
@@ -105,8 +107,13 @@ func wantOutcome(t *testing.T, res *testenv.Resp, status int, code string) {
 	if res.Status != status || res.Body["resourceType"] != "OperationOutcome" {
 		t.Fatalf("want %d OperationOutcome, got %d %s", status, res.Status, res.Raw)
 	}
-	issue := res.Body["issue"].([]any)[0].(map[string]any)
-	if issue["code"] != code || issue["diagnostics"] == "" {
+	var oo struct {
+		Issue []struct {
+			Code        string `json:"code"`
+			Diagnostics string `json:"diagnostics"`
+		} `json:"issue"`
+	}
+	if err := json.Unmarshal(res.Raw, &oo); err != nil || len(oo.Issue) == 0 || oo.Issue[0].Code != code || oo.Issue[0].Diagnostics == "" {
 		t.Fatalf("want issue %s, got %s", code, res.Raw)
 	}
 	checkFHIR(t, res.Raw)
@@ -218,31 +225,30 @@ func fhirRecord(t *testing.T, s *clinicSetup) (visit string) {
 			t.Fatalf("%d %s", res.Status, res.Raw)
 		}
 	}
-	ok(e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/devices", Header: pat, JSON: map[string]any{"device_id": "BP-1", "device_name": "Cuff", "type": "vendorD_bp_bp100"}}))
-	ok(e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/devices", Header: pat, JSON: map[string]any{"device_id": "ENV-1", "device_name": "Room", "type": "vendorB_health"}}))
+	ok(e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/devices", Header: pat, JSON: client.DeviceBody{DeviceId: "BP-1", DeviceName: "Cuff", Type: "vendorD_bp_bp100"}}))
+	ok(e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/devices", Header: pat, JSON: client.DeviceBody{DeviceId: "ENV-1", DeviceName: "Room", Type: "vendorB_health"}}))
 	now := e.Clock.Now().Unix()
-	reading := func(dataType, class, typ, device string, kv ...any) {
+	// reading posts a reading of device: fields are its data type's JSON
+	// members.
+	reading := func(dataType, class, typ, device, fields string) {
 		t.Helper()
-		m := map[string]any{"type": typ, "date": "2026-03-02", "time": now - 60, "device_id": device, "data_type": dataType, "data_class": class}
-		for i := 0; i+1 < len(kv); i += 2 {
-			m[kv[i].(string)] = kv[i+1]
-		}
-		ok(e.Do(testenv.Req{Method: "POST", Path: "/api_v3/health", Header: pat, JSON: m}))
+		ok(e.Do(testenv.Req{Method: "POST", Path: "/api_v3/health", Header: pat, JSON: js(fmt.Sprintf(
+			`{"type": %q, "date": "2026-03-02", "time": %d, "device_id": %q, "data_type": %q, "data_class": %q, %s}`, typ, now-60, device, dataType, class, fields))}))
 	}
-	reading("bp", "body", "vendorD_bp_bp100", "BP-1", "hp", 128, "lp", 82, "bp_unit", "mmHg")
-	reading("weight", "body", "vendorD_bp_bp100", "BP-1", "weight", 71.5, "weight_unit", "kg")
-	reading("temperature_body", "body", "vendorD_bp_bp100", "BP-1", "temperature_body", 37.2, "temperature_unit", "cel")
-	reading("hr", "body", "vendorD_bp_bp100", "BP-1", "hr", 64)
-	reading("bg", "body", "vendorD_bp_bp100", "BP-1", "bg", 5.4, "bg_unit", "mmol/L")
-	reading("steps", "body", "vendorD_bp_bp100", "BP-1", "steps", 8000)
-	reading("humidity", "environment", "vendorB_health", "ENV-1", "humidity", 45, "humidity_unit", "percentage")
-	reading("movement", "environment", "vendorB_health", "ENV-1", "movement", 1)
+	reading("bp", "body", "vendorD_bp_bp100", "BP-1", `"hp": 128, "lp": 82, "bp_unit": "mmHg"`)
+	reading("weight", "body", "vendorD_bp_bp100", "BP-1", `"weight": 71.5, "weight_unit": "kg"`)
+	reading("temperature_body", "body", "vendorD_bp_bp100", "BP-1", `"temperature_body": 37.2, "temperature_unit": "cel"`)
+	reading("hr", "body", "vendorD_bp_bp100", "BP-1", `"hr": 64`)
+	reading("bg", "body", "vendorD_bp_bp100", "BP-1", `"bg": 5.4, "bg_unit": "mmol/L"`)
+	reading("steps", "body", "vendorD_bp_bp100", "BP-1", `"steps": 8000`)
+	reading("humidity", "environment", "vendorB_health", "ENV-1", `"humidity": 45, "humidity_unit": "percentage"`)
+	reading("movement", "environment", "vendorB_health", "ENV-1", `"movement": 1`)
 
 	ok(e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/insurances/primary", Header: pat, Form: q("insurer_code", "aetna", "subscriber_number", "W100", "group_number", "G-7")}))
 	ok(e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/" + s.pat.UserID + "/erx/prescriptions", Header: userHeaders(s.c, s.doc.Token),
-		JSON: map[string]any{"drug": "Amoxicillin 500 mg capsule", "directions": "1 capsule 3 times a day", "qty": 30, "ndc": "0093-3109-01", "visit_id": visit}}))
-	ok(e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/emr/allergies", Header: pat, JSON: map[string]any{"data_not_reported": false, "data": []any{map[string]any{"substance": "Penicillin"}}}}))
-	ok(e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/emr/conditions", Header: pat, JSON: map[string]any{"data_not_reported": false, "data": []any{map[string]any{"condition": "Asthma"}}}}))
+		JSON: js(`{"drug": "Amoxicillin 500 mg capsule", "directions": "1 capsule 3 times a day", "qty": 30, "ndc": "0093-3109-01", "visit_id": "` + visit + `"}`)}))
+	ok(e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/emr/allergies", Header: pat, JSON: js(`{"data_not_reported": false, "data": [{"substance": "Penicillin"}]}`)}))
+	ok(e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/emr/conditions", Header: pat, JSON: js(`{"data_not_reported": false, "data": [{"condition": "Asthma"}]}`)}))
 	ok(upload(e, s.c, s.pat.Token, "referral.pdf", []byte("%PDF-1.4 referral"), "category_type", "user_document"))
 	return visit
 }
@@ -403,13 +409,18 @@ func TestFHIR_Metadata(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t)
 	res := fhirGet(t, e, nil, "/fhir/R4/metadata")
-	if res.Status != 200 || res.Body["resourceType"] != "CapabilityStatement" || res.Body["fhirVersion"] != "4.0.1" {
+	var cs struct {
+		ResourceType, FHIRVersion string
+		Rest                      []struct {
+			Resource []struct{ Type string }
+		}
+	}
+	if err := json.Unmarshal(res.Raw, &cs); err != nil || res.Status != 200 || cs.ResourceType != "CapabilityStatement" || cs.FHIRVersion != "4.0.1" || len(cs.Rest) != 1 {
 		t.Fatalf("%d %s", res.Status, res.Raw)
 	}
-	rest := res.Body["rest"].([]any)[0].(map[string]any)
 	var types []string
-	for _, r := range rest["resource"].([]any) {
-		types = append(types, r.(map[string]any)["type"].(string))
+	for _, r := range cs.Rest[0].Resource {
+		types = append(types, r.Type)
 	}
 	if strings.Join(types, ",") != "Patient,Practitioner,Encounter,Appointment,Communication,Observation,Coverage,MedicationRequest,AllergyIntolerance,Condition,Composition,DocumentReference" {
 		t.Errorf("types: %v", types)
