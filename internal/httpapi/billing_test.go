@@ -267,19 +267,6 @@ type invoiceScript struct {
 	failed string         // pat2's declined invoice
 }
 
-// decode reads an answer into the generated client's type of it.
-func decode[T any](t *testing.T, res *testenv.Resp) T {
-	t.Helper()
-	var v T
-	if res.Status != 200 {
-		t.Fatalf("status %d: %s", res.Status, res.Raw)
-	}
-	if err := json.Unmarshal(res.Raw, &v); err != nil {
-		t.Fatalf("%v: %s", err, res.Raw)
-	}
-	return v
-}
-
 func (c *invoiceScript) previewOf(t *testing.T, who string, kv ...string) client.InvoicePreview {
 	t.Helper()
 	return decode[client.InvoicePreview](t, c.s.process(who, kv...))

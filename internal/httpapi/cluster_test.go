@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"teleclinic/client"
 	"teleclinic/internal/testenv"
 )
 
@@ -39,16 +40,16 @@ func TestCluster_ThreeServers(t *testing.T) {
 			return e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(c, s.Token)})
 		}
 		for _, e := range servers {
-			if res := me(e); res.Status != 200 || res.Data()["last_name"] != "Before" {
-				t.Fatalf("%d %s", res.Status, res.Raw)
+			if p := dataOf[client.UserProfile](t, me(e)); p.LastName != "Before" {
+				t.Fatalf("%+v", p)
 			}
 		}
 		if res := servers[0].Do(testenv.Req{Method: "POST", Path: "/api_v3/me", Header: userHeaders(c, s.Token), Form: q("last_name", "After")}); res.Status != 200 {
 			t.Fatalf("%d %s", res.Status, res.Raw)
 		}
 		for i, e := range servers {
-			if res := me(e); res.Status != 200 || res.Data()["last_name"] != "After" {
-				t.Fatalf("server %d: %d %s", i, res.Status, res.Raw)
+			if p := dataOf[client.UserProfile](t, me(e)); p.LastName != "After" {
+				t.Fatalf("server %d: %+v", i, p)
 			}
 		}
 		// A write no server made: another tool, or an operator.
@@ -108,22 +109,20 @@ func TestCluster_ThreeServers(t *testing.T) {
 			t.Fatalf("statuses %v", got)
 		}
 		res := first.Do(testenv.Req{Path: "/api_v3/users", Header: adminHeaders(c), Query: q("full_name", "Once Only")})
-		if res.Body["total_count"].(float64) != 1 {
+		if decode[userPage](t, res).TotalCount != 1 {
 			t.Fatalf("%s", res.Raw)
 		}
 	})
 	// Room lists and clinic settings changed on one server show on the others within the read cache TTL.
 	t.Run("OKCachedReadsWithinTTL", func(t *testing.T) {
-		count := func(e *testenv.Env) float64 {
+		count := func(e *testenv.Env) int {
 			t.Helper()
-			res := e.Do(testenv.Req{Path: "/api_v3/rooms.json", Header: acctHeaders(c)})
-			if res.Status != 200 {
-				t.Fatalf("%d %s", res.Status, res.Raw)
-			}
-			return res.Body["total_count"].(float64)
+			return decode[struct {
+				TotalCount int `json:"total_count"`
+			}](t, e.Do(testenv.Req{Path: "/api_v3/rooms.json", Header: acctHeaders(c)})).TotalCount
 		}
 		before := count(servers[1])
-		mustRoom(t, servers[0], c, map[string]any{"domain": "alpha.clinic.test", "name": "Cached Room"})
+		mustRoom(t, servers[0], c, js(`{"domain": "alpha.clinic.test", "name": "Cached Room"}`))
 		if got := count(servers[0]); got != before+1 {
 			t.Fatalf("the writing server lists %v rooms, want %v at once", got, before+1)
 		}

@@ -1,9 +1,11 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 
+	"teleclinic/client"
 	"teleclinic/internal/testenv"
 )
 
@@ -12,44 +14,51 @@ import (
 func BenchmarkFHIR_Everything(b *testing.B) {
 	e := testenv.New(b)
 	c := e.NewClinic("alpha", true)
-	do := func(r testenv.Req) map[string]any {
+	// do sends r and returns the id in its answer's data, if any.
+	do := func(r testenv.Req) string {
 		b.Helper()
 		res := e.Do(r)
 		if res.Status/100 != 2 {
 			b.Fatalf("%s %s: %d %s", r.Method, r.Path, res.Status, res.Raw)
 		}
-		return res.Data()
+		var env struct {
+			Data struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		_ = json.Unmarshal(res.Raw, &env)
+		return env.Data.ID
 	}
 	admin := adminHeaders(c)
-	do(testenv.Req{Method: "POST", Path: "/api_v3/rooms", Header: admin, JSON: map[string]any{"domain": "alpha.clinic.test", "name": "Main", "code": "main"}})
+	do(testenv.Req{Method: "POST", Path: "/api_v3/rooms", Header: admin, JSON: js(`{"domain": "alpha.clinic.test", "name": "Main", "code": "main"}`)})
 	sso := func(typ, code string) (string, string) {
-		d := do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c), Multipart: map[string]string{"first_name": "A", "last_name": code, "type": typ, "code": code}})
-		return d["id"].(string), d["token"].(map[string]any)["token"].(string)
+		p := dataOf[ssoProfile](b, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c), Multipart: map[string]string{"first_name": "A", "last_name": code, "type": typ, "code": code}}))
+		return p.Id, p.Token.Token
 	}
 	docID, docTok := sso("400", "doc")
 	patID, patTok := sso("200", "pat")
 	do(testenv.Req{Method: "POST", Path: "/api_v3/users/" + docID + "/rooms", Header: admin, Form: q("code", "main")})
 	pat, doc := userHeaders(c, patTok), userHeaders(c, docTok)
 	for v := 0; v < 20; v++ {
-		it := do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: pat, Query: q("room_code", "main"), Form: q("reason_for_visit", "Check")})["id"].(string)
-		visit := do(testenv.Req{Method: "POST", Path: "/api_v3/visits/add_econsult", Header: pat, Form: q("intake_id", it, "room_code", "main")})["id"].(string)
+		it := do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: pat, Query: q("room_code", "main"), Form: q("reason_for_visit", "Check")})
+		visit := do(testenv.Req{Method: "POST", Path: "/api_v3/visits/add_econsult", Header: pat, Form: q("intake_id", it, "room_code", "main")})
 		do(testenv.Req{Method: "POST", Path: "/api_v3/visits/accept", Header: doc, Form: q("id", visit)})
 		for m := 0; m < 10; m++ {
 			do(testenv.Req{Method: "POST", Path: msgPath(visit), Header: pat, Form: q("content", fmt.Sprintf("Message %d", m))})
 		}
 	}
-	do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/devices", Header: pat, JSON: map[string]any{"device_id": "HR-1", "device_name": "Watch", "type": "vendorB_health"}})
+	do(testenv.Req{Method: "POST", Path: "/api_v3/users/-/devices", Header: pat, JSON: client.DeviceBody{DeviceId: "HR-1", DeviceName: "Watch", Type: "vendorB_health"}})
 	now := e.Clock.Now().Unix()
 	for i := 0; i < 1000; i++ {
-		do(testenv.Req{Method: "POST", Path: "/api_v3/health", Header: pat, JSON: map[string]any{"type": "vendorB_health", "date": "2026-03-02",
-			"time": now - int64(i), "device_id": "HR-1", "data_type": "hr", "data_class": "body", "hr": 60 + i%40}})
+		do(testenv.Req{Method: "POST", Path: "/api_v3/health", Header: pat, JSON: js(fmt.Sprintf(`{"type": "vendorB_health", "date": "2026-03-02",
+			"time": %d, "device_id": "HR-1", "data_type": "hr", "data_class": "body", "hr": %d}`, now-int64(i), 60+i%40))})
 	}
 	path := "/fhir/R4/Patient/" + patID + "/$everything"
 	b.ResetTimer()
 	for b.Loop() {
 		res := testenv.Do(b, e.URL, testenv.Req{Path: path, Header: pat, NoValidate: true})
-		if res.Status != 200 || res.Body["total"].(float64) != 1+1+20+200+1000 {
-			b.Fatalf("%d total %v", res.Status, res.Body["total"])
+		if n := bundleTotal(b, res); n != 1+1+20+200+1000 {
+			b.Fatalf("%d total %d", res.Status, n)
 		}
 	}
 }
@@ -72,10 +81,22 @@ func BenchmarkFHIR_EverythingVisits(b *testing.B) {
 			b.ResetTimer()
 			for b.Loop() {
 				res := testenv.Do(b, e.URL, testenv.Req{Path: path, Header: admin, NoValidate: true})
-				if res.Status != 200 || res.Body["total"].(float64) < float64(2*n) {
-					b.Fatalf("%d total %v", res.Status, res.Body["total"])
+				if total := bundleTotal(b, res); total < 2*n {
+					b.Fatalf("%d total %d", res.Status, total)
 				}
 			}
 		})
 	}
+}
+
+// bundleTotal is a 200 Bundle's total.
+func bundleTotal(tb testing.TB, res *testenv.Resp) int {
+	tb.Helper()
+	var bundle struct {
+		Total int `json:"total"`
+	}
+	if err := json.Unmarshal(res.Raw, &bundle); err != nil || res.Status != 200 {
+		tb.Fatalf("%d %.300s", res.Status, res.Raw)
+	}
+	return bundle.Total
 }

@@ -341,6 +341,19 @@ func mustPost(t *testing.T, e *testenv.Env, token, visit, content string) client
 	return created[client.Message](t, res)
 }
 
+// decode reads an answer into the generated client's type of it.
+func decode[T any](t testing.TB, res *testenv.Resp) T {
+	t.Helper()
+	var v T
+	if res.Status != 200 {
+		t.Fatalf("status %d: %s", res.Status, res.Raw)
+	}
+	if err := json.Unmarshal(res.Raw, &v); err != nil {
+		t.Fatalf("%v: %s", err, res.Raw)
+	}
+	return v
+}
+
 // created is a 201 answer's data as T.
 func created[T any](t testing.TB, res *testenv.Resp) T {
 	t.Helper()

@@ -13,6 +13,7 @@ import (
 	"github.com/livekit/protocol/livekit"
 	"github.com/livekit/protocol/webhook"
 
+	"teleclinic/client"
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/testenv"
@@ -33,11 +34,7 @@ func TestLiveKit_Webhook(t *testing.T) {
 	url := e.URL + "/api_v3/livekit/webhook"
 	status := func() int {
 		t.Helper()
-		res := e.Do(testenv.Req{Path: "/api_v3/visits/" + visit, Header: userHeaders(s.c, s.doc.Token)})
-		if res.Status != 200 {
-			t.Fatalf("%d %s", res.Status, res.Raw)
-		}
-		return int(res.Data()["status"].(float64))
+		return int(dataOf[client.Visit](t, e.Do(testenv.Req{Path: "/api_v3/visits/" + visit, Header: userHeaders(s.c, s.doc.Token)})).Status)
 	}
 	send := func(event, identity string) {
 		t.Helper()

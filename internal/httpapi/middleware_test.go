@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"teleclinic/client"
 	"teleclinic/internal/testenv"
 )
 
@@ -35,8 +36,7 @@ func TestHTTP_Conventions(t *testing.T) {
 		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
 			Form: q("first_name", big, "last_name", "b", "type", "200", "code", "big")})
 		wantErr(t, res, 413, 413)
-		res = e.Do(testenv.Req{Path: "/api_v3/users", Header: adminHeaders(c), Query: q("type", "200")})
-		if len(res.List()) != 0 {
+		if l := decode[userPage](t, e.Do(testenv.Req{Path: "/api_v3/users", Header: adminHeaders(c), Query: q("type", "200")})).Data; len(l) != 0 {
 			t.Fatal("a rejected body created a user")
 		}
 	})
@@ -60,14 +60,11 @@ func TestHTTP_Conventions(t *testing.T) {
 	})
 	// Settings and accounts.
 	t.Run("OKSettingsAndAccounts", func(t *testing.T) {
-		res := e.Do(testenv.Req{Path: "/api_v3/settings.json", Header: acctHeaders(c)})
-		d := res.Data()
-		if res.Status != 200 || d["code"] != "alpha" || d["sso_enabled"] != true || d["name"] != "Alpha Clinic" {
-			t.Fatalf("%d %s", res.Status, res.Raw)
+		if d := dataOf[client.Settings](t, e.Do(testenv.Req{Path: "/api_v3/settings.json", Header: acctHeaders(c)})); d.Code != "alpha" || !d.SsoEnabled || d.Name != "Alpha Clinic" {
+			t.Fatalf("%+v", d)
 		}
-		res = e.Do(testenv.Req{Path: "/api_v3/accounts/-", Header: acctHeaders(c)})
-		if res.Status != 200 || res.Data()["code"] != "alpha" || res.Data()["domain"] != "alpha.clinic.test" {
-			t.Fatalf("%d %s", res.Status, res.Raw)
+		if d := dataOf[client.AccountInfo](t, e.Do(testenv.Req{Path: "/api_v3/accounts/-", Header: acctHeaders(c)})); d.Code != "alpha" || d.Domain != "alpha.clinic.test" {
+			t.Fatalf("%+v", d)
 		}
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/settings", Header: map[string]string{"X-AccountCode": "nope"}}), 401, 401)
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/settings"}), 401, 401)
@@ -75,8 +72,10 @@ func TestHTTP_Conventions(t *testing.T) {
 	// Rooms list.
 	t.Run("OKRoomsList", func(t *testing.T) {
 		res := e.Do(testenv.Req{Path: "/api_v3/rooms", Header: acctHeaders(c), Query: q("page", "1", "limit", "5")})
-		if res.Status != 200 || res.Body["total_count"].(float64) != 0 {
-			t.Fatalf("%d %s", res.Status, res.Raw)
+		if decode[struct {
+			TotalCount int `json:"total_count"`
+		}](t, res).TotalCount != 0 {
+			t.Fatalf("%s", res.Raw)
 		}
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/rooms", Header: acctHeaders(c), Query: q("page", "-1")}), 400, 400)
 	})
@@ -86,8 +85,8 @@ func TestHTTP_Conventions(t *testing.T) {
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/audit", Header: userHeaders(c, s.Token)}), 401, 401)
 		wantErr(t, e.Do(testenv.Req{Path: "/api_v3/audit", Header: adminHeaders(c), Query: q("from", "10", "to", "5")}), 400, 400)
 		res := e.Do(testenv.Req{Path: "/api_v3/audit", Header: adminHeaders(c), Query: q("action", "user.sso", "limit", "1")})
-		if res.Status != 200 || len(res.List()) != 1 || res.List()[0]["actor"].(map[string]any)["kind"] != "api_key" {
-			t.Fatalf("%d %s", res.Status, res.Raw)
+		if l := dataOf[[]client.AuditEntry](t, res); len(l) != 1 || l[0].Actor.Kind != "api_key" {
+			t.Fatalf("%s", res.Raw)
 		}
 	})
 	// Healthz.

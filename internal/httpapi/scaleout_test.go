@@ -1,12 +1,14 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"teleclinic/client"
 	"teleclinic/internal/testenv"
 )
 
@@ -45,13 +47,17 @@ func TestScaleOut_ThreeProcessesUnderLoad(t *testing.T) {
 			defer wg.Done()
 			for i := range each {
 				res := testenv.Do(t, servers[w%3].URL, testenv.Req{Method: "POST", Path: msgPath(visit), Header: map[string]string{"X-ApiToken": s.pat.Token},
-					JSON: map[string]any{"content": fmt.Sprintf("writer %d, message %d", w, i)}})
+					JSON: newMessage{Content: fmt.Sprintf("writer %d, message %d", w, i)}})
 				if res.Status != 201 {
 					t.Errorf("post on server %d: %d %s", w%3+1, res.Status, res.Raw)
 					return
 				}
 				mu.Lock()
-				answered[res.Data()["id"].(string)] = time.Now()
+				var m client.MessageResponse
+				if err := json.Unmarshal(res.Raw, &m); err != nil {
+					t.Errorf("post on server %d: %s", w%3+1, res.Raw)
+				}
+				answered[m.Data.Id] = time.Now()
 				mu.Unlock()
 			}
 		}()

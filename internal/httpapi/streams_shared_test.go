@@ -96,9 +96,7 @@ func TestStreams_OneReadPerChange(t *testing.T) {
 			}
 			waiting++
 		}, func(ev testenv.Event) {
-			var q map[string]any
-			ev.Decode(t, &q)
-			if ev.Name != "queue" || q["length"].(float64) != float64(waiting) {
+			if ev.Name != "queue" || eventData[queueInfo](t, ev).Length != waiting {
 				t.Fatalf("want a queue of %d: %+v", waiting, ev)
 			}
 		})

@@ -22,12 +22,8 @@ func TestThrottle_Login(t *testing.T) {
 	c := e.NewClinic("alpha", true)
 	second := testenv.New(t, testenv.Options{DSN: e.DSN, ServerKey: e.Key, Clock: e.Clock})
 	for _, code := range []string{"p1", "p2", "p3"} {
-		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
-			Multipart: map[string]string{"first_name": "Lo", "last_name": "Gin", "type": "200", "code": code, "username": code + ".user"}})
-		if res.Status != 200 {
-			t.Fatalf("sso: %d %s", res.Status, res.Raw)
-		}
-		tok := res.Data()["token"].(map[string]any)["token"].(string)
+		tok := dataOf[ssoProfile](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
+			Multipart: map[string]string{"first_name": "Lo", "last_name": "Gin", "type": "200", "code": code, "username": code + ".user"}})).Token.Token
 		if r := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/me", Header: userHeaders(c, tok), Form: q("password", "correct horse")}); r.Status != 200 {
 			t.Fatalf("set password: %d %s", r.Status, r.Raw)
 		}
