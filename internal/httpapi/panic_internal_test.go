@@ -31,13 +31,16 @@ func TestHTTP_PanicIsA500WithoutInternals(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
-	var body map[string]any
+	var body struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
 	json.NewDecoder(res.Body).Decode(&body)
-	if res.StatusCode != 500 || body["code"] != 500.0 || strings.Contains(body["message"].(string), "secret") {
-		t.Fatalf("%d %v", res.StatusCode, body)
+	if res.StatusCode != 500 || body.Code != 500 || strings.Contains(body.Message, "secret") {
+		t.Fatalf("%d %+v", res.StatusCode, body)
 	}
 	id := res.Header.Get("X-Request-Id")
-	if id == "" || !strings.Contains(body["message"].(string), id) {
+	if id == "" || !strings.Contains(body.Message, id) {
 		t.Fatalf("the 500 does not name its request id %q: %v", id, body)
 	}
 	if !strings.Contains(logs.String(), "secret internal detail") || !strings.Contains(logs.String(), "status=500") || !strings.Contains(logs.String(), "request_id="+id) {
