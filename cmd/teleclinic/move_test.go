@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/url"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"strings"
 	"testing"
 
+	"teleclinic/client"
 	"teleclinic/internal/app"
 	"teleclinic/internal/app/calls"
 	"teleclinic/internal/blob"
@@ -207,14 +209,14 @@ func TestMove_SQLiteToPostgres(t *testing.T) {
 		}
 	})
 	t.Run("NewRowsGetNewIDs", func(t *testing.T) {
-		res := e.Do(testenv.Req{Method: "POST", Path: "/api/visits/" + fx.visit + "/messages", Header: map[string]string{"X-ApiToken": fx.patToken}, JSON: map[string]any{"content": "After the move."}})
-		if res.Status != 201 || idNum(t, res.Data()["id"]) <= fx.lastMessage {
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api/visits/" + fx.visit + "/messages", Header: map[string]string{"X-ApiToken": fx.patToken}, JSON: json.RawMessage(`{"content": "After the move."}`)})
+		if res.Status != 201 || idNum(t, answerID(t, res.Raw)) <= fx.lastMessage {
 			t.Fatalf("a message after the move: %d %s (last before: %d)", res.Status, res.Raw, fx.lastMessage)
 		}
 		// The last file was deleted before the move: its id is not given again.
 		res = e.Do(testenv.Req{Method: "POST", Path: "/api_v3/files", Header: map[string]string{"X-AccountCode": "alpha", "X-ApiToken": fx.patToken},
 			Multipart: map[string]string{"category_type": "user_document"}, Files: map[string][]byte{"file": []byte("%PDF-1.4 new")}, FileNames: map[string]string{"file": "new.pdf"}})
-		if res.Status != 200 || idNum(t, res.Data()["id"]) <= fx.deletedFile {
+		if res.Status != 200 || idNum(t, answerID(t, res.Raw)) <= fx.deletedFile {
 			t.Fatalf("a file after the move: %d %s (deleted before: %d)", res.Status, res.Raw, fx.deletedFile)
 		}
 	})
@@ -232,7 +234,8 @@ func TestMove_SQLiteToPostgres(t *testing.T) {
 	})
 	t.Run("AuditVerifies", func(t *testing.T) {
 		res := e.Do(testenv.Req{Path: "/api_v3/audit/verify", Header: map[string]string{"X-AccountCode": "alpha", "X-ApiToken": fx.adminToken}})
-		if res.Status != 200 || res.Data()["intact"] != true || res.Data()["checkpoint"] == nil {
+		var v client.GetAuditVerifyResponse
+		if err := json.Unmarshal(res.Raw, &v.JSON200); err != nil || res.Status != 200 || !v.JSON200.Data.Intact || v.JSON200.Data.Checkpoint == nil {
 			t.Fatalf("%d %s", res.Status, res.Raw)
 		}
 	})
@@ -247,15 +250,26 @@ func errorsAs(err error, ue *usageError) bool {
 	return ok
 }
 
-func idNum(t *testing.T, v any) int64 {
+// answerID is the id in an answer's data: a string id's text, a number
+// id's digits (recordings have numbers, as the spec shows them).
+func answerID(t *testing.T, raw []byte) string {
 	t.Helper()
-	s, _ := v.(string)
-	if f, ok := v.(float64); ok {
-		return int64(f)
+	var env struct {
+		Data struct {
+			ID json.RawMessage `json:"id"`
+		} `json:"data"`
 	}
+	if err := json.Unmarshal(raw, &env); err != nil || len(env.Data.ID) == 0 {
+		t.Fatalf("no id in %s", raw)
+	}
+	return strings.Trim(string(env.Data.ID), `"`)
+}
+
+func idNum(t *testing.T, s string) int64 {
+	t.Helper()
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
-		t.Fatalf("id %v", v)
+		t.Fatalf("id %q", s)
 	}
 	return n
 }
@@ -329,76 +343,79 @@ func buildMoveFixture(t *testing.T, e *testenv.Env) *moveFixture {
 	user := func(token string) map[string]string {
 		return map[string]string{"X-AccountCode": c.Code, "X-ApiToken": token}
 	}
-	must := func(what string, res *testenv.Resp) map[string]any {
+	// must fails t unless res succeeded, and returns its raw body.
+	must := func(what string, res *testenv.Resp) []byte {
 		t.Helper()
 		if res.Status != 200 && res.Status != 201 {
 			t.Fatalf("%s: %d %s", what, res.Status, res.Raw)
 		}
-		return res.Data()
+		return res.Raw
 	}
 	sso := func(typ, code, first, last string) (id, token, refresh string) {
 		t.Helper()
-		d := must("sso "+code, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: map[string]string{"X-AccountCode": c.Code, "X-ApiKey": c.APIKey, "X-ApiSecret": c.APISecret},
-			Multipart: map[string]string{"first_name": first, "last_name": last, "type": typ, "code": code, "email": code + "@alpha.example"}}))
-		tok := d["token"].(map[string]any)
-		return d["id"].(string), tok["token"].(string), tok["refresh_token"].(map[string]any)["token"].(string)
+		var r client.PostUsersSsoResponse
+		if err := json.Unmarshal(must("sso "+code, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: map[string]string{"X-AccountCode": c.Code, "X-ApiKey": c.APIKey, "X-ApiSecret": c.APISecret},
+			Multipart: map[string]string{"first_name": first, "last_name": last, "type": typ, "code": code, "email": code + "@alpha.example"}})), &r.JSON200); err != nil {
+			t.Fatal(err)
+		}
+		d := r.JSON200.Data
+		return d.Id, d.Token.Token, d.Token.RefreshToken.Token
 	}
-	must("room", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/rooms", Header: admin, JSON: map[string]any{"domain": "alpha.clinic.test", "name": "Main", "code": "main"}}))
+	must("room", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/rooms", Header: admin, JSON: json.RawMessage(`{"domain": "alpha.clinic.test", "name": "Main", "code": "main"}`)}))
 	docID, doc, _ := sso("400", "doc", "Dana", "Doc")
 	patID, pat, patRefresh := sso("200", "pat", "Pat", "One")
 	must("room link", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/" + docID + "/rooms", Header: admin, Form: url.Values{"code": {"main"}}}))
-	must("room settings", e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/main", Header: admin, JSON: map[string]any{
-		"payment": map[string]any{"currency": "usd", "consultations": []any{
-			map[string]any{"id": "1", "description": "15-min Consultation", "duration": 15, "amount": 25, "charge": true}}},
-		"visits":           map[string]any{"appointment": map[string]any{"enabled": true}},
-		"intake_questions": []any{map[string]any{"id": "fever", "label": "Do you have a fever?", "kind": "yesno", "required": true}},
-		"consent":          map[string]any{"version": "v1", "text": "I agree to a video visit."}}}))
+	must("room settings", e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/main", Header: admin, JSON: json.RawMessage(`{
+		"payment": {"currency": "usd", "consultations": [{"id": "1", "description": "15-min Consultation", "duration": 15, "amount": 25, "charge": true}]},
+		"visits": {"appointment": {"enabled": true}},
+		"intake_questions": [{"id": "fever", "label": "Do you have a fever?", "kind": "yesno", "required": true}],
+		"consent": {"version": "v1", "text": "I agree to a video visit."}}`)}))
 	must("webhook", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/account/settings", Header: admin, Form: url.Values{"webhook_url": {"https://hooks.example.com/x"}, "generate_webhook_secret": {"1"}}}))
 
-	intake := must("intake", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: user(pat), Form: url.Values{"room_code": {"main"}, "reason_for_visit": {"Rash"},
-		"answers": {`{"fever":"no"}`}, "consent_name": {"Pat One"}, "consent_version": {"v1"}}}))["id"].(string)
-	visit := must("e-consult", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/add_econsult", Header: user(pat), Form: url.Values{"intake_id": {intake}, "room_code": {"main"}}}))["id"].(string)
+	intake := answerID(t, must("intake", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: user(pat), Form: url.Values{"room_code": {"main"}, "reason_for_visit": {"Rash"},
+		"answers": {`{"fever":"no"}`}, "consent_name": {"Pat One"}, "consent_version": {"v1"}}})))
+	visit := answerID(t, must("e-consult", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/add_econsult", Header: user(pat), Form: url.Values{"intake_id": {intake}, "room_code": {"main"}}})))
 	must("accept", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/accept", Header: user(doc), Form: url.Values{"id": {visit}}}))
 	msgs := "/api/visits/" + visit + "/messages"
-	must("message", e.Do(testenv.Req{Method: "POST", Path: msgs, Header: map[string]string{"X-ApiToken": pat, "Idempotency-Key": "first-message"}, JSON: map[string]any{"content": "The rash spread to my arm."}}))
-	last := must("reply", e.Do(testenv.Req{Method: "POST", Path: msgs, Header: map[string]string{"X-ApiToken": doc}, JSON: map[string]any{"content": "Please send a photo."}}))
+	must("message", e.Do(testenv.Req{Method: "POST", Path: msgs, Header: map[string]string{"X-ApiToken": pat, "Idempotency-Key": "first-message"}, JSON: json.RawMessage(`{"content": "The rash spread to my arm."}`)}))
+	last := answerID(t, must("reply", e.Do(testenv.Req{Method: "POST", Path: msgs, Header: map[string]string{"X-ApiToken": doc}, JSON: json.RawMessage(`{"content": "Please send a photo."}`)})))
 
 	users := "/api_v3/users/" + patID
-	must("device", e.Do(testenv.Req{Method: "POST", Path: users + "/devices", Header: user(pat), JSON: map[string]any{"device_id": "BP-1", "device_name": "Cuff", "type": "vendorD_bp_bp100"}}))
-	must("reading", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/health", Header: user(pat), JSON: map[string]any{"type": "vendorD_bp_bp100", "date": "2026-03-02",
-		"time": e.Clock.Now().Unix() - 60, "device_id": "BP-1", "data_type": "bp", "data_class": "body", "hp": 128, "lp": 82, "bp_unit": "mmHg"}}))
+	must("device", e.Do(testenv.Req{Method: "POST", Path: users + "/devices", Header: user(pat), JSON: client.DeviceBody{DeviceId: "BP-1", DeviceName: "Cuff", Type: "vendorD_bp_bp100"}}))
+	must("reading", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/health", Header: user(pat), JSON: json.RawMessage(fmt.Sprintf(`{"type": "vendorD_bp_bp100", "date": "2026-03-02",
+		"time": %d, "device_id": "BP-1", "data_type": "bp", "data_class": "body", "hp": 128, "lp": 82, "bp_unit": "mmHg"}`, e.Clock.Now().Unix()-60))}))
 	must("insurance", e.Do(testenv.Req{Method: "POST", Path: users + "/insurances/primary", Header: user(pat), Form: url.Values{"insurer_code": {"aetna"}, "subscriber_number": {"W100"}, "group_number": {"G-7"}}}))
 	must("eligibility", e.Do(testenv.Req{Method: "POST", Path: users + "/insurances/primary/eligibility/check", Header: user(pat)}))
 	must("pharmacy", e.Do(testenv.Req{Method: "POST", Path: users + "/erx/pharmacies", Header: user(pat), Form: url.Values{"name": {"Corner Pharmacy"}, "code": {"1234567"}, "city": {"Springfield"}, "is_default": {"1"}}}))
-	must("prescription", e.Do(testenv.Req{Method: "POST", Path: users + "/erx/prescriptions", Header: user(doc), JSON: map[string]any{"drug": "Amoxicillin 500 mg capsule",
-		"directions": "1 capsule 3 times a day", "qty": 30, "ndc": "0093-3109-01", "visit_id": visit}}))
-	must("record", e.Do(testenv.Req{Method: "POST", Path: users + "/emr/allergies", Header: user(pat), JSON: map[string]any{"data_not_reported": false, "data": []any{map[string]any{"substance": "Penicillin"}}}}))
+	must("prescription", e.Do(testenv.Req{Method: "POST", Path: users + "/erx/prescriptions", Header: user(doc), JSON: json.RawMessage(`{"drug": "Amoxicillin 500 mg capsule",
+		"directions": "1 capsule 3 times a day", "qty": 30, "ndc": "0093-3109-01", "visit_id": "` + visit + `"}`)}))
+	must("record", e.Do(testenv.Req{Method: "POST", Path: users + "/emr/allergies", Header: user(pat), JSON: json.RawMessage(`{"data_not_reported": false, "data": [{"substance": "Penicillin"}]}`)}))
 	upload := func(name string, body []byte) string {
 		t.Helper()
-		return must("upload "+name, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/files", Header: user(pat), Multipart: map[string]string{"category_type": "user_document"},
-			Files: map[string][]byte{"file": body}, FileNames: map[string]string{"file": name}}))["id"].(string)
+		return answerID(t, must("upload "+name, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/files", Header: user(pat), Multipart: map[string]string{"category_type": "user_document"},
+			Files: map[string][]byte{"file": body}, FileNames: map[string]string{"file": name}})))
 	}
 	file := upload("referral.pdf", []byte("%PDF-1.4 referral"))
 	upload("labs.pdf", []byte("%PDF-1.4 labs"))
 	gone := upload("mistake.pdf", []byte("%PDF-1.4 mistake"))
 	must("delete file", e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/files/" + gone, Header: user(pat)}))
 	recording := append([]byte{0x1A, 0x45, 0xDF, 0xA3, 0x9F, 0x42, 0x86, 0x81, 0x01}, bytes.Repeat([]byte("recording-bytes "), 512)...)
-	rec := must("recording", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/" + visit + "/recordings", Header: admin,
-		Multipart: map[string]string{"start": "1772442000", "end": "1772442600"}, Files: map[string][]byte{"file": recording}}))
+	rec := answerID(t, must("recording", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/" + visit + "/recordings", Header: admin,
+		Multipart: map[string]string{"start": "1772442000", "end": "1772442600"}, Files: map[string][]byte{"file": recording}})))
 
-	must("note", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/" + visit + "/note", Header: user(doc), JSON: map[string]any{"subjective": "Rash for 3 days.",
-		"assessment": "Contact dermatitis.", "plan": "Hydrocortisone 1%.", "diagnoses": []any{"L25.9"}, "patient_summary": "Use the cream twice a day."}}))
+	must("note", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/" + visit + "/note", Header: user(doc), JSON: json.RawMessage(`{"subjective": "Rash for 3 days.",
+		"assessment": "Contact dermatitis.", "plan": "Hydrocortisone 1%.", "diagnoses": ["L25.9"], "patient_summary": "Use the cream twice a day."}`)}))
 	must("sign", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/" + visit + "/note/sign", Header: user(doc)}))
 	must("addendum", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/" + visit + "/note/addenda", Header: user(doc), Form: url.Values{"text": {"Photo received: improving."}}}))
 
-	must("slots", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: user(doc), JSON: map[string]any{"room_code": "main", "date_start": "2026-03-03",
-		"time_start": "09:00", "time_end": "10:00", "timezone": "America/New_York", "duration": 30}}))
+	must("slots", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: user(doc), JSON: json.RawMessage(`{"room_code": "main", "date_start": "2026-03-03",
+		"time_start": "09:00", "time_end": "10:00", "timezone": "America/New_York", "duration": 30}`)}))
 	must("endpoint", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/endpoints", Header: user(pat), Form: url.Values{"type": {"10"}, "key": {"pat@alpha.example"}}}))
 	must("card", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/sources", Header: user(pat), Query: url.Values{"room_code": {"main"}}, Form: url.Values{"type": {"card"}, "token": {"tok_visa"}}}))
 	must("coupon", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/coupons", Header: admin, Form: url.Values{"code": {"SAVE10"}, "percent_off": {"10"}}}))
-	intake2 := must("intake 2", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: user(pat), Form: url.Values{"room_code": {"main"}, "reason_for_visit": {"Follow-up"},
-		"answers": {`{"fever":"no"}`}, "consent_name": {"Pat One"}, "consent_version": {"v1"}, "consultation_id": {"1"}}}))["id"].(string)
-	must("invoice", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/invoices/process.json", Header: user(pat), JSON: map[string]any{"intake_id": intake2, "promo_code": "SAVE10", "create_invoice": 1}}))
+	intake2 := answerID(t, must("intake 2", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: user(pat), Form: url.Values{"room_code": {"main"}, "reason_for_visit": {"Follow-up"},
+		"answers": {`{"fever":"no"}`}, "consent_name": {"Pat One"}, "consent_version": {"v1"}, "consultation_id": {"1"}}})))
+	must("invoice", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/invoices/process.json", Header: user(pat), JSON: json.RawMessage(`{"intake_id": "` + intake2 + `", "promo_code": "SAVE10", "create_invoice": 1}`)}))
 	must("processor", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/billing/processor", Header: admin, Form: url.Values{"processor": {"sandbox"}}}))
 	// A one-time secret (an invited provider's activation link, in the
 	// outbox) and a refused sign-in.
@@ -444,7 +461,7 @@ func buildMoveFixture(t *testing.T, e *testenv.Env) *moveFixture {
 	must("audit verify", e.Do(testenv.Req{Path: "/api_v3/audit/verify", Header: admin}))
 
 	fx := &moveFixture{visit: visit, patToken: pat, patRefresh: patRefresh, adminToken: c.AdminToken,
-		lastMessage: idNum(t, last["id"]), deletedFile: idNum(t, gone)}
+		lastMessage: idNum(t, last), deletedFile: idNum(t, gone)}
 	add := func(who string, h map[string]string, p string, kv ...string) {
 		q := url.Values{}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -470,12 +487,12 @@ func buildMoveFixture(t *testing.T, e *testenv.Env) *moveFixture {
 	add("patient", user(pat), users+"/erx/pharmacies")
 	add("patient", user(pat), "/api_v3/files")
 	add("patient", user(pat), "/api_v3/files/"+file)
-	add("admin", admin, "/api_v3/visits/"+visit+"/recordings/"+strconv.FormatInt(idNum(t, rec["id"]), 10))
+	add("admin", admin, "/api_v3/visits/"+visit+"/recordings/"+rec)
 	// The bytes, through the signed links the reads give (from the bucket
 	// after the move).
 	for _, link := range []string{
-		must("file", e.Do(testenv.Req{Path: "/api_v3/files/" + file, Header: user(pat)}))["fullpath"].(string),
-		e.Do(testenv.Req{Path: "/api_v3/visits/" + visit + "/recordings/" + strconv.FormatInt(idNum(t, rec["id"]), 10), Header: admin}).Body["path"].(map[string]any)["url"].(string),
+		fileLink(t, must("file", e.Do(testenv.Req{Path: "/api_v3/files/" + file, Header: user(pat)}))),
+		recordingLink(t, must("recording link", e.Do(testenv.Req{Path: "/api_v3/visits/" + visit + "/recordings/" + rec, Header: admin}))),
 	} {
 		u, err := url.Parse(link)
 		if err != nil {
@@ -516,4 +533,24 @@ func countRows(t *testing.T, dsn, table string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// fileLink is a file's signed link in GET /files/{id}'s answer.
+func fileLink(t *testing.T, raw []byte) string {
+	t.Helper()
+	var r client.GetFilesByIdResponse
+	if err := json.Unmarshal(raw, &r.JSON200); err != nil || r.JSON200 == nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	return r.JSON200.Data.Fullpath
+}
+
+// recordingLink is a recording's signed link in its unwrapped answer.
+func recordingLink(t *testing.T, raw []byte) string {
+	t.Helper()
+	var rec client.Recording
+	if err := json.Unmarshal(raw, &rec); err != nil || rec.Path == nil {
+		t.Fatalf("%v: %s", err, raw)
+	}
+	return rec.Path.Url
 }

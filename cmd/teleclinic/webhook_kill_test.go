@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"teleclinic/client"
 	"teleclinic/internal/testenv"
 )
 
@@ -107,7 +108,15 @@ func TestWebhook_SurvivesKill(t *testing.T) {
 		}
 		return nil, "", nil
 	}
-	call := func(base, method, path string, h map[string]string, form url.Values) map[string]any {
+	// call sends form and returns the answer's data: the members the test
+	// reads of a login, an intake, a visit or a message.
+	type answer struct {
+		ID    string `json:"id"`
+		Token struct {
+			Token string `json:"token"`
+		} `json:"token"`
+	}
+	call := func(base, method, path string, h map[string]string, form url.Values) answer {
 		t.Helper()
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -119,12 +128,14 @@ func TestWebhook_SurvivesKill(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer res.Body.Close()
-		var body map[string]any
-		_ = json.NewDecoder(res.Body).Decode(&body)
-		if res.StatusCode/100 != 2 {
-			t.Fatalf("%s %s: %d %v", method, path, res.StatusCode, body)
+		raw, _ := io.ReadAll(res.Body)
+		var body struct {
+			Data answer `json:"data"`
 		}
-		return body["data"].(map[string]any)
+		if err := json.Unmarshal(raw, &body); err != nil || res.StatusCode/100 != 2 {
+			t.Fatalf("%s %s: %d %s", method, path, res.StatusCode, raw)
+		}
+		return body.Data
 	}
 
 	cmd, base, creds := start()
@@ -132,10 +143,10 @@ func TestWebhook_SurvivesKill(t *testing.T) {
 	call(base, "POST", "/api_v3/account/settings", admin, url.Values{"webhook_url": {rc.URL}})
 	sso := call(base, "POST", "/api_v3/users/sso", map[string]string{"X-AccountCode": "demo", "X-ApiKey": creds["API key:"], "X-ApiSecret": creds["API secret:"]},
 		url.Values{"first_name": {"Pat"}, "last_name": {"Patient"}, "type": {"200"}, "code": {"demo-patient"}})
-	user := map[string]string{"X-ApiToken": sso["token"].(map[string]any)["token"].(string), "X-AccountCode": "demo"}
+	user := map[string]string{"X-ApiToken": sso.Token.Token, "X-AccountCode": "demo"}
 	intake := call(base, "POST", "/api_v3/intakes", user, url.Values{"room_code": {"main"}, "reason_for_visit": {"Rash"}})
-	visit := call(base, "POST", "/api_v3/visits/add_econsult", user, url.Values{"intake_id": {intake["id"].(string)}, "room_code": {"main"}})
-	msg := call(base, "POST", "/api/visits/"+visit["id"].(string)+"/messages", user, url.Values{"content": {"hello"}})
+	visit := call(base, "POST", "/api_v3/visits/add_econsult", user, url.Values{"intake_id": {intake.ID}, "room_code": {"main"}})
+	msg := call(base, "POST", "/api/visits/"+visit.ID+"/messages", user, url.Values{"content": {"hello"}})
 
 	select {
 	case <-arrived:
@@ -152,12 +163,12 @@ func TestWebhook_SurvivesKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	var list struct {
-		Data []map[string]any `json:"data"`
+		Data []client.Delivery `json:"data"`
 	}
 	_ = json.NewDecoder(res.Body).Decode(&list)
 	res.Body.Close()
-	if len(list.Data) != 1 || list.Data[0]["outcome"] != "sending" || list.Data[0]["attempts"].(float64) != 1 || list.Data[0]["next_attempt"] != nil {
-		t.Fatalf("%v", list.Data)
+	if len(list.Data) != 1 || list.Data[0].Outcome != "sending" || list.Data[0].Attempts != 1 || list.Data[0].NextAttempt != nil {
+		t.Fatalf("%+v", list.Data)
 	}
 	if err := cmd.Process.Kill(); err != nil { // SIGKILL: no shutdown, no cleanup
 		t.Fatal(err)
@@ -172,7 +183,7 @@ func TestWebhook_SurvivesKill(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(deliveries) != 2 || deliveries[1].messageID != msg["id"] || deliveries[0].messageID != msg["id"] || deliveries[0].id == deliveries[1].id {
+	if len(deliveries) != 2 || deliveries[1].messageID != msg.ID || deliveries[0].messageID != msg.ID || deliveries[0].id == deliveries[1].id {
 		t.Fatalf("%+v", deliveries)
 	}
 }
