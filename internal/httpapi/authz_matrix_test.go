@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"teleclinic/client"
 	"teleclinic/internal/app"
 	"teleclinic/internal/testenv"
 )
@@ -271,12 +272,8 @@ func TestAuthzMatrix(t *testing.T) {
 	it := s.intake(t, s.pat, "reason_for_visit", "Cough")
 	file := mustUpload(t, e, s.c, s.pat.Token, "scan.png", pngBytes(t, 20, 20)).Id
 	card := s.addCard(t, s.pat, "tok_visa").Id
-	ep := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/endpoints", Header: userHeaders(s.c, s.pat.Token),
-		Form: q("type", "10", "key", "pat@example.com")})
-	endpoint, _ := ep.Data()["id"].(string)
-	if endpoint == "" {
-		t.Fatalf("endpoint: %d %s", ep.Status, ep.Raw)
-	}
+	endpoint := dataOf[client.Endpoint](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/endpoints", Header: userHeaders(s.c, s.pat.Token),
+		Form: q("type", "10", "key", "pat@example.com")})).Id
 	if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/" + s.pat.UserID + "/insurances/primary", Header: userHeaders(s.c, s.pat.Token),
 		Form: q("insurer_code", "AETNA", "subscriber_number", "W1")}); res.Status != 200 {
 		t.Fatalf("card: %d %s", res.Status, res.Raw)

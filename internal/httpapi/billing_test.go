@@ -91,7 +91,7 @@ func TestBilling_Sources(t *testing.T) {
 	wantErr(t, add(main, "type", "card", "token", "4242424242424242"), 400, 400)
 	res := add(main, "type", "card", "token", "tok_chargeDeclined")
 	wantErr(t, res, 402, 402)
-	if !strings.Contains(res.Body["message"].(string), "declined") {
+	if !strings.Contains(messageOf(res), "declined") {
 		t.Fatalf("%s", res.Raw)
 	}
 	if res := add(main, "type", "card", "token", "tok_chargeDeclinedExpiredCard"); res.Status != 402 || !strings.Contains(string(res.Raw), "expired") {
@@ -395,7 +395,7 @@ func (c *invoiceScript) declinedThenPaid(t *testing.T) {
 	intake := s.intake(t, s.pat2)
 	res := s.process(s.pat2.Token, "intake_id", intake, "promo_code", "ONCE", "create_invoice", "1")
 	wantErr(t, res, 402, 402)
-	if !strings.Contains(res.Body["message"].(string), "declined") {
+	if !strings.Contains(messageOf(res), "declined") {
 		t.Errorf("the refusal: %s", res.Raw)
 	}
 	if n := count(t, c.e, "SELECT COUNT(*) FROM invoices WHERE intake_id = ? AND status = 'failed' AND failure_code = 'card_declined'", intake); n != 1 {
@@ -495,7 +495,7 @@ func TestBilling_ChargeOnce(t *testing.T) {
 			case 200:
 				ids[invoiceIn(t, res).Id]++
 			case 409: // the charge is in flight in another call; the message names the invoice
-				conflicts = append(conflicts, res.Body["message"].(string))
+				conflicts = append(conflicts, messageOf(res))
 			default:
 				ids[fmt.Sprintf("status %d", res.Status)]++
 			}
@@ -581,7 +581,7 @@ func TestBilling_CouponOnce(t *testing.T) {
 			switch {
 			case res.Status == 200 && previewIn(t, res).Discount == 12.5:
 				got["discounted"]++
-			case res.Status == 400 && strings.Contains(res.Body["message"].(string), "FIRST"):
+			case res.Status == 400 && strings.Contains(messageOf(res), "FIRST"):
 				got["refused"]++
 			default:
 				got[fmt.Sprintf("%d %s", res.Status, res.Raw)]++
@@ -634,7 +634,7 @@ func TestBilling_RepeatAnswersTheInvoice(t *testing.T) {
 				inv := invoiceIn(t, res)
 				bodies[fmt.Sprintf("invoice %v %v, discount %v", inv.Id, inv.Status, p.Discount)]++
 			case 409:
-				conflicts = append(conflicts, res.Body["message"].(string))
+				conflicts = append(conflicts, messageOf(res))
 			default:
 				bodies[fmt.Sprintf("%d %s", res.Status, res.Raw)]++
 			}

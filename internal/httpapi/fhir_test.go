@@ -367,7 +367,11 @@ func TestFHIR_Access(t *testing.T) {
 
 	// A FHIR client's bearer token.
 	res := e.Do(testenv.Req{Path: "/fhir/R4/Patient/" + s.pat.UserID, Header: map[string]string{"Authorization": "Bearer " + s.pat.Token}})
-	if res.Status != 200 || res.Body["id"] != s.pat.UserID || res.Body["birthDate"] != nil && res.Body["birthDate"] == "" {
+	var patient struct {
+		ID        string  `json:"id"`
+		BirthDate *string `json:"birthDate"`
+	}
+	if err := json.Unmarshal(res.Raw, &patient); err != nil || res.Status != 200 || patient.ID != s.pat.UserID || patient.BirthDate != nil && *patient.BirthDate == "" {
 		t.Fatalf("bearer: %d %s", res.Status, res.Raw)
 	}
 

@@ -242,7 +242,7 @@ func TestFiles_UploadViewList(t *testing.T) {
 			t.Fatalf("%d %s", res.Status, res.Raw)
 		}
 		me := e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(s.c, s.pat2.Token), Query: q("user_photo_size", "64x64")})
-		photo, _ := me.Data()["photo"].(string)
+		photo := dataOf[client.UserProfile](t, me).Photo
 		if photo == "" {
 			t.Fatalf("%s", me.Raw)
 		}
@@ -257,7 +257,7 @@ func TestFiles_UploadViewList(t *testing.T) {
 		if res := e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/files/" + fileID, Header: userHeaders(s.c, s.pat2.Token)}); res.Status != 200 {
 			t.Fatalf("%s", res.Raw)
 		}
-		if p := e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(s.c, s.pat2.Token)}).Data()["photo"]; p != "" && p != nil {
+		if p := dataOf[client.UserProfile](t, e.Do(testenv.Req{Path: "/api_v3/me", Header: userHeaders(s.c, s.pat2.Token)})).Photo; p != "" {
 			t.Fatalf("photo after its file was deleted: %v", p)
 		}
 		// A non-image photo is refused.

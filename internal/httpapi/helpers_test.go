@@ -70,6 +70,17 @@ type errorBody struct {
 	Detail  string          `json:"detail"`
 }
 
+// errorIn is res's error body, empty when it is none; it fails nothing,
+// so any goroutine may call it.
+func errorIn(res *testenv.Resp) errorBody {
+	var b errorBody
+	_ = json.Unmarshal(res.Raw, &b)
+	return b
+}
+
+// messageOf is the message of an error answer, "" when it has none.
+func messageOf(res *testenv.Resp) string { return errorIn(res).Message }
+
 // errorOf is res's error body; an answer that is not one fails t.
 func errorOf(t testing.TB, res *testenv.Resp) errorBody {
 	t.Helper()

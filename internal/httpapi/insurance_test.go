@@ -123,7 +123,7 @@ func TestInsurance_Eligibility(t *testing.T) {
 	// Within the window, finished or not: 429 saying when the last one started.
 	res := e.Do(testenv.Req{Method: "POST", Path: path + "/check", Header: h})
 	wantErr(t, res, 429, 429)
-	if msg := res.Body["message"].(string); !strings.Contains(msg, "2026-03-02T09:00:00Z") || res.Header.Get("Retry-After") != "60" {
+	if msg := messageOf(res); !strings.Contains(msg, "2026-03-02T09:00:00Z") || res.Header.Get("Retry-After") != "60" {
 		t.Fatalf("%q %q", msg, res.Header.Get("Retry-After"))
 	}
 	e.Clock.Advance(30 * time.Second)
@@ -236,7 +236,7 @@ func TestInsurance_ReferenceListsClaimsAndCodes(t *testing.T) {
 		`{}`,
 	} {
 		res := e.Do(testenv.Req{Method: "POST", Path: codes, Header: h, JSON: js(bad)})
-		if res.Status != 400 || res.Body["error"] == nil {
+		if res.Status != 400 || len(errorOf(t, res).Error) == 0 {
 			t.Fatalf("%s: %d %s", bad, res.Status, res.Raw)
 		}
 	}

@@ -133,7 +133,7 @@ func TestMessages_PostAndRead(t *testing.T) {
 		}
 		res := postMsg(e, s.pat.Token, visit, "One more thing")
 		wantErr(t, res, 409, 409)
-		if !strings.Contains(res.Body["message"].(string), "completed") {
+		if !strings.Contains(messageOf(res), "completed") {
 			t.Fatalf("%s", res.Raw)
 		}
 		wantErr(t, postMsg(e, s.doc.Token, visit, "x"), 409, 409)

@@ -116,7 +116,7 @@ func TestRecordings_UploadAndDownload(t *testing.T) {
 		e.Clock.Advance(61 * time.Minute)
 		res := e.Do(testenv.Req{Path: link})
 		wantErr(t, res, 403, 403)
-		if !strings.Contains(res.Body["message"].(string), "expired") {
+		if !strings.Contains(messageOf(res), "expired") {
 			t.Fatalf("%s", res.Raw)
 		}
 	})

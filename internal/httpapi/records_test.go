@@ -77,7 +77,7 @@ func TestEMR_ReadWrite(t *testing.T) {
 		} {
 			res := put(s.pat.Token, "-", c.name, js(c.body))
 			wantErr(t, res, 400, 400)
-			if msg, _ := res.Body["message"].(string); !strings.Contains(msg, c.want) {
+			if msg := messageOf(res); !strings.Contains(msg, c.want) {
 				t.Errorf("%s %s: %q does not name %q", c.name, c.body, msg, c.want)
 			}
 		}
@@ -216,7 +216,7 @@ func TestHealth_DevicesAndReadings(t *testing.T) {
 	} {
 		res := post(c.body)
 		wantErr(t, res, 400, 400)
-		if msg, _ := res.Body["message"].(string); !strings.Contains(msg, c.want) {
+		if msg := messageOf(res); !strings.Contains(msg, c.want) {
 			t.Errorf("%s: %q does not say %q", c.body, msg, c.want)
 		}
 	}

@@ -54,7 +54,7 @@ func TestRooms_Create(t *testing.T) {
 	t.Run("ErrSlugTakenInDomain", func(t *testing.T) {
 		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/rooms", Header: adminHeaders(c), JSON: js(`{"domain": "alpha.clinic.test", "name": "X", "slug": "children"}`)})
 		wantErr(t, res, 400, 400)
-		if res.Body["message"] != "In domain 'alpha.clinic.test' slug 'children' already exists." {
+		if messageOf(res) != "In domain 'alpha.clinic.test' slug 'children' already exists." {
 			t.Fatalf("%s", res.Raw)
 		}
 		mustRoom(t, e, c, js(`{"domain": "other.clinic.test", "name": "X", "slug": "children"}`))

@@ -236,7 +236,7 @@ func TestSessions_Logout(t *testing.T) {
 		s := mustSSO(t, e, c, "200", "p1", "Pat", "One")
 		other := mustSSO(t, e, c, "200", "p1", "Pat", "One")
 		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/logout", Header: userHeaders(c, s.Token)})
-		if res.Status != 200 || res.Body["data"] != true {
+		if !dataOf[bool](t, res) {
 			t.Fatalf("%d %s", res.Status, res.Raw)
 		}
 		if me(s.Token) != 401 || refresh(e, c, s.Refresh).Status != 401 {

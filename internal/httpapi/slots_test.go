@@ -252,7 +252,7 @@ func TestSlots_ConcurrentBooking(t *testing.T) {
 			got[res.Status]++
 			if res.Status == 200 {
 				winners = append(winners, decodeRaw[client.VisitResponse](t, res.Raw).Data.Id)
-			} else if res.Body["error"] != "Conflict" {
+			} else if string(errorIn(res).Error) != `"Conflict"` {
 				t.Errorf("loser's body: %s", res.Raw)
 			}
 		}(servers[i%3].URL, p)

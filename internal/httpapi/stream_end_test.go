@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"teleclinic/client"
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/testenv"
@@ -126,11 +127,7 @@ func TestStreams_EndWithTheCredential(t *testing.T) {
 // walkin puts who in the room's queue and returns the visit's id.
 func (s *clinicSetup) walkin(t *testing.T, who *session) string {
 	t.Helper()
-	res := s.post(who.Token, "/api_v3/visits/add_walkin", "intake_id", s.intake(t, who), "room_code", "main")
-	if res.Status != 200 {
-		t.Fatalf("walk-in: %s", res.Raw)
-	}
-	return res.Data()["id"].(string)
+	return dataOf[client.Visit](t, s.post(who.Token, "/api_v3/visits/add_walkin", "intake_id", s.intake(t, who), "room_code", "main")).Id
 }
 
 // accept has provider p accept visit id, through app: the change a stream

@@ -180,7 +180,7 @@ func TestUsers_SSO(t *testing.T) {
 		off := e.NewClinic("offsso", false)
 		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(off), Multipart: map[string]string{"first_name": "a", "last_name": "b", "type": "200", "code": "k"}})
 		wantErr(t, res, 403, 403)
-		if !strings.Contains(res.Body["message"].(string), "disabled") {
+		if !strings.Contains(messageOf(res), "disabled") {
 			t.Fatalf("message: %s", res.Raw)
 		}
 		if err := e.App.SetSSO(context.Background(), "offsso", true); err != nil {

@@ -4,6 +4,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -22,6 +23,7 @@ import (
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"teleclinic/client"
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/media"
@@ -987,8 +989,9 @@ func TestBrowser_VisitNote(t *testing.T) {
 	screenshot(t, provider, "visit-note-signed")
 
 	// Read back through the API and FHIR.
-	if pg := f.e.Do(testenv.Req{Path: "/api_v3/visits/" + strconv.FormatInt(f.visitID, 10) + "/note", Header: map[string]string{"X-AccountCode": "acme", "X-ApiToken": f.providerToken}}); pg.Status != 200 ||
-		pg.Data()["status"] != "signed" || len(pg.Data()["addenda"].([]any)) != 1 {
+	pg := f.e.Do(testenv.Req{Path: "/api_v3/visits/" + strconv.FormatInt(f.visitID, 10) + "/note", Header: map[string]string{"X-AccountCode": "acme", "X-ApiToken": f.providerToken}})
+	var note client.VisitNoteResponse
+	if err := json.Unmarshal(pg.Raw, &note); err != nil || pg.Status != 200 || note.Data.Status != "signed" || len(note.Data.Addenda) != 1 {
 		t.Fatalf("the note through the API: %d %s", pg.Status, pg.Raw)
 	}
 	comp := f.e.Do(testenv.Req{Path: "/fhir/R4/Composition", Query: url.Values{"patient": {strconv.FormatInt(f.user(t, f.p1Token).User.ID, 10)}}, Header: map[string]string{"X-AccountCode": "acme", "X-ApiToken": f.providerToken}})
