@@ -9076,6 +9076,7 @@ type ClientInterface interface {
 	// Newest first. The admin sees the clinic's; a patient only their own; providers get
 	// 403. Page with `before` (an invoice id) and `limit` (default 50, at most 200); a page
 	// that more follow carries `Link: <…>; rel="next"` with `before` set to its last invoice.
+	// A `before` that is not an invoice of the list is 400.
 	// Audited as `invoice.list`.
 	//
 	// Corresponds with GET /api_v3/billing/invoices (the `GetBillingInvoices` operationId).
@@ -11751,6 +11752,7 @@ func (c *Client) DeleteBillingCouponsByCode(ctx context.Context, code string, pa
 // Newest first. The admin sees the clinic's; a patient only their own; providers get
 // 403. Page with `before` (an invoice id) and `limit` (default 50, at most 200); a page
 // that more follow carries `Link: <…>; rel="next"` with `before` set to its last invoice.
+// A `before` that is not an invoice of the list is 400.
 // Audited as `invoice.list`.
 //
 // Corresponds with GET /api_v3/billing/invoices (the `GetBillingInvoices` operationId).
@@ -24951,6 +24953,7 @@ type ClientWithResponsesInterface interface {
 	// Newest first. The admin sees the clinic's; a patient only their own; providers get
 	// 403. Page with `before` (an invoice id) and `limit` (default 50, at most 200); a page
 	// that more follow carries `Link: <…>; rel="next"` with `before` set to its last invoice.
+	// A `before` that is not an invoice of the list is 400.
 	// Audited as `invoice.list`.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -38786,6 +38789,7 @@ func (c *ClientWithResponses) DeleteBillingCouponsByCodeWithResponse(ctx context
 // Newest first. The admin sees the clinic's; a patient only their own; providers get
 // 403. Page with `before` (an invoice id) and `limit` (default 50, at most 200); a page
 // that more follow carries `Link: <…>; rel="next"` with `before` set to its last invoice.
+// A `before` that is not an invoice of the list is 400.
 // Audited as `invoice.list`.
 //
 // Returns a wrapper object for the known response body format(s).

@@ -434,9 +434,24 @@ func (c *invoiceScript) lists(t *testing.T) {
 	if l := list(c.admin, "/api_v3/billing/invoices", "intake_id", c.follow); len(l) != 1 || l[0].Id != c.paid.Id {
 		t.Errorf("by intake: %+v", l)
 	}
-	if l := list(c.admin, "/api_v3/billing/invoices", "limit", "2"); len(l) != 2 {
-		t.Errorf("limit 2: %d", len(l))
+	// Pages by before with the Link: the pages hold the whole list once, in
+	// its order, and an exactly full last page names no next one.
+	var want []string
+	for _, inv := range list(c.admin, "/api_v3/billing/invoices") {
+		want = append(want, inv.Id)
 	}
+	for _, limit := range []int{1, 2, 5} {
+		got, pages := pageWalk{path: "/api_v3/billing/invoices", query: q("limit", fmt.Sprint(limit)), header: c.admin, cursor: "before", idKey: "id", limit: limit}.walk(t, c.e)
+		if diff := cmp.Diff(want, idsOf(got, "id")); diff != "" || pages != (len(want)+limit-1)/limit {
+			t.Errorf("%d a page, %d pages (-want +got):\n%s", limit, pages, diff)
+		}
+	}
+	// A before that is no invoice of the list is refused, as in every
+	// keyset list: another patient's invoice is no place in a patient's.
+	for _, before := range []string{"999999", "-1", "soon"} {
+		wantErr(t, c.e.Do(testenv.Req{Path: "/api_v3/billing/invoices", Header: c.admin, Query: q("before", before)}), 400, 400)
+	}
+	wantErr(t, c.e.Do(testenv.Req{Path: "/api_v3/billing/invoices", Header: userHeaders(s.c, s.pat2.Token), Query: q("before", c.paid.Id)}), 400, 400)
 	wantErr(t, c.e.Do(testenv.Req{Path: "/api_v3/billing/invoices", Header: c.admin, Query: q("member_id", "x")}), 400, 400)
 	wantErr(t, c.e.Do(testenv.Req{Path: "/api_v3/billing/invoices", Header: userHeaders(s.c, s.doc.Token)}), 403, 403)
 }

@@ -866,6 +866,9 @@ func (s *Service) Invoices(ctx context.Context, p *clinic.Principal, in InvoiceQ
 	default:
 		return none, clinic.Errorf(clinic.EForbidden, "Only the clinic admin and patients see invoices.")
 	}
+	if err := s.invoiceCursor(ctx, p, f); err != nil {
+		return none, err
+	}
 	size := f.Limit
 	f.Limit++
 	invs, err := s.core.Read().Invoices(ctx, p.Account.ID, f)
@@ -873,6 +876,29 @@ func (s *Service) Invoices(ctx context.Context, p *clinic.Principal, in InvoiceQ
 		return none, fmt.Errorf("invoices: %w", err)
 	}
 	return clinic.PageOf(invs, size, func(inv *clinic.Invoice) int64 { return inv.ID }), s.core.Audit(ctx, p, "invoice.list", "account", p.Account.Code, app.OutcomeOK)
+}
+
+// invoiceCursor refuses a before that is not an invoice of the list f
+// reads (the clinic's, or the patient's own): a page after it would be a
+// guess, as the other keyset lists answer.
+func (s *Service) invoiceCursor(ctx context.Context, p *clinic.Principal, f store.InvoiceFilter) error {
+	if f.Before == 0 {
+		return nil
+	}
+	bad := clinic.Errorf(clinic.EInvalid, "before must be the id of the last invoice of the page before.")
+	if f.Before < 0 {
+		return bad
+	}
+	inv, err := s.core.Read().InvoiceByID(ctx, p.Account.ID, f.Before)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return bad
+	case err != nil:
+		return fmt.Errorf("invoices: %w", err)
+	case f.MemberID != 0 && inv.MemberID != f.MemberID:
+		return bad
+	}
+	return nil
 }
 
 // RefundInvoice is POST /billing/invoices/{id}/refund (admin): all of a
