@@ -9924,9 +9924,11 @@ type ClientInterface interface {
 	// `repeat_day` weekdays, every `repeat_week`-th week), slots of `duration` minutes
 	// from `time_start` until `time_end`. A local time that does not exist that day (the
 	// spring-forward gap) makes no slot; a local time that happens twice (the fall-back
-	// hour) makes one, and no slot starts before the previous one ends. Slots
-	// overlapping the provider's existing ones answer 409. At most 2000 slots per call.
-	// Answers the new slots.
+	// hour) makes one, and no slot starts before the previous one ends. Slots that
+	// would start before now are left out (a schedule for today published at 11:00
+	// starts at 11:00); when none is left the answer is 400, saying the time now in
+	// `timezone`. Slots overlapping the provider's existing ones answer 409, naming the
+	// existing slot in `timezone`. At most 2000 slots per call. Answers the new slots.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -9941,9 +9943,11 @@ type ClientInterface interface {
 	// `repeat_day` weekdays, every `repeat_week`-th week), slots of `duration` minutes
 	// from `time_start` until `time_end`. A local time that does not exist that day (the
 	// spring-forward gap) makes no slot; a local time that happens twice (the fall-back
-	// hour) makes one, and no slot starts before the previous one ends. Slots
-	// overlapping the provider's existing ones answer 409. At most 2000 slots per call.
-	// Answers the new slots.
+	// hour) makes one, and no slot starts before the previous one ends. Slots that
+	// would start before now are left out (a schedule for today published at 11:00
+	// starts at 11:00); when none is left the answer is 400, saying the time now in
+	// `timezone`. Slots overlapping the provider's existing ones answer 409, naming the
+	// existing slot in `timezone`. At most 2000 slots per call. Answers the new slots.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -9958,9 +9962,11 @@ type ClientInterface interface {
 	// `repeat_day` weekdays, every `repeat_week`-th week), slots of `duration` minutes
 	// from `time_start` until `time_end`. A local time that does not exist that day (the
 	// spring-forward gap) makes no slot; a local time that happens twice (the fall-back
-	// hour) makes one, and no slot starts before the previous one ends. Slots
-	// overlapping the provider's existing ones answer 409. At most 2000 slots per call.
-	// Answers the new slots.
+	// hour) makes one, and no slot starts before the previous one ends. Slots that
+	// would start before now are left out (a schedule for today published at 11:00
+	// starts at 11:00); when none is left the answer is 400, saying the time now in
+	// `timezone`. Slots overlapping the provider's existing ones answer 409, naming the
+	// existing slot in `timezone`. At most 2000 slots per call. Answers the new slots.
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type.
 	//
@@ -13370,9 +13376,11 @@ func (c *Client) GetSlots(ctx context.Context, params *GetSlotsParams, reqEditor
 // `repeat_day` weekdays, every `repeat_week`-th week), slots of `duration` minutes
 // from `time_start` until `time_end`. A local time that does not exist that day (the
 // spring-forward gap) makes no slot; a local time that happens twice (the fall-back
-// hour) makes one, and no slot starts before the previous one ends. Slots
-// overlapping the provider's existing ones answer 409. At most 2000 slots per call.
-// Answers the new slots.
+// hour) makes one, and no slot starts before the previous one ends. Slots that
+// would start before now are left out (a schedule for today published at 11:00
+// starts at 11:00); when none is left the answer is 400, saying the time now in
+// `timezone`. Slots overlapping the provider's existing ones answer 409, naming the
+// existing slot in `timezone`. At most 2000 slots per call. Answers the new slots.
 //
 // Takes any type of body and a specified content type.
 //
@@ -13397,9 +13405,11 @@ func (c *Client) PostSlotsWithBody(ctx context.Context, params *PostSlotsParams,
 // `repeat_day` weekdays, every `repeat_week`-th week), slots of `duration` minutes
 // from `time_start` until `time_end`. A local time that does not exist that day (the
 // spring-forward gap) makes no slot; a local time that happens twice (the fall-back
-// hour) makes one, and no slot starts before the previous one ends. Slots
-// overlapping the provider's existing ones answer 409. At most 2000 slots per call.
-// Answers the new slots.
+// hour) makes one, and no slot starts before the previous one ends. Slots that
+// would start before now are left out (a schedule for today published at 11:00
+// starts at 11:00); when none is left the answer is 400, saying the time now in
+// `timezone`. Slots overlapping the provider's existing ones answer 409, naming the
+// existing slot in `timezone`. At most 2000 slots per call. Answers the new slots.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -13424,9 +13434,11 @@ func (c *Client) PostSlots(ctx context.Context, params *PostSlotsParams, body Po
 // `repeat_day` weekdays, every `repeat_week`-th week), slots of `duration` minutes
 // from `time_start` until `time_end`. A local time that does not exist that day (the
 // spring-forward gap) makes no slot; a local time that happens twice (the fall-back
-// hour) makes one, and no slot starts before the previous one ends. Slots
-// overlapping the provider's existing ones answer 409. At most 2000 slots per call.
-// Answers the new slots.
+// hour) makes one, and no slot starts before the previous one ends. Slots that
+// would start before now are left out (a schedule for today published at 11:00
+// starts at 11:00); when none is left the answer is 400, saying the time now in
+// `timezone`. Slots overlapping the provider's existing ones answer 409, naming the
+// existing slot in `timezone`. At most 2000 slots per call. Answers the new slots.
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type.
 //
@@ -25873,9 +25885,11 @@ type ClientWithResponsesInterface interface {
 	// `repeat_day` weekdays, every `repeat_week`-th week), slots of `duration` minutes
 	// from `time_start` until `time_end`. A local time that does not exist that day (the
 	// spring-forward gap) makes no slot; a local time that happens twice (the fall-back
-	// hour) makes one, and no slot starts before the previous one ends. Slots
-	// overlapping the provider's existing ones answer 409. At most 2000 slots per call.
-	// Answers the new slots.
+	// hour) makes one, and no slot starts before the previous one ends. Slots that
+	// would start before now are left out (a schedule for today published at 11:00
+	// starts at 11:00); when none is left the answer is 400, saying the time now in
+	// `timezone`. Slots overlapping the provider's existing ones answer 409, naming the
+	// existing slot in `timezone`. At most 2000 slots per call. Answers the new slots.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -25890,9 +25904,11 @@ type ClientWithResponsesInterface interface {
 	// `repeat_day` weekdays, every `repeat_week`-th week), slots of `duration` minutes
 	// from `time_start` until `time_end`. A local time that does not exist that day (the
 	// spring-forward gap) makes no slot; a local time that happens twice (the fall-back
-	// hour) makes one, and no slot starts before the previous one ends. Slots
-	// overlapping the provider's existing ones answer 409. At most 2000 slots per call.
-	// Answers the new slots.
+	// hour) makes one, and no slot starts before the previous one ends. Slots that
+	// would start before now are left out (a schedule for today published at 11:00
+	// starts at 11:00); when none is left the answer is 400, saying the time now in
+	// `timezone`. Slots overlapping the provider's existing ones answer 409, naming the
+	// existing slot in `timezone`. At most 2000 slots per call. Answers the new slots.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -25907,9 +25923,11 @@ type ClientWithResponsesInterface interface {
 	// `repeat_day` weekdays, every `repeat_week`-th week), slots of `duration` minutes
 	// from `time_start` until `time_end`. A local time that does not exist that day (the
 	// spring-forward gap) makes no slot; a local time that happens twice (the fall-back
-	// hour) makes one, and no slot starts before the previous one ends. Slots
-	// overlapping the provider's existing ones answer 409. At most 2000 slots per call.
-	// Answers the new slots.
+	// hour) makes one, and no slot starts before the previous one ends. Slots that
+	// would start before now are left out (a schedule for today published at 11:00
+	// starts at 11:00); when none is left the answer is 400, saying the time now in
+	// `timezone`. Slots overlapping the provider's existing ones answer 409, naming the
+	// existing slot in `timezone`. At most 2000 slots per call. Answers the new slots.
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -40171,9 +40189,11 @@ func (c *ClientWithResponses) GetSlotsWithResponse(ctx context.Context, params *
 // `repeat_day` weekdays, every `repeat_week`-th week), slots of `duration` minutes
 // from `time_start` until `time_end`. A local time that does not exist that day (the
 // spring-forward gap) makes no slot; a local time that happens twice (the fall-back
-// hour) makes one, and no slot starts before the previous one ends. Slots
-// overlapping the provider's existing ones answer 409. At most 2000 slots per call.
-// Answers the new slots.
+// hour) makes one, and no slot starts before the previous one ends. Slots that
+// would start before now are left out (a schedule for today published at 11:00
+// starts at 11:00); when none is left the answer is 400, saying the time now in
+// `timezone`. Slots overlapping the provider's existing ones answer 409, naming the
+// existing slot in `timezone`. At most 2000 slots per call. Answers the new slots.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -40194,9 +40214,11 @@ func (c *ClientWithResponses) PostSlotsWithBodyWithResponse(ctx context.Context,
 // `repeat_day` weekdays, every `repeat_week`-th week), slots of `duration` minutes
 // from `time_start` until `time_end`. A local time that does not exist that day (the
 // spring-forward gap) makes no slot; a local time that happens twice (the fall-back
-// hour) makes one, and no slot starts before the previous one ends. Slots
-// overlapping the provider's existing ones answer 409. At most 2000 slots per call.
-// Answers the new slots.
+// hour) makes one, and no slot starts before the previous one ends. Slots that
+// would start before now are left out (a schedule for today published at 11:00
+// starts at 11:00); when none is left the answer is 400, saying the time now in
+// `timezone`. Slots overlapping the provider's existing ones answer 409, naming the
+// existing slot in `timezone`. At most 2000 slots per call. Answers the new slots.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -40217,9 +40239,11 @@ func (c *ClientWithResponses) PostSlotsWithResponse(ctx context.Context, params 
 // `repeat_day` weekdays, every `repeat_week`-th week), slots of `duration` minutes
 // from `time_start` until `time_end`. A local time that does not exist that day (the
 // spring-forward gap) makes no slot; a local time that happens twice (the fall-back
-// hour) makes one, and no slot starts before the previous one ends. Slots
-// overlapping the provider's existing ones answer 409. At most 2000 slots per call.
-// Answers the new slots.
+// hour) makes one, and no slot starts before the previous one ends. Slots that
+// would start before now are left out (a schedule for today published at 11:00
+// starts at 11:00); when none is left the answer is 400, saying the time now in
+// `timezone`. Slots overlapping the provider's existing ones answer 409, naming the
+// existing slot in `timezone`. At most 2000 slots per call. Answers the new slots.
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -224,10 +224,21 @@ func (a *App) CreateSlots(ctx context.Context, p *clinic.Principal, in SlotGroup
 	if len(spans) == 0 {
 		return nil, nil, clinic.Errorf(clinic.EInvalid, "These dates and times make no slot.")
 	}
-	slots := make([]clinic.Slot, len(spans))
-	for i, sp := range spans {
-		slots[i] = clinic.Slot{AccountID: p.Account.ID, ProviderID: prov.ID, RoomID: r.ID, Start: sp.Start.Unix(), End: sp.End.Unix(),
-			Status: clinic.SlotOpen, Created: now, Modified: now}
+	// A time that has begun cannot be booked: a schedule for today from
+	// 09:00 published at 11:00 starts at 11:00, and one wholly past is
+	// refused, saying the time in the schedule's zone (the usual cause is
+	// a zone other than the provider thought).
+	var slots []clinic.Slot
+	for _, sp := range spans {
+		if sp.Start.Unix() < now {
+			continue
+		}
+		slots = append(slots, clinic.Slot{AccountID: p.Account.ID, ProviderID: prov.ID, RoomID: r.ID, Start: sp.Start.Unix(), End: sp.End.Unix(),
+			Status: clinic.SlotOpen, Created: now, Modified: now})
+	}
+	zone, _ := time.LoadLocation(g.Timezone) // GenerateSlots checked it
+	if len(slots) == 0 {
+		return nil, nil, clinic.Errorf(clinic.EInvalid, "These times have passed: it is now %s in %s.", time.Unix(now, 0).In(zone).Format("Mon 2 Jan 15:04"), g.Timezone)
 	}
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		existing, err := q.ProviderSlotsOverlapping(ctx, prov.ID, slots[0].Start, slots[len(slots)-1].End)
@@ -237,8 +248,8 @@ func (a *App) CreateSlots(ctx context.Context, p *clinic.Principal, in SlotGroup
 		for _, s := range slots {
 			for _, x := range existing {
 				if s.Start < x.End && x.Start < s.End {
-					return clinic.Errorf(clinic.EConflict, "The provider already has a slot from %s to %s.",
-						time.Unix(x.Start, 0).UTC().Format(time.RFC3339), time.Unix(x.End, 0).UTC().Format(time.RFC3339))
+					return clinic.Errorf(clinic.EConflict, "The provider already has a slot from %s to %s (%s).",
+						time.Unix(x.Start, 0).In(zone).Format("Mon 2 Jan 15:04"), time.Unix(x.End, 0).In(zone).Format("15:04"), g.Timezone)
 				}
 			}
 		}

@@ -43,6 +43,27 @@ func TestSlots_PublishListDelete(t *testing.T) {
 		body := slotGroup{RoomCode: "main", DateStart: slotDay, TimeStart: "10:15", TimeEnd: "12:00", Timezone: "America/New_York", Duration: 45}
 		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: userHeaders(s.c, s.doc.Token), JSON: body})
 		wantErr(t, res, 409, 409)
+		// The slot in the way, in the zone the provider wrote.
+		if msg := messageOf(res); !strings.Contains(msg, "Tue 3 Mar 10:00 to 10:30 (America/New_York)") {
+			t.Fatalf("%q", msg)
+		}
+	})
+	// Times that have begun are left out; a schedule wholly past is
+	// refused with the time now in its zone. The clock is Monday 2 March
+	// 09:00 UTC, 04:00 in New York.
+	t.Run("PastTimes", func(t *testing.T) {
+		res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/slots", Header: userHeaders(s.c, s.doc.Token),
+			JSON: slotGroup{RoomCode: "main", DateStart: "2026-03-01", TimeStart: "09:00", TimeEnd: "11:00", Timezone: "America/New_York", Duration: 30}})
+		wantErr(t, res, 400, 400)
+		if msg := messageOf(res); !strings.Contains(msg, "have passed: it is now Mon 2 Mar 04:00 in America/New_York") {
+			t.Fatalf("%q", msg)
+		}
+		today := s.publish(t, s.doc.Token, slotGroup{RoomCode: "main", DateStart: "2026-03-02", TimeStart: "07:00", TimeEnd: "11:00", Timezone: "UTC", Duration: 60})
+		if len(today) != 2 || today[0].Start != int(e.Clock.Now().Unix()) {
+			t.Fatalf("today from 07:00 at 09:00: %d slots from %d", len(today), today[0].Start)
+		}
+		// Gone again, so the lists below count the day's slots only.
+		mustOK(t, e.Do(testenv.Req{Method: "DELETE", Path: "/api_v3/slots/groups/" + today[0].GroupId, Header: userHeaders(s.c, s.doc.Token)}))
 	})
 	// Who may publish.
 	t.Run("ErrNotAllowed", func(t *testing.T) {

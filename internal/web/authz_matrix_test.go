@@ -67,6 +67,9 @@ func portalMatrix() map[string]string {
 		"POST /invite/{account_code}/{token}": "DDDDDDDDD",
 		// Signed in: each their own list.
 		"GET /visits": "RRAAAAAAA",
+		// Each their own profile (the admin's is the clinic admin user's).
+		"GET /profile":  "RRAAAAAAA",
+		"POST /profile": "RRAAAAAAA",
 		// The visit: its patient, its provider; the clinic admin sees the page
 		// but is not in its thread, call or live updates (as in the API).
 		"GET /visits/start/{id}":           "RRDDDDAAA",

@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto"
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"teleclinic/internal/app"
@@ -626,12 +624,8 @@ func TestBrowser_PaidAppointment(t *testing.T) {
 		t.Fatal(err)
 	}
 	patient := separate(t, browser)
-	inNewYork := chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		_, err := cdp.Call(ctx, tg, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "America/New_York"})
-		return err
-	})
 	browserStep(t, patient, "the patient fills the room's form in New York",
-		inNewYork,
+		inZone("America/New_York"),
 		chromedp.Navigate(f.e.URL+"/auth?sso_token="+f.p2Token+"&next=/c/acme/main"),
 		chromedp.WaitVisible(chromedp.CSS("#reason")),
 		chromedp.SendKeys(chromedp.CSS("#reason"), "A follow-up"),

@@ -6,6 +6,7 @@ import (
 	"image"
 	"image/png"
 	"mime/multipart"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -137,29 +138,68 @@ func TestPortal_RoomVisitKinds(t *testing.T) {
 	})
 }
 
-// TestPortal_PublishSlots: a provider publishes slots from the dashboard
-// in their own time zone, as POST /slots does; a bad form is a 400 on the
-// dashboard and publishes nothing.
+// TestPortal_PublishSlots: a provider whose browser is in Chicago, who
+// never chose a zone, sees the dashboard say "Times are in
+// America/Chicago" and publishes 14:00–15:00: the slots are 14:00 in
+// Chicago (20:00 UTC), and Chicago is saved to their profile. A bad form
+// or a schedule wholly past is a 400 on the dashboard, saying why, and
+// publishes nothing. The profile page shows the zone and changes it; a
+// name that is no zone is shown back beside its field.
 func TestPortal_PublishSlots(t *testing.T) {
 	f := newFixture(t)
 	bg := context.Background()
 	b := newBrowser(t, f.e)
+	u, _ := url.Parse(f.e.URL)
+	b.c.Jar.SetCookies(u, []*http.Cookie{{Name: "tz", Value: "America/Chicago", Path: "/"}})
 	f.redirectLogin(t, b, f.providerToken, "/providers/dashboard", nil)
+	if pg := b.get("/providers/dashboard"); !strings.Contains(pg.Body, "Times are in America/Chicago; patients see them in theirs.") ||
+		!strings.Contains(pg.Body, `name="timezone" value="America/Chicago"`) {
+		t.Fatalf("the dashboard does not name the browser's zone:\n%s", pg.Body)
+	}
 	day := f.e.Clock.Now().Add(72 * 3600e9).UTC().Format("2006-01-02")
-	if pg := b.post("/providers/slots", url.Values{"room_code": {"main"}, "date_start": {day}, "time_start": {"14:00"}, "time_end": {"13:00"}, "duration": {"20"}}); pg.Status != 400 {
+	publish := func(day, from, to string) *page {
+		return b.post("/providers/slots", url.Values{"room_code": {"main"}, "date_start": {day}, "time_start": {from}, "time_end": {to}, "duration": {"20"}, "timezone": {"America/Chicago"}})
+	}
+	if pg := publish(day, "14:00", "13:00"); pg.Status != 400 || !strings.Contains(pg.Body, "time_end after time_start") {
 		t.Fatalf("end before start: %d", pg.Status)
 	}
-	pg := b.post("/providers/slots", url.Values{"room_code": {"main"}, "date_start": {day}, "time_start": {"14:00"}, "time_end": {"15:00"}, "duration": {"20"}})
-	if pg.Status != 303 {
+	yesterday := f.e.Clock.Now().Add(-24 * 3600e9).UTC().Format("2006-01-02")
+	if pg := publish(yesterday, "14:00", "15:00"); pg.Status != 400 || !strings.Contains(pg.Body, "These times have passed: it is now") || !strings.Contains(pg.Body, "in America/Chicago") {
+		t.Fatalf("a day past: %d", pg.Status)
+	}
+	if pg := publish(day, "14:00", "15:00"); pg.Status != 303 {
 		t.Fatalf("%d %s", pg.Status, pg.Body)
 	}
 	now := f.e.Clock.Now().Unix()
-	v, err := f.e.App.ListSlots(bg, f.user(t, f.providerToken), app.SlotQuery{RoomCode: "main", Start: now, End: now + 7*86400})
-	if err != nil || len(v.Slots) != 3 || time.Unix(v.Slots[0].Start, 0).UTC().Format("15:04") != "14:00" {
+	prov := f.user(t, f.providerToken)
+	v, err := f.e.App.ListSlots(bg, prov, app.SlotQuery{RoomCode: "main", Start: now, End: now + 7*86400})
+	chicago, _ := time.LoadLocation("America/Chicago")
+	if err != nil || len(v.Slots) != 3 || time.Unix(v.Slots[0].Start, 0).In(chicago).Format("15:04") != "14:00" {
 		t.Fatalf("%d slots, %v", len(v.Slots), err)
+	}
+	if prov.User.Timezone != "America/Chicago" {
+		t.Fatalf("the profile's zone after publishing: %q", prov.User.Timezone)
 	}
 	if pg := b.get("/providers/dashboard?done=slots"); !strings.Contains(pg.Body, "Your slots are published.") {
 		t.Fatal("no notice")
+	}
+
+	// The profile page: the zone, where it comes from, a change.
+	if pg := b.get("/profile"); pg.Status != 200 || !strings.Contains(pg.Body, `value="America/Chicago"`) {
+		t.Fatalf("the profile page: %d\n%s", pg.Status, pg.Body)
+	}
+	if pg := b.post("/profile", url.Values{"timezone": {"Mars/Olympus"}}); pg.Status != 400 || !strings.Contains(pg.Body, `aria-invalid="true"`) ||
+		!strings.Contains(pg.Body, "IANA time zone") || !strings.Contains(pg.Body, `value="Mars/Olympus"`) {
+		t.Fatalf("a name that is no zone: %d\n%s", pg.Status, pg.Body)
+	}
+	if pg := b.post("/profile", url.Values{"timezone": {"America/Denver"}, "next": {"/providers/dashboard#slots"}}); pg.Status != 303 || pg.Location != "/providers/dashboard#slots" {
+		t.Fatalf("saving the zone: %d %q", pg.Status, pg.Location)
+	}
+	if pg := b.get("/providers/dashboard"); !strings.Contains(pg.Body, "Times are in America/Denver") {
+		t.Fatal("the dashboard after the change does not say Denver")
+	}
+	if pg := b.post("/profile", url.Values{"timezone": {"America/Denver"}, "next": {"//evil.example"}}); pg.Status != 303 || pg.Location != "/profile?done=saved" {
+		t.Fatalf("a next to another site: %d %q", pg.Status, pg.Location)
 	}
 }
 

@@ -169,6 +169,8 @@ func (s *Server) routes() {
 	s.page("POST /providers/visits/{id}/{action}", s.moveVisit)
 	s.page("GET /providers/patient/{user_id}", s.chart)
 	s.page("POST /providers/slots", s.publishSlots)
+	s.page("GET /profile", s.profile)
+	s.page("POST /profile", s.saveProfile)
 	s.page("GET /docs", s.docs)
 	s.page("GET /lang/{tag}", s.setLanguage)
 	s.page("GET /i18n/{file}", s.messagesJS)

@@ -1,0 +1,92 @@
+package web
+
+import (
+	"net/http"
+	"time"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+)
+
+// The profile page (/profile): where a signed-in person sees and changes
+// the time zone their pages, their emails and the slots they publish are
+// in. A person who never chose one has their browser's (static/live.js
+// sets it in a cookie); a provider's is saved to their profile the first
+// time they publish slots in it (publishSlots), so what the dashboard
+// said is what the schedule is in.
+
+// commonZones are offered in the zone field's list; any IANA name may be
+// typed.
+var commonZones = []string{
+	"America/New_York", "America/Chicago", "America/Denver", "America/Phoenix", "America/Los_Angeles", "America/Anchorage",
+	"Pacific/Honolulu", "America/Puerto_Rico", "America/Toronto", "America/Vancouver", "America/Mexico_City", "America/Bogota",
+	"America/Lima", "America/Santiago", "America/Argentina/Buenos_Aires", "America/Sao_Paulo", "Europe/London", "Europe/Dublin",
+	"Europe/Lisbon", "Europe/Madrid", "Europe/Paris", "Europe/Berlin", "Europe/Rome", "Europe/Warsaw", "Europe/Athens",
+	"Europe/Istanbul", "Africa/Lagos", "Africa/Johannesburg", "Asia/Dubai", "Asia/Kolkata", "Asia/Singapore", "Asia/Manila",
+	"Asia/Tokyo", "Australia/Sydney", "Pacific/Auckland", "UTC",
+}
+
+type profilePage struct {
+	Name, Email string
+	// Zone is the zone in use; From says where it comes from: "profile"
+	// (chosen), "browser" or "default" (UTC).
+	Zone, From string
+	// Browser is the browser's own zone, when the page knows it.
+	Browser string
+	Zones   []string
+	Next    string
+	Notice  string
+	Errors  map[string]string
+}
+
+func (s *Server) profile(w http.ResponseWriter, r *http.Request) error {
+	return s.showProfile(w, r, http.StatusOK, "", nil)
+}
+
+func (s *Server) showProfile(w http.ResponseWriter, r *http.Request, status int, typed string, bad map[string]string) error {
+	p, err := s.principal(r)
+	if err != nil {
+		return err
+	}
+	zone, from := viewerZone(r, p.User)
+	page := profilePage{Name: p.User.FullName(), Email: p.User.Email, Zone: zone.String(), From: from, Zones: commonZones, Errors: bad}
+	if c, err := r.Cookie(zoneCookie); err == nil {
+		if z, err := time.LoadLocation(c.Value); err == nil && c.Value != "Local" {
+			page.Browser = z.String()
+		}
+	}
+	if typed != "" {
+		page.Zone = typed
+	}
+	if next := r.FormValue("next"); app.LocalPath(next) {
+		page.Next = next
+	}
+	if r.URL.Query().Get("done") == "saved" {
+		page.Notice = "Saved."
+	}
+	s.render(w, r, status, "profile", page)
+	return nil
+}
+
+// saveProfile is POST /profile: the zone, checked by app.UpdateMe (an
+// IANA name); a refused one is shown back beside its field.
+func (s *Server) saveProfile(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.principal(r)
+	if err != nil {
+		return err
+	}
+	f := postFields(r)
+	zone := f.str("timezone")
+	if _, err := s.app.UpdateMe(r.Context(), p, app.ProfileUpdate{Timezone: &zone}); err != nil {
+		if status, msg, ok := s.refused(r, err, clinic.EInvalid); ok {
+			return s.showProfile(w, r, status, zone, map[string]string{"timezone": msg})
+		}
+		return err
+	}
+	next := f.str("next")
+	if !app.LocalPath(next) || next == "" {
+		next = "/profile?done=saved"
+	}
+	http.Redirect(w, r, next, http.StatusSeeOther)
+	return nil
+}
