@@ -79,6 +79,7 @@ commands:
   account update    change a clinic's settings (--sso on|off, --erx on|off)
   account rotate    replace a clinic's admin token or API secret
   audit verify      check a clinic's audit trail (its hash chain); exits 1 at a break
+  codes import FILE load a year's ICD-10-CM release (CMS's order file or zip) for every clinic
   move              move a stopped SQLite server's data into an empty PostgreSQL database
   version           print the version
 
@@ -100,6 +101,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return cmdAccount(ctx, args[1:], stdout, stderr)
 	case "audit":
 		return cmdAudit(ctx, args[1:], stdout, stderr)
+	case "codes":
+		return cmdCodes(ctx, args[1:], stdout, stderr)
 	case "move":
 		return cmdMove(ctx, args[1:], stdout, stderr)
 	case "version":

@@ -107,13 +107,16 @@ type Config struct {
 type App struct {
 	// lastSignalSweep is when SweepCallSignals last ran (unix seconds).
 	lastSignalSweep atomic.Int64
-	store           *store.Store
-	cfg             Config
-	now             func() time.Time
-	log             *slog.Logger
-	hashSem         chan struct{} // bounds concurrent password hashing (64 MiB each)
-	audits          *auditWriter
-	sealKey         [32]byte
+	// loadedDx is when the diagnosis release in use was imported (unix
+	// seconds; 0: the built-in list), so a re-import of a year reloads.
+	loadedDx atomic.Int64
+	store    *store.Store
+	cfg      Config
+	now      func() time.Time
+	log      *slog.Logger
+	hashSem  chan struct{} // bounds concurrent password hashing (64 MiB each)
+	audits   *auditWriter
+	sealKey  [32]byte
 	// checkpointKey signs the audit chains' checkpoints; anchored is how
 	// far this process has anchored each clinic's chain (CheckpointAudits).
 	checkpointKey  ed25519.PrivateKey
@@ -213,6 +216,9 @@ func New(st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*
 		webhookKick: make(chan struct{}, 1), pushKick: make(chan struct{}, 1), eligibilityKick: make(chan struct{}, 1), audits: newAuditWriter(st)}
 	a.sealKey = sha256.Sum256(append([]byte("teleclinic-seal:"), cfg.ServerKey...))
 	a.checkpointKey, a.anchored = auditCheckpointKey(cfg.ServerKey), map[int64]int64{}
+	if err := a.loadDiagnoses(context.Background()); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 

@@ -8,9 +8,9 @@ import (
 
 // The background loops, in one table (Run): what this process does on
 // its own, beside answering requests. Five deliver the outbox (mail,
-// push, webhooks, eligibility checks, reminders due); three are not
-// outbox work: the audit trail's chainer, the checkpoint writer and the
-// sweep of expired call signals.
+// push, webhooks, eligibility checks, reminders due); four are not
+// outbox work: the audit trail's chainer, the checkpoint writer, the
+// sweep of expired call signals and the look for a new ICD-10-CM release.
 
 // Run delivers the outbox until ctx ends: mail, push notifications,
 // webhooks and eligibility checks, each in its own loop so a slow receiver
@@ -35,6 +35,7 @@ func (a *App) Run(ctx context.Context) {
 		{nil, a.ChainAudits, a.cfg.AuditChainEvery},     // audit.go: not outbox work
 		{nil, a.checkpointPass, poll},                   // audit.go: not outbox work
 		{nil, a.SweepCallSignals, poll},                 // loops.go: not outbox work
+		{nil, a.RefreshDiagnoses, DiagnosisPoll},        // codes.go: not outbox work
 	} {
 		wg.Add(1)
 		go func() {

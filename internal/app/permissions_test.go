@@ -211,6 +211,8 @@ var noPrincipal = map[string]string{
 	"SignInLinkUser":           "the sign-in link's token is the credential, as PortalSession's",
 	"SweepCallSignals":         "the background worker's upkeep of every clinic's calls",
 	"ReferenceLists":           "public code lists",
+	"ImportDiagnoses":          "the operator's command line (teleclinic codes import)",
+	"RefreshDiagnoses":         "the background worker's look for a new code release, the server's",
 	"LiveKitRoom":              "names a room; Join checks who joins it",
 	"LiveKitURL":               "the deployment's media server, for the page's policy",
 	"FileViewURL":              "builds a link; the file's checks are on its read",
@@ -257,6 +259,12 @@ func permRows(f *permFixture) map[string]permRow {
 	return map[string]permRow{
 		// Clinic accounts.
 		"Settings": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.Settings(ctx, p)) }},
+		// The server's code release: anyone signed in reads which it is; on
+		// a server of several clinics no clinic's admin replaces it.
+		"DiagnosisRelease": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.DiagnosisRelease(ctx, p)) }},
+		"AdminImportDiagnoses": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.AdminImportDiagnoses(ctx, p, "icd10cm_order_2026.txt", strings.NewReader("not a release")))
+		}},
 		"Accounts": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.Accounts(ctx, p)) }},
 		// Each caller's keys are their own: anyone signed in may claim one.
 		"BeginIdempotent": {selfOnly, func(ctx context.Context, p *clinic.Principal) (any, error) {

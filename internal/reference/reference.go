@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 )
 
 //go:embed data/*.tsv
@@ -38,15 +39,35 @@ type Payer struct {
 	Address1, Address2, City, State, Zip, AreaCode string
 }
 
-// Lists holds every list, and indexes for validating codes.
+// Lists holds every list, and indexes for validating codes. The
+// diagnoses are a release of ICD-10-CM that may be replaced while the
+// server runs (SetRelease); a reader sees the old index or the new one,
+// whole.
 type Lists struct {
-	Diagnoses []Diagnosis
 	Procedures,
 	Modifiers []Entry
 	Payers []Payer
 
-	dx, proc, mod map[string]string // normalised code → description
+	dx        atomic.Pointer[dxIndex]
+	common    map[string]bool   // the built-in diagnoses: the clinic's common codes
+	proc, mod map[string]string // normalised code → description
 }
+
+func (l *Lists) diagnoses() *dxIndex { return l.dx.Load() }
+
+// SetRelease makes rel the diagnoses searched and accepted on claims;
+// retired describes codes of earlier releases that notes may still hold
+// (normalised code → description).
+func (l *Lists) SetRelease(rel *Release, retired map[string]string) {
+	l.dx.Store(newDxIndex(rel.Year, rel.Codes, l.common, retired))
+}
+
+// ReleaseYear is the fiscal year of the ICD-10-CM release in use, "" for
+// the built-in list of common codes.
+func (l *Lists) ReleaseYear() string { return l.diagnoses().year }
+
+// DiagnosisCount is how many billable codes the diagnoses hold.
+func (l *Lists) DiagnosisCount() int { return len(l.diagnoses().codes) }
 
 // Load reads the embedded lists, then replaces any of them found in dir
 // (empty: none). dir may hold icd10cm-codes.txt (the CMS/CDC release format:
@@ -66,21 +87,30 @@ func Load(dir string) (*Lists, error) {
 		}
 		return embedded.Open("data/" + name)
 	}
-	var err error
+	var builtin, fromDir []Code
+	err := readTSV(func(name string) (io.ReadCloser, error) { return embedded.Open("data/" + name) }, "dxs.tsv", 2, func(f []string) {
+		builtin = append(builtin, Code{Code: f[0], Billable: true, Long: f[1]})
+	})
+	if err != nil {
+		return nil, err
+	}
+	l.common = map[string]bool{}
+	for _, c := range builtin {
+		l.common[NormCode(c.Code)] = true
+	}
 	if dir != "" {
 		if f, ferr := os.Open(filepath.Join(dir, "icd10cm-codes.txt")); ferr == nil {
-			l.Diagnoses, err = readCMS(f)
+			fromDir, err = readCMS(f)
 			f.Close()
 			if err != nil {
 				return nil, fmt.Errorf("reference: icd10cm-codes.txt: %w", err)
 			}
 		}
 	}
-	if l.Diagnoses == nil {
-		err = readTSV(open, "dxs.tsv", 2, func(f []string) { l.Diagnoses = append(l.Diagnoses, Diagnosis{Code: f[0], Description: f[1]}) })
-		if err != nil {
-			return nil, err
-		}
+	if fromDir != nil {
+		l.dx.Store(newDxIndex("", fromDir, l.common, nil))
+	} else {
+		l.dx.Store(newDxIndex("", builtin, l.common, nil))
 	}
 	if err := readTSV(open, "procedures.tsv", 3, func(f []string) { l.Procedures = append(l.Procedures, Entry{f[0], f[1], f[2]}) }); err != nil {
 		return nil, err
@@ -93,10 +123,7 @@ func Load(dir string) (*Lists, error) {
 	}); err != nil {
 		return nil, err
 	}
-	l.dx, l.proc, l.mod = map[string]string{}, map[string]string{}, map[string]string{}
-	for _, d := range l.Diagnoses {
-		l.dx[NormCode(d.Code)] = d.Description
-	}
+	l.proc, l.mod = map[string]string{}, map[string]string{}
 	for _, p := range l.Procedures {
 		l.proc[NormCode(p.ID)] = p.Description
 	}
@@ -128,8 +155,8 @@ func readTSV(open func(string) (io.ReadCloser, error), name string, cols int, ad
 }
 
 // readCMS reads the release's codes file: "A000    Cholera due to …".
-func readCMS(r io.Reader) ([]Diagnosis, error) {
-	var out []Diagnosis
+func readCMS(r io.Reader) ([]Code, error) {
+	var out []Code
 	sc := bufio.NewScanner(r)
 	for n := 1; sc.Scan(); n++ {
 		code, desc, ok := strings.Cut(strings.TrimSpace(sc.Text()), " ")
@@ -139,7 +166,7 @@ func readCMS(r io.Reader) ([]Diagnosis, error) {
 			}
 			return nil, fmt.Errorf("line %d: no description", n)
 		}
-		out = append(out, Diagnosis{Code: DotCode(code), Description: strings.TrimSpace(desc)})
+		out = append(out, Code{Code: DotCode(code), Billable: true, Long: strings.TrimSpace(desc)})
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no codes")
@@ -163,10 +190,10 @@ func DotCode(c string) string {
 
 // IsDiagnosis, IsProcedure and IsModifier validate codes (dot and case
 // insensitive).
-func (l *Lists) IsDiagnosis(c string) bool { _, ok := l.dx[NormCode(c)]; return ok }
+func (l *Lists) IsDiagnosis(c string) bool { return l.diagnoses().billable[NormCode(c)] }
 func (l *Lists) IsProcedure(c string) bool { _, ok := l.proc[NormCode(c)]; return ok }
 func (l *Lists) IsModifier(c string) bool  { _, ok := l.mod[NormCode(c)]; return ok }
 
 // DiagnosisText and ProcedureText describe a code ("" if unknown).
-func (l *Lists) DiagnosisText(c string) string { return l.dx[NormCode(c)] }
+func (l *Lists) DiagnosisText(c string) string { return l.diagnoses().text[NormCode(c)] }
 func (l *Lists) ProcedureText(c string) string { return l.proc[NormCode(c)] }

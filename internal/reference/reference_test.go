@@ -11,8 +11,8 @@ func TestLoad_Embedded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(l.Diagnoses) < 150 || len(l.Procedures) < 40 || len(l.Modifiers) < 20 || len(l.Payers) < 5 {
-		t.Fatalf("%d %d %d %d", len(l.Diagnoses), len(l.Procedures), len(l.Modifiers), len(l.Payers))
+	if l.DiagnosisCount() < 150 || len(l.Procedures) < 40 || len(l.Modifiers) < 20 || len(l.Payers) < 5 || l.ReleaseYear() != "" {
+		t.Fatalf("%d %d %d %d", l.DiagnosisCount(), len(l.Procedures), len(l.Modifiers), len(l.Payers))
 	}
 	if !l.IsDiagnosis("E11.9") || !l.IsDiagnosis("e119") || l.IsDiagnosis("E11.99") || !l.IsProcedure("G2012") || !l.IsModifier("95") || l.IsProcedure("99213") {
 		t.Fatal("code lookups")
@@ -29,8 +29,8 @@ func TestLoad_CMSFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(l.Diagnoses) != 2 || l.Diagnoses[0].Code != "A00.0" || !l.IsDiagnosis("Z99.89") || l.IsDiagnosis("E11.9") {
-		t.Fatalf("%+v", l.Diagnoses)
+	if all := l.FindDiagnoses(Query{}); len(all) != 2 || all[0].Code != "A00.0" || !l.IsDiagnosis("Z99.89") || l.IsDiagnosis("E11.9") {
+		t.Fatalf("%+v", all)
 	}
 	if len(l.Procedures) < 40 {
 		t.Fatal("the embedded procedures were not kept")
