@@ -108,6 +108,8 @@ type adminPage struct {
 	// Each list's page links.
 	RoomsPager, DeliveriesPager, ProvidersPager, PaymentsPager, AuditPager pager
 	Notice, Error                                                          string
+	// Codes is the ICD-10-CM release the clinic codes with.
+	Codes *app.CodeRelease
 }
 
 // adminProvidersPage is how many providers /admin lists at a time, and
@@ -133,6 +135,7 @@ var noticeWords = map[string]string{
 	"room": "The room was saved.", "webhook": "The webhook was saved.", "redeliver": "The delivery is queued to be sent again.",
 	"refund":  "The payment was refunded to the patient's card.",
 	"invited": "The invitation is on its way: the provider sets a password from the link in it, then signs in.",
+	"codes":   "The diagnosis codes are loaded: notes and claims use them now.",
 }
 
 // adminQuery is /admin's address: the page each list shows, and the
@@ -175,7 +178,7 @@ func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, p
 	page.FilterErrors = f.Errors()
 	ctx := r.Context()
 	for _, load := range []func(context.Context, *clinic.Principal, adminQuery, *adminPage) error{
-		s.adminWebhookSection, s.adminRooms, s.adminDeliveries, s.adminProviders,
+		s.adminWebhookSection, s.adminRooms, s.adminDeliveries, s.adminProviders, s.adminCodesSection,
 	} {
 		if err := load(ctx, p, q, &page); err != nil {
 			return err
@@ -203,6 +206,34 @@ func (s *Server) adminWebhookSection(ctx context.Context, p *clinic.Principal, _
 		return err
 	}
 	page.Clinic, page.WebhookURL, page.SecretSet = p.Account.Name, wh.URL, wh.SecretSet
+	return nil
+}
+
+// adminCodesSection is the ICD-10-CM release in use, and whether this
+// admin may load another (a server of one clinic).
+func (s *Server) adminCodesSection(ctx context.Context, p *clinic.Principal, _ adminQuery, page *adminPage) error {
+	rel, err := s.app.DiagnosisRelease(ctx, p)
+	page.Codes = rel
+	return err
+}
+
+// adminCodes is POST /admin/codes: the admin uploads a year's ICD-10-CM
+// release, as `teleclinic codes import` loads it (app.AdminImportDiagnoses);
+// a file that is not a whole release is refused on the page, saying why.
+func (s *Server) adminCodes(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.principal(r)
+	if err != nil {
+		return err
+	}
+	file, header, err := r.FormFile("release")
+	if err != nil {
+		return s.adminRefused(w, r, clinic.Errorf(clinic.EInvalid, "Choose CMS's order file (icd10cm_order_YYYY.txt, gzipped or not) or its zip."))
+	}
+	defer file.Close()
+	if _, err := s.app.AdminImportDiagnoses(r.Context(), p, header.Filename, file); err != nil {
+		return s.adminRefused(w, r, err)
+	}
+	http.Redirect(w, r, "/admin?done=codes#codes", http.StatusSeeOther)
 	return nil
 }
 

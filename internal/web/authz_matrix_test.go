@@ -128,6 +128,9 @@ func portalMatrix() map[string]string {
 		"POST /admin/rooms":                     "RRDDDADDA",
 		"POST /admin/webhook":                   "RRDDDADDA",
 		"POST /admin/rotate":                    "RRDDDADDA",
+		// Loading the server's code release: an admin, here let through
+		// to the refusal of a form without a file.
+		"POST /admin/codes":                     "RRDDDADDA",
 		"GET /admin/rooms/{code}":               "RRDDDDDDA",
 		"POST /admin/rooms/{code}":              "RRDDDDDDA",
 		"POST /admin/rooms/{code}/providers":    "RRDDDDDDA",

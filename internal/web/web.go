@@ -185,6 +185,7 @@ func (s *Server) routes() {
 	s.page("POST /admin/deliveries/{id}/redeliver", s.adminRedeliver)
 	s.page("POST /admin/rotate", s.adminRotate)
 	s.page("POST /admin/payments/{id}/refund", s.adminRefund)
+	s.upload("POST /admin/codes", s.adminCodes)
 	static, _ := fs.Sub(staticFS, "static")
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles(http.FileServerFS(static))))
 }
