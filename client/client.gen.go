@@ -9500,9 +9500,17 @@ type ClientInterface interface {
 
 	// GetInsurancesListDxs Reference list of dxs
 	//
-	// ICD-10-CM diagnoses: `code` with its dot, `ehr_vendor.code` without. Served from the data files in the repository (internal/reference/data,
-	// with their sources and licences); `--reference-dir` replaces them. Optional `q`
-	// filters by code or words, `limit` caps the entries.
+	// ICD-10-CM diagnoses: `code` with its dot, `ehr_vendor.code` without; billable codes
+	// only (a category header is not a claim's diagnosis). The server starts with a
+	// built-in list of common codes (internal/reference/data, with its sources); its
+	// operator loads CMS's whole release of a year with `teleclinic codes import FILE`
+	// (74,719 codes in FY2026), which every server process uses within 5 seconds.
+	// Optional `q` is a code (with or without its dot) or words: the code typed comes
+	// first, then the codes it begins, then the codes whose description holds every word
+	// (as a word's start), the common codes and the closest descriptions first (`e119` →
+	// E11.9, `covid` → U07.1, `essential hypertension` → I10). `limit` caps the entries;
+	// without `q` or `limit` a loaded release answers its first 1,000, the common codes
+	// first.
 	//
 	// Corresponds with GET /api_v3/insurances/list/dxs (the `GetInsurancesListDxs` operationId).
 	GetInsurancesListDxs(ctx context.Context, params *GetInsurancesListDxsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -12582,9 +12590,17 @@ func (c *Client) GetInsurancesListCarriers(ctx context.Context, params *GetInsur
 
 // GetInsurancesListDxs Reference list of dxs
 //
-// ICD-10-CM diagnoses: `code` with its dot, `ehr_vendor.code` without. Served from the data files in the repository (internal/reference/data,
-// with their sources and licences); `--reference-dir` replaces them. Optional `q`
-// filters by code or words, `limit` caps the entries.
+// ICD-10-CM diagnoses: `code` with its dot, `ehr_vendor.code` without; billable codes
+// only (a category header is not a claim's diagnosis). The server starts with a
+// built-in list of common codes (internal/reference/data, with its sources); its
+// operator loads CMS's whole release of a year with `teleclinic codes import FILE`
+// (74,719 codes in FY2026), which every server process uses within 5 seconds.
+// Optional `q` is a code (with or without its dot) or words: the code typed comes
+// first, then the codes it begins, then the codes whose description holds every word
+// (as a word's start), the common codes and the closest descriptions first (`e119` →
+// E11.9, `covid` → U07.1, `essential hypertension` → I10). `limit` caps the entries;
+// without `q` or `limit` a loaded release answers its first 1,000, the common codes
+// first.
 //
 // Corresponds with GET /api_v3/insurances/list/dxs (the `GetInsurancesListDxs` operationId).
 func (c *Client) GetInsurancesListDxs(ctx context.Context, params *GetInsurancesListDxsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -25421,9 +25437,17 @@ type ClientWithResponsesInterface interface {
 
 	// GetInsurancesListDxsWithResponse Reference list of dxs
 	//
-	// ICD-10-CM diagnoses: `code` with its dot, `ehr_vendor.code` without. Served from the data files in the repository (internal/reference/data,
-	// with their sources and licences); `--reference-dir` replaces them. Optional `q`
-	// filters by code or words, `limit` caps the entries.
+	// ICD-10-CM diagnoses: `code` with its dot, `ehr_vendor.code` without; billable codes
+	// only (a category header is not a claim's diagnosis). The server starts with a
+	// built-in list of common codes (internal/reference/data, with its sources); its
+	// operator loads CMS's whole release of a year with `teleclinic codes import FILE`
+	// (74,719 codes in FY2026), which every server process uses within 5 seconds.
+	// Optional `q` is a code (with or without its dot) or words: the code typed comes
+	// first, then the codes it begins, then the codes whose description holds every word
+	// (as a word's start), the common codes and the closest descriptions first (`e119` →
+	// E11.9, `covid` → U07.1, `essential hypertension` → I10). `limit` caps the entries;
+	// without `q` or `limit` a loaded release answers its first 1,000, the common codes
+	// first.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -39503,9 +39527,17 @@ func (c *ClientWithResponses) GetInsurancesListCarriersWithResponse(ctx context.
 
 // GetInsurancesListDxsWithResponse Reference list of dxs
 //
-// ICD-10-CM diagnoses: `code` with its dot, `ehr_vendor.code` without. Served from the data files in the repository (internal/reference/data,
-// with their sources and licences); `--reference-dir` replaces them. Optional `q`
-// filters by code or words, `limit` caps the entries.
+// ICD-10-CM diagnoses: `code` with its dot, `ehr_vendor.code` without; billable codes
+// only (a category header is not a claim's diagnosis). The server starts with a
+// built-in list of common codes (internal/reference/data, with its sources); its
+// operator loads CMS's whole release of a year with `teleclinic codes import FILE`
+// (74,719 codes in FY2026), which every server process uses within 5 seconds.
+// Optional `q` is a code (with or without its dot) or words: the code typed comes
+// first, then the codes it begins, then the codes whose description holds every word
+// (as a word's start), the common codes and the closest descriptions first (`e119` →
+// E11.9, `covid` → U07.1, `essential hypertension` → I10). `limit` caps the entries;
+// without `q` or `limit` a loaded release answers its first 1,000, the common codes
+// first.
 //
 // Returns a wrapper object for the known response body format(s).
 //
