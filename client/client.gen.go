@@ -11100,8 +11100,10 @@ type ClientInterface interface {
 	// PostVisitsByIdNoteSign Sign a visit's note
 	//
 	// The visit's provider signs the draft: it is locked from then on, and changes are
-	// addenda. 409 when there is no draft (none written, or signed already). Audited as
-	// `visit.note.sign`.
+	// addenda. The note's diagnoses, in its order (the first the primary), become the
+	// visit's billing codes (GET /visits/{id}/codes, the claims report), beside the
+	// procedures already coded. 409 when there is no draft (none written, or signed
+	// already). Audited as `visit.note.sign` and `visit.codes`.
 	//
 	// Corresponds with POST /api_v3/visits/{id}/note/sign (the `PostVisitsByIdNoteSign` operationId).
 	PostVisitsByIdNoteSign(ctx context.Context, id string, params *PostVisitsByIdNoteSignParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -15630,8 +15632,10 @@ func (c *Client) PostVisitsByIdNoteAddendaWithFormdataBody(ctx context.Context, 
 // PostVisitsByIdNoteSign Sign a visit's note
 //
 // The visit's provider signs the draft: it is locked from then on, and changes are
-// addenda. 409 when there is no draft (none written, or signed already). Audited as
-// `visit.note.sign`.
+// addenda. The note's diagnoses, in its order (the first the primary), become the
+// visit's billing codes (GET /visits/{id}/codes, the claims report), beside the
+// procedures already coded. 409 when there is no draft (none written, or signed
+// already). Audited as `visit.note.sign` and `visit.codes`.
 //
 // Corresponds with POST /api_v3/visits/{id}/note/sign (the `PostVisitsByIdNoteSign` operationId).
 func (c *Client) PostVisitsByIdNoteSign(ctx context.Context, id string, params *PostVisitsByIdNoteSignParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -27125,8 +27129,10 @@ type ClientWithResponsesInterface interface {
 	// PostVisitsByIdNoteSignWithResponse Sign a visit's note
 	//
 	// The visit's provider signs the draft: it is locked from then on, and changes are
-	// addenda. 409 when there is no draft (none written, or signed already). Audited as
-	// `visit.note.sign`.
+	// addenda. The note's diagnoses, in its order (the first the primary), become the
+	// visit's billing codes (GET /visits/{id}/codes, the claims report), beside the
+	// procedures already coded. 409 when there is no draft (none written, or signed
+	// already). Audited as `visit.note.sign` and `visit.codes`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -42079,8 +42085,10 @@ func (c *ClientWithResponses) PostVisitsByIdNoteAddendaWithFormdataBodyWithRespo
 // PostVisitsByIdNoteSignWithResponse Sign a visit's note
 //
 // The visit's provider signs the draft: it is locked from then on, and changes are
-// addenda. 409 when there is no draft (none written, or signed already). Audited as
-// `visit.note.sign`.
+// addenda. The note's diagnoses, in its order (the first the primary), become the
+// visit's billing codes (GET /visits/{id}/codes, the claims report), beside the
+// procedures already coded. 409 when there is no draft (none written, or signed
+// already). Audited as `visit.note.sign` and `visit.codes`.
 //
 // Returns a wrapper object for the known response body format(s).
 //

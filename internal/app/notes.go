@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -166,7 +167,10 @@ func (a *App) SignVisitNote(ctx context.Context, p *clinic.Principal, id int64) 
 		if !signed {
 			return clinic.Errorf(clinic.EConflict, "Visit %d has no draft note to sign (none written, or signed already).", v.ID)
 		}
-		return a.AuditIn(ctx, q, p, "visit.note.sign", "visit", i64s(v.ID), OutcomeOK)
+		if err := a.AuditIn(ctx, q, p, "visit.note.sign", "visit", i64s(v.ID), OutcomeOK); err != nil {
+			return err
+		}
+		return a.billNoteDiagnoses(ctx, q, p, v.ID)
 	})
 	if err != nil {
 		return nil, StoreErr("sign note", err, "")
@@ -208,4 +212,35 @@ func (a *App) AddNoteAddendum(ctx context.Context, p *clinic.Principal, id int64
 		return nil, StoreErr("addendum", err, "")
 	}
 	return a.store.Read().VisitNote(ctx, p.Account.ID, v.ID)
+}
+
+// billNoteDiagnoses makes a signed note's diagnoses, in its order (the
+// first is the primary), the visit's billing codes, in the signing's
+// transaction, so the claims report bills what the note says; the
+// procedures already coded stay. A note without diagnoses leaves the
+// codes as they are.
+func (a *App) billNoteDiagnoses(ctx context.Context, q *store.Q, p *clinic.Principal, visitID int64) error {
+	n, err := q.VisitNote(ctx, p.Account.ID, visitID)
+	if err != nil || len(n.Diagnoses) == 0 {
+		return err
+	}
+	raw, err := q.VisitClaimCodes(ctx, p.Account.ID, visitID)
+	if err != nil {
+		return err
+	}
+	codes := clinic.ClaimCodes{Procedures: []clinic.ClaimProcedure{}}
+	if raw != "" {
+		if err := json.Unmarshal([]byte(raw), &codes); err != nil {
+			return fmt.Errorf("claim codes of visit %d: %w", visitID, err)
+		}
+	}
+	codes.Diagnoses = []string{}
+	for _, d := range n.Diagnoses[:min(len(n.Diagnoses), clinic.MaxClaimDiagnoses)] {
+		codes.Diagnoses = append(codes.Diagnoses, d.Code)
+	}
+	out, _ := json.Marshal(codes)
+	if err := q.SetVisitClaimCodes(ctx, p.Account.ID, visitID, string(out), a.Unix()); err != nil {
+		return err
+	}
+	return a.AuditIn(ctx, q, p, "visit.codes", "visit", i64s(visitID), OutcomeOK)
 }

@@ -268,6 +268,25 @@ type VisitNote struct {
 	Addenda                []NoteAddendum
 }
 
+// ClaimCodes are a visit's billing codes (GET /visits/{id}/codes): its
+// diagnoses, the primary first, and its procedures. The visit's provider
+// or the admin sets them (app/billing); signing the note makes its
+// diagnoses the claim's (app.SignVisitNote).
+type ClaimCodes struct {
+	Diagnoses  []string         `json:"diagnoses"`
+	Procedures []ClaimProcedure `json:"procedures"`
+}
+
+// MaxClaimDiagnoses is how many diagnoses a claim holds (a CMS-1500
+// holds twelve).
+const MaxClaimDiagnoses = 12
+
+// ClaimProcedure is a procedure code with its modifiers.
+type ClaimProcedure struct {
+	Code      string   `json:"code"`
+	Modifiers []string `json:"modifiers"`
+}
+
 // NoteDiagnosis is an ICD-10-CM code of a note, with its description as
 // the code set gave it when chosen.
 type NoteDiagnosis struct {

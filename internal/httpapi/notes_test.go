@@ -64,6 +64,9 @@ func TestNotes_DraftSignAmend(t *testing.T) {
 		}},
 		{Name: "OKSignLocks", Run: func(t *testing.T) {
 			wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path + "/addenda", Header: doc, Form: q("text", "Too early.")}), 409, 409)
+			// A procedure coded before the note is signed stays beside the
+			// note's diagnoses.
+			mustOK(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/" + visit + "/codes", Header: doc, JSON: js(`{"diagnoses": ["J06.9"], "procedures": [{"code": "G2012", "modifiers": ["95"]}]}`)}))
 			if d := dataOf[client.VisitNote](t, e.Do(testenv.Req{Method: "POST", Path: path + "/sign", Header: doc})); d.Status != "signed" || d.SignedBy != s.doc.UserID || d.SignedAt == 0 {
 				t.Fatalf("sign: %+v", d)
 			}
@@ -71,6 +74,17 @@ func TestNotes_DraftSignAmend(t *testing.T) {
 			wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path, Header: doc, JSON: noteBody{Plan: "Changed after signing."}}), 409, 409)
 			if d := dataOf[client.VisitNote](t, e.Do(testenv.Req{Path: path, Header: doc})); d.Plan != draft.Plan {
 				t.Fatalf("a signed note changed: %+v", d)
+			}
+			// The signed note's diagnoses, primary first, are the visit's
+			// billing codes, and the claims report's.
+			codes := dataOf[client.ClaimCodes](t, e.Do(testenv.Req{Path: "/api_v3/visits/" + visit + "/codes", Header: doc}))
+			if diff := cmp.Diff([]string{"L25.9", "R21"}, codes.Diagnoses); diff != "" || len(codes.Procedures) != 1 || codes.Procedures[0].Code != "G2012" {
+				t.Fatalf("the visit's codes after signing (-want +got):\n%s%+v", diff, codes.Procedures)
+			}
+			day := e.Clock.Now().UTC().Format("2006-01-02")
+			claims := dataOf[[]claim](t, e.Do(testenv.Req{Path: "/api_v3/reports/claims", Header: adminHeaders(s.c), Query: q("from_date", day, "to_date", day)}))
+			if len(claims) != 1 || len(claims[0].Diagnoses) != 2 || claims[0].Diagnoses[0].Code != "L25.9" {
+				t.Fatalf("the claims report after signing: %+v", claims)
 			}
 		}},
 		{Name: "OKAddendaDated", Run: func(t *testing.T) {

@@ -16,20 +16,13 @@ import (
 
 // ClaimCodes are the diagnoses and procedures a provider attaches to a
 // visit for its claim.
-type ClaimCodes struct {
-	Diagnoses  []string         `json:"diagnoses"`
-	Procedures []ClaimProcedure `json:"procedures"`
-}
+type ClaimCodes = clinic.ClaimCodes
 
 // ClaimProcedure is a procedure code with its modifiers.
-type ClaimProcedure struct {
-	Code      string   `json:"code"`
-	Modifiers []string `json:"modifiers"`
-}
+type ClaimProcedure = clinic.ClaimProcedure
 
 const (
-	maxClaimDiagnoses  = 12 // a CMS-1500 claim holds twelve
-	maxClaimProcedures = 6  // and six service lines
+	maxClaimProcedures = 6 // and six service lines
 	maxModifiers       = 4
 )
 
@@ -60,8 +53,8 @@ func (s *Service) setClaimCodes(ctx context.Context, p *clinic.Principal, visitI
 	if in.Diagnoses == nil && in.Procedures == nil {
 		return nil, bad("diagnoses and/or procedures are required.")
 	}
-	if len(in.Diagnoses) > maxClaimDiagnoses || len(in.Procedures) > maxClaimProcedures {
-		return nil, bad("A visit holds at most %d diagnoses and %d procedures.", maxClaimDiagnoses, maxClaimProcedures)
+	if len(in.Diagnoses) > clinic.MaxClaimDiagnoses || len(in.Procedures) > maxClaimProcedures {
+		return nil, bad("A visit holds at most %d diagnoses and %d procedures.", clinic.MaxClaimDiagnoses, maxClaimProcedures)
 	}
 	out := ClaimCodes{Diagnoses: []string{}, Procedures: []ClaimProcedure{}}
 	for i, d := range in.Diagnoses {
