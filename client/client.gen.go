@@ -11245,7 +11245,12 @@ type ClientInterface interface {
 	// DocumentReference file ids; the others are `<patient>-<id>` (Observation: reading,
 	// Communication: message, MedicationRequest: prescription, Composition: visit note
 	// (the patient's summary of it, for the patient), Coverage: `primary` or
-	// `secondary`, AllergyIntolerance and Condition: the entry's place in its EMR section).
+	// `secondary`, AllergyIntolerance and Condition: the entry's place in its EMR section;
+	// a Condition of an encounter: `dx<visit>-<n>`). Conditions are the problem list of
+	// the patient's EMR (problem-list-item, as written) and the diagnoses of their signed
+	// notes (encounter-diagnosis, coded in ICD-10-CM, with the Encounter and the signing
+	// Practitioner; the Composition's diagnoses section refers to them). Guests who came
+	// to a visit have a Patient and a record as registered patients do.
 	// Observations carry LOINC codes and UCUM units (body temperature 8310-5, weight
 	// 29463-7, heart rate 8867-4, oxygen saturation 59408-5, blood pressure 85354-9 with
 	// 8480-6/8462-4, steps 55423-8, active minutes 55411-3, glucose 2339-0 or 15074-8); a
@@ -15887,7 +15892,12 @@ func (c *Client) GetFhirMetadata(ctx context.Context, reqEditors ...RequestEdito
 // DocumentReference file ids; the others are `<patient>-<id>` (Observation: reading,
 // Communication: message, MedicationRequest: prescription, Composition: visit note
 // (the patient's summary of it, for the patient), Coverage: `primary` or
-// `secondary`, AllergyIntolerance and Condition: the entry's place in its EMR section).
+// `secondary`, AllergyIntolerance and Condition: the entry's place in its EMR section;
+// a Condition of an encounter: `dx<visit>-<n>`). Conditions are the problem list of
+// the patient's EMR (problem-list-item, as written) and the diagnoses of their signed
+// notes (encounter-diagnosis, coded in ICD-10-CM, with the Encounter and the signing
+// Practitioner; the Composition's diagnoses section refers to them). Guests who came
+// to a visit have a Patient and a record as registered patients do.
 // Observations carry LOINC codes and UCUM units (body temperature 8310-5, weight
 // 29463-7, heart rate 8867-4, oxygen saturation 59408-5, blood pressure 85354-9 with
 // 8480-6/8462-4, steps 55423-8, active minutes 55411-3, glucose 2339-0 or 15074-8); a
@@ -27288,7 +27298,12 @@ type ClientWithResponsesInterface interface {
 	// DocumentReference file ids; the others are `<patient>-<id>` (Observation: reading,
 	// Communication: message, MedicationRequest: prescription, Composition: visit note
 	// (the patient's summary of it, for the patient), Coverage: `primary` or
-	// `secondary`, AllergyIntolerance and Condition: the entry's place in its EMR section).
+	// `secondary`, AllergyIntolerance and Condition: the entry's place in its EMR section;
+	// a Condition of an encounter: `dx<visit>-<n>`). Conditions are the problem list of
+	// the patient's EMR (problem-list-item, as written) and the diagnoses of their signed
+	// notes (encounter-diagnosis, coded in ICD-10-CM, with the Encounter and the signing
+	// Practitioner; the Composition's diagnoses section refers to them). Guests who came
+	// to a visit have a Patient and a record as registered patients do.
 	// Observations carry LOINC codes and UCUM units (body temperature 8310-5, weight
 	// 29463-7, heart rate 8867-4, oxygen saturation 59408-5, blood pressure 85354-9 with
 	// 8480-6/8462-4, steps 55423-8, active minutes 55411-3, glucose 2339-0 or 15074-8); a
@@ -42310,7 +42325,12 @@ func (c *ClientWithResponses) GetFhirMetadataWithResponse(ctx context.Context, r
 // DocumentReference file ids; the others are `<patient>-<id>` (Observation: reading,
 // Communication: message, MedicationRequest: prescription, Composition: visit note
 // (the patient's summary of it, for the patient), Coverage: `primary` or
-// `secondary`, AllergyIntolerance and Condition: the entry's place in its EMR section).
+// `secondary`, AllergyIntolerance and Condition: the entry's place in its EMR section;
+// a Condition of an encounter: `dx<visit>-<n>`). Conditions are the problem list of
+// the patient's EMR (problem-list-item, as written) and the diagnoses of their signed
+// notes (encounter-diagnosis, coded in ICD-10-CM, with the Encounter and the signing
+// Practitioner; the Composition's diagnoses section refers to them). Guests who came
+// to a visit have a Patient and a record as registered patients do.
 // Observations carry LOINC codes and UCUM units (body temperature 8310-5, weight
 // 29463-7, heart rate 8867-4, oxygen saturation 59408-5, blood pressure 85354-9 with
 // 8480-6/8462-4, steps 55423-8, active minutes 55411-3, glucose 2339-0 or 15074-8); a

@@ -101,7 +101,7 @@ func (a *App) PatientRecord(ctx context.Context, p *clinic.Principal, patientID 
 		return nil, err
 	}
 	if patientID == 0 {
-		if p.User == nil || p.User.Type != clinic.UserMember || p.IsAdmin() {
+		if !IsPatient(p) {
 			return nil, clinic.Errorf(clinic.EInvalid, "Name the patient: patient=<id> (a patient's own record is the default).")
 		}
 		patientID = p.User.ID
@@ -118,7 +118,9 @@ func (a *App) patientRecord(ctx context.Context, p *clinic.Principal, patientID 
 	if err != nil {
 		return nil, err
 	}
-	if u.Type != clinic.UserMember {
+	// A patient is a registered one or a guest who came to a visit (a
+	// guest's visits, notes and messages are a record as any other).
+	if u.Type != clinic.UserMember && u.Type != clinic.UserGuest {
 		return nil, clinic.Errorf(clinic.ENotFound, "Patient not found.")
 	}
 	rr := &recordRead{a: a, p: p, u: u, rv: recordVisits(p, u.ID), parts: parts, rec: &PatientRecord{Patient: u, Account: p.Account}}

@@ -32,6 +32,8 @@ const (
 	sysActCode     = "http://terminology.hl7.org/CodeSystem/v3-ActCode"
 	sysObsCategory = "http://terminology.hl7.org/CodeSystem/observation-category"
 	sysCondCat     = "http://terminology.hl7.org/CodeSystem/condition-category"
+	sysCondVer     = "http://terminology.hl7.org/CodeSystem/condition-ver-status"
+	sysICD10CM     = "http://hl7.org/fhir/sid/icd-10-cm"
 	sysAllergyClin = "http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical"
 	sysCoverClass  = "http://terminology.hl7.org/CodeSystem/coverage-class"
 	// sysDataType codes the readings LOINC has no code for (a room's
@@ -632,10 +634,40 @@ type fhirAllergy struct {
 
 type fhirCondition struct {
 	base
-	Category     []fhirConcept `json:"category"`
-	Code         fhirConcept   `json:"code"`
-	Subject      fhirRef       `json:"subject"`
-	RecordedDate string        `json:"recordedDate,omitempty"`
+	ClinicalStatus     *fhirConcept  `json:"clinicalStatus,omitempty"`
+	VerificationStatus *fhirConcept  `json:"verificationStatus,omitempty"`
+	Category           []fhirConcept `json:"category"`
+	Code               fhirConcept   `json:"code"`
+	Subject            fhirRef       `json:"subject"`
+	Encounter          *fhirRef      `json:"encounter,omitempty"`
+	Recorder           *fhirRef      `json:"recorder,omitempty"`
+	RecordedDate       string        `json:"recordedDate,omitempty"`
+}
+
+// diagnosisID is the local id of the nth (1-based) diagnosis of visit's
+// note: "dx<visit>-<n>".
+func diagnosisID(patient *clinic.User, visit int64, n int) string {
+	return subID(patient.ID, "dx"+id(visit)+"-"+strconv.Itoa(n))
+}
+
+// toFHIRDiagnoses are a signed note's diagnoses as coded Conditions of
+// its encounter (encounter-diagnosis, ICD-10-CM), in the note's order:
+// the first is the primary. A draft's are not yet diagnoses.
+func toFHIRDiagnoses(patient *clinic.User, n *clinic.VisitNote) []resource {
+	if n.Status != clinic.NoteSigned {
+		return nil
+	}
+	var out []resource
+	for i, d := range n.Diagnoses {
+		c := &fhirCondition{base: newBase("Condition", diagnosisID(patient, n.VisitID, i+1), n.SignedAt),
+			VerificationStatus: &fhirConcept{Coding: []fhirCoding{{System: sysCondVer, Code: "confirmed"}}},
+			Category:           []fhirConcept{{Coding: []fhirCoding{{System: sysCondCat, Code: "encounter-diagnosis", Display: "Encounter Diagnosis"}}}},
+			Code:               fhirConcept{Coding: []fhirCoding{{System: sysICD10CM, Code: d.Code, Display: d.Description}}, Text: d.Description},
+			Subject:            patientRef(patient), Encounter: &fhirRef{Reference: "Encounter/" + id(n.VisitID)},
+			Recorder: &fhirRef{Reference: "Practitioner/" + id(n.SignedBy)}, RecordedDate: instant(n.SignedAt)}
+		out = append(out, c)
+	}
+	return out
 }
 
 // sectionResources makes one resource of each entry of an array EMR
@@ -746,6 +778,7 @@ type fhirCompositionSection struct {
 	Title string        `json:"title"`
 	Code  *fhirConcept  `json:"code,omitempty"`
 	Text  fhirNarrative `json:"text"`
+	Entry []fhirRef     `json:"entry,omitempty"`
 }
 
 type fhirNarrative struct {
@@ -796,6 +829,12 @@ func toFHIRComposition(patient *clinic.User, n *clinic.VisitNote) *fhirCompositi
 		dx = append(dx, d.Code+" "+d.Description)
 	}
 	section("Diagnoses (ICD-10-CM)", "29548-5", strings.Join(dx, "\n"))
+	if n.Status == clinic.NoteSigned && len(n.Diagnoses) > 0 {
+		last := &out.Section[len(out.Section)-1]
+		for i := range n.Diagnoses {
+			last.Entry = append(last.Entry, fhirRef{Reference: "Condition/" + diagnosisID(patient, n.VisitID, i+1)})
+		}
+	}
 	var ad []string
 	for _, a := range n.Addenda {
 		ad = append(ad, instant(a.Created)+": "+a.Body)

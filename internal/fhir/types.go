@@ -75,8 +75,16 @@ var types = []resourceType{
 	{"AllergyIntolerance", app.RecordParts{EMR: true}, []string{"patient"}, localID, func(rec *app.PatientRecord) []resource {
 		return toFHIRAllergies(rec.Patient, rec.EMR["allergies"])
 	}},
-	{"Condition", app.RecordParts{EMR: true}, []string{"patient", "subject"}, localID, func(rec *app.PatientRecord) []resource {
-		return toFHIRConditions(rec.Patient, rec.EMR["conditions"])
+	// Conditions are the problem list the patient keeps (EMR conditions)
+	// and the diagnoses of their signed notes, coded (encounter-diagnosis):
+	// the notes of up to MaxRecordPage visits, which a patient's record
+	// does not outgrow in practice.
+	{"Condition", app.RecordParts{EMR: true, Notes: true, NotesPage: app.RecordPage{Limit: app.MaxRecordPage}}, []string{"patient", "subject"}, localID, func(rec *app.PatientRecord) []resource {
+		out := toFHIRConditions(rec.Patient, rec.EMR["conditions"])
+		for _, n := range rec.Notes {
+			out = append(out, toFHIRDiagnoses(rec.Patient, n)...)
+		}
+		return out
 	}},
 	{"Composition", app.RecordParts{Notes: true}, []string{"patient", "subject"}, localID, func(rec *app.PatientRecord) []resource {
 		return each(rec.Notes, func(n *clinic.VisitNote) resource { return toFHIRComposition(rec.Patient, n) })

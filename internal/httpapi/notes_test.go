@@ -133,7 +133,21 @@ type composition struct {
 	Section                         []struct {
 		Title string
 		Text  struct{ Status, Div string }
+		Entry []fhirRef
 	}
+}
+
+// condition is a Condition as the test reads it.
+type condition struct {
+	ID       string
+	Category []struct {
+		Coding []struct{ System, Code string }
+	}
+	Code struct {
+		Coding []struct{ System, Code, Display string }
+	}
+	Encounter *fhirRef
+	Recorder  *fhirRef
 }
 
 // TestFHIR_Composition: a visit's note is a Composition that validates
@@ -183,9 +197,26 @@ func TestFHIR_Composition(t *testing.T) {
 	if diff := cmp.Diff([]string{"Summary for the patient", "Subjective", "Assessment", "Plan", "Diagnoses (ICD-10-CM)"}, titles(got[0])); diff != "" {
 		t.Errorf("sections (-want +got):\n%s", diff)
 	}
+	if got := conditions(t, e, doc, s.pat.UserID); len(got) != 0 {
+		t.Fatalf("a draft's diagnoses are Conditions already: %+v", got)
+	}
 	mustOK(t, e.Do(testenv.Req{Method: "POST", Path: note + "/sign", Header: doc}))
 	if got := search(adminHeaders(s.c)); len(got) != 1 || got[0].Status != "final" {
 		t.Fatalf("signed, as the admin reads it: %+v", got)
+	}
+	// Signed, its diagnosis is a coded Condition of the encounter, which
+	// the Composition's diagnoses section refers to and which reads by id.
+	dx := conditions(t, e, doc, s.pat.UserID)
+	if len(dx) != 1 || dx[0].Category[0].Coding[0].Code != "encounter-diagnosis" || dx[0].Code.Coding[0].System != "http://hl7.org/fhir/sid/icd-10-cm" ||
+		dx[0].Code.Coding[0].Code != "L25.9" || dx[0].Encounter == nil || dx[0].Encounter.Reference != "Encounter/"+visit ||
+		dx[0].Recorder == nil || dx[0].Recorder.Reference != "Practitioner/"+s.doc.UserID {
+		t.Fatalf("the note's diagnosis as a Condition: %+v", dx)
+	}
+	if sec := search(doc)[0].Section; sec[len(sec)-1].Title != "Diagnoses (ICD-10-CM)" || len(sec[len(sec)-1].Entry) != 1 || sec[len(sec)-1].Entry[0].Reference != "Condition/"+dx[0].ID {
+		t.Fatalf("the diagnoses section's entries: %+v", sec)
+	}
+	if res := fhirGet(t, e, doc, "/fhir/R4/Condition/"+dx[0].ID); res.Status != 200 || !strings.Contains(string(res.Raw), `"L25.9"`) {
+		t.Fatalf("the Condition by id: %d %s", res.Status, res.Raw)
 	}
 	mustOK(t, e.Do(testenv.Req{Method: "POST", Path: note + "/addenda", Header: doc, Form: q("text", "Patch test next week.")}))
 	if got := search(doc); len(got) != 1 || got[0].Status != "amended" || got[0].Section[len(got[0].Section)-1].Title != "Addenda" {
@@ -298,4 +329,47 @@ type invitedUser struct {
 	Type      int    `json:"type"`
 	Status    int    `json:"status"`
 	Rooms     []any  `json:"rooms"`
+}
+
+// conditions are the patient's Conditions of encounters (their notes'
+// diagnoses), as h finds them.
+func conditions(t *testing.T, e *testenv.Env, h map[string]string, patient string) []condition {
+	t.Helper()
+	res := fhirGet(t, e, h, "/fhir/R4/Condition", "patient", patient)
+	var b struct {
+		Entry []struct{ Resource condition }
+	}
+	if res.Status != 200 || json.Unmarshal(res.Raw, &b) != nil {
+		t.Fatalf("Condition search: %d %s", res.Status, res.Raw)
+	}
+	var out []condition
+	for _, en := range b.Entry {
+		if len(en.Resource.Category) > 0 && len(en.Resource.Category[0].Coding) > 0 && en.Resource.Category[0].Coding[0].Code == "encounter-diagnosis" {
+			out = append(out, en.Resource)
+		}
+	}
+	return out
+}
+
+// TestFHIR_GuestPatient: a guest who came to a visit has a record like any
+// patient: their FHIR Patient reads for the visit's provider and for
+// themself, and their visit is an Encounter.
+func TestFHIR_GuestPatient(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	guest := mustSSO(t, e, s.c, "600", "", "Gail", "Guest")
+	visit := s.econsult(t, guest)
+	mustOK(t, s.post(s.doc.Token, "/api_v3/visits/accept", "id", visit))
+	for who, h := range map[string]map[string]string{"the provider": userHeaders(s.c, s.doc.Token), "the guest": userHeaders(s.c, guest.Token)} {
+		res := fhirGet(t, e, h, "/fhir/R4/Patient/"+guest.UserID)
+		if res.Status != 200 || !strings.Contains(string(res.Raw), `"Guest"`) {
+			t.Fatalf("%s reads the guest's Patient: %d %s", who, res.Status, res.Raw)
+		}
+	}
+	if res := fhirGet(t, e, userHeaders(s.c, guest.Token), "/fhir/R4/Encounter", "patient", guest.UserID); res.Status != 200 || !strings.Contains(string(res.Raw), `"Encounter/`+visit+`"`) && !strings.Contains(string(res.Raw), `"id":"`+visit+`"`) {
+		t.Fatalf("the guest's Encounter: %d %s", res.Status, res.Raw)
+	}
+	// Another provider, without a visit with the guest, is refused as for any patient.
+	wantOutcome(t, fhirGet(t, e, userHeaders(s.c, s.other.Token), "/fhir/R4/Patient/"+guest.UserID), 403, "forbidden")
 }
