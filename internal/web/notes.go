@@ -29,6 +29,10 @@ type noteView struct {
 	Codes    string
 	SignedBy string
 	Error    string
+	// CodeYear is the ICD-10-CM release the search holds ("" for the
+	// built-in list of common codes), CodeCount its billable codes.
+	CodeYear  string
+	CodeCount int
 }
 
 // noteFor is the note part of visit d's page for p, nil when there is
@@ -54,6 +58,8 @@ func (s *Server) noteFor(r *http.Request, p *clinic.Principal, d *app.VisitDetai
 			codes = append(codes, dx.Code)
 		}
 		nv.Codes = strings.Join(codes, ", ")
+		ref := s.app.ReferenceLists()
+		nv.CodeYear, nv.CodeCount = ref.ReleaseYear(), ref.DiagnosisCount()
 		if n.SignedBy != 0 && d.Provider != nil && d.Provider.ID == n.SignedBy {
 			nv.SignedBy = d.Provider.FullName()
 		}
