@@ -43,21 +43,28 @@ func loadFHIRSchema(t *testing.T) *jsonschema.Schema {
 			return
 		}
 		defer f.Close()
-		doc, err := jsonschema.UnmarshalJSON(f)
-		if err != nil {
-			fhirSchemaErr = err
-			return
-		}
 		// The package's schema adds Medplum's own types (Project, Bot,
 		// ViewDefinitionConstant, …) to R4's, and they refer to two
 		// definitions it does not hold: Resource and R5's integer64. Stand-ins
 		// let it compile; no R4 resource refers to either.
-		if defs, ok := doc.(map[string]any)["definitions"].(map[string]any); ok {
-			for name, def := range map[string]any{"Resource": map[string]any{"type": "object"}, "integer64": map[string]any{"type": "string"}} {
-				if defs[name] == nil {
-					defs[name] = def
-				}
+		var top, defs map[string]json.RawMessage
+		if fhirSchemaErr = json.NewDecoder(f).Decode(&top); fhirSchemaErr != nil {
+			return
+		}
+		if fhirSchemaErr = json.Unmarshal(top["definitions"], &defs); fhirSchemaErr != nil {
+			return
+		}
+		for name, def := range map[string]string{"Resource": `{"type": "object"}`, "integer64": `{"type": "string"}`} {
+			if _, has := defs[name]; !has {
+				defs[name] = json.RawMessage(def)
 			}
+		}
+		top["definitions"], _ = json.Marshal(defs)
+		raw, _ := json.Marshal(top)
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		if err != nil {
+			fhirSchemaErr = err
+			return
 		}
 		c := jsonschema.NewCompiler()
 		if err := c.AddResource("fhir.schema.json", doc); err != nil {
