@@ -86,8 +86,13 @@ func (a *App) inviteProvider(ctx context.Context, p *clinic.Principal, in Invite
 	if err != nil {
 		return nil, StoreErr("invite", err, "")
 	}
-	// The activation link, as POST /users/activate/request sends it.
-	if err := a.requestSecret(ctx, p, purposeActivate, u.Email); err != nil {
+	// The activation link, as POST /users/activate/request sends it, in
+	// an invitation that names who sent it.
+	by := p.Account.Name + "'s administrator"
+	if p.User != nil && p.User.FullName() != "" && !p.IsAdmin() {
+		by = p.User.FullName()
+	}
+	if err := a.mailSecret(ctx, p, purposeActivate, u.Email, by); err != nil {
 		return nil, err
 	}
 	return u, nil

@@ -806,3 +806,13 @@ func tinyPNG() []byte {
 }
 
 func i64s(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestDurationWords: a mail says how long a link works as a person would.
+func TestDurationWords(t *testing.T) {
+	for d, want := range map[time.Duration]string{24 * time.Hour: "24 hours", time.Hour: "1 hour", 30 * time.Minute: "30 minutes",
+		72 * time.Hour: "3 days", 90 * time.Second: "1 minute", 45 * time.Second: "45 seconds", 36 * time.Hour: "36 hours"} {
+		if got := app.DurationWords(d); got != want {
+			t.Errorf("%v: %q, want %q", d, got, want)
+		}
+	}
+}

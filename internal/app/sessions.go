@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -290,6 +291,13 @@ const TopicMail = "mail"
 // reset link (users with one). It answers the same whether or not the login
 // names a user, so it cannot be used to find out who is a patient.
 func (a *App) requestSecret(ctx context.Context, p *clinic.Principal, purpose, login string) error {
+	return a.mailSecret(ctx, p, purpose, login, "")
+}
+
+// mailSecret is requestSecret; invitedBy, when set, names who invited the
+// user, and the mail is their invitation rather than an answer to a
+// request of the user's.
+func (a *App) mailSecret(ctx context.Context, p *clinic.Principal, purpose, login, invitedBy string) error {
 	if login == "" {
 		return clinic.Errorf(clinic.EInvalid, "email or username is required.")
 	}
@@ -315,9 +323,19 @@ func (a *App) requestSecret(ctx context.Context, p *clinic.Principal, purpose, l
 	if purpose == purposeActivate {
 		subject, path = "Activate your account", "/activate"
 	}
-	body := fmt.Sprintf("Hello %s,\n\nOpen this link within %s to continue:\n%s%s?account=%s&token=%s\n\nIf you did not ask for this, ignore this message.\n",
-		u.FirstName, a.cfg.SecretTTL, a.portalBase(), path, url.QueryEscape(p.Account.Code), url.QueryEscape(secret))
-	raw, _ := json.Marshal(mailMessage{To: u.Email, Subject: p.Account.Name + ": " + subject, Body: body})
+	link := fmt.Sprintf("%s%s?account=%s&token=%s", a.portalBase(), path, url.QueryEscape(p.Account.Code), url.QueryEscape(secret))
+	body := fmt.Sprintf("Hello %s,\n\nOpen this link within %s to continue:\n%s\n\nIf you did not ask for this, ignore this message: nothing changes until the link is opened.\n\n%s\n",
+		u.FirstName, DurationWords(a.cfg.SecretTTL), link, p.Account.Name)
+	if invitedBy != "" {
+		subject = "You are invited to join " + p.Account.Name
+		body = fmt.Sprintf("Hello %s,\n\n%s invited you to join %s on Teleclinic as a provider, to see patients by video and message.\n\n"+
+			"Choose your password from this link within %s:\n%s\n\nThen sign in at %s/signin. If you did not expect this invitation, ignore this message, or ask %s.\n\n%s\n",
+			u.FirstName, invitedBy, p.Account.Name, DurationWords(a.cfg.SecretTTL), link, a.portalBase(), invitedBy, p.Account.Name)
+	}
+	if invitedBy == "" {
+		subject = p.Account.Name + ": " + subject
+	}
+	raw, _ := json.Marshal(mailMessage{To: u.Email, Subject: subject, Body: body})
 	sealed, err := a.Seal(raw)
 	if err != nil {
 		return err
@@ -433,4 +451,24 @@ func checkPassword(pw string) error {
 		return clinic.Errorf(clinic.EInvalid, "password must be at most 256 characters.")
 	}
 	return nil
+}
+
+// DurationWords says d as a person would: "24 hours", "1 hour", "30
+// minutes", "2 days" (a mail never says 24h0m0s).
+func DurationWords(d time.Duration) string {
+	plural := func(n int64, unit string) string {
+		if n == 1 {
+			return "1 " + unit
+		}
+		return strconv.FormatInt(n, 10) + " " + unit + "s"
+	}
+	switch {
+	case d >= 48*time.Hour && d%(24*time.Hour) == 0:
+		return plural(int64(d/(24*time.Hour)), "day")
+	case d >= time.Hour && d%time.Hour == 0:
+		return plural(int64(d/time.Hour), "hour")
+	case d >= time.Minute:
+		return plural(int64(d/time.Minute), "minute")
+	}
+	return plural(int64(d/time.Second), "second")
 }

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -291,6 +292,24 @@ func TestUsers_Invite(t *testing.T) {
 	}
 	if n := count(t, e, "SELECT COUNT(*) FROM outbox WHERE topic = 'mail'"); n != 1 {
 		t.Errorf("%d activation mails queued, want 1", n)
+	}
+	// The invitation says who sends it, from which clinic, for how long
+	// the link works, in words, and where to sign in afterwards.
+	box := &outbox{}
+	if n := e.App.DeliverMail(context.Background(), box); n != 1 {
+		t.Fatalf("delivered %d mails", n)
+	}
+	m := box.msgs[0]
+	if m.To != "maya@alpha.example" || m.Subject != "You are invited to join Alpha Clinic" {
+		t.Fatalf("the invitation: %+v", m)
+	}
+	for _, want := range []string{"Hello Maya", "Alpha Clinic's administrator invited you to join Alpha Clinic", "within 24 hours", "/activate?account=alpha&token=", "/signin"} {
+		if !strings.Contains(m.Body, want) {
+			t.Errorf("the invitation does not say %q:\n%s", want, m.Body)
+		}
+	}
+	if strings.Contains(m.Body, "24h0m0s") || strings.Contains(m.Body, "did not ask for this") {
+		t.Errorf("the invitation reads as a request of the provider's:\n%s", m.Body)
 	}
 	provs := dataOf[[]client.RoomProvider](t, e.Do(testenv.Req{Path: "/api_v3/rooms/main/providers", Header: acctHeaders(s.c)}))
 	found := false

@@ -68,8 +68,12 @@ func (c *adminScript) signInRefused(t *testing.T) {
 			t.Fatalf("%v: %d", form, pg.Status)
 		}
 	}
-	if pg := c.b.get("/admin"); pg.Status != 303 || !strings.HasPrefix(pg.Location, "/signin") {
-		t.Fatalf("not signed in: %d %s", pg.Status, pg.Location)
+	// Signed out, the admin's pages send to the admin's sign-in, not the
+	// providers' and patients'.
+	for _, path := range []string{"/admin", "/admin/rooms/main"} {
+		if pg := c.b.get(path); pg.Status != 303 || pg.Location != "/admin/signin" {
+			t.Fatalf("%s not signed in: %d %s", path, pg.Status, pg.Location)
+		}
 	}
 }
 

@@ -322,6 +322,12 @@ func staticFiles(h http.Handler) http.Handler {
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	pr := edge.ProblemOf(r, err)
 	if pr.Status == http.StatusUnauthorized && r.Method == http.MethodGet && r.URL.Path != "/auth" {
+		// The admin's pages have their own sign-in (the clinic's code and
+		// admin token); a provider's or patient's form would not open them.
+		if r.URL.Path == "/admin" || strings.HasPrefix(r.URL.Path, "/admin/") {
+			http.Redirect(w, r, "/admin/signin", http.StatusSeeOther)
+			return
+		}
 		http.Redirect(w, r, "/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 		return
 	}
