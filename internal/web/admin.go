@@ -110,6 +110,8 @@ type adminPage struct {
 	Notice, Error                                                          string
 	// Codes is the ICD-10-CM release the clinic codes with.
 	Codes *app.CodeRelease
+	// Domain is the clinic's, a new room's unless the form gives another.
+	Domain string
 }
 
 // adminProvidersPage is how many providers /admin lists at a time, and
@@ -205,7 +207,7 @@ func (s *Server) adminWebhookSection(ctx context.Context, p *clinic.Principal, _
 	if err != nil {
 		return err
 	}
-	page.Clinic, page.WebhookURL, page.SecretSet = p.Account.Name, wh.URL, wh.SecretSet
+	page.Clinic, page.WebhookURL, page.SecretSet, page.Domain = p.Account.Name, wh.URL, wh.SecretSet, p.Account.Domain
 	return nil
 }
 
@@ -394,7 +396,12 @@ func (s *Server) adminCreateRoom(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rm, err := s.app.CreateRoom(r.Context(), p, app.NewRoom{Name: r.PostFormValue("name"), Code: strings.TrimSpace(r.PostFormValue("code")), Domain: r.PostFormValue("domain")})
+	// The form's domain is the clinic's unless the admin gives another.
+	domain := strings.TrimSpace(r.PostFormValue("domain"))
+	if domain == "" {
+		domain = p.Account.Domain
+	}
+	rm, err := s.app.CreateRoom(r.Context(), p, app.NewRoom{Name: r.PostFormValue("name"), Code: strings.TrimSpace(r.PostFormValue("code")), Domain: domain})
 	if err != nil {
 		return s.adminRefused(w, r, err)
 	}

@@ -106,6 +106,14 @@ func (c *adminScript) rooms(t *testing.T) {
 	if pg := c.b.post("/admin/rooms", url.Values{"name": {"Again"}, "code": {"skin"}, "domain": {"acme.clinic.test"}}); pg.Status != 400 || !strings.Contains(pg.Body, `role="alert"`) {
 		t.Fatalf("a taken code (400, as POST /rooms): %d", pg.Status)
 	}
+	// A room without a domain is in the clinic's.
+	if pg := c.b.post("/admin/rooms", url.Values{"name": {"Travel Clinic"}, "code": {"travel"}}); pg.Status != 303 || pg.Location != "/admin/rooms/travel" {
+		t.Fatalf("a room without a domain: %d %s", pg.Status, pg.Body)
+	}
+	acct, _ := c.f.e.App.AccountByCode(context.Background(), "acme")
+	if rm, err := c.f.e.App.RoomByCode(context.Background(), app.SystemPrincipal(acct), "travel"); err != nil || rm.Domain != acct.Domain || rm.Domain == "" {
+		t.Fatalf("the room's domain: %+v %v (the clinic's %q)", rm, err, acct.Domain)
+	}
 	pg = c.b.post("/admin/rooms/skin", url.Values{"name": {"Skin Clinic"}, "subtitle": {"Rashes and moles"}, "active": {"1"},
 		"walkin": {"1"}, "is_closed": {"1"}, "close_msg": {"Back on Monday"}})
 	if pg.Status != 303 {
