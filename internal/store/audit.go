@@ -388,6 +388,9 @@ type AuditFilter struct {
 	After *AuditPlace
 	Start int
 	Limit int
+	// ChangesOnly leaves out reads and lists (actions ending in .read or
+	// .list).
+	ChangesOnly bool
 }
 
 // AuditPlace is an entry's place in the trail's order: its time and id.
@@ -443,6 +446,9 @@ func (f AuditFilter) where() (string, []any) {
 	}
 	if f.Action != "" {
 		add("action = ?", f.Action)
+	}
+	if f.ChangesOnly {
+		where = append(where, "action NOT LIKE '%.read'", "action NOT LIKE '%.list'")
 	}
 	if f.From != 0 {
 		add("created >= ?", f.From)

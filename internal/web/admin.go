@@ -157,7 +157,8 @@ func readAdminQuery(r *http.Request) (adminQuery, *fields) {
 	q := adminQuery{RoomsPage: f.count("rooms_page", 1, 1), DeliveriesBefore: f.place("deliveries_before"),
 		ProvidersAfter: f.place("providers_after"), PaymentsBefore: f.place("payments_before"), AuditAfter: f.place("audit_after"),
 		FilterUser: f.str("user_id")}
-	q.Audit = app.AuditQuery{Action: f.str("action"), ObjectType: f.str("object_type"), ObjectID: f.str("object_id"), After: q.AuditAfter, Limit: adminAuditPage}
+	q.Audit = app.AuditQuery{Action: f.str("action"), ObjectType: f.str("object_type"), ObjectID: f.str("object_id"), After: q.AuditAfter, Limit: adminAuditPage,
+		ChangesOnly: f.str("reads") != "1" && f.str("action") == ""} // an action asked for is shown, a read one too
 	if q.FilterUser != "" {
 		if q.Audit.UserID = f.place("user_id"); q.Audit.UserID == 0 {
 			f.refuse("user_id", "The user filter must be a user id (a number).")
@@ -326,6 +327,9 @@ func (s *Server) adminAudit(ctx context.Context, p *clinic.Principal, q adminQue
 		if val != "" {
 			keep.Set(k, val)
 		}
+	}
+	if !page.Filter.ChangesOnly && page.Filter.Action == "" {
+		keep.Set("reads", "1")
 	}
 	page.AuditPager = pager{Label: "Audit trail", BackText: "Latest entries", NextText: "Older entries"}.
 		on("/admin", "audit", "audit_after", page.Filter.After != 0, trail.Next, keep)

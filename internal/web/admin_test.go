@@ -264,6 +264,15 @@ func (c *adminScript) auditNames(t *testing.T) {
 	if !strings.Contains(pg.Body, "<td>Grace Hopper</td>") || strings.Contains(pg.Body, "user_token") {
 		t.Fatalf("the trail's who: %s", pg.Body)
 	}
+	// By default the trail shows what was changed, saying its zone; the
+	// reads every page view adds are shown when asked for.
+	if sec := section(c.b.get("/admin").Body, "audit"); strings.Contains(sec, ".read</td>") || !strings.Contains(sec, "reads and lists (every page view adds them) are left out") ||
+		!strings.Contains(sec, "Times are in UTC") {
+		t.Fatalf("the default trail: %s", sec)
+	}
+	if sec := section(c.b.get("/admin?reads=1").Body, "audit"); !strings.Contains(sec, "<td>visit.read</td>") && !strings.Contains(sec, ".read</td>") {
+		t.Fatalf("the trail with reads: %s", sec)
+	}
 }
 
 // A cross-site form is refused before it does anything.
@@ -689,11 +698,6 @@ func TestPortal_AdminPaymentAndAuditPages(t *testing.T) {
 
 	b := newBrowser(t, f.e)
 	f.adminSignIn(t, b)
-	section := func(body, id string) string {
-		_, sec, _ := strings.Cut(body, `<h2 id="`+id+`">`)
-		sec, _, _ = strings.Cut(sec, "</section>")
-		return sec
-	}
 	rowID := regexp.MustCompile(`<tr id="payment-(\d+)"><td>[^<]*</td><td>Ada Lovelace</td>`)
 	var shown []int64
 	page, first := b.get("/admin"), ""
@@ -913,4 +917,11 @@ func TestPortal_ChartFileAndPrescriptionPages(t *testing.T) {
 			t.Fatalf("the chart's %s in pages of %v: %v, want 45, newest first, each once", sec.label, sizes, shown)
 		}
 	}
+}
+
+// section is the part of a page's body in the section headed id.
+func section(body, id string) string {
+	_, sec, _ := strings.Cut(body, `<h2 id="`+id+`">`)
+	sec, _, _ = strings.Cut(sec, "</section>")
+	return sec
 }
