@@ -295,8 +295,8 @@ func (a *App) waitAlert(ctx context.Context, it store.OutboxItem) error {
 		if u.Email == "" || !u.Active {
 			continue
 		}
-		body := fmt.Sprintf("Hello %s,\n\n%s has waited %d minutes in %s and no provider has taken them yet.\n\nOpen your dashboard to start the visit:\n%s/providers/dashboard\n",
-			u.FirstName, patient.FullName(), rm.Lead, r.Name, a.portalBase())
+		body := fmt.Sprintf("Hello %s,\n\n%s has waited %s in %s and no provider has taken them yet.\n\nOpen your dashboard to start the visit:\n%s/providers/dashboard\n",
+			u.FirstName, patient.FullName(), DurationWords(time.Duration(rm.Lead)*time.Minute), r.Name, a.portalBase())
 		raw, _ := json.Marshal(mailMessage{To: u.Email, Subject: acct.Name + ": a patient is waiting in " + r.Name, Body: body})
 		s, err := a.Seal(raw)
 		if err != nil {
@@ -380,5 +380,5 @@ func leadWords(minutes int) string {
 	case minutes == 60:
 		return "in an hour"
 	}
-	return fmt.Sprintf("in %d minutes", minutes)
+	return "in " + DurationWords(time.Duration(minutes)*time.Minute)
 }
