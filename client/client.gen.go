@@ -1840,7 +1840,11 @@ type AddendumBody struct {
 // the start). `refund_percent`: the share of a paid visit refunded when the patient
 // cancels in time (default 100; a visit the clinic cancels is refunded in full).
 // `reminder_minutes`: a reminder email goes to the patient this long before the start,
-// once each (default 1440 and 15).
+// once each (default 1440 and 15). Besides the reminders, a booking is confirmed by
+// email to its patient (with the calendar file's link) and told to its provider, and
+// a move or a cancellation is told to whichever of them did not make it (with the
+// reason given), each at their profile's address and in their zone; nobody who turned
+// emails off (`disable_emails`) is mailed.
 type AppointmentSettings struct {
 	CancelHours       int   `json:"cancel_hours"`
 	JoinBeforeMinutes int   `json:"join_before_minutes"`
@@ -3562,7 +3566,11 @@ type RoomDetail struct {
 	// the start). `refund_percent`: the share of a paid visit refunded when the patient
 	// cancels in time (default 100; a visit the clinic cancels is refunded in full).
 	// `reminder_minutes`: a reminder email goes to the patient this long before the start,
-	// once each (default 1440 and 15).
+	// once each (default 1440 and 15). Besides the reminders, a booking is confirmed by
+	// email to its patient (with the calendar file's link) and told to its provider, and
+	// a move or a cancellation is told to whichever of them did not make it (with the
+	// reason given), each at their profile's address and in their zone; nobody who turned
+	// emails off (`disable_emails`) is mailed.
 	AppointmentSettings *AppointmentSettings `json:"appointment_settings,omitempty"`
 	Auth                struct {
 		Guest struct {

@@ -198,7 +198,10 @@ func (a *App) Book(ctx context.Context, p *clinic.Principal, in BookInput) (*Vis
 				return clinic.Errorf(clinic.EConflict, "That time was just booked by someone else.")
 			}
 		}
-		return a.enqueueReminders(ctx, q, v)
+		if err := a.enqueueReminders(ctx, q, v); err != nil {
+			return err
+		}
+		return a.mailAppointmentChange(ctx, q, p, changeBooked, v, 0, "")
 	})
 	if err != nil {
 		return nil, StoreErr("book", err, "")

@@ -544,9 +544,13 @@ func (a *App) MoveVisit(ctx context.Context, p *clinic.Principal, id int64, acti
 		if moved, err = q.MoveVisit(ctx, m); err != nil || !moved {
 			return err
 		}
-		// A cancelled appointment gives its slots back; a completed one keeps them.
+		// A cancelled appointment gives its slots back (a completed one
+		// keeps them), and its people are told.
 		if action == ActCancel && v.Kind == clinic.KindAppointment {
 			if err := q.FreeVisitSlots(ctx, p.Account.ID, v.ID, m.Now); err != nil {
+				return err
+			}
+			if err := a.mailAppointmentChange(ctx, q, p, changeCancelled, v, 0, m.Reason); err != nil {
 				return err
 			}
 		}

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"teleclinic/client"
+	"teleclinic/internal/mail"
 	"teleclinic/internal/testenv"
 )
 
@@ -588,4 +590,79 @@ func (a availability) booked() string {
 		out += fmt.Sprint(sl.SlotBooked)
 	}
 	return out
+}
+
+// TestAppointments_ChangeMails: a booking, a move and a cancellation are
+// each mailed to the people they concern other than the one who made
+// them, with the time in the person's zone: the booking confirmed to the
+// patient (with the calendar file's link) and told to the provider; the
+// patient's move told to the provider; the provider's cancellation, with
+// its reason in words, told to the patient. One who turned emails off is
+// not mailed.
+func TestAppointments_ChangeMails(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	s.enableAppointments(t)
+	sso := func(typ, code, first, email, zone string, off bool) *session {
+		t.Helper()
+		form := map[string]string{"first_name": first, "last_name": "Mailed", "type": typ, "code": code, "email": email}
+		if off {
+			form["disable_emails"] = "1"
+		}
+		p := dataOf[ssoProfile](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(s.c), Multipart: form}))
+		mustOK(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/me", Header: userHeaders(s.c, p.Token.Token), Form: q("timezone", zone)}))
+		return &session{UserID: p.Id, Token: p.Token.Token, Profile: p}
+	}
+	pat := sso("200", "mailed-pat", "Maria", "maria@example.com", "Europe/Madrid", false)
+	quiet := sso("200", "quiet-pat", "Quinn", "quinn@example.com", "Europe/Madrid", true)
+	doc := sso("400", "mailed-doc", "Dana", "dana@clinic.example", "America/Chicago", false)
+	mustOK(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/" + doc.UserID + "/rooms", Header: adminHeaders(s.c), Form: q("code", "main")}))
+	s.publish(t, doc.Token, slotGroup{RoomCode: "main", DateStart: slotDay, TimeStart: "09:00", TimeEnd: "10:30", Timezone: "America/New_York", Duration: 30})
+	at := func(i int) string { return fmt.Sprint(tue0900NY + int64(i)*1800) }
+	box := &outbox{}
+	mails := func() []mail.Message {
+		t.Helper()
+		box.msgs = nil
+		e.App.DeliverMail(context.Background(), box)
+		return box.msgs
+	}
+
+	visit := dataOf[client.Visit](t, s.post(pat.Token, "/api_v3/visits", "slot_start", at(0), "slot_end", at(1), "room_code", "main", "type", "2", "intake_id", s.intake(t, pat, "type", "2"))).Id
+	got := mails()
+	if len(got) != 2 {
+		t.Fatalf("%d mails after the booking: %+v", len(got), got)
+	}
+	for _, m := range got {
+		switch m.To {
+		case "maria@example.com":
+			if m.Subject != "Alpha Clinic: your video visit is booked" || !strings.Contains(m.Body, "Tuesday 3 March 2026, 15:00 (Europe/Madrid)") ||
+				!strings.Contains(m.Body, "/visits/start/"+visit+"/calendar.ics") {
+				t.Errorf("the patient's confirmation: %+v", m)
+			}
+		case "dana@clinic.example":
+			if !strings.Contains(m.Subject, "booked with you") || !strings.Contains(m.Body, "Tuesday 3 March 2026, 08:00 (America/Chicago)") {
+				t.Errorf("the provider's: %+v", m)
+			}
+		default:
+			t.Errorf("a mail to %s", m.To)
+		}
+	}
+
+	mustOK(t, s.post(pat.Token, "/api_v3/visits/"+visit+"/reschedule", "slot_start", at(1), "slot_end", at(2)))
+	if got := mails(); len(got) != 1 || got[0].To != "dana@clinic.example" || !strings.Contains(got[0].Body, "is now on Tuesday 3 March 2026, 08:30 (America/Chicago) (moved by the patient)") {
+		t.Fatalf("the move's mails: %+v", got)
+	}
+
+	mustOK(t, s.post(doc.Token, "/api_v3/visits/delete", "id", visit, "reason", "provider_cancel_appointment"))
+	if got := mails(); len(got) != 1 || got[0].To != "maria@example.com" || got[0].Subject != "Alpha Clinic: your video visit was cancelled" ||
+		!strings.Contains(got[0].Body, "was cancelled by the clinic") || !strings.Contains(got[0].Body, "The reason given: the provider cancelled") {
+		t.Fatalf("the cancellation's mails: %+v", got)
+	}
+
+	// Emails off: a booking of theirs tells the provider only.
+	mustOK(t, s.post(quiet.Token, "/api_v3/visits", "slot_start", at(2), "slot_end", at(3), "room_code", "main", "type", "2", "intake_id", s.intake(t, quiet, "type", "2")))
+	if got := mails(); len(got) != 1 || got[0].To != "dana@clinic.example" {
+		t.Fatalf("with the patient's emails off: %+v", got)
+	}
 }
