@@ -259,6 +259,14 @@ func permRows(f *permFixture) map[string]permRow {
 	return map[string]permRow{
 		// Clinic accounts.
 		"Settings": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.Settings(ctx, p)) }},
+		// A user's standing: the clinic's admin only, on its own clinic's
+		// users (the other clinic's admin finds no such user).
+		"DeactivateUser": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.DeactivateUser(ctx, p, f.provider.User.ID))
+		}},
+		"ReactivateUser": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.ReactivateUser(ctx, p, f.provider.User.ID))
+		}},
 		// The server's code release: anyone signed in reads which it is; on
 		// a server of several clinics no clinic's admin replaces it.
 		"DiagnosisRelease": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.DiagnosisRelease(ctx, p)) }},

@@ -198,3 +198,9 @@ func (q *Q) DeleteGroupIfEmpty(ctx context.Context, accountID, groupID int64) (b
 	n, err := q.affected(ctx, "DELETE FROM slot_groups WHERE account_id = ? AND id = ? AND NOT EXISTS (SELECT 1 FROM slots WHERE group_id = ?)", accountID, groupID, groupID)
 	return n == 1, err
 }
+
+// DeleteProviderOpenSlots deletes a provider's open slots that start at or
+// after from, and says how many.
+func (q *Q) DeleteProviderOpenSlots(ctx context.Context, accountID, providerID, from int64) (int64, error) {
+	return q.affected(ctx, "DELETE FROM slots WHERE account_id = ? AND provider_id = ? AND status = ? AND starts_at >= ?", accountID, providerID, clinic.SlotOpen, from)
+}

@@ -380,3 +380,13 @@ func (q *Q) UsernameTaken(ctx context.Context, accountID int64, username string)
 	err := q.queryRow(ctx, "SELECT COUNT(*) FROM users WHERE account_id = ? AND username = ?", []any{accountID, username}, &n)
 	return n > 0, err
 }
+
+// SetUserStatus sets a user's status and whether they are active; their
+// credentials' checks see it at once (credentialsEnded).
+func (q *Q) SetUserStatus(ctx context.Context, accountID, userID int64, status int, active bool, now int64) error {
+	if err := q.mustAffect(ctx, `UPDATE users SET status = ?, active = ?, modified = ? WHERE account_id = ? AND id = ?`,
+		status, b2i(active), now, accountID, userID); err != nil {
+		return err
+	}
+	return q.credentialsEnded(ctx)
+}

@@ -76,6 +76,7 @@ type adminProvider struct {
 	ID          int64
 	Name, Email string
 	Invited     bool // not activated yet
+	Deactivated bool
 }
 
 type adminPage struct {
@@ -240,6 +241,40 @@ func (s *Server) adminCodes(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// adminStanding is POST /admin/providers/{id}/deactivate and /reactivate
+// (app.DeactivateUser, app.ReactivateUser): the page says what it did.
+func (s *Server) adminStanding(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.principal(r)
+	if err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return clinic.Errorf(clinic.ENotFound, "User not found.")
+	}
+	var notice string
+	switch r.PathValue("change") {
+	case "deactivate":
+		d, err := s.app.DeactivateUser(r.Context(), p, id)
+		if err != nil {
+			return s.adminRefused(w, r, err)
+		}
+		notice = fmt.Sprintf("%s is deactivated: signed out everywhere, unable to sign in, with %d open slots ahead removed.", d.User.FullName(), d.SlotsRemoved)
+		if d.OpenVisits > 0 {
+			notice += fmt.Sprintf(" %d of their visits are still open: give them to another provider.", d.OpenVisits)
+		}
+	case "reactivate":
+		u, err := s.app.ReactivateUser(r.Context(), p, id)
+		if err != nil {
+			return s.adminRefused(w, r, err)
+		}
+		notice = u.FullName() + " can sign in again."
+	default:
+		return clinic.Errorf(clinic.ENotFound, "There is no such change.")
+	}
+	return s.showAdmin(w, r, http.StatusOK, adminPage{Notice: notice})
+}
+
 // adminRooms is a page of the clinic's rooms by name (a clinic that
 // gives each provider a room has hundreds).
 func (s *Server) adminRooms(ctx context.Context, p *clinic.Principal, q adminQuery, page *adminPage) error {
@@ -290,7 +325,8 @@ func (s *Server) adminProviders(ctx context.Context, p *clinic.Principal, q admi
 		return err
 	}
 	for _, u := range provs.Items {
-		page.Providers = append(page.Providers, adminProvider{ID: u.ID, Name: u.FullName(), Email: u.Email, Invited: u.Status == clinic.StatusPending})
+		page.Providers = append(page.Providers, adminProvider{ID: u.ID, Name: u.FullName(), Email: u.Email,
+			Invited: u.Status == clinic.StatusPending && u.Active, Deactivated: u.Status == clinic.StatusDisabled || !u.Active})
 	}
 	page.ProvidersPager = pager{Label: "Providers", BackText: "First providers", NextText: "More providers"}.
 		on("/admin", "providers", "providers_after", in.After > 0, provs.Next, nil)

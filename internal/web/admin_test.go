@@ -548,7 +548,7 @@ func TestPortal_AdminProviderPages(t *testing.T) {
 		// The providers' section only: the audit trail names them too.
 		_, section, _ := strings.Cut(page.Body, `<h2 id="providers">`)
 		section, _, _ = strings.Cut(section, "</section>")
-		for _, m := range regexp.MustCompile(`Zed Provider (\d{3})`).FindAllStringSubmatch(section, -1) {
+		for _, m := range regexp.MustCompile(`<li id="provider-\d+">Zed Provider (\d{3})`).FindAllStringSubmatch(section, -1) {
 			if seen[m[1]] {
 				t.Fatalf("provider %s on two pages", m[1])
 			}
@@ -924,4 +924,60 @@ func section(body, id string) string {
 	_, sec, _ := strings.Cut(body, `<h2 id="`+id+`">`)
 	sec, _, _ = strings.Cut(sec, "</section>")
 	return sec
+}
+
+// TestPortal_AdminDeactivatesProvider: the admin deactivates a provider
+// who leaves: every login of theirs ends at once (the portal's and the
+// API's), their open slots ahead are removed so nobody books them, their
+// visit stays with its note and thread, and the page says what was done
+// and what is left to hand over. Reactivated, they sign in again.
+func TestPortal_AdminDeactivatesProvider(t *testing.T) {
+	f := newFixture(t)
+	bg := context.Background()
+	prov := f.user(t, f.providerToken)
+	day := f.e.Clock.Now().Add(48 * time.Hour).UTC().Format("2006-01-02")
+	if _, _, err := f.e.App.CreateSlots(bg, prov, app.SlotGroupInput{RoomCode: "main", DateStart: day, DateEnd: day, TimeStart: "09:00", TimeEnd: "10:00", Timezone: "UTC", Duration: 30}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.App.MoveVisit(bg, prov, f.visitID, app.ActAccept, app.MoveInput{}); err != nil {
+		t.Fatal(err)
+	}
+	pb := newBrowser(t, f.e)
+	f.redirectLogin(t, pb, f.providerToken, "/providers/dashboard", nil)
+	admin := newBrowser(t, f.e)
+	f.adminSignIn(t, admin)
+	id := strconv.FormatInt(prov.User.ID, 10)
+	if pg := admin.get("/admin"); !strings.Contains(pg.Body, `id="deactivate-`+id+`"`) {
+		t.Fatal("no Deactivate button for the provider")
+	}
+	pg := admin.post("/admin/providers/"+id+"/deactivate", nil)
+	if pg.Status != 200 || !strings.Contains(pg.Body, "Grace Hopper is deactivated: signed out everywhere, unable to sign in, with 2 open slots ahead removed.") ||
+		!strings.Contains(pg.Body, "1 of their visits are still open") || !strings.Contains(pg.Body, `id="reactivate-`+id+`"`) {
+		t.Fatalf("deactivate: %d\n%s", pg.Status, pg.Body)
+	}
+	if pg := pb.get("/providers/dashboard"); pg.Status != 303 || !strings.HasPrefix(pg.Location, "/signin") {
+		t.Fatalf("the provider's portal session after: %d %s", pg.Status, pg.Location)
+	}
+	if res := f.e.Do(testenv.Req{Path: "/api_v3/me", Header: map[string]string{"X-AccountCode": "acme", "X-ApiToken": f.providerToken}}); res.Status != 401 {
+		t.Fatalf("the provider's API token after: %d", res.Status)
+	}
+	now := f.e.Clock.Now().Unix()
+	if v, err := f.e.App.ListSlots(bg, f.admin(t), app.SlotQuery{RoomCode: "main", Start: now, End: now + 7*86400}); err != nil || len(v.Slots) != 0 {
+		t.Fatalf("slots after: %d %v", len(v.Slots), err)
+	}
+	if v, err := f.e.App.GetVisit(bg, f.admin(t), f.visitID, false); err != nil || v.Visit.ProviderID != prov.User.ID {
+		t.Fatalf("the visit after: %+v %v", v, err)
+	}
+	if pg := admin.post("/admin/providers/"+id+"/reactivate", nil); pg.Status != 200 || !strings.Contains(pg.Body, "Grace Hopper can sign in again.") {
+		t.Fatalf("reactivate: %d", pg.Status)
+	}
+	if res := f.e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: map[string]string{"X-AccountCode": "acme", "X-ApiKey": f.clinic.APIKey, "X-ApiSecret": f.clinic.APISecret},
+		Multipart: map[string]string{"first_name": prov.User.FirstName, "last_name": prov.User.LastName, "type": "400", "code": prov.User.Code}}); res.Status != 200 {
+		t.Fatalf("the provider signs in again: %d %s", res.Status, res.Raw)
+	}
+	// The clinic's admin user is not deactivated.
+	adminUser := f.admin(t).User
+	if pg := admin.post("/admin/providers/"+strconv.FormatInt(adminUser.ID, 10)+"/deactivate", nil); pg.Status != 400 {
+		t.Fatalf("deactivating the admin user: %d", pg.Status)
+	}
 }

@@ -130,7 +130,10 @@ func portalMatrix() map[string]string {
 		"POST /admin/rotate":  "RRDDDADDA",
 		// Loading the server's code release: an admin, here let through
 		// to the refusal of a form without a file.
-		"POST /admin/codes":                     "RRDDDADDA",
+		"POST /admin/codes": "RRDDDADDA",
+		// A provider's standing: the admin's, on its own clinic's users
+		// (the other clinic's admin finds no such user).
+		"POST /admin/providers/{id}/{change}":   "RRDDDDDDA",
 		"GET /admin/rooms/{code}":               "RRDDDDDDA",
 		"POST /admin/rooms/{code}":              "RRDDDDDDA",
 		"POST /admin/rooms/{code}/providers":    "RRDDDDDDA",
@@ -198,8 +201,9 @@ func TestPortalAuthzMatrix(t *testing.T) {
 	values := map[string]string{
 		"{id}": strconv.FormatInt(f.visitID, 10), "{account_code}": "acme", "{room_code}": "main", "{code}": "main",
 		"{intake_id}": strconv.FormatInt(it.ID, 10), "{user_id}": strconv.FormatInt(p1.User.ID, 10), "{token}": "not-an-invite",
-		"{action}": "inprogress", "{tag}": "es", "{file}": "es.js",
+		"{action}": "inprogress", "{tag}": "es", "{file}": "es.js", "{change}": "reactivate",
 	}
+	provider := strconv.FormatInt(f.user(t, f.providerToken).User.ID, 10)
 	declared := portalMatrix()
 	// Forms where an empty one would be refused before the caller's rights
 	// are judged.
@@ -239,6 +243,9 @@ func TestPortalAuthzMatrix(t *testing.T) {
 			path := pattern
 			if strings.HasPrefix(pattern, "/admin/deliveries/") || strings.HasPrefix(pattern, "/admin/payments/") {
 				path = strings.ReplaceAll(path, "{id}", "1")
+			}
+			if strings.HasPrefix(pattern, "/admin/providers/") { // a provider's standing: reactivating an active one changes nothing
+				path = strings.ReplaceAll(path, "{id}", provider)
 			}
 			for k, v := range values {
 				path = strings.ReplaceAll(path, k, v)

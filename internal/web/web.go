@@ -186,6 +186,7 @@ func (s *Server) routes() {
 	s.page("POST /admin/rotate", s.adminRotate)
 	s.page("POST /admin/payments/{id}/refund", s.adminRefund)
 	s.upload("POST /admin/codes", s.adminCodes)
+	s.page("POST /admin/providers/{id}/{change}", s.adminStanding)
 	static, _ := fs.Sub(staticFS, "static")
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", staticFiles(http.FileServerFS(static))))
 }
