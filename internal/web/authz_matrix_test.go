@@ -39,15 +39,19 @@ func portalMatrix() map[string]string {
 		// Public: the sign-in pages, the clinic's and its rooms' pages, the
 		// redirect login (its one-time token is the credential) and a
 		// guest's join.
-		"GET /auth":                         "AAAAAAAAA",
-		"POST /auth":                        "AAAAAAAAA",
-		"GET /signin":                       "AAAAAAAAA",
-		"GET /admin/signin":                 "AAAAAAAAA",
-		"GET /docs":                         "AAAAAAAAA",
-		"GET /lang/{tag}":                   "AAAAAAAAA",
-		"GET /i18n/{file}":                  "AAAAAAAAA",
-		"GET /u/{account_code}":             "AAAAAAAAA",
-		"GET /c/{account_code}/{room_code}": "AAAAAAAAA",
+		"GET /auth":   "AAAAAAAAA",
+		"POST /auth":  "AAAAAAAAA",
+		"GET /signin": "AAAAAAAAA",
+		// The root sends each to their own start (the signed-out to the
+		// sign-in); a clinic's short address sends everyone to its home.
+		"GET /{$}":                                 "RRAAAAAAA",
+		"GET /c/{account_code}":                    "AAAAAAAAA",
+		"GET /admin/signin":                        "AAAAAAAAA",
+		"GET /docs":                                "AAAAAAAAA",
+		"GET /lang/{tag}":                          "AAAAAAAAA",
+		"GET /i18n/{file}":                         "AAAAAAAAA",
+		"GET /u/{account_code}":                    "AAAAAAAAA",
+		"GET /c/{account_code}/{room_code}":        "AAAAAAAAA",
 		"POST /c/{account_code}/{room_code}/guest": "AAAAAAAAA",
 		// A sign-in with no credentials in the form is refused whoever sends it.
 		"POST /signin":       "RRRRRRRRR",
@@ -201,7 +205,7 @@ func TestPortalAuthzMatrix(t *testing.T) {
 	values := map[string]string{
 		"{id}": strconv.FormatInt(f.visitID, 10), "{account_code}": "acme", "{room_code}": "main", "{code}": "main",
 		"{intake_id}": strconv.FormatInt(it.ID, 10), "{user_id}": strconv.FormatInt(p1.User.ID, 10), "{token}": "not-an-invite",
-		"{action}": "inprogress", "{tag}": "es", "{file}": "es.js", "{change}": "reactivate",
+		"{action}": "inprogress", "{tag}": "es", "{file}": "es.js", "{change}": "reactivate", "{$}": "",
 	}
 	provider := strconv.FormatInt(f.user(t, f.providerToken).User.ID, 10)
 	declared := portalMatrix()

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -175,6 +176,31 @@ type signinPage struct {
 
 // signinForm is the password sign-in of providers and staff (patients of
 // an integrator arrive signed in through /auth).
+// home is the portal's root: a signed-in person's own start (the admin's
+// page, a provider's dashboard, a patient's visits), else the sign-in.
+func (s *Server) home(w http.ResponseWriter, r *http.Request) error {
+	to := "/signin"
+	if p, err := s.principal(r); err == nil {
+		switch {
+		case p.IsAdmin():
+			to = "/admin"
+		case app.IsProvider(p):
+			to = "/providers/dashboard"
+		default:
+			to = "/visits"
+		}
+	}
+	http.Redirect(w, r, to, http.StatusSeeOther)
+	return nil
+}
+
+// clinicShort is /c/{account_code}: the clinic's home (/u/…), where its
+// rooms are, for an address a person shortens by hand.
+func (s *Server) clinicShort(w http.ResponseWriter, r *http.Request) error {
+	http.Redirect(w, r, "/u/"+url.PathEscape(r.PathValue("account_code")), http.StatusSeeOther)
+	return nil
+}
+
 func (s *Server) signinForm(w http.ResponseWriter, r *http.Request) error {
 	next := r.URL.Query().Get("next")
 	if !app.LocalPath(next) {

@@ -155,6 +155,8 @@ func (s *Server) routes() {
 	s.page("GET /invite/{account_code}/{token}", s.inviteForm)
 	s.page("POST /invite/{account_code}/{token}", s.inviteAccept)
 	s.page("GET /u/{account_code}", s.clinicHome)
+	s.page("GET /c/{account_code}", s.clinicShort)
+	s.page("GET /{$}", s.home)
 	s.page("GET /c/{account_code}/{room_code}", s.room)
 	s.page("POST /c/{account_code}/{room_code}/guest", s.guestJoin)
 	s.upload("POST /c/{account_code}/{room_code}/intake", s.intake)

@@ -834,3 +834,29 @@ func TestPortal_ClinicHomePages(t *testing.T) {
 		t.Fatalf("the link from /visits lists %v, want %v", rest, want[50:])
 	}
 }
+
+// TestPortal_RootAndShortAddresses: the portal's root sends each person to
+// their own start, the signed-out to the sign-in, and /c/{clinic} to the
+// clinic's home: none answers the API's JSON.
+func TestPortal_RootAndShortAddresses(t *testing.T) {
+	f := newFixture(t)
+	anon := newBrowser(t, f.e)
+	if pg := anon.get("/"); pg.Status != 303 || pg.Location != "/signin" {
+		t.Fatalf("the root, signed out: %d %s", pg.Status, pg.Location)
+	}
+	if pg := anon.get("/c/acme"); pg.Status != 303 || pg.Location != "/u/acme" {
+		t.Fatalf("a clinic's short address: %d %s", pg.Status, pg.Location)
+	}
+	for token, want := range map[string]string{f.p1Token: "/visits", f.providerToken: "/providers/dashboard"} {
+		b := newBrowser(t, f.e)
+		f.redirectLogin(t, b, token, "/visits", nil)
+		if pg := b.get("/"); pg.Status != 303 || pg.Location != want {
+			t.Fatalf("the root for %s: %d %s", want, pg.Status, pg.Location)
+		}
+	}
+	admin := newBrowser(t, f.e)
+	f.adminSignIn(t, admin)
+	if pg := admin.get("/"); pg.Status != 303 || pg.Location != "/admin" {
+		t.Fatalf("the root for the admin: %d %s", pg.Status, pg.Location)
+	}
+}
