@@ -24,6 +24,8 @@ import (
 	"teleclinic/internal/blob"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/payments"
+	"teleclinic/internal/reference"
+	"teleclinic/internal/store"
 	"teleclinic/internal/testenv"
 )
 
@@ -459,6 +461,17 @@ func buildMoveFixture(t *testing.T, e *testenv.Env) *moveFixture {
 		t.Fatalf("read: %v", err)
 	}
 	must("audit verify", e.Do(testenv.Req{Path: "/api_v3/audit/verify", Header: admin}))
+	// A release of diagnosis codes, stored as an import leaves it (a few
+	// codes: the move copies rows whatever their number), and in use: the
+	// moved server takes it from the database as it starts.
+	dx := []reference.Code{{Code: "A00", Short: "Cholera", Long: "Cholera"},
+		{Code: "A00.0", Billable: true, Short: "Cholera due to Vibrio cholerae 01, biovar cholerae", Long: "Cholera due to Vibrio cholerae 01, biovar cholerae"}}
+	if err := e.Store.Tx(ctx, func(q *store.Q) error {
+		return q.ImportDxRelease(ctx, store.DxRelease{Year: "2026", Codes: 2, Billable: 1, SHA256: "fixture", Loaded: e.Clock.Now().Unix(), LoadedBy: "operator"}, dx)
+	}); err != nil {
+		t.Fatalf("codes: %v", err)
+	}
+	e.App.RefreshDiagnoses(ctx)
 
 	fx := &moveFixture{visit: visit, patToken: pat, patRefresh: patRefresh, adminToken: c.AdminToken,
 		lastMessage: idNum(t, last), deletedFile: idNum(t, gone)}
@@ -470,6 +483,7 @@ func buildMoveFixture(t *testing.T, e *testenv.Env) *moveFixture {
 		fx.reads = append(fx.reads, fixtureRead{who: who, path: p, header: h, query: q})
 	}
 	add("patient", user(pat), "/api_v3/me")
+	add("provider", user(doc), "/api_v3/insurances/list/dxs", "q", "cholera")
 	add("admin", admin, "/api_v3/users", "limit", "200")
 	add("provider", user(doc), users)
 	add("account", acct, "/api_v3/rooms/main")
