@@ -157,6 +157,11 @@ type SlotGroupInput struct {
 	RepeatDay      []string
 	RepeatWeek     int
 	VisitType      string
+	// KeepZone saves Timezone to the publishing provider's profile when it
+	// names none (the portal's dashboard, whose times are in the browser's
+	// zone until the provider chooses one), so their emails and the API
+	// agree with the schedule.
+	KeepZone bool
 }
 
 // SlotsView is slots with the groups, providers and rooms they show.
@@ -263,6 +268,12 @@ func (a *App) CreateSlots(ctx context.Context, p *clinic.Principal, in SlotGroup
 	}
 	if err != nil {
 		return nil, nil, StoreErr("create slots", err, "")
+	}
+	if in.KeepZone && in.ProviderID == 0 && p.User.Timezone == "" && g.Timezone != "UTC" {
+		zone := g.Timezone
+		if _, err := a.UpdateMe(ctx, p, ProfileUpdate{Timezone: &zone}); err != nil {
+			return nil, nil, err
+		}
 	}
 	v, err := a.slotsView(ctx, p, slots)
 	return g, v, err

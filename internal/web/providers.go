@@ -172,25 +172,18 @@ func (s *Server) publishSlots(w http.ResponseWriter, r *http.Request) error {
 		return s.showDashboard(w, r, http.StatusBadRequest, "The slot length must be a number of minutes.")
 	}
 	// The zone the dashboard said the times are in (its hidden field), else
-	// the viewer's as the page would say it. A provider who never chose a
-	// zone has their browser's: it is saved to their profile, so that
-	// their emails, the API and their next device agree with this schedule.
+	// the viewer's as the page would say it; app keeps it on a profile that
+	// names none (KeepZone).
 	zone, _ := viewerZone(r, p.User)
 	if z, err := time.LoadLocation(f.Get("timezone")); err == nil && f.Get("timezone") != "" && f.Get("timezone") != "Local" {
 		zone = z
-	}
-	if p.User.Timezone == "" && zone != time.UTC {
-		name := zone.String()
-		if _, err := s.app.UpdateMe(r.Context(), p, app.ProfileUpdate{Timezone: &name}); err != nil {
-			return err
-		}
 	}
 	end := f.Get("date_end")
 	if end == "" {
 		end = f.Get("date_start")
 	}
 	_, _, err = s.app.CreateSlots(r.Context(), p, app.SlotGroupInput{RoomCode: f.Get("room_code"), DateStart: f.Get("date_start"), DateEnd: end,
-		TimeStart: f.Get("time_start"), TimeEnd: f.Get("time_end"), Timezone: zone.String(), Duration: minutes})
+		TimeStart: f.Get("time_start"), TimeEnd: f.Get("time_end"), Timezone: zone.String(), Duration: minutes, KeepZone: true})
 	if err != nil {
 		if status, msg, ok := s.refused(r, err, clinic.EInvalid, clinic.EConflict, clinic.ENotFound); ok {
 			return s.showDashboard(w, r, status, msg)
