@@ -15,26 +15,12 @@ import (
 	"teleclinic/internal/testenv"
 )
 
-// orderFile is the shared FY2026 ICD-10-CM order file (gzipped), which
-// the tests skip without.
-func orderFile(t *testing.T) string {
-	t.Helper()
-	path := os.Getenv("TELECLINIC_ICD10CM_ORDER")
-	if path == "" {
-		path = filepath.Join("..", "..", "..", "shared", "data", "icd10cm", "icd10cm_order_2026.txt.gz")
-	}
-	if _, err := os.Stat(path); err != nil {
-		t.Skipf("no ICD-10-CM order file at %s (set TELECLINIC_ICD10CM_ORDER): %v", path, err)
-	}
-	return path
-}
-
 // TestCLI_CodesImport: `teleclinic codes import` takes CMS's FY2026 order
 // file while a server runs on the same database; the server searches the
 // whole release within seconds (covid → U07.1), without a restart. A cut
 // file is refused, saying so, and changes nothing.
 func TestCLI_CodesImport(t *testing.T) {
-	path := orderFile(t)
+	path := testenv.ICD10OrderFile(t)
 	dir := t.TempDir()
 	db := testenv.DSN(t)
 	srv := testenv.New(t, testenv.Options{DSN: db, Workers: true})

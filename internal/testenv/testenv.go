@@ -369,3 +369,19 @@ func Steps(t *testing.T, steps []Step) {
 		}
 	}
 }
+
+// ICD10OrderFile is the shared ICD-10-CM FY2026 order file (gzipped) the
+// tests of a package two levels below the repository read: beside the
+// repository in ../shared/data/icd10cm, or where TELECLINIC_ICD10CM_ORDER
+// says. Without it the test is skipped, saying where it looked.
+func ICD10OrderFile(t testing.TB) string {
+	t.Helper()
+	path := os.Getenv("TELECLINIC_ICD10CM_ORDER")
+	if path == "" {
+		path = filepath.Join("..", "..", "..", "shared", "data", "icd10cm", "icd10cm_order_2026.txt.gz")
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("no ICD-10-CM order file at %s (set TELECLINIC_ICD10CM_ORDER): %v", path, err)
+	}
+	return path
+}

@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"mime/multipart"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"teleclinic/internal/reference"
+	"teleclinic/internal/testenv"
 )
 
 // uploadRelease posts a file as /admin's codes form does.
@@ -30,13 +30,9 @@ func (b *browser) uploadRelease(name string, content []byte) *page {
 // second clinic, no clinic's admin is offered the upload, and one sent
 // anyway is refused.
 func TestPortal_AdminCodes(t *testing.T) {
-	path := os.Getenv("TELECLINIC_ICD10CM_ORDER")
-	if path == "" {
-		path = filepath.Join("..", "..", "..", "shared", "data", "icd10cm", "icd10cm_order_2026.txt.gz")
-	}
-	release, err := os.ReadFile(path)
+	release, err := os.ReadFile(testenv.ICD10OrderFile(t))
 	if err != nil {
-		t.Skipf("no ICD-10-CM order file at %s (set TELECLINIC_ICD10CM_ORDER): %v", path, err)
+		t.Fatal(err)
 	}
 	f := newFixture(t)
 	b := newBrowser(t, f.e)
