@@ -35,6 +35,11 @@ func (a *App) publishMessage(v *clinic.ThreadVisit, m *clinic.Message) {
 	}
 }
 
+// publishNote announces that visit v's note was signed or amended.
+func (a *App) publishNote(v *clinic.Visit) {
+	a.store.Live().Publish(live.Event{Topic: live.VisitTopic(v.AccountID, v.ID), Kind: live.KindNote, ID: v.ID})
+}
+
 // CredentialEpoch moves whenever a credential may have ended, here or in
 // another process (live.Bus.CredentialEpoch): an event stream checks its
 // caller again before its next event then.
@@ -152,6 +157,8 @@ type VisitEvent struct {
 	First int
 	// Visit is set when the visit changed state.
 	Visit *clinic.ThreadVisit
+	// Note is set when the visit's note was signed or amended.
+	Note bool
 }
 
 // VisitWatch follows a visit and its thread for one caller: GET
@@ -212,7 +219,7 @@ func (w *VisitWatch) Poll(ctx context.Context, ch live.Changes) (*VisitEvent, bo
 	if err != nil {
 		return nil, false, err
 	}
-	ev := &VisitEvent{First: w.seen + 1}
+	ev := &VisitEvent{First: w.seen + 1, Note: ch.Kinds[live.KindNote]}
 	if v.Status != w.status {
 		w.status, ev.Visit = v.Status, v
 	}
@@ -231,7 +238,7 @@ func (w *VisitWatch) Poll(ctx context.Context, ch live.Changes) (*VisitEvent, bo
 		ev.Messages, w.seen = ms, w.seen+len(ms)
 	}
 	w.ahead, w.after = v.MessageCount > w.seen, since
-	if ev.Visit != nil || len(ev.Messages) > 0 {
+	if ev.Visit != nil || len(ev.Messages) > 0 || ev.Note {
 		return ev, true, nil
 	}
 	return nil, false, nil

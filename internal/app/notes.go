@@ -170,6 +170,7 @@ func (a *App) SignVisitNote(ctx context.Context, p *clinic.Principal, id int64) 
 		if err := a.AuditIn(ctx, q, p, "visit.note.sign", "visit", i64s(v.ID), OutcomeOK); err != nil {
 			return err
 		}
+		q.AfterCommit(func() { a.publishNote(v) })
 		return a.billNoteDiagnoses(ctx, q, p, v.ID)
 	})
 	if err != nil {
@@ -206,6 +207,7 @@ func (a *App) AddNoteAddendum(ctx context.Context, p *clinic.Principal, id int64
 		if err := q.AddNoteAddendum(ctx, p.Account.ID, n.ID, &clinic.NoteAddendum{AuthorID: p.UserID(), Body: body, Created: a.Unix()}); err != nil {
 			return err
 		}
+		q.AfterCommit(func() { a.publishNote(v) })
 		return a.AuditIn(ctx, q, p, "visit.note.addendum", "visit", i64s(v.ID), OutcomeOK)
 	})
 	if err != nil {

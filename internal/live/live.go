@@ -40,6 +40,9 @@ const (
 	KindVisit = "visit"
 	// KindMessage: a message was posted to a visit's thread.
 	KindMessage = "message"
+	// KindNote: a visit's note was signed or amended (its patient's page
+	// shows the summary as it comes).
+	KindNote = "note"
 	// KindResync: events may have been lost; read everything again.
 	KindResync = "resync"
 	// KindCredentials: a credential may have ended (a token revoked or

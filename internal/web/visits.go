@@ -305,6 +305,12 @@ type visitPage struct {
 	After     bool
 	RoomLink  string
 	Completed bool
+	// State is the visit's status as static/call.js reads it (statusWord,
+	// untranslated): the page joins or rings the patient as it becomes
+	// "in progress" and puts the call away as it ends. ProviderIn says so
+	// to the patient of a call their provider has joined.
+	State      string
+	ProviderIn bool
 }
 
 // bookedView is an appointment's part of its page.
@@ -382,7 +388,7 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request) error {
 	if err := f.Err(); err != nil {
 		return err
 	}
-	page := visitPage{ID: d.Visit.ID, Status: visitStatusWord(d.Visit), Open: !app.VisitOver(d.Visit), Older: older,
+	page := visitPage{ID: d.Visit.ID, Status: visitStatusWord(d.Visit), State: statusWord(d.Visit.Status), Open: !app.VisitOver(d.Visit), Older: older,
 		Notice: notices[f.str("notice")]}
 	page.people(p, d)
 	for _, part := range []func(*http.Request, *clinic.Principal, *app.VisitDetail, *visitPage) error{
@@ -396,6 +402,7 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request) error {
 	if page.Call != nil && join {
 		page.Call.AutoJoin = true
 	}
+	page.ProviderIn = page.Call != nil && d.Visit.MemberID == p.UserID() && d.Visit.Status == clinic.VisitInProgress
 	if page.Live && page.Seen > 0 { // drawn: the dashboard no longer counts these as new
 		if err := s.app.MarkThreadRead(r.Context(), p, d.Visit.ID, page.Seen); err != nil {
 			return err

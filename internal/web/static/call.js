@@ -40,6 +40,7 @@
     checkResult: $("devcheck-result"), testSound: $("test-sound"), devcheck: $("devcheck")
   };
   var audioOnly = false; // joined, or joining, without the camera
+  var trouble = ""; // what the last device check found wrong, in words
   var check = { level: 0, network: "", sound: false }; // what the device check found
   var local = null; // the camera and microphone
   var screen = null; // the shared screen, while shared
@@ -81,6 +82,7 @@
   }
 
   function inCall(on) {
+    document.documentElement.classList.toggle("in-call", on);
     show(ui.check, !on);
     show(ui.join, !on);
     show(ui.joinAudio, !on);
@@ -125,6 +127,7 @@
         throw err;
       })
       .then(function (stream) {
+        trouble = "";
         local = stream;
         ui.self.srcObject = stream;
         meter(stream);
@@ -145,6 +148,7 @@
           text = T("Another app is using your camera or microphone. Close it, then press Check camera and microphone again.");
         }
         say(text);
+        trouble = text;
         err.said = true;
         throw err;
       });
@@ -171,6 +175,7 @@
   // meter shows the microphone's level, so a muted or dead microphone is
   // seen before the visit.
   var levels = null;
+  var meterCtx = null;
   function meter(stream) {
     if (!ui.meter || levels || !stream.getAudioTracks().length) {
       return;
@@ -180,6 +185,7 @@
       return;
     }
     var ctx = new Ctx();
+    meterCtx = ctx;
     var an = ctx.createAnalyser();
     an.fftSize = 512;
     ctx.createMediaStreamSource(stream).connect(an);
@@ -560,9 +566,7 @@
       }
       hangUp();
       if (d.status === "completed" || d.status === "cancelled") {
-        say(T("The visit has ended. Thank you."));
-        show(ui.join, false);
-        show(ui.check, false);
+        over();
       } else {
         say(T("You are no longer in the call. Join again when you are ready."));
       }
@@ -570,6 +574,7 @@
   }
 
   function join() {
+    unring();
     ui.join.disabled = true;
     timing.join = performance.now();
     timing.firstFrame = 0;
@@ -1028,6 +1033,106 @@
     });
   }
 
+  // over puts the call away for good once the visit has ended: out of the
+  // call, camera and microphone off (their light goes out), no more Join.
+  function over() {
+    remember(false);
+    hangUp();
+    me = null;
+    if (local) {
+      local.getTracks().forEach(function (t) {
+        t.stop();
+      });
+      local = null;
+    }
+    ui.self.srcObject = null;
+    if (levels) {
+      clearInterval(levels);
+      levels = null;
+    }
+    if (meterCtx) {
+      meterCtx.close().catch(function () {});
+      meterCtx = null;
+    }
+    [ui.check, ui.join, ui.joinAudio, ui.devcheck, $("call-invite"), $("invite-box")].forEach(function (el) {
+      show(el, false);
+    });
+    unring();
+    root.classList.add("over");
+    say(T("The visit has ended. Thank you."));
+  }
+
+  // The visit's state, as the page's live region draws it (static/live.js
+  // redraws it on every change of the visit): when the provider joins, a
+  // patient or guest not in the call joins by themselves if the device
+  // check found their camera or microphone working, and is rung
+  // otherwise; when the visit ends, the call is put away.
+  var state = "";
+  var opened = false; // an appointment's call opens at its time (opensIn)
+  var preview = null; // the device check started as the page opened
+  function followState() {
+    var el = $("visit-live");
+    var now = el ? el.getAttribute("data-state") || "" : "";
+    if (now === state) {
+      return;
+    }
+    state = now;
+    if (now === "completed" || now === "cancelled") {
+      over();
+    } else if (now === "in progress" && role !== "provider") {
+      providerIn();
+    }
+  }
+
+  function providerIn() {
+    if (me || ui.join.disabled || !opened) { // in the call, joining, or not open yet
+      return;
+    }
+    var working = function (stream) {
+      return stream && stream.getTracks().some(function (t) { return t.readyState === "live"; });
+    };
+    (local ? Promise.resolve(local) : preview || Promise.reject(new Error("no check"))).then(function (stream) {
+      if (!working(stream) || me) {
+        throw new Error("no working device");
+      }
+      say(T("Your provider is in the call. Joining…"));
+      join();
+    }).catch(ring);
+  }
+
+  // ring calls the person to the call when the page may not join by
+  // itself: a sound (where the browser lets a page play one), the tab's
+  // title, a vibration, a large Join button with the focus, and the
+  // status read out.
+  var rung = null; // the title before the ring
+  function ring() {
+    if (me || rung !== null) {
+      return;
+    }
+    rung = document.title;
+    document.title = "● " + T("Your provider is ready") + " – " + rung;
+    ui.join.classList.add("ring");
+    ui.join.focus();
+    say(T("Your provider is in the call.") + " " + (trouble || T("Press Join the call.")));
+    if (navigator.vibrate) {
+      navigator.vibrate([300, 150, 300]);
+    }
+    if (ui.testSound) {
+      var played = ui.testSound.play();
+      if (played && played.catch) {
+        played.catch(function () { /* no sound before a gesture */ });
+      }
+    }
+  }
+
+  function unring() {
+    if (rung !== null) {
+      document.title = rung;
+      rung = null;
+    }
+    ui.join.classList.remove("ring");
+  }
+
   ui.check.addEventListener("click", function () {
     local = local && local.active ? local : null;
     devices().catch(function () {});
@@ -1082,18 +1187,25 @@
   // counts down from what the server said, so the browser's clock does
   // not matter.
   var opensIn = parseInt(root.getAttribute("data-opens-in") || "0", 10);
-  // The preview starts as the page opens (the browser asks once).
-  if (!wasInCall() && root.getAttribute("data-autojoin") !== "1") {
-    devices(opensIn > 0).catch(function () {});
+  var previewLead = 15 * 60; // seconds before the call opens
+  opened = opensIn <= 0;
+  // The preview starts as the page opens (the browser asks once), but not
+  // for an appointment still far off: reading its time turns no camera on.
+  if (!wasInCall() && root.getAttribute("data-autojoin") !== "1" && opensIn < previewLead) {
+    preview = devices(opensIn > 0);
+    preview.catch(function () {});
   }
   if (opensIn > 0) {
     ui.join.disabled = true;
     setTimeout(function () {
       ui.join.disabled = false;
+      opened = true;
       if (ui.joinAudio) {
         ui.joinAudio.disabled = false;
       }
       say(T("The call is open: join when you are ready."));
+      state = "";
+      followState();
     }, opensIn * 1000);
   } else if (wasInCall() || root.getAttribute("data-autojoin") === "1") {
     // A reload of a page that was in the call joins it again, as does the
@@ -1103,6 +1215,8 @@
     }
     join();
   }
+  followState();
+  document.addEventListener("teleclinic:swapped", followState);
 
   window.teleclinicCall = {
     mode: mode,

@@ -1,0 +1,143 @@
+//go:build browser
+
+package web_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/cdproto/cdp"
+	cdppage "github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+)
+
+// refuseDevices makes the page's browser answer every request for the
+// camera and microphone with a refusal, as a browser whose person said no.
+func refuseDevices() chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, cdppage.AddScriptToEvaluateOnNewDocument, cdppage.AddScriptToEvaluateOnNewDocumentParams{
+			Source: `navigator.mediaDevices.getUserMedia = () => Promise.reject(new DOMException("refused", "NotAllowedError"));`})
+		return err
+	})
+}
+
+// TestBrowser_ProviderStartsAndEnds: two walk-ins wait on phones. When the
+// provider starts the first visit, that patient, whose device check found
+// a camera, is in the call without pressing anything; when the provider
+// ends it, the patient's page puts the call away (camera off, no Join, no
+// message box), says the visit has ended, and shows the summary on top as
+// the provider signs the note, all without a reload. The second patient
+// refused the camera: when the provider starts their visit, they are rung
+// (the tab's title, a large focused Join, an announcement).
+func TestBrowser_ProviderStartsAndEnds(t *testing.T) {
+	browser := chrome(t)
+	f := newFixture(t)
+	bg := context.Background()
+	first := f.walkin(t, f.p1Token, "Fever since yesterday")
+	second := f.walkin(t, f.p2Token, "A rash")
+
+	patient := separate(t, browser)
+	browserStep(t, patient, "the first patient waits",
+		chromedp.Navigate(f.e.URL+"/auth?sso_token="+f.p1Token+"&next=/visits/start/"+strconv.FormatInt(first, 10)),
+		chromedp.WaitVisible(chromedp.CSS("#waiting")))
+	waitFor(t, "the device check has the camera", func() bool {
+		ok, err := chromedp.Run(patient, chromedp.Evaluate[bool](`(function (v) { return !!v.srcObject && v.srcObject.getVideoTracks().length > 0; })(document.getElementById("local-video"))`))
+		return err == nil && ok
+	})
+	markPage(t, patient)
+
+	other := separate(t, browser)
+	browserStep(t, other, "the second patient waits, camera refused", refuseDevices(),
+		chromedp.Navigate(f.e.URL+"/auth?sso_token="+f.p2Token+"&next=/visits/start/"+strconv.FormatInt(second, 10)),
+		chromedp.WaitVisible(chromedp.CSS("#waiting")))
+	waitText(t, other, "#call-status", "blocked")
+	markPage(t, other)
+
+	provider := separate(t, browser)
+	atDesktop(t, provider)
+	browserStep(t, provider, "the provider opens the dashboard",
+		chromedp.Navigate(f.e.URL+"/auth?sso_token="+f.providerToken+"&next=/providers/dashboard"),
+		chromedp.WaitVisible(chromedp.CSS("#queue")))
+	clickLive(t, provider, "provider", "#start-"+strconv.FormatInt(first, 10))
+	browserStep(t, provider, "the provider's page joins", chromedp.WaitVisible(chromedp.CSS("#call-leave")))
+
+	// The patient is in the call by themselves.
+	waitFor(t, "the patient joins without a press", func() bool {
+		n, err := chromedp.Run(patient, chromedp.Evaluate[int](`window.teleclinicCall.peers().length`))
+		return err == nil && n == 1
+	})
+	receiving(t, patient, "the patient")
+	stillMarked(t, patient, "the patient")
+	screenshot(t, patient, "joined-by-itself")
+
+	// The provider ends the visit.
+	browserStep(t, provider, "the provider ends the visit",
+		chromedp.Click(chromedp.CSS("#call-end")),
+		chromedp.WaitVisible(chromedp.CSS("#end-confirm")),
+		chromedp.Click(chromedp.CSS("#end-yes")))
+	waitText(t, patient, "#call-status", "The visit has ended")
+	waitText(t, patient, "#visit-after", "Your visit is over")
+	waitText(t, patient, "#visit-compose", "closed for new messages")
+	type put struct {
+		Media, Join, Box bool
+	}
+	away, err := chromedp.Run(patient, chromedp.Evaluate[put](`({media: !!document.getElementById("local-video").srcObject,
+		join: document.getElementById("call-join").offsetParent !== null, box: !!document.getElementById("content")})`))
+	if err != nil || away.Media || away.Join || away.Box {
+		t.Fatalf("after the end, the patient's page still has (camera, Join, message box): %+v %v", away, err)
+	}
+	stillMarked(t, patient, "the patient")
+
+	// The provider signs the note: the summary comes to the top of the
+	// patient's page.
+	prov := f.user(t, f.providerToken)
+	summary := "Rest and drink plenty; the fever should pass in three days."
+	if _, err := f.e.App.SaveVisitNote(bg, prov, first, app.NoteDraft{PatientSummary: summary, Diagnoses: []string{"R50.9"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.App.SignVisitNote(bg, prov, first); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, patient, "#visit-after", "the fever should pass")
+	above, err := chromedp.Run(patient, chromedp.Evaluate[bool](`document.getElementById("visit-after").getBoundingClientRect().top < document.getElementById("visit-thread").getBoundingClientRect().top`))
+	if err != nil || !above {
+		t.Fatalf("the summary is not above the thread (%v)", err)
+	}
+	stillMarked(t, patient, "the patient")
+	checkA11y(t, patient, "visit ended, summary")
+	screenshot(t, patient, "visit-ended-summary")
+
+	// The second patient, without a camera, is rung.
+	browserStep(t, provider, "back to the dashboard",
+		chromedp.Navigate(f.e.URL+"/providers/dashboard"), chromedp.WaitVisible(chromedp.CSS("#queue")))
+	clickLive(t, provider, "provider", "#start-"+strconv.FormatInt(second, 10))
+	browserStep(t, provider, "the provider's page joins", chromedp.WaitVisible(chromedp.CSS("#call-leave")))
+	waitText(t, other, ".provider-in", "Your provider is in the call")
+	type rung struct {
+		Title   string
+		Ring    bool
+		Focused bool
+		Role    string
+	}
+	var r rung
+	waitFor(t, "the second patient is rung", func() bool {
+		r, err = chromedp.Run(other, chromedp.Evaluate[rung](`(function (j) { return {title: document.title, ring: j.classList.contains("ring"),
+			focused: document.activeElement === j, role: (document.querySelector(".provider-in") || {}).getAttribute ? document.querySelector(".provider-in").getAttribute("role") : ""}; })(document.getElementById("call-join"))`))
+		return err == nil && r.Ring
+	})
+	if !strings.HasPrefix(r.Title, "● ") || !r.Focused || r.Role != "alert" {
+		t.Fatalf("the ring: %+v", r)
+	}
+	stillMarked(t, other, "the second patient")
+	checkA11y(t, other, "rung")
+	screenshot(t, other, "rung")
+	d, err := f.e.App.GetVisit(bg, prov, second, false)
+	if err != nil || d.Visit.Status != clinic.VisitInProgress {
+		t.Fatalf("the second visit: %+v %v", d, err)
+	}
+}
