@@ -276,6 +276,9 @@ func (a *App) waitAlert(ctx context.Context, it store.OutboxItem) error {
 	if v.Status != clinic.VisitPending || v.ProviderID != 0 {
 		return errSkip("a provider took the patient")
 	}
+	if Left(v, a.Unix()) {
+		return errSkip("the patient has left the waiting room")
+	}
 	r, err := rd.RoomByID(ctx, it.AccountID, v.RoomID)
 	if err != nil {
 		return err

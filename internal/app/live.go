@@ -106,7 +106,7 @@ func (w *QueueWatch) queue(ctx context.Context, since time.Time) (*Queue, error)
 		if err != nil {
 			return roomQueue{}, err
 		}
-		st, err := w.a.store.Read().RoomQueue(ctx, acct, w.room)
+		st, err := w.a.store.Read().RoomQueue(ctx, acct, w.room, w.a.leftBefore(), 0) // shared by the watchers, whose streams keep them seen
 		return roomQueue{r, st}, err
 	})
 	if errors.Is(err, store.ErrNotFound) {
@@ -176,6 +176,10 @@ type VisitWatch struct {
 	// data must be from (shared.go).
 	ahead bool
 	after time.Time
+	// waits: the caller is the patient of this walk-in, whose stream
+	// marks them present (Tick); began is the visit as the watch began.
+	waits bool
+	began *clinic.ThreadVisit
 }
 
 // WatchVisit starts following visit id and its thread after the first
@@ -196,7 +200,21 @@ func (a *App) WatchVisit(ctx context.Context, p *clinic.Principal, id int64, see
 		sub.Close()
 		return nil, err
 	}
-	return &VisitWatch{a: a, p: p, id: v.ID, sub: sub, seen: min(seen, v.MessageCount), status: v.Status, ahead: true, after: time.Now()}, nil
+	if err := a.seeWalkin(ctx, p, v); err != nil {
+		sub.Close()
+		return nil, err
+	}
+	return &VisitWatch{a: a, p: p, id: v.ID, sub: sub, seen: min(seen, v.MessageCount), status: v.Status, ahead: true, after: time.Now(),
+		waits: v.Kind == clinic.KindWalkin && v.MemberID == p.UserID(), began: v}, nil
+}
+
+// Tick is the stream's keep-alive: the patient of a waiting walk-in is
+// still there (presence.go).
+func (w *VisitWatch) Tick(ctx context.Context) error {
+	if !w.waits || w.status != clinic.VisitPending {
+		return nil
+	}
+	return w.a.seeWalkin(ctx, w.p, w.began)
 }
 
 // Poll returns the messages after those seen and the visit's change of

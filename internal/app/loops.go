@@ -8,9 +8,10 @@ import (
 
 // The background loops, in one table (Run): what this process does on
 // its own, beside answering requests. Five deliver the outbox (mail,
-// push, webhooks, eligibility checks, reminders due); four are not
+// push, webhooks, eligibility checks, reminders due); five are not
 // outbox work: the audit trail's chainer, the checkpoint writer, the
-// sweep of expired call signals and the look for a new ICD-10-CM release.
+// sweep of expired call signals, the look for a new ICD-10-CM release and
+// the sweep that tells rooms who has left their waiting room.
 
 // Run delivers the outbox until ctx ends: mail, push notifications,
 // webhooks and eligibility checks, each in its own loop so a slow receiver
@@ -36,6 +37,7 @@ func (a *App) Run(ctx context.Context) {
 		{nil, a.checkpointPass, poll},                   // audit.go: not outbox work
 		{nil, a.SweepCallSignals, poll},                 // loops.go: not outbox work
 		{nil, a.RefreshDiagnoses, DiagnosisPoll},        // codes.go: not outbox work
+		{nil, a.leftSweep(), poll},                      // presence.go: not outbox work
 	} {
 		wg.Add(1)
 		go func() {

@@ -30,6 +30,9 @@ type DashboardVisit struct {
 // complete or cancel). It is for providers only.
 type Dashboard struct {
 	Queue, Inbox, Today, Mine []DashboardVisit
+	// Left are the walk-ins whose patient has left the waiting room
+	// (presence.go): apart from the queue, to mark a no-show or remove.
+	Left []DashboardVisit
 	// Later is how many more of the provider's open visits there are,
 	// starting after those in Mine (DashboardOwnMax).
 	Later int
@@ -93,7 +96,7 @@ func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal, zone *
 	if err != nil {
 		return nil, err
 	}
-	out.place(ds, dayStart, dayEnd)
+	out.place(ds, dayStart, dayEnd, a.Unix())
 	if err := a.dashboardThreads(ctx, p, out, ds); err != nil {
 		return nil, err
 	}
@@ -105,10 +108,12 @@ func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal, zone *
 // provider's other visits; each with the moves it offers. The queue and
 // the inbox stay oldest first (first come, first served), the provider's
 // own visits soonest first.
-func (out *Dashboard) place(ds []*VisitDetail, dayStart, dayEnd int64) {
+func (out *Dashboard) place(ds []*VisitDetail, dayStart, dayEnd, now int64) {
 	for _, d := range ds {
 		v := d.Visit
 		switch {
+		case Left(v, now):
+			out.Left = append(out.Left, DashboardVisit{VisitDetail: d, Moves: []string{ActCancel}})
 		case v.ProviderID == 0 && v.Kind == clinic.KindWalkin:
 			out.Queue = append(out.Queue, DashboardVisit{VisitDetail: d, Moves: []string{ActAccept}})
 		case v.ProviderID == 0:
@@ -134,7 +139,7 @@ func (a *App) dashboardThreads(ctx context.Context, p *clinic.Principal, out *Da
 	if err != nil {
 		return fmt.Errorf("dashboard: %w", err)
 	}
-	for _, list := range [][]DashboardVisit{out.Queue, out.Inbox, out.Today, out.Mine} {
+	for _, list := range [][]DashboardVisit{out.Queue, out.Inbox, out.Today, out.Mine, out.Left} {
 		for i := range list {
 			d := &list[i]
 			d.Unread = max(d.Visit.MessageCount-reads[d.Visit.ID], 0)

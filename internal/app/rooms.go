@@ -669,7 +669,9 @@ func (a *App) RoomQueue(ctx context.Context, p *clinic.Principal, code string) (
 	if err != nil {
 		return nil, err
 	}
-	st, err := a.store.Read().RoomQueue(ctx, p.Account.ID, r.ID)
+	// The caller's own walk-in counts, whether or not they had left: they
+	// are back, asking.
+	st, err := a.store.Read().RoomQueue(ctx, p.Account.ID, r.ID, a.leftBefore(), p.UserID())
 	if err != nil {
 		return nil, fmt.Errorf("queue: %w", err)
 	}

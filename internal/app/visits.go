@@ -122,7 +122,7 @@ func (a *App) AddWalkin(ctx context.Context, p *clinic.Principal, in WalkinInput
 	}
 	v := a.newVisit(p, it, r, clinic.KindWalkin, clinic.VisitVideo, providerID)
 	err = a.store.Tx(ctx, func(q *store.Q) error {
-		st, err := q.RoomQueue(ctx, p.Account.ID, r.ID)
+		st, err := q.RoomQueue(ctx, p.Account.ID, r.ID, a.leftBefore(), 0)
 		if err != nil {
 			return err
 		}
@@ -617,6 +617,12 @@ func (a *App) allowMove(ctx context.Context, p *clinic.Principal, v *clinic.Visi
 			return clinic.Errorf(clinic.EInvalid, "reason must be at most 200 characters.")
 		}
 		m.Reason = strings.TrimSpace(in.Reason)
+		// A provider of the room takes a walk-in off its queue (a patient
+		// who left, a no-show): visitFor checked the room link.
+		if IsProvider(p) && v.ProviderID == 0 && v.Kind == clinic.KindWalkin {
+			m.From, m.OnlyUnowned = []int{clinic.VisitPending}, true
+			return nil
+		}
 		if !staff && v.MemberID == uid {
 			m.From = []int{clinic.VisitPending, clinic.VisitConfirmed}
 			if v.Status == clinic.VisitInProgress {

@@ -378,6 +378,9 @@ type Visit struct {
 	Modified     int64
 	MessageCount int  // messages in its thread; every place up to it is taken
 	RemindersOff bool // the patient turned its reminder emails off
+	// SeenAt is when the patient of a waiting walk-in last had its page
+	// open (0: no page has followed it); app.Left says whether they left.
+	SeenAt int64
 }
 
 // ThreadVisit is what a visit's thread and call need of a visit: who may

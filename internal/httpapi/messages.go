@@ -107,7 +107,9 @@ func (s *Server) messageEvents(w http.ResponseWriter, r *http.Request, c *call) 
 		}
 		return out, nil
 	}}
-	s.pump(r, c).Serve(w, r, src, func() { watch.Close(); release() })
+	pump := s.pump(r, c)
+	pump.Tick = watch.Tick // a waiting patient's stream keeps them in the queue (app/presence.go)
+	pump.Serve(w, r, src, func() { watch.Close(); release() })
 	return nil
 }
 

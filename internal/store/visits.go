@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,13 +77,13 @@ func (q *Q) IntakeByID(ctx context.Context, accountID, id int64) (*clinic.Intake
 }
 
 const visitCols = `v.id, v.account_id, v.code, v.kind, v.member_id, v.provider_id, COALESCE(v.room_id, 0), v.intake_id, v.slot_id, v.status, v.type,
-	v.starts_at, v.ends_at, COALESCE(v.actual_start, 0), COALESCE(v.actual_end, 0), v.cancel_reason, v.meeting, v.created, v.modified, v.message_count, v.reminders_off`
+	v.starts_at, v.ends_at, COALESCE(v.actual_start, 0), COALESCE(v.actual_end, 0), v.cancel_reason, v.meeting, v.created, v.modified, v.message_count, v.reminders_off, COALESCE(v.seen_at, 0)`
 
 func scanVisit(sc interface{ Scan(...any) error }) (*clinic.Visit, error) {
 	var v clinic.Visit
 	var meeting string
 	if err := sc.Scan(&v.ID, &v.AccountID, &v.Code, &v.Kind, &v.MemberID, &v.ProviderID, &v.RoomID, &v.IntakeID, &v.SlotID, &v.Status, &v.Type,
-		&v.Start, &v.End, &v.ActualStart, &v.ActualEnd, &v.CancelReason, &meeting, &v.Created, &v.Modified, &v.MessageCount, &v.RemindersOff); err != nil {
+		&v.Start, &v.End, &v.ActualStart, &v.ActualEnd, &v.CancelReason, &meeting, &v.Created, &v.Modified, &v.MessageCount, &v.RemindersOff, &v.SeenAt); err != nil {
 		return nil, err
 	}
 	if !parseMeeting(meeting, &v.Meeting) {
@@ -477,6 +478,50 @@ func (q *Q) MoveVisit(ctx context.Context, m VisitMove) (bool, error) {
 	return n == 1, err
 }
 
+// SeeWalkin records that the patient of waiting walk-in id (pending, no
+// provider yet, memberID's) has its page open at now, unless it was
+// recorded less than every seconds ago. It answers when the patient was
+// seen before (0: never), and false when the visit is no such walk-in.
+func (q *Q) SeeWalkin(ctx context.Context, accountID, id, memberID, now, every int64) (prev int64, ok bool, err error) {
+	const where = " WHERE account_id = ? AND id = ? AND member_id = ? AND kind = ? AND status = ? AND provider_id = 0"
+	args := []any{accountID, id, memberID, clinic.KindWalkin, clinic.VisitPending}
+	var seen sql.NullInt64
+	if err := q.queryRow(ctx, "SELECT seen_at FROM visits"+where, args, &seen); errors.Is(err, ErrNotFound) {
+		return 0, false, nil
+	} else if err != nil {
+		return 0, false, err
+	}
+	if seen.Valid && now-seen.Int64 < every {
+		return seen.Int64, true, nil
+	}
+	_, err = q.exec(ctx, "UPDATE visits SET seen_at = ?"+where, append([]any{now}, args...)...)
+	return seen.Int64, true, err
+}
+
+// SeenVisit is a waiting walk-in by the time its patient was last seen.
+type SeenVisit struct{ AccountID, ID, RoomID int64 }
+
+// WalkinsLastSeen are the waiting walk-ins, of every clinic, whose
+// patient was last seen in [from, to): those who have just left, for the
+// sweep that tells their rooms.
+func (q *Q) WalkinsLastSeen(ctx context.Context, from, to int64) ([]SeenVisit, error) {
+	rows, err := q.query(ctx, `SELECT account_id, id, COALESCE(room_id, 0) FROM visits
+		WHERE seen_at IS NOT NULL AND status = 10 AND provider_id = 0 AND seen_at >= ? AND seen_at < ? AND kind = ?`, from, to, clinic.KindWalkin)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []SeenVisit
+	for rows.Next() {
+		var v SeenVisit
+		if err := rows.Scan(&v.AccountID, &v.ID, &v.RoomID); err != nil {
+			return nil, q.d.translate(err)
+		}
+		out = append(out, v)
+	}
+	return out, q.d.translate(rows.Err())
+}
+
 // QueueStats are a room's waiting-room numbers.
 type QueueStats struct {
 	Length         int
@@ -486,11 +531,13 @@ type QueueStats struct {
 	BeforeMemberIDs []int64
 }
 
-// RoomQueue counts the walk-ins waiting in a room, in arrival order, and
-// averages the length of its last 20 completed visits.
-func (q *Q) RoomQueue(ctx context.Context, accountID, roomID int64) (*QueueStats, error) {
-	rows, err := q.query(ctx, "SELECT id, member_id FROM visits WHERE account_id = ? AND room_id = ? AND kind = ? AND status = ? ORDER BY created, id",
-		accountID, roomID, clinic.KindWalkin, clinic.VisitPending)
+// RoomQueue counts the walk-ins waiting in a room, in arrival order (but
+// those whose patient was last seen before leftBefore: they have left;
+// memberID's own count, being back as they ask), and averages the length of its last 20 completed visits.
+func (q *Q) RoomQueue(ctx context.Context, accountID, roomID, leftBefore, memberID int64) (*QueueStats, error) {
+	rows, err := q.query(ctx, `SELECT id, member_id FROM visits WHERE account_id = ? AND room_id = ? AND kind = ? AND status = ?
+		AND (seen_at IS NULL OR seen_at >= ? OR member_id = ?) ORDER BY created, id`,
+		accountID, roomID, clinic.KindWalkin, clinic.VisitPending, leftBefore, memberID)
 	if err != nil {
 		return nil, err
 	}

@@ -4,9 +4,11 @@ package web_test
 
 import (
 	"context"
+	"database/sql"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	cdppage "github.com/chromedp/cdproto/page"
@@ -14,6 +16,7 @@ import (
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/testenv"
 )
 
 // refuseDevices makes the page's browser answer every request for the
@@ -139,5 +142,101 @@ func TestBrowser_ProviderStartsAndEnds(t *testing.T) {
 	d, err := f.e.App.GetVisit(bg, prov, second, false)
 	if err != nil || d.Visit.Status != clinic.VisitInProgress {
 		t.Fatalf("the second visit: %+v %v", d, err)
+	}
+}
+
+// TestBrowser_GhostPatients: of two walk-ins waiting on phones, the first
+// closes the tab. Once the page has been gone for app.LeftAfter, the
+// provider's open dashboard shows them apart, "Left the waiting room", out
+// of the title's count, and the second patient's page says they are next,
+// neither reloaded. The first patient opens the page again and is back at
+// their place for both; they leave again and the provider marks the
+// no-show.
+func TestBrowser_GhostPatients(t *testing.T) {
+	browser := chrome(t)
+	f := newFixture(t, testenv.Options{KeepAlive: 300 * time.Millisecond, Workers: true}) // the sweep tells the rooms who left
+	bg := context.Background()
+	first := f.walkin(t, f.p1Token, "Fever since yesterday")
+	second := f.walkin(t, f.p2Token, "A rash")
+	seenAt := func(id int64) int64 {
+		var at sql.NullInt64
+		if err := f.e.Store.DB().QueryRow(f.e.Store.Rebind("SELECT seen_at FROM visits WHERE id = ?"), id).Scan(&at); err != nil {
+			t.Fatal(err)
+		}
+		return at.Int64
+	}
+	// passTime moves the clock past LeftAfter for a page that is gone,
+	// in two steps, so the open page's stream marks it seen in between
+	// (its keep-alives run on the real clock).
+	passTime := func() {
+		t.Helper()
+		f.e.Clock.Advance(app.LeftAfter - 20*time.Second)
+		now := f.e.Clock.Now().Unix()
+		waitFor(t, "the second patient's page is seen again", func() bool { return seenAt(second) >= now })
+		f.e.Clock.Advance(30 * time.Second)
+	}
+	open := func(ctx context.Context, token string, id int64) {
+		t.Helper()
+		browserStep(t, ctx, "a patient opens the waiting room",
+			chromedp.Navigate(f.e.URL+"/auth?sso_token="+token+"&next=/visits/start/"+strconv.FormatInt(id, 10)),
+			chromedp.WaitVisible(chromedp.CSS("#waiting")))
+	}
+
+	provider := separate(t, browser)
+	atDesktop(t, provider)
+	browserStep(t, provider, "the provider opens the dashboard",
+		chromedp.Navigate(f.e.URL+"/auth?sso_token="+f.providerToken+"&next=/providers/dashboard"),
+		chromedp.WaitVisible(chromedp.CSS("#queue")))
+	markPage(t, provider)
+
+	gone, closeTab := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
+	defer closeTab()
+	if err := chromedp.Do(gone); err != nil {
+		t.Fatal(err)
+	}
+	open(gone, f.p1Token, first)
+	other := separate(t, browser)
+	open(other, f.p2Token, second)
+	waitText(t, other, `.waiting [role="status"]`, "1 patient before you")
+	markPage(t, other)
+	waitFor(t, "the first patient's page is seen", func() bool { return seenAt(first) != 0 })
+
+	closeTab() // the first patient closes the tab
+	passTime()
+	waitText(t, provider, "#left-list", "Ada Lovelace")
+	waitText(t, other, `.waiting [role="status"]`, "You are next.")
+	if q, err := chromedp.Run(provider, chromedp.Text(chromedp.CSS("#queue-list"))); err != nil || strings.Contains(q, "Ada Lovelace") {
+		t.Fatalf("the queue still holds the patient who left: %q %v", q, err)
+	}
+	waiting, err := chromedp.Run(provider, chromedp.Evaluate[string](`document.getElementById("dashboard-live").getAttribute("data-waiting")`))
+	if err != nil || waiting != "2" { // the second walk-in and the fixture's e-consult
+		t.Fatalf("the title's count: %q %v", waiting, err)
+	}
+	stillMarked(t, provider, "the provider")
+	stillMarked(t, other, "the second patient")
+	checkA11y(t, provider, "dashboard, a patient left")
+	screenshot(t, provider, "dashboard-left")
+
+	// The first patient comes back.
+	back := separate(t, browser)
+	open(back, f.p1Token, first)
+	waitText(t, provider, "#queue-list", "Ada Lovelace")
+	waitText(t, other, `.waiting [role="status"]`, "1 patient before you")
+	waitText(t, back, `.waiting [role="status"]`, "You are next.")
+
+	// They leave again; the provider marks the no-show.
+	if err := chromedp.Do(back, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatal(err)
+	}
+	passTime()
+	waitText(t, provider, "#left-list", "Ada Lovelace")
+	clickLive(t, provider, "provider", "#noshow-"+strconv.FormatInt(first, 10))
+	waitFor(t, "the no-show is off the dashboard", func() bool {
+		n, err := chromedp.Run(provider, chromedp.Evaluate[int](`document.querySelectorAll("#left-list").length`))
+		return err == nil && n == 0
+	})
+	d, err := f.e.App.GetVisit(bg, f.user(t, f.providerToken), first, false)
+	if err != nil || d.Visit.Status != clinic.VisitCancelled || d.Visit.CancelReason != app.ReasonNoShow {
+		t.Fatalf("the no-show: %+v %v", d, err)
 	}
 }

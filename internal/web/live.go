@@ -22,14 +22,17 @@ import (
 
 // streamChanges writes an event "changed" each time src's Poll reports
 // one (a frame of its own making; changed is the one frame). done runs
-// when the stream ends: it closes the watches.
-func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request, src live.Polled, done func()) error {
+// when the stream ends: it closes the watches; tick, when not nil, runs
+// at every keep-alive (a waiting patient's presence).
+func (s *Server) streamChanges(w http.ResponseWriter, r *http.Request, src live.Polled, done func(), tick func(context.Context) error) error {
 	release, err := s.openStream(r)
 	if err != nil {
 		done()
 		return err
 	}
-	s.pump(r).Serve(w, r, src, func() { done(); release() })
+	pump := s.pump(r)
+	pump.Tick = tick
+	pump.Serve(w, r, src, func() { done(); release() })
 	return nil
 }
 
@@ -143,7 +146,7 @@ func (s *Server) visitEvents(w http.ResponseWriter, r *http.Request) error {
 		if qw != nil {
 			qw.Close()
 		}
-	})
+	}, vw.Tick)
 }
 
 // dashboardEvents is the dashboard's stream (app.WatchDashboard).
@@ -163,5 +166,5 @@ func (s *Server) dashboardEvents(w http.ResponseWriter, r *http.Request) error {
 			}
 			return []live.Frame{changed("")}, nil
 		}}
-	return s.streamChanges(w, r, src, dw.Close)
+	return s.streamChanges(w, r, src, dw.Close, nil)
 }

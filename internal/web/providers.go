@@ -29,12 +29,20 @@ type dashVisit struct {
 	// Start is offered to take a walk-in, or open a booked visit, and join
 	// its call in one step.
 	Start bool
+	// Gone, for a walk-in whose patient left the waiting room, is how
+	// long ago, in seconds: the card offers a no-show and a removal.
+	Gone   int64
+	NoShow string
+	// CanCancel offers Cancel, which asks a reason (the patient is told).
+	CanCancel bool
 }
 
 type dashAction struct{ Name, Label string }
 
 type dashboardPage struct {
-	Queue, Inbox, Today, Mine []dashVisit
+	Queue, Inbox, Today, Mine, Left []dashVisit
+	// LeftAfter is app.LeftAfter, in seconds.
+	LeftAfter int64
 	// Waiting is how many patients wait for a provider (the queue and
 	// the e-consults), Unread the messages not yet seen: the page's title
 	// count and its alerts (static/dashboard.js).
@@ -90,10 +98,11 @@ func (s *Server) showDashboard(w http.ResponseWriter, r *http.Request, status in
 	}
 	now := s.app.Now().Unix()
 	page := dashboardPage{Rooms: rooms, Notice: notice, Queue: dashVisits(db.Queue, db.Zone, now), Inbox: dashVisits(db.Inbox, db.Zone, now),
-		Today: dashVisits(db.Today, db.Zone, now), Mine: dashVisits(db.Mine, db.Zone, now), Later: db.Later, Zone: db.Zone.String(), Error: msg}
+		Today: dashVisits(db.Today, db.Zone, now), Mine: dashVisits(db.Mine, db.Zone, now), Left: dashVisits(db.Left, db.Zone, now),
+		LeftAfter: int64(app.LeftAfter / time.Second), Later: db.Later, Zone: db.Zone.String(), Error: msg}
 	page.MoreWaiting, page.LaterFrom = db.MoreWaiting, visitPlaceParam(db.LaterFrom)
 	page.Waiting = len(page.Queue) + len(page.Inbox)
-	for _, list := range [][]dashVisit{page.Queue, page.Inbox, page.Today, page.Mine} {
+	for _, list := range [][]dashVisit{page.Queue, page.Inbox, page.Today, page.Mine, page.Left} {
 		for _, v := range list {
 			page.Unread += v.Unread
 		}
@@ -109,6 +118,10 @@ func dashVisits(vs []app.DashboardVisit, zone *time.Location, now int64) []dashV
 			Start: d.Visit.Kind != clinic.KindEconsult && d.Visit.Status != clinic.VisitInProgress}
 		if d.Visit.Kind == clinic.KindWalkin && d.Visit.ProviderID == 0 {
 			v.Waiting, v.Waited = true, max(now-d.Visit.Created, 0)
+		}
+		if app.Left(d.Visit, now) {
+			v.Waiting, v.Start, v.Waited = false, false, max(d.Visit.SeenAt-d.Visit.Created, 0)
+			v.Gone, v.NoShow, v.Status = max(now-d.Visit.SeenAt, 1), app.ReasonNoShow, "left"
 		}
 		if d.Visit.Start != 0 {
 			v.When = time.Unix(d.Visit.Start, 0).In(zone).Format("Mon 2 Jan, 15:04")
@@ -129,6 +142,10 @@ func dashVisits(vs []app.DashboardVisit, zone *time.Location, now int64) []dashV
 			if m == app.ActAccept && v.Start {
 				continue // Start visit accepts, opens and joins
 			}
+			if m == app.ActCancel {
+				v.CanCancel = v.Gone == 0 // asks a reason first
+				continue
+			}
 			v.Actions = append(v.Actions, dashAction{m, moveLabels[m]})
 		}
 		out = append(out, v)
@@ -148,7 +165,7 @@ func (s *Server) moveVisit(w http.ResponseWriter, r *http.Request) error {
 	if moveLabels[action] == "" {
 		return clinic.Errorf(clinic.ENotFound, "There is no such step for a visit.")
 	}
-	if _, err := s.app.MoveVisit(r.Context(), p, id, action, app.MoveInput{}); err != nil {
+	if _, err := s.app.MoveVisit(r.Context(), p, id, action, app.MoveInput{Reason: r.PostFormValue("reason")}); err != nil {
 		if status, msg, ok := s.refused(r, err, clinic.EConflict, clinic.EInvalid); ok {
 			return s.showDashboard(w, r, status, msg)
 		}

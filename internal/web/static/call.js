@@ -1063,10 +1063,10 @@
   }
 
   // The visit's state, as the page's live region draws it (static/live.js
-  // redraws it on every change of the visit): when the provider joins, a
-  // patient or guest not in the call joins by themselves if the device
-  // check found their camera or microphone working, and is rung
-  // otherwise; when the visit ends, the call is put away.
+  // redraws it on every change of the visit): when the provider joins
+  // while the patient waits on this page, the patient joins by themselves
+  // if the device check found their camera or microphone working, and is
+  // rung otherwise; when the visit ends, the call is put away.
   var state = "";
   var opened = false; // an appointment's call opens at its time (opensIn)
   var preview = null; // the device check started as the page opened
@@ -1204,8 +1204,6 @@
         ui.joinAudio.disabled = false;
       }
       say(T("The call is open: join when you are ready."));
-      state = "";
-      followState();
     }, opensIn * 1000);
   } else if (wasInCall() || root.getAttribute("data-autojoin") === "1") {
     // A reload of a page that was in the call joins it again, as does the
@@ -1215,7 +1213,10 @@
     }
     join();
   }
-  followState();
+  // The state as the page opened: a page opened while the provider is
+  // already in the call shows it (the live region says so) but does not
+  // join by itself; it could take the call from this person's other tab.
+  state = ($("visit-live") || { getAttribute: function () { return ""; } }).getAttribute("data-state") || "";
   document.addEventListener("teleclinic:swapped", followState);
 
   window.teleclinicCall = {
