@@ -8887,7 +8887,9 @@ type ClientInterface interface {
 	//   keep-alive, every 20 seconds of quiet). Do not reconnect after it.
 	//
 	// A reconnecting client sends the last id it has and misses nothing. Reads are
-	// audited as `visit.messages.read`, as the thread's reads are.
+	// audited as `visit.messages.read`, as the thread's reads are. Opened by the patient
+	// of a waiting walk-in, the stream keeps them in the room's waiting room (see
+	// `GET /api_v3/rooms/{code}/queue`).
 	//
 	// Corresponds with GET /api/visits/{visit_id}/messages/events (the `GetVisitsByVisitIdMessagesEvents` operationId).
 	GetVisitsByVisitIdMessagesEvents(ctx context.Context, visitId string, params *GetVisitsByVisitIdMessagesEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -9882,6 +9884,17 @@ type ClientInterface interface {
 	// completed visits (900 before there are any); the estimated wait is
 	// `average_visit_time × before_me`. `capacity` is the room's `queue_capacity`
 	// (default 50).
+	//
+	// Extension: a walk-in whose patient has left is not counted, in `length`,
+	// `before_me` or the capacity. A patient is present while a page or client follows
+	// their visit with `GET /api/visits/{visit_id}/messages/events` (the portal's
+	// waiting room does); once that stream has been gone for two minutes they have left,
+	// and they are back, at their place in the line, as soon as a stream follows the
+	// visit again (their own read of this queue counts them too). A walk-in no stream
+	// has ever followed is never taken for left: an integration that waits without one
+	// decides itself when its patient has gone (`POST /visits/delete`). A provider of
+	// the room may cancel a walk-in that waits in it (`reason` `no-show` marks a
+	// no-show).
 	//
 	// Corresponds with GET /api_v3/rooms/{code}/queue (the `GetRoomsByCodeQueue` operationId).
 	GetRoomsByCodeQueue(ctx context.Context, code string, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -11424,7 +11437,9 @@ func (c *Client) PostVisitsByVisitIdMessagesWithFormdataBody(ctx context.Context
 //     keep-alive, every 20 seconds of quiet). Do not reconnect after it.
 //
 // A reconnecting client sends the last id it has and misses nothing. Reads are
-// audited as `visit.messages.read`, as the thread's reads are.
+// audited as `visit.messages.read`, as the thread's reads are. Opened by the patient
+// of a waiting walk-in, the stream keeps them in the room's waiting room (see
+// `GET /api_v3/rooms/{code}/queue`).
 //
 // Corresponds with GET /api/visits/{visit_id}/messages/events (the `GetVisitsByVisitIdMessagesEvents` operationId).
 func (c *Client) GetVisitsByVisitIdMessagesEvents(ctx context.Context, visitId string, params *GetVisitsByVisitIdMessagesEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -13309,6 +13324,17 @@ func (c *Client) GetRoomsByCodeProvidersById(ctx context.Context, code string, i
 // completed visits (900 before there are any); the estimated wait is
 // `average_visit_time × before_me`. `capacity` is the room's `queue_capacity`
 // (default 50).
+//
+// Extension: a walk-in whose patient has left is not counted, in `length`,
+// `before_me` or the capacity. A patient is present while a page or client follows
+// their visit with `GET /api/visits/{visit_id}/messages/events` (the portal's
+// waiting room does); once that stream has been gone for two minutes they have left,
+// and they are back, at their place in the line, as soon as a stream follows the
+// visit again (their own read of this queue counts them too). A walk-in no stream
+// has ever followed is never taken for left: an integration that waits without one
+// decides itself when its patient has gone (`POST /visits/delete`). A provider of
+// the room may cancel a walk-in that waits in it (`reason` `no-show` marks a
+// no-show).
 //
 // Corresponds with GET /api_v3/rooms/{code}/queue (the `GetRoomsByCodeQueue` operationId).
 func (c *Client) GetRoomsByCodeQueue(ctx context.Context, code string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -24786,7 +24812,9 @@ type ClientWithResponsesInterface interface {
 	//   keep-alive, every 20 seconds of quiet). Do not reconnect after it.
 	//
 	// A reconnecting client sends the last id it has and misses nothing. Reads are
-	// audited as `visit.messages.read`, as the thread's reads are.
+	// audited as `visit.messages.read`, as the thread's reads are. Opened by the patient
+	// of a waiting walk-in, the stream keeps them in the room's waiting room (see
+	// `GET /api_v3/rooms/{code}/queue`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -25865,6 +25893,17 @@ type ClientWithResponsesInterface interface {
 	// completed visits (900 before there are any); the estimated wait is
 	// `average_visit_time × before_me`. `capacity` is the room's `queue_capacity`
 	// (default 50).
+	//
+	// Extension: a walk-in whose patient has left is not counted, in `length`,
+	// `before_me` or the capacity. A patient is present while a page or client follows
+	// their visit with `GET /api/visits/{visit_id}/messages/events` (the portal's
+	// waiting room does); once that stream has been gone for two minutes they have left,
+	// and they are back, at their place in the line, as soon as a stream follows the
+	// visit again (their own read of this queue counts them too). A walk-in no stream
+	// has ever followed is never taken for left: an integration that waits without one
+	// decides itself when its patient has gone (`POST /visits/delete`). A provider of
+	// the room may cancel a walk-in that waits in it (`reason` `no-show` marks a
+	// no-show).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -38547,7 +38586,9 @@ func (c *ClientWithResponses) PostVisitsByVisitIdMessagesWithFormdataBodyWithRes
 //     keep-alive, every 20 seconds of quiet). Do not reconnect after it.
 //
 // A reconnecting client sends the last id it has and misses nothing. Reads are
-// audited as `visit.messages.read`, as the thread's reads are.
+// audited as `visit.messages.read`, as the thread's reads are. Opened by the patient
+// of a waiting walk-in, the stream keeps them in the room's waiting room (see
+// `GET /api_v3/rooms/{code}/queue`).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -40160,6 +40201,17 @@ func (c *ClientWithResponses) GetRoomsByCodeProvidersByIdWithResponse(ctx contex
 // completed visits (900 before there are any); the estimated wait is
 // `average_visit_time × before_me`. `capacity` is the room's `queue_capacity`
 // (default 50).
+//
+// Extension: a walk-in whose patient has left is not counted, in `length`,
+// `before_me` or the capacity. A patient is present while a page or client follows
+// their visit with `GET /api/visits/{visit_id}/messages/events` (the portal's
+// waiting room does); once that stream has been gone for two minutes they have left,
+// and they are back, at their place in the line, as soon as a stream follows the
+// visit again (their own read of this queue counts them too). A walk-in no stream
+// has ever followed is never taken for left: an integration that waits without one
+// decides itself when its patient has gone (`POST /visits/delete`). A provider of
+// the room may cancel a walk-in that waits in it (`reason` `no-show` marks a
+// no-show).
 //
 // Returns a wrapper object for the known response body format(s).
 //
