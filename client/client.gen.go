@@ -3587,6 +3587,12 @@ type RoomDetail struct {
 		Text    string `json:"text"`
 		Version string `json:"version"`
 	} `json:"consent,omitempty"`
+
+	// Contact Extension. The room's phone and email for patients, shown on the portal's pages and in the appointment emails wherever they are told to contact the clinic; null when none is given.
+	Contact *struct {
+		Email string `json:"email"`
+		Phone string `json:"phone"`
+	} `json:"contact,omitempty"`
 	Created     int    `json:"created"`
 	Description string `json:"description"`
 	Domain      string `json:"domain"`
@@ -3711,9 +3717,15 @@ type RoomUpdate struct {
 	Auth *map[string]interface{} `json:"auth,omitempty"`
 
 	// Consent Extension. The room's consent text and its version (1–32 characters); an empty text removes it.
-	Consent     *ConsentText `json:"consent,omitempty"`
-	Currency    *string      `json:"currency,omitempty"`
-	Description *string      `json:"description,omitempty"`
+	Consent *ConsentText `json:"consent,omitempty"`
+
+	// Contact Extension. The room's phone (up to 32 of digits, spaces and + - ( ) .) and email for patients; both empty removes it.
+	Contact *struct {
+		Email *string `json:"email,omitempty"`
+		Phone *string `json:"phone,omitempty"`
+	} `json:"contact,omitempty"`
+	Currency    *string `json:"currency,omitempty"`
+	Description *string `json:"description,omitempty"`
 
 	// IntakeQuestions Extension. Replaces the room's questions (ids 1–32 of a-z, 0-9, _; a choice has 2–20 choices).
 	IntakeQuestions   *[]IntakeQuestion         `json:"intake_questions,omitempty"`

@@ -38,6 +38,7 @@ type appointmentChange struct {
 	by         *clinic.Principal
 	roomZone   string
 	clinicName string
+	contact    *clinic.RoomContact
 }
 
 // mailAppointmentChange writes the mails of change of appointment v, made
@@ -50,7 +51,8 @@ func (a *App) mailAppointmentChange(ctx context.Context, q *store.Q, p *clinic.P
 	if err != nil {
 		return err
 	}
-	c := appointmentChange{change: change, v: v, was: was, reason: reason, by: p, roomZone: r.Settings.Operation.Timezone, clinicName: p.Account.Name}
+	c := appointmentChange{change: change, v: v, was: was, reason: reason, by: p, roomZone: r.Settings.Operation.Timezone, clinicName: p.Account.Name,
+		contact: r.Settings.Contact}
 	for _, uid := range []int64{v.MemberID, v.ProviderID} {
 		// The one who made the change knows of it, but a booking is
 		// confirmed to its patient, who booked it: the mail is their
@@ -118,7 +120,11 @@ func (c appointmentChange) letter(u *clinic.User, base string, patient bool) (su
 		fmt.Fprintf(&b, "\nThe visit's page says what was refunded, if anything, and how to book again:\n%s\n\n", link)
 	}
 	if patient {
-		fmt.Fprintf(&b, "To cancel or change the time, open the visit's page.\n\n")
+		fmt.Fprintf(&b, "To cancel or change the time, open the visit's page.\n")
+		if c.contact != nil {
+			fmt.Fprintf(&b, "Questions? Reach the clinic %s.\n", ContactWords(c.contact))
+		}
+		b.WriteString("\n")
 	}
 	b.WriteString(c.clinicName + "\n")
 	return subject, b.String()
@@ -132,4 +138,16 @@ func cancelReasonWords(reason string) string {
 		return w
 	}
 	return reason
+}
+
+// ContactWords is a room's contact as a sentence's end: "at +1 555 0100
+// or desk@clinic.example".
+func ContactWords(c *clinic.RoomContact) string {
+	var ways []string
+	for _, w := range []string{c.Phone, c.Email} {
+		if w != "" {
+			ways = append(ways, w)
+		}
+	}
+	return "at " + strings.Join(ways, " or ")
 }

@@ -327,6 +327,9 @@ func permRows(f *permFixture) map[string]permRow {
 		"RefundInvoice": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(b.RefundInvoice(ctx, p, 1, ""))
 		}},
+		"RefundAndDecide": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(b.RefundAndDecide(ctx, p, 1, "", true))
+		}},
 
 		// Scheduling.
 		"Availability": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net/mail"
 	"regexp"
 	"slices"
 	"strings"
@@ -325,6 +326,9 @@ type RoomUpdate struct {
 	IntakeQuestions                  *[]clinic.IntakeQuestion
 	// Consent sets the room's consent text; one with no text removes it.
 	Consent *clinic.ConsentText
+	// Contact sets the room's phone and email for patients; both empty
+	// removes it.
+	Contact *clinic.RoomContact
 }
 
 // AppointmentPatch changes a room's appointment rules: a nil field is left
@@ -472,6 +476,13 @@ func applyRoomUpdate(r *clinic.Room, in RoomUpdate) error {
 			}
 			s.Consent = c
 		}
+	}
+	if c := in.Contact; c != nil {
+		contact, err := checkContact(*c)
+		if err != nil {
+			return err
+		}
+		s.Contact = contact
 	}
 	if in.WaitAlertMinutes != nil {
 		if *in.WaitAlertMinutes < 0 || *in.WaitAlertMinutes > 24*60 {
@@ -761,4 +772,25 @@ func (a *App) EnsureRoom(ctx context.Context, p *clinic.Principal, code, name st
 		Settings: DefaultRoomSettings(), Created: now, Modified: now}
 	err = a.store.Write().CreateRoom(ctx, r)
 	return r, StoreErr("create room", err, "")
+}
+
+// checkContact is a room's contact as given, trimmed; nil when both are
+// empty.
+func checkContact(c clinic.RoomContact) (*clinic.RoomContact, error) {
+	c.Phone, c.Email = strings.TrimSpace(c.Phone), strings.TrimSpace(c.Email)
+	if c.Phone == "" && c.Email == "" {
+		return nil, nil
+	}
+	if err := CheckFields(Line("contact.phone", c.Phone, 32), Line("contact.email", c.Email, MaxLineChars)); err != nil {
+		return nil, err
+	}
+	if c.Phone != "" && strings.ContainsFunc(c.Phone, func(r rune) bool { return !strings.ContainsRune("0123456789 +-().", r) }) {
+		return nil, clinic.Errorf(clinic.EInvalid, "contact.phone must be a phone number: digits, spaces and + - ( ) . only.")
+	}
+	if c.Email != "" {
+		if addr, err := mail.ParseAddress(c.Email); err != nil || addr.Address != c.Email {
+			return nil, clinic.Errorf(clinic.EInvalid, "contact.email must be an email address (name@example.com).")
+		}
+	}
+	return &c, nil
 }

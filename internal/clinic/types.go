@@ -152,6 +152,16 @@ type RoomSettings struct {
 	IntakeQuestions []IntakeQuestion `json:"intake_questions,omitempty"`
 	// Consent is the text a patient signs with each intake (nil: none).
 	Consent *ConsentText `json:"consent,omitempty"`
+	// Contact is how patients reach the clinic about this room's visits
+	// (nil: not given): shown wherever a page or an email tells them to
+	// contact the clinic.
+	Contact *RoomContact `json:"contact,omitempty"`
+}
+
+// RoomContact is a room's phone number and email address for patients.
+type RoomContact struct {
+	Phone string `json:"phone"`
+	Email string `json:"email"`
 }
 
 // Intake question kinds.

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,4 +96,38 @@ func TestPresence_LeftTheWaitingRoom(t *testing.T) {
 	// A provider cancels only a walk-in that waits, not one another took.
 	mustOK(t, s.post(s.doc.Token, "/api_v3/visits/accept", "id", second))
 	wantObjErr(t, s.post(s.other.Token, "/api_v3/visits/delete", "id", second), 404, "Visit")
+}
+
+// TestRooms_Contact: the admin gives a room its phone and email for
+// patients; GET /rooms/{code} shows them; a bad one is refused and
+// changes nothing; both empty removes them.
+func TestRooms_Contact(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	put := func(body string) *testenv.Resp {
+		return e.Do(testenv.Req{Method: "PUT", Path: "/api_v3/rooms/main", Header: adminHeaders(s.c), JSON: js(body)})
+	}
+	get := func() client.RoomDetail {
+		return dataOf[client.RoomDetail](t, e.Do(testenv.Req{Path: "/api_v3/rooms/main", Header: acctHeaders(s.c)}))
+	}
+	mustOK(t, put(`{"contact": {"phone": "+1 (555) 010-2030", "email": "desk@alpha.clinic.test"}}`))
+	if c := get().Contact; c == nil || c.Phone != "+1 (555) 010-2030" || c.Email != "desk@alpha.clinic.test" {
+		t.Fatalf("the contact: %+v", c)
+	}
+	for body, want := range map[string]string{
+		`{"contact": {"phone": "call me", "email": ""}}`:        "contact.phone",
+		`{"contact": {"phone": "", "email": "not an address"}}`: "contact.email",
+	} {
+		if res := put(body); res.Status != 400 || !strings.Contains(messageOf(res), want) {
+			t.Fatalf("%s: %d %s", body, res.Status, res.Raw)
+		}
+	}
+	if c := get().Contact; c == nil || c.Phone != "+1 (555) 010-2030" {
+		t.Fatalf("a refused change changed the contact: %+v", c)
+	}
+	mustOK(t, put(`{"contact": {"phone": " ", "email": ""}}`))
+	if c := get().Contact; c != nil {
+		t.Fatalf("the contact after removing it: %+v", c)
+	}
 }

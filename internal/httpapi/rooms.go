@@ -115,8 +115,11 @@ type roomDetail struct {
 	// questions, and the consent a patient signs (null: none).
 	IntakeQuestions []intakeQuestion `json:"intake_questions"`
 	Consent         *consentText     `json:"consent"`
-	Created         int64            `json:"created"`
-	Modified        int64            `json:"modified"`
+	// Contact is the extension's: the room's phone and email for
+	// patients (null: none given).
+	Contact  *roomContact `json:"contact"`
+	Created  int64        `json:"created"`
+	Modified int64        `json:"modified"`
 }
 
 type appointmentSettings struct {
@@ -191,7 +194,7 @@ func toRoomDetail(acct *clinic.Account, d *app.RoomDetail) roomDetail {
 		Specialties:   []clinicSpecialty{},
 		QueueCapacity: st.QueueCapacity, Created: rm.Created, Modified: rm.Modified,
 		AppointmentSettings: appointmentSettings(st.AppointmentRules()), WaitAlertMinutes: st.WaitAlertMinutes,
-		IntakeQuestions: toQuestions(st.IntakeQuestions), Consent: toConsent(st.Consent),
+		IntakeQuestions: toQuestions(st.IntakeQuestions), Consent: toConsent(st.Consent), Contact: toContact(st.Contact),
 		OperationSettings: operationSettings{IsClosed: st.Operation.IsClosed, CloseMsg: st.Operation.CloseMsg,
 			CloseMessage: closeHTML{st.Operation.CloseHTML}, ClosedDays: nonNilStrings(st.Operation.ClosedDays),
 			DefaultTimezone: st.Operation.Timezone, IsClosedNow: d.IsClosedNow, IsOpenAllTime: st.Operation.IsOpenAllTime,
@@ -276,6 +279,12 @@ func (s *Server) updateRoom(w http.ResponseWriter, r *http.Request, c *call) err
 		return err
 	} else if found {
 		in.Consent = &consent
+	}
+	var contact clinic.RoomContact
+	if found, err := q.JSON("contact", &contact); err != nil {
+		return err
+	} else if found {
+		in.Contact = &contact
 	}
 	var ap app.AppointmentPatch
 	if found, err := q.JSON("appointment_settings", &ap); err != nil {
@@ -522,4 +531,17 @@ func toConsent(c *clinic.ConsentText) *consentText {
 		return nil
 	}
 	return &consentText{Version: c.Version, Text: c.Text}
+}
+
+// roomContact is a room's phone and email for patients.
+type roomContact struct {
+	Phone string `json:"phone"`
+	Email string `json:"email"`
+}
+
+func toContact(c *clinic.RoomContact) *roomContact {
+	if c == nil {
+		return nil
+	}
+	return &roomContact{Phone: c.Phone, Email: c.Email}
 }

@@ -13,6 +13,7 @@ import (
 	"teleclinic/internal/app/billing"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/edge"
+	"teleclinic/internal/payments"
 )
 
 // The clinic admin's pages. The admin signs in with the clinic code and
@@ -68,7 +69,10 @@ type adminPayment struct {
 	Patient                  string
 	Status, Amount, Refunded string
 	Refundable               bool
-	VisitID                  int64
+	// Major is the amount in major units, the refund's default; Currency
+	// its currency.
+	Major, Currency string
+	VisitID         int64
 }
 
 // adminProvider is a provider as the admin's list shows them.
@@ -136,9 +140,11 @@ func (s *Server) admin(w http.ResponseWriter, r *http.Request) error {
 
 var noticeWords = map[string]string{
 	"room": "The room was saved.", "webhook": "The webhook was saved.", "redeliver": "The delivery is queued to be sent again.",
-	"refund":  "The payment was refunded to the patient's card.",
-	"invited": "The invitation is on its way: the provider sets a password from the link in it, then signs in.",
-	"codes":   "The diagnosis codes are loaded: notes and claims use them now.",
+	"refund":           "The payment was refunded to the patient's card.",
+	"refund-kept":      "The payment was refunded to the patient's card. The visit it paid for stays booked.",
+	"refund-cancelled": "The payment was refunded to the patient's card, and the visit it paid for is cancelled: the patient is emailed.",
+	"invited":          "The invitation is on its way: the provider sets a password from the link in it, then signs in.",
+	"codes":            "The diagnosis codes are loaded: notes and claims use them now.",
 }
 
 // adminQuery is /admin's address: the page each list shows, and the
@@ -398,7 +404,8 @@ func (s *Server) adminRows(ctx context.Context, p *clinic.Principal, invs []*cli
 	}
 	for _, inv := range invs {
 		pay := adminPayment{ID: inv.ID, Created: inv.Created, Status: inv.Status, Amount: money(inv.AmountDue, inv.Currency),
-			Refundable: inv.Status == billing.InvoicePaid && inv.ChargeRef != "", Patient: names[inv.MemberID]}
+			Refundable: inv.Status == billing.InvoicePaid && inv.ChargeRef != "", Patient: names[inv.MemberID], Currency: inv.Currency,
+			Major: strconv.FormatFloat(payments.ToMajor(inv.AmountDue, inv.Currency), 'f', payments.Exponent(inv.Currency), 64)}
 		if pay.Patient == "" {
 			pay.Patient = "patient " + strconv.FormatInt(inv.MemberID, 10)
 		}
@@ -646,8 +653,11 @@ func (s *Server) adminRotate(w http.ResponseWriter, r *http.Request) error {
 
 type rotatedPage struct{ Clinic, Token string }
 
-// adminRefund is POST /admin/payments/{id}/refund: the whole payment back
-// to the patient's card (POST /billing/invoices/{id}/refund).
+// adminRefund is POST /admin/payments/{id}/refund: the payment, or the
+// amount of it asked, back to the patient's card (POST
+// /billing/invoices/{id}/refund), and the visit it paid for kept or
+// cancelled as the admin chose (billing.RefundAndDecide); the notice says
+// which.
 func (s *Server) adminRefund(w http.ResponseWriter, r *http.Request) error {
 	p, err := s.principal(r)
 	if err != nil {
@@ -657,14 +667,26 @@ func (s *Server) adminRefund(w http.ResponseWriter, r *http.Request) error {
 	if err != nil || id <= 0 {
 		return clinic.Errorf(clinic.ENotFound, "Payment not found.")
 	}
-	if _, err := s.billing.RefundInvoice(r.Context(), p, id, ""); err != nil {
+	out, err := s.billing.RefundAndDecide(r.Context(), p, id, r.PostFormValue("amount"), r.PostFormValue("visit") == "cancel")
+	if out == nil {
 		if status, msg, ok := s.refused(r, err, clinic.EInvalid, clinic.EConflict, clinic.ENotFound, clinic.EPayment, clinic.EUnavailable); ok {
 			return s.showAdmin(w, r, status, adminPage{Error: msg})
 		}
 		return err
 	}
-	// Back to the page of payments the refund was made from.
-	back := url.Values{"done": {"refund"}}
+	if err != nil { // refunded; the visit's cancellation failed
+		return s.showAdmin(w, r, http.StatusConflict, adminPage{Error: "The payment was refunded, but its visit could not be cancelled: " + clinic.ErrorMessage(err)})
+	}
+	// Back to the page of payments the refund was made from, saying what
+	// became of the booking.
+	done := "refund"
+	switch {
+	case out.Cancelled:
+		done = "refund-cancelled"
+	case out.Visit != nil && !app.VisitOver(out.Visit):
+		done = "refund-kept"
+	}
+	back := url.Values{"done": {done}}
 	if before, err := strconv.ParseInt(r.PostFormValue("payments_before"), 10, 64); err == nil && before > 0 {
 		back.Set("payments_before", strconv.FormatInt(before, 10))
 	}

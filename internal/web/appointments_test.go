@@ -246,18 +246,47 @@ func (s *apptScript) callOpens(t *testing.T) {
 }
 
 // Within 24 hours of the start, the patient cannot cancel online (the
-// page says so, and PUT /visits/delete is refused alike); the clinic can.
+// page says so, with the room's phone and email, and PUT /visits/delete
+// is refused alike); the provider can, from the dashboard, giving a
+// reason, and the patient is emailed it with the clinic's contact.
 func (s *apptScript) lateCancel(t *testing.T) {
+	bg := context.Background()
+	if _, err := s.f.e.App.UpdateRoom(bg, s.f.admin(t), "main", app.RoomUpdate{Contact: &clinic.RoomContact{Phone: "+1 555 0100", Email: "desk@acme.test"}}); err != nil {
+		t.Fatal(err)
+	}
 	pg := s.pat.get("/visits/start/" + itoa(s.visit))
-	if strings.Contains(pg.Body, "Cancel this appointment") || !strings.Contains(pg.Body, "can no longer be changed online") {
-		t.Errorf("the page offers a late cancel: %s", pg.Body)
+	if strings.Contains(pg.Body, "Cancel this appointment") || !strings.Contains(pg.Body, "can no longer be changed online") ||
+		!strings.Contains(pg.Body, `href="tel:&#43;1%20555%200100"`) || !strings.Contains(pg.Body, "desk@acme.test") {
+		t.Errorf("the page offers a late cancel, or no way to reach the clinic: %s", pg.Body)
 	}
 	if pg := s.pat.post("/visits/start/"+itoa(s.visit)+"/cancel", nil); pg.Status != 409 || !strings.Contains(pg.Body, "24 hours") {
 		t.Fatalf("a late cancel: %d %s", pg.Status, pg.Body)
 	}
-	d, err := s.f.e.App.MoveVisit(context.Background(), s.f.admin(t), s.visit, app.ActCancel, app.MoveInput{})
-	if err != nil || d.Visit.Status != clinic.VisitCancelled {
-		t.Fatalf("the clinic cancels: %v", err)
+	s.f.e.App.DeliverMail(bg, s.mail.Sender()) // what the earlier steps wrote
+	sent := len(s.mail.Mails())
+	prov := newBrowser(t, s.f.e)
+	s.f.redirectLogin(t, prov, s.f.sso(t, clinic.UserProvider, "dr-1", "Grace", "Hopper"), "/providers/dashboard", nil)
+	dash := prov.get("/providers/dashboard")
+	if !strings.Contains(dash.Body, `id="cancel-`+itoa(s.visit)+`"`) || strings.Contains(dash.Body, `id="act-`+itoa(s.visit)+`-delete"`) {
+		t.Fatalf("the dashboard's Cancel does not ask a reason first: %s", dash.Body)
+	}
+	if pg := prov.post("/providers/visits/"+itoa(s.visit)+"/delete", url.Values{"reason": {"Dr Hopper is unwell today"}}); pg.Status != 303 {
+		t.Fatalf("the provider cancels: %d %s", pg.Status, pg.Body)
+	}
+	d, err := s.f.e.App.GetVisit(bg, s.f.admin(t), s.visit, false)
+	if err != nil || d.Visit.Status != clinic.VisitCancelled || d.Visit.CancelReason != "Dr Hopper is unwell today" {
+		t.Fatalf("the cancelled visit: %+v %v", d, err)
+	}
+	s.f.e.App.DeliverMail(bg, s.mail.Sender())
+	got := s.mail.Mails()
+	if len(got) != sent+1 {
+		t.Fatalf("%d mails after the provider's cancel, want %d", len(got), sent+1)
+	}
+	text := got[len(got)-1].Text()
+	for _, want := range []string{"was cancelled by the clinic", "The reason given: Dr Hopper is unwell today", "Questions? Reach the clinic at +1 555 0100 or desk@acme.test."} {
+		if !strings.Contains(text, want) || got[len(got)-1].To != "ada@example.com" {
+			t.Errorf("the patient's cancellation mail has no %q:\n%s", want, text)
+		}
 	}
 }
 

@@ -194,7 +194,8 @@ func (s *paidScript) cancel(t *testing.T) {
 	}
 }
 
-// The admin refunds the second payment in whole from /admin.
+// The admin refunds part of the second payment from /admin and cancels the
+// visit it paid for; the patient is emailed.
 func (s *paidScript) adminRefund(t *testing.T) {
 	admin := newBrowser(t, s.f.e)
 	s.f.adminSignIn(t, admin)
@@ -207,13 +208,23 @@ func (s *paidScript) adminRefund(t *testing.T) {
 	if pg := admin.get("/admin"); !strings.Contains(pg.Body, `id="refund-`+id+`"`) {
 		t.Fatalf("the admin page offers no refund of payment %s: %s", id, pg.Body)
 	}
-	pg := admin.post("/admin/payments/"+id+"/refund", nil)
+	if pg := admin.post("/admin/payments/"+id+"/refund", url.Values{"amount": {"25.01"}}); pg.Status != 400 || !strings.Contains(pg.Body, "at most the amount charged") {
+		t.Fatalf("a refund of more than was paid: %d %s", pg.Status, pg.Body)
+	}
+	pg := admin.post("/admin/payments/"+id+"/refund", url.Values{"amount": {"10.00"}, "visit": {"cancel"}})
 	if pg.Status != 303 {
 		t.Fatalf("refund: %d %s", pg.Status, pg.Body)
 	}
 	page := admin.get(pg.Location)
-	if !strings.Contains(page.Body, "The payment was refunded") || !strings.Contains(page.Body, "(25.00 USD back)") || strings.Contains(page.Body, `id="refund-`+id+`"`) {
+	if !strings.Contains(page.Body, "the visit it paid for is cancelled: the patient is emailed") || !strings.Contains(page.Body, "(10.00 USD back)") || strings.Contains(page.Body, `id="refund-`+id+`"`) {
 		t.Fatalf("the admin page after the refund: %s", page.Body)
+	}
+	it, err := s.f.e.App.GetIntake(context.Background(), s.f.admin(t), s.secondPaid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := s.f.e.App.GetVisit(context.Background(), s.f.admin(t), it.VisitID, false); err != nil || d.Visit.Status != clinic.VisitCancelled {
+		t.Fatalf("the refunded visit: %+v %v", d, err)
 	}
 	if pg := admin.post("/admin/payments/"+id+"/refund", nil); pg.Status != 409 {
 		t.Fatalf("a second refund: %d", pg.Status)

@@ -154,8 +154,9 @@ func dashVisits(vs []app.DashboardVisit, zone *time.Location, now int64) []dashV
 }
 
 // moveVisit makes one lifecycle move (app.MoveVisit, the rules and the
-// 409s of POST /visits/{action}) and shows the dashboard again; a refusal
-// is shown on it, in words.
+// 409s of POST /visits/{action}; a cancellation with its refund,
+// billing.CancelVisit) and shows the dashboard again; a refusal is shown
+// on it, in words.
 func (s *Server) moveVisit(w http.ResponseWriter, r *http.Request) error {
 	p, id, err := s.visitRequest(r)
 	if err != nil {
@@ -165,7 +166,14 @@ func (s *Server) moveVisit(w http.ResponseWriter, r *http.Request) error {
 	if moveLabels[action] == "" {
 		return clinic.Errorf(clinic.ENotFound, "There is no such step for a visit.")
 	}
-	if _, err := s.app.MoveVisit(r.Context(), p, id, action, app.MoveInput{Reason: r.PostFormValue("reason")}); err != nil {
+	in := app.MoveInput{Reason: r.PostFormValue("reason")}
+	if action == app.ActCancel {
+		// The clinic cancels: what the patient paid goes back in full.
+		_, err = s.billing.CancelVisit(r.Context(), p, id, in)
+	} else {
+		_, err = s.app.MoveVisit(r.Context(), p, id, action, in)
+	}
+	if err != nil {
 		if status, msg, ok := s.refused(r, err, clinic.EConflict, clinic.EInvalid); ok {
 			return s.showDashboard(w, r, status, msg)
 		}

@@ -32,6 +32,8 @@ type RoomForm struct {
 	// ones), and its consent.
 	Questions                   []questionRow
 	ConsentVersion, ConsentText string
+	// The room's phone and email for patients.
+	ContactPhone, ContactEmail string
 	// Errors are the refused fields' reasons, by the field's name.
 	Errors map[string]string
 	// sent are the fields the post carried: a part of the form it leaves
@@ -81,6 +83,9 @@ func roomFormOf(rm *clinic.Room) RoomForm {
 	if c := st.Consent; c != nil {
 		rf.ConsentVersion, rf.ConsentText = c.Version, c.Text
 	}
+	if c := st.Contact; c != nil {
+		rf.ContactPhone, rf.ContactEmail = c.Phone, c.Email
+	}
 	return rf.withBlankQuestions()
 }
 
@@ -97,6 +102,7 @@ func readRoomForm(r *http.Request) RoomForm {
 		JoinBefore: f.str("join_before"), CancelHours: f.str("cancel_hours"), RefundPercent: f.str("refund_percent"),
 		Reminders: f.str("reminders"), WaitAlert: f.str("wait_alert"), QueueCapacity: f.str("queue_capacity"),
 		ConsentVersion: v.Get("consent_version"), ConsentText: v.Get("consent_text"),
+		ContactPhone: f.str("contact_phone"), ContactEmail: f.str("contact_email"),
 		Errors: f.Errors(), sent: map[string]bool{}, closedDays: append([]string{}, v["closed_days"]...)}
 	for k := range v {
 		rf.sent[k] = true
@@ -149,6 +155,9 @@ func (rf *RoomForm) update(current []clinic.Consultation) (in app.RoomUpdate, ok
 	}
 	if rf.sent["consent_text"] {
 		in.Consent = &clinic.ConsentText{Version: rf.ConsentVersion, Text: rf.ConsentText}
+	}
+	if rf.sent["contact_phone"] || rf.sent["contact_email"] {
+		in.Contact = &clinic.RoomContact{Phone: rf.ContactPhone, Email: rf.ContactEmail}
 	}
 	if rf.sent["open_time"] {
 		in.IsOpenAllTime, in.OpenTime, in.CloseTime = &rf.AllDay, &rf.OpenTime, &rf.CloseTime

@@ -311,6 +311,8 @@ type visitPage struct {
 	// to the patient of a call their provider has joined.
 	State      string
 	ProviderIn bool
+	// Contact is the room's phone and email for patients (nil: none).
+	Contact *clinic.RoomContact
 }
 
 // bookedView is an appointment's part of its page.
@@ -391,6 +393,9 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request) error {
 	page := visitPage{ID: d.Visit.ID, Status: visitStatusWord(d.Visit), State: statusWord(d.Visit.Status), Open: !app.VisitOver(d.Visit), Older: older,
 		Notice: notices[f.str("notice")]}
 	page.people(p, d)
+	if d.Room != nil {
+		page.Contact = d.Room.Settings.Contact
+	}
 	for _, part := range []func(*http.Request, *clinic.Principal, *app.VisitDetail, *visitPage) error{
 		s.visitThread, s.visitWaiting, s.visitBooked, s.visitNote,
 	} {

@@ -85,3 +85,45 @@ func (s *Service) RefundUnbooked(ctx context.Context, p *clinic.Principal, intak
 	}
 	return nil, clinic.Errorf(clinic.EConflict, "Nothing was paid for intake %d.", it.ID)
 }
+
+// Refunded is an admin's refund and what became of the visit it paid
+// for: Visit is nil when it paid for none (or none is left), Cancelled
+// says the refund cancelled it.
+type Refunded struct {
+	Invoice   *clinic.Invoice
+	Visit     *clinic.Visit
+	Cancelled bool
+}
+
+// RefundAndDecide is the admin's refund from the portal: amount (all of
+// it when "") of paid invoice id back to the card, and the visit it paid
+// for cancelled when cancel is set and it is still open (its patient is
+// emailed, as for any cancellation), or left booked otherwise. The refund
+// comes first: a visit is never cancelled for a refund the processor
+// refused.
+func (s *Service) RefundAndDecide(ctx context.Context, p *clinic.Principal, id int64, amount string, cancel bool) (*Refunded, error) {
+	inv, err := s.RefundInvoice(ctx, p, id, amount)
+	if err != nil {
+		return nil, err
+	}
+	out := &Refunded{Invoice: inv}
+	if inv.IntakeID == 0 {
+		return out, nil
+	}
+	it, err := s.core.Read().IntakeByID(ctx, p.Account.ID, inv.IntakeID)
+	if err != nil || it.VisitID == 0 {
+		return out, nil // refunded; it paid for no visit
+	}
+	if out.Visit, err = s.core.VisitFor(ctx, p, it.VisitID); err != nil {
+		return out, nil
+	}
+	if !cancel || app.VisitOver(out.Visit) {
+		return out, nil
+	}
+	d, err := s.core.MoveVisit(ctx, p, it.VisitID, app.ActCancel, app.MoveInput{Reason: "Cancelled by the clinic, with a refund"})
+	if err != nil {
+		return out, fmt.Errorf("refunded, but the visit could not be cancelled: %w", err)
+	}
+	out.Visit, out.Cancelled = d.Visit, true
+	return out, nil
+}
