@@ -67,7 +67,11 @@ func (a *App) mailAppointmentChange(ctx context.Context, q *store.Q, p *clinic.P
 		if u.Email == "" || u.DisableEmails {
 			continue
 		}
-		subject, body := c.letter(u, a.portalBase(), uid == v.MemberID)
+		link, err := a.patientLink(ctx, q, v, u)
+		if err != nil {
+			return err
+		}
+		subject, body := c.letter(u, link, uid == v.MemberID)
 		raw, _ := json.Marshal(mailMessage{To: u.Email, Subject: subject, Body: body})
 		sealed, err := a.Seal(raw)
 		if err != nil {
@@ -80,8 +84,9 @@ func (a *App) mailAppointmentChange(ctx context.Context, q *store.Q, p *clinic.P
 	return nil
 }
 
-// letter is the mail to u (the patient, or the provider).
-func (c appointmentChange) letter(u *clinic.User, base string, patient bool) (subject, body string) {
+// letter is the mail to u (the patient, or the provider), with link, the
+// way to the visit's page (the patient's signs them into it).
+func (c appointmentChange) letter(u *clinic.User, link string, patient bool) (subject, body string) {
 	zone := time.UTC
 	for _, name := range []string{u.Timezone, c.roomZone} {
 		if z, err := time.LoadLocation(name); err == nil && name != "" {
@@ -92,7 +97,6 @@ func (c appointmentChange) letter(u *clinic.User, base string, patient bool) (su
 	when := func(t int64) string {
 		return time.Unix(t, 0).In(zone).Format("Monday 2 January 2006, 15:04") + " (" + zone.String() + ")"
 	}
-	link := base + "/visits/start/" + i64s(c.v.ID)
 	who := "the clinic"
 	if c.by.User != nil && c.by.UserID() == c.v.MemberID {
 		who = "the patient"
@@ -106,11 +110,11 @@ func (c appointmentChange) letter(u *clinic.User, base string, patient bool) (su
 			subject = c.clinicName + ": a video visit was booked with you"
 		}
 		fmt.Fprintf(&b, "A video visit with %s is booked for %s.\n\n", c.clinicName, when(c.v.Start))
-		fmt.Fprintf(&b, "Open it here (the call opens a few minutes before the start):\n%s\n\nAdd it to your calendar:\n%s/calendar.ics\n\n", link, link)
+		fmt.Fprintf(&b, "Open it here (the call opens a few minutes before the start):\n%s\n\n", link)
 	case changeMoved:
 		subject = c.clinicName + ": your video visit has a new time"
 		fmt.Fprintf(&b, "The video visit with %s that was on %s is now on %s (moved by %s).\n\n", c.clinicName, when(c.was), when(c.v.Start), who)
-		fmt.Fprintf(&b, "Open it here:\n%s\n\nThe calendar file with the new time:\n%s/calendar.ics\n\n", link, link)
+		fmt.Fprintf(&b, "Open it here:\n%s\n\n", link)
 	case changeCancelled:
 		subject = c.clinicName + ": your video visit was cancelled"
 		fmt.Fprintf(&b, "The video visit with %s on %s was cancelled by %s.\n", c.clinicName, when(c.v.Start), who)
@@ -120,7 +124,10 @@ func (c appointmentChange) letter(u *clinic.User, base string, patient bool) (su
 		fmt.Fprintf(&b, "\nThe visit's page says what was refunded, if anything, and how to book again:\n%s\n\n", link)
 	}
 	if patient {
-		fmt.Fprintf(&b, "To cancel or change the time, open the visit's page.\n")
+		if c.change != changeCancelled {
+			fmt.Fprintf(&b, "The visit's page adds it to your calendar, and changes or cancels it.\n")
+		}
+		fmt.Fprintf(&b, "The link above signs you into this visit only, once: open it on the device you will use. If it was opened already, the page it leads to sends you a new one.\n")
 		if c.contact != nil {
 			fmt.Fprintf(&b, "Questions? Reach the clinic %s.\n", ContactWords(c.contact))
 		}

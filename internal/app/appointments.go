@@ -364,12 +364,18 @@ func (a *App) reminderMail(ctx context.Context, it store.OutboxItem) (*mail.Mess
 		zone = z
 	}
 	when := time.Unix(v.Start, 0).In(zone)
-	link := a.portalBase() + "/visits/start/" + i64s(v.ID)
+	var link string
+	if err := a.store.Tx(ctx, func(q *store.Q) error {
+		link, err = a.visitLink(ctx, q, v, u)
+		return err
+	}); err != nil {
+		return nil, err
+	}
 	lead := leadWords(rm.Lead)
 	var b strings.Builder
 	fmt.Fprintf(&b, "Hello %s,\n\nYour video visit with %s is %s: %s (%s).\n\n", u.FirstName, acct.Name, lead, when.Format("Monday 2 January 2006, 15:04"), zone.String())
 	fmt.Fprintf(&b, "Join it here (the call opens a few minutes before the start):\n%s\n\n", link)
-	fmt.Fprintf(&b, "To cancel or change the time, or to stop these reminders, open the same page.\n")
+	fmt.Fprintf(&b, "To cancel or change the time, or to stop these reminders, open the same page. The link signs you into this visit only, once.\n")
 	return &mail.Message{To: u.Email, Subject: acct.Name + ": your visit " + lead, Body: b.String()}, nil
 }
 

@@ -19,6 +19,9 @@ type Credentials struct {
 	APISecret   string // X-ApiSecret
 	RequestID   string
 	ClientAddr  string // the client's IP address
+	// Portal says the token is a portal session's cookie: only there is a
+	// session that opens one visit (visitlinks.go) a credential.
+	Portal bool
 }
 
 // Need says which credential an endpoint accepts (spec: Authentication).
@@ -179,7 +182,10 @@ func (a *App) userPrincipal(ctx context.Context, c Credentials, p *clinic.Princi
 		}
 		lastUsed = now
 	}
-	p.Account, p.Kind, p.User, p.TokenID = acct, clinic.CredUserToken, u, t.ID
+	if t.VisitID != 0 && !c.Portal {
+		return nil, unauthenticated("Invalid or expired API token.")
+	}
+	p.Account, p.Kind, p.User, p.TokenID, p.VisitScope = acct, clinic.CredUserToken, u, t.ID, t.VisitID
 	p.Until = min(t.Expires, lastUsed+int64(a.cfg.UserTokenIdle/time.Second))
 	// The admin user's tokens are only ever the admin's portal sessions
 	// (AdminSignIn): no other way issues one (SSO and sign-up refuse its

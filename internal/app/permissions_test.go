@@ -194,6 +194,9 @@ var noPrincipal = map[string]string{
 	"DeliverEligibility":       "the server's delivery loops",
 	"DeliverReminders":         "the server's delivery loops",
 	"PortalURL":                "the portal's address, for links",
+	"VisitLink":                "the mailed link is the credential (it shows its visit's time, nothing of its record)",
+	"OpenVisitLink":            "the mailed link is the credential, good once",
+	"ResendVisitLink":          "the mailed link is the credential; the new one goes to the address on file",
 	"GuestUploadBytes":         "a setting, for the room page's file field",
 	"STUNServers":              "public STUN addresses, no credential",
 	"DeliverMail":              "the server's delivery loops",
@@ -500,6 +503,12 @@ func permRows(f *permFixture) map[string]permRow {
 		}},
 		"CloseEconsult": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.CloseEconsult(ctx, p, f.visitID))
+		}},
+		"VisitLinkFor": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return a.VisitLinkFor(ctx, p, f.visitID)
+		}},
+		"RevokeVisitLinks": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return a.RevokeVisitLinks(ctx, p, f.visitID)
 		}},
 		"MarkThreadRead": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return nil, a.MarkThreadRead(ctx, p, f.visitID, 1)

@@ -310,6 +310,9 @@ type Principal struct {
 	// ClientAddr is the address the request came from, for throttling
 	// sign-in attempts ("" when unknown).
 	ClientAddr string
+	// VisitScope, when not 0, is the one visit the credential opens: a
+	// portal session started by a link an email carried (app/visitlinks.go).
+	VisitScope int64
 }
 
 // IsAdmin reports whether the caller has the clinic's full admin permissions.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -636,12 +637,18 @@ func TestAppointments_ChangeMails(t *testing.T) {
 	for _, m := range got {
 		switch m.To {
 		case "maria@example.com":
-			if m.Subject != "Alpha Clinic: your video visit is booked" || !strings.Contains(m.Body, "Tuesday 3 March 2026, 15:00 (Europe/Madrid)") ||
-				!strings.Contains(m.Body, "/visits/start/"+visit+"/calendar.ics") {
+			link := regexp.MustCompile(`https://portal\.teleclinic\.test/v/([A-Za-z0-9_-]+)`).FindStringSubmatch(m.Body)
+			if m.Subject != "Alpha Clinic: your video visit is booked" || !strings.Contains(m.Body, "Tuesday 3 March 2026, 15:00 (Europe/Madrid)") || link == nil {
 				t.Errorf("the patient's confirmation: %+v", m)
+				continue
+			}
+			// The link opens the visit on the portal, never the API.
+			if res := e.Do(testenv.Req{Path: "/api_v3/visits/" + visit, Header: userHeaders(s.c, link[1])}); res.Status != 401 {
+				t.Errorf("the visit link as an API token: %d %s", res.Status, res.Raw)
 			}
 		case "dana@clinic.example":
-			if !strings.Contains(m.Subject, "booked with you") || !strings.Contains(m.Body, "Tuesday 3 March 2026, 08:00 (America/Chicago)") {
+			if !strings.Contains(m.Subject, "booked with you") || !strings.Contains(m.Body, "Tuesday 3 March 2026, 08:00 (America/Chicago)") ||
+				!strings.Contains(m.Body, "https://portal.teleclinic.test/visits/start/"+visit+"\n") {
 				t.Errorf("the provider's: %+v", m)
 			}
 		default:

@@ -9,6 +9,9 @@ const (
 	// TokenLink is the sign-in link GET /api_v3/auth puts in the portal
 	// address: good once, for minutes, and never as an API credential.
 	TokenLink = "link"
+	// TokenVisitLink is the link an email about a visit carries: good
+	// once, until a day after the visit, for that visit alone (VisitID).
+	TokenVisitLink = "visitlink"
 )
 
 // Token is a stored access or refresh token. The token value itself is never
@@ -25,18 +28,21 @@ type Token struct {
 	Expires   int64
 	Used      int64 // refresh: when it was rotated; 0 while unused
 	Revoked   int64 // 0 while valid
+	// VisitID is the one visit a visit link, or the session it started,
+	// opens; 0 for every other token.
+	VisitID int64
 }
 
-const tokenCols = "t.id, t.account_id, t.user_id, t.kind, t.hash, t.family, t.created, t.last_used, t.expires, COALESCE(t.used, 0), COALESCE(t.revoked, 0)"
+const tokenCols = "t.id, t.account_id, t.user_id, t.kind, t.hash, t.family, t.created, t.last_used, t.expires, COALESCE(t.used, 0), COALESCE(t.revoked, 0), COALESCE(t.visit_id, 0)"
 
 func scanToken(sc interface{ Scan(...any) error }, t *Token) error {
-	return sc.Scan(&t.ID, &t.AccountID, &t.UserID, &t.Kind, &t.Hash, &t.Family, &t.Created, &t.LastUsed, &t.Expires, &t.Used, &t.Revoked)
+	return sc.Scan(&t.ID, &t.AccountID, &t.UserID, &t.Kind, &t.Hash, &t.Family, &t.Created, &t.LastUsed, &t.Expires, &t.Used, &t.Revoked, &t.VisitID)
 }
 
 // CreateToken stores a token row.
 func (q *Q) CreateToken(ctx context.Context, t *Token) error {
-	id, err := q.insert(ctx, `INSERT INTO tokens (account_id, user_id, kind, hash, family, created, last_used, expires) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		t.AccountID, t.UserID, t.Kind, t.Hash, t.Family, t.Created, t.LastUsed, t.Expires)
+	id, err := q.insert(ctx, `INSERT INTO tokens (account_id, user_id, kind, hash, family, created, last_used, expires, visit_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		t.AccountID, t.UserID, t.Kind, t.Hash, t.Family, t.Created, t.LastUsed, t.Expires, nullZero(t.VisitID))
 	t.ID = id
 	return err
 }
@@ -67,6 +73,7 @@ type TokenAuth struct {
 	Expires     int64
 	Revoked     int64 // 0 while valid
 	UserVersion int64
+	VisitID     int64 // the one visit the token opens; 0: not so bounded
 }
 
 // TokenForAuth finds a token by hash with its user's version: the lookup made
@@ -76,9 +83,10 @@ type TokenAuth struct {
 // is a read by key (byKey).
 func (q *Q) TokenForAuth(ctx context.Context, hash string) (*TokenAuth, error) {
 	var t TokenAuth
-	err := q.queryRow(q.byKey(ctx), `SELECT t.id, t.account_id, t.user_id, t.kind, t.family, t.last_used, t.expires, COALESCE(t.revoked, 0), u.version
+	err := q.queryRow(q.byKey(ctx), `SELECT t.id, t.account_id, t.user_id, t.kind, t.family, t.last_used, t.expires, COALESCE(t.revoked, 0), u.version,
+		COALESCE(t.visit_id, 0)
 		FROM tokens t JOIN users u ON u.id = t.user_id AND u.account_id = t.account_id WHERE t.hash = ?`, []any{hash},
-		&t.ID, &t.AccountID, &t.UserID, &t.Kind, &t.Family, &t.LastUsed, &t.Expires, &t.Revoked, &t.UserVersion)
+		&t.ID, &t.AccountID, &t.UserID, &t.Kind, &t.Family, &t.LastUsed, &t.Expires, &t.Revoked, &t.UserVersion, &t.VisitID)
 	if err != nil {
 		return nil, err
 	}
@@ -198,4 +206,14 @@ func (q *Q) RevokeUserTokensExcept(ctx context.Context, accountID, userID int64,
 		return err
 	}
 	return q.credentialsEnded(ctx)
+}
+
+// RevokeVisitTokens revokes every valid token that opens visit id alone:
+// the links mailed about it and the sessions they started.
+func (q *Q) RevokeVisitTokens(ctx context.Context, accountID, visitID, now int64) (int, error) {
+	n, err := q.affected(ctx, "UPDATE tokens SET revoked = ? WHERE account_id = ? AND visit_id = ? AND revoked IS NULL", now, accountID, visitID)
+	if err == nil && n > 0 {
+		err = q.credentialsEnded(ctx)
+	}
+	return int(n), err
 }

@@ -84,7 +84,9 @@ func (q *Q) UserByLogin(ctx context.Context, accountID int64, login string) (*cl
 	if err != ErrNotFound {
 		return u, err
 	}
-	return q.user(ctx, "u.account_id = ? AND lower(u.email) = lower(?) AND u.email <> '' ORDER BY u.id", accountID, login)
+	// A guest's email (given to come back to a booked visit) is never a
+	// login: it names no account, and must not shadow a patient's.
+	return q.user(ctx, "u.account_id = ? AND lower(u.email) = lower(?) AND u.email <> '' AND u.type <> ? ORDER BY u.id", accountID, login, clinic.UserGuest)
 }
 
 // AdminUser returns the clinic's admin user, the identity of its admin token.

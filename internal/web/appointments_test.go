@@ -128,7 +128,7 @@ func (s *apptScript) calendar(t *testing.T) {
 	if pg.Status != 200 || !strings.HasPrefix(pg.Header.Get("Content-Type"), "text/calendar") {
 		t.Fatalf("calendar: %d %s", pg.Status, pg.Header.Get("Content-Type"))
 	}
-	for _, want := range []string{"BEGIN:VCALENDAR\r\n", "DTSTART:20260304T090000Z\r\n", "DTEND:20260304T093000Z\r\n", "URL:https://portal.teleclinic.test/visits/start/" + itoa(s.visit), "END:VCALENDAR\r\n"} {
+	for _, want := range []string{"BEGIN:VCALENDAR\r\n", "DTSTART:20260304T090000Z\r\n", "DTEND:20260304T093000Z\r\n", "URL:https://portal.teleclinic.test/v/", "END:VCALENDAR\r\n"} {
 		if !strings.Contains(pg.Body, want) {
 			t.Errorf("the calendar file has no %q:\n%s", want, pg.Body)
 		}
@@ -197,13 +197,77 @@ func (s *apptScript) reminder(t *testing.T) {
 		t.Fatalf("%d reminders, want 1: %+v", len(got), got)
 	}
 	text := got[0].Text()
-	for _, want := range []string{"Subject: Acme Clinic: your visit tomorrow", "Wednesday 4 March 2026, 04:30 (America/New_York)", "https://portal.teleclinic.test/visits/start/" + itoa(s.visit)} {
+	for _, want := range []string{"Subject: Acme Clinic: your visit tomorrow", "Wednesday 4 March 2026, 04:30 (America/New_York)", "https://portal.teleclinic.test/v/"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the reminder has no %q:\n%s", want, text)
 		}
 	}
 	if got[0].To != "ada@example.com" {
 		t.Errorf("the reminder went to %q", got[0].To)
+	}
+	s.followLink(t, visitLinkIn(t, text))
+}
+
+// visitLinkIn is the path of the visit link in a mail's text.
+func visitLinkIn(t *testing.T, text string) string {
+	t.Helper()
+	m := regexp.MustCompile(`https://portal\.teleclinic\.test(/v/[A-Za-z0-9_-]+)`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatalf("no visit link in:\n%s", text)
+	}
+	return m[1]
+}
+
+// followLink opens a mailed visit link on another device, with no
+// session and no password (as an SSO or guest patient): the page asks for
+// a press, the press opens the visit and nothing else; the link works
+// once, and then offers a new one by email, which works.
+func (s *apptScript) followLink(t *testing.T, link string) {
+	bg := context.Background()
+	phone := newBrowser(t, s.f.e)
+	if pg := phone.get(link); pg.Status != 200 || !strings.Contains(pg.Body, `id="open-visit"`) || !strings.Contains(pg.Body, "Your visit with Acme Clinic") {
+		t.Fatalf("the link's page: %d %s", pg.Status, pg.Body)
+	}
+	pg := phone.post(link, nil)
+	if pg.Status != 303 || pg.Location != "/visits/start/"+itoa(s.visit) {
+		t.Fatalf("opening the link: %d %s", pg.Status, pg.Location)
+	}
+	if pg := phone.get(pg.Location); pg.Status != 200 || !strings.Contains(pg.Body, "Add to calendar") || !strings.Contains(pg.Body, "Your visit</a>") {
+		t.Fatalf("the visit through its link: %d %s", pg.Status, pg.Body)
+	}
+	for _, other := range []string{"/visits", "/profile", "/visits/start/" + itoa(s.f.visitID)} {
+		if pg := phone.get(other); pg.Status != 403 {
+			t.Errorf("%s with a one-visit session: %d", other, pg.Status)
+		}
+	}
+	if pg := phone.get("/"); pg.Status != 303 || pg.Location != "/visits/start/"+itoa(s.visit) {
+		t.Errorf("the root with a one-visit session: %d %s", pg.Status, pg.Location)
+	}
+	// Once only: another browser is offered a new link, by email.
+	other := newBrowser(t, s.f.e)
+	if pg := other.post(link, nil); pg.Status != 410 || !strings.Contains(pg.Body, "opened already") || !strings.Contains(pg.Body, "a•••@example.com") {
+		t.Fatalf("the link a second time: %d %s", pg.Status, pg.Body)
+	}
+	s.f.e.App.DeliverMail(bg, s.mail.Sender())
+	before := len(s.mail.Mails())
+	if pg := other.post(link+"/again", nil); pg.Status != 200 || !strings.Contains(pg.Body, "a new link is on its way to a•••@example.com") {
+		t.Fatalf("asking a new link: %d %s", pg.Status, pg.Body)
+	}
+	s.f.e.App.DeliverMail(bg, s.mail.Sender())
+	got := s.mail.Mails()
+	if len(got) != before+1 || got[len(got)-1].To != "ada@example.com" {
+		t.Fatalf("%d mails after asking a new link, had %d", len(got), before)
+	}
+	fresh := visitLinkIn(t, got[len(got)-1].Text())
+	if pg := other.post(fresh, nil); pg.Status != 303 {
+		t.Fatalf("the new link: %d %s", pg.Status, pg.Body)
+	}
+	// Revoked: the clinic ends the links; the sessions they started end.
+	if n, err := s.f.e.App.RevokeVisitLinks(bg, s.f.admin(t), s.visit); err != nil || n < 2 {
+		t.Fatalf("revoking the visit's links: %d %v", n, err)
+	}
+	if pg := phone.get("/visits/start/" + itoa(s.visit)); pg.Status == 200 {
+		t.Errorf("a session of a revoked link still opens the visit")
 	}
 }
 
@@ -218,6 +282,7 @@ func (s *apptScript) signInAgain(t *testing.T) {
 
 // Turned off, the 15-minute reminder is not sent.
 func (s *apptScript) remindersOff(t *testing.T) {
+	sent := len(s.mail.Mails())
 	s.signInAgain(t)
 	pg := s.pat.post("/visits/start/"+itoa(s.visit)+"/reminders", url.Values{"on": {"0"}})
 	if pg.Status != 303 || !strings.HasSuffix(pg.Location, "notice=remind-off") {
@@ -228,8 +293,8 @@ func (s *apptScript) remindersOff(t *testing.T) {
 	}
 	s.f.e.Clock.Advance(time.Unix(s.start-15*60+10, 0).Sub(s.f.e.Clock.Now()))
 	s.f.e.App.DeliverReminders(context.Background())
-	if n := len(s.mail.Mails()); n != 1 {
-		t.Fatalf("%d reminders after turning them off, want the 1 sent before", n)
+	if n := len(s.mail.Mails()); n != sent {
+		t.Fatalf("%d mails after turning reminders off, want the %d sent before", n, sent)
 	}
 }
 

@@ -66,6 +66,10 @@ func portalMatrix() map[string]string {
 		"POST /admin/providers": "RRDDDADDA",
 		// Anyone may sign out.
 		"POST /signout": "AAAAAAAAA",
+		// A visit link that is not one: nobody gets in.
+		"GET /v/{token}":        "DDDDDDDDD",
+		"POST /v/{token}":       "DDDDDDDDD",
+		"POST /v/{token}/again": "DDDDDDDDD",
 		// An invitation link that is not one: nobody gets in.
 		"GET /invite/{account_code}/{token}":  "DDDDDDDDD",
 		"POST /invite/{account_code}/{token}": "DDDDDDDDD",

@@ -27,6 +27,9 @@ type layout struct {
 	// Provider adds the dashboard to the navigation, Admin the
 	// administration.
 	Provider, Admin bool
+	// OneVisit, for a session a mailed link started, is its visit's
+	// page: the navigation offers that and signing out, nothing else.
+	OneVisit string
 	// Zone is the viewer's time zone, every time on the page is in;
 	// ZoneFrom says where it came from: "profile", "browser" (the tz
 	// cookie static/live.js sets) or "default" (UTC, until the browser
@@ -149,6 +152,9 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, page
 		lay.Languages = s.languageLinks(r, loc)
 	}
 	var user *clinic.User
+	if scope := s.visitScope(r); lay.Session && scope != 0 {
+		lay.OneVisit = "/visits/start/" + strconv.FormatInt(scope, 10)
+	}
 	if lay.Session {
 		if p, err := s.principal(r); err == nil {
 			user = p.User
@@ -182,6 +188,6 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, page
 var pageTitles = map[string]string{
 	"error": "Something is not right", "signin": "Sign in", "visits": "Your visits", "visit": "Visit", "clinic": "Clinic", "room": "Room", "dashboard": "Dashboard",
 	"adminsignin": "Admin sign-in", "admin": "Administration", "adminroom": "Room settings", "rotated": "New admin token", "chart": "Patient chart", "pay": "Payment", "book": "Choose a time",
-	"invite": "Join a video call", "call": "Video call", "activate": "Choose your password",
+	"invite": "Join a video call", "visitlink": "Your visit", "call": "Video call", "activate": "Choose your password",
 	"switch": "Switch account?", "profile": "Your profile",
 }

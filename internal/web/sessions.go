@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -53,8 +54,15 @@ func (s *Server) principal(r *http.Request) (*clinic.Principal, error) {
 		return st.p, st.err
 	}
 	p, err := s.sessionPrincipal(r.Context(), s.sessionCredentials(r))
+	var scope int64
+	if err == nil && !app.VisitScopeAllows(p.VisitScope, r.URL.Path) {
+		// A session a mailed link started opens its visit alone.
+		scope, p, err = p.VisitScope, nil, clinic.Errorf(clinic.EForbidden, "The link you opened signs you into one visit only. Open that visit, or sign in to see the rest.")
+	} else if err == nil {
+		scope = p.VisitScope
+	}
 	if st != nil {
-		st.p, st.err, st.checked = p, err, true
+		st.p, st.err, st.checked, st.scope = p, err, true, scope
 	}
 	if err == nil {
 		edge.From(r.Context()).SetPrincipal(p)
@@ -65,7 +73,7 @@ func (s *Server) principal(r *http.Request) (*clinic.Principal, error) {
 // sessionCredentials are r's session cookie as the API's credentials;
 // no token when there is no cookie.
 func (s *Server) sessionCredentials(r *http.Request) app.Credentials {
-	creds := app.Credentials{RequestID: edge.RequestID(r.Context()), ClientAddr: edge.ClientAddr(r)}
+	creds := app.Credentials{RequestID: edge.RequestID(r.Context()), ClientAddr: edge.ClientAddr(r), Portal: true}
 	if c, err := r.Cookie(s.sessionCookie()); err == nil {
 		creds.APIToken = c.Value
 	}
@@ -85,6 +93,22 @@ type pageState struct {
 	checked bool
 	p       *clinic.Principal
 	err     error
+	// scope is the one visit the session opens (0: not so bounded),
+	// known even on a page the session may not open.
+	scope int64
+}
+
+// visitScope is the one visit r's session opens, 0 when it is not so
+// bounded (or r has no session).
+func (s *Server) visitScope(r *http.Request) int64 {
+	if _, err := s.principal(r); err != nil && clinic.ErrorCode(err) != clinic.EForbidden {
+		return 0
+	}
+	st, _ := r.Context().Value(pageStateKey{}).(*pageState)
+	if st == nil {
+		return 0
+	}
+	return st.scope
 }
 
 type pageStateKey struct{}
@@ -162,6 +186,8 @@ type switchPage struct {
 // the visits.
 func homeOf(p *clinic.Principal) string {
 	switch {
+	case p.VisitScope != 0:
+		return "/visits/start/" + strconv.FormatInt(p.VisitScope, 10)
 	case p.IsAdmin():
 		return "/admin"
 	case p.User.Type == clinic.UserProvider:
@@ -181,14 +207,7 @@ type signinPage struct {
 func (s *Server) home(w http.ResponseWriter, r *http.Request) error {
 	to := "/signin"
 	if p, err := s.principal(r); err == nil {
-		switch {
-		case p.IsAdmin():
-			to = "/admin"
-		case app.IsProvider(p):
-			to = "/providers/dashboard"
-		default:
-			to = "/visits"
-		}
+		to = homeOf(p)
 	}
 	http.Redirect(w, r, to, http.StatusSeeOther)
 	return nil

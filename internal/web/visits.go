@@ -653,10 +653,10 @@ func (s *Server) reminders(w http.ResponseWriter, r *http.Request) error {
 }
 
 // calendar is GET /visits/start/{id}/calendar.ics: the appointment as an
-// iCalendar event (RFC 5545) at its instant in UTC, with the visit page's
-// address, for any calendar app.
+// iCalendar event (RFC 5545) at its instant in UTC, with the way to the
+// visit (app.VisitLinkFor), for any calendar app.
 func (s *Server) calendar(w http.ResponseWriter, r *http.Request) error {
-	_, d, err := s.visitDetail(r)
+	p, d, err := s.visitDetail(r)
 	if err != nil {
 		return err
 	}
@@ -664,7 +664,12 @@ func (s *Server) calendar(w http.ResponseWriter, r *http.Request) error {
 	if v.Kind != clinic.KindAppointment || v.Start == 0 {
 		return clinic.Errorf(clinic.ENotFound, "Only a booked visit has a calendar entry.")
 	}
-	page := s.app.PortalURL() + "/visits/start/" + strconv.FormatInt(v.ID, 10)
+	// The patient's entry holds a link that signs them into the visit
+	// from any device (once; it offers a new one after); others', the page.
+	page, err := s.app.VisitLinkFor(r.Context(), p, v.ID)
+	if err != nil {
+		return err
+	}
 	loc := s.localeOf(r)
 	room := loc.T("Video visit")
 	if d.Room != nil {
