@@ -504,6 +504,9 @@ func permRows(f *permFixture) map[string]permRow {
 		"CloseEconsult": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.CloseEconsult(ctx, p, f.visitID))
 		}},
+		"SetGuestContact": {allowed{asGuest}, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return nil, a.SetGuestContact(ctx, p, "planted@example.com", "")
+		}},
 		"VisitLinkFor": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return a.VisitLinkFor(ctx, p, f.visitID)
 		}},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/mail"
 	"strings"
 	"time"
 
@@ -135,7 +136,7 @@ func (a *App) visitLinkToken(ctx context.Context, token string) (*store.Token, *
 	if st.User.Status == clinic.StatusDisabled {
 		return nil, nil, errVisitLink
 	}
-	st.Email = maskEmail(st.User.Email)
+	st.Email = MaskEmail(st.User.Email)
 	return t, st, nil
 }
 
@@ -256,9 +257,9 @@ func (a *App) RevokeVisitLinks(ctx context.Context, p *clinic.Principal, id int6
 	return n, StoreErr("revoke visit links", err, "")
 }
 
-// maskEmail shows enough of an address for its owner to know it: the
+// MaskEmail shows enough of an address for its owner to know it: the
 // first letter and the domain.
-func maskEmail(addr string) string {
+func MaskEmail(addr string) string {
 	local, domain, ok := strings.Cut(addr, "@")
 	if !ok || local == "" {
 		return ""
@@ -280,4 +281,43 @@ func VisitScopeAllows(scope int64, path string) bool {
 		}
 	}
 	return path == "/signout" || path == "/"
+}
+
+// SetGuestContact is a guest's email, and phone if they give one, taken
+// as they book a time ahead: a guest's session lasts hours, so the
+// booking's confirmation, reminders and the link back to the visit go to
+// this address. It is the guest's own (a guest's email is never a login:
+// store.UserByLogin).
+func (a *App) SetGuestContact(ctx context.Context, p *clinic.Principal, email, phone string) error {
+	if err := RequireUser(p); err != nil {
+		return err
+	}
+	if p.User.Type != clinic.UserGuest {
+		return clinic.Errorf(clinic.EForbidden, "Only a guest gives their email this way; a patient's is on their profile.")
+	}
+	email, phone = strings.TrimSpace(email), strings.TrimSpace(phone)
+	if email == "" {
+		return clinic.Errorf(clinic.EInvalid, "To book a time as a guest, give your email: the booking, its reminders and your link back to the visit go there.")
+	}
+	if err := CheckFields(Line("email", email, MaxLineChars), Line("phone", phone, 32)); err != nil {
+		return err
+	}
+	if addr, err := mail.ParseAddress(email); err != nil || addr.Address != email {
+		return clinic.Errorf(clinic.EInvalid, "email must be an address like name@example.com.")
+	}
+	if phone != "" && strings.ContainsFunc(phone, func(r rune) bool { return !strings.ContainsRune("0123456789 +-().", r) }) {
+		return clinic.Errorf(clinic.EInvalid, "phone must be a phone number: digits, spaces and + - ( ) . only.")
+	}
+	u, err := a.store.Read().UserByID(ctx, p.Account.ID, p.UserID())
+	if err != nil {
+		return StoreErr("guest contact", err, "User not found.")
+	}
+	next := *u
+	next.Email, next.Phone, next.Modified = email, phone, a.Unix()
+	return StoreErr("guest contact", a.store.Tx(ctx, func(q *store.Q) error {
+		if err := q.UpdateProfile(ctx, &next); err != nil {
+			return err
+		}
+		return a.AuditIn(ctx, q, p, "user.update", "user", i64s(u.ID), OutcomeOK)
+	}), "")
 }

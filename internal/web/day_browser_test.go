@@ -5,6 +5,7 @@ package web_test
 import (
 	"context"
 	"database/sql"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -239,4 +240,79 @@ func TestBrowser_GhostPatients(t *testing.T) {
 	if err != nil || d.Visit.Status != clinic.VisitCancelled || d.Visit.CancelReason != app.ReasonNoShow {
 		t.Fatalf("the no-show: %+v %v", d, err)
 	}
+}
+
+// TestBrowser_GuestBooksAhead: a guest on a phone in Madrid books a time
+// two days ahead: the form asks their email, the visit page says where
+// the booking went and how they come back; the mail arrives at the mail
+// server with a link that, opened on another device with no session,
+// asks a press and opens that visit, and nothing else of the portal.
+func TestBrowser_GuestBooksAhead(t *testing.T) {
+	browser := chrome(t)
+	mailer := testenv.NewSMTPServer(t)
+	f := newFixture(t, testenv.Options{Config: func(c *app.Config) { c.Mail = mailer.Sender() }, Workers: true})
+	bg := context.Background()
+	on := true
+	if _, err := f.e.App.UpdateRoom(bg, f.admin(t), "main", app.RoomUpdate{AppointmentEnable: &on}); err != nil {
+		t.Fatal(err)
+	}
+	day := f.e.Clock.Now().Add(48 * time.Hour).UTC().Format("2006-01-02")
+	if _, _, err := f.e.App.CreateSlots(bg, f.user(t, f.providerToken), app.SlotGroupInput{RoomCode: "main",
+		DateStart: day, DateEnd: day, TimeStart: "09:00", TimeEnd: "10:00", Timezone: "UTC", Duration: 30}); err != nil {
+		t.Fatal(err)
+	}
+
+	guest := separate(t, browser)
+	browserStep(t, guest, "the guest gives a name", inZone("Europe/Madrid"),
+		chromedp.Navigate(f.e.URL+"/c/acme/main"),
+		chromedp.WaitVisible(chromedp.CSS("#first_name")),
+		chromedp.SendKeys(chromedp.CSS("#first_name"), "Gia"),
+		chromedp.SendKeys(chromedp.CSS("#last_name"), "Guest"),
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Continue"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#guest_email")))
+	checkA11y(t, guest, "guest's intake with an email")
+	screenshot(t, guest, "guest-intake-email")
+	browserStep(t, guest, "the guest books 10:30 Madrid time",
+		chromedp.SendKeys(chromedp.CSS("#reason"), "A check-up"),
+		chromedp.SendKeys(chromedp.CSS("#guest_email"), "gia@example.com"),
+		chromedp.Click(chromedp.CSS(`input[name="terms"]`)),
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Choose a time"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`button[aria-label="Book 10:30"]`)),
+		chromedp.Click(chromedp.CSS(`button[aria-label="Book 10:30"]`)),
+		chromedp.WaitVisible(chromedp.CSS(".booked")))
+	waitText(t, guest, ".booked", "We emailed this booking to g•••@example.com")
+	checkA11y(t, guest, "a guest's booked visit")
+	screenshot(t, guest, "guest-booked")
+
+	var text string
+	waitFor(t, "the booking's mail reaches the guest", func() bool {
+		for _, m := range mailer.Mails() {
+			if m.To == "gia@example.com" && strings.Contains(m.Text(), "is booked for Wednesday 4 March 2026, 10:30 (Europe/Madrid)") {
+				text = m.Text()
+				return true
+			}
+		}
+		return false
+	})
+	link := regexp.MustCompile(`https://portal\.teleclinic\.test(/v/[A-Za-z0-9_-]+)`).FindStringSubmatch(text)
+	if link == nil {
+		t.Fatalf("no visit link in the booking's mail:\n%s", text)
+	}
+
+	// Two days later, on another device.
+	later := separate(t, browser)
+	browserStep(t, later, "the guest opens the mailed link elsewhere", inZone("Europe/Madrid"),
+		chromedp.Navigate(f.e.URL+link[1]),
+		chromedp.WaitVisible(chromedp.CSS("#open-visit")))
+	waitText(t, later, "main", "Your visit with Acme Clinic")
+	checkA11y(t, later, "a visit link")
+	screenshot(t, later, "visit-link")
+	browserStep(t, later, "the guest opens the visit",
+		chromedp.Click(chromedp.CSS("#open-visit")),
+		chromedp.WaitVisible(chromedp.CSS(".booked")))
+	waitText(t, later, ".booked", "10:30")
+	waitText(t, later, "header nav", "Your visit")
+	screenshot(t, later, "visit-by-link")
+	browserStep(t, later, "the guest tries the visits list", chromedp.Navigate(f.e.URL+"/visits"), chromedp.WaitVisible(chromedp.CSS("main")))
+	waitText(t, later, "main", "one visit only")
 }

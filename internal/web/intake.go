@@ -77,6 +77,13 @@ func (s *Server) intake(w http.ResponseWriter, r *http.Request) error {
 	case kindAppointment:
 		in.Type = new("2")
 	}
+	// A guest books ahead with an email: their session lasts hours, the
+	// way back to the visit is the link mailed there.
+	if kind == kindAppointment && p.User.Type == clinic.UserGuest {
+		if err := s.app.SetGuestContact(r.Context(), p, r.PostFormValue("email"), r.PostFormValue("phone")); err != nil {
+			return err
+		}
+	}
 	ids, err := s.attachments(r, p)
 	if err != nil {
 		return err
@@ -358,10 +365,10 @@ func (s *Server) bookPaid(w http.ResponseWriter, r *http.Request, p *clinic.Prin
 	in, err := heldBooking(r, id)
 	var d *app.VisitDetail
 	if err == nil {
+		s.saveBrowserZone(r, p) // first: the booking's mail says its time in it
 		d, err = s.app.Book(r.Context(), p, in)
 	}
 	if err == nil {
-		s.saveBrowserZone(r, p)
 		http.Redirect(w, r, "/visits/start/"+strconv.FormatInt(d.Visit.ID, 10), http.StatusSeeOther)
 		return nil
 	}
@@ -532,6 +539,7 @@ func (s *Server) book(w http.ResponseWriter, r *http.Request) error {
 		http.Redirect(w, r, roomBase(r.PathValue("account_code"), r.PathValue("room_code"))+"/intake/"+strconv.FormatInt(id, 10)+"/pay?"+q.Encode(), http.StatusSeeOther)
 		return nil
 	}
+	s.saveBrowserZone(r, p) // first: the booking's mail says its time in it
 	d, err := s.app.Book(r.Context(), p, in)
 	if err != nil {
 		if status, msg, ok := s.refused(r, err, clinic.EConflict, clinic.EInvalid); ok {
@@ -539,14 +547,14 @@ func (s *Server) book(w http.ResponseWriter, r *http.Request) error {
 		}
 		return err
 	}
-	s.saveBrowserZone(r, p)
 	http.Redirect(w, r, "/visits/start/"+strconv.FormatInt(d.Visit.ID, 10), http.StatusSeeOther)
 	return nil
 }
 
-// saveBrowserZone gives a profile without a time zone the browser's: the
-// times the patient chose from were in it, and the reminder emails (which
-// have no browser) then say the same times.
+// saveBrowserZone gives a profile without a time zone the browser's,
+// before the booking: the times the patient chose from were in it, and
+// the booking's and the reminders' emails (which have no browser) then
+// say the same times.
 func (s *Server) saveBrowserZone(r *http.Request, p *clinic.Principal) {
 	zone, from := viewerZone(r, p.User)
 	if from != "browser" {

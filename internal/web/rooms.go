@@ -70,6 +70,11 @@ type roomPage struct {
 	// AttachBytes is the most the form's files may weigh together (a
 	// guest's quota is less): static/live.js says so before sending.
 	AttachBytes int64
+	// Guest: the signed-in caller is a guest, who gives an email to book
+	// a time ahead (their session lasts hours); GuestEmail is the one
+	// they gave.
+	Guest      bool
+	GuestEmail string
 }
 
 // room is the spec's room join URL, /c/{account_code}/{room_code} on a
@@ -102,6 +107,7 @@ func (s *Server) showRoom(w http.ResponseWriter, r *http.Request, p *clinic.Prin
 		page.SignedIn = true
 		if me.User.Type == clinic.UserGuest {
 			page.AttachBytes = min(page.AttachBytes, s.app.GuestUploadBytes())
+			page.Guest, page.GuestEmail = true, me.User.Email
 		}
 	}
 	s.render(w, r, http.StatusOK, "room", page)

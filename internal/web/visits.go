@@ -321,6 +321,9 @@ type bookedView struct {
 	// Mine: the viewer is the patient, who may cancel, move and set
 	// reminders until ChangeCloses (CanChange).
 	Mine, CanChange bool
+	// GuestEmail, for a guest on the session they booked with, is where
+	// the booking and the link back to it went (masked).
+	GuestEmail string
 	ChangeCloses    int64
 	CancelHours     int
 	RemindersOn     bool
@@ -557,6 +560,9 @@ func (s *Server) booked(r *http.Request, p *clinic.Principal, d *app.VisitDetail
 	v, rules := d.Visit, d.Room.Settings.AppointmentRules()
 	b := &bookedView{Start: v.Start, End: v.End, Mine: v.MemberID == p.UserID(), ChangeCloses: app.ChangeCloses(v, d.Room),
 		CancelHours: rules.CancelHours, RemindersOn: !v.RemindersOff, RefundPercent: rules.RefundPercent}
+	if b.Mine && p.User.Type == clinic.UserGuest && p.VisitScope == 0 {
+		b.GuestEmail = app.MaskEmail(p.User.Email)
+	}
 	open := v.Status == clinic.VisitPending || v.Status == clinic.VisitConfirmed
 	b.CanChange = b.Mine && open && s.app.Now().Unix() <= b.ChangeCloses
 	if b.Mine && v.IntakeID != 0 {

@@ -129,6 +129,8 @@
       .then(function (stream) {
         trouble = "";
         local = stream;
+        show(ui.stage, true);
+        show(ui.devcheck, !me);
         ui.self.srcObject = stream;
         meter(stream);
         var cam = stream.getVideoTracks().length > 0;
@@ -1194,6 +1196,11 @@
   if (!wasInCall() && root.getAttribute("data-autojoin") !== "1" && opensIn < previewLead) {
     preview = devices(opensIn > 0);
     preview.catch(function () {});
+  } else if (opensIn >= previewLead) {
+    // No empty video and meter for a visit days off: they show once the
+    // person checks their camera.
+    show(ui.stage, false);
+    show(ui.devcheck, false);
   }
   if (opensIn > 0) {
     ui.join.disabled = true;
