@@ -59,7 +59,44 @@ type Locale struct {
 	msgs map[string]string
 	p    *message.Printer
 	d    Dates
+	// h12 writes times of day on the 12-hour clock, as readers in the
+	// regions of hour12Regions do (Hour12).
+	h12 bool
 }
+
+// hour12Regions are the regions whose readers write the time of day on
+// the 12-hour clock ("3:30 PM").
+var hour12Regions = map[string]bool{"US": true, "CA": true, "AU": true, "NZ": true, "PH": true, "IN": true, "PK": true, "EG": true, "SA": true}
+
+// Hour12 is l writing times of day on the 12-hour clock.
+func (l *Locale) Hour12() *Locale {
+	c := *l
+	c.h12 = true
+	return &c
+}
+
+// Clock is t's time of day: "15:04", or "3:04 PM" on the 12-hour clock.
+func (l *Locale) Clock(t time.Time) string {
+	if l.h12 {
+		return t.Format("3:04 PM")
+	}
+	return t.Format("15:04")
+}
+
+// ZoneName is zone z as a reader says it: its city's time ("New York
+// time", from the IANA name America/New_York), or UTC.
+func (l *Locale) ZoneName(z *time.Location) string {
+	name := z.String()
+	if name == "" || name == "UTC" || name == "Local" || !strings.Contains(name, "/") {
+		return "UTC"
+	}
+	city := strings.ReplaceAll(name[strings.LastIndex(name, "/")+1:], "_", " ")
+	return l.T(ZoneTimeKey, city)
+}
+
+// ZoneTimeKey is the message of a zone's name ("%s time"), which each
+// catalog translates.
+const ZoneTimeKey = "%s time"
 
 // T is key's text in this language with args in its verbs; a key the
 // catalog lacks is printed as it is (English).
@@ -91,7 +128,7 @@ func (l *Locale) date(pattern string, t time.Time) string {
 	return strings.NewReplacer(
 		"{weekday}", l.d.Weekdays[t.Weekday()], "{wd}", l.d.WeekdaysShort[t.Weekday()],
 		"{day}", fmt.Sprint(t.Day()), "{month}", l.d.Months[t.Month()-1], "{mon}", l.d.MonthsShort[t.Month()-1],
-		"{year}", fmt.Sprint(t.Year()), "{time}", t.Format("15:04"),
+		"{year}", fmt.Sprint(t.Year()), "{time}", l.Clock(t),
 	).Replace(pattern)
 }
 
@@ -205,21 +242,29 @@ func (s *Set) Default() *Locale { return s.all[0] }
 
 // Pick is the language for a viewer: the one they chose (a tag, from the
 // language switch's cookie) if the set has it, else the best match for
-// their browser's Accept-Language, else the default.
+// their browser's Accept-Language, else the default. The browser's
+// region decides the clock: a reader whose first tag of that language
+// names a 12-hour region (en-US) reads "3:30 PM".
 func (s *Set) Pick(chosen, acceptLanguage string) *Locale {
-	if chosen != "" {
-		if l := s.Get(chosen); l != nil {
-			return l
+	tags := parseAccept(acceptLanguage)
+	l := s.all[0]
+	if c := s.Get(chosen); chosen != "" && c != nil {
+		l = c
+	} else if len(tags) > 0 {
+		if _, i, conf := s.matcher.Match(tags...); conf != language.No {
+			l = s.all[i]
 		}
 	}
-	if acceptLanguage == "" {
-		return s.all[0]
+	base, _ := l.Tag.Base()
+	for _, t := range tags {
+		if b, _ := t.Base(); b == base {
+			if r, conf := t.Region(); conf == language.Exact && hour12Regions[r.String()] {
+				return l.Hour12()
+			}
+			break
+		}
 	}
-	_, i, conf := s.matcher.Match(parseAccept(acceptLanguage)...)
-	if conf == language.No {
-		return s.all[0]
-	}
-	return s.all[i]
+	return l
 }
 
 // Get is the language of tag exactly, or nil.

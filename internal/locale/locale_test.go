@@ -107,3 +107,39 @@ func TestLoad_Dir(t *testing.T) {
 		}
 	}
 }
+
+// TestPick_Clock: the reader's region decides the clock; a zone reads as
+// its city's time, in the page's language.
+func TestPick_Clock(t *testing.T) {
+	s, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 3, 4, 16, 30, 0, 0, time.UTC)
+	for _, c := range []struct{ chosen, accept, want string }{
+		{"", "en-US,en;q=0.9", "4:30 PM"},
+		{"", "en-GB,en;q=0.9", "16:30"},
+		{"", "en", "16:30"},
+		{"", "es-MX,es;q=0.9", "16:30"},
+		{"", "es-US,en-US;q=0.5", "4:30 PM"}, // Spanish in the United States
+		{"es", "en-US", "16:30"},             // the first tag of the language chosen decides
+		{"", "", "16:30"},
+	} {
+		if got := s.Pick(c.chosen, c.accept).Clock(at); got != c.want {
+			t.Errorf("Pick(%q, %q).Clock = %s, want %s", c.chosen, c.accept, got, c.want)
+		}
+	}
+	ny, _ := time.LoadLocation("America/New_York")
+	if got := s.Pick("", "en-US").ZoneName(ny); got != "New York time" {
+		t.Errorf("New York: %q", got)
+	}
+	if got := s.Get("es").ZoneName(ny); got != "hora de New York" {
+		t.Errorf("New York in Spanish: %q", got)
+	}
+	if got := s.Default().ZoneName(time.UTC); got != "UTC" {
+		t.Errorf("UTC: %q", got)
+	}
+	if got := s.Pick("", "en-US").At(at); got != "Wed 4 Mar 2026, 4:30 PM" {
+		t.Errorf("At on the 12-hour clock: %q", got)
+	}
+}

@@ -84,7 +84,7 @@ func (s *apptScript) book(t *testing.T) {
 	}
 	s.bookPath = pg.Location
 	list := s.pat.get(s.bookPath)
-	if !strings.Contains(list.Body, `aria-label="Book 04:00"`) || !strings.Contains(list.Body, "America/New_York") {
+	if !strings.Contains(list.Body, `aria-label="Book 04:00"`) || !strings.Contains(list.Body, "New York time") {
 		t.Fatalf("the times are not in New York time: %s", list.Body)
 	}
 	s.start = time.Date(2026, 3, 4, 9, 0, 0, 0, time.UTC).Unix()
@@ -101,14 +101,14 @@ func (s *apptScript) book(t *testing.T) {
 func (s *apptScript) times(t *testing.T) {
 	list := s.pat.get("/visits")
 	coming, _, _ := strings.Cut(list.Body, `id="past"`)
-	if !strings.Contains(coming, "Wed 4 Mar 2026, 04:00") || !strings.Contains(list.Body, "Times are in America/New_York") {
+	if !strings.Contains(coming, "Wed 4 Mar 2026, 04:00") || !strings.Contains(list.Body, "Times are in New York time") {
 		t.Fatalf("/visits: %s", list.Body)
 	}
 	if strings.Index(coming, "/visits/start/"+itoa(s.visit)) > strings.Index(coming, "/visits/start/"+itoa(s.f.visitID)) {
 		t.Errorf("the booked visit is not first among those coming up: %s", coming)
 	}
 	pg := s.pat.get("/visits/start/" + itoa(s.visit))
-	for _, want := range []string{"Wednesday 4 March 2026, 04:00", "04:30", "America/New_York", `datetime="2026-03-04T09:00:00Z"`, "Add to calendar", "Change the time", "Cancel this appointment", "Stop reminder emails"} {
+	for _, want := range []string{"Wednesday 4 March 2026, 04:00", "04:30", "New York time", `datetime="2026-03-04T09:00:00Z"`, "Add to calendar", "Change the time", "Cancel this appointment", "Stop reminder emails"} {
 		if !strings.Contains(pg.Body, want) {
 			t.Errorf("the visit page has no %q", want)
 		}
@@ -392,7 +392,7 @@ func TestPortal_BookManyTimes(t *testing.T) {
 	}
 	book := pg.Location
 	seen := map[string]int{}
-	later := regexp.MustCompile(`href="(` + regexp.QuoteMeta(book) + `\?from=\d+)">Later times`)
+	later := regexp.MustCompile(`href="(` + regexp.QuoteMeta(book) + `\?from=\d+)" class="button secondary">Later times`)
 	times := regexp.MustCompile(`name="slot_start" value="(\d+)"`)
 	page, pages := b.get(book), 0
 	for ; ; pages++ {

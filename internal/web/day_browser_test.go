@@ -277,8 +277,8 @@ func TestBrowser_GuestBooksAhead(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS("#guest_email"), "gia@example.com"),
 		chromedp.Click(chromedp.CSS(`input[name="terms"]`)),
 		chromedp.Click(chromedp.Search(`//button[normalize-space()="Choose a time"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`button[aria-label="Book 10:30"]`)),
-		chromedp.Click(chromedp.CSS(`button[aria-label="Book 10:30"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`button[aria-label="Book 10:30 AM"]`)),
+		chromedp.Click(chromedp.CSS(`button[aria-label="Book 10:30 AM"]`)),
 		chromedp.WaitVisible(chromedp.CSS(".booked")))
 	waitText(t, guest, ".booked", "We emailed this booking to g•••@example.com")
 	checkA11y(t, guest, "a guest's booked visit")

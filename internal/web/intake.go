@@ -421,6 +421,10 @@ type bookPage struct {
 	Path           string
 	Later, Earlier int64
 	Paged          bool
+	// Walkin: the room also takes walk-ins today (what an empty page
+	// offers); RoomLink is the room's page.
+	Walkin   bool
+	RoomLink string
 }
 
 type bookDay struct {
@@ -472,7 +476,9 @@ func (s *Server) showTimes(w http.ResponseWriter, r *http.Request, status int, p
 		return err
 	}
 	zone, _ := viewerZone(r, p.User)
-	page, loc := bookPage{Action: action, Zone: zone.String(), Error: msg, Later: end}, s.localeOf(r)
+	loc := s.localeOf(r)
+	page := bookPage{Action: action, Zone: loc.ZoneName(zone), Error: msg, Later: end, Walkin: room.Settings.WalkinEnabled,
+		RoomLink: roomBase(p.Account.Code, room.Code)}
 	if av.Through < end {
 		// Cut: the day the read stopped in is shown from the next page,
 		// whole, unless it is the first day (a day of more slots than a
@@ -500,7 +506,7 @@ func (s *Server) showTimes(w http.ResponseWriter, r *http.Request, status int, p
 		if n := len(d.Slots); n > 0 && d.Slots[n-1].Start == sl.Slot.Start {
 			continue // another provider free at the same time
 		}
-		d.Slots = append(d.Slots, bookSlot{Start: sl.Slot.Start, End: sl.Slot.End, Time: t.Format("15:04"), Provider: sl.Slot.ProviderID})
+		d.Slots = append(d.Slots, bookSlot{Start: sl.Slot.Start, End: sl.Slot.End, Time: loc.Clock(t), Provider: sl.Slot.ProviderID})
 	}
 	page.Path = r.URL.Path
 	s.render(w, r, status, "book", page)

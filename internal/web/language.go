@@ -159,7 +159,7 @@ func (s *Server) words(r *http.Request, code, msg string) string {
 	if text, ok := loc.Text(msg); ok {
 		return text
 	}
-	if loc == s.locales.Default() {
+	if loc.Tag == s.locales.Default().Tag { // English, on either clock
 		return msg
 	}
 	if w, ok := codeWords[code]; ok {
@@ -171,7 +171,7 @@ func (s *Server) words(r *http.Request, code, msg string) string {
 // refusals are the rules' messages a patient meets on the translated
 // pages that the catalogs translate as they are (words finds them); any
 // other refusal is shown by its code's sentence.
-var refusals = []string{calls.ErrNoProviderYet}
+var refusals = []string{calls.ErrNoProviderYet, oneVisitOnly}
 
 // codeWords say each error code's refusal in general, for a message the
 // catalog does not translate.

@@ -84,9 +84,9 @@ func pageFuncs(z *time.Location, loc *locale.Locale) template.FuncMap {
 		"at":    at,
 		"atUS":  func(us int64) string { return at(us / 1e6) },
 		"day":   func(sec int64) string { return loc.Day(time.Unix(sec, 0).In(z)) },
-		"clock": func(sec int64) string { return time.Unix(sec, 0).In(z).Format("15:04") },
+		"clock": func(sec int64) string { return loc.Clock(time.Unix(sec, 0).In(z)) },
 		"iso":   func(sec int64) string { return time.Unix(sec, 0).UTC().Format(time.RFC3339) },
-		"zone":  func() string { return z.String() },
+		"zone":  func() string { return loc.ZoneName(z) },
 		// waited says a wait in seconds in words: "under a minute",
 		// "7 min", "1 h 5 min".
 		"waited": func(sec int64) string {

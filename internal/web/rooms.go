@@ -20,6 +20,9 @@ type clinicPage struct {
 	// first and the next.
 	Paged bool
 	Pager pager
+	// Missing is the room code a link named that the clinic has not: the
+	// home is the way on, said so (404).
+	Missing string
 }
 
 // clinicRoomsPage is how many rooms the clinic's home lists at a time.
@@ -33,6 +36,12 @@ func (s *Server) clinicHome(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return clinic.Errorf(clinic.ENotFound, "No clinic has that address.")
 	}
+	return s.showClinicHome(w, r, p, http.StatusOK, "")
+}
+
+// showClinicHome draws the clinic's home; missing is the room a link
+// named that it has not.
+func (s *Server) showClinicHome(w http.ResponseWriter, r *http.Request, p *clinic.Principal, status int, missing string) error {
 	f := queryFields(r)
 	from := f.count("from", 0, 0)
 	if err := f.Err(); err != nil {
@@ -42,13 +51,13 @@ func (s *Server) clinicHome(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page := clinicPage{Name: p.Account.Name, Code: p.Account.Code, Paged: from > 0}
+	page := clinicPage{Name: p.Account.Name, Code: p.Account.Code, Paged: from > 0, Missing: missing}
 	page.Pager = pager{Label: tr("Rooms"), BackText: tr("The first rooms"), NextText: tr("More rooms")}.
 		on("/u/"+url.PathEscape(p.Account.Code), "", "from", from > 0, int64(next), nil)
 	for _, rm := range rooms {
 		page.Rooms = append(page.Rooms, roomItem{Name: rm.Name, Subtitle: rm.Settings.Subtitle, Code: rm.Code, Address: roomBase(p.Account.Code, rm.Code)})
 	}
-	s.render(w, r, http.StatusOK, "clinic", page)
+	s.render(w, r, status, "clinic", page)
 	return nil
 }
 
@@ -86,6 +95,11 @@ func (s *Server) room(w http.ResponseWriter, r *http.Request) error {
 		return clinic.Errorf(clinic.ENotFound, "No clinic has that address.")
 	}
 	d, err := s.app.GetRoom(r.Context(), p, r.PathValue("room_code"))
+	if clinic.ErrorCode(err) == clinic.ENotFound {
+		// A mistyped or retired room's link: the clinic's rooms are the
+		// way on.
+		return s.showClinicHome(w, r, p, http.StatusNotFound, r.PathValue("room_code"))
+	}
 	if err != nil {
 		return err
 	}

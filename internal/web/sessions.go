@@ -57,7 +57,7 @@ func (s *Server) principal(r *http.Request) (*clinic.Principal, error) {
 	var scope int64
 	if err == nil && !app.VisitScopeAllows(p.VisitScope, r.URL.Path) {
 		// A session a mailed link started opens its visit alone.
-		scope, p, err = p.VisitScope, nil, clinic.Errorf(clinic.EForbidden, "The link you opened signs you into one visit only. Open that visit, or sign in to see the rest.")
+		scope, p, err = p.VisitScope, nil, clinic.Errorf(clinic.EForbidden, "%s", oneVisitOnly)
 	} else if err == nil {
 		scope = p.VisitScope
 	}
@@ -87,6 +87,10 @@ func (s *Server) sessionPrincipal(ctx context.Context, creds app.Credentials) (*
 	}
 	return s.app.Authenticate(ctx, creds, app.NeedUser)
 }
+
+// oneVisitOnly is the refusal of a page to a session a mailed link
+// started (app/visitlinks.go), which opens its visit alone.
+const oneVisitOnly = "The link you opened signs you into one visit only: open it from the menu, or sign in to see the rest."
 
 // pageState is what one page request learns once and uses twice.
 type pageState struct {

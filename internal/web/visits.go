@@ -323,11 +323,11 @@ type bookedView struct {
 	Mine, CanChange bool
 	// GuestEmail, for a guest on the session they booked with, is where
 	// the booking and the link back to it went (masked).
-	GuestEmail string
-	ChangeCloses    int64
-	CancelHours     int
-	RemindersOn     bool
-	RefundPercent   int
+	GuestEmail    string
+	ChangeCloses  int64
+	CancelHours   int
+	RemindersOn   bool
+	RefundPercent int
 	// Payment is what was paid and refunded, in words ("" when nothing).
 	Payment string
 }

@@ -77,9 +77,10 @@ func TestBrowser_ScheduleInTheProvidersZone(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS("#reason"), "A follow-up"),
 		chromedp.Click(chromedp.CSS(`input[name="terms"]`)),
 		chromedp.Click(chromedp.Search(`//button[normalize-space()="Choose a time"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`button[aria-label="Book 16:00"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`button[aria-label="Book 16:30"]`)))
-	waitText(t, patient, "main", "Times are in Europe/Madrid")
+		// An en-US browser: the 12-hour clock.
+		chromedp.WaitVisible(chromedp.CSS(`button[aria-label="Book 4:00 PM"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`button[aria-label="Book 4:30 PM"]`)))
+	waitText(t, patient, "main", "Times are in Madrid time")
 	checkA11y(t, patient, "open times in the patient's zone")
 	screenshot(t, patient, "open-times-madrid")
 
