@@ -612,6 +612,9 @@ func permRows(f *permFixture) map[string]permRow {
 		"Role": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(c.Role(ctx, p, f.visitID))
 		}},
+		"RelayCheck": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return c.RelayCheck(ctx, p, f.visitID)
+		}},
 		"InviteGuest": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(c.InviteGuest(ctx, p, f.visitID))
 		}},

@@ -94,6 +94,7 @@ func portalMatrix() map[string]string {
 		"POST /visits/start/{id}/reminders":   "RRDDDDDAD",
 		"POST /visits/start/{id}/cancel":      "RRDDDDAAA",
 		"POST /visits/start/{id}/call/join":   "RRDDDDAAD",
+		"POST /visits/start/{id}/call/relay":  "RRDDDDAAD",
 		"POST /visits/start/{id}/call/signal": "RRDDDDAAD",
 		// The call's stream and leave: each participant with their own peer.
 		"GET /visits/start/{id}/call/events": "RRDDDDAAD",

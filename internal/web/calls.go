@@ -109,6 +109,26 @@ func (s *Server) callJoin(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// callRelay is POST /visits/start/{id}/call/relay: the ICE servers with
+// a relay credential, for the device check to try the clinic's relay
+// (calls.RelayCheck).
+func (s *Server) callRelay(w http.ResponseWriter, r *http.Request) error {
+	p, id, err := s.visitRequest(r)
+	if err != nil {
+		return err
+	}
+	servers, err := s.calls.RelayCheck(r.Context(), p, id)
+	if err != nil {
+		return err
+	}
+	edge.WriteJSON(w, http.StatusOK, callRelayOut{ICEServers: servers})
+	return nil
+}
+
+type callRelayOut struct {
+	ICEServers []media.ICEServer `json:"ice_servers"`
+}
+
 // callSignalIn is a signal as the page sends it.
 type callSignalIn struct {
 	Peer string          `json:"peer"`

@@ -17,6 +17,7 @@ import (
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/media"
 	"teleclinic/internal/testenv"
 )
 
@@ -315,4 +316,41 @@ func TestBrowser_GuestBooksAhead(t *testing.T) {
 	screenshot(t, later, "visit-by-link")
 	browserStep(t, later, "the guest tries the visits list", chromedp.Navigate(f.e.URL+"/visits"), chromedp.WaitVisible(chromedp.CSS("main")))
 	waitText(t, later, "main", "one visit only")
+}
+
+// TestBrowser_DeviceCheckTriesTheRelay: the device check's connection
+// test tries the clinic's TURN relay as a call would get it: with coturn
+// answering, the page says the relay answers; with it stopped, it says
+// the relay did not, and what to try.
+func TestBrowser_DeviceCheckTriesTheRelay(t *testing.T) {
+	browser := chrome(t)
+	turn := startCoturn(t, "relay-secret")
+	ice := media.Config{TURN: []string{"turn:" + turn.addr + "?transport=udp"}, Secret: "relay-secret"}
+	// coturn checks a credential's expiry on the wall clock.
+	f := newFixture(t, testenv.Options{Clock: testenv.ClockAt(time.Now()), Config: func(c *app.Config) { c.ICE = ice }})
+	f.accept(t)
+	patient := separate(t, browser)
+	openVisit(t, patient, f.e.URL, f.p1Token, f.visitID)
+	relay := func() string {
+		t.Helper()
+		browserStep(t, patient, "the patient tests the connection", chromedp.Click(chromedp.CSS("#call-network")))
+		var got string
+		waitFor(t, "the network test answers", func() bool {
+			r, err := chromedp.Run(patient, chromedp.Evaluate[string](`window.teleclinicCall.check.relay`))
+			got = r
+			return err == nil && r != ""
+		})
+		_, _ = chromedp.Run(patient, chromedp.Evaluate[bool](`(window.teleclinicCall.check.relay = "", true)`)) // reset for the next press
+		return got
+	}
+	if got := relay(); got != "ok" {
+		t.Fatalf("with the relay up the check says %q", got)
+	}
+	waitText(t, patient, "#devcheck-result", "The clinic's relay answers")
+	screenshot(t, patient, "device-check-relay")
+	turn.stop()
+	if got := relay(); got != "failed" {
+		t.Fatalf("with the relay down the check says %q", got)
+	}
+	waitText(t, patient, "#devcheck-result", "try another network")
 }

@@ -47,4 +47,11 @@ func TestBrowser_ManyRooms(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("#inv-first")))
 	checkA11y(t, admin, "administration with its rooms in pages")
 	screenshot(t, admin, "admin-rooms")
+	browserStep(t, admin, "the admin opens a room's form",
+		chromedp.Navigate(f.e.URL+"/admin/rooms/main"), chromedp.WaitVisible(chromedp.CSS("#contact_phone")))
+	fitsScreen(t, admin, "the room's form")
+	checkA11y(t, admin, "the room's form")
+	screenshot(t, admin, "admin-room-form")
+	browserStep(t, admin, "the room's form on a phone", chromedp.EmulateViewport(420, 860))
+	fitsScreen(t, admin, "the room's form on a phone")
 }

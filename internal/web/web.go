@@ -145,6 +145,7 @@ func (s *Server) routes() {
 	s.callRoute("GET /providers/diagnoses", s.diagnoses)
 	s.page("GET /visits/start/{id}/calendar.ics", s.calendar)
 	s.callRoute("POST /visits/start/{id}/call/join", s.callJoin)
+	s.callRoute("POST /visits/start/{id}/call/relay", s.callRelay)
 	s.callRoute("GET /visits/start/{id}/call/events", s.callEvents)
 	s.callRoute("POST /visits/start/{id}/call/signal", s.callSignal)
 	s.callRoute("POST /visits/start/{id}/call/leave", s.callLeave)

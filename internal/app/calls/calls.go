@@ -62,22 +62,8 @@ func (s *Service) callAdmit(ctx context.Context, p *clinic.Principal, id int64) 
 	if err := s.callOpen(ctx, v, role); err != nil {
 		return nil, "", err
 	}
-	// A call, and the TURN relay its join hands out, is for a visit a
-	// provider has taken (accepted, booked with them, or in): a waiting
-	// walk-in, an anonymous guest's above all, gets neither.
-	if role != RoleProvider && v.ProviderID == 0 {
-		return nil, "", clinic.Errorf(clinic.EConflict, "%s", ErrNoProviderYet)
-	}
-	if s.cfg.ICE.HasTURN() && !s.cfg.LiveKit.Enabled() {
-		// Each join hands out a relay credential: joins are counted per
-		// visit and per client address in the throttle's window.
-		keys := []app.ThrottleKey{{AccountID: p.Account.ID, Bucket: "turn:visit:" + i64s(v.ID), Limit: maxJoinsPerVisit}}
-		if p.ClientAddr != "" {
-			keys = append(keys, app.ThrottleKey{Bucket: "turn:addr:" + p.ClientAddr, Limit: maxJoinsPerAddress})
-		}
-		if err := s.core.CountAttempt(ctx, keys...); err != nil {
-			return nil, "", err
-		}
+	if err := s.relayAllowed(ctx, p, v, role); err != nil {
+		return nil, "", err
 	}
 	if role == RoleProvider && v.Status != clinic.VisitInProgress {
 		d, err := s.core.MoveVisit(ctx, p, v.ID, app.ActInProgress, app.MoveInput{})
@@ -89,6 +75,45 @@ func (s *Service) callAdmit(ctx context.Context, p *clinic.Principal, id int64) 
 		}
 	}
 	return v, role, nil
+}
+
+// relayAllowed decides whether p, in role, may be handed a relay
+// credential for v's call. A call, and the TURN relay its join hands out,
+// is for a visit a provider has taken (accepted, booked with them, or
+// in): a waiting walk-in, an anonymous guest's above all, gets neither.
+// Each credential handed out is counted per visit and per client address
+// in the throttle's window.
+func (s *Service) relayAllowed(ctx context.Context, p *clinic.Principal, v *clinic.ThreadVisit, role string) error {
+	if role != RoleProvider && v.ProviderID == 0 {
+		return clinic.Errorf(clinic.EConflict, "%s", ErrNoProviderYet)
+	}
+	if !s.cfg.ICE.HasTURN() || s.cfg.LiveKit.Enabled() {
+		return nil
+	}
+	keys := []app.ThrottleKey{{AccountID: p.Account.ID, Bucket: "turn:visit:" + i64s(v.ID), Limit: maxJoinsPerVisit}}
+	if p.ClientAddr != "" {
+		keys = append(keys, app.ThrottleKey{Bucket: "turn:addr:" + p.ClientAddr, Limit: maxJoinsPerAddress})
+	}
+	return s.core.CountAttempt(ctx, keys...)
+}
+
+// RelayCheck is the device check's test of the clinic's TURN relay: the
+// ICE servers a join of visit id would hand p, with a relay credential,
+// under the join's rules (the visit taken by a provider; counted as a
+// join is), but at any time before the call opens, and without joining.
+// No relay (none configured, or LiveKit's own) is an empty list.
+func (s *Service) RelayCheck(ctx context.Context, p *clinic.Principal, id int64) ([]media.ICEServer, error) {
+	v, role, err := s.callVisit(ctx, p, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.relayAllowed(ctx, p, v, role); err != nil {
+		return nil, err
+	}
+	if !s.cfg.ICE.HasTURN() || s.cfg.LiveKit.Enabled() {
+		return []media.ICEServer{}, nil
+	}
+	return s.cfg.ICE.Servers(p.User.VideoID(), s.core.Now()), nil
 }
 
 // callOpen refuses a patient's or guest's join before the appointment's

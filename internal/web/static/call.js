@@ -41,7 +41,7 @@
   };
   var audioOnly = false; // joined, or joining, without the camera
   var trouble = ""; // what the last device check found wrong, in words
-  var check = { level: 0, network: "", sound: false }; // what the device check found
+  var check = { level: 0, network: "", sound: false, relay: "" }; // what the device check found
   var local = null; // the camera and microphone
   var screen = null; // the shared screen, while shared
   var me = null; // this page's place in the call (the join's answer)
@@ -227,26 +227,21 @@
     });
   }
 
-  // testNetwork times a request to this server and asks the STUN servers
-  // how this network reaches the internet: whether a call can go direct,
-  // or will need the clinic's relay.
-  function testNetwork() {
-    tell(T("Testing the connection…"));
-    var t0 = performance.now();
-    var stun = [];
-    try {
-      stun = JSON.parse(root.getAttribute("data-stun") || "[]");
-    } catch (e) { /* none */ }
-    var server = fetch("/static/portal.css?ping=" + Date.now(), { cache: "no-store" }).then(function (res) {
-      return res.ok ? Math.round(performance.now() - t0) : -1;
-    }, function () { return -1; });
-    var kinds = new Promise(function (resolve) {
+  // candidates gathers the ICE candidates of a connection with servers
+  // (and policy), answering the kinds found ({host, srflx, relay}) within
+  // five seconds.
+  function candidates(servers, policy) {
+    return new Promise(function (resolve) {
       if (!window.RTCPeerConnection) {
         resolve({});
         return;
       }
       var found = {};
-      var pc = new RTCPeerConnection({ iceServers: stun.length ? [{ urls: stun }] : [] });
+      var conf = { iceServers: servers };
+      if (policy) {
+        conf.iceTransportPolicy = policy;
+      }
+      var pc = new RTCPeerConnection(conf);
       var done = function () {
         pc.close();
         resolve(found);
@@ -265,15 +260,53 @@
       pc.createOffer().then(function (o) { return pc.setLocalDescription(o); }).catch(done);
       setTimeout(done, 5000);
     });
-    Promise.all([server, kinds]).then(function (r) {
+  }
+
+  // relayCheck asks the server for the relay a join would get and tries
+  // it alone: "ok", "failed", or "" when there is none to try (no relay,
+  // or not yet: a relay is handed out once a provider has the visit).
+  function relayCheck() {
+    return post("/relay").then(function (d) {
+      var turn = (d.ice_servers || []).filter(function (s) {
+        return [].concat(s.urls).some(function (u) { return /^turns?:/.test(u); });
+      });
+      if (!turn.length) {
+        return "";
+      }
+      return candidates(turn, "relay").then(function (k) { return k.relay ? "ok" : "failed"; });
+    }, function () { return ""; });
+  }
+
+  // testNetwork times a request to this server, asks the STUN servers how
+  // this network reaches the internet (whether a call can go direct), and
+  // tries the clinic's relay, which a call takes where it cannot.
+  function testNetwork() {
+    tell(T("Testing the connection…"));
+    var t0 = performance.now();
+    var stun = [];
+    try {
+      stun = JSON.parse(root.getAttribute("data-stun") || "[]");
+    } catch (e) { /* none */ }
+    var server = fetch("/static/portal.css?ping=" + Date.now(), { cache: "no-store" }).then(function (res) {
+      return res.ok ? Math.round(performance.now() - t0) : -1;
+    }, function () { return -1; });
+    var kinds = candidates(stun.length ? [{ urls: stun }] : []);
+    var relay = mode === "livekit" ? Promise.resolve("") : relayCheck();
+    Promise.all([server, kinds, relay]).then(function (r) {
       var ms = r[0], k = r[1];
+      check.relay = r[2];
       var text = ms < 0 ? T("The clinic's server could not be reached: check your internet connection.") : T("Connection to the clinic: %s ms.", ms);
       if (k.srflx) {
-        text += " Your network allows direct calls.";
+        text += " " + T("Your network allows direct calls.");
       } else if (stun.length) {
-        text += " Your network hides you from direct calls; the call may need the clinic's relay and can take a moment longer.";
+        text += " " + T("Your network hides you from direct calls; the call may need the clinic's relay and can take a moment longer.");
       } else if (k.host) {
-        text += " Your browser can make calls from this network.";
+        text += " " + T("Your browser can make calls from this network.");
+      }
+      if (r[2] === "ok") {
+        text += " " + T("The clinic's relay answers: a call gets through even where direct calls are blocked.");
+      } else if (r[2] === "failed") {
+        text += " " + T("The clinic's relay did not answer from this network: if the call cannot connect, try another network, such as your phone's data.");
       }
       check.network = text;
       tell(text);
