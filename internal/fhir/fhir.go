@@ -200,6 +200,11 @@ func (s *Server) read(ctx context.Context, p *clinic.Principal, t *resourceType,
 			return nil, err
 		}
 		rec = &app.PatientRecord{Account: p.Account, Visits: []*app.VisitDetail{d}, Appointments: []*app.VisitDetail{d}}
+		if t.name == "Encounter" { // with its diagnoses, where the caller may read the note
+			if note := s.visitNote(ctx, p, n); note != nil {
+				rec.Notes = []*clinic.VisitNote{note}
+			}
+		}
 	default:
 		patient, err := s.patientOf(ctx, p, t.id, rid, n)
 		if err != nil || patient == 0 {
@@ -457,4 +462,17 @@ func (s *Server) capabilities() *fhirCapability {
 	}
 	c.Rest = []fhirCapRest{rest}
 	return c
+}
+
+// visitNote is visit id's note as p may read it: the whole note (its
+// provider, the admin), or its patient's summary once the visit is over;
+// nil when neither.
+func (s *Server) visitNote(ctx context.Context, p *clinic.Principal, id int64) *clinic.VisitNote {
+	if n, err := s.app.VisitNote(ctx, p, id); err == nil {
+		return n
+	}
+	if n, err := s.app.VisitSummary(ctx, p, id); err == nil {
+		return n
+	}
+	return nil
 }

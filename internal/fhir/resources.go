@@ -26,16 +26,17 @@ import (
 
 // Code systems and the terminology of the mapping.
 const (
-	sysLOINC       = "http://loinc.org"
-	sysUCUM        = "http://unitsofmeasure.org"
-	sysNDC         = "http://hl7.org/fhir/sid/ndc"
-	sysActCode     = "http://terminology.hl7.org/CodeSystem/v3-ActCode"
-	sysObsCategory = "http://terminology.hl7.org/CodeSystem/observation-category"
-	sysCondCat     = "http://terminology.hl7.org/CodeSystem/condition-category"
-	sysCondVer     = "http://terminology.hl7.org/CodeSystem/condition-ver-status"
-	sysICD10CM     = "http://hl7.org/fhir/sid/icd-10-cm"
-	sysAllergyClin = "http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical"
-	sysCoverClass  = "http://terminology.hl7.org/CodeSystem/coverage-class"
+	sysLOINC         = "http://loinc.org"
+	sysUCUM          = "http://unitsofmeasure.org"
+	sysNDC           = "http://hl7.org/fhir/sid/ndc"
+	sysActCode       = "http://terminology.hl7.org/CodeSystem/v3-ActCode"
+	sysObsCategory   = "http://terminology.hl7.org/CodeSystem/observation-category"
+	sysCondCat       = "http://terminology.hl7.org/CodeSystem/condition-category"
+	sysCondVer       = "http://terminology.hl7.org/CodeSystem/condition-ver-status"
+	sysICD10CM       = "http://hl7.org/fhir/sid/icd-10-cm"
+	sysDiagnosisRole = "http://terminology.hl7.org/CodeSystem/diagnosis-role"
+	sysAllergyClin   = "http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical"
+	sysCoverClass    = "http://terminology.hl7.org/CodeSystem/coverage-class"
 	// sysDataType codes the readings LOINC has no code for (a room's
 	// environment: illuminance, humidity, …) by their data_type.
 	sysDataType = "urn:teleclinic:health:data_type"
@@ -238,6 +239,15 @@ type fhirEncounter struct {
 	Appointment []fhirRef                  `json:"appointment,omitempty"`
 	Period      *fhirPeriod                `json:"period,omitempty"`
 	ReasonCode  []fhirConcept              `json:"reasonCode,omitempty"`
+	Diagnosis   []fhirEncounterDiagnosis   `json:"diagnosis,omitempty"`
+}
+
+// fhirEncounterDiagnosis is a diagnosis of an encounter: the Condition,
+// billed (its use), ranked (1 is the primary).
+type fhirEncounterDiagnosis struct {
+	Condition fhirRef      `json:"condition"`
+	Use       *fhirConcept `json:"use,omitempty"`
+	Rank      int          `json:"rank"`
 }
 
 // encounterStatus: a walk-in that waits in its room's queue has arrived; a
@@ -303,7 +313,9 @@ func visitReason(d *app.VisitDetail) []fhirConcept {
 	return []fhirConcept{{Text: d.Intake.ReasonForVisit}}
 }
 
-func toFHIREncounter(d *app.VisitDetail) *fhirEncounter {
+// The encounter names the diagnoses of its signed note (n, nil when none)
+// in their order, each the Condition toFHIRDiagnoses makes of it.
+func toFHIREncounter(d *app.VisitDetail, n *clinic.VisitNote) *fhirEncounter {
 	v := d.Visit
 	out := &fhirEncounter{base: newBase("Encounter", id(v.ID), v.Modified), Status: encounterStatus(v), Class: encounterClass(v),
 		Type: []fhirConcept{{Text: visitTypeText(v)}}, Subject: patientRef(d.Member), Period: visitPeriod(v)}
@@ -317,6 +329,12 @@ func toFHIREncounter(d *app.VisitDetail) *fhirEncounter {
 		out.Appointment = []fhirRef{{Reference: "Appointment/" + id(v.ID)}}
 	}
 	out.ReasonCode = visitReason(d)
+	if n != nil && n.Status == clinic.NoteSigned && d.Member != nil {
+		for i := range n.Diagnoses {
+			out.Diagnosis = append(out.Diagnosis, fhirEncounterDiagnosis{Condition: fhirRef{Reference: "Condition/" + diagnosisID(d.Member, v.ID, i+1)},
+				Use: &fhirConcept{Coding: []fhirCoding{{System: sysDiagnosisRole, Code: "billing", Display: "Billing"}}}, Rank: i + 1})
+		}
+	}
 	return out
 }
 

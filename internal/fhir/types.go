@@ -49,8 +49,14 @@ var types = []resourceType{
 	{"Practitioner", app.RecordParts{Practitioners: true}, []string{"patient", "_id"}, providerID, func(rec *app.PatientRecord) []resource {
 		return each(rec.Providers, func(u *clinic.User) resource { return toFHIRPractitioner(rec.Account, u) })
 	}},
-	{"Encounter", app.RecordParts{Visits: true}, []string{"patient", "subject"}, visitID, func(rec *app.PatientRecord) []resource {
-		return each(rec.Visits, func(d *app.VisitDetail) resource { return toFHIREncounter(d) })
+	// An encounter names its signed note's diagnoses: the notes of up to
+	// MaxRecordPage visits are read with the page, as for Condition.
+	{"Encounter", app.RecordParts{Visits: true, Notes: true, NotesPage: app.RecordPage{Limit: app.MaxRecordPage}}, []string{"patient", "subject"}, visitID, func(rec *app.PatientRecord) []resource {
+		notes := map[int64]*clinic.VisitNote{}
+		for _, n := range rec.Notes {
+			notes[n.VisitID] = n
+		}
+		return each(rec.Visits, func(d *app.VisitDetail) resource { return toFHIREncounter(d, notes[d.Visit.ID]) })
 	}},
 	{"Appointment", app.RecordParts{Appointments: true}, []string{"patient"}, visitID, func(rec *app.PatientRecord) []resource {
 		return each(rec.Appointments, func(d *app.VisitDetail) resource {

@@ -219,6 +219,20 @@ func TestFHIR_Composition(t *testing.T) {
 	if res := fhirGet(t, e, doc, "/fhir/R4/Condition/"+dx[0].ID); res.Status != 200 || !strings.Contains(string(res.Raw), `"L25.9"`) {
 		t.Fatalf("the Condition by id: %d %s", res.Status, res.Raw)
 	}
+	// The Encounter names it, billed, the primary.
+	var enc struct {
+		Diagnosis []struct {
+			Condition struct{ Reference string } `json:"condition"`
+			Use       struct {
+				Coding []struct{ System, Code string } `json:"coding"`
+			} `json:"use"`
+			Rank int `json:"rank"`
+		} `json:"diagnosis"`
+	}
+	if res := fhirGet(t, e, doc, "/fhir/R4/Encounter/"+visit); res.Status != 200 || json.Unmarshal(res.Raw, &enc) != nil || len(enc.Diagnosis) != 1 ||
+		enc.Diagnosis[0].Condition.Reference != "Condition/"+dx[0].ID || enc.Diagnosis[0].Rank != 1 || enc.Diagnosis[0].Use.Coding[0].Code != "billing" {
+		t.Fatalf("the Encounter's diagnoses: %d %s", res.Status, res.Raw)
+	}
 	mustOK(t, e.Do(testenv.Req{Method: "POST", Path: note + "/addenda", Header: doc, Form: q("text", "Patch test next week.")}))
 	if got := search(doc); len(got) != 1 || got[0].Status != "amended" || got[0].Section[len(got[0].Section)-1].Title != "Addenda" {
 		t.Fatalf("amended: %+v", got)
