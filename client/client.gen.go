@@ -4088,11 +4088,14 @@ type VisitNote struct {
 	Objective      string          `json:"objective"`
 	PatientSummary string          `json:"patient_summary"`
 	Plan           string          `json:"plan"`
-	SignedAt       int             `json:"signed_at"`
-	SignedBy       string          `json:"signed_by"`
-	Status         VisitNoteStatus `json:"status"`
-	Subjective     string          `json:"subjective"`
-	VisitId        string          `json:"visit_id"`
+
+	// Procedure The service the note bills ("" for none). Signing makes it the visit's first procedure (GET /visits/{id}/codes), with modifier 95 for a video visit, and the diagnoses the visit's diagnoses, the first the primary.
+	Procedure  string          `json:"procedure"`
+	SignedAt   int             `json:"signed_at"`
+	SignedBy   string          `json:"signed_by"`
+	Status     VisitNoteStatus `json:"status"`
+	Subjective string          `json:"subjective"`
+	VisitId    string          `json:"visit_id"`
 }
 
 // VisitNoteStatus defines model for VisitNote.Status.
@@ -4105,7 +4108,10 @@ type VisitNoteBody struct {
 	Objective      *string   `json:"objective,omitempty"`
 	PatientSummary *string   `json:"patient_summary,omitempty"`
 	Plan           *string   `json:"plan,omitempty"`
-	Subjective     *string   `json:"subjective,omitempty"`
+
+	// Procedure A code of the procedure list (GET /insurances/list/procedures: HCPCS built in; the clinic's own list, with CPT, where it loads one); empty for none.
+	Procedure  *string `json:"procedure,omitempty"`
+	Subjective *string `json:"subjective,omitempty"`
 }
 
 // VisitNoteResponse defines model for VisitNoteResponse.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"teleclinic/internal/clinic"
@@ -31,7 +32,10 @@ const (
 type NoteDraft struct {
 	Subjective, Objective, Assessment, Plan string
 	Diagnoses                               []string // ICD-10-CM codes
-	PatientSummary                          string
+	// Procedure is the service billed: a code of the clinic's procedure
+	// list, "" for none.
+	Procedure      string
+	PatientSummary string
 }
 
 // noteVisit is visit id with the caller's part in its note: "provider"
@@ -129,10 +133,17 @@ func (a *App) saveVisitNote(ctx context.Context, p *clinic.Principal, id int64, 
 		}
 		dx = append(dx, clinic.NoteDiagnosis{Code: reference.DotCode(c), Description: ref.DiagnosisText(c)})
 	}
+	procedure := strings.TrimSpace(in.Procedure)
+	if procedure != "" {
+		if !ref.IsProcedure(procedure) {
+			return nil, clinic.Errorf(clinic.EInvalid, "procedure: %q is not a code of the clinic's procedure list (GET /insurances/list/procedures).", procedure)
+		}
+		procedure = reference.NormCode(procedure)
+	}
 	now := a.Unix()
 	n := &clinic.VisitNote{AccountID: p.Account.ID, VisitID: v.ID, AuthorID: p.UserID(), Subjective: strings.TrimSpace(in.Subjective),
 		Objective: strings.TrimSpace(in.Objective), Assessment: strings.TrimSpace(in.Assessment), Plan: strings.TrimSpace(in.Plan),
-		Diagnoses: dx, PatientSummary: strings.TrimSpace(in.PatientSummary), Status: clinic.NoteDraft, Created: now, Modified: now}
+		Diagnoses: dx, Procedure: procedure, PatientSummary: strings.TrimSpace(in.PatientSummary), Status: clinic.NoteDraft, Created: now, Modified: now}
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		saved, err := q.SaveNoteDraft(ctx, n)
 		if err != nil {
@@ -171,7 +182,7 @@ func (a *App) SignVisitNote(ctx context.Context, p *clinic.Principal, id int64) 
 			return err
 		}
 		q.AfterCommit(func() { a.publishNote(v) })
-		return a.billNoteDiagnoses(ctx, q, p, v.ID)
+		return a.billNote(ctx, q, p, v)
 	})
 	if err != nil {
 		return nil, StoreErr("sign note", err, "")
@@ -216,14 +227,18 @@ func (a *App) AddNoteAddendum(ctx context.Context, p *clinic.Principal, id int64
 	return a.store.Read().VisitNote(ctx, p.Account.ID, v.ID)
 }
 
-// billNoteDiagnoses makes a signed note's diagnoses, in its order (the
-// first is the primary), the visit's billing codes, in the signing's
-// transaction, so the claims report bills what the note says; the
-// procedures already coded stay. A note without diagnoses leaves the
-// codes as they are.
-func (a *App) billNoteDiagnoses(ctx context.Context, q *store.Q, p *clinic.Principal, visitID int64) error {
+// billNote makes a signed note's diagnoses, in its order (the first is
+// the primary), and the service it bills the visit's billing codes, in
+// the signing's transaction, so the claims report bills what the note
+// says. The service is the first procedure, with the telehealth modifier
+// of a video visit (95, real-time audio and video; an e-consult's online
+// service takes none); the procedures already coded stay after it. A
+// note without diagnoses leaves the diagnoses coded as they are; one
+// without a service, the procedures.
+func (a *App) billNote(ctx context.Context, q *store.Q, p *clinic.Principal, v *clinic.Visit) error {
+	visitID := v.ID
 	n, err := q.VisitNote(ctx, p.Account.ID, visitID)
-	if err != nil || len(n.Diagnoses) == 0 {
+	if err != nil || len(n.Diagnoses) == 0 && n.Procedure == "" {
 		return err
 	}
 	raw, err := q.VisitClaimCodes(ctx, p.Account.ID, visitID)
@@ -236,9 +251,23 @@ func (a *App) billNoteDiagnoses(ctx context.Context, q *store.Q, p *clinic.Princ
 			return fmt.Errorf("claim codes of visit %d: %w", visitID, err)
 		}
 	}
-	codes.Diagnoses = []string{}
-	for _, d := range n.Diagnoses[:min(len(n.Diagnoses), clinic.MaxClaimDiagnoses)] {
-		codes.Diagnoses = append(codes.Diagnoses, d.Code)
+	if len(n.Diagnoses) > 0 {
+		codes.Diagnoses = []string{}
+		for _, d := range n.Diagnoses[:min(len(n.Diagnoses), clinic.MaxClaimDiagnoses)] {
+			codes.Diagnoses = append(codes.Diagnoses, d.Code)
+		}
+	}
+	if n.Procedure != "" {
+		service := clinic.ClaimProcedure{Code: n.Procedure, Modifiers: []string{}}
+		if v.Type == clinic.VisitVideo && a.cfg.Reference.IsModifier("95") {
+			service.Modifiers = append(service.Modifiers, "95")
+		}
+		rest := slices.DeleteFunc(codes.Procedures, func(c clinic.ClaimProcedure) bool { return c.Code == n.Procedure })
+		codes.Procedures = append([]clinic.ClaimProcedure{service}, rest...)
+		codes.Procedures = codes.Procedures[:min(len(codes.Procedures), clinic.MaxClaimProcedures)]
+	}
+	if codes.Diagnoses == nil {
+		codes.Diagnoses = []string{}
 	}
 	out, _ := json.Marshal(codes)
 	if err := q.SetVisitClaimCodes(ctx, p.Account.ID, visitID, string(out), a.Unix()); err != nil {

@@ -261,11 +261,14 @@ type VisitNote struct {
 	Subjective, Objective  string
 	Assessment, Plan       string
 	Diagnoses              []NoteDiagnosis
-	PatientSummary         string
-	Status                 string
-	SignedBy, SignedAt     int64
-	Created, Modified      int64
-	Addenda                []NoteAddendum
+	// Procedure is the service the note bills (a code of the clinic's
+	// procedure list; "" for none).
+	Procedure          string
+	PatientSummary     string
+	Status             string
+	SignedBy, SignedAt int64
+	Created, Modified  int64
+	Addenda            []NoteAddendum
 }
 
 // ClaimCodes are a visit's billing codes (GET /visits/{id}/codes): its
@@ -280,6 +283,10 @@ type ClaimCodes struct {
 // MaxClaimDiagnoses is how many diagnoses a claim holds (a CMS-1500
 // holds twelve).
 const MaxClaimDiagnoses = 12
+
+// MaxClaimProcedures is how many procedures (service lines) a claim holds
+// (a CMS-1500 holds six).
+const MaxClaimProcedures = 6
 
 // ClaimProcedure is a procedure code with its modifiers.
 type ClaimProcedure struct {

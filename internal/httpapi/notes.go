@@ -20,6 +20,7 @@ type noteOut struct {
 	Assessment     string          `json:"assessment"`
 	Plan           string          `json:"plan"`
 	Diagnoses      []noteDiagnosis `json:"diagnoses"`
+	Procedure      string          `json:"procedure"`
 	PatientSummary string          `json:"patient_summary"`
 	SignedBy       string          `json:"signed_by"`
 	SignedAt       int64           `json:"signed_at"`
@@ -65,7 +66,7 @@ func toNoteParts(n *clinic.VisitNote) ([]noteDiagnosis, []addendumOut) {
 func toNote(n *clinic.VisitNote) noteOut {
 	dx, ad := toNoteParts(n)
 	out := noteOut{VisitID: id(n.VisitID), Status: n.Status, AuthorID: id(n.AuthorID), Subjective: n.Subjective, Objective: n.Objective,
-		Assessment: n.Assessment, Plan: n.Plan, Diagnoses: dx, PatientSummary: n.PatientSummary, SignedAt: n.SignedAt,
+		Assessment: n.Assessment, Plan: n.Plan, Diagnoses: dx, Procedure: n.Procedure, PatientSummary: n.PatientSummary, SignedAt: n.SignedAt,
 		Created: n.Created, Modified: n.Modified, Addenda: ad}
 	if n.SignedBy != 0 {
 		out.SignedBy = id(n.SignedBy)
@@ -92,7 +93,7 @@ func (s *Server) saveNote(w http.ResponseWriter, r *http.Request, c *call) error
 	}
 	q := c.params
 	in := app.NoteDraft{Subjective: q.Str("subjective"), Objective: q.Str("objective"), Assessment: q.Str("assessment"), Plan: q.Str("plan"),
-		PatientSummary: q.Str("patient_summary")}
+		PatientSummary: q.Str("patient_summary"), Procedure: q.Str("procedure")}
 	// A JSON list, or a form's diagnoses[]=J06.9.
 	if _, err := q.JSON("diagnoses", &in.Diagnoses); err != nil {
 		in.Diagnoses = q.List("diagnoses")

@@ -25,7 +25,7 @@ func TestNotes_DraftSignAmend(t *testing.T) {
 	path := "/api_v3/visits/" + visit + "/note"
 	doc, pat := userHeaders(s.c, s.doc.Token), userHeaders(s.c, s.pat.Token)
 	draft := noteBody{Subjective: "Rash for 3 days, itchy.", Objective: "Erythematous patches on both forearms.",
-		Assessment: "Contact dermatitis.", Plan: "Hydrocortisone 1% twice a day for a week.", Diagnoses: []string{"l259", "R21"},
+		Assessment: "Contact dermatitis.", Plan: "Hydrocortisone 1% twice a day for a week.", Diagnoses: []string{"l259", "R21"}, Procedure: "g2252",
 		PatientSummary: "You have a skin reaction to something you touched. Use the cream twice a day."}
 
 	testenv.Steps(t, []testenv.Step{
@@ -35,7 +35,7 @@ func TestNotes_DraftSignAmend(t *testing.T) {
 		{Name: "OKDraft", Run: func(t *testing.T) {
 			d := dataOf[client.VisitNote](t, e.Do(testenv.Req{Method: "POST", Path: path, Header: doc, JSON: draft}))
 			if d.Status != "draft" || d.Subjective != draft.Subjective || len(d.Diagnoses) != 2 ||
-				d.Diagnoses[0].Code != "L25.9" || d.Diagnoses[0].Description == "" || d.SignedBy != "" {
+				d.Diagnoses[0].Code != "L25.9" || d.Diagnoses[0].Description == "" || d.SignedBy != "" || d.Procedure != "G2252" {
 				t.Fatalf("%+v", d)
 			}
 			// Saved again, whole: the second save replaces the first.
@@ -46,7 +46,7 @@ func TestNotes_DraftSignAmend(t *testing.T) {
 			mustOK(t, e.Do(testenv.Req{Method: "POST", Path: path, Header: doc, JSON: draft}))
 		}},
 		{Name: "ErrBadDraft", Run: func(t *testing.T) {
-			for _, bad := range []noteBody{{Diagnoses: []string{"X99.999"}}, {Plan: strings.Repeat("a", 20001)}} {
+			for _, bad := range []noteBody{{Diagnoses: []string{"X99.999"}}, {Plan: strings.Repeat("a", 20001)}, {Procedure: "99999"}} {
 				wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path, Header: doc, JSON: bad}), 400, 400)
 			}
 		}},
@@ -76,10 +76,13 @@ func TestNotes_DraftSignAmend(t *testing.T) {
 			if d := dataOf[client.VisitNote](t, e.Do(testenv.Req{Path: path, Header: doc})); d.Plan != draft.Plan {
 				t.Fatalf("a signed note changed: %+v", d)
 			}
-			// The signed note's diagnoses, primary first, are the visit's
-			// billing codes, and the claims report's.
+			// The signed note's diagnoses, primary first, and its service
+			// (first; an e-consult's online service takes no telehealth
+			// modifier) are the visit's billing codes, and the claims
+			// report's.
 			codes := dataOf[client.ClaimCodes](t, e.Do(testenv.Req{Path: "/api_v3/visits/" + visit + "/codes", Header: doc}))
-			if diff := cmp.Diff([]string{"L25.9", "R21"}, codes.Diagnoses); diff != "" || len(codes.Procedures) != 1 || codes.Procedures[0].Code != "G2012" {
+			if diff := cmp.Diff([]string{"L25.9", "R21"}, codes.Diagnoses); diff != "" || len(codes.Procedures) != 2 || codes.Procedures[0].Code != "G2252" ||
+				len(codes.Procedures[0].Modifiers) != 0 || codes.Procedures[1].Code != "G2012" {
 				t.Fatalf("the visit's codes after signing (-want +got):\n%s%+v", diff, codes.Procedures)
 			}
 			day := e.Clock.Now().UTC().Format("2006-01-02")
@@ -351,6 +354,7 @@ type noteBody struct {
 	Assessment     string   `json:"assessment,omitempty"`
 	Plan           string   `json:"plan,omitempty"`
 	Diagnoses      []string `json:"diagnoses,omitempty"`
+	Procedure      string   `json:"procedure,omitempty"`
 	PatientSummary string   `json:"patient_summary,omitempty"`
 }
 

@@ -10,7 +10,7 @@ import (
 	"teleclinic/internal/clinic"
 )
 
-const noteCols = "id, account_id, visit_id, author_id, subjective, objective, assessment, plan, diagnoses, patient_summary, status, signed_by, signed_at, created, modified"
+const noteCols = "id, account_id, visit_id, author_id, subjective, objective, assessment, plan, diagnoses, patient_summary, status, signed_by, signed_at, created, modified, procedure"
 
 // VisitNote is the note of a visit, with its addenda, oldest first.
 func (q *Q) VisitNote(ctx context.Context, accountID, visitID int64) (*clinic.VisitNote, error) {
@@ -18,7 +18,7 @@ func (q *Q) VisitNote(ctx context.Context, accountID, visitID int64) (*clinic.Vi
 	var dx string
 	err := q.queryRow(ctx, "SELECT "+noteCols+" FROM visit_notes WHERE account_id = ? AND visit_id = ?", []any{accountID, visitID},
 		&n.ID, &n.AccountID, &n.VisitID, &n.AuthorID, &n.Subjective, &n.Objective, &n.Assessment, &n.Plan, &dx, &n.PatientSummary,
-		&n.Status, &n.SignedBy, &n.SignedAt, &n.Created, &n.Modified)
+		&n.Status, &n.SignedBy, &n.SignedAt, &n.Created, &n.Modified, &n.Procedure)
 	if err != nil {
 		return nil, err
 	}
@@ -45,14 +45,15 @@ func (q *Q) VisitNote(ctx context.Context, accountID, visitID int64) (*clinic.Vi
 // on the first save; false when the note is signed (locked).
 func (q *Q) SaveNoteDraft(ctx context.Context, n *clinic.VisitNote) (bool, error) {
 	dx, _ := json.Marshal(n.Diagnoses)
-	id, err := q.insert(ctx, `INSERT INTO visit_notes (account_id, visit_id, author_id, subjective, objective, assessment, plan, diagnoses, patient_summary, status, created, modified)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	id, err := q.insert(ctx, `INSERT INTO visit_notes (account_id, visit_id, author_id, subjective, objective, assessment, plan, diagnoses, patient_summary, status, created, modified, procedure)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (account_id, visit_id) DO UPDATE SET subjective = excluded.subjective, objective = excluded.objective,
 			assessment = excluded.assessment, plan = excluded.plan, diagnoses = excluded.diagnoses,
-			patient_summary = excluded.patient_summary, author_id = excluded.author_id, modified = excluded.modified
+			patient_summary = excluded.patient_summary, author_id = excluded.author_id, modified = excluded.modified,
+			procedure = excluded.procedure
 		WHERE visit_notes.status = ?`,
 		n.AccountID, n.VisitID, n.AuthorID, n.Subjective, n.Objective, n.Assessment, n.Plan, string(dx), n.PatientSummary, clinic.NoteDraft,
-		n.Created, n.Modified, clinic.NoteDraft)
+		n.Created, n.Modified, n.Procedure, clinic.NoteDraft)
 	if errors.Is(err, ErrNotFound) { // the WHERE kept a signed note as it was
 		return false, nil
 	}
@@ -140,7 +141,7 @@ func (q *Q) notes(ctx context.Context, query string, args ...any) ([]*clinic.Vis
 		n := &clinic.VisitNote{Addenda: []clinic.NoteAddendum{}}
 		var dx string
 		if err := rows.Scan(&n.ID, &n.AccountID, &n.VisitID, &n.AuthorID, &n.Subjective, &n.Objective, &n.Assessment, &n.Plan, &dx,
-			&n.PatientSummary, &n.Status, &n.SignedBy, &n.SignedAt, &n.Created, &n.Modified); err != nil {
+			&n.PatientSummary, &n.Status, &n.SignedBy, &n.SignedAt, &n.Created, &n.Modified, &n.Procedure); err != nil {
 			rows.Close()
 			return nil, q.d.translate(err)
 		}

@@ -2,11 +2,14 @@ package web_test
 
 import (
 	"bytes"
+	"context"
 	"mime/multipart"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
 
+	"teleclinic/internal/app/billing"
 	"teleclinic/internal/reference"
 	"teleclinic/internal/testenv"
 )
@@ -67,3 +70,38 @@ func TestPortal_AdminCodes(t *testing.T) {
 }
 
 func referenceQuery(q string) reference.Query { return reference.Query{Q: q, Limit: 5} }
+
+// TestPortal_NoteBillsTheService: the provider of a walk-in video visit
+// picks the service on the note's form and signs: the visit's billing
+// codes are the note's diagnoses and that service, first, with the
+// telehealth modifier 95; the signed note shows it.
+func TestPortal_NoteBillsTheService(t *testing.T) {
+	f := newFixture(t)
+	bg := context.Background()
+	visit := f.walkin(t, f.p1Token, "A cough")
+	prov := f.user(t, f.providerToken)
+	if _, err := f.e.App.TakeVisit(bg, prov, visit); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, f.e)
+	f.redirectLogin(t, b, f.providerToken, "/providers/dashboard", nil)
+	path := "/visits/start/" + itoa(visit)
+	if pg := b.get(path); !strings.Contains(pg.Body, `<option value="G2012">G2012 Brief check in by MD/QHP</option>`) {
+		t.Fatalf("the note's form offers no services: %s", pg.Body)
+	}
+	if pg := b.post(path+"/note", url.Values{"subjective": {"Cough for a week."}, "diagnoses": {"R05.9"}, "procedure": {"nope"}, "action": {"save"}}); pg.Status != 400 ||
+		!strings.Contains(pg.Body, "not a code of the clinic") {
+		t.Fatalf("an unknown service: %d %s", pg.Status, pg.Body)
+	}
+	if pg := b.post(path+"/note", url.Values{"subjective": {"Cough for a week."}, "diagnoses": {"R05.9"}, "procedure": {"G2012"}, "action": {"sign"}}); pg.Status != 303 {
+		t.Fatalf("sign: %d %s", pg.Status, pg.Body)
+	}
+	codes, err := billing.New(f.e.App.Core()).ClaimCodesOf(bg, prov, visit)
+	if err != nil || len(codes.Diagnoses) != 1 || codes.Diagnoses[0] != "R05.9" || len(codes.Procedures) != 1 ||
+		codes.Procedures[0].Code != "G2012" || len(codes.Procedures[0].Modifiers) != 1 || codes.Procedures[0].Modifiers[0] != "95" {
+		t.Fatalf("the visit's codes: %+v %v", codes, err)
+	}
+	if pg := b.get(path); !strings.Contains(pg.Body, "G2012 Brief communication technology-based service") || !strings.Contains(pg.Body, "Service billed") {
+		t.Fatalf("the signed note does not show its service: %s", pg.Body)
+	}
+}

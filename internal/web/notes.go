@@ -33,6 +33,10 @@ type noteView struct {
 	// built-in list of common codes), CodeCount its billable codes.
 	CodeYear  string
 	CodeCount int
+	// Services are the procedure list the note's service is chosen from;
+	// ServiceText the chosen one's words.
+	Services    []reference.Entry
+	ServiceText string
 }
 
 // noteFor is the note part of visit d's page for p, nil when there is
@@ -60,6 +64,7 @@ func (s *Server) noteFor(r *http.Request, p *clinic.Principal, d *app.VisitDetai
 		nv.Codes = strings.Join(codes, ", ")
 		ref := s.app.ReferenceLists()
 		nv.CodeYear, nv.CodeCount = ref.ReleaseYear(), ref.DiagnosisCount()
+		nv.Services, nv.ServiceText = ref.Procedures, ref.ProcedureText(n.Procedure)
 		if n.SignedBy != 0 && d.Provider != nil && d.Provider.ID == n.SignedBy {
 			nv.SignedBy = d.Provider.FullName()
 		}
@@ -93,7 +98,7 @@ func (s *Server) saveNote(w http.ResponseWriter, r *http.Request) error {
 	}
 	f := r.PostForm
 	in := app.NoteDraft{Subjective: f.Get("subjective"), Objective: f.Get("objective"), Assessment: f.Get("assessment"), Plan: f.Get("plan"),
-		PatientSummary: f.Get("patient_summary"), Diagnoses: f["diagnoses"]}
+		PatientSummary: f.Get("patient_summary"), Diagnoses: f["diagnoses"], Procedure: f.Get("procedure")}
 	// Without JavaScript the codes come typed, comma separated.
 	for _, c := range strings.Split(f.Get("diagnoses_text"), ",") {
 		if c = strings.TrimSpace(c); c != "" {

@@ -22,7 +22,7 @@ type ClaimCodes = clinic.ClaimCodes
 type ClaimProcedure = clinic.ClaimProcedure
 
 const (
-	maxClaimProcedures = 6 // and six service lines
+	maxClaimProcedures = clinic.MaxClaimProcedures // and six service lines
 	maxModifiers       = 4
 )
 
