@@ -3456,17 +3456,20 @@ type ProcessorResponse struct {
 
 // ProfileBody defines model for ProfileBody.
 type ProfileBody struct {
-	City        *string            `json:"city,omitempty"`
-	Dob         *string            `json:"dob,omitempty"`
-	FirstName   *string            `json:"first_name,omitempty"`
-	Gender      *ProfileBodyGender `json:"gender,omitempty"`
-	LastName    *string            `json:"last_name,omitempty"`
-	Nationality *string            `json:"nationality,omitempty"`
-	OldPassword *string            `json:"old_password,omitempty"`
-	Password    *string            `json:"password,omitempty"`
-	PcpName     *string            `json:"pcp_name,omitempty"`
-	PcpPhone    *string            `json:"pcp_phone,omitempty"`
-	Phone       *string            `json:"phone,omitempty"`
+	City      *string            `json:"city,omitempty"`
+	Dob       *string            `json:"dob,omitempty"`
+	FirstName *string            `json:"first_name,omitempty"`
+	Gender    *ProfileBodyGender `json:"gender,omitempty"`
+
+	// Language Extension. The language the clinic's emails to the user are written in: a tag the portal speaks (en, es, and any the clinic adds), empty for the default. The profile shows it as extra.language; the portal sets it as the person switches language or books.
+	Language    *string `json:"language,omitempty"`
+	LastName    *string `json:"last_name,omitempty"`
+	Nationality *string `json:"nationality,omitempty"`
+	OldPassword *string `json:"old_password,omitempty"`
+	Password    *string `json:"password,omitempty"`
+	PcpName     *string `json:"pcp_name,omitempty"`
+	PcpPhone    *string `json:"pcp_phone,omitempty"`
+	Phone       *string `json:"phone,omitempty"`
 
 	// Photo A file id from POST /files, empty to remove the photo; or, in a multipart body, the picture itself, which becomes a user_avatar file.
 	Photo      *string         `json:"photo,omitempty"`

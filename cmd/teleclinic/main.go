@@ -167,11 +167,16 @@ func open(ctx context.Context, c *config, stderr io.Writer) (*app.App, *slog.Log
 		st.Close()
 		return nil, nil, nil, usageError{err.Error()}
 	}
+	locales, err := locale.Load(c.LocaleDir)
+	if err != nil {
+		st.Close()
+		return nil, nil, nil, usageError{err.Error()}
+	}
 	a, err := app.New(st, app.Config{
 		BaseURL: c.BaseURL, PortalURL: c.PortalURL, UserTokenIdle: c.UserTokenIdle, UserTokenMax: c.UserTokenMax,
 		RefreshTokenMax: c.RefreshMax, AuditChainEvery: c.AuditChainEvery, ServerKey: key, Blobs: blobs, Mail: mailer, APNs: apns, FCM: fcm,
 		MaxImagePixels: c.MaxPixels, EligibilityWindow: c.EligibilityWindow,
-		ResizeMemory: c.ResizeMemory, LoginAttempts: c.LoginAttempts, AddressAttempts: c.AddressAttempts, ThrottleWindow: c.AttemptWindow, Reference: ref, Metrics: c.Metrics,
+		ResizeMemory: c.ResizeMemory, LoginAttempts: c.LoginAttempts, AddressAttempts: c.AddressAttempts, ThrottleWindow: c.AttemptWindow, Reference: ref, Metrics: c.Metrics, Locales: locales,
 		Webhooks: app.WebhookConfig{RetryInterval: c.WebhookRetryInterval, Timeout: c.WebhookTimeout, AllowPrivate: c.WebhookAllowPrivate},
 		ICE:      media.Config{STUN: urlList(c.STUNURLs), TURN: urlList(c.TURNURLs), Secret: c.TURNSecret, RelayOnly: c.TURNRelayOnly, TTL: c.TURNTTL},
 		LiveKit:  media.LiveKit{URL: c.LiveKitURL, Key: c.LiveKitAPIKey, Secret: c.LiveKitAPISecret},
@@ -263,12 +268,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// The portal's pages answer their own paths and hand the rest to the
 	// API; the edge in front of both gives every request its id, log line,
 	// metrics and panic recovery.
-	locales, err := locale.Load(c.LocaleDir)
-	if err != nil {
-		return usageError{err.Error()}
-	}
 	portal, err := web.New(a, log, web.Config{Secure: strings.HasPrefix(c.BaseURL, "https://"), SessionMax: c.UserTokenMax, Closing: closing, Parker: parker, MaxFileBytes: c.MaxFile,
-		Locales: locales, Streams: streams}, api)
+		Locales: a.Locales(), Streams: streams}, api)
 	if err != nil {
 		return err
 	}

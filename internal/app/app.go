@@ -21,6 +21,7 @@ import (
 	"teleclinic/internal/blob"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/eligibility"
+	"teleclinic/internal/locale"
 	"teleclinic/internal/mail"
 	"teleclinic/internal/media"
 	"teleclinic/internal/metrics"
@@ -63,6 +64,10 @@ type Config struct {
 	// Reference holds the diagnosis, procedure, modifier and payer lists
 	// (default: the embedded ones).
 	Reference *reference.Lists
+	// Locales are the languages the clinic writes in: the portal's pages
+	// and the emails to each person, in the language of their profile
+	// (default: the embedded English and Spanish).
+	Locales *locale.Set
 	// Sandbox is the card processor of clinics that have not saved Stripe
 	// keys (default: a new sandbox on the app's clock). StripeAPIURL is
 	// where the Stripe adapter sends requests; empty is Stripe itself.
@@ -154,6 +159,13 @@ func New(st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*
 	}
 	if cfg.EligibilityWindow <= 0 {
 		cfg.EligibilityWindow = 60 * time.Second
+	}
+	if cfg.Locales == nil {
+		l, err := locale.Load("")
+		if err != nil {
+			return nil, err
+		}
+		cfg.Locales = l
 	}
 	if cfg.Reference == nil {
 		ref, err := reference.Load("")
@@ -324,4 +336,24 @@ func PageSize(limit, def, most int) int {
 		return def
 	}
 	return min(limit, most)
+}
+
+// Locales are the languages the clinic writes in (Config.Locales).
+func (a *App) Locales() *locale.Set { return a.cfg.Locales }
+
+// localeOf is the language to write to u in: their profile's, else the
+// default.
+func (a *App) localeOf(u *clinic.User) *locale.Locale {
+	if tag, _ := u.Extra["language"].(string); tag != "" {
+		if l := a.cfg.Locales.Get(tag); l != nil {
+			return l
+		}
+	}
+	return a.cfg.Locales.Default()
+}
+
+// UserLanguage is the language tag of u's profile ("" for the default).
+func UserLanguage(u *clinic.User) string {
+	tag, _ := u.Extra["language"].(string)
+	return tag
 }

@@ -3,11 +3,11 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"time"
 
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/locale"
 	"teleclinic/internal/store"
 )
 
@@ -71,7 +71,7 @@ func (a *App) mailAppointmentChange(ctx context.Context, q *store.Q, p *clinic.P
 		if err != nil {
 			return err
 		}
-		subject, body := c.letter(u, link, uid == v.MemberID)
+		subject, body := c.letter(a.localeOf(u), u, link, uid == v.MemberID)
 		raw, _ := json.Marshal(mailMessage{To: u.Email, Subject: subject, Body: body})
 		sealed, err := a.Seal(raw)
 		if err != nil {
@@ -84,9 +84,10 @@ func (a *App) mailAppointmentChange(ctx context.Context, q *store.Q, p *clinic.P
 	return nil
 }
 
-// letter is the mail to u (the patient, or the provider), with link, the
-// way to the visit's page (the patient's signs them into it).
-func (c appointmentChange) letter(u *clinic.User, link string, patient bool) (subject, body string) {
+// letter is the mail to u (the patient, or the provider), in their
+// language (loc), with link, the way to the visit's page (the patient's
+// signs them into it).
+func (c appointmentChange) letter(loc *locale.Locale, u *clinic.User, link string, patient bool) (subject, body string) {
 	zone := time.UTC
 	for _, name := range []string{u.Timezone, c.roomZone} {
 		if z, err := time.LoadLocation(name); err == nil && name != "" {
@@ -95,41 +96,47 @@ func (c appointmentChange) letter(u *clinic.User, link string, patient bool) (su
 		}
 	}
 	when := func(t int64) string {
-		return time.Unix(t, 0).In(zone).Format("Monday 2 January 2006, 15:04") + " (" + zone.String() + ")"
+		at := time.Unix(t, 0).In(zone)
+		return loc.Day(at) + ", " + loc.Clock(at) + " (" + zone.String() + ")"
 	}
-	who := "the clinic"
-	if c.by.User != nil && c.by.UserID() == c.v.MemberID {
-		who = "the patient"
-	}
+	byPatient := c.by.User != nil && c.by.UserID() == c.v.MemberID
 	var b strings.Builder
-	fmt.Fprintf(&b, "Hello %s,\n\n", u.FirstName)
+	b.WriteString(loc.T("Hello %s,", u.FirstName) + "\n\n")
 	switch c.change {
 	case changeBooked:
-		subject = c.clinicName + ": your video visit is booked"
+		subject = loc.T("%s: your video visit is booked", c.clinicName)
 		if !patient {
-			subject = c.clinicName + ": a video visit was booked with you"
+			subject = loc.T("%s: a video visit was booked with you", c.clinicName)
 		}
-		fmt.Fprintf(&b, "A video visit with %s is booked for %s.\n\n", c.clinicName, when(c.v.Start))
-		fmt.Fprintf(&b, "Open it here (the call opens a few minutes before the start):\n%s\n\n", link)
+		b.WriteString(loc.T("A video visit with %s is booked for %s.", c.clinicName, when(c.v.Start)) + "\n\n")
+		b.WriteString(loc.T("Open it here (the call opens a few minutes before the start):") + "\n" + link + "\n\n")
 	case changeMoved:
-		subject = c.clinicName + ": your video visit has a new time"
-		fmt.Fprintf(&b, "The video visit with %s that was on %s is now on %s (moved by %s).\n\n", c.clinicName, when(c.was), when(c.v.Start), who)
-		fmt.Fprintf(&b, "Open it here:\n%s\n\n", link)
-	case changeCancelled:
-		subject = c.clinicName + ": your video visit was cancelled"
-		fmt.Fprintf(&b, "The video visit with %s on %s was cancelled by %s.\n", c.clinicName, when(c.v.Start), who)
-		if c.reason != "" {
-			fmt.Fprintf(&b, "The reason given: %s\n", cancelReasonWords(c.reason))
+		subject = loc.T("%s: your video visit has a new time", c.clinicName)
+		if byPatient {
+			b.WriteString(loc.T("The video visit with %s that was on %s is now on %s (moved by the patient).", c.clinicName, when(c.was), when(c.v.Start)))
+		} else {
+			b.WriteString(loc.T("The video visit with %s that was on %s is now on %s (moved by the clinic).", c.clinicName, when(c.was), when(c.v.Start)))
 		}
-		fmt.Fprintf(&b, "\nThe visit's page says what was refunded, if anything, and how to book again:\n%s\n\n", link)
+		b.WriteString("\n\n" + loc.T("Open it here:") + "\n" + link + "\n\n")
+	case changeCancelled:
+		subject = loc.T("%s: your video visit was cancelled", c.clinicName)
+		if byPatient {
+			b.WriteString(loc.T("The video visit with %s on %s was cancelled by the patient.", c.clinicName, when(c.v.Start)) + "\n")
+		} else {
+			b.WriteString(loc.T("The video visit with %s on %s was cancelled by the clinic.", c.clinicName, when(c.v.Start)) + "\n")
+		}
+		if c.reason != "" {
+			b.WriteString(loc.T("The reason given: %s", cancelReasonWords(loc, c.reason)) + "\n")
+		}
+		b.WriteString("\n" + loc.T("The visit's page says what was refunded, if anything, and how to book again:") + "\n" + link + "\n\n")
 	}
 	if patient {
 		if c.change != changeCancelled {
-			fmt.Fprintf(&b, "The visit's page adds it to your calendar, and changes or cancels it.\n")
+			b.WriteString(loc.T("The visit's page adds it to your calendar, and changes or cancels it.") + "\n")
 		}
-		fmt.Fprintf(&b, "The link above signs you into this visit only, once: open it on the device you will use. If it was opened already, the page it leads to sends you a new one.\n")
+		b.WriteString(loc.T("The link above signs you into this visit only, once: open it on the device you will use. If it was opened already, the page it leads to sends you a new one.") + "\n")
 		if c.contact != nil {
-			fmt.Fprintf(&b, "Questions? Reach the clinic %s.\n", ContactWords(c.contact))
+			b.WriteString(loc.T("Questions? Reach the clinic %s.", ContactWords(loc, c.contact)) + "\n")
 		}
 		b.WriteString("\n")
 	}
@@ -139,22 +146,26 @@ func (c appointmentChange) letter(u *clinic.User, link string, patient bool) (su
 
 // cancelReasonWords is a cancellation's reason as a person reads it: the
 // spec's codes in words, anything else as written.
-func cancelReasonWords(reason string) string {
-	if w, ok := map[string]string{"patient_cancel_appointment": "the patient cancelled", "patient_exit_room": "the patient left",
-		"provider_cancel_appointment": "the provider cancelled"}[reason]; ok {
-		return w
+func cancelReasonWords(loc *locale.Locale, reason string) string {
+	switch reason {
+	case "patient_cancel_appointment":
+		return loc.T("the patient cancelled")
+	case "patient_exit_room":
+		return loc.T("the patient left")
+	case "provider_cancel_appointment":
+		return loc.T("the provider cancelled")
 	}
 	return reason
 }
 
 // ContactWords is a room's contact as a sentence's end: "at +1 555 0100
 // or desk@clinic.example".
-func ContactWords(c *clinic.RoomContact) string {
-	var ways []string
-	for _, w := range []string{c.Phone, c.Email} {
-		if w != "" {
-			ways = append(ways, w)
-		}
+func ContactWords(loc *locale.Locale, c *clinic.RoomContact) string {
+	switch {
+	case c.Phone != "" && c.Email != "":
+		return loc.T("at %s or %s", c.Phone, c.Email)
+	case c.Phone != "":
+		return loc.T("at %s", c.Phone)
 	}
-	return "at " + strings.Join(ways, " or ")
+	return loc.T("at %s", c.Email)
 }

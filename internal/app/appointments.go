@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/locale"
 	"teleclinic/internal/mail"
 	"teleclinic/internal/store"
 )
@@ -371,26 +372,30 @@ func (a *App) reminderMail(ctx context.Context, it store.OutboxItem) (*mail.Mess
 	}); err != nil {
 		return nil, err
 	}
-	lead := leadWords(rm.Lead)
+	loc := a.localeOf(u)
+	lead := leadWords(loc, rm.Lead)
 	var b strings.Builder
-	fmt.Fprintf(&b, "Hello %s,\n\nYour video visit with %s is %s: %s (%s).\n\n", u.FirstName, acct.Name, lead, when.Format("Monday 2 January 2006, 15:04"), zone.String())
-	fmt.Fprintf(&b, "Join it here (the call opens a few minutes before the start):\n%s\n\n", link)
-	fmt.Fprintf(&b, "To cancel or change the time, or to stop these reminders, open the same page. The link signs you into this visit only, once.\n")
-	return &mail.Message{To: u.Email, Subject: acct.Name + ": your visit " + lead, Body: b.String()}, nil
+	b.WriteString(loc.T("Hello %s,", u.FirstName) + "\n\n")
+	b.WriteString(loc.T("Your video visit with %s is %s: %s (%s).", acct.Name, lead, loc.Day(when)+", "+loc.Clock(when), zone.String()) + "\n\n")
+	b.WriteString(loc.T("Join it here (the call opens a few minutes before the start):") + "\n" + link + "\n\n")
+	b.WriteString(loc.T("To cancel or change the time, or to stop these reminders, open the same page. The link signs you into this visit only, once.") + "\n")
+	return &mail.Message{To: u.Email, Subject: loc.T("%s: your visit %s", acct.Name, lead), Body: b.String()}, nil
 }
 
 // leadWords says how far ahead a reminder is: "in 15 minutes", "in 2
 // hours", "tomorrow", "in 3 days".
-func leadWords(minutes int) string {
+func leadWords(loc *locale.Locale, minutes int) string {
 	switch {
 	case minutes == 24*60:
-		return "tomorrow"
+		return loc.T("tomorrow")
 	case minutes%(24*60) == 0:
-		return fmt.Sprintf("in %d days", minutes/(24*60))
+		return loc.T("in %d days", minutes/(24*60))
 	case minutes%60 == 0 && minutes > 60:
-		return fmt.Sprintf("in %d hours", minutes/60)
+		return loc.T("in %d hours", minutes/60)
 	case minutes == 60:
-		return "in an hour"
+		return loc.T("in an hour")
+	case minutes == 1:
+		return loc.T("in a minute")
 	}
-	return "in " + DurationWords(time.Duration(minutes)*time.Minute)
+	return loc.T("in %d minutes", minutes)
 }

@@ -194,6 +194,7 @@ var noPrincipal = map[string]string{
 	"DeliverEligibility":       "the server's delivery loops",
 	"DeliverReminders":         "the server's delivery loops",
 	"PortalURL":                "the portal's address, for links",
+	"Locales":                  "the languages the clinic writes in, a setting",
 	"VisitLink":                "the mailed link is the credential (it shows its visit's time, nothing of its record)",
 	"OpenVisitLink":            "the mailed link is the credential, good once",
 	"ResendVisitLink":          "the mailed link is the credential; the new one goes to the address on file",

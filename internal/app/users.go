@@ -537,6 +537,9 @@ func checkState(s string) (string, error) {
 type ProfileUpdate struct {
 	FirstName, LastName, Password, OldPassword, DOB, Gender, Nationality, TOS,
 	Phone, StreetAddr, State, Zip, City, PCPName, PCPPhone, Timezone, Photo *string
+	// Language is the language the clinic writes to the user in (its
+	// emails): a tag the portal speaks, "" for the default (extension).
+	Language *string
 	// Providers only: what availability searches match (extension).
 	StatesServiced, Specialties *[]string
 	// PhotoUpload is a picture sent as the photo part of a multipart POST
@@ -681,6 +684,24 @@ func (a *App) applyProfile(ctx context.Context, p *clinic.Principal, u *clinic.U
 			}
 		}
 		u.Timezone = tz
+	}
+	if in.Language != nil {
+		tag := strings.TrimSpace(*in.Language)
+		if tag != "" && a.cfg.Locales.Get(tag) == nil {
+			var tags []string
+			for _, l := range a.cfg.Locales.All() {
+				tags = append(tags, l.Tag.String())
+			}
+			return clinic.Errorf(clinic.EInvalid, "language must be one the clinic writes in: %s.", strings.Join(tags, ", "))
+		}
+		if u.Extra == nil {
+			u.Extra = map[string]any{}
+		}
+		if tag == "" {
+			delete(u.Extra, "language")
+		} else {
+			u.Extra["language"] = tag
+		}
 	}
 	if in.Photo != nil {
 		if err := a.checkPhoto(ctx, p, u, strings.TrimSpace(*in.Photo)); err != nil {

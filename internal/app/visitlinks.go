@@ -218,9 +218,10 @@ func (a *App) ResendVisitLink(ctx context.Context, requestID, clientAddr, token 
 		if err != nil {
 			return err
 		}
-		body := fmt.Sprintf("Hello %s,\n\nHere is a new link to your visit with %s:\n%s\n\nIt works once, on the device you open it on. If you did not ask for it, ignore this message.\n\n%s\n",
-			st.User.FirstName, st.Account.Name, link, st.Account.Name)
-		raw, _ := json.Marshal(mailMessage{To: st.User.Email, Subject: st.Account.Name + ": your link to your visit", Body: body})
+		loc := a.localeOf(st.User)
+		body := loc.T("Hello %s,", st.User.FirstName) + "\n\n" + loc.T("Here is a new link to your visit with %s:", st.Account.Name) + "\n" + link + "\n\n" +
+			loc.T("It works once, on the device you open it on. If you did not ask for it, ignore this message.") + "\n\n" + st.Account.Name + "\n"
+		raw, _ := json.Marshal(mailMessage{To: st.User.Email, Subject: loc.T("%s: your link to your visit", st.Account.Name), Body: body})
 		sealed, err := a.Seal(raw)
 		if err != nil {
 			return err
@@ -269,7 +270,8 @@ func MaskEmail(addr string) string {
 
 // VisitScopeAllows says whether a credential that opens visit scope alone
 // may open path: that visit's pages (its page, call, thread, calendar
-// file, changes), the portal's root (which sends it there) and leaving.
+// file, changes), the portal's root (which sends it there), the language
+// switch and leaving.
 func VisitScopeAllows(scope int64, path string) bool {
 	if scope == 0 {
 		return true
@@ -280,7 +282,7 @@ func VisitScopeAllows(scope int64, path string) bool {
 			return true
 		}
 	}
-	return path == "/signout" || path == "/"
+	return path == "/signout" || path == "/" || strings.HasPrefix(path, "/lang/")
 }
 
 // SetGuestContact is a guest's email, and phone if they give one, taken

@@ -672,4 +672,26 @@ func TestAppointments_ChangeMails(t *testing.T) {
 	if got := mails(); len(got) != 1 || got[0].To != "dana@clinic.example" {
 		t.Fatalf("with the patient's emails off: %+v", got)
 	}
+
+	// In the person's language: the patient's profile says Spanish (a
+	// language the clinic does not write in is refused), the provider's
+	// nothing.
+	if d := wantUsersErr(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/me", Header: userHeaders(s.c, pat.Token), Form: q("language", "fr")}), 400); !strings.Contains(d, "language") {
+		t.Errorf("a language the clinic does not write in: %q", d)
+	}
+	mustOK(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/me", Header: userHeaders(s.c, pat.Token), Form: q("language", "es")}))
+	mustOK(t, s.post(pat.Token, "/api_v3/visits", "slot_start", at(0), "slot_end", at(1), "room_code", "main", "type", "2", "intake_id", s.intake(t, pat, "type", "2")))
+	for _, m := range mails() {
+		switch m.To {
+		case "maria@example.com":
+			if m.Subject != "Alpha Clinic: su videoconsulta está reservada" || !strings.Contains(m.Body, "Hola, Maria:") ||
+				!strings.Contains(m.Body, "martes, 3 de marzo de 2026, 15:00 (Europe/Madrid)") {
+				t.Errorf("the Spanish confirmation: %+v", m)
+			}
+		case "dana@clinic.example":
+			if !strings.Contains(m.Subject, "booked with you") {
+				t.Errorf("the provider's, in English: %+v", m)
+			}
+		}
+	}
 }

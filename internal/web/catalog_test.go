@@ -54,7 +54,11 @@ func usedKeys(t *testing.T) []string {
 		b, _ := fs.ReadFile(templateFS, n)
 		add(templateKey, b)
 	}
+	// The portal's handlers, and app's emails, which each person gets in
+	// the language of their profile.
 	gos, _ := filepath.Glob("*.go")
+	mails, _ := filepath.Glob(filepath.Join("..", "app", "*.go"))
+	gos = append(gos, mails...)
 	for _, n := range gos {
 		if strings.HasSuffix(n, "_test.go") {
 			continue

@@ -365,7 +365,7 @@ func (s *Server) bookPaid(w http.ResponseWriter, r *http.Request, p *clinic.Prin
 	in, err := heldBooking(r, id)
 	var d *app.VisitDetail
 	if err == nil {
-		s.saveBrowserZone(r, p) // first: the booking's mail says its time in it
+		s.saveBrowserPrefs(r, p) // first: the booking's mail says its time in it
 		d, err = s.app.Book(r.Context(), p, in)
 	}
 	if err == nil {
@@ -545,7 +545,7 @@ func (s *Server) book(w http.ResponseWriter, r *http.Request) error {
 		http.Redirect(w, r, roomBase(r.PathValue("account_code"), r.PathValue("room_code"))+"/intake/"+strconv.FormatInt(id, 10)+"/pay?"+q.Encode(), http.StatusSeeOther)
 		return nil
 	}
-	s.saveBrowserZone(r, p) // first: the booking's mail says its time in it
+	s.saveBrowserPrefs(r, p) // first: the booking's mail says its time in it
 	d, err := s.app.Book(r.Context(), p, in)
 	if err != nil {
 		if status, msg, ok := s.refused(r, err, clinic.EConflict, clinic.EInvalid); ok {
@@ -557,17 +557,23 @@ func (s *Server) book(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// saveBrowserZone gives a profile without a time zone the browser's,
-// before the booking: the times the patient chose from were in it, and
-// the booking's and the reminders' emails (which have no browser) then
-// say the same times.
-func (s *Server) saveBrowserZone(r *http.Request, p *clinic.Principal) {
-	zone, from := viewerZone(r, p.User)
-	if from != "browser" {
+// saveBrowserPrefs gives a profile without a time zone the browser's,
+// and one without a language the page's, before the booking: the times
+// the patient chose from were in that zone and language, and the
+// booking's and the reminders' emails (which have no browser) then say
+// them the same way.
+func (s *Server) saveBrowserPrefs(r *http.Request, p *clinic.Principal) {
+	var in app.ProfileUpdate
+	if zone, from := viewerZone(r, p.User); from == "browser" {
+		in.Timezone = new(zone.String())
+	}
+	if app.UserLanguage(p.User) == "" && translated(r) {
+		in.Language = new(s.localeOf(r).Tag.String())
+	}
+	if in.Timezone == nil && in.Language == nil {
 		return
 	}
-	name := zone.String()
-	if _, err := s.app.UpdateMe(r.Context(), p, app.ProfileUpdate{Timezone: &name}); err != nil {
-		s.log.Warn("book: the browser's time zone was not saved to the profile", "err", err)
+	if _, err := s.app.UpdateMe(r.Context(), p, in); err != nil {
+		s.log.Warn("book: the browser's zone and language were not saved to the profile", "err", err)
 	}
 }

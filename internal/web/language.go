@@ -72,11 +72,19 @@ func (s *Server) languageLinks(r *http.Request, current *locale.Locale) []langua
 
 // setLanguage is GET /lang/{tag}?next=…: the language switch. It keeps
 // the choice in a cookie for a year and goes back to next, a path on this
-// site. It changes nothing but how pages are drawn, so a link may do it.
+// site; a signed-in person's profile takes it too, so the clinic's emails
+// to them come in it. It changes nothing but the language pages and
+// emails are written in, so a link may do it.
 func (s *Server) setLanguage(w http.ResponseWriter, r *http.Request) error {
 	l := s.locales.Get(r.PathValue("tag"))
 	if l == nil {
 		return clinic.Errorf(clinic.ENotFound, "The portal does not speak that language.")
+	}
+	if p, err := s.principal(r); err == nil && !p.IsAdmin() && app.UserLanguage(p.User) != l.Tag.String() {
+		tag := l.Tag.String()
+		if _, err := s.app.UpdateMe(r.Context(), p, app.ProfileUpdate{Language: &tag}); err != nil {
+			s.log.Warn("language: not saved to the profile", "err", err)
+		}
 	}
 	http.SetCookie(w, &http.Cookie{Name: langCookie, Value: l.Tag.String(), Path: "/", MaxAge: 365 * 24 * 3600,
 		Secure: s.cfg.Secure, HttpOnly: true, SameSite: http.SameSiteLaxMode})
