@@ -53,6 +53,13 @@ func (a *App) mailAppointmentChange(ctx context.Context, q *store.Q, p *clinic.P
 	}
 	c := appointmentChange{change: change, v: v, was: was, reason: reason, by: p, roomZone: r.Settings.Operation.Timezone, clinicName: p.Account.Name,
 		contact: r.Settings.Contact}
+	// The calendar file goes with each mail: a booking's and a move's add
+	// the event at its time (the same UID: the new time replaces the old),
+	// a cancellation's marks it cancelled.
+	cal := *v
+	if change == changeCancelled {
+		cal.Status = clinic.VisitCancelled
+	}
 	for _, uid := range []int64{v.MemberID, v.ProviderID} {
 		// The one who made the change knows of it, but a booking is
 		// confirmed to its patient, who booked it: the mail is their
@@ -71,8 +78,10 @@ func (a *App) mailAppointmentChange(ctx context.Context, q *store.Q, p *clinic.P
 		if err != nil {
 			return err
 		}
-		subject, body := c.letter(a.localeOf(u), u, link, uid == v.MemberID)
-		raw, _ := json.Marshal(mailMessage{To: u.Email, Subject: subject, Body: body})
+		loc := a.localeOf(u)
+		subject, body := c.letter(loc, u, link, uid == v.MemberID)
+		raw, _ := json.Marshal(mailMessage{To: u.Email, Subject: subject, Body: body,
+			Calendar: VisitCalendar(loc, p.Account, &cal, r.Name, link, a.now())})
 		sealed, err := a.Seal(raw)
 		if err != nil {
 			return err

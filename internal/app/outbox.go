@@ -51,7 +51,7 @@ func (a *App) mailPass(ctx context.Context, s mail.Sender) (claimed, sent int) {
 			continue
 		}
 		sendCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err = s.Send(sendCtx, mail.Message{To: m.To, Subject: m.Subject, Body: m.Body})
+		err = s.Send(sendCtx, mail.Message{To: m.To, Subject: m.Subject, Body: m.Body, Calendar: m.Calendar})
 		cancel()
 		if err == nil {
 			sent++

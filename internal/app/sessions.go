@@ -279,9 +279,10 @@ const (
 // mailMessage is the outbox payload of topic "mail", sealed because it may
 // carry a single-use secret.
 type mailMessage struct {
-	To      string `json:"to"`
-	Subject string `json:"subject"`
-	Body    string `json:"body"`
+	To       string `json:"to"`
+	Subject  string `json:"subject"`
+	Body     string `json:"body"`
+	Calendar string `json:"calendar,omitempty"`
 }
 
 // TopicMail is the outbox topic of outgoing mail.

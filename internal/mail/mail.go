@@ -12,6 +12,9 @@ type Message struct {
 	To      string
 	Subject string
 	Body    string
+	// Calendar, when set, is an iCalendar event (RFC 5545) sent with the
+	// message as visit.ics, which mail apps offer to add.
+	Calendar string
 }
 
 // Sender delivers email. Send returning nil means the message was accepted.

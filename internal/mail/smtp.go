@@ -142,6 +142,11 @@ func (s *SMTP) message(m Message) (*gomail.Msg, error) {
 	msg.SetDateWithValue(now())
 	msg.SetMessageID()
 	msg.SetBodyString(gomail.TypeTextPlain, m.Body)
+	if m.Calendar != "" {
+		if err := msg.AttachReader("visit.ics", strings.NewReader(m.Calendar), gomail.WithFileContentType("text/calendar; charset=utf-8; method=PUBLISH")); err != nil {
+			return nil, fmt.Errorf("smtp: calendar: %w", err)
+		}
+	}
 	return msg, nil
 }
 

@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"encoding/base64"
 	"io"
+	"mime"
+	"mime/multipart"
 	"mime/quotedprintable"
 	"net"
+	netmail "net/mail"
 	"strings"
 	"sync"
 	"testing"
@@ -30,22 +33,53 @@ type Mail struct {
 	To, Data string
 }
 
-// Text is the message's headers and its body decoded (quoted-printable or
-// base64, as the sender chose), so a test can look for the words sent.
+// Text is the message's headers and its text decoded (quoted-printable or
+// base64, as the sender chose; of a message with attachments, its
+// text/plain part), so a test can look for the words sent.
 func (m Mail) Text() string {
-	head, body, _ := strings.Cut(m.Data, "\r\n\r\n")
-	lower := strings.ToLower(head)
-	switch {
-	case strings.Contains(lower, "content-transfer-encoding: quoted-printable"):
-		if b, err := io.ReadAll(quotedprintable.NewReader(strings.NewReader(body))); err == nil {
-			body = string(b)
+	head, _, _ := strings.Cut(m.Data, "\r\n\r\n")
+	return head + "\n\n" + strings.ReplaceAll(m.part("text/plain"), "\r\n", "\n")
+}
+
+// Calendar is the message's iCalendar attachment (a visit's .ics),
+// decoded; "" when it has none.
+func (m Mail) Calendar() string { return m.part("text/calendar") }
+
+// part is the first part of the message of media type want, decoded.
+func (m Mail) part(want string) string {
+	msg, err := netmail.ReadMessage(strings.NewReader(m.Data))
+	if err != nil {
+		return ""
+	}
+	media, params, _ := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+	if !strings.HasPrefix(media, "multipart/") {
+		if media != want {
+			return ""
 		}
-	case strings.Contains(lower, "content-transfer-encoding: base64"):
-		if b, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(body), "")); err == nil {
-			body = string(b)
+		return decodeBody(msg.Body, msg.Header.Get("Content-Transfer-Encoding"))
+	}
+	mr := multipart.NewReader(msg.Body, params["boundary"])
+	for {
+		p, err := mr.NextRawPart()
+		if err != nil {
+			return ""
+		}
+		if t, _, _ := mime.ParseMediaType(p.Header.Get("Content-Type")); t == want {
+			return decodeBody(p, p.Header.Get("Content-Transfer-Encoding"))
 		}
 	}
-	return head + "\n\n" + strings.ReplaceAll(body, "\r\n", "\n")
+}
+
+// decodeBody reads r in its transfer encoding.
+func decodeBody(r io.Reader, encoding string) string {
+	switch strings.ToLower(encoding) {
+	case "quoted-printable":
+		r = quotedprintable.NewReader(r)
+	case "base64":
+		r = base64.NewDecoder(base64.StdEncoding, r)
+	}
+	b, _ := io.ReadAll(r)
+	return string(b)
 }
 
 // NewSMTPServer starts a mail server that lives as long as t.

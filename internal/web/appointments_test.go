@@ -353,6 +353,11 @@ func (s *apptScript) lateCancel(t *testing.T) {
 			t.Errorf("the patient's cancellation mail has no %q:\n%s", want, text)
 		}
 	}
+	// Its calendar file marks the event (the same UID as the booking's)
+	// cancelled.
+	if cal := got[len(got)-1].Calendar(); !strings.Contains(cal, "UID:visit-"+itoa(s.visit)+"-acme@teleclinic") || !strings.Contains(cal, "STATUS:CANCELLED") {
+		t.Errorf("the cancellation's calendar file:\n%s", cal)
+	}
 }
 
 // TestPortal_BookManyTimes: a room whose providers publish more slots in

@@ -296,6 +296,15 @@ func TestBrowser_GuestBooksAhead(t *testing.T) {
 		return false
 	})
 	link := regexp.MustCompile(`https://portal\.teleclinic\.test(/v/[A-Za-z0-9_-]+)`).FindStringSubmatch(text)
+	var cal string
+	for _, m := range mailer.Mails() {
+		if m.To == "gia@example.com" {
+			cal = m.Calendar()
+		}
+	}
+	if !strings.Contains(cal, "DTSTART:20260304T093000Z") || !strings.Contains(cal, "STATUS:CONFIRMED") {
+		t.Errorf("the booking's calendar file:\n%s", cal)
+	}
 	if link == nil {
 		t.Fatalf("no visit link in the booking's mail:\n%s", text)
 	}

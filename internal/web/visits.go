@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
-	"unicode/utf8"
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/app/billing"
@@ -676,51 +674,12 @@ func (s *Server) calendar(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	loc := s.localeOf(r)
-	room := loc.T("Video visit")
+	roomName := ""
 	if d.Room != nil {
-		room = loc.T("Video visit: %s", d.Room.Name)
+		roomName = d.Room.Name
 	}
-	stamp := func(sec int64) string { return time.Unix(sec, 0).UTC().Format("20060102T150405Z") }
-	status := "CONFIRMED"
-	if v.Status == clinic.VisitCancelled {
-		status = "CANCELLED"
-	}
-	lines := []string{"BEGIN:VCALENDAR", "VERSION:2.0", "PRODID:-//Teleclinic//Visit//EN", "METHOD:PUBLISH", "BEGIN:VEVENT",
-		"UID:visit-" + strconv.FormatInt(v.ID, 10) + "-" + d.Account.Code + "@teleclinic",
-		"DTSTAMP:" + stamp(s.app.Now().Unix()), "DTSTART:" + stamp(v.Start), "DTEND:" + stamp(v.End),
-		"SUMMARY:" + icsText(room), "DESCRIPTION:" + icsText(loc.T("Join the visit here: %s", page)), "URL:" + page, "STATUS:" + status,
-		"BEGIN:VALARM", "ACTION:DISPLAY", "DESCRIPTION:" + icsText(room), "TRIGGER:-PT15M", "END:VALARM",
-		"END:VEVENT", "END:VCALENDAR"}
 	w.Header().Set("Content-Type", "text/calendar; charset=utf-8")
 	w.Header().Set("Content-Disposition", `attachment; filename="visit-`+strconv.FormatInt(v.ID, 10)+`.ics"`)
-	var b strings.Builder
-	for _, l := range lines {
-		b.WriteString(icsFold(l))
-		b.WriteString("\r\n")
-	}
-	_, err = io.WriteString(w, b.String())
+	_, err = io.WriteString(w, app.VisitCalendar(s.localeOf(r), d.Account, v, roomName, page, s.app.Now()))
 	return err
-}
-
-// icsText escapes a TEXT value (RFC 5545 3.3.11).
-func icsText(s string) string {
-	return strings.NewReplacer("\\", "\\\\", ";", "\\;", ",", "\\,", "\n", "\\n", "\r", "").Replace(s)
-}
-
-// icsFold folds a content line at 75 octets (RFC 5545 3.1), never inside
-// a UTF-8 sequence.
-func icsFold(l string) string {
-	var b strings.Builder
-	n := 0
-	for _, r := range l {
-		size := utf8.RuneLen(r)
-		if n+size > 75 {
-			b.WriteString("\r\n ")
-			n = 1
-		}
-		b.WriteRune(r)
-		n += size
-	}
-	return b.String()
 }
