@@ -370,6 +370,26 @@ func TestBrowser_EconsultInbox(t *testing.T) {
 	waitText(t, patient, "ol.thread", "Please come in today.")
 	stillMarked(t, patient, "the patient")
 	waitText(t, patient, "ol.thread", "Grace Hopper")
+
+	// The provider closes the answered e-consult: the patient's page says
+	// it is over and closes the thread, in place; the summary comes on
+	// top as the note is signed.
+	prov := f.user(t, f.providerToken)
+	if _, err := f.e.App.MoveVisit(bg, prov, f.visitID, app.ActAccept, app.MoveInput{}); err != nil {
+		t.Fatal(err)
+	}
+	browserStep(t, provider, "the provider closes the e-consult", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#close-econsult")),
+		chromedp.Click(chromedp.CSS("#close-econsult")))
+	waitText(t, patient, "#visit-after", "Your visit is over")
+	waitText(t, patient, "#visit-compose", "closed for new messages")
+	if _, err := f.e.App.SaveVisitNote(bg, prov, f.visitID, app.NoteDraft{PatientSummary: "A cold: rest and fluids.", Diagnoses: []string{"J00"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.App.SignVisitNote(bg, prov, f.visitID); err != nil {
+		t.Fatal(err)
+	}
+	waitText(t, patient, "#visit-after", "A cold: rest and fluids.")
+	stillMarked(t, patient, "the patient")
 }
 
 // TestBrowser_AdminWebhook: the clinic admin signs in at /admin/signin,
