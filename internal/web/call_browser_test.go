@@ -575,6 +575,22 @@ func TestBrowser_CallGuest(t *testing.T) {
 	}
 	waitText(t, patient, ".stage", "Ines Interpreter")
 	screenshot(t, guest, "call-guest")
+
+	// The provider ends the visit: the guest's page says so and puts the
+	// call away (camera off, no Join), rather than asking to join again.
+	markPage(t, guest)
+	browserStep(t, provider, "the provider ends the visit",
+		chromedp.Click(chromedp.CSS("#call-end")),
+		chromedp.WaitVisible(chromedp.CSS("#end-confirm")),
+		chromedp.Click(chromedp.CSS("#end-yes")))
+	waitText(t, guest, "#call-status", "The visit has ended")
+	type away struct{ Media, Join bool }
+	got, err := chromedp.Run(guest, chromedp.Evaluate[away](`({media: !!document.getElementById("local-video").srcObject,
+		join: document.getElementById("call-join").offsetParent !== null})`))
+	if err != nil || got.Media || got.Join {
+		t.Fatalf("the guest's page after the end (camera, Join): %+v %v", got, err)
+	}
+	stillMarked(t, guest, "the guest")
 }
 
 // TestBrowser_CallDevices: the device check, which starts as the page

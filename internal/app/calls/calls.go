@@ -471,16 +471,18 @@ func (w *Watcher) Sub() *live.Sub { return w.sub }
 
 // ended is the visit once it has closed, nil while it is open; an error
 // when the caller may no longer take part in it.
+//
+// The visit's end is read before the caller's part in the call: a guest's
+// part ends with the call, and a guest in it is told the visit ended
+// (not that they may no longer join).
 func (w *Watcher) ended(ctx context.Context) (*clinic.Visit, error) {
-	_, _, err := w.s.callVisit(ctx, w.p, w.v.ID)
-	if clinic.ErrorCode(err) != clinic.EConflict {
-		return nil, err
+	v, err := w.s.core.Read().ThreadVisit(ctx, w.p.Account.ID, w.v.ID)
+	if err == nil && app.StatusOver(v.Status) {
+		return &clinic.Visit{ID: v.ID, AccountID: v.AccountID, Kind: v.Kind, MemberID: v.MemberID, ProviderID: v.ProviderID,
+			RoomID: v.RoomID, Status: v.Status}, nil
 	}
-	d, err := w.s.core.GetVisit(ctx, w.p, w.v.ID)
-	if err != nil {
-		return nil, err
-	}
-	return d.Visit, nil
+	_, _, err = w.s.callVisit(ctx, w.p, w.v.ID)
+	return nil, err
 }
 
 // Alive runs at each keep-alive of the peer's stream: the peer is seen,
