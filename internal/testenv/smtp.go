@@ -38,6 +38,9 @@ type Mail struct {
 // text/plain part), so a test can look for the words sent.
 func (m Mail) Text() string {
 	head, _, _ := strings.Cut(m.Data, "\r\n\r\n")
+	if h, err := new(mime.WordDecoder).DecodeHeader(head); err == nil { // an encoded subject, as words
+		head = h
+	}
 	return head + "\n\n" + strings.ReplaceAll(m.part("text/plain"), "\r\n", "\n")
 }
 

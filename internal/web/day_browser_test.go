@@ -363,3 +363,77 @@ func TestBrowser_DeviceCheckTriesTheRelay(t *testing.T) {
 	}
 	waitText(t, patient, "#devcheck-result", "try another network")
 }
+
+// TestBrowser_ProviderCancelsWithReason: a provider on a desktop cancels
+// a booked visit from the dashboard: Cancel asks why before anything
+// happens; confirmed, the visit is cancelled and the patient, whose
+// profile is in Spanish, gets the email in Spanish with the reason, the
+// clinic's phone and the calendar file that cancels the event, at the
+// mail server.
+func TestBrowser_ProviderCancelsWithReason(t *testing.T) {
+	browser := chrome(t)
+	mailer := testenv.NewSMTPServer(t)
+	f := newFixture(t, testenv.Options{Config: func(c *app.Config) { c.Mail = mailer.Sender() }, Workers: true})
+	bg := context.Background()
+	on := true
+	if _, err := f.e.App.UpdateRoom(bg, f.admin(t), "main", app.RoomUpdate{AppointmentEnable: &on,
+		Contact: &clinic.RoomContact{Phone: "+34 910 000 000"}}); err != nil {
+		t.Fatal(err)
+	}
+	day := f.e.Clock.Now().UTC().Format("2006-01-02")
+	if _, _, err := f.e.App.CreateSlots(bg, f.user(t, f.providerToken), app.SlotGroupInput{RoomCode: "main",
+		DateStart: day, DateEnd: day, TimeStart: "15:00", TimeEnd: "16:00", Timezone: "UTC", Duration: 30}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.e.Store.DB().Exec(f.e.Store.Rebind("UPDATE users SET email = ? WHERE code = ?"), "ada@example.com", "pat-1"); err != nil {
+		t.Fatal(err)
+	}
+	pat := f.user(t, f.p1Token)
+	es, zone := "es", "Europe/Madrid"
+	if _, err := f.e.App.UpdateMe(bg, pat, app.ProfileUpdate{Language: &es, Timezone: &zone}); err != nil {
+		t.Fatal(err)
+	}
+	reason := "A check-up"
+	it, err := f.e.App.CreateIntake(bg, pat, app.IntakeInput{RoomCode: "main", ReasonForVisit: &reason, Type: new("2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 3, 2, 15, 0, 0, 0, time.UTC).Unix()
+	d, err := f.e.App.Book(bg, pat, app.BookInput{SlotStart: start, SlotEnd: start + 1800, RoomCode: "main", Type: "2", IntakeID: it.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	visit := strconv.FormatInt(d.Visit.ID, 10)
+	before := len(mailer.WaitFor(t, 1)) // the booking's confirmation
+
+	provider := separate(t, browser)
+	atDesktop(t, provider)
+	browserStep(t, provider, "the provider opens the dashboard",
+		chromedp.Navigate(f.e.URL+"/auth?sso_token="+f.providerToken+"&next=/providers/dashboard"),
+		chromedp.WaitVisible(chromedp.CSS("#cancel-"+visit)))
+	browserStep(t, provider, "the provider opens Cancel", chromedp.Click(chromedp.CSS("#cancel-"+visit+" summary")),
+		chromedp.WaitVisible(chromedp.CSS("#reason-"+visit)))
+	// Cancel without a reason is not sent.
+	browserStep(t, provider, "the provider confirms without a reason", chromedp.Click(chromedp.CSS("#cancel-yes-"+visit)))
+	if d, err := f.e.App.GetVisit(bg, pat, d.Visit.ID, false); err != nil || d.Visit.Status == clinic.VisitCancelled {
+		t.Fatalf("cancelled without a reason: %v", err)
+	}
+	checkA11y(t, provider, "dashboard, cancelling with a reason")
+	screenshot(t, provider, "dashboard-cancel-reason")
+	browserStep(t, provider, "the provider gives a reason and confirms",
+		chromedp.SendKeys(chromedp.CSS("#reason-"+visit), "The doctor is ill today"),
+		chromedp.Click(chromedp.CSS("#cancel-yes-"+visit)),
+		chromedp.WaitVisible(chromedp.CSS("#queue")))
+	got := mailer.WaitFor(t, before+1)
+	m := got[len(got)-1]
+	text := m.Text()
+	for _, want := range []string{"Acme Clinic: su videoconsulta se canceló", "La clínica canceló la videoconsulta", "El motivo indicado: The doctor is ill today",
+		"lunes, 2 de marzo de 2026, 16:00 (Europe/Madrid)", "+34 910 000 000"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the patient's cancellation mail has no %q:\n%s", want, text)
+		}
+	}
+	if m.To != "ada@example.com" || !strings.Contains(m.Calendar(), "STATUS:CANCELLED") {
+		t.Errorf("the mail went to %s, with the calendar file:\n%s", m.To, m.Calendar())
+	}
+}

@@ -139,8 +139,8 @@ func dashVisits(vs []app.DashboardVisit, zone *time.Location, now int64) []dashV
 			v.Latest, v.LatestBy = d.Latest.Content, d.Latest.Actor.DisplayName
 		}
 		for _, m := range d.Moves {
-			if m == app.ActAccept && v.Start {
-				continue // Start visit accepts, opens and joins
+			if (m == app.ActAccept || m == app.ActInProgress) && v.Start {
+				continue // Start visit accepts, opens and joins (which starts it)
 			}
 			if m == app.ActCancel {
 				v.CanCancel = v.Gone == 0 // asks a reason first
