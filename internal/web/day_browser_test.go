@@ -437,3 +437,47 @@ func TestBrowser_ProviderCancelsWithReason(t *testing.T) {
 		t.Errorf("the mail went to %s, with the calendar file:\n%s", m.To, m.Calendar())
 	}
 }
+
+// TestBrowser_SentMessageLeavesTheBox: the answer to a message sent in
+// place comes after the stream has already redrawn the thread and the
+// form (the answer is held back here, as a slow network does): the box
+// still empties, and what the person typed after sending stays.
+func TestBrowser_SentMessageLeavesTheBox(t *testing.T) {
+	browser := chrome(t)
+	f := newFixture(t)
+	patient := separate(t, browser)
+	browserStep(t, patient, "the patient opens the e-consult",
+		chromedp.Navigate(f.e.URL+"/auth?sso_token="+f.p1Token+"&next="+f.visitPath()),
+		chromedp.WaitVisible(chromedp.CSS("#content")))
+	settled(t, patient)
+	// The page's posts answer 1.5 s late; its reads, the stream's
+	// redraws, do not.
+	if _, err := chromedp.Run(patient, chromedp.Evaluate[bool](`(function () {
+		var f = window.fetch;
+		window.fetch = function (u, o) {
+			var p = f(u, o);
+			if (!o || o.method !== "POST") { return p; }
+			return p.then(function (r) { return new Promise(function (res) { setTimeout(function () { res(r); }, 1500); }); });
+		};
+		return true; })()`)); err != nil {
+		t.Fatal(err)
+	}
+	browserStep(t, patient, "the patient sends a message",
+		chromedp.SendKeys(chromedp.CSS("#content"), "First question"),
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Send"]`)))
+	waitText(t, patient, "#visit-thread", "First question") // the stream's redraw, before the answer
+	waitFor(t, "the box empties once the answer comes", func() bool {
+		v, err := chromedp.Run(patient, chromedp.Evaluate[string](`document.getElementById("content").value`))
+		return err == nil && v == ""
+	})
+	// Typed on while the next one goes: kept.
+	browserStep(t, patient, "the patient sends and types on",
+		chromedp.SendKeys(chromedp.CSS("#content"), "Second"),
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Send"]`)))
+	waitText(t, patient, "#visit-thread", "Second")
+	browserStep(t, patient, "the patient types on", chromedp.SendKeys(chromedp.CSS("#content"), " and more"))
+	time.Sleep(2 * time.Second) // past the held answer
+	if v, err := chromedp.Run(patient, chromedp.Evaluate[string](`document.getElementById("content").value`)); err != nil || v != "Second and more" {
+		t.Fatalf("the box after typing on: %q %v", v, err)
+	}
+}

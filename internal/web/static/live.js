@@ -79,14 +79,23 @@ window.T = function (key) {
     return el.value;
   }
 
+  // key names a control across redraws: a redraw by the stream may put
+  // a form's new copy in place while the form is on its way.
+  function key(el) {
+    if (el.id) {
+      return "#" + el.id;
+    }
+    return (el.name || "") + ((el.type === "checkbox" || el.type === "radio") ? "=" + el.value : "");
+  }
+
   // unsaved says whether the person changed el from what the page drew
-  // and has not sent it (sent: the controls of the form just sent, with
-  // what they held when it went).
+  // and has not sent it (sent: the controls of the form just sent, by
+  // key, with what they held when it went).
   function unsaved(el, sent) {
     if (el.disabled || el.readOnly || /^(hidden|submit|button|reset|image)$/.test(el.type)) {
       return false;
     }
-    if (sent && sent.has(el) && sent.get(el) === state(el)) {
+    if (sent && sent.has(key(el)) && sent.get(key(el)) === state(el)) {
       return false;
     }
     if (el.type === "file") {
@@ -244,7 +253,7 @@ window.T = function (key) {
     // is still unsaved when the answer redraws the form.
     var sent = new Map();
     Array.prototype.forEach.call(form.elements, function (el) {
-      sent.set(el, state(el));
+      sent.set(key(el), state(el));
     });
     if (button) {
       button.disabled = true;
@@ -256,10 +265,12 @@ window.T = function (key) {
             swap(html, form, sent);
             notice(html);
             // A sent form is emptied for the next message, unless the
-            // person typed on while it went.
-            var typedOn = Array.prototype.some.call(form.elements, function (el) { return sent.get(el) !== state(el); });
-            if (form.getAttribute("data-inplace") !== "keep" && !typedOn) {
-              form.reset();
+            // person typed on while it went. The form may be a new copy
+            // by now (a redraw came first): the one on the page.
+            var now = form.isConnected ? form : (form.id && document.getElementById(form.id));
+            var typedOn = now && Array.prototype.some.call(now.elements, function (el) { return sent.has(key(el)) && sent.get(key(el)) !== state(el); });
+            if (now && now.getAttribute("data-inplace") !== "keep" && !typedOn) {
+              now.reset();
             }
             if (alert) {
               alert.hidden = true;
