@@ -91,21 +91,6 @@ func (e DataTrueData) Valid() bool {
 	}
 }
 
-// Defines values for DeliveryEvent.
-const (
-	VisitMessageCreated DeliveryEvent = "visit.message.created"
-)
-
-// Valid indicates whether the value is a known member of the DeliveryEvent enum.
-func (e DeliveryEvent) Valid() bool {
-	switch e {
-	case VisitMessageCreated:
-		return true
-	default:
-		return false
-	}
-}
-
 // Defines values for DeliveryOutcome.
 const (
 	DeliveryOutcomeDelivered DeliveryOutcome = "delivered"
@@ -2095,27 +2080,30 @@ type Deleted struct {
 // Delivery defines model for Delivery.
 type Delivery struct {
 	// Attempts Attempts made in the current round (at most 5).
-	Attempts  int           `json:"attempts"`
-	Created   int           `json:"created"`
-	Event     DeliveryEvent `json:"event"`
-	Finished  *int          `json:"finished"`
-	Id        string        `json:"id"`
-	LastError *string       `json:"last_error"`
+	Attempts int `json:"attempts"`
+	Created  int `json:"created"`
+
+	// Event visit.message.created for the clinic's webhook; an event type of GET /api_v3/webhooks/events for an endpoint's.
+	Event     string  `json:"event"`
+	Finished  *int    `json:"finished"`
+	Id        string  `json:"id"`
+	LastError *string `json:"last_error"`
 
 	// LastStatusCode The receiver's last HTTP status; null when it gave none (refused, unreachable, timed out).
-	LastStatusCode *int   `json:"last_status_code"`
-	MessageId      string `json:"message_id"`
+	LastStatusCode *int `json:"last_status_code"`
+
+	// MessageId The new message of a visit.message.created; "" otherwise.
+	MessageId string `json:"message_id"`
 
 	// NextAttempt UNIX seconds of the next attempt while pending or retrying; null while sending and once finished.
 	NextAttempt *int `json:"next_attempt"`
 
 	// Outcome sending while an attempt is under way (its result not in yet); retrying once an attempt failed and another is due.
 	Outcome DeliveryOutcome `json:"outcome"`
-	VisitId string          `json:"visit_id"`
-}
 
-// DeliveryEvent defines model for Delivery.Event.
-type DeliveryEvent string
+	// VisitId The visit the event is about; "" for one about no visit.
+	VisitId string `json:"visit_id"`
+}
 
 // DeliveryOutcome sending while an attempt is under way (its result not in yet); retrying once an attempt failed and another is due.
 type DeliveryOutcome string
@@ -2296,6 +2284,14 @@ type EndpointList struct {
 // EndpointResponse defines model for EndpointResponse.
 type EndpointResponse struct {
 	Data Endpoint `json:"data"`
+}
+
+// EventTypeList defines model for EventTypeList.
+type EventTypeList struct {
+	Data []struct {
+		Description string `json:"description"`
+		Type        string `json:"type"`
+	} `json:"data"`
 }
 
 // FHIRBundle A FHIR R4 Bundle of type searchset.
@@ -4149,6 +4145,36 @@ type VisitSummaryResponse struct {
 	Data VisitSummary `json:"data"`
 }
 
+// WebhookEndpoint defines model for WebhookEndpoint.
+type WebhookEndpoint struct {
+	Created int      `json:"created"`
+	Events  []string `json:"events"`
+	Id      string   `json:"id"`
+
+	// Secret The signing secret (whsec_…), only in the answer that made the endpoint: keep it.
+	Secret *string `json:"secret,omitempty"`
+	Url    string  `json:"url"`
+}
+
+// WebhookEndpointBody defines model for WebhookEndpointBody.
+type WebhookEndpointBody struct {
+	// Events Event types of GET /api_v3/webhooks/events (visit.message.created stays the clinic's webhook's).
+	Events []string `json:"events"`
+
+	// Url https, on a public address (private ones only where the server allows them).
+	Url string `json:"url"`
+}
+
+// WebhookEndpointList defines model for WebhookEndpointList.
+type WebhookEndpointList struct {
+	Data []WebhookEndpoint `json:"data"`
+}
+
+// WebhookEndpointResponse defines model for WebhookEndpointResponse.
+type WebhookEndpointResponse struct {
+	Data WebhookEndpoint `json:"data"`
+}
+
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
@@ -5704,6 +5730,28 @@ type PostWebhooksDeliveriesByIdRedeliverParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// PostWebhooksEndpointsParams defines parameters for PostWebhooksEndpoints.
+type PostWebhooksEndpointsParams struct {
+	// IdempotencyKey Makes the request safe to retry (Stripe's semantics). A POST, PUT or DELETE with a
+	// key runs once per caller and key: a retry with the same method, path and parameters
+	// (by name and value, files by content) replays the first answer, errors included
+	// but not a 5xx, with `Idempotent-Replayed: true`; the same key with other parameters
+	// answers 422; a retry while the first is still running answers 409 (a request that
+	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
+	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetWebhooksEndpointsByIdDeliveriesParams defines parameters for GetWebhooksEndpointsByIdDeliveries.
+type GetWebhooksEndpointsByIdDeliveriesParams struct {
+	Limit  *int    `form:"limit,omitempty" json:"limit,omitempty"`
+	Before *string `form:"before,omitempty" json:"before,omitempty"`
+}
+
 // FhirPatientEverythingParams defines parameters for FhirPatientEverything.
 type FhirPatientEverythingParams struct {
 	UnderscoreSince  *string                            `form:"_since,omitempty" json:"_since,omitempty"`
@@ -6107,6 +6155,12 @@ type PostVisitsByIdRescheduleFormdataRequestBody = RescheduleBody
 
 // PostVisitsByIdRescheduleMultipartRequestBody defines body for PostVisitsByIdReschedule for multipart/form-data ContentType.
 type PostVisitsByIdRescheduleMultipartRequestBody = RescheduleBody
+
+// PostWebhooksEndpointsJSONRequestBody defines body for PostWebhooksEndpoints for application/json ContentType.
+type PostWebhooksEndpointsJSONRequestBody = WebhookEndpointBody
+
+// PostWebhooksEndpointsFormdataRequestBody defines body for PostWebhooksEndpoints for application/x-www-form-urlencoded ContentType.
+type PostWebhooksEndpointsFormdataRequestBody = WebhookEndpointBody
 
 // Getter for additional properties for FHIRResource. Returns the specified
 // element and whether it was found
@@ -11241,6 +11295,68 @@ type ClientInterface interface {
 	// Corresponds with POST /api_v3/webhooks/deliveries/{id}/redeliver (the `PostWebhooksDeliveriesByIdRedeliver` operationId).
 	PostWebhooksDeliveriesByIdRedeliver(ctx context.Context, id string, params *PostWebhooksDeliveriesByIdRedeliverParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetWebhooksEndpoints The clinic's webhook endpoints
+	//
+	// Corresponds with GET /api_v3/webhooks/endpoints (the `GetWebhooksEndpoints` operationId).
+	GetWebhooksEndpoints(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostWebhooksEndpointsWithBody Add an endpoint for some event types
+	//
+	// Each event of a listed type is delivered to `url` once per change (written in the
+	// change's transaction), signed by the Standard Webhooks scheme with the endpoint's
+	// new secret, which this answer alone shows; up to 5 attempts, as the clinic's
+	// webhook's. At most 20 endpoints a clinic.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api_v3/webhooks/endpoints (the `PostWebhooksEndpoints` operationId).
+	PostWebhooksEndpointsWithBody(ctx context.Context, params *PostWebhooksEndpointsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostWebhooksEndpoints Add an endpoint for some event types
+	//
+	// Each event of a listed type is delivered to `url` once per change (written in the
+	// change's transaction), signed by the Standard Webhooks scheme with the endpoint's
+	// new secret, which this answer alone shows; up to 5 attempts, as the clinic's
+	// webhook's. At most 20 endpoints a clinic.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api_v3/webhooks/endpoints (the `PostWebhooksEndpoints` operationId).
+	PostWebhooksEndpoints(ctx context.Context, params *PostWebhooksEndpointsParams, body PostWebhooksEndpointsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostWebhooksEndpointsWithFormdataBody Add an endpoint for some event types
+	//
+	// Each event of a listed type is delivered to `url` once per change (written in the
+	// change's transaction), signed by the Standard Webhooks scheme with the endpoint's
+	// new secret, which this answer alone shows; up to 5 attempts, as the clinic's
+	// webhook's. At most 20 endpoints a clinic.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /api_v3/webhooks/endpoints (the `PostWebhooksEndpoints` operationId).
+	PostWebhooksEndpointsWithFormdataBody(ctx context.Context, params *PostWebhooksEndpointsParams, body PostWebhooksEndpointsFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteWebhooksEndpointsById Remove an endpoint
+	//
+	// It receives nothing more; its pending deliveries end undelivered.
+	//
+	// Corresponds with DELETE /api_v3/webhooks/endpoints/{id} (the `DeleteWebhooksEndpointsById` operationId).
+	DeleteWebhooksEndpointsById(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetWebhooksEndpointsByIdDeliveries An endpoint's deliveries
+	//
+	// As GET /api_v3/webhooks/deliveries, for one endpoint; POST /api_v3/webhooks/deliveries/{id}/redeliver sends one again.
+	//
+	// Corresponds with GET /api_v3/webhooks/endpoints/{id}/deliveries (the `GetWebhooksEndpointsByIdDeliveries` operationId).
+	GetWebhooksEndpointsByIdDeliveries(ctx context.Context, id string, params *GetWebhooksEndpointsByIdDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetWebhooksEvents The event types an endpoint subscribes to
+	//
+	// The catalog x-webhooks documents, each with what it announces.
+	//
+	// Corresponds with GET /api_v3/webhooks/events (the `GetWebhooksEvents` operationId).
+	GetWebhooksEvents(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// FhirPatientEverything Everything of one patient's record
 	//
 	// A searchset Bundle of the patient and every resource of their record the caller may
@@ -15871,6 +15987,138 @@ func (c *Client) GetWebhooksDeliveries(ctx context.Context, params *GetWebhooksD
 // Corresponds with POST /api_v3/webhooks/deliveries/{id}/redeliver (the `PostWebhooksDeliveriesByIdRedeliver` operationId).
 func (c *Client) PostWebhooksDeliveriesByIdRedeliver(ctx context.Context, id string, params *PostWebhooksDeliveriesByIdRedeliverParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPostWebhooksDeliveriesByIdRedeliverRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetWebhooksEndpoints The clinic's webhook endpoints
+//
+// Corresponds with GET /api_v3/webhooks/endpoints (the `GetWebhooksEndpoints` operationId).
+func (c *Client) GetWebhooksEndpoints(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWebhooksEndpointsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostWebhooksEndpointsWithBody Add an endpoint for some event types
+//
+// Each event of a listed type is delivered to `url` once per change (written in the
+// change's transaction), signed by the Standard Webhooks scheme with the endpoint's
+// new secret, which this answer alone shows; up to 5 attempts, as the clinic's
+// webhook's. At most 20 endpoints a clinic.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api_v3/webhooks/endpoints (the `PostWebhooksEndpoints` operationId).
+func (c *Client) PostWebhooksEndpointsWithBody(ctx context.Context, params *PostWebhooksEndpointsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostWebhooksEndpointsRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostWebhooksEndpoints Add an endpoint for some event types
+//
+// Each event of a listed type is delivered to `url` once per change (written in the
+// change's transaction), signed by the Standard Webhooks scheme with the endpoint's
+// new secret, which this answer alone shows; up to 5 attempts, as the clinic's
+// webhook's. At most 20 endpoints a clinic.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api_v3/webhooks/endpoints (the `PostWebhooksEndpoints` operationId).
+func (c *Client) PostWebhooksEndpoints(ctx context.Context, params *PostWebhooksEndpointsParams, body PostWebhooksEndpointsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostWebhooksEndpointsRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostWebhooksEndpointsWithFormdataBody Add an endpoint for some event types
+//
+// Each event of a listed type is delivered to `url` once per change (written in the
+// change's transaction), signed by the Standard Webhooks scheme with the endpoint's
+// new secret, which this answer alone shows; up to 5 attempts, as the clinic's
+// webhook's. At most 20 endpoints a clinic.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /api_v3/webhooks/endpoints (the `PostWebhooksEndpoints` operationId).
+func (c *Client) PostWebhooksEndpointsWithFormdataBody(ctx context.Context, params *PostWebhooksEndpointsParams, body PostWebhooksEndpointsFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostWebhooksEndpointsRequestWithFormdataBody(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteWebhooksEndpointsById Remove an endpoint
+//
+// It receives nothing more; its pending deliveries end undelivered.
+//
+// Corresponds with DELETE /api_v3/webhooks/endpoints/{id} (the `DeleteWebhooksEndpointsById` operationId).
+func (c *Client) DeleteWebhooksEndpointsById(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteWebhooksEndpointsByIdRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetWebhooksEndpointsByIdDeliveries An endpoint's deliveries
+//
+// As GET /api_v3/webhooks/deliveries, for one endpoint; POST /api_v3/webhooks/deliveries/{id}/redeliver sends one again.
+//
+// Corresponds with GET /api_v3/webhooks/endpoints/{id}/deliveries (the `GetWebhooksEndpointsByIdDeliveries` operationId).
+func (c *Client) GetWebhooksEndpointsByIdDeliveries(ctx context.Context, id string, params *GetWebhooksEndpointsByIdDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWebhooksEndpointsByIdDeliveriesRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetWebhooksEvents The event types an endpoint subscribes to
+//
+// The catalog x-webhooks documents, each with what it announces.
+//
+// Corresponds with GET /api_v3/webhooks/events (the `GetWebhooksEvents` operationId).
+func (c *Client) GetWebhooksEvents(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWebhooksEventsRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -24297,6 +24545,233 @@ func NewPostWebhooksDeliveriesByIdRedeliverRequest(server string, id string, par
 	return req, nil
 }
 
+// NewGetWebhooksEndpointsRequest constructs an http.Request for the GetWebhooksEndpoints method
+func NewGetWebhooksEndpointsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/webhooks/endpoints")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPostWebhooksEndpointsRequest calls the generic PostWebhooksEndpoints builder with application/json body
+func NewPostWebhooksEndpointsRequest(server string, params *PostWebhooksEndpointsParams, body PostWebhooksEndpointsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostWebhooksEndpointsRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewPostWebhooksEndpointsRequestWithFormdataBody calls the generic PostWebhooksEndpoints builder with application/x-www-form-urlencoded body
+func NewPostWebhooksEndpointsRequestWithFormdataBody(server string, params *PostWebhooksEndpointsParams, body PostWebhooksEndpointsFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewPostWebhooksEndpointsRequestWithBody(server, params, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewPostWebhooksEndpointsRequestWithBody constructs an http.Request for the PostWebhooksEndpoints method, with any body, and a specified content type
+func NewPostWebhooksEndpointsRequestWithBody(server string, params *PostWebhooksEndpointsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/webhooks/endpoints")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteWebhooksEndpointsByIdRequest constructs an http.Request for the DeleteWebhooksEndpointsById method
+func NewDeleteWebhooksEndpointsByIdRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/webhooks/endpoints/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetWebhooksEndpointsByIdDeliveriesRequest constructs an http.Request for the GetWebhooksEndpointsByIdDeliveries method
+func NewGetWebhooksEndpointsByIdDeliveriesRequest(server string, id string, params *GetWebhooksEndpointsByIdDeliveriesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/webhooks/endpoints/%s/deliveries", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Before != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "before", *params.Before, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetWebhooksEventsRequest constructs an http.Request for the GetWebhooksEvents method
+func NewGetWebhooksEventsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/webhooks/events")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewFhirPatientEverythingRequest constructs an http.Request for the FhirPatientEverything method
 func NewFhirPatientEverythingRequest(server string, id string, params *FhirPatientEverythingParams) (*http.Request, error) {
 	var err error
@@ -27315,6 +27790,76 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api_v3/webhooks/deliveries/{id}/redeliver (the `PostWebhooksDeliveriesByIdRedeliver` operationId).
 	PostWebhooksDeliveriesByIdRedeliverWithResponse(ctx context.Context, id string, params *PostWebhooksDeliveriesByIdRedeliverParams, reqEditors ...RequestEditorFn) (*PostWebhooksDeliveriesByIdRedeliverResponse, error)
+
+	// GetWebhooksEndpointsWithResponse The clinic's webhook endpoints
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api_v3/webhooks/endpoints (the `GetWebhooksEndpoints` operationId).
+	GetWebhooksEndpointsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetWebhooksEndpointsResponse, error)
+
+	// PostWebhooksEndpointsWithBodyWithResponse Add an endpoint for some event types
+	//
+	// Each event of a listed type is delivered to `url` once per change (written in the
+	// change's transaction), signed by the Standard Webhooks scheme with the endpoint's
+	// new secret, which this answer alone shows; up to 5 attempts, as the clinic's
+	// webhook's. At most 20 endpoints a clinic.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/webhooks/endpoints (the `PostWebhooksEndpoints` operationId).
+	PostWebhooksEndpointsWithBodyWithResponse(ctx context.Context, params *PostWebhooksEndpointsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostWebhooksEndpointsResponse, error)
+
+	// PostWebhooksEndpointsWithResponse Add an endpoint for some event types
+	//
+	// Each event of a listed type is delivered to `url` once per change (written in the
+	// change's transaction), signed by the Standard Webhooks scheme with the endpoint's
+	// new secret, which this answer alone shows; up to 5 attempts, as the clinic's
+	// webhook's. At most 20 endpoints a clinic.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/webhooks/endpoints (the `PostWebhooksEndpoints` operationId).
+	PostWebhooksEndpointsWithResponse(ctx context.Context, params *PostWebhooksEndpointsParams, body PostWebhooksEndpointsJSONRequestBody, reqEditors ...RequestEditorFn) (*PostWebhooksEndpointsResponse, error)
+
+	// PostWebhooksEndpointsWithFormdataBodyWithResponse Add an endpoint for some event types
+	//
+	// Each event of a listed type is delivered to `url` once per change (written in the
+	// change's transaction), signed by the Standard Webhooks scheme with the endpoint's
+	// new secret, which this answer alone shows; up to 5 attempts, as the clinic's
+	// webhook's. At most 20 endpoints a clinic.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/webhooks/endpoints (the `PostWebhooksEndpoints` operationId).
+	PostWebhooksEndpointsWithFormdataBodyWithResponse(ctx context.Context, params *PostWebhooksEndpointsParams, body PostWebhooksEndpointsFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostWebhooksEndpointsResponse, error)
+
+	// DeleteWebhooksEndpointsByIdWithResponse Remove an endpoint
+	//
+	// It receives nothing more; its pending deliveries end undelivered.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api_v3/webhooks/endpoints/{id} (the `DeleteWebhooksEndpointsById` operationId).
+	DeleteWebhooksEndpointsByIdWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteWebhooksEndpointsByIdResponse, error)
+
+	// GetWebhooksEndpointsByIdDeliveriesWithResponse An endpoint's deliveries
+	//
+	// As GET /api_v3/webhooks/deliveries, for one endpoint; POST /api_v3/webhooks/deliveries/{id}/redeliver sends one again.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api_v3/webhooks/endpoints/{id}/deliveries (the `GetWebhooksEndpointsByIdDeliveries` operationId).
+	GetWebhooksEndpointsByIdDeliveriesWithResponse(ctx context.Context, id string, params *GetWebhooksEndpointsByIdDeliveriesParams, reqEditors ...RequestEditorFn) (*GetWebhooksEndpointsByIdDeliveriesResponse, error)
+
+	// GetWebhooksEventsWithResponse The event types an endpoint subscribes to
+	//
+	// The catalog x-webhooks documents, each with what it announces.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api_v3/webhooks/events (the `GetWebhooksEvents` operationId).
+	GetWebhooksEventsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetWebhooksEventsResponse, error)
 
 	// FhirPatientEverythingWithResponse Everything of one patient's record
 	//
@@ -38083,6 +38628,344 @@ func (r PostWebhooksDeliveriesByIdRedeliverResponse) ContentType() string {
 	return ""
 }
 
+type GetWebhooksEndpointsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WebhookEndpointList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetWebhooksEndpointsResponse) GetJSON200() *WebhookEndpointList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetWebhooksEndpointsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetWebhooksEndpointsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWebhooksEndpointsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWebhooksEndpointsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWebhooksEndpointsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWebhooksEndpointsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostWebhooksEndpointsResponse429Headers the declared response headers of an HTTP 429 response for PostWebhooksEndpoints
+type PostWebhooksEndpointsResponse429Headers struct {
+	RetryAfter *int
+}
+
+type PostWebhooksEndpointsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *WebhookEndpointResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostWebhooksEndpointsResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r PostWebhooksEndpointsResponse) GetJSON201() *WebhookEndpointResponse {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostWebhooksEndpointsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostWebhooksEndpointsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostWebhooksEndpointsResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostWebhooksEndpointsResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostWebhooksEndpointsResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PostWebhooksEndpointsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PostWebhooksEndpointsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostWebhooksEndpointsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostWebhooksEndpointsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostWebhooksEndpointsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeleteWebhooksEndpointsByIdResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DataTrue
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteWebhooksEndpointsByIdResponse) GetJSON200() *DataTrue {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteWebhooksEndpointsByIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteWebhooksEndpointsByIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteWebhooksEndpointsByIdResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteWebhooksEndpointsByIdResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteWebhooksEndpointsByIdResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteWebhooksEndpointsByIdResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteWebhooksEndpointsByIdResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetWebhooksEndpointsByIdDeliveriesResponse200Headers the declared response headers of an HTTP 200 response for GetWebhooksEndpointsByIdDeliveries
+type GetWebhooksEndpointsByIdDeliveriesResponse200Headers struct {
+	Link *string
+}
+
+type GetWebhooksEndpointsByIdDeliveriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DeliveryList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetWebhooksEndpointsByIdDeliveriesResponse200Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetWebhooksEndpointsByIdDeliveriesResponse) GetJSON200() *DeliveryList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetWebhooksEndpointsByIdDeliveriesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetWebhooksEndpointsByIdDeliveriesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetWebhooksEndpointsByIdDeliveriesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetWebhooksEndpointsByIdDeliveriesResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWebhooksEndpointsByIdDeliveriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWebhooksEndpointsByIdDeliveriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWebhooksEndpointsByIdDeliveriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWebhooksEndpointsByIdDeliveriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetWebhooksEventsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EventTypeList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetWebhooksEventsResponse) GetJSON200() *EventTypeList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetWebhooksEventsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetWebhooksEventsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWebhooksEventsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWebhooksEventsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWebhooksEventsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWebhooksEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type FhirPatientEverythingResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -42342,6 +43225,118 @@ func (c *ClientWithResponses) PostWebhooksDeliveriesByIdRedeliverWithResponse(ct
 		return nil, err
 	}
 	return ParsePostWebhooksDeliveriesByIdRedeliverResponse(rsp)
+}
+
+// GetWebhooksEndpointsWithResponse The clinic's webhook endpoints
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api_v3/webhooks/endpoints (the `GetWebhooksEndpoints` operationId).
+func (c *ClientWithResponses) GetWebhooksEndpointsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetWebhooksEndpointsResponse, error) {
+	rsp, err := c.GetWebhooksEndpoints(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWebhooksEndpointsResponse(rsp)
+}
+
+// PostWebhooksEndpointsWithBodyWithResponse Add an endpoint for some event types
+//
+// Each event of a listed type is delivered to `url` once per change (written in the
+// change's transaction), signed by the Standard Webhooks scheme with the endpoint's
+// new secret, which this answer alone shows; up to 5 attempts, as the clinic's
+// webhook's. At most 20 endpoints a clinic.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/webhooks/endpoints (the `PostWebhooksEndpoints` operationId).
+func (c *ClientWithResponses) PostWebhooksEndpointsWithBodyWithResponse(ctx context.Context, params *PostWebhooksEndpointsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostWebhooksEndpointsResponse, error) {
+	rsp, err := c.PostWebhooksEndpointsWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostWebhooksEndpointsResponse(rsp)
+}
+
+// PostWebhooksEndpointsWithResponse Add an endpoint for some event types
+//
+// Each event of a listed type is delivered to `url` once per change (written in the
+// change's transaction), signed by the Standard Webhooks scheme with the endpoint's
+// new secret, which this answer alone shows; up to 5 attempts, as the clinic's
+// webhook's. At most 20 endpoints a clinic.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/webhooks/endpoints (the `PostWebhooksEndpoints` operationId).
+func (c *ClientWithResponses) PostWebhooksEndpointsWithResponse(ctx context.Context, params *PostWebhooksEndpointsParams, body PostWebhooksEndpointsJSONRequestBody, reqEditors ...RequestEditorFn) (*PostWebhooksEndpointsResponse, error) {
+	rsp, err := c.PostWebhooksEndpoints(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostWebhooksEndpointsResponse(rsp)
+}
+
+// PostWebhooksEndpointsWithFormdataBodyWithResponse Add an endpoint for some event types
+//
+// Each event of a listed type is delivered to `url` once per change (written in the
+// change's transaction), signed by the Standard Webhooks scheme with the endpoint's
+// new secret, which this answer alone shows; up to 5 attempts, as the clinic's
+// webhook's. At most 20 endpoints a clinic.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/webhooks/endpoints (the `PostWebhooksEndpoints` operationId).
+func (c *ClientWithResponses) PostWebhooksEndpointsWithFormdataBodyWithResponse(ctx context.Context, params *PostWebhooksEndpointsParams, body PostWebhooksEndpointsFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostWebhooksEndpointsResponse, error) {
+	rsp, err := c.PostWebhooksEndpointsWithFormdataBody(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostWebhooksEndpointsResponse(rsp)
+}
+
+// DeleteWebhooksEndpointsByIdWithResponse Remove an endpoint
+//
+// It receives nothing more; its pending deliveries end undelivered.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api_v3/webhooks/endpoints/{id} (the `DeleteWebhooksEndpointsById` operationId).
+func (c *ClientWithResponses) DeleteWebhooksEndpointsByIdWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteWebhooksEndpointsByIdResponse, error) {
+	rsp, err := c.DeleteWebhooksEndpointsById(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteWebhooksEndpointsByIdResponse(rsp)
+}
+
+// GetWebhooksEndpointsByIdDeliveriesWithResponse An endpoint's deliveries
+//
+// As GET /api_v3/webhooks/deliveries, for one endpoint; POST /api_v3/webhooks/deliveries/{id}/redeliver sends one again.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api_v3/webhooks/endpoints/{id}/deliveries (the `GetWebhooksEndpointsByIdDeliveries` operationId).
+func (c *ClientWithResponses) GetWebhooksEndpointsByIdDeliveriesWithResponse(ctx context.Context, id string, params *GetWebhooksEndpointsByIdDeliveriesParams, reqEditors ...RequestEditorFn) (*GetWebhooksEndpointsByIdDeliveriesResponse, error) {
+	rsp, err := c.GetWebhooksEndpointsByIdDeliveries(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWebhooksEndpointsByIdDeliveriesResponse(rsp)
+}
+
+// GetWebhooksEventsWithResponse The event types an endpoint subscribes to
+//
+// The catalog x-webhooks documents, each with what it announces.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api_v3/webhooks/events (the `GetWebhooksEvents` operationId).
+func (c *ClientWithResponses) GetWebhooksEventsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetWebhooksEventsResponse, error) {
+	rsp, err := c.GetWebhooksEvents(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWebhooksEventsResponse(rsp)
 }
 
 // FhirPatientEverythingWithResponse Everything of one patient's record
@@ -51642,6 +52637,281 @@ func ParsePostWebhooksDeliveriesByIdRedeliverResponse(rsp *http.Response) (*Post
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetWebhooksEndpointsResponse parses an HTTP response from a GetWebhooksEndpointsWithResponse call
+func ParseGetWebhooksEndpointsResponse(rsp *http.Response) (*GetWebhooksEndpointsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWebhooksEndpointsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WebhookEndpointList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePostWebhooksEndpointsResponse parses an HTTP response from a PostWebhooksEndpointsWithResponse call
+func ParsePostWebhooksEndpointsResponse(rsp *http.Response) (*PostWebhooksEndpointsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostWebhooksEndpointsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest WebhookEndpointResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostWebhooksEndpointsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteWebhooksEndpointsByIdResponse parses an HTTP response from a DeleteWebhooksEndpointsByIdWithResponse call
+func ParseDeleteWebhooksEndpointsByIdResponse(rsp *http.Response) (*DeleteWebhooksEndpointsByIdResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteWebhooksEndpointsByIdResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DataTrue
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetWebhooksEndpointsByIdDeliveriesResponse parses an HTTP response from a GetWebhooksEndpointsByIdDeliveriesWithResponse call
+func ParseGetWebhooksEndpointsByIdDeliveriesResponse(rsp *http.Response) (*GetWebhooksEndpointsByIdDeliveriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWebhooksEndpointsByIdDeliveriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DeliveryList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetWebhooksEndpointsByIdDeliveriesResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetWebhooksEventsResponse parses an HTTP response from a GetWebhooksEventsWithResponse call
+func ParseGetWebhooksEventsResponse(rsp *http.Response) (*GetWebhooksEventsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWebhooksEventsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EventTypeList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
 	}
 
 	return response, nil

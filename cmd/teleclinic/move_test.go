@@ -379,6 +379,11 @@ func buildMoveFixture(t *testing.T, e *testenv.Env) *moveFixture {
 		"intake_questions": [{"id": "fever", "label": "Do you have a fever?", "kind": "yesno", "required": true}],
 		"consent": {"version": "v1", "text": "I agree to a video visit."}}`)}))
 	must("webhook", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/account/settings", Header: admin, Form: url.Values{"webhook_url": {"https://hooks.example.com/x"}, "generate_webhook_secret": {"1"}}}))
+	// An endpoint of the lifecycle events: the intake and visits below
+	// write its deliveries.
+	if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/webhooks/endpoints", Header: admin, JSON: json.RawMessage(`{"url": "https://hooks.example.com/events", "events": ["intake.submitted", "visit.created"]}`)}); res.Status != 201 {
+		t.Fatalf("webhook endpoint: %d %s", res.Status, res.Raw)
+	}
 
 	intake := answerID(t, must("intake", e.Do(testenv.Req{Method: "POST", Path: "/api_v3/intakes", Header: user(pat), Form: url.Values{"room_code": {"main"}, "reason_for_visit": {"Rash"},
 		"answers": {`{"fever":"no"}`}, "consent_name": {"Pat One"}, "consent_version": {"v1"}}})))

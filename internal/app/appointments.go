@@ -108,6 +108,9 @@ func (a *App) Reschedule(ctx context.Context, p *clinic.Principal, id int64, in 
 		if err := a.mailAppointmentChange(ctx, q, p, changeMoved, &nv, v.Start, ""); err != nil {
 			return err
 		}
+		if err := a.emitVisit(ctx, q, EventAppointmentMoved, &nv, nv.Status, ""); err != nil {
+			return err
+		}
 		q.AfterCommit(func() { a.publishVisit(&nv) })
 		return a.AuditIn(ctx, q, p, "visit.reschedule", "visit", i64s(v.ID), OutcomeOK)
 	})

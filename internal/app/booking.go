@@ -201,6 +201,9 @@ func (a *App) Book(ctx context.Context, p *clinic.Principal, in BookInput) (*Vis
 		if err := a.enqueueReminders(ctx, q, v); err != nil {
 			return err
 		}
+		if err := a.emitVisit(ctx, q, EventAppointmentBooked, v, v.Status, ""); err != nil {
+			return err
+		}
 		return a.mailAppointmentChange(ctx, q, p, changeBooked, v, 0, "")
 	})
 	if err != nil {

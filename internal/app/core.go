@@ -62,6 +62,12 @@ func (c Core) SaveRecording(ctx context.Context, p *clinic.Principal, visitID in
 	return c.a.saveRecording(ctx, p, visitID, in)
 }
 
+// Emit writes a webhook event of the clinic in q's transaction
+// (App.Emit).
+func (c Core) Emit(ctx context.Context, q *store.Q, accountID int64, typ string, data any) error {
+	return c.a.Emit(ctx, q, accountID, typ, data)
+}
+
 // Config and Log are app's.
 func (c Core) Config() Config    { return c.a.cfg }
 func (c Core) Log() *slog.Logger { return c.a.log }

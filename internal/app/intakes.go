@@ -93,6 +93,9 @@ func (a *App) CreateIntake(ctx context.Context, p *clinic.Principal, in IntakeIn
 		if err := a.addConsent(ctx, q, p, consent, it.ID); err != nil {
 			return err
 		}
+		if err := a.Emit(ctx, q, p.Account.ID, EventIntakeSubmitted, IntakeHook{IntakeID: i64s(it.ID), PatientID: i64s(it.MemberID), RoomID: i64s(it.RoomID)}); err != nil {
+			return err
+		}
 		return a.AuditIn(ctx, q, p, "intake.create", "intake", i64s(it.ID), OutcomeOK)
 	})
 	return it, StoreErr("create intake", err, "")

@@ -182,7 +182,10 @@ func (a *App) SignVisitNote(ctx context.Context, p *clinic.Principal, id int64) 
 			return err
 		}
 		q.AfterCommit(func() { a.publishNote(v) })
-		return a.billNote(ctx, q, p, v)
+		if err := a.billNote(ctx, q, p, v); err != nil {
+			return err
+		}
+		return a.emitNoteSigned(ctx, q, v)
 	})
 	if err != nil {
 		return nil, StoreErr("sign note", err, "")

@@ -195,6 +195,7 @@ var noPrincipal = map[string]string{
 	"DeliverReminders":         "the server's delivery loops",
 	"PortalURL":                "the portal's address, for links",
 	"Locales":                  "the languages the clinic writes in, a setting",
+	"Emit":                     "the core: writes an event in the transaction of a change whose operation checked its caller",
 	"VisitLink":                "the mailed link is the credential (it shows its visit's time, nothing of its record)",
 	"OpenVisitLink":            "the mailed link is the credential, good once",
 	"ResendVisitLink":          "the mailed link is the credential; the new one goes to the address on file",
@@ -723,6 +724,18 @@ func permRows(f *permFixture) map[string]permRow {
 		}},
 		"WebhookDeliveries": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.WebhookDeliveries(ctx, p, 0, 10))
+		}},
+		"WebhookEndpoints": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return a.WebhookEndpoints(ctx, p)
+		}},
+		"CreateWebhookEndpoint": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return a.CreateWebhookEndpoint(ctx, p, app.EndpointInput{URL: "https://hooks.example.com/planted", Events: []string{app.EventVisitStarted}})
+		}},
+		"DeleteWebhookEndpoint": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return nil, a.DeleteWebhookEndpoint(ctx, p, 999999) // none of any clinic: refused or not found alike
+		}},
+		"EndpointDeliveries": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.EndpointDeliveries(ctx, p, 999999, 0, 10))
 		}},
 		"Redeliver": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.Redeliver(ctx, p, f.deliveryID()))

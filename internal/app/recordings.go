@@ -82,6 +82,10 @@ func (a *App) saveRecording(ctx context.Context, p *clinic.Principal, visitID in
 		if err := q.CreateRecording(ctx, rec); err != nil {
 			return err
 		}
+		if err := a.Emit(ctx, q, p.Account.ID, EventRecordingReady, RecordingHook{RecordingID: i64s(rec.ID), VisitID: i64s(rec.VisitID),
+			Start: rec.Start, End: rec.End}); err != nil {
+			return err
+		}
 		return a.AuditIn(ctx, q, p, "recording.create", "recording", i64s(rec.ID), OutcomeOK)
 	})
 	if err != nil {

@@ -396,7 +396,10 @@ func (a *App) createUser(ctx context.Context, q *store.Q, u *clinic.User, userna
 		}
 	}
 	u.SvcID = "tc" + RandomHex(10)
-	return q.CreateUser(ctx, u)
+	if err := q.CreateUser(ctx, u); err != nil {
+		return err
+	}
+	return a.Emit(ctx, q, u.AccountID, EventUserCreated, UserHook{UserID: i64s(u.ID), Type: u.Type, Code: u.Code})
 }
 
 var nonAlnum = regexp.MustCompile(`[^a-z0-9]+`)

@@ -212,6 +212,14 @@ func (a *App) insertVisit(ctx context.Context, q *store.Q, p *clinic.Principal, 
 	}
 	it.VisitID, it.ProviderID = v.ID, v.ProviderID
 	q.AfterCommit(func() { a.publishVisit(v) })
+	if err := a.emitVisit(ctx, q, EventVisitCreated, v, v.Status, ""); err != nil {
+		return err
+	}
+	if v.Kind == clinic.KindWalkin && v.ProviderID == 0 {
+		if err := a.emitVisit(ctx, q, EventVisitWaiting, v, v.Status, ""); err != nil {
+			return err
+		}
+	}
 	return a.AuditIn(ctx, q, p, "visit.create", "visit", i64s(v.ID), OutcomeOK)
 }
 
@@ -561,6 +569,9 @@ func (a *App) MoveVisit(ctx context.Context, p *clinic.Principal, id int64, acti
 			}
 		}
 		if err := a.notifyVisitMove(ctx, q, p, v, action); err != nil {
+			return err
+		}
+		if err := a.emitMove(ctx, q, v, action, t.to, m); err != nil {
 			return err
 		}
 		q.AfterCommit(func() { a.publishVisit(v) })

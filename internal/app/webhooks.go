@@ -51,7 +51,7 @@ type eventEnvelope struct {
 // leaves its claim to lapse, and the attempt is made again.
 func (a *App) DeliverWebhooks(ctx context.Context) int {
 	lease := int64(a.cfg.Webhooks.Timeout/time.Second) + 5
-	items, err := a.store.Write().ClaimOutbox(ctx, []string{TopicWebhook}, a.Unix(), lease, batchSize)
+	items, err := a.store.Write().ClaimOutbox(ctx, []string{TopicWebhook, TopicEvent}, a.Unix(), lease, batchSize)
 	if err != nil {
 		if ctx.Err() == nil {
 			a.log.Error("webhook: claim", "err", err)
@@ -84,6 +84,9 @@ func (a *App) retryDelay() int64 {
 // data fixed at commit; the URL and secret are read now, so a changed
 // setting applies to deliveries still pending.
 func (a *App) deliverWebhook(ctx context.Context, it store.OutboxItem) (int, error) {
+	if it.Topic == TopicEvent {
+		return a.deliverEvent(ctx, it)
+	}
 	wh, err := a.store.Read().AccountWebhookByID(ctx, it.AccountID)
 	if err != nil {
 		return 0, err
@@ -228,8 +231,16 @@ const (
 
 func toDelivery(r *store.OutboxRecord, now int64) *WebhookDelivery {
 	var ev messageEvent
-	_ = json.Unmarshal([]byte(r.Payload), &ev)
-	d := &WebhookDelivery{ID: r.ID, Event: EventMessageCreated, VisitID: ev.VisitID, MessageID: ev.MessageID, Attempts: r.Attempts,
+	typ := EventMessageCreated
+	if r.Topic == TopicEvent { // an endpoint's: {type, data}
+		var item eventItem
+		_ = json.Unmarshal([]byte(r.Payload), &item)
+		typ = item.Type
+		_ = json.Unmarshal(item.Data, &ev)
+	} else {
+		_ = json.Unmarshal([]byte(r.Payload), &ev)
+	}
+	d := &WebhookDelivery{ID: r.ID, Event: typ, VisitID: ev.VisitID, MessageID: ev.MessageID, Attempts: r.Attempts,
 		LastStatus: r.LastStatus, LastError: r.LastError, Created: r.Created, Finished: r.Done}
 	switch {
 	case r.Done != 0 && r.LastError == "":
@@ -273,7 +284,8 @@ func (a *App) WebhookDeliveries(ctx context.Context, p *clinic.Principal, before
 
 var errDeliveryNotFound = clinic.Errorf(clinic.ENotFound, "Delivery not found.")
 
-// Redeliver is POST /webhooks/deliveries/{id}/redeliver: the delivery is
+// Redeliver is POST /webhooks/deliveries/{id}/redeliver (the spec's
+// webhook's deliveries and the endpoints' alike): the delivery is
 // due now with a fresh set of attempts, whatever became of it before; one
 // being attempted at this moment answers 409.
 func (a *App) Redeliver(ctx context.Context, p *clinic.Principal, id int64) (*WebhookDelivery, error) {
@@ -285,14 +297,20 @@ func (a *App) Redeliver(ctx context.Context, p *clinic.Principal, id int64) (*We
 	var ok bool
 	var r *store.OutboxRecord
 	err := a.store.Tx(ctx, func(q *store.Q) error {
-		_, err := q.OutboxRecordByID(ctx, p.Account.ID, TopicWebhook, id)
+		// The spec's webhook's delivery, or an endpoint's.
+		topic := TopicWebhook
+		_, err := q.OutboxRecordByID(ctx, p.Account.ID, topic, id)
+		if errors.Is(err, store.ErrNotFound) {
+			topic = TopicEvent
+			_, err = q.OutboxRecordByID(ctx, p.Account.ID, topic, id)
+		}
 		if err != nil {
 			return err
 		}
-		if ok, err = q.RequeueOutbox(ctx, p.Account.ID, TopicWebhook, id, a.Unix()); err != nil || !ok {
+		if ok, err = q.RequeueOutbox(ctx, p.Account.ID, topic, id, a.Unix()); err != nil || !ok {
 			return err
 		}
-		if r, err = q.OutboxRecordByID(ctx, p.Account.ID, TopicWebhook, id); err != nil {
+		if r, err = q.OutboxRecordByID(ctx, p.Account.ID, topic, id); err != nil {
 			return err
 		}
 		return a.AuditIn(ctx, q, p, "webhook.redeliver", "webhook_delivery", i64s(id), OutcomeOK)

@@ -177,6 +177,11 @@ func (s *Server) registerRoutes() {
 
 	s.handle("GET", "/api_v3/webhooks/deliveries", app.NeedAdmin, famCode, s.listDeliveries)
 	s.handle("POST", "/api_v3/webhooks/deliveries/{id}/redeliver", app.NeedAdmin, famCode, s.redeliver)
+	s.handle("GET", "/api_v3/webhooks/events", app.NeedAdmin, famCode, s.listEventTypes)
+	s.handle("GET", "/api_v3/webhooks/endpoints", app.NeedAdmin, famCode, s.listHookEndpoints)
+	s.handle("POST", "/api_v3/webhooks/endpoints", app.NeedAdmin, famCode, s.createHookEndpoint)
+	s.handle("DELETE", "/api_v3/webhooks/endpoints/{id}", app.NeedAdmin, famCode, s.deleteHookEndpoint)
+	s.handle("GET", "/api_v3/webhooks/endpoints/{id}/deliveries", app.NeedAdmin, famCode, s.listEndpointDeliveries)
 
 	// FHIR R4, read only (extension): the clinic's records in the EHR
 	// world's format, on the same credentials and rules.

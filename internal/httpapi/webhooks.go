@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/edge"
 )
 
 // accountSettingsOut is GET/POST /account/settings. webhook_secret appears
@@ -99,4 +100,92 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request, c *call) erro
 		return err
 	}
 	return ok(w, toDelivery(d))
+}
+
+// eventTypeOut is an event type of the catalog.
+type eventTypeOut struct {
+	Type        string `json:"type"`
+	Description string `json:"description"`
+}
+
+// listEventTypes is GET /webhooks/events: the event types an endpoint
+// subscribes to.
+func (s *Server) listEventTypes(w http.ResponseWriter, r *http.Request, c *call) error {
+	out := make([]eventTypeOut, len(app.Events))
+	for i, e := range app.Events {
+		out[i] = eventTypeOut{Type: e.Type, Description: e.Description}
+	}
+	return ok(w, out)
+}
+
+// hookEndpointOut is a webhook endpoint; secret only in the answer that made
+// it.
+type hookEndpointOut struct {
+	ID      string   `json:"id"`
+	URL     string   `json:"url"`
+	Events  []string `json:"events"`
+	Secret  string   `json:"secret,omitempty"`
+	Created int64    `json:"created"`
+}
+
+func toHookEndpoint(e *app.WebhookEndpoint) hookEndpointOut {
+	return hookEndpointOut{ID: id(e.ID), URL: e.URL, Events: e.Events, Secret: e.Secret, Created: e.Created}
+}
+
+func (s *Server) listHookEndpoints(w http.ResponseWriter, r *http.Request, c *call) error {
+	es, err := s.app.WebhookEndpoints(r.Context(), c.p)
+	if err != nil {
+		return err
+	}
+	out := make([]hookEndpointOut, len(es))
+	for i, e := range es {
+		out[i] = toHookEndpoint(e)
+	}
+	return ok(w, out)
+}
+
+// createHookEndpoint is POST /webhooks/endpoints: url and events (a JSON list,
+// or events[] in a form).
+func (s *Server) createHookEndpoint(w http.ResponseWriter, r *http.Request, c *call) error {
+	in := app.EndpointInput{URL: c.params.Str("url")}
+	if _, err := c.params.JSON("events", &in.Events); err != nil {
+		in.Events = c.params.List("events")
+	}
+	e, err := s.app.CreateWebhookEndpoint(r.Context(), c.p, in)
+	if err != nil {
+		return err
+	}
+	return edge.WriteJSON(w, http.StatusCreated, envelope{Data: toHookEndpoint(e)})
+}
+
+func (s *Server) deleteHookEndpoint(w http.ResponseWriter, r *http.Request, c *call) error {
+	eid, err := pathID(c, "id", "Webhook endpoint")
+	if err != nil {
+		return err
+	}
+	if err := s.app.DeleteWebhookEndpoint(r.Context(), c.p, eid); err != nil {
+		return err
+	}
+	return ok(w, true)
+}
+
+func (s *Server) listEndpointDeliveries(w http.ResponseWriter, r *http.Request, c *call) error {
+	eid, err := pathID(c, "id", "Webhook endpoint")
+	if err != nil {
+		return err
+	}
+	before, limit, err := c.params.Keyset("before")
+	if err != nil {
+		return err
+	}
+	ds, err := s.app.EndpointDeliveries(r.Context(), c.p, eid, before, limit)
+	if err != nil {
+		return err
+	}
+	nextLink(w, r, "before", ds.Next)
+	out := make([]deliveryOut, len(ds.Items))
+	for i, d := range ds.Items {
+		out[i] = toDelivery(d)
+	}
+	return ok(w, out)
 }

@@ -11,13 +11,16 @@ type OutboxItem struct {
 	Created   int64
 	Due       int64
 	Attempts  int
+	// EndpointID is the webhook endpoint an event's delivery goes to (0:
+	// none, every other topic).
+	EndpointID int64
 }
 
 // Enqueue writes an outbox row. Call it inside the transaction of the change
 // that causes the side effect, so both commit or neither does.
 func (q *Q) Enqueue(ctx context.Context, it *OutboxItem) error {
-	id, err := q.insert(ctx, "INSERT INTO outbox (account_id, topic, payload, created, due) VALUES (?, ?, ?, ?, ?)",
-		it.AccountID, it.Topic, it.Payload, it.Created, it.Due)
+	id, err := q.insert(ctx, "INSERT INTO outbox (account_id, topic, payload, created, due, endpoint_id) VALUES (?, ?, ?, ?, ?, ?)",
+		it.AccountID, it.Topic, it.Payload, it.Created, it.Due, nullZero(it.EndpointID))
 	it.ID = id
 	return err
 }
@@ -37,7 +40,7 @@ func (q *Q) EnqueueWebhook(ctx context.Context, it *OutboxItem) (bool, error) {
 // died is claimable again once its lease runs out.
 func (q *Q) ClaimOutbox(ctx context.Context, topics []string, now, lease int64, limit int) ([]OutboxItem, error) {
 	args := append([]any{now, now}, anys(topics)...)
-	rows, err := q.query(ctx, "SELECT id, account_id, topic, payload, created, due, attempts FROM outbox WHERE done IS NULL AND due <= ? AND claimed_until <= ? AND topic IN ("+placeholders(len(topics))+") ORDER BY due, id LIMIT ?",
+	rows, err := q.query(ctx, "SELECT id, account_id, topic, payload, created, due, attempts, COALESCE(endpoint_id, 0) FROM outbox WHERE done IS NULL AND due <= ? AND claimed_until <= ? AND topic IN ("+placeholders(len(topics))+") ORDER BY due, id LIMIT ?",
 		append(args, limit)...)
 	if err != nil {
 		return nil, err
@@ -45,7 +48,7 @@ func (q *Q) ClaimOutbox(ctx context.Context, topics []string, now, lease int64, 
 	var cands []OutboxItem
 	for rows.Next() {
 		var it OutboxItem
-		if err := rows.Scan(&it.ID, &it.AccountID, &it.Topic, &it.Payload, &it.Created, &it.Due, &it.Attempts); err != nil {
+		if err := rows.Scan(&it.ID, &it.AccountID, &it.Topic, &it.Payload, &it.Created, &it.Due, &it.Attempts, &it.EndpointID); err != nil {
 			rows.Close()
 			return nil, q.d.translate(err)
 		}
@@ -92,7 +95,7 @@ type OutboxRecord struct {
 	LastError    string
 }
 
-const outboxRecordCols = "id, account_id, topic, payload, created, due, attempts, claimed_until, COALESCE(done, 0), last_status, last_error"
+const outboxRecordCols = "id, account_id, topic, payload, created, due, attempts, claimed_until, COALESCE(done, 0), last_status, last_error, COALESCE(endpoint_id, 0)"
 
 func (q *Q) outboxRecords(ctx context.Context, query string, args ...any) ([]*OutboxRecord, error) {
 	rows, err := q.query(ctx, query, args...)
@@ -103,7 +106,7 @@ func (q *Q) outboxRecords(ctx context.Context, query string, args ...any) ([]*Ou
 	out := []*OutboxRecord{}
 	for rows.Next() {
 		var r OutboxRecord
-		if err := rows.Scan(&r.ID, &r.AccountID, &r.Topic, &r.Payload, &r.Created, &r.Due, &r.Attempts, &r.ClaimedUntil, &r.Done, &r.LastStatus, &r.LastError); err != nil {
+		if err := rows.Scan(&r.ID, &r.AccountID, &r.Topic, &r.Payload, &r.Created, &r.Due, &r.Attempts, &r.ClaimedUntil, &r.Done, &r.LastStatus, &r.LastError, &r.EndpointID); err != nil {
 			return nil, q.d.translate(err)
 		}
 		out = append(out, &r)
@@ -118,6 +121,16 @@ func (q *Q) ListOutbox(ctx context.Context, accountID int64, topic string, befor
 		return q.outboxRecords(ctx, "SELECT "+outboxRecordCols+" FROM outbox WHERE account_id = ? AND topic = ? AND id < ? ORDER BY id DESC LIMIT ?", accountID, topic, beforeID, limit)
 	}
 	return q.outboxRecords(ctx, "SELECT "+outboxRecordCols+" FROM outbox WHERE account_id = ? AND topic = ? ORDER BY id DESC LIMIT ?", accountID, topic, limit)
+}
+
+// EndpointOutbox lists the deliveries to one of a clinic's webhook
+// endpoints, newest first, those with an id below beforeID when it is
+// not 0.
+func (q *Q) EndpointOutbox(ctx context.Context, accountID, endpointID, beforeID int64, limit int) ([]*OutboxRecord, error) {
+	if beforeID > 0 {
+		return q.outboxRecords(ctx, "SELECT "+outboxRecordCols+" FROM outbox WHERE account_id = ? AND endpoint_id = ? AND id < ? ORDER BY id DESC LIMIT ?", accountID, endpointID, beforeID, limit)
+	}
+	return q.outboxRecords(ctx, "SELECT "+outboxRecordCols+" FROM outbox WHERE account_id = ? AND endpoint_id = ? ORDER BY id DESC LIMIT ?", accountID, endpointID, limit)
 }
 
 // OutboxRecordByID finds one of a clinic's items of a topic.

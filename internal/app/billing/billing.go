@@ -817,6 +817,11 @@ func (s *Service) charge(ctx context.Context, p *clinic.Principal, inv *clinic.I
 				return err
 			}
 		}
+		if out.Status == InvoicePaid && out.ChargeRef != "" {
+			if err := s.core.Emit(ctx, q, p.Account.ID, app.EventPaymentSucceeded, paymentHook(&out)); err != nil {
+				return err
+			}
+		}
 		return s.core.AuditIn(ctx, q, p, "invoice.charge", "invoice", i64s(inv.ID), outcome)
 	})
 	if err != nil {
@@ -963,6 +968,11 @@ func (s *Service) refund(ctx context.Context, p *clinic.Principal, inv *clinic.I
 		if err := q.FinishInvoice(ctx, p.Account.ID, &out, InvoiceRefunding); err != nil {
 			return err
 		}
+		if out.Status == InvoiceRefunded {
+			if err := s.core.Emit(ctx, q, p.Account.ID, app.EventPaymentRefunded, paymentHook(&out)); err != nil {
+				return err
+			}
+		}
 		return s.core.AuditIn(ctx, q, p, "invoice.refund", "invoice", i64s(inv.ID), app.OutcomeOf(rerr))
 	})
 	if err != nil {
@@ -987,4 +997,24 @@ func processorErr(err error, what string) error {
 		return clinic.Errorf(clinic.EPayment, "%s", ce.Message)
 	}
 	return clinic.Errorf(clinic.EUnavailable, "The card processor could not %s; try again later.", what)
+}
+
+// PaymentHook is the data of payment.succeeded and payment.refunded: the
+// invoice, its patient, what was charged and refunded (minor units).
+type PaymentHook struct {
+	InvoiceID string `json:"invoice_id"`
+	PatientID string `json:"patient_id"`
+	IntakeID  string `json:"intake_id,omitempty"`
+	Currency  string `json:"currency"`
+	Amount    int64  `json:"amount"`
+	Refunded  int64  `json:"refunded"`
+	Status    string `json:"status"`
+}
+
+func paymentHook(inv *clinic.Invoice) PaymentHook {
+	h := PaymentHook{InvoiceID: i64s(inv.ID), PatientID: i64s(inv.MemberID), Currency: inv.Currency, Amount: inv.AmountDue, Refunded: inv.Refunded, Status: inv.Status}
+	if inv.IntakeID != 0 {
+		h.IntakeID = i64s(inv.IntakeID)
+	}
+	return h
 }
