@@ -96,6 +96,12 @@ type adminPage struct {
 	// Shown is a secret or credential shown once, just after it was made.
 	Shown, ShownWhat string
 	Deliveries       []*app.WebhookDelivery
+	// Endpoints are the clinic's webhook endpoints; Events the types one
+	// subscribes to; DeliveriesTo the endpoint whose deliveries are shown
+	// ("" for the clinic's webhook).
+	Endpoints    []*app.WebhookEndpoint
+	Events       []app.EventType
+	DeliveriesTo string
 	// DeliveriesPaged says the deliveries shown are not the latest.
 	DeliveriesPaged bool
 	Payments        []adminPayment
@@ -145,12 +151,17 @@ var noticeWords = map[string]string{
 	"refund-cancelled": "The payment was refunded to the patient's card, and the visit it paid for is cancelled: the patient is emailed.",
 	"invited":          "The invitation is on its way: the provider sets a password from the link in it, then signs in.",
 	"codes":            "The diagnosis codes are loaded: notes and claims use them now.",
+	"endpoint":         "The endpoint is added: each event it subscribed to goes to it, signed with its secret.",
+	"endpoint-removed": "The endpoint is removed: it gets nothing more.",
 }
 
 // adminQuery is /admin's address: the page each list shows, and the
 // audit trail's filter.
 type adminQuery struct {
-	RoomsPage                        int
+	RoomsPage int
+	// Endpoint, when set, is the webhook endpoint whose deliveries the
+	// deliveries list shows (else the clinic's webhook's).
+	Endpoint                         int64
 	DeliveriesBefore, ProvidersAfter int64
 	PaymentsBefore, AuditAfter       int64
 	Audit                            app.AuditQuery
@@ -164,6 +175,9 @@ func readAdminQuery(r *http.Request) (adminQuery, *fields) {
 	q := adminQuery{RoomsPage: f.count("rooms_page", 1, 1), DeliveriesBefore: f.place("deliveries_before"),
 		ProvidersAfter: f.place("providers_after"), PaymentsBefore: f.place("payments_before"), AuditAfter: f.place("audit_after"),
 		FilterUser: f.str("user_id")}
+	if f.str("endpoint") != "" {
+		q.Endpoint = f.place("endpoint")
+	}
 	q.Audit = app.AuditQuery{Action: f.str("action"), ObjectType: f.str("object_type"), ObjectID: f.str("object_id"), After: q.AuditAfter, Limit: adminAuditPage,
 		ChangesOnly: f.str("reads") != "1" && f.str("action") == ""} // an action asked for is shown, a read one too
 	if q.FilterUser != "" {
@@ -305,15 +319,67 @@ func (s *Server) adminRooms(ctx context.Context, p *clinic.Principal, q adminQue
 	return nil
 }
 
-// adminDeliveries is a page of the webhook's deliveries, newest first.
+// adminDeliveries is a page of the webhook's deliveries, newest first,
+// or of one endpoint's (?endpoint=); and the clinic's endpoints.
 func (s *Server) adminDeliveries(ctx context.Context, p *clinic.Principal, q adminQuery, page *adminPage) error {
-	ds, err := s.app.WebhookDeliveries(ctx, p, q.DeliveriesBefore, adminDeliveriesPage)
+	eps, err := s.app.WebhookEndpoints(ctx, p)
+	if err != nil {
+		return err
+	}
+	page.Endpoints, page.Events = eps, app.Events
+	var ds clinic.Page[*app.WebhookDelivery]
+	var keep url.Values
+	if q.Endpoint != 0 {
+		ds, err = s.app.EndpointDeliveries(ctx, p, q.Endpoint, q.DeliveriesBefore, adminDeliveriesPage)
+		keep = url.Values{"endpoint": {strconv.FormatInt(q.Endpoint, 10)}}
+		for _, e := range eps {
+			if e.ID == q.Endpoint {
+				page.DeliveriesTo = e.URL
+			}
+		}
+	} else {
+		ds, err = s.app.WebhookDeliveries(ctx, p, q.DeliveriesBefore, adminDeliveriesPage)
+	}
 	if err != nil {
 		return err
 	}
 	page.Deliveries, page.DeliveriesPaged = ds.Items, q.DeliveriesBefore > 0
 	page.DeliveriesPager = pager{Label: "Deliveries", BackText: "Latest deliveries", NextText: "Older deliveries"}.
-		on("/admin", "deliveries", "deliveries_before", page.DeliveriesPaged, ds.Next, nil)
+		on("/admin", "deliveries", "deliveries_before", page.DeliveriesPaged, ds.Next, keep)
+	return nil
+}
+
+// adminEndpoint is POST /admin/endpoints: an endpoint for the event types
+// ticked (app.CreateWebhookEndpoint); its secret is shown once.
+func (s *Server) adminEndpoint(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.principal(r)
+	if err != nil {
+		return err
+	}
+	if err := r.ParseForm(); err != nil {
+		return clinic.Errorf(clinic.EInvalid, "The form could not be read.")
+	}
+	e, err := s.app.CreateWebhookEndpoint(r.Context(), p, app.EndpointInput{URL: r.PostForm.Get("url"), Events: r.PostForm["events"]})
+	if err != nil {
+		return s.adminRefused(w, r, err)
+	}
+	return s.showAdmin(w, r, http.StatusOK, adminPage{Notice: noticeWords["endpoint"], Shown: e.Secret, ShownWhat: "signing secret of the endpoint " + e.URL})
+}
+
+// adminEndpointDelete is POST /admin/endpoints/{id}/delete.
+func (s *Server) adminEndpointDelete(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.principal(r)
+	if err != nil {
+		return err
+	}
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	if err != nil || id <= 0 {
+		return clinic.Errorf(clinic.ENotFound, "Webhook endpoint not found.")
+	}
+	if err := s.app.DeleteWebhookEndpoint(r.Context(), p, id); err != nil {
+		return s.adminRefused(w, r, err)
+	}
+	http.Redirect(w, r, "/admin?done=endpoint-removed#endpoints", http.StatusSeeOther)
 	return nil
 }
 

@@ -41,6 +41,7 @@ func TestPortal_Admin(t *testing.T) {
 		{Name: "OKSignIn", Run: func(t *testing.T) { f.adminSignIn(t, c.b) }},
 		{Name: "OKRooms", Run: c.rooms},
 		{Name: "OKWebhookAndSecret", Run: c.webhookAndSecret},
+		{Name: "OKWebhookEndpoints", Run: c.endpoints},
 		{Name: "OKDeliveriesAndAudit", Run: c.deliveriesAndAudit},
 		{Name: "OKRoomsDay", Run: c.roomsDay},
 		{Name: "OKAuditNamesPeople", Run: c.auditNames},
@@ -979,5 +980,36 @@ func TestPortal_AdminDeactivatesProvider(t *testing.T) {
 	adminUser := f.admin(t).User
 	if pg := admin.post("/admin/providers/"+strconv.FormatInt(adminUser.ID, 10)+"/deactivate", nil); pg.Status != 400 {
 		t.Fatalf("deactivating the admin user: %d", pg.Status)
+	}
+}
+
+// Webhook endpoints: one added for two event types shows its secret once;
+// the list names its events; its deliveries list is the endpoint's, with
+// the event a change wrote; removed, it is gone.
+func (c *adminScript) endpoints(t *testing.T) {
+	if pg := c.b.post("/admin/endpoints", url.Values{"url": {"https://hooks.example.com/events"}}); pg.Status != 400 || !strings.Contains(pg.Body, "events") {
+		t.Fatalf("no events: %d", pg.Status)
+	}
+	pg := c.b.post("/admin/endpoints", url.Values{"url": {"https://hooks.example.com/events"}, "events": {"visit.created", "note.signed"}})
+	if pg.Status != 200 || !strings.Contains(pg.Body, "whsec_") || !strings.Contains(pg.Body, "The endpoint is added") {
+		t.Fatalf("add: %d %s", pg.Status, pg.Body)
+	}
+	eps, err := c.f.e.App.WebhookEndpoints(c.bg, c.f.admin(t))
+	if err != nil || len(eps) != 1 {
+		t.Fatalf("stored: %+v %v", eps, err)
+	}
+	id := strconv.FormatInt(eps[0].ID, 10)
+	if pg := c.b.get("/admin"); !strings.Contains(pg.Body, "visit.created, note.signed") || strings.Contains(pg.Body, "whsec_") {
+		t.Fatalf("the list: %s", pg.Body)
+	}
+	c.f.walkin(t, c.f.p2Token, "A change the endpoint hears of")
+	if pg := c.b.get("/admin?endpoint=" + id); !strings.Contains(pg.Body, "To the endpoint https://hooks.example.com/events") || !strings.Contains(pg.Body, "visit.created") {
+		t.Fatalf("the endpoint's deliveries: %s", pg.Body)
+	}
+	if pg := c.b.post("/admin/endpoints/"+id+"/delete", nil); pg.Status != 303 {
+		t.Fatalf("remove: %d %s", pg.Status, pg.Body)
+	}
+	if eps, _ := c.f.e.App.WebhookEndpoints(c.bg, c.f.admin(t)); len(eps) != 0 {
+		t.Fatalf("still there: %+v", eps)
 	}
 }

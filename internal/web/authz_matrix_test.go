@@ -133,10 +133,12 @@ func portalMatrix() map[string]string {
 		"GET /providers/patient/{user_id}":     "RRDDDDADA",
 		// The admin's pages: an admin session, each on its own clinic (the
 		// other clinic's admin has no room "main").
-		"GET /admin":          "RRDDDADDA",
-		"POST /admin/rooms":   "RRDDDADDA",
-		"POST /admin/webhook": "RRDDDADDA",
-		"POST /admin/rotate":  "RRDDDADDA",
+		"GET /admin":                        "RRDDDADDA",
+		"POST /admin/rooms":                 "RRDDDADDA",
+		"POST /admin/webhook":               "RRDDDADDA",
+		"POST /admin/endpoints":             "RRDDDADDA",
+		"POST /admin/endpoints/{id}/delete": "RRDDDNDDN",
+		"POST /admin/rotate":                "RRDDDADDA",
 		// Loading the server's code release: an admin, here let through
 		// to the refusal of a form without a file.
 		"POST /admin/codes": "RRDDDADDA",

@@ -188,6 +188,8 @@ func (s *Server) routes() {
 	s.page("POST /admin/rooms/{code}", s.adminUpdateRoom)
 	s.page("POST /admin/rooms/{code}/providers", s.adminLinkProvider)
 	s.page("POST /admin/webhook", s.adminWebhook)
+	s.page("POST /admin/endpoints", s.adminEndpoint)
+	s.page("POST /admin/endpoints/{id}/delete", s.adminEndpointDelete)
 	s.page("POST /admin/deliveries/{id}/redeliver", s.adminRedeliver)
 	s.page("POST /admin/rotate", s.adminRotate)
 	s.page("POST /admin/payments/{id}/refund", s.adminRefund)
