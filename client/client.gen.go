@@ -1681,6 +1681,21 @@ func (e SearchFhirParamsType) Valid() bool {
 	}
 }
 
+// Defines values for CreateFhirParamsType.
+const (
+	CreateFhirParamsTypePatient CreateFhirParamsType = "Patient"
+)
+
+// Valid indicates whether the value is a known member of the CreateFhirParamsType enum.
+func (e CreateFhirParamsType) Valid() bool {
+	switch e {
+	case CreateFhirParamsTypePatient:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReadFhirParamsFormat.
 const (
 	ReadFhirParamsFormatApplicationfhirJson ReadFhirParamsFormat = "application/fhir+json"
@@ -1744,6 +1759,21 @@ func (e ReadFhirParamsType) Valid() bool {
 	case ReadFhirParamsTypePatient:
 		return true
 	case ReadFhirParamsTypePractitioner:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for UpdateFhirParamsType.
+const (
+	UpdateFhirParamsTypePatient UpdateFhirParamsType = "Patient"
+)
+
+// Valid indicates whether the value is a known member of the UpdateFhirParamsType enum.
+func (e UpdateFhirParamsType) Valid() bool {
+	switch e {
+	case UpdateFhirParamsTypePatient:
 		return true
 	default:
 		return false
@@ -5791,6 +5821,14 @@ type SearchFhirParamsFormat string
 // SearchFhirParamsType defines parameters for SearchFhir.
 type SearchFhirParamsType string
 
+// CreateFhirParams defines parameters for CreateFhir.
+type CreateFhirParams struct {
+	IfNoneExist *string `json:"If-None-Exist,omitempty"`
+}
+
+// CreateFhirParamsType defines parameters for CreateFhir.
+type CreateFhirParamsType string
+
 // ReadFhirParams defines parameters for ReadFhir.
 type ReadFhirParams struct {
 	UnderscoreFormat *ReadFhirParamsFormat `form:"_format,omitempty" json:"_format,omitempty"`
@@ -5801,6 +5839,15 @@ type ReadFhirParamsFormat string
 
 // ReadFhirParamsType defines parameters for ReadFhir.
 type ReadFhirParamsType string
+
+// UpdateFhirParams defines parameters for UpdateFhir.
+type UpdateFhirParams struct {
+	// IfMatch W/"<versionId>" of the Patient as read
+	IfMatch *string `json:"If-Match,omitempty"`
+}
+
+// UpdateFhirParamsType defines parameters for UpdateFhir.
+type UpdateFhirParamsType string
 
 // GetHealthz200JSONResponseBodyDataStatus defines parameters for GetHealthz.
 type GetHealthz200JSONResponseBodyDataStatus string
@@ -6161,6 +6208,18 @@ type PostWebhooksEndpointsJSONRequestBody = WebhookEndpointBody
 
 // PostWebhooksEndpointsFormdataRequestBody defines body for PostWebhooksEndpoints for application/x-www-form-urlencoded ContentType.
 type PostWebhooksEndpointsFormdataRequestBody = WebhookEndpointBody
+
+// CreateFhirApplicationFhirPlusJSONRequestBody defines body for CreateFhir for application/fhir+json ContentType.
+type CreateFhirApplicationFhirPlusJSONRequestBody = FHIRResource
+
+// CreateFhirJSONRequestBody defines body for CreateFhir for application/json ContentType.
+type CreateFhirJSONRequestBody = FHIRResource
+
+// UpdateFhirApplicationFhirPlusJSONRequestBody defines body for UpdateFhir for application/fhir+json ContentType.
+type UpdateFhirApplicationFhirPlusJSONRequestBody = FHIRResource
+
+// UpdateFhirJSONRequestBody defines body for UpdateFhir for application/json ContentType.
+type UpdateFhirJSONRequestBody = FHIRResource
 
 // Getter for additional properties for FHIRResource. Returns the specified
 // element and whether it was found
@@ -11417,12 +11476,93 @@ type ClientInterface interface {
 	// Corresponds with GET /fhir/R4/{type} (the `SearchFhir` operationId).
 	SearchFhir(ctx context.Context, pType SearchFhirParamsType, params *SearchFhirParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CreateFhirWithBody Create a Patient
+	//
+	// The clinic admin creates a patient from a Patient: name, gender, birthDate, the
+	// first email and phone of telecom, the first address, and the identifier of the
+	// system urn:teleclinic:{account_code}:user (the patient's code; one is made when
+	// none is given). `If-None-Exist: identifier=urn:teleclinic:{account_code}:user|<code>`
+	// answers the patient who has it (200) rather than making them twice; a new one is
+	// 201 with its `Location` and `ETag`. Audited as `user.create`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /fhir/R4/{type} (the `CreateFhir` operationId).
+	CreateFhirWithBody(ctx context.Context, pType CreateFhirParamsType, params *CreateFhirParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateFhirWithApplicationFhirPlusJSONBody Create a Patient
+	//
+	// The clinic admin creates a patient from a Patient: name, gender, birthDate, the
+	// first email and phone of telecom, the first address, and the identifier of the
+	// system urn:teleclinic:{account_code}:user (the patient's code; one is made when
+	// none is given). `If-None-Exist: identifier=urn:teleclinic:{account_code}:user|<code>`
+	// answers the patient who has it (200) rather than making them twice; a new one is
+	// 201 with its `Location` and `ETag`. Audited as `user.create`.
+	//
+	// Takes a body of the `application/fhir+json` content type.
+	//
+	// Corresponds with POST /fhir/R4/{type} (the `CreateFhir` operationId).
+	CreateFhirWithApplicationFhirPlusJSONBody(ctx context.Context, pType CreateFhirParamsType, params *CreateFhirParams, body CreateFhirApplicationFhirPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CreateFhir Create a Patient
+	//
+	// The clinic admin creates a patient from a Patient: name, gender, birthDate, the
+	// first email and phone of telecom, the first address, and the identifier of the
+	// system urn:teleclinic:{account_code}:user (the patient's code; one is made when
+	// none is given). `If-None-Exist: identifier=urn:teleclinic:{account_code}:user|<code>`
+	// answers the patient who has it (200) rather than making them twice; a new one is
+	// 201 with its `Location` and `ETag`. Audited as `user.create`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /fhir/R4/{type} (the `CreateFhir` operationId).
+	CreateFhir(ctx context.Context, pType CreateFhirParamsType, params *CreateFhirParams, body CreateFhirJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ReadFhir Read one FHIR resource
 	//
 	// One resource by its id (see the search for the ids and the rules). Audited like the API's reads.
 	//
 	// Corresponds with GET /fhir/R4/{type}/{id} (the `ReadFhir` operationId).
 	ReadFhir(ctx context.Context, pType ReadFhirParamsType, id string, params *ReadFhirParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateFhirWithBody Update a Patient
+	//
+	// A Patient's demographics replaced (name, gender, birthDate, the first email and
+	// phone of telecom, the first address), by the clinic admin or the patient; the
+	// identifier does not change. `If-Match: W/"<meta.versionId>"` refuses a change to a
+	// version the patient no longer has (412), so two writers do not undo each other.
+	// Answers the Patient with its new `ETag`. Audited as `user.update`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /fhir/R4/{type}/{id} (the `UpdateFhir` operationId).
+	UpdateFhirWithBody(ctx context.Context, pType UpdateFhirParamsType, id string, params *UpdateFhirParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateFhirWithApplicationFhirPlusJSONBody Update a Patient
+	//
+	// A Patient's demographics replaced (name, gender, birthDate, the first email and
+	// phone of telecom, the first address), by the clinic admin or the patient; the
+	// identifier does not change. `If-Match: W/"<meta.versionId>"` refuses a change to a
+	// version the patient no longer has (412), so two writers do not undo each other.
+	// Answers the Patient with its new `ETag`. Audited as `user.update`.
+	//
+	// Takes a body of the `application/fhir+json` content type.
+	//
+	// Corresponds with PUT /fhir/R4/{type}/{id} (the `UpdateFhir` operationId).
+	UpdateFhirWithApplicationFhirPlusJSONBody(ctx context.Context, pType UpdateFhirParamsType, id string, params *UpdateFhirParams, body UpdateFhirApplicationFhirPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UpdateFhir Update a Patient
+	//
+	// A Patient's demographics replaced (name, gender, birthDate, the first email and
+	// phone of telecom, the first address), by the clinic admin or the patient; the
+	// identifier does not change. `If-Match: W/"<meta.versionId>"` refuses a change to a
+	// version the patient no longer has (412), so two writers do not undo each other.
+	// Answers the Patient with its new `ETag`. Audited as `user.update`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /fhir/R4/{type}/{id} (the `UpdateFhir` operationId).
+	UpdateFhir(ctx context.Context, pType UpdateFhirParamsType, id string, params *UpdateFhirParams, body UpdateFhirJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetHealthz Health check for load balancers
 	//
@@ -16219,6 +16359,78 @@ func (c *Client) SearchFhir(ctx context.Context, pType SearchFhirParamsType, par
 	return c.Client.Do(req)
 }
 
+// CreateFhirWithBody Create a Patient
+//
+// The clinic admin creates a patient from a Patient: name, gender, birthDate, the
+// first email and phone of telecom, the first address, and the identifier of the
+// system urn:teleclinic:{account_code}:user (the patient's code; one is made when
+// none is given). `If-None-Exist: identifier=urn:teleclinic:{account_code}:user|<code>`
+// answers the patient who has it (200) rather than making them twice; a new one is
+// 201 with its `Location` and `ETag`. Audited as `user.create`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /fhir/R4/{type} (the `CreateFhir` operationId).
+func (c *Client) CreateFhirWithBody(ctx context.Context, pType CreateFhirParamsType, params *CreateFhirParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateFhirRequestWithBody(c.Server, pType, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateFhirWithApplicationFhirPlusJSONBody Create a Patient
+//
+// The clinic admin creates a patient from a Patient: name, gender, birthDate, the
+// first email and phone of telecom, the first address, and the identifier of the
+// system urn:teleclinic:{account_code}:user (the patient's code; one is made when
+// none is given). `If-None-Exist: identifier=urn:teleclinic:{account_code}:user|<code>`
+// answers the patient who has it (200) rather than making them twice; a new one is
+// 201 with its `Location` and `ETag`. Audited as `user.create`.
+//
+// Takes a body of the `application/fhir+json` content type.
+//
+// Corresponds with POST /fhir/R4/{type} (the `CreateFhir` operationId).
+func (c *Client) CreateFhirWithApplicationFhirPlusJSONBody(ctx context.Context, pType CreateFhirParamsType, params *CreateFhirParams, body CreateFhirApplicationFhirPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateFhirRequestWithApplicationFhirPlusJSONBody(c.Server, pType, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CreateFhir Create a Patient
+//
+// The clinic admin creates a patient from a Patient: name, gender, birthDate, the
+// first email and phone of telecom, the first address, and the identifier of the
+// system urn:teleclinic:{account_code}:user (the patient's code; one is made when
+// none is given). `If-None-Exist: identifier=urn:teleclinic:{account_code}:user|<code>`
+// answers the patient who has it (200) rather than making them twice; a new one is
+// 201 with its `Location` and `ETag`. Audited as `user.create`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /fhir/R4/{type} (the `CreateFhir` operationId).
+func (c *Client) CreateFhir(ctx context.Context, pType CreateFhirParamsType, params *CreateFhirParams, body CreateFhirJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateFhirRequest(c.Server, pType, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ReadFhir Read one FHIR resource
 //
 // One resource by its id (see the search for the ids and the rules). Audited like the API's reads.
@@ -16226,6 +16438,75 @@ func (c *Client) SearchFhir(ctx context.Context, pType SearchFhirParamsType, par
 // Corresponds with GET /fhir/R4/{type}/{id} (the `ReadFhir` operationId).
 func (c *Client) ReadFhir(ctx context.Context, pType ReadFhirParamsType, id string, params *ReadFhirParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewReadFhirRequest(c.Server, pType, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateFhirWithBody Update a Patient
+//
+// A Patient's demographics replaced (name, gender, birthDate, the first email and
+// phone of telecom, the first address), by the clinic admin or the patient; the
+// identifier does not change. `If-Match: W/"<meta.versionId>"` refuses a change to a
+// version the patient no longer has (412), so two writers do not undo each other.
+// Answers the Patient with its new `ETag`. Audited as `user.update`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /fhir/R4/{type}/{id} (the `UpdateFhir` operationId).
+func (c *Client) UpdateFhirWithBody(ctx context.Context, pType UpdateFhirParamsType, id string, params *UpdateFhirParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateFhirRequestWithBody(c.Server, pType, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateFhirWithApplicationFhirPlusJSONBody Update a Patient
+//
+// A Patient's demographics replaced (name, gender, birthDate, the first email and
+// phone of telecom, the first address), by the clinic admin or the patient; the
+// identifier does not change. `If-Match: W/"<meta.versionId>"` refuses a change to a
+// version the patient no longer has (412), so two writers do not undo each other.
+// Answers the Patient with its new `ETag`. Audited as `user.update`.
+//
+// Takes a body of the `application/fhir+json` content type.
+//
+// Corresponds with PUT /fhir/R4/{type}/{id} (the `UpdateFhir` operationId).
+func (c *Client) UpdateFhirWithApplicationFhirPlusJSONBody(ctx context.Context, pType UpdateFhirParamsType, id string, params *UpdateFhirParams, body UpdateFhirApplicationFhirPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateFhirRequestWithApplicationFhirPlusJSONBody(c.Server, pType, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UpdateFhir Update a Patient
+//
+// A Patient's demographics replaced (name, gender, birthDate, the first email and
+// phone of telecom, the first address), by the clinic admin or the patient; the
+// identifier does not change. `If-Match: W/"<meta.versionId>"` refuses a change to a
+// version the patient no longer has (412), so two writers do not undo each other.
+// Answers the Patient with its new `ETag`. Audited as `user.update`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /fhir/R4/{type}/{id} (the `UpdateFhir` operationId).
+func (c *Client) UpdateFhir(ctx context.Context, pType UpdateFhirParamsType, id string, params *UpdateFhirParams, body UpdateFhirJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUpdateFhirRequest(c.Server, pType, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -25029,6 +25310,79 @@ func NewSearchFhirRequest(server string, pType SearchFhirParamsType, params *Sea
 	return req, nil
 }
 
+// NewCreateFhirRequestWithApplicationFhirPlusJSONBody calls the generic CreateFhir builder with application/fhir+json body
+func NewCreateFhirRequestWithApplicationFhirPlusJSONBody(server string, pType CreateFhirParamsType, params *CreateFhirParams, body CreateFhirApplicationFhirPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateFhirRequestWithBody(server, pType, params, "application/fhir+json", bodyReader)
+}
+
+// NewCreateFhirRequest calls the generic CreateFhir builder with application/json body
+func NewCreateFhirRequest(server string, pType CreateFhirParamsType, params *CreateFhirParams, body CreateFhirJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateFhirRequestWithBody(server, pType, params, "application/json", bodyReader)
+}
+
+// NewCreateFhirRequestWithBody constructs an http.Request for the CreateFhir method, with any body, and a specified content type
+func NewCreateFhirRequestWithBody(server string, pType CreateFhirParamsType, params *CreateFhirParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "type", pType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/fhir/R4/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IfNoneExist != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Exist", *params.IfNoneExist, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Exist", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewReadFhirRequest constructs an http.Request for the ReadFhir method
 func NewReadFhirRequest(server string, pType ReadFhirParamsType, id string, params *ReadFhirParams) (*http.Request, error) {
 	var err error
@@ -25092,6 +25446,86 @@ func NewReadFhirRequest(server string, pType ReadFhirParamsType, id string, para
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUpdateFhirRequestWithApplicationFhirPlusJSONBody calls the generic UpdateFhir builder with application/fhir+json body
+func NewUpdateFhirRequestWithApplicationFhirPlusJSONBody(server string, pType UpdateFhirParamsType, id string, params *UpdateFhirParams, body UpdateFhirApplicationFhirPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateFhirRequestWithBody(server, pType, id, params, "application/fhir+json", bodyReader)
+}
+
+// NewUpdateFhirRequest calls the generic UpdateFhir builder with application/json body
+func NewUpdateFhirRequest(server string, pType UpdateFhirParamsType, id string, params *UpdateFhirParams, body UpdateFhirJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewUpdateFhirRequestWithBody(server, pType, id, params, "application/json", bodyReader)
+}
+
+// NewUpdateFhirRequestWithBody constructs an http.Request for the UpdateFhir method, with any body, and a specified content type
+func NewUpdateFhirRequestWithBody(server string, pType UpdateFhirParamsType, id string, params *UpdateFhirParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "type", pType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/fhir/R4/%s/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IfMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -27927,6 +28361,48 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /fhir/R4/{type} (the `SearchFhir` operationId).
 	SearchFhirWithResponse(ctx context.Context, pType SearchFhirParamsType, params *SearchFhirParams, reqEditors ...RequestEditorFn) (*SearchFhirResponse, error)
 
+	// CreateFhirWithBodyWithResponse Create a Patient
+	//
+	// The clinic admin creates a patient from a Patient: name, gender, birthDate, the
+	// first email and phone of telecom, the first address, and the identifier of the
+	// system urn:teleclinic:{account_code}:user (the patient's code; one is made when
+	// none is given). `If-None-Exist: identifier=urn:teleclinic:{account_code}:user|<code>`
+	// answers the patient who has it (200) rather than making them twice; a new one is
+	// 201 with its `Location` and `ETag`. Audited as `user.create`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /fhir/R4/{type} (the `CreateFhir` operationId).
+	CreateFhirWithBodyWithResponse(ctx context.Context, pType CreateFhirParamsType, params *CreateFhirParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateFhirResponse, error)
+
+	// CreateFhirWithApplicationFhirPlusJSONBodyWithResponse Create a Patient
+	//
+	// The clinic admin creates a patient from a Patient: name, gender, birthDate, the
+	// first email and phone of telecom, the first address, and the identifier of the
+	// system urn:teleclinic:{account_code}:user (the patient's code; one is made when
+	// none is given). `If-None-Exist: identifier=urn:teleclinic:{account_code}:user|<code>`
+	// answers the patient who has it (200) rather than making them twice; a new one is
+	// 201 with its `Location` and `ETag`. Audited as `user.create`.
+	//
+	// Takes a body of the `application/fhir+json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /fhir/R4/{type} (the `CreateFhir` operationId).
+	CreateFhirWithApplicationFhirPlusJSONBodyWithResponse(ctx context.Context, pType CreateFhirParamsType, params *CreateFhirParams, body CreateFhirApplicationFhirPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateFhirResponse, error)
+
+	// CreateFhirWithResponse Create a Patient
+	//
+	// The clinic admin creates a patient from a Patient: name, gender, birthDate, the
+	// first email and phone of telecom, the first address, and the identifier of the
+	// system urn:teleclinic:{account_code}:user (the patient's code; one is made when
+	// none is given). `If-None-Exist: identifier=urn:teleclinic:{account_code}:user|<code>`
+	// answers the patient who has it (200) rather than making them twice; a new one is
+	// 201 with its `Location` and `ETag`. Audited as `user.create`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /fhir/R4/{type} (the `CreateFhir` operationId).
+	CreateFhirWithResponse(ctx context.Context, pType CreateFhirParamsType, params *CreateFhirParams, body CreateFhirJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateFhirResponse, error)
+
 	// ReadFhirWithResponse Read one FHIR resource
 	//
 	// One resource by its id (see the search for the ids and the rules). Audited like the API's reads.
@@ -27935,6 +28411,45 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /fhir/R4/{type}/{id} (the `ReadFhir` operationId).
 	ReadFhirWithResponse(ctx context.Context, pType ReadFhirParamsType, id string, params *ReadFhirParams, reqEditors ...RequestEditorFn) (*ReadFhirResponse, error)
+
+	// UpdateFhirWithBodyWithResponse Update a Patient
+	//
+	// A Patient's demographics replaced (name, gender, birthDate, the first email and
+	// phone of telecom, the first address), by the clinic admin or the patient; the
+	// identifier does not change. `If-Match: W/"<meta.versionId>"` refuses a change to a
+	// version the patient no longer has (412), so two writers do not undo each other.
+	// Answers the Patient with its new `ETag`. Audited as `user.update`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /fhir/R4/{type}/{id} (the `UpdateFhir` operationId).
+	UpdateFhirWithBodyWithResponse(ctx context.Context, pType UpdateFhirParamsType, id string, params *UpdateFhirParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateFhirResponse, error)
+
+	// UpdateFhirWithApplicationFhirPlusJSONBodyWithResponse Update a Patient
+	//
+	// A Patient's demographics replaced (name, gender, birthDate, the first email and
+	// phone of telecom, the first address), by the clinic admin or the patient; the
+	// identifier does not change. `If-Match: W/"<meta.versionId>"` refuses a change to a
+	// version the patient no longer has (412), so two writers do not undo each other.
+	// Answers the Patient with its new `ETag`. Audited as `user.update`.
+	//
+	// Takes a body of the `application/fhir+json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /fhir/R4/{type}/{id} (the `UpdateFhir` operationId).
+	UpdateFhirWithApplicationFhirPlusJSONBodyWithResponse(ctx context.Context, pType UpdateFhirParamsType, id string, params *UpdateFhirParams, body UpdateFhirApplicationFhirPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateFhirResponse, error)
+
+	// UpdateFhirWithResponse Update a Patient
+	//
+	// A Patient's demographics replaced (name, gender, birthDate, the first email and
+	// phone of telecom, the first address), by the clinic admin or the patient; the
+	// identifier does not change. `If-Match: W/"<meta.versionId>"` refuses a change to a
+	// version the patient no longer has (412), so two writers do not undo each other.
+	// Answers the Patient with its new `ETag`. Audited as `user.update`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /fhir/R4/{type}/{id} (the `UpdateFhir` operationId).
+	UpdateFhirWithResponse(ctx context.Context, pType UpdateFhirParamsType, id string, params *UpdateFhirParams, body UpdateFhirJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateFhirResponse, error)
 
 	// GetHealthzWithResponse Health check for load balancers
 	//
@@ -39159,6 +39674,104 @@ func (r SearchFhirResponse) ContentType() string {
 	return ""
 }
 
+// CreateFhirResponse200Headers the declared response headers of an HTTP 200 response for CreateFhir
+type CreateFhirResponse200Headers struct {
+	ETag *string
+}
+
+// CreateFhirResponse201Headers the declared response headers of an HTTP 201 response for CreateFhir
+type CreateFhirResponse201Headers struct {
+	ETag     *string
+	Location *string
+}
+
+type CreateFhirResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationfhirJSON200 the response for an HTTP 200 `application/fhir+json` response
+	ApplicationfhirJSON200 *FHIRResource
+	// ApplicationfhirJSON201 the response for an HTTP 201 `application/fhir+json` response
+	ApplicationfhirJSON201 *FHIRResource
+	// ApplicationfhirJSON400 the response for an HTTP 400 `application/fhir+json` response
+	ApplicationfhirJSON400 *FHIRError
+	// ApplicationfhirJSON401 the response for an HTTP 401 `application/fhir+json` response
+	ApplicationfhirJSON401 *FHIRError
+	// ApplicationfhirJSON403 the response for an HTTP 403 `application/fhir+json` response
+	ApplicationfhirJSON403 *FHIRError
+	// ApplicationfhirJSON409 the response for an HTTP 409 `application/fhir+json` response
+	ApplicationfhirJSON409 *FHIRError
+	// ApplicationfhirJSON429 the response for an HTTP 429 `application/fhir+json` response
+	ApplicationfhirJSON429 *FHIRError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CreateFhirResponse200Headers
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateFhirResponse201Headers
+}
+
+// GetApplicationfhirJSON200 returns the response for an HTTP 200 `application/fhir+json` response
+func (r CreateFhirResponse) GetApplicationfhirJSON200() *FHIRResource {
+	return r.ApplicationfhirJSON200
+}
+
+// GetApplicationfhirJSON201 returns the response for an HTTP 201 `application/fhir+json` response
+func (r CreateFhirResponse) GetApplicationfhirJSON201() *FHIRResource {
+	return r.ApplicationfhirJSON201
+}
+
+// GetApplicationfhirJSON400 returns the response for an HTTP 400 `application/fhir+json` response
+func (r CreateFhirResponse) GetApplicationfhirJSON400() *FHIRError {
+	return r.ApplicationfhirJSON400
+}
+
+// GetApplicationfhirJSON401 returns the response for an HTTP 401 `application/fhir+json` response
+func (r CreateFhirResponse) GetApplicationfhirJSON401() *FHIRError {
+	return r.ApplicationfhirJSON401
+}
+
+// GetApplicationfhirJSON403 returns the response for an HTTP 403 `application/fhir+json` response
+func (r CreateFhirResponse) GetApplicationfhirJSON403() *FHIRError {
+	return r.ApplicationfhirJSON403
+}
+
+// GetApplicationfhirJSON409 returns the response for an HTTP 409 `application/fhir+json` response
+func (r CreateFhirResponse) GetApplicationfhirJSON409() *FHIRError {
+	return r.ApplicationfhirJSON409
+}
+
+// GetApplicationfhirJSON429 returns the response for an HTTP 429 `application/fhir+json` response
+func (r CreateFhirResponse) GetApplicationfhirJSON429() *FHIRError {
+	return r.ApplicationfhirJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateFhirResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateFhirResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateFhirResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateFhirResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ReadFhirResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -39229,6 +39842,96 @@ func (r ReadFhirResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ReadFhirResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UpdateFhirResponse200Headers the declared response headers of an HTTP 200 response for UpdateFhir
+type UpdateFhirResponse200Headers struct {
+	ETag *string
+}
+
+type UpdateFhirResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationfhirJSON200 the response for an HTTP 200 `application/fhir+json` response
+	ApplicationfhirJSON200 *FHIRResource
+	// ApplicationfhirJSON400 the response for an HTTP 400 `application/fhir+json` response
+	ApplicationfhirJSON400 *FHIRError
+	// ApplicationfhirJSON401 the response for an HTTP 401 `application/fhir+json` response
+	ApplicationfhirJSON401 *FHIRError
+	// ApplicationfhirJSON403 the response for an HTTP 403 `application/fhir+json` response
+	ApplicationfhirJSON403 *FHIRError
+	// ApplicationfhirJSON404 the response for an HTTP 404 `application/fhir+json` response
+	ApplicationfhirJSON404 *FHIRError
+	// ApplicationfhirJSON412 the response for an HTTP 412 `application/fhir+json` response
+	ApplicationfhirJSON412 *FHIRError
+	// ApplicationfhirJSON429 the response for an HTTP 429 `application/fhir+json` response
+	ApplicationfhirJSON429 *FHIRError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *UpdateFhirResponse200Headers
+}
+
+// GetApplicationfhirJSON200 returns the response for an HTTP 200 `application/fhir+json` response
+func (r UpdateFhirResponse) GetApplicationfhirJSON200() *FHIRResource {
+	return r.ApplicationfhirJSON200
+}
+
+// GetApplicationfhirJSON400 returns the response for an HTTP 400 `application/fhir+json` response
+func (r UpdateFhirResponse) GetApplicationfhirJSON400() *FHIRError {
+	return r.ApplicationfhirJSON400
+}
+
+// GetApplicationfhirJSON401 returns the response for an HTTP 401 `application/fhir+json` response
+func (r UpdateFhirResponse) GetApplicationfhirJSON401() *FHIRError {
+	return r.ApplicationfhirJSON401
+}
+
+// GetApplicationfhirJSON403 returns the response for an HTTP 403 `application/fhir+json` response
+func (r UpdateFhirResponse) GetApplicationfhirJSON403() *FHIRError {
+	return r.ApplicationfhirJSON403
+}
+
+// GetApplicationfhirJSON404 returns the response for an HTTP 404 `application/fhir+json` response
+func (r UpdateFhirResponse) GetApplicationfhirJSON404() *FHIRError {
+	return r.ApplicationfhirJSON404
+}
+
+// GetApplicationfhirJSON412 returns the response for an HTTP 412 `application/fhir+json` response
+func (r UpdateFhirResponse) GetApplicationfhirJSON412() *FHIRError {
+	return r.ApplicationfhirJSON412
+}
+
+// GetApplicationfhirJSON429 returns the response for an HTTP 429 `application/fhir+json` response
+func (r UpdateFhirResponse) GetApplicationfhirJSON429() *FHIRError {
+	return r.ApplicationfhirJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r UpdateFhirResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UpdateFhirResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UpdateFhirResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UpdateFhirResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -43423,6 +44126,66 @@ func (c *ClientWithResponses) SearchFhirWithResponse(ctx context.Context, pType 
 	return ParseSearchFhirResponse(rsp)
 }
 
+// CreateFhirWithBodyWithResponse Create a Patient
+//
+// The clinic admin creates a patient from a Patient: name, gender, birthDate, the
+// first email and phone of telecom, the first address, and the identifier of the
+// system urn:teleclinic:{account_code}:user (the patient's code; one is made when
+// none is given). `If-None-Exist: identifier=urn:teleclinic:{account_code}:user|<code>`
+// answers the patient who has it (200) rather than making them twice; a new one is
+// 201 with its `Location` and `ETag`. Audited as `user.create`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /fhir/R4/{type} (the `CreateFhir` operationId).
+func (c *ClientWithResponses) CreateFhirWithBodyWithResponse(ctx context.Context, pType CreateFhirParamsType, params *CreateFhirParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateFhirResponse, error) {
+	rsp, err := c.CreateFhirWithBody(ctx, pType, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateFhirResponse(rsp)
+}
+
+// CreateFhirWithApplicationFhirPlusJSONBodyWithResponse Create a Patient
+//
+// The clinic admin creates a patient from a Patient: name, gender, birthDate, the
+// first email and phone of telecom, the first address, and the identifier of the
+// system urn:teleclinic:{account_code}:user (the patient's code; one is made when
+// none is given). `If-None-Exist: identifier=urn:teleclinic:{account_code}:user|<code>`
+// answers the patient who has it (200) rather than making them twice; a new one is
+// 201 with its `Location` and `ETag`. Audited as `user.create`.
+//
+// Takes a body of the `application/fhir+json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /fhir/R4/{type} (the `CreateFhir` operationId).
+func (c *ClientWithResponses) CreateFhirWithApplicationFhirPlusJSONBodyWithResponse(ctx context.Context, pType CreateFhirParamsType, params *CreateFhirParams, body CreateFhirApplicationFhirPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateFhirResponse, error) {
+	rsp, err := c.CreateFhirWithApplicationFhirPlusJSONBody(ctx, pType, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateFhirResponse(rsp)
+}
+
+// CreateFhirWithResponse Create a Patient
+//
+// The clinic admin creates a patient from a Patient: name, gender, birthDate, the
+// first email and phone of telecom, the first address, and the identifier of the
+// system urn:teleclinic:{account_code}:user (the patient's code; one is made when
+// none is given). `If-None-Exist: identifier=urn:teleclinic:{account_code}:user|<code>`
+// answers the patient who has it (200) rather than making them twice; a new one is
+// 201 with its `Location` and `ETag`. Audited as `user.create`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /fhir/R4/{type} (the `CreateFhir` operationId).
+func (c *ClientWithResponses) CreateFhirWithResponse(ctx context.Context, pType CreateFhirParamsType, params *CreateFhirParams, body CreateFhirJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateFhirResponse, error) {
+	rsp, err := c.CreateFhir(ctx, pType, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateFhirResponse(rsp)
+}
+
 // ReadFhirWithResponse Read one FHIR resource
 //
 // One resource by its id (see the search for the ids and the rules). Audited like the API's reads.
@@ -43436,6 +44199,63 @@ func (c *ClientWithResponses) ReadFhirWithResponse(ctx context.Context, pType Re
 		return nil, err
 	}
 	return ParseReadFhirResponse(rsp)
+}
+
+// UpdateFhirWithBodyWithResponse Update a Patient
+//
+// A Patient's demographics replaced (name, gender, birthDate, the first email and
+// phone of telecom, the first address), by the clinic admin or the patient; the
+// identifier does not change. `If-Match: W/"<meta.versionId>"` refuses a change to a
+// version the patient no longer has (412), so two writers do not undo each other.
+// Answers the Patient with its new `ETag`. Audited as `user.update`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /fhir/R4/{type}/{id} (the `UpdateFhir` operationId).
+func (c *ClientWithResponses) UpdateFhirWithBodyWithResponse(ctx context.Context, pType UpdateFhirParamsType, id string, params *UpdateFhirParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateFhirResponse, error) {
+	rsp, err := c.UpdateFhirWithBody(ctx, pType, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateFhirResponse(rsp)
+}
+
+// UpdateFhirWithApplicationFhirPlusJSONBodyWithResponse Update a Patient
+//
+// A Patient's demographics replaced (name, gender, birthDate, the first email and
+// phone of telecom, the first address), by the clinic admin or the patient; the
+// identifier does not change. `If-Match: W/"<meta.versionId>"` refuses a change to a
+// version the patient no longer has (412), so two writers do not undo each other.
+// Answers the Patient with its new `ETag`. Audited as `user.update`.
+//
+// Takes a body of the `application/fhir+json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /fhir/R4/{type}/{id} (the `UpdateFhir` operationId).
+func (c *ClientWithResponses) UpdateFhirWithApplicationFhirPlusJSONBodyWithResponse(ctx context.Context, pType UpdateFhirParamsType, id string, params *UpdateFhirParams, body UpdateFhirApplicationFhirPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateFhirResponse, error) {
+	rsp, err := c.UpdateFhirWithApplicationFhirPlusJSONBody(ctx, pType, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateFhirResponse(rsp)
+}
+
+// UpdateFhirWithResponse Update a Patient
+//
+// A Patient's demographics replaced (name, gender, birthDate, the first email and
+// phone of telecom, the first address), by the clinic admin or the patient; the
+// identifier does not change. `If-Match: W/"<meta.versionId>"` refuses a change to a
+// version the patient no longer has (412), so two writers do not undo each other.
+// Answers the Patient with its new `ETag`. Audited as `user.update`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /fhir/R4/{type}/{id} (the `UpdateFhir` operationId).
+func (c *ClientWithResponses) UpdateFhirWithResponse(ctx context.Context, pType UpdateFhirParamsType, id string, params *UpdateFhirParams, body UpdateFhirJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateFhirResponse, error) {
+	rsp, err := c.UpdateFhir(ctx, pType, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUpdateFhirResponse(rsp)
 }
 
 // GetHealthzWithResponse Health check for load balancers
@@ -53065,6 +53885,104 @@ func ParseSearchFhirResponse(rsp *http.Response) (*SearchFhirResponse, error) {
 	return response, nil
 }
 
+// ParseCreateFhirResponse parses an HTTP response from a CreateFhirWithResponse call
+func ParseCreateFhirResponse(rsp *http.Response) (*CreateFhirResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateFhirResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FHIRResource
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest FHIRResource
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers CreateFhirResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 201:
+		var headers CreateFhirResponse201Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers201 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseReadFhirResponse parses an HTTP response from a ReadFhirWithResponse call
 func ParseReadFhirResponse(rsp *http.Response) (*ReadFhirResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -53121,6 +54039,87 @@ func ParseReadFhirResponse(rsp *http.Response) (*ReadFhirResponse, error) {
 		}
 		response.ApplicationfhirJSON429 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseUpdateFhirResponse parses an HTTP response from a UpdateFhirWithResponse call
+func ParseUpdateFhirResponse(rsp *http.Response) (*UpdateFhirResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UpdateFhirResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FHIRResource
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON412 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers UpdateFhirResponse200Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil

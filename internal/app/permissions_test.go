@@ -725,6 +725,13 @@ func permRows(f *permFixture) map[string]permRow {
 		"WebhookDeliveries": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.WebhookDeliveries(ctx, p, 0, 10))
 		}},
+		"CreatePatient": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			u, _, err := a.CreatePatient(ctx, p, app.PatientInput{FirstName: "Planted", LastName: "Patient"}, "")
+			return u, err
+		}},
+		"UpdatePatient": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return a.UpdatePatient(ctx, p, f.p1.UserID(), app.PatientInput{FirstName: "Planted", LastName: "Name"}, -1)
+		}},
 		"WebhookEndpoints": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return a.WebhookEndpoints(ctx, p)
 		}},

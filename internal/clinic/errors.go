@@ -19,6 +19,7 @@ const (
 	ETooLarge        = "too_large"
 	EPayment         = "payment"  // the card processor refused a card
 	EMismatch        = "mismatch" // an idempotency key reused with other parameters
+	EStale           = "stale"    // a change made against a version the resource no longer has (If-Match)
 	EBusy            = "busy"     // the server is at a bound of its own; try again after RetryAfter
 	EUnavailable     = "unavailable"
 	EInternal        = "internal"

@@ -203,6 +203,8 @@ func Status(code string) int {
 		return http.StatusPaymentRequired
 	case clinic.EMismatch:
 		return http.StatusUnprocessableEntity
+	case clinic.EStale:
+		return http.StatusPreconditionFailed
 	case clinic.EBusy:
 		return http.StatusServiceUnavailable
 	case clinic.EUnavailable:
@@ -225,7 +227,7 @@ func Code(status int) string {
 // Codes are the product's error codes, for tests that hold both doors to
 // the same statuses.
 var Codes = []string{clinic.EInvalid, clinic.EUnauthenticated, clinic.EForbidden, clinic.ENotFound, clinic.EConflict,
-	clinic.ETooMany, clinic.ETooLarge, clinic.EPayment, clinic.EMismatch, clinic.EBusy, clinic.EUnavailable, clinic.EInternal}
+	clinic.ETooMany, clinic.ETooLarge, clinic.EPayment, clinic.EMismatch, clinic.EStale, clinic.EBusy, clinic.EUnavailable, clinic.EInternal}
 
 // WriteJSON answers v as JSON with status.
 func WriteJSON(w http.ResponseWriter, status int, v any) error {

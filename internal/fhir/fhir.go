@@ -98,6 +98,9 @@ func (s *Server) Read(w http.ResponseWriter, r *http.Request, p *clinic.Principa
 	if err != nil {
 		return err
 	}
+	if pt, ok := res.(*fhirPatient); ok {
+		w.Header().Set("ETag", etag(pt.Meta.VersionID))
+	}
 	return writeFHIR(w, http.StatusOK, res)
 }
 
@@ -309,7 +312,7 @@ func outcomeCode(status int) string {
 		return "throttled"
 	case http.StatusRequestEntityTooLarge:
 		return "too-costly"
-	case http.StatusConflict:
+	case http.StatusConflict, http.StatusPreconditionFailed:
 		return "conflict"
 	}
 	return "exception"
@@ -403,6 +406,10 @@ type fhirCapResource struct {
 	Interaction []fhirInteraction `json:"interaction"`
 	SearchParam []fhirSearchParam `json:"searchParam"`
 	Operation   []fhirOperation   `json:"operation,omitempty"`
+	// The writes a type takes (Patient's): conditional create on its
+	// identifier, versioned updates.
+	Versioning        string `json:"versioning,omitempty"`
+	ConditionalCreate bool   `json:"conditionalCreate,omitempty"`
 }
 
 type fhirCapRest struct {
@@ -434,7 +441,7 @@ func (s *Server) capabilities() *fhirCapability {
 	c := &fhirCapability{ResourceType: "CapabilityStatement", Status: "active", Date: s.app.Now().UTC().Format("2006-01-02"),
 		Kind: "instance", FHIRVersion: "4.0.1", Format: []string{"json"}}
 	c.Software.Name = "Teleclinic"
-	c.Implementation.Description = "Teleclinic's read-only FHIR R4 view of the clinic's records"
+	c.Implementation.Description = "Teleclinic's FHIR R4 view of the clinic's records; Patient is written too"
 	c.Implementation.URL = strings.TrimSuffix(s.base(), "/")
 	rest := fhirCapRest{Mode: "server"}
 	rest.Security.Description = "X-AccountCode with X-ApiToken (a user token or the clinic admin token), or a user token as Authorization: Bearer. " +
@@ -457,6 +464,8 @@ func (s *Server) capabilities() *fhirCapability {
 		}
 		if t.name == "Patient" {
 			res.Operation = []fhirOperation{{Name: "everything", Definition: "http://hl7.org/fhir/OperationDefinition/Patient-everything"}}
+			res.Interaction = append(res.Interaction, fhirInteraction{"create"}, fhirInteraction{"update"})
+			res.Versioning, res.ConditionalCreate = "versioned-update", true
 		}
 		rest.Resource = append(rest.Resource, res)
 	}

@@ -50,6 +50,7 @@ type resource interface {
 }
 
 type fhirMeta struct {
+	VersionID   string `json:"versionId,omitempty"`
 	LastUpdated string `json:"lastUpdated"`
 }
 
@@ -184,6 +185,7 @@ type fhirPatient struct {
 func toFHIRPatient(acct *clinic.Account, u *clinic.User) *fhirPatient {
 	out := &fhirPatient{base: newBase("Patient", id(u.ID), u.Modified), Identifier: userIdentifier(acct, u),
 		Active: u.Status == clinic.StatusActive, Name: userName(u), Gender: fhirGender(u.Gender), BirthDate: u.DOB}
+	out.Meta.VersionID = id(u.Version) // the version an update's If-Match names
 	if u.Email != "" {
 		out.Telecom = append(out.Telecom, fhirContact{System: "email", Value: u.Email})
 	}

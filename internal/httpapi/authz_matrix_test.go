@@ -95,6 +95,8 @@ var (
 	pAdminOn     = with(pAdmin, map[string]outcome{"other admin, own code": deny})
 	// An admin's object the fixture lacks: let through, nothing found.
 	pAdminMissing = with(pAdminOn, map[string]outcome{"clinic admin": missing})
+	// The clinic admin's, behind a user credential: users are denied.
+	pUsersDenied = with(pUser, map[string]outcome{"other patient": deny, "other provider": deny, "guest": deny, "provider of the visit": deny, "owning patient": deny})
 	// Staff: providers and the admin; patients and guests are refused.
 	pStaff = with(pUser, map[string]outcome{"other patient": deny, "guest": deny, "owning patient": deny})
 	// Not for providers (invoices are the patient's and the admin's).
@@ -264,6 +266,8 @@ func matrix() map[string]profile {
 		"GET /fhir/R4/{type}":                                           pRecords,
 		"GET /fhir/R4/{type}/{id}":                                      pRecords,
 		"GET /fhir/R4/Patient/{id}/$everything":                         pRecords,
+		"POST /fhir/R4/{type}":                                          pUsersDenied,
+		"PUT /fhir/R4/{type}/{id}":                                      pPatientOnly,
 	}
 }
 
@@ -337,6 +341,11 @@ func TestAuthzMatrix(t *testing.T) {
 	// Bodies where an empty request would be refused before the caller's
 	// rights are judged.
 	bodies := map[string]url.Values{"POST /api/visits/{visit_id}/messages": q("content", "Hello")}
+	// The FHIR writes read a resource: a Patient the caller may write.
+	jsonBodies := map[string]any{
+		"POST /fhir/R4/{type}":     js(`{"resourceType": "Patient", "name": [{"family": "Matrix", "given": ["Mia"]}]}`),
+		"PUT /fhir/R4/{type}/{id}": js(`{"resourceType": "Patient", "name": [{"family": "One", "given": ["Pat"]}]}`),
+	}
 	testenv.Matrix{
 		Name:    "authorization matrix",
 		Callers: callerKinds,
@@ -386,6 +395,9 @@ func TestAuthzMatrix(t *testing.T) {
 			req := testenv.Req{Method: method, Path: path, Header: h, NoValidate: true, StartOnly: true}
 			if body, ok := bodies[key]; ok {
 				req.Form = body
+			}
+			if body, ok := jsonBodies[key]; ok {
+				req.JSON = body
 			}
 			res := testenv.Do(t, e.URL, req)
 			return testenv.Answer{Status: res.Status, Class: testenv.ClassifyAPI(res.Status, strings.HasPrefix(pattern, "/api/visits/")), Detail: string(res.Raw)}

@@ -188,6 +188,8 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/fhir/R4/metadata", app.NeedNone, famFHIR, fhirRoute(s.fhir.Metadata))
 	s.handle("GET", "/fhir/R4/{type}", app.NeedUser, famFHIR, fhirRoute(s.fhir.Search))
 	s.handle("GET", "/fhir/R4/{type}/{id}", app.NeedUser, famFHIR, fhirRoute(s.fhir.Read))
+	s.handleRaw("POST", "/fhir/R4/{type}", app.NeedUser, famFHIR, fhirRoute(s.fhir.Create))
+	s.handleRaw("PUT", "/fhir/R4/{type}/{id}", app.NeedUser, famFHIR, fhirRoute(s.fhir.Update))
 	s.handle("GET", "/fhir/R4/Patient/{id}/$everything", app.NeedUser, famFHIR, fhirRoute(s.fhir.Everything))
 
 	// Operations.

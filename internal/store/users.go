@@ -134,21 +134,6 @@ func (q *Q) CreateUser(ctx context.Context, u *clinic.User) error {
 	return err
 }
 
-// UpdateProfile writes the fields a user may change about themself. Type,
-// status, account, code and email verification are deliberately absent.
-func (q *Q) UpdateProfile(ctx context.Context, u *clinic.User) error {
-	defer q.changed(q.c.names) // the names threads show
-	extra, _ := json.Marshal(u.Extra)
-	return q.mustAffect(ctx, `UPDATE users SET first_name = ?, last_name = ?, email = ?, password_hash = ?, dob = ?, gender = ?,
-		tos = ?, timezone = ?, nationality = ?, phone = ?, street_addr = ?, city = ?, state = ?, zip = ?, pcp_name = ?,
-		pcp_phone = ?, photo_file_id = ?, extra = ?, disable_emails = ?, modified = ?
-		WHERE account_id = ? AND id = ?`,
-		u.FirstName, u.LastName, u.Email, u.PasswordHash, u.DOB, u.Gender,
-		b2i(u.TOS), u.Timezone, u.Nationality, u.Phone, u.StreetAddr, u.City, u.State, u.Zip, u.PCPName,
-		u.PCPPhone, nullID(u.PhotoFileID), string(extra), b2i(u.DisableEmails), u.Modified,
-		u.AccountID, u.ID)
-}
-
 // SetPassword stores a new password hash and, for activation, the status.
 func (q *Q) SetPassword(ctx context.Context, accountID, userID int64, hash string, status int, verified bool, now int64) error {
 	if err := q.mustAffect(ctx, `UPDATE users SET password_hash = ?, status = ?, active = 1, email_verified = ?, modified = ?
@@ -391,4 +376,38 @@ func (q *Q) SetUserStatus(ctx context.Context, accountID, userID int64, status i
 		return err
 	}
 	return q.credentialsEnded(ctx)
+}
+
+// UpdateProfile writes the fields a user may change about themself. Type,
+// status, account, code and email verification are deliberately absent.
+func (q *Q) UpdateProfile(ctx context.Context, u *clinic.User) error {
+	ok, err := q.updateProfile(ctx, u, -1)
+	if err == nil && !ok {
+		err = ErrNotFound
+	}
+	return err
+}
+
+// UpdateProfileAt writes u's profile as UpdateProfile does, only while the
+// row is still at version: false when another write came first.
+func (q *Q) UpdateProfileAt(ctx context.Context, u *clinic.User, version int64) (bool, error) {
+	return q.updateProfile(ctx, u, version)
+}
+
+// updateProfile is UpdateProfile, at version when it is not negative.
+func (q *Q) updateProfile(ctx context.Context, u *clinic.User, version int64) (bool, error) {
+	defer q.changed(q.c.names) // the names threads show
+	extra, _ := json.Marshal(u.Extra)
+	where, args := "account_id = ? AND id = ?", []any{u.AccountID, u.ID}
+	if version >= 0 {
+		where, args = where+" AND version = ?", append(args, version)
+	}
+	n, err := q.affected(ctx, `UPDATE users SET first_name = ?, last_name = ?, email = ?, password_hash = ?, dob = ?, gender = ?,
+		tos = ?, timezone = ?, nationality = ?, phone = ?, street_addr = ?, city = ?, state = ?, zip = ?, pcp_name = ?,
+		pcp_phone = ?, photo_file_id = ?, extra = ?, disable_emails = ?, modified = ?
+		WHERE `+where,
+		append([]any{u.FirstName, u.LastName, u.Email, u.PasswordHash, u.DOB, u.Gender,
+			b2i(u.TOS), u.Timezone, u.Nationality, u.Phone, u.StreetAddr, u.City, u.State, u.Zip, u.PCPName,
+			u.PCPPhone, nullID(u.PhotoFileID), string(extra), b2i(u.DisableEmails), u.Modified}, args...)...)
+	return n == 1, err
 }

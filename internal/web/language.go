@@ -193,6 +193,7 @@ var codeWords = map[string]string{
 	clinic.ETooLarge:        "What you sent is larger than the clinic takes.",
 	clinic.EPayment:         "The payment did not go through. Try another card.",
 	clinic.EMismatch:        "This request was already sent with other details.",
+	clinic.EStale:           "Someone changed this in the meantime. Open it again to see the change.",
 	clinic.EBusy:            "The server is busy. Try again in a moment.",
 	clinic.EUnavailable:     "This is not available now. Try again later.",
 	clinic.EInternal:        "Something went wrong on our side. Try again in a moment.",
