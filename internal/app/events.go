@@ -260,20 +260,9 @@ func (a *App) EndpointDeliveries(ctx context.Context, p *clinic.Principal, id, b
 	if _, err := a.store.Read().WebhookEndpointByID(ctx, p.Account.ID, id); err != nil {
 		return clinic.Page[*WebhookDelivery]{}, StoreErr("webhook endpoint", err, webhookEndpointNotFoundMsg)
 	}
-	if limit <= 0 {
-		limit = 50
-	}
-	limit = min(limit, MaxDeliveryList)
-	rs, err := a.store.Read().EndpointOutbox(ctx, p.Account.ID, id, before, limit+1)
-	if err != nil {
-		return clinic.Page[*WebhookDelivery]{}, fmt.Errorf("deliveries: %w", err)
-	}
-	pg := clinic.PageOf(rs, limit, func(r *store.OutboxRecord) int64 { return r.ID })
-	out := make([]*WebhookDelivery, len(pg.Items))
-	for i, r := range pg.Items {
-		out[i] = toDelivery(r, a.Unix())
-	}
-	return clinic.Page[*WebhookDelivery]{Items: out, Next: pg.Next}, nil
+	return a.deliveryPage(limit, func(n int) ([]*store.OutboxRecord, error) {
+		return a.store.Read().EndpointOutbox(ctx, p.Account.ID, id, before, n)
+	})
 }
 
 // deliverEvent makes one attempt of an event's delivery to its endpoint:

@@ -266,11 +266,20 @@ func (a *App) WebhookDeliveries(ctx context.Context, p *clinic.Principal, before
 	if err := RequireAdmin(p); err != nil {
 		return clinic.Page[*WebhookDelivery]{}, err
 	}
+	return a.deliveryPage(limit, func(n int) ([]*store.OutboxRecord, error) {
+		return a.store.Read().ListOutbox(ctx, p.Account.ID, TopicWebhook, before, n)
+	})
+}
+
+// deliveryPage is a page of limit deliveries (default 50, at most
+// MaxDeliveryList) that list reads (it is asked one more, to know whether
+// more follow).
+func (a *App) deliveryPage(limit int, list func(n int) ([]*store.OutboxRecord, error)) (clinic.Page[*WebhookDelivery], error) {
 	if limit <= 0 {
 		limit = 50
 	}
 	limit = min(limit, MaxDeliveryList)
-	rs, err := a.store.Read().ListOutbox(ctx, p.Account.ID, TopicWebhook, before, limit+1)
+	rs, err := list(limit + 1)
 	if err != nil {
 		return clinic.Page[*WebhookDelivery]{}, fmt.Errorf("deliveries: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
 	"teleclinic/internal/edge"
 )
 
@@ -82,6 +83,11 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request, c *call)
 	if err != nil {
 		return err
 	}
+	return writeDeliveries(w, r, ds)
+}
+
+// writeDeliveries answers a page of deliveries, with the link to the next.
+func writeDeliveries(w http.ResponseWriter, r *http.Request, ds clinic.Page[*app.WebhookDelivery]) error {
 	nextLink(w, r, "before", ds.Next)
 	out := make([]deliveryOut, len(ds.Items))
 	for i, d := range ds.Items {
@@ -182,10 +188,5 @@ func (s *Server) listEndpointDeliveries(w http.ResponseWriter, r *http.Request, 
 	if err != nil {
 		return err
 	}
-	nextLink(w, r, "before", ds.Next)
-	out := make([]deliveryOut, len(ds.Items))
-	for i, d := range ds.Items {
-		out[i] = toDelivery(d)
-	}
-	return ok(w, out)
+	return writeDeliveries(w, r, ds)
 }
