@@ -20,7 +20,9 @@ func TestPortal_DeadEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	pat := newBrowser(t, f.e)
-	if pg := pat.get("/c/acme/nope"); pg.Status != 404 || !strings.Contains(pg.Body, "has no room “nope”") || !strings.Contains(pg.Body, `href="/c/acme/main"`) {
+	pat.lang = "en-US,en;q=0.9" // a 12-hour region: still English, marked so in the language switch
+	if pg := pat.get("/c/acme/nope"); pg.Status != 404 || !strings.Contains(pg.Body, "has no room “nope”") || !strings.Contains(pg.Body, `href="/c/acme/main"`) ||
+		!strings.Contains(pg.Body, `<span aria-current="true" lang="en">English</span>`) {
 		t.Fatalf("an unknown room: %d %s", pg.Status, pg.Body)
 	}
 	f.redirectLogin(t, pat, f.p1Token, "/c/acme/main", nil)

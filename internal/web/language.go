@@ -65,7 +65,7 @@ func (s *Server) languageLinks(r *http.Request, current *locale.Locale) []langua
 	out := make([]languageLink, 0, len(all))
 	for _, l := range all {
 		tag := l.Tag.String()
-		out = append(out, languageLink{Tag: tag, Name: l.Name, Current: l == current, Href: "/lang/" + tag + "?next=" + url.QueryEscape(here)})
+		out = append(out, languageLink{Tag: tag, Name: l.Name, Current: l.Tag == current.Tag, Href: "/lang/" + tag + "?next=" + url.QueryEscape(here)})
 	}
 	return out
 }
