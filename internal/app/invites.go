@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/mail"
 	"strings"
 
 	"teleclinic/internal/clinic"
@@ -47,7 +46,7 @@ func (a *App) inviteProvider(ctx context.Context, p *clinic.Principal, in Invite
 	if in.FirstName == "" || in.LastName == "" {
 		return nil, clinic.Errorf(clinic.EInvalid, "first_name and last_name are required.")
 	}
-	if addr, err := mail.ParseAddress(in.Email); err != nil || addr.Address != in.Email {
+	if !mailable(in.Email) {
 		return nil, clinic.Errorf(clinic.EInvalid, "email must be an address the activation link can go to (name@example.com).")
 	}
 	if _, err := a.store.Read().UserByLogin(ctx, p.Account.ID, in.Email); err == nil {

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"net/mail"
 	"regexp"
 	"slices"
 	"strings"
@@ -784,13 +783,11 @@ func checkContact(c clinic.RoomContact) (*clinic.RoomContact, error) {
 	if err := CheckFields(Line("contact.phone", c.Phone, 32), Line("contact.email", c.Email, MaxLineChars)); err != nil {
 		return nil, err
 	}
-	if c.Phone != "" && strings.ContainsFunc(c.Phone, func(r rune) bool { return !strings.ContainsRune("0123456789 +-().", r) }) {
+	if !phoneChars(c.Phone) {
 		return nil, clinic.Errorf(clinic.EInvalid, "contact.phone must be a phone number: digits, spaces and + - ( ) . only.")
 	}
-	if c.Email != "" {
-		if addr, err := mail.ParseAddress(c.Email); err != nil || addr.Address != c.Email {
-			return nil, clinic.Errorf(clinic.EInvalid, "contact.email must be an email address (name@example.com).")
-		}
+	if c.Email != "" && !mailable(c.Email) {
+		return nil, clinic.Errorf(clinic.EInvalid, "contact.email must be an email address (name@example.com).")
 	}
 	return &c, nil
 }

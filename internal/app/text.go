@@ -1,6 +1,8 @@
 package app
 
 import (
+	"net/mail"
+	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -106,4 +108,17 @@ func clip(s string, n int) string {
 		return s
 	}
 	return string([]rune(s)[:n])
+}
+
+// mailable says whether s is one plain email address a mail can go to
+// (name@example.com: no display name, no list).
+func mailable(s string) bool {
+	addr, err := mail.ParseAddress(s)
+	return err == nil && addr.Address == s
+}
+
+// phoneChars says whether s is written as a phone number is: digits,
+// spaces and + - ( ) . only.
+func phoneChars(s string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool { return !strings.ContainsRune("0123456789 +-().", r) })
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/mail"
 	"strings"
 	"time"
 
@@ -304,10 +303,10 @@ func (a *App) SetGuestContact(ctx context.Context, p *clinic.Principal, email, p
 	if err := CheckFields(Line("email", email, MaxLineChars), Line("phone", phone, 32)); err != nil {
 		return err
 	}
-	if addr, err := mail.ParseAddress(email); err != nil || addr.Address != email {
+	if !mailable(email) {
 		return clinic.Errorf(clinic.EInvalid, "email must be an address like name@example.com.")
 	}
-	if phone != "" && strings.ContainsFunc(phone, func(r rune) bool { return !strings.ContainsRune("0123456789 +-().", r) }) {
+	if !phoneChars(phone) {
 		return clinic.Errorf(clinic.EInvalid, "phone must be a phone number: digits, spaces and + - ( ) . only.")
 	}
 	u, err := a.store.Read().UserByID(ctx, p.Account.ID, p.UserID())
