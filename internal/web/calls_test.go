@@ -708,3 +708,27 @@ func TestPortal_StreamLimits(t *testing.T) {
 		t.Fatalf("the page: %d", pg.Status)
 	}
 }
+
+// TestPortal_CallRelayCheck: the device check's relay test follows the
+// join's rules: nothing before a provider has the visit (409), nothing
+// for someone outside it (404), and, once taken, the ICE servers a join
+// would get (none here: this server has no relay).
+func TestPortal_CallRelayCheck(t *testing.T) {
+	f := newFixture(t)
+	pat := newBrowser(t, f.e)
+	f.redirectLogin(t, pat, f.p1Token, f.visitPath(), nil)
+	relay := f.visitPath() + "/call/relay"
+	if pg := pat.postJSON(relay, "{}"); pg.Status != 409 {
+		t.Fatalf("before a provider has the visit: %d %s", pg.Status, pg.Body)
+	}
+	f.accept(t)
+	other := newBrowser(t, f.e)
+	f.redirectLogin(t, other, f.p2Token, "/visits", nil)
+	if pg := other.postJSON(relay, "{}"); pg.Status != 404 && pg.Status != 403 {
+		t.Fatalf("another patient: %d %s", pg.Status, pg.Body)
+	}
+	pg := pat.postJSON(relay, "{}")
+	if pg.Status != 200 || !strings.Contains(pg.Body, `"ice_servers":[]`) {
+		t.Fatalf("the visit's patient: %d %s", pg.Status, pg.Body)
+	}
+}

@@ -42,3 +42,49 @@ func TestPortal_DeadEnds(t *testing.T) {
 		}
 	}
 }
+
+// TestPortal_GuestBooksWithAnEmail: a guest's appointment asks an email
+// first (none, or one that is not an address, is refused and books
+// nothing); with one, it goes on to the times, and the guest's profile
+// holds it.
+func TestPortal_GuestBooksWithAnEmail(t *testing.T) {
+	f := newFixture(t)
+	on := true
+	if _, err := f.e.App.UpdateRoom(context.Background(), f.admin(t), "main", app.RoomUpdate{AppointmentEnable: &on}); err != nil {
+		t.Fatal(err)
+	}
+	g := newBrowser(t, f.e)
+	if pg := g.post("/c/acme/main/guest", url.Values{"first_name": {"Gia"}, "last_name": {"Guest"}}); pg.Status != 303 {
+		t.Fatalf("guest join: %d %s", pg.Status, pg.Body)
+	}
+	if pg := g.get("/c/acme/main"); !strings.Contains(pg.Body, `id="guest_email"`) {
+		t.Fatalf("the guest's form asks no email: %s", pg.Body)
+	}
+	form := func(email string) url.Values {
+		return url.Values{"reason_for_visit": {"A check-up"}, "terms": {"1"}, "kind": {"appointment"}, "email": {email}}
+	}
+	for email, want := range map[string]string{"": "give your email", "not an address": "email must be an address"} {
+		if pg := g.post("/c/acme/main/intake", form(email)); pg.Status != 400 || !strings.Contains(pg.Body, want) {
+			t.Fatalf("email %q: %d %s", email, pg.Status, pg.Body)
+		}
+	}
+	if n := count(t, f, "SELECT COUNT(*) FROM intakes"); n != 1 { // the fixture's e-consult's alone
+		t.Fatalf("%d intakes after the refusals", n)
+	}
+	if pg := g.post("/c/acme/main/intake", form("gia@example.com")); pg.Status != 303 || !strings.HasSuffix(pg.Location, "/book") {
+		t.Fatalf("with an email: %d %s", pg.Status, pg.Location)
+	}
+	if n := count(t, f, "SELECT COUNT(*) FROM users WHERE email = 'gia@example.com' AND type = 600"); n != 1 {
+		t.Fatal("the guest's email is not on their profile")
+	}
+}
+
+// count is the one number query answers in f's database.
+func count(t *testing.T, f *fixture, query string) int {
+	t.Helper()
+	var n int
+	if err := f.e.Store.DB().QueryRow(query).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
