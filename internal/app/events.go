@@ -333,24 +333,6 @@ type NoteHook struct {
 	SignedAt   int64                   `json:"signed_at"`
 }
 
-// emitNoteSigned emits note.signed for visit v, its note just signed in q.
-func (a *App) emitNoteSigned(ctx context.Context, q *store.Q, v *clinic.Visit) error {
-	n, err := q.VisitNote(ctx, v.AccountID, v.ID)
-	if err != nil {
-		return err
-	}
-	raw, err := q.VisitClaimCodes(ctx, v.AccountID, v.ID)
-	if err != nil {
-		return err
-	}
-	codes := clinic.ClaimCodes{Diagnoses: []string{}, Procedures: []clinic.ClaimProcedure{}}
-	if raw != "" {
-		_ = json.Unmarshal([]byte(raw), &codes)
-	}
-	return a.Emit(ctx, q, v.AccountID, EventNoteSigned, NoteHook{VisitID: i64s(v.ID), PatientID: i64s(v.MemberID), ProviderID: i64s(v.ProviderID),
-		Diagnoses: codes.Diagnoses, Procedures: codes.Procedures, SignedAt: n.SignedAt})
-}
-
 // UserHook is the data of user.created: who, of what type (spec: user
 // types), and the integrator's code for them when it gave one.
 type UserHook struct {

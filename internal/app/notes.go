@@ -182,10 +182,12 @@ func (a *App) SignVisitNote(ctx context.Context, p *clinic.Principal, id int64) 
 			return err
 		}
 		q.AfterCommit(func() { a.publishNote(v) })
-		if err := a.billNote(ctx, q, p, v); err != nil {
+		n, codes, err := a.billNote(ctx, q, p, v)
+		if err != nil {
 			return err
 		}
-		return a.emitNoteSigned(ctx, q, v)
+		return a.Emit(ctx, q, v.AccountID, EventNoteSigned, NoteHook{VisitID: i64s(v.ID), PatientID: i64s(v.MemberID),
+			ProviderID: i64s(v.ProviderID), Diagnoses: codes.Diagnoses, Procedures: codes.Procedures, SignedAt: n.SignedAt})
 	})
 	if err != nil {
 		return nil, StoreErr("sign note", err, "")
@@ -237,22 +239,26 @@ func (a *App) AddNoteAddendum(ctx context.Context, p *clinic.Principal, id int64
 // of a video visit (95, real-time audio and video; an e-consult's online
 // service takes none); the procedures already coded stay after it. A
 // note without diagnoses leaves the diagnoses coded as they are; one
-// without a service, the procedures.
-func (a *App) billNote(ctx context.Context, q *store.Q, p *clinic.Principal, v *clinic.Visit) error {
+// without a service, the procedures. It answers the signed note and the
+// visit's codes as they now are (note.signed announces them).
+func (a *App) billNote(ctx context.Context, q *store.Q, p *clinic.Principal, v *clinic.Visit) (*clinic.VisitNote, clinic.ClaimCodes, error) {
 	visitID := v.ID
+	codes := clinic.ClaimCodes{Diagnoses: []string{}, Procedures: []clinic.ClaimProcedure{}}
 	n, err := q.VisitNote(ctx, p.Account.ID, visitID)
-	if err != nil || len(n.Diagnoses) == 0 && n.Procedure == "" {
-		return err
+	if err != nil {
+		return nil, codes, err
 	}
 	raw, err := q.VisitClaimCodes(ctx, p.Account.ID, visitID)
 	if err != nil {
-		return err
+		return nil, codes, err
 	}
-	codes := clinic.ClaimCodes{Procedures: []clinic.ClaimProcedure{}}
 	if raw != "" {
 		if err := json.Unmarshal([]byte(raw), &codes); err != nil {
-			return fmt.Errorf("claim codes of visit %d: %w", visitID, err)
+			return nil, codes, fmt.Errorf("claim codes of visit %d: %w", visitID, err)
 		}
+	}
+	if len(n.Diagnoses) == 0 && n.Procedure == "" {
+		return n, codes, nil
 	}
 	if len(n.Diagnoses) > 0 {
 		codes.Diagnoses = []string{}
@@ -274,7 +280,7 @@ func (a *App) billNote(ctx context.Context, q *store.Q, p *clinic.Principal, v *
 	}
 	out, _ := json.Marshal(codes)
 	if err := q.SetVisitClaimCodes(ctx, p.Account.ID, visitID, string(out), a.Unix()); err != nil {
-		return err
+		return nil, codes, err
 	}
-	return a.AuditIn(ctx, q, p, "visit.codes", "visit", i64s(visitID), OutcomeOK)
+	return n, codes, a.AuditIn(ctx, q, p, "visit.codes", "visit", i64s(visitID), OutcomeOK)
 }
