@@ -420,8 +420,21 @@ func TestBrowser_ProviderCancelsWithReason(t *testing.T) {
 	}
 	checkA11y(t, provider, "dashboard, cancelling with a reason")
 	screenshot(t, provider, "dashboard-cancel-reason")
-	browserStep(t, provider, "the provider gives a reason and confirms",
-		chromedp.SendKeys(chromedp.CSS("#reason-"+visit), "The doctor is ill today"),
+	// A patient arrives while the reason is being typed: the dashboard
+	// redraws, and the open Cancel keeps its reason, open.
+	browserStep(t, provider, "the provider starts the reason", chromedp.SendKeys(chromedp.CSS("#reason-"+visit), "The doctor is ill"))
+	f.walkin(t, f.p2Token, "Arrived meanwhile")
+	waitText(t, provider, "#dashboard-live", "Mallory Other")
+	type typing struct {
+		Open  bool
+		Value string
+	}
+	kept, err := chromedp.Run(provider, chromedp.Evaluate[typing](`({open: document.getElementById("cancel-`+visit+`").open, value: document.getElementById("reason-`+visit+`").value})`))
+	if err != nil || !kept.Open || kept.Value != "The doctor is ill" {
+		t.Fatalf("the reason being typed after a redraw: %+v %v", kept, err)
+	}
+	browserStep(t, provider, "the provider finishes the reason and confirms",
+		chromedp.SendKeys(chromedp.CSS("#reason-"+visit), " today"),
 		chromedp.Click(chromedp.CSS("#cancel-yes-"+visit)),
 		chromedp.WaitVisible(chromedp.CSS("#queue")))
 	got := mailer.WaitFor(t, before+1)

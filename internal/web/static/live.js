@@ -62,8 +62,9 @@ window.T = function (key) {
   // The rule of every redraw, once for the whole portal: what a person is
   // doing is never taken from them. A region is replaced by its new
   // version, but each control they changed and did not send (a note being
-  // typed, a box ticked) keeps its value in the new version, the control
-  // they are in keeps the focus and the selection, and a region holding
+  // typed, a box ticked) keeps its value in the new version, a part they
+  // opened (details with an id) stays open, the control they are in keeps
+  // the focus and the selection, and a region holding
   // input that its new version has no place for is not replaced at all
   // until the input is sent or undone. Scripts listen from the document
   // (delegated), so a redrawn region keeps working.
@@ -176,6 +177,13 @@ window.T = function (key) {
       if (active && old.contains(active) && active !== old) {
         focus = { to: counterpart(active, fresh), from: active };
       }
+      // What the person opened (a Cancel… with its reason) stays open.
+      Array.prototype.forEach.call(old.querySelectorAll("details[id][open]"), function (d) {
+        var to = fresh.querySelector("#" + CSS.escape(d.id));
+        if (to && to.tagName === "DETAILS") {
+          to.open = true;
+        }
+      });
       old.replaceWith(fresh);
     });
     if (focus && focus.to) {
