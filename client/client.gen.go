@@ -1591,6 +1591,27 @@ func (e PostVisitsParamsType) Valid() bool {
 	}
 }
 
+// Defines values for FhirAppointmentFindParamsFormat.
+const (
+	FhirAppointmentFindParamsFormatApplicationfhirJson FhirAppointmentFindParamsFormat = "application/fhir+json"
+	FhirAppointmentFindParamsFormatApplicationjson     FhirAppointmentFindParamsFormat = "application/json"
+	FhirAppointmentFindParamsFormatJson                FhirAppointmentFindParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the FhirAppointmentFindParamsFormat enum.
+func (e FhirAppointmentFindParamsFormat) Valid() bool {
+	switch e {
+	case FhirAppointmentFindParamsFormatApplicationfhirJson:
+		return true
+	case FhirAppointmentFindParamsFormatApplicationjson:
+		return true
+	case FhirAppointmentFindParamsFormatJson:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for FhirPatientEverythingParamsFormat.
 const (
 	FhirPatientEverythingParamsFormatApplicationfhirJson FhirPatientEverythingParamsFormat = "application/fhir+json"
@@ -1606,6 +1627,48 @@ func (e FhirPatientEverythingParamsFormat) Valid() bool {
 	case FhirPatientEverythingParamsFormatApplicationjson:
 		return true
 	case FhirPatientEverythingParamsFormatJson:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SearchFhirSlotsParamsStatus.
+const (
+	SearchFhirSlotsParamsStatusBusy          SearchFhirSlotsParamsStatus = "busy"
+	SearchFhirSlotsParamsStatusBusyTentative SearchFhirSlotsParamsStatus = "busy-tentative"
+	SearchFhirSlotsParamsStatusFree          SearchFhirSlotsParamsStatus = "free"
+)
+
+// Valid indicates whether the value is a known member of the SearchFhirSlotsParamsStatus enum.
+func (e SearchFhirSlotsParamsStatus) Valid() bool {
+	switch e {
+	case SearchFhirSlotsParamsStatusBusy:
+		return true
+	case SearchFhirSlotsParamsStatusBusyTentative:
+		return true
+	case SearchFhirSlotsParamsStatusFree:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SearchFhirSlotsParamsFormat.
+const (
+	SearchFhirSlotsParamsFormatApplicationfhirJson SearchFhirSlotsParamsFormat = "application/fhir+json"
+	SearchFhirSlotsParamsFormatApplicationjson     SearchFhirSlotsParamsFormat = "application/json"
+	SearchFhirSlotsParamsFormatJson                SearchFhirSlotsParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the SearchFhirSlotsParamsFormat enum.
+func (e SearchFhirSlotsParamsFormat) Valid() bool {
+	switch e {
+	case SearchFhirSlotsParamsFormatApplicationfhirJson:
+		return true
+	case SearchFhirSlotsParamsFormatApplicationjson:
+		return true
+	case SearchFhirSlotsParamsFormatJson:
 		return true
 	default:
 		return false
@@ -1767,12 +1830,15 @@ func (e ReadFhirParamsType) Valid() bool {
 
 // Defines values for UpdateFhirParamsType.
 const (
-	UpdateFhirParamsTypePatient UpdateFhirParamsType = "Patient"
+	UpdateFhirParamsTypeAppointment UpdateFhirParamsType = "Appointment"
+	UpdateFhirParamsTypePatient     UpdateFhirParamsType = "Patient"
 )
 
 // Valid indicates whether the value is a known member of the UpdateFhirParamsType enum.
 func (e UpdateFhirParamsType) Valid() bool {
 	switch e {
+	case UpdateFhirParamsTypeAppointment:
+		return true
 	case UpdateFhirParamsTypePatient:
 		return true
 	default:
@@ -2327,7 +2393,8 @@ type EventTypeList struct {
 // FHIRBundle A FHIR R4 Bundle of type searchset.
 type FHIRBundle struct {
 	Entry *[]struct {
-		FullUrl string `json:"fullUrl"`
+		// FullUrl Every stored resource's; $find's proposals, which are not stored, have none.
+		FullUrl *string `json:"fullUrl,omitempty"`
 
 		// Resource A FHIR R4 resource (https://hl7.org/fhir/R4/), valid against the official R4 JSON Schema.
 		Resource FHIRResource            `json:"resource"`
@@ -5782,6 +5849,25 @@ type GetWebhooksEndpointsByIdDeliveriesParams struct {
 	Before *string `form:"before,omitempty" json:"before,omitempty"`
 }
 
+// FhirAppointmentFindParams defines parameters for FhirAppointmentFind.
+type FhirAppointmentFindParams struct {
+	ServiceType      string                           `form:"service-type" json:"service-type"`
+	Start            *string                          `form:"start,omitempty" json:"start,omitempty"`
+	End              *string                          `form:"end,omitempty" json:"end,omitempty"`
+	Practitioner     *string                          `form:"practitioner,omitempty" json:"practitioner,omitempty"`
+	Duration         *int                             `form:"duration,omitempty" json:"duration,omitempty"`
+	UnderscoreFormat *FhirAppointmentFindParamsFormat `form:"_format,omitempty" json:"_format,omitempty"`
+}
+
+// FhirAppointmentFindParamsFormat defines parameters for FhirAppointmentFind.
+type FhirAppointmentFindParamsFormat string
+
+// FhirAppointmentPatchJSONBody defines parameters for FhirAppointmentPatch.
+type FhirAppointmentPatchJSONBody = []map[string]interface{}
+
+// FhirAppointmentPatchApplicationJSONPatchPlusJSONBody defines parameters for FhirAppointmentPatch.
+type FhirAppointmentPatchApplicationJSONPatchPlusJSONBody = []map[string]interface{}
+
 // FhirPatientEverythingParams defines parameters for FhirPatientEverything.
 type FhirPatientEverythingParams struct {
 	UnderscoreSince  *string                            `form:"_since,omitempty" json:"_since,omitempty"`
@@ -5792,6 +5878,30 @@ type FhirPatientEverythingParams struct {
 
 // FhirPatientEverythingParamsFormat defines parameters for FhirPatientEverything.
 type FhirPatientEverythingParamsFormat string
+
+// SearchFhirSlotsParams defines parameters for SearchFhirSlots.
+type SearchFhirSlotsParams struct {
+	// Start For example ge2026-12-01 and lt2026-12-08.
+	Start *[]string `form:"start,omitempty" json:"start,omitempty"`
+
+	// Schedule Schedule/<provider id>.
+	Schedule *string `form:"schedule,omitempty" json:"schedule,omitempty"`
+
+	// ServiceType The room: <code>, or urn:teleclinic:{account_code}:room|<code>.
+	ServiceType     *string                      `form:"service-type,omitempty" json:"service-type,omitempty"`
+	Status          *SearchFhirSlotsParamsStatus `form:"status,omitempty" json:"status,omitempty"`
+	UnderscoreCount *int                         `form:"_count,omitempty" json:"_count,omitempty"`
+
+	// UnderscoreAfter The slot a page goes on after; the next link carries it.
+	UnderscoreAfter  *int                         `form:"_after,omitempty" json:"_after,omitempty"`
+	UnderscoreFormat *SearchFhirSlotsParamsFormat `form:"_format,omitempty" json:"_format,omitempty"`
+}
+
+// SearchFhirSlotsParamsStatus defines parameters for SearchFhirSlots.
+type SearchFhirSlotsParamsStatus string
+
+// SearchFhirSlotsParamsFormat defines parameters for SearchFhirSlots.
+type SearchFhirSlotsParamsFormat string
 
 // SearchFhirParams defines parameters for SearchFhir.
 type SearchFhirParams struct {
@@ -6208,6 +6318,30 @@ type PostWebhooksEndpointsJSONRequestBody = WebhookEndpointBody
 
 // PostWebhooksEndpointsFormdataRequestBody defines body for PostWebhooksEndpoints for application/x-www-form-urlencoded ContentType.
 type PostWebhooksEndpointsFormdataRequestBody = WebhookEndpointBody
+
+// FhirAppointmentBookApplicationFhirPlusJSONRequestBody defines body for FhirAppointmentBook for application/fhir+json ContentType.
+type FhirAppointmentBookApplicationFhirPlusJSONRequestBody = FHIRResource
+
+// FhirAppointmentBookJSONRequestBody defines body for FhirAppointmentBook for application/json ContentType.
+type FhirAppointmentBookJSONRequestBody = FHIRResource
+
+// FhirAppointmentFindPostApplicationFhirPlusJSONRequestBody defines body for FhirAppointmentFindPost for application/fhir+json ContentType.
+type FhirAppointmentFindPostApplicationFhirPlusJSONRequestBody = FHIRResource
+
+// FhirAppointmentFindPostJSONRequestBody defines body for FhirAppointmentFindPost for application/json ContentType.
+type FhirAppointmentFindPostJSONRequestBody = FHIRResource
+
+// FhirAppointmentHoldApplicationFhirPlusJSONRequestBody defines body for FhirAppointmentHold for application/fhir+json ContentType.
+type FhirAppointmentHoldApplicationFhirPlusJSONRequestBody = FHIRResource
+
+// FhirAppointmentHoldJSONRequestBody defines body for FhirAppointmentHold for application/json ContentType.
+type FhirAppointmentHoldJSONRequestBody = FHIRResource
+
+// FhirAppointmentPatchJSONRequestBody defines body for FhirAppointmentPatch for application/json ContentType.
+type FhirAppointmentPatchJSONRequestBody = FhirAppointmentPatchJSONBody
+
+// FhirAppointmentPatchApplicationJSONPatchPlusJSONRequestBody defines body for FhirAppointmentPatch for application/json-patch+json ContentType.
+type FhirAppointmentPatchApplicationJSONPatchPlusJSONRequestBody = FhirAppointmentPatchApplicationJSONPatchPlusJSONBody
 
 // CreateFhirApplicationFhirPlusJSONRequestBody defines body for CreateFhir for application/fhir+json ContentType.
 type CreateFhirApplicationFhirPlusJSONRequestBody = FHIRResource
@@ -11416,6 +11550,199 @@ type ClientInterface interface {
 	// Corresponds with GET /api_v3/webhooks/events (the `GetWebhooksEvents` operationId).
 	GetWebhooksEvents(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// FhirAppointmentBookWithBody Book a time (Appointment/$book)
+	//
+	// The body is the Appointment `$find` proposed or `$hold` answered (or a Parameters
+	// whose `appt-resource` is one). The time is booked as `POST /api_v3/visits` books it,
+	// with the same rules, mail and events: each slot is taken by a conditional update, so
+	// of two clients racing for one time one books (201, the booked Appointment and its
+	// `Location`) and the other is answered 409 with an OperationOutcome `conflict`. Without
+	// an intake identifier the booking files the patient's intake in the same transaction,
+	// so a refused booking leaves nothing behind.
+	//
+	// A room that charges for its visits is paid before the time is booked: until the
+	// intake's invoice is paid, `$book` holds the time (as `$hold`) and answers 402 naming
+	// the amount and the intake; pay it with `POST /api_v3/billing/invoices/process`
+	// (`intake_id`, `create_invoice=true`) and `$book` again with the identifier.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /fhir/R4/Appointment/$book (the `FhirAppointmentBook` operationId).
+	FhirAppointmentBookWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FhirAppointmentBookWithApplicationFhirPlusJSONBody Book a time (Appointment/$book)
+	//
+	// The body is the Appointment `$find` proposed or `$hold` answered (or a Parameters
+	// whose `appt-resource` is one). The time is booked as `POST /api_v3/visits` books it,
+	// with the same rules, mail and events: each slot is taken by a conditional update, so
+	// of two clients racing for one time one books (201, the booked Appointment and its
+	// `Location`) and the other is answered 409 with an OperationOutcome `conflict`. Without
+	// an intake identifier the booking files the patient's intake in the same transaction,
+	// so a refused booking leaves nothing behind.
+	//
+	// A room that charges for its visits is paid before the time is booked: until the
+	// intake's invoice is paid, `$book` holds the time (as `$hold`) and answers 402 naming
+	// the amount and the intake; pay it with `POST /api_v3/billing/invoices/process`
+	// (`intake_id`, `create_invoice=true`) and `$book` again with the identifier.
+	//
+	// Takes a body of the `application/fhir+json` content type.
+	//
+	// Corresponds with POST /fhir/R4/Appointment/$book (the `FhirAppointmentBook` operationId).
+	FhirAppointmentBookWithApplicationFhirPlusJSONBody(ctx context.Context, body FhirAppointmentBookApplicationFhirPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FhirAppointmentBook Book a time (Appointment/$book)
+	//
+	// The body is the Appointment `$find` proposed or `$hold` answered (or a Parameters
+	// whose `appt-resource` is one). The time is booked as `POST /api_v3/visits` books it,
+	// with the same rules, mail and events: each slot is taken by a conditional update, so
+	// of two clients racing for one time one books (201, the booked Appointment and its
+	// `Location`) and the other is answered 409 with an OperationOutcome `conflict`. Without
+	// an intake identifier the booking files the patient's intake in the same transaction,
+	// so a refused booking leaves nothing behind.
+	//
+	// A room that charges for its visits is paid before the time is booked: until the
+	// intake's invoice is paid, `$book` holds the time (as `$hold`) and answers 402 naming
+	// the amount and the intake; pay it with `POST /api_v3/billing/invoices/process`
+	// (`intake_id`, `create_invoice=true`) and `$book` again with the identifier.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /fhir/R4/Appointment/$book (the `FhirAppointmentBook` operationId).
+	FhirAppointmentBook(ctx context.Context, body FhirAppointmentBookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FhirAppointmentFind Find open times (Appointment/$find)
+	//
+	// The times a visit of a room can start (Argonaut Scheduling's `$find`): `service-type`
+	// names the room (required), `start` and `end` the window (dates or dateTimes; a week from
+	// now unless given, 31 days at most), `practitioner` one provider (`Practitioner/<id>`),
+	// `duration` the visit's minutes (one slot unless given; a longer visit takes the
+	// provider's back-to-back slots). A searchset of Appointments with status `proposed`,
+	// each with its `start`, `end`, practitioner and the `slot`s it would take — what
+	// `$hold` and `$book` take back. The same answer as `GET /api_v3/availability`.
+	//
+	// Corresponds with GET /fhir/R4/Appointment/$find (the `FhirAppointmentFind` operationId).
+	FhirAppointmentFind(ctx context.Context, params *FhirAppointmentFindParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FhirAppointmentFindPostWithBody Find open times, the parameters in a Parameters body
+	//
+	// The same as the GET, its parameters as a FHIR Parameters resource (valueString, valueDate, valueDateTime, valueInteger, valueReference or valueCoding).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /fhir/R4/Appointment/$find (the `FhirAppointmentFindPost` operationId).
+	FhirAppointmentFindPostWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FhirAppointmentFindPostWithApplicationFhirPlusJSONBody Find open times, the parameters in a Parameters body
+	//
+	// The same as the GET, its parameters as a FHIR Parameters resource (valueString, valueDate, valueDateTime, valueInteger, valueReference or valueCoding).
+	//
+	// Takes a body of the `application/fhir+json` content type.
+	//
+	// Corresponds with POST /fhir/R4/Appointment/$find (the `FhirAppointmentFindPost` operationId).
+	FhirAppointmentFindPostWithApplicationFhirPlusJSONBody(ctx context.Context, body FhirAppointmentFindPostApplicationFhirPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FhirAppointmentFindPost Find open times, the parameters in a Parameters body
+	//
+	// The same as the GET, its parameters as a FHIR Parameters resource (valueString, valueDate, valueDateTime, valueInteger, valueReference or valueCoding).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /fhir/R4/Appointment/$find (the `FhirAppointmentFindPost` operationId).
+	FhirAppointmentFindPost(ctx context.Context, body FhirAppointmentFindPostJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FhirAppointmentHoldWithBody Hold a time for a patient (Appointment/$hold)
+	//
+	// The body is an Appointment (or a Parameters whose `appt-resource` is one), as `$find`
+	// proposed it: its `slot`s or its `start`, `end` and room (a `serviceType` coded in
+	// `urn:teleclinic:{account_code}:room`), the `Practitioner` participant, and the
+	// `Patient` participant unless the caller is the patient. The time is held for the
+	// patient for 10 minutes (holding again renews it) while they pay, as the portal holds
+	// it, and no one else books it meanwhile. The intake it is held for is filed (audited as
+	// `intake.create`) unless the Appointment's `identifier` names one
+	// (`urn:teleclinic:{account_code}:intake|<id>`). Answers a `pending` Appointment with
+	// that identifier and the hold's end (extension `…/StructureDefinition/hold-expires`).
+	// A time someone else holds or booked is 409.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /fhir/R4/Appointment/$hold (the `FhirAppointmentHold` operationId).
+	FhirAppointmentHoldWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FhirAppointmentHoldWithApplicationFhirPlusJSONBody Hold a time for a patient (Appointment/$hold)
+	//
+	// The body is an Appointment (or a Parameters whose `appt-resource` is one), as `$find`
+	// proposed it: its `slot`s or its `start`, `end` and room (a `serviceType` coded in
+	// `urn:teleclinic:{account_code}:room`), the `Practitioner` participant, and the
+	// `Patient` participant unless the caller is the patient. The time is held for the
+	// patient for 10 minutes (holding again renews it) while they pay, as the portal holds
+	// it, and no one else books it meanwhile. The intake it is held for is filed (audited as
+	// `intake.create`) unless the Appointment's `identifier` names one
+	// (`urn:teleclinic:{account_code}:intake|<id>`). Answers a `pending` Appointment with
+	// that identifier and the hold's end (extension `…/StructureDefinition/hold-expires`).
+	// A time someone else holds or booked is 409.
+	//
+	// Takes a body of the `application/fhir+json` content type.
+	//
+	// Corresponds with POST /fhir/R4/Appointment/$hold (the `FhirAppointmentHold` operationId).
+	FhirAppointmentHoldWithApplicationFhirPlusJSONBody(ctx context.Context, body FhirAppointmentHoldApplicationFhirPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FhirAppointmentHold Hold a time for a patient (Appointment/$hold)
+	//
+	// The body is an Appointment (or a Parameters whose `appt-resource` is one), as `$find`
+	// proposed it: its `slot`s or its `start`, `end` and room (a `serviceType` coded in
+	// `urn:teleclinic:{account_code}:room`), the `Practitioner` participant, and the
+	// `Patient` participant unless the caller is the patient. The time is held for the
+	// patient for 10 minutes (holding again renews it) while they pay, as the portal holds
+	// it, and no one else books it meanwhile. The intake it is held for is filed (audited as
+	// `intake.create`) unless the Appointment's `identifier` names one
+	// (`urn:teleclinic:{account_code}:intake|<id>`). Answers a `pending` Appointment with
+	// that identifier and the hold's end (extension `…/StructureDefinition/hold-expires`).
+	// A time someone else holds or booked is 409.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /fhir/R4/Appointment/$hold (the `FhirAppointmentHold` operationId).
+	FhirAppointmentHold(ctx context.Context, body FhirAppointmentHoldJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FhirAppointmentPatchWithBody Cancel an Appointment by a JSON Patch of its status
+	//
+	// A JSON Patch (`application/json-patch+json`) that replaces `/status` with `cancelled`
+	// or `noshow`, and may set `/cancelationReason` (or its `/text`): the visit is cancelled
+	// as `POST /api_v3/visits/delete` cancels it, with the refund the room's policy gives. A
+	// patient cancels their own while it is pending or booked; its provider and the admin
+	// any. Other paths are 400; a visit already over is 409.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PATCH /fhir/R4/Appointment/{id} (the `FhirAppointmentPatch` operationId).
+	FhirAppointmentPatchWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FhirAppointmentPatch Cancel an Appointment by a JSON Patch of its status
+	//
+	// A JSON Patch (`application/json-patch+json`) that replaces `/status` with `cancelled`
+	// or `noshow`, and may set `/cancelationReason` (or its `/text`): the visit is cancelled
+	// as `POST /api_v3/visits/delete` cancels it, with the refund the room's policy gives. A
+	// patient cancels their own while it is pending or booked; its provider and the admin
+	// any. Other paths are 400; a visit already over is 409.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PATCH /fhir/R4/Appointment/{id} (the `FhirAppointmentPatch` operationId).
+	FhirAppointmentPatch(ctx context.Context, id string, body FhirAppointmentPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FhirAppointmentPatchWithApplicationJSONPatchPlusJSONBody Cancel an Appointment by a JSON Patch of its status
+	//
+	// A JSON Patch (`application/json-patch+json`) that replaces `/status` with `cancelled`
+	// or `noshow`, and may set `/cancelationReason` (or its `/text`): the visit is cancelled
+	// as `POST /api_v3/visits/delete` cancels it, with the refund the room's policy gives. A
+	// patient cancels their own while it is pending or booked; its provider and the admin
+	// any. Other paths are 400; a visit already over is 409.
+	//
+	// Takes a body of the `application/json-patch+json` content type.
+	//
+	// Corresponds with PATCH /fhir/R4/Appointment/{id} (the `FhirAppointmentPatch` operationId).
+	FhirAppointmentPatchWithApplicationJSONPatchPlusJSONBody(ctx context.Context, id string, body FhirAppointmentPatchApplicationJSONPatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// FhirPatientEverything Everything of one patient's record
 	//
 	// A searchset Bundle of the patient and every resource of their record the caller may
@@ -11427,6 +11754,31 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /fhir/R4/Patient/{id}/$everything (the `FhirPatientEverything` operationId).
 	FhirPatientEverything(ctx context.Context, id string, params *FhirPatientEverythingParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReadFhirSchedule Read a provider's schedule
+	//
+	// One Schedule per provider, its id the provider's; its actor is the Practitioner.
+	//
+	// Corresponds with GET /fhir/R4/Schedule/{id} (the `ReadFhirSchedule` operationId).
+	ReadFhirSchedule(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SearchFhirSlots Search the clinic's slots
+	//
+	// The providers' published times as Slots: `schedule` is the provider's Schedule
+	// (`Schedule/<provider id>`), `serviceType` the room (system
+	// `urn:teleclinic:{account_code}:room`), `status` free, busy (booked) or busy-tentative
+	// (held for a patient who is paying). `start` (repeatable; ge, gt, le, lt or eq and a
+	// date or dateTime) bounds when they start: from now for a week unless given, 31 days at
+	// most. `_count` slots a page (1–1000, 200 by default); the `next` link goes on after
+	// the page's last slot (`_after`). Any user of the clinic.
+	//
+	// Corresponds with GET /fhir/R4/Slot (the `SearchFhirSlots` operationId).
+	SearchFhirSlots(ctx context.Context, params *SearchFhirSlotsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ReadFhirSlot Read one slot
+	//
+	// Corresponds with GET /fhir/R4/Slot/{id} (the `ReadFhirSlot` operationId).
+	ReadFhirSlot(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetFhirMetadata The FHIR CapabilityStatement
 	//
@@ -11525,39 +11877,60 @@ type ClientInterface interface {
 	// Corresponds with GET /fhir/R4/{type}/{id} (the `ReadFhir` operationId).
 	ReadFhir(ctx context.Context, pType ReadFhirParamsType, id string, params *ReadFhirParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UpdateFhirWithBody Update a Patient
+	// UpdateFhirWithBody Update a Patient, or cancel or move an Appointment
 	//
 	// A Patient's demographics replaced (name, gender, birthDate, the first email and
 	// phone of telecom, the first address), by the clinic admin or the patient; the
 	// identifier does not change. `If-Match: W/"<meta.versionId>"` refuses a change to a
 	// version the patient no longer has (412), so two writers do not undo each other.
 	// Answers the Patient with its new `ETag`. Audited as `user.update`.
+	//
+	// An Appointment as the client would have it: `status` `cancelled` (with
+	// `cancelationReason.text`) cancels the visit, with the refund the room's policy gives,
+	// as `POST /api_v3/visits/delete` does; `noshow` cancels it as a no-show; new `start`
+	// and `end` of a booked Appointment move it to another open time of its room, as
+	// `POST /api_v3/visits/{id}/reschedule` does. Writing back what was read changes
+	// nothing; any other change is 400.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with PUT /fhir/R4/{type}/{id} (the `UpdateFhir` operationId).
 	UpdateFhirWithBody(ctx context.Context, pType UpdateFhirParamsType, id string, params *UpdateFhirParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UpdateFhirWithApplicationFhirPlusJSONBody Update a Patient
+	// UpdateFhirWithApplicationFhirPlusJSONBody Update a Patient, or cancel or move an Appointment
 	//
 	// A Patient's demographics replaced (name, gender, birthDate, the first email and
 	// phone of telecom, the first address), by the clinic admin or the patient; the
 	// identifier does not change. `If-Match: W/"<meta.versionId>"` refuses a change to a
 	// version the patient no longer has (412), so two writers do not undo each other.
 	// Answers the Patient with its new `ETag`. Audited as `user.update`.
+	//
+	// An Appointment as the client would have it: `status` `cancelled` (with
+	// `cancelationReason.text`) cancels the visit, with the refund the room's policy gives,
+	// as `POST /api_v3/visits/delete` does; `noshow` cancels it as a no-show; new `start`
+	// and `end` of a booked Appointment move it to another open time of its room, as
+	// `POST /api_v3/visits/{id}/reschedule` does. Writing back what was read changes
+	// nothing; any other change is 400.
 	//
 	// Takes a body of the `application/fhir+json` content type.
 	//
 	// Corresponds with PUT /fhir/R4/{type}/{id} (the `UpdateFhir` operationId).
 	UpdateFhirWithApplicationFhirPlusJSONBody(ctx context.Context, pType UpdateFhirParamsType, id string, params *UpdateFhirParams, body UpdateFhirApplicationFhirPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// UpdateFhir Update a Patient
+	// UpdateFhir Update a Patient, or cancel or move an Appointment
 	//
 	// A Patient's demographics replaced (name, gender, birthDate, the first email and
 	// phone of telecom, the first address), by the clinic admin or the patient; the
 	// identifier does not change. `If-Match: W/"<meta.versionId>"` refuses a change to a
 	// version the patient no longer has (412), so two writers do not undo each other.
 	// Answers the Patient with its new `ETag`. Audited as `user.update`.
+	//
+	// An Appointment as the client would have it: `status` `cancelled` (with
+	// `cancelationReason.text`) cancels the visit, with the refund the room's policy gives,
+	// as `POST /api_v3/visits/delete` does; `noshow` cancels it as a no-show; new `start`
+	// and `end` of a booked Appointment move it to another open time of its room, as
+	// `POST /api_v3/visits/{id}/reschedule` does. Writing back what was read changes
+	// nothing; any other change is 400.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -16269,6 +16642,329 @@ func (c *Client) GetWebhooksEvents(ctx context.Context, reqEditors ...RequestEdi
 	return c.Client.Do(req)
 }
 
+// FhirAppointmentBookWithBody Book a time (Appointment/$book)
+//
+// The body is the Appointment `$find` proposed or `$hold` answered (or a Parameters
+// whose `appt-resource` is one). The time is booked as `POST /api_v3/visits` books it,
+// with the same rules, mail and events: each slot is taken by a conditional update, so
+// of two clients racing for one time one books (201, the booked Appointment and its
+// `Location`) and the other is answered 409 with an OperationOutcome `conflict`. Without
+// an intake identifier the booking files the patient's intake in the same transaction,
+// so a refused booking leaves nothing behind.
+//
+// A room that charges for its visits is paid before the time is booked: until the
+// intake's invoice is paid, `$book` holds the time (as `$hold`) and answers 402 naming
+// the amount and the intake; pay it with `POST /api_v3/billing/invoices/process`
+// (`intake_id`, `create_invoice=true`) and `$book` again with the identifier.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /fhir/R4/Appointment/$book (the `FhirAppointmentBook` operationId).
+func (c *Client) FhirAppointmentBookWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFhirAppointmentBookRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FhirAppointmentBookWithApplicationFhirPlusJSONBody Book a time (Appointment/$book)
+//
+// The body is the Appointment `$find` proposed or `$hold` answered (or a Parameters
+// whose `appt-resource` is one). The time is booked as `POST /api_v3/visits` books it,
+// with the same rules, mail and events: each slot is taken by a conditional update, so
+// of two clients racing for one time one books (201, the booked Appointment and its
+// `Location`) and the other is answered 409 with an OperationOutcome `conflict`. Without
+// an intake identifier the booking files the patient's intake in the same transaction,
+// so a refused booking leaves nothing behind.
+//
+// A room that charges for its visits is paid before the time is booked: until the
+// intake's invoice is paid, `$book` holds the time (as `$hold`) and answers 402 naming
+// the amount and the intake; pay it with `POST /api_v3/billing/invoices/process`
+// (`intake_id`, `create_invoice=true`) and `$book` again with the identifier.
+//
+// Takes a body of the `application/fhir+json` content type.
+//
+// Corresponds with POST /fhir/R4/Appointment/$book (the `FhirAppointmentBook` operationId).
+func (c *Client) FhirAppointmentBookWithApplicationFhirPlusJSONBody(ctx context.Context, body FhirAppointmentBookApplicationFhirPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFhirAppointmentBookRequestWithApplicationFhirPlusJSONBody(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FhirAppointmentBook Book a time (Appointment/$book)
+//
+// The body is the Appointment `$find` proposed or `$hold` answered (or a Parameters
+// whose `appt-resource` is one). The time is booked as `POST /api_v3/visits` books it,
+// with the same rules, mail and events: each slot is taken by a conditional update, so
+// of two clients racing for one time one books (201, the booked Appointment and its
+// `Location`) and the other is answered 409 with an OperationOutcome `conflict`. Without
+// an intake identifier the booking files the patient's intake in the same transaction,
+// so a refused booking leaves nothing behind.
+//
+// A room that charges for its visits is paid before the time is booked: until the
+// intake's invoice is paid, `$book` holds the time (as `$hold`) and answers 402 naming
+// the amount and the intake; pay it with `POST /api_v3/billing/invoices/process`
+// (`intake_id`, `create_invoice=true`) and `$book` again with the identifier.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /fhir/R4/Appointment/$book (the `FhirAppointmentBook` operationId).
+func (c *Client) FhirAppointmentBook(ctx context.Context, body FhirAppointmentBookJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFhirAppointmentBookRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FhirAppointmentFind Find open times (Appointment/$find)
+//
+// The times a visit of a room can start (Argonaut Scheduling's `$find`): `service-type`
+// names the room (required), `start` and `end` the window (dates or dateTimes; a week from
+// now unless given, 31 days at most), `practitioner` one provider (`Practitioner/<id>`),
+// `duration` the visit's minutes (one slot unless given; a longer visit takes the
+// provider's back-to-back slots). A searchset of Appointments with status `proposed`,
+// each with its `start`, `end`, practitioner and the `slot`s it would take — what
+// `$hold` and `$book` take back. The same answer as `GET /api_v3/availability`.
+//
+// Corresponds with GET /fhir/R4/Appointment/$find (the `FhirAppointmentFind` operationId).
+func (c *Client) FhirAppointmentFind(ctx context.Context, params *FhirAppointmentFindParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFhirAppointmentFindRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FhirAppointmentFindPostWithBody Find open times, the parameters in a Parameters body
+//
+// The same as the GET, its parameters as a FHIR Parameters resource (valueString, valueDate, valueDateTime, valueInteger, valueReference or valueCoding).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /fhir/R4/Appointment/$find (the `FhirAppointmentFindPost` operationId).
+func (c *Client) FhirAppointmentFindPostWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFhirAppointmentFindPostRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FhirAppointmentFindPostWithApplicationFhirPlusJSONBody Find open times, the parameters in a Parameters body
+//
+// The same as the GET, its parameters as a FHIR Parameters resource (valueString, valueDate, valueDateTime, valueInteger, valueReference or valueCoding).
+//
+// Takes a body of the `application/fhir+json` content type.
+//
+// Corresponds with POST /fhir/R4/Appointment/$find (the `FhirAppointmentFindPost` operationId).
+func (c *Client) FhirAppointmentFindPostWithApplicationFhirPlusJSONBody(ctx context.Context, body FhirAppointmentFindPostApplicationFhirPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFhirAppointmentFindPostRequestWithApplicationFhirPlusJSONBody(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FhirAppointmentFindPost Find open times, the parameters in a Parameters body
+//
+// The same as the GET, its parameters as a FHIR Parameters resource (valueString, valueDate, valueDateTime, valueInteger, valueReference or valueCoding).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /fhir/R4/Appointment/$find (the `FhirAppointmentFindPost` operationId).
+func (c *Client) FhirAppointmentFindPost(ctx context.Context, body FhirAppointmentFindPostJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFhirAppointmentFindPostRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FhirAppointmentHoldWithBody Hold a time for a patient (Appointment/$hold)
+//
+// The body is an Appointment (or a Parameters whose `appt-resource` is one), as `$find`
+// proposed it: its `slot`s or its `start`, `end` and room (a `serviceType` coded in
+// `urn:teleclinic:{account_code}:room`), the `Practitioner` participant, and the
+// `Patient` participant unless the caller is the patient. The time is held for the
+// patient for 10 minutes (holding again renews it) while they pay, as the portal holds
+// it, and no one else books it meanwhile. The intake it is held for is filed (audited as
+// `intake.create`) unless the Appointment's `identifier` names one
+// (`urn:teleclinic:{account_code}:intake|<id>`). Answers a `pending` Appointment with
+// that identifier and the hold's end (extension `…/StructureDefinition/hold-expires`).
+// A time someone else holds or booked is 409.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /fhir/R4/Appointment/$hold (the `FhirAppointmentHold` operationId).
+func (c *Client) FhirAppointmentHoldWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFhirAppointmentHoldRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FhirAppointmentHoldWithApplicationFhirPlusJSONBody Hold a time for a patient (Appointment/$hold)
+//
+// The body is an Appointment (or a Parameters whose `appt-resource` is one), as `$find`
+// proposed it: its `slot`s or its `start`, `end` and room (a `serviceType` coded in
+// `urn:teleclinic:{account_code}:room`), the `Practitioner` participant, and the
+// `Patient` participant unless the caller is the patient. The time is held for the
+// patient for 10 minutes (holding again renews it) while they pay, as the portal holds
+// it, and no one else books it meanwhile. The intake it is held for is filed (audited as
+// `intake.create`) unless the Appointment's `identifier` names one
+// (`urn:teleclinic:{account_code}:intake|<id>`). Answers a `pending` Appointment with
+// that identifier and the hold's end (extension `…/StructureDefinition/hold-expires`).
+// A time someone else holds or booked is 409.
+//
+// Takes a body of the `application/fhir+json` content type.
+//
+// Corresponds with POST /fhir/R4/Appointment/$hold (the `FhirAppointmentHold` operationId).
+func (c *Client) FhirAppointmentHoldWithApplicationFhirPlusJSONBody(ctx context.Context, body FhirAppointmentHoldApplicationFhirPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFhirAppointmentHoldRequestWithApplicationFhirPlusJSONBody(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FhirAppointmentHold Hold a time for a patient (Appointment/$hold)
+//
+// The body is an Appointment (or a Parameters whose `appt-resource` is one), as `$find`
+// proposed it: its `slot`s or its `start`, `end` and room (a `serviceType` coded in
+// `urn:teleclinic:{account_code}:room`), the `Practitioner` participant, and the
+// `Patient` participant unless the caller is the patient. The time is held for the
+// patient for 10 minutes (holding again renews it) while they pay, as the portal holds
+// it, and no one else books it meanwhile. The intake it is held for is filed (audited as
+// `intake.create`) unless the Appointment's `identifier` names one
+// (`urn:teleclinic:{account_code}:intake|<id>`). Answers a `pending` Appointment with
+// that identifier and the hold's end (extension `…/StructureDefinition/hold-expires`).
+// A time someone else holds or booked is 409.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /fhir/R4/Appointment/$hold (the `FhirAppointmentHold` operationId).
+func (c *Client) FhirAppointmentHold(ctx context.Context, body FhirAppointmentHoldJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFhirAppointmentHoldRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FhirAppointmentPatchWithBody Cancel an Appointment by a JSON Patch of its status
+//
+// A JSON Patch (`application/json-patch+json`) that replaces `/status` with `cancelled`
+// or `noshow`, and may set `/cancelationReason` (or its `/text`): the visit is cancelled
+// as `POST /api_v3/visits/delete` cancels it, with the refund the room's policy gives. A
+// patient cancels their own while it is pending or booked; its provider and the admin
+// any. Other paths are 400; a visit already over is 409.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PATCH /fhir/R4/Appointment/{id} (the `FhirAppointmentPatch` operationId).
+func (c *Client) FhirAppointmentPatchWithBody(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFhirAppointmentPatchRequestWithBody(c.Server, id, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FhirAppointmentPatch Cancel an Appointment by a JSON Patch of its status
+//
+// A JSON Patch (`application/json-patch+json`) that replaces `/status` with `cancelled`
+// or `noshow`, and may set `/cancelationReason` (or its `/text`): the visit is cancelled
+// as `POST /api_v3/visits/delete` cancels it, with the refund the room's policy gives. A
+// patient cancels their own while it is pending or booked; its provider and the admin
+// any. Other paths are 400; a visit already over is 409.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PATCH /fhir/R4/Appointment/{id} (the `FhirAppointmentPatch` operationId).
+func (c *Client) FhirAppointmentPatch(ctx context.Context, id string, body FhirAppointmentPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFhirAppointmentPatchRequest(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FhirAppointmentPatchWithApplicationJSONPatchPlusJSONBody Cancel an Appointment by a JSON Patch of its status
+//
+// A JSON Patch (`application/json-patch+json`) that replaces `/status` with `cancelled`
+// or `noshow`, and may set `/cancelationReason` (or its `/text`): the visit is cancelled
+// as `POST /api_v3/visits/delete` cancels it, with the refund the room's policy gives. A
+// patient cancels their own while it is pending or booked; its provider and the admin
+// any. Other paths are 400; a visit already over is 409.
+//
+// Takes a body of the `application/json-patch+json` content type.
+//
+// Corresponds with PATCH /fhir/R4/Appointment/{id} (the `FhirAppointmentPatch` operationId).
+func (c *Client) FhirAppointmentPatchWithApplicationJSONPatchPlusJSONBody(ctx context.Context, id string, body FhirAppointmentPatchApplicationJSONPatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFhirAppointmentPatchRequestWithApplicationJSONPatchPlusJSONBody(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // FhirPatientEverything Everything of one patient's record
 //
 // A searchset Bundle of the patient and every resource of their record the caller may
@@ -16281,6 +16977,61 @@ func (c *Client) GetWebhooksEvents(ctx context.Context, reqEditors ...RequestEdi
 // Corresponds with GET /fhir/R4/Patient/{id}/$everything (the `FhirPatientEverything` operationId).
 func (c *Client) FhirPatientEverything(ctx context.Context, id string, params *FhirPatientEverythingParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewFhirPatientEverythingRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReadFhirSchedule Read a provider's schedule
+//
+// One Schedule per provider, its id the provider's; its actor is the Practitioner.
+//
+// Corresponds with GET /fhir/R4/Schedule/{id} (the `ReadFhirSchedule` operationId).
+func (c *Client) ReadFhirSchedule(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReadFhirScheduleRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SearchFhirSlots Search the clinic's slots
+//
+// The providers' published times as Slots: `schedule` is the provider's Schedule
+// (`Schedule/<provider id>`), `serviceType` the room (system
+// `urn:teleclinic:{account_code}:room`), `status` free, busy (booked) or busy-tentative
+// (held for a patient who is paying). `start` (repeatable; ge, gt, le, lt or eq and a
+// date or dateTime) bounds when they start: from now for a week unless given, 31 days at
+// most. `_count` slots a page (1–1000, 200 by default); the `next` link goes on after
+// the page's last slot (`_after`). Any user of the clinic.
+//
+// Corresponds with GET /fhir/R4/Slot (the `SearchFhirSlots` operationId).
+func (c *Client) SearchFhirSlots(ctx context.Context, params *SearchFhirSlotsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSearchFhirSlotsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReadFhirSlot Read one slot
+//
+// Corresponds with GET /fhir/R4/Slot/{id} (the `ReadFhirSlot` operationId).
+func (c *Client) ReadFhirSlot(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReadFhirSlotRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -16448,13 +17199,20 @@ func (c *Client) ReadFhir(ctx context.Context, pType ReadFhirParamsType, id stri
 	return c.Client.Do(req)
 }
 
-// UpdateFhirWithBody Update a Patient
+// UpdateFhirWithBody Update a Patient, or cancel or move an Appointment
 //
 // A Patient's demographics replaced (name, gender, birthDate, the first email and
 // phone of telecom, the first address), by the clinic admin or the patient; the
 // identifier does not change. `If-Match: W/"<meta.versionId>"` refuses a change to a
 // version the patient no longer has (412), so two writers do not undo each other.
 // Answers the Patient with its new `ETag`. Audited as `user.update`.
+//
+// An Appointment as the client would have it: `status` `cancelled` (with
+// `cancelationReason.text`) cancels the visit, with the refund the room's policy gives,
+// as `POST /api_v3/visits/delete` does; `noshow` cancels it as a no-show; new `start`
+// and `end` of a booked Appointment move it to another open time of its room, as
+// `POST /api_v3/visits/{id}/reschedule` does. Writing back what was read changes
+// nothing; any other change is 400.
 //
 // Takes any type of body and a specified content type.
 //
@@ -16471,13 +17229,20 @@ func (c *Client) UpdateFhirWithBody(ctx context.Context, pType UpdateFhirParamsT
 	return c.Client.Do(req)
 }
 
-// UpdateFhirWithApplicationFhirPlusJSONBody Update a Patient
+// UpdateFhirWithApplicationFhirPlusJSONBody Update a Patient, or cancel or move an Appointment
 //
 // A Patient's demographics replaced (name, gender, birthDate, the first email and
 // phone of telecom, the first address), by the clinic admin or the patient; the
 // identifier does not change. `If-Match: W/"<meta.versionId>"` refuses a change to a
 // version the patient no longer has (412), so two writers do not undo each other.
 // Answers the Patient with its new `ETag`. Audited as `user.update`.
+//
+// An Appointment as the client would have it: `status` `cancelled` (with
+// `cancelationReason.text`) cancels the visit, with the refund the room's policy gives,
+// as `POST /api_v3/visits/delete` does; `noshow` cancels it as a no-show; new `start`
+// and `end` of a booked Appointment move it to another open time of its room, as
+// `POST /api_v3/visits/{id}/reschedule` does. Writing back what was read changes
+// nothing; any other change is 400.
 //
 // Takes a body of the `application/fhir+json` content type.
 //
@@ -16494,13 +17259,20 @@ func (c *Client) UpdateFhirWithApplicationFhirPlusJSONBody(ctx context.Context, 
 	return c.Client.Do(req)
 }
 
-// UpdateFhir Update a Patient
+// UpdateFhir Update a Patient, or cancel or move an Appointment
 //
 // A Patient's demographics replaced (name, gender, birthDate, the first email and
 // phone of telecom, the first address), by the clinic admin or the patient; the
 // identifier does not change. `If-Match: W/"<meta.versionId>"` refuses a change to a
 // version the patient no longer has (412), so two writers do not undo each other.
 // Answers the Patient with its new `ETag`. Audited as `user.update`.
+//
+// An Appointment as the client would have it: `status` `cancelled` (with
+// `cancelationReason.text`) cancels the visit, with the refund the room's policy gives,
+// as `POST /api_v3/visits/delete` does; `noshow` cancels it as a no-show; new `start`
+// and `end` of a booked Appointment move it to another open time of its room, as
+// `POST /api_v3/visits/{id}/reschedule` does. Writing back what was read changes
+// nothing; any other change is 400.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -25053,6 +25825,327 @@ func NewGetWebhooksEventsRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewFhirAppointmentBookRequestWithApplicationFhirPlusJSONBody calls the generic FhirAppointmentBook builder with application/fhir+json body
+func NewFhirAppointmentBookRequestWithApplicationFhirPlusJSONBody(server string, body FhirAppointmentBookApplicationFhirPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFhirAppointmentBookRequestWithBody(server, "application/fhir+json", bodyReader)
+}
+
+// NewFhirAppointmentBookRequest calls the generic FhirAppointmentBook builder with application/json body
+func NewFhirAppointmentBookRequest(server string, body FhirAppointmentBookJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFhirAppointmentBookRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewFhirAppointmentBookRequestWithBody constructs an http.Request for the FhirAppointmentBook method, with any body, and a specified content type
+func NewFhirAppointmentBookRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/fhir/R4/Appointment/$book")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewFhirAppointmentFindRequest constructs an http.Request for the FhirAppointmentFind method
+func NewFhirAppointmentFindRequest(server string, params *FhirAppointmentFindParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/fhir/R4/Appointment/$find")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "service-type", params.ServiceType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Start != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "start", *params.Start, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.End != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "end", *params.End, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Practitioner != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "practitioner", *params.Practitioner, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Duration != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "duration", *params.Duration, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UnderscoreFormat != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "_format", *params.UnderscoreFormat, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewFhirAppointmentFindPostRequestWithApplicationFhirPlusJSONBody calls the generic FhirAppointmentFindPost builder with application/fhir+json body
+func NewFhirAppointmentFindPostRequestWithApplicationFhirPlusJSONBody(server string, body FhirAppointmentFindPostApplicationFhirPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFhirAppointmentFindPostRequestWithBody(server, "application/fhir+json", bodyReader)
+}
+
+// NewFhirAppointmentFindPostRequest calls the generic FhirAppointmentFindPost builder with application/json body
+func NewFhirAppointmentFindPostRequest(server string, body FhirAppointmentFindPostJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFhirAppointmentFindPostRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewFhirAppointmentFindPostRequestWithBody constructs an http.Request for the FhirAppointmentFindPost method, with any body, and a specified content type
+func NewFhirAppointmentFindPostRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/fhir/R4/Appointment/$find")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewFhirAppointmentHoldRequestWithApplicationFhirPlusJSONBody calls the generic FhirAppointmentHold builder with application/fhir+json body
+func NewFhirAppointmentHoldRequestWithApplicationFhirPlusJSONBody(server string, body FhirAppointmentHoldApplicationFhirPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFhirAppointmentHoldRequestWithBody(server, "application/fhir+json", bodyReader)
+}
+
+// NewFhirAppointmentHoldRequest calls the generic FhirAppointmentHold builder with application/json body
+func NewFhirAppointmentHoldRequest(server string, body FhirAppointmentHoldJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFhirAppointmentHoldRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewFhirAppointmentHoldRequestWithBody constructs an http.Request for the FhirAppointmentHold method, with any body, and a specified content type
+func NewFhirAppointmentHoldRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/fhir/R4/Appointment/$hold")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewFhirAppointmentPatchRequest calls the generic FhirAppointmentPatch builder with application/json body
+func NewFhirAppointmentPatchRequest(server string, id string, body FhirAppointmentPatchJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFhirAppointmentPatchRequestWithBody(server, id, "application/json", bodyReader)
+}
+
+// NewFhirAppointmentPatchRequestWithApplicationJSONPatchPlusJSONBody calls the generic FhirAppointmentPatch builder with application/json-patch+json body
+func NewFhirAppointmentPatchRequestWithApplicationJSONPatchPlusJSONBody(server string, id string, body FhirAppointmentPatchApplicationJSONPatchPlusJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFhirAppointmentPatchRequestWithBody(server, id, "application/json-patch+json", bodyReader)
+}
+
+// NewFhirAppointmentPatchRequestWithBody constructs an http.Request for the FhirAppointmentPatch method, with any body, and a specified content type
+func NewFhirAppointmentPatchRequestWithBody(server string, id string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/fhir/R4/Appointment/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPatch, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewFhirPatientEverythingRequest constructs an http.Request for the FhirPatientEverything method
 func NewFhirPatientEverythingRequest(server string, id string, params *FhirPatientEverythingParams) (*http.Request, error) {
 	var err error
@@ -25140,6 +26233,200 @@ func NewFhirPatientEverythingRequest(server string, id string, params *FhirPatie
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
 		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewReadFhirScheduleRequest constructs an http.Request for the ReadFhirSchedule method
+func NewReadFhirScheduleRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/fhir/R4/Schedule/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSearchFhirSlotsRequest constructs an http.Request for the SearchFhirSlots method
+func NewSearchFhirSlotsRequest(server string, params *SearchFhirSlotsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/fhir/R4/Slot")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Start != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "start", *params.Start, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Schedule != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "schedule", *params.Schedule, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ServiceType != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "service-type", *params.ServiceType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UnderscoreCount != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "_count", *params.UnderscoreCount, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UnderscoreAfter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "_after", *params.UnderscoreAfter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UnderscoreFormat != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "_format", *params.UnderscoreFormat, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewReadFhirSlotRequest constructs an http.Request for the ReadFhirSlot method
+func NewReadFhirSlotRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/fhir/R4/Slot/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -28295,6 +29582,201 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api_v3/webhooks/events (the `GetWebhooksEvents` operationId).
 	GetWebhooksEventsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetWebhooksEventsResponse, error)
 
+	// FhirAppointmentBookWithBodyWithResponse Book a time (Appointment/$book)
+	//
+	// The body is the Appointment `$find` proposed or `$hold` answered (or a Parameters
+	// whose `appt-resource` is one). The time is booked as `POST /api_v3/visits` books it,
+	// with the same rules, mail and events: each slot is taken by a conditional update, so
+	// of two clients racing for one time one books (201, the booked Appointment and its
+	// `Location`) and the other is answered 409 with an OperationOutcome `conflict`. Without
+	// an intake identifier the booking files the patient's intake in the same transaction,
+	// so a refused booking leaves nothing behind.
+	//
+	// A room that charges for its visits is paid before the time is booked: until the
+	// intake's invoice is paid, `$book` holds the time (as `$hold`) and answers 402 naming
+	// the amount and the intake; pay it with `POST /api_v3/billing/invoices/process`
+	// (`intake_id`, `create_invoice=true`) and `$book` again with the identifier.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /fhir/R4/Appointment/$book (the `FhirAppointmentBook` operationId).
+	FhirAppointmentBookWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FhirAppointmentBookResponse, error)
+
+	// FhirAppointmentBookWithApplicationFhirPlusJSONBodyWithResponse Book a time (Appointment/$book)
+	//
+	// The body is the Appointment `$find` proposed or `$hold` answered (or a Parameters
+	// whose `appt-resource` is one). The time is booked as `POST /api_v3/visits` books it,
+	// with the same rules, mail and events: each slot is taken by a conditional update, so
+	// of two clients racing for one time one books (201, the booked Appointment and its
+	// `Location`) and the other is answered 409 with an OperationOutcome `conflict`. Without
+	// an intake identifier the booking files the patient's intake in the same transaction,
+	// so a refused booking leaves nothing behind.
+	//
+	// A room that charges for its visits is paid before the time is booked: until the
+	// intake's invoice is paid, `$book` holds the time (as `$hold`) and answers 402 naming
+	// the amount and the intake; pay it with `POST /api_v3/billing/invoices/process`
+	// (`intake_id`, `create_invoice=true`) and `$book` again with the identifier.
+	//
+	// Takes a body of the `application/fhir+json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /fhir/R4/Appointment/$book (the `FhirAppointmentBook` operationId).
+	FhirAppointmentBookWithApplicationFhirPlusJSONBodyWithResponse(ctx context.Context, body FhirAppointmentBookApplicationFhirPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*FhirAppointmentBookResponse, error)
+
+	// FhirAppointmentBookWithResponse Book a time (Appointment/$book)
+	//
+	// The body is the Appointment `$find` proposed or `$hold` answered (or a Parameters
+	// whose `appt-resource` is one). The time is booked as `POST /api_v3/visits` books it,
+	// with the same rules, mail and events: each slot is taken by a conditional update, so
+	// of two clients racing for one time one books (201, the booked Appointment and its
+	// `Location`) and the other is answered 409 with an OperationOutcome `conflict`. Without
+	// an intake identifier the booking files the patient's intake in the same transaction,
+	// so a refused booking leaves nothing behind.
+	//
+	// A room that charges for its visits is paid before the time is booked: until the
+	// intake's invoice is paid, `$book` holds the time (as `$hold`) and answers 402 naming
+	// the amount and the intake; pay it with `POST /api_v3/billing/invoices/process`
+	// (`intake_id`, `create_invoice=true`) and `$book` again with the identifier.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /fhir/R4/Appointment/$book (the `FhirAppointmentBook` operationId).
+	FhirAppointmentBookWithResponse(ctx context.Context, body FhirAppointmentBookJSONRequestBody, reqEditors ...RequestEditorFn) (*FhirAppointmentBookResponse, error)
+
+	// FhirAppointmentFindWithResponse Find open times (Appointment/$find)
+	//
+	// The times a visit of a room can start (Argonaut Scheduling's `$find`): `service-type`
+	// names the room (required), `start` and `end` the window (dates or dateTimes; a week from
+	// now unless given, 31 days at most), `practitioner` one provider (`Practitioner/<id>`),
+	// `duration` the visit's minutes (one slot unless given; a longer visit takes the
+	// provider's back-to-back slots). A searchset of Appointments with status `proposed`,
+	// each with its `start`, `end`, practitioner and the `slot`s it would take — what
+	// `$hold` and `$book` take back. The same answer as `GET /api_v3/availability`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /fhir/R4/Appointment/$find (the `FhirAppointmentFind` operationId).
+	FhirAppointmentFindWithResponse(ctx context.Context, params *FhirAppointmentFindParams, reqEditors ...RequestEditorFn) (*FhirAppointmentFindResponse, error)
+
+	// FhirAppointmentFindPostWithBodyWithResponse Find open times, the parameters in a Parameters body
+	//
+	// The same as the GET, its parameters as a FHIR Parameters resource (valueString, valueDate, valueDateTime, valueInteger, valueReference or valueCoding).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /fhir/R4/Appointment/$find (the `FhirAppointmentFindPost` operationId).
+	FhirAppointmentFindPostWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FhirAppointmentFindPostResponse, error)
+
+	// FhirAppointmentFindPostWithApplicationFhirPlusJSONBodyWithResponse Find open times, the parameters in a Parameters body
+	//
+	// The same as the GET, its parameters as a FHIR Parameters resource (valueString, valueDate, valueDateTime, valueInteger, valueReference or valueCoding).
+	//
+	// Takes a body of the `application/fhir+json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /fhir/R4/Appointment/$find (the `FhirAppointmentFindPost` operationId).
+	FhirAppointmentFindPostWithApplicationFhirPlusJSONBodyWithResponse(ctx context.Context, body FhirAppointmentFindPostApplicationFhirPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*FhirAppointmentFindPostResponse, error)
+
+	// FhirAppointmentFindPostWithResponse Find open times, the parameters in a Parameters body
+	//
+	// The same as the GET, its parameters as a FHIR Parameters resource (valueString, valueDate, valueDateTime, valueInteger, valueReference or valueCoding).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /fhir/R4/Appointment/$find (the `FhirAppointmentFindPost` operationId).
+	FhirAppointmentFindPostWithResponse(ctx context.Context, body FhirAppointmentFindPostJSONRequestBody, reqEditors ...RequestEditorFn) (*FhirAppointmentFindPostResponse, error)
+
+	// FhirAppointmentHoldWithBodyWithResponse Hold a time for a patient (Appointment/$hold)
+	//
+	// The body is an Appointment (or a Parameters whose `appt-resource` is one), as `$find`
+	// proposed it: its `slot`s or its `start`, `end` and room (a `serviceType` coded in
+	// `urn:teleclinic:{account_code}:room`), the `Practitioner` participant, and the
+	// `Patient` participant unless the caller is the patient. The time is held for the
+	// patient for 10 minutes (holding again renews it) while they pay, as the portal holds
+	// it, and no one else books it meanwhile. The intake it is held for is filed (audited as
+	// `intake.create`) unless the Appointment's `identifier` names one
+	// (`urn:teleclinic:{account_code}:intake|<id>`). Answers a `pending` Appointment with
+	// that identifier and the hold's end (extension `…/StructureDefinition/hold-expires`).
+	// A time someone else holds or booked is 409.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /fhir/R4/Appointment/$hold (the `FhirAppointmentHold` operationId).
+	FhirAppointmentHoldWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FhirAppointmentHoldResponse, error)
+
+	// FhirAppointmentHoldWithApplicationFhirPlusJSONBodyWithResponse Hold a time for a patient (Appointment/$hold)
+	//
+	// The body is an Appointment (or a Parameters whose `appt-resource` is one), as `$find`
+	// proposed it: its `slot`s or its `start`, `end` and room (a `serviceType` coded in
+	// `urn:teleclinic:{account_code}:room`), the `Practitioner` participant, and the
+	// `Patient` participant unless the caller is the patient. The time is held for the
+	// patient for 10 minutes (holding again renews it) while they pay, as the portal holds
+	// it, and no one else books it meanwhile. The intake it is held for is filed (audited as
+	// `intake.create`) unless the Appointment's `identifier` names one
+	// (`urn:teleclinic:{account_code}:intake|<id>`). Answers a `pending` Appointment with
+	// that identifier and the hold's end (extension `…/StructureDefinition/hold-expires`).
+	// A time someone else holds or booked is 409.
+	//
+	// Takes a body of the `application/fhir+json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /fhir/R4/Appointment/$hold (the `FhirAppointmentHold` operationId).
+	FhirAppointmentHoldWithApplicationFhirPlusJSONBodyWithResponse(ctx context.Context, body FhirAppointmentHoldApplicationFhirPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*FhirAppointmentHoldResponse, error)
+
+	// FhirAppointmentHoldWithResponse Hold a time for a patient (Appointment/$hold)
+	//
+	// The body is an Appointment (or a Parameters whose `appt-resource` is one), as `$find`
+	// proposed it: its `slot`s or its `start`, `end` and room (a `serviceType` coded in
+	// `urn:teleclinic:{account_code}:room`), the `Practitioner` participant, and the
+	// `Patient` participant unless the caller is the patient. The time is held for the
+	// patient for 10 minutes (holding again renews it) while they pay, as the portal holds
+	// it, and no one else books it meanwhile. The intake it is held for is filed (audited as
+	// `intake.create`) unless the Appointment's `identifier` names one
+	// (`urn:teleclinic:{account_code}:intake|<id>`). Answers a `pending` Appointment with
+	// that identifier and the hold's end (extension `…/StructureDefinition/hold-expires`).
+	// A time someone else holds or booked is 409.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /fhir/R4/Appointment/$hold (the `FhirAppointmentHold` operationId).
+	FhirAppointmentHoldWithResponse(ctx context.Context, body FhirAppointmentHoldJSONRequestBody, reqEditors ...RequestEditorFn) (*FhirAppointmentHoldResponse, error)
+
+	// FhirAppointmentPatchWithBodyWithResponse Cancel an Appointment by a JSON Patch of its status
+	//
+	// A JSON Patch (`application/json-patch+json`) that replaces `/status` with `cancelled`
+	// or `noshow`, and may set `/cancelationReason` (or its `/text`): the visit is cancelled
+	// as `POST /api_v3/visits/delete` cancels it, with the refund the room's policy gives. A
+	// patient cancels their own while it is pending or booked; its provider and the admin
+	// any. Other paths are 400; a visit already over is 409.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /fhir/R4/Appointment/{id} (the `FhirAppointmentPatch` operationId).
+	FhirAppointmentPatchWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FhirAppointmentPatchResponse, error)
+
+	// FhirAppointmentPatchWithResponse Cancel an Appointment by a JSON Patch of its status
+	//
+	// A JSON Patch (`application/json-patch+json`) that replaces `/status` with `cancelled`
+	// or `noshow`, and may set `/cancelationReason` (or its `/text`): the visit is cancelled
+	// as `POST /api_v3/visits/delete` cancels it, with the refund the room's policy gives. A
+	// patient cancels their own while it is pending or booked; its provider and the admin
+	// any. Other paths are 400; a visit already over is 409.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /fhir/R4/Appointment/{id} (the `FhirAppointmentPatch` operationId).
+	FhirAppointmentPatchWithResponse(ctx context.Context, id string, body FhirAppointmentPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*FhirAppointmentPatchResponse, error)
+
+	// FhirAppointmentPatchWithApplicationJSONPatchPlusJSONBodyWithResponse Cancel an Appointment by a JSON Patch of its status
+	//
+	// A JSON Patch (`application/json-patch+json`) that replaces `/status` with `cancelled`
+	// or `noshow`, and may set `/cancelationReason` (or its `/text`): the visit is cancelled
+	// as `POST /api_v3/visits/delete` cancels it, with the refund the room's policy gives. A
+	// patient cancels their own while it is pending or booked; its provider and the admin
+	// any. Other paths are 400; a visit already over is 409.
+	//
+	// Takes a body of the `application/json-patch+json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PATCH /fhir/R4/Appointment/{id} (the `FhirAppointmentPatch` operationId).
+	FhirAppointmentPatchWithApplicationJSONPatchPlusJSONBodyWithResponse(ctx context.Context, id string, body FhirAppointmentPatchApplicationJSONPatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*FhirAppointmentPatchResponse, error)
+
 	// FhirPatientEverythingWithResponse Everything of one patient's record
 	//
 	// A searchset Bundle of the patient and every resource of their record the caller may
@@ -28308,6 +29790,37 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /fhir/R4/Patient/{id}/$everything (the `FhirPatientEverything` operationId).
 	FhirPatientEverythingWithResponse(ctx context.Context, id string, params *FhirPatientEverythingParams, reqEditors ...RequestEditorFn) (*FhirPatientEverythingResponse, error)
+
+	// ReadFhirScheduleWithResponse Read a provider's schedule
+	//
+	// One Schedule per provider, its id the provider's; its actor is the Practitioner.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /fhir/R4/Schedule/{id} (the `ReadFhirSchedule` operationId).
+	ReadFhirScheduleWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ReadFhirScheduleResponse, error)
+
+	// SearchFhirSlotsWithResponse Search the clinic's slots
+	//
+	// The providers' published times as Slots: `schedule` is the provider's Schedule
+	// (`Schedule/<provider id>`), `serviceType` the room (system
+	// `urn:teleclinic:{account_code}:room`), `status` free, busy (booked) or busy-tentative
+	// (held for a patient who is paying). `start` (repeatable; ge, gt, le, lt or eq and a
+	// date or dateTime) bounds when they start: from now for a week unless given, 31 days at
+	// most. `_count` slots a page (1–1000, 200 by default); the `next` link goes on after
+	// the page's last slot (`_after`). Any user of the clinic.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /fhir/R4/Slot (the `SearchFhirSlots` operationId).
+	SearchFhirSlotsWithResponse(ctx context.Context, params *SearchFhirSlotsParams, reqEditors ...RequestEditorFn) (*SearchFhirSlotsResponse, error)
+
+	// ReadFhirSlotWithResponse Read one slot
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /fhir/R4/Slot/{id} (the `ReadFhirSlot` operationId).
+	ReadFhirSlotWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ReadFhirSlotResponse, error)
 
 	// GetFhirMetadataWithResponse The FHIR CapabilityStatement
 	//
@@ -28412,39 +29925,60 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /fhir/R4/{type}/{id} (the `ReadFhir` operationId).
 	ReadFhirWithResponse(ctx context.Context, pType ReadFhirParamsType, id string, params *ReadFhirParams, reqEditors ...RequestEditorFn) (*ReadFhirResponse, error)
 
-	// UpdateFhirWithBodyWithResponse Update a Patient
+	// UpdateFhirWithBodyWithResponse Update a Patient, or cancel or move an Appointment
 	//
 	// A Patient's demographics replaced (name, gender, birthDate, the first email and
 	// phone of telecom, the first address), by the clinic admin or the patient; the
 	// identifier does not change. `If-Match: W/"<meta.versionId>"` refuses a change to a
 	// version the patient no longer has (412), so two writers do not undo each other.
 	// Answers the Patient with its new `ETag`. Audited as `user.update`.
+	//
+	// An Appointment as the client would have it: `status` `cancelled` (with
+	// `cancelationReason.text`) cancels the visit, with the refund the room's policy gives,
+	// as `POST /api_v3/visits/delete` does; `noshow` cancels it as a no-show; new `start`
+	// and `end` of a booked Appointment move it to another open time of its room, as
+	// `POST /api_v3/visits/{id}/reschedule` does. Writing back what was read changes
+	// nothing; any other change is 400.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /fhir/R4/{type}/{id} (the `UpdateFhir` operationId).
 	UpdateFhirWithBodyWithResponse(ctx context.Context, pType UpdateFhirParamsType, id string, params *UpdateFhirParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*UpdateFhirResponse, error)
 
-	// UpdateFhirWithApplicationFhirPlusJSONBodyWithResponse Update a Patient
+	// UpdateFhirWithApplicationFhirPlusJSONBodyWithResponse Update a Patient, or cancel or move an Appointment
 	//
 	// A Patient's demographics replaced (name, gender, birthDate, the first email and
 	// phone of telecom, the first address), by the clinic admin or the patient; the
 	// identifier does not change. `If-Match: W/"<meta.versionId>"` refuses a change to a
 	// version the patient no longer has (412), so two writers do not undo each other.
 	// Answers the Patient with its new `ETag`. Audited as `user.update`.
+	//
+	// An Appointment as the client would have it: `status` `cancelled` (with
+	// `cancelationReason.text`) cancels the visit, with the refund the room's policy gives,
+	// as `POST /api_v3/visits/delete` does; `noshow` cancels it as a no-show; new `start`
+	// and `end` of a booked Appointment move it to another open time of its room, as
+	// `POST /api_v3/visits/{id}/reschedule` does. Writing back what was read changes
+	// nothing; any other change is 400.
 	//
 	// Takes a body of the `application/fhir+json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with PUT /fhir/R4/{type}/{id} (the `UpdateFhir` operationId).
 	UpdateFhirWithApplicationFhirPlusJSONBodyWithResponse(ctx context.Context, pType UpdateFhirParamsType, id string, params *UpdateFhirParams, body UpdateFhirApplicationFhirPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*UpdateFhirResponse, error)
 
-	// UpdateFhirWithResponse Update a Patient
+	// UpdateFhirWithResponse Update a Patient, or cancel or move an Appointment
 	//
 	// A Patient's demographics replaced (name, gender, birthDate, the first email and
 	// phone of telecom, the first address), by the clinic admin or the patient; the
 	// identifier does not change. `If-Match: W/"<meta.versionId>"` refuses a change to a
 	// version the patient no longer has (412), so two writers do not undo each other.
 	// Answers the Patient with its new `ETag`. Audited as `user.update`.
+	//
+	// An Appointment as the client would have it: `status` `cancelled` (with
+	// `cancelationReason.text`) cancels the visit, with the refund the room's policy gives,
+	// as `POST /api_v3/visits/delete` does; `noshow` cancels it as a no-show; new `start`
+	// and `end` of a booked Appointment move it to another open time of its room, as
+	// `POST /api_v3/visits/{id}/reschedule` does. Writing back what was read changes
+	// nothing; any other change is 400.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -39481,6 +41015,407 @@ func (r GetWebhooksEventsResponse) ContentType() string {
 	return ""
 }
 
+// FhirAppointmentBookResponse201Headers the declared response headers of an HTTP 201 response for FhirAppointmentBook
+type FhirAppointmentBookResponse201Headers struct {
+	Location *string
+}
+
+type FhirAppointmentBookResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationfhirJSON201 the response for an HTTP 201 `application/fhir+json` response
+	ApplicationfhirJSON201 *FHIRResource
+	// ApplicationfhirJSON400 the response for an HTTP 400 `application/fhir+json` response
+	ApplicationfhirJSON400 *FHIRError
+	// ApplicationfhirJSON401 the response for an HTTP 401 `application/fhir+json` response
+	ApplicationfhirJSON401 *FHIRError
+	// ApplicationfhirJSON402 the response for an HTTP 402 `application/fhir+json` response
+	ApplicationfhirJSON402 *FHIRError
+	// ApplicationfhirJSON403 the response for an HTTP 403 `application/fhir+json` response
+	ApplicationfhirJSON403 *FHIRError
+	// ApplicationfhirJSON404 the response for an HTTP 404 `application/fhir+json` response
+	ApplicationfhirJSON404 *FHIRError
+	// ApplicationfhirJSON409 the response for an HTTP 409 `application/fhir+json` response
+	ApplicationfhirJSON409 *FHIRError
+	// ApplicationfhirJSON429 the response for an HTTP 429 `application/fhir+json` response
+	ApplicationfhirJSON429 *FHIRError
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *FhirAppointmentBookResponse201Headers
+}
+
+// GetApplicationfhirJSON201 returns the response for an HTTP 201 `application/fhir+json` response
+func (r FhirAppointmentBookResponse) GetApplicationfhirJSON201() *FHIRResource {
+	return r.ApplicationfhirJSON201
+}
+
+// GetApplicationfhirJSON400 returns the response for an HTTP 400 `application/fhir+json` response
+func (r FhirAppointmentBookResponse) GetApplicationfhirJSON400() *FHIRError {
+	return r.ApplicationfhirJSON400
+}
+
+// GetApplicationfhirJSON401 returns the response for an HTTP 401 `application/fhir+json` response
+func (r FhirAppointmentBookResponse) GetApplicationfhirJSON401() *FHIRError {
+	return r.ApplicationfhirJSON401
+}
+
+// GetApplicationfhirJSON402 returns the response for an HTTP 402 `application/fhir+json` response
+func (r FhirAppointmentBookResponse) GetApplicationfhirJSON402() *FHIRError {
+	return r.ApplicationfhirJSON402
+}
+
+// GetApplicationfhirJSON403 returns the response for an HTTP 403 `application/fhir+json` response
+func (r FhirAppointmentBookResponse) GetApplicationfhirJSON403() *FHIRError {
+	return r.ApplicationfhirJSON403
+}
+
+// GetApplicationfhirJSON404 returns the response for an HTTP 404 `application/fhir+json` response
+func (r FhirAppointmentBookResponse) GetApplicationfhirJSON404() *FHIRError {
+	return r.ApplicationfhirJSON404
+}
+
+// GetApplicationfhirJSON409 returns the response for an HTTP 409 `application/fhir+json` response
+func (r FhirAppointmentBookResponse) GetApplicationfhirJSON409() *FHIRError {
+	return r.ApplicationfhirJSON409
+}
+
+// GetApplicationfhirJSON429 returns the response for an HTTP 429 `application/fhir+json` response
+func (r FhirAppointmentBookResponse) GetApplicationfhirJSON429() *FHIRError {
+	return r.ApplicationfhirJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r FhirAppointmentBookResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FhirAppointmentBookResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FhirAppointmentBookResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FhirAppointmentBookResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type FhirAppointmentFindResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationfhirJSON200 the response for an HTTP 200 `application/fhir+json` response
+	ApplicationfhirJSON200 *FHIRBundle
+	// ApplicationfhirJSON400 the response for an HTTP 400 `application/fhir+json` response
+	ApplicationfhirJSON400 *FHIRError
+	// ApplicationfhirJSON401 the response for an HTTP 401 `application/fhir+json` response
+	ApplicationfhirJSON401 *FHIRError
+	// ApplicationfhirJSON404 the response for an HTTP 404 `application/fhir+json` response
+	ApplicationfhirJSON404 *FHIRError
+	// ApplicationfhirJSON429 the response for an HTTP 429 `application/fhir+json` response
+	ApplicationfhirJSON429 *FHIRError
+}
+
+// GetApplicationfhirJSON200 returns the response for an HTTP 200 `application/fhir+json` response
+func (r FhirAppointmentFindResponse) GetApplicationfhirJSON200() *FHIRBundle {
+	return r.ApplicationfhirJSON200
+}
+
+// GetApplicationfhirJSON400 returns the response for an HTTP 400 `application/fhir+json` response
+func (r FhirAppointmentFindResponse) GetApplicationfhirJSON400() *FHIRError {
+	return r.ApplicationfhirJSON400
+}
+
+// GetApplicationfhirJSON401 returns the response for an HTTP 401 `application/fhir+json` response
+func (r FhirAppointmentFindResponse) GetApplicationfhirJSON401() *FHIRError {
+	return r.ApplicationfhirJSON401
+}
+
+// GetApplicationfhirJSON404 returns the response for an HTTP 404 `application/fhir+json` response
+func (r FhirAppointmentFindResponse) GetApplicationfhirJSON404() *FHIRError {
+	return r.ApplicationfhirJSON404
+}
+
+// GetApplicationfhirJSON429 returns the response for an HTTP 429 `application/fhir+json` response
+func (r FhirAppointmentFindResponse) GetApplicationfhirJSON429() *FHIRError {
+	return r.ApplicationfhirJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r FhirAppointmentFindResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FhirAppointmentFindResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FhirAppointmentFindResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FhirAppointmentFindResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type FhirAppointmentFindPostResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationfhirJSON200 the response for an HTTP 200 `application/fhir+json` response
+	ApplicationfhirJSON200 *FHIRBundle
+	// ApplicationfhirJSON400 the response for an HTTP 400 `application/fhir+json` response
+	ApplicationfhirJSON400 *FHIRError
+	// ApplicationfhirJSON401 the response for an HTTP 401 `application/fhir+json` response
+	ApplicationfhirJSON401 *FHIRError
+	// ApplicationfhirJSON404 the response for an HTTP 404 `application/fhir+json` response
+	ApplicationfhirJSON404 *FHIRError
+	// ApplicationfhirJSON429 the response for an HTTP 429 `application/fhir+json` response
+	ApplicationfhirJSON429 *FHIRError
+}
+
+// GetApplicationfhirJSON200 returns the response for an HTTP 200 `application/fhir+json` response
+func (r FhirAppointmentFindPostResponse) GetApplicationfhirJSON200() *FHIRBundle {
+	return r.ApplicationfhirJSON200
+}
+
+// GetApplicationfhirJSON400 returns the response for an HTTP 400 `application/fhir+json` response
+func (r FhirAppointmentFindPostResponse) GetApplicationfhirJSON400() *FHIRError {
+	return r.ApplicationfhirJSON400
+}
+
+// GetApplicationfhirJSON401 returns the response for an HTTP 401 `application/fhir+json` response
+func (r FhirAppointmentFindPostResponse) GetApplicationfhirJSON401() *FHIRError {
+	return r.ApplicationfhirJSON401
+}
+
+// GetApplicationfhirJSON404 returns the response for an HTTP 404 `application/fhir+json` response
+func (r FhirAppointmentFindPostResponse) GetApplicationfhirJSON404() *FHIRError {
+	return r.ApplicationfhirJSON404
+}
+
+// GetApplicationfhirJSON429 returns the response for an HTTP 429 `application/fhir+json` response
+func (r FhirAppointmentFindPostResponse) GetApplicationfhirJSON429() *FHIRError {
+	return r.ApplicationfhirJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r FhirAppointmentFindPostResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FhirAppointmentFindPostResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FhirAppointmentFindPostResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FhirAppointmentFindPostResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type FhirAppointmentHoldResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationfhirJSON200 the response for an HTTP 200 `application/fhir+json` response
+	ApplicationfhirJSON200 *FHIRResource
+	// ApplicationfhirJSON400 the response for an HTTP 400 `application/fhir+json` response
+	ApplicationfhirJSON400 *FHIRError
+	// ApplicationfhirJSON401 the response for an HTTP 401 `application/fhir+json` response
+	ApplicationfhirJSON401 *FHIRError
+	// ApplicationfhirJSON403 the response for an HTTP 403 `application/fhir+json` response
+	ApplicationfhirJSON403 *FHIRError
+	// ApplicationfhirJSON404 the response for an HTTP 404 `application/fhir+json` response
+	ApplicationfhirJSON404 *FHIRError
+	// ApplicationfhirJSON409 the response for an HTTP 409 `application/fhir+json` response
+	ApplicationfhirJSON409 *FHIRError
+	// ApplicationfhirJSON429 the response for an HTTP 429 `application/fhir+json` response
+	ApplicationfhirJSON429 *FHIRError
+}
+
+// GetApplicationfhirJSON200 returns the response for an HTTP 200 `application/fhir+json` response
+func (r FhirAppointmentHoldResponse) GetApplicationfhirJSON200() *FHIRResource {
+	return r.ApplicationfhirJSON200
+}
+
+// GetApplicationfhirJSON400 returns the response for an HTTP 400 `application/fhir+json` response
+func (r FhirAppointmentHoldResponse) GetApplicationfhirJSON400() *FHIRError {
+	return r.ApplicationfhirJSON400
+}
+
+// GetApplicationfhirJSON401 returns the response for an HTTP 401 `application/fhir+json` response
+func (r FhirAppointmentHoldResponse) GetApplicationfhirJSON401() *FHIRError {
+	return r.ApplicationfhirJSON401
+}
+
+// GetApplicationfhirJSON403 returns the response for an HTTP 403 `application/fhir+json` response
+func (r FhirAppointmentHoldResponse) GetApplicationfhirJSON403() *FHIRError {
+	return r.ApplicationfhirJSON403
+}
+
+// GetApplicationfhirJSON404 returns the response for an HTTP 404 `application/fhir+json` response
+func (r FhirAppointmentHoldResponse) GetApplicationfhirJSON404() *FHIRError {
+	return r.ApplicationfhirJSON404
+}
+
+// GetApplicationfhirJSON409 returns the response for an HTTP 409 `application/fhir+json` response
+func (r FhirAppointmentHoldResponse) GetApplicationfhirJSON409() *FHIRError {
+	return r.ApplicationfhirJSON409
+}
+
+// GetApplicationfhirJSON429 returns the response for an HTTP 429 `application/fhir+json` response
+func (r FhirAppointmentHoldResponse) GetApplicationfhirJSON429() *FHIRError {
+	return r.ApplicationfhirJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r FhirAppointmentHoldResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FhirAppointmentHoldResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FhirAppointmentHoldResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FhirAppointmentHoldResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type FhirAppointmentPatchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationfhirJSON200 the response for an HTTP 200 `application/fhir+json` response
+	ApplicationfhirJSON200 *FHIRResource
+	// ApplicationfhirJSON400 the response for an HTTP 400 `application/fhir+json` response
+	ApplicationfhirJSON400 *FHIRError
+	// ApplicationfhirJSON401 the response for an HTTP 401 `application/fhir+json` response
+	ApplicationfhirJSON401 *FHIRError
+	// ApplicationfhirJSON403 the response for an HTTP 403 `application/fhir+json` response
+	ApplicationfhirJSON403 *FHIRError
+	// ApplicationfhirJSON404 the response for an HTTP 404 `application/fhir+json` response
+	ApplicationfhirJSON404 *FHIRError
+	// ApplicationfhirJSON409 the response for an HTTP 409 `application/fhir+json` response
+	ApplicationfhirJSON409 *FHIRError
+	// ApplicationfhirJSON429 the response for an HTTP 429 `application/fhir+json` response
+	ApplicationfhirJSON429 *FHIRError
+}
+
+// GetApplicationfhirJSON200 returns the response for an HTTP 200 `application/fhir+json` response
+func (r FhirAppointmentPatchResponse) GetApplicationfhirJSON200() *FHIRResource {
+	return r.ApplicationfhirJSON200
+}
+
+// GetApplicationfhirJSON400 returns the response for an HTTP 400 `application/fhir+json` response
+func (r FhirAppointmentPatchResponse) GetApplicationfhirJSON400() *FHIRError {
+	return r.ApplicationfhirJSON400
+}
+
+// GetApplicationfhirJSON401 returns the response for an HTTP 401 `application/fhir+json` response
+func (r FhirAppointmentPatchResponse) GetApplicationfhirJSON401() *FHIRError {
+	return r.ApplicationfhirJSON401
+}
+
+// GetApplicationfhirJSON403 returns the response for an HTTP 403 `application/fhir+json` response
+func (r FhirAppointmentPatchResponse) GetApplicationfhirJSON403() *FHIRError {
+	return r.ApplicationfhirJSON403
+}
+
+// GetApplicationfhirJSON404 returns the response for an HTTP 404 `application/fhir+json` response
+func (r FhirAppointmentPatchResponse) GetApplicationfhirJSON404() *FHIRError {
+	return r.ApplicationfhirJSON404
+}
+
+// GetApplicationfhirJSON409 returns the response for an HTTP 409 `application/fhir+json` response
+func (r FhirAppointmentPatchResponse) GetApplicationfhirJSON409() *FHIRError {
+	return r.ApplicationfhirJSON409
+}
+
+// GetApplicationfhirJSON429 returns the response for an HTTP 429 `application/fhir+json` response
+func (r FhirAppointmentPatchResponse) GetApplicationfhirJSON429() *FHIRError {
+	return r.ApplicationfhirJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r FhirAppointmentPatchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FhirAppointmentPatchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FhirAppointmentPatchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FhirAppointmentPatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type FhirPatientEverythingResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -39551,6 +41486,192 @@ func (r FhirPatientEverythingResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r FhirPatientEverythingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ReadFhirScheduleResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationfhirJSON200 the response for an HTTP 200 `application/fhir+json` response
+	ApplicationfhirJSON200 *FHIRResource
+	// ApplicationfhirJSON401 the response for an HTTP 401 `application/fhir+json` response
+	ApplicationfhirJSON401 *FHIRError
+	// ApplicationfhirJSON404 the response for an HTTP 404 `application/fhir+json` response
+	ApplicationfhirJSON404 *FHIRError
+	// ApplicationfhirJSON429 the response for an HTTP 429 `application/fhir+json` response
+	ApplicationfhirJSON429 *FHIRError
+}
+
+// GetApplicationfhirJSON200 returns the response for an HTTP 200 `application/fhir+json` response
+func (r ReadFhirScheduleResponse) GetApplicationfhirJSON200() *FHIRResource {
+	return r.ApplicationfhirJSON200
+}
+
+// GetApplicationfhirJSON401 returns the response for an HTTP 401 `application/fhir+json` response
+func (r ReadFhirScheduleResponse) GetApplicationfhirJSON401() *FHIRError {
+	return r.ApplicationfhirJSON401
+}
+
+// GetApplicationfhirJSON404 returns the response for an HTTP 404 `application/fhir+json` response
+func (r ReadFhirScheduleResponse) GetApplicationfhirJSON404() *FHIRError {
+	return r.ApplicationfhirJSON404
+}
+
+// GetApplicationfhirJSON429 returns the response for an HTTP 429 `application/fhir+json` response
+func (r ReadFhirScheduleResponse) GetApplicationfhirJSON429() *FHIRError {
+	return r.ApplicationfhirJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r ReadFhirScheduleResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReadFhirScheduleResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReadFhirScheduleResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReadFhirScheduleResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SearchFhirSlotsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationfhirJSON200 the response for an HTTP 200 `application/fhir+json` response
+	ApplicationfhirJSON200 *FHIRBundle
+	// ApplicationfhirJSON400 the response for an HTTP 400 `application/fhir+json` response
+	ApplicationfhirJSON400 *FHIRError
+	// ApplicationfhirJSON401 the response for an HTTP 401 `application/fhir+json` response
+	ApplicationfhirJSON401 *FHIRError
+	// ApplicationfhirJSON429 the response for an HTTP 429 `application/fhir+json` response
+	ApplicationfhirJSON429 *FHIRError
+}
+
+// GetApplicationfhirJSON200 returns the response for an HTTP 200 `application/fhir+json` response
+func (r SearchFhirSlotsResponse) GetApplicationfhirJSON200() *FHIRBundle {
+	return r.ApplicationfhirJSON200
+}
+
+// GetApplicationfhirJSON400 returns the response for an HTTP 400 `application/fhir+json` response
+func (r SearchFhirSlotsResponse) GetApplicationfhirJSON400() *FHIRError {
+	return r.ApplicationfhirJSON400
+}
+
+// GetApplicationfhirJSON401 returns the response for an HTTP 401 `application/fhir+json` response
+func (r SearchFhirSlotsResponse) GetApplicationfhirJSON401() *FHIRError {
+	return r.ApplicationfhirJSON401
+}
+
+// GetApplicationfhirJSON429 returns the response for an HTTP 429 `application/fhir+json` response
+func (r SearchFhirSlotsResponse) GetApplicationfhirJSON429() *FHIRError {
+	return r.ApplicationfhirJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r SearchFhirSlotsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SearchFhirSlotsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SearchFhirSlotsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SearchFhirSlotsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ReadFhirSlotResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationfhirJSON200 the response for an HTTP 200 `application/fhir+json` response
+	ApplicationfhirJSON200 *FHIRResource
+	// ApplicationfhirJSON401 the response for an HTTP 401 `application/fhir+json` response
+	ApplicationfhirJSON401 *FHIRError
+	// ApplicationfhirJSON404 the response for an HTTP 404 `application/fhir+json` response
+	ApplicationfhirJSON404 *FHIRError
+	// ApplicationfhirJSON429 the response for an HTTP 429 `application/fhir+json` response
+	ApplicationfhirJSON429 *FHIRError
+}
+
+// GetApplicationfhirJSON200 returns the response for an HTTP 200 `application/fhir+json` response
+func (r ReadFhirSlotResponse) GetApplicationfhirJSON200() *FHIRResource {
+	return r.ApplicationfhirJSON200
+}
+
+// GetApplicationfhirJSON401 returns the response for an HTTP 401 `application/fhir+json` response
+func (r ReadFhirSlotResponse) GetApplicationfhirJSON401() *FHIRError {
+	return r.ApplicationfhirJSON401
+}
+
+// GetApplicationfhirJSON404 returns the response for an HTTP 404 `application/fhir+json` response
+func (r ReadFhirSlotResponse) GetApplicationfhirJSON404() *FHIRError {
+	return r.ApplicationfhirJSON404
+}
+
+// GetApplicationfhirJSON429 returns the response for an HTTP 429 `application/fhir+json` response
+func (r ReadFhirSlotResponse) GetApplicationfhirJSON429() *FHIRError {
+	return r.ApplicationfhirJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r ReadFhirSlotResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReadFhirSlotResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReadFhirSlotResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReadFhirSlotResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -44042,6 +46163,279 @@ func (c *ClientWithResponses) GetWebhooksEventsWithResponse(ctx context.Context,
 	return ParseGetWebhooksEventsResponse(rsp)
 }
 
+// FhirAppointmentBookWithBodyWithResponse Book a time (Appointment/$book)
+//
+// The body is the Appointment `$find` proposed or `$hold` answered (or a Parameters
+// whose `appt-resource` is one). The time is booked as `POST /api_v3/visits` books it,
+// with the same rules, mail and events: each slot is taken by a conditional update, so
+// of two clients racing for one time one books (201, the booked Appointment and its
+// `Location`) and the other is answered 409 with an OperationOutcome `conflict`. Without
+// an intake identifier the booking files the patient's intake in the same transaction,
+// so a refused booking leaves nothing behind.
+//
+// A room that charges for its visits is paid before the time is booked: until the
+// intake's invoice is paid, `$book` holds the time (as `$hold`) and answers 402 naming
+// the amount and the intake; pay it with `POST /api_v3/billing/invoices/process`
+// (`intake_id`, `create_invoice=true`) and `$book` again with the identifier.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /fhir/R4/Appointment/$book (the `FhirAppointmentBook` operationId).
+func (c *ClientWithResponses) FhirAppointmentBookWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FhirAppointmentBookResponse, error) {
+	rsp, err := c.FhirAppointmentBookWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFhirAppointmentBookResponse(rsp)
+}
+
+// FhirAppointmentBookWithApplicationFhirPlusJSONBodyWithResponse Book a time (Appointment/$book)
+//
+// The body is the Appointment `$find` proposed or `$hold` answered (or a Parameters
+// whose `appt-resource` is one). The time is booked as `POST /api_v3/visits` books it,
+// with the same rules, mail and events: each slot is taken by a conditional update, so
+// of two clients racing for one time one books (201, the booked Appointment and its
+// `Location`) and the other is answered 409 with an OperationOutcome `conflict`. Without
+// an intake identifier the booking files the patient's intake in the same transaction,
+// so a refused booking leaves nothing behind.
+//
+// A room that charges for its visits is paid before the time is booked: until the
+// intake's invoice is paid, `$book` holds the time (as `$hold`) and answers 402 naming
+// the amount and the intake; pay it with `POST /api_v3/billing/invoices/process`
+// (`intake_id`, `create_invoice=true`) and `$book` again with the identifier.
+//
+// Takes a body of the `application/fhir+json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /fhir/R4/Appointment/$book (the `FhirAppointmentBook` operationId).
+func (c *ClientWithResponses) FhirAppointmentBookWithApplicationFhirPlusJSONBodyWithResponse(ctx context.Context, body FhirAppointmentBookApplicationFhirPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*FhirAppointmentBookResponse, error) {
+	rsp, err := c.FhirAppointmentBookWithApplicationFhirPlusJSONBody(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFhirAppointmentBookResponse(rsp)
+}
+
+// FhirAppointmentBookWithResponse Book a time (Appointment/$book)
+//
+// The body is the Appointment `$find` proposed or `$hold` answered (or a Parameters
+// whose `appt-resource` is one). The time is booked as `POST /api_v3/visits` books it,
+// with the same rules, mail and events: each slot is taken by a conditional update, so
+// of two clients racing for one time one books (201, the booked Appointment and its
+// `Location`) and the other is answered 409 with an OperationOutcome `conflict`. Without
+// an intake identifier the booking files the patient's intake in the same transaction,
+// so a refused booking leaves nothing behind.
+//
+// A room that charges for its visits is paid before the time is booked: until the
+// intake's invoice is paid, `$book` holds the time (as `$hold`) and answers 402 naming
+// the amount and the intake; pay it with `POST /api_v3/billing/invoices/process`
+// (`intake_id`, `create_invoice=true`) and `$book` again with the identifier.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /fhir/R4/Appointment/$book (the `FhirAppointmentBook` operationId).
+func (c *ClientWithResponses) FhirAppointmentBookWithResponse(ctx context.Context, body FhirAppointmentBookJSONRequestBody, reqEditors ...RequestEditorFn) (*FhirAppointmentBookResponse, error) {
+	rsp, err := c.FhirAppointmentBook(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFhirAppointmentBookResponse(rsp)
+}
+
+// FhirAppointmentFindWithResponse Find open times (Appointment/$find)
+//
+// The times a visit of a room can start (Argonaut Scheduling's `$find`): `service-type`
+// names the room (required), `start` and `end` the window (dates or dateTimes; a week from
+// now unless given, 31 days at most), `practitioner` one provider (`Practitioner/<id>`),
+// `duration` the visit's minutes (one slot unless given; a longer visit takes the
+// provider's back-to-back slots). A searchset of Appointments with status `proposed`,
+// each with its `start`, `end`, practitioner and the `slot`s it would take — what
+// `$hold` and `$book` take back. The same answer as `GET /api_v3/availability`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /fhir/R4/Appointment/$find (the `FhirAppointmentFind` operationId).
+func (c *ClientWithResponses) FhirAppointmentFindWithResponse(ctx context.Context, params *FhirAppointmentFindParams, reqEditors ...RequestEditorFn) (*FhirAppointmentFindResponse, error) {
+	rsp, err := c.FhirAppointmentFind(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFhirAppointmentFindResponse(rsp)
+}
+
+// FhirAppointmentFindPostWithBodyWithResponse Find open times, the parameters in a Parameters body
+//
+// The same as the GET, its parameters as a FHIR Parameters resource (valueString, valueDate, valueDateTime, valueInteger, valueReference or valueCoding).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /fhir/R4/Appointment/$find (the `FhirAppointmentFindPost` operationId).
+func (c *ClientWithResponses) FhirAppointmentFindPostWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FhirAppointmentFindPostResponse, error) {
+	rsp, err := c.FhirAppointmentFindPostWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFhirAppointmentFindPostResponse(rsp)
+}
+
+// FhirAppointmentFindPostWithApplicationFhirPlusJSONBodyWithResponse Find open times, the parameters in a Parameters body
+//
+// The same as the GET, its parameters as a FHIR Parameters resource (valueString, valueDate, valueDateTime, valueInteger, valueReference or valueCoding).
+//
+// Takes a body of the `application/fhir+json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /fhir/R4/Appointment/$find (the `FhirAppointmentFindPost` operationId).
+func (c *ClientWithResponses) FhirAppointmentFindPostWithApplicationFhirPlusJSONBodyWithResponse(ctx context.Context, body FhirAppointmentFindPostApplicationFhirPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*FhirAppointmentFindPostResponse, error) {
+	rsp, err := c.FhirAppointmentFindPostWithApplicationFhirPlusJSONBody(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFhirAppointmentFindPostResponse(rsp)
+}
+
+// FhirAppointmentFindPostWithResponse Find open times, the parameters in a Parameters body
+//
+// The same as the GET, its parameters as a FHIR Parameters resource (valueString, valueDate, valueDateTime, valueInteger, valueReference or valueCoding).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /fhir/R4/Appointment/$find (the `FhirAppointmentFindPost` operationId).
+func (c *ClientWithResponses) FhirAppointmentFindPostWithResponse(ctx context.Context, body FhirAppointmentFindPostJSONRequestBody, reqEditors ...RequestEditorFn) (*FhirAppointmentFindPostResponse, error) {
+	rsp, err := c.FhirAppointmentFindPost(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFhirAppointmentFindPostResponse(rsp)
+}
+
+// FhirAppointmentHoldWithBodyWithResponse Hold a time for a patient (Appointment/$hold)
+//
+// The body is an Appointment (or a Parameters whose `appt-resource` is one), as `$find`
+// proposed it: its `slot`s or its `start`, `end` and room (a `serviceType` coded in
+// `urn:teleclinic:{account_code}:room`), the `Practitioner` participant, and the
+// `Patient` participant unless the caller is the patient. The time is held for the
+// patient for 10 minutes (holding again renews it) while they pay, as the portal holds
+// it, and no one else books it meanwhile. The intake it is held for is filed (audited as
+// `intake.create`) unless the Appointment's `identifier` names one
+// (`urn:teleclinic:{account_code}:intake|<id>`). Answers a `pending` Appointment with
+// that identifier and the hold's end (extension `…/StructureDefinition/hold-expires`).
+// A time someone else holds or booked is 409.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /fhir/R4/Appointment/$hold (the `FhirAppointmentHold` operationId).
+func (c *ClientWithResponses) FhirAppointmentHoldWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FhirAppointmentHoldResponse, error) {
+	rsp, err := c.FhirAppointmentHoldWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFhirAppointmentHoldResponse(rsp)
+}
+
+// FhirAppointmentHoldWithApplicationFhirPlusJSONBodyWithResponse Hold a time for a patient (Appointment/$hold)
+//
+// The body is an Appointment (or a Parameters whose `appt-resource` is one), as `$find`
+// proposed it: its `slot`s or its `start`, `end` and room (a `serviceType` coded in
+// `urn:teleclinic:{account_code}:room`), the `Practitioner` participant, and the
+// `Patient` participant unless the caller is the patient. The time is held for the
+// patient for 10 minutes (holding again renews it) while they pay, as the portal holds
+// it, and no one else books it meanwhile. The intake it is held for is filed (audited as
+// `intake.create`) unless the Appointment's `identifier` names one
+// (`urn:teleclinic:{account_code}:intake|<id>`). Answers a `pending` Appointment with
+// that identifier and the hold's end (extension `…/StructureDefinition/hold-expires`).
+// A time someone else holds or booked is 409.
+//
+// Takes a body of the `application/fhir+json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /fhir/R4/Appointment/$hold (the `FhirAppointmentHold` operationId).
+func (c *ClientWithResponses) FhirAppointmentHoldWithApplicationFhirPlusJSONBodyWithResponse(ctx context.Context, body FhirAppointmentHoldApplicationFhirPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*FhirAppointmentHoldResponse, error) {
+	rsp, err := c.FhirAppointmentHoldWithApplicationFhirPlusJSONBody(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFhirAppointmentHoldResponse(rsp)
+}
+
+// FhirAppointmentHoldWithResponse Hold a time for a patient (Appointment/$hold)
+//
+// The body is an Appointment (or a Parameters whose `appt-resource` is one), as `$find`
+// proposed it: its `slot`s or its `start`, `end` and room (a `serviceType` coded in
+// `urn:teleclinic:{account_code}:room`), the `Practitioner` participant, and the
+// `Patient` participant unless the caller is the patient. The time is held for the
+// patient for 10 minutes (holding again renews it) while they pay, as the portal holds
+// it, and no one else books it meanwhile. The intake it is held for is filed (audited as
+// `intake.create`) unless the Appointment's `identifier` names one
+// (`urn:teleclinic:{account_code}:intake|<id>`). Answers a `pending` Appointment with
+// that identifier and the hold's end (extension `…/StructureDefinition/hold-expires`).
+// A time someone else holds or booked is 409.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /fhir/R4/Appointment/$hold (the `FhirAppointmentHold` operationId).
+func (c *ClientWithResponses) FhirAppointmentHoldWithResponse(ctx context.Context, body FhirAppointmentHoldJSONRequestBody, reqEditors ...RequestEditorFn) (*FhirAppointmentHoldResponse, error) {
+	rsp, err := c.FhirAppointmentHold(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFhirAppointmentHoldResponse(rsp)
+}
+
+// FhirAppointmentPatchWithBodyWithResponse Cancel an Appointment by a JSON Patch of its status
+//
+// A JSON Patch (`application/json-patch+json`) that replaces `/status` with `cancelled`
+// or `noshow`, and may set `/cancelationReason` (or its `/text`): the visit is cancelled
+// as `POST /api_v3/visits/delete` cancels it, with the refund the room's policy gives. A
+// patient cancels their own while it is pending or booked; its provider and the admin
+// any. Other paths are 400; a visit already over is 409.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /fhir/R4/Appointment/{id} (the `FhirAppointmentPatch` operationId).
+func (c *ClientWithResponses) FhirAppointmentPatchWithBodyWithResponse(ctx context.Context, id string, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FhirAppointmentPatchResponse, error) {
+	rsp, err := c.FhirAppointmentPatchWithBody(ctx, id, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFhirAppointmentPatchResponse(rsp)
+}
+
+// FhirAppointmentPatchWithResponse Cancel an Appointment by a JSON Patch of its status
+//
+// A JSON Patch (`application/json-patch+json`) that replaces `/status` with `cancelled`
+// or `noshow`, and may set `/cancelationReason` (or its `/text`): the visit is cancelled
+// as `POST /api_v3/visits/delete` cancels it, with the refund the room's policy gives. A
+// patient cancels their own while it is pending or booked; its provider and the admin
+// any. Other paths are 400; a visit already over is 409.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /fhir/R4/Appointment/{id} (the `FhirAppointmentPatch` operationId).
+func (c *ClientWithResponses) FhirAppointmentPatchWithResponse(ctx context.Context, id string, body FhirAppointmentPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*FhirAppointmentPatchResponse, error) {
+	rsp, err := c.FhirAppointmentPatch(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFhirAppointmentPatchResponse(rsp)
+}
+
+// FhirAppointmentPatchWithApplicationJSONPatchPlusJSONBodyWithResponse Cancel an Appointment by a JSON Patch of its status
+//
+// A JSON Patch (`application/json-patch+json`) that replaces `/status` with `cancelled`
+// or `noshow`, and may set `/cancelationReason` (or its `/text`): the visit is cancelled
+// as `POST /api_v3/visits/delete` cancels it, with the refund the room's policy gives. A
+// patient cancels their own while it is pending or booked; its provider and the admin
+// any. Other paths are 400; a visit already over is 409.
+//
+// Takes a body of the `application/json-patch+json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PATCH /fhir/R4/Appointment/{id} (the `FhirAppointmentPatch` operationId).
+func (c *ClientWithResponses) FhirAppointmentPatchWithApplicationJSONPatchPlusJSONBodyWithResponse(ctx context.Context, id string, body FhirAppointmentPatchApplicationJSONPatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*FhirAppointmentPatchResponse, error) {
+	rsp, err := c.FhirAppointmentPatchWithApplicationJSONPatchPlusJSONBody(ctx, id, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFhirAppointmentPatchResponse(rsp)
+}
+
 // FhirPatientEverythingWithResponse Everything of one patient's record
 //
 // A searchset Bundle of the patient and every resource of their record the caller may
@@ -44060,6 +46454,55 @@ func (c *ClientWithResponses) FhirPatientEverythingWithResponse(ctx context.Cont
 		return nil, err
 	}
 	return ParseFhirPatientEverythingResponse(rsp)
+}
+
+// ReadFhirScheduleWithResponse Read a provider's schedule
+//
+// One Schedule per provider, its id the provider's; its actor is the Practitioner.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /fhir/R4/Schedule/{id} (the `ReadFhirSchedule` operationId).
+func (c *ClientWithResponses) ReadFhirScheduleWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ReadFhirScheduleResponse, error) {
+	rsp, err := c.ReadFhirSchedule(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReadFhirScheduleResponse(rsp)
+}
+
+// SearchFhirSlotsWithResponse Search the clinic's slots
+//
+// The providers' published times as Slots: `schedule` is the provider's Schedule
+// (`Schedule/<provider id>`), `serviceType` the room (system
+// `urn:teleclinic:{account_code}:room`), `status` free, busy (booked) or busy-tentative
+// (held for a patient who is paying). `start` (repeatable; ge, gt, le, lt or eq and a
+// date or dateTime) bounds when they start: from now for a week unless given, 31 days at
+// most. `_count` slots a page (1–1000, 200 by default); the `next` link goes on after
+// the page's last slot (`_after`). Any user of the clinic.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /fhir/R4/Slot (the `SearchFhirSlots` operationId).
+func (c *ClientWithResponses) SearchFhirSlotsWithResponse(ctx context.Context, params *SearchFhirSlotsParams, reqEditors ...RequestEditorFn) (*SearchFhirSlotsResponse, error) {
+	rsp, err := c.SearchFhirSlots(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSearchFhirSlotsResponse(rsp)
+}
+
+// ReadFhirSlotWithResponse Read one slot
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /fhir/R4/Slot/{id} (the `ReadFhirSlot` operationId).
+func (c *ClientWithResponses) ReadFhirSlotWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*ReadFhirSlotResponse, error) {
+	rsp, err := c.ReadFhirSlot(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReadFhirSlotResponse(rsp)
 }
 
 // GetFhirMetadataWithResponse The FHIR CapabilityStatement
@@ -44201,13 +46644,20 @@ func (c *ClientWithResponses) ReadFhirWithResponse(ctx context.Context, pType Re
 	return ParseReadFhirResponse(rsp)
 }
 
-// UpdateFhirWithBodyWithResponse Update a Patient
+// UpdateFhirWithBodyWithResponse Update a Patient, or cancel or move an Appointment
 //
 // A Patient's demographics replaced (name, gender, birthDate, the first email and
 // phone of telecom, the first address), by the clinic admin or the patient; the
 // identifier does not change. `If-Match: W/"<meta.versionId>"` refuses a change to a
 // version the patient no longer has (412), so two writers do not undo each other.
 // Answers the Patient with its new `ETag`. Audited as `user.update`.
+//
+// An Appointment as the client would have it: `status` `cancelled` (with
+// `cancelationReason.text`) cancels the visit, with the refund the room's policy gives,
+// as `POST /api_v3/visits/delete` does; `noshow` cancels it as a no-show; new `start`
+// and `end` of a booked Appointment move it to another open time of its room, as
+// `POST /api_v3/visits/{id}/reschedule` does. Writing back what was read changes
+// nothing; any other change is 400.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -44220,13 +46670,20 @@ func (c *ClientWithResponses) UpdateFhirWithBodyWithResponse(ctx context.Context
 	return ParseUpdateFhirResponse(rsp)
 }
 
-// UpdateFhirWithApplicationFhirPlusJSONBodyWithResponse Update a Patient
+// UpdateFhirWithApplicationFhirPlusJSONBodyWithResponse Update a Patient, or cancel or move an Appointment
 //
 // A Patient's demographics replaced (name, gender, birthDate, the first email and
 // phone of telecom, the first address), by the clinic admin or the patient; the
 // identifier does not change. `If-Match: W/"<meta.versionId>"` refuses a change to a
 // version the patient no longer has (412), so two writers do not undo each other.
 // Answers the Patient with its new `ETag`. Audited as `user.update`.
+//
+// An Appointment as the client would have it: `status` `cancelled` (with
+// `cancelationReason.text`) cancels the visit, with the refund the room's policy gives,
+// as `POST /api_v3/visits/delete` does; `noshow` cancels it as a no-show; new `start`
+// and `end` of a booked Appointment move it to another open time of its room, as
+// `POST /api_v3/visits/{id}/reschedule` does. Writing back what was read changes
+// nothing; any other change is 400.
 //
 // Takes a body of the `application/fhir+json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -44239,13 +46696,20 @@ func (c *ClientWithResponses) UpdateFhirWithApplicationFhirPlusJSONBodyWithRespo
 	return ParseUpdateFhirResponse(rsp)
 }
 
-// UpdateFhirWithResponse Update a Patient
+// UpdateFhirWithResponse Update a Patient, or cancel or move an Appointment
 //
 // A Patient's demographics replaced (name, gender, birthDate, the first email and
 // phone of telecom, the first address), by the clinic admin or the patient; the
 // identifier does not change. `If-Match: W/"<meta.versionId>"` refuses a change to a
 // version the patient no longer has (412), so two writers do not undo each other.
 // Answers the Patient with its new `ETag`. Audited as `user.update`.
+//
+// An Appointment as the client would have it: `status` `cancelled` (with
+// `cancelationReason.text`) cancels the visit, with the refund the room's policy gives,
+// as `POST /api_v3/visits/delete` does; `noshow` cancels it as a no-show; new `start`
+// and `end` of a booked Appointment move it to another open time of its room, as
+// `POST /api_v3/visits/{id}/reschedule` does. Writing back what was read changes
+// nothing; any other change is 400.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -53737,6 +56201,338 @@ func ParseGetWebhooksEventsResponse(rsp *http.Response) (*GetWebhooksEventsRespo
 	return response, nil
 }
 
+// ParseFhirAppointmentBookResponse parses an HTTP response from a FhirAppointmentBookWithResponse call
+func ParseFhirAppointmentBookResponse(rsp *http.Response) (*FhirAppointmentBookResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FhirAppointmentBookResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest FHIRResource
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 402:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON402 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers FhirAppointmentBookResponse201Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers201 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFhirAppointmentFindResponse parses an HTTP response from a FhirAppointmentFindWithResponse call
+func ParseFhirAppointmentFindResponse(rsp *http.Response) (*FhirAppointmentFindResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FhirAppointmentFindResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FHIRBundle
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON429 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseFhirAppointmentFindPostResponse parses an HTTP response from a FhirAppointmentFindPostWithResponse call
+func ParseFhirAppointmentFindPostResponse(rsp *http.Response) (*FhirAppointmentFindPostResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FhirAppointmentFindPostResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FHIRBundle
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON429 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseFhirAppointmentHoldResponse parses an HTTP response from a FhirAppointmentHoldWithResponse call
+func ParseFhirAppointmentHoldResponse(rsp *http.Response) (*FhirAppointmentHoldResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FhirAppointmentHoldResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FHIRResource
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON429 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseFhirAppointmentPatchResponse parses an HTTP response from a FhirAppointmentPatchWithResponse call
+func ParseFhirAppointmentPatchResponse(rsp *http.Response) (*FhirAppointmentPatchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FhirAppointmentPatchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FHIRResource
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON429 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseFhirPatientEverythingResponse parses an HTTP response from a FhirPatientEverythingWithResponse call
 func ParseFhirPatientEverythingResponse(rsp *http.Response) (*FhirPatientEverythingResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -53778,6 +56574,147 @@ func ParseFhirPatientEverythingResponse(rsp *http.Response) (*FhirPatientEveryth
 			return nil, err
 		}
 		response.ApplicationfhirJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON429 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseReadFhirScheduleResponse parses an HTTP response from a ReadFhirScheduleWithResponse call
+func ParseReadFhirScheduleResponse(rsp *http.Response) (*ReadFhirScheduleResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReadFhirScheduleResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FHIRResource
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON429 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSearchFhirSlotsResponse parses an HTTP response from a SearchFhirSlotsWithResponse call
+func ParseSearchFhirSlotsResponse(rsp *http.Response) (*SearchFhirSlotsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SearchFhirSlotsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FHIRBundle
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON429 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseReadFhirSlotResponse parses an HTTP response from a ReadFhirSlotWithResponse call
+func ParseReadFhirSlotResponse(rsp *http.Response) (*ReadFhirSlotResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReadFhirSlotResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest FHIRResource
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest FHIRError

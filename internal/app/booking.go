@@ -182,34 +182,77 @@ func (a *App) Book(ctx context.Context, p *clinic.Principal, in BookInput) (*Vis
 	if err != nil {
 		return nil, err
 	}
-	v := a.newVisit(p, it, r, clinic.KindAppointment, clinic.VisitVideo, chain[0].ProviderID)
-	v.Start, v.End, v.SlotID = in.SlotStart, in.SlotEnd, chain[0].ID
-	v.Meeting.Expiry = in.SlotEnd + 3600
+	var v *clinic.Visit
 	err = a.store.Tx(ctx, func(q *store.Q) error {
-		if err := a.insertVisit(ctx, q, p, v, it); err != nil {
-			return err
-		}
-		for _, s := range chain { // ascending ids: concurrent bookings lock in one order
-			won, err := q.BookSlot(ctx, p.Account.ID, s.ID, v.ID, it.ID, v.Created)
-			if err != nil {
-				return err
-			}
-			if !won {
-				return clinic.Errorf(clinic.EConflict, "That time was just booked by someone else.")
-			}
-		}
-		if err := a.enqueueReminders(ctx, q, v); err != nil {
-			return err
-		}
-		if err := a.emitVisit(ctx, q, EventAppointmentBooked, v, v.Status, ""); err != nil {
-			return err
-		}
-		return a.mailAppointmentChange(ctx, q, p, changeBooked, v, 0, "")
+		v, err = a.bookChain(ctx, q, p, it, r, chain, in)
+		return err
 	})
 	if err != nil {
 		return nil, StoreErr("book", err, "")
 	}
 	return a.visitDetail(ctx, p, v)
+}
+
+// BookNew books as Book does for a patient with no intake yet (FHIR's
+// $book): the intake in, of type scheduling, is filed in the booking's
+// transaction, so a booking refused leaves no intake behind.
+func (a *App) BookNew(ctx context.Context, p *clinic.Principal, intake IntakeInput, in BookInput) (*VisitDetail, error) {
+	if err := RequireUser(p); err != nil {
+		return nil, err
+	}
+	if err := checkBooking(in); err != nil {
+		return nil, err
+	}
+	schedule := "2"
+	intake.Type = &schedule
+	intake.RoomCode = in.RoomCode
+	it, r, consent, err := a.newIntake(ctx, p, intake)
+	if err != nil {
+		return nil, err
+	}
+	chain, err := a.slotChain(ctx, p, it, r, in)
+	if err != nil {
+		return nil, err
+	}
+	var v *clinic.Visit
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		if err := a.insertIntake(ctx, q, p, it, consent); err != nil {
+			return err
+		}
+		v, err = a.bookChain(ctx, q, p, it, r, chain, in)
+		return err
+	})
+	if err != nil {
+		return nil, StoreErr("book", err, "")
+	}
+	return a.visitDetail(ctx, p, v)
+}
+
+// bookChain writes the visit of a booking in q: the visit, each slot of
+// the chain taken by a conditional UPDATE, its reminders, event and mail.
+func (a *App) bookChain(ctx context.Context, q *store.Q, p *clinic.Principal, it *clinic.Intake, r *clinic.Room, chain []clinic.Slot, in BookInput) (*clinic.Visit, error) {
+	v := a.newVisit(p, it, r, clinic.KindAppointment, clinic.VisitVideo, chain[0].ProviderID)
+	v.Start, v.End, v.SlotID = in.SlotStart, in.SlotEnd, chain[0].ID
+	v.Meeting.Expiry = in.SlotEnd + 3600
+	if err := a.insertVisit(ctx, q, p, v, it); err != nil {
+		return nil, err
+	}
+	for _, s := range chain { // ascending ids: concurrent bookings lock in one order
+		won, err := q.BookSlot(ctx, p.Account.ID, s.ID, v.ID, it.ID, v.Created)
+		if err != nil {
+			return nil, err
+		}
+		if !won {
+			return nil, clinic.Errorf(clinic.EConflict, "That time was just booked by someone else.")
+		}
+	}
+	if err := a.enqueueReminders(ctx, q, v); err != nil {
+		return nil, err
+	}
+	if err := a.emitVisit(ctx, q, EventAppointmentBooked, v, v.Status, ""); err != nil {
+		return nil, err
+	}
+	return v, a.mailAppointmentChange(ctx, q, p, changeBooked, v, 0, "")
 }
 
 // bookingChain checks a booking (or a hold) of in and finds the slots it
@@ -219,26 +262,45 @@ func (a *App) bookingChain(ctx context.Context, p *clinic.Principal, in BookInpu
 	if err := RequireUser(p); err != nil {
 		return nil, nil, nil, err
 	}
-	if in.SlotStart <= 0 || in.SlotEnd <= in.SlotStart || in.RoomCode == "" || in.Type == "" || in.IntakeID == 0 {
-		return nil, nil, nil, clinic.Errorf(clinic.EInvalid, "slot_start, slot_end (after slot_start), room_code, type and intake_id are required.")
+	if err := checkBooking(in); err != nil {
+		return nil, nil, nil, err
 	}
-	if in.Type != "2" {
-		return nil, nil, nil, clinic.Errorf(clinic.EInvalid, "type must be 2 (scheduling).")
+	if in.IntakeID == 0 {
+		return nil, nil, nil, clinic.Errorf(clinic.EInvalid, "slot_start, slot_end (after slot_start), room_code, type and intake_id are required.")
 	}
 	it, r, err := a.visitIntake(ctx, p, in.IntakeID, in.RoomCode)
 	if err != nil {
 		return nil, nil, nil, err
-	}
-	if !r.Settings.AppointmentEnabled {
-		return nil, nil, nil, clinic.Errorf(clinic.EInvalid, "Room '%s' does not take appointments.", r.Code)
 	}
 	if in.MemberRef != "" && in.MemberRef != i64s(it.MemberID) {
 		if m, err := a.store.Read().UserByCode(ctx, p.Account.ID, in.MemberRef); err != nil || m.ID != it.MemberID {
 			return nil, nil, nil, clinic.Errorf(clinic.EInvalid, "member_id does not match the intake's patient.")
 		}
 	}
+	chain, err := a.slotChain(ctx, p, it, r, in)
+	return it, r, chain, err
+}
+
+// checkBooking checks what a booking names, before anything is read.
+func checkBooking(in BookInput) error {
+	if in.SlotStart <= 0 || in.SlotEnd <= in.SlotStart || in.RoomCode == "" || in.Type == "" {
+		return clinic.Errorf(clinic.EInvalid, "slot_start, slot_end (after slot_start), room_code, type and intake_id are required.")
+	}
+	if in.Type != "2" {
+		return clinic.Errorf(clinic.EInvalid, "type must be 2 (scheduling).")
+	}
+	return nil
+}
+
+// slotChain finds the slots a booking of it in room r would take: one
+// provider's (in's, else the intake's, else any), back to back from
+// in.SlotStart to in.SlotEnd, free for the intake now.
+func (a *App) slotChain(ctx context.Context, p *clinic.Principal, it *clinic.Intake, r *clinic.Room, in BookInput) ([]clinic.Slot, error) {
+	if !r.Settings.AppointmentEnabled {
+		return nil, clinic.Errorf(clinic.EInvalid, "Room '%s' does not take appointments.", r.Code)
+	}
 	if in.SlotStart <= a.Unix() {
-		return nil, nil, nil, clinic.Errorf(clinic.EInvalid, "That slot has already started.")
+		return nil, clinic.Errorf(clinic.EInvalid, "That slot has already started.")
 	}
 	f := store.SlotFilter{AccountID: p.Account.ID, RoomID: r.ID, From: in.SlotStart, To: in.SlotEnd, Limit: MaxSlotList}
 	provider := in.ProviderID
@@ -248,23 +310,23 @@ func (a *App) bookingChain(ctx context.Context, p *clinic.Principal, in BookInpu
 	if provider != 0 {
 		prov, err := a.ProviderByID(ctx, p, provider)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, err
 		}
 		f.ProviderIDs = []int64{prov.ID}
 	}
 	slots, err := a.store.Read().ListSlots(ctx, f)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("book: %w", err)
+		return nil, fmt.Errorf("book: %w", err)
 	}
 	chain, anyBooked := pickChain(slots, in.SlotStart, in.SlotEnd, it.ID, a.Unix())
 	if chain == nil {
 		if anyBooked {
-			return nil, nil, nil, clinic.Errorf(clinic.EConflict, "That time is already booked.")
+			return nil, clinic.Errorf(clinic.EConflict, "That time is already booked.")
 		}
-		return nil, nil, nil, clinic.Errorf(clinic.EInvalid, "No slot of room '%s' runs from %s to %s.", r.Code,
+		return nil, clinic.Errorf(clinic.EInvalid, "No slot of room '%s' runs from %s to %s.", r.Code,
 			time.Unix(in.SlotStart, 0).UTC().Format(time.RFC3339), time.Unix(in.SlotEnd, 0).UTC().Format(time.RFC3339))
 	}
-	return it, r, chain, nil
+	return chain, nil
 }
 
 // HoldTTL is how long a time stays held for a patient who is paying for it.
@@ -272,7 +334,7 @@ const HoldTTL = 10 * time.Minute
 
 // Hold is a time held for an intake until Until.
 type Hold struct {
-	Start, End, ProviderID, Until int64
+	Start, End, ProviderID, IntakeID, Until int64
 }
 
 // HoldTime holds the slots of a booking for the intake's patient while they
@@ -284,27 +346,71 @@ func (a *App) HoldTime(ctx context.Context, p *clinic.Principal, in BookInput) (
 	if err != nil {
 		return nil, err
 	}
-	now := a.Unix()
-	until := now + int64(HoldTTL/time.Second)
+	var h *Hold
 	err = a.store.Tx(ctx, func(q *store.Q) error {
-		if err := q.ReleaseHolds(ctx, p.Account.ID, it.ID, now); err != nil {
-			return err
-		}
-		for _, s := range chain {
-			held, err := q.HoldSlot(ctx, p.Account.ID, s.ID, it.ID, until, now)
-			if err != nil {
-				return err
-			}
-			if !held {
-				return clinic.Errorf(clinic.EConflict, "That time was just taken by someone else.")
-			}
-		}
-		return nil
+		h, err = a.holdChain(ctx, q, p, it, chain, in)
+		return err
 	})
 	if err != nil {
 		return nil, StoreErr("hold", err, "")
 	}
-	return &Hold{Start: in.SlotStart, End: in.SlotEnd, ProviderID: chain[0].ProviderID, Until: until}, nil
+	return h, nil
+}
+
+// HoldNew holds a time as HoldTime does for a patient with no intake yet
+// (FHIR's $hold): the intake in, of type scheduling, is filed in the
+// hold's transaction, so a hold refused leaves no intake behind. The hold
+// names the intake, which the booking names in turn.
+func (a *App) HoldNew(ctx context.Context, p *clinic.Principal, intake IntakeInput, in BookInput) (*Hold, error) {
+	if err := RequireUser(p); err != nil {
+		return nil, err
+	}
+	if err := checkBooking(in); err != nil {
+		return nil, err
+	}
+	schedule := "2"
+	intake.Type = &schedule
+	intake.RoomCode = in.RoomCode
+	it, r, consent, err := a.newIntake(ctx, p, intake)
+	if err != nil {
+		return nil, err
+	}
+	chain, err := a.slotChain(ctx, p, it, r, in)
+	if err != nil {
+		return nil, err
+	}
+	var h *Hold
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		if err := a.insertIntake(ctx, q, p, it, consent); err != nil {
+			return err
+		}
+		h, err = a.holdChain(ctx, q, p, it, chain, in)
+		return err
+	})
+	if err != nil {
+		return nil, StoreErr("hold", err, "")
+	}
+	return h, nil
+}
+
+// holdChain holds the chain's slots for the intake in q, giving back any
+// other time it held.
+func (a *App) holdChain(ctx context.Context, q *store.Q, p *clinic.Principal, it *clinic.Intake, chain []clinic.Slot, in BookInput) (*Hold, error) {
+	now := a.Unix()
+	until := now + int64(HoldTTL/time.Second)
+	if err := q.ReleaseHolds(ctx, p.Account.ID, it.ID, now); err != nil {
+		return nil, err
+	}
+	for _, s := range chain {
+		held, err := q.HoldSlot(ctx, p.Account.ID, s.ID, it.ID, until, now)
+		if err != nil {
+			return nil, err
+		}
+		if !held {
+			return nil, clinic.Errorf(clinic.EConflict, "That time was just taken by someone else.")
+		}
+	}
+	return &Hold{Start: in.SlotStart, End: in.SlotEnd, ProviderID: chain[0].ProviderID, IntakeID: it.ID, Until: until}, nil
 }
 
 // pickChain finds one provider's slots that run back to back from start to

@@ -49,19 +49,30 @@ func (a *App) CreateIntake(ctx context.Context, p *clinic.Principal, in IntakeIn
 	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
+	it, _, consent, err := a.newIntake(ctx, p, in)
+	if err != nil {
+		return nil, err
+	}
+	err = a.store.Tx(ctx, func(q *store.Q) error { return a.insertIntake(ctx, q, p, it, consent) })
+	return it, StoreErr("create intake", err, "")
+}
+
+// newIntake checks an intake and builds it, with its room and the consent
+// it signs; insertIntake writes them.
+func (a *App) newIntake(ctx context.Context, p *clinic.Principal, in IntakeInput) (*clinic.Intake, *clinic.Room, *clinic.Consent, error) {
 	if in.RoomCode == "" {
-		return nil, clinic.Errorf(clinic.EInvalid, "room_code is required.")
+		return nil, nil, nil, clinic.Errorf(clinic.EInvalid, "room_code is required.")
 	}
 	r, err := a.RoomByCode(ctx, p, in.RoomCode)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	if !r.Active {
-		return nil, clinic.Errorf(clinic.EInvalid, "Room '%s' is not active.", r.Code)
+		return nil, nil, nil, clinic.Errorf(clinic.EInvalid, "Room '%s' is not active.", r.Code)
 	}
 	member, err := a.intakeMember(ctx, p, in.MemberRef)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	now := a.Unix()
 	it := &clinic.Intake{AccountID: p.Account.ID, RoomID: r.ID, MemberID: member.ID, CreatorUserID: p.UserID(), Type: clinic.IntakeWalkin,
@@ -73,32 +84,35 @@ func (a *App) CreateIntake(ctx context.Context, p *clinic.Principal, in IntakeIn
 		case "2":
 			it.Type = clinic.IntakeSchedule
 		default:
-			return nil, clinic.Errorf(clinic.EInvalid, "type must be 1 (walk-in) or 2 (schedule).")
+			return nil, nil, nil, clinic.Errorf(clinic.EInvalid, "type must be 1 (walk-in) or 2 (schedule).")
 		}
 	}
 	if err := a.applyIntake(ctx, p, it, in); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	if err := answerQuestions(r, it, in.Answers); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	consent, err := a.consentFor(r, member, in)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	err = a.store.Tx(ctx, func(q *store.Q) error {
-		if err := q.CreateIntake(ctx, it); err != nil {
-			return err
-		}
-		if err := a.addConsent(ctx, q, p, consent, it.ID); err != nil {
-			return err
-		}
-		if err := a.Emit(ctx, q, p.Account.ID, EventIntakeSubmitted, IntakeHook{IntakeID: i64s(it.ID), PatientID: i64s(it.MemberID), RoomID: i64s(it.RoomID)}); err != nil {
-			return err
-		}
-		return a.AuditIn(ctx, q, p, "intake.create", "intake", i64s(it.ID), OutcomeOK)
-	})
-	return it, StoreErr("create intake", err, "")
+	return it, r, consent, nil
+}
+
+// insertIntake writes a new intake and its consent in q, announced and
+// audited.
+func (a *App) insertIntake(ctx context.Context, q *store.Q, p *clinic.Principal, it *clinic.Intake, consent *clinic.Consent) error {
+	if err := q.CreateIntake(ctx, it); err != nil {
+		return err
+	}
+	if err := a.addConsent(ctx, q, p, consent, it.ID); err != nil {
+		return err
+	}
+	if err := a.Emit(ctx, q, p.Account.ID, EventIntakeSubmitted, IntakeHook{IntakeID: i64s(it.ID), PatientID: i64s(it.MemberID), RoomID: i64s(it.RoomID)}); err != nil {
+		return err
+	}
+	return a.AuditIn(ctx, q, p, "intake.create", "intake", i64s(it.ID), OutcomeOK)
 }
 
 func (a *App) intakeMember(ctx context.Context, p *clinic.Principal, ref string) (*clinic.User, error) {

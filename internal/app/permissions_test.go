@@ -61,6 +61,7 @@ type permFixture struct {
 	p1Code              string
 	visitID, intakeID   int64
 	fileID, endpointID  int64
+	slotID              int64 // a published slot, weeks ahead of the bookings the rows try
 	notificationID      int64
 	intake              *clinic.Intake
 	markers             []string // text only the patient's data holds
@@ -518,6 +519,17 @@ func permRows(f *permFixture) map[string]permRow {
 		"MarkThreadRead": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return nil, a.MarkThreadRead(ctx, p, f.visitID, 1)
 		}},
+		"HoldNew": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			start := f.env.Clock.Now().Add(48 * 3600e9).Unix()
+			return one(a.HoldNew(ctx, p, app.IntakeInput{MemberRef: strconv.FormatInt(f.p1.User.ID, 10)}, app.BookInput{SlotStart: start, SlotEnd: start + 900, RoomCode: "main", Type: "2"}))
+		}},
+		"BookNew": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			start := f.env.Clock.Now().Add(48 * 3600e9).Unix()
+			return one(a.BookNew(ctx, p, app.IntakeInput{MemberRef: strconv.FormatInt(f.p1.User.ID, 10)}, app.BookInput{SlotStart: start, SlotEnd: start + 900, RoomCode: "main", Type: "2"}))
+		}},
+		"GetSlot": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.GetSlot(ctx, p, f.slotID))
+		}},
 		"HoldTime": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.HoldTime(ctx, p, app.BookInput{SlotStart: 1, SlotEnd: 2, RoomCode: "main", Type: "2", IntakeID: f.intakeID}))
 		}},
@@ -793,6 +805,10 @@ func newPermFixture(t *testing.T) *permFixture {
 	must(err)
 	_, err = b.CreateCoupon(ctx, f.admin, billing.CouponInput{Code: "ACMEONLY", PercentOff: "10"})
 	must(err)
+	_, published, err := a.CreateSlots(ctx, f.provider, app.SlotGroupInput{ProviderID: f.provider.User.ID, RoomCode: "main",
+		DateStart: "2026-04-20", DateEnd: "2026-04-20", TimeStart: "09:00", TimeEnd: "09:15", Timezone: "UTC", Duration: 15})
+	must(err)
+	f.slotID = published.Slots[0].ID
 	reason := "acme-reason-text"
 	f.intake, err = a.CreateIntake(ctx, f.p1, app.IntakeInput{RoomCode: "main", ReasonForVisit: &reason})
 	must(err)

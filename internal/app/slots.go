@@ -547,3 +547,16 @@ func (a *App) ownsSlots(p *clinic.Principal, providerID int64) error {
 	}
 	return clinic.Errorf(clinic.EForbidden, "Only the slot's provider or the clinic admin may delete it.")
 }
+
+// GetSlot is one of the clinic's slots with what it shows, for any user of
+// the clinic (FHIR's Slot read).
+func (a *App) GetSlot(ctx context.Context, p *clinic.Principal, id int64) (*SlotsView, error) {
+	if err := RequireUser(p); err != nil {
+		return nil, err
+	}
+	s, err := a.store.Read().SlotByID(ctx, p.Account.ID, id)
+	if err != nil {
+		return nil, StoreErr("slot", err, "Slot not found.")
+	}
+	return a.slotsView(ctx, p, []clinic.Slot{*s})
+}

@@ -20,14 +20,19 @@ import (
 	"strings"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/app/billing"
 	"teleclinic/internal/clinic"
 )
 
-// Server answers the FHIR routes over a.
-type Server struct{ app *app.App }
+// Server answers the FHIR routes over a, and b for what a booking pays
+// and a cancellation refunds.
+type Server struct {
+	app     *app.App
+	billing *billing.Service
+}
 
-// New is the FHIR door over a.
-func New(a *app.App) *Server { return &Server{app: a} }
+// New is the FHIR door over a and b.
+func New(a *app.App, b *billing.Service) *Server { return &Server{app: a, billing: b} }
 
 // Metadata is GET /fhir/R4/metadata: what this server does, in FHIR's
 // words. It needs no credentials, as FHIR clients expect.
@@ -310,6 +315,8 @@ func outcomeCode(status int) string {
 		return "not-found"
 	case http.StatusTooManyRequests:
 		return "throttled"
+	case http.StatusPaymentRequired:
+		return "business-rule"
 	case http.StatusRequestEntityTooLarge:
 		return "too-costly"
 	case http.StatusConflict, http.StatusPreconditionFailed:
@@ -334,7 +341,7 @@ type fhirSearchMode struct {
 }
 
 type fhirEntry struct {
-	FullURL  string          `json:"fullUrl"`
+	FullURL  string          `json:"fullUrl,omitempty"`
 	Resource resource        `json:"resource"`
 	Search   *fhirSearchMode `json:"search,omitempty"`
 }
@@ -441,7 +448,7 @@ func (s *Server) capabilities() *fhirCapability {
 	c := &fhirCapability{ResourceType: "CapabilityStatement", Status: "active", Date: s.app.Now().UTC().Format("2006-01-02"),
 		Kind: "instance", FHIRVersion: "4.0.1", Format: []string{"json"}}
 	c.Software.Name = "Teleclinic"
-	c.Implementation.Description = "Teleclinic's FHIR R4 view of the clinic's records; Patient is written too"
+	c.Implementation.Description = "Teleclinic's FHIR R4 view of the clinic's records; Patient is written too, and Appointments are found, held and booked over the providers' Slots"
 	c.Implementation.URL = strings.TrimSuffix(s.base(), "/")
 	rest := fhirCapRest{Mode: "server"}
 	rest.Security.Description = "X-AccountCode with X-ApiToken (a user token or the clinic admin token), or a user token as Authorization: Bearer. " +
@@ -467,8 +474,22 @@ func (s *Server) capabilities() *fhirCapability {
 			res.Interaction = append(res.Interaction, fhirInteraction{"create"}, fhirInteraction{"update"})
 			res.Versioning, res.ConditionalCreate = "versioned-update", true
 		}
+		if t.name == "Appointment" {
+			res.Operation = []fhirOperation{
+				{Name: "find", Definition: "http://fhir.org/guides/argonaut/scheduling/OperationDefinition/appointment-find"},
+				{Name: "hold", Definition: "http://fhir.org/guides/argonaut/scheduling/OperationDefinition/appointment-hold"},
+				{Name: "book", Definition: "http://fhir.org/guides/argonaut/scheduling/OperationDefinition/appointment-book"}}
+			res.Interaction = append(res.Interaction, fhirInteraction{"update"}, fhirInteraction{"patch"})
+		}
 		rest.Resource = append(rest.Resource, res)
 	}
+	start := fhirSearchParam{Name: "start", Type: "date", Documentation: "ge, gt, le, lt or eq and a date or dateTime; a week from now unless given"}
+	rest.Resource = append(rest.Resource,
+		fhirCapResource{Type: "Slot", Interaction: []fhirInteraction{{"read"}, {"search-type"}}, SearchParam: []fhirSearchParam{start,
+			{Name: "schedule", Type: "reference", Documentation: "Schedule/<provider id>"},
+			{Name: "service-type", Type: "token", Documentation: "the room's code"},
+			{Name: "status", Type: "token"}, count}},
+		fhirCapResource{Type: "Schedule", Interaction: []fhirInteraction{{"read"}}, SearchParam: []fhirSearchParam{}})
 	c.Rest = []fhirCapRest{rest}
 	return c
 }

@@ -117,7 +117,7 @@ type fhirAttachment struct {
 // base is the part every resource shares.
 type base struct {
 	ResourceType string   `json:"resourceType"`
-	ID           string   `json:"id"`
+	ID           string   `json:"id,omitempty"` // none for $find's proposals
 	Meta         fhirMeta `json:"meta"`
 	modified     int64
 }
@@ -347,6 +347,8 @@ type fhirAppointmentParticipant struct {
 
 type fhirAppointment struct {
 	base
+	Extension         []fhirExtension              `json:"extension,omitempty"`
+	Identifier        []fhirIdentifier             `json:"identifier,omitempty"`
 	Status            string                       `json:"status"`
 	CancelationReason *fhirConcept                 `json:"cancelationReason,omitempty"`
 	ServiceType       []fhirConcept                `json:"serviceType,omitempty"`
@@ -354,29 +356,51 @@ type fhirAppointment struct {
 	Description       string                       `json:"description,omitempty"`
 	Start             string                       `json:"start,omitempty"`
 	End               string                       `json:"end,omitempty"`
+	Slot              []fhirRef                    `json:"slot,omitempty"`
 	Created           string                       `json:"created,omitempty"`
 	Participant       []fhirAppointmentParticipant `json:"participant"`
 }
 
-func appointmentStatus(s int) string {
-	switch s {
+// appointmentStatus is a visit's as an Appointment's: a visit cancelled
+// as a no-show is a noshow; one over its provider's slots is booked from
+// the start (the provider accepted the time by publishing it).
+func appointmentStatus(v *clinic.Visit) string {
+	switch v.Status {
+	case clinic.VisitPending:
+		if v.SlotID != 0 {
+			return "booked"
+		}
+	case clinic.VisitCancelled:
+		if v.CancelReason == app.ReasonNoShow {
+			return "noshow"
+		}
+		return "cancelled"
 	case clinic.VisitConfirmed:
 		return "booked"
 	case clinic.VisitInProgress:
 		return "arrived"
 	case clinic.VisitCompleted:
 		return "fulfilled"
-	case clinic.VisitCancelled:
-		return "cancelled"
 	}
 	return "pending"
 }
 
-// toFHIRAppointment is a booked visit (one over a provider's slot).
-func toFHIRAppointment(d *app.VisitDetail) *fhirAppointment {
+// toFHIRAppointment is a booked visit (one over a provider's slot), with
+// the intake it was booked for as its identifier and its room as a
+// service type.
+func toFHIRAppointment(acct *clinic.Account, d *app.VisitDetail) *fhirAppointment {
 	v := d.Visit
-	out := &fhirAppointment{base: newBase("Appointment", id(v.ID), v.Modified), Status: appointmentStatus(v.Status),
+	out := &fhirAppointment{base: newBase("Appointment", id(v.ID), v.Modified), Status: appointmentStatus(v),
 		ServiceType: []fhirConcept{{Text: visitTypeText(v)}}, Created: time.Unix(v.Created, 0).UTC().Format("2006-01-02")}
+	if v.IntakeID != 0 {
+		out.Identifier = []fhirIdentifier{{System: intakeSystem(acct), Value: id(v.IntakeID)}}
+	}
+	if d.Room != nil {
+		out.ServiceType = append(out.ServiceType, roomConcept(acct, d.Room))
+	}
+	if v.SlotID != 0 {
+		out.Slot = []fhirRef{{Reference: "Slot/" + id(v.SlotID)}}
+	}
 	if v.Start != 0 && v.End > v.Start {
 		out.Start, out.End = instant(v.Start), instant(v.End)
 	}
@@ -390,7 +414,7 @@ func toFHIRAppointment(d *app.VisitDetail) *fhirAppointment {
 	out.Participant = []fhirAppointmentParticipant{{Actor: patientRef(d.Member), Status: "accepted"}}
 	if d.Provider != nil {
 		st := "accepted"
-		if v.Status == clinic.VisitPending {
+		if v.Status == clinic.VisitPending && v.SlotID == 0 {
 			st = "needs-action"
 		}
 		out.Participant = append(out.Participant, fhirAppointmentParticipant{Actor: userRef(d.Provider), Status: st})

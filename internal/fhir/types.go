@@ -63,7 +63,7 @@ var types = []resourceType{
 			if d.Visit.Kind != clinic.KindAppointment {
 				return nil
 			}
-			return toFHIRAppointment(d)
+			return toFHIRAppointment(rec.Account, d)
 		})
 	}},
 	{"Communication", app.RecordParts{Messages: true}, []string{"patient", "subject"}, localID, func(rec *app.PatientRecord) []resource {

@@ -114,8 +114,12 @@ func (s *Server) Create(w http.ResponseWriter, r *http.Request, p *clinic.Princi
 // by the clinic admin or the patient; If-Match (W/"<versionId>") refuses
 // a change to a version the patient no longer has (412).
 func (s *Server) Update(w http.ResponseWriter, r *http.Request, p *clinic.Principal) error {
-	if r.PathValue("type") != "Patient" {
-		return clinic.Errorf(clinic.EInvalid, "This server updates Patient resources; an Appointment is cancelled through its status, the others are not written.")
+	switch r.PathValue("type") {
+	case "Appointment":
+		return s.updateAppointment(w, r, p)
+	case "Patient":
+	default:
+		return clinic.Errorf(clinic.EInvalid, "This server updates Patient and Appointment resources; the others are not written.")
 	}
 	n, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || n <= 0 {

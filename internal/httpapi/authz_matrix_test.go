@@ -268,6 +268,18 @@ func matrix() map[string]profile {
 		"GET /fhir/R4/Patient/{id}/$everything":                         pRecords,
 		"POST /fhir/R4/{type}":                                          pUsersDenied,
 		"PUT /fhir/R4/{type}/{id}":                                      pPatientOnly,
+		// Scheduling: any user of the clinic finds, holds and books (the
+		// matrix sends no body, so each is let through to a 400; who may
+		// book or cancel for whom is TestFHIR_Scheduling's); the slot and
+		// schedule the fixture's id names do not exist.
+		"GET /fhir/R4/Slot":               pUser,
+		"GET /fhir/R4/Slot/{id}":          pUserMissing,
+		"GET /fhir/R4/Schedule/{id}":      pUserMissing,
+		"GET /fhir/R4/Appointment/$find":  pUser,
+		"POST /fhir/R4/Appointment/$find": pUser,
+		"POST /fhir/R4/Appointment/$hold": pUser,
+		"POST /fhir/R4/Appointment/$book": pUser,
+		"PATCH /fhir/R4/Appointment/{id}": pUser,
 	}
 }
 

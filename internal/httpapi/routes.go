@@ -191,6 +191,15 @@ func (s *Server) registerRoutes() {
 	s.handleRaw("POST", "/fhir/R4/{type}", app.NeedUser, famFHIR, fhirRoute(s.fhir.Create))
 	s.handleRaw("PUT", "/fhir/R4/{type}/{id}", app.NeedUser, famFHIR, fhirRoute(s.fhir.Update))
 	s.handle("GET", "/fhir/R4/Patient/{id}/$everything", app.NeedUser, famFHIR, fhirRoute(s.fhir.Everything))
+	// Scheduling by the standard (fhir/scheduling.go).
+	s.handle("GET", "/fhir/R4/Slot", app.NeedUser, famFHIR, fhirRoute(s.fhir.Slots))
+	s.handle("GET", "/fhir/R4/Slot/{id}", app.NeedUser, famFHIR, fhirRoute(s.fhir.Slot))
+	s.handle("GET", "/fhir/R4/Schedule/{id}", app.NeedUser, famFHIR, fhirRoute(s.fhir.Schedule))
+	s.handle("GET", "/fhir/R4/Appointment/$find", app.NeedUser, famFHIR, fhirRoute(s.fhir.Find))
+	s.handleRaw("POST", "/fhir/R4/Appointment/$find", app.NeedUser, famFHIR, fhirRoute(s.fhir.Find))
+	s.handleRaw("POST", "/fhir/R4/Appointment/$hold", app.NeedUser, famFHIR, fhirRoute(s.fhir.Hold))
+	s.handleRaw("POST", "/fhir/R4/Appointment/$book", app.NeedUser, famFHIR, fhirRoute(s.fhir.Book))
+	s.handleRaw("PATCH", "/fhir/R4/Appointment/{id}", app.NeedUser, famFHIR, fhirRoute(s.fhir.Patch))
 
 	// Operations.
 	s.handle("GET", "/openapi.yaml", app.NeedNone, famCode, s.openAPI)

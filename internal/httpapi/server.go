@@ -143,7 +143,8 @@ func New(a *app.App, log *slog.Logger, cfg Config) *Server {
 	if cfg.KeepAlive <= 0 {
 		cfg.KeepAlive = live.KeepAlive
 	}
-	s := &Server{app: a, billing: billing.New(a.Core()), calls: calls.New(a.Core()), fhir: fhir.New(a), log: log, cfg: cfg, mux: http.NewServeMux(), lists: make(chan struct{}, cfg.MaxSlotLists)}
+	b := billing.New(a.Core())
+	s := &Server{app: a, billing: b, calls: calls.New(a.Core()), fhir: fhir.New(a, b), log: log, cfg: cfg, mux: http.NewServeMux(), lists: make(chan struct{}, cfg.MaxSlotLists)}
 	s.registerRoutes()
 	s.handler = http.HandlerFunc(s.serve)
 	if len(cfg.CORSOrigins) > 0 {
