@@ -478,7 +478,7 @@ func (s *Server) held(p *clinic.Principal, rq *appointmentRequest, h *app.Hold) 
 	a := &fhirAppointment{base: base{ResourceType: "Appointment", Meta: fhirMeta{LastUpdated: instant(s.app.Unix())}}, Status: "pending",
 		Identifier:  []fhirIdentifier{{System: intakeSystem(p.Account), Value: id(rq.book.IntakeID)}},
 		ServiceType: []fhirConcept{roomConcept(p.Account, rq.room)}, Start: instant(h.Start), End: instant(h.End), Slot: rq.slots,
-		Extension: []fhirExtension{{URL: s.holdExtension(), ValueInstant: instant(h.Until)}},
+		Extension:   []fhirExtension{{URL: s.holdExtension(), ValueInstant: instant(h.Until)}},
 		Participant: []fhirAppointmentParticipant{{Actor: fhirRef{Reference: "Practitioner/" + id(h.ProviderID)}, Status: "needs-action"}}}
 	if rq.intake.MemberRef != "" {
 		a.Participant = append(a.Participant, fhirAppointmentParticipant{Actor: fhirRef{Reference: "Patient/" + rq.intake.MemberRef}, Status: "accepted"})
