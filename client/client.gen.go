@@ -1087,6 +1087,63 @@ func (e SlotStatus) Valid() bool {
 	}
 }
 
+// Defines values for SmartClientKind.
+const (
+	SmartClientKindBackend      SmartClientKind = "backend"
+	SmartClientKindConfidential SmartClientKind = "confidential"
+	SmartClientKindPublic       SmartClientKind = "public"
+)
+
+// Valid indicates whether the value is a known member of the SmartClientKind enum.
+func (e SmartClientKind) Valid() bool {
+	switch e {
+	case SmartClientKindBackend:
+		return true
+	case SmartClientKindConfidential:
+		return true
+	case SmartClientKindPublic:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SmartClientBodyKind.
+const (
+	SmartClientBodyKindBackend      SmartClientBodyKind = "backend"
+	SmartClientBodyKindConfidential SmartClientBodyKind = "confidential"
+	SmartClientBodyKindPublic       SmartClientBodyKind = "public"
+)
+
+// Valid indicates whether the value is a known member of the SmartClientBodyKind enum.
+func (e SmartClientBodyKind) Valid() bool {
+	switch e {
+	case SmartClientBodyKindBackend:
+		return true
+	case SmartClientBodyKindConfidential:
+		return true
+	case SmartClientBodyKindPublic:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SmartTokenResponseTokenType.
+const (
+	Bearer SmartTokenResponseTokenType = "Bearer"
+)
+
+// Valid indicates whether the value is a known member of the SmartTokenResponseTokenType enum.
+func (e SmartTokenResponseTokenType) Valid() bool {
+	switch e {
+	case Bearer:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for UserProfileGender.
 const (
 	UserProfileGenderN0 UserProfileGender = 0
@@ -1855,6 +1912,36 @@ const (
 func (e GetHealthz200JSONResponseBodyDataStatus) Valid() bool {
 	switch e {
 	case GetHealthz200JSONResponseBodyDataStatusOk:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OauthAuthorizeParamsResponseType.
+const (
+	Code OauthAuthorizeParamsResponseType = "code"
+)
+
+// Valid indicates whether the value is a known member of the OauthAuthorizeParamsResponseType enum.
+func (e OauthAuthorizeParamsResponseType) Valid() bool {
+	switch e {
+	case Code:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OauthAuthorizeParamsCodeChallengeMethod.
+const (
+	S256 OauthAuthorizeParamsCodeChallengeMethod = "S256"
+)
+
+// Valid indicates whether the value is a known member of the OauthAuthorizeParamsCodeChallengeMethod enum.
+func (e OauthAuthorizeParamsCodeChallengeMethod) Valid() bool {
+	switch e {
+	case S256:
 		return true
 	default:
 		return false
@@ -3997,6 +4084,95 @@ type SlotList struct {
 	Data []Slot `json:"data"`
 }
 
+// SmartClient defines model for SmartClient.
+type SmartClient struct {
+	ClientId string `json:"client_id"`
+
+	// ClientSecret A confidential app's secret, only in the answer that registered it: keep it.
+	ClientSecret *string `json:"client_secret,omitempty"`
+	Created      int     `json:"created"`
+	Id           string  `json:"id"`
+
+	// Jwks A backend service's public keys (a JSON Web Key Set).
+	Jwks         *string         `json:"jwks,omitempty"`
+	Kind         SmartClientKind `json:"kind"`
+	Name         string          `json:"name"`
+	RedirectUris []string        `json:"redirect_uris"`
+
+	// Revoked When it was revoked (UNIX seconds); 0 while it may be used.
+	Revoked int `json:"revoked"`
+
+	// Scopes A backend service's system scopes.
+	Scopes []string `json:"scopes"`
+}
+
+// SmartClientKind defines model for SmartClient.Kind.
+type SmartClientKind string
+
+// SmartClientBody defines model for SmartClientBody.
+type SmartClientBody struct {
+	Jwks *string             `json:"jwks,omitempty"`
+	Kind SmartClientBodyKind `json:"kind"`
+
+	// Name What the consent page calls the app.
+	Name         string    `json:"name"`
+	RedirectUris *[]string `json:"redirect_uris,omitempty"`
+	Scopes       *[]string `json:"scopes,omitempty"`
+}
+
+// SmartClientBodyKind defines model for SmartClientBody.Kind.
+type SmartClientBodyKind string
+
+// SmartClientList defines model for SmartClientList.
+type SmartClientList struct {
+	Data []SmartClient `json:"data"`
+}
+
+// SmartClientResponse defines model for SmartClientResponse.
+type SmartClientResponse struct {
+	Data SmartClient `json:"data"`
+}
+
+// SmartConfiguration defines model for SmartConfiguration.
+type SmartConfiguration struct {
+	AuthorizationEndpoint             string                 `json:"authorization_endpoint"`
+	Capabilities                      []string               `json:"capabilities"`
+	CodeChallengeMethodsSupported     []string               `json:"code_challenge_methods_supported"`
+	GrantTypesSupported               *[]string              `json:"grant_types_supported,omitempty"`
+	Issuer                            string                 `json:"issuer"`
+	JwksUri                           *string                `json:"jwks_uri,omitempty"`
+	ScopesSupported                   *[]string              `json:"scopes_supported,omitempty"`
+	TokenEndpoint                     string                 `json:"token_endpoint"`
+	TokenEndpointAuthMethodsSupported *[]string              `json:"token_endpoint_auth_methods_supported,omitempty"`
+	AdditionalProperties              map[string]interface{} `json:"-"`
+}
+
+// SmartTokenResponse defines model for SmartTokenResponse.
+type SmartTokenResponse struct {
+	// AccessToken A JWT (RS256) for the FHIR API: Authorization: Bearer.
+	AccessToken string `json:"access_token"`
+	ExpiresIn   int    `json:"expires_in"`
+
+	// FhirUser The person's FHIR resource (…/Patient/12 or …/Practitioner/3), with the fhirUser scope.
+	FhirUser *string `json:"fhirUser,omitempty"`
+
+	// IdToken With openid; its fhirUser claim with fhirUser.
+	IdToken *string `json:"id_token,omitempty"`
+
+	// Patient The patient of a patient's own launch.
+	Patient *string `json:"patient,omitempty"`
+
+	// RefreshToken With offline_access; used once.
+	RefreshToken *string `json:"refresh_token,omitempty"`
+
+	// Scope The scopes granted: those asked for that the person's role holds.
+	Scope     string                      `json:"scope"`
+	TokenType SmartTokenResponseTokenType `json:"token_type"`
+}
+
+// SmartTokenResponseTokenType defines model for SmartTokenResponse.TokenType.
+type SmartTokenResponseTokenType string
+
 // TokenObject `token` is the access token for `X-ApiToken` and the `sso_token` of GET /auth.
 // `expiry` is when it lapses if unused (the idle period), never later than its
 // absolute lifetime; each use moves it forward.
@@ -5081,6 +5257,22 @@ type DeleteSlotsByIdParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// PostSmartClientsParams defines parameters for PostSmartClients.
+type PostSmartClientsParams struct {
+	// IdempotencyKey Makes the request safe to retry (Stripe's semantics). A POST, PUT or DELETE with a
+	// key runs once per caller and key: a retry with the same method, path and parameters
+	// (by name and value, files by content) replays the first answer, errors included
+	// but not a 5xx, with `Idempotent-Replayed: true`; the same key with other parameters
+	// answers 422; a retry while the first is still running answers 409 (a request that
+	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
+	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // PostTokensRefreshParams defines parameters for PostTokensRefresh.
 type PostTokensRefreshParams struct {
 	// IdempotencyKey Makes the request safe to retry (Stripe's semantics). A POST, PUT or DELETE with a
@@ -5962,6 +6154,42 @@ type UpdateFhirParamsType string
 // GetHealthz200JSONResponseBodyDataStatus defines parameters for GetHealthz.
 type GetHealthz200JSONResponseBodyDataStatus string
 
+// OauthAuthorizeParams defines parameters for OauthAuthorize.
+type OauthAuthorizeParams struct {
+	ResponseType        OauthAuthorizeParamsResponseType        `form:"response_type" json:"response_type"`
+	ClientId            string                                  `form:"client_id" json:"client_id"`
+	RedirectUri         string                                  `form:"redirect_uri" json:"redirect_uri"`
+	Scope               string                                  `form:"scope" json:"scope"`
+	State               *string                                 `form:"state,omitempty" json:"state,omitempty"`
+	Aud                 string                                  `form:"aud" json:"aud"`
+	CodeChallenge       string                                  `form:"code_challenge" json:"code_challenge"`
+	CodeChallengeMethod OauthAuthorizeParamsCodeChallengeMethod `form:"code_challenge_method" json:"code_challenge_method"`
+	Nonce               *string                                 `form:"nonce,omitempty" json:"nonce,omitempty"`
+}
+
+// OauthAuthorizeParamsResponseType defines parameters for OauthAuthorize.
+type OauthAuthorizeParamsResponseType string
+
+// OauthAuthorizeParamsCodeChallengeMethod defines parameters for OauthAuthorize.
+type OauthAuthorizeParamsCodeChallengeMethod string
+
+// OauthAuthorizeCallbackParams defines parameters for OauthAuthorizeCallback.
+type OauthAuthorizeCallbackParams struct {
+	Id string `form:"id" json:"id"`
+}
+
+// OauthIntrospectFormdataBody defines parameters for OauthIntrospect.
+type OauthIntrospectFormdataBody struct {
+}
+
+// OauthRevokeFormdataBody defines parameters for OauthRevoke.
+type OauthRevokeFormdataBody struct {
+}
+
+// OauthTokenFormdataBody defines parameters for OauthToken.
+type OauthTokenFormdataBody struct {
+}
+
 // PostVisitsByVisitIdMessagesJSONRequestBody defines body for PostVisitsByVisitIdMessages for application/json ContentType.
 type PostVisitsByVisitIdMessagesJSONRequestBody = MessageBody
 
@@ -6087,6 +6315,12 @@ type PostSlotsJSONRequestBody = SlotGroupBody
 
 // PostSlotsFormdataRequestBody defines body for PostSlots for application/x-www-form-urlencoded ContentType.
 type PostSlotsFormdataRequestBody = SlotGroupBody
+
+// PostSmartClientsJSONRequestBody defines body for PostSmartClients for application/json ContentType.
+type PostSmartClientsJSONRequestBody = SmartClientBody
+
+// PostSmartClientsFormdataRequestBody defines body for PostSmartClients for application/x-www-form-urlencoded ContentType.
+type PostSmartClientsFormdataRequestBody = SmartClientBody
 
 // PostTokensRefreshJSONRequestBody defines body for PostTokensRefresh for application/json ContentType.
 type PostTokensRefreshJSONRequestBody = RefreshBody
@@ -6354,6 +6588,15 @@ type UpdateFhirApplicationFhirPlusJSONRequestBody = FHIRResource
 
 // UpdateFhirJSONRequestBody defines body for UpdateFhir for application/json ContentType.
 type UpdateFhirJSONRequestBody = FHIRResource
+
+// OauthIntrospectFormdataRequestBody defines body for OauthIntrospect for application/x-www-form-urlencoded ContentType.
+type OauthIntrospectFormdataRequestBody OauthIntrospectFormdataBody
+
+// OauthRevokeFormdataRequestBody defines body for OauthRevoke for application/x-www-form-urlencoded ContentType.
+type OauthRevokeFormdataRequestBody OauthRevokeFormdataBody
+
+// OauthTokenFormdataRequestBody defines body for OauthToken for application/x-www-form-urlencoded ContentType.
+type OauthTokenFormdataRequestBody OauthTokenFormdataBody
 
 // Getter for additional properties for FHIRResource. Returns the specified
 // element and whether it was found
@@ -6892,6 +7135,188 @@ func (a ReadingList_Data_Item) MarshalJSON() ([]byte, error) {
 	object["user_id"], err = json.Marshal(a.UserId)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'user_id': %w", err)
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
+// Getter for additional properties for SmartConfiguration. Returns the specified
+// element and whether it was found
+func (a SmartConfiguration) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for SmartConfiguration
+func (a *SmartConfiguration) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for SmartConfiguration to handle AdditionalProperties
+func (a *SmartConfiguration) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["authorization_endpoint"]; found {
+		err = json.Unmarshal(raw, &a.AuthorizationEndpoint)
+		if err != nil {
+			return fmt.Errorf("error reading 'authorization_endpoint': %w", err)
+		}
+		delete(object, "authorization_endpoint")
+	}
+
+	if raw, found := object["capabilities"]; found {
+		err = json.Unmarshal(raw, &a.Capabilities)
+		if err != nil {
+			return fmt.Errorf("error reading 'capabilities': %w", err)
+		}
+		delete(object, "capabilities")
+	}
+
+	if raw, found := object["code_challenge_methods_supported"]; found {
+		err = json.Unmarshal(raw, &a.CodeChallengeMethodsSupported)
+		if err != nil {
+			return fmt.Errorf("error reading 'code_challenge_methods_supported': %w", err)
+		}
+		delete(object, "code_challenge_methods_supported")
+	}
+
+	if raw, found := object["grant_types_supported"]; found {
+		err = json.Unmarshal(raw, &a.GrantTypesSupported)
+		if err != nil {
+			return fmt.Errorf("error reading 'grant_types_supported': %w", err)
+		}
+		delete(object, "grant_types_supported")
+	}
+
+	if raw, found := object["issuer"]; found {
+		err = json.Unmarshal(raw, &a.Issuer)
+		if err != nil {
+			return fmt.Errorf("error reading 'issuer': %w", err)
+		}
+		delete(object, "issuer")
+	}
+
+	if raw, found := object["jwks_uri"]; found {
+		err = json.Unmarshal(raw, &a.JwksUri)
+		if err != nil {
+			return fmt.Errorf("error reading 'jwks_uri': %w", err)
+		}
+		delete(object, "jwks_uri")
+	}
+
+	if raw, found := object["scopes_supported"]; found {
+		err = json.Unmarshal(raw, &a.ScopesSupported)
+		if err != nil {
+			return fmt.Errorf("error reading 'scopes_supported': %w", err)
+		}
+		delete(object, "scopes_supported")
+	}
+
+	if raw, found := object["token_endpoint"]; found {
+		err = json.Unmarshal(raw, &a.TokenEndpoint)
+		if err != nil {
+			return fmt.Errorf("error reading 'token_endpoint': %w", err)
+		}
+		delete(object, "token_endpoint")
+	}
+
+	if raw, found := object["token_endpoint_auth_methods_supported"]; found {
+		err = json.Unmarshal(raw, &a.TokenEndpointAuthMethodsSupported)
+		if err != nil {
+			return fmt.Errorf("error reading 'token_endpoint_auth_methods_supported': %w", err)
+		}
+		delete(object, "token_endpoint_auth_methods_supported")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for SmartConfiguration to handle AdditionalProperties
+func (a SmartConfiguration) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	object["authorization_endpoint"], err = json.Marshal(a.AuthorizationEndpoint)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'authorization_endpoint': %w", err)
+	}
+
+	if a.Capabilities != nil {
+		object["capabilities"], err = json.Marshal(a.Capabilities)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'capabilities': %w", err)
+		}
+	}
+
+	if a.CodeChallengeMethodsSupported != nil {
+		object["code_challenge_methods_supported"], err = json.Marshal(a.CodeChallengeMethodsSupported)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'code_challenge_methods_supported': %w", err)
+		}
+	}
+
+	if a.GrantTypesSupported != nil {
+		object["grant_types_supported"], err = json.Marshal(a.GrantTypesSupported)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'grant_types_supported': %w", err)
+		}
+	}
+
+	object["issuer"], err = json.Marshal(a.Issuer)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'issuer': %w", err)
+	}
+
+	if a.JwksUri != nil {
+		object["jwks_uri"], err = json.Marshal(a.JwksUri)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'jwks_uri': %w", err)
+		}
+	}
+
+	if a.ScopesSupported != nil {
+		object["scopes_supported"], err = json.Marshal(a.ScopesSupported)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'scopes_supported': %w", err)
+		}
+	}
+
+	object["token_endpoint"], err = json.Marshal(a.TokenEndpoint)
+	if err != nil {
+		return nil, fmt.Errorf("error marshaling 'token_endpoint': %w", err)
+	}
+
+	if a.TokenEndpointAuthMethodsSupported != nil {
+		object["token_endpoint_auth_methods_supported"], err = json.Marshal(a.TokenEndpointAuthMethodsSupported)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'token_endpoint_auth_methods_supported': %w", err)
+		}
 	}
 
 	for fieldName, field := range a.AdditionalProperties {
@@ -10297,6 +10722,60 @@ type ClientInterface interface {
 	// Corresponds with DELETE /api_v3/slots/{id} (the `DeleteSlotsById` operationId).
 	DeleteSlotsById(ctx context.Context, id string, params *DeleteSlotsByIdParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetSmartClients The clinic's registered apps
+	//
+	// Corresponds with GET /api_v3/smart/clients (the `GetSmartClients` operationId).
+	GetSmartClients(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostSmartClientsWithBody Register an app
+	//
+	// `kind` is `public` (a browser or device app: PKCE alone), `confidential` (its server
+	// keeps the `client_secret` this answer alone shows) or `backend` (a service that signs
+	// its own assertions: `jwks`, its public keys, and `scopes`, the system read scopes it
+	// may have, such as `system/*.rs`). A public or confidential app's `redirect_uris` are
+	// matched exactly; https, or http on localhost or 127.0.0.1 for development. At most
+	// 100 apps a clinic.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api_v3/smart/clients (the `PostSmartClients` operationId).
+	PostSmartClientsWithBody(ctx context.Context, params *PostSmartClientsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostSmartClients Register an app
+	//
+	// `kind` is `public` (a browser or device app: PKCE alone), `confidential` (its server
+	// keeps the `client_secret` this answer alone shows) or `backend` (a service that signs
+	// its own assertions: `jwks`, its public keys, and `scopes`, the system read scopes it
+	// may have, such as `system/*.rs`). A public or confidential app's `redirect_uris` are
+	// matched exactly; https, or http on localhost or 127.0.0.1 for development. At most
+	// 100 apps a clinic.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api_v3/smart/clients (the `PostSmartClients` operationId).
+	PostSmartClients(ctx context.Context, params *PostSmartClientsParams, body PostSmartClientsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostSmartClientsWithFormdataBody Register an app
+	//
+	// `kind` is `public` (a browser or device app: PKCE alone), `confidential` (its server
+	// keeps the `client_secret` this answer alone shows) or `backend` (a service that signs
+	// its own assertions: `jwks`, its public keys, and `scopes`, the system read scopes it
+	// may have, such as `system/*.rs`). A public or confidential app's `redirect_uris` are
+	// matched exactly; https, or http on localhost or 127.0.0.1 for development. At most
+	// 100 apps a clinic.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /api_v3/smart/clients (the `PostSmartClients` operationId).
+	PostSmartClientsWithFormdataBody(ctx context.Context, params *PostSmartClientsParams, body PostSmartClientsFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteSmartClientsById Revoke an app
+	//
+	// Its tokens stop working at once, refresh tokens included; the app stays listed, revoked.
+	//
+	// Corresponds with DELETE /api_v3/smart/clients/{id} (the `DeleteSmartClientsById` operationId).
+	DeleteSmartClientsById(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// PostTokensRefreshWithBody Rotate a refresh token
 	//
 	// Returns a new access token and a new refresh token as `{"data":{"token":{…}}}`.
@@ -11550,6 +12029,13 @@ type ClientInterface interface {
 	// Corresponds with GET /api_v3/webhooks/events (the `GetWebhooksEvents` operationId).
 	GetWebhooksEvents(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetSmartConfiguration The SMART configuration of the FHIR API
+	//
+	// Where the authorization server is, and what it supports (SMART App Launch 2.x discovery). Needs no credentials.
+	//
+	// Corresponds with GET /fhir/R4/.well-known/smart-configuration (the `GetSmartConfiguration` operationId).
+	GetSmartConfiguration(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// FhirAppointmentBookWithBody Book a time (Appointment/$book)
 	//
 	// The body is the Appointment `$find` proposed or `$hold` answered (or a Parameters
@@ -11956,6 +12442,100 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /metrics (the `GetMetrics` operationId).
 	GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetOAuthDiscovery OpenID Connect discovery of the authorization server
+	//
+	// Corresponds with GET /oauth/.well-known/openid-configuration (the `GetOAuthDiscovery` operationId).
+	GetOAuthDiscovery(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// OauthAuthorize Start an app's sign-in (authorization code)
+	//
+	// OAuth 2 authorization request: `response_type=code`, `client_id`, `redirect_uri`
+	// (registered exactly), `scope`, `state`, `aud` (this server's FHIR base, else 400),
+	// `code_challenge` with `code_challenge_method=S256` (required; its absence or `plain` is
+	// sent back to the app as `invalid_request`). The person is sent to the consent page
+	// (`/oauth/consent/{id}`, signing in to the app's clinic first), then back to the app
+	// with `code` and `state`, or `error=access_denied`.
+	//
+	// Corresponds with GET /oauth/authorize (the `OauthAuthorize` operationId).
+	OauthAuthorize(ctx context.Context, params *OauthAuthorizeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// OauthAuthorizeCallback Finish an approved sign-in
+	//
+	// Where the consent page sends the person once they allowed the app; the app gets its code.
+	//
+	// Corresponds with GET /oauth/authorize/callback (the `OauthAuthorizeCallback` operationId).
+	OauthAuthorizeCallback(ctx context.Context, params *OauthAuthorizeCallbackParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// OauthIntrospectWithBody Whether a token is live, and what it grants (RFC 7662)
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /oauth/introspect (the `OauthIntrospect` operationId).
+	OauthIntrospectWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// OauthIntrospectWithFormdataBody Whether a token is live, and what it grants (RFC 7662)
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /oauth/introspect (the `OauthIntrospect` operationId).
+	OauthIntrospectWithFormdataBody(ctx context.Context, body OauthIntrospectFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// OauthKeys The keys tokens are signed with (JWKS)
+	//
+	// Corresponds with GET /oauth/keys (the `OauthKeys` operationId).
+	OauthKeys(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// OauthRevokeWithBody Revoke a token (RFC 7009)
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /oauth/revoke (the `OauthRevoke` operationId).
+	OauthRevokeWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// OauthRevokeWithFormdataBody Revoke a token (RFC 7009)
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /oauth/revoke (the `OauthRevoke` operationId).
+	OauthRevokeWithFormdataBody(ctx context.Context, body OauthRevokeFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// OauthTokenWithBody Exchange a code, a refresh token or a backend service's assertion for tokens
+	//
+	// `grant_type=authorization_code` with `code`, `redirect_uri`, `client_id` and the
+	// PKCE `code_verifier` (always); a confidential app authenticates with HTTP Basic.
+	// `grant_type=refresh_token`: the refresh token is used once and a new one answered.
+	// `grant_type=client_credentials` for a backend service, with `client_assertion_type`
+	// `urn:ietf:params:oauth:client-assertion-type:jwt-bearer` and a `client_assertion` JWT
+	// it signed (RS384, ES384 or RS256) with a key the admin registered: `iss` and `sub` its
+	// client id, `aud` this token endpoint, `exp` within five minutes, a `jti` used once.
+	// Errors are OAuth's (`invalid_grant`, `invalid_client`, …).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /oauth/token (the `OauthToken` operationId).
+	OauthTokenWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// OauthTokenWithFormdataBody Exchange a code, a refresh token or a backend service's assertion for tokens
+	//
+	// `grant_type=authorization_code` with `code`, `redirect_uri`, `client_id` and the
+	// PKCE `code_verifier` (always); a confidential app authenticates with HTTP Basic.
+	// `grant_type=refresh_token`: the refresh token is used once and a new one answered.
+	// `grant_type=client_credentials` for a backend service, with `client_assertion_type`
+	// `urn:ietf:params:oauth:client-assertion-type:jwt-bearer` and a `client_assertion` JWT
+	// it signed (RS384, ES384 or RS256) with a key the admin registered: `iss` and `sub` its
+	// client id, `aud` this token endpoint, `exp` within five minutes, a `jti` used once.
+	// Errors are OAuth's (`invalid_grant`, `invalid_client`, …).
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /oauth/token (the `OauthToken` operationId).
+	OauthTokenWithFormdataBody(ctx context.Context, body OauthTokenFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// OauthUserinfo Who the token's person is (OpenID Connect)
+	//
+	// Corresponds with GET /oauth/userinfo (the `OauthUserinfo` operationId).
+	OauthUserinfo(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetOpenapiYaml This document
 	//
@@ -14209,6 +14789,110 @@ func (c *Client) DeleteSlotsGroupsByGroupId(ctx context.Context, groupId string,
 // Corresponds with DELETE /api_v3/slots/{id} (the `DeleteSlotsById` operationId).
 func (c *Client) DeleteSlotsById(ctx context.Context, id string, params *DeleteSlotsByIdParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteSlotsByIdRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSmartClients The clinic's registered apps
+//
+// Corresponds with GET /api_v3/smart/clients (the `GetSmartClients` operationId).
+func (c *Client) GetSmartClients(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSmartClientsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostSmartClientsWithBody Register an app
+//
+// `kind` is `public` (a browser or device app: PKCE alone), `confidential` (its server
+// keeps the `client_secret` this answer alone shows) or `backend` (a service that signs
+// its own assertions: `jwks`, its public keys, and `scopes`, the system read scopes it
+// may have, such as `system/*.rs`). A public or confidential app's `redirect_uris` are
+// matched exactly; https, or http on localhost or 127.0.0.1 for development. At most
+// 100 apps a clinic.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api_v3/smart/clients (the `PostSmartClients` operationId).
+func (c *Client) PostSmartClientsWithBody(ctx context.Context, params *PostSmartClientsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSmartClientsRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostSmartClients Register an app
+//
+// `kind` is `public` (a browser or device app: PKCE alone), `confidential` (its server
+// keeps the `client_secret` this answer alone shows) or `backend` (a service that signs
+// its own assertions: `jwks`, its public keys, and `scopes`, the system read scopes it
+// may have, such as `system/*.rs`). A public or confidential app's `redirect_uris` are
+// matched exactly; https, or http on localhost or 127.0.0.1 for development. At most
+// 100 apps a clinic.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api_v3/smart/clients (the `PostSmartClients` operationId).
+func (c *Client) PostSmartClients(ctx context.Context, params *PostSmartClientsParams, body PostSmartClientsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSmartClientsRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostSmartClientsWithFormdataBody Register an app
+//
+// `kind` is `public` (a browser or device app: PKCE alone), `confidential` (its server
+// keeps the `client_secret` this answer alone shows) or `backend` (a service that signs
+// its own assertions: `jwks`, its public keys, and `scopes`, the system read scopes it
+// may have, such as `system/*.rs`). A public or confidential app's `redirect_uris` are
+// matched exactly; https, or http on localhost or 127.0.0.1 for development. At most
+// 100 apps a clinic.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /api_v3/smart/clients (the `PostSmartClients` operationId).
+func (c *Client) PostSmartClientsWithFormdataBody(ctx context.Context, params *PostSmartClientsParams, body PostSmartClientsFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSmartClientsRequestWithFormdataBody(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteSmartClientsById Revoke an app
+//
+// Its tokens stop working at once, refresh tokens included; the app stays listed, revoked.
+//
+// Corresponds with DELETE /api_v3/smart/clients/{id} (the `DeleteSmartClientsById` operationId).
+func (c *Client) DeleteSmartClientsById(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteSmartClientsByIdRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -16642,6 +17326,23 @@ func (c *Client) GetWebhooksEvents(ctx context.Context, reqEditors ...RequestEdi
 	return c.Client.Do(req)
 }
 
+// GetSmartConfiguration The SMART configuration of the FHIR API
+//
+// Where the authorization server is, and what it supports (SMART App Launch 2.x discovery). Needs no credentials.
+//
+// Corresponds with GET /fhir/R4/.well-known/smart-configuration (the `GetSmartConfiguration` operationId).
+func (c *Client) GetSmartConfiguration(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSmartConfigurationRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // FhirAppointmentBookWithBody Book a time (Appointment/$book)
 //
 // The body is the Appointment `$find` proposed or `$hold` answered (or a Parameters
@@ -17319,6 +18020,210 @@ func (c *Client) GetHealthz(ctx context.Context, reqEditors ...RequestEditorFn) 
 // Corresponds with GET /metrics (the `GetMetrics` operationId).
 func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetMetricsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetOAuthDiscovery OpenID Connect discovery of the authorization server
+//
+// Corresponds with GET /oauth/.well-known/openid-configuration (the `GetOAuthDiscovery` operationId).
+func (c *Client) GetOAuthDiscovery(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOAuthDiscoveryRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// OauthAuthorize Start an app's sign-in (authorization code)
+//
+// OAuth 2 authorization request: `response_type=code`, `client_id`, `redirect_uri`
+// (registered exactly), `scope`, `state`, `aud` (this server's FHIR base, else 400),
+// `code_challenge` with `code_challenge_method=S256` (required; its absence or `plain` is
+// sent back to the app as `invalid_request`). The person is sent to the consent page
+// (`/oauth/consent/{id}`, signing in to the app's clinic first), then back to the app
+// with `code` and `state`, or `error=access_denied`.
+//
+// Corresponds with GET /oauth/authorize (the `OauthAuthorize` operationId).
+func (c *Client) OauthAuthorize(ctx context.Context, params *OauthAuthorizeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOauthAuthorizeRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// OauthAuthorizeCallback Finish an approved sign-in
+//
+// Where the consent page sends the person once they allowed the app; the app gets its code.
+//
+// Corresponds with GET /oauth/authorize/callback (the `OauthAuthorizeCallback` operationId).
+func (c *Client) OauthAuthorizeCallback(ctx context.Context, params *OauthAuthorizeCallbackParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOauthAuthorizeCallbackRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// OauthIntrospectWithBody Whether a token is live, and what it grants (RFC 7662)
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /oauth/introspect (the `OauthIntrospect` operationId).
+func (c *Client) OauthIntrospectWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOauthIntrospectRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// OauthIntrospectWithFormdataBody Whether a token is live, and what it grants (RFC 7662)
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /oauth/introspect (the `OauthIntrospect` operationId).
+func (c *Client) OauthIntrospectWithFormdataBody(ctx context.Context, body OauthIntrospectFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOauthIntrospectRequestWithFormdataBody(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// OauthKeys The keys tokens are signed with (JWKS)
+//
+// Corresponds with GET /oauth/keys (the `OauthKeys` operationId).
+func (c *Client) OauthKeys(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOauthKeysRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// OauthRevokeWithBody Revoke a token (RFC 7009)
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /oauth/revoke (the `OauthRevoke` operationId).
+func (c *Client) OauthRevokeWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOauthRevokeRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// OauthRevokeWithFormdataBody Revoke a token (RFC 7009)
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /oauth/revoke (the `OauthRevoke` operationId).
+func (c *Client) OauthRevokeWithFormdataBody(ctx context.Context, body OauthRevokeFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOauthRevokeRequestWithFormdataBody(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// OauthTokenWithBody Exchange a code, a refresh token or a backend service's assertion for tokens
+//
+// `grant_type=authorization_code` with `code`, `redirect_uri`, `client_id` and the
+// PKCE `code_verifier` (always); a confidential app authenticates with HTTP Basic.
+// `grant_type=refresh_token`: the refresh token is used once and a new one answered.
+// `grant_type=client_credentials` for a backend service, with `client_assertion_type`
+// `urn:ietf:params:oauth:client-assertion-type:jwt-bearer` and a `client_assertion` JWT
+// it signed (RS384, ES384 or RS256) with a key the admin registered: `iss` and `sub` its
+// client id, `aud` this token endpoint, `exp` within five minutes, a `jti` used once.
+// Errors are OAuth's (`invalid_grant`, `invalid_client`, …).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /oauth/token (the `OauthToken` operationId).
+func (c *Client) OauthTokenWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOauthTokenRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// OauthTokenWithFormdataBody Exchange a code, a refresh token or a backend service's assertion for tokens
+//
+// `grant_type=authorization_code` with `code`, `redirect_uri`, `client_id` and the
+// PKCE `code_verifier` (always); a confidential app authenticates with HTTP Basic.
+// `grant_type=refresh_token`: the refresh token is used once and a new one answered.
+// `grant_type=client_credentials` for a backend service, with `client_assertion_type`
+// `urn:ietf:params:oauth:client-assertion-type:jwt-bearer` and a `client_assertion` JWT
+// it signed (RS384, ES384 or RS256) with a key the admin registered: `iss` and `sub` its
+// client id, `aud` this token endpoint, `exp` within five minutes, a `jti` used once.
+// Errors are OAuth's (`invalid_grant`, `invalid_client`, …).
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /oauth/token (the `OauthToken` operationId).
+func (c *Client) OauthTokenWithFormdataBody(ctx context.Context, body OauthTokenFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOauthTokenRequestWithFormdataBody(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// OauthUserinfo Who the token's person is (OpenID Connect)
+//
+// Corresponds with GET /oauth/userinfo (the `OauthUserinfo` operationId).
+func (c *Client) OauthUserinfo(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewOauthUserinfoRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -21776,6 +22681,133 @@ func NewDeleteSlotsByIdRequest(server string, id string, params *DeleteSlotsById
 	return req, nil
 }
 
+// NewGetSmartClientsRequest constructs an http.Request for the GetSmartClients method
+func NewGetSmartClientsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/smart/clients")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPostSmartClientsRequest calls the generic PostSmartClients builder with application/json body
+func NewPostSmartClientsRequest(server string, params *PostSmartClientsParams, body PostSmartClientsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostSmartClientsRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewPostSmartClientsRequestWithFormdataBody calls the generic PostSmartClients builder with application/x-www-form-urlencoded body
+func NewPostSmartClientsRequestWithFormdataBody(server string, params *PostSmartClientsParams, body PostSmartClientsFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewPostSmartClientsRequestWithBody(server, params, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewPostSmartClientsRequestWithBody constructs an http.Request for the PostSmartClients method, with any body, and a specified content type
+func NewPostSmartClientsRequestWithBody(server string, params *PostSmartClientsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/smart/clients")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteSmartClientsByIdRequest constructs an http.Request for the DeleteSmartClientsById method
+func NewDeleteSmartClientsByIdRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/smart/clients/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewPostTokensRefreshRequest calls the generic PostTokensRefresh builder with application/json body
 func NewPostTokensRefreshRequest(server string, params *PostTokensRefreshParams, body PostTokensRefreshJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -25825,6 +26857,33 @@ func NewGetWebhooksEventsRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetSmartConfigurationRequest constructs an http.Request for the GetSmartConfiguration method
+func NewGetSmartConfigurationRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/fhir/R4/.well-known/smart-configuration")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewFhirAppointmentBookRequestWithApplicationFhirPlusJSONBody calls the generic FhirAppointmentBook builder with application/fhir+json body
 func NewFhirAppointmentBookRequestWithApplicationFhirPlusJSONBody(server string, body FhirAppointmentBookApplicationFhirPlusJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -26855,6 +27914,379 @@ func NewGetMetricsRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/metrics")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetOAuthDiscoveryRequest constructs an http.Request for the GetOAuthDiscovery method
+func NewGetOAuthDiscoveryRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/oauth/.well-known/openid-configuration")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewOauthAuthorizeRequest constructs an http.Request for the OauthAuthorize method
+func NewOauthAuthorizeRequest(server string, params *OauthAuthorizeParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/oauth/authorize")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "response_type", params.ResponseType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "client_id", params.ClientId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "redirect_uri", params.RedirectUri, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "scope", params.Scope, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.State != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "state", *params.State, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "aud", params.Aud, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "code_challenge", params.CodeChallenge, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "code_challenge_method", params.CodeChallengeMethod, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Nonce != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "nonce", *params.Nonce, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewOauthAuthorizeCallbackRequest constructs an http.Request for the OauthAuthorizeCallback method
+func NewOauthAuthorizeCallbackRequest(server string, params *OauthAuthorizeCallbackParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/oauth/authorize/callback")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "id", params.Id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewOauthIntrospectRequestWithFormdataBody calls the generic OauthIntrospect builder with application/x-www-form-urlencoded body
+func NewOauthIntrospectRequestWithFormdataBody(server string, body OauthIntrospectFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewOauthIntrospectRequestWithBody(server, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewOauthIntrospectRequestWithBody constructs an http.Request for the OauthIntrospect method, with any body, and a specified content type
+func NewOauthIntrospectRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/oauth/introspect")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewOauthKeysRequest constructs an http.Request for the OauthKeys method
+func NewOauthKeysRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/oauth/keys")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewOauthRevokeRequestWithFormdataBody calls the generic OauthRevoke builder with application/x-www-form-urlencoded body
+func NewOauthRevokeRequestWithFormdataBody(server string, body OauthRevokeFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewOauthRevokeRequestWithBody(server, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewOauthRevokeRequestWithBody constructs an http.Request for the OauthRevoke method, with any body, and a specified content type
+func NewOauthRevokeRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/oauth/revoke")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewOauthTokenRequestWithFormdataBody calls the generic OauthToken builder with application/x-www-form-urlencoded body
+func NewOauthTokenRequestWithFormdataBody(server string, body OauthTokenFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewOauthTokenRequestWithBody(server, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewOauthTokenRequestWithBody constructs an http.Request for the OauthToken method, with any body, and a specified content type
+func NewOauthTokenRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/oauth/token")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewOauthUserinfoRequest constructs an http.Request for the OauthUserinfo method
+func NewOauthUserinfoRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/oauth/userinfo")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -28269,6 +29701,64 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with DELETE /api_v3/slots/{id} (the `DeleteSlotsById` operationId).
 	DeleteSlotsByIdWithResponse(ctx context.Context, id string, params *DeleteSlotsByIdParams, reqEditors ...RequestEditorFn) (*DeleteSlotsByIdResponse, error)
 
+	// GetSmartClientsWithResponse The clinic's registered apps
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api_v3/smart/clients (the `GetSmartClients` operationId).
+	GetSmartClientsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetSmartClientsResponse, error)
+
+	// PostSmartClientsWithBodyWithResponse Register an app
+	//
+	// `kind` is `public` (a browser or device app: PKCE alone), `confidential` (its server
+	// keeps the `client_secret` this answer alone shows) or `backend` (a service that signs
+	// its own assertions: `jwks`, its public keys, and `scopes`, the system read scopes it
+	// may have, such as `system/*.rs`). A public or confidential app's `redirect_uris` are
+	// matched exactly; https, or http on localhost or 127.0.0.1 for development. At most
+	// 100 apps a clinic.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/smart/clients (the `PostSmartClients` operationId).
+	PostSmartClientsWithBodyWithResponse(ctx context.Context, params *PostSmartClientsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSmartClientsResponse, error)
+
+	// PostSmartClientsWithResponse Register an app
+	//
+	// `kind` is `public` (a browser or device app: PKCE alone), `confidential` (its server
+	// keeps the `client_secret` this answer alone shows) or `backend` (a service that signs
+	// its own assertions: `jwks`, its public keys, and `scopes`, the system read scopes it
+	// may have, such as `system/*.rs`). A public or confidential app's `redirect_uris` are
+	// matched exactly; https, or http on localhost or 127.0.0.1 for development. At most
+	// 100 apps a clinic.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/smart/clients (the `PostSmartClients` operationId).
+	PostSmartClientsWithResponse(ctx context.Context, params *PostSmartClientsParams, body PostSmartClientsJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSmartClientsResponse, error)
+
+	// PostSmartClientsWithFormdataBodyWithResponse Register an app
+	//
+	// `kind` is `public` (a browser or device app: PKCE alone), `confidential` (its server
+	// keeps the `client_secret` this answer alone shows) or `backend` (a service that signs
+	// its own assertions: `jwks`, its public keys, and `scopes`, the system read scopes it
+	// may have, such as `system/*.rs`). A public or confidential app's `redirect_uris` are
+	// matched exactly; https, or http on localhost or 127.0.0.1 for development. At most
+	// 100 apps a clinic.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/smart/clients (the `PostSmartClients` operationId).
+	PostSmartClientsWithFormdataBodyWithResponse(ctx context.Context, params *PostSmartClientsParams, body PostSmartClientsFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostSmartClientsResponse, error)
+
+	// DeleteSmartClientsByIdWithResponse Revoke an app
+	//
+	// Its tokens stop working at once, refresh tokens included; the app stays listed, revoked.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api_v3/smart/clients/{id} (the `DeleteSmartClientsById` operationId).
+	DeleteSmartClientsByIdWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteSmartClientsByIdResponse, error)
+
 	// PostTokensRefreshWithBodyWithResponse Rotate a refresh token
 	//
 	// Returns a new access token and a new refresh token as `{"data":{"token":{…}}}`.
@@ -29582,6 +31072,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api_v3/webhooks/events (the `GetWebhooksEvents` operationId).
 	GetWebhooksEventsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetWebhooksEventsResponse, error)
 
+	// GetSmartConfigurationWithResponse The SMART configuration of the FHIR API
+	//
+	// Where the authorization server is, and what it supports (SMART App Launch 2.x discovery). Needs no credentials.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /fhir/R4/.well-known/smart-configuration (the `GetSmartConfiguration` operationId).
+	GetSmartConfigurationWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetSmartConfigurationResponse, error)
+
 	// FhirAppointmentBookWithBodyWithResponse Book a time (Appointment/$book)
 	//
 	// The body is the Appointment `$find` proposed or `$hold` answered (or a Parameters
@@ -30008,6 +31507,110 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /metrics (the `GetMetrics` operationId).
 	GetMetricsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMetricsResponse, error)
+
+	// GetOAuthDiscoveryWithResponse OpenID Connect discovery of the authorization server
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /oauth/.well-known/openid-configuration (the `GetOAuthDiscovery` operationId).
+	GetOAuthDiscoveryWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOAuthDiscoveryResponse, error)
+
+	// OauthAuthorizeWithResponse Start an app's sign-in (authorization code)
+	//
+	// OAuth 2 authorization request: `response_type=code`, `client_id`, `redirect_uri`
+	// (registered exactly), `scope`, `state`, `aud` (this server's FHIR base, else 400),
+	// `code_challenge` with `code_challenge_method=S256` (required; its absence or `plain` is
+	// sent back to the app as `invalid_request`). The person is sent to the consent page
+	// (`/oauth/consent/{id}`, signing in to the app's clinic first), then back to the app
+	// with `code` and `state`, or `error=access_denied`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /oauth/authorize (the `OauthAuthorize` operationId).
+	OauthAuthorizeWithResponse(ctx context.Context, params *OauthAuthorizeParams, reqEditors ...RequestEditorFn) (*OauthAuthorizeResponse, error)
+
+	// OauthAuthorizeCallbackWithResponse Finish an approved sign-in
+	//
+	// Where the consent page sends the person once they allowed the app; the app gets its code.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /oauth/authorize/callback (the `OauthAuthorizeCallback` operationId).
+	OauthAuthorizeCallbackWithResponse(ctx context.Context, params *OauthAuthorizeCallbackParams, reqEditors ...RequestEditorFn) (*OauthAuthorizeCallbackResponse, error)
+
+	// OauthIntrospectWithBodyWithResponse Whether a token is live, and what it grants (RFC 7662)
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /oauth/introspect (the `OauthIntrospect` operationId).
+	OauthIntrospectWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*OauthIntrospectResponse, error)
+
+	// OauthIntrospectWithFormdataBodyWithResponse Whether a token is live, and what it grants (RFC 7662)
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /oauth/introspect (the `OauthIntrospect` operationId).
+	OauthIntrospectWithFormdataBodyWithResponse(ctx context.Context, body OauthIntrospectFormdataRequestBody, reqEditors ...RequestEditorFn) (*OauthIntrospectResponse, error)
+
+	// OauthKeysWithResponse The keys tokens are signed with (JWKS)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /oauth/keys (the `OauthKeys` operationId).
+	OauthKeysWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*OauthKeysResponse, error)
+
+	// OauthRevokeWithBodyWithResponse Revoke a token (RFC 7009)
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /oauth/revoke (the `OauthRevoke` operationId).
+	OauthRevokeWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*OauthRevokeResponse, error)
+
+	// OauthRevokeWithFormdataBodyWithResponse Revoke a token (RFC 7009)
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /oauth/revoke (the `OauthRevoke` operationId).
+	OauthRevokeWithFormdataBodyWithResponse(ctx context.Context, body OauthRevokeFormdataRequestBody, reqEditors ...RequestEditorFn) (*OauthRevokeResponse, error)
+
+	// OauthTokenWithBodyWithResponse Exchange a code, a refresh token or a backend service's assertion for tokens
+	//
+	// `grant_type=authorization_code` with `code`, `redirect_uri`, `client_id` and the
+	// PKCE `code_verifier` (always); a confidential app authenticates with HTTP Basic.
+	// `grant_type=refresh_token`: the refresh token is used once and a new one answered.
+	// `grant_type=client_credentials` for a backend service, with `client_assertion_type`
+	// `urn:ietf:params:oauth:client-assertion-type:jwt-bearer` and a `client_assertion` JWT
+	// it signed (RS384, ES384 or RS256) with a key the admin registered: `iss` and `sub` its
+	// client id, `aud` this token endpoint, `exp` within five minutes, a `jti` used once.
+	// Errors are OAuth's (`invalid_grant`, `invalid_client`, …).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /oauth/token (the `OauthToken` operationId).
+	OauthTokenWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*OauthTokenResponse, error)
+
+	// OauthTokenWithFormdataBodyWithResponse Exchange a code, a refresh token or a backend service's assertion for tokens
+	//
+	// `grant_type=authorization_code` with `code`, `redirect_uri`, `client_id` and the
+	// PKCE `code_verifier` (always); a confidential app authenticates with HTTP Basic.
+	// `grant_type=refresh_token`: the refresh token is used once and a new one answered.
+	// `grant_type=client_credentials` for a backend service, with `client_assertion_type`
+	// `urn:ietf:params:oauth:client-assertion-type:jwt-bearer` and a `client_assertion` JWT
+	// it signed (RS384, ES384 or RS256) with a key the admin registered: `iss` and `sub` its
+	// client id, `aud` this token endpoint, `exp` within five minutes, a `jti` used once.
+	// Errors are OAuth's (`invalid_grant`, `invalid_client`, …).
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /oauth/token (the `OauthToken` operationId).
+	OauthTokenWithFormdataBodyWithResponse(ctx context.Context, body OauthTokenFormdataRequestBody, reqEditors ...RequestEditorFn) (*OauthTokenResponse, error)
+
+	// OauthUserinfoWithResponse Who the token's person is (OpenID Connect)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /oauth/userinfo (the `OauthUserinfo` operationId).
+	OauthUserinfoWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*OauthUserinfoResponse, error)
 
 	// GetOpenapiYamlWithResponse This document
 	//
@@ -35706,6 +37309,213 @@ func (r DeleteSlotsByIdResponse) ContentType() string {
 	return ""
 }
 
+type GetSmartClientsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SmartClientList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSmartClientsResponse) GetJSON200() *SmartClientList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSmartClientsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetSmartClientsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSmartClientsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSmartClientsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSmartClientsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSmartClientsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostSmartClientsResponse429Headers the declared response headers of an HTTP 429 response for PostSmartClients
+type PostSmartClientsResponse429Headers struct {
+	RetryAfter *int
+}
+
+type PostSmartClientsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *SmartClientResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostSmartClientsResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r PostSmartClientsResponse) GetJSON201() *SmartClientResponse {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostSmartClientsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostSmartClientsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostSmartClientsResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostSmartClientsResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostSmartClientsResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PostSmartClientsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PostSmartClientsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostSmartClientsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostSmartClientsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostSmartClientsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeleteSmartClientsByIdResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DataTrue
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteSmartClientsByIdResponse) GetJSON200() *DataTrue {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteSmartClientsByIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteSmartClientsByIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteSmartClientsByIdResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteSmartClientsByIdResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteSmartClientsByIdResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteSmartClientsByIdResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteSmartClientsByIdResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // PostTokensRefreshResponse429Headers the declared response headers of an HTTP 429 response for PostTokensRefresh
 type PostTokensRefreshResponse429Headers struct {
 	RetryAfter *int
@@ -41015,6 +42825,47 @@ func (r GetWebhooksEventsResponse) ContentType() string {
 	return ""
 }
 
+type GetSmartConfigurationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SmartConfiguration
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSmartConfigurationResponse) GetJSON200() *SmartConfiguration {
+	return r.JSON200
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSmartConfigurationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSmartConfigurationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSmartConfigurationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSmartConfigurationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // FhirAppointmentBookResponse201Headers the declared response headers of an HTTP 201 response for FhirAppointmentBook
 type FhirAppointmentBookResponse201Headers struct {
 	Location *string
@@ -42157,6 +44008,313 @@ func (r GetMetricsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetMetricsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetOAuthDiscoveryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *map[string]interface{}
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetOAuthDiscoveryResponse) GetJSON200() *map[string]interface{} {
+	return r.JSON200
+}
+
+// GetBody returns the raw response body bytes
+func (r GetOAuthDiscoveryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetOAuthDiscoveryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetOAuthDiscoveryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetOAuthDiscoveryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type OauthAuthorizeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r OauthAuthorizeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r OauthAuthorizeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r OauthAuthorizeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r OauthAuthorizeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type OauthAuthorizeCallbackResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r OauthAuthorizeCallbackResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r OauthAuthorizeCallbackResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r OauthAuthorizeCallbackResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r OauthAuthorizeCallbackResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type OauthIntrospectResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *map[string]interface{}
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r OauthIntrospectResponse) GetJSON200() *map[string]interface{} {
+	return r.JSON200
+}
+
+// GetBody returns the raw response body bytes
+func (r OauthIntrospectResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r OauthIntrospectResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r OauthIntrospectResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r OauthIntrospectResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type OauthKeysResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *map[string]interface{}
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r OauthKeysResponse) GetJSON200() *map[string]interface{} {
+	return r.JSON200
+}
+
+// GetBody returns the raw response body bytes
+func (r OauthKeysResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r OauthKeysResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r OauthKeysResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r OauthKeysResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type OauthRevokeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+}
+
+// GetBody returns the raw response body bytes
+func (r OauthRevokeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r OauthRevokeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r OauthRevokeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r OauthRevokeResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type OauthTokenResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SmartTokenResponse
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r OauthTokenResponse) GetJSON200() *SmartTokenResponse {
+	return r.JSON200
+}
+
+// GetBody returns the raw response body bytes
+func (r OauthTokenResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r OauthTokenResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r OauthTokenResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r OauthTokenResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type OauthUserinfoResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *map[string]interface{}
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r OauthUserinfoResponse) GetJSON200() *map[string]interface{} {
+	return r.JSON200
+}
+
+// GetBody returns the raw response body bytes
+func (r OauthUserinfoResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r OauthUserinfoResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r OauthUserinfoResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r OauthUserinfoResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -44146,6 +46304,94 @@ func (c *ClientWithResponses) DeleteSlotsByIdWithResponse(ctx context.Context, i
 		return nil, err
 	}
 	return ParseDeleteSlotsByIdResponse(rsp)
+}
+
+// GetSmartClientsWithResponse The clinic's registered apps
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api_v3/smart/clients (the `GetSmartClients` operationId).
+func (c *ClientWithResponses) GetSmartClientsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetSmartClientsResponse, error) {
+	rsp, err := c.GetSmartClients(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSmartClientsResponse(rsp)
+}
+
+// PostSmartClientsWithBodyWithResponse Register an app
+//
+// `kind` is `public` (a browser or device app: PKCE alone), `confidential` (its server
+// keeps the `client_secret` this answer alone shows) or `backend` (a service that signs
+// its own assertions: `jwks`, its public keys, and `scopes`, the system read scopes it
+// may have, such as `system/*.rs`). A public or confidential app's `redirect_uris` are
+// matched exactly; https, or http on localhost or 127.0.0.1 for development. At most
+// 100 apps a clinic.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/smart/clients (the `PostSmartClients` operationId).
+func (c *ClientWithResponses) PostSmartClientsWithBodyWithResponse(ctx context.Context, params *PostSmartClientsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSmartClientsResponse, error) {
+	rsp, err := c.PostSmartClientsWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostSmartClientsResponse(rsp)
+}
+
+// PostSmartClientsWithResponse Register an app
+//
+// `kind` is `public` (a browser or device app: PKCE alone), `confidential` (its server
+// keeps the `client_secret` this answer alone shows) or `backend` (a service that signs
+// its own assertions: `jwks`, its public keys, and `scopes`, the system read scopes it
+// may have, such as `system/*.rs`). A public or confidential app's `redirect_uris` are
+// matched exactly; https, or http on localhost or 127.0.0.1 for development. At most
+// 100 apps a clinic.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/smart/clients (the `PostSmartClients` operationId).
+func (c *ClientWithResponses) PostSmartClientsWithResponse(ctx context.Context, params *PostSmartClientsParams, body PostSmartClientsJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSmartClientsResponse, error) {
+	rsp, err := c.PostSmartClients(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostSmartClientsResponse(rsp)
+}
+
+// PostSmartClientsWithFormdataBodyWithResponse Register an app
+//
+// `kind` is `public` (a browser or device app: PKCE alone), `confidential` (its server
+// keeps the `client_secret` this answer alone shows) or `backend` (a service that signs
+// its own assertions: `jwks`, its public keys, and `scopes`, the system read scopes it
+// may have, such as `system/*.rs`). A public or confidential app's `redirect_uris` are
+// matched exactly; https, or http on localhost or 127.0.0.1 for development. At most
+// 100 apps a clinic.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/smart/clients (the `PostSmartClients` operationId).
+func (c *ClientWithResponses) PostSmartClientsWithFormdataBodyWithResponse(ctx context.Context, params *PostSmartClientsParams, body PostSmartClientsFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostSmartClientsResponse, error) {
+	rsp, err := c.PostSmartClientsWithFormdataBody(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostSmartClientsResponse(rsp)
+}
+
+// DeleteSmartClientsByIdWithResponse Revoke an app
+//
+// Its tokens stop working at once, refresh tokens included; the app stays listed, revoked.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api_v3/smart/clients/{id} (the `DeleteSmartClientsById` operationId).
+func (c *ClientWithResponses) DeleteSmartClientsByIdWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteSmartClientsByIdResponse, error) {
+	rsp, err := c.DeleteSmartClientsById(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteSmartClientsByIdResponse(rsp)
 }
 
 // PostTokensRefreshWithBodyWithResponse Rotate a refresh token
@@ -46163,6 +48409,21 @@ func (c *ClientWithResponses) GetWebhooksEventsWithResponse(ctx context.Context,
 	return ParseGetWebhooksEventsResponse(rsp)
 }
 
+// GetSmartConfigurationWithResponse The SMART configuration of the FHIR API
+//
+// Where the authorization server is, and what it supports (SMART App Launch 2.x discovery). Needs no credentials.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /fhir/R4/.well-known/smart-configuration (the `GetSmartConfiguration` operationId).
+func (c *ClientWithResponses) GetSmartConfigurationWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetSmartConfigurationResponse, error) {
+	rsp, err := c.GetSmartConfiguration(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSmartConfigurationResponse(rsp)
+}
+
 // FhirAppointmentBookWithBodyWithResponse Book a time (Appointment/$book)
 //
 // The body is the Appointment `$find` proposed or `$hold` answered (or a Parameters
@@ -46756,6 +49017,176 @@ func (c *ClientWithResponses) GetMetricsWithResponse(ctx context.Context, reqEdi
 		return nil, err
 	}
 	return ParseGetMetricsResponse(rsp)
+}
+
+// GetOAuthDiscoveryWithResponse OpenID Connect discovery of the authorization server
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /oauth/.well-known/openid-configuration (the `GetOAuthDiscovery` operationId).
+func (c *ClientWithResponses) GetOAuthDiscoveryWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOAuthDiscoveryResponse, error) {
+	rsp, err := c.GetOAuthDiscovery(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetOAuthDiscoveryResponse(rsp)
+}
+
+// OauthAuthorizeWithResponse Start an app's sign-in (authorization code)
+//
+// OAuth 2 authorization request: `response_type=code`, `client_id`, `redirect_uri`
+// (registered exactly), `scope`, `state`, `aud` (this server's FHIR base, else 400),
+// `code_challenge` with `code_challenge_method=S256` (required; its absence or `plain` is
+// sent back to the app as `invalid_request`). The person is sent to the consent page
+// (`/oauth/consent/{id}`, signing in to the app's clinic first), then back to the app
+// with `code` and `state`, or `error=access_denied`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /oauth/authorize (the `OauthAuthorize` operationId).
+func (c *ClientWithResponses) OauthAuthorizeWithResponse(ctx context.Context, params *OauthAuthorizeParams, reqEditors ...RequestEditorFn) (*OauthAuthorizeResponse, error) {
+	rsp, err := c.OauthAuthorize(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseOauthAuthorizeResponse(rsp)
+}
+
+// OauthAuthorizeCallbackWithResponse Finish an approved sign-in
+//
+// Where the consent page sends the person once they allowed the app; the app gets its code.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /oauth/authorize/callback (the `OauthAuthorizeCallback` operationId).
+func (c *ClientWithResponses) OauthAuthorizeCallbackWithResponse(ctx context.Context, params *OauthAuthorizeCallbackParams, reqEditors ...RequestEditorFn) (*OauthAuthorizeCallbackResponse, error) {
+	rsp, err := c.OauthAuthorizeCallback(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseOauthAuthorizeCallbackResponse(rsp)
+}
+
+// OauthIntrospectWithBodyWithResponse Whether a token is live, and what it grants (RFC 7662)
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /oauth/introspect (the `OauthIntrospect` operationId).
+func (c *ClientWithResponses) OauthIntrospectWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*OauthIntrospectResponse, error) {
+	rsp, err := c.OauthIntrospectWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseOauthIntrospectResponse(rsp)
+}
+
+// OauthIntrospectWithFormdataBodyWithResponse Whether a token is live, and what it grants (RFC 7662)
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /oauth/introspect (the `OauthIntrospect` operationId).
+func (c *ClientWithResponses) OauthIntrospectWithFormdataBodyWithResponse(ctx context.Context, body OauthIntrospectFormdataRequestBody, reqEditors ...RequestEditorFn) (*OauthIntrospectResponse, error) {
+	rsp, err := c.OauthIntrospectWithFormdataBody(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseOauthIntrospectResponse(rsp)
+}
+
+// OauthKeysWithResponse The keys tokens are signed with (JWKS)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /oauth/keys (the `OauthKeys` operationId).
+func (c *ClientWithResponses) OauthKeysWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*OauthKeysResponse, error) {
+	rsp, err := c.OauthKeys(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseOauthKeysResponse(rsp)
+}
+
+// OauthRevokeWithBodyWithResponse Revoke a token (RFC 7009)
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /oauth/revoke (the `OauthRevoke` operationId).
+func (c *ClientWithResponses) OauthRevokeWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*OauthRevokeResponse, error) {
+	rsp, err := c.OauthRevokeWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseOauthRevokeResponse(rsp)
+}
+
+// OauthRevokeWithFormdataBodyWithResponse Revoke a token (RFC 7009)
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /oauth/revoke (the `OauthRevoke` operationId).
+func (c *ClientWithResponses) OauthRevokeWithFormdataBodyWithResponse(ctx context.Context, body OauthRevokeFormdataRequestBody, reqEditors ...RequestEditorFn) (*OauthRevokeResponse, error) {
+	rsp, err := c.OauthRevokeWithFormdataBody(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseOauthRevokeResponse(rsp)
+}
+
+// OauthTokenWithBodyWithResponse Exchange a code, a refresh token or a backend service's assertion for tokens
+//
+// `grant_type=authorization_code` with `code`, `redirect_uri`, `client_id` and the
+// PKCE `code_verifier` (always); a confidential app authenticates with HTTP Basic.
+// `grant_type=refresh_token`: the refresh token is used once and a new one answered.
+// `grant_type=client_credentials` for a backend service, with `client_assertion_type`
+// `urn:ietf:params:oauth:client-assertion-type:jwt-bearer` and a `client_assertion` JWT
+// it signed (RS384, ES384 or RS256) with a key the admin registered: `iss` and `sub` its
+// client id, `aud` this token endpoint, `exp` within five minutes, a `jti` used once.
+// Errors are OAuth's (`invalid_grant`, `invalid_client`, …).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /oauth/token (the `OauthToken` operationId).
+func (c *ClientWithResponses) OauthTokenWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*OauthTokenResponse, error) {
+	rsp, err := c.OauthTokenWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseOauthTokenResponse(rsp)
+}
+
+// OauthTokenWithFormdataBodyWithResponse Exchange a code, a refresh token or a backend service's assertion for tokens
+//
+// `grant_type=authorization_code` with `code`, `redirect_uri`, `client_id` and the
+// PKCE `code_verifier` (always); a confidential app authenticates with HTTP Basic.
+// `grant_type=refresh_token`: the refresh token is used once and a new one answered.
+// `grant_type=client_credentials` for a backend service, with `client_assertion_type`
+// `urn:ietf:params:oauth:client-assertion-type:jwt-bearer` and a `client_assertion` JWT
+// it signed (RS384, ES384 or RS256) with a key the admin registered: `iss` and `sub` its
+// client id, `aud` this token endpoint, `exp` within five minutes, a `jti` used once.
+// Errors are OAuth's (`invalid_grant`, `invalid_client`, …).
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /oauth/token (the `OauthToken` operationId).
+func (c *ClientWithResponses) OauthTokenWithFormdataBodyWithResponse(ctx context.Context, body OauthTokenFormdataRequestBody, reqEditors ...RequestEditorFn) (*OauthTokenResponse, error) {
+	rsp, err := c.OauthTokenWithFormdataBody(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseOauthTokenResponse(rsp)
+}
+
+// OauthUserinfoWithResponse Who the token's person is (OpenID Connect)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /oauth/userinfo (the `OauthUserinfo` operationId).
+func (c *ClientWithResponses) OauthUserinfoWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*OauthUserinfoResponse, error) {
+	rsp, err := c.OauthUserinfo(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseOauthUserinfoResponse(rsp)
 }
 
 // GetOpenapiYamlWithResponse This document
@@ -51561,6 +53992,174 @@ func ParseDeleteSlotsByIdResponse(rsp *http.Response) (*DeleteSlotsByIdResponse,
 	return response, nil
 }
 
+// ParseGetSmartClientsResponse parses an HTTP response from a GetSmartClientsWithResponse call
+func ParseGetSmartClientsResponse(rsp *http.Response) (*GetSmartClientsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSmartClientsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SmartClientList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePostSmartClientsResponse parses an HTTP response from a PostSmartClientsWithResponse call
+func ParsePostSmartClientsResponse(rsp *http.Response) (*PostSmartClientsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostSmartClientsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest SmartClientResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostSmartClientsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteSmartClientsByIdResponse parses an HTTP response from a DeleteSmartClientsByIdWithResponse call
+func ParseDeleteSmartClientsByIdResponse(rsp *http.Response) (*DeleteSmartClientsByIdResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteSmartClientsByIdResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DataTrue
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParsePostTokensRefreshResponse parses an HTTP response from a PostTokensRefreshWithResponse call
 func ParsePostTokensRefreshResponse(rsp *http.Response) (*PostTokensRefreshResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -56201,6 +58800,32 @@ func ParseGetWebhooksEventsResponse(rsp *http.Response) (*GetWebhooksEventsRespo
 	return response, nil
 }
 
+// ParseGetSmartConfigurationResponse parses an HTTP response from a GetSmartConfigurationWithResponse call
+func ParseGetSmartConfigurationResponse(rsp *http.Response) (*GetSmartConfigurationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSmartConfigurationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SmartConfiguration
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseFhirAppointmentBookResponse parses an HTTP response from a FhirAppointmentBookWithResponse call
 func ParseFhirAppointmentBookResponse(rsp *http.Response) (*FhirAppointmentBookResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -57126,6 +59751,196 @@ func ParseGetMetricsResponse(rsp *http.Response) (*GetMetricsResponse, error) {
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetOAuthDiscoveryResponse parses an HTTP response from a GetOAuthDiscoveryWithResponse call
+func ParseGetOAuthDiscoveryResponse(rsp *http.Response) (*GetOAuthDiscoveryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetOAuthDiscoveryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest map[string]interface{}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseOauthAuthorizeResponse parses an HTTP response from a OauthAuthorizeWithResponse call
+func ParseOauthAuthorizeResponse(rsp *http.Response) (*OauthAuthorizeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &OauthAuthorizeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
+// ParseOauthAuthorizeCallbackResponse parses an HTTP response from a OauthAuthorizeCallbackWithResponse call
+func ParseOauthAuthorizeCallbackResponse(rsp *http.Response) (*OauthAuthorizeCallbackResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &OauthAuthorizeCallbackResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
+// ParseOauthIntrospectResponse parses an HTTP response from a OauthIntrospectWithResponse call
+func ParseOauthIntrospectResponse(rsp *http.Response) (*OauthIntrospectResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &OauthIntrospectResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest map[string]interface{}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 401:
+		break // No content-type
+
+	}
+
+	return response, nil
+}
+
+// ParseOauthKeysResponse parses an HTTP response from a OauthKeysWithResponse call
+func ParseOauthKeysResponse(rsp *http.Response) (*OauthKeysResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &OauthKeysResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest map[string]interface{}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseOauthRevokeResponse parses an HTTP response from a OauthRevokeWithResponse call
+func ParseOauthRevokeResponse(rsp *http.Response) (*OauthRevokeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &OauthRevokeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
+// ParseOauthTokenResponse parses an HTTP response from a OauthTokenWithResponse call
+func ParseOauthTokenResponse(rsp *http.Response) (*OauthTokenResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &OauthTokenResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SmartTokenResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 400:
+		break // No content-type
+
+	case rsp.StatusCode == 401:
+		break // No content-type
+
+	}
+
+	return response, nil
+}
+
+// ParseOauthUserinfoResponse parses an HTTP response from a OauthUserinfoWithResponse call
+func ParseOauthUserinfoResponse(rsp *http.Response) (*OauthUserinfoResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &OauthUserinfoResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest map[string]interface{}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 401:
+		break // No content-type
 
 	}
 

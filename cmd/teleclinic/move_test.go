@@ -532,6 +532,35 @@ func buildMoveFixture(t *testing.T, e *testenv.Env) *moveFixture {
 	add("admin", admin, "/api_v3/billing/coupons")
 	add("admin", admin, "/api_v3/webhooks/deliveries")
 	add("admin", admin, "/api_v3/account/settings")
+	// A SMART app, a sign-in in flight, a token it holds, the signing key
+	// and a backend service's used assertion id: the authorization
+	// server's rows move with the clinic (the apps' tokens keep working).
+	if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/smart/clients", Header: admin,
+		JSON: json.RawMessage(`{"name": "Diary", "kind": "public", "redirect_uris": ["https://diary.example.com/app"]}`)}); res.Status != 201 {
+		t.Fatalf("smart client: %s", res.Raw)
+	}
+	ctx = context.Background()
+	var clientID string
+	if err := e.Store.DB().QueryRow("SELECT client_id FROM oauth_clients").Scan(&clientID); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.App.StartOAuthRequest(ctx, &clinic.OAuthRequest{ClientID: clientID, Params: []byte(`{"scopes": ["openid"]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	var acctID int64
+	if err := e.Store.DB().QueryRow("SELECT account_id FROM oauth_clients").Scan(&acctID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.App.IssueOAuthToken(ctx, &clinic.OAuthToken{AccountID: acctID, ClientID: clientID, UserID: idNum(t, patID), Scopes: []string{"patient/*.rs"}}, true, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.App.OAuthSigningKey(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Store.Write().UseOAuthAssertion(ctx, clientID+" jti-1", e.Clock.Now().Unix()+300, e.Clock.Now().Unix()); err != nil {
+		t.Fatal(err)
+	}
+	add("admin", admin, "/api_v3/smart/clients")
 	return fx
 }
 

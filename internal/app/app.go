@@ -132,6 +132,8 @@ type App struct {
 	reads sharedReads
 	// avail holds availability answers for their second (availcache.go).
 	avail availCache
+	// oauthKey is the SMART token signing key, once read (smart.go).
+	oauthKey oauthKey
 
 	webhooks        *webhook.Client
 	webhookKick     chan struct{}
@@ -279,10 +281,19 @@ func (a *App) Audit(ctx context.Context, p *clinic.Principal, action, objType, o
 
 func (a *App) auditEntry(p *clinic.Principal, action, objType, objID, outcome string) *clinic.AuditEntry {
 	return &clinic.AuditEntry{
-		AccountID: p.Account.ID, ActorKind: p.Kind.String(), ActorUserID: p.UserID(),
+		AccountID: p.Account.ID, ActorKind: actorKind(p), ActorUserID: p.UserID(),
 		Action: action, ObjectType: objType, ObjectID: objID, Outcome: outcome,
 		RequestID: p.RequestID, Created: a.Unix(),
 	}
+}
+
+// actorKind is the credential an audit entry names: with an app's
+// token, the app too (every use of a SMART grant is audited as the app's).
+func actorKind(p *clinic.Principal) string {
+	if p.Grant != nil {
+		return p.Kind.String() + ":app:" + p.Grant.ClientID
+	}
+	return p.Kind.String()
 }
 
 // AuditIn appends an audit entry through q, inside the caller's transaction.

@@ -22,6 +22,9 @@ type Credentials struct {
 	// Portal says the token is a portal session's cookie: only there is a
 	// session that opens one visit (visitlinks.go) a credential.
 	Portal bool
+	// FHIR says the request is to the FHIR API: only there is an app's
+	// SMART access token a credential (smart.go).
+	FHIR bool
 }
 
 // Need says which credential an endpoint accepts (spec: Authentication).
@@ -69,6 +72,13 @@ func (a *App) Authenticate(ctx context.Context, c Credentials, need Need) (*clin
 	}
 	if c.APIToken == "" {
 		return nil, unauthenticated("Missing API token: send X-ApiToken.")
+	}
+	if looksLikeJWT(c.APIToken) {
+		// An app's SMART access token (smart.go): for the FHIR API only.
+		if !c.FHIR || need != NeedUser {
+			return nil, unauthenticated("An app's access token opens the FHIR API only.")
+		}
+		return a.appPrincipal(ctx, c, p, c.APIToken)
 	}
 	h := HashSecret(c.APIToken)
 	// User tokens are by far the most common, so they are looked up first.

@@ -61,11 +61,21 @@ type permFixture struct {
 	p1Code              string
 	visitID, intakeID   int64
 	fileID, endpointID  int64
-	slotID              int64 // a published slot, weeks ahead of the bookings the rows try
+	slotID              int64  // a published slot, weeks ahead of the bookings the rows try
+	oauthClient         string // a SMART app of the first clinic
 	notificationID      int64
 	intake              *clinic.Intake
 	markers             []string // text only the patient's data holds
 	clinicMarkers       []string // text only the first clinic's data holds
+}
+
+// oauthRequest starts a sign-in request of the first clinic's app.
+func (f *permFixture) oauthRequest() string {
+	r := &clinic.OAuthRequest{ClientID: f.oauthClient, Params: []byte(`{"scopes": ["openid", "patient/*.rs"], "redirect_uri": "https://diary.example.com/app"}`)}
+	if err := f.env.App.StartOAuthRequest(context.Background(), r); err != nil {
+		f.env.T.Fatal(err)
+	}
+	return r.ID
 }
 
 // TestPermissions_EveryOperation calls every exported App operation that
@@ -169,6 +179,27 @@ func TestPermissions_EveryOperation(t *testing.T) {
 // noPrincipal are the operations that take no Principal, or take one
 // only to record it, and why.
 var noPrincipal = map[string]string{
+	// The SMART authorization server's protocol steps (package smart): the
+	// protocol authenticates the app (client id, secret, code and PKCE, a
+	// refresh token, a signed assertion) before it calls them; a person
+	// only ever acts through ApproveOAuthRequest, which has a row.
+	"OAuthIssuer":           "the authorization server's address, public",
+	"OAuthCryptoSeed":       "a key the authorization server derives from the server key, for itself",
+	"OAuthClient":           "a protocol step: the app named by a client id",
+	"CheckOAuthSecret":      "a protocol step: checks an app's secret",
+	"StartOAuthRequest":     "a protocol step: keeps an authorize request the protocol checked",
+	"OAuthRequest":          "a protocol step: a request in flight, by its unguessable id",
+	"OAuthRequestClinic":    "which clinic's sign-in a request needs, before anyone is signed in: its code only",
+	"OAuthRequestByCode":    "a protocol step: the request a code (a secret) was issued for",
+	"SaveOAuthCode":         "a protocol step: ties a code to an approved request",
+	"EndOAuthRequest":       "a protocol step: forgets a request whose code was used",
+	"IssueOAuthToken":       "a protocol step: the token of an approved request or a verified refresh or assertion",
+	"OAuthTokenByRefresh":   "a protocol step: the token a refresh token (a secret) renews",
+	"OAuthToken":            "a protocol step: a token by its id, for a token the server signed",
+	"RevokeOAuthToken":      "RFC 7009: whoever holds a token may revoke it",
+	"OAuthUser":             "a protocol step: the person a token is for, for its ID token",
+	"OAuthSigningKey":       "the server's token signing key, for the protocol",
+	"VerifyClientAssertion": "a protocol step: authenticates a backend service by its signed assertion",
 	// The core the families built on the app (app/billing, app/calls) use.
 	"Audit":                    "the core: records the caller's audit entry, the operation's own check came first",
 	"AuditIn":                  "the core: records the caller's audit entry, the operation's own check came first",
@@ -744,6 +775,27 @@ func permRows(f *permFixture) map[string]permRow {
 		"UpdatePatient": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return a.UpdatePatient(ctx, p, f.p1.UserID(), app.PatientInput{FirstName: "Planted", LastName: "Name"}, -1)
 		}},
+		"RegisterOAuthClient": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return a.RegisterOAuthClient(ctx, p, app.OAuthClientInput{Name: "Planted", Kind: clinic.ClientPublic, RedirectURIs: []string{"https://planted.example.com/app"}})
+		}},
+		"OAuthClients": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return a.OAuthClients(ctx, p)
+		}},
+		"RevokeOAuthClient": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return nil, a.RevokeOAuthClient(ctx, p, 999999)
+		}},
+		// Anyone signed in to the clinic may answer its apps' sign-in
+		// requests (a request is nobody's until approved); another clinic's
+		// people may not. Each call answers a request of its own.
+		"OAuthConsentFor": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return a.OAuthConsentFor(ctx, p, f.oauthRequest())
+		}},
+		"ApproveOAuthRequest": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return a.ApproveOAuthRequest(ctx, p, f.oauthRequest())
+		}},
+		"DenyOAuthRequest": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return a.DenyOAuthRequest(ctx, p, f.oauthRequest())
+		}},
 		"WebhookEndpoints": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return a.WebhookEndpoints(ctx, p)
 		}},
@@ -809,6 +861,9 @@ func newPermFixture(t *testing.T) *permFixture {
 		DateStart: "2026-04-20", DateEnd: "2026-04-20", TimeStart: "09:00", TimeEnd: "09:15", Timezone: "UTC", Duration: 15})
 	must(err)
 	f.slotID = published.Slots[0].ID
+	rc, err := a.RegisterOAuthClient(ctx, f.admin, app.OAuthClientInput{Name: "Acme Diary", Kind: clinic.ClientPublic, RedirectURIs: []string{"https://diary.example.com/app"}})
+	must(err)
+	f.oauthClient = rc.ClientID
 	reason := "acme-reason-text"
 	f.intake, err = a.CreateIntake(ctx, f.p1, app.IntakeInput{RoomCode: "main", ReasonForVisit: &reason})
 	must(err)

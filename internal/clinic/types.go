@@ -313,6 +313,9 @@ type Principal struct {
 	// VisitScope, when not 0, is the one visit the credential opens: a
 	// portal session started by a link an email carried (app/visitlinks.go).
 	VisitScope int64
+	// Grant, when not nil, narrows the credential to what an app was
+	// granted: a SMART access token (app/smart.go).
+	Grant *Grant
 }
 
 // IsAdmin reports whether the caller has the clinic's full admin permissions.
@@ -532,4 +535,68 @@ type IdempotencyRecord struct {
 	ContentType string
 	Body        []byte
 	Created     int64
+}
+
+// OAuth client kinds: a SMART app a person signs in to, in a browser or on
+// a device (public, no secret: PKCE alone), one with a server that keeps a
+// secret (confidential), and a backend service that signs its own
+// assertions with a key the admin registered (SMART Backend Services).
+const (
+	ClientPublic       = "public"
+	ClientConfidential = "confidential"
+	ClientBackend      = "backend"
+)
+
+// OAuthClient is an app the clinic admin registered to use the clinic's
+// FHIR API by SMART App Launch.
+type OAuthClient struct {
+	ID, AccountID int64
+	ClientID      string
+	Name          string
+	Kind          string
+	SecretHash    string
+	RedirectURIs  []string // exact, as the app sends them
+	JWKS          string   // a backend service's public keys, a JSON Web Key Set
+	Scopes        []string // a backend service's system scopes
+	Revoked       int64    // when the admin revoked it; 0 while it may be used
+	Created       int64
+}
+
+// OAuthRequest is an authorize request from the app's redirect to the
+// exchange of its code: done once the person approved it (AuthTime).
+type OAuthRequest struct {
+	ID        string
+	AccountID int64
+	ClientID  string
+	Params    []byte // the request's parameters as the authorization server keeps them (JSON)
+	UserID    int64
+	PatientID int64
+	Scopes    []string // as granted
+	AuthTime  int64
+	Expires   int64
+}
+
+// OAuthToken is an access token an app holds (its id is the token's jti)
+// and, with offline_access, the refresh token that renews it.
+type OAuthToken struct {
+	ID             string
+	AccountID      int64
+	ClientID       string
+	UserID         int64 // 0 for a backend service
+	PatientID      int64 // the launch's patient, 0 for none
+	Scopes         []string
+	AuthTime       int64
+	Expires        int64
+	RefreshHash    string
+	RefreshExpires int64
+	Revoked        int64
+	Created        int64
+}
+
+// Grant is what an app's access token lets it do, on top of (never beyond)
+// the person's role: its SMART scopes and its launch's patient.
+type Grant struct {
+	ClientID  string
+	Scopes    []string
+	PatientID int64
 }

@@ -48,6 +48,9 @@ func (s *Server) Search(w http.ResponseWriter, r *http.Request, p *clinic.Princi
 	if err != nil {
 		return err
 	}
+	if err := granted(p, t.name, 's'); err != nil {
+		return err
+	}
 	q, err := parseFHIRQuery(r.URL.Query(), t.search...)
 	if err != nil {
 		return err
@@ -85,6 +88,16 @@ func (s *Server) Search(w http.ResponseWriter, r *http.Request, p *clinic.Princi
 	return writeFHIR(w, http.StatusOK, s.bundle(r, window(rs, q), len(rs), q))
 }
 
+// granted refuses what the caller's app was not granted (its SMART
+// scopes): perm is c, r, u, d or s on resources of typ. The role's rules
+// stand behind it, in app; a grant narrows them and never widens.
+func granted(p *clinic.Principal, typ string, perm byte) error {
+	if app.GrantAllows(p.Grant, typ, perm) {
+		return nil
+	}
+	return clinic.Errorf(clinic.EForbidden, "This app was not granted %q on %s; its scopes are: %s.", string(perm), typ, strings.Join(p.Grant.Scopes, " "))
+}
+
 // window is the page of rs that q asks for.
 func window(rs []resource, q *fhirQuery) []resource {
 	return rs[min(q.offset, len(rs)):min(q.offset+q.count, len(rs))]
@@ -94,6 +107,9 @@ func window(rs []resource, q *fhirQuery) []resource {
 func (s *Server) Read(w http.ResponseWriter, r *http.Request, p *clinic.Principal) error {
 	t, err := lookup(r.PathValue("type"))
 	if err != nil {
+		return err
+	}
+	if err := granted(p, t.name, 'r'); err != nil {
 		return err
 	}
 	if _, err := parseFHIRQuery(r.URL.Query()); err != nil {
@@ -113,6 +129,9 @@ func (s *Server) Read(w http.ResponseWriter, r *http.Request, p *clinic.Principa
 // every resource of their record the caller may read, in one search set
 // (_since keeps those changed since an instant).
 func (s *Server) Everything(w http.ResponseWriter, r *http.Request, p *clinic.Principal) error {
+	if err := granted(p, "Patient", 'r'); err != nil {
+		return err
+	}
 	patient, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || patient <= 0 {
 		return clinic.Errorf(clinic.ENotFound, "Patient/%s not found.", r.PathValue("id"))
@@ -143,6 +162,9 @@ func (s *Server) Everything(w http.ResponseWriter, r *http.Request, p *clinic.Pr
 	total, from, to := 0, q.offset, q.offset+q.count
 	for i := range types {
 		t := &types[i]
+		if !app.GrantAllows(p.Grant, t.name, 'r') {
+			continue // a type the caller's app may not read
+		}
 		list, long := longLists[t.name]
 		if !long {
 			rs := filter(t.draw(rec), q)

@@ -98,6 +98,9 @@ func toFHIRSlot(acct *clinic.Account, sl clinic.Slot, r *clinic.Room, now int64)
 // Schedule is GET /fhir/R4/Schedule/{id}: a provider's schedule, whose
 // slots Slot?schedule=Schedule/{id} lists.
 func (s *Server) Schedule(w http.ResponseWriter, r *http.Request, p *clinic.Principal) error {
+	if err := granted(p, "Schedule", 'r'); err != nil {
+		return err
+	}
 	n, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || n <= 0 {
 		return clinic.Errorf(clinic.ENotFound, "Schedule/%s not found.", r.PathValue("id"))
@@ -112,6 +115,9 @@ func (s *Server) Schedule(w http.ResponseWriter, r *http.Request, p *clinic.Prin
 
 // Slot is GET /fhir/R4/Slot/{id}.
 func (s *Server) Slot(w http.ResponseWriter, r *http.Request, p *clinic.Principal) error {
+	if err := granted(p, "Slot", 'r'); err != nil {
+		return err
+	}
 	n, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || n <= 0 {
 		return clinic.Errorf(clinic.ENotFound, "Slot/%s not found.", r.PathValue("id"))
@@ -130,6 +136,9 @@ func (s *Server) Slot(w http.ResponseWriter, r *http.Request, p *clinic.Principa
 // (free, busy, busy-tentative), _count at a time; the next link goes on
 // after the page's last slot.
 func (s *Server) Slots(w http.ResponseWriter, r *http.Request, p *clinic.Principal) error {
+	if err := granted(p, "Slot", 's'); err != nil {
+		return err
+	}
 	qv := r.URL.Query()
 	if err := onlyParams(qv, "start", "schedule", "service-type", "status", "_count", "_after", "_format"); err != nil {
 		return err
@@ -214,6 +223,9 @@ func (s *Server) searchSet(r *http.Request, page []resource) *fhirBundle {
 // given). Each is an Appointment with status proposed and the slots it
 // would take.
 func (s *Server) Find(w http.ResponseWriter, r *http.Request, p *clinic.Principal) error {
+	if err := granted(p, "Slot", 's'); err != nil {
+		return err
+	}
 	qv := r.URL.Query()
 	if r.Method == http.MethodPost {
 		var err error
@@ -490,6 +502,9 @@ func (s *Server) held(p *clinic.Principal, rq *appointmentRequest, h *app.Hold) 
 // (app.HoldTTL, renewed by holding again), answered as a pending
 // Appointment whose identifier $book names.
 func (s *Server) Hold(w http.ResponseWriter, r *http.Request, p *clinic.Principal) error {
+	if err := granted(p, "Appointment", 'c'); err != nil {
+		return err
+	}
 	in, err := readAppointment(r)
 	if err != nil {
 		return err
@@ -511,6 +526,9 @@ func (s *Server) Hold(w http.ResponseWriter, r *http.Request, p *clinic.Principa
 // until it is, the time is held and the answer is 402 with the amount and
 // the intake to pay.
 func (s *Server) Book(w http.ResponseWriter, r *http.Request, p *clinic.Principal) error {
+	if err := granted(p, "Appointment", 'c'); err != nil {
+		return err
+	}
 	in, err := readAppointment(r)
 	if err != nil {
 		return err
@@ -585,6 +603,9 @@ func cmpOr(v, def string) string {
 // (application/json-patch+json) that replaces the status — cancelled, or
 // noshow — and, with it, the cancelationReason.
 func (s *Server) Patch(w http.ResponseWriter, r *http.Request, p *clinic.Principal) error {
+	if err := granted(p, "Appointment", 'u'); err != nil {
+		return err
+	}
 	var ops []struct {
 		Op    string          `json:"op"`
 		Path  string          `json:"path"`

@@ -85,6 +85,9 @@ func readPatient(r *http.Request, acct *clinic.Account) (*patientIn, app.Patient
 // has it (200) rather than making another; a new one is 201, with its
 // Location and ETag.
 func (s *Server) Create(w http.ResponseWriter, r *http.Request, p *clinic.Principal) error {
+	if err := granted(p, r.PathValue("type"), 'c'); err != nil {
+		return err
+	}
 	if r.PathValue("type") != "Patient" {
 		return clinic.Errorf(clinic.EInvalid, "This server creates Patient resources; %s are written through their operations, or not at all.", r.PathValue("type"))
 	}
@@ -114,6 +117,9 @@ func (s *Server) Create(w http.ResponseWriter, r *http.Request, p *clinic.Princi
 // by the clinic admin or the patient; If-Match (W/"<versionId>") refuses
 // a change to a version the patient no longer has (412).
 func (s *Server) Update(w http.ResponseWriter, r *http.Request, p *clinic.Principal) error {
+	if err := granted(p, r.PathValue("type"), 'u'); err != nil {
+		return err
+	}
 	switch r.PathValue("type") {
 	case "Appointment":
 		return s.updateAppointment(w, r, p)

@@ -268,6 +268,21 @@ func matrix() map[string]profile {
 		"GET /fhir/R4/Patient/{id}/$everything":                         pRecords,
 		"POST /fhir/R4/{type}":                                          pUsersDenied,
 		"PUT /fhir/R4/{type}/{id}":                                      pPatientOnly,
+		// The SMART authorization server authenticates apps by its own
+		// protocol (client ids, codes, PKCE, assertions): the API's
+		// headers give no one anything there. The apps are the admin's.
+		"GET /fhir/R4/.well-known/smart-configuration": pPublic,
+		"GET /oauth/.well-known/openid-configuration":  pPublic,
+		"GET /oauth/authorize":                         pPublic,
+		"GET /oauth/authorize/callback":                pPublic,
+		"POST /oauth/token":                            pPublic,
+		"GET /oauth/keys":                              pPublic,
+		"POST /oauth/revoke":                           pPublic,
+		"POST /oauth/introspect":                       pPublic,
+		"GET /oauth/userinfo":                          prof(refuse, nil), // an app's token only
+		"GET /api_v3/smart/clients":                    pAdmin,
+		"POST /api_v3/smart/clients":                   pAdmin,
+		"DELETE /api_v3/smart/clients/{id}":            pAdminMissing,
 		// Scheduling: any user of the clinic finds, holds and books (the
 		// matrix sends no body, so each is let through to a 400; who may
 		// book or cancel for whom is TestFHIR_Scheduling's); the slot and

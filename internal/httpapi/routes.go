@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"net/http"
+
 	"teleclinic/internal/app"
 )
 
@@ -191,6 +193,20 @@ func (s *Server) registerRoutes() {
 	s.handleRaw("POST", "/fhir/R4/{type}", app.NeedUser, famFHIR, fhirRoute(s.fhir.Create))
 	s.handleRaw("PUT", "/fhir/R4/{type}/{id}", app.NeedUser, famFHIR, fhirRoute(s.fhir.Update))
 	s.handle("GET", "/fhir/R4/Patient/{id}/$everything", app.NeedUser, famFHIR, fhirRoute(s.fhir.Everything))
+	// SMART App Launch (smart/): the FHIR API's SMART configuration, the
+	// authorization server's addresses, and the apps the admin registers.
+	s.handleProtocol("GET", "/fhir/R4/.well-known/smart-configuration", http.HandlerFunc(s.smart.Configuration))
+	s.handleProtocol("GET", "/oauth/.well-known/openid-configuration", s.smart)
+	s.handleProtocol("GET", "/oauth/authorize", s.smart)
+	s.handleProtocol("GET", "/oauth/authorize/callback", s.smart)
+	s.handleProtocol("POST", "/oauth/token", s.smart)
+	s.handleProtocol("GET", "/oauth/keys", s.smart)
+	s.handleProtocol("POST", "/oauth/revoke", s.smart)
+	s.handleProtocol("POST", "/oauth/introspect", s.smart)
+	s.handleProtocol("GET", "/oauth/userinfo", s.smart)
+	s.handle("GET", "/api_v3/smart/clients", app.NeedAdmin, famCode, s.listSmartClients)
+	s.handle("POST", "/api_v3/smart/clients", app.NeedAdmin, famCode, s.createSmartClient)
+	s.handle("DELETE", "/api_v3/smart/clients/{id}", app.NeedAdmin, famCode, s.revokeSmartClient)
 	// Scheduling by the standard (fhir/scheduling.go).
 	s.handle("GET", "/fhir/R4/Slot", app.NeedUser, famFHIR, fhirRoute(s.fhir.Slots))
 	s.handle("GET", "/fhir/R4/Slot/{id}", app.NeedUser, famFHIR, fhirRoute(s.fhir.Slot))

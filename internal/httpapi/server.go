@@ -22,6 +22,7 @@ import (
 	"teleclinic/internal/fhir"
 	"teleclinic/internal/live"
 	"teleclinic/internal/metrics"
+	"teleclinic/internal/smart"
 )
 
 // Config holds the HTTP layer's settings.
@@ -70,6 +71,7 @@ type Server struct {
 	billing *billing.Service
 	calls   *calls.Service
 	fhir    *fhir.Server
+	smart   *smart.Server
 	log     *slog.Logger
 	cfg     Config
 	mux     *http.ServeMux
@@ -95,6 +97,9 @@ type Route struct {
 	// rawBody leaves the body unparsed for the handler, which reads its
 	// bytes (up to the body limit): a signature covers them.
 	rawBody bool
+	// protocol is a route of a protocol another package serves whole (the
+	// SMART authorization server): it authenticates and answers itself.
+	protocol bool
 }
 
 // handlerFunc is an endpoint: it writes its success response itself and
@@ -144,21 +149,47 @@ func New(a *app.App, log *slog.Logger, cfg Config) *Server {
 		cfg.KeepAlive = live.KeepAlive
 	}
 	b := billing.New(a.Core())
-	s := &Server{app: a, billing: b, calls: calls.New(a.Core()), fhir: fhir.New(a, b), log: log, cfg: cfg, mux: http.NewServeMux(), lists: make(chan struct{}, cfg.MaxSlotLists)}
+	sm, err := smart.New(a)
+	if err != nil {
+		// Only a base address the authorization server cannot issue
+		// tokens under fails; serve checks it before it comes here.
+		panic("httpapi: the SMART authorization server: " + err.Error())
+	}
+	s := &Server{app: a, billing: b, calls: calls.New(a.Core()), fhir: fhir.New(a, b), smart: sm, log: log, cfg: cfg, mux: http.NewServeMux(), lists: make(chan struct{}, cfg.MaxSlotLists)}
 	s.registerRoutes()
 	s.handler = http.HandlerFunc(s.serve)
+	// The FHIR API and the authorization server answer every origin: a
+	// SMART app runs in the browser of whoever uses it, its credential is
+	// a bearer token it holds (never a cookie), so no origin gains a
+	// right by being let in.
+	open := cors.New(cors.Options{
+		AllowedOrigins: []string{"*"},
+		AllowedMethods: []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch},
+		AllowedHeaders: []string{"Authorization", "Content-Type", "Accept", "If-Match", "If-None-Exist", "Prefer", "X-AccountCode", "X-ApiToken"},
+		ExposedHeaders: []string{"Location", "ETag", "Content-Location", "X-Request-Id", "Retry-After"},
+		MaxAge:         600,
+	}).Handler(s.handler)
+	api := s.handler
 	if len(cfg.CORSOrigins) > 0 {
 		// The API's credentials are headers, never cookies, so a browser
 		// app on another origin sends them itself and no credentialed CORS
 		// is needed.
 		s.handler = cors.New(cors.Options{
 			AllowedOrigins: cfg.CORSOrigins,
-			AllowedMethods: []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete},
+			AllowedMethods: []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete},
 			AllowedHeaders: []string{"Content-Type", "X-AccountCode", "X-ApiToken", "X-ApiKey", "X-ApiSecret", "Idempotency-Key", "X-Request-Id", "Last-Event-ID", "Authorization"},
 			ExposedHeaders: []string{"X-Request-Id", "Retry-After", "Idempotent-Replayed", "Content-Disposition", "Link"},
 			MaxAge:         600,
 		}).Handler(s.handler)
+		api = s.handler
 	}
+	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/fhir/R4/") || strings.HasPrefix(r.URL.Path, "/oauth/") {
+			open.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
 	return s
 }
 
@@ -192,6 +223,14 @@ func (s *Server) handleSlotList(method, path string, need app.Need, fam family, 
 	s.add(Route{Method: method, Path: path, need: need, fam: fam, h: h, lim: limits{body: s.cfg.MaxBodyBytes}, bounded: true})
 }
 
+// handleProtocol registers an address of a protocol h serves whole (its
+// own authentication, parsing and errors): listed with the routes, so it
+// is documented and in the authorization matrix like them.
+func (s *Server) handleProtocol(method, path string, h http.Handler) {
+	s.routes = append(s.routes, Route{Method: method, Path: path, need: app.NeedNone, protocol: true})
+	s.mux.Handle(method+" "+path, h)
+}
+
 func (s *Server) add(rt Route) {
 	s.routes = append(s.routes, rt)
 	s.mux.Handle(rt.Method+" "+rt.Path, s.adapt(rt))
@@ -213,6 +252,7 @@ func (s *Server) adapt(rt Route) http.Handler {
 			RequestID:   info.ID(),
 			ClientAddr:  edge.ClientAddr(r),
 		}
+		creds.FHIR = rt.fam == famFHIR
 		if rt.fam == famFHIR && creds.APIToken == "" {
 			// FHIR clients send their token as a bearer token.
 			if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {

@@ -66,6 +66,10 @@ func portalMatrix() map[string]string {
 		"POST /admin/providers": "RRDDDADDA",
 		// Anyone may sign out.
 		"POST /signout": "AAAAAAAAA",
+		// An app's sign-in request that does not exist: nothing to show or
+		// decide, signed in or not.
+		"GET /oauth/consent/{id}":  "DDDDDDDDD",
+		"POST /oauth/consent/{id}": "RRDDDDDDD",
 		// A visit link that is not one: nobody gets in.
 		"GET /v/{token}":        "DDDDDDDDD",
 		"POST /v/{token}":       "DDDDDDDDD",
