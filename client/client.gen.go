@@ -1648,6 +1648,42 @@ func (e PostVisitsParamsType) Valid() bool {
 	}
 }
 
+// Defines values for FhirExportSystemParamsOutputFormat.
+const (
+	FhirExportSystemParamsOutputFormatApplicationfhirNdjson FhirExportSystemParamsOutputFormat = "application/fhir+ndjson"
+	FhirExportSystemParamsOutputFormatApplicationndjson     FhirExportSystemParamsOutputFormat = "application/ndjson"
+	FhirExportSystemParamsOutputFormatNdjson                FhirExportSystemParamsOutputFormat = "ndjson"
+)
+
+// Valid indicates whether the value is a known member of the FhirExportSystemParamsOutputFormat enum.
+func (e FhirExportSystemParamsOutputFormat) Valid() bool {
+	switch e {
+	case FhirExportSystemParamsOutputFormatApplicationfhirNdjson:
+		return true
+	case FhirExportSystemParamsOutputFormatApplicationndjson:
+		return true
+	case FhirExportSystemParamsOutputFormatNdjson:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FhirExportSystemParamsPrefer.
+const (
+	FhirExportSystemParamsPreferRespondAsync FhirExportSystemParamsPrefer = "respond-async"
+)
+
+// Valid indicates whether the value is a known member of the FhirExportSystemParamsPrefer enum.
+func (e FhirExportSystemParamsPrefer) Valid() bool {
+	switch e {
+	case FhirExportSystemParamsPreferRespondAsync:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for FhirAppointmentFindParamsFormat.
 const (
 	FhirAppointmentFindParamsFormatApplicationfhirJson FhirAppointmentFindParamsFormat = "application/fhir+json"
@@ -1663,6 +1699,78 @@ func (e FhirAppointmentFindParamsFormat) Valid() bool {
 	case FhirAppointmentFindParamsFormatApplicationjson:
 		return true
 	case FhirAppointmentFindParamsFormatJson:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FhirExportGroupParamsOutputFormat.
+const (
+	FhirExportGroupParamsOutputFormatApplicationfhirNdjson FhirExportGroupParamsOutputFormat = "application/fhir+ndjson"
+	FhirExportGroupParamsOutputFormatApplicationndjson     FhirExportGroupParamsOutputFormat = "application/ndjson"
+	FhirExportGroupParamsOutputFormatNdjson                FhirExportGroupParamsOutputFormat = "ndjson"
+)
+
+// Valid indicates whether the value is a known member of the FhirExportGroupParamsOutputFormat enum.
+func (e FhirExportGroupParamsOutputFormat) Valid() bool {
+	switch e {
+	case FhirExportGroupParamsOutputFormatApplicationfhirNdjson:
+		return true
+	case FhirExportGroupParamsOutputFormatApplicationndjson:
+		return true
+	case FhirExportGroupParamsOutputFormatNdjson:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FhirExportGroupParamsPrefer.
+const (
+	FhirExportGroupParamsPreferRespondAsync FhirExportGroupParamsPrefer = "respond-async"
+)
+
+// Valid indicates whether the value is a known member of the FhirExportGroupParamsPrefer enum.
+func (e FhirExportGroupParamsPrefer) Valid() bool {
+	switch e {
+	case FhirExportGroupParamsPreferRespondAsync:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FhirExportPatientsParamsOutputFormat.
+const (
+	FhirExportPatientsParamsOutputFormatApplicationfhirNdjson FhirExportPatientsParamsOutputFormat = "application/fhir+ndjson"
+	FhirExportPatientsParamsOutputFormatApplicationndjson     FhirExportPatientsParamsOutputFormat = "application/ndjson"
+	FhirExportPatientsParamsOutputFormatNdjson                FhirExportPatientsParamsOutputFormat = "ndjson"
+)
+
+// Valid indicates whether the value is a known member of the FhirExportPatientsParamsOutputFormat enum.
+func (e FhirExportPatientsParamsOutputFormat) Valid() bool {
+	switch e {
+	case FhirExportPatientsParamsOutputFormatApplicationfhirNdjson:
+		return true
+	case FhirExportPatientsParamsOutputFormatApplicationndjson:
+		return true
+	case FhirExportPatientsParamsOutputFormatNdjson:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FhirExportPatientsParamsPrefer.
+const (
+	FhirExportPatientsParamsPreferRespondAsync FhirExportPatientsParamsPrefer = "respond-async"
+)
+
+// Valid indicates whether the value is a known member of the FhirExportPatientsParamsPrefer enum.
+func (e FhirExportPatientsParamsPrefer) Valid() bool {
+	switch e {
+	case FhirExportPatientsParamsPreferRespondAsync:
 		return true
 	default:
 		return false
@@ -2475,6 +2583,19 @@ type EventTypeList struct {
 		Description string `json:"description"`
 		Type        string `json:"type"`
 	} `json:"data"`
+}
+
+// ExportManifest A FHIR Bulk Data export's manifest.
+type ExportManifest struct {
+	Error  []map[string]interface{} `json:"error"`
+	Output []struct {
+		Count *int   `json:"count,omitempty"`
+		Type  string `json:"type"`
+		Url   string `json:"url"`
+	} `json:"output"`
+	Request             string `json:"request"`
+	RequiresAccessToken bool   `json:"requiresAccessToken"`
+	TransactionTime     string `json:"transactionTime"`
 }
 
 // FHIRBundle A FHIR R4 Bundle of type searchset.
@@ -6041,6 +6162,20 @@ type GetWebhooksEndpointsByIdDeliveriesParams struct {
 	Before *string `form:"before,omitempty" json:"before,omitempty"`
 }
 
+// FhirExportSystemParams defines parameters for FhirExportSystem.
+type FhirExportSystemParams struct {
+	UnderscoreType         *string                             `form:"_type,omitempty" json:"_type,omitempty"`
+	UnderscoreSince        *string                             `form:"_since,omitempty" json:"_since,omitempty"`
+	UnderscoreOutputFormat *FhirExportSystemParamsOutputFormat `form:"_outputFormat,omitempty" json:"_outputFormat,omitempty"`
+	Prefer                 FhirExportSystemParamsPrefer        `json:"Prefer"`
+}
+
+// FhirExportSystemParamsOutputFormat defines parameters for FhirExportSystem.
+type FhirExportSystemParamsOutputFormat string
+
+// FhirExportSystemParamsPrefer defines parameters for FhirExportSystem.
+type FhirExportSystemParamsPrefer string
+
 // FhirAppointmentFindParams defines parameters for FhirAppointmentFind.
 type FhirAppointmentFindParams struct {
 	ServiceType      string                           `form:"service-type" json:"service-type"`
@@ -6059,6 +6194,34 @@ type FhirAppointmentPatchJSONBody = []map[string]interface{}
 
 // FhirAppointmentPatchApplicationJSONPatchPlusJSONBody defines parameters for FhirAppointmentPatch.
 type FhirAppointmentPatchApplicationJSONPatchPlusJSONBody = []map[string]interface{}
+
+// FhirExportGroupParams defines parameters for FhirExportGroup.
+type FhirExportGroupParams struct {
+	UnderscoreType         *string                            `form:"_type,omitempty" json:"_type,omitempty"`
+	UnderscoreSince        *string                            `form:"_since,omitempty" json:"_since,omitempty"`
+	UnderscoreOutputFormat *FhirExportGroupParamsOutputFormat `form:"_outputFormat,omitempty" json:"_outputFormat,omitempty"`
+	Prefer                 FhirExportGroupParamsPrefer        `json:"Prefer"`
+}
+
+// FhirExportGroupParamsOutputFormat defines parameters for FhirExportGroup.
+type FhirExportGroupParamsOutputFormat string
+
+// FhirExportGroupParamsPrefer defines parameters for FhirExportGroup.
+type FhirExportGroupParamsPrefer string
+
+// FhirExportPatientsParams defines parameters for FhirExportPatients.
+type FhirExportPatientsParams struct {
+	UnderscoreType         *string                               `form:"_type,omitempty" json:"_type,omitempty"`
+	UnderscoreSince        *string                               `form:"_since,omitempty" json:"_since,omitempty"`
+	UnderscoreOutputFormat *FhirExportPatientsParamsOutputFormat `form:"_outputFormat,omitempty" json:"_outputFormat,omitempty"`
+	Prefer                 FhirExportPatientsParamsPrefer        `json:"Prefer"`
+}
+
+// FhirExportPatientsParamsOutputFormat defines parameters for FhirExportPatients.
+type FhirExportPatientsParamsOutputFormat string
+
+// FhirExportPatientsParamsPrefer defines parameters for FhirExportPatients.
+type FhirExportPatientsParamsPrefer string
 
 // FhirPatientEverythingParams defines parameters for FhirPatientEverything.
 type FhirPatientEverythingParams struct {
@@ -12029,6 +12192,44 @@ type ClientInterface interface {
 	// Corresponds with GET /api_v3/webhooks/events (the `GetWebhooksEvents` operationId).
 	GetWebhooksEvents(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// FhirExportSystem Export the whole clinic ($export)
+	//
+	// The clinic's patients' records and the providers of their visits.
+	// FHIR Bulk Data 2.0: send `Prefer: respond-async`; the answer is 202 with the job's
+	// status address in `Content-Location`. `_type` (comma separated, repeatable) names
+	// the types (every type the caller's grant reads when none is named); `_since` keeps
+	// the resources changed at or after an instant; `_outputFormat` is
+	// `application/fhir+ndjson`. The caller is the clinic: a SMART backend service's
+	// token (system scopes; `client_credentials` with a `private_key_jwt` assertion) or
+	// the admin token. A worker reads the patients a page at a time and writes one NDJSON
+	// file per type to the blob store, kept 24 hours. Audited as `export.start`, and each
+	// patient's record as it is read.
+	//
+	// Corresponds with GET /fhir/R4/$export (the `FhirExportSystem` operationId).
+	FhirExportSystem(ctx context.Context, params *FhirExportSystemParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FhirExportFile One NDJSON file of a finished export
+	//
+	// Streamed from the blob store; one resource a line. Audited as `export.download`.
+	//
+	// Corresponds with GET /fhir/R4/$export-file/{id}/{name} (the `FhirExportFile` operationId).
+	FhirExportFile(ctx context.Context, id string, name string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FhirExportCancel Cancel an export, and remove its files
+	//
+	// Corresponds with DELETE /fhir/R4/$export-status/{id} (the `FhirExportCancel` operationId).
+	FhirExportCancel(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FhirExportStatus An export's status, and its manifest once done
+	//
+	// 202 with `X-Progress` (and `Retry-After`) while it runs; 200 with the Bulk Data
+	// manifest once done (`output`: each type's file and count; `requiresAccessToken`:
+	// the files take the same credential); 500 with an OperationOutcome when it failed;
+	// 404 once cancelled or expired. A job is its starter's: another service's is 404.
+	//
+	// Corresponds with GET /fhir/R4/$export-status/{id} (the `FhirExportStatus` operationId).
+	FhirExportStatus(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetSmartConfiguration The SMART configuration of the FHIR API
 	//
 	// Where the authorization server is, and what it supports (SMART App Launch 2.x discovery). Needs no credentials.
@@ -12228,6 +12429,38 @@ type ClientInterface interface {
 	//
 	// Corresponds with PATCH /fhir/R4/Appointment/{id} (the `FhirAppointmentPatch` operationId).
 	FhirAppointmentPatchWithApplicationJSONPatchPlusJSONBody(ctx context.Context, id string, body FhirAppointmentPatchApplicationJSONPatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FhirExportGroup Export a room's patients (Group/{id}/$export)
+	//
+	// A group is a room, by its code: the patients who filed an intake in it.
+	// FHIR Bulk Data 2.0: send `Prefer: respond-async`; the answer is 202 with the job's
+	// status address in `Content-Location`. `_type` (comma separated, repeatable) names
+	// the types (every type the caller's grant reads when none is named); `_since` keeps
+	// the resources changed at or after an instant; `_outputFormat` is
+	// `application/fhir+ndjson`. The caller is the clinic: a SMART backend service's
+	// token (system scopes; `client_credentials` with a `private_key_jwt` assertion) or
+	// the admin token. A worker reads the patients a page at a time and writes one NDJSON
+	// file per type to the blob store, kept 24 hours. Audited as `export.start`, and each
+	// patient's record as it is read.
+	//
+	// Corresponds with GET /fhir/R4/Group/{id}/$export (the `FhirExportGroup` operationId).
+	FhirExportGroup(ctx context.Context, id string, params *FhirExportGroupParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FhirExportPatients Export every patient's record (Patient/$export)
+	//
+	// Every patient's compartment (no Practitioner).
+	// FHIR Bulk Data 2.0: send `Prefer: respond-async`; the answer is 202 with the job's
+	// status address in `Content-Location`. `_type` (comma separated, repeatable) names
+	// the types (every type the caller's grant reads when none is named); `_since` keeps
+	// the resources changed at or after an instant; `_outputFormat` is
+	// `application/fhir+ndjson`. The caller is the clinic: a SMART backend service's
+	// token (system scopes; `client_credentials` with a `private_key_jwt` assertion) or
+	// the admin token. A worker reads the patients a page at a time and writes one NDJSON
+	// file per type to the blob store, kept 24 hours. Audited as `export.start`, and each
+	// patient's record as it is read.
+	//
+	// Corresponds with GET /fhir/R4/Patient/$export (the `FhirExportPatients` operationId).
+	FhirExportPatients(ctx context.Context, params *FhirExportPatientsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FhirPatientEverything Everything of one patient's record
 	//
@@ -17326,6 +17559,84 @@ func (c *Client) GetWebhooksEvents(ctx context.Context, reqEditors ...RequestEdi
 	return c.Client.Do(req)
 }
 
+// FhirExportSystem Export the whole clinic ($export)
+//
+// The clinic's patients' records and the providers of their visits.
+// FHIR Bulk Data 2.0: send `Prefer: respond-async`; the answer is 202 with the job's
+// status address in `Content-Location`. `_type` (comma separated, repeatable) names
+// the types (every type the caller's grant reads when none is named); `_since` keeps
+// the resources changed at or after an instant; `_outputFormat` is
+// `application/fhir+ndjson`. The caller is the clinic: a SMART backend service's
+// token (system scopes; `client_credentials` with a `private_key_jwt` assertion) or
+// the admin token. A worker reads the patients a page at a time and writes one NDJSON
+// file per type to the blob store, kept 24 hours. Audited as `export.start`, and each
+// patient's record as it is read.
+//
+// Corresponds with GET /fhir/R4/$export (the `FhirExportSystem` operationId).
+func (c *Client) FhirExportSystem(ctx context.Context, params *FhirExportSystemParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFhirExportSystemRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FhirExportFile One NDJSON file of a finished export
+//
+// Streamed from the blob store; one resource a line. Audited as `export.download`.
+//
+// Corresponds with GET /fhir/R4/$export-file/{id}/{name} (the `FhirExportFile` operationId).
+func (c *Client) FhirExportFile(ctx context.Context, id string, name string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFhirExportFileRequest(c.Server, id, name)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FhirExportCancel Cancel an export, and remove its files
+//
+// Corresponds with DELETE /fhir/R4/$export-status/{id} (the `FhirExportCancel` operationId).
+func (c *Client) FhirExportCancel(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFhirExportCancelRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FhirExportStatus An export's status, and its manifest once done
+//
+// 202 with `X-Progress` (and `Retry-After`) while it runs; 200 with the Bulk Data
+// manifest once done (`output`: each type's file and count; `requiresAccessToken`:
+// the files take the same credential); 500 with an OperationOutcome when it failed;
+// 404 once cancelled or expired. A job is its starter's: another service's is 404.
+//
+// Corresponds with GET /fhir/R4/$export-status/{id} (the `FhirExportStatus` operationId).
+func (c *Client) FhirExportStatus(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFhirExportStatusRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetSmartConfiguration The SMART configuration of the FHIR API
 //
 // Where the authorization server is, and what it supports (SMART App Launch 2.x discovery). Needs no credentials.
@@ -17656,6 +17967,58 @@ func (c *Client) FhirAppointmentPatch(ctx context.Context, id string, body FhirA
 // Corresponds with PATCH /fhir/R4/Appointment/{id} (the `FhirAppointmentPatch` operationId).
 func (c *Client) FhirAppointmentPatchWithApplicationJSONPatchPlusJSONBody(ctx context.Context, id string, body FhirAppointmentPatchApplicationJSONPatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewFhirAppointmentPatchRequestWithApplicationJSONPatchPlusJSONBody(c.Server, id, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FhirExportGroup Export a room's patients (Group/{id}/$export)
+//
+// A group is a room, by its code: the patients who filed an intake in it.
+// FHIR Bulk Data 2.0: send `Prefer: respond-async`; the answer is 202 with the job's
+// status address in `Content-Location`. `_type` (comma separated, repeatable) names
+// the types (every type the caller's grant reads when none is named); `_since` keeps
+// the resources changed at or after an instant; `_outputFormat` is
+// `application/fhir+ndjson`. The caller is the clinic: a SMART backend service's
+// token (system scopes; `client_credentials` with a `private_key_jwt` assertion) or
+// the admin token. A worker reads the patients a page at a time and writes one NDJSON
+// file per type to the blob store, kept 24 hours. Audited as `export.start`, and each
+// patient's record as it is read.
+//
+// Corresponds with GET /fhir/R4/Group/{id}/$export (the `FhirExportGroup` operationId).
+func (c *Client) FhirExportGroup(ctx context.Context, id string, params *FhirExportGroupParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFhirExportGroupRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FhirExportPatients Export every patient's record (Patient/$export)
+//
+// Every patient's compartment (no Practitioner).
+// FHIR Bulk Data 2.0: send `Prefer: respond-async`; the answer is 202 with the job's
+// status address in `Content-Location`. `_type` (comma separated, repeatable) names
+// the types (every type the caller's grant reads when none is named); `_since` keeps
+// the resources changed at or after an instant; `_outputFormat` is
+// `application/fhir+ndjson`. The caller is the clinic: a SMART backend service's
+// token (system scopes; `client_credentials` with a `private_key_jwt` assertion) or
+// the admin token. A worker reads the patients a page at a time and writes one NDJSON
+// file per type to the blob store, kept 24 hours. Audited as `export.start`, and each
+// patient's record as it is read.
+//
+// Corresponds with GET /fhir/R4/Patient/$export (the `FhirExportPatients` operationId).
+func (c *Client) FhirExportPatients(ctx context.Context, params *FhirExportPatientsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFhirExportPatientsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -26857,6 +27220,206 @@ func NewGetWebhooksEventsRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewFhirExportSystemRequest constructs an http.Request for the FhirExportSystem method
+func NewFhirExportSystemRequest(server string, params *FhirExportSystemParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/fhir/R4/$export")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.UnderscoreType != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "_type", *params.UnderscoreType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UnderscoreSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "_since", *params.UnderscoreSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UnderscoreOutputFormat != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "_outputFormat", *params.UnderscoreOutputFormat, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Prefer", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewFhirExportFileRequest constructs an http.Request for the FhirExportFile method
+func NewFhirExportFileRequest(server string, id string, name string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	var pathParam1 string
+
+	pathParam1, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/fhir/R4/$export-file/%s/%s", pathParam0, pathParam1)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewFhirExportCancelRequest constructs an http.Request for the FhirExportCancel method
+func NewFhirExportCancelRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/fhir/R4/$export-status/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewFhirExportStatusRequest constructs an http.Request for the FhirExportStatus method
+func NewFhirExportStatusRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/fhir/R4/$export-status/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetSmartConfigurationRequest constructs an http.Request for the GetSmartConfiguration method
 func NewGetSmartConfigurationRequest(server string) (*http.Request, error) {
 	var err error
@@ -27201,6 +27764,195 @@ func NewFhirAppointmentPatchRequestWithBody(server string, id string, contentTyp
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewFhirExportGroupRequest constructs an http.Request for the FhirExportGroup method
+func NewFhirExportGroupRequest(server string, id string, params *FhirExportGroupParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/fhir/R4/Group/%s/$export", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.UnderscoreType != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "_type", *params.UnderscoreType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UnderscoreSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "_since", *params.UnderscoreSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UnderscoreOutputFormat != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "_outputFormat", *params.UnderscoreOutputFormat, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Prefer", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewFhirExportPatientsRequest constructs an http.Request for the FhirExportPatients method
+func NewFhirExportPatientsRequest(server string, params *FhirExportPatientsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/fhir/R4/Patient/$export")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.UnderscoreType != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "_type", *params.UnderscoreType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UnderscoreSince != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "_since", *params.UnderscoreSince, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UnderscoreOutputFormat != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "_outputFormat", *params.UnderscoreOutputFormat, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("Prefer", headerParam0)
+
+	}
 
 	return req, nil
 }
@@ -31072,6 +31824,52 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api_v3/webhooks/events (the `GetWebhooksEvents` operationId).
 	GetWebhooksEventsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetWebhooksEventsResponse, error)
 
+	// FhirExportSystemWithResponse Export the whole clinic ($export)
+	//
+	// The clinic's patients' records and the providers of their visits.
+	// FHIR Bulk Data 2.0: send `Prefer: respond-async`; the answer is 202 with the job's
+	// status address in `Content-Location`. `_type` (comma separated, repeatable) names
+	// the types (every type the caller's grant reads when none is named); `_since` keeps
+	// the resources changed at or after an instant; `_outputFormat` is
+	// `application/fhir+ndjson`. The caller is the clinic: a SMART backend service's
+	// token (system scopes; `client_credentials` with a `private_key_jwt` assertion) or
+	// the admin token. A worker reads the patients a page at a time and writes one NDJSON
+	// file per type to the blob store, kept 24 hours. Audited as `export.start`, and each
+	// patient's record as it is read.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /fhir/R4/$export (the `FhirExportSystem` operationId).
+	FhirExportSystemWithResponse(ctx context.Context, params *FhirExportSystemParams, reqEditors ...RequestEditorFn) (*FhirExportSystemResponse, error)
+
+	// FhirExportFileWithResponse One NDJSON file of a finished export
+	//
+	// Streamed from the blob store; one resource a line. Audited as `export.download`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /fhir/R4/$export-file/{id}/{name} (the `FhirExportFile` operationId).
+	FhirExportFileWithResponse(ctx context.Context, id string, name string, reqEditors ...RequestEditorFn) (*FhirExportFileResponse, error)
+
+	// FhirExportCancelWithResponse Cancel an export, and remove its files
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /fhir/R4/$export-status/{id} (the `FhirExportCancel` operationId).
+	FhirExportCancelWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*FhirExportCancelResponse, error)
+
+	// FhirExportStatusWithResponse An export's status, and its manifest once done
+	//
+	// 202 with `X-Progress` (and `Retry-After`) while it runs; 200 with the Bulk Data
+	// manifest once done (`output`: each type's file and count; `requiresAccessToken`:
+	// the files take the same credential); 500 with an OperationOutcome when it failed;
+	// 404 once cancelled or expired. A job is its starter's: another service's is 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /fhir/R4/$export-status/{id} (the `FhirExportStatus` operationId).
+	FhirExportStatusWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*FhirExportStatusResponse, error)
+
 	// GetSmartConfigurationWithResponse The SMART configuration of the FHIR API
 	//
 	// Where the authorization server is, and what it supports (SMART App Launch 2.x discovery). Needs no credentials.
@@ -31275,6 +32073,42 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with PATCH /fhir/R4/Appointment/{id} (the `FhirAppointmentPatch` operationId).
 	FhirAppointmentPatchWithApplicationJSONPatchPlusJSONBodyWithResponse(ctx context.Context, id string, body FhirAppointmentPatchApplicationJSONPatchPlusJSONRequestBody, reqEditors ...RequestEditorFn) (*FhirAppointmentPatchResponse, error)
+
+	// FhirExportGroupWithResponse Export a room's patients (Group/{id}/$export)
+	//
+	// A group is a room, by its code: the patients who filed an intake in it.
+	// FHIR Bulk Data 2.0: send `Prefer: respond-async`; the answer is 202 with the job's
+	// status address in `Content-Location`. `_type` (comma separated, repeatable) names
+	// the types (every type the caller's grant reads when none is named); `_since` keeps
+	// the resources changed at or after an instant; `_outputFormat` is
+	// `application/fhir+ndjson`. The caller is the clinic: a SMART backend service's
+	// token (system scopes; `client_credentials` with a `private_key_jwt` assertion) or
+	// the admin token. A worker reads the patients a page at a time and writes one NDJSON
+	// file per type to the blob store, kept 24 hours. Audited as `export.start`, and each
+	// patient's record as it is read.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /fhir/R4/Group/{id}/$export (the `FhirExportGroup` operationId).
+	FhirExportGroupWithResponse(ctx context.Context, id string, params *FhirExportGroupParams, reqEditors ...RequestEditorFn) (*FhirExportGroupResponse, error)
+
+	// FhirExportPatientsWithResponse Export every patient's record (Patient/$export)
+	//
+	// Every patient's compartment (no Practitioner).
+	// FHIR Bulk Data 2.0: send `Prefer: respond-async`; the answer is 202 with the job's
+	// status address in `Content-Location`. `_type` (comma separated, repeatable) names
+	// the types (every type the caller's grant reads when none is named); `_since` keeps
+	// the resources changed at or after an instant; `_outputFormat` is
+	// `application/fhir+ndjson`. The caller is the clinic: a SMART backend service's
+	// token (system scopes; `client_credentials` with a `private_key_jwt` assertion) or
+	// the admin token. A worker reads the patients a page at a time and writes one NDJSON
+	// file per type to the blob store, kept 24 hours. Audited as `export.start`, and each
+	// patient's record as it is read.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /fhir/R4/Patient/$export (the `FhirExportPatients` operationId).
+	FhirExportPatientsWithResponse(ctx context.Context, params *FhirExportPatientsParams, reqEditors ...RequestEditorFn) (*FhirExportPatientsResponse, error)
 
 	// FhirPatientEverythingWithResponse Everything of one patient's record
 	//
@@ -42825,6 +43659,268 @@ func (r GetWebhooksEventsResponse) ContentType() string {
 	return ""
 }
 
+// FhirExportSystemResponse202Headers the declared response headers of an HTTP 202 response for FhirExportSystem
+type FhirExportSystemResponse202Headers struct {
+	ContentLocation *string
+}
+
+type FhirExportSystemResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationfhirJSON202 the response for an HTTP 202 `application/fhir+json` response
+	ApplicationfhirJSON202 *FHIRResource
+	// ApplicationfhirJSON400 the response for an HTTP 400 `application/fhir+json` response
+	ApplicationfhirJSON400 *FHIRError
+	// ApplicationfhirJSON401 the response for an HTTP 401 `application/fhir+json` response
+	ApplicationfhirJSON401 *FHIRError
+	// ApplicationfhirJSON403 the response for an HTTP 403 `application/fhir+json` response
+	ApplicationfhirJSON403 *FHIRError
+	// ApplicationfhirJSON404 the response for an HTTP 404 `application/fhir+json` response
+	ApplicationfhirJSON404 *FHIRError
+	// ApplicationfhirJSON429 the response for an HTTP 429 `application/fhir+json` response
+	ApplicationfhirJSON429 *FHIRError
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *FhirExportSystemResponse202Headers
+}
+
+// GetApplicationfhirJSON202 returns the response for an HTTP 202 `application/fhir+json` response
+func (r FhirExportSystemResponse) GetApplicationfhirJSON202() *FHIRResource {
+	return r.ApplicationfhirJSON202
+}
+
+// GetApplicationfhirJSON400 returns the response for an HTTP 400 `application/fhir+json` response
+func (r FhirExportSystemResponse) GetApplicationfhirJSON400() *FHIRError {
+	return r.ApplicationfhirJSON400
+}
+
+// GetApplicationfhirJSON401 returns the response for an HTTP 401 `application/fhir+json` response
+func (r FhirExportSystemResponse) GetApplicationfhirJSON401() *FHIRError {
+	return r.ApplicationfhirJSON401
+}
+
+// GetApplicationfhirJSON403 returns the response for an HTTP 403 `application/fhir+json` response
+func (r FhirExportSystemResponse) GetApplicationfhirJSON403() *FHIRError {
+	return r.ApplicationfhirJSON403
+}
+
+// GetApplicationfhirJSON404 returns the response for an HTTP 404 `application/fhir+json` response
+func (r FhirExportSystemResponse) GetApplicationfhirJSON404() *FHIRError {
+	return r.ApplicationfhirJSON404
+}
+
+// GetApplicationfhirJSON429 returns the response for an HTTP 429 `application/fhir+json` response
+func (r FhirExportSystemResponse) GetApplicationfhirJSON429() *FHIRError {
+	return r.ApplicationfhirJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r FhirExportSystemResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FhirExportSystemResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FhirExportSystemResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FhirExportSystemResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type FhirExportFileResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationfhirJSON401 the response for an HTTP 401 `application/fhir+json` response
+	ApplicationfhirJSON401 *FHIRError
+	// ApplicationfhirJSON403 the response for an HTTP 403 `application/fhir+json` response
+	ApplicationfhirJSON403 *FHIRError
+	// ApplicationfhirJSON404 the response for an HTTP 404 `application/fhir+json` response
+	ApplicationfhirJSON404 *FHIRError
+}
+
+// GetApplicationfhirJSON401 returns the response for an HTTP 401 `application/fhir+json` response
+func (r FhirExportFileResponse) GetApplicationfhirJSON401() *FHIRError {
+	return r.ApplicationfhirJSON401
+}
+
+// GetApplicationfhirJSON403 returns the response for an HTTP 403 `application/fhir+json` response
+func (r FhirExportFileResponse) GetApplicationfhirJSON403() *FHIRError {
+	return r.ApplicationfhirJSON403
+}
+
+// GetApplicationfhirJSON404 returns the response for an HTTP 404 `application/fhir+json` response
+func (r FhirExportFileResponse) GetApplicationfhirJSON404() *FHIRError {
+	return r.ApplicationfhirJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r FhirExportFileResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FhirExportFileResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FhirExportFileResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FhirExportFileResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type FhirExportCancelResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationfhirJSON401 the response for an HTTP 401 `application/fhir+json` response
+	ApplicationfhirJSON401 *FHIRError
+	// ApplicationfhirJSON403 the response for an HTTP 403 `application/fhir+json` response
+	ApplicationfhirJSON403 *FHIRError
+	// ApplicationfhirJSON404 the response for an HTTP 404 `application/fhir+json` response
+	ApplicationfhirJSON404 *FHIRError
+}
+
+// GetApplicationfhirJSON401 returns the response for an HTTP 401 `application/fhir+json` response
+func (r FhirExportCancelResponse) GetApplicationfhirJSON401() *FHIRError {
+	return r.ApplicationfhirJSON401
+}
+
+// GetApplicationfhirJSON403 returns the response for an HTTP 403 `application/fhir+json` response
+func (r FhirExportCancelResponse) GetApplicationfhirJSON403() *FHIRError {
+	return r.ApplicationfhirJSON403
+}
+
+// GetApplicationfhirJSON404 returns the response for an HTTP 404 `application/fhir+json` response
+func (r FhirExportCancelResponse) GetApplicationfhirJSON404() *FHIRError {
+	return r.ApplicationfhirJSON404
+}
+
+// GetBody returns the raw response body bytes
+func (r FhirExportCancelResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FhirExportCancelResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FhirExportCancelResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FhirExportCancelResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type FhirExportStatusResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ExportManifest
+	// ApplicationfhirJSON401 the response for an HTTP 401 `application/fhir+json` response
+	ApplicationfhirJSON401 *FHIRError
+	// ApplicationfhirJSON403 the response for an HTTP 403 `application/fhir+json` response
+	ApplicationfhirJSON403 *FHIRError
+	// ApplicationfhirJSON404 the response for an HTTP 404 `application/fhir+json` response
+	ApplicationfhirJSON404 *FHIRError
+	// ApplicationfhirJSON500 the response for an HTTP 500 `application/fhir+json` response
+	ApplicationfhirJSON500 *FHIRError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FhirExportStatusResponse) GetJSON200() *ExportManifest {
+	return r.JSON200
+}
+
+// GetApplicationfhirJSON401 returns the response for an HTTP 401 `application/fhir+json` response
+func (r FhirExportStatusResponse) GetApplicationfhirJSON401() *FHIRError {
+	return r.ApplicationfhirJSON401
+}
+
+// GetApplicationfhirJSON403 returns the response for an HTTP 403 `application/fhir+json` response
+func (r FhirExportStatusResponse) GetApplicationfhirJSON403() *FHIRError {
+	return r.ApplicationfhirJSON403
+}
+
+// GetApplicationfhirJSON404 returns the response for an HTTP 404 `application/fhir+json` response
+func (r FhirExportStatusResponse) GetApplicationfhirJSON404() *FHIRError {
+	return r.ApplicationfhirJSON404
+}
+
+// GetApplicationfhirJSON500 returns the response for an HTTP 500 `application/fhir+json` response
+func (r FhirExportStatusResponse) GetApplicationfhirJSON500() *FHIRError {
+	return r.ApplicationfhirJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r FhirExportStatusResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FhirExportStatusResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FhirExportStatusResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FhirExportStatusResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetSmartConfigurationResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -43261,6 +44357,172 @@ func (r FhirAppointmentPatchResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r FhirAppointmentPatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FhirExportGroupResponse202Headers the declared response headers of an HTTP 202 response for FhirExportGroup
+type FhirExportGroupResponse202Headers struct {
+	ContentLocation *string
+}
+
+type FhirExportGroupResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationfhirJSON202 the response for an HTTP 202 `application/fhir+json` response
+	ApplicationfhirJSON202 *FHIRResource
+	// ApplicationfhirJSON400 the response for an HTTP 400 `application/fhir+json` response
+	ApplicationfhirJSON400 *FHIRError
+	// ApplicationfhirJSON401 the response for an HTTP 401 `application/fhir+json` response
+	ApplicationfhirJSON401 *FHIRError
+	// ApplicationfhirJSON403 the response for an HTTP 403 `application/fhir+json` response
+	ApplicationfhirJSON403 *FHIRError
+	// ApplicationfhirJSON404 the response for an HTTP 404 `application/fhir+json` response
+	ApplicationfhirJSON404 *FHIRError
+	// ApplicationfhirJSON429 the response for an HTTP 429 `application/fhir+json` response
+	ApplicationfhirJSON429 *FHIRError
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *FhirExportGroupResponse202Headers
+}
+
+// GetApplicationfhirJSON202 returns the response for an HTTP 202 `application/fhir+json` response
+func (r FhirExportGroupResponse) GetApplicationfhirJSON202() *FHIRResource {
+	return r.ApplicationfhirJSON202
+}
+
+// GetApplicationfhirJSON400 returns the response for an HTTP 400 `application/fhir+json` response
+func (r FhirExportGroupResponse) GetApplicationfhirJSON400() *FHIRError {
+	return r.ApplicationfhirJSON400
+}
+
+// GetApplicationfhirJSON401 returns the response for an HTTP 401 `application/fhir+json` response
+func (r FhirExportGroupResponse) GetApplicationfhirJSON401() *FHIRError {
+	return r.ApplicationfhirJSON401
+}
+
+// GetApplicationfhirJSON403 returns the response for an HTTP 403 `application/fhir+json` response
+func (r FhirExportGroupResponse) GetApplicationfhirJSON403() *FHIRError {
+	return r.ApplicationfhirJSON403
+}
+
+// GetApplicationfhirJSON404 returns the response for an HTTP 404 `application/fhir+json` response
+func (r FhirExportGroupResponse) GetApplicationfhirJSON404() *FHIRError {
+	return r.ApplicationfhirJSON404
+}
+
+// GetApplicationfhirJSON429 returns the response for an HTTP 429 `application/fhir+json` response
+func (r FhirExportGroupResponse) GetApplicationfhirJSON429() *FHIRError {
+	return r.ApplicationfhirJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r FhirExportGroupResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FhirExportGroupResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FhirExportGroupResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FhirExportGroupResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FhirExportPatientsResponse202Headers the declared response headers of an HTTP 202 response for FhirExportPatients
+type FhirExportPatientsResponse202Headers struct {
+	ContentLocation *string
+}
+
+type FhirExportPatientsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationfhirJSON202 the response for an HTTP 202 `application/fhir+json` response
+	ApplicationfhirJSON202 *FHIRResource
+	// ApplicationfhirJSON400 the response for an HTTP 400 `application/fhir+json` response
+	ApplicationfhirJSON400 *FHIRError
+	// ApplicationfhirJSON401 the response for an HTTP 401 `application/fhir+json` response
+	ApplicationfhirJSON401 *FHIRError
+	// ApplicationfhirJSON403 the response for an HTTP 403 `application/fhir+json` response
+	ApplicationfhirJSON403 *FHIRError
+	// ApplicationfhirJSON404 the response for an HTTP 404 `application/fhir+json` response
+	ApplicationfhirJSON404 *FHIRError
+	// ApplicationfhirJSON429 the response for an HTTP 429 `application/fhir+json` response
+	ApplicationfhirJSON429 *FHIRError
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *FhirExportPatientsResponse202Headers
+}
+
+// GetApplicationfhirJSON202 returns the response for an HTTP 202 `application/fhir+json` response
+func (r FhirExportPatientsResponse) GetApplicationfhirJSON202() *FHIRResource {
+	return r.ApplicationfhirJSON202
+}
+
+// GetApplicationfhirJSON400 returns the response for an HTTP 400 `application/fhir+json` response
+func (r FhirExportPatientsResponse) GetApplicationfhirJSON400() *FHIRError {
+	return r.ApplicationfhirJSON400
+}
+
+// GetApplicationfhirJSON401 returns the response for an HTTP 401 `application/fhir+json` response
+func (r FhirExportPatientsResponse) GetApplicationfhirJSON401() *FHIRError {
+	return r.ApplicationfhirJSON401
+}
+
+// GetApplicationfhirJSON403 returns the response for an HTTP 403 `application/fhir+json` response
+func (r FhirExportPatientsResponse) GetApplicationfhirJSON403() *FHIRError {
+	return r.ApplicationfhirJSON403
+}
+
+// GetApplicationfhirJSON404 returns the response for an HTTP 404 `application/fhir+json` response
+func (r FhirExportPatientsResponse) GetApplicationfhirJSON404() *FHIRError {
+	return r.ApplicationfhirJSON404
+}
+
+// GetApplicationfhirJSON429 returns the response for an HTTP 429 `application/fhir+json` response
+func (r FhirExportPatientsResponse) GetApplicationfhirJSON429() *FHIRError {
+	return r.ApplicationfhirJSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r FhirExportPatientsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FhirExportPatientsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FhirExportPatientsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FhirExportPatientsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -48409,6 +49671,76 @@ func (c *ClientWithResponses) GetWebhooksEventsWithResponse(ctx context.Context,
 	return ParseGetWebhooksEventsResponse(rsp)
 }
 
+// FhirExportSystemWithResponse Export the whole clinic ($export)
+//
+// The clinic's patients' records and the providers of their visits.
+// FHIR Bulk Data 2.0: send `Prefer: respond-async`; the answer is 202 with the job's
+// status address in `Content-Location`. `_type` (comma separated, repeatable) names
+// the types (every type the caller's grant reads when none is named); `_since` keeps
+// the resources changed at or after an instant; `_outputFormat` is
+// `application/fhir+ndjson`. The caller is the clinic: a SMART backend service's
+// token (system scopes; `client_credentials` with a `private_key_jwt` assertion) or
+// the admin token. A worker reads the patients a page at a time and writes one NDJSON
+// file per type to the blob store, kept 24 hours. Audited as `export.start`, and each
+// patient's record as it is read.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /fhir/R4/$export (the `FhirExportSystem` operationId).
+func (c *ClientWithResponses) FhirExportSystemWithResponse(ctx context.Context, params *FhirExportSystemParams, reqEditors ...RequestEditorFn) (*FhirExportSystemResponse, error) {
+	rsp, err := c.FhirExportSystem(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFhirExportSystemResponse(rsp)
+}
+
+// FhirExportFileWithResponse One NDJSON file of a finished export
+//
+// Streamed from the blob store; one resource a line. Audited as `export.download`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /fhir/R4/$export-file/{id}/{name} (the `FhirExportFile` operationId).
+func (c *ClientWithResponses) FhirExportFileWithResponse(ctx context.Context, id string, name string, reqEditors ...RequestEditorFn) (*FhirExportFileResponse, error) {
+	rsp, err := c.FhirExportFile(ctx, id, name, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFhirExportFileResponse(rsp)
+}
+
+// FhirExportCancelWithResponse Cancel an export, and remove its files
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /fhir/R4/$export-status/{id} (the `FhirExportCancel` operationId).
+func (c *ClientWithResponses) FhirExportCancelWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*FhirExportCancelResponse, error) {
+	rsp, err := c.FhirExportCancel(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFhirExportCancelResponse(rsp)
+}
+
+// FhirExportStatusWithResponse An export's status, and its manifest once done
+//
+// 202 with `X-Progress` (and `Retry-After`) while it runs; 200 with the Bulk Data
+// manifest once done (`output`: each type's file and count; `requiresAccessToken`:
+// the files take the same credential); 500 with an OperationOutcome when it failed;
+// 404 once cancelled or expired. A job is its starter's: another service's is 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /fhir/R4/$export-status/{id} (the `FhirExportStatus` operationId).
+func (c *ClientWithResponses) FhirExportStatusWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*FhirExportStatusResponse, error) {
+	rsp, err := c.FhirExportStatus(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFhirExportStatusResponse(rsp)
+}
+
 // GetSmartConfigurationWithResponse The SMART configuration of the FHIR API
 //
 // Where the authorization server is, and what it supports (SMART App Launch 2.x discovery). Needs no credentials.
@@ -48695,6 +50027,54 @@ func (c *ClientWithResponses) FhirAppointmentPatchWithApplicationJSONPatchPlusJS
 		return nil, err
 	}
 	return ParseFhirAppointmentPatchResponse(rsp)
+}
+
+// FhirExportGroupWithResponse Export a room's patients (Group/{id}/$export)
+//
+// A group is a room, by its code: the patients who filed an intake in it.
+// FHIR Bulk Data 2.0: send `Prefer: respond-async`; the answer is 202 with the job's
+// status address in `Content-Location`. `_type` (comma separated, repeatable) names
+// the types (every type the caller's grant reads when none is named); `_since` keeps
+// the resources changed at or after an instant; `_outputFormat` is
+// `application/fhir+ndjson`. The caller is the clinic: a SMART backend service's
+// token (system scopes; `client_credentials` with a `private_key_jwt` assertion) or
+// the admin token. A worker reads the patients a page at a time and writes one NDJSON
+// file per type to the blob store, kept 24 hours. Audited as `export.start`, and each
+// patient's record as it is read.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /fhir/R4/Group/{id}/$export (the `FhirExportGroup` operationId).
+func (c *ClientWithResponses) FhirExportGroupWithResponse(ctx context.Context, id string, params *FhirExportGroupParams, reqEditors ...RequestEditorFn) (*FhirExportGroupResponse, error) {
+	rsp, err := c.FhirExportGroup(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFhirExportGroupResponse(rsp)
+}
+
+// FhirExportPatientsWithResponse Export every patient's record (Patient/$export)
+//
+// Every patient's compartment (no Practitioner).
+// FHIR Bulk Data 2.0: send `Prefer: respond-async`; the answer is 202 with the job's
+// status address in `Content-Location`. `_type` (comma separated, repeatable) names
+// the types (every type the caller's grant reads when none is named); `_since` keeps
+// the resources changed at or after an instant; `_outputFormat` is
+// `application/fhir+ndjson`. The caller is the clinic: a SMART backend service's
+// token (system scopes; `client_credentials` with a `private_key_jwt` assertion) or
+// the admin token. A worker reads the patients a page at a time and writes one NDJSON
+// file per type to the blob store, kept 24 hours. Audited as `export.start`, and each
+// patient's record as it is read.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /fhir/R4/Patient/$export (the `FhirExportPatients` operationId).
+func (c *ClientWithResponses) FhirExportPatientsWithResponse(ctx context.Context, params *FhirExportPatientsParams, reqEditors ...RequestEditorFn) (*FhirExportPatientsResponse, error) {
+	rsp, err := c.FhirExportPatients(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFhirExportPatientsResponse(rsp)
 }
 
 // FhirPatientEverythingWithResponse Everything of one patient's record
@@ -58800,6 +60180,220 @@ func ParseGetWebhooksEventsResponse(rsp *http.Response) (*GetWebhooksEventsRespo
 	return response, nil
 }
 
+// ParseFhirExportSystemResponse parses an HTTP response from a FhirExportSystemWithResponse call
+func ParseFhirExportSystemResponse(rsp *http.Response) (*FhirExportSystemResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FhirExportSystemResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest FHIRResource
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers FhirExportSystemResponse202Headers
+		if values := rsp.Header.Values("Content-Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentLocation = &value
+		}
+		response.Headers202 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFhirExportFileResponse parses an HTTP response from a FhirExportFileWithResponse call
+func ParseFhirExportFileResponse(rsp *http.Response) (*FhirExportFileResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FhirExportFileResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseFhirExportCancelResponse parses an HTTP response from a FhirExportCancelWithResponse call
+func ParseFhirExportCancelResponse(rsp *http.Response) (*FhirExportCancelResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FhirExportCancelResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON404 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseFhirExportStatusResponse parses an HTTP response from a FhirExportStatusWithResponse call
+func ParseFhirExportStatusResponse(rsp *http.Response) (*FhirExportStatusResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FhirExportStatusResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ExportManifest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 202:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseGetSmartConfigurationResponse parses an HTTP response from a GetSmartConfigurationWithResponse call
 func ParseGetSmartConfigurationResponse(rsp *http.Response) (*GetSmartConfigurationResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -59153,6 +60747,154 @@ func ParseFhirAppointmentPatchResponse(rsp *http.Response) (*FhirAppointmentPatc
 		}
 		response.ApplicationfhirJSON429 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseFhirExportGroupResponse parses an HTTP response from a FhirExportGroupWithResponse call
+func ParseFhirExportGroupResponse(rsp *http.Response) (*FhirExportGroupResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FhirExportGroupResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest FHIRResource
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers FhirExportGroupResponse202Headers
+		if values := rsp.Header.Values("Content-Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentLocation = &value
+		}
+		response.Headers202 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFhirExportPatientsResponse parses an HTTP response from a FhirExportPatientsWithResponse call
+func ParseFhirExportPatientsResponse(rsp *http.Response) (*FhirExportPatientsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FhirExportPatientsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest FHIRResource
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest FHIRError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationfhirJSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 202:
+		var headers FhirExportPatientsResponse202Headers
+		if values := rsp.Header.Values("Content-Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentLocation = &value
+		}
+		response.Headers202 = &headers
 	}
 
 	return response, nil

@@ -561,6 +561,17 @@ func buildMoveFixture(t *testing.T, e *testenv.Env) *moveFixture {
 		t.Fatal(err)
 	}
 	add("admin", admin, "/api_v3/smart/clients")
+	// A bulk export, run: its job and its files move.
+	kick := e.Do(testenv.Req{Path: "/fhir/R4/Patient/$export", Header: map[string]string{"X-AccountCode": admin["X-AccountCode"], "X-ApiToken": admin["X-ApiToken"], "Prefer": "respond-async"}})
+	if kick.Status != 202 {
+		t.Fatalf("export: %s", kick.Raw)
+	}
+	e.App.DeliverExports(ctx)
+	status, err := url.Parse(kick.Header.Get("Content-Location"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	add("admin", admin, status.Path)
 	return fx
 }
 

@@ -134,6 +134,9 @@ type App struct {
 	avail availCache
 	// oauthKey is the SMART token signing key, once read (smart.go).
 	oauthKey oauthKey
+	// exporter is the FHIR door's mapping, for bulk exports (export.go).
+	exporter   exporterBox
+	exportKick chan struct{}
 
 	webhooks        *webhook.Client
 	webhookKick     chan struct{}
@@ -227,7 +230,7 @@ func New(st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*
 	a := &App{store: st, cfg: cfg, now: now, log: log, hashSem: make(chan struct{}, max(1, runtime.NumCPU())),
 		resizes: semaphore.NewWeighted(cfg.ResizeMemory), resized: newResizeCache(cfg.ResizeCacheBytes),
 		webhooks:    webhook.NewClient(webhook.Options{AllowPrivate: cfg.Webhooks.AllowPrivate, Timeout: cfg.Webhooks.Timeout}),
-		webhookKick: make(chan struct{}, 1), pushKick: make(chan struct{}, 1), eligibilityKick: make(chan struct{}, 1), audits: newAuditWriter(st)}
+		webhookKick: make(chan struct{}, 1), pushKick: make(chan struct{}, 1), eligibilityKick: make(chan struct{}, 1), exportKick: make(chan struct{}, 1), audits: newAuditWriter(st)}
 	a.sealKey = sha256.Sum256(append([]byte("teleclinic-seal:"), cfg.ServerKey...))
 	a.checkpointKey, a.anchored = auditCheckpointKey(cfg.ServerKey), map[int64]int64{}
 	if err := a.loadDiagnoses(context.Background()); err != nil {

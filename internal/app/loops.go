@@ -32,6 +32,7 @@ func (a *App) Run(ctx context.Context) {
 		{a.pushKick, a.DeliverPush, poll},               // outbox.go
 		{a.webhookKick, a.DeliverWebhooks, poll},        // webhooks.go
 		{a.eligibilityKick, a.DeliverEligibility, poll}, // insurance.go
+		{a.exportKick, a.DeliverExports, poll},          // export.go
 		{nil, a.DeliverReminders, poll},                 // appointments.go
 		{nil, a.ChainAudits, a.cfg.AuditChainEvery},     // audit.go: not outbox work
 		{nil, a.checkpointPass, poll},                   // audit.go: not outbox work

@@ -63,6 +63,7 @@ type permFixture struct {
 	fileID, endpointID  int64
 	slotID              int64  // a published slot, weeks ahead of the bookings the rows try
 	oauthClient         string // a SMART app of the first clinic
+	exportID            string // a bulk export of the first clinic
 	notificationID      int64
 	intake              *clinic.Intake
 	markers             []string // text only the patient's data holds
@@ -200,6 +201,8 @@ var noPrincipal = map[string]string{
 	"OAuthUser":             "a protocol step: the person a token is for, for its ID token",
 	"OAuthSigningKey":       "the server's token signing key, for the protocol",
 	"VerifyClientAssertion": "a protocol step: authenticates a backend service by its signed assertion",
+	"SetRecordExporter":     "wiring: the FHIR door gives the app its mapping before the server serves",
+	"DeliverExports":        "the worker: runs the jobs the kick-off (StartExport, checked) wrote",
 	// The core the families built on the app (app/billing, app/calls) use.
 	"Audit":                    "the core: records the caller's audit entry, the operation's own check came first",
 	"AuditIn":                  "the core: records the caller's audit entry, the operation's own check came first",
@@ -775,6 +778,20 @@ func permRows(f *permFixture) map[string]permRow {
 		"UpdatePatient": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return a.UpdatePatient(ctx, p, f.p1.UserID(), app.PatientInput{FirstName: "Planted", LastName: "Name"}, -1)
 		}},
+		// Bulk export is the clinic's: another clinic's admin exports its
+		// own (its patients, none of the first clinic's).
+		"StartExport": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return a.StartExport(ctx, p, app.ExportInput{Level: "system", Request: "planted"})
+		}},
+		"ExportJob": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return a.ExportJob(ctx, p, f.exportID)
+		}},
+		"CancelExport": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return nil, a.CancelExport(ctx, p, f.exportID)
+		}},
+		"OpenExportFile": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return a.OpenExportFile(ctx, p, f.exportID, "Patient.ndjson")
+		}},
 		"RegisterOAuthClient": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return a.RegisterOAuthClient(ctx, p, app.OAuthClientInput{Name: "Planted", Kind: clinic.ClientPublic, RedirectURIs: []string{"https://planted.example.com/app"}})
 		}},
@@ -864,6 +881,9 @@ func newPermFixture(t *testing.T) *permFixture {
 	rc, err := a.RegisterOAuthClient(ctx, f.admin, app.OAuthClientInput{Name: "Acme Diary", Kind: clinic.ClientPublic, RedirectURIs: []string{"https://diary.example.com/app"}})
 	must(err)
 	f.oauthClient = rc.ClientID
+	job, err := a.StartExport(ctx, f.admin, app.ExportInput{Level: "system", Request: "fixture"})
+	must(err)
+	f.exportID = job.ID
 	reason := "acme-reason-text"
 	f.intake, err = a.CreateIntake(ctx, f.p1, app.IntakeInput{RoomCode: "main", ReasonForVisit: &reason})
 	must(err)

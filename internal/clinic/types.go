@@ -600,3 +600,31 @@ type Grant struct {
 	Scopes    []string
 	PatientID int64
 }
+
+// ExportJob is a FHIR Bulk Data export: what was asked, how far it is,
+// and, once done, its files.
+type ExportJob struct {
+	ID        string
+	AccountID int64
+	ClientID  string // the backend service that asked ("" for the admin token)
+	Level     string // system, patient or group
+	GroupID   int64  // a group export's room
+	Types     []string
+	Since     int64
+	Request   string // the kick-off's address, for the manifest
+	Status    string // accepted, running, done, error, cancelled, expired
+	Progress  string
+	Output    []ExportFile
+	Error     string
+	Created   int64
+	Finished  int64
+	Expires   int64
+}
+
+// ExportFile is one NDJSON file of an export: a type's resources.
+type ExportFile struct {
+	Type  string `json:"type"`
+	Count int    `json:"count"`
+	Key   string `json:"key"` // the blob's key
+	Name  string `json:"name"`
+}

@@ -32,7 +32,12 @@ type Server struct {
 }
 
 // New is the FHIR door over a and b.
-func New(a *app.App, b *billing.Service) *Server { return &Server{app: a, billing: b} }
+// It gives a its mapping of records to resources, for bulk exports.
+func New(a *app.App, b *billing.Service) *Server {
+	s := &Server{app: a, billing: b}
+	a.SetRecordExporter(s)
+	return s
+}
 
 // Metadata is GET /fhir/R4/metadata: what this server does, in FHIR's
 // words. It needs no credentials, as FHIR clients expect.
@@ -444,9 +449,22 @@ type fhirCapResource struct {
 type fhirCapRest struct {
 	Mode     string `json:"mode"`
 	Security struct {
-		Description string `json:"description"`
+		Extension   []fhirOAuthURIs `json:"extension,omitempty"`
+		Service     []fhirConcept   `json:"service,omitempty"`
+		Description string          `json:"description"`
 	} `json:"security"`
-	Resource []fhirCapResource `json:"resource"`
+	Resource  []fhirCapResource `json:"resource"`
+	Operation []fhirOperation   `json:"operation,omitempty"`
+}
+
+// fhirOAuthURIs is SMART's oauth-uris extension: where the authorization
+// server is, for clients that read the CapabilityStatement.
+type fhirOAuthURIs struct {
+	URL       string `json:"url"`
+	Extension []struct {
+		URL      string `json:"url"`
+		ValueURI string `json:"valueUri"`
+	} `json:"extension"`
 }
 
 type fhirCapability struct {
@@ -473,7 +491,19 @@ func (s *Server) capabilities() *fhirCapability {
 	c.Implementation.Description = "Teleclinic's FHIR R4 view of the clinic's records; Patient is written too, and Appointments are found, held and booked over the providers' Slots"
 	c.Implementation.URL = strings.TrimSuffix(s.base(), "/")
 	rest := fhirCapRest{Mode: "server"}
-	rest.Security.Description = "X-AccountCode with X-ApiToken (a user token or the clinic admin token), or a user token as Authorization: Bearer. " +
+	iss := s.app.OAuthIssuer()
+	uris := fhirOAuthURIs{URL: "http://fhir-registry.smarthealthit.org/StructureDefinition/oauth-uris"}
+	for _, u := range [][2]string{{"authorize", iss + "/authorize"}, {"token", iss + "/token"}, {"revoke", iss + "/revoke"}} {
+		uris.Extension = append(uris.Extension, struct {
+			URL      string `json:"url"`
+			ValueURI string `json:"valueUri"`
+		}{u[0], u[1]})
+	}
+	rest.Security.Extension = []fhirOAuthURIs{uris}
+	rest.Security.Service = []fhirConcept{{Coding: []fhirCoding{{System: "http://terminology.hl7.org/CodeSystem/restful-security-service", Code: "SMART-on-FHIR"}}}}
+	rest.Operation = []fhirOperation{{Name: "export", Definition: "http://hl7.org/fhir/uv/bulkdata/OperationDefinition/export"}}
+	rest.Security.Description = "A SMART app's access token (SMART App Launch; .well-known/smart-configuration), or " +
+		"X-AccountCode with X-ApiToken (a user token or the clinic admin token), or a user token as Authorization: Bearer. " +
 		"The admin reads the clinic's patients; a patient their own record; a provider the records of the patients they have a visit with. " +
 		"Visit messages are their participants'; insurance is the patient's and the admin's. Every read is audited."
 	params := map[string]fhirSearchParam{

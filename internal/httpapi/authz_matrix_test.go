@@ -101,6 +101,11 @@ var (
 	pStaff = with(pUser, map[string]outcome{"other patient": deny, "guest": deny, "owning patient": deny})
 	// Not for providers (invoices are the patient's and the admin's).
 	pNoProviders = with(pUser, map[string]outcome{"other provider": deny, "provider of the visit": deny})
+	// The clinic's, on the FHIR door (NeedUser: users are let in and
+	// refused by the operation): the admin, and another clinic's admin on
+	// its own clinic.
+	pAdminOnFHIR        = with(pUser, map[string]outcome{"other patient": deny, "other provider": deny, "guest": deny, "provider of the visit": deny, "owning patient": deny})
+	pAdminMissingOnFHIR = with(pAdminOnFHIR, map[string]outcome{"clinic admin": missing, "other admin, own code": missing})
 	// A signed link: its signature is the credential; without one,
 	// everyone is denied whatever headers they send.
 	pLink = prof(deny, nil)
@@ -283,6 +288,16 @@ func matrix() map[string]profile {
 		"GET /api_v3/smart/clients":                    pAdmin,
 		"POST /api_v3/smart/clients":                   pAdmin,
 		"DELETE /api_v3/smart/clients/{id}":            pAdminMissing,
+		// Bulk export is the clinic's (its admin token, or a backend
+		// service's token). The matrix sends no Prefer, so the admin is let
+		// through to a 400; the status and files of a job no one started
+		// are not found.
+		"GET /fhir/R4/$export":                  pAdminOnFHIR,
+		"GET /fhir/R4/Patient/$export":          pAdminOnFHIR,
+		"GET /fhir/R4/Group/{id}/$export":       pAdminOnFHIR,
+		"GET /fhir/R4/$export-status/{id}":      pAdminMissingOnFHIR,
+		"DELETE /fhir/R4/$export-status/{id}":   pAdminMissingOnFHIR,
+		"GET /fhir/R4/$export-file/{id}/{name}": pAdminMissingOnFHIR,
 		// Scheduling: any user of the clinic finds, holds and books (the
 		// matrix sends no body, so each is let through to a 400; who may
 		// book or cancel for whom is TestFHIR_Scheduling's); the slot and

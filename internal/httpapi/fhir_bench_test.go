@@ -1,8 +1,14 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 
 	"teleclinic/client"
@@ -99,4 +105,77 @@ func bundleTotal(tb testing.TB, res *testenv.Resp) int {
 		tb.Fatalf("%d %.300s", res.Status, res.Raw)
 	}
 	return bundle.Total
+}
+
+// BenchmarkFHIR_Export10k runs a system export of a clinic of 10,000
+// patients, each with a visit: the worker reads them a page at a time and
+// writes NDJSON to temporary files and then the blob store, so the
+// process's peak memory during the export (peak-RSS-MB, measured from a
+// reset of the kernel's high-water mark) stays near that of a few
+// patients' records whatever the clinic's size (docs/performance.md).
+func BenchmarkFHIR_Export10k(b *testing.B) {
+	const n = 10000
+	e := testenv.New(b)
+	c := e.NewClinic("alpha", true)
+	admin := adminHeaders(c)
+	var acct int64
+	if err := e.Store.DB().QueryRow("SELECT id FROM accounts WHERE code = 'alpha'").Scan(&acct); err != nil {
+		b.Fatal(err)
+	}
+	series := "WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?) SELECT i FROM s"
+	if testenv.Engine() == "postgres" {
+		series = "SELECT generate_series(1, CAST(? AS INTEGER)) AS i"
+	}
+	if _, err := e.Store.DB().Exec(e.Store.Rebind(`INSERT INTO users (account_id, code, username, first_name, last_name, type, svcid, created, modified)
+		SELECT CAST(? AS BIGINT), 'p' || i, 'p' || i, 'Pat' || i, 'Export', 200, 'svc-p' || i, 1772400000, 1772400000 FROM (`+series+`) AS s`), acct, n); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := e.Store.DB().Exec(e.Store.Rebind(`INSERT INTO visits (account_id, member_id, status, type, created, modified)
+		SELECT account_id, id, 30, 1, 1772400000, 1772400000 FROM users WHERE account_id = ? AND type = 200`), acct); err != nil {
+		b.Fatal(err)
+	}
+	h := map[string]string{"X-AccountCode": "alpha", "X-ApiToken": c.AdminToken, "Prefer": "respond-async"}
+	ctx := context.Background()
+	b.ResetTimer()
+	var peak, base float64
+	for b.Loop() {
+		res := e.Do(testenv.Req{Path: "/fhir/R4/$export", Header: h, Query: q("_type", "Patient,Encounter"), NoValidate: true})
+		if res.Status != 202 {
+			b.Fatalf("kick-off: %d %s", res.Status, res.Raw)
+		}
+		runtime.GC()
+		base = rssMB("VmRSS:")
+		resetPeakRSS()
+		if e.App.DeliverExports(ctx) != 1 {
+			b.Fatal("no job ran")
+		}
+		peak = max(peak, rssMB("VmHWM:"))
+		status, _ := url.Parse(res.Header.Get("Content-Location"))
+		m := e.Do(testenv.Req{Path: status.Path, Header: admin, NoValidate: true})
+		if m.Status != 200 || !strings.Contains(string(m.Raw), `"count":10000`) {
+			b.Fatalf("manifest: %d %s", m.Status, m.Raw)
+		}
+	}
+	b.ReportMetric(peak, "peak-RSS-MB")
+	b.ReportMetric(base, "RSS-before-MB")
+}
+
+// resetPeakRSS resets the kernel's record of the process's peak resident
+// memory (Linux: clear_refs 5), so VmHWM measures from here.
+func resetPeakRSS() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
+
+// rssMB is a memory figure of the process's /proc status (VmRSS: now,
+// VmHWM: the peak), in MB; 0 where /proc does not say.
+func rssMB(field string) float64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, field); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+			return kb / 1024
+		}
+	}
+	return 0
 }

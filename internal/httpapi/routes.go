@@ -207,6 +207,13 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/api_v3/smart/clients", app.NeedAdmin, famCode, s.listSmartClients)
 	s.handle("POST", "/api_v3/smart/clients", app.NeedAdmin, famCode, s.createSmartClient)
 	s.handle("DELETE", "/api_v3/smart/clients/{id}", app.NeedAdmin, famCode, s.revokeSmartClient)
+	// Bulk Data export (fhir/export.go).
+	s.handle("GET", "/fhir/R4/$export", app.NeedUser, famFHIR, fhirRoute(s.fhir.Kickoff("system")))
+	s.handle("GET", "/fhir/R4/Patient/$export", app.NeedUser, famFHIR, fhirRoute(s.fhir.Kickoff("patient")))
+	s.handle("GET", "/fhir/R4/Group/{id}/$export", app.NeedUser, famFHIR, fhirRoute(s.fhir.Kickoff("group")))
+	s.handle("GET", "/fhir/R4/$export-status/{id}", app.NeedUser, famFHIR, fhirRoute(s.fhir.ExportStatus))
+	s.handle("DELETE", "/fhir/R4/$export-status/{id}", app.NeedUser, famFHIR, fhirRoute(s.fhir.CancelExport))
+	s.handle("GET", "/fhir/R4/$export-file/{id}/{name}", app.NeedUser, famFHIR, fhirRoute(s.fhir.ExportFile))
 	// Scheduling by the standard (fhir/scheduling.go).
 	s.handle("GET", "/fhir/R4/Slot", app.NeedUser, famFHIR, fhirRoute(s.fhir.Slots))
 	s.handle("GET", "/fhir/R4/Slot/{id}", app.NeedUser, famFHIR, fhirRoute(s.fhir.Slot))

@@ -164,7 +164,7 @@ func New(a *app.App, log *slog.Logger, cfg Config) *Server {
 	// right by being let in.
 	open := cors.New(cors.Options{
 		AllowedOrigins: []string{"*"},
-		AllowedMethods: []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch},
+		AllowedMethods: []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete},
 		AllowedHeaders: []string{"Authorization", "Content-Type", "Accept", "If-Match", "If-None-Exist", "Prefer", "X-AccountCode", "X-ApiToken"},
 		ExposedHeaders: []string{"Location", "ETag", "Content-Location", "X-Request-Id", "Retry-After"},
 		MaxAge:         600,

@@ -29,6 +29,12 @@ type smartClientOut struct {
 }
 
 func toSmartClient(c *clinic.OAuthClient) smartClientOut {
+	if c.RedirectURIs == nil {
+		c.RedirectURIs = []string{}
+	}
+	if c.Scopes == nil {
+		c.Scopes = []string{}
+	}
 	return smartClientOut{ID: c.ID, ClientID: c.ClientID, Name: c.Name, Kind: c.Kind, RedirectURIs: c.RedirectURIs, Scopes: c.Scopes,
 		JWKS: c.JWKS, Revoked: c.Revoked, Created: c.Created}
 }

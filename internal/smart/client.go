@@ -109,6 +109,7 @@ func (s *storage) ClientCredentialsTokenRequest(ctx context.Context, clientID st
 	if err != nil || c.Kind != clinic.ClientBackend {
 		return nil, oidc.ErrInvalidClient()
 	}
+	scopes = slices.DeleteFunc(scopes, func(s string) bool { return s == "" })
 	if len(scopes) == 0 {
 		return &serviceRequest{c: c, scopes: c.Scopes}, nil
 	}
