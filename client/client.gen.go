@@ -2438,6 +2438,43 @@ type DeviceResponse struct {
 // DeviceType defines model for DeviceType.
 type DeviceType string
 
+// EHRConnection defines model for EHRConnection.
+type EHRConnection struct {
+	ClientId  string `json:"client_id"`
+	Created   int    `json:"created"`
+	HasSecret bool   `json:"has_secret"`
+	Id        string `json:"id"`
+	Iss       string `json:"iss"`
+
+	// LaunchUrl The launch URL to register at the EHR.
+	LaunchUrl string `json:"launch_url"`
+	RoomId    string `json:"room_id"`
+}
+
+// EHRConnectionBody defines model for EHRConnectionBody.
+type EHRConnectionBody struct {
+	ClientId     string  `json:"client_id"`
+	ClientSecret *string `json:"client_secret,omitempty"`
+	Iss          string  `json:"iss"`
+	RoomCode     string  `json:"room_code"`
+}
+
+// EHRConnectionList defines model for EHRConnectionList.
+type EHRConnectionList struct {
+	Data []EHRConnection `json:"data"`
+}
+
+// EHRConnectionResponse defines model for EHRConnectionResponse.
+type EHRConnectionResponse struct {
+	Data EHRConnection `json:"data"`
+}
+
+// EHRLinkBody defines model for EHRLinkBody.
+type EHRLinkBody struct {
+	FhirUser   string `json:"fhir_user"`
+	ProviderId string `json:"provider_id"`
+}
+
 // EMRBody defines model for EMRBody.
 type EMRBody struct {
 	// Data The section's data; in a form, its JSON text.
@@ -5394,6 +5431,38 @@ type PostSmartClientsParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// PostSmartEHRsParams defines parameters for PostSmartEHRs.
+type PostSmartEHRsParams struct {
+	// IdempotencyKey Makes the request safe to retry (Stripe's semantics). A POST, PUT or DELETE with a
+	// key runs once per caller and key: a retry with the same method, path and parameters
+	// (by name and value, files by content) replays the first answer, errors included
+	// but not a 5xx, with `Idempotent-Replayed: true`; the same key with other parameters
+	// answers 422; a retry while the first is still running answers 409 (a request that
+	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
+	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// PostSmartEHRLinksParams defines parameters for PostSmartEHRLinks.
+type PostSmartEHRLinksParams struct {
+	// IdempotencyKey Makes the request safe to retry (Stripe's semantics). A POST, PUT or DELETE with a
+	// key runs once per caller and key: a retry with the same method, path and parameters
+	// (by name and value, files by content) replays the first answer, errors included
+	// but not a 5xx, with `Idempotent-Replayed: true`; the same key with other parameters
+	// answers 422; a retry while the first is still running answers 409 (a request that
+	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
+	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // PostTokensRefreshParams defines parameters for PostTokensRefresh.
 type PostTokensRefreshParams struct {
 	// IdempotencyKey Makes the request safe to retry (Stripe's semantics). A POST, PUT or DELETE with a
@@ -6484,6 +6553,18 @@ type PostSmartClientsJSONRequestBody = SmartClientBody
 
 // PostSmartClientsFormdataRequestBody defines body for PostSmartClients for application/x-www-form-urlencoded ContentType.
 type PostSmartClientsFormdataRequestBody = SmartClientBody
+
+// PostSmartEHRsJSONRequestBody defines body for PostSmartEHRs for application/json ContentType.
+type PostSmartEHRsJSONRequestBody = EHRConnectionBody
+
+// PostSmartEHRsFormdataRequestBody defines body for PostSmartEHRs for application/x-www-form-urlencoded ContentType.
+type PostSmartEHRsFormdataRequestBody = EHRConnectionBody
+
+// PostSmartEHRLinksJSONRequestBody defines body for PostSmartEHRLinks for application/json ContentType.
+type PostSmartEHRLinksJSONRequestBody = EHRLinkBody
+
+// PostSmartEHRLinksFormdataRequestBody defines body for PostSmartEHRLinks for application/x-www-form-urlencoded ContentType.
+type PostSmartEHRLinksFormdataRequestBody = EHRLinkBody
 
 // PostTokensRefreshJSONRequestBody defines body for PostTokensRefresh for application/json ContentType.
 type PostTokensRefreshJSONRequestBody = RefreshBody
@@ -10939,6 +11020,99 @@ type ClientInterface interface {
 	// Corresponds with DELETE /api_v3/smart/clients/{id} (the `DeleteSmartClientsById` operationId).
 	DeleteSmartClientsById(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetSmartEHRs The EHRs the clinic launches Teleclinic from
+	//
+	// Corresponds with GET /api_v3/smart/ehrs (the `GetSmartEHRs` operationId).
+	GetSmartEHRs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostSmartEHRsWithBody Connect an EHR (SMART EHR launch, Teleclinic the app)
+	//
+	// `iss` is the EHR's FHIR base (one clinic's, across the server: a launch's `iss` names
+	// the clinic), `client_id` and `client_secret` Teleclinic's registration at the EHR
+	// (the secret is kept sealed), `room_code` the room its visits are held in. Register
+	// Teleclinic at the EHR with the answer's `launch_url` and the redirect URI
+	// `{portal}/smart/callback`; it asks for `launch openid fhirUser patient/Patient.rs
+	// patient/Appointment.rs user/Practitioner.rs`. A provider who opens Teleclinic from
+	// the EHR is matched by the ID token's `fhirUser` (linked by
+	// `/smart/ehrs/{id}/links`, or the first time by the Practitioner's email being a
+	// provider's), and lands signed in on the visit of the launch's patient and
+	// appointment (SMART `fhirContext`), made the first time, with the patient's link.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api_v3/smart/ehrs (the `PostSmartEHRs` operationId).
+	PostSmartEHRsWithBody(ctx context.Context, params *PostSmartEHRsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostSmartEHRs Connect an EHR (SMART EHR launch, Teleclinic the app)
+	//
+	// `iss` is the EHR's FHIR base (one clinic's, across the server: a launch's `iss` names
+	// the clinic), `client_id` and `client_secret` Teleclinic's registration at the EHR
+	// (the secret is kept sealed), `room_code` the room its visits are held in. Register
+	// Teleclinic at the EHR with the answer's `launch_url` and the redirect URI
+	// `{portal}/smart/callback`; it asks for `launch openid fhirUser patient/Patient.rs
+	// patient/Appointment.rs user/Practitioner.rs`. A provider who opens Teleclinic from
+	// the EHR is matched by the ID token's `fhirUser` (linked by
+	// `/smart/ehrs/{id}/links`, or the first time by the Practitioner's email being a
+	// provider's), and lands signed in on the visit of the launch's patient and
+	// appointment (SMART `fhirContext`), made the first time, with the patient's link.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api_v3/smart/ehrs (the `PostSmartEHRs` operationId).
+	PostSmartEHRs(ctx context.Context, params *PostSmartEHRsParams, body PostSmartEHRsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostSmartEHRsWithFormdataBody Connect an EHR (SMART EHR launch, Teleclinic the app)
+	//
+	// `iss` is the EHR's FHIR base (one clinic's, across the server: a launch's `iss` names
+	// the clinic), `client_id` and `client_secret` Teleclinic's registration at the EHR
+	// (the secret is kept sealed), `room_code` the room its visits are held in. Register
+	// Teleclinic at the EHR with the answer's `launch_url` and the redirect URI
+	// `{portal}/smart/callback`; it asks for `launch openid fhirUser patient/Patient.rs
+	// patient/Appointment.rs user/Practitioner.rs`. A provider who opens Teleclinic from
+	// the EHR is matched by the ID token's `fhirUser` (linked by
+	// `/smart/ehrs/{id}/links`, or the first time by the Practitioner's email being a
+	// provider's), and lands signed in on the visit of the launch's patient and
+	// appointment (SMART `fhirContext`), made the first time, with the patient's link.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /api_v3/smart/ehrs (the `PostSmartEHRs` operationId).
+	PostSmartEHRsWithFormdataBody(ctx context.Context, params *PostSmartEHRsParams, body PostSmartEHRsFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteSmartEHRsById Disconnect an EHR
+	//
+	// Its launches stop, its links go; the visits it made stay.
+	//
+	// Corresponds with DELETE /api_v3/smart/ehrs/{id} (the `DeleteSmartEHRsById` operationId).
+	DeleteSmartEHRsById(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostSmartEHRLinksWithBody Link an EHR user to a provider
+	//
+	// `fhir_user` as the EHR's ID token names the user (Practitioner/9, or its absolute address), `provider_id` the provider they are.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api_v3/smart/ehrs/{id}/links (the `PostSmartEHRLinks` operationId).
+	PostSmartEHRLinksWithBody(ctx context.Context, id string, params *PostSmartEHRLinksParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostSmartEHRLinks Link an EHR user to a provider
+	//
+	// `fhir_user` as the EHR's ID token names the user (Practitioner/9, or its absolute address), `provider_id` the provider they are.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api_v3/smart/ehrs/{id}/links (the `PostSmartEHRLinks` operationId).
+	PostSmartEHRLinks(ctx context.Context, id string, params *PostSmartEHRLinksParams, body PostSmartEHRLinksJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostSmartEHRLinksWithFormdataBody Link an EHR user to a provider
+	//
+	// `fhir_user` as the EHR's ID token names the user (Practitioner/9, or its absolute address), `provider_id` the provider they are.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /api_v3/smart/ehrs/{id}/links (the `PostSmartEHRLinks` operationId).
+	PostSmartEHRLinksWithFormdataBody(ctx context.Context, id string, params *PostSmartEHRLinksParams, body PostSmartEHRLinksFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// PostTokensRefreshWithBody Rotate a refresh token
 	//
 	// Returns a new access token and a new refresh token as `{"data":{"token":{…}}}`.
@@ -15126,6 +15300,179 @@ func (c *Client) PostSmartClientsWithFormdataBody(ctx context.Context, params *P
 // Corresponds with DELETE /api_v3/smart/clients/{id} (the `DeleteSmartClientsById` operationId).
 func (c *Client) DeleteSmartClientsById(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDeleteSmartClientsByIdRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSmartEHRs The EHRs the clinic launches Teleclinic from
+//
+// Corresponds with GET /api_v3/smart/ehrs (the `GetSmartEHRs` operationId).
+func (c *Client) GetSmartEHRs(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSmartEHRsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostSmartEHRsWithBody Connect an EHR (SMART EHR launch, Teleclinic the app)
+//
+// `iss` is the EHR's FHIR base (one clinic's, across the server: a launch's `iss` names
+// the clinic), `client_id` and `client_secret` Teleclinic's registration at the EHR
+// (the secret is kept sealed), `room_code` the room its visits are held in. Register
+// Teleclinic at the EHR with the answer's `launch_url` and the redirect URI
+// `{portal}/smart/callback`; it asks for `launch openid fhirUser patient/Patient.rs
+// patient/Appointment.rs user/Practitioner.rs`. A provider who opens Teleclinic from
+// the EHR is matched by the ID token's `fhirUser` (linked by
+// `/smart/ehrs/{id}/links`, or the first time by the Practitioner's email being a
+// provider's), and lands signed in on the visit of the launch's patient and
+// appointment (SMART `fhirContext`), made the first time, with the patient's link.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api_v3/smart/ehrs (the `PostSmartEHRs` operationId).
+func (c *Client) PostSmartEHRsWithBody(ctx context.Context, params *PostSmartEHRsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSmartEHRsRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostSmartEHRs Connect an EHR (SMART EHR launch, Teleclinic the app)
+//
+// `iss` is the EHR's FHIR base (one clinic's, across the server: a launch's `iss` names
+// the clinic), `client_id` and `client_secret` Teleclinic's registration at the EHR
+// (the secret is kept sealed), `room_code` the room its visits are held in. Register
+// Teleclinic at the EHR with the answer's `launch_url` and the redirect URI
+// `{portal}/smart/callback`; it asks for `launch openid fhirUser patient/Patient.rs
+// patient/Appointment.rs user/Practitioner.rs`. A provider who opens Teleclinic from
+// the EHR is matched by the ID token's `fhirUser` (linked by
+// `/smart/ehrs/{id}/links`, or the first time by the Practitioner's email being a
+// provider's), and lands signed in on the visit of the launch's patient and
+// appointment (SMART `fhirContext`), made the first time, with the patient's link.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api_v3/smart/ehrs (the `PostSmartEHRs` operationId).
+func (c *Client) PostSmartEHRs(ctx context.Context, params *PostSmartEHRsParams, body PostSmartEHRsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSmartEHRsRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostSmartEHRsWithFormdataBody Connect an EHR (SMART EHR launch, Teleclinic the app)
+//
+// `iss` is the EHR's FHIR base (one clinic's, across the server: a launch's `iss` names
+// the clinic), `client_id` and `client_secret` Teleclinic's registration at the EHR
+// (the secret is kept sealed), `room_code` the room its visits are held in. Register
+// Teleclinic at the EHR with the answer's `launch_url` and the redirect URI
+// `{portal}/smart/callback`; it asks for `launch openid fhirUser patient/Patient.rs
+// patient/Appointment.rs user/Practitioner.rs`. A provider who opens Teleclinic from
+// the EHR is matched by the ID token's `fhirUser` (linked by
+// `/smart/ehrs/{id}/links`, or the first time by the Practitioner's email being a
+// provider's), and lands signed in on the visit of the launch's patient and
+// appointment (SMART `fhirContext`), made the first time, with the patient's link.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /api_v3/smart/ehrs (the `PostSmartEHRs` operationId).
+func (c *Client) PostSmartEHRsWithFormdataBody(ctx context.Context, params *PostSmartEHRsParams, body PostSmartEHRsFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSmartEHRsRequestWithFormdataBody(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteSmartEHRsById Disconnect an EHR
+//
+// Its launches stop, its links go; the visits it made stay.
+//
+// Corresponds with DELETE /api_v3/smart/ehrs/{id} (the `DeleteSmartEHRsById` operationId).
+func (c *Client) DeleteSmartEHRsById(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteSmartEHRsByIdRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostSmartEHRLinksWithBody Link an EHR user to a provider
+//
+// `fhir_user` as the EHR's ID token names the user (Practitioner/9, or its absolute address), `provider_id` the provider they are.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api_v3/smart/ehrs/{id}/links (the `PostSmartEHRLinks` operationId).
+func (c *Client) PostSmartEHRLinksWithBody(ctx context.Context, id string, params *PostSmartEHRLinksParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSmartEHRLinksRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostSmartEHRLinks Link an EHR user to a provider
+//
+// `fhir_user` as the EHR's ID token names the user (Practitioner/9, or its absolute address), `provider_id` the provider they are.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api_v3/smart/ehrs/{id}/links (the `PostSmartEHRLinks` operationId).
+func (c *Client) PostSmartEHRLinks(ctx context.Context, id string, params *PostSmartEHRLinksParams, body PostSmartEHRLinksJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSmartEHRLinksRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostSmartEHRLinksWithFormdataBody Link an EHR user to a provider
+//
+// `fhir_user` as the EHR's ID token names the user (Practitioner/9, or its absolute address), `provider_id` the provider they are.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /api_v3/smart/ehrs/{id}/links (the `PostSmartEHRLinks` operationId).
+func (c *Client) PostSmartEHRLinksWithFormdataBody(ctx context.Context, id string, params *PostSmartEHRLinksParams, body PostSmartEHRLinksFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSmartEHRLinksRequestWithFormdataBody(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -23171,6 +23518,206 @@ func NewDeleteSmartClientsByIdRequest(server string, id string) (*http.Request, 
 	return req, nil
 }
 
+// NewGetSmartEHRsRequest constructs an http.Request for the GetSmartEHRs method
+func NewGetSmartEHRsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/smart/ehrs")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPostSmartEHRsRequest calls the generic PostSmartEHRs builder with application/json body
+func NewPostSmartEHRsRequest(server string, params *PostSmartEHRsParams, body PostSmartEHRsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostSmartEHRsRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewPostSmartEHRsRequestWithFormdataBody calls the generic PostSmartEHRs builder with application/x-www-form-urlencoded body
+func NewPostSmartEHRsRequestWithFormdataBody(server string, params *PostSmartEHRsParams, body PostSmartEHRsFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewPostSmartEHRsRequestWithBody(server, params, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewPostSmartEHRsRequestWithBody constructs an http.Request for the PostSmartEHRs method, with any body, and a specified content type
+func NewPostSmartEHRsRequestWithBody(server string, params *PostSmartEHRsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/smart/ehrs")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteSmartEHRsByIdRequest constructs an http.Request for the DeleteSmartEHRsById method
+func NewDeleteSmartEHRsByIdRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/smart/ehrs/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPostSmartEHRLinksRequest calls the generic PostSmartEHRLinks builder with application/json body
+func NewPostSmartEHRLinksRequest(server string, id string, params *PostSmartEHRLinksParams, body PostSmartEHRLinksJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostSmartEHRLinksRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewPostSmartEHRLinksRequestWithFormdataBody calls the generic PostSmartEHRLinks builder with application/x-www-form-urlencoded body
+func NewPostSmartEHRLinksRequestWithFormdataBody(server string, id string, params *PostSmartEHRLinksParams, body PostSmartEHRLinksFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewPostSmartEHRLinksRequestWithBody(server, id, params, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewPostSmartEHRLinksRequestWithBody constructs an http.Request for the PostSmartEHRLinks method, with any body, and a specified content type
+func NewPostSmartEHRLinksRequestWithBody(server string, id string, params *PostSmartEHRLinksParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/smart/ehrs/%s/links", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewPostTokensRefreshRequest calls the generic PostTokensRefresh builder with application/json body
 func NewPostTokensRefreshRequest(server string, params *PostTokensRefreshParams, body PostTokensRefreshJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -30510,6 +31057,103 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with DELETE /api_v3/smart/clients/{id} (the `DeleteSmartClientsById` operationId).
 	DeleteSmartClientsByIdWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteSmartClientsByIdResponse, error)
+
+	// GetSmartEHRsWithResponse The EHRs the clinic launches Teleclinic from
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api_v3/smart/ehrs (the `GetSmartEHRs` operationId).
+	GetSmartEHRsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetSmartEHRsResponse, error)
+
+	// PostSmartEHRsWithBodyWithResponse Connect an EHR (SMART EHR launch, Teleclinic the app)
+	//
+	// `iss` is the EHR's FHIR base (one clinic's, across the server: a launch's `iss` names
+	// the clinic), `client_id` and `client_secret` Teleclinic's registration at the EHR
+	// (the secret is kept sealed), `room_code` the room its visits are held in. Register
+	// Teleclinic at the EHR with the answer's `launch_url` and the redirect URI
+	// `{portal}/smart/callback`; it asks for `launch openid fhirUser patient/Patient.rs
+	// patient/Appointment.rs user/Practitioner.rs`. A provider who opens Teleclinic from
+	// the EHR is matched by the ID token's `fhirUser` (linked by
+	// `/smart/ehrs/{id}/links`, or the first time by the Practitioner's email being a
+	// provider's), and lands signed in on the visit of the launch's patient and
+	// appointment (SMART `fhirContext`), made the first time, with the patient's link.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/smart/ehrs (the `PostSmartEHRs` operationId).
+	PostSmartEHRsWithBodyWithResponse(ctx context.Context, params *PostSmartEHRsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSmartEHRsResponse, error)
+
+	// PostSmartEHRsWithResponse Connect an EHR (SMART EHR launch, Teleclinic the app)
+	//
+	// `iss` is the EHR's FHIR base (one clinic's, across the server: a launch's `iss` names
+	// the clinic), `client_id` and `client_secret` Teleclinic's registration at the EHR
+	// (the secret is kept sealed), `room_code` the room its visits are held in. Register
+	// Teleclinic at the EHR with the answer's `launch_url` and the redirect URI
+	// `{portal}/smart/callback`; it asks for `launch openid fhirUser patient/Patient.rs
+	// patient/Appointment.rs user/Practitioner.rs`. A provider who opens Teleclinic from
+	// the EHR is matched by the ID token's `fhirUser` (linked by
+	// `/smart/ehrs/{id}/links`, or the first time by the Practitioner's email being a
+	// provider's), and lands signed in on the visit of the launch's patient and
+	// appointment (SMART `fhirContext`), made the first time, with the patient's link.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/smart/ehrs (the `PostSmartEHRs` operationId).
+	PostSmartEHRsWithResponse(ctx context.Context, params *PostSmartEHRsParams, body PostSmartEHRsJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSmartEHRsResponse, error)
+
+	// PostSmartEHRsWithFormdataBodyWithResponse Connect an EHR (SMART EHR launch, Teleclinic the app)
+	//
+	// `iss` is the EHR's FHIR base (one clinic's, across the server: a launch's `iss` names
+	// the clinic), `client_id` and `client_secret` Teleclinic's registration at the EHR
+	// (the secret is kept sealed), `room_code` the room its visits are held in. Register
+	// Teleclinic at the EHR with the answer's `launch_url` and the redirect URI
+	// `{portal}/smart/callback`; it asks for `launch openid fhirUser patient/Patient.rs
+	// patient/Appointment.rs user/Practitioner.rs`. A provider who opens Teleclinic from
+	// the EHR is matched by the ID token's `fhirUser` (linked by
+	// `/smart/ehrs/{id}/links`, or the first time by the Practitioner's email being a
+	// provider's), and lands signed in on the visit of the launch's patient and
+	// appointment (SMART `fhirContext`), made the first time, with the patient's link.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/smart/ehrs (the `PostSmartEHRs` operationId).
+	PostSmartEHRsWithFormdataBodyWithResponse(ctx context.Context, params *PostSmartEHRsParams, body PostSmartEHRsFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostSmartEHRsResponse, error)
+
+	// DeleteSmartEHRsByIdWithResponse Disconnect an EHR
+	//
+	// Its launches stop, its links go; the visits it made stay.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api_v3/smart/ehrs/{id} (the `DeleteSmartEHRsById` operationId).
+	DeleteSmartEHRsByIdWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteSmartEHRsByIdResponse, error)
+
+	// PostSmartEHRLinksWithBodyWithResponse Link an EHR user to a provider
+	//
+	// `fhir_user` as the EHR's ID token names the user (Practitioner/9, or its absolute address), `provider_id` the provider they are.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/smart/ehrs/{id}/links (the `PostSmartEHRLinks` operationId).
+	PostSmartEHRLinksWithBodyWithResponse(ctx context.Context, id string, params *PostSmartEHRLinksParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSmartEHRLinksResponse, error)
+
+	// PostSmartEHRLinksWithResponse Link an EHR user to a provider
+	//
+	// `fhir_user` as the EHR's ID token names the user (Practitioner/9, or its absolute address), `provider_id` the provider they are.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/smart/ehrs/{id}/links (the `PostSmartEHRLinks` operationId).
+	PostSmartEHRLinksWithResponse(ctx context.Context, id string, params *PostSmartEHRLinksParams, body PostSmartEHRLinksJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSmartEHRLinksResponse, error)
+
+	// PostSmartEHRLinksWithFormdataBodyWithResponse Link an EHR user to a provider
+	//
+	// `fhir_user` as the EHR's ID token names the user (Practitioner/9, or its absolute address), `provider_id` the provider they are.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/smart/ehrs/{id}/links (the `PostSmartEHRLinks` operationId).
+	PostSmartEHRLinksWithFormdataBodyWithResponse(ctx context.Context, id string, params *PostSmartEHRLinksParams, body PostSmartEHRLinksFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostSmartEHRLinksResponse, error)
 
 	// PostTokensRefreshWithBodyWithResponse Rotate a refresh token
 	//
@@ -38344,6 +38988,303 @@ func (r DeleteSmartClientsByIdResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r DeleteSmartClientsByIdResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetSmartEHRsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EHRConnectionList
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSmartEHRsResponse) GetJSON200() *EHRConnectionList {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSmartEHRsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetSmartEHRsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSmartEHRsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSmartEHRsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSmartEHRsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSmartEHRsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostSmartEHRsResponse429Headers the declared response headers of an HTTP 429 response for PostSmartEHRs
+type PostSmartEHRsResponse429Headers struct {
+	RetryAfter *int
+}
+
+type PostSmartEHRsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *EHRConnectionResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostSmartEHRsResponse429Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r PostSmartEHRsResponse) GetJSON201() *EHRConnectionResponse {
+	return r.JSON201
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostSmartEHRsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostSmartEHRsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostSmartEHRsResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostSmartEHRsResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostSmartEHRsResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PostSmartEHRsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PostSmartEHRsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostSmartEHRsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostSmartEHRsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostSmartEHRsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeleteSmartEHRsByIdResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DataTrue
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteSmartEHRsByIdResponse) GetJSON200() *DataTrue {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteSmartEHRsByIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteSmartEHRsByIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteSmartEHRsByIdResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteSmartEHRsByIdResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteSmartEHRsByIdResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteSmartEHRsByIdResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteSmartEHRsByIdResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostSmartEHRLinksResponse429Headers the declared response headers of an HTTP 429 response for PostSmartEHRLinks
+type PostSmartEHRLinksResponse429Headers struct {
+	RetryAfter *int
+}
+
+type PostSmartEHRLinksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DataTrue
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostSmartEHRLinksResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostSmartEHRLinksResponse) GetJSON200() *DataTrue {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostSmartEHRLinksResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostSmartEHRLinksResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostSmartEHRLinksResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostSmartEHRLinksResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostSmartEHRLinksResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PostSmartEHRLinksResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PostSmartEHRLinksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostSmartEHRLinksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostSmartEHRLinksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostSmartEHRLinksResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -47656,6 +48597,151 @@ func (c *ClientWithResponses) DeleteSmartClientsByIdWithResponse(ctx context.Con
 	return ParseDeleteSmartClientsByIdResponse(rsp)
 }
 
+// GetSmartEHRsWithResponse The EHRs the clinic launches Teleclinic from
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api_v3/smart/ehrs (the `GetSmartEHRs` operationId).
+func (c *ClientWithResponses) GetSmartEHRsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetSmartEHRsResponse, error) {
+	rsp, err := c.GetSmartEHRs(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSmartEHRsResponse(rsp)
+}
+
+// PostSmartEHRsWithBodyWithResponse Connect an EHR (SMART EHR launch, Teleclinic the app)
+//
+// `iss` is the EHR's FHIR base (one clinic's, across the server: a launch's `iss` names
+// the clinic), `client_id` and `client_secret` Teleclinic's registration at the EHR
+// (the secret is kept sealed), `room_code` the room its visits are held in. Register
+// Teleclinic at the EHR with the answer's `launch_url` and the redirect URI
+// `{portal}/smart/callback`; it asks for `launch openid fhirUser patient/Patient.rs
+// patient/Appointment.rs user/Practitioner.rs`. A provider who opens Teleclinic from
+// the EHR is matched by the ID token's `fhirUser` (linked by
+// `/smart/ehrs/{id}/links`, or the first time by the Practitioner's email being a
+// provider's), and lands signed in on the visit of the launch's patient and
+// appointment (SMART `fhirContext`), made the first time, with the patient's link.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/smart/ehrs (the `PostSmartEHRs` operationId).
+func (c *ClientWithResponses) PostSmartEHRsWithBodyWithResponse(ctx context.Context, params *PostSmartEHRsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSmartEHRsResponse, error) {
+	rsp, err := c.PostSmartEHRsWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostSmartEHRsResponse(rsp)
+}
+
+// PostSmartEHRsWithResponse Connect an EHR (SMART EHR launch, Teleclinic the app)
+//
+// `iss` is the EHR's FHIR base (one clinic's, across the server: a launch's `iss` names
+// the clinic), `client_id` and `client_secret` Teleclinic's registration at the EHR
+// (the secret is kept sealed), `room_code` the room its visits are held in. Register
+// Teleclinic at the EHR with the answer's `launch_url` and the redirect URI
+// `{portal}/smart/callback`; it asks for `launch openid fhirUser patient/Patient.rs
+// patient/Appointment.rs user/Practitioner.rs`. A provider who opens Teleclinic from
+// the EHR is matched by the ID token's `fhirUser` (linked by
+// `/smart/ehrs/{id}/links`, or the first time by the Practitioner's email being a
+// provider's), and lands signed in on the visit of the launch's patient and
+// appointment (SMART `fhirContext`), made the first time, with the patient's link.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/smart/ehrs (the `PostSmartEHRs` operationId).
+func (c *ClientWithResponses) PostSmartEHRsWithResponse(ctx context.Context, params *PostSmartEHRsParams, body PostSmartEHRsJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSmartEHRsResponse, error) {
+	rsp, err := c.PostSmartEHRs(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostSmartEHRsResponse(rsp)
+}
+
+// PostSmartEHRsWithFormdataBodyWithResponse Connect an EHR (SMART EHR launch, Teleclinic the app)
+//
+// `iss` is the EHR's FHIR base (one clinic's, across the server: a launch's `iss` names
+// the clinic), `client_id` and `client_secret` Teleclinic's registration at the EHR
+// (the secret is kept sealed), `room_code` the room its visits are held in. Register
+// Teleclinic at the EHR with the answer's `launch_url` and the redirect URI
+// `{portal}/smart/callback`; it asks for `launch openid fhirUser patient/Patient.rs
+// patient/Appointment.rs user/Practitioner.rs`. A provider who opens Teleclinic from
+// the EHR is matched by the ID token's `fhirUser` (linked by
+// `/smart/ehrs/{id}/links`, or the first time by the Practitioner's email being a
+// provider's), and lands signed in on the visit of the launch's patient and
+// appointment (SMART `fhirContext`), made the first time, with the patient's link.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/smart/ehrs (the `PostSmartEHRs` operationId).
+func (c *ClientWithResponses) PostSmartEHRsWithFormdataBodyWithResponse(ctx context.Context, params *PostSmartEHRsParams, body PostSmartEHRsFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostSmartEHRsResponse, error) {
+	rsp, err := c.PostSmartEHRsWithFormdataBody(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostSmartEHRsResponse(rsp)
+}
+
+// DeleteSmartEHRsByIdWithResponse Disconnect an EHR
+//
+// Its launches stop, its links go; the visits it made stay.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api_v3/smart/ehrs/{id} (the `DeleteSmartEHRsById` operationId).
+func (c *ClientWithResponses) DeleteSmartEHRsByIdWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteSmartEHRsByIdResponse, error) {
+	rsp, err := c.DeleteSmartEHRsById(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteSmartEHRsByIdResponse(rsp)
+}
+
+// PostSmartEHRLinksWithBodyWithResponse Link an EHR user to a provider
+//
+// `fhir_user` as the EHR's ID token names the user (Practitioner/9, or its absolute address), `provider_id` the provider they are.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/smart/ehrs/{id}/links (the `PostSmartEHRLinks` operationId).
+func (c *ClientWithResponses) PostSmartEHRLinksWithBodyWithResponse(ctx context.Context, id string, params *PostSmartEHRLinksParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSmartEHRLinksResponse, error) {
+	rsp, err := c.PostSmartEHRLinksWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostSmartEHRLinksResponse(rsp)
+}
+
+// PostSmartEHRLinksWithResponse Link an EHR user to a provider
+//
+// `fhir_user` as the EHR's ID token names the user (Practitioner/9, or its absolute address), `provider_id` the provider they are.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/smart/ehrs/{id}/links (the `PostSmartEHRLinks` operationId).
+func (c *ClientWithResponses) PostSmartEHRLinksWithResponse(ctx context.Context, id string, params *PostSmartEHRLinksParams, body PostSmartEHRLinksJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSmartEHRLinksResponse, error) {
+	rsp, err := c.PostSmartEHRLinks(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostSmartEHRLinksResponse(rsp)
+}
+
+// PostSmartEHRLinksWithFormdataBodyWithResponse Link an EHR user to a provider
+//
+// `fhir_user` as the EHR's ID token names the user (Practitioner/9, or its absolute address), `provider_id` the provider they are.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/smart/ehrs/{id}/links (the `PostSmartEHRLinks` operationId).
+func (c *ClientWithResponses) PostSmartEHRLinksWithFormdataBodyWithResponse(ctx context.Context, id string, params *PostSmartEHRLinksParams, body PostSmartEHRLinksFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostSmartEHRLinksResponse, error) {
+	rsp, err := c.PostSmartEHRLinksWithFormdataBody(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostSmartEHRLinksResponse(rsp)
+}
+
 // PostTokensRefreshWithBodyWithResponse Rotate a refresh token
 //
 // Returns a new access token and a new refresh token as `{"data":{"token":{…}}}`.
@@ -55535,6 +56621,255 @@ func ParseDeleteSmartClientsByIdResponse(rsp *http.Response) (*DeleteSmartClient
 		}
 		response.JSON500 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseGetSmartEHRsResponse parses an HTTP response from a GetSmartEHRsWithResponse call
+func ParseGetSmartEHRsResponse(rsp *http.Response) (*GetSmartEHRsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSmartEHRsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EHRConnectionList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePostSmartEHRsResponse parses an HTTP response from a PostSmartEHRsWithResponse call
+func ParsePostSmartEHRsResponse(rsp *http.Response) (*PostSmartEHRsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostSmartEHRsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest EHRConnectionResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostSmartEHRsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteSmartEHRsByIdResponse parses an HTTP response from a DeleteSmartEHRsByIdWithResponse call
+func ParseDeleteSmartEHRsByIdResponse(rsp *http.Response) (*DeleteSmartEHRsByIdResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteSmartEHRsByIdResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DataTrue
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePostSmartEHRLinksResponse parses an HTTP response from a PostSmartEHRLinksWithResponse call
+func ParsePostSmartEHRLinksResponse(rsp *http.Response) (*PostSmartEHRLinksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostSmartEHRLinksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DataTrue
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostSmartEHRLinksResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil

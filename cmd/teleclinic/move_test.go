@@ -572,6 +572,26 @@ func buildMoveFixture(t *testing.T, e *testenv.Env) *moveFixture {
 		t.Fatal(err)
 	}
 	add("admin", admin, status.Path)
+	// An EHR connected, a user linked, a launch in flight and the visit an
+	// appointment became.
+	conn := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/smart/ehrs", Header: admin,
+		JSON: map[string]string{"iss": "https://ehr.example.com/fhir", "client_id": "teleclinic", "client_secret": "s", "room_code": "main"}})
+	if conn.Status != 201 {
+		t.Fatalf("ehr: %s", conn.Raw)
+	}
+	ehrID := answerID(t, conn.Raw)
+	if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/smart/ehrs/" + ehrID + "/links", Header: admin,
+		JSON: map[string]string{"fhir_user": "Practitioner/9", "provider_id": docID}}); res.Status != 200 {
+		t.Fatalf("ehr link: %s", res.Raw)
+	}
+	if err := e.Store.Write().CreateEHRLaunch(ctx, &clinic.EHRLaunch{State: "st-1", AccountID: acctID, ConnectionID: idNum(t, ehrID),
+		Verifier: "sealed", Issuer: "https://ehr.example.com", TokenURL: "https://ehr.example.com/token", Expires: e.Clock.Now().Unix() + 600}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Store.Write().AddEHRVisit(ctx, acctID, idNum(t, ehrID), "Appointment/5", idNum(t, visit)); err != nil {
+		t.Fatal(err)
+	}
+	add("admin", admin, "/api_v3/smart/ehrs")
 	return fx
 }
 

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -137,6 +138,8 @@ type App struct {
 	// exporter is the FHIR door's mapping, for bulk exports (export.go).
 	exporter   exporterBox
 	exportKick chan struct{}
+	// ehrHTTP calls the EHRs a clinic launches Teleclinic from (ehrlaunch.go).
+	ehrHTTP *http.Client
 
 	webhooks        *webhook.Client
 	webhookKick     chan struct{}
@@ -230,7 +233,7 @@ func New(st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*
 	a := &App{store: st, cfg: cfg, now: now, log: log, hashSem: make(chan struct{}, max(1, runtime.NumCPU())),
 		resizes: semaphore.NewWeighted(cfg.ResizeMemory), resized: newResizeCache(cfg.ResizeCacheBytes),
 		webhooks:    webhook.NewClient(webhook.Options{AllowPrivate: cfg.Webhooks.AllowPrivate, Timeout: cfg.Webhooks.Timeout}),
-		webhookKick: make(chan struct{}, 1), pushKick: make(chan struct{}, 1), eligibilityKick: make(chan struct{}, 1), exportKick: make(chan struct{}, 1), audits: newAuditWriter(st)}
+		webhookKick: make(chan struct{}, 1), pushKick: make(chan struct{}, 1), eligibilityKick: make(chan struct{}, 1), exportKick: make(chan struct{}, 1), ehrHTTP: &http.Client{Timeout: 15 * time.Second}, audits: newAuditWriter(st)}
 	a.sealKey = sha256.Sum256(append([]byte("teleclinic-seal:"), cfg.ServerKey...))
 	a.checkpointKey, a.anchored = auditCheckpointKey(cfg.ServerKey), map[int64]int64{}
 	if err := a.loadDiagnoses(context.Background()); err != nil {

@@ -64,6 +64,7 @@ type permFixture struct {
 	slotID              int64  // a published slot, weeks ahead of the bookings the rows try
 	oauthClient         string // a SMART app of the first clinic
 	exportID            string // a bulk export of the first clinic
+	ehrID               int64  // an EHR the first clinic connected
 	notificationID      int64
 	intake              *clinic.Intake
 	markers             []string // text only the patient's data holds
@@ -202,6 +203,9 @@ var noPrincipal = map[string]string{
 	"OAuthSigningKey":       "the server's token signing key, for the protocol",
 	"VerifyClientAssertion": "a protocol step: authenticates a backend service by its signed assertion",
 	"SetRecordExporter":     "wiring: the FHIR door gives the app its mapping before the server serves",
+	"EHRLaunchURL":          "the address an EHR opens Teleclinic at, public",
+	"StartEHRLaunch":        "an EHR launch's start: nobody is signed in yet; the EHR named by iss must be a clinic's",
+	"FinishEHRLaunch":       "an EHR launch's end: the EHR vouches for the person (code, PKCE, a verified ID token)",
 	"DeliverExports":        "the worker: runs the jobs the kick-off (StartExport, checked) wrote",
 	// The core the families built on the app (app/billing, app/calls) use.
 	"Audit":                    "the core: records the caller's audit entry, the operation's own check came first",
@@ -792,6 +796,18 @@ func permRows(f *permFixture) map[string]permRow {
 		"OpenExportFile": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return a.OpenExportFile(ctx, p, f.exportID, "Patient.ndjson")
 		}},
+		"ConnectEHR": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return a.ConnectEHR(ctx, p, app.EHRInput{ISS: "https://ehr-" + strconv.FormatInt(p.Account.ID, 10) + ".example.com/fhir", ClientID: "tc", RoomCode: "main"})
+		}},
+		"EHRConnections": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return a.EHRConnections(ctx, p)
+		}},
+		"DisconnectEHR": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return nil, a.DisconnectEHR(ctx, p, f.ehrID)
+		}},
+		"LinkEHRUser": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return nil, a.LinkEHRUser(ctx, p, f.ehrID, "Practitioner/planted", f.provider.User.ID)
+		}},
 		"RegisterOAuthClient": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return a.RegisterOAuthClient(ctx, p, app.OAuthClientInput{Name: "Planted", Kind: clinic.ClientPublic, RedirectURIs: []string{"https://planted.example.com/app"}})
 		}},
@@ -884,6 +900,9 @@ func newPermFixture(t *testing.T) *permFixture {
 	job, err := a.StartExport(ctx, f.admin, app.ExportInput{Level: "system", Request: "fixture"})
 	must(err)
 	f.exportID = job.ID
+	ehr, err := a.ConnectEHR(ctx, f.admin, app.EHRInput{ISS: "https://ehr.acme.example.com/fhir", ClientID: "teleclinic", RoomCode: "main"})
+	must(err)
+	f.ehrID = ehr.ID
 	reason := "acme-reason-text"
 	f.intake, err = a.CreateIntake(ctx, f.p1, app.IntakeInput{RoomCode: "main", ReasonForVisit: &reason})
 	must(err)

@@ -628,3 +628,27 @@ type ExportFile struct {
 	Key   string `json:"key"` // the blob's key
 	Name  string `json:"name"`
 }
+
+// EHRConnection is an EHR a clinic launches Teleclinic from (SMART EHR
+// launch, Teleclinic the app): its FHIR base, Teleclinic's client there,
+// and the room its visits are held in.
+type EHRConnection struct {
+	ID, AccountID int64
+	ISS           string
+	ClientID      string
+	SealedSecret  string
+	RoomID        int64
+	Created       int64
+}
+
+// EHRLaunch is a launch from an EHR in flight: from Teleclinic's redirect
+// to the EHR's authorize endpoint to the code's return.
+type EHRLaunch struct {
+	State        string
+	AccountID    int64
+	ConnectionID int64
+	Verifier     string // sealed
+	Issuer       string // the EHR's authorization server
+	TokenURL     string
+	Expires      int64
+}

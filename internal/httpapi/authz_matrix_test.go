@@ -287,6 +287,10 @@ func matrix() map[string]profile {
 		"GET /oauth/userinfo":                          prof(refuse, nil), // an app's token only
 		"GET /api_v3/smart/clients":                    pAdmin,
 		"POST /api_v3/smart/clients":                   pAdmin,
+		"GET /api_v3/smart/ehrs":                       pAdmin,
+		"POST /api_v3/smart/ehrs":                      pAdmin,
+		"DELETE /api_v3/smart/ehrs/{id}":               pAdminMissing,
+		"POST /api_v3/smart/ehrs/{id}/links":           pAdminMissing,
 		"DELETE /api_v3/smart/clients/{id}":            pAdminMissing,
 		// Bulk export is the clinic's (its admin token, or a backend
 		// service's token). The matrix sends no Prefer, so the admin is let

@@ -207,6 +207,10 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/api_v3/smart/clients", app.NeedAdmin, famCode, s.listSmartClients)
 	s.handle("POST", "/api_v3/smart/clients", app.NeedAdmin, famCode, s.createSmartClient)
 	s.handle("DELETE", "/api_v3/smart/clients/{id}", app.NeedAdmin, famCode, s.revokeSmartClient)
+	s.handle("GET", "/api_v3/smart/ehrs", app.NeedAdmin, famCode, s.listEHRs)
+	s.handle("POST", "/api_v3/smart/ehrs", app.NeedAdmin, famCode, s.connectEHR)
+	s.handle("DELETE", "/api_v3/smart/ehrs/{id}", app.NeedAdmin, famCode, s.disconnectEHR)
+	s.handle("POST", "/api_v3/smart/ehrs/{id}/links", app.NeedAdmin, famCode, s.linkEHRUser)
 	// Bulk Data export (fhir/export.go).
 	s.handle("GET", "/fhir/R4/$export", app.NeedUser, famFHIR, fhirRoute(s.fhir.Kickoff("system")))
 	s.handle("GET", "/fhir/R4/Patient/$export", app.NeedUser, famFHIR, fhirRoute(s.fhir.Kickoff("patient")))

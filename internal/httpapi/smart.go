@@ -91,3 +91,70 @@ func (s *Server) revokeSmartClient(w http.ResponseWriter, r *http.Request, c *ca
 	}
 	return ok(w, true)
 }
+
+// The EHRs a clinic launches Teleclinic from (app/ehrlaunch.go).
+
+type ehrOut struct {
+	ID        int64  `json:"id,string"`
+	ISS       string `json:"iss"`
+	ClientID  string `json:"client_id"`
+	HasSecret bool   `json:"has_secret"`
+	RoomID    int64  `json:"room_id,string"`
+	LaunchURL string `json:"launch_url"`
+	Created   int64  `json:"created"`
+}
+
+func (s *Server) toEHR(c *clinic.EHRConnection) ehrOut {
+	return ehrOut{ID: c.ID, ISS: c.ISS, ClientID: c.ClientID, HasSecret: c.SealedSecret != "", RoomID: c.RoomID, Created: c.Created,
+		LaunchURL: s.app.EHRLaunchURL()}
+}
+
+func (s *Server) listEHRs(w http.ResponseWriter, r *http.Request, c *call) error {
+	cs, err := s.app.EHRConnections(r.Context(), c.p)
+	if err != nil {
+		return err
+	}
+	out := make([]ehrOut, len(cs))
+	for i, e := range cs {
+		out[i] = s.toEHR(e)
+	}
+	return ok(w, out)
+}
+
+// connectEHR is POST /smart/ehrs: iss, client_id, client_secret (for a
+// confidential client), room_code.
+func (s *Server) connectEHR(w http.ResponseWriter, r *http.Request, c *call) error {
+	q := c.params
+	e, err := s.app.ConnectEHR(r.Context(), c.p, app.EHRInput{ISS: q.Str("iss"), ClientID: q.Str("client_id"), Secret: q.Str("client_secret"), RoomCode: q.Str("room_code")})
+	if err != nil {
+		return err
+	}
+	return edge.WriteJSON(w, http.StatusCreated, envelope{Data: s.toEHR(e)})
+}
+
+func (s *Server) disconnectEHR(w http.ResponseWriter, r *http.Request, c *call) error {
+	id, err := pathID(c, "id", "EHR")
+	if err != nil {
+		return err
+	}
+	if err := s.app.DisconnectEHR(r.Context(), c.p, id); err != nil {
+		return err
+	}
+	return ok(w, true)
+}
+
+// linkEHRUser is POST /smart/ehrs/{id}/links: fhir_user, provider_id.
+func (s *Server) linkEHRUser(w http.ResponseWriter, r *http.Request, c *call) error {
+	id, err := pathID(c, "id", "EHR")
+	if err != nil {
+		return err
+	}
+	var provider int64
+	if err := readRefs(c, ref{dst: &provider, name: "provider_id"}); err != nil {
+		return err
+	}
+	if err := s.app.LinkEHRUser(r.Context(), c.p, id, c.params.Str("fhir_user"), provider); err != nil {
+		return err
+	}
+	return ok(w, true)
+}

@@ -66,6 +66,10 @@ func portalMatrix() map[string]string {
 		"POST /admin/providers": "RRDDDADDA",
 		// Anyone may sign out.
 		"POST /signout": "AAAAAAAAA",
+		// An EHR launch starts before anyone is signed in (a bad one is a
+		// 400 for all); an EHR's answer to no launch finds nothing.
+		"GET /smart/launch":   "AAAAAAAAA",
+		"GET /smart/callback": "DDDDDDDDD",
 		// An app's sign-in request that does not exist: nothing to show or
 		// decide, signed in or not.
 		"GET /oauth/consent/{id}":  "DDDDDDDDD",

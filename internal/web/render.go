@@ -189,5 +189,5 @@ var pageTitles = map[string]string{
 	"error": "Something is not right", "signin": "Sign in", "visits": "Your visits", "visit": "Visit", "clinic": "Clinic", "room": "Room", "dashboard": "Dashboard",
 	"adminsignin": "Admin sign-in", "admin": "Administration", "adminroom": "Room settings", "rotated": "New admin token", "chart": "Patient chart", "pay": "Payment", "book": "Choose a time",
 	"invite": "Join a video call", "visitlink": "Your visit", "call": "Video call", "activate": "Choose your password",
-	"switch": "Switch account?", "profile": "Your profile", "consent": "Allow an app?",
+	"switch": "Switch account?", "profile": "Your profile", "consent": "Allow an app?", "ehrlanding": "Visit from the EHR",
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/clinic"
+	"teleclinic/internal/edge"
 	"teleclinic/internal/locale"
 )
 
@@ -182,4 +184,51 @@ func (s *Server) oauthDecide(w http.ResponseWriter, r *http.Request) error {
 	back.RawQuery = q.Encode()
 	http.Redirect(w, r, back.String(), http.StatusSeeOther)
 	return nil
+}
+
+// ehrLandingPage is where a provider lands from their EHR: the visit, and
+// the patient's link to send.
+type ehrLandingPage struct {
+	Patient, Link, Visit string
+	Start                int64
+	Created              bool
+}
+
+// smartLaunch is GET /smart/launch?iss=…&launch=…: an EHR opens Teleclinic
+// (SMART EHR launch); the browser goes to the EHR to say who is launching.
+func (s *Server) smartLaunch(w http.ResponseWriter, r *http.Request) error {
+	to, err := s.app.StartEHRLaunch(r.Context(), r.URL.Query().Get("iss"), r.URL.Query().Get("launch"))
+	if err != nil {
+		return err
+	}
+	http.Redirect(w, r, to, http.StatusFound)
+	return nil
+}
+
+// smartCallback is GET /smart/callback: the EHR's answer. The provider is
+// signed in to the portal and shown the visit, with the patient's link.
+func (s *Server) smartCallback(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	if e := q.Get("error"); e != "" {
+		return clinic.Errorf(clinic.EForbidden, "The EHR did not let Teleclinic open: %s.", cmpOr(q.Get("error_description"), e))
+	}
+	l, err := s.app.FinishEHRLaunch(r.Context(), edge.RequestID(r.Context()), q.Get("state"), q.Get("code"))
+	if err != nil {
+		return err
+	}
+	s.setCookie(w, s.sessionCookie(), l.Session.Token, s.cfg.SessionMax)
+	s.setCookie(w, s.navCookie(), "", 0)
+	// The page is the first of the new session: its navigation shows the
+	// provider signed in, as the next request will.
+	r.AddCookie(&http.Cookie{Name: s.sessionCookie(), Value: l.Session.Token})
+	s.render(w, r, http.StatusOK, "ehrlanding", ehrLandingPage{Patient: l.Patient.FirstName + " " + l.Patient.LastName, Link: l.PatientLink,
+		Visit: visitPath(l.Visit.ID), Start: l.Visit.Start, Created: l.Created})
+	return nil
+}
+
+func cmpOr(v, def string) string {
+	if v != "" {
+		return v
+	}
+	return def
 }

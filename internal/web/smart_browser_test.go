@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/testenv"
 )
@@ -154,5 +155,51 @@ func TestBrowser_SMARTStandaloneLaunch(t *testing.T) {
 	var n int
 	if err := f.e.Store.DB().QueryRow(f.e.Store.Rebind("SELECT COUNT(*) FROM audit WHERE actor_kind = ? AND action = 'record.read'"), "user_token:app:"+a.clientID).Scan(&n); err != nil || n == 0 {
 		t.Fatalf("the app's reads are not audited as its: %d %v", n, err)
+	}
+}
+
+// TestBrowser_EHRLaunch: the provider's EHR opens Teleclinic in Chromium
+// (SMART EHR launch, against the stand-in EHR): the browser goes through
+// the EHR and back, and lands on the visit's page of the launch, with the
+// patient's link to send, and the visit opens from it.
+func TestBrowser_EHRLaunch(t *testing.T) {
+	ctx := chrome(t)
+	f := newFixture(t, testenv.Options{PortalHere: true})
+	ehr := newEHR(t, f.e.URL+"/smart/callback")
+	admin := f.admin(t)
+	bg := f.e.App
+	conn, err := bg.ConnectEHR(t.Context(), admin, app.EHRInput{ISS: ehr.iss, ClientID: ehr.clientID, Secret: ehr.secret, RoomCode: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bg.LinkEHRUser(t.Context(), admin, conn.ID, ehr.fhirUser, f.user(t, f.providerToken).User.ID); err != nil {
+		t.Fatal(err)
+	}
+	err = chromedp.Do(ctx,
+		chromedp.Navigate(f.e.URL+"/smart/launch?iss="+ehr.iss+"&launch=L1"),
+		chromedp.WaitVisible(chromedp.CSS("#patient-link")))
+	if err != nil {
+		t.Fatalf("the launch: %v", err)
+	}
+	heading, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("h1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	link, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("patient-link").value`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if heading != "Visit with Rosa Diaz" || !strings.HasPrefix(link, f.e.URL+"/v/") {
+		t.Fatalf("landed on %q with link %q", heading, link)
+	}
+	checkA11y(t, ctx, "ehrlanding")
+	screenshot(t, ctx, "ehr-landing")
+	err = chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#open-visit")), chromedp.WaitVisible(chromedp.CSS("h1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.pathname`))
+	if err != nil || !strings.HasPrefix(path, "/visits/start/") {
+		t.Fatalf("the visit did not open: %q %v", path, err)
 	}
 }

@@ -153,6 +153,8 @@ func (s *Server) routes() {
 	s.callRoute("POST /visits/start/{id}/call/invite", s.callInvite)
 	s.callRouteMax("POST /visits/start/{id}/call/recording", s.callRecording, s.maxFileBytes()+maxFormBytes)
 	s.page("GET /visits/call/{id}", s.callOnly)
+	s.page("GET /smart/launch", s.smartLaunch)
+	s.page("GET /smart/callback", s.smartCallback)
 	s.page("GET /oauth/consent/{id}", s.oauthConsent)
 	s.page("POST /oauth/consent/{id}", s.oauthDecide)
 	s.page("GET /v/{token}", s.visitLink)
