@@ -197,6 +197,37 @@ func (a *App) Book(ctx context.Context, p *clinic.Principal, in BookInput) (*Vis
 // $book): the intake in, of type scheduling, is filed in the booking's
 // transaction, so a booking refused leaves no intake behind.
 func (a *App) BookNew(ctx context.Context, p *clinic.Principal, intake IntakeInput, in BookInput) (*VisitDetail, error) {
+	nb, err := a.newBooking(ctx, p, intake, in)
+	if err != nil {
+		return nil, err
+	}
+	var v *clinic.Visit
+	err = a.store.Tx(ctx, func(q *store.Q) error {
+		if err := a.insertIntake(ctx, q, p, nb.it, nb.consent); err != nil {
+			return err
+		}
+		v, err = a.bookChain(ctx, q, p, nb.it, nb.room, nb.chain, in)
+		return err
+	})
+	if err != nil {
+		return nil, StoreErr("book", err, "")
+	}
+	return a.visitDetail(ctx, p, v)
+}
+
+// pendingBooking is a booking (or hold) of in with an intake not yet filed:
+// the intake (of type scheduling, in in's room), its consent, its room and
+// the slots it would take. BookNew and HoldNew write the intake in the
+// transaction that takes the slots.
+type pendingBooking struct {
+	it      *clinic.Intake
+	consent *clinic.Consent
+	room    *clinic.Room
+	chain   []clinic.Slot
+}
+
+// newBooking checks a booking of in for an intake to be filed with it.
+func (a *App) newBooking(ctx context.Context, p *clinic.Principal, intake IntakeInput, in BookInput) (*pendingBooking, error) {
 	if err := RequireUser(p); err != nil {
 		return nil, err
 	}
@@ -214,18 +245,7 @@ func (a *App) BookNew(ctx context.Context, p *clinic.Principal, intake IntakeInp
 	if err != nil {
 		return nil, err
 	}
-	var v *clinic.Visit
-	err = a.store.Tx(ctx, func(q *store.Q) error {
-		if err := a.insertIntake(ctx, q, p, it, consent); err != nil {
-			return err
-		}
-		v, err = a.bookChain(ctx, q, p, it, r, chain, in)
-		return err
-	})
-	if err != nil {
-		return nil, StoreErr("book", err, "")
-	}
-	return a.visitDetail(ctx, p, v)
+	return &pendingBooking{it: it, consent: consent, room: r, chain: chain}, nil
 }
 
 // bookChain writes the visit of a booking in q: the visit, each slot of
@@ -362,29 +382,16 @@ func (a *App) HoldTime(ctx context.Context, p *clinic.Principal, in BookInput) (
 // hold's transaction, so a hold refused leaves no intake behind. The hold
 // names the intake, which the booking names in turn.
 func (a *App) HoldNew(ctx context.Context, p *clinic.Principal, intake IntakeInput, in BookInput) (*Hold, error) {
-	if err := RequireUser(p); err != nil {
-		return nil, err
-	}
-	if err := checkBooking(in); err != nil {
-		return nil, err
-	}
-	schedule := "2"
-	intake.Type = &schedule
-	intake.RoomCode = in.RoomCode
-	it, r, consent, err := a.newIntake(ctx, p, intake)
-	if err != nil {
-		return nil, err
-	}
-	chain, err := a.slotChain(ctx, p, it, r, in)
+	nb, err := a.newBooking(ctx, p, intake, in)
 	if err != nil {
 		return nil, err
 	}
 	var h *Hold
 	err = a.store.Tx(ctx, func(q *store.Q) error {
-		if err := a.insertIntake(ctx, q, p, it, consent); err != nil {
+		if err := a.insertIntake(ctx, q, p, nb.it, nb.consent); err != nil {
 			return err
 		}
-		h, err = a.holdChain(ctx, q, p, it, chain, in)
+		h, err = a.holdChain(ctx, q, p, nb.it, nb.chain, in)
 		return err
 	})
 	if err != nil {

@@ -102,6 +102,12 @@ type adminPage struct {
 	Endpoints    []*app.WebhookEndpoint
 	Events       []app.EventType
 	DeliveriesTo string
+	// Apps are the clinic's SMART apps; EHRs the EHRs it launches
+	// Teleclinic from, with what an EHR's registration needs.
+	Apps                                   []*clinic.OAuthClient
+	EHRs                                   []adminEHR
+	EHRRooms                               []adminRoom // every room, to hold an EHR's visits
+	EHRLaunchURL, EHRRedirect, SmartConfig string
 	// DeliveriesPaged says the deliveries shown are not the latest.
 	DeliveriesPaged bool
 	Payments        []adminPayment
@@ -153,6 +159,11 @@ var noticeWords = map[string]string{
 	"codes":            "The diagnosis codes are loaded: notes and claims use them now.",
 	"endpoint":         "The endpoint is added: each event it subscribed to goes to it, signed with its secret.",
 	"endpoint-removed": "The endpoint is removed: it gets nothing more.",
+	"app":              "The app is registered: give its developer the client id (and the secret, if it has one).",
+	"app-revoked":      "The app is revoked: its tokens stopped working.",
+	"ehr":              "The EHR is connected: register Teleclinic there with the launch URL and redirect URI shown.",
+	"ehr-removed":      "The EHR is disconnected: its launches stop.",
+	"ehr-linked":       "The EHR user is linked to the provider.",
 }
 
 // adminQuery is /admin's address: the page each list shows, and the
@@ -202,7 +213,7 @@ func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, p
 	page.FilterErrors = f.Errors()
 	ctx := r.Context()
 	for _, load := range []func(context.Context, *clinic.Principal, adminQuery, *adminPage) error{
-		s.adminWebhookSection, s.adminRooms, s.adminDeliveries, s.adminProviders, s.adminCodesSection,
+		s.adminWebhookSection, s.adminRooms, s.adminDeliveries, s.adminProviders, s.adminCodesSection, s.adminSmart,
 	} {
 		if err := load(ctx, p, q, &page); err != nil {
 			return err

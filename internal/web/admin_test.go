@@ -42,6 +42,7 @@ func TestPortal_Admin(t *testing.T) {
 		{Name: "OKRooms", Run: c.rooms},
 		{Name: "OKWebhookAndSecret", Run: c.webhookAndSecret},
 		{Name: "OKWebhookEndpoints", Run: c.endpoints},
+		{Name: "OKSmartAppsAndEHRs", Run: c.smartApps},
 		{Name: "OKDeliveriesAndAudit", Run: c.deliveriesAndAudit},
 		{Name: "OKRoomsDay", Run: c.roomsDay},
 		{Name: "OKAuditNamesPeople", Run: c.auditNames},
@@ -980,6 +981,64 @@ func TestPortal_AdminDeactivatesProvider(t *testing.T) {
 	adminUser := f.admin(t).User
 	if pg := admin.post("/admin/providers/"+strconv.FormatInt(adminUser.ID, 10)+"/deactivate", nil); pg.Status != 400 {
 		t.Fatalf("deactivating the admin user: %d", pg.Status)
+	}
+}
+
+// SMART apps: a public app registered from its form is listed with its
+// client id; a confidential app's secret is shown once and stored hashed;
+// a bad address is refused in words; revoked, it says so. An EHR is
+// connected, a user of it linked to a provider, and disconnected.
+func (c *adminScript) smartApps(t *testing.T) {
+	if pg := c.b.post("/admin/apps", url.Values{"name": {"Diary"}, "kind": {"public"}, "redirect_uris": {"http://diary.example.com/app"}}); pg.Status != 400 || !strings.Contains(pg.Body, "must be https") {
+		t.Fatalf("an http address: %d", pg.Status)
+	}
+	if pg := c.b.post("/admin/apps", url.Values{"name": {"Diary"}, "kind": {"public"}, "redirect_uris": {"https://diary.example.com/app"}}); pg.Status != 200 || !strings.Contains(pg.Body, "The app is registered") {
+		t.Fatalf("register: %d %s", pg.Status, pg.Body)
+	}
+	pg := c.b.post("/admin/apps", url.Values{"name": {"Portal bridge"}, "kind": {"confidential"}, "redirect_uris": {"https://bridge.example.com/cb"}})
+	apps, err := c.f.e.App.OAuthClients(c.bg, c.f.admin(t))
+	if err != nil || len(apps) != 2 {
+		t.Fatalf("stored: %+v %v", apps, err)
+	}
+	var secretShown string
+	if m := regexp.MustCompile(`id="shown" readonly value="([^"]+)"`).FindStringSubmatch(pg.Body); m != nil {
+		secretShown = m[1]
+	}
+	if pg.Status != 200 || secretShown == "" || apps[1].SecretHash == secretShown {
+		t.Fatalf("the confidential app's secret: %d", pg.Status)
+	}
+	if err := c.f.e.App.CheckOAuthSecret(c.bg, apps[1].ClientID, secretShown); err != nil {
+		t.Fatalf("the shown secret does not authenticate the app: %v", err)
+	}
+	if list := c.b.get("/admin"); !strings.Contains(list.Body, apps[0].ClientID) || strings.Contains(list.Body, secretShown) {
+		t.Fatal("the list does not show the client id, or shows the secret again")
+	}
+	if pg := c.b.post("/admin/apps/"+strconv.FormatInt(apps[0].ID, 10)+"/revoke", nil); pg.Status != 303 {
+		t.Fatalf("revoke: %d", pg.Status)
+	}
+	if list := c.b.get("/admin"); !strings.Contains(list.Body, "public, revoked") {
+		t.Fatal("the revoked app is not shown as revoked")
+	}
+	if pg := c.b.post("/admin/ehrs", url.Values{"iss": {"https://ehr.example.com/fhir"}, "client_id": {"teleclinic"}, "room_code": {"main"}}); pg.Status != 303 {
+		t.Fatalf("connect an EHR: %d %s", pg.Status, pg.Body)
+	}
+	ehrs, err := c.f.e.App.EHRConnections(c.bg, c.f.admin(t))
+	if err != nil || len(ehrs) != 1 {
+		t.Fatalf("the EHR: %+v %v", ehrs, err)
+	}
+	id := strconv.FormatInt(ehrs[0].ID, 10)
+	if list := c.b.get("/admin"); !strings.Contains(list.Body, "https://ehr.example.com/fhir") || !strings.Contains(list.Body, "/smart/launch") {
+		t.Fatal("the EHR or its launch URL is not shown")
+	}
+	doc := c.f.user(t, c.f.providerToken).User.ID
+	if pg := c.b.post("/admin/ehrs/"+id+"/links", url.Values{"fhir_user": {"Practitioner/9"}, "provider_id": {strconv.FormatInt(doc, 10)}}); pg.Status != 303 {
+		t.Fatalf("link: %d %s", pg.Status, pg.Body)
+	}
+	if pg := c.b.post("/admin/ehrs/"+id+"/delete", nil); pg.Status != 303 {
+		t.Fatalf("disconnect: %d", pg.Status)
+	}
+	if ehrs, _ := c.f.e.App.EHRConnections(c.bg, c.f.admin(t)); len(ehrs) != 0 {
+		t.Fatal("the EHR is still connected")
 	}
 }
 

@@ -146,6 +146,11 @@ func portalMatrix() map[string]string {
 		"POST /admin/webhook":               "RRDDDADDA",
 		"POST /admin/endpoints":             "RRDDDADDA",
 		"POST /admin/endpoints/{id}/delete": "RRDDDNDDN",
+		"POST /admin/apps":                  "RRDDDADDA",
+		"POST /admin/apps/{id}/revoke":      "RRDDDNDDN",
+		"POST /admin/ehrs":                  "RRDDDADDA",
+		"POST /admin/ehrs/{id}/delete":      "RRDDDNDDN",
+		"POST /admin/ehrs/{id}/links":       "RRDDDNDDN",
 		"POST /admin/rotate":                "RRDDDADDA",
 		// Loading the server's code release: an admin, here let through
 		// to the refusal of a form without a file.
