@@ -177,38 +177,38 @@ func (a *App) ehrGet(ctx context.Context, addr, token string, v any) error {
 // connection of iss, the EHR's endpoints, and the address of the EHR's
 // authorize endpoint to send the browser to, with the launch and a PKCE
 // challenge whose verifier is kept (sealed) with the state.
-func (a *App) StartEHRLaunch(ctx context.Context, iss, launch string) (string, error) {
+func (a *App) StartEHRLaunch(ctx context.Context, iss, launch string) (to, state string, err error) {
 	iss = strings.TrimRight(strings.TrimSpace(iss), "/")
 	if launch == "" || len(launch) > 2000 {
-		return "", clinic.Errorf(clinic.EInvalid, "An EHR launch names its launch: open Teleclinic from the EHR.")
+		return "", "", clinic.Errorf(clinic.EInvalid, "An EHR launch names its launch: open Teleclinic from the EHR.")
 	}
 	conn, err := a.store.Read().EHRConnectionByISS(ctx, iss)
 	if errors.Is(err, store.ErrNotFound) {
-		return "", clinic.Errorf(clinic.ENotFound, "No clinic here is connected to the EHR at %s: its admin connects it first.", iss)
+		return "", "", clinic.Errorf(clinic.ENotFound, "No clinic here is connected to the EHR at %s: its admin connects it first.", iss)
 	}
 	if err != nil {
-		return "", fmt.Errorf("ehr launch: %w", err)
+		return "", "", fmt.Errorf("ehr launch: %w", err)
 	}
 	var sc smartConfig
 	if err := a.ehrGet(ctx, iss+"/.well-known/smart-configuration", "", &sc); err != nil {
-		return "", err
+		return "", "", err
 	}
 	if sc.Authorize == "" || sc.Token == "" {
-		return "", clinic.Errorf(clinic.EUnavailable, "The EHR's SMART configuration names no authorize and token endpoints.")
+		return "", "", clinic.Errorf(clinic.EUnavailable, "The EHR's SMART configuration names no authorize and token endpoints.")
 	}
 	verifier := oauth2.GenerateVerifier()
 	sealed, err := a.Seal([]byte(verifier))
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	l := &clinic.EHRLaunch{State: RandomHex(16), AccountID: conn.AccountID, ConnectionID: conn.ID, Verifier: sealed,
 		Issuer: sc.Issuer, TokenURL: sc.Token, Expires: a.Unix() + int64(ehrLaunchTTL/time.Second)}
 	if err := a.store.Write().CreateEHRLaunch(ctx, l); err != nil {
-		return "", fmt.Errorf("ehr launch: %w", err)
+		return "", "", fmt.Errorf("ehr launch: %w", err)
 	}
 	cfg := a.ehrOAuth(conn, sc.Authorize, sc.Token, "")
 	return cfg.AuthCodeURL(l.State, oauth2.SetAuthURLParam("launch", launch), oauth2.SetAuthURLParam("aud", iss),
-		oauth2.S256ChallengeOption(verifier)), nil
+		oauth2.S256ChallengeOption(verifier)), l.State, nil
 }
 
 // ehrOAuth is Teleclinic's client at the EHR of conn.

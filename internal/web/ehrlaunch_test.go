@@ -241,4 +241,22 @@ func TestSMART_EHRLaunch(t *testing.T) {
 	if res, err := browser().Get(f.e.URL + "/smart/callback?state=nope&code=x"); err != nil || res.StatusCode/100 != 4 {
 		t.Fatalf("a state no launch made: %v %v", res.StatusCode, err)
 	}
+	// A launch started in one browser and finished in another (someone
+	// sending their own launch's answer to sign a victim in as them) is
+	// refused, and no session is made.
+	starter := browser()
+	starter.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	res0, err := starter.Get(f.e.URL + "/smart/launch?" + url.Values{"iss": {ehr.iss}, "launch": {"L6"}}.Encode())
+	if err != nil || res0.StatusCode != http.StatusFound {
+		t.Fatalf("the start: %v %v", res0, err)
+	}
+	res0.Body.Close()
+	victim, err := browser().Get(res0.Header.Get("Location"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim.Body.Close()
+	if victim.StatusCode != 403 || victim.Request.URL.Path != "/smart/callback" {
+		t.Fatalf("another browser's launch finished: %d at %s", victim.StatusCode, victim.Request.URL)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/clinic"
@@ -197,13 +198,20 @@ type ehrLandingPage struct {
 // smartLaunch is GET /smart/launch?iss=…&launch=…: an EHR opens Teleclinic
 // (SMART EHR launch); the browser goes to the EHR to say who is launching.
 func (s *Server) smartLaunch(w http.ResponseWriter, r *http.Request) error {
-	to, err := s.app.StartEHRLaunch(r.Context(), r.URL.Query().Get("iss"), r.URL.Query().Get("launch"))
+	to, state, err := s.app.StartEHRLaunch(r.Context(), r.URL.Query().Get("iss"), r.URL.Query().Get("launch"))
 	if err != nil {
 		return err
 	}
+	// The answer must come back to this browser: a callback carrying a
+	// state this browser did not start (someone else's launch, sent to it
+	// to sign it in as them) is refused.
+	s.setCookie(w, ehrStateCookie, state, 10*time.Minute)
 	http.Redirect(w, r, to, http.StatusFound)
 	return nil
 }
+
+// ehrStateCookie holds the state of the EHR launch this browser started.
+const ehrStateCookie = "tc_ehr_state"
 
 // smartCallback is GET /smart/callback: the EHR's answer. The provider is
 // signed in to the portal and shown the visit, with the patient's link.
@@ -212,6 +220,10 @@ func (s *Server) smartCallback(w http.ResponseWriter, r *http.Request) error {
 	if e := q.Get("error"); e != "" {
 		return clinic.Errorf(clinic.EForbidden, "The EHR did not let Teleclinic open: %s.", cmpOr(q.Get("error_description"), e))
 	}
+	if c, err := r.Cookie(ehrStateCookie); err != nil || c.Value == "" || c.Value != q.Get("state") {
+		return clinic.Errorf(clinic.EForbidden, "This launch was not started in this browser: open Teleclinic from the EHR again.")
+	}
+	s.setCookie(w, ehrStateCookie, "", 0)
 	l, err := s.app.FinishEHRLaunch(r.Context(), edge.RequestID(r.Context()), q.Get("state"), q.Get("code"))
 	if err != nil {
 		return err
