@@ -796,6 +796,14 @@ func permRows(f *permFixture) map[string]permRow {
 		"OpenExportFile": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return a.OpenExportFile(ctx, p, f.exportID, "Patient.ndjson")
 		}},
+		// A person's own grants: another patient, a guest and another
+		// clinic's admin see none of the first patient's.
+		"MyApps": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return a.MyApps(ctx, p)
+		}},
+		"DisconnectApp": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return nil, a.DisconnectApp(ctx, p, f.oauthClient)
+		}},
 		"ConnectEHR": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return a.ConnectEHR(ctx, p, app.EHRInput{ISS: "https://ehr-" + strconv.FormatInt(p.Account.ID, 10) + ".example.com/fhir", ClientID: "tc", RoomCode: "main"})
 		}},

@@ -191,6 +191,48 @@ func (a *App) RevokeOAuthClient(ctx context.Context, p *clinic.Principal, id int
 	return StoreErr("oauth client", err, "No such app.")
 }
 
+// AppGrant is an app a person allowed, still holding a token of theirs.
+type AppGrant struct {
+	ClientID, Name string
+	Granted        int64
+}
+
+// MyApps lists the apps the caller allowed that still hold a token of
+// theirs.
+func (a *App) MyApps(ctx context.Context, p *clinic.Principal) ([]AppGrant, error) {
+	if err := RequireUser(p); err != nil {
+		return nil, err
+	}
+	cs, when, err := a.store.Read().OAuthGrantsOf(ctx, p.Account.ID, p.UserID(), a.Unix())
+	if err != nil {
+		return nil, fmt.Errorf("my apps: %w", err)
+	}
+	out := []AppGrant{}
+	for i, c := range cs {
+		out = append(out, AppGrant{ClientID: c.ClientID, Name: c.Name, Granted: when[i]})
+	}
+	return out, nil
+}
+
+// DisconnectApp takes back the caller's permission from an app: every
+// token it holds of theirs is revoked (its next request is refused; it
+// asks again to come back). Audited as oauth.revoke.
+func (a *App) DisconnectApp(ctx context.Context, p *clinic.Principal, clientID string) error {
+	if err := RequireUser(p); err != nil {
+		return err
+	}
+	return a.store.Tx(ctx, func(q *store.Q) error {
+		n, err := q.RevokeOAuthGrant(ctx, p.Account.ID, p.UserID(), clientID, a.Unix())
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return clinic.Errorf(clinic.ENotFound, "This app holds no permission of yours.")
+		}
+		return a.AuditIn(ctx, q, p, "oauth.revoke", "oauth_client", clientID, OutcomeOK)
+	})
+}
+
 // The authorization server's steps. They take no principal: the protocol
 // authenticates the app (client id, secret, assertion, code, PKCE) before
 // it calls them, and a person only through ApproveOAuthRequest.

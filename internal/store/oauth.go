@@ -206,3 +206,33 @@ func (q *Q) UseOAuthAssertion(ctx context.Context, id string, expires, now int64
 	_, err := q.exec(ctx, "INSERT INTO oauth_assertions (id, expires) VALUES (?, ?)", id, expires)
 	return err
 }
+
+// OAuthGrantsOf are the apps a person holds live tokens of (any token not
+// revoked whose access or refresh time is still running at now), with
+// when each was last granted.
+func (q *Q) OAuthGrantsOf(ctx context.Context, accountID, userID, now int64) ([]*clinic.OAuthClient, []int64, error) {
+	rows, err := q.query(ctx, `SELECT c.client_id, c.name, MAX(t.auth_time) FROM oauth_tokens t JOIN oauth_clients c ON c.client_id = t.client_id
+		WHERE t.account_id = ? AND t.user_id = ? AND t.revoked = 0 AND (t.expires > ? OR t.refresh_expires > ?)
+		GROUP BY c.client_id, c.name ORDER BY c.name`, accountID, userID, now, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var cs []*clinic.OAuthClient
+	var when []int64
+	for rows.Next() {
+		var c clinic.OAuthClient
+		var at int64
+		if err := rows.Scan(&c.ClientID, &c.Name, &at); err != nil {
+			return nil, nil, err
+		}
+		cs, when = append(cs, &c), append(when, at)
+	}
+	return cs, when, rows.Err()
+}
+
+// RevokeOAuthGrant revokes every token a person holds of an app: how many.
+func (q *Q) RevokeOAuthGrant(ctx context.Context, accountID, userID int64, clientID string, now int64) (int64, error) {
+	return q.affected(ctx, "UPDATE oauth_tokens SET revoked = ? WHERE account_id = ? AND user_id = ? AND client_id = ? AND revoked = 0",
+		now, accountID, userID, clientID)
+}

@@ -68,8 +68,11 @@ func portalMatrix() map[string]string {
 		"POST /signout": "AAAAAAAAA",
 		// An EHR launch starts before anyone is signed in (a bad one is a
 		// 400 for all); an EHR's answer to no launch finds nothing.
-		"GET /smart/launch":   "AAAAAAAAA",
-		"GET /smart/callback": "DDDDDDDDD",
+		"GET /smart/launch": "AAAAAAAAA",
+		// Taking back an app's permission: the signed-in person's own; the
+		// fixture's app holds none of anyone's.
+		"POST /profile/apps/{client}/disconnect": "RRDDDDDDD",
+		"GET /smart/callback":                    "DDDDDDDDD",
 		// An app's sign-in request that does not exist: nothing to show or
 		// decide, signed in or not.
 		"GET /oauth/consent/{id}":  "DDDDDDDDD",

@@ -37,6 +37,8 @@ type profilePage struct {
 	Next    string
 	Notice  string
 	Errors  map[string]string
+	// Apps are the apps the person allowed to use their account (SMART).
+	Apps []app.AppGrant
 }
 
 func (s *Server) profile(w http.ResponseWriter, r *http.Request) error {
@@ -61,10 +63,30 @@ func (s *Server) showProfile(w http.ResponseWriter, r *http.Request, status int,
 	if next := r.FormValue("next"); app.LocalPath(next) {
 		page.Next = next
 	}
-	if r.URL.Query().Get("done") == "saved" {
+	switch r.URL.Query().Get("done") {
+	case "saved":
 		page.Notice = "Saved."
+	case "app":
+		page.Notice = tr("The app no longer has your permission.")
+	}
+	if page.Apps, err = s.app.MyApps(r.Context(), p); err != nil {
+		return err
 	}
 	s.render(w, r, status, "profile", page)
+	return nil
+}
+
+// disconnectApp is POST /profile/apps/{client}/disconnect: the person
+// takes their permission back from an app.
+func (s *Server) disconnectApp(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.principal(r)
+	if err != nil {
+		return err
+	}
+	if err := s.app.DisconnectApp(r.Context(), p, r.PathValue("client")); err != nil {
+		return err
+	}
+	http.Redirect(w, r, "/profile?done=app#apps", http.StatusSeeOther)
 	return nil
 }
 

@@ -301,3 +301,51 @@ func TestSMART_Refusals(t *testing.T) {
 		t.Fatalf("signed out: %d %q", res.Status, res.Location)
 	}
 }
+
+// TestSMART_PersonTakesBack: the patient sees the app they allowed on
+// their profile and takes their permission back: the app's tokens stop at
+// once, its refresh token too, and the profile no longer lists it.
+// Another person cannot take back what is not theirs.
+func TestSMART_PersonTakesBack(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testenv.Options{PortalHere: true})
+	b := newBrowser(t, f.e)
+	a := registerApp(t, f, "Symptom Diary", clinic.ClientPublic, "http://127.0.0.1:9/app")
+	f.redirectLogin(t, b, f.p1Token, "/visits", nil)
+	verifier := oauth2.GenerateVerifier()
+	_, code := authorize(t, b, f, a, "openid offline_access patient/Encounter.rs", oauth2.S256ChallengeFromVerifier(verifier))
+	st, tok := tokenCall(t, b, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {a.redirect}, "client_id": {a.clientID}, "code_verifier": {verifier}})
+	if st != 200 {
+		t.Fatalf("token: %d %+v", st, tok)
+	}
+	read := func() int {
+		return b.send("GET", "/fhir/R4/Encounter", nil, map[string]string{"Authorization": "Bearer " + tok.AccessToken}).Status
+	}
+	if read() != 200 {
+		t.Fatal("the token does not read")
+	}
+	if pg := b.get("/profile"); !strings.Contains(pg.Body, "Symptom Diary") || !strings.Contains(pg.Body, "Apps you allowed") {
+		t.Fatalf("the profile does not list the app: %s", pg.Body)
+	}
+	// Another patient has nothing of the app's to take back.
+	other := newBrowser(t, f.e)
+	f.redirectLogin(t, other, f.p2Token, "/visits", nil)
+	if pg := other.post("/profile/apps/"+a.clientID+"/disconnect", nil); pg.Status != 404 {
+		t.Fatalf("another person's take-back: %d", pg.Status)
+	}
+	if read() != 200 {
+		t.Fatal("another person's take-back reached the patient's token")
+	}
+	if pg := b.post("/profile/apps/"+a.clientID+"/disconnect", nil); pg.Status != 303 {
+		t.Fatalf("take back: %d %s", pg.Status, pg.Body)
+	}
+	if read() != 401 {
+		t.Fatal("the app still reads")
+	}
+	if st, _ := tokenCall(t, b, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.RefreshToken}, "client_id": {a.clientID}}); st == 200 {
+		t.Fatal("the app refreshed a token it was taken back from")
+	}
+	if pg := b.get("/profile"); strings.Contains(pg.Body, "Symptom Diary") {
+		t.Fatal("the profile still lists the app")
+	}
+}

@@ -181,6 +181,7 @@ func (s *Server) routes() {
 	s.page("POST /providers/slots", s.publishSlots)
 	s.page("GET /profile", s.profile)
 	s.page("POST /profile", s.saveProfile)
+	s.page("POST /profile/apps/{client}/disconnect", s.disconnectApp)
 	s.page("GET /docs", s.docs)
 	s.page("GET /lang/{tag}", s.setLanguage)
 	s.page("GET /i18n/{file}", s.messagesJS)
