@@ -412,6 +412,26 @@ func (a *App) ehrAppointment(ctx context.Context, conn *clinic.EHRConnection, to
 	return ref, s.Unix(), e.Unix(), nil
 }
 
+// takeEHRVisit gives the visit of an EHR appointment to the provider who
+// launched it from the EHR, whose appointment it now is (a colleague
+// covering), while it has not started; a visit under way or over stays
+// with its provider, and the launch is refused.
+func (a *App) takeEHRVisit(ctx context.Context, q *store.Q, v *clinic.Visit, prov *clinic.User) error {
+	if v.ProviderID == prov.ID {
+		return nil
+	}
+	moved, err := q.MoveVisit(ctx, store.VisitMove{AccountID: v.AccountID, ID: v.ID, From: []int{clinic.VisitPending, clinic.VisitConfirmed},
+		To: v.Status, ProviderID: prov.ID, Now: a.Unix()})
+	if err != nil {
+		return err
+	}
+	if !moved {
+		return clinic.Errorf(clinic.EConflict, "This appointment's visit is under way or over, with another provider.")
+	}
+	v.ProviderID = prov.ID
+	return nil
+}
+
 // landEHRLaunch finds the visit of the launch's reference, or makes it
 // (its intake in the connection's room, the provider assigned, booked),
 // and signs the provider in, with the patient's link made.
@@ -426,8 +446,10 @@ func (a *App) landEHRLaunch(ctx context.Context, sys *clinic.Principal, conn *cl
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if ref != "" {
 			if id, err := q.EHRVisit(ctx, conn.AccountID, conn.ID, ref); err == nil {
-				out.Visit, err = q.VisitByID(ctx, conn.AccountID, id)
-				if err != nil {
+				if out.Visit, err = q.VisitByID(ctx, conn.AccountID, id); err != nil {
+					return err
+				}
+				if err := a.takeEHRVisit(ctx, q, out.Visit, prov); err != nil {
 					return err
 				}
 			} else if !errors.Is(err, store.ErrNotFound) {

@@ -230,6 +230,11 @@ func TestSMART_EHRLaunch(t *testing.T) {
 	if err := f.e.Store.DB().QueryRow("SELECT user_id FROM ehr_links WHERE fhir_user = 'Practitioner/dr-10'").Scan(&linked); err != nil || linked != hedy.Session.UserID {
 		t.Fatalf("the email's provider is not linked: %d %v", linked, err)
 	}
+	// She launched the appointment's visit, not started yet: it is hers now.
+	var holder int64
+	if err := f.e.Store.DB().QueryRow(f.e.Store.Rebind("SELECT provider_id FROM visits WHERE id = ?"), visit).Scan(&holder); err != nil || holder != hedy.Session.UserID {
+		t.Fatalf("the visit's provider after her launch: %d %v", holder, err)
+	}
 
 	// Refusals.
 	if st, _ := launch(t, browser(), f.e.URL, "https://unknown.example/fhir", "L4"); st != 404 {
