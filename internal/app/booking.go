@@ -417,6 +417,9 @@ func (a *App) holdChain(ctx context.Context, q *store.Q, p *clinic.Principal, it
 			return nil, clinic.Errorf(clinic.EConflict, "That time was just taken by someone else.")
 		}
 	}
+	if err := a.AuditIn(ctx, q, p, "intake.hold", "intake", i64s(it.ID), OutcomeOK); err != nil {
+		return nil, err
+	}
 	return &Hold{Start: in.SlotStart, End: in.SlotEnd, ProviderID: chain[0].ProviderID, IntakeID: it.ID, Until: until}, nil
 }
 

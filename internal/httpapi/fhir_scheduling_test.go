@@ -177,6 +177,9 @@ func TestFHIR_Scheduling(t *testing.T) {
 	if got := statuses(); got != "busy-tentative busy-tentative free free free free" {
 		t.Fatalf("statuses after the hold %q", got)
 	}
+	if n := count(t, e, "SELECT COUNT(*) FROM audit WHERE action = 'intake.hold' AND object_id = ?", held.Identifier[0].Value); n != 1 {
+		t.Fatalf("%d audits of the hold", n)
+	}
 	p2 := userHeaders(s.c, s.pat2.Token)
 	wantOutcome(t, send("POST", "/fhir/R4/Appointment/$hold", p2, proposal(0)), 409, "conflict")
 
