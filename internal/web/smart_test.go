@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -347,5 +348,41 @@ func TestSMART_PersonTakesBack(t *testing.T) {
 	}
 	if pg := b.get("/profile"); strings.Contains(pg.Body, "Symptom Diary") {
 		t.Fatal("the profile still lists the app")
+	}
+}
+
+// TestSMART_ConfidentialApp: an app with a server that keeps its secret
+// exchanges its code with HTTP Basic authentication (and PKCE still); a
+// wrong secret is invalid_client and the code is not spent.
+func TestSMART_ConfidentialApp(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testenv.Options{PortalHere: true})
+	b := newBrowser(t, f.e)
+	rc, err := f.e.App.RegisterOAuthClient(context.Background(), f.admin(t), app.OAuthClientInput{Name: "Bridge", Kind: clinic.ClientConfidential,
+		RedirectURIs: []string{"https://bridge.example.com/cb"}})
+	if err != nil || rc.Secret == "" {
+		t.Fatalf("register: %v", err)
+	}
+	a := smartApp{clientID: rc.ClientID, redirect: "https://bridge.example.com/cb"}
+	f.redirectLogin(t, b, f.p1Token, "/visits", nil)
+	verifier := oauth2.GenerateVerifier()
+	_, code := authorize(t, b, f, a, "openid fhirUser patient/Encounter.rs", oauth2.S256ChallengeFromVerifier(verifier))
+	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {a.redirect}, "code_verifier": {verifier}}
+	basic := func(secret string) (int, tokenAnswer) {
+		res := b.send("POST", "/oauth/token", strings.NewReader(form.Encode()), map[string]string{"Content-Type": "application/x-www-form-urlencoded",
+			"Authorization": "Basic " + base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(a.clientID)+":"+url.QueryEscape(secret)))})
+		var out tokenAnswer
+		_ = json.Unmarshal([]byte(res.Body), &out)
+		return res.Status, out
+	}
+	if st, out := basic("not-the-secret"); st/100 != 4 || out.Error != "invalid_client" {
+		t.Fatalf("a wrong secret: %d %+v", st, out)
+	}
+	st, tok := basic(rc.Secret)
+	if st != 200 || tok.AccessToken == "" || tok.Patient == "" {
+		t.Fatalf("the confidential exchange: %d %+v", st, tok)
+	}
+	if res := b.send("GET", "/fhir/R4/Encounter", nil, map[string]string{"Authorization": "Bearer " + tok.AccessToken}); res.Status != 200 {
+		t.Fatalf("its token: %d %s", res.Status, res.Body)
 	}
 }
