@@ -551,7 +551,7 @@ func buildMoveFixture(t *testing.T, e *testenv.Env) *moveFixture {
 	if err := e.Store.DB().QueryRow("SELECT account_id FROM oauth_clients").Scan(&acctID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.App.IssueOAuthToken(ctx, &clinic.OAuthToken{AccountID: acctID, ClientID: clientID, UserID: idNum(t, patID), Scopes: []string{"patient/*.rs"}}, true, ""); err != nil {
+	if _, err := e.App.IssueOAuthToken(ctx, &clinic.OAuthToken{AccountID: acctID, ClientID: clientID, UserID: idNum(t, patID), Scopes: []string{"patient/*.rs"}}, true, app.TokenFrom{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := e.App.OAuthSigningKey(ctx); err != nil {

@@ -404,11 +404,21 @@ func (a *App) DenyOAuthRequest(ctx context.Context, p *clinic.Principal, id stri
 	return cs, err
 }
 
+// TokenFrom is what a token is issued from, and uses up: an approved
+// request (its code is exchanged once) or a refresh token's row (it
+// renews once); neither for a backend service's assertion.
+type TokenFrom struct {
+	Request   string // the request whose code is exchanged
+	Refreshed string // the token row whose refresh token is used
+}
+
 // IssueOAuthToken stores a new access token row for t (its ID made here)
-// and, when refresh is set, a refresh token, returned. A refresh from the
-// token of refreshed revokes that row first, once: a refresh token
-// replayed after its use is refused, and nothing is issued.
-func (a *App) IssueOAuthToken(ctx context.Context, t *clinic.OAuthToken, refresh bool, refreshed string) (string, error) {
+// and, when refresh is set, a refresh token, returned. What it is issued
+// from is used up in the same transaction, conditionally: of two
+// exchanges of one code, or two uses of one refresh token, at once or
+// one after the other, one gets a token and the other is refused with
+// nothing issued.
+func (a *App) IssueOAuthToken(ctx context.Context, t *clinic.OAuthToken, refresh bool, from TokenFrom) (string, error) {
 	now := a.Unix()
 	t.ID, t.Created, t.Expires = RandomHex(16), now, now+int64(OAuthAccessTTL/time.Second)
 	var secret string
@@ -417,8 +427,17 @@ func (a *App) IssueOAuthToken(ctx context.Context, t *clinic.OAuthToken, refresh
 		t.RefreshHash, t.RefreshExpires = HashSecret(secret), now+int64(OAuthRefreshTTL/time.Second)
 	}
 	err := a.store.Tx(ctx, func(q *store.Q) error {
-		if refreshed != "" {
-			ok, err := q.RevokeOAuthToken(ctx, refreshed, now)
+		if from.Request != "" {
+			ok, err := q.ConsumeOAuthRequest(ctx, from.Request)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return clinic.Errorf(clinic.EUnauthenticated, "The code was used already.")
+			}
+		}
+		if from.Refreshed != "" {
+			ok, err := q.RevokeOAuthToken(ctx, from.Refreshed, now)
 			if err != nil {
 				return err
 			}

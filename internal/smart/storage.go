@@ -122,23 +122,23 @@ func (s *storage) DeleteAuthRequest(ctx context.Context, id string) error {
 	return s.app.EndOAuthRequest(ctx, id)
 }
 
-// token is the row a token request will be issued as: its person, the
-// launch's patient and the scopes granted.
-func token(req op.TokenRequest, now int64) (*clinic.OAuthToken, string, error) {
+// token is the row a token request will be issued as (its person, the
+// launch's patient and the scopes granted), and what it uses up.
+func token(req op.TokenRequest, now int64) (*clinic.OAuthToken, app.TokenFrom, error) {
 	t := &clinic.OAuthToken{Scopes: req.GetScopes(), AuthTime: now}
 	switch r := req.(type) {
 	case *authRequest:
 		t.AccountID, t.ClientID, t.UserID, t.PatientID, t.AuthTime = r.r.AccountID, r.r.ClientID, r.r.UserID, r.r.PatientID, r.r.AuthTime
-		return t, "", nil
+		return t, app.TokenFrom{Request: r.r.ID}, nil
 	case *refreshRequest:
 		old := r.t
 		t.AccountID, t.ClientID, t.UserID, t.PatientID, t.AuthTime = old.AccountID, old.ClientID, old.UserID, old.PatientID, old.AuthTime
-		return t, old.ID, nil
+		return t, app.TokenFrom{Refreshed: old.ID}, nil
 	case *serviceRequest:
 		t.AccountID, t.ClientID = r.c.AccountID, r.c.ClientID
-		return t, "", nil
+		return t, app.TokenFrom{}, nil
 	}
-	return nil, "", errors.New("smart: a token request of an unknown kind")
+	return nil, app.TokenFrom{}, errors.New("smart: a token request of an unknown kind")
 }
 
 // expiry is the token row's expiry as op counts it: op measures a token's
@@ -149,12 +149,12 @@ func (s *storage) expiry(t *clinic.OAuthToken) time.Time {
 }
 
 func (s *storage) CreateAccessToken(ctx context.Context, req op.TokenRequest) (string, time.Time, error) {
-	t, _, err := token(req, s.app.Unix())
+	t, from, err := token(req, s.app.Unix())
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	if _, err := s.app.IssueOAuthToken(ctx, t, false, ""); err != nil {
-		return "", time.Time{}, err
+	if _, err := s.app.IssueOAuthToken(ctx, t, false, from); err != nil {
+		return "", time.Time{}, oidc.ErrInvalidGrant().WithParent(err).WithDescription("%s", clinic.ErrorMessage(err))
 	}
 	return t.ID, s.expiry(t), nil
 }
@@ -163,11 +163,11 @@ func (s *storage) CreateAccessToken(ctx context.Context, req op.TokenRequest) (s
 // a refresh token, the row it renewed is revoked in the same transaction
 // (rotation: each refresh token is used once).
 func (s *storage) CreateAccessAndRefreshTokens(ctx context.Context, req op.TokenRequest, _ string) (string, string, time.Time, error) {
-	t, refreshed, err := token(req, s.app.Unix())
+	t, from, err := token(req, s.app.Unix())
 	if err != nil {
 		return "", "", time.Time{}, err
 	}
-	refresh, err := s.app.IssueOAuthToken(ctx, t, true, refreshed)
+	refresh, err := s.app.IssueOAuthToken(ctx, t, true, from)
 	if err != nil {
 		return "", "", time.Time{}, oidc.ErrInvalidGrant().WithParent(err).WithDescription("%s", clinic.ErrorMessage(err))
 	}

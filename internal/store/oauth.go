@@ -123,6 +123,13 @@ func (q *Q) SaveOAuthCode(ctx context.Context, id, codeHash string) (bool, error
 	return n == 1, err
 }
 
+// ConsumeOAuthRequest removes an approved request whose code is being
+// exchanged, once: false when it is gone (its code used already).
+func (q *Q) ConsumeOAuthRequest(ctx context.Context, id string) (bool, error) {
+	n, err := q.affected(ctx, "DELETE FROM oauth_requests WHERE id = ? AND auth_time > 0 AND code_hash IS NOT NULL", id)
+	return n == 1, err
+}
+
 // DeleteOAuthRequest removes a request (its code used, or refused), and
 // those expired at now.
 func (q *Q) DeleteOAuthRequest(ctx context.Context, id string, now int64) error {

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"golang.org/x/oauth2"
@@ -384,5 +386,56 @@ func TestSMART_ConfidentialApp(t *testing.T) {
 	}
 	if res := b.send("GET", "/fhir/R4/Encounter", nil, map[string]string{"Authorization": "Bearer " + tok.AccessToken}); res.Status != 200 {
 		t.Fatalf("its token: %d %s", res.Status, res.Body)
+	}
+}
+
+// TestSMART_CodeUsedOnce: one code exchanged by eight requests at once
+// gives one token; the others are invalid_grant, and only one token row
+// is written.
+func TestSMART_CodeUsedOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testenv.Options{PortalHere: true})
+	b := newBrowser(t, f.e)
+	a := registerApp(t, f, "Symptom Diary", clinic.ClientPublic, "http://127.0.0.1:9/app")
+	f.redirectLogin(t, b, f.p1Token, "/visits", nil)
+	verifier := oauth2.GenerateVerifier()
+	_, code := authorize(t, b, f, a, "openid offline_access patient/Encounter.rs", oauth2.S256ChallengeFromVerifier(verifier))
+	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {a.redirect}, "client_id": {a.clientID}, "code_verifier": {verifier}}
+	const n = 8
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			res, err := http.PostForm(f.e.URL+"/oauth/token", form)
+			if err != nil {
+				return
+			}
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+			statuses[i] = res.StatusCode
+		}()
+	}
+	close(start)
+	wg.Wait()
+	won := 0
+	for _, s := range statuses {
+		switch s {
+		case 200:
+			won++
+		case 400:
+		default:
+			t.Fatalf("statuses %v", statuses)
+		}
+	}
+	var rows int
+	if err := f.e.Store.DB().QueryRow("SELECT COUNT(*) FROM oauth_tokens").Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if won != 1 || rows != 1 {
+		t.Fatalf("%d exchanges won, %d token rows (statuses %v)", won, rows, statuses)
 	}
 }
