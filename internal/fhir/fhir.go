@@ -29,6 +29,7 @@ import (
 type Server struct {
 	app     *app.App
 	billing *billing.Service
+	r4      r4Schemas // what written resources are validated against
 }
 
 // New is the FHIR door over a and b.

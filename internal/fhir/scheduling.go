@@ -323,8 +323,8 @@ type appointmentIn struct {
 }
 
 // readAppointment reads an Appointment, bare or as a Parameters'
-// appt-resource (Argonaut's name; Medplum's is appointment).
-func readAppointment(r *http.Request) (*appointmentIn, error) {
+// appt-resource (Argonaut's name; Medplum's is appointment), valid R4.
+func (s *Server) readAppointment(r *http.Request) (*appointmentIn, error) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxWriteBytes+1))
 	if err != nil || len(body) > maxWriteBytes {
 		return nil, clinic.Errorf(clinic.EInvalid, "The body must be an Appointment of at most 64 KiB.")
@@ -357,6 +357,9 @@ func readAppointment(r *http.Request) (*appointmentIn, error) {
 	}
 	if in.ResourceType != "Appointment" {
 		return nil, clinic.Errorf(clinic.EInvalid, "resourceType must be Appointment, not %q.", in.ResourceType)
+	}
+	if err := s.r4.validate("Appointment", body); err != nil {
+		return nil, err
 	}
 	return &in, nil
 }
@@ -505,7 +508,7 @@ func (s *Server) Hold(w http.ResponseWriter, r *http.Request, p *clinic.Principa
 	if err := granted(p, "Appointment", 'c'); err != nil {
 		return err
 	}
-	in, err := readAppointment(r)
+	in, err := s.readAppointment(r)
 	if err != nil {
 		return err
 	}
@@ -529,7 +532,7 @@ func (s *Server) Book(w http.ResponseWriter, r *http.Request, p *clinic.Principa
 	if err := granted(p, "Appointment", 'c'); err != nil {
 		return err
 	}
-	in, err := readAppointment(r)
+	in, err := s.readAppointment(r)
 	if err != nil {
 		return err
 	}
@@ -648,7 +651,7 @@ func (s *Server) Patch(w http.ResponseWriter, r *http.Request, p *clinic.Princip
 // start and end, to another open time of its room (a reschedule); nothing
 // else of it is written.
 func (s *Server) updateAppointment(w http.ResponseWriter, r *http.Request, p *clinic.Principal) error {
-	in, err := readAppointment(r)
+	in, err := s.readAppointment(r)
 	if err != nil {
 		return err
 	}

@@ -34,8 +34,8 @@ type patientIn struct {
 	Address      []fhirAddress    `json:"address"`
 }
 
-// readPatient reads r's body as a Patient of the clinic acct.
-func readPatient(r *http.Request, acct *clinic.Account) (*patientIn, app.PatientInput, error) {
+// readPatient reads r's body as a Patient of the clinic acct, valid R4.
+func (s *Server) readPatient(r *http.Request, acct *clinic.Account) (*patientIn, app.PatientInput, error) {
 	var in patientIn
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxWriteBytes+1))
 	if err != nil || len(body) > maxWriteBytes {
@@ -46,6 +46,9 @@ func readPatient(r *http.Request, acct *clinic.Account) (*patientIn, app.Patient
 	}
 	if in.ResourceType != "Patient" {
 		return nil, app.PatientInput{}, clinic.Errorf(clinic.EInvalid, "resourceType must be Patient, not %q.", in.ResourceType)
+	}
+	if err := s.r4.validate("Patient", body); err != nil {
+		return nil, app.PatientInput{}, err
 	}
 	out := app.PatientInput{DOB: in.BirthDate}
 	system := "urn:teleclinic:" + acct.Code + ":user"
@@ -91,7 +94,7 @@ func (s *Server) Create(w http.ResponseWriter, r *http.Request, p *clinic.Princi
 	if r.PathValue("type") != "Patient" {
 		return clinic.Errorf(clinic.EInvalid, "This server creates Patient resources; %s are written through their operations, or not at all.", r.PathValue("type"))
 	}
-	_, in, err := readPatient(r, p.Account)
+	_, in, err := s.readPatient(r, p.Account)
 	if err != nil {
 		return err
 	}
@@ -131,7 +134,7 @@ func (s *Server) Update(w http.ResponseWriter, r *http.Request, p *clinic.Princi
 	if err != nil || n <= 0 {
 		return clinic.Errorf(clinic.ENotFound, "Patient/%s not found.", r.PathValue("id"))
 	}
-	body, in, err := readPatient(r, p.Account)
+	body, in, err := s.readPatient(r, p.Account)
 	if err != nil {
 		return err
 	}

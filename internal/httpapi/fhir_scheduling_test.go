@@ -14,25 +14,42 @@ import (
 // fhirAppt is an Appointment (or a Slot, Schedule, OperationOutcome) as
 // the scheduling tests read it.
 type fhirAppt struct {
-	ResourceType string `json:"resourceType"`
-	ID           string `json:"id"`
-	Status       string `json:"status"`
-	Start, End   string
-	Identifier   []struct{ System, Value string } `json:"identifier"`
-	Slot         []struct{ Reference string }     `json:"slot"`
-	Schedule     struct{ Reference string }       `json:"schedule"`
-	Actor        []struct{ Reference string }     `json:"actor"`
+	ResourceType string     `json:"resourceType"`
+	ID           string     `json:"id,omitempty"`
+	Status       string     `json:"status,omitempty"`
+	Start        string     `json:"start,omitempty"`
+	End          string     `json:"end,omitempty"`
+	Identifier   []fhirIdf  `json:"identifier,omitempty"`
+	Slot         []fhirRefT `json:"slot,omitempty"`
+	Schedule     *fhirRefT  `json:"schedule,omitempty"`
+	Actor        []fhirRefT `json:"actor,omitempty"`
 	ServiceType  []struct {
-		Coding []struct{ System, Code string } `json:"coding"`
-	} `json:"serviceType"`
+		Coding []fhirIdfCode `json:"coding,omitempty"`
+	} `json:"serviceType,omitempty"`
 	Participant []struct {
-		Actor struct{ Reference string } `json:"actor"`
-	} `json:"participant"`
+		Actor fhirRefT `json:"actor"`
+	} `json:"participant,omitempty"`
 	Extension []struct {
 		URL          string `json:"url"`
 		ValueInstant string `json:"valueInstant"`
-	} `json:"extension"`
-	CancelationReason *struct{ Text string } `json:"cancelationReason"`
+	} `json:"extension,omitempty"`
+	CancelationReason *struct {
+		Text string `json:"text"`
+	} `json:"cancelationReason,omitempty"`
+}
+
+type fhirRefT struct {
+	Reference string `json:"reference"`
+}
+
+type fhirIdf struct {
+	System string `json:"system"`
+	Value  string `json:"value"`
+}
+
+type fhirIdfCode struct {
+	System string `json:"system"`
+	Code   string `json:"code"`
 }
 
 type fhirApptBundle struct {
@@ -96,7 +113,7 @@ func TestFHIR_Scheduling(t *testing.T) {
 
 	// The slots, their schedule and the room they serve.
 	b := bundle(fhirGet(t, e, pat, "/fhir/R4/Slot", "start", "ge"+slotDay, "start", "lt2026-03-04", "service-type", "main"))
-	if b.Total != 6 || b.Entry[0].Resource.ResourceType != "Slot" || b.Entry[0].Resource.Schedule.Reference != "Schedule/"+s.doc.UserID ||
+	if b.Total != 6 || b.Entry[0].Resource.ResourceType != "Slot" || b.Entry[0].Resource.Schedule == nil || b.Entry[0].Resource.Schedule.Reference != "Schedule/"+s.doc.UserID ||
 		b.Entry[0].Resource.ServiceType[0].Coding[0].Code != "main" || b.Entry[0].Resource.ServiceType[0].Coding[0].System != "urn:teleclinic:alpha:room" {
 		t.Fatalf("the slots: %+v", b)
 	}
@@ -209,6 +226,7 @@ func TestFHIR_Scheduling(t *testing.T) {
 		code       string
 	}{
 		{"not an Appointment", `{"resourceType": "Patient"}`, pat, 400, "invalid"},
+		{"a status R4 does not know", `{"resourceType": "Appointment", "status": "maybe", "participant": [{"actor": {"reference": "Patient/1"}, "status": "accepted"}]}`, pat, 400, "invalid"},
 		{"no time", `{"resourceType": "Appointment", "status": "proposed", "participant": []}`, pat, 400, "invalid"},
 		{"no room", `{"resourceType": "Appointment", "status": "proposed", "start": "2026-03-03T15:00:00Z", "end": "2026-03-03T15:15:00Z", "participant": []}`, pat, 400, "invalid"},
 		{"a slot of no clinic's", `{"resourceType": "Appointment", "status": "proposed", "slot": [{"reference": "Slot/99999"}], "participant": []}`, pat, 400, "invalid"},

@@ -96,6 +96,9 @@ func TestFHIR_PatientWrites(t *testing.T) {
 		{"no name", send("POST", "/fhir/R4/Patient", admin, js(`{"resourceType": "Patient"}`)), 400, "invalid"},
 		{"another type", send("POST", "/fhir/R4/Encounter", admin, js(`{"resourceType": "Encounter"}`)), 400, "invalid"},
 		{"a bad If-None-Exist", send("POST", "/fhir/R4/Patient", admin, patient("Diaz", "Rosa"), "If-None-Exist", "name=Diaz"), 400, "invalid"},
+		// Not R4: the schema refuses it, saying where.
+		{"a birthDate R4 does not admit", send("POST", "/fhir/R4/Patient", admin, js(`{"resourceType": "Patient", "name": [{"family": "A", "given": ["B"]}], "birthDate": "yesterday"}`)), 400, "invalid"},
+		{"a name that is not a list", send("POST", "/fhir/R4/Patient", admin, js(`{"resourceType": "Patient", "name": {"family": "A"}}`)), 400, "invalid"},
 	} {
 		wantOutcome(t, c.res, c.status, c.outcome)
 	}
