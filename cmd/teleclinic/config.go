@@ -175,6 +175,14 @@ func (c *config) validate() error {
 	if _, ok := logLevels[c.LogLevel]; !ok {
 		return errors.New("--log-level must be debug, info, warn or error")
 	}
+	if c.BaseURL != "" {
+		// Links, mails and the SMART authorization server's issuer are
+		// made from it: an absolute http(s) address, no query.
+		u, err := url.Parse(c.BaseURL)
+		if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.RawQuery != "" || u.Fragment != "" {
+			return errors.New("--base-url must be this server's absolute address, such as https://clinic.example.com")
+		}
+	}
 	if (c.TURNURLs == "") != (c.TURNSecret == "") {
 		return errors.New("--turn-url and --turn-secret go together: the TURN servers' credentials are made with the secret")
 	}

@@ -83,7 +83,9 @@ func TestConfig_ICE(t *testing.T) {
 }
 
 // TestConfig_CallModes: a relay-only call needs a TURN server; LiveKit
-// takes its address and both halves of its key, or nothing.
+// takes its address and both halves of its key, or nothing; the base URL
+// is an absolute http(s) address (links and the SMART issuer are made
+// from it).
 func TestConfig_CallModes(t *testing.T) {
 	parse := func(args ...string) *config { t.Helper(); return parseServe(t, args...) }
 	for _, args := range [][]string{
@@ -92,6 +94,9 @@ func TestConfig_CallModes(t *testing.T) {
 		{"--livekit-url", "wss://sfu.example", "--livekit-api-key", "APIk"},
 		{"--livekit-api-key", "APIk", "--livekit-api-secret", "s"},
 		{"--livekit-url", "sfu.example", "--livekit-api-key", "APIk", "--livekit-api-secret", "s"},
+		{"--base-url", "clinic.example.com"},
+		{"--base-url", "ftp://clinic.example.com"},
+		{"--base-url", "https://clinic.example.com/?x=1"},
 	} {
 		if err := parse(args...).validate(); err == nil {
 			t.Errorf("%q accepted", args)

@@ -152,7 +152,7 @@ func New(a *app.App, log *slog.Logger, cfg Config) *Server {
 	sm, err := smart.New(a)
 	if err != nil {
 		// Only a base address the authorization server cannot issue
-		// tokens under fails; serve checks it before it comes here.
+		// tokens under fails; serve refuses one at start (--base-url).
 		panic("httpapi: the SMART authorization server: " + err.Error())
 	}
 	s := &Server{app: a, billing: b, calls: calls.New(a.Core()), fhir: fhir.New(a, b), smart: sm, log: log, cfg: cfg, mux: http.NewServeMux(), lists: make(chan struct{}, cfg.MaxSlotLists)}
