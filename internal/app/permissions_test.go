@@ -365,6 +365,9 @@ func permRows(f *permFixture) map[string]permRow {
 		"ProcessInvoice": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(b.ProcessInvoice(ctx, p, billing.InvoiceInput{IntakeID: f.intakeID}))
 		}},
+		"Due": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return b.Due(ctx, p, f.intakeID)
+		}},
 		"Invoices": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(b.Invoices(ctx, p, billing.InvoiceQuery{MemberID: pt}))
 		}},

@@ -1,6 +1,7 @@
 package fhir
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -188,7 +189,7 @@ func (s *Server) ExportStatus(w http.ResponseWriter, r *http.Request, p *clinic.
 	}
 	switch j.Status {
 	case "accepted", "running":
-		w.Header().Set("X-Progress", cmpOr(j.Progress, j.Status))
+		w.Header().Set("X-Progress", cmp.Or(j.Progress, j.Status))
 		w.Header().Set("Retry-After", "2")
 		w.WriteHeader(http.StatusAccepted)
 		return nil

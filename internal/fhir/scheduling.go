@@ -1,6 +1,7 @@
 package fhir
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -569,37 +570,13 @@ func (s *Server) Book(w http.ResponseWriter, r *http.Request, p *clinic.Principa
 	return writeFHIR(w, http.StatusCreated, res)
 }
 
-// due is what a booking must pay before it is booked: the price of its
-// intake's consultation, less its coupon, unless paid; nil when nothing
-// is due. A request with no intake yet is priced by the room's first
-// consultation, as its intake would be.
+// due is what a booking must pay before it is booked (billing's rule);
+// a request with no intake yet is priced as its intake would be.
 func (s *Server) due(ctx context.Context, p *clinic.Principal, rq *appointmentRequest) (*billing.InvoiceView, error) {
 	if rq.book.IntakeID == 0 {
-		cons := rq.room.Settings.Consultations
-		if len(cons) == 0 || !cons[0].Charge || cons[0].Amount <= 0 {
-			return nil, nil
-		}
-		currency := strings.ToUpper(cmpOr(rq.room.Settings.Currency, "USD"))
-		minor, _ := payments.ToMinor(cons[0].Amount, currency)
-		return &billing.InvoiceView{Currency: currency, AmountDue: minor}, nil
+		return billing.FirstPrice(rq.room), nil
 	}
-	bill, err := s.billing.ProcessInvoice(ctx, p, billing.InvoiceInput{IntakeID: rq.book.IntakeID})
-	switch {
-	case clinic.ErrorCode(err) == clinic.EInvalid: // a room with nothing to bill
-		return nil, nil
-	case err != nil:
-		return nil, err
-	case bill.AmountDue > 0 && (bill.Invoice == nil || bill.Invoice.Status != billing.InvoicePaid):
-		return bill, nil
-	}
-	return nil, nil
-}
-
-func cmpOr(v, def string) string {
-	if v = strings.TrimSpace(v); v != "" {
-		return v
-	}
-	return def
+	return s.billing.Due(ctx, p, rq.book.IntakeID)
 }
 
 // Patch is PATCH /fhir/R4/Appointment/{id} with a JSON Patch
@@ -688,7 +665,7 @@ func (s *Server) changeAppointment(w http.ResponseWriter, r *http.Request, p *cl
 		if in.Status == "noshow" {
 			reason = app.ReasonNoShow
 		}
-		c, err := s.billing.CancelVisit(ctx, p, n, app.MoveInput{Reason: cmpOr(reason, "cancelled")})
+		c, err := s.billing.CancelVisit(ctx, p, n, app.MoveInput{Reason: cmp.Or(strings.TrimSpace(reason), "cancelled")})
 		if err != nil {
 			return err
 		}

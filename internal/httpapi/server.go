@@ -97,9 +97,6 @@ type Route struct {
 	// rawBody leaves the body unparsed for the handler, which reads its
 	// bytes (up to the body limit): a signature covers them.
 	rawBody bool
-	// protocol is a route of a protocol another package serves whole (the
-	// SMART authorization server): it authenticates and answers itself.
-	protocol bool
 }
 
 // handlerFunc is an endpoint: it writes its success response itself and
@@ -227,7 +224,7 @@ func (s *Server) handleSlotList(method, path string, need app.Need, fam family, 
 // own authentication, parsing and errors): listed with the routes, so it
 // is documented and in the authorization matrix like them.
 func (s *Server) handleProtocol(method, path string, h http.Handler) {
-	s.routes = append(s.routes, Route{Method: method, Path: path, need: app.NeedNone, protocol: true})
+	s.routes = append(s.routes, Route{Method: method, Path: path, need: app.NeedNone})
 	s.mux.Handle(method+" "+path, h)
 }
 

@@ -182,16 +182,10 @@ func (s *Server) nextStep(w http.ResponseWriter, r *http.Request, p *clinic.Prin
 }
 
 // paymentDue says whether the intake's consultation has a price not yet
-// paid.
+// paid (billing.Due).
 func (s *Server) paymentDue(r *http.Request, p *clinic.Principal, intakeID int64) (bool, error) {
-	bill, err := s.billing.ProcessInvoice(r.Context(), p, billing.InvoiceInput{IntakeID: intakeID})
-	if clinic.ErrorCode(err) == clinic.EInvalid { // a room with nothing to bill
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return bill.AmountDue > 0 && (bill.Invoice == nil || bill.Invoice.Status != billing.InvoicePaid), nil
+	bill, err := s.billing.Due(r.Context(), p, intakeID)
+	return bill != nil, err
 }
 
 // intakeStep is the signed-in caller and the path's intake, for a step

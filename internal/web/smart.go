@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"net/http"
 	"net/url"
 	"slices"
@@ -218,7 +219,7 @@ const ehrStateCookie = "tc_ehr_state"
 func (s *Server) smartCallback(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	if e := q.Get("error"); e != "" {
-		return clinic.Errorf(clinic.EForbidden, "The EHR did not let Teleclinic open: %s.", cmpOr(q.Get("error_description"), e))
+		return clinic.Errorf(clinic.EForbidden, "The EHR did not let Teleclinic open: %s.", cmp.Or(q.Get("error_description"), e))
 	}
 	if c, err := r.Cookie(ehrStateCookie); err != nil || c.Value == "" || c.Value != q.Get("state") {
 		return clinic.Errorf(clinic.EForbidden, "This launch was not started in this browser: open Teleclinic from the EHR again.")
@@ -236,11 +237,4 @@ func (s *Server) smartCallback(w http.ResponseWriter, r *http.Request) error {
 	s.render(w, r, http.StatusOK, "ehrlanding", ehrLandingPage{Patient: l.Patient.FirstName + " " + l.Patient.LastName, Link: l.PatientLink,
 		Visit: visitPath(l.Visit.ID), Start: l.Visit.Start, Created: l.Created})
 	return nil
-}
-
-func cmpOr(v, def string) string {
-	if v != "" {
-		return v
-	}
-	return def
 }

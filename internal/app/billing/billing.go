@@ -1018,3 +1018,40 @@ func paymentHook(inv *clinic.Invoice) PaymentHook {
 	}
 	return h
 }
+
+// Due is what a booking for an intake must pay before its time is booked:
+// the intake's bill (its consultation's price, less its coupon), unless it
+// is paid; nil when nothing is due (a room with nothing to bill, a free
+// consultation, a paid invoice). The portal's pay step and FHIR's $book
+// ask it alike.
+func (s *Service) Due(ctx context.Context, p *clinic.Principal, intakeID int64) (*InvoiceView, error) {
+	bill, err := s.ProcessInvoice(ctx, p, InvoiceInput{IntakeID: intakeID})
+	switch {
+	case clinic.ErrorCode(err) == clinic.EInvalid: // a room with nothing to bill
+		return nil, nil
+	case err != nil:
+		return nil, err
+	case bill.AmountDue > 0 && (bill.Invoice == nil || bill.Invoice.Status != InvoicePaid):
+		return bill, nil
+	}
+	return nil, nil
+}
+
+// FirstPrice is what an intake not yet filed in room r would be billed,
+// as preview prices one with no consultation chosen: the room's first
+// consultation, when it charges; nil when nothing would be due.
+func FirstPrice(r *clinic.Room) *InvoiceView {
+	cons := r.Settings.Consultations
+	if len(cons) == 0 || !cons[0].Charge || cons[0].Amount <= 0 {
+		return nil
+	}
+	currency := strings.ToUpper(strings.TrimSpace(r.Settings.Currency))
+	if currency == "" {
+		currency = "USD"
+	}
+	amount, ok := payments.ToMinor(cons[0].Amount, currency)
+	if !ok {
+		return nil
+	}
+	return &InvoiceView{Currency: currency, Consultation: cons[0], Amount: amount, AmountDue: amount, RoomCode: r.Code}
+}
