@@ -68,18 +68,25 @@ func (s *Server) adminApp(w http.ResponseWriter, r *http.Request) error {
 
 // adminAppRevoke is POST /admin/apps/{id}/revoke.
 func (s *Server) adminAppRevoke(w http.ResponseWriter, r *http.Request) error {
+	return s.adminByID(w, r, "No such app.", s.app.RevokeOAuthClient, "/admin?done=app-revoked#apps")
+}
+
+// adminByID applies do to the path's id as the signed-in admin and sends
+// them back to done; a refusal is shown on the admin page, a path id that
+// is not a number is notFound.
+func (s *Server) adminByID(w http.ResponseWriter, r *http.Request, notFound string, do func(context.Context, *clinic.Principal, int64) error, done string) error {
 	p, err := s.principal(r)
 	if err != nil {
 		return err
 	}
 	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
 	if err != nil || id <= 0 {
-		return clinic.Errorf(clinic.ENotFound, "No such app.")
+		return clinic.Errorf(clinic.ENotFound, "%s", notFound)
 	}
-	if err := s.app.RevokeOAuthClient(r.Context(), p, id); err != nil {
+	if err := do(r.Context(), p, id); err != nil {
 		return s.adminRefused(w, r, err)
 	}
-	http.Redirect(w, r, "/admin?done=app-revoked#apps", http.StatusSeeOther)
+	http.Redirect(w, r, done, http.StatusSeeOther)
 	return nil
 }
 
@@ -100,36 +107,14 @@ func (s *Server) adminEHRConnect(w http.ResponseWriter, r *http.Request) error {
 
 // adminEHRDelete is POST /admin/ehrs/{id}/delete.
 func (s *Server) adminEHRDelete(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.principal(r)
-	if err != nil {
-		return err
-	}
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id <= 0 {
-		return clinic.Errorf(clinic.ENotFound, "No such EHR.")
-	}
-	if err := s.app.DisconnectEHR(r.Context(), p, id); err != nil {
-		return s.adminRefused(w, r, err)
-	}
-	http.Redirect(w, r, "/admin?done=ehr-removed#ehrs", http.StatusSeeOther)
-	return nil
+	return s.adminByID(w, r, "No such EHR.", s.app.DisconnectEHR, "/admin?done=ehr-removed#ehrs")
 }
 
 // adminEHRLink is POST /admin/ehrs/{id}/links: an EHR user linked to a
 // provider.
 func (s *Server) adminEHRLink(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.principal(r)
-	if err != nil {
-		return err
-	}
-	id, err := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	if err != nil || id <= 0 {
-		return clinic.Errorf(clinic.ENotFound, "No such EHR.")
-	}
 	provider, _ := strconv.ParseInt(r.PostFormValue("provider_id"), 10, 64)
-	if err := s.app.LinkEHRUser(r.Context(), p, id, r.PostFormValue("fhir_user"), provider); err != nil {
-		return s.adminRefused(w, r, err)
-	}
-	http.Redirect(w, r, "/admin?done=ehr-linked#ehrs", http.StatusSeeOther)
-	return nil
+	return s.adminByID(w, r, "No such EHR.", func(ctx context.Context, p *clinic.Principal, id int64) error {
+		return s.app.LinkEHRUser(ctx, p, id, r.PostFormValue("fhir_user"), provider)
+	}, "/admin?done=ehr-linked#ehrs")
 }
