@@ -247,7 +247,7 @@ func TestCLI_ServeDemo(t *testing.T) {
 	for _, line := range strings.Split(printed, "\n") {
 		if u := strings.TrimSpace(line); strings.HasPrefix(u, "http://") {
 			jar, _ := cookiejar.New(nil)
-			res, err := (&http.Client{Jar: jar}).Get(u)
+			res, err := (&http.Client{Transport: testenv.Transport, Jar: jar}).Get(u)
 			if err != nil {
 				t.Fatal(err)
 			}

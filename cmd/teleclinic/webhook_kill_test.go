@@ -123,7 +123,7 @@ func TestWebhook_SurvivesKill(t *testing.T) {
 		for k, v := range h {
 			req.Header.Set(k, v)
 		}
-		res, err := http.DefaultClient.Do(req)
+		res, err := testenv.Client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,7 +158,7 @@ func TestWebhook_SurvivesKill(t *testing.T) {
 	for k, v := range admin {
 		req.Header.Set(k, v)
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := testenv.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

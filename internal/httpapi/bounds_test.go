@@ -30,7 +30,7 @@ func TestBounds_BodyLimits(t *testing.T) {
 		req.Header.Set("X-AccountCode", "alpha")
 		req.Header.Set("X-ApiToken", s.pat.Token)
 		req.ContentLength = length
-		res, err := http.DefaultClient.Do(req)
+		res, err := testenv.Client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -84,7 +84,7 @@ func TestBounds_BodyLimits(t *testing.T) {
 		req, _ := http.NewRequest("POST", e.URL+"/api/visits/1/messages", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-ApiToken", s.pat.Token)
-		res, err := http.DefaultClient.Do(req)
+		res, err := testenv.Client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,7 @@ func TestCORS(t *testing.T) {
 		req.Header.Set("Origin", origin)
 		req.Header.Set("Access-Control-Request-Method", "POST")
 		req.Header.Set("Access-Control-Request-Headers", "content-type,idempotency-key,x-apitoken") // as browsers send it
-		res, err := http.DefaultClient.Do(req)
+		res, err := testenv.Client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

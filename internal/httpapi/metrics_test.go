@@ -31,7 +31,7 @@ func TestMetrics_Endpoint(t *testing.T) {
 
 	req, _ := http.NewRequest("GET", e.URL+"/metrics", nil)
 	req.Header.Set("Authorization", "Bearer "+testenv.MetricsToken)
-	res, err := http.DefaultClient.Do(req)
+	res, err := testenv.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,7 +106,7 @@ func TestSessions_AuthRedirect(t *testing.T) {
 func portalAuth(t *testing.T, e *testenv.Env, token string, status int) {
 	t.Helper()
 	// A portal page, not the API: a browser's request, outside openapi.yaml.
-	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	noFollow := &http.Client{Transport: testenv.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	res, err := noFollow.Get(e.URL + "/auth?sso_token=" + url.QueryEscape(token))
 	if err != nil {
 		t.Fatal(err)

@@ -99,8 +99,17 @@ func (e *Env) Do(r Req) *Resp {
 	return Do(e.T, e.URL, r)
 }
 
+// Transport is the tests' own connection pool. Not http.DefaultTransport:
+// every httptest.Server.Close closes DefaultTransport's idle connections,
+// and a parallel test's request that had just picked one of them fails
+// with "CloseIdleConnections called".
+var Transport http.RoundTripper = http.DefaultTransport.(*http.Transport).Clone()
+
+// Client is http.DefaultClient over Transport.
+var Client = &http.Client{Transport: Transport}
+
 // client does not follow redirects: GET /auth's 302 is the answer under test.
-var client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+var client = &http.Client{Transport: Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 // Do is Env.Do against any base URL.
 func Do(t testing.TB, base string, r Req) *Resp {

@@ -37,12 +37,12 @@ func (s *Stream) Close() { s.close() }
 // machine, short enough that a stream that never answers fails the test.
 const EventWait = 10 * time.Second
 
-// OpenStream GETs url with header through c (nil: http.DefaultClient) and
+// OpenStream GETs url with header through c (nil: the tests' Transport) and
 // reads its events until the test ends.
 func OpenStream(t testing.TB, c *http.Client, url string, header map[string]string) *Stream {
 	t.Helper()
 	if c == nil {
-		c = http.DefaultClient
+		c = &http.Client{Transport: Transport}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)

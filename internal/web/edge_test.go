@@ -86,7 +86,7 @@ func TestPortal_Edge(t *testing.T) {
 		b.get("/c/acme/main")
 		req, _ := http.NewRequest("GET", f.e.URL+"/metrics", nil)
 		req.Header.Set("Authorization", "Bearer "+testenv.MetricsToken)
-		res, err := http.DefaultClient.Do(req)
+		res, err := testenv.Client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

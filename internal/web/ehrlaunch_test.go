@@ -164,7 +164,7 @@ func TestSMART_EHRLaunch(t *testing.T) {
 	}
 	browser := func() *http.Client {
 		jar, _ := cookiejar.New(nil)
-		return &http.Client{Jar: jar}
+		return &http.Client{Transport: testenv.Transport, Jar: jar}
 	}
 
 	// Not linked, and no provider has the Practitioner's email: refused,

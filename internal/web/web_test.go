@@ -30,7 +30,7 @@ type browser struct {
 
 func newBrowser(t *testing.T, e *testenv.Env) *browser {
 	jar, _ := cookiejar.New(nil)
-	return &browser{t: t, base: e.URL, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	return &browser{t: t, base: e.URL, c: &http.Client{Transport: testenv.Transport, Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
 type page struct {
