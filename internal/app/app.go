@@ -74,6 +74,9 @@ type Config struct {
 	// where the Stripe adapter sends requests; empty is Stripe itself.
 	Sandbox      *payments.Sandbox
 	StripeAPIURL string
+	// TwilioAPIURL is where the Twilio adapter sends texts; empty is
+	// Twilio itself (tests point it at a mock).
+	TwilioAPIURL string
 	// ICE are the STUN and TURN servers a visit's call is handed.
 	ICE media.Config
 	// LiveKit, when its URL is set, carries calls instead of the
@@ -140,6 +143,9 @@ type App struct {
 	exportKick chan struct{}
 	// ehrHTTP calls the EHRs a clinic launches Teleclinic from (ehrlaunch.go).
 	ehrHTTP *http.Client
+	// smsHTTP calls Twilio; smsKick wakes the texts' loop (sms.go).
+	smsHTTP *http.Client
+	smsKick chan struct{}
 
 	webhooks        *webhook.Client
 	webhookKick     chan struct{}
@@ -233,7 +239,8 @@ func New(st *store.Store, cfg Config, now func() time.Time, log *slog.Logger) (*
 	a := &App{store: st, cfg: cfg, now: now, log: log, hashSem: make(chan struct{}, max(1, runtime.NumCPU())),
 		resizes: semaphore.NewWeighted(cfg.ResizeMemory), resized: newResizeCache(cfg.ResizeCacheBytes),
 		webhooks:    webhook.NewClient(webhook.Options{AllowPrivate: cfg.Webhooks.AllowPrivate, Timeout: cfg.Webhooks.Timeout}),
-		webhookKick: make(chan struct{}, 1), pushKick: make(chan struct{}, 1), eligibilityKick: make(chan struct{}, 1), exportKick: make(chan struct{}, 1), ehrHTTP: &http.Client{Timeout: 15 * time.Second}, audits: newAuditWriter(st)}
+		webhookKick: make(chan struct{}, 1), pushKick: make(chan struct{}, 1), eligibilityKick: make(chan struct{}, 1), exportKick: make(chan struct{}, 1), ehrHTTP: &http.Client{Timeout: 15 * time.Second},
+		smsHTTP: newSMSHTTP(), smsKick: make(chan struct{}, 1), audits: newAuditWriter(st)}
 	a.sealKey = sha256.Sum256(append([]byte("teleclinic-seal:"), cfg.ServerKey...))
 	a.checkpointKey, a.anchored = auditCheckpointKey(cfg.ServerKey), map[int64]int64{}
 	if err := a.loadDiagnoses(context.Background()); err != nil {

@@ -71,6 +71,18 @@ func (a *App) mailAppointmentChange(ctx context.Context, q *store.Q, p *clinic.P
 		if err != nil {
 			return err
 		}
+		if uid == v.MemberID {
+			// The patient's text, when they said yes to texts: its own
+			// one-time link, so opening the mail's does not spend it.
+			err := a.text(ctx, q, v.AccountID, u, map[string]string{changeBooked: TextBooked, changeMoved: TextMoved, changeCancelled: TextCancelled}[change],
+				func(loc *locale.Locale) (string, error) {
+					link, err := a.patientLink(ctx, q, v, u)
+					return c.text(loc, u, link), err
+				})
+			if err != nil {
+				return err
+			}
+		}
 		if u.Email == "" || u.DisableEmails {
 			continue
 		}
@@ -97,17 +109,7 @@ func (a *App) mailAppointmentChange(ctx context.Context, q *store.Q, p *clinic.P
 // language (loc), with link, the way to the visit's page (the patient's
 // signs them into it).
 func (c appointmentChange) letter(loc *locale.Locale, u *clinic.User, link string, patient bool) (subject, body string) {
-	zone := time.UTC
-	for _, name := range []string{u.Timezone, c.roomZone} {
-		if z, err := time.LoadLocation(name); err == nil && name != "" {
-			zone = z
-			break
-		}
-	}
-	when := func(t int64) string {
-		at := time.Unix(t, 0).In(zone)
-		return loc.Day(at) + ", " + loc.Clock(at) + " (" + zone.String() + ")"
-	}
+	when := c.when(loc, u)
 	byPatient := c.by.User != nil && c.by.UserID() == c.v.MemberID
 	var b strings.Builder
 	b.WriteString(loc.T("Hello %s,", u.FirstName) + "\n\n")
@@ -151,6 +153,35 @@ func (c appointmentChange) letter(loc *locale.Locale, u *clinic.User, link strin
 	}
 	b.WriteString(c.clinicName + "\n")
 	return subject, b.String()
+}
+
+// when writes a time for u: in their zone (their profile's, else the
+// room's).
+func (c appointmentChange) when(loc *locale.Locale, u *clinic.User) func(int64) string {
+	zone := time.UTC
+	for _, name := range []string{u.Timezone, c.roomZone} {
+		if z, err := time.LoadLocation(name); err == nil && name != "" {
+			zone = z
+			break
+		}
+	}
+	return func(t int64) string {
+		at := time.Unix(t, 0).In(zone)
+		return loc.Day(at) + ", " + loc.Clock(at) + " (" + zone.String() + ")"
+	}
+}
+
+// text is the text message of the change to the visit's patient u: the
+// letter's news in a line, with link.
+func (c appointmentChange) text(loc *locale.Locale, u *clinic.User, link string) string {
+	when := c.when(loc, u)
+	switch c.change {
+	case changeBooked:
+		return loc.T("%s: your video visit is booked for %s. Open it here: %s", c.clinicName, when(c.v.Start), link)
+	case changeMoved:
+		return loc.T("%s: your video visit is now on %s (it was on %s). Open it here: %s", c.clinicName, when(c.v.Start), when(c.was), link)
+	}
+	return loc.T("%s: your video visit on %s was cancelled. What was refunded, and how to book again: %s", c.clinicName, when(c.v.Start), link)
 }
 
 // cancelReasonWords is a cancellation's reason as a person reads it: the

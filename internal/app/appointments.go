@@ -195,6 +195,9 @@ type reminder struct {
 	Visit int64 `json:"visit"`
 	Start int64 `json:"start"`
 	Lead  int   `json:"lead"` // minutes before the start
+	// Text: the reminder by text message (when the patient said yes to
+	// texts at its time), not by email.
+	Text bool `json:"text,omitempty"`
 }
 
 // enqueueReminders writes the reminders of booked visit v that are still
@@ -210,9 +213,11 @@ func (a *App) enqueueReminders(ctx context.Context, q *store.Q, v *clinic.Visit)
 		if lead <= 0 || due <= now {
 			continue
 		}
-		b, _ := json.Marshal(reminder{Visit: v.ID, Start: v.Start, Lead: lead})
-		if err := q.Enqueue(ctx, &store.OutboxItem{AccountID: v.AccountID, Topic: TopicReminder, Payload: string(b), Created: now, Due: due}); err != nil {
-			return err
+		for _, text := range []bool{false, true} {
+			b, _ := json.Marshal(reminder{Visit: v.ID, Start: v.Start, Lead: lead, Text: text})
+			if err := q.Enqueue(ctx, &store.OutboxItem{AccountID: v.AccountID, Topic: TopicReminder, Payload: string(b), Created: now, Due: due}); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -240,7 +245,9 @@ func (a *App) DeliverReminders(ctx context.Context) int {
 			continue
 		}
 		m, err := a.reminderMail(ctx, it)
-		if err == nil {
+		if errors.Is(err, errTextReminder) {
+			err = a.reminderText(ctx, it)
+		} else if err == nil {
 			sendCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			err = a.cfg.Mail.Send(sendCtx, *m)
 			cancel()
@@ -329,36 +336,23 @@ func (a *App) waitAlert(ctx context.Context, it store.OutboxItem) error {
 	})
 }
 
+// errTextReminder: the due reminder is a text's (reminderText).
+var errTextReminder = errors.New("a text reminder")
+
 // reminderMail is the email of a due reminder, or errSkip when there is
 // none to send.
 func (a *App) reminderMail(ctx context.Context, it store.OutboxItem) (*mail.Message, error) {
-	var rm reminder
-	if err := json.Unmarshal([]byte(it.Payload), &rm); err != nil {
-		return nil, errSkip("unreadable reminder")
-	}
-	rd := a.store.Read()
-	v, err := rd.VisitByID(ctx, it.AccountID, rm.Visit)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, errSkip("the visit is gone")
-	}
+	rm, v, u, err := a.dueReminder(ctx, it)
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case v.Status != clinic.VisitPending && v.Status != clinic.VisitConfirmed:
-		return nil, errSkip("the visit is " + StatusName(v.Status))
-	case v.Start != rm.Start:
-		return nil, errSkip("the visit was moved")
-	case v.RemindersOff:
-		return nil, errSkip("the patient turned reminders off")
-	}
-	u, err := rd.UserByID(ctx, it.AccountID, v.MemberID)
-	if err != nil {
-		return nil, err
+	if rm.Text {
+		return nil, errTextReminder
 	}
 	if u.Email == "" {
 		return nil, errSkip("the patient has no email address")
 	}
+	rd := a.store.Read()
 	acct, err := rd.AccountByID(ctx, it.AccountID)
 	if err != nil {
 		return nil, err
@@ -383,6 +377,60 @@ func (a *App) reminderMail(ctx context.Context, it store.OutboxItem) (*mail.Mess
 	b.WriteString(loc.T("Join it here (the call opens a few minutes before the start):") + "\n" + link + "\n\n")
 	b.WriteString(loc.T("To cancel or change the time, or to stop these reminders, open the same page. The link signs you into this visit only, once.") + "\n")
 	return &mail.Message{To: u.Email, Subject: loc.T("%s: your visit %s", acct.Name, lead), Body: b.String()}, nil
+}
+
+// reminderText writes a due reminder's text (app/sms.go sends it), when
+// the patient said yes to texts.
+func (a *App) reminderText(ctx context.Context, it store.OutboxItem) error {
+	rm, v, u, err := a.dueReminder(ctx, it)
+	if err != nil {
+		return err
+	}
+	acct, err := a.store.Read().AccountByID(ctx, it.AccountID)
+	if err != nil {
+		return err
+	}
+	zone := time.UTC
+	if z, err := time.LoadLocation(u.Timezone); err == nil && u.Timezone != "" {
+		zone = z
+	}
+	when := time.Unix(v.Start, 0).In(zone)
+	return a.store.Tx(ctx, func(q *store.Q) error {
+		return a.text(ctx, q, it.AccountID, u, TextReminder, func(loc *locale.Locale) (string, error) {
+			link, err := a.visitLink(ctx, q, v, u)
+			return loc.T("%s: your video visit is %s, %s (%s). Join here: %s", acct.Name, leadWords(loc, rm.Lead), loc.Day(when)+", "+loc.Clock(when), zone.String(), link), err
+		})
+	})
+}
+
+// dueReminder reads a due reminder, its visit and patient, or errSkip
+// when it is not to be sent.
+func (a *App) dueReminder(ctx context.Context, it store.OutboxItem) (*reminder, *clinic.Visit, *clinic.User, error) {
+	var rm reminder
+	if err := json.Unmarshal([]byte(it.Payload), &rm); err != nil {
+		return nil, nil, nil, errSkip("unreadable reminder")
+	}
+	rd := a.store.Read()
+	v, err := rd.VisitByID(ctx, it.AccountID, rm.Visit)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil, nil, errSkip("the visit is gone")
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	switch {
+	case v.Status != clinic.VisitPending && v.Status != clinic.VisitConfirmed:
+		return nil, nil, nil, errSkip("the visit is " + StatusName(v.Status))
+	case v.Start != rm.Start:
+		return nil, nil, nil, errSkip("the visit was moved")
+	case v.RemindersOff:
+		return nil, nil, nil, errSkip("the patient turned reminders off")
+	}
+	u, err := rd.UserByID(ctx, it.AccountID, v.MemberID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return &rm, v, u, nil
 }
 
 // leadWords says how far ahead a reminder is: "in 15 minutes", "in 2

@@ -33,6 +33,7 @@ func (a *App) Run(ctx context.Context) {
 		{a.webhookKick, a.DeliverWebhooks, poll},        // webhooks.go
 		{a.eligibilityKick, a.DeliverEligibility, poll}, // insurance.go
 		{a.exportKick, a.DeliverExports, poll},          // export.go
+		{a.smsKick, a.DeliverTexts, poll},               // sms.go
 		{nil, a.DeliverReminders, poll},                 // appointments.go
 		{nil, a.ChainAudits, a.cfg.AuditChainEvery},     // audit.go: not outbox work
 		{nil, a.checkpointPass, poll},                   // audit.go: not outbox work

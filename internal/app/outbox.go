@@ -185,7 +185,7 @@ func (a *App) WriteMetrics(ctx context.Context, w *metrics.Writer) {
 	}
 	w.Help("teleclinic_outbox_backlog", "gauge", "Undelivered outbox items by topic.")
 	w.Help("teleclinic_outbox_oldest_due_seconds", "gauge", "How long the oldest due outbox item of a topic has waited.")
-	for _, topic := range []string{TopicWebhook, TopicEvent, TopicPush, TopicMail, TopicEligibility, TopicReminder, TopicWaitAlert} {
+	for _, topic := range []string{TopicWebhook, TopicEvent, TopicPush, TopicMail, TopicSMS, TopicEligibility, TopicReminder, TopicWaitAlert} {
 		b := backlog[topic]
 		w.Sample("teleclinic_outbox_backlog", float64(b[0]), "topic", topic)
 		w.Sample("teleclinic_outbox_oldest_due_seconds", float64(b[1]), "topic", topic)

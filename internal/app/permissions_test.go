@@ -207,6 +207,10 @@ var noPrincipal = map[string]string{
 	"StartEHRLaunch":        "an EHR launch's start: nobody is signed in yet; the EHR named by iss must be a clinic's",
 	"FinishEHRLaunch":       "an EHR launch's end: the EHR vouches for the person (code, PKCE, a verified ID token)",
 	"DeliverExports":        "the worker: runs the jobs the kick-off (StartExport, checked) wrote",
+	"DeliverTexts":          "the worker: sends the texts the operations (checked) wrote, to the people who said yes",
+	"SMSInbound":            "Twilio's webhook: its signature, keyed by the clinic's auth token, is the credential",
+	"SMSStatus":             "Twilio's webhook: its signature, keyed by the clinic's auth token, is the credential",
+	"SendsTexts":            "whether a clinic texts: public (its forms show it)",
 	// The core the families built on the app (app/billing, app/calls) use.
 	"Audit":                    "the core: records the caller's audit entry, the operation's own check came first",
 	"AuditIn":                  "the core: records the caller's audit entry, the operation's own check came first",
@@ -549,7 +553,7 @@ func permRows(f *permFixture) map[string]permRow {
 			return one(a.CloseEconsult(ctx, p, f.visitID))
 		}},
 		"SetGuestContact": {allowed{asGuest}, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return nil, a.SetGuestContact(ctx, p, "planted@example.com", "")
+			return nil, a.SetGuestContact(ctx, p, "planted@example.com", "", false)
 		}},
 		"VisitLinkFor": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return a.VisitLinkFor(ctx, p, f.visitID)
@@ -806,6 +810,24 @@ func permRows(f *permFixture) map[string]permRow {
 		}},
 		"DisconnectApp": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return nil, a.DisconnectApp(ctx, p, f.oauthClient)
+		}},
+		"SMSSettings": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return a.SMSSettings(ctx, p)
+		}},
+		"SetSMSSettings": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return a.SetSMSSettings(ctx, p, app.SMSSettingsInput{Provider: "sandbox"})
+		}},
+		"SMSLog": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return a.SMSLog(ctx, p, 0, 10)
+		}},
+		"MySMSConsent": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return a.MySMSConsent(ctx, p)
+		}},
+		"SetSMSConsent": {users, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return a.SetSMSConsent(ctx, p, "+14155550199", new(true))
+		}},
+		"TextVisitLink": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return nil, a.TextVisitLink(ctx, p, f.visitID)
 		}},
 		"ConnectEHR": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return a.ConnectEHR(ctx, p, app.EHRInput{ISS: "https://ehr-" + strconv.FormatInt(p.Account.ID, 10) + ".example.com/fhir", ClientID: "tc", RoomCode: "main"})

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/locale"
+	"teleclinic/internal/sms"
 	"teleclinic/internal/store"
 )
 
@@ -209,10 +211,20 @@ func (a *App) ResendVisitLink(ctx context.Context, requestID, clientAddr, token 
 		return err
 	}
 	now := a.Unix()
-	if st.User.Email == "" || st.User.DisableEmails || now >= visitLinkExpiry(st.Visit, st.Visit.End) {
+	if now >= visitLinkExpiry(st.Visit, st.Visit.End) {
 		return nil
 	}
 	return StoreErr("visit link", a.store.Tx(ctx, func(q *store.Q) error {
+		// By text too, when they said yes to texts: its own link.
+		if err := a.text(ctx, q, st.Account.ID, st.User, TextLinkAgain, func(loc *locale.Locale) (string, error) {
+			link, err := a.visitLink(ctx, q, st.Visit, st.User)
+			return loc.T("%s: a new link to your video visit (it works once): %s", st.Account.Name, link), err
+		}); err != nil {
+			return err
+		}
+		if st.User.Email == "" || st.User.DisableEmails {
+			return a.AuditIn(ctx, q, p, "visit.link.resend", "visit", i64s(st.Visit.ID), OutcomeOK)
+		}
 		link, err := a.visitLink(ctx, q, st.Visit, st.User)
 		if err != nil {
 			return err
@@ -288,8 +300,9 @@ func VisitScopeAllows(scope int64, path string) bool {
 // as they book a time ahead: a guest's session lasts hours, so the
 // booking's confirmation, reminders and the link back to the visit go to
 // this address. It is the guest's own (a guest's email is never a login:
-// store.UserByLogin).
-func (a *App) SetGuestContact(ctx context.Context, p *clinic.Principal, email, phone string) error {
+// store.UserByLogin). texts is the guest's yes to texts at phone, kept
+// with its time (SetSMSConsent).
+func (a *App) SetGuestContact(ctx context.Context, p *clinic.Principal, email, phone string, texts bool) error {
 	if err := RequireUser(p); err != nil {
 		return err
 	}
@@ -309,6 +322,14 @@ func (a *App) SetGuestContact(ctx context.Context, p *clinic.Principal, email, p
 	if !phoneChars(phone) {
 		return clinic.Errorf(clinic.EInvalid, "phone must be a phone number: digits, spaces and + - ( ) . only.")
 	}
+	var consent *clinic.SMSConsent
+	if texts {
+		e164, ok := sms.Normalize(phone)
+		if !ok {
+			return clinic.Errorf(clinic.EInvalid, "To get texts, give your mobile number, like +1 415 555 0134.")
+		}
+		consent = &clinic.SMSConsent{AccountID: p.Account.ID, UserID: p.UserID(), Phone: e164, Consented: a.Unix()}
+	}
 	u, err := a.store.Read().UserByID(ctx, p.Account.ID, p.UserID())
 	if err != nil {
 		return StoreErr("guest contact", err, "User not found.")
@@ -318,6 +339,17 @@ func (a *App) SetGuestContact(ctx context.Context, p *clinic.Principal, email, p
 	return StoreErr("guest contact", a.store.Tx(ctx, func(q *store.Q) error {
 		if err := q.UpdateProfile(ctx, &next); err != nil {
 			return err
+		}
+		if consent != nil {
+			if err := q.PutSMSConsent(ctx, consent); err != nil {
+				return err
+			}
+			if err := q.SetSMSOptOut(ctx, p.Account.ID, consent.Phone, false, consent.Consented); err != nil {
+				return err
+			}
+			if err := a.AuditIn(ctx, q, p, "sms.consent", "user", i64s(u.ID), OutcomeOK); err != nil {
+				return err
+			}
 		}
 		return a.AuditIn(ctx, q, p, "user.update", "user", i64s(u.ID), OutcomeOK)
 	}), "")

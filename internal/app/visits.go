@@ -562,6 +562,13 @@ func (a *App) MoveVisit(ctx context.Context, p *clinic.Principal, id int64, acti
 				return err
 			}
 		}
+		// A booked visit's patient may not be on its page yet: they are
+		// texted that their provider is ready (a walk-in's waits there).
+		if action == ActInProgress && v.Kind == clinic.KindAppointment {
+			if err := a.textReady(ctx, q, p, v); err != nil {
+				return err
+			}
+		}
 		// A closed visit's call ends with it: its peers and signals go.
 		if t.to == clinic.VisitCompleted || t.to == clinic.VisitCancelled {
 			if err := q.EndCall(ctx, p.Account.ID, v.ID); err != nil {

@@ -109,6 +109,8 @@ var (
 	// A signed link: its signature is the credential; without one,
 	// everyone is denied whatever headers they send.
 	pLink = prof(deny, nil)
+	// A person's own, of which the admin has none.
+	pPerson = with(pUser, map[string]outcome{"clinic admin": deny, "other admin, own code": deny})
 	// Every signed-in caller is let through to an object no one has.
 	pUserMissing = with(pUser, map[string]outcome{"other patient": missing, "other provider": missing, "guest": missing,
 		"other admin, own code": missing, "provider of the visit": missing, "owning patient": missing, "clinic admin": missing})
@@ -292,6 +294,18 @@ func matrix() map[string]profile {
 		"DELETE /api_v3/smart/ehrs/{id}":               pAdminMissing,
 		"POST /api_v3/smart/ehrs/{id}/links":           pAdminMissing,
 		"DELETE /api_v3/smart/clients/{id}":            pAdminMissing,
+		// Texts: the sender and its log are the admin's, consent each
+		// person's own (not the admin's: no one to text), a visit's link
+		// its provider's or the admin's; Twilio's addresses take its
+		// signature only (none here: the clinic sends no texts, 404).
+		"GET /api_v3/sms/settings":           pAdmin,
+		"POST /api_v3/sms/settings":          pAdmin,
+		"GET /api_v3/sms/log":                pAdmin,
+		"GET /api_v3/sms/consent":            pPerson,
+		"POST /api_v3/sms/consent":           pPerson,
+		"POST /api_v3/visits/{id}/text_link": pProviderOfVisit,
+		"POST /sms/twilio/{clinic}/inbound":  pLink,
+		"POST /sms/twilio/{clinic}/status":   pLink,
 		// Bulk export is the clinic's (its admin token, or a backend
 		// service's token). The matrix sends no Prefer, so the admin is let
 		// through to a 400; the status and files of a job no one started

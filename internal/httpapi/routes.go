@@ -211,6 +211,17 @@ func (s *Server) registerRoutes() {
 	s.handle("POST", "/api_v3/smart/ehrs", app.NeedAdmin, famCode, s.connectEHR)
 	s.handle("DELETE", "/api_v3/smart/ehrs/{id}", app.NeedAdmin, famCode, s.disconnectEHR)
 	s.handle("POST", "/api_v3/smart/ehrs/{id}/links", app.NeedAdmin, famCode, s.linkEHRUser)
+	// Text messages (extension; app/sms.go): the sender and its log
+	// (admin), a person's own consent, a visit's link by text, and the
+	// addresses Twilio calls (its signature is the credential).
+	s.handle("GET", "/api_v3/sms/settings", app.NeedAdmin, famCode, s.getSMSSettings)
+	s.handle("POST", "/api_v3/sms/settings", app.NeedAdmin, famCode, s.setSMSSettings)
+	s.handle("GET", "/api_v3/sms/log", app.NeedAdmin, famCode, s.listSMSLog)
+	s.handle("GET", "/api_v3/sms/consent", app.NeedUser, famCode, s.getSMSConsent)
+	s.handle("POST", "/api_v3/sms/consent", app.NeedUser, famCode, s.setSMSConsent)
+	s.handle("POST", "/api_v3/visits/{id}/text_link", app.NeedUser, famCode, s.textVisitLink)
+	s.handleRaw("POST", "/sms/twilio/{clinic}/inbound", app.NeedNone, famCode, s.twilioInbound)
+	s.handleRaw("POST", "/sms/twilio/{clinic}/status", app.NeedNone, famCode, s.twilioStatus)
 	// Bulk Data export (fhir/export.go).
 	s.handle("GET", "/fhir/R4/$export", app.NeedUser, famFHIR, fhirRoute(s.fhir.Kickoff("system")))
 	s.handle("GET", "/fhir/R4/Patient/$export", app.NeedUser, famFHIR, fhirRoute(s.fhir.Kickoff("patient")))

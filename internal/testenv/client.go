@@ -86,6 +86,8 @@ func OpenAPIRouter() (routers.Router, error) {
 		doc.Servers = nil
 		// FHIR answers are JSON under their own media type.
 		openapi3filter.RegisterBodyDecoder("application/fhir+json", openapi3filter.JSONBodyDecoder)
+		// Twilio's webhooks are answered in TwiML, checked as a string.
+		openapi3filter.RegisterBodyDecoder("text/xml", openapi3filter.PlainBodyDecoder)
 		docRouter, docErr = legacy.NewRouter(doc)
 	})
 	return docRouter, docErr

@@ -80,7 +80,7 @@ func (s *Server) intake(w http.ResponseWriter, r *http.Request) error {
 	// A guest books ahead with an email: their session lasts hours, the
 	// way back to the visit is the link mailed there.
 	if kind == kindAppointment && p.User.Type == clinic.UserGuest {
-		if err := s.app.SetGuestContact(r.Context(), p, r.PostFormValue("email"), r.PostFormValue("phone")); err != nil {
+		if err := s.app.SetGuestContact(r.Context(), p, r.PostFormValue("email"), r.PostFormValue("phone"), r.PostFormValue("texts") == "1"); err != nil {
 			return err
 		}
 	}

@@ -84,6 +84,8 @@ type roomPage struct {
 	// they gave.
 	Guest      bool
 	GuestEmail string
+	// Texts: the clinic sends texts, so the guest may say yes to them.
+	Texts bool
 }
 
 // room is the spec's room join URL, /c/{account_code}/{room_code} on a
@@ -122,6 +124,7 @@ func (s *Server) showRoom(w http.ResponseWriter, r *http.Request, p *clinic.Prin
 		if me.User.Type == clinic.UserGuest {
 			page.AttachBytes = min(page.AttachBytes, s.app.GuestUploadBytes())
 			page.Guest, page.GuestEmail = true, me.User.Email
+			page.Texts = s.app.SendsTexts(r.Context(), p.Account.ID)
 		}
 	}
 	s.render(w, r, http.StatusOK, "room", page)
