@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"net/http"
@@ -78,13 +79,13 @@ func (e AuditEntryOutcome) Valid() bool {
 
 // Defines values for DataTrueData.
 const (
-	True DataTrueData = true
+	DataTrueDataTrue DataTrueData = true
 )
 
 // Valid indicates whether the value is a known member of the DataTrueData enum.
 func (e DataTrueData) Valid() bool {
 	switch e {
-	case True:
+	case DataTrueDataTrue:
 		return true
 	default:
 		return false
@@ -991,6 +992,105 @@ func (e RoomDetailOperationSettingsClosedDays) Valid() bool {
 	case Tuesday:
 		return true
 	case Wednesday:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SMSConsentBodyConsent.
+const (
+	SMSConsentBodyConsentFalse SMSConsentBodyConsent = "false"
+	SMSConsentBodyConsentN0    SMSConsentBodyConsent = "0"
+	SMSConsentBodyConsentN1    SMSConsentBodyConsent = "1"
+	SMSConsentBodyConsentTrue  SMSConsentBodyConsent = "true"
+)
+
+// Valid indicates whether the value is a known member of the SMSConsentBodyConsent enum.
+func (e SMSConsentBodyConsent) Valid() bool {
+	switch e {
+	case SMSConsentBodyConsentFalse:
+		return true
+	case SMSConsentBodyConsentN0:
+		return true
+	case SMSConsentBodyConsentN1:
+		return true
+	case SMSConsentBodyConsentTrue:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SMSLogEntryKind.
+const (
+	Booked        SMSLogEntryKind = "booked"
+	Cancelled     SMSLogEntryKind = "cancelled"
+	LinkAgain     SMSLogEntryKind = "link_again"
+	Moved         SMSLogEntryKind = "moved"
+	ProviderReady SMSLogEntryKind = "provider_ready"
+	Reminder      SMSLogEntryKind = "reminder"
+	VisitLink     SMSLogEntryKind = "visit_link"
+)
+
+// Valid indicates whether the value is a known member of the SMSLogEntryKind enum.
+func (e SMSLogEntryKind) Valid() bool {
+	switch e {
+	case Booked:
+		return true
+	case Cancelled:
+		return true
+	case LinkAgain:
+		return true
+	case Moved:
+		return true
+	case ProviderReady:
+		return true
+	case Reminder:
+		return true
+	case VisitLink:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SMSSettingsProvider.
+const (
+	SMSSettingsProviderOff     SMSSettingsProvider = "off"
+	SMSSettingsProviderSandbox SMSSettingsProvider = "sandbox"
+	SMSSettingsProviderTwilio  SMSSettingsProvider = "twilio"
+)
+
+// Valid indicates whether the value is a known member of the SMSSettingsProvider enum.
+func (e SMSSettingsProvider) Valid() bool {
+	switch e {
+	case SMSSettingsProviderOff:
+		return true
+	case SMSSettingsProviderSandbox:
+		return true
+	case SMSSettingsProviderTwilio:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SMSSettingsBodyProvider.
+const (
+	SMSSettingsBodyProviderOff     SMSSettingsBodyProvider = "off"
+	SMSSettingsBodyProviderSandbox SMSSettingsBodyProvider = "sandbox"
+	SMSSettingsBodyProviderTwilio  SMSSettingsBodyProvider = "twilio"
+)
+
+// Valid indicates whether the value is a known member of the SMSSettingsBodyProvider enum.
+func (e SMSSettingsBodyProvider) Valid() bool {
+	switch e {
+	case SMSSettingsBodyProviderOff:
+		return true
+	case SMSSettingsBodyProviderSandbox:
+		return true
+	case SMSSettingsBodyProviderTwilio:
 		return true
 	default:
 		return false
@@ -4083,6 +4183,91 @@ type RoomUpdate struct {
 	WaitAlertMinutes *int `json:"wait_alert_minutes,omitempty"`
 }
 
+// SMSConsentBody defines model for SMSConsentBody.
+type SMSConsentBody struct {
+	Consent SMSConsentBodyConsent `json:"consent"`
+	Phone   *string               `json:"phone,omitempty"`
+}
+
+// SMSConsentBodyConsent defines model for SMSConsentBody.Consent.
+type SMSConsentBodyConsent string
+
+// SMSConsentResponse defines model for SMSConsentResponse.
+type SMSConsentResponse struct {
+	Data struct {
+		Consented bool `json:"consented"`
+
+		// ConsentedAt When the yes was given (0: none).
+		ConsentedAt int    `json:"consented_at"`
+		Phone       string `json:"phone"`
+	} `json:"data"`
+}
+
+// SMSLogEntry defines model for SMSLogEntry.
+type SMSLogEntry struct {
+	Created   int             `json:"created"`
+	Error     string          `json:"error"`
+	ErrorCode int             `json:"error_code"`
+	Id        string          `json:"id"`
+	Kind      SMSLogEntryKind `json:"kind"`
+
+	// Phone Masked to its last four digits.
+	Phone string `json:"phone"`
+
+	// Sid Twilio's message SID, once it took the text.
+	Sid     string `json:"sid"`
+	Status  string `json:"status"`
+	Updated int    `json:"updated"`
+	UserId  string `json:"user_id"`
+}
+
+// SMSLogEntryKind defines model for SMSLogEntry.Kind.
+type SMSLogEntryKind string
+
+// SMSLogList defines model for SMSLogList.
+type SMSLogList struct {
+	Data []SMSLogEntry `json:"data"`
+}
+
+// SMSSettings defines model for SMSSettings.
+type SMSSettings struct {
+	AccountSid   string `json:"account_sid"`
+	AuthTokenSet bool   `json:"auth_token_set"`
+
+	// From The sender number, E.164.
+	From       string              `json:"from"`
+	InboundUrl string              `json:"inbound_url"`
+	Provider   SMSSettingsProvider `json:"provider"`
+	QuietEnd   string              `json:"quiet_end"`
+
+	// QuietStart HH:MM, or empty: no quiet hours.
+	QuietStart string `json:"quiet_start"`
+	StatusUrl  string `json:"status_url"`
+	Timezone   string `json:"timezone"`
+}
+
+// SMSSettingsProvider defines model for SMSSettings.Provider.
+type SMSSettingsProvider string
+
+// SMSSettingsBody defines model for SMSSettingsBody.
+type SMSSettingsBody struct {
+	AccountSid *string                 `json:"account_sid,omitempty"`
+	AuthToken  *string                 `json:"auth_token,omitempty"`
+	From       *string                 `json:"from,omitempty"`
+	Provider   SMSSettingsBodyProvider `json:"provider"`
+	QuietEnd   *string                 `json:"quiet_end,omitempty"`
+	QuietStart *string                 `json:"quiet_start,omitempty"`
+	Timezone   *string                 `json:"timezone,omitempty"`
+}
+
+// SMSSettingsBodyProvider defines model for SMSSettingsBody.Provider.
+type SMSSettingsBodyProvider string
+
+// SMSSettingsResponse defines model for SMSSettingsResponse.
+type SMSSettingsResponse struct {
+	Data SMSSettings `json:"data"`
+}
+
 // SSOBody defines model for SSOBody.
 type SSOBody struct {
 	City *string `json:"city,omitempty"`
@@ -4344,6 +4529,23 @@ type TokenObject struct {
 	} `json:"refresh_token"`
 	Token  string `json:"token"`
 	UserId string `json:"user_id"`
+}
+
+// TwilioInbound defines model for TwilioInbound.
+type TwilioInbound struct {
+	AccountSid *string `json:"AccountSid,omitempty"`
+	Body       *string `json:"Body,omitempty"`
+	From       *string `json:"From,omitempty"`
+	MessageSid *string `json:"MessageSid,omitempty"`
+	To         *string `json:"To,omitempty"`
+}
+
+// TwilioStatus defines model for TwilioStatus.
+type TwilioStatus struct {
+	AccountSid    *string `json:"AccountSid,omitempty"`
+	ErrorCode     *string `json:"ErrorCode,omitempty"`
+	MessageSid    string  `json:"MessageSid"`
+	MessageStatus string  `json:"MessageStatus"`
 }
 
 // UserProfile The full profile. `status`: 1 active, 0 pending activation, -1 disabled.
@@ -5463,6 +5665,44 @@ type PostSmartEHRLinksParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// PostSMSConsentParams defines parameters for PostSMSConsent.
+type PostSMSConsentParams struct {
+	// IdempotencyKey Makes the request safe to retry (Stripe's semantics). A POST, PUT or DELETE with a
+	// key runs once per caller and key: a retry with the same method, path and parameters
+	// (by name and value, files by content) replays the first answer, errors included
+	// but not a 5xx, with `Idempotent-Replayed: true`; the same key with other parameters
+	// answers 422; a retry while the first is still running answers 409 (a request that
+	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
+	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetSMSLogParams defines parameters for GetSMSLog.
+type GetSMSLogParams struct {
+	Limit  *int    `form:"limit,omitempty" json:"limit,omitempty"`
+	Before *string `form:"before,omitempty" json:"before,omitempty"`
+}
+
+// PostSMSSettingsParams defines parameters for PostSMSSettings.
+type PostSMSSettingsParams struct {
+	// IdempotencyKey Makes the request safe to retry (Stripe's semantics). A POST, PUT or DELETE with a
+	// key runs once per caller and key: a retry with the same method, path and parameters
+	// (by name and value, files by content) replays the first answer, errors included
+	// but not a 5xx, with `Idempotent-Replayed: true`; the same key with other parameters
+	// answers 422; a retry while the first is still running answers 409 (a request that
+	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
+	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // PostTokensRefreshParams defines parameters for PostTokensRefresh.
 type PostTokensRefreshParams struct {
 	// IdempotencyKey Makes the request safe to retry (Stripe's semantics). A POST, PUT or DELETE with a
@@ -6187,6 +6427,22 @@ type PostVisitsByIdRescheduleParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// PostVisitsByIdTextLinkParams defines parameters for PostVisitsByIdTextLink.
+type PostVisitsByIdTextLinkParams struct {
+	// IdempotencyKey Makes the request safe to retry (Stripe's semantics). A POST, PUT or DELETE with a
+	// key runs once per caller and key: a retry with the same method, path and parameters
+	// (by name and value, files by content) replays the first answer, errors included
+	// but not a 5xx, with `Idempotent-Replayed: true`; the same key with other parameters
+	// answers 422; a retry while the first is still running answers 409 (a request that
+	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
+	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // GetWebhooksDeliveriesParams defines parameters for GetWebhooksDeliveries.
 type GetWebhooksDeliveriesParams struct {
 	Limit  *int    `form:"limit,omitempty" json:"limit,omitempty"`
@@ -6422,6 +6678,16 @@ type OauthRevokeFormdataBody struct {
 type OauthTokenFormdataBody struct {
 }
 
+// PostTwilioInboundParams defines parameters for PostTwilioInbound.
+type PostTwilioInboundParams struct {
+	XTwilioSignature string `json:"X-Twilio-Signature"`
+}
+
+// PostTwilioStatusParams defines parameters for PostTwilioStatus.
+type PostTwilioStatusParams struct {
+	XTwilioSignature string `json:"X-Twilio-Signature"`
+}
+
 // PostVisitsByVisitIdMessagesJSONRequestBody defines body for PostVisitsByVisitIdMessages for application/json ContentType.
 type PostVisitsByVisitIdMessagesJSONRequestBody = MessageBody
 
@@ -6565,6 +6831,18 @@ type PostSmartEHRLinksJSONRequestBody = EHRLinkBody
 
 // PostSmartEHRLinksFormdataRequestBody defines body for PostSmartEHRLinks for application/x-www-form-urlencoded ContentType.
 type PostSmartEHRLinksFormdataRequestBody = EHRLinkBody
+
+// PostSMSConsentJSONRequestBody defines body for PostSMSConsent for application/json ContentType.
+type PostSMSConsentJSONRequestBody = SMSConsentBody
+
+// PostSMSConsentFormdataRequestBody defines body for PostSMSConsent for application/x-www-form-urlencoded ContentType.
+type PostSMSConsentFormdataRequestBody = SMSConsentBody
+
+// PostSMSSettingsJSONRequestBody defines body for PostSMSSettings for application/json ContentType.
+type PostSMSSettingsJSONRequestBody = SMSSettingsBody
+
+// PostSMSSettingsFormdataRequestBody defines body for PostSMSSettings for application/x-www-form-urlencoded ContentType.
+type PostSMSSettingsFormdataRequestBody = SMSSettingsBody
 
 // PostTokensRefreshJSONRequestBody defines body for PostTokensRefresh for application/json ContentType.
 type PostTokensRefreshJSONRequestBody = RefreshBody
@@ -6841,6 +7119,12 @@ type OauthRevokeFormdataRequestBody OauthRevokeFormdataBody
 
 // OauthTokenFormdataRequestBody defines body for OauthToken for application/x-www-form-urlencoded ContentType.
 type OauthTokenFormdataRequestBody OauthTokenFormdataBody
+
+// PostTwilioInboundFormdataRequestBody defines body for PostTwilioInbound for application/x-www-form-urlencoded ContentType.
+type PostTwilioInboundFormdataRequestBody = TwilioInbound
+
+// PostTwilioStatusFormdataRequestBody defines body for PostTwilioStatus for application/x-www-form-urlencoded ContentType.
+type PostTwilioStatusFormdataRequestBody = TwilioStatus
 
 // Getter for additional properties for FHIRResource. Returns the specified
 // element and whether it was found
@@ -11113,6 +11397,106 @@ type ClientInterface interface {
 	// Corresponds with POST /api_v3/smart/ehrs/{id}/links (the `PostSmartEHRLinks` operationId).
 	PostSmartEHRLinksWithFormdataBody(ctx context.Context, id string, params *PostSmartEHRLinksParams, body PostSmartEHRLinksFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetSMSConsent The caller's consent to texts
+	//
+	// Corresponds with GET /api_v3/sms/consent (the `GetSMSConsent` operationId).
+	GetSMSConsent(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostSMSConsentWithBody Say yes to texts, or withdraw
+	//
+	// `consent=1` with `phone` (a mobile number; stored as E.164) records the caller's yes
+	// and its time, and lifts an earlier STOP of that number; `consent=0` withdraws it
+	// (texts already written are not sent). Nothing is texted before a yes.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api_v3/sms/consent (the `PostSMSConsent` operationId).
+	PostSMSConsentWithBody(ctx context.Context, params *PostSMSConsentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostSMSConsent Say yes to texts, or withdraw
+	//
+	// `consent=1` with `phone` (a mobile number; stored as E.164) records the caller's yes
+	// and its time, and lifts an earlier STOP of that number; `consent=0` withdraws it
+	// (texts already written are not sent). Nothing is texted before a yes.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api_v3/sms/consent (the `PostSMSConsent` operationId).
+	PostSMSConsent(ctx context.Context, params *PostSMSConsentParams, body PostSMSConsentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostSMSConsentWithFormdataBody Say yes to texts, or withdraw
+	//
+	// `consent=1` with `phone` (a mobile number; stored as E.164) records the caller's yes
+	// and its time, and lifts an earlier STOP of that number; `consent=0` withdraws it
+	// (texts already written are not sent). Nothing is texted before a yes.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /api_v3/sms/consent (the `PostSMSConsent` operationId).
+	PostSMSConsentWithFormdataBody(ctx context.Context, params *PostSMSConsentParams, body PostSMSConsentFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSMSLog The clinic's text delivery log
+	//
+	// Newest first, `limit` at a time (default 50, at most 200); `before` (an entry id)
+	// pages back, with `Link: <…>; rel="next"` when more follow. The number is masked to its
+	// last four digits and the text itself is not kept (it carries a sign-in link).
+	// `status` is `pending`, `skipped` (with why: texts off, consent withdrawn, the number
+	// texted STOP) or `failed` (with Twilio's `error_code`) until Twilio took the text,
+	// then Twilio's: `queued`, `sent`, `delivered`, `undelivered`, `failed`.
+	//
+	// Corresponds with GET /api_v3/sms/log (the `GetSMSLog` operationId).
+	GetSMSLog(ctx context.Context, params *GetSMSLogParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSMSSettings The clinic's text-message sender
+	//
+	// `provider` is `off` (the default), `sandbox` (answers as Twilio's test credentials do,
+	// sends nothing, from `+15005550006`) or `twilio`. The auth token is never answered,
+	// only `auth_token_set`. `inbound_url` and `status_url` are the two addresses to give
+	// Twilio: the number's "A message comes in" webhook, and every text's status callback
+	// (Teleclinic sets it on each text it sends).
+	//
+	// Corresponds with GET /api_v3/sms/settings (the `GetSMSSettings` operationId).
+	GetSMSSettings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostSMSSettingsWithBody Set the clinic's text-message sender
+	//
+	// Twilio needs `account_sid`, `auth_token` (kept sealed; left out, the stored one
+	// stays) and `from`, the clinic's Twilio number. `quiet_start` and `quiet_end`
+	// (HH:MM, 24-hour, in `timezone`; both or neither) hold the texts of bookings,
+	// moves, cancellations and reminders until the quiet hours end; the texts a person is
+	// waiting for (their provider is ready, a link just sent or asked for) go at once.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api_v3/sms/settings (the `PostSMSSettings` operationId).
+	PostSMSSettingsWithBody(ctx context.Context, params *PostSMSSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostSMSSettings Set the clinic's text-message sender
+	//
+	// Twilio needs `account_sid`, `auth_token` (kept sealed; left out, the stored one
+	// stays) and `from`, the clinic's Twilio number. `quiet_start` and `quiet_end`
+	// (HH:MM, 24-hour, in `timezone`; both or neither) hold the texts of bookings,
+	// moves, cancellations and reminders until the quiet hours end; the texts a person is
+	// waiting for (their provider is ready, a link just sent or asked for) go at once.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api_v3/sms/settings (the `PostSMSSettings` operationId).
+	PostSMSSettings(ctx context.Context, params *PostSMSSettingsParams, body PostSMSSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostSMSSettingsWithFormdataBody Set the clinic's text-message sender
+	//
+	// Twilio needs `account_sid`, `auth_token` (kept sealed; left out, the stored one
+	// stays) and `from`, the clinic's Twilio number. `quiet_start` and `quiet_end`
+	// (HH:MM, 24-hour, in `timezone`; both or neither) hold the texts of bookings,
+	// moves, cancellations and reminders until the quiet hours end; the texts a person is
+	// waiting for (their provider is ready, a link just sent or asked for) go at once.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /api_v3/sms/settings (the `PostSMSSettings` operationId).
+	PostSMSSettingsWithFormdataBody(ctx context.Context, params *PostSMSSettingsParams, body PostSMSSettingsFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// PostTokensRefreshWithBody Rotate a refresh token
 	//
 	// Returns a new access token and a new refresh token as `{"data":{"token":{…}}}`.
@@ -12286,6 +12670,15 @@ type ClientInterface interface {
 	// Corresponds with GET /api_v3/visits/{id}/summary (the `GetVisitsByIdSummary` operationId).
 	GetVisitsByIdSummary(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// PostVisitsByIdTextLink Text the patient their link to the visit
+	//
+	// The visit's provider (or a provider of an unassigned visit) or the admin: a new
+	// one-time link, texted at once. 409 when the patient has not said yes to texts, their
+	// number texted STOP, the clinic sends no texts, or the visit is over.
+	//
+	// Corresponds with POST /api_v3/visits/{id}/text_link (the `PostVisitsByIdTextLink` operationId).
+	PostVisitsByIdTextLink(ctx context.Context, id string, params *PostVisitsByIdTextLinkParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetWebhooksDeliveries Recent webhook deliveries
 	//
 	// Newest first, `limit` at a time (default 50, at most 200); `before` (a delivery
@@ -12948,6 +13341,52 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /openapi.yaml (the `GetOpenapiYaml` operationId).
 	GetOpenapiYaml(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostTwilioInboundWithBody Twilio's incoming-text webhook of the clinic's number
+	//
+	// Twilio calls it with each text sent to the clinic's number; the credential is the
+	// `X-Twilio-Signature` of this address and the form, keyed by the clinic's auth token
+	// (403 otherwise). STOP (STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT) stops every text
+	// to the sender's number at once, START (YES, UNSTOP) lifts that, HELP (INFO) says who
+	// is texting and how to stop; each is answered in TwiML, in the language of the
+	// person whose number it is. 404 when the clinic does not text through Twilio.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /sms/twilio/{clinic}/inbound (the `PostTwilioInbound` operationId).
+	PostTwilioInboundWithBody(ctx context.Context, clinic string, params *PostTwilioInboundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostTwilioInboundWithFormdataBody Twilio's incoming-text webhook of the clinic's number
+	//
+	// Twilio calls it with each text sent to the clinic's number; the credential is the
+	// `X-Twilio-Signature` of this address and the form, keyed by the clinic's auth token
+	// (403 otherwise). STOP (STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT) stops every text
+	// to the sender's number at once, START (YES, UNSTOP) lifts that, HELP (INFO) says who
+	// is texting and how to stop; each is answered in TwiML, in the language of the
+	// person whose number it is. 404 when the clinic does not text through Twilio.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /sms/twilio/{clinic}/inbound (the `PostTwilioInbound` operationId).
+	PostTwilioInboundWithFormdataBody(ctx context.Context, clinic string, params *PostTwilioInboundParams, body PostTwilioInboundFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostTwilioStatusWithBody Twilio's delivery report of a text
+	//
+	// The status callback Teleclinic sets on each text; signed like the inbound webhook. It updates the text's entry in the delivery log.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /sms/twilio/{clinic}/status (the `PostTwilioStatus` operationId).
+	PostTwilioStatusWithBody(ctx context.Context, clinic string, params *PostTwilioStatusParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostTwilioStatusWithFormdataBody Twilio's delivery report of a text
+	//
+	// The status callback Teleclinic sets on each text; signed like the inbound webhook. It updates the text's entry in the delivery log.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /sms/twilio/{clinic}/status (the `PostTwilioStatus` operationId).
+	PostTwilioStatusWithFormdataBody(ctx context.Context, clinic string, params *PostTwilioStatusParams, body PostTwilioStatusFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetVisitsByVisitIdMessages Read a visit's thread
@@ -15483,6 +15922,196 @@ func (c *Client) PostSmartEHRLinksWithFormdataBody(ctx context.Context, id strin
 	return c.Client.Do(req)
 }
 
+// GetSMSConsent The caller's consent to texts
+//
+// Corresponds with GET /api_v3/sms/consent (the `GetSMSConsent` operationId).
+func (c *Client) GetSMSConsent(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSMSConsentRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostSMSConsentWithBody Say yes to texts, or withdraw
+//
+// `consent=1` with `phone` (a mobile number; stored as E.164) records the caller's yes
+// and its time, and lifts an earlier STOP of that number; `consent=0` withdraws it
+// (texts already written are not sent). Nothing is texted before a yes.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api_v3/sms/consent (the `PostSMSConsent` operationId).
+func (c *Client) PostSMSConsentWithBody(ctx context.Context, params *PostSMSConsentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSMSConsentRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostSMSConsent Say yes to texts, or withdraw
+//
+// `consent=1` with `phone` (a mobile number; stored as E.164) records the caller's yes
+// and its time, and lifts an earlier STOP of that number; `consent=0` withdraws it
+// (texts already written are not sent). Nothing is texted before a yes.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api_v3/sms/consent (the `PostSMSConsent` operationId).
+func (c *Client) PostSMSConsent(ctx context.Context, params *PostSMSConsentParams, body PostSMSConsentJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSMSConsentRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostSMSConsentWithFormdataBody Say yes to texts, or withdraw
+//
+// `consent=1` with `phone` (a mobile number; stored as E.164) records the caller's yes
+// and its time, and lifts an earlier STOP of that number; `consent=0` withdraws it
+// (texts already written are not sent). Nothing is texted before a yes.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /api_v3/sms/consent (the `PostSMSConsent` operationId).
+func (c *Client) PostSMSConsentWithFormdataBody(ctx context.Context, params *PostSMSConsentParams, body PostSMSConsentFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSMSConsentRequestWithFormdataBody(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSMSLog The clinic's text delivery log
+//
+// Newest first, `limit` at a time (default 50, at most 200); `before` (an entry id)
+// pages back, with `Link: <…>; rel="next"` when more follow. The number is masked to its
+// last four digits and the text itself is not kept (it carries a sign-in link).
+// `status` is `pending`, `skipped` (with why: texts off, consent withdrawn, the number
+// texted STOP) or `failed` (with Twilio's `error_code`) until Twilio took the text,
+// then Twilio's: `queued`, `sent`, `delivered`, `undelivered`, `failed`.
+//
+// Corresponds with GET /api_v3/sms/log (the `GetSMSLog` operationId).
+func (c *Client) GetSMSLog(ctx context.Context, params *GetSMSLogParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSMSLogRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSMSSettings The clinic's text-message sender
+//
+// `provider` is `off` (the default), `sandbox` (answers as Twilio's test credentials do,
+// sends nothing, from `+15005550006`) or `twilio`. The auth token is never answered,
+// only `auth_token_set`. `inbound_url` and `status_url` are the two addresses to give
+// Twilio: the number's "A message comes in" webhook, and every text's status callback
+// (Teleclinic sets it on each text it sends).
+//
+// Corresponds with GET /api_v3/sms/settings (the `GetSMSSettings` operationId).
+func (c *Client) GetSMSSettings(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSMSSettingsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostSMSSettingsWithBody Set the clinic's text-message sender
+//
+// Twilio needs `account_sid`, `auth_token` (kept sealed; left out, the stored one
+// stays) and `from`, the clinic's Twilio number. `quiet_start` and `quiet_end`
+// (HH:MM, 24-hour, in `timezone`; both or neither) hold the texts of bookings,
+// moves, cancellations and reminders until the quiet hours end; the texts a person is
+// waiting for (their provider is ready, a link just sent or asked for) go at once.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api_v3/sms/settings (the `PostSMSSettings` operationId).
+func (c *Client) PostSMSSettingsWithBody(ctx context.Context, params *PostSMSSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSMSSettingsRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostSMSSettings Set the clinic's text-message sender
+//
+// Twilio needs `account_sid`, `auth_token` (kept sealed; left out, the stored one
+// stays) and `from`, the clinic's Twilio number. `quiet_start` and `quiet_end`
+// (HH:MM, 24-hour, in `timezone`; both or neither) hold the texts of bookings,
+// moves, cancellations and reminders until the quiet hours end; the texts a person is
+// waiting for (their provider is ready, a link just sent or asked for) go at once.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api_v3/sms/settings (the `PostSMSSettings` operationId).
+func (c *Client) PostSMSSettings(ctx context.Context, params *PostSMSSettingsParams, body PostSMSSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSMSSettingsRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostSMSSettingsWithFormdataBody Set the clinic's text-message sender
+//
+// Twilio needs `account_sid`, `auth_token` (kept sealed; left out, the stored one
+// stays) and `from`, the clinic's Twilio number. `quiet_start` and `quiet_end`
+// (HH:MM, 24-hour, in `timezone`; both or neither) hold the texts of bookings,
+// moves, cancellations and reminders until the quiet hours end; the texts a person is
+// waiting for (their provider is ready, a link just sent or asked for) go at once.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /api_v3/sms/settings (the `PostSMSSettings` operationId).
+func (c *Client) PostSMSSettingsWithFormdataBody(ctx context.Context, params *PostSMSSettingsParams, body PostSMSSettingsFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostSMSSettingsRequestWithFormdataBody(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // PostTokensRefreshWithBody Rotate a refresh token
 //
 // Returns a new access token and a new refresh token as `{"data":{"token":{…}}}`.
@@ -17736,6 +18365,25 @@ func (c *Client) GetVisitsByIdSummary(ctx context.Context, id string, reqEditors
 	return c.Client.Do(req)
 }
 
+// PostVisitsByIdTextLink Text the patient their link to the visit
+//
+// The visit's provider (or a provider of an unassigned visit) or the admin: a new
+// one-time link, texted at once. 409 when the patient has not said yes to texts, their
+// number texted STOP, the clinic sends no texts, or the visit is over.
+//
+// Corresponds with POST /api_v3/visits/{id}/text_link (the `PostVisitsByIdTextLink` operationId).
+func (c *Client) PostVisitsByIdTextLink(ctx context.Context, id string, params *PostVisitsByIdTextLinkParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostVisitsByIdTextLinkRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetWebhooksDeliveries Recent webhook deliveries
 //
 // Newest first, `limit` at a time (default 50, at most 200); `before` (a delivery
@@ -18949,6 +19597,92 @@ func (c *Client) OauthUserinfo(ctx context.Context, reqEditors ...RequestEditorF
 // Corresponds with GET /openapi.yaml (the `GetOpenapiYaml` operationId).
 func (c *Client) GetOpenapiYaml(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetOpenapiYamlRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostTwilioInboundWithBody Twilio's incoming-text webhook of the clinic's number
+//
+// Twilio calls it with each text sent to the clinic's number; the credential is the
+// `X-Twilio-Signature` of this address and the form, keyed by the clinic's auth token
+// (403 otherwise). STOP (STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT) stops every text
+// to the sender's number at once, START (YES, UNSTOP) lifts that, HELP (INFO) says who
+// is texting and how to stop; each is answered in TwiML, in the language of the
+// person whose number it is. 404 when the clinic does not text through Twilio.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /sms/twilio/{clinic}/inbound (the `PostTwilioInbound` operationId).
+func (c *Client) PostTwilioInboundWithBody(ctx context.Context, clinic string, params *PostTwilioInboundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostTwilioInboundRequestWithBody(c.Server, clinic, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostTwilioInboundWithFormdataBody Twilio's incoming-text webhook of the clinic's number
+//
+// Twilio calls it with each text sent to the clinic's number; the credential is the
+// `X-Twilio-Signature` of this address and the form, keyed by the clinic's auth token
+// (403 otherwise). STOP (STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT) stops every text
+// to the sender's number at once, START (YES, UNSTOP) lifts that, HELP (INFO) says who
+// is texting and how to stop; each is answered in TwiML, in the language of the
+// person whose number it is. 404 when the clinic does not text through Twilio.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /sms/twilio/{clinic}/inbound (the `PostTwilioInbound` operationId).
+func (c *Client) PostTwilioInboundWithFormdataBody(ctx context.Context, clinic string, params *PostTwilioInboundParams, body PostTwilioInboundFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostTwilioInboundRequestWithFormdataBody(c.Server, clinic, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostTwilioStatusWithBody Twilio's delivery report of a text
+//
+// The status callback Teleclinic sets on each text; signed like the inbound webhook. It updates the text's entry in the delivery log.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /sms/twilio/{clinic}/status (the `PostTwilioStatus` operationId).
+func (c *Client) PostTwilioStatusWithBody(ctx context.Context, clinic string, params *PostTwilioStatusParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostTwilioStatusRequestWithBody(c.Server, clinic, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostTwilioStatusWithFormdataBody Twilio's delivery report of a text
+//
+// The status callback Teleclinic sets on each text; signed like the inbound webhook. It updates the text's entry in the delivery log.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /sms/twilio/{clinic}/status (the `PostTwilioStatus` operationId).
+func (c *Client) PostTwilioStatusWithFormdataBody(ctx context.Context, clinic string, params *PostTwilioStatusParams, body PostTwilioStatusFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostTwilioStatusRequestWithFormdataBody(c.Server, clinic, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -23718,6 +24452,258 @@ func NewPostSmartEHRLinksRequestWithBody(server string, id string, params *PostS
 	return req, nil
 }
 
+// NewGetSMSConsentRequest constructs an http.Request for the GetSMSConsent method
+func NewGetSMSConsentRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/sms/consent")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPostSMSConsentRequest calls the generic PostSMSConsent builder with application/json body
+func NewPostSMSConsentRequest(server string, params *PostSMSConsentParams, body PostSMSConsentJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostSMSConsentRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewPostSMSConsentRequestWithFormdataBody calls the generic PostSMSConsent builder with application/x-www-form-urlencoded body
+func NewPostSMSConsentRequestWithFormdataBody(server string, params *PostSMSConsentParams, body PostSMSConsentFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewPostSMSConsentRequestWithBody(server, params, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewPostSMSConsentRequestWithBody constructs an http.Request for the PostSMSConsent method, with any body, and a specified content type
+func NewPostSMSConsentRequestWithBody(server string, params *PostSMSConsentParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/sms/consent")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewGetSMSLogRequest constructs an http.Request for the GetSMSLog method
+func NewGetSMSLogRequest(server string, params *GetSMSLogParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/sms/log")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Before != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "before", *params.Before, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetSMSSettingsRequest constructs an http.Request for the GetSMSSettings method
+func NewGetSMSSettingsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/sms/settings")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPostSMSSettingsRequest calls the generic PostSMSSettings builder with application/json body
+func NewPostSMSSettingsRequest(server string, params *PostSMSSettingsParams, body PostSMSSettingsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostSMSSettingsRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewPostSMSSettingsRequestWithFormdataBody calls the generic PostSMSSettings builder with application/x-www-form-urlencoded body
+func NewPostSMSSettingsRequestWithFormdataBody(server string, params *PostSMSSettingsParams, body PostSMSSettingsFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewPostSMSSettingsRequestWithBody(server, params, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewPostSMSSettingsRequestWithBody constructs an http.Request for the PostSMSSettings method, with any body, and a specified content type
+func NewPostSMSSettingsRequestWithBody(server string, params *PostSMSSettingsParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/sms/settings")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewPostTokensRefreshRequest calls the generic PostTokensRefresh builder with application/json body
 func NewPostTokensRefreshRequest(server string, params *PostTokensRefreshParams, body PostTokensRefreshJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -27425,6 +28411,55 @@ func NewGetVisitsByIdSummaryRequest(server string, id string) (*http.Request, er
 	return req, nil
 }
 
+// NewPostVisitsByIdTextLinkRequest constructs an http.Request for the PostVisitsByIdTextLink method
+func NewPostVisitsByIdTextLinkRequest(server string, id string, params *PostVisitsByIdTextLinkParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/visits/%s/text_link", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetWebhooksDeliveriesRequest constructs an http.Request for the GetWebhooksDeliveries method
 func NewGetWebhooksDeliveriesRequest(server string, params *GetWebhooksDeliveriesParams) (*http.Request, error) {
 	var err error
@@ -29630,6 +30665,126 @@ func NewGetOpenapiYamlRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewPostTwilioInboundRequestWithFormdataBody calls the generic PostTwilioInbound builder with application/x-www-form-urlencoded body
+func NewPostTwilioInboundRequestWithFormdataBody(server string, clinic string, params *PostTwilioInboundParams, body PostTwilioInboundFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewPostTwilioInboundRequestWithBody(server, clinic, params, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewPostTwilioInboundRequestWithBody constructs an http.Request for the PostTwilioInbound method, with any body, and a specified content type
+func NewPostTwilioInboundRequestWithBody(server string, clinic string, params *PostTwilioInboundParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "clinic", clinic, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/sms/twilio/%s/inbound", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Twilio-Signature", params.XTwilioSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-Twilio-Signature", headerParam0)
+
+	}
+
+	return req, nil
+}
+
+// NewPostTwilioStatusRequestWithFormdataBody calls the generic PostTwilioStatus builder with application/x-www-form-urlencoded body
+func NewPostTwilioStatusRequestWithFormdataBody(server string, clinic string, params *PostTwilioStatusParams, body PostTwilioStatusFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewPostTwilioStatusRequestWithBody(server, clinic, params, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewPostTwilioStatusRequestWithBody constructs an http.Request for the PostTwilioStatus method, with any body, and a specified content type
+func NewPostTwilioStatusRequestWithBody(server string, clinic string, params *PostTwilioStatusParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "clinic", clinic, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/sms/twilio/%s/status", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		var headerParam0 string
+
+		headerParam0, err = runtime.StyleParamWithOptions("simple", false, "X-Twilio-Signature", params.XTwilioSignature, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+		if err != nil {
+			return nil, err
+		}
+
+		req.Header.Set("X-Twilio-Signature", headerParam0)
+
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -31155,6 +32310,112 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api_v3/smart/ehrs/{id}/links (the `PostSmartEHRLinks` operationId).
 	PostSmartEHRLinksWithFormdataBodyWithResponse(ctx context.Context, id string, params *PostSmartEHRLinksParams, body PostSmartEHRLinksFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostSmartEHRLinksResponse, error)
 
+	// GetSMSConsentWithResponse The caller's consent to texts
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api_v3/sms/consent (the `GetSMSConsent` operationId).
+	GetSMSConsentWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetSMSConsentResponse, error)
+
+	// PostSMSConsentWithBodyWithResponse Say yes to texts, or withdraw
+	//
+	// `consent=1` with `phone` (a mobile number; stored as E.164) records the caller's yes
+	// and its time, and lifts an earlier STOP of that number; `consent=0` withdraws it
+	// (texts already written are not sent). Nothing is texted before a yes.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/sms/consent (the `PostSMSConsent` operationId).
+	PostSMSConsentWithBodyWithResponse(ctx context.Context, params *PostSMSConsentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSMSConsentResponse, error)
+
+	// PostSMSConsentWithResponse Say yes to texts, or withdraw
+	//
+	// `consent=1` with `phone` (a mobile number; stored as E.164) records the caller's yes
+	// and its time, and lifts an earlier STOP of that number; `consent=0` withdraws it
+	// (texts already written are not sent). Nothing is texted before a yes.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/sms/consent (the `PostSMSConsent` operationId).
+	PostSMSConsentWithResponse(ctx context.Context, params *PostSMSConsentParams, body PostSMSConsentJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSMSConsentResponse, error)
+
+	// PostSMSConsentWithFormdataBodyWithResponse Say yes to texts, or withdraw
+	//
+	// `consent=1` with `phone` (a mobile number; stored as E.164) records the caller's yes
+	// and its time, and lifts an earlier STOP of that number; `consent=0` withdraws it
+	// (texts already written are not sent). Nothing is texted before a yes.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/sms/consent (the `PostSMSConsent` operationId).
+	PostSMSConsentWithFormdataBodyWithResponse(ctx context.Context, params *PostSMSConsentParams, body PostSMSConsentFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostSMSConsentResponse, error)
+
+	// GetSMSLogWithResponse The clinic's text delivery log
+	//
+	// Newest first, `limit` at a time (default 50, at most 200); `before` (an entry id)
+	// pages back, with `Link: <…>; rel="next"` when more follow. The number is masked to its
+	// last four digits and the text itself is not kept (it carries a sign-in link).
+	// `status` is `pending`, `skipped` (with why: texts off, consent withdrawn, the number
+	// texted STOP) or `failed` (with Twilio's `error_code`) until Twilio took the text,
+	// then Twilio's: `queued`, `sent`, `delivered`, `undelivered`, `failed`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api_v3/sms/log (the `GetSMSLog` operationId).
+	GetSMSLogWithResponse(ctx context.Context, params *GetSMSLogParams, reqEditors ...RequestEditorFn) (*GetSMSLogResponse, error)
+
+	// GetSMSSettingsWithResponse The clinic's text-message sender
+	//
+	// `provider` is `off` (the default), `sandbox` (answers as Twilio's test credentials do,
+	// sends nothing, from `+15005550006`) or `twilio`. The auth token is never answered,
+	// only `auth_token_set`. `inbound_url` and `status_url` are the two addresses to give
+	// Twilio: the number's "A message comes in" webhook, and every text's status callback
+	// (Teleclinic sets it on each text it sends).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api_v3/sms/settings (the `GetSMSSettings` operationId).
+	GetSMSSettingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetSMSSettingsResponse, error)
+
+	// PostSMSSettingsWithBodyWithResponse Set the clinic's text-message sender
+	//
+	// Twilio needs `account_sid`, `auth_token` (kept sealed; left out, the stored one
+	// stays) and `from`, the clinic's Twilio number. `quiet_start` and `quiet_end`
+	// (HH:MM, 24-hour, in `timezone`; both or neither) hold the texts of bookings,
+	// moves, cancellations and reminders until the quiet hours end; the texts a person is
+	// waiting for (their provider is ready, a link just sent or asked for) go at once.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/sms/settings (the `PostSMSSettings` operationId).
+	PostSMSSettingsWithBodyWithResponse(ctx context.Context, params *PostSMSSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSMSSettingsResponse, error)
+
+	// PostSMSSettingsWithResponse Set the clinic's text-message sender
+	//
+	// Twilio needs `account_sid`, `auth_token` (kept sealed; left out, the stored one
+	// stays) and `from`, the clinic's Twilio number. `quiet_start` and `quiet_end`
+	// (HH:MM, 24-hour, in `timezone`; both or neither) hold the texts of bookings,
+	// moves, cancellations and reminders until the quiet hours end; the texts a person is
+	// waiting for (their provider is ready, a link just sent or asked for) go at once.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/sms/settings (the `PostSMSSettings` operationId).
+	PostSMSSettingsWithResponse(ctx context.Context, params *PostSMSSettingsParams, body PostSMSSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSMSSettingsResponse, error)
+
+	// PostSMSSettingsWithFormdataBodyWithResponse Set the clinic's text-message sender
+	//
+	// Twilio needs `account_sid`, `auth_token` (kept sealed; left out, the stored one
+	// stays) and `from`, the clinic's Twilio number. `quiet_start` and `quiet_end`
+	// (HH:MM, 24-hour, in `timezone`; both or neither) hold the texts of bookings,
+	// moves, cancellations and reminders until the quiet hours end; the texts a person is
+	// waiting for (their provider is ready, a link just sent or asked for) go at once.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/sms/settings (the `PostSMSSettings` operationId).
+	PostSMSSettingsWithFormdataBodyWithResponse(ctx context.Context, params *PostSMSSettingsParams, body PostSMSSettingsFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostSMSSettingsResponse, error)
+
 	// PostTokensRefreshWithBodyWithResponse Rotate a refresh token
 	//
 	// Returns a new access token and a new refresh token as `{"data":{"token":{…}}}`.
@@ -32376,6 +33637,17 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api_v3/visits/{id}/summary (the `GetVisitsByIdSummary` operationId).
 	GetVisitsByIdSummaryWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetVisitsByIdSummaryResponse, error)
 
+	// PostVisitsByIdTextLinkWithResponse Text the patient their link to the visit
+	//
+	// The visit's provider (or a provider of an unassigned visit) or the admin: a new
+	// one-time link, texted at once. 409 when the patient has not said yes to texts, their
+	// number texted STOP, the clinic sends no texts, or the visit is over.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/visits/{id}/text_link (the `PostVisitsByIdTextLink` operationId).
+	PostVisitsByIdTextLinkWithResponse(ctx context.Context, id string, params *PostVisitsByIdTextLinkParams, reqEditors ...RequestEditorFn) (*PostVisitsByIdTextLinkResponse, error)
+
 	// GetWebhooksDeliveriesWithResponse Recent webhook deliveries
 	//
 	// Newest first, `limit` at a time (default 50, at most 200); `before` (a delivery
@@ -33096,6 +34368,52 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /openapi.yaml (the `GetOpenapiYaml` operationId).
 	GetOpenapiYamlWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetOpenapiYamlResponse, error)
+
+	// PostTwilioInboundWithBodyWithResponse Twilio's incoming-text webhook of the clinic's number
+	//
+	// Twilio calls it with each text sent to the clinic's number; the credential is the
+	// `X-Twilio-Signature` of this address and the form, keyed by the clinic's auth token
+	// (403 otherwise). STOP (STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT) stops every text
+	// to the sender's number at once, START (YES, UNSTOP) lifts that, HELP (INFO) says who
+	// is texting and how to stop; each is answered in TwiML, in the language of the
+	// person whose number it is. 404 when the clinic does not text through Twilio.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /sms/twilio/{clinic}/inbound (the `PostTwilioInbound` operationId).
+	PostTwilioInboundWithBodyWithResponse(ctx context.Context, clinic string, params *PostTwilioInboundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostTwilioInboundResponse, error)
+
+	// PostTwilioInboundWithFormdataBodyWithResponse Twilio's incoming-text webhook of the clinic's number
+	//
+	// Twilio calls it with each text sent to the clinic's number; the credential is the
+	// `X-Twilio-Signature` of this address and the form, keyed by the clinic's auth token
+	// (403 otherwise). STOP (STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT) stops every text
+	// to the sender's number at once, START (YES, UNSTOP) lifts that, HELP (INFO) says who
+	// is texting and how to stop; each is answered in TwiML, in the language of the
+	// person whose number it is. 404 when the clinic does not text through Twilio.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /sms/twilio/{clinic}/inbound (the `PostTwilioInbound` operationId).
+	PostTwilioInboundWithFormdataBodyWithResponse(ctx context.Context, clinic string, params *PostTwilioInboundParams, body PostTwilioInboundFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostTwilioInboundResponse, error)
+
+	// PostTwilioStatusWithBodyWithResponse Twilio's delivery report of a text
+	//
+	// The status callback Teleclinic sets on each text; signed like the inbound webhook. It updates the text's entry in the delivery log.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /sms/twilio/{clinic}/status (the `PostTwilioStatus` operationId).
+	PostTwilioStatusWithBodyWithResponse(ctx context.Context, clinic string, params *PostTwilioStatusParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostTwilioStatusResponse, error)
+
+	// PostTwilioStatusWithFormdataBodyWithResponse Twilio's delivery report of a text
+	//
+	// The status callback Teleclinic sets on each text; signed like the inbound webhook. It updates the text's entry in the delivery log.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /sms/twilio/{clinic}/status (the `PostTwilioStatus` operationId).
+	PostTwilioStatusWithFormdataBodyWithResponse(ctx context.Context, clinic string, params *PostTwilioStatusParams, body PostTwilioStatusFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostTwilioStatusResponse, error)
 }
 
 type GetVisitsByVisitIdMessagesResponse struct {
@@ -39291,6 +40609,358 @@ func (r PostSmartEHRLinksResponse) ContentType() string {
 	return ""
 }
 
+type GetSMSConsentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SMSConsentResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSMSConsentResponse) GetJSON200() *SMSConsentResponse {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSMSConsentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetSMSConsentResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSMSConsentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSMSConsentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSMSConsentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSMSConsentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostSMSConsentResponse429Headers the declared response headers of an HTTP 429 response for PostSMSConsent
+type PostSMSConsentResponse429Headers struct {
+	RetryAfter *int
+}
+
+type PostSMSConsentResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SMSConsentResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostSMSConsentResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostSMSConsentResponse) GetJSON200() *SMSConsentResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostSMSConsentResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostSMSConsentResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostSMSConsentResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostSMSConsentResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostSMSConsentResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PostSMSConsentResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PostSMSConsentResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostSMSConsentResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostSMSConsentResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostSMSConsentResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetSMSLogResponse200Headers the declared response headers of an HTTP 200 response for GetSMSLog
+type GetSMSLogResponse200Headers struct {
+	Link *string
+}
+
+type GetSMSLogResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SMSLogList
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetSMSLogResponse200Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSMSLogResponse) GetJSON200() *SMSLogList {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetSMSLogResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSMSLogResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetSMSLogResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSMSLogResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSMSLogResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSMSLogResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSMSLogResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetSMSSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SMSSettingsResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSMSSettingsResponse) GetJSON200() *SMSSettingsResponse {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSMSSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetSMSSettingsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSMSSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSMSSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSMSSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSMSSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostSMSSettingsResponse429Headers the declared response headers of an HTTP 429 response for PostSMSSettings
+type PostSMSSettingsResponse429Headers struct {
+	RetryAfter *int
+}
+
+type PostSMSSettingsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SMSSettingsResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostSMSSettingsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostSMSSettingsResponse) GetJSON200() *SMSSettingsResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostSMSSettingsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostSMSSettingsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostSMSSettingsResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostSMSSettingsResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PostSMSSettingsResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PostSMSSettingsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostSMSSettingsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostSMSSettingsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostSMSSettingsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // PostTokensRefreshResponse429Headers the declared response headers of an HTTP 429 response for PostTokensRefresh
 type PostTokensRefreshResponse429Headers struct {
 	RetryAfter *int
@@ -44103,6 +45773,103 @@ func (r GetVisitsByIdSummaryResponse) ContentType() string {
 	return ""
 }
 
+// PostVisitsByIdTextLinkResponse429Headers the declared response headers of an HTTP 429 response for PostVisitsByIdTextLink
+type PostVisitsByIdTextLinkResponse429Headers struct {
+	RetryAfter *int
+}
+
+type PostVisitsByIdTextLinkResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DataTrue
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *Conflict
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostVisitsByIdTextLinkResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostVisitsByIdTextLinkResponse) GetJSON200() *DataTrue {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostVisitsByIdTextLinkResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostVisitsByIdTextLinkResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostVisitsByIdTextLinkResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostVisitsByIdTextLinkResponse) GetJSON409() *Conflict {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostVisitsByIdTextLinkResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostVisitsByIdTextLinkResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PostVisitsByIdTextLinkResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PostVisitsByIdTextLinkResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostVisitsByIdTextLinkResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostVisitsByIdTextLinkResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostVisitsByIdTextLinkResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetWebhooksDeliveriesResponse200Headers the declared response headers of an HTTP 200 response for GetWebhooksDeliveries
 type GetWebhooksDeliveriesResponse200Headers struct {
 	Link *string
@@ -46565,6 +48332,137 @@ func (r GetOpenapiYamlResponse) ContentType() string {
 	return ""
 }
 
+type PostTwilioInboundResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// XML200 the response for an HTTP 200 `text/xml` response
+	XML200 *string
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+}
+
+// GetXML200 returns the response for an HTTP 200 `text/xml` response
+func (r PostTwilioInboundResponse) GetXML200() *string {
+	return r.XML200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostTwilioInboundResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostTwilioInboundResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostTwilioInboundResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PostTwilioInboundResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PostTwilioInboundResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostTwilioInboundResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostTwilioInboundResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostTwilioInboundResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type PostTwilioStatusResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostTwilioStatusResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostTwilioStatusResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostTwilioStatusResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PostTwilioStatusResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PostTwilioStatusResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostTwilioStatusResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostTwilioStatusResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostTwilioStatusResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetVisitsByVisitIdMessagesWithResponse Read a visit's thread
 //
 // Only the visit's patient, its assigned provider and its hosts (while no provider
@@ -48742,6 +50640,166 @@ func (c *ClientWithResponses) PostSmartEHRLinksWithFormdataBodyWithResponse(ctx 
 	return ParsePostSmartEHRLinksResponse(rsp)
 }
 
+// GetSMSConsentWithResponse The caller's consent to texts
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api_v3/sms/consent (the `GetSMSConsent` operationId).
+func (c *ClientWithResponses) GetSMSConsentWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetSMSConsentResponse, error) {
+	rsp, err := c.GetSMSConsent(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSMSConsentResponse(rsp)
+}
+
+// PostSMSConsentWithBodyWithResponse Say yes to texts, or withdraw
+//
+// `consent=1` with `phone` (a mobile number; stored as E.164) records the caller's yes
+// and its time, and lifts an earlier STOP of that number; `consent=0` withdraws it
+// (texts already written are not sent). Nothing is texted before a yes.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/sms/consent (the `PostSMSConsent` operationId).
+func (c *ClientWithResponses) PostSMSConsentWithBodyWithResponse(ctx context.Context, params *PostSMSConsentParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSMSConsentResponse, error) {
+	rsp, err := c.PostSMSConsentWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostSMSConsentResponse(rsp)
+}
+
+// PostSMSConsentWithResponse Say yes to texts, or withdraw
+//
+// `consent=1` with `phone` (a mobile number; stored as E.164) records the caller's yes
+// and its time, and lifts an earlier STOP of that number; `consent=0` withdraws it
+// (texts already written are not sent). Nothing is texted before a yes.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/sms/consent (the `PostSMSConsent` operationId).
+func (c *ClientWithResponses) PostSMSConsentWithResponse(ctx context.Context, params *PostSMSConsentParams, body PostSMSConsentJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSMSConsentResponse, error) {
+	rsp, err := c.PostSMSConsent(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostSMSConsentResponse(rsp)
+}
+
+// PostSMSConsentWithFormdataBodyWithResponse Say yes to texts, or withdraw
+//
+// `consent=1` with `phone` (a mobile number; stored as E.164) records the caller's yes
+// and its time, and lifts an earlier STOP of that number; `consent=0` withdraws it
+// (texts already written are not sent). Nothing is texted before a yes.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/sms/consent (the `PostSMSConsent` operationId).
+func (c *ClientWithResponses) PostSMSConsentWithFormdataBodyWithResponse(ctx context.Context, params *PostSMSConsentParams, body PostSMSConsentFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostSMSConsentResponse, error) {
+	rsp, err := c.PostSMSConsentWithFormdataBody(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostSMSConsentResponse(rsp)
+}
+
+// GetSMSLogWithResponse The clinic's text delivery log
+//
+// Newest first, `limit` at a time (default 50, at most 200); `before` (an entry id)
+// pages back, with `Link: <…>; rel="next"` when more follow. The number is masked to its
+// last four digits and the text itself is not kept (it carries a sign-in link).
+// `status` is `pending`, `skipped` (with why: texts off, consent withdrawn, the number
+// texted STOP) or `failed` (with Twilio's `error_code`) until Twilio took the text,
+// then Twilio's: `queued`, `sent`, `delivered`, `undelivered`, `failed`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api_v3/sms/log (the `GetSMSLog` operationId).
+func (c *ClientWithResponses) GetSMSLogWithResponse(ctx context.Context, params *GetSMSLogParams, reqEditors ...RequestEditorFn) (*GetSMSLogResponse, error) {
+	rsp, err := c.GetSMSLog(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSMSLogResponse(rsp)
+}
+
+// GetSMSSettingsWithResponse The clinic's text-message sender
+//
+// `provider` is `off` (the default), `sandbox` (answers as Twilio's test credentials do,
+// sends nothing, from `+15005550006`) or `twilio`. The auth token is never answered,
+// only `auth_token_set`. `inbound_url` and `status_url` are the two addresses to give
+// Twilio: the number's "A message comes in" webhook, and every text's status callback
+// (Teleclinic sets it on each text it sends).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api_v3/sms/settings (the `GetSMSSettings` operationId).
+func (c *ClientWithResponses) GetSMSSettingsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetSMSSettingsResponse, error) {
+	rsp, err := c.GetSMSSettings(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSMSSettingsResponse(rsp)
+}
+
+// PostSMSSettingsWithBodyWithResponse Set the clinic's text-message sender
+//
+// Twilio needs `account_sid`, `auth_token` (kept sealed; left out, the stored one
+// stays) and `from`, the clinic's Twilio number. `quiet_start` and `quiet_end`
+// (HH:MM, 24-hour, in `timezone`; both or neither) hold the texts of bookings,
+// moves, cancellations and reminders until the quiet hours end; the texts a person is
+// waiting for (their provider is ready, a link just sent or asked for) go at once.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/sms/settings (the `PostSMSSettings` operationId).
+func (c *ClientWithResponses) PostSMSSettingsWithBodyWithResponse(ctx context.Context, params *PostSMSSettingsParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostSMSSettingsResponse, error) {
+	rsp, err := c.PostSMSSettingsWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostSMSSettingsResponse(rsp)
+}
+
+// PostSMSSettingsWithResponse Set the clinic's text-message sender
+//
+// Twilio needs `account_sid`, `auth_token` (kept sealed; left out, the stored one
+// stays) and `from`, the clinic's Twilio number. `quiet_start` and `quiet_end`
+// (HH:MM, 24-hour, in `timezone`; both or neither) hold the texts of bookings,
+// moves, cancellations and reminders until the quiet hours end; the texts a person is
+// waiting for (their provider is ready, a link just sent or asked for) go at once.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/sms/settings (the `PostSMSSettings` operationId).
+func (c *ClientWithResponses) PostSMSSettingsWithResponse(ctx context.Context, params *PostSMSSettingsParams, body PostSMSSettingsJSONRequestBody, reqEditors ...RequestEditorFn) (*PostSMSSettingsResponse, error) {
+	rsp, err := c.PostSMSSettings(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostSMSSettingsResponse(rsp)
+}
+
+// PostSMSSettingsWithFormdataBodyWithResponse Set the clinic's text-message sender
+//
+// Twilio needs `account_sid`, `auth_token` (kept sealed; left out, the stored one
+// stays) and `from`, the clinic's Twilio number. `quiet_start` and `quiet_end`
+// (HH:MM, 24-hour, in `timezone`; both or neither) hold the texts of bookings,
+// moves, cancellations and reminders until the quiet hours end; the texts a person is
+// waiting for (their provider is ready, a link just sent or asked for) go at once.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/sms/settings (the `PostSMSSettings` operationId).
+func (c *ClientWithResponses) PostSMSSettingsWithFormdataBodyWithResponse(ctx context.Context, params *PostSMSSettingsParams, body PostSMSSettingsFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostSMSSettingsResponse, error) {
+	rsp, err := c.PostSMSSettingsWithFormdataBody(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostSMSSettingsResponse(rsp)
+}
+
 // PostTokensRefreshWithBodyWithResponse Rotate a refresh token
 //
 // Returns a new access token and a new refresh token as `{"data":{"token":{…}}}`.
@@ -50611,6 +52669,23 @@ func (c *ClientWithResponses) GetVisitsByIdSummaryWithResponse(ctx context.Conte
 	return ParseGetVisitsByIdSummaryResponse(rsp)
 }
 
+// PostVisitsByIdTextLinkWithResponse Text the patient their link to the visit
+//
+// The visit's provider (or a provider of an unassigned visit) or the admin: a new
+// one-time link, texted at once. 409 when the patient has not said yes to texts, their
+// number texted STOP, the clinic sends no texts, or the visit is over.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/visits/{id}/text_link (the `PostVisitsByIdTextLink` operationId).
+func (c *ClientWithResponses) PostVisitsByIdTextLinkWithResponse(ctx context.Context, id string, params *PostVisitsByIdTextLinkParams, reqEditors ...RequestEditorFn) (*PostVisitsByIdTextLinkResponse, error) {
+	rsp, err := c.PostVisitsByIdTextLink(ctx, id, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostVisitsByIdTextLinkResponse(rsp)
+}
+
 // GetWebhooksDeliveriesWithResponse Recent webhook deliveries
 //
 // Newest first, `limit` at a time (default 50, at most 200); `before` (a delivery
@@ -51666,6 +53741,76 @@ func (c *ClientWithResponses) GetOpenapiYamlWithResponse(ctx context.Context, re
 		return nil, err
 	}
 	return ParseGetOpenapiYamlResponse(rsp)
+}
+
+// PostTwilioInboundWithBodyWithResponse Twilio's incoming-text webhook of the clinic's number
+//
+// Twilio calls it with each text sent to the clinic's number; the credential is the
+// `X-Twilio-Signature` of this address and the form, keyed by the clinic's auth token
+// (403 otherwise). STOP (STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT) stops every text
+// to the sender's number at once, START (YES, UNSTOP) lifts that, HELP (INFO) says who
+// is texting and how to stop; each is answered in TwiML, in the language of the
+// person whose number it is. 404 when the clinic does not text through Twilio.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /sms/twilio/{clinic}/inbound (the `PostTwilioInbound` operationId).
+func (c *ClientWithResponses) PostTwilioInboundWithBodyWithResponse(ctx context.Context, clinic string, params *PostTwilioInboundParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostTwilioInboundResponse, error) {
+	rsp, err := c.PostTwilioInboundWithBody(ctx, clinic, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostTwilioInboundResponse(rsp)
+}
+
+// PostTwilioInboundWithFormdataBodyWithResponse Twilio's incoming-text webhook of the clinic's number
+//
+// Twilio calls it with each text sent to the clinic's number; the credential is the
+// `X-Twilio-Signature` of this address and the form, keyed by the clinic's auth token
+// (403 otherwise). STOP (STOPALL, UNSUBSCRIBE, CANCEL, END, QUIT) stops every text
+// to the sender's number at once, START (YES, UNSTOP) lifts that, HELP (INFO) says who
+// is texting and how to stop; each is answered in TwiML, in the language of the
+// person whose number it is. 404 when the clinic does not text through Twilio.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /sms/twilio/{clinic}/inbound (the `PostTwilioInbound` operationId).
+func (c *ClientWithResponses) PostTwilioInboundWithFormdataBodyWithResponse(ctx context.Context, clinic string, params *PostTwilioInboundParams, body PostTwilioInboundFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostTwilioInboundResponse, error) {
+	rsp, err := c.PostTwilioInboundWithFormdataBody(ctx, clinic, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostTwilioInboundResponse(rsp)
+}
+
+// PostTwilioStatusWithBodyWithResponse Twilio's delivery report of a text
+//
+// The status callback Teleclinic sets on each text; signed like the inbound webhook. It updates the text's entry in the delivery log.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /sms/twilio/{clinic}/status (the `PostTwilioStatus` operationId).
+func (c *ClientWithResponses) PostTwilioStatusWithBodyWithResponse(ctx context.Context, clinic string, params *PostTwilioStatusParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostTwilioStatusResponse, error) {
+	rsp, err := c.PostTwilioStatusWithBody(ctx, clinic, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostTwilioStatusResponse(rsp)
+}
+
+// PostTwilioStatusWithFormdataBodyWithResponse Twilio's delivery report of a text
+//
+// The status callback Teleclinic sets on each text; signed like the inbound webhook. It updates the text's entry in the delivery log.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /sms/twilio/{clinic}/status (the `PostTwilioStatus` operationId).
+func (c *ClientWithResponses) PostTwilioStatusWithFormdataBodyWithResponse(ctx context.Context, clinic string, params *PostTwilioStatusParams, body PostTwilioStatusFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostTwilioStatusResponse, error) {
+	rsp, err := c.PostTwilioStatusWithFormdataBody(ctx, clinic, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostTwilioStatusResponse(rsp)
 }
 
 // ParseGetVisitsByVisitIdMessagesResponse parses an HTTP response from a GetVisitsByVisitIdMessagesWithResponse call
@@ -56875,6 +59020,301 @@ func ParsePostSmartEHRLinksResponse(rsp *http.Response) (*PostSmartEHRLinksRespo
 	return response, nil
 }
 
+// ParseGetSMSConsentResponse parses an HTTP response from a GetSMSConsentWithResponse call
+func ParseGetSMSConsentResponse(rsp *http.Response) (*GetSMSConsentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSMSConsentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SMSConsentResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePostSMSConsentResponse parses an HTTP response from a PostSMSConsentWithResponse call
+func ParsePostSMSConsentResponse(rsp *http.Response) (*PostSMSConsentResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostSMSConsentResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SMSConsentResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostSMSConsentResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSMSLogResponse parses an HTTP response from a GetSMSLogWithResponse call
+func ParseGetSMSLogResponse(rsp *http.Response) (*GetSMSLogResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSMSLogResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SMSLogList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetSMSLogResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSMSSettingsResponse parses an HTTP response from a GetSMSSettingsWithResponse call
+func ParseGetSMSSettingsResponse(rsp *http.Response) (*GetSMSSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSMSSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SMSSettingsResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePostSMSSettingsResponse parses an HTTP response from a PostSMSSettingsWithResponse call
+func ParsePostSMSSettingsResponse(rsp *http.Response) (*PostSMSSettingsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostSMSSettingsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SMSSettingsResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostSMSSettingsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParsePostTokensRefreshResponse parses an HTTP response from a PostTokensRefreshWithResponse call
 func ParsePostTokensRefreshResponse(rsp *http.Response) (*PostTokensRefreshResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -61099,6 +63539,94 @@ func ParseGetVisitsByIdSummaryResponse(rsp *http.Response) (*GetVisitsByIdSummar
 	return response, nil
 }
 
+// ParsePostVisitsByIdTextLinkResponse parses an HTTP response from a PostVisitsByIdTextLinkWithResponse call
+func ParsePostVisitsByIdTextLinkResponse(rsp *http.Response) (*PostVisitsByIdTextLinkResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostVisitsByIdTextLinkResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DataTrue
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostVisitsByIdTextLinkResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetWebhooksDeliveriesResponse parses an HTTP response from a GetWebhooksDeliveriesWithResponse call
 func ParseGetWebhooksDeliveriesResponse(rsp *http.Response) (*GetWebhooksDeliveriesResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -63044,6 +65572,110 @@ func ParseGetOpenapiYamlResponse(rsp *http.Response) (*GetOpenapiYamlResponse, e
 			return nil, err
 		}
 		response.YAML200 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePostTwilioInboundResponse parses an HTTP response from a PostTwilioInboundWithResponse call
+func ParsePostTwilioInboundResponse(rsp *http.Response) (*PostTwilioInboundResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostTwilioInboundResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "xml") && rsp.StatusCode == 200:
+		var dest string
+		if err := xml.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.XML200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePostTwilioStatusResponse parses an HTTP response from a PostTwilioStatusWithResponse call
+func ParsePostTwilioStatusResponse(rsp *http.Response) (*PostTwilioStatusResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostTwilioStatusResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
 
 	}
 

@@ -592,6 +592,25 @@ func buildMoveFixture(t *testing.T, e *testenv.Env) *moveFixture {
 		t.Fatal(err)
 	}
 	add("admin", admin, "/api_v3/smart/ehrs")
+	// Texts: the sender (its token sealed), the patient's yes, a number's
+	// STOP and an entry of the delivery log.
+	if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/sms/settings", Header: admin,
+		JSON: map[string]string{"provider": "twilio", "account_sid": "AC0123456789abcdef0123456789abcdef", "auth_token": "tok", "from": "+14155550100"}}); res.Status != 200 {
+		t.Fatalf("sms settings: %s", res.Raw)
+	}
+	if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/sms/consent", Header: user(pat), JSON: map[string]string{"phone": "+14155550134", "consent": "1"}}); res.Status != 200 {
+		t.Fatalf("sms consent: %s", res.Raw)
+	}
+	if err := e.Store.Write().SetSMSOptOut(ctx, acctID, "+14155550177", true, e.Clock.Now().Unix()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Store.Write().AddSMSLog(ctx, &clinic.SMSLogEntry{AccountID: acctID, UserID: idNum(t, patID), Phone: "••••0134", Kind: "booked",
+		SID: "SM1", Status: "delivered", Created: e.Clock.Now().Unix(), Updated: e.Clock.Now().Unix()}); err != nil {
+		t.Fatal(err)
+	}
+	add("admin", admin, "/api_v3/sms/settings")
+	add("admin", admin, "/api_v3/sms/log")
+	add("patient", user(pat), "/api_v3/sms/consent")
 	return fx
 }
 

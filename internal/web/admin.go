@@ -108,6 +108,9 @@ type adminPage struct {
 	EHRs                                   []adminEHR
 	EHRRooms                               []adminRoom // every room, to hold an EHR's visits
 	EHRLaunchURL, EHRRedirect, SmartConfig string
+	// SMS is the clinic's text-message sender, SMSLog its newest texts.
+	SMS    *app.SMSSettingsView
+	SMSLog []*clinic.SMSLogEntry
 	// DeliveriesPaged says the deliveries shown are not the latest.
 	DeliveriesPaged bool
 	Payments        []adminPayment
@@ -164,6 +167,7 @@ var noticeWords = map[string]string{
 	"ehr":              "The EHR is connected: register Teleclinic there with the launch URL and redirect URI shown.",
 	"ehr-removed":      "The EHR is disconnected: its launches stop.",
 	"ehr-linked":       "The EHR user is linked to the provider.",
+	"texts":            "The text-message settings are saved.",
 }
 
 // adminQuery is /admin's address: the page each list shows, and the
@@ -213,7 +217,7 @@ func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, p
 	page.FilterErrors = f.Errors()
 	ctx := r.Context()
 	for _, load := range []func(context.Context, *clinic.Principal, adminQuery, *adminPage) error{
-		s.adminWebhookSection, s.adminRooms, s.adminDeliveries, s.adminProviders, s.adminCodesSection, s.adminSmart,
+		s.adminWebhookSection, s.adminRooms, s.adminDeliveries, s.adminProviders, s.adminCodesSection, s.adminSmart, s.adminTexts,
 	} {
 		if err := load(ctx, p, q, &page); err != nil {
 			return err

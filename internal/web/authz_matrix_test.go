@@ -72,7 +72,12 @@ func portalMatrix() map[string]string {
 		// Taking back an app's permission: the signed-in person's own; the
 		// fixture's app holds none of anyone's.
 		"POST /profile/apps/{client}/disconnect": "RRDDDDDDD",
-		"GET /smart/callback":                    "DDDDDDDDD",
+		// A person's own yes to texts (or its withdrawal): every person,
+		// not an admin (no phone of theirs to text); the sender is the
+		// admin's, on their own clinic.
+		"POST /profile/texts": "RRAAADAAD",
+		"POST /admin/texts":   "RRDDDADDA",
+		"GET /smart/callback": "DDDDDDDDD",
 		// An app's sign-in request that does not exist: nothing to show or
 		// decide, signed in or not.
 		"GET /oauth/consent/{id}":  "DDDDDDDDD",

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"net/http"
 	"time"
 
@@ -39,6 +40,11 @@ type profilePage struct {
 	Errors  map[string]string
 	// Apps are the apps the person allowed to use their account (SMART).
 	Apps []app.AppGrant
+	// Texts: the clinic sends texts, and the person may say yes to them;
+	// Consent is their yes (nil: none), Phone what they typed.
+	Texts   bool
+	Consent *clinic.SMSConsent
+	Phone   string
 }
 
 func (s *Server) profile(w http.ResponseWriter, r *http.Request) error {
@@ -68,9 +74,18 @@ func (s *Server) showProfile(w http.ResponseWriter, r *http.Request, status int,
 		page.Notice = "Saved."
 	case "app":
 		page.Notice = tr("The app no longer has your permission.")
+	case "texts":
+		page.Notice = tr("Your choice of texts is saved.")
 	}
 	if page.Apps, err = s.app.MyApps(r.Context(), p); err != nil {
 		return err
+	}
+	if p.User.Type != clinic.UserAdmin && s.app.SendsTexts(r.Context(), p.Account.ID) {
+		page.Texts = true
+		if page.Consent, err = s.app.MySMSConsent(r.Context(), p); err != nil {
+			return err
+		}
+		page.Phone = cmp.Or(r.PostFormValue("phone"), p.User.Phone)
 	}
 	s.render(w, r, status, "profile", page)
 	return nil
@@ -110,5 +125,25 @@ func (s *Server) saveProfile(w http.ResponseWriter, r *http.Request) error {
 		next = "/profile?done=saved"
 	}
 	http.Redirect(w, r, next, http.StatusSeeOther)
+	return nil
+}
+
+// saveTexts is POST /profile/texts: the person's yes to texts at the
+// number they give (texts=1), or its withdrawal; a refused number is
+// shown back beside its field.
+func (s *Server) saveTexts(w http.ResponseWriter, r *http.Request) error {
+	p, err := s.principal(r)
+	if err != nil {
+		return err
+	}
+	f := postFields(r)
+	yes := f.str("texts") == "1"
+	if _, err := s.app.SetSMSConsent(r.Context(), p, f.str("phone"), &yes); err != nil {
+		if status, msg, ok := s.refused(r, err, clinic.EInvalid); ok {
+			return s.showProfile(w, r, status, "", map[string]string{"phone": msg})
+		}
+		return err
+	}
+	http.Redirect(w, r, "/profile?done=texts#texts", http.StatusSeeOther)
 	return nil
 }
