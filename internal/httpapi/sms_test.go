@@ -35,13 +35,13 @@ type fakeTwilio struct {
 func (f *fakeTwilio) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	user, pass, okAuth := r.BasicAuth()
 	if r.URL.Path != "/2010-04-01/Accounts/"+twilioSID+"/Messages.json" || !okAuth || user != twilioSID || pass != twilioToken {
-		http.Error(w, `{"code": 20003, "message": "Authenticate", "status": 401}`, 401)
+		http.Error(w, `{"code": 20003, "message": "Authenticate", "status": 401}`, http.StatusUnauthorized)
 		return
 	}
 	_ = r.ParseForm()
 	w.Header().Set("Content-Type", "application/json")
 	if r.PostForm.Get("To") == "+15005550001" {
-		w.WriteHeader(400)
+		w.WriteHeader(http.StatusBadRequest)
 		fmt.Fprint(w, `{"code": 21211, "message": "The 'To' number +15005550001 is not a valid phone number.", "status": 400}`)
 		return
 	}
@@ -50,7 +50,7 @@ func (f *fakeTwilio) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.n++
 	sid := fmt.Sprintf("SM%032d", f.n)
 	f.mu.Unlock()
-	w.WriteHeader(201)
+	w.WriteHeader(http.StatusCreated)
 	fmt.Fprintf(w, `{"sid": %q, "status": "queued", "to": %q}`, sid, r.PostForm.Get("To"))
 }
 
