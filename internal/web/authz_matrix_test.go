@@ -77,7 +77,10 @@ func portalMatrix() map[string]string {
 		// admin's, on their own clinic.
 		"POST /profile/texts": "RRAAADAAD",
 		"POST /admin/texts":   "RRDDDADDA",
-		"GET /smart/callback": "DDDDDDDDD",
+		// Texting the patient their link: the visit's provider and the
+		// admin (the fixture's clinic sends no texts: 409, past the check).
+		"POST /visits/start/{id}/text-link": "RRDDDDADA",
+		"GET /smart/callback":               "DDDDDDDDD",
 		// An app's sign-in request that does not exist: nothing to show or
 		// decide, signed in or not.
 		"GET /oauth/consent/{id}":  "DDDDDDDDD",

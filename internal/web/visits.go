@@ -328,6 +328,9 @@ type bookedView struct {
 	RefundPercent int
 	// Payment is what was paid and refunded, in words ("" when nothing).
 	Payment string
+	// CanText: the viewer is the visit's provider, the visit is ahead and
+	// the clinic texts; the page offers to text the patient their link.
+	CanText bool
 }
 
 // notices are the words of ?notice= after a change on the visit page.
@@ -335,6 +338,7 @@ var notices = map[string]string{
 	"cancelled":       "Your appointment is cancelled.",
 	"moved":           "Your appointment has its new time.",
 	"remind-on":       "Reminder emails are on for this visit.",
+	"texted":          "The patient's link is on its way by text.",
 	"remind-off":      "Reminder emails are off for this visit.",
 	"note-saved":      "The note is saved as a draft.",
 	"note-signed":     "The note is signed. Changes from now on are addenda.",
@@ -563,6 +567,7 @@ func (s *Server) booked(r *http.Request, p *clinic.Principal, d *app.VisitDetail
 	}
 	open := v.Status == clinic.VisitPending || v.Status == clinic.VisitConfirmed
 	b.CanChange = b.Mine && open && s.app.Now().Unix() <= b.ChangeCloses
+	b.CanText = open && v.ProviderID == p.UserID() && s.app.SendsTexts(r.Context(), p.Account.ID)
 	if b.Mine && v.IntakeID != 0 {
 		invs, err := s.billing.Invoices(r.Context(), p, billing.InvoiceQuery{IntakeID: v.IntakeID, Limit: 5})
 		if err == nil {
@@ -653,6 +658,20 @@ func (s *Server) reminders(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	afterChange(w, r, id, map[bool]string{true: "remind-on", false: "remind-off"}[on])
+	return nil
+}
+
+// textLink is POST /visits/start/{id}/text-link: the visit's provider
+// texts the patient a new link to it (app.TextVisitLink).
+func (s *Server) textLink(w http.ResponseWriter, r *http.Request) error {
+	p, id, err := s.visitRequest(r)
+	if err != nil {
+		return err
+	}
+	if err := s.app.TextVisitLink(r.Context(), p, id); err != nil {
+		return err
+	}
+	afterChange(w, r, id, "texted")
 	return nil
 }
 
