@@ -365,3 +365,53 @@ func TestSMS_QuietHoursAndRefusals(t *testing.T) {
 		t.Fatalf("a refused text is still to be sent: %d", n)
 	}
 }
+
+// TestSMS_Reminders: for a patient who said yes to texts, a booked
+// visit's reminders go by text too (beside the emails, whose tests are the
+// appointments'), each once; the reminder of a visit cancelled meanwhile
+// is not sent.
+func TestSMS_Reminders(t *testing.T) {
+	t.Parallel()
+	e, s, tw, _ := smsClinic(t)
+	ctx := context.Background()
+	s.publish(t, s.doc.Token, slotGroup{RoomCode: "main", DateStart: slotDay, TimeStart: "09:00", TimeEnd: "11:00", Timezone: "America/New_York", Duration: 30})
+	mustOK(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/sms/consent", Header: userHeaders(s.c, s.pat.Token), Form: q("phone", "+14155550134", "consent", "1")}))
+	book := func(who *session, i int) string {
+		t.Helper()
+		return dataOf[client.Visit](t, s.post(who.Token, "/api_v3/visits", "slot_start", fmt.Sprint(tue0900NY+int64(i)*1800), "slot_end", fmt.Sprint(tue0900NY+int64(i+1)*1800),
+			"room_code", "main", "type", "2", "intake_id", s.intake(t, who, "type", "2"))).Id
+	}
+	book(s.pat, 0)
+	gone := book(s.pat, 2)
+	mustOK(t, s.post(s.pat.Token, "/api_v3/visits/delete", "id", gone))
+	e.App.DeliverTexts(ctx)
+	tw.take() // the booking's and the cancellation's texts
+
+	// The day before: 24 hours ahead of 14:00 UTC on the 3rd.
+	e.Clock.Advance(5 * time.Hour)
+	e.App.DeliverReminders(ctx)
+	e.App.DeliverTexts(ctx)
+	got := tw.take()
+	if len(got) != 1 || !strings.Contains(got[0].Get("Body"), "Alpha Clinic: your video visit is tomorrow, Tuesday 3 March 2026, 14:00 (UTC). Join here: https://portal.teleclinic.test/v/") {
+		t.Fatalf("the reminder's text: %v", got)
+	}
+	// Each once.
+	e.App.DeliverReminders(ctx)
+	e.App.DeliverTexts(ctx)
+	if got := tw.take(); len(got) != 0 {
+		t.Fatalf("a reminder texted twice: %v", got)
+	}
+	// The cancelled visit's reminder comes due an hour later: nothing.
+	e.Clock.Advance(time.Hour)
+	e.App.DeliverReminders(ctx)
+	e.App.DeliverTexts(ctx)
+	if got := tw.take(); len(got) != 0 {
+		t.Fatalf("a cancelled visit's reminder: %v", got)
+	}
+	if n := count(t, e, "SELECT COUNT(*) FROM sms_log WHERE kind = 'reminder'"); n != 1 {
+		t.Fatalf("%d reminder texts logged", n)
+	}
+	if n := count(t, e, "SELECT COUNT(*) FROM outbox WHERE topic = 'reminder' AND done IS NOT NULL AND last_error LIKE 'the visit is %'"); n != 2 {
+		t.Fatalf("the cancelled visit's reminders (email and text) ended unsent: %d", n)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"teleclinic/internal/app"
 	"teleclinic/internal/sms"
 	"teleclinic/internal/testenv"
 )
@@ -70,5 +71,48 @@ func TestPortal_Texts(t *testing.T) {
 	}
 	if pg := pb.get("/profile"); !strings.Contains(pg.Body, "Text me about my visits") {
 		t.Fatal("the yes was not taken back")
+	}
+}
+
+// TestPortal_GuestSaysYesToTexts: a guest booking ahead in a clinic that
+// texts is offered texts under their phone; ticking it without a number
+// that is one is refused and books nothing; with one, the yes is kept
+// with its number and time.
+func TestPortal_GuestSaysYesToTexts(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	on := true
+	if _, err := f.e.App.UpdateRoom(t.Context(), f.admin(t), "main", app.RoomUpdate{AppointmentEnable: &on}); err != nil {
+		t.Fatal(err)
+	}
+	g := newBrowser(t, f.e)
+	if pg := g.post("/c/acme/main/guest", url.Values{"first_name": {"Gia"}, "last_name": {"Guest"}}); pg.Status != 303 {
+		t.Fatalf("guest join: %d %s", pg.Status, pg.Body)
+	}
+	if pg := g.get("/c/acme/main"); strings.Contains(pg.Body, `name="texts"`) {
+		t.Fatal("texts offered by a clinic that sends none")
+	}
+	if _, err := f.e.App.SetSMSSettings(t.Context(), f.admin(t), app.SMSSettingsInput{Provider: "sandbox"}); err != nil {
+		t.Fatal(err)
+	}
+	if pg := g.get("/c/acme/main"); !strings.Contains(pg.Body, `name="texts"`) {
+		t.Fatalf("the guest's form offers no texts: %s", pg.Body)
+	}
+	form := url.Values{"reason_for_visit": {"A check-up"}, "terms": {"1"}, "kind": {"appointment"}, "email": {"gia@example.com"}, "texts": {"1"}}
+	if pg := g.post("/c/acme/main/intake", form); pg.Status != 400 || !strings.Contains(pg.Body, "give your mobile number") {
+		t.Fatalf("texts without a number: %d %s", pg.Status, pg.Body)
+	}
+	if n := count(t, f, "SELECT COUNT(*) FROM intakes"); n != 1 { // the fixture's e-consult's alone
+		t.Fatalf("%d intakes after the refusal", n)
+	}
+	form.Set("phone", "+44 20 7946 0958")
+	if pg := g.post("/c/acme/main/intake", form); pg.Status != 303 {
+		t.Fatalf("with a number: %d %s", pg.Status, pg.Body)
+	}
+	var phone string
+	var at int64
+	if err := f.e.Store.DB().QueryRow("SELECT c.phone, c.consented FROM sms_consents c JOIN users u ON u.id = c.user_id WHERE u.email = 'gia@example.com'").Scan(&phone, &at); err != nil ||
+		phone != "+442079460958" || at != f.e.Clock.Now().Unix() {
+		t.Fatalf("the guest's yes: %q %d %v", phone, at, err)
 	}
 }
