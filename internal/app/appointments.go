@@ -357,10 +357,7 @@ func (a *App) reminderMail(ctx context.Context, it store.OutboxItem) (*mail.Mess
 	if err != nil {
 		return nil, err
 	}
-	zone := time.UTC
-	if z, err := time.LoadLocation(u.Timezone); err == nil && u.Timezone != "" {
-		zone = z
-	}
+	zone := profileZone(u)
 	when := time.Unix(v.Start, 0).In(zone)
 	var link string
 	if err := a.store.Tx(ctx, func(q *store.Q) error {
@@ -390,10 +387,7 @@ func (a *App) reminderText(ctx context.Context, it store.OutboxItem) error {
 	if err != nil {
 		return err
 	}
-	zone := time.UTC
-	if z, err := time.LoadLocation(u.Timezone); err == nil && u.Timezone != "" {
-		zone = z
-	}
+	zone := profileZone(u)
 	when := time.Unix(v.Start, 0).In(zone)
 	return a.store.Tx(ctx, func(q *store.Q) error {
 		return a.text(ctx, q, it.AccountID, u, TextReminder, func(loc *locale.Locale) (string, error) {
@@ -431,6 +425,14 @@ func (a *App) dueReminder(ctx context.Context, it store.OutboxItem) (*reminder, 
 		return nil, nil, nil, err
 	}
 	return &rm, v, u, nil
+}
+
+// profileZone is the zone of u's profile, UTC when it has none.
+func profileZone(u *clinic.User) *time.Location {
+	if z, err := time.LoadLocation(u.Timezone); err == nil && u.Timezone != "" {
+		return z
+	}
+	return time.UTC
 }
 
 // leadWords says how far ahead a reminder is: "in 15 minutes", "in 2
