@@ -7,11 +7,11 @@ import (
 )
 
 // The background loops, in one table (Run): what this process does on
-// its own, beside answering requests. Five deliver the outbox (mail,
-// push, webhooks, eligibility checks, reminders due); five are not
-// outbox work: the audit trail's chainer, the checkpoint writer, the
-// sweep of expired call signals, the look for a new ICD-10-CM release and
-// the sweep that tells rooms who has left their waiting room.
+// its own, beside answering requests. Seven deliver the outbox (mail,
+// push, webhooks, eligibility checks, exports, texts, reminders due); five
+// are not outbox work: the audit trail's chainer, the checkpoint writer,
+// the sweep of expired call signals, the look for a new ICD-10-CM release
+// and the sweep that tells rooms who has left their waiting room.
 
 // Run delivers the outbox until ctx ends: mail, push notifications,
 // webhooks and eligibility checks, each in its own loop so a slow receiver
