@@ -214,6 +214,27 @@ func requireTextable(p *clinic.Principal) error {
 	return nil
 }
 
+// textableNumber is the last four digits of the number a text to user
+// would go to now: "" when the clinic sends no texts, the person said no
+// yes or their number texted STOP.
+func (a *App) textableNumber(ctx context.Context, accountID, userID int64) (string, error) {
+	if !a.SendsTexts(ctx, accountID) {
+		return "", nil
+	}
+	rd := a.store.Read()
+	c, err := rd.SMSConsent(ctx, accountID, userID)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if out, err := rd.SMSOptedOut(ctx, accountID, c.Phone); err != nil || out {
+		return "", err
+	}
+	return c.Phone[len(c.Phone)-4:], nil
+}
+
 // MySMSConsent is the signed-in person's consent to texts (nil: none).
 func (a *App) MySMSConsent(ctx context.Context, p *clinic.Principal) (*clinic.SMSConsent, error) {
 	if err := requireTextable(p); err != nil {

@@ -102,8 +102,11 @@ type VisitLinkState struct {
 	// offers a fresh link by email.
 	Used, Expired bool
 	// Email is where a fresh link would go, masked ("a•••@example.com");
-	// "" when the person has no address.
-	Email string
+	// "" when the person has no address (or turned emails off). Phone is
+	// the last four digits of the number it would be texted to ("" when
+	// the clinic sends no texts, the person said no yes, or their number
+	// texted STOP).
+	Email, Phone string
 }
 
 var errVisitLink = clinic.Errorf(clinic.ENotFound, "This link opens no visit. Use the latest email the clinic sent you, or contact the clinic.")
@@ -137,7 +140,12 @@ func (a *App) visitLinkToken(ctx context.Context, token string) (*store.Token, *
 	if st.User.Status == clinic.StatusDisabled {
 		return nil, nil, errVisitLink
 	}
-	st.Email = MaskEmail(st.User.Email)
+	if !st.User.DisableEmails {
+		st.Email = MaskEmail(st.User.Email)
+	}
+	if st.Phone, err = a.textableNumber(ctx, st.Account.ID, st.User.ID); err != nil {
+		return nil, nil, fmt.Errorf("visit link: %w", err)
+	}
 	return t, st, nil
 }
 
@@ -210,8 +218,11 @@ func (a *App) ResendVisitLink(ctx context.Context, requestID, clientAddr, token 
 	if _, err := a.countAttempt(ctx, keys); err != nil {
 		return err
 	}
-	now := a.Unix()
-	if now >= visitLinkExpiry(st.Visit, st.Visit.End) {
+	// A booked visit may be opened until a while after its end; one with
+	// no end (a walk-in, an e-consult) while it is not over.
+	now, v := a.Unix(), st.Visit
+	over := v.Status == clinic.VisitCompleted || v.Status == clinic.VisitCancelled
+	if v.End != 0 && now >= visitLinkExpiry(v, v.End) || v.End == 0 && over {
 		return nil
 	}
 	return StoreErr("visit link", a.store.Tx(ctx, func(q *store.Q) error {

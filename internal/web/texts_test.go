@@ -116,3 +116,42 @@ func TestPortal_GuestSaysYesToTexts(t *testing.T) {
 		t.Fatalf("the guest's yes: %q %d %v", phone, at, err)
 	}
 }
+
+// TestPortal_LinkAgainByText: a visit link opened already offers a new
+// one by text to a patient who said yes to texts (the number's last four
+// digits shown), and asking sends it.
+func TestPortal_LinkAgainByText(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, testenv.Options{PortalHere: true})
+	ctx := t.Context()
+	if _, err := f.e.App.SetSMSSettings(ctx, f.admin(t), app.SMSSettingsInput{Provider: "sandbox"}); err != nil {
+		t.Fatal(err)
+	}
+	pat := f.user(t, f.p1Token)
+	if _, err := f.e.App.SetSMSConsent(ctx, pat, "+1 415 555 0134", new(true)); err != nil {
+		t.Fatal(err)
+	}
+	link, err := f.e.App.VisitLinkFor(ctx, pat, f.visitID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(link)
+	b := newBrowser(t, f.e)
+	if pg := b.post(u.Path, url.Values{}); pg.Status != 303 {
+		t.Fatalf("open the link: %d %s", pg.Status, pg.Body)
+	}
+	other := newBrowser(t, f.e)
+	pg := other.get(u.Path)
+	if !strings.Contains(pg.Body, "We can text you a new one at the number ending 0134.") || !strings.Contains(pg.Body, `id="send-again"`) {
+		t.Fatalf("the used link's page: %s", pg.Body)
+	}
+	pg = other.post(u.Path+"/again", url.Values{})
+	if pg.Status != 200 || !strings.Contains(pg.Body, "on its way by text to the number ending 0134") {
+		t.Fatalf("again: %d %s", pg.Status, pg.Body)
+	}
+	f.e.App.DeliverTexts(ctx)
+	var status string
+	if err := f.e.Store.DB().QueryRow("SELECT status FROM sms_log WHERE kind = 'link_again'").Scan(&status); err != nil || status != "queued" {
+		t.Fatalf("the new link's text: %q %v", status, err)
+	}
+}

@@ -21,15 +21,16 @@ type visitLinkPage struct {
 	Start          int64
 	// Open: the link still opens the visit; Expired or used otherwise.
 	Open, Expired bool
-	// Email is where a fresh link goes, masked; Sent once one was asked.
-	Email string
-	Sent  bool
+	// Email and Phone are where a fresh link goes, masked (by email, by
+	// text); Sent once one was asked.
+	Email, Phone string
+	Sent         bool
 	Error string
 }
 
 func visitLinkView(r *http.Request, st *app.VisitLinkState) visitLinkPage {
 	return visitLinkPage{Clinic: st.Account.Name, Action: "/v/" + url.PathEscape(r.PathValue("token")), Start: st.Visit.Start,
-		Open: !st.Used && !st.Expired, Expired: st.Expired, Email: st.Email}
+		Open: !st.Used && !st.Expired, Expired: st.Expired, Email: st.Email, Phone: st.Phone}
 }
 
 // visitLink is GET /v/{token}. A browser already signed in as the link's
@@ -66,8 +67,8 @@ func (s *Server) openVisitLink(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// visitLinkAgain is POST /v/{token}/again: a fresh link by email, to the
-// address the clinic has.
+// visitLinkAgain is POST /v/{token}/again: a fresh link by email and by
+// text, to the address and number the clinic has.
 func (s *Server) visitLinkAgain(w http.ResponseWriter, r *http.Request) error {
 	token := r.PathValue("token")
 	st, err := s.app.VisitLink(r.Context(), token)
