@@ -4200,6 +4200,9 @@ type SMSConsentResponse struct {
 		// ConsentedAt When the yes was given (0: none).
 		ConsentedAt int    `json:"consented_at"`
 		Phone       string `json:"phone"`
+
+		// Stopped The number texted STOP: nothing is texted until START comes from it.
+		Stopped bool `json:"stopped"`
 	} `json:"data"`
 }
 
@@ -11405,8 +11408,9 @@ type ClientInterface interface {
 	// PostSMSConsentWithBody Say yes to texts, or withdraw
 	//
 	// `consent=1` with `phone` (a mobile number; stored as E.164) records the caller's yes
-	// and its time, and lifts an earlier STOP of that number; `consent=0` withdraws it
-	// (texts already written are not sent). Nothing is texted before a yes.
+	// and its time; `consent=0` withdraws it (texts already written are not sent). Nothing
+	// is texted before a yes. A STOP the number texted stays until START comes from the
+	// phone itself: a typed number proves nothing.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -11416,8 +11420,9 @@ type ClientInterface interface {
 	// PostSMSConsent Say yes to texts, or withdraw
 	//
 	// `consent=1` with `phone` (a mobile number; stored as E.164) records the caller's yes
-	// and its time, and lifts an earlier STOP of that number; `consent=0` withdraws it
-	// (texts already written are not sent). Nothing is texted before a yes.
+	// and its time; `consent=0` withdraws it (texts already written are not sent). Nothing
+	// is texted before a yes. A STOP the number texted stays until START comes from the
+	// phone itself: a typed number proves nothing.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -11427,8 +11432,9 @@ type ClientInterface interface {
 	// PostSMSConsentWithFormdataBody Say yes to texts, or withdraw
 	//
 	// `consent=1` with `phone` (a mobile number; stored as E.164) records the caller's yes
-	// and its time, and lifts an earlier STOP of that number; `consent=0` withdraws it
-	// (texts already written are not sent). Nothing is texted before a yes.
+	// and its time; `consent=0` withdraws it (texts already written are not sent). Nothing
+	// is texted before a yes. A STOP the number texted stays until START comes from the
+	// phone itself: a typed number proves nothing.
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type.
 	//
@@ -15940,8 +15946,9 @@ func (c *Client) GetSMSConsent(ctx context.Context, reqEditors ...RequestEditorF
 // PostSMSConsentWithBody Say yes to texts, or withdraw
 //
 // `consent=1` with `phone` (a mobile number; stored as E.164) records the caller's yes
-// and its time, and lifts an earlier STOP of that number; `consent=0` withdraws it
-// (texts already written are not sent). Nothing is texted before a yes.
+// and its time; `consent=0` withdraws it (texts already written are not sent). Nothing
+// is texted before a yes. A STOP the number texted stays until START comes from the
+// phone itself: a typed number proves nothing.
 //
 // Takes any type of body and a specified content type.
 //
@@ -15961,8 +15968,9 @@ func (c *Client) PostSMSConsentWithBody(ctx context.Context, params *PostSMSCons
 // PostSMSConsent Say yes to texts, or withdraw
 //
 // `consent=1` with `phone` (a mobile number; stored as E.164) records the caller's yes
-// and its time, and lifts an earlier STOP of that number; `consent=0` withdraws it
-// (texts already written are not sent). Nothing is texted before a yes.
+// and its time; `consent=0` withdraws it (texts already written are not sent). Nothing
+// is texted before a yes. A STOP the number texted stays until START comes from the
+// phone itself: a typed number proves nothing.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -15982,8 +15990,9 @@ func (c *Client) PostSMSConsent(ctx context.Context, params *PostSMSConsentParam
 // PostSMSConsentWithFormdataBody Say yes to texts, or withdraw
 //
 // `consent=1` with `phone` (a mobile number; stored as E.164) records the caller's yes
-// and its time, and lifts an earlier STOP of that number; `consent=0` withdraws it
-// (texts already written are not sent). Nothing is texted before a yes.
+// and its time; `consent=0` withdraws it (texts already written are not sent). Nothing
+// is texted before a yes. A STOP the number texted stays until START comes from the
+// phone itself: a typed number proves nothing.
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type.
 //
@@ -32320,8 +32329,9 @@ type ClientWithResponsesInterface interface {
 	// PostSMSConsentWithBodyWithResponse Say yes to texts, or withdraw
 	//
 	// `consent=1` with `phone` (a mobile number; stored as E.164) records the caller's yes
-	// and its time, and lifts an earlier STOP of that number; `consent=0` withdraws it
-	// (texts already written are not sent). Nothing is texted before a yes.
+	// and its time; `consent=0` withdraws it (texts already written are not sent). Nothing
+	// is texted before a yes. A STOP the number texted stays until START comes from the
+	// phone itself: a typed number proves nothing.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -32331,8 +32341,9 @@ type ClientWithResponsesInterface interface {
 	// PostSMSConsentWithResponse Say yes to texts, or withdraw
 	//
 	// `consent=1` with `phone` (a mobile number; stored as E.164) records the caller's yes
-	// and its time, and lifts an earlier STOP of that number; `consent=0` withdraws it
-	// (texts already written are not sent). Nothing is texted before a yes.
+	// and its time; `consent=0` withdraws it (texts already written are not sent). Nothing
+	// is texted before a yes. A STOP the number texted stays until START comes from the
+	// phone itself: a typed number proves nothing.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -32342,8 +32353,9 @@ type ClientWithResponsesInterface interface {
 	// PostSMSConsentWithFormdataBodyWithResponse Say yes to texts, or withdraw
 	//
 	// `consent=1` with `phone` (a mobile number; stored as E.164) records the caller's yes
-	// and its time, and lifts an earlier STOP of that number; `consent=0` withdraws it
-	// (texts already written are not sent). Nothing is texted before a yes.
+	// and its time; `consent=0` withdraws it (texts already written are not sent). Nothing
+	// is texted before a yes. A STOP the number texted stays until START comes from the
+	// phone itself: a typed number proves nothing.
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -50656,8 +50668,9 @@ func (c *ClientWithResponses) GetSMSConsentWithResponse(ctx context.Context, req
 // PostSMSConsentWithBodyWithResponse Say yes to texts, or withdraw
 //
 // `consent=1` with `phone` (a mobile number; stored as E.164) records the caller's yes
-// and its time, and lifts an earlier STOP of that number; `consent=0` withdraws it
-// (texts already written are not sent). Nothing is texted before a yes.
+// and its time; `consent=0` withdraws it (texts already written are not sent). Nothing
+// is texted before a yes. A STOP the number texted stays until START comes from the
+// phone itself: a typed number proves nothing.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -50673,8 +50686,9 @@ func (c *ClientWithResponses) PostSMSConsentWithBodyWithResponse(ctx context.Con
 // PostSMSConsentWithResponse Say yes to texts, or withdraw
 //
 // `consent=1` with `phone` (a mobile number; stored as E.164) records the caller's yes
-// and its time, and lifts an earlier STOP of that number; `consent=0` withdraws it
-// (texts already written are not sent). Nothing is texted before a yes.
+// and its time; `consent=0` withdraws it (texts already written are not sent). Nothing
+// is texted before a yes. A STOP the number texted stays until START comes from the
+// phone itself: a typed number proves nothing.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -50690,8 +50704,9 @@ func (c *ClientWithResponses) PostSMSConsentWithResponse(ctx context.Context, pa
 // PostSMSConsentWithFormdataBodyWithResponse Say yes to texts, or withdraw
 //
 // `consent=1` with `phone` (a mobile number; stored as E.164) records the caller's yes
-// and its time, and lifts an earlier STOP of that number; `consent=0` withdraws it
-// (texts already written are not sent). Nothing is texted before a yes.
+// and its time; `consent=0` withdraws it (texts already written are not sent). Nothing
+// is texted before a yes. A STOP the number texted stays until START comes from the
+// phone itself: a typed number proves nothing.
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
 //

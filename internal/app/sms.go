@@ -240,9 +240,13 @@ func (a *App) MySMSConsent(ctx context.Context, p *clinic.Principal) (*clinic.SM
 	if err := requireTextable(p); err != nil {
 		return nil, err
 	}
-	c, err := a.store.Read().SMSConsent(ctx, p.Account.ID, p.UserID())
+	rd := a.store.Read()
+	c, err := rd.SMSConsent(ctx, p.Account.ID, p.UserID())
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
+	}
+	if err == nil {
+		c.Stopped, err = rd.SMSOptedOut(ctx, p.Account.ID, c.Phone)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("sms consent: %w", err)
@@ -252,7 +256,8 @@ func (a *App) MySMSConsent(ctx context.Context, p *clinic.Principal) (*clinic.SM
 
 // SetSMSConsent records the signed-in person's yes to texts at phone,
 // with its time (*yes), or withdraws it (!*yes; nil is refused). A yes
-// also lifts an earlier STOP of that number: the person asked again, here.
+// does not lift a STOP the number texted: the number is typed, not
+// proven, so only START from the phone itself lifts it.
 func (a *App) SetSMSConsent(ctx context.Context, p *clinic.Principal, phone string, consent *bool) (*clinic.SMSConsent, error) {
 	if err := requireTextable(p); err != nil {
 		return nil, err
@@ -277,7 +282,8 @@ func (a *App) SetSMSConsent(ctx context.Context, p *clinic.Principal, phone stri
 		if err := q.PutSMSConsent(ctx, c); err != nil {
 			return err
 		}
-		if err := q.SetSMSOptOut(ctx, p.Account.ID, e164, false, c.Consented); err != nil {
+		var err error
+		if c.Stopped, err = q.SMSOptedOut(ctx, p.Account.ID, e164); err != nil {
 			return err
 		}
 		return a.AuditIn(ctx, q, p, "sms.consent", "user", i64s(p.UserID()), OutcomeOK)

@@ -355,9 +355,6 @@ func (a *App) SetGuestContact(ctx context.Context, p *clinic.Principal, email, p
 			if err := q.PutSMSConsent(ctx, consent); err != nil {
 				return err
 			}
-			if err := q.SetSMSOptOut(ctx, p.Account.ID, consent.Phone, false, consent.Consented); err != nil {
-				return err
-			}
 			if err := a.AuditIn(ctx, q, p, "sms.consent", "user", i64s(u.ID), OutcomeOK); err != nil {
 				return err
 			}

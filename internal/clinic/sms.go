@@ -29,6 +29,9 @@ type SMSConsent struct {
 	AccountID, UserID int64
 	Phone             string // E.164
 	Consented         int64
+	// Stopped: the number texted STOP since (read with the consent, not
+	// kept in it); no text goes until START comes from it.
+	Stopped bool
 }
 
 // SMSLogEntry is one text in the delivery log.

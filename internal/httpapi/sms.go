@@ -85,13 +85,14 @@ type smsConsentOut struct {
 	Consented bool   `json:"consented"`
 	Phone     string `json:"phone"`
 	At        int64  `json:"consented_at"`
+	Stopped   bool   `json:"stopped"`
 }
 
 func toSMSConsent(c *clinic.SMSConsent) smsConsentOut {
 	if c == nil {
 		return smsConsentOut{}
 	}
-	return smsConsentOut{Consented: true, Phone: c.Phone, At: c.Consented}
+	return smsConsentOut{Consented: true, Phone: c.Phone, At: c.Consented, Stopped: c.Stopped}
 }
 
 func (s *Server) getSMSConsent(w http.ResponseWriter, r *http.Request, c *call) error {

@@ -90,6 +90,7 @@ type smsConsent struct {
 	Consented bool   `json:"consented"`
 	Phone     string `json:"phone"`
 	At        int64  `json:"consented_at"`
+	Stopped   bool   `json:"stopped"`
 }
 
 // smsClinic is a clinic that texts through the fake Twilio.
@@ -293,6 +294,11 @@ func TestSMS_TextsAPatient(t *testing.T) {
 	if log := smsLog(t, e, s); log[0].Status != "skipped" || !strings.Contains(log[0].Error, "STOP") {
 		t.Fatalf("the log after STOP: %+v", log[0])
 	}
+	// A yes typed again on the profile does not lift the phone's STOP.
+	if c := dataOf[smsConsent](t, consent("phone", "+14155550134", "consent", "1")); !c.Stopped {
+		t.Fatalf("the consent after STOP: %+v", c)
+	}
+	wantMsg(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/" + visit + "/text_link", Header: userHeaders(s.c, s.doc.Token)}), 409, "STOP")
 	if res := inbound("HELP"); !strings.Contains(string(res.Raw), "STOP") {
 		t.Fatalf("HELP: %s", res.Raw)
 	}
@@ -315,8 +321,8 @@ func TestSMS_TextsAPatient(t *testing.T) {
 		t.Fatalf("withdrawn: %+v", c)
 	}
 	e.FlushAudits()
-	if n := count(t, e, "SELECT COUNT(*) FROM audit WHERE action IN ('sms.consent', 'sms.consent.withdraw', 'sms.stop', 'sms.start', 'visit.link.text')"); n != 6 {
-		t.Fatalf("audited: %d, want 6 (consent, two links, STOP, START, withdrawal)", n)
+	if n := count(t, e, "SELECT COUNT(*) FROM audit WHERE action IN ('sms.consent', 'sms.consent.withdraw', 'sms.stop', 'sms.start', 'visit.link.text')"); n != 7 {
+		t.Fatalf("audited: %d, want 7 (two yeses, two links, STOP, START, withdrawal)", n)
 	}
 }
 
