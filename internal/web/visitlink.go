@@ -25,7 +25,7 @@ type visitLinkPage struct {
 	// text); Sent once one was asked.
 	Email, Phone string
 	Sent         bool
-	Error string
+	Error        string
 }
 
 func visitLinkView(r *http.Request, st *app.VisitLinkState) visitLinkPage {
