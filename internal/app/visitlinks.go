@@ -99,7 +99,7 @@ type VisitLinkState struct {
 	Visit   *clinic.Visit
 	User    *clinic.User
 	// Used: opened already; Expired: past its time. Either way the page
-	// offers a fresh link by email.
+	// offers a fresh link by email or text.
 	Used, Expired bool
 	// Email is where a fresh link would go, masked ("a•••@example.com");
 	// "" when the person has no address (or turned emails off). Phone is
