@@ -95,8 +95,9 @@ func receivingFrom(t *testing.T, ctx context.Context, who string, n int) {
 // 2026-11-26 the patient's page had four of five videos and the fifth's
 // sound, not yet its video, at 30 s (mediaBudget), and the whole test
 // passed alone in 107 s. A video that never comes still fails here, with
-// every peer's bytes in the message.
-const groupMediaBudget = 90 * time.Second
+// every peer's bytes in the message. On 2026-11-28 a full CI run on two
+// cores had one peer's sound and no video yet at 90 s: the budget is 150 s.
+const groupMediaBudget = 150 * time.Second
 
 // TestBrowser_GroupVisitMesh: four people browser to browser, the most
 // a mesh takes: each page receives the three others' video; a fifth is
@@ -151,7 +152,7 @@ func TestBrowser_GroupVisitLiveKit(t *testing.T) {
 		lk = testenv.StartLiveKit(t, base)
 		return lk.LiveKit
 	}})
-	browser := chromeFor(t, 5*time.Minute)
+	browser := chromeFor(t, 7*time.Minute)
 	f.accept(t)
 	patient, provider := visitPages(t, browser, f, f.e.URL)
 	if mode, err := chromedp.Run(patient, chromedp.Text(chromedp.CSS("#call-mode"))); err != nil || !strings.Contains(mode, "video server") || !strings.Contains(mode, "up to 12 people") {
