@@ -662,6 +662,27 @@ func (e IntakeQuestionKind) Valid() bool {
 	}
 }
 
+// Defines values for InvoiceKind.
+const (
+	InvoiceKindLateCancelFee InvoiceKind = "late_cancel_fee"
+	InvoiceKindNoShowFee     InvoiceKind = "no_show_fee"
+	InvoiceKindVisit         InvoiceKind = "visit"
+)
+
+// Valid indicates whether the value is a known member of the InvoiceKind enum.
+func (e InvoiceKind) Valid() bool {
+	switch e {
+	case InvoiceKindLateCancelFee:
+		return true
+	case InvoiceKindNoShowFee:
+		return true
+	case InvoiceKindVisit:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for InvoiceStatus.
 const (
 	InvoiceStatusFailed    InvoiceStatus = "failed"
@@ -1313,6 +1334,27 @@ func (e VisitKind) Valid() bool {
 	case VisitKindEconsult:
 		return true
 	case VisitKindWalkin:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for VisitOutcome.
+const (
+	VisitOutcomeEmpty      VisitOutcome = ""
+	VisitOutcomeLateCancel VisitOutcome = "late_cancel"
+	VisitOutcomeNoShow     VisitOutcome = "no_show"
+)
+
+// Valid indicates whether the value is a known member of the VisitOutcome enum.
+func (e VisitOutcome) Valid() bool {
+	switch e {
+	case VisitOutcomeEmpty:
+		return true
+	case VisitOutcomeLateCancel:
+		return true
+	case VisitOutcomeNoShow:
 		return true
 	default:
 		return false
@@ -2216,16 +2258,28 @@ type AddendumBody struct {
 // the start). `refund_percent`: the share of a paid visit refunded when the patient
 // cancels in time (default 100; a visit the clinic cancels is refunded in full).
 // `reminder_minutes`: a reminder email goes to the patient this long before the start,
-// once each (default 1440 and 15). Besides the reminders, a booking is confirmed by
+// once each (default 1440 and 15). `no_show_minutes`: a booked visit no one started,
+// whose patient has not arrived (their visit page, or a client following
+// GET /api/visits/{id}/messages/events, never opened from an hour before the start), becomes a
+// no-show this long after its start: status 40, `outcome` no_show, reason no-show
+// (default 0: only when staff cancel it with reason `no-show`). `no_show_fee` and
+// `late_cancel_fee`, in the room's currency, are charged off-session to the patient's
+// saved card for the room (an invoice of kind `no_show_fee` or `late_cancel_fee`; a
+// patient with no card gets a failed one, `no_saved_card`); with a late-cancel fee a
+// patient may cancel inside `cancel_hours` (outcome late_cancel), without one only the
+// clinic can (staff record one with reason `late-cancel`). Default 0: no fee. Besides the reminders, a booking is confirmed by
 // email to its patient (with the calendar file's link) and told to its provider, and
 // a move or a cancellation is told to whichever of them did not make it (with the
 // reason given), each at their profile's address and in their zone; nobody who turned
 // emails off (`disable_emails`) is mailed.
 type AppointmentSettings struct {
-	CancelHours       int   `json:"cancel_hours"`
-	JoinBeforeMinutes int   `json:"join_before_minutes"`
-	RefundPercent     int   `json:"refund_percent"`
-	ReminderMinutes   []int `json:"reminder_minutes"`
+	CancelHours       int     `json:"cancel_hours"`
+	JoinBeforeMinutes int     `json:"join_before_minutes"`
+	LateCancelFee     float32 `json:"late_cancel_fee"`
+	NoShowFee         float32 `json:"no_show_fee"`
+	NoShowMinutes     int     `json:"no_show_minutes"`
+	RefundPercent     int     `json:"refund_percent"`
+	ReminderMinutes   []int   `json:"reminder_minutes"`
 }
 
 // AuditEntry defines model for AuditEntry.
@@ -3325,15 +3379,21 @@ type Invoice struct {
 	FailureMessage *string            `json:"failure_message,omitempty"`
 	Id             string             `json:"id"`
 	IntakeId       string             `json:"intake_id"`
-	MemberId       string             `json:"member_id"`
-	Modified       int                `json:"modified"`
-	PercentOff     *float64           `json:"percent_off,omitempty"`
-	Processor      string             `json:"processor"`
-	RefundId       *string            `json:"refund_id,omitempty"`
-	SourceId       *string            `json:"source_id,omitempty"`
-	Status         InvoiceStatus      `json:"status"`
-	VisitId        *string            `json:"visit_id,omitempty"`
+
+	// Kind Extension. The visit's price, or a fee of the room's policy (AppointmentSettings).
+	Kind       *InvoiceKind  `json:"kind,omitempty"`
+	MemberId   string        `json:"member_id"`
+	Modified   int           `json:"modified"`
+	PercentOff *float64      `json:"percent_off,omitempty"`
+	Processor  string        `json:"processor"`
+	RefundId   *string       `json:"refund_id,omitempty"`
+	SourceId   *string       `json:"source_id,omitempty"`
+	Status     InvoiceStatus `json:"status"`
+	VisitId    *string       `json:"visit_id,omitempty"`
 }
+
+// InvoiceKind Extension. The visit's price, or a fee of the room's policy (AppointmentSettings).
+type InvoiceKind string
 
 // InvoiceStatus defines model for Invoice.Status.
 type InvoiceStatus string
@@ -4007,7 +4067,16 @@ type RoomDetail struct {
 	// the start). `refund_percent`: the share of a paid visit refunded when the patient
 	// cancels in time (default 100; a visit the clinic cancels is refunded in full).
 	// `reminder_minutes`: a reminder email goes to the patient this long before the start,
-	// once each (default 1440 and 15). Besides the reminders, a booking is confirmed by
+	// once each (default 1440 and 15). `no_show_minutes`: a booked visit no one started,
+	// whose patient has not arrived (their visit page, or a client following
+	// GET /api/visits/{id}/messages/events, never opened from an hour before the start), becomes a
+	// no-show this long after its start: status 40, `outcome` no_show, reason no-show
+	// (default 0: only when staff cancel it with reason `no-show`). `no_show_fee` and
+	// `late_cancel_fee`, in the room's currency, are charged off-session to the patient's
+	// saved card for the room (an invoice of kind `no_show_fee` or `late_cancel_fee`; a
+	// patient with no card gets a failed one, `no_saved_card`); with a late-cancel fee a
+	// patient may cancel inside `cancel_hours` (outcome late_cancel), without one only the
+	// clinic can (staff record one with reason `late-cancel`). Default 0: no fee. Besides the reminders, a booking is confirmed by
 	// email to its patient (with the calendar file's link) and told to its provider, and
 	// a move or a cancellation is told to whichever of them did not make it (with the
 	// reason given), each at their profile's address and in their zone; nobody who turned
@@ -4150,10 +4219,13 @@ type RoomUpdate struct {
 
 	// AppointmentSettings Extension. Any of AppointmentSettings' fields; the others are kept.
 	AppointmentSettings *struct {
-		CancelHours       *int   `json:"cancel_hours,omitempty"`
-		JoinBeforeMinutes *int   `json:"join_before_minutes,omitempty"`
-		RefundPercent     *int   `json:"refund_percent,omitempty"`
-		ReminderMinutes   *[]int `json:"reminder_minutes,omitempty"`
+		CancelHours       *int     `json:"cancel_hours,omitempty"`
+		JoinBeforeMinutes *int     `json:"join_before_minutes,omitempty"`
+		LateCancelFee     *float32 `json:"late_cancel_fee,omitempty"`
+		NoShowFee         *float32 `json:"no_show_fee,omitempty"`
+		NoShowMinutes     *int     `json:"no_show_minutes,omitempty"`
+		RefundPercent     *int     `json:"refund_percent,omitempty"`
+		ReminderMinutes   *[]int   `json:"reminder_minutes,omitempty"`
 	} `json:"appointment_settings,omitempty"`
 	Auth *map[string]interface{} `json:"auth,omitempty"`
 
@@ -4676,11 +4748,17 @@ type Visit struct {
 		PhoneNumbers       map[string][]string `json:"phone_numbers"`
 		RecordingAutoStart bool                `json:"recording_auto_start"`
 	} `json:"meeting"`
-	Member     Person  `json:"member"`
-	MemberId   string  `json:"member_id"`
-	Modified   int     `json:"modified"`
-	Provider   *Person `json:"provider"`
-	ProviderId string  `json:"provider_id"`
+	Member   Person `json:"member"`
+	MemberId string `json:"member_id"`
+	Modified int    `json:"modified"`
+
+	// Outcome Extension. Of a cancelled visit (status 40), the kind a clinic counts apart:
+	// `no_show` (the patient did not come: marked by staff with reason `no-show`, or by
+	// the room's `no_show_minutes`) or `late_cancel` (cancelled inside the room's
+	// `cancel_hours`); empty otherwise. FHIR shows a no-show as `noshow`.
+	Outcome    *VisitOutcome `json:"outcome,omitempty"`
+	Provider   *Person       `json:"provider"`
+	ProviderId string        `json:"provider_id"`
 
 	// Recordings With fields=recordings.
 	Recordings *struct {
@@ -4696,6 +4774,12 @@ type Visit struct {
 
 // VisitKind defines model for Visit.Kind.
 type VisitKind string
+
+// VisitOutcome Extension. Of a cancelled visit (status 40), the kind a clinic counts apart:
+// `no_show` (the patient did not come: marked by staff with reason `no-show`, or by
+// the room's `no_show_minutes`) or `late_cancel` (cancelled inside the room's
+// `cancel_hours`); empty otherwise. FHIR shows a no-show as `noshow`.
+type VisitOutcome string
 
 // VisitStatus defines model for Visit.Status.
 type VisitStatus int
@@ -12406,8 +12490,11 @@ type ClientInterface interface {
 	//
 	// 10, 20 or 25 → 40 with an optional `reason`. The visit's provider or the admin; the
 	// patient may cancel their own visit while it is pending or confirmed, and a booked one
-	// only until the room's `appointment_settings.cancel_hours` before its start (409 after).
-	// The visit keeps its history. What was paid for it is refunded: all of it when the
+	// only until the room's `appointment_settings.cancel_hours` before its start (409 after,
+	// unless the room charges a `late_cancel_fee`: then the cancellation is late, `outcome`
+	// late_cancel, and the fee is charged to their saved card). Staff cancel with reason
+	// `no-show` for a patient who did not come and `late-cancel` for a late cancellation
+	// (outcome no_show / late_cancel, the room's fee charged). The visit keeps its history. What was paid for it is refunded: all of it when the
 	// clinic cancels, the room's `refund_percent` when the patient does; its slots open again.
 	//
 	// Takes any type of body and a specified content type.
@@ -12419,8 +12506,11 @@ type ClientInterface interface {
 	//
 	// 10, 20 or 25 → 40 with an optional `reason`. The visit's provider or the admin; the
 	// patient may cancel their own visit while it is pending or confirmed, and a booked one
-	// only until the room's `appointment_settings.cancel_hours` before its start (409 after).
-	// The visit keeps its history. What was paid for it is refunded: all of it when the
+	// only until the room's `appointment_settings.cancel_hours` before its start (409 after,
+	// unless the room charges a `late_cancel_fee`: then the cancellation is late, `outcome`
+	// late_cancel, and the fee is charged to their saved card). Staff cancel with reason
+	// `no-show` for a patient who did not come and `late-cancel` for a late cancellation
+	// (outcome no_show / late_cancel, the room's fee charged). The visit keeps its history. What was paid for it is refunded: all of it when the
 	// clinic cancels, the room's `refund_percent` when the patient does; its slots open again.
 	//
 	// Takes a body of the `application/json` content type.
@@ -12432,8 +12522,11 @@ type ClientInterface interface {
 	//
 	// 10, 20 or 25 → 40 with an optional `reason`. The visit's provider or the admin; the
 	// patient may cancel their own visit while it is pending or confirmed, and a booked one
-	// only until the room's `appointment_settings.cancel_hours` before its start (409 after).
-	// The visit keeps its history. What was paid for it is refunded: all of it when the
+	// only until the room's `appointment_settings.cancel_hours` before its start (409 after,
+	// unless the room charges a `late_cancel_fee`: then the cancellation is late, `outcome`
+	// late_cancel, and the fee is charged to their saved card). Staff cancel with reason
+	// `no-show` for a patient who did not come and `late-cancel` for a late cancellation
+	// (outcome no_show / late_cancel, the room's fee charged). The visit keeps its history. What was paid for it is refunded: all of it when the
 	// clinic cancels, the room's `refund_percent` when the patient does; its slots open again.
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type.
@@ -17854,8 +17947,11 @@ func (c *Client) PostVisitsConfirmWithFormdataBody(ctx context.Context, params *
 //
 // 10, 20 or 25 → 40 with an optional `reason`. The visit's provider or the admin; the
 // patient may cancel their own visit while it is pending or confirmed, and a booked one
-// only until the room's `appointment_settings.cancel_hours` before its start (409 after).
-// The visit keeps its history. What was paid for it is refunded: all of it when the
+// only until the room's `appointment_settings.cancel_hours` before its start (409 after,
+// unless the room charges a `late_cancel_fee`: then the cancellation is late, `outcome`
+// late_cancel, and the fee is charged to their saved card). Staff cancel with reason
+// `no-show` for a patient who did not come and `late-cancel` for a late cancellation
+// (outcome no_show / late_cancel, the room's fee charged). The visit keeps its history. What was paid for it is refunded: all of it when the
 // clinic cancels, the room's `refund_percent` when the patient does; its slots open again.
 //
 // Takes any type of body and a specified content type.
@@ -17877,8 +17973,11 @@ func (c *Client) PostVisitsDeleteWithBody(ctx context.Context, params *PostVisit
 //
 // 10, 20 or 25 → 40 with an optional `reason`. The visit's provider or the admin; the
 // patient may cancel their own visit while it is pending or confirmed, and a booked one
-// only until the room's `appointment_settings.cancel_hours` before its start (409 after).
-// The visit keeps its history. What was paid for it is refunded: all of it when the
+// only until the room's `appointment_settings.cancel_hours` before its start (409 after,
+// unless the room charges a `late_cancel_fee`: then the cancellation is late, `outcome`
+// late_cancel, and the fee is charged to their saved card). Staff cancel with reason
+// `no-show` for a patient who did not come and `late-cancel` for a late cancellation
+// (outcome no_show / late_cancel, the room's fee charged). The visit keeps its history. What was paid for it is refunded: all of it when the
 // clinic cancels, the room's `refund_percent` when the patient does; its slots open again.
 //
 // Takes a body of the `application/json` content type.
@@ -17900,8 +17999,11 @@ func (c *Client) PostVisitsDelete(ctx context.Context, params *PostVisitsDeleteP
 //
 // 10, 20 or 25 → 40 with an optional `reason`. The visit's provider or the admin; the
 // patient may cancel their own visit while it is pending or confirmed, and a booked one
-// only until the room's `appointment_settings.cancel_hours` before its start (409 after).
-// The visit keeps its history. What was paid for it is refunded: all of it when the
+// only until the room's `appointment_settings.cancel_hours` before its start (409 after,
+// unless the room charges a `late_cancel_fee`: then the cancellation is late, `outcome`
+// late_cancel, and the fee is charged to their saved card). Staff cancel with reason
+// `no-show` for a patient who did not come and `late-cancel` for a late cancellation
+// (outcome no_show / late_cancel, the room's fee charged). The visit keeps its history. What was paid for it is refunded: all of it when the
 // clinic cancels, the room's `refund_percent` when the patient does; its slots open again.
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type.
@@ -33367,8 +33469,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// 10, 20 or 25 → 40 with an optional `reason`. The visit's provider or the admin; the
 	// patient may cancel their own visit while it is pending or confirmed, and a booked one
-	// only until the room's `appointment_settings.cancel_hours` before its start (409 after).
-	// The visit keeps its history. What was paid for it is refunded: all of it when the
+	// only until the room's `appointment_settings.cancel_hours` before its start (409 after,
+	// unless the room charges a `late_cancel_fee`: then the cancellation is late, `outcome`
+	// late_cancel, and the fee is charged to their saved card). Staff cancel with reason
+	// `no-show` for a patient who did not come and `late-cancel` for a late cancellation
+	// (outcome no_show / late_cancel, the room's fee charged). The visit keeps its history. What was paid for it is refunded: all of it when the
 	// clinic cancels, the room's `refund_percent` when the patient does; its slots open again.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -33380,8 +33485,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// 10, 20 or 25 → 40 with an optional `reason`. The visit's provider or the admin; the
 	// patient may cancel their own visit while it is pending or confirmed, and a booked one
-	// only until the room's `appointment_settings.cancel_hours` before its start (409 after).
-	// The visit keeps its history. What was paid for it is refunded: all of it when the
+	// only until the room's `appointment_settings.cancel_hours` before its start (409 after,
+	// unless the room charges a `late_cancel_fee`: then the cancellation is late, `outcome`
+	// late_cancel, and the fee is charged to their saved card). Staff cancel with reason
+	// `no-show` for a patient who did not come and `late-cancel` for a late cancellation
+	// (outcome no_show / late_cancel, the room's fee charged). The visit keeps its history. What was paid for it is refunded: all of it when the
 	// clinic cancels, the room's `refund_percent` when the patient does; its slots open again.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -33393,8 +33501,11 @@ type ClientWithResponsesInterface interface {
 	//
 	// 10, 20 or 25 → 40 with an optional `reason`. The visit's provider or the admin; the
 	// patient may cancel their own visit while it is pending or confirmed, and a booked one
-	// only until the room's `appointment_settings.cancel_hours` before its start (409 after).
-	// The visit keeps its history. What was paid for it is refunded: all of it when the
+	// only until the room's `appointment_settings.cancel_hours` before its start (409 after,
+	// unless the room charges a `late_cancel_fee`: then the cancellation is late, `outcome`
+	// late_cancel, and the fee is charged to their saved card). Staff cancel with reason
+	// `no-show` for a patient who did not come and `late-cancel` for a late cancellation
+	// (outcome no_show / late_cancel, the room's fee charged). The visit keeps its history. What was paid for it is refunded: all of it when the
 	// clinic cancels, the room's `refund_percent` when the patient does; its slots open again.
 	//
 	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
@@ -52252,8 +52363,11 @@ func (c *ClientWithResponses) PostVisitsConfirmWithFormdataBodyWithResponse(ctx 
 //
 // 10, 20 or 25 → 40 with an optional `reason`. The visit's provider or the admin; the
 // patient may cancel their own visit while it is pending or confirmed, and a booked one
-// only until the room's `appointment_settings.cancel_hours` before its start (409 after).
-// The visit keeps its history. What was paid for it is refunded: all of it when the
+// only until the room's `appointment_settings.cancel_hours` before its start (409 after,
+// unless the room charges a `late_cancel_fee`: then the cancellation is late, `outcome`
+// late_cancel, and the fee is charged to their saved card). Staff cancel with reason
+// `no-show` for a patient who did not come and `late-cancel` for a late cancellation
+// (outcome no_show / late_cancel, the room's fee charged). The visit keeps its history. What was paid for it is refunded: all of it when the
 // clinic cancels, the room's `refund_percent` when the patient does; its slots open again.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -52271,8 +52385,11 @@ func (c *ClientWithResponses) PostVisitsDeleteWithBodyWithResponse(ctx context.C
 //
 // 10, 20 or 25 → 40 with an optional `reason`. The visit's provider or the admin; the
 // patient may cancel their own visit while it is pending or confirmed, and a booked one
-// only until the room's `appointment_settings.cancel_hours` before its start (409 after).
-// The visit keeps its history. What was paid for it is refunded: all of it when the
+// only until the room's `appointment_settings.cancel_hours` before its start (409 after,
+// unless the room charges a `late_cancel_fee`: then the cancellation is late, `outcome`
+// late_cancel, and the fee is charged to their saved card). Staff cancel with reason
+// `no-show` for a patient who did not come and `late-cancel` for a late cancellation
+// (outcome no_show / late_cancel, the room's fee charged). The visit keeps its history. What was paid for it is refunded: all of it when the
 // clinic cancels, the room's `refund_percent` when the patient does; its slots open again.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -52290,8 +52407,11 @@ func (c *ClientWithResponses) PostVisitsDeleteWithResponse(ctx context.Context, 
 //
 // 10, 20 or 25 → 40 with an optional `reason`. The visit's provider or the admin; the
 // patient may cancel their own visit while it is pending or confirmed, and a booked one
-// only until the room's `appointment_settings.cancel_hours` before its start (409 after).
-// The visit keeps its history. What was paid for it is refunded: all of it when the
+// only until the room's `appointment_settings.cancel_hours` before its start (409 after,
+// unless the room charges a `late_cancel_fee`: then the cancellation is late, `outcome`
+// late_cancel, and the fee is charged to their saved card). Staff cancel with reason
+// `no-show` for a patient who did not come and `late-cancel` for a late cancellation
+// (outcome no_show / late_cancel, the room's fee charged). The visit keeps its history. What was paid for it is refunded: all of it when the
 // clinic cancels, the room's `refund_percent` when the patient does; its slots open again.
 //
 // Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/app/billing"
 	"teleclinic/internal/blob"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/edge"
@@ -285,7 +286,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	srv.RegisterOnShutdown(closeStreams)
 	workers, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWorkers()
-	go a.Run(workers)
+	go a.Run(workers, billing.New(a.Core()).ChargeFees)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -26,19 +26,30 @@ const (
 	changeBooked    = "booked"
 	changeMoved     = "moved"
 	changeCancelled = "cancelled"
+	// A no-show, and a cancellation inside the room's window: cancelled,
+	// and told with the room's fee for it.
+	changeMissed        = "missed"
+	changeCancelledLate = "cancelled_late"
 )
+
+// cancelling says whether change cancels the visit.
+func cancelling(change string) bool {
+	return change == changeCancelled || change == changeMissed || change == changeCancelledLate
+}
 
 // appointmentChange is what a mail of change tells: the visit as it now
 // is, the start it had before a move, and a cancellation's reason.
 type appointmentChange struct {
-	change     string
-	v          *clinic.Visit
-	was        int64
-	reason     string
-	by         *clinic.Principal
-	roomZone   string
-	clinicName string
-	contact    *clinic.RoomContact
+	change      string
+	v           *clinic.Visit
+	was         int64
+	reason      string
+	by          *clinic.Principal
+	roomZone    string
+	clinicName  string
+	contact     *clinic.RoomContact
+	fee         string // the room's fee for a missed or late-cancelled visit, in words; "" for none
+	cancelHours int
 }
 
 // mailAppointmentChange writes the mails of change of appointment v, made
@@ -52,12 +63,17 @@ func (a *App) mailAppointmentChange(ctx context.Context, q *store.Q, p *clinic.P
 		return err
 	}
 	c := appointmentChange{change: change, v: v, was: was, reason: reason, by: p, roomZone: r.Settings.Operation.Timezone, clinicName: p.Account.Name,
-		contact: r.Settings.Contact}
+		contact: r.Settings.Contact, cancelHours: r.Settings.AppointmentRules().CancelHours}
+	if outcome := map[string]string{changeMissed: clinic.OutcomeNoShow, changeCancelledLate: clinic.OutcomeLateCancel}[change]; outcome != "" {
+		if _, amount, currency := feeOf(r, outcome); amount > 0 {
+			c.fee = FeeWords(amount, currency)
+		}
+	}
 	// The calendar file goes with each mail: a booking's and a move's add
 	// the event at its time (the same UID: the new time replaces the old),
 	// a cancellation's marks it cancelled.
 	cal := *v
-	if change == changeCancelled {
+	if cancelling(change) {
 		cal.Status = clinic.VisitCancelled
 	}
 	for _, uid := range []int64{v.MemberID, v.ProviderID} {
@@ -74,7 +90,8 @@ func (a *App) mailAppointmentChange(ctx context.Context, q *store.Q, p *clinic.P
 		if uid == v.MemberID {
 			// The patient's text, when they said yes to texts: its own
 			// one-time link, so opening the mail's does not spend it.
-			err := a.text(ctx, q, v.AccountID, u, map[string]string{changeBooked: TextBooked, changeMoved: TextMoved, changeCancelled: TextCancelled}[change],
+			err := a.text(ctx, q, v.AccountID, u, map[string]string{changeBooked: TextBooked, changeMoved: TextMoved, changeCancelled: TextCancelled,
+				changeMissed: TextMissed, changeCancelledLate: TextCancelled}[change],
 				func(loc *locale.Locale) (string, error) {
 					link, err := a.patientLink(ctx, q, v, u)
 					return c.text(loc, u, link), err
@@ -140,9 +157,26 @@ func (c appointmentChange) letter(loc *locale.Locale, u *clinic.User, link strin
 			b.WriteString(loc.T("The reason given: %s", cancelReasonWords(loc, c.reason)) + "\n")
 		}
 		b.WriteString("\n" + loc.T("The visit's page says what was refunded, if anything, and how to book again:") + "\n" + link + "\n\n")
+	case changeMissed:
+		subject = loc.T("%s: you missed your video visit", c.clinicName)
+		if !patient {
+			subject = loc.T("%s: a patient missed their video visit", c.clinicName)
+		}
+		b.WriteString(loc.T("The video visit with %s on %s was marked missed: the patient had not come.", c.clinicName, when(c.v.Start)) + "\n")
+		if c.fee != "" {
+			b.WriteString(loc.T("Under the clinic's policy, a fee of %s is charged to the card saved for it.", c.fee) + "\n")
+		}
+		b.WriteString("\n" + loc.T("To book again, open the visit's page:") + "\n" + link + "\n\n")
+	case changeCancelledLate:
+		subject = loc.T("%s: your video visit was cancelled", c.clinicName)
+		b.WriteString(loc.T("The video visit with %s on %s was cancelled less than %d hours before its start.", c.clinicName, when(c.v.Start), c.cancelHours) + "\n")
+		if c.fee != "" {
+			b.WriteString(loc.T("Under the clinic's policy, a fee of %s is charged to the card saved for it.", c.fee) + "\n")
+		}
+		b.WriteString("\n" + loc.T("The visit's page says what was refunded, if anything, and how to book again:") + "\n" + link + "\n\n")
 	}
 	if patient {
-		if c.change != changeCancelled {
+		if !cancelling(c.change) {
 			b.WriteString(loc.T("The visit's page adds it to your calendar, and changes or cancels it.") + "\n")
 		}
 		b.WriteString(loc.T("The link above signs you into this visit only, once: open it on the device you will use. If it was opened already, the page it leads to sends you a new one.") + "\n")
@@ -180,6 +214,15 @@ func (c appointmentChange) text(loc *locale.Locale, u *clinic.User, link string)
 		return loc.T("%s: your video visit is booked for %s. Open it here: %s", c.clinicName, when(c.v.Start), link)
 	case changeMoved:
 		return loc.T("%s: your video visit is now on %s (it was on %s). Open it here: %s", c.clinicName, when(c.v.Start), when(c.was), link)
+	case changeMissed:
+		if c.fee != "" {
+			return loc.T("%s: you missed your video visit on %s. A fee of %s is charged under the clinic's policy. To book again: %s", c.clinicName, when(c.v.Start), c.fee, link)
+		}
+		return loc.T("%s: you missed your video visit on %s. To book again: %s", c.clinicName, when(c.v.Start), link)
+	case changeCancelledLate:
+		if c.fee != "" {
+			return loc.T("%s: your video visit on %s was cancelled late; a fee of %s is charged under the clinic's policy. How to book again: %s", c.clinicName, when(c.v.Start), c.fee, link)
+		}
 	}
 	return loc.T("%s: your video visit on %s was cancelled. What was refunded, and how to book again: %s", c.clinicName, when(c.v.Start), link)
 }
@@ -194,6 +237,8 @@ func cancelReasonWords(loc *locale.Locale, reason string) string {
 		return loc.T("the patient left")
 	case "provider_cancel_appointment":
 		return loc.T("the provider cancelled")
+	case ReasonLateCancel:
+		return loc.T("cancelled late")
 	}
 	return reason
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -111,4 +112,40 @@ func (c Core) ProviderByID(ctx context.Context, p *clinic.Principal, id int64) (
 
 func (c Core) MoveVisit(ctx context.Context, p *clinic.Principal, id int64, action string, in MoveInput) (*VisitDetail, error) {
 	return c.a.MoveVisit(ctx, p, id, action, in)
+}
+
+// DeliverTopic makes one delivery pass of a family's outbox topic: each
+// due item is claimed by this process alone and handed to do; an error
+// retries it later (backing off, up to eight attempts), a SkipError ends
+// it for good with its reason. It answers how many items it claimed.
+func (c Core) DeliverTopic(ctx context.Context, topic string, do func(context.Context, store.OutboxItem) error) int {
+	a := c.a
+	items, err := a.store.Write().ClaimOutbox(ctx, []string{topic}, a.Unix(), mailLease, batchSize)
+	if err != nil {
+		if ctx.Err() == nil {
+			a.log.Error(topic+": claim", "err", err)
+		}
+		return 0
+	}
+	for _, it := range items {
+		err := do(ctx, it)
+		var skip SkipError
+		if errors.As(err, &skip) {
+			err = errSkip(skip)
+		}
+		a.settle(ctx, topic, it, 0, err, mailMaxAttempts, int64(30)<<min(it.Attempts, 8))
+	}
+	return len(items)
+}
+
+// SkipError ends an outbox item without another attempt: what it was to
+// do is not to be done (or was refused for good); its text is kept.
+type SkipError string
+
+func (e SkipError) Error() string { return string(e) }
+
+// AccountByID is the clinic id, for a family's background work (which
+// has no caller to take it from).
+func (c Core) AccountByID(ctx context.Context, id int64) (*clinic.Account, error) {
+	return c.a.accountByID(ctx, id)
 }

@@ -38,6 +38,7 @@ const (
 	EventAppointmentMoved      = "appointment.rescheduled"
 	EventAppointmentCancelled  = "appointment.cancelled"
 	EventAppointmentNoShow     = "appointment.no_show"
+	EventAppointmentLate       = "appointment.late_cancelled"
 	EventNoteSigned            = "note.signed"
 	EventPaymentSucceeded      = "payment.succeeded"
 	EventPaymentRefunded       = "payment.refunded"
@@ -59,7 +60,8 @@ var Events = []EventType{
 	{EventAppointmentBooked, "An appointment was booked at a time."},
 	{EventAppointmentMoved, "An appointment moved to another time."},
 	{EventAppointmentCancelled, "An appointment was cancelled."},
-	{EventAppointmentNoShow, "An appointment's patient did not come (cancelled as a no-show)."},
+	{EventAppointmentNoShow, "An appointment's patient did not come (cancelled as a no-show, outcome no_show): marked by staff, or by the room's no_show_minutes."},
+	{EventAppointmentLate, "An appointment was cancelled inside its room's cancel_hours window (outcome late_cancel)."},
 	{EventNoteSigned, "A visit's note was signed: its diagnoses and service are the visit's billing codes."},
 	{EventPaymentSucceeded, "A payment was charged."},
 	{EventPaymentRefunded, "A payment was refunded, in whole or in part."},
@@ -121,12 +123,13 @@ type VisitHook struct {
 	RoomID     string `json:"room_id,omitempty"`
 	Start      int64  `json:"start,omitempty"`
 	End        int64  `json:"end,omitempty"`
-	Reason     string `json:"reason,omitempty"` // a cancellation's
+	Reason     string `json:"reason,omitempty"`  // a cancellation's
+	Outcome    string `json:"outcome,omitempty"` // a cancellation's: no_show, late_cancel
 }
 
 // visitEvent is v's event data, in the state it reached (status).
 func visitEvent(v *clinic.Visit, status int, reason string) VisitHook {
-	e := VisitHook{VisitID: i64s(v.ID), Kind: v.Kind, Status: status, PatientID: i64s(v.MemberID), Start: v.Start, End: v.End, Reason: reason}
+	e := VisitHook{VisitID: i64s(v.ID), Kind: v.Kind, Status: status, PatientID: i64s(v.MemberID), Start: v.Start, End: v.End, Reason: reason, Outcome: v.Outcome}
 	if v.ProviderID != 0 {
 		e.ProviderID = i64s(v.ProviderID)
 	}
@@ -299,6 +302,7 @@ func (a *App) emitMove(ctx context.Context, q *store.Q, v *clinic.Visit, action 
 	if m.ProviderID != 0 {
 		moved.ProviderID = m.ProviderID
 	}
+	moved.Outcome = m.Outcome
 	var types []string
 	switch {
 	case action == ActInProgress:
@@ -309,8 +313,11 @@ func (a *App) emitMove(ctx context.Context, q *store.Q, v *clinic.Visit, action 
 		types = []string{EventVisitCancelled}
 		if v.Kind == clinic.KindAppointment {
 			types = append(types, EventAppointmentCancelled)
-			if m.Reason == ReasonNoShow {
+			switch m.Outcome {
+			case clinic.OutcomeNoShow:
 				types = append(types, EventAppointmentNoShow)
+			case clinic.OutcomeLateCancel:
+				types = append(types, EventAppointmentLate)
 			}
 		}
 	}

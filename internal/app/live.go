@@ -205,13 +205,13 @@ func (a *App) WatchVisit(ctx context.Context, p *clinic.Principal, id int64, see
 		return nil, err
 	}
 	return &VisitWatch{a: a, p: p, id: v.ID, sub: sub, seen: min(seen, v.MessageCount), status: v.Status, ahead: true, after: time.Now(),
-		waits: v.Kind == clinic.KindWalkin && v.MemberID == p.UserID(), began: v}, nil
+		waits: (v.Kind == clinic.KindWalkin || v.Kind == clinic.KindAppointment) && v.MemberID == p.UserID(), began: v}, nil
 }
 
 // Tick is the stream's keep-alive: the patient of a waiting walk-in is
 // still there (presence.go).
 func (w *VisitWatch) Tick(ctx context.Context) error {
-	if !w.waits || w.status != clinic.VisitPending {
+	if !w.waits || (w.status != clinic.VisitPending && w.status != clinic.VisitConfirmed) {
 		return nil
 	}
 	return w.a.seeWalkin(ctx, w.p, w.began)

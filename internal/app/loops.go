@@ -8,10 +8,11 @@ import (
 
 // The background loops, in one table (Run): what this process does on
 // its own, beside answering requests. Seven deliver the outbox (mail,
-// push, webhooks, eligibility checks, exports, texts, reminders due); five
+// push, webhooks, eligibility checks, exports, texts, reminders due); six
 // are not outbox work: the audit trail's chainer, the checkpoint writer,
-// the sweep of expired call signals, the look for a new ICD-10-CM release
-// and the sweep that tells rooms who has left their waiting room.
+// the sweep of expired call signals, the look for a new ICD-10-CM release,
+// the sweep that tells rooms who has left their waiting room and the one
+// that makes no-shows. Families add theirs (billing's fee charges).
 
 // Run delivers the outbox until ctx ends: mail, push notifications,
 // webhooks and eligibility checks, each in its own loop so a slow receiver
@@ -20,14 +21,18 @@ import (
 // items written by other processes or due for a retry, and at once again
 // after a full batch. Several processes may run it on one database: each
 // claim goes to exactly one of them.
-func (a *App) Run(ctx context.Context) {
+//
+// more are the families' passes (billing's fees), run every OutboxPoll
+// beside app's own.
+func (a *App) Run(ctx context.Context, more ...func(context.Context) int) {
 	var wg sync.WaitGroup
 	poll := a.cfg.OutboxPoll
-	for _, l := range []struct {
+	type loop struct {
 		kick  <-chan struct{}
 		pass  func(context.Context) int
 		every time.Duration
-	}{
+	}
+	loops := []loop{
 		{nil, func(ctx context.Context) int { n, _ := a.mailPass(ctx, a.cfg.Mail); return n }, poll}, // outbox.go
 		{a.pushKick, a.DeliverPush, poll},               // outbox.go
 		{a.webhookKick, a.DeliverWebhooks, poll},        // webhooks.go
@@ -40,7 +45,12 @@ func (a *App) Run(ctx context.Context) {
 		{nil, a.SweepCallSignals, poll},                 // loops.go: not outbox work
 		{nil, a.RefreshDiagnoses, DiagnosisPoll},        // codes.go: not outbox work
 		{nil, a.leftSweep(), poll},                      // presence.go: not outbox work
-	} {
+		{nil, a.NoShowSweep, poll},                      // noshows.go: not outbox work
+	}
+	for _, pass := range more {
+		loops = append(loops, loop{nil, pass, poll})
+	}
+	for _, l := range loops {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

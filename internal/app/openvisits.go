@@ -30,6 +30,9 @@ type DashboardVisit struct {
 // complete or cancel). It is for providers only.
 type Dashboard struct {
 	Queue, Inbox, Today, Mine []DashboardVisit
+	// Missed are today's appointments of the provider that were missed
+	// or cancelled late (noshows.go).
+	Missed []DashboardVisit
 	// Left are the walk-ins whose patient has left the waiting room
 	// (presence.go): apart from the queue, to mark a no-show or remove.
 	Left []DashboardVisit
@@ -97,6 +100,17 @@ func (a *App) ProviderDashboard(ctx context.Context, p *clinic.Principal, zone *
 		return nil, err
 	}
 	out.place(ds, dayStart, dayEnd, a.Unix())
+	missed, err := rd.ProviderOutcomes(ctx, p.Account.ID, p.UserID(), dayStart, dayEnd, MaxVisitList)
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	mds, err := a.visitDetails(ctx, p, missed)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range mds {
+		out.Missed = append(out.Missed, DashboardVisit{VisitDetail: d})
+	}
 	if err := a.dashboardThreads(ctx, p, out, ds); err != nil {
 		return nil, err
 	}

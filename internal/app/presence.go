@@ -43,10 +43,17 @@ func Left(v *clinic.Visit, now int64) bool {
 // left.
 func (a *App) leftBefore() int64 { return a.Unix() - int64(LeftAfter/time.Second) }
 
-// seeWalkin marks that p, the patient of waiting walk-in v, has its page
-// open. A patient who had left is back: their room is told, so queues and
-// dashboards count them again.
+// seeWalkin marks that p, the patient of waiting walk-in v (or of booked
+// visit v), has its page open. A patient who had left is back: their
+// room is told, so queues and dashboards count them again.
 func (a *App) seeWalkin(ctx context.Context, p *clinic.Principal, v *clinic.ThreadVisit) error {
+	if v.Kind == clinic.KindAppointment && v.MemberID == p.UserID() && (v.Status == clinic.VisitPending || v.Status == clinic.VisitConfirmed) {
+		// The patient of a booked visit has arrived (noshows.go).
+		if err := a.store.Write().SeeAppointment(ctx, p.Account.ID, v.ID, v.MemberID, a.Unix(), seeEvery); err != nil {
+			return fmt.Errorf("see appointment: %w", err)
+		}
+		return nil
+	}
 	if v.Kind != clinic.KindWalkin || v.Status != clinic.VisitPending || v.ProviderID != 0 || v.MemberID != p.UserID() {
 		return nil
 	}

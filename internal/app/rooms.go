@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/payments"
 	"teleclinic/internal/store"
 )
 
@@ -333,10 +334,13 @@ type RoomUpdate struct {
 // AppointmentPatch changes a room's appointment rules: a nil field is left
 // as it is.
 type AppointmentPatch struct {
-	JoinBeforeMinutes *int   `json:"join_before_minutes"`
-	CancelHours       *int   `json:"cancel_hours"`
-	RefundPercent     *int   `json:"refund_percent"`
-	ReminderMinutes   *[]int `json:"reminder_minutes"`
+	JoinBeforeMinutes *int     `json:"join_before_minutes"`
+	CancelHours       *int     `json:"cancel_hours"`
+	RefundPercent     *int     `json:"refund_percent"`
+	ReminderMinutes   *[]int   `json:"reminder_minutes"`
+	NoShowMinutes     *int     `json:"no_show_minutes"`
+	NoShowFee         *float64 `json:"no_show_fee"`
+	LateCancelFee     *float64 `json:"late_cancel_fee"`
 }
 
 var weekdays = []string{"sunday", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday"}
@@ -491,7 +495,7 @@ func applyRoomUpdate(r *clinic.Room, in RoomUpdate) error {
 	}
 	if ap := in.Appointments; ap != nil {
 		cur := s.AppointmentRules()
-		for _, f := range []struct{ v, dst *int }{{ap.JoinBeforeMinutes, &cur.JoinBeforeMinutes}, {ap.CancelHours, &cur.CancelHours}, {ap.RefundPercent, &cur.RefundPercent}} {
+		for _, f := range []struct{ v, dst *int }{{ap.JoinBeforeMinutes, &cur.JoinBeforeMinutes}, {ap.CancelHours, &cur.CancelHours}, {ap.RefundPercent, &cur.RefundPercent}, {ap.NoShowMinutes, &cur.NoShowMinutes}} {
 			if f.v != nil {
 				*f.dst = *f.v
 			}
@@ -499,7 +503,12 @@ func applyRoomUpdate(r *clinic.Room, in RoomUpdate) error {
 		if ap.ReminderMinutes != nil {
 			cur.ReminderMinutes = *ap.ReminderMinutes
 		}
-		if err := checkAppointments(&cur); err != nil {
+		for _, f := range []struct{ v, dst *float64 }{{ap.NoShowFee, &cur.NoShowFee}, {ap.LateCancelFee, &cur.LateCancelFee}} {
+			if f.v != nil {
+				*f.dst = *f.v
+			}
+		}
+		if err := checkAppointments(&cur, RoomCurrency(&clinic.Room{Settings: *s})); err != nil {
 			return err
 		}
 		s.Appointments = &cur
@@ -509,8 +518,18 @@ func applyRoomUpdate(r *clinic.Room, in RoomUpdate) error {
 
 // checkAppointments bounds a room's appointment rules to what a clinic
 // would set.
-func checkAppointments(ap *clinic.AppointmentSettings) error {
+func checkAppointments(ap *clinic.AppointmentSettings, currency string) error {
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"no_show_fee", ap.NoShowFee}, {"late_cancel_fee", ap.LateCancelFee}} {
+		if minor, ok := payments.ToMinor(f.v, currency); !ok || minor < 0 || f.v > 10000 {
+			return clinic.Errorf(clinic.EInvalid, "appointment_settings.%s must be an amount in %s from 0 (no fee) to 10000.", f.name, currency)
+		}
+	}
 	switch {
+	case ap.NoShowMinutes < 0 || ap.NoShowMinutes > maxNoShowMinutes:
+		return clinic.Errorf(clinic.EInvalid, "appointment_settings.no_show_minutes must be between 0 (mark no-shows by hand) and %d.", maxNoShowMinutes)
 	case ap.JoinBeforeMinutes < 0 || ap.JoinBeforeMinutes > 24*60:
 		return clinic.Errorf(clinic.EInvalid, "appointment_settings.join_before_minutes must be between 0 and 1440.")
 	case ap.CancelHours < 0 || ap.CancelHours > 30*24:

@@ -41,6 +41,7 @@ const (
 	TextBooked    = "booked"
 	TextMoved     = "moved"
 	TextCancelled = "cancelled"
+	TextMissed    = "missed"
 	TextReminder  = "reminder"
 	TextReady     = "provider_ready"
 	TextVisitLink = "visit_link"

@@ -549,40 +549,8 @@ func (a *App) MoveVisit(ctx context.Context, p *clinic.Principal, id int64, acti
 	var moved bool
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		var err error
-		if moved, err = q.MoveVisit(ctx, m); err != nil || !moved {
-			return err
-		}
-		// A cancelled appointment gives its slots back (a completed one
-		// keeps them), and its people are told.
-		if action == ActCancel && v.Kind == clinic.KindAppointment {
-			if err := q.FreeVisitSlots(ctx, p.Account.ID, v.ID, m.Now); err != nil {
-				return err
-			}
-			if err := a.mailAppointmentChange(ctx, q, p, changeCancelled, v, 0, m.Reason); err != nil {
-				return err
-			}
-		}
-		// A booked visit's patient may not be on its page yet: they are
-		// texted that their provider is ready (a walk-in's waits there).
-		if action == ActInProgress && v.Kind == clinic.KindAppointment {
-			if err := a.textReady(ctx, q, p, v); err != nil {
-				return err
-			}
-		}
-		// A closed visit's call ends with it: its peers and signals go.
-		if t.to == clinic.VisitCompleted || t.to == clinic.VisitCancelled {
-			if err := q.EndCall(ctx, p.Account.ID, v.ID); err != nil {
-				return err
-			}
-		}
-		if err := a.notifyVisitMove(ctx, q, p, v, action); err != nil {
-			return err
-		}
-		if err := a.emitMove(ctx, q, v, action, t.to, m); err != nil {
-			return err
-		}
-		q.AfterCommit(func() { a.publishVisit(v) })
-		return a.AuditIn(ctx, q, p, "visit."+action, "visit", i64s(v.ID), OutcomeOK)
+		moved, err = a.applyMove(ctx, q, p, v, action, m)
+		return err
 	})
 	if err != nil {
 		return nil, StoreErr("move visit", err, "")
@@ -595,6 +563,55 @@ func (a *App) MoveVisit(ctx context.Context, p *clinic.Principal, id int64, acti
 		return nil, clinic.Errorf(clinic.EConflict, "Visit %d is %s; it cannot %s.", v.ID, StatusName(v.Status), actionVerb(action))
 	}
 	return a.visitDetail(ctx, p, v)
+}
+
+// applyMove makes move m of visit v by action in transaction q, with what
+// goes with it (slots, mails and texts, the call's end, notifications,
+// events, a fee, the audit), and reports whether it moved (false: another
+// request moved it first).
+func (a *App) applyMove(ctx context.Context, q *store.Q, p *clinic.Principal, v *clinic.Visit, action string, m store.VisitMove) (bool, error) {
+	if moved, err := q.MoveVisit(ctx, m); err != nil || !moved {
+		return false, err
+	}
+	// A cancelled appointment gives its slots back (a completed one
+	// keeps them), and its people are told; a no-show or a late
+	// cancellation may bring the room's fee.
+	if action == ActCancel && v.Kind == clinic.KindAppointment {
+		if err := q.FreeVisitSlots(ctx, p.Account.ID, v.ID, m.Now); err != nil {
+			return false, err
+		}
+		change := map[string]string{clinic.OutcomeNoShow: changeMissed, clinic.OutcomeLateCancel: changeCancelledLate}[m.Outcome]
+		if change == "" {
+			change = changeCancelled
+		}
+		if err := a.mailAppointmentChange(ctx, q, p, change, v, 0, m.Reason); err != nil {
+			return false, err
+		}
+		if err := a.enqueueFee(ctx, q, v, m.Outcome); err != nil {
+			return false, err
+		}
+	}
+	// A booked visit's patient may not be on its page yet: they are
+	// texted that their provider is ready (a walk-in's waits there).
+	if action == ActInProgress && v.Kind == clinic.KindAppointment {
+		if err := a.textReady(ctx, q, p, v); err != nil {
+			return false, err
+		}
+	}
+	// A closed visit's call ends with it: its peers and signals go.
+	if m.To == clinic.VisitCompleted || m.To == clinic.VisitCancelled {
+		if err := q.EndCall(ctx, p.Account.ID, v.ID); err != nil {
+			return false, err
+		}
+	}
+	if err := a.notifyVisitMove(ctx, q, p, v, action); err != nil {
+		return false, err
+	}
+	if err := a.emitMove(ctx, q, v, action, m.To, m); err != nil {
+		return false, err
+	}
+	q.AfterCommit(func() { a.publishVisit(v) })
+	return true, a.AuditIn(ctx, q, p, "visit."+action, "visit", i64s(v.ID), OutcomeOK)
 }
 
 func actionVerb(action string) string {
@@ -646,7 +663,17 @@ func (a *App) allowMove(ctx context.Context, p *clinic.Principal, v *clinic.Visi
 			if v.Status == clinic.VisitInProgress {
 				return clinic.Errorf(clinic.EConflict, "Visit %d is %s; a patient cannot cancel it now.", v.ID, StatusName(v.Status))
 			}
-			return a.patientChange(ctx, p, v)
+			return a.patientCancel(ctx, p, v, m)
+		}
+		// Staff say which cancellations count apart by their reason.
+		switch m.Reason {
+		case ReasonNoShow:
+			m.Outcome = clinic.OutcomeNoShow
+		case ReasonLateCancel:
+			if v.Kind != clinic.KindAppointment {
+				return clinic.Errorf(clinic.EInvalid, "Only a booked visit is cancelled late (reason %q).", ReasonLateCancel)
+			}
+			m.Outcome = clinic.OutcomeLateCancel
 		}
 	}
 	if !staff {

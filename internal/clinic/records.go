@@ -62,6 +62,7 @@ type Coupon struct {
 // Invoice is a consultation's bill. Amounts are minor units.
 type Invoice struct {
 	ID             int64
+	Kind           string // InvoiceVisit, or the fee it charges
 	IntakeID       int64
 	MemberID       int64
 	VisitID        int64
@@ -86,6 +87,14 @@ type Invoice struct {
 	Created        int64
 	Modified       int64
 }
+
+// Invoice kinds: a visit's price, or a fee the room's policy charges for
+// a missed or late-cancelled visit.
+const (
+	InvoiceVisit         = "visit"
+	InvoiceNoShowFee     = "no_show_fee"
+	InvoiceLateCancelFee = "late_cancel_fee"
+)
 
 // EMRSection is one stored medical-record section of a user.
 type EMRSection struct {

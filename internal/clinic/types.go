@@ -213,6 +213,18 @@ type AppointmentSettings struct {
 	// ReminderMinutes: an email goes to the patient this long before the
 	// start, one for each.
 	ReminderMinutes []int `json:"reminder_minutes"`
+	// NoShowMinutes: a booked visit whose patient has not arrived (their
+	// visit page, or a client following its events, never opened near the
+	// start) and that no one started this long after its start becomes a
+	// no-show (0: only when someone marks it).
+	NoShowMinutes int `json:"no_show_minutes"`
+	// NoShowFee and LateCancelFee, in the room's currency, are charged to
+	// the patient's saved card for a no-show and for a cancellation inside
+	// the CancelHours window (0: none). With a late-cancel fee, a patient
+	// may cancel inside the window, and is told the fee first; without
+	// one, only the clinic can.
+	NoShowFee     float64 `json:"no_show_fee"`
+	LateCancelFee float64 `json:"late_cancel_fee"`
 }
 
 // AppointmentRules are the room's rules for booked visits.
@@ -357,6 +369,12 @@ const (
 	IntakeSchedule = 2
 )
 
+// Outcomes of a cancelled visit a clinic counts apart (Visit.Outcome).
+const (
+	OutcomeNoShow     = "no_show"
+	OutcomeLateCancel = "late_cancel"
+)
+
 // Visit kinds: how a visit came to be.
 const (
 	KindWalkin      = "walkin"
@@ -389,6 +407,7 @@ type Visit struct {
 	ActualStart  int64 // 0 until started
 	ActualEnd    int64 // 0 until ended
 	CancelReason string
+	Outcome      string // of a cancelled visit: OutcomeNoShow, OutcomeLateCancel or ""
 	Meeting      Meeting
 	Created      int64
 	Modified     int64

@@ -371,7 +371,7 @@ func appointmentStatus(v *clinic.Visit) string {
 			return "booked"
 		}
 	case clinic.VisitCancelled:
-		if v.CancelReason == app.ReasonNoShow {
+		if v.Outcome == clinic.OutcomeNoShow || v.CancelReason == app.ReasonNoShow {
 			return "noshow"
 		}
 		return "cancelled"

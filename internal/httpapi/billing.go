@@ -234,6 +234,7 @@ type couponApplied struct {
 // invoiceOut is an invoice: amounts in major units, as the room prices them.
 type invoiceOut struct {
 	ID             string          `json:"id"`
+	Kind           string          `json:"kind"`
 	Status         string          `json:"status"`
 	IntakeID       string          `json:"intake_id"`
 	VisitID        string          `json:"visit_id"`
@@ -264,7 +265,7 @@ func toInvoice(inv *clinic.Invoice) *invoiceOut {
 	m := func(n int64) float64 { return payments.ToMajor(n, inv.Currency) }
 	var cons clinic.Consultation
 	_ = json.Unmarshal(inv.Consultation, &cons)
-	out := &invoiceOut{ID: id(inv.ID), Status: inv.Status, IntakeID: id(inv.IntakeID), MemberID: id(inv.MemberID), Currency: inv.Currency,
+	out := &invoiceOut{ID: id(inv.ID), Kind: inv.Kind, Status: inv.Status, IntakeID: id(inv.IntakeID), MemberID: id(inv.MemberID), Currency: inv.Currency,
 		Consultation: toConsultation(cons), CouponCode: inv.CouponCode, PercentOff: float64(inv.PercentOffBP) / 100,
 		Amount: m(inv.Amount), Discount: m(inv.Discount), AmountDue: m(inv.AmountDue), AmountRefunded: m(inv.Refunded),
 		Processor: inv.Processor, ChargeID: inv.ChargeRef, RefundID: inv.RefundRef, FailureCode: inv.FailureCode, FailureMessage: inv.FailureMessage,

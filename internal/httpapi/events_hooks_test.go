@@ -101,6 +101,9 @@ func TestEvents_EveryLifecycleEvent(t *testing.T) {
 	post(s.pat.Token, "/api_v3/visits/delete", "id", appt, "reason", "patient_cancel_appointment")
 	noShow := dataOf[client.Visit](t, post(s.pat2.Token, "/api_v3/visits", "slot_start", at(3), "slot_end", at(4), "room_code", "main", "type", "2", "intake_id", s.intake(t, s.pat2, "type", "2"))).Id
 	post(s.doc.Token, "/api_v3/visits/delete", "id", noShow, "reason", app.ReasonNoShow)
+	// And a third cancelled late (the patient phoned).
+	late := dataOf[client.Visit](t, post(s.pat2.Token, "/api_v3/visits", "slot_start", at(1), "slot_end", at(2), "room_code", "main", "type", "2", "intake_id", s.intake(t, s.pat2, "type", "2"))).Id
+	post(s.doc.Token, "/api_v3/visits/delete", "id", late, "reason", app.ReasonLateCancel)
 	// A recording of the walk-in.
 	mustOK(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/visits/" + walkin + "/recordings", Header: admin,
 		Multipart: map[string]string{"start": "1772442000", "end": "1772442600", "participants": `[{"first_name":"Nina","last_name":"New","svcid":"x"}]`},
@@ -145,9 +148,9 @@ func TestEvents_EveryLifecycleEvent(t *testing.T) {
 	}
 	got := verify(all, epAll.Secret)
 	want := map[string]int{
-		"user.created": 1, "intake.submitted": 4, "visit.created": 3, "visit.waiting": 1, "visit.started": 1, "visit.ended": 1,
-		"note.signed": 1, "appointment.booked": 2, "appointment.rescheduled": 1, "visit.cancelled": 2, "appointment.cancelled": 2,
-		"appointment.no_show": 1, "recording.ready": 1, "payment.succeeded": 1, "payment.refunded": 1,
+		"user.created": 1, "intake.submitted": 5, "visit.created": 4, "visit.waiting": 1, "visit.started": 1, "visit.ended": 1,
+		"note.signed": 1, "appointment.booked": 3, "appointment.rescheduled": 1, "visit.cancelled": 3, "appointment.cancelled": 3,
+		"appointment.no_show": 1, "appointment.late_cancelled": 1, "recording.ready": 1, "payment.succeeded": 1, "payment.refunded": 1,
 	}
 	var missing []string
 	for ty, n := range want {
@@ -164,7 +167,8 @@ func TestEvents_EveryLifecycleEvent(t *testing.T) {
 	if len(missing) > 0 || len(want) != len(app.Events) {
 		t.Fatalf("the events (each once per change):\n%s", strings.Join(missing, "\n"))
 	}
-	if got["visit.started"][0] != fmt.Sprint(walkin, nil, nil, nil, nil) || got["appointment.no_show"][0] != fmt.Sprint(noShow, nil, nil, nil, nil) {
+	if got["visit.started"][0] != fmt.Sprint(walkin, nil, nil, nil, nil) || got["appointment.no_show"][0] != fmt.Sprint(noShow, nil, nil, nil, nil) ||
+		got["appointment.late_cancelled"][0] != fmt.Sprint(late, nil, nil, nil, nil) {
 		t.Errorf("which visits: %v", got)
 	}
 	if only := verify(one, epOne.Secret); len(only) != 1 || len(only["visit.started"]) != 1 {

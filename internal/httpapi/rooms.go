@@ -123,10 +123,13 @@ type roomDetail struct {
 }
 
 type appointmentSettings struct {
-	JoinBeforeMinutes int   `json:"join_before_minutes"`
-	CancelHours       int   `json:"cancel_hours"`
-	RefundPercent     int   `json:"refund_percent"`
-	ReminderMinutes   []int `json:"reminder_minutes"`
+	JoinBeforeMinutes int     `json:"join_before_minutes"`
+	CancelHours       int     `json:"cancel_hours"`
+	RefundPercent     int     `json:"refund_percent"`
+	ReminderMinutes   []int   `json:"reminder_minutes"`
+	NoShowMinutes     int     `json:"no_show_minutes"`
+	NoShowFee         float64 `json:"no_show_fee"`
+	LateCancelFee     float64 `json:"late_cancel_fee"`
 }
 
 type enabled struct {

@@ -202,6 +202,7 @@ type visitOut struct {
 	Type          int         `json:"type"`
 	Status        int         `json:"status"`
 	CancelReason  string      `json:"cancel_reason"`
+	Outcome       string      `json:"outcome"`
 	RoomID        string      `json:"room_id"`
 	RoomCode      string      `json:"room_code"`
 	IntakeID      string      `json:"intake_id"`
@@ -226,7 +227,7 @@ type accountName struct {
 func (s *Server) toVisit(ctx context.Context, p *clinic.Principal, d *app.VisitDetail) (*visitOut, error) {
 	v := d.Visit
 	out := &visitOut{ID: id(v.ID), Code: v.Code, Kind: v.Kind, MemberID: id(v.MemberID), ProviderID: id(v.ProviderID),
-		AccountCode: d.Account.Code, Start: v.Start, End: v.End, Type: v.Type, Status: v.Status, CancelReason: v.CancelReason,
+		AccountCode: d.Account.Code, Start: v.Start, End: v.End, Type: v.Type, Status: v.Status, CancelReason: v.CancelReason, Outcome: v.Outcome,
 		IntakeID: id(v.IntakeID), Member: toPerson(d.Member), Provider: toPerson(d.Provider), Hosts: []string{},
 		Account: accountName{Code: d.Account.Code, Name: d.Account.Name}, Created: v.Created, Modified: v.Modified,
 		Meeting: meetingOut{RecordingAutoStart: v.Meeting.RecordingAutoStart, PhoneNumbers: map[string][]string{}, Hosts: []string{},

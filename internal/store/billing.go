@@ -231,7 +231,7 @@ func (q *Q) ReleaseCoupon(ctx context.Context, accountID, id, now int64) error {
 	return err
 }
 
-const invoiceCols = `id, intake_id, member_id, visit_id, room_id, source_id, processor, consultation, currency, amount, discount, amount_due,
+const invoiceCols = `id, kind, intake_id, member_id, visit_id, room_id, source_id, processor, consultation, currency, amount, discount, amount_due,
 	coupon_id, coupon_code, percent_off_bp, status, charge_ref, failure_code, failure_message, refunded, refund_ref, attempt_started, created, modified`
 
 func scanInvoices(rows *sql.Rows) ([]*clinic.Invoice, error) {
@@ -239,7 +239,7 @@ func scanInvoices(rows *sql.Rows) ([]*clinic.Invoice, error) {
 	for rows.Next() {
 		var v clinic.Invoice
 		var cons string
-		if err := rows.Scan(&v.ID, &v.IntakeID, &v.MemberID, &v.VisitID, &v.RoomID, &v.SourceID, &v.Processor, &cons, &v.Currency, &v.Amount,
+		if err := rows.Scan(&v.ID, &v.Kind, &v.IntakeID, &v.MemberID, &v.VisitID, &v.RoomID, &v.SourceID, &v.Processor, &cons, &v.Currency, &v.Amount,
 			&v.Discount, &v.AmountDue, &v.CouponID, &v.CouponCode, &v.PercentOffBP, &v.Status, &v.ChargeRef, &v.FailureCode, &v.FailureMessage,
 			&v.Refunded, &v.RefundRef, &v.AttemptStarted, &v.Created, &v.Modified); err != nil {
 			return nil, err
@@ -257,7 +257,7 @@ func (q *Q) CreateInvoice(ctx context.Context, accountID int64, v *clinic.Invoic
 	id, err := q.insert(ctx, `INSERT INTO invoices (account_id, intake_id, member_id, visit_id, room_id, source_id, processor, consultation, currency,
 		amount, discount, amount_due, coupon_id, coupon_code, percent_off_bp, status, attempt_started, created, modified)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (account_id, intake_id) WHERE status <> 'failed' DO NOTHING`,
+		ON CONFLICT (account_id, intake_id) WHERE status <> 'failed' AND kind = 'visit' DO NOTHING`,
 		accountID, v.IntakeID, v.MemberID, v.VisitID, v.RoomID, v.SourceID, v.Processor, string(v.Consultation), v.Currency,
 		v.Amount, v.Discount, v.AmountDue, v.CouponID, v.CouponCode, v.PercentOffBP, v.Status, v.AttemptStarted, v.Created, v.Modified)
 	if errors.Is(err, ErrNotFound) {
@@ -265,6 +265,34 @@ func (q *Q) CreateInvoice(ctx context.Context, accountID int64, v *clinic.Invoic
 	}
 	v.ID = id
 	return err
+}
+
+// CreateFeeInvoice writes v, a fee invoice of a visit, unless the visit
+// has a fee of that kind that did not fail: then it answers ErrConflict.
+func (q *Q) CreateFeeInvoice(ctx context.Context, accountID int64, v *clinic.Invoice) error {
+	id, err := q.insert(ctx, `INSERT INTO invoices (account_id, kind, intake_id, member_id, visit_id, room_id, source_id, processor, consultation, currency,
+		amount, discount, amount_due, status, failure_code, failure_message, attempt_started, created, modified)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (account_id, visit_id, kind) WHERE status <> 'failed' AND kind <> 'visit' DO NOTHING`,
+		accountID, v.Kind, v.IntakeID, v.MemberID, v.VisitID, v.RoomID, v.SourceID, v.Processor, string(v.Consultation), v.Currency,
+		v.Amount, v.Discount, v.AmountDue, v.Status, v.FailureCode, v.FailureMessage, v.AttemptStarted, v.Created, v.Modified)
+	if errors.Is(err, ErrNotFound) {
+		return ErrConflict
+	}
+	v.ID = id
+	return err
+}
+
+// FeeInvoice is visit visitID's fee of kind that did not fail.
+func (q *Q) FeeInvoice(ctx context.Context, accountID, visitID int64, kind string) (*clinic.Invoice, error) {
+	out, err := q.invoices(ctx, "account_id = ? AND visit_id = ? AND kind = ? AND status <> 'failed'", []any{accountID, visitID, kind}, 1)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, ErrNotFound
+	}
+	return out[0], nil
 }
 
 // ClaimInvoiceCharge takes over a pending invoice whose charge attempt
@@ -305,7 +333,7 @@ func (q *Q) InvoiceByID(ctx context.Context, accountID, id int64) (*clinic.Invoi
 
 // OpenInvoiceForIntake finds the intake's invoice that did not fail.
 func (q *Q) OpenInvoiceForIntake(ctx context.Context, accountID, intakeID int64) (*clinic.Invoice, error) {
-	out, err := q.invoices(ctx, "account_id = ? AND intake_id = ? AND status <> 'failed'", []any{accountID, intakeID}, 1)
+	out, err := q.invoices(ctx, "account_id = ? AND intake_id = ? AND status <> 'failed' AND kind = 'visit'", []any{accountID, intakeID}, 1)
 	if err != nil {
 		return nil, err
 	}

@@ -77,13 +77,13 @@ func (q *Q) IntakeByID(ctx context.Context, accountID, id int64) (*clinic.Intake
 }
 
 const visitCols = `v.id, v.account_id, v.code, v.kind, v.member_id, v.provider_id, COALESCE(v.room_id, 0), v.intake_id, v.slot_id, v.status, v.type,
-	v.starts_at, v.ends_at, COALESCE(v.actual_start, 0), COALESCE(v.actual_end, 0), v.cancel_reason, v.meeting, v.created, v.modified, v.message_count, v.reminders_off, COALESCE(v.seen_at, 0)`
+	v.starts_at, v.ends_at, COALESCE(v.actual_start, 0), COALESCE(v.actual_end, 0), v.cancel_reason, v.meeting, v.created, v.modified, v.message_count, v.reminders_off, COALESCE(v.seen_at, 0), v.outcome`
 
 func scanVisit(sc interface{ Scan(...any) error }) (*clinic.Visit, error) {
 	var v clinic.Visit
 	var meeting string
 	if err := sc.Scan(&v.ID, &v.AccountID, &v.Code, &v.Kind, &v.MemberID, &v.ProviderID, &v.RoomID, &v.IntakeID, &v.SlotID, &v.Status, &v.Type,
-		&v.Start, &v.End, &v.ActualStart, &v.ActualEnd, &v.CancelReason, &meeting, &v.Created, &v.Modified, &v.MessageCount, &v.RemindersOff, &v.SeenAt); err != nil {
+		&v.Start, &v.End, &v.ActualStart, &v.ActualEnd, &v.CancelReason, &meeting, &v.Created, &v.Modified, &v.MessageCount, &v.RemindersOff, &v.SeenAt, &v.Outcome); err != nil {
 		return nil, err
 	}
 	if !parseMeeting(meeting, &v.Meeting) {
@@ -450,6 +450,7 @@ type VisitMove struct {
 	ActualStart   int64 // when not 0, set
 	ActualEnd     int64 // when not 0, set
 	Reason        string
+	Outcome       string // when not "", set (a no-show, a late cancellation)
 	Now           int64
 }
 
@@ -468,6 +469,9 @@ func (q *Q) MoveVisit(ctx context.Context, m VisitMove) (bool, error) {
 	}
 	if m.Reason != "" {
 		set, args = append(set, "cancel_reason = ?"), append(args, m.Reason)
+	}
+	if m.Outcome != "" {
+		set, args = append(set, "outcome = ?"), append(args, m.Outcome)
 	}
 	where := "account_id = ? AND id = ? AND status IN (" + placeholders(len(m.From)) + ")"
 	args = append(append(args, m.AccountID, m.ID), anys(m.From)...)
@@ -496,6 +500,59 @@ func (q *Q) SeeWalkin(ctx context.Context, accountID, id, memberID, now, every i
 	}
 	_, err = q.exec(ctx, "UPDATE visits SET seen_at = ?"+where, append([]any{now}, args...)...)
 	return seen.Int64, true, err
+}
+
+// SeeAppointment records that the patient of booked visit id (pending or
+// confirmed, memberID's) has its page open at now, once the visit is
+// within an hour of its start: they have arrived, and it is no no-show.
+// A sight less than every seconds after the last is not written.
+func (q *Q) SeeAppointment(ctx context.Context, accountID, id, memberID, now, every int64) error {
+	_, err := q.exec(ctx, `UPDATE visits SET seen_at = ? WHERE account_id = ? AND id = ? AND member_id = ? AND kind = ? AND status IN (?, ?)
+		AND starts_at - 3600 <= ? AND (seen_at IS NULL OR seen_at <= ?)`,
+		now, accountID, id, memberID, clinic.KindAppointment, clinic.VisitPending, clinic.VisitConfirmed, now, now-every)
+	return err
+}
+
+// OverdueAppointments are booked visits of every clinic, not started,
+// whose start is in [from, to): the no-show sweep's candidates, oldest
+// first, at most limit.
+func (q *Q) OverdueAppointments(ctx context.Context, from, to int64, limit int) ([]*clinic.Visit, error) {
+	rows, err := q.query(ctx, "SELECT "+visitCols+` FROM visits v WHERE v.kind = ? AND v.status IN (?, ?) AND v.starts_at >= ? AND v.starts_at < ?
+		AND COALESCE(v.actual_start, 0) = 0 ORDER BY v.starts_at, v.id LIMIT ?`,
+		clinic.KindAppointment, clinic.VisitPending, clinic.VisitConfirmed, from, to, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*clinic.Visit
+	for rows.Next() {
+		v, err := scanVisit(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// ProviderOutcomes are provider's visits starting in [from, to) that
+// were missed or cancelled late, by start, at most limit.
+func (q *Q) ProviderOutcomes(ctx context.Context, accountID, providerID, from, to int64, limit int) ([]*clinic.Visit, error) {
+	rows, err := q.query(ctx, "SELECT "+visitCols+` FROM visits v WHERE v.account_id = ? AND v.provider_id = ? AND v.starts_at >= ? AND v.starts_at < ?
+		AND v.outcome <> '' ORDER BY v.starts_at, v.id LIMIT ?`, accountID, providerID, from, to, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*clinic.Visit
+	for rows.Next() {
+		v, err := scanVisit(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }
 
 // SeenVisit is a waiting walk-in by the time its patient was last seen.

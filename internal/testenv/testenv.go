@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/app/billing"
 	"teleclinic/internal/blob"
 	"teleclinic/internal/edge"
 	"teleclinic/internal/httpapi"
@@ -288,7 +289,7 @@ func New(t testing.TB, opts ...Options) *Env {
 	if o.Workers {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		go func() { defer close(done); a.Run(ctx) }()
+		go func() { defer close(done); a.Run(ctx, billing.New(a.Core()).ChargeFees) }()
 		t.Cleanup(func() { cancel(); <-done })
 	}
 	return env

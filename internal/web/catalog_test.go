@@ -81,7 +81,7 @@ func usedKeys(t *testing.T) []string {
 	for _, st := range []int{clinic.VisitPending, clinic.VisitConfirmed, clinic.VisitInProgress, clinic.VisitCompleted, clinic.VisitCancelled} {
 		dynamic = append(dynamic, statusWord(st))
 	}
-	dynamic = append(dynamic, locale.ZoneTimeKey, "booked", clinic.NoteDraft, clinic.NoteSigned, "Go to the administration", "Go to your dashboard", "Go to your visits")
+	dynamic = append(dynamic, locale.ZoneTimeKey, "booked", "missed", "cancelled late", clinic.NoteDraft, clinic.NoteSigned, "Go to the administration", "Go to your dashboard", "Go to your visits")
 	dynamic = slices.AppendSeq(dynamic, maps.Values(kindWord))
 	dynamic = slices.AppendSeq(dynamic, maps.Values(notices))
 	dynamic = slices.AppendSeq(dynamic, maps.Values(pageTitles))

@@ -35,12 +35,16 @@ type dashVisit struct {
 	NoShow string
 	// CanCancel offers Cancel, which asks a reason (the patient is told).
 	CanCancel bool
+	// NotArrived, for a booked visit past its start whose patient has not
+	// come, offers to mark the no-show (the room may do it on its own).
+	NotArrived bool
 }
 
 type dashAction struct{ Name, Label string }
 
 type dashboardPage struct {
 	Queue, Inbox, Today, Mine, Left []dashVisit
+	Missed                          []dashVisit // today's no-shows and late cancellations
 	// LeftAfter is app.LeftAfter, in seconds.
 	LeftAfter int64
 	// Waiting is how many patients wait for a provider (the queue and
@@ -99,7 +103,7 @@ func (s *Server) showDashboard(w http.ResponseWriter, r *http.Request, status in
 	now := s.app.Now().Unix()
 	page := dashboardPage{Rooms: rooms, Notice: notice, Queue: dashVisits(db.Queue, db.Zone, now), Inbox: dashVisits(db.Inbox, db.Zone, now),
 		Today: dashVisits(db.Today, db.Zone, now), Mine: dashVisits(db.Mine, db.Zone, now), Left: dashVisits(db.Left, db.Zone, now),
-		LeftAfter: int64(app.LeftAfter / time.Second), Later: db.Later, Zone: db.Zone.String(), Error: msg}
+		Missed: dashVisits(db.Missed, db.Zone, now), LeftAfter: int64(app.LeftAfter / time.Second), Later: db.Later, Zone: db.Zone.String(), Error: msg}
 	page.MoreWaiting, page.LaterFrom = db.MoreWaiting, visitPlaceParam(db.LaterFrom)
 	page.Waiting = len(page.Queue) + len(page.Inbox)
 	for _, list := range [][]dashVisit{page.Queue, page.Inbox, page.Today, page.Mine, page.Left} {
@@ -125,6 +129,10 @@ func dashVisits(vs []app.DashboardVisit, zone *time.Location, now int64) []dashV
 		}
 		if d.Visit.Start != 0 {
 			v.When = time.Unix(d.Visit.Start, 0).In(zone).Format("Mon 2 Jan, 15:04")
+		}
+		open := d.Visit.Status == clinic.VisitPending || d.Visit.Status == clinic.VisitConfirmed
+		if d.Visit.Kind == clinic.KindAppointment && open && now > d.Visit.Start && !app.Arrived(d.Visit) {
+			v.NotArrived, v.NoShow = true, app.ReasonNoShow
 		}
 		if d.Room != nil {
 			v.Room = d.Room.Name

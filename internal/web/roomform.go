@@ -28,6 +28,9 @@ type RoomForm struct {
 	// waiting room's size and alert.
 	JoinBefore, CancelHours, RefundPercent, Reminders string
 	WaitAlert, QueueCapacity                          string
+	// The no-show and late-cancellation policy: minutes after the start,
+	// and the fees (amounts in the room's currency).
+	NoShowMinutes, NoShowFee, LateCancelFee string
 	// The intake form: the room's questions (and empty rows for new
 	// ones), and its consent.
 	Questions                   []questionRow
@@ -69,7 +72,9 @@ func roomFormOf(rm *clinic.Room) RoomForm {
 		AllDay: st.Operation.IsOpenAllTime, OpenTime: st.Operation.OpenTime, CloseTime: st.Operation.CloseTime, Zone: st.Operation.Timezone,
 		JoinBefore: strconv.Itoa(rules.JoinBeforeMinutes), CancelHours: strconv.Itoa(rules.CancelHours),
 		RefundPercent: strconv.Itoa(rules.RefundPercent), Reminders: joinInts(rules.ReminderMinutes),
-		WaitAlert: strconv.Itoa(st.WaitAlertMinutes), QueueCapacity: strconv.Itoa(st.QueueCapacity)}
+		WaitAlert: strconv.Itoa(st.WaitAlertMinutes), QueueCapacity: strconv.Itoa(st.QueueCapacity),
+		NoShowMinutes: strconv.Itoa(rules.NoShowMinutes), NoShowFee: strconv.FormatFloat(rules.NoShowFee, 'f', -1, 64),
+		LateCancelFee: strconv.FormatFloat(rules.LateCancelFee, 'f', -1, 64)}
 	if len(st.Consultations) > 0 {
 		c := st.Consultations[0]
 		rf.Price, rf.Minutes = strconv.FormatFloat(c.Amount, 'f', -1, 64), strconv.Itoa(c.Duration)
@@ -101,6 +106,7 @@ func readRoomForm(r *http.Request) RoomForm {
 		AllDay: on("all_day"), OpenTime: f.str("open_time"), CloseTime: f.str("close_time"), Zone: f.str("timezone"),
 		JoinBefore: f.str("join_before"), CancelHours: f.str("cancel_hours"), RefundPercent: f.str("refund_percent"),
 		Reminders: f.str("reminders"), WaitAlert: f.str("wait_alert"), QueueCapacity: f.str("queue_capacity"),
+		NoShowMinutes: f.str("no_show_minutes"), NoShowFee: f.str("no_show_fee"), LateCancelFee: f.str("late_cancel_fee"),
 		ConsentVersion: v.Get("consent_version"), ConsentText: v.Get("consent_text"),
 		ContactPhone: f.str("contact_phone"), ContactEmail: f.str("contact_email"),
 		Errors: f.Errors(), sent: map[string]bool{}, closedDays: append([]string{}, v["closed_days"]...)}
@@ -142,7 +148,9 @@ func (rf *RoomForm) update(current []clinic.Consultation) (in app.RoomUpdate, ok
 		Active: &rf.Active, IsClosed: &rf.Closed, PublicAccess: &rf.Public, WalkinEnabled: &rf.Walkin,
 		AppointmentEnable: &rf.Appointments, GuestLogin: &rf.Guests}
 	ap := &app.AppointmentPatch{JoinBeforeMinutes: rf.whole("join_before", rf.JoinBefore, "Minutes before the start"),
-		CancelHours: rf.whole("cancel_hours", rf.CancelHours, "Hours before the start"), RefundPercent: rf.whole("refund_percent", rf.RefundPercent, "The refund")}
+		CancelHours: rf.whole("cancel_hours", rf.CancelHours, "Hours before the start"), RefundPercent: rf.whole("refund_percent", rf.RefundPercent, "The refund"),
+		NoShowMinutes: rf.whole("no_show_minutes", rf.NoShowMinutes, "The no-show wait"),
+		NoShowFee:     rf.amount("no_show_fee", rf.NoShowFee), LateCancelFee: rf.amount("late_cancel_fee", rf.LateCancelFee)}
 	in.WaitAlertMinutes = rf.whole("wait_alert", rf.WaitAlert, "The wait alert")
 	in.QueueCapacity = rf.whole("queue_capacity", rf.QueueCapacity, "The waiting room's size")
 	if rf.sent["reminders"] {
@@ -199,6 +207,19 @@ func (rf *RoomForm) price() *float64 {
 	amount, err := strconv.ParseFloat(rf.Price, 64)
 	if err != nil || amount < 0 {
 		rf.Errors["price"] = "The price is an amount like 25 or 25.50 (0 for free)."
+		return nil
+	}
+	return &amount
+}
+
+// amount is a fee typed in the field name, 0 or more; nil when empty.
+func (rf *RoomForm) amount(name, text string) *float64 {
+	if text == "" {
+		return nil
+	}
+	amount, err := strconv.ParseFloat(text, 64)
+	if err != nil || amount < 0 {
+		rf.Errors[name] = "A fee is an amount like 25 or 25.50 (0 for none)."
 		return nil
 	}
 	return &amount

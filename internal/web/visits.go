@@ -14,6 +14,7 @@ import (
 	"teleclinic/internal/app/billing"
 	"teleclinic/internal/app/calls"
 	"teleclinic/internal/clinic"
+	"teleclinic/internal/locale"
 )
 
 type visitItem struct {
@@ -303,6 +304,7 @@ type visitPage struct {
 	After     bool
 	RoomLink  string
 	Completed bool
+	Missed    bool // a no-show
 	// State is the visit's status as static/call.js reads it (statusWord,
 	// untranslated): the page joins or rings the patient as it becomes
 	// "in progress" and puts the call away as it ends. ProviderIn says so
@@ -326,8 +328,13 @@ type bookedView struct {
 	CancelHours   int
 	RemindersOn   bool
 	RefundPercent int
-	// Payment is what was paid and refunded, in words ("" when nothing).
-	Payment string
+	// Payment is what was paid and refunded, in words ("" when nothing),
+	// and Fee the fee of a missed or late-cancelled visit.
+	Payment, Fee string
+	// LateFee, for the patient past ChangeCloses where the room charges a
+	// late-cancel fee, is that fee in words: they may still cancel, and
+	// are told what it costs first.
+	LateFee string
 	// CanText: the viewer is the visit's provider, the visit is ahead and
 	// the clinic texts; the page offers to text the patient their link.
 	CanText bool
@@ -442,7 +449,7 @@ func (page *visitPage) people(p *clinic.Principal, d *app.VisitDetail) {
 	}
 	page.CanCloseEconsult = v.Kind == clinic.KindEconsult && page.Open && v.ProviderID != 0 && v.ProviderID == p.UserID()
 	if v.MemberID == p.UserID() && !page.Open {
-		page.After, page.Completed = true, v.Status == clinic.VisitCompleted
+		page.After, page.Completed, page.Missed = true, v.Status == clinic.VisitCompleted, v.Outcome == clinic.OutcomeNoShow
 		if d.Room != nil {
 			page.RoomLink = roomBase(p.Account.Code, d.Room.Code)
 		}
@@ -534,8 +541,13 @@ func (s *Server) postMessage(w http.ResponseWriter, r *http.Request) error {
 // visitStatusWord is statusWord, with a booked visit that waits for its
 // time called "booked".
 func visitStatusWord(v *clinic.Visit) string {
-	if v.Kind == clinic.KindAppointment && v.Status == clinic.VisitPending {
+	switch {
+	case v.Kind == clinic.KindAppointment && v.Status == clinic.VisitPending:
 		return "booked"
+	case v.Outcome == clinic.OutcomeNoShow:
+		return "missed"
+	case v.Outcome == clinic.OutcomeLateCancel:
+		return "cancelled late"
 	}
 	return statusWord(v.Status)
 }
@@ -567,6 +579,9 @@ func (s *Server) booked(r *http.Request, p *clinic.Principal, d *app.VisitDetail
 	}
 	open := v.Status == clinic.VisitPending || v.Status == clinic.VisitConfirmed
 	b.CanChange = b.Mine && open && s.app.Now().Unix() <= b.ChangeCloses
+	if fee, currency := s.app.LateCancelFee(v, d.Room); b.Mine && open && fee > 0 {
+		b.LateFee = money(fee, currency)
+	}
 	b.CanText = open && v.ProviderID == p.UserID() && s.app.SendsTexts(r.Context(), p.Account.ID)
 	if b.Mine && v.IntakeID != 0 {
 		invs, err := s.billing.Invoices(r.Context(), p, billing.InvoiceQuery{IntakeID: v.IntakeID, Limit: 5})
@@ -574,6 +589,8 @@ func (s *Server) booked(r *http.Request, p *clinic.Principal, d *app.VisitDetail
 			loc := s.localeOf(r)
 			for _, inv := range invs.Items {
 				switch {
+				case inv.Kind != clinic.InvoiceVisit:
+					b.Fee = feeWords(loc, inv)
 				case inv.Refunded > 0:
 					b.Payment = loc.T("Paid %s, refunded %s to your card.", money(inv.AmountDue, inv.Currency), money(inv.Refunded, inv.Currency))
 				case inv.Status == billing.InvoicePaid:
@@ -583,6 +600,22 @@ func (s *Server) booked(r *http.Request, p *clinic.Principal, d *app.VisitDetail
 		}
 	}
 	return b
+}
+
+// feeWords says what became of fee invoice inv.
+func feeWords(loc *locale.Locale, inv *clinic.Invoice) string {
+	late := inv.Kind == clinic.InvoiceLateCancelFee
+	switch {
+	case inv.Status == billing.InvoicePaid && late:
+		return loc.T("A late cancellation fee of %s was charged to your card.", money(inv.AmountDue, inv.Currency))
+	case inv.Status == billing.InvoicePaid:
+		return loc.T("A no-show fee of %s was charged to your card.", money(inv.AmountDue, inv.Currency))
+	case inv.Status == billing.InvoiceFailed && late:
+		return loc.T("A late cancellation fee of %s is due; your card could not be charged, so the clinic will contact you.", money(inv.AmountDue, inv.Currency))
+	case inv.Status == billing.InvoiceFailed:
+		return loc.T("A no-show fee of %s is due; your card could not be charged, so the clinic will contact you.", money(inv.AmountDue, inv.Currency))
+	}
+	return ""
 }
 
 // visitDetail is the signed-in caller and the visit the path names, as

@@ -680,7 +680,7 @@ func (s *Service) createInvoice(ctx context.Context, p *clinic.Principal, it *cl
 	}
 	cons, _ := json.Marshal(v.Consultation)
 	now := s.core.Unix()
-	inv := &clinic.Invoice{IntakeID: it.ID, MemberID: it.MemberID, VisitID: it.VisitID, RoomID: it.RoomID, Processor: proc.Name(),
+	inv := &clinic.Invoice{Kind: clinic.InvoiceVisit, IntakeID: it.ID, MemberID: it.MemberID, VisitID: it.VisitID, RoomID: it.RoomID, Processor: proc.Name(),
 		Consultation: cons, Currency: v.Currency, Amount: v.Amount, Discount: v.Discount, AmountDue: v.AmountDue,
 		Status: InvoicePending, AttemptStarted: now, Created: now, Modified: now}
 	if src != nil {

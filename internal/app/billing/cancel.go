@@ -46,7 +46,7 @@ func (s *Service) CancelVisit(ctx context.Context, p *clinic.Principal, id int64
 		percent = d.Room.Settings.AppointmentRules().RefundPercent
 	}
 	for _, inv := range invs {
-		if inv.Status != InvoicePaid || inv.ChargeRef == "" || percent <= 0 {
+		if inv.Kind != clinic.InvoiceVisit || inv.Status != InvoicePaid || inv.ChargeRef == "" || percent <= 0 {
 			continue
 		}
 		amount := inv.AmountDue * int64(min(percent, 100)) / 100
@@ -79,7 +79,7 @@ func (s *Service) RefundUnbooked(ctx context.Context, p *clinic.Principal, intak
 		return nil, fmt.Errorf("invoices: %w", err)
 	}
 	for _, inv := range invs {
-		if inv.Status == InvoicePaid && inv.ChargeRef != "" {
+		if inv.Kind == clinic.InvoiceVisit && inv.Status == InvoicePaid && inv.ChargeRef != "" {
 			return s.refund(ctx, p, inv, "")
 		}
 	}
