@@ -77,6 +77,45 @@ func (e AuditEntryOutcome) Valid() bool {
 	}
 }
 
+// Defines values for CheckInBodyAtHome.
+const (
+	CheckInBodyAtHomeN0 CheckInBodyAtHome = 0
+	CheckInBodyAtHomeN1 CheckInBodyAtHome = 1
+)
+
+// Valid indicates whether the value is a known member of the CheckInBodyAtHome enum.
+func (e CheckInBodyAtHome) Valid() bool {
+	switch e {
+	case CheckInBodyAtHomeN0:
+		return true
+	case CheckInBodyAtHomeN1:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ClaimListDataPlaceOfService.
+const (
+	ClaimListDataPlaceOfServiceEmpty ClaimListDataPlaceOfService = ""
+	ClaimListDataPlaceOfServiceN02   ClaimListDataPlaceOfService = "02"
+	ClaimListDataPlaceOfServiceN10   ClaimListDataPlaceOfService = "10"
+)
+
+// Valid indicates whether the value is a known member of the ClaimListDataPlaceOfService enum.
+func (e ClaimListDataPlaceOfService) Valid() bool {
+	switch e {
+	case ClaimListDataPlaceOfServiceEmpty:
+		return true
+	case ClaimListDataPlaceOfServiceN02:
+		return true
+	case ClaimListDataPlaceOfServiceN10:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DataTrueData.
 const (
 	DataTrueDataTrue DataTrueData = true
@@ -1412,6 +1451,153 @@ func (e VisitType) Valid() bool {
 	}
 }
 
+// Defines values for VisitFactsMissing.
+const (
+	VisitFactsMissingModality        VisitFactsMissing = "modality"
+	VisitFactsMissingPatientLocation VisitFactsMissing = "patient_location"
+	VisitFactsMissingPatientState    VisitFactsMissing = "patient_state"
+)
+
+// Valid indicates whether the value is a known member of the VisitFactsMissing enum.
+func (e VisitFactsMissing) Valid() bool {
+	switch e {
+	case VisitFactsMissingModality:
+		return true
+	case VisitFactsMissingPatientLocation:
+		return true
+	case VisitFactsMissingPatientState:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for VisitFactsModality.
+const (
+	VisitFactsModalityAudio VisitFactsModality = "audio"
+	VisitFactsModalityEmpty VisitFactsModality = ""
+	VisitFactsModalityVideo VisitFactsModality = "video"
+)
+
+// Valid indicates whether the value is a known member of the VisitFactsModality enum.
+func (e VisitFactsModality) Valid() bool {
+	switch e {
+	case VisitFactsModalityAudio:
+		return true
+	case VisitFactsModalityEmpty:
+		return true
+	case VisitFactsModalityVideo:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for VisitFactsParticipantsRole.
+const (
+	VisitFactsParticipantsRoleGuest    VisitFactsParticipantsRole = "guest"
+	VisitFactsParticipantsRolePatient  VisitFactsParticipantsRole = "patient"
+	VisitFactsParticipantsRoleProvider VisitFactsParticipantsRole = "provider"
+)
+
+// Valid indicates whether the value is a known member of the VisitFactsParticipantsRole enum.
+func (e VisitFactsParticipantsRole) Valid() bool {
+	switch e {
+	case VisitFactsParticipantsRoleGuest:
+		return true
+	case VisitFactsParticipantsRolePatient:
+		return true
+	case VisitFactsParticipantsRoleProvider:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for VisitFactsResponseDataMissing.
+const (
+	VisitFactsResponseDataMissingModality        VisitFactsResponseDataMissing = "modality"
+	VisitFactsResponseDataMissingPatientLocation VisitFactsResponseDataMissing = "patient_location"
+	VisitFactsResponseDataMissingPatientState    VisitFactsResponseDataMissing = "patient_state"
+)
+
+// Valid indicates whether the value is a known member of the VisitFactsResponseDataMissing enum.
+func (e VisitFactsResponseDataMissing) Valid() bool {
+	switch e {
+	case VisitFactsResponseDataMissingModality:
+		return true
+	case VisitFactsResponseDataMissingPatientLocation:
+		return true
+	case VisitFactsResponseDataMissingPatientState:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for VisitFactsResponseDataModality.
+const (
+	VisitFactsResponseDataModalityAudio VisitFactsResponseDataModality = "audio"
+	VisitFactsResponseDataModalityEmpty VisitFactsResponseDataModality = ""
+	VisitFactsResponseDataModalityVideo VisitFactsResponseDataModality = "video"
+)
+
+// Valid indicates whether the value is a known member of the VisitFactsResponseDataModality enum.
+func (e VisitFactsResponseDataModality) Valid() bool {
+	switch e {
+	case VisitFactsResponseDataModalityAudio:
+		return true
+	case VisitFactsResponseDataModalityEmpty:
+		return true
+	case VisitFactsResponseDataModalityVideo:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for VisitFactsResponseDataParticipantsRole.
+const (
+	VisitFactsResponseDataParticipantsRoleGuest    VisitFactsResponseDataParticipantsRole = "guest"
+	VisitFactsResponseDataParticipantsRolePatient  VisitFactsResponseDataParticipantsRole = "patient"
+	VisitFactsResponseDataParticipantsRoleProvider VisitFactsResponseDataParticipantsRole = "provider"
+)
+
+// Valid indicates whether the value is a known member of the VisitFactsResponseDataParticipantsRole enum.
+func (e VisitFactsResponseDataParticipantsRole) Valid() bool {
+	switch e {
+	case VisitFactsResponseDataParticipantsRoleGuest:
+		return true
+	case VisitFactsResponseDataParticipantsRolePatient:
+		return true
+	case VisitFactsResponseDataParticipantsRoleProvider:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for VisitFactsResponseDataPlaceOfService.
+const (
+	VisitFactsResponseDataPlaceOfServiceEmpty VisitFactsResponseDataPlaceOfService = ""
+	VisitFactsResponseDataPlaceOfServiceN02   VisitFactsResponseDataPlaceOfService = "02"
+	VisitFactsResponseDataPlaceOfServiceN10   VisitFactsResponseDataPlaceOfService = "10"
+)
+
+// Valid indicates whether the value is a known member of the VisitFactsResponseDataPlaceOfService enum.
+func (e VisitFactsResponseDataPlaceOfService) Valid() bool {
+	switch e {
+	case VisitFactsResponseDataPlaceOfServiceEmpty:
+		return true
+	case VisitFactsResponseDataPlaceOfServiceN02:
+		return true
+	case VisitFactsResponseDataPlaceOfServiceN10:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for VisitNoteStatus.
 const (
 	Draft  VisitNoteStatus = "draft"
@@ -2332,6 +2518,17 @@ type BillingSettings struct {
 	} `json:"data"`
 }
 
+// CheckInBody defines model for CheckInBody.
+type CheckInBody struct {
+	AtHome CheckInBodyAtHome `json:"at_home"`
+
+	// State Two letters: NY, CA, DC, PR…
+	State string `json:"state"`
+}
+
+// CheckInBodyAtHome defines model for CheckInBody.AtHome.
+type CheckInBodyAtHome int
+
 // ClaimCodes defines model for ClaimCodes.
 type ClaimCodes struct {
 	Diagnoses  []string `json:"diagnoses"`
@@ -2405,15 +2602,21 @@ type ClaimList struct {
 			Primary   *InsuranceCard `json:"primary,omitempty"`
 			Secondary *InsuranceCard `json:"secondary,omitempty"`
 		} `json:"insurance"`
-		Kind    string `json:"kind"`
-		Patient struct {
+		Kind string `json:"kind"`
+
+		// Modifiers Extension. The telehealth modifiers the rule set derives (95, 93, FQ); each procedure's modifiers carry them after the coded ones.
+		Modifiers []string `json:"modifiers"`
+		Patient   struct {
 			Dob       *string `json:"dob,omitempty"`
 			FirstName *string `json:"first_name,omitempty"`
 			Gender    *int    `json:"gender,omitempty"`
 			Id        *string `json:"id,omitempty"`
 			LastName  *string `json:"last_name,omitempty"`
 		} `json:"patient"`
-		Procedures []struct {
+
+		// PlaceOfService Extension. 10 (the patient's home) or 02 (elsewhere), from the check-in; empty when the patient did not say (telehealth.missing).
+		PlaceOfService ClaimListDataPlaceOfService `json:"place_of_service"`
+		Procedures     []struct {
 			Code        *string   `json:"code,omitempty"`
 			Description *string   `json:"description,omitempty"`
 			Modifiers   *[]string `json:"modifiers,omitempty"`
@@ -2423,11 +2626,27 @@ type ClaimList struct {
 			Id        *string `json:"id,omitempty"`
 			LastName  *string `json:"last_name,omitempty"`
 		} `json:"provider"`
-		Start   int    `json:"start"`
-		Status  int    `json:"status"`
-		VisitId string `json:"visit_id"`
+		Start  int `json:"start"`
+		Status int `json:"status"`
+
+		// Telehealth Extension. What the visit recorded of itself for its claim, and what the rule set
+		// (`rule_set`, its year) makes of it. `modality`: how the patient took part in the
+		// call, `video` or `audio` (their page joined without a camera); `patient_state` and
+		// `patient_home`: where the patient said they were at check-in (POST
+		// /visits/{id}/location); `provider_state`: the provider's profile state as they
+		// joined; `call_start`: when a patient and a provider had both joined; `call_end`:
+		// when one of them last left, or the visit ended; `minutes` rounds the span up;
+		// `participants`: who joined. `rules` are the rules applied (pos-10, pos-02, mod-95,
+		// mod-93, mod-fq; docs/design-notes.md "Visit facts"), `missing` the facts a clean
+		// claim still needs, `warnings` what the biller should check (a patient in another
+		// state than the provider's).
+		Telehealth VisitFacts `json:"telehealth"`
+		VisitId    string     `json:"visit_id"`
 	} `json:"data"`
 }
+
+// ClaimListDataPlaceOfService Extension. 10 (the patient's home) or 02 (elsewhere), from the check-in; empty when the patient did not say (telehealth.missing).
+type ClaimListDataPlaceOfService string
 
 // CodeError defines model for CodeError.
 type CodeError struct {
@@ -4796,6 +5015,81 @@ type VisitCreateBody struct {
 	VisitDataId *string `json:"visit_data_id,omitempty"`
 }
 
+// VisitFacts Extension. What the visit recorded of itself for its claim, and what the rule set
+// (`rule_set`, its year) makes of it. `modality`: how the patient took part in the
+// call, `video` or `audio` (their page joined without a camera); `patient_state` and
+// `patient_home`: where the patient said they were at check-in (POST
+// /visits/{id}/location); `provider_state`: the provider's profile state as they
+// joined; `call_start`: when a patient and a provider had both joined; `call_end`:
+// when one of them last left, or the visit ended; `minutes` rounds the span up;
+// `participants`: who joined. `rules` are the rules applied (pos-10, pos-02, mod-95,
+// mod-93, mod-fq; docs/design-notes.md "Visit facts"), `missing` the facts a clean
+// claim still needs, `warnings` what the biller should check (a patient in another
+// state than the provider's).
+type VisitFacts struct {
+	CallEnd      int                 `json:"call_end"`
+	CallStart    int                 `json:"call_start"`
+	Minutes      int                 `json:"minutes"`
+	Missing      []VisitFactsMissing `json:"missing"`
+	Modality     VisitFactsModality  `json:"modality"`
+	Participants []struct {
+		Name   string                     `json:"name"`
+		Role   VisitFactsParticipantsRole `json:"role"`
+		UserId string                     `json:"user_id"`
+	} `json:"participants"`
+	PatientHome   *bool    `json:"patient_home"`
+	PatientState  string   `json:"patient_state"`
+	ProviderState string   `json:"provider_state"`
+	RuleSet       string   `json:"rule_set"`
+	Rules         []string `json:"rules"`
+	Warnings      []string `json:"warnings"`
+}
+
+// VisitFactsMissing defines model for VisitFacts.Missing.
+type VisitFactsMissing string
+
+// VisitFactsModality defines model for VisitFacts.Modality.
+type VisitFactsModality string
+
+// VisitFactsParticipantsRole defines model for VisitFacts.Participants.Role.
+type VisitFactsParticipantsRole string
+
+// VisitFactsResponse defines model for VisitFactsResponse.
+type VisitFactsResponse struct {
+	Data struct {
+		CallEnd      int                             `json:"call_end"`
+		CallStart    int                             `json:"call_start"`
+		Minutes      int                             `json:"minutes"`
+		Missing      []VisitFactsResponseDataMissing `json:"missing"`
+		Modality     VisitFactsResponseDataModality  `json:"modality"`
+		Modifiers    []string                        `json:"modifiers"`
+		Participants []struct {
+			Name   string                                 `json:"name"`
+			Role   VisitFactsResponseDataParticipantsRole `json:"role"`
+			UserId string                                 `json:"user_id"`
+		} `json:"participants"`
+		PatientHome    *bool                                `json:"patient_home"`
+		PatientState   string                               `json:"patient_state"`
+		PlaceOfService VisitFactsResponseDataPlaceOfService `json:"place_of_service"`
+		ProviderState  string                               `json:"provider_state"`
+		RuleSet        string                               `json:"rule_set"`
+		Rules          []string                             `json:"rules"`
+		Warnings       []string                             `json:"warnings"`
+	} `json:"data"`
+}
+
+// VisitFactsResponseDataMissing defines model for VisitFactsResponse.Data.Missing.
+type VisitFactsResponseDataMissing string
+
+// VisitFactsResponseDataModality defines model for VisitFactsResponse.Data.Modality.
+type VisitFactsResponseDataModality string
+
+// VisitFactsResponseDataParticipantsRole defines model for VisitFactsResponse.Data.Participants.Role.
+type VisitFactsResponseDataParticipantsRole string
+
+// VisitFactsResponseDataPlaceOfService defines model for VisitFactsResponse.Data.PlaceOfService.
+type VisitFactsResponseDataPlaceOfService string
+
 // VisitNote Extension. A visit's note; `signed_by` is "" and `signed_at` 0 while a draft.
 type VisitNote struct {
 	Addenda        []NoteAddendum  `json:"addenda"`
@@ -6424,6 +6718,22 @@ type PostVisitsByIdCodesParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// PostVisitsByIdLocationParams defines parameters for PostVisitsByIdLocation.
+type PostVisitsByIdLocationParams struct {
+	// IdempotencyKey Makes the request safe to retry (Stripe's semantics). A POST, PUT or DELETE with a
+	// key runs once per caller and key: a retry with the same method, path and parameters
+	// (by name and value, files by content) replays the first answer, errors included
+	// but not a 5xx, with `Idempotent-Replayed: true`; the same key with other parameters
+	// answers 422; a retry while the first is still running answers 409 (a request that
+	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
+	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // PostVisitsByIdNoteParams defines parameters for PostVisitsByIdNote.
 type PostVisitsByIdNoteParams struct {
 	// IdempotencyKey Makes the request safe to retry (Stripe's semantics). A POST, PUT or DELETE with a
@@ -7125,6 +7435,15 @@ type PostVisitsByIdCodesFormdataRequestBody = ClaimCodesBody
 
 // PostVisitsByIdCodesMultipartRequestBody defines body for PostVisitsByIdCodes for multipart/form-data ContentType.
 type PostVisitsByIdCodesMultipartRequestBody = ClaimCodesBody
+
+// PostVisitsByIdLocationJSONRequestBody defines body for PostVisitsByIdLocation for application/json ContentType.
+type PostVisitsByIdLocationJSONRequestBody = CheckInBody
+
+// PostVisitsByIdLocationFormdataRequestBody defines body for PostVisitsByIdLocation for application/x-www-form-urlencoded ContentType.
+type PostVisitsByIdLocationFormdataRequestBody = CheckInBody
+
+// PostVisitsByIdLocationMultipartRequestBody defines body for PostVisitsByIdLocation for multipart/form-data ContentType.
+type PostVisitsByIdLocationMultipartRequestBody = CheckInBody
 
 // PostVisitsByIdNoteJSONRequestBody defines body for PostVisitsByIdNote for application/json ContentType.
 type PostVisitsByIdNoteJSONRequestBody = VisitNoteBody
@@ -12605,6 +12924,54 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api_v3/visits/{id}/codes (the `PostVisitsByIdCodes` operationId).
 	PostVisitsByIdCodesWithFormdataBody(ctx context.Context, id string, params *PostVisitsByIdCodesParams, body PostVisitsByIdCodesFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetVisitsByIdFacts A visit's telehealth facts and the codes they make
+	//
+	// Whoever sees the visit. The facts the call and the check-in recorded, with the
+	// place of service and modifiers the rule set derives (VisitFacts). Audited as
+	// `visit.facts.read`.
+	//
+	// Corresponds with GET /api_v3/visits/{id}/facts (the `GetVisitsByIdFacts` operationId).
+	GetVisitsByIdFacts(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostVisitsByIdLocationWithBody Say where the patient is for a visit (check-in)
+	//
+	// The visit's patient — or its provider or the admin, for a patient on the phone —
+	// says where the patient is for it: `state` (two letters: a US state, DC or a
+	// territory) and `at_home` (1 at home, 0 elsewhere). It may be said again until the
+	// visit ends (409 after). The claim's place of service follows (10 at home, 02
+	// elsewhere). Audited as `visit.location`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api_v3/visits/{id}/location (the `PostVisitsByIdLocation` operationId).
+	PostVisitsByIdLocationWithBody(ctx context.Context, id string, params *PostVisitsByIdLocationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostVisitsByIdLocation Say where the patient is for a visit (check-in)
+	//
+	// The visit's patient — or its provider or the admin, for a patient on the phone —
+	// says where the patient is for it: `state` (two letters: a US state, DC or a
+	// territory) and `at_home` (1 at home, 0 elsewhere). It may be said again until the
+	// visit ends (409 after). The claim's place of service follows (10 at home, 02
+	// elsewhere). Audited as `visit.location`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api_v3/visits/{id}/location (the `PostVisitsByIdLocation` operationId).
+	PostVisitsByIdLocation(ctx context.Context, id string, params *PostVisitsByIdLocationParams, body PostVisitsByIdLocationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostVisitsByIdLocationWithFormdataBody Say where the patient is for a visit (check-in)
+	//
+	// The visit's patient — or its provider or the admin, for a patient on the phone —
+	// says where the patient is for it: `state` (two letters: a US state, DC or a
+	// territory) and `at_home` (1 at home, 0 elsewhere). It may be said again until the
+	// visit ends (409 after). The claim's place of service follows (10 at home, 02
+	// elsewhere). Audited as `visit.location`.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /api_v3/visits/{id}/location (the `PostVisitsByIdLocation` operationId).
+	PostVisitsByIdLocationWithFormdataBody(ctx context.Context, id string, params *PostVisitsByIdLocationParams, body PostVisitsByIdLocationFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetVisitsByIdNote A visit's note
 	//
@@ -18163,6 +18530,94 @@ func (c *Client) PostVisitsByIdCodes(ctx context.Context, id string, params *Pos
 // Corresponds with POST /api_v3/visits/{id}/codes (the `PostVisitsByIdCodes` operationId).
 func (c *Client) PostVisitsByIdCodesWithFormdataBody(ctx context.Context, id string, params *PostVisitsByIdCodesParams, body PostVisitsByIdCodesFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPostVisitsByIdCodesRequestWithFormdataBody(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetVisitsByIdFacts A visit's telehealth facts and the codes they make
+//
+// Whoever sees the visit. The facts the call and the check-in recorded, with the
+// place of service and modifiers the rule set derives (VisitFacts). Audited as
+// `visit.facts.read`.
+//
+// Corresponds with GET /api_v3/visits/{id}/facts (the `GetVisitsByIdFacts` operationId).
+func (c *Client) GetVisitsByIdFacts(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetVisitsByIdFactsRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostVisitsByIdLocationWithBody Say where the patient is for a visit (check-in)
+//
+// The visit's patient — or its provider or the admin, for a patient on the phone —
+// says where the patient is for it: `state` (two letters: a US state, DC or a
+// territory) and `at_home` (1 at home, 0 elsewhere). It may be said again until the
+// visit ends (409 after). The claim's place of service follows (10 at home, 02
+// elsewhere). Audited as `visit.location`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api_v3/visits/{id}/location (the `PostVisitsByIdLocation` operationId).
+func (c *Client) PostVisitsByIdLocationWithBody(ctx context.Context, id string, params *PostVisitsByIdLocationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostVisitsByIdLocationRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostVisitsByIdLocation Say where the patient is for a visit (check-in)
+//
+// The visit's patient — or its provider or the admin, for a patient on the phone —
+// says where the patient is for it: `state` (two letters: a US state, DC or a
+// territory) and `at_home` (1 at home, 0 elsewhere). It may be said again until the
+// visit ends (409 after). The claim's place of service follows (10 at home, 02
+// elsewhere). Audited as `visit.location`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api_v3/visits/{id}/location (the `PostVisitsByIdLocation` operationId).
+func (c *Client) PostVisitsByIdLocation(ctx context.Context, id string, params *PostVisitsByIdLocationParams, body PostVisitsByIdLocationJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostVisitsByIdLocationRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostVisitsByIdLocationWithFormdataBody Say where the patient is for a visit (check-in)
+//
+// The visit's patient — or its provider or the admin, for a patient on the phone —
+// says where the patient is for it: `state` (two letters: a US state, DC or a
+// territory) and `at_home` (1 at home, 0 elsewhere). It may be said again until the
+// visit ends (409 after). The claim's place of service follows (10 at home, 02
+// elsewhere). Audited as `visit.location`.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /api_v3/visits/{id}/location (the `PostVisitsByIdLocation` operationId).
+func (c *Client) PostVisitsByIdLocationWithFormdataBody(ctx context.Context, id string, params *PostVisitsByIdLocationParams, body PostVisitsByIdLocationFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostVisitsByIdLocationRequestWithFormdataBody(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -28094,6 +28549,113 @@ func NewPostVisitsByIdCodesRequestWithBody(server string, id string, params *Pos
 	return req, nil
 }
 
+// NewGetVisitsByIdFactsRequest constructs an http.Request for the GetVisitsByIdFacts method
+func NewGetVisitsByIdFactsRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/visits/%s/facts", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPostVisitsByIdLocationRequest calls the generic PostVisitsByIdLocation builder with application/json body
+func NewPostVisitsByIdLocationRequest(server string, id string, params *PostVisitsByIdLocationParams, body PostVisitsByIdLocationJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostVisitsByIdLocationRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewPostVisitsByIdLocationRequestWithFormdataBody calls the generic PostVisitsByIdLocation builder with application/x-www-form-urlencoded body
+func NewPostVisitsByIdLocationRequestWithFormdataBody(server string, id string, params *PostVisitsByIdLocationParams, body PostVisitsByIdLocationFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewPostVisitsByIdLocationRequestWithBody(server, id, params, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewPostVisitsByIdLocationRequestWithBody constructs an http.Request for the PostVisitsByIdLocation method, with any body, and a specified content type
+func NewPostVisitsByIdLocationRequestWithBody(server string, id string, params *PostVisitsByIdLocationParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/visits/%s/location", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewGetVisitsByIdNoteRequest constructs an http.Request for the GetVisitsByIdNote method
 func NewGetVisitsByIdNoteRequest(server string, id string) (*http.Request, error) {
 	var err error
@@ -33588,6 +34150,56 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api_v3/visits/{id}/codes (the `PostVisitsByIdCodes` operationId).
 	PostVisitsByIdCodesWithFormdataBodyWithResponse(ctx context.Context, id string, params *PostVisitsByIdCodesParams, body PostVisitsByIdCodesFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostVisitsByIdCodesResponse, error)
+
+	// GetVisitsByIdFactsWithResponse A visit's telehealth facts and the codes they make
+	//
+	// Whoever sees the visit. The facts the call and the check-in recorded, with the
+	// place of service and modifiers the rule set derives (VisitFacts). Audited as
+	// `visit.facts.read`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api_v3/visits/{id}/facts (the `GetVisitsByIdFacts` operationId).
+	GetVisitsByIdFactsWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetVisitsByIdFactsResponse, error)
+
+	// PostVisitsByIdLocationWithBodyWithResponse Say where the patient is for a visit (check-in)
+	//
+	// The visit's patient — or its provider or the admin, for a patient on the phone —
+	// says where the patient is for it: `state` (two letters: a US state, DC or a
+	// territory) and `at_home` (1 at home, 0 elsewhere). It may be said again until the
+	// visit ends (409 after). The claim's place of service follows (10 at home, 02
+	// elsewhere). Audited as `visit.location`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/visits/{id}/location (the `PostVisitsByIdLocation` operationId).
+	PostVisitsByIdLocationWithBodyWithResponse(ctx context.Context, id string, params *PostVisitsByIdLocationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostVisitsByIdLocationResponse, error)
+
+	// PostVisitsByIdLocationWithResponse Say where the patient is for a visit (check-in)
+	//
+	// The visit's patient — or its provider or the admin, for a patient on the phone —
+	// says where the patient is for it: `state` (two letters: a US state, DC or a
+	// territory) and `at_home` (1 at home, 0 elsewhere). It may be said again until the
+	// visit ends (409 after). The claim's place of service follows (10 at home, 02
+	// elsewhere). Audited as `visit.location`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/visits/{id}/location (the `PostVisitsByIdLocation` operationId).
+	PostVisitsByIdLocationWithResponse(ctx context.Context, id string, params *PostVisitsByIdLocationParams, body PostVisitsByIdLocationJSONRequestBody, reqEditors ...RequestEditorFn) (*PostVisitsByIdLocationResponse, error)
+
+	// PostVisitsByIdLocationWithFormdataBodyWithResponse Say where the patient is for a visit (check-in)
+	//
+	// The visit's patient — or its provider or the admin, for a patient on the phone —
+	// says where the patient is for it: `state` (two letters: a US state, DC or a
+	// territory) and `at_home` (1 at home, 0 elsewhere). It may be said again until the
+	// visit ends (409 after). The claim's place of service follows (10 at home, 02
+	// elsewhere). Audited as `visit.location`.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/visits/{id}/location (the `PostVisitsByIdLocation` operationId).
+	PostVisitsByIdLocationWithFormdataBodyWithResponse(ctx context.Context, id string, params *PostVisitsByIdLocationParams, body PostVisitsByIdLocationFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostVisitsByIdLocationResponse, error)
 
 	// GetVisitsByIdNoteWithResponse A visit's note
 	//
@@ -45177,6 +45789,198 @@ func (r PostVisitsByIdCodesResponse) ContentType() string {
 	return ""
 }
 
+type GetVisitsByIdFactsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VisitFactsResponse
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ObjUnauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ObjNotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ObjInternal
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetVisitsByIdFactsResponse) GetJSON200() *VisitFactsResponse {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetVisitsByIdFactsResponse) GetJSON401() *ObjUnauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetVisitsByIdFactsResponse) GetJSON404() *ObjNotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetVisitsByIdFactsResponse) GetJSON500() *ObjInternal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetVisitsByIdFactsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetVisitsByIdFactsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetVisitsByIdFactsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetVisitsByIdFactsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostVisitsByIdLocationResponse429Headers the declared response headers of an HTTP 429 response for PostVisitsByIdLocation
+type PostVisitsByIdLocationResponse429Headers struct {
+	RetryAfter *int
+}
+
+type PostVisitsByIdLocationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data Extension. What the visit recorded of itself for its claim, and what the rule set
+		// (`rule_set`, its year) makes of it. `modality`: how the patient took part in the
+		// call, `video` or `audio` (their page joined without a camera); `patient_state` and
+		// `patient_home`: where the patient said they were at check-in (POST
+		// /visits/{id}/location); `provider_state`: the provider's profile state as they
+		// joined; `call_start`: when a patient and a provider had both joined; `call_end`:
+		// when one of them last left, or the visit ended; `minutes` rounds the span up;
+		// `participants`: who joined. `rules` are the rules applied (pos-10, pos-02, mod-95,
+		// mod-93, mod-fq; docs/design-notes.md "Visit facts"), `missing` the facts a clean
+		// claim still needs, `warnings` what the biller should check (a patient in another
+		// state than the provider's).
+		Data VisitFacts `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ObjBadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ObjUnauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ObjForbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ObjNotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ObjConflict
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ObjInternal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostVisitsByIdLocationResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostVisitsByIdLocationResponse) GetJSON200() *struct {
+	// Data Extension. What the visit recorded of itself for its claim, and what the rule set
+	// (`rule_set`, its year) makes of it. `modality`: how the patient took part in the
+	// call, `video` or `audio` (their page joined without a camera); `patient_state` and
+	// `patient_home`: where the patient said they were at check-in (POST
+	// /visits/{id}/location); `provider_state`: the provider's profile state as they
+	// joined; `call_start`: when a patient and a provider had both joined; `call_end`:
+	// when one of them last left, or the visit ended; `minutes` rounds the span up;
+	// `participants`: who joined. `rules` are the rules applied (pos-10, pos-02, mod-95,
+	// mod-93, mod-fq; docs/design-notes.md "Visit facts"), `missing` the facts a clean
+	// claim still needs, `warnings` what the biller should check (a patient in another
+	// state than the provider's).
+	Data VisitFacts `json:"data"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostVisitsByIdLocationResponse) GetJSON400() *ObjBadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostVisitsByIdLocationResponse) GetJSON401() *ObjUnauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostVisitsByIdLocationResponse) GetJSON403() *ObjForbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostVisitsByIdLocationResponse) GetJSON404() *ObjNotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostVisitsByIdLocationResponse) GetJSON409() *ObjConflict {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostVisitsByIdLocationResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostVisitsByIdLocationResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PostVisitsByIdLocationResponse) GetJSON500() *ObjInternal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PostVisitsByIdLocationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostVisitsByIdLocationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostVisitsByIdLocationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostVisitsByIdLocationResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetVisitsByIdNoteResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -52547,6 +53351,80 @@ func (c *ClientWithResponses) PostVisitsByIdCodesWithFormdataBodyWithResponse(ct
 		return nil, err
 	}
 	return ParsePostVisitsByIdCodesResponse(rsp)
+}
+
+// GetVisitsByIdFactsWithResponse A visit's telehealth facts and the codes they make
+//
+// Whoever sees the visit. The facts the call and the check-in recorded, with the
+// place of service and modifiers the rule set derives (VisitFacts). Audited as
+// `visit.facts.read`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api_v3/visits/{id}/facts (the `GetVisitsByIdFacts` operationId).
+func (c *ClientWithResponses) GetVisitsByIdFactsWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetVisitsByIdFactsResponse, error) {
+	rsp, err := c.GetVisitsByIdFacts(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetVisitsByIdFactsResponse(rsp)
+}
+
+// PostVisitsByIdLocationWithBodyWithResponse Say where the patient is for a visit (check-in)
+//
+// The visit's patient — or its provider or the admin, for a patient on the phone —
+// says where the patient is for it: `state` (two letters: a US state, DC or a
+// territory) and `at_home` (1 at home, 0 elsewhere). It may be said again until the
+// visit ends (409 after). The claim's place of service follows (10 at home, 02
+// elsewhere). Audited as `visit.location`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/visits/{id}/location (the `PostVisitsByIdLocation` operationId).
+func (c *ClientWithResponses) PostVisitsByIdLocationWithBodyWithResponse(ctx context.Context, id string, params *PostVisitsByIdLocationParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostVisitsByIdLocationResponse, error) {
+	rsp, err := c.PostVisitsByIdLocationWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostVisitsByIdLocationResponse(rsp)
+}
+
+// PostVisitsByIdLocationWithResponse Say where the patient is for a visit (check-in)
+//
+// The visit's patient — or its provider or the admin, for a patient on the phone —
+// says where the patient is for it: `state` (two letters: a US state, DC or a
+// territory) and `at_home` (1 at home, 0 elsewhere). It may be said again until the
+// visit ends (409 after). The claim's place of service follows (10 at home, 02
+// elsewhere). Audited as `visit.location`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/visits/{id}/location (the `PostVisitsByIdLocation` operationId).
+func (c *ClientWithResponses) PostVisitsByIdLocationWithResponse(ctx context.Context, id string, params *PostVisitsByIdLocationParams, body PostVisitsByIdLocationJSONRequestBody, reqEditors ...RequestEditorFn) (*PostVisitsByIdLocationResponse, error) {
+	rsp, err := c.PostVisitsByIdLocation(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostVisitsByIdLocationResponse(rsp)
+}
+
+// PostVisitsByIdLocationWithFormdataBodyWithResponse Say where the patient is for a visit (check-in)
+//
+// The visit's patient — or its provider or the admin, for a patient on the phone —
+// says where the patient is for it: `state` (two letters: a US state, DC or a
+// territory) and `at_home` (1 at home, 0 elsewhere). It may be said again until the
+// visit ends (409 after). The claim's place of service follows (10 at home, 02
+// elsewhere). Audited as `visit.location`.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/visits/{id}/location (the `PostVisitsByIdLocation` operationId).
+func (c *ClientWithResponses) PostVisitsByIdLocationWithFormdataBodyWithResponse(ctx context.Context, id string, params *PostVisitsByIdLocationParams, body PostVisitsByIdLocationFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostVisitsByIdLocationResponse, error) {
+	rsp, err := c.PostVisitsByIdLocationWithFormdataBody(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostVisitsByIdLocationResponse(rsp)
 }
 
 // GetVisitsByIdNoteWithResponse A visit's note
@@ -63035,6 +63913,161 @@ func ParsePostVisitsByIdCodesResponse(rsp *http.Response) (*PostVisitsByIdCodesR
 	switch {
 	case rsp.StatusCode == 429:
 		var headers PostVisitsByIdCodesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetVisitsByIdFactsResponse parses an HTTP response from a GetVisitsByIdFactsWithResponse call
+func ParseGetVisitsByIdFactsResponse(rsp *http.Response) (*GetVisitsByIdFactsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetVisitsByIdFactsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VisitFactsResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ObjUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ObjNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ObjInternal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePostVisitsByIdLocationResponse parses an HTTP response from a PostVisitsByIdLocationWithResponse call
+func ParsePostVisitsByIdLocationResponse(rsp *http.Response) (*PostVisitsByIdLocationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostVisitsByIdLocationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data Extension. What the visit recorded of itself for its claim, and what the rule set
+			// (`rule_set`, its year) makes of it. `modality`: how the patient took part in the
+			// call, `video` or `audio` (their page joined without a camera); `patient_state` and
+			// `patient_home`: where the patient said they were at check-in (POST
+			// /visits/{id}/location); `provider_state`: the provider's profile state as they
+			// joined; `call_start`: when a patient and a provider had both joined; `call_end`:
+			// when one of them last left, or the visit ended; `minutes` rounds the span up;
+			// `participants`: who joined. `rules` are the rules applied (pos-10, pos-02, mod-95,
+			// mod-93, mod-fq; docs/design-notes.md "Visit facts"), `missing` the facts a clean
+			// claim still needs, `warnings` what the biller should check (a patient in another
+			// state than the provider's).
+			Data VisitFacts `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ObjBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ObjUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ObjForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ObjNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ObjConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ObjInternal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostVisitsByIdLocationResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

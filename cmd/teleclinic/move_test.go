@@ -450,7 +450,7 @@ func buildMoveFixture(t *testing.T, e *testenv.Env) *moveFixture {
 	}
 	vid, _ := strconv.ParseInt(visit, 10, 64)
 	dp := principal(doc)
-	join, err := calls.New(e.App.Core()).Join(ctx, dp, vid)
+	join, err := calls.New(e.App.Core()).Join(ctx, dp, vid, false)
 	if err != nil {
 		t.Fatalf("join: %v", err)
 	}

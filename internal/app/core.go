@@ -149,3 +149,15 @@ func (e SkipError) Error() string { return string(e) }
 func (c Core) AccountByID(ctx context.Context, id int64) (*clinic.Account, error) {
 	return c.a.accountByID(ctx, id)
 }
+
+// CallJoined records, for the visit's claim, that p joined visit
+// visitID's call as role (audio only, or with video) (visitfacts.go).
+func (c Core) CallJoined(ctx context.Context, p *clinic.Principal, visitID int64, role string, audioOnly bool) error {
+	return c.a.callJoined(ctx, p, visitID, role, audioOnly)
+}
+
+// CallLeft records, in transaction q, that a patient or provider left
+// visit visitID's call (visitfacts.go).
+func (c Core) CallLeft(ctx context.Context, q *store.Q, accountID, visitID int64) error {
+	return c.a.callLeft(ctx, q, accountID, visitID, false)
+}

@@ -423,6 +423,13 @@ func permRows(f *permFixture) map[string]permRow {
 		"SetClaimCodes": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(b.SetClaimCodes(ctx, p, f.visitID, billing.ClaimCodes{Diagnoses: []string{"J06.9"}}))
 		}},
+		"CheckIn": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.CheckIn(ctx, p, f.visitID, app.CheckInInput{State: "NY", AtHome: new(true)}))
+		}},
+		"VisitFacts": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			f, _, err := a.VisitFacts(ctx, p, f.visitID)
+			return f, err
+		}},
 		"ClaimCodesOf": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(b.ClaimCodesOf(ctx, p, f.visitID))
 		}},
@@ -666,7 +673,7 @@ func permRows(f *permFixture) map[string]permRow {
 			return v, err
 		}},
 		"Join": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
-			return one(c.Join(ctx, p, f.visitID))
+			return one(c.Join(ctx, p, f.visitID, false))
 		}},
 		"Send": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(c.Send(ctx, p, f.visitID, calls.SignalInput{Peer: "any", To: "other", Kind: "offer", Body: []byte(`{}`)}))

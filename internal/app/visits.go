@@ -598,9 +598,13 @@ func (a *App) applyMove(ctx context.Context, q *store.Q, p *clinic.Principal, v 
 			return false, err
 		}
 	}
-	// A closed visit's call ends with it: its peers and signals go.
+	// A closed visit's call ends with it: its peers and signals go, and
+	// its facts keep the end.
 	if m.To == clinic.VisitCompleted || m.To == clinic.VisitCancelled {
 		if err := q.EndCall(ctx, p.Account.ID, v.ID); err != nil {
+			return false, err
+		}
+		if err := a.callLeft(ctx, q, p.Account.ID, v.ID, true); err != nil {
 			return false, err
 		}
 	}

@@ -316,3 +316,31 @@ type NoteAddendum struct {
 	Body         string
 	Created      int64
 }
+
+// VisitFacts are what a visit recorded of itself for its claim: how the
+// patient took part, where they were, the provider's state, the call's
+// own start and end, and who took part.
+type VisitFacts struct {
+	VisitID       int64
+	Modality      string // ModalityVideo, ModalityAudio or ""
+	PatientState  string // two letters, as said at check-in
+	PatientHome   string // "yes", "no" or "" (not said)
+	ProviderState string
+	CallStart     int64 // when the patient and a provider were first both in the call
+	CallEnd       int64 // when the call last lost one of them, or the visit ended
+	Participants  []CallParticipant
+	Updated       int64
+}
+
+// CallParticipant is one who took part in a visit's call.
+type CallParticipant struct {
+	UserID int64  `json:"user_id"`
+	Role   string `json:"role"`
+	Name   string `json:"name"`
+}
+
+// Modalities of a visit's call.
+const (
+	ModalityVideo = "video"
+	ModalityAudio = "audio"
+)

@@ -221,6 +221,8 @@ func matrix() map[string]profile {
 		"POST /api_v3/visits/{id}/note/addenda":                         with(pPrescriber, nil),
 		"GET /api_v3/visits/{id}/summary":                               with(pVisit, map[string]outcome{"provider of the visit": missing, "owning patient": missing, "clinic admin": missing}),
 		"GET /api_v3/visits/{id}/codes":                                 pVisit,
+		"GET /api_v3/visits/{id}/facts":                                 pVisit,
+		"POST /api_v3/visits/{id}/location":                             pVisit,
 		"GET /api_v3/users/{id}/erx/prescriptions":                      pRecords,
 		"POST /api_v3/users/{id}/erx/prescriptions":                     pPrescriber,
 		"POST /api_v3/users/{id}/erx/prescriptions/{rx_id}/discontinue": with(pPrescriber, map[string]outcome{"provider of the visit": missing}),

@@ -5,6 +5,7 @@ import (
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/app/billing"
+	"teleclinic/internal/claimrules"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/edge"
 	"teleclinic/internal/reference"
@@ -272,6 +273,48 @@ type claimOut struct {
 	Diagnoses  []claimCode    `json:"diagnoses"`
 	Procedures []claimProc    `json:"procedures"`
 	Insurance  claimInsurance `json:"insurance"`
+	// The telehealth facts and what the rule set makes of them.
+	PlaceOfService string     `json:"place_of_service"`
+	Modifiers      []string   `json:"modifiers"`
+	Telehealth     telehealth `json:"telehealth"`
+}
+
+// telehealth is a visit's recorded facts with the rule set's reading.
+type telehealth struct {
+	Modality      string        `json:"modality"`
+	PatientState  string        `json:"patient_state"`
+	PatientHome   *bool         `json:"patient_home"`
+	ProviderState string        `json:"provider_state"`
+	CallStart     int64         `json:"call_start"`
+	CallEnd       int64         `json:"call_end"`
+	Minutes       int64         `json:"minutes"`
+	Participants  []participant `json:"participants"`
+	RuleSet       string        `json:"rule_set"`
+	Rules         []string      `json:"rules"`
+	Missing       []string      `json:"missing"`
+	Warnings      []string      `json:"warnings"`
+}
+
+type participant struct {
+	UserID string `json:"user_id"`
+	Role   string `json:"role"`
+	Name   string `json:"name"`
+}
+
+func toTelehealth(f *clinic.VisitFacts, r claimrules.Result) telehealth {
+	t := telehealth{Modality: f.Modality, PatientState: f.PatientState, ProviderState: f.ProviderState, CallStart: f.CallStart, CallEnd: f.CallEnd,
+		Participants: []participant{}, RuleSet: r.RuleSet, Rules: r.Applied, Missing: r.Missing, Warnings: r.Warnings}
+	if f.PatientHome != "" {
+		home := f.PatientHome == "yes"
+		t.PatientHome = &home
+	}
+	if f.CallStart > 0 && f.CallEnd > f.CallStart {
+		t.Minutes = (f.CallEnd - f.CallStart + 59) / 60
+	}
+	for _, c := range f.Participants {
+		t.Participants = append(t.Participants, participant{UserID: id(c.UserID), Role: c.Role, Name: c.Name})
+	}
+	return t
 }
 
 type claimPerson struct {
@@ -325,7 +368,7 @@ func (s *Server) claimsReport(w http.ResponseWriter, r *http.Request, c *call) e
 			o.Diagnoses = append(o.Diagnoses, claimCode{Code: d, Description: ref.DiagnosisText(d)})
 		}
 		for _, p := range cl.Codes.Procedures {
-			o.Procedures = append(o.Procedures, claimProc{Code: p.Code, Description: ref.ProcedureText(p.Code), Modifiers: p.Modifiers})
+			o.Procedures = append(o.Procedures, claimProc{Code: p.Code, Description: ref.ProcedureText(p.Code), Modifiers: claimrules.Merge(p.Modifiers, cl.Derived.Modifiers)})
 		}
 		for _, cd := range cl.Insurance {
 			if cd.CardType == "primary" {
@@ -334,6 +377,7 @@ func (s *Server) claimsReport(w http.ResponseWriter, r *http.Request, c *call) e
 				o.Insurance.Secondary = toCardOut(cd)
 			}
 		}
+		o.PlaceOfService, o.Modifiers, o.Telehealth = cl.Derived.PlaceOfService, cl.Derived.Modifiers, toTelehealth(cl.Facts, cl.Derived)
 		out[i] = o
 	}
 	return ok(w, out)
@@ -367,6 +411,46 @@ func (s *Server) setVisitCodes(w http.ResponseWriter, r *http.Request, c *call) 
 		return err
 	}
 	return ok(w, codes)
+}
+
+// checkIn is POST /visits/{id}/location (extension).
+func (s *Server) checkIn(w http.ResponseWriter, r *http.Request, c *call) error {
+	vid, err := pathID(c, "id", "Visit")
+	if err != nil {
+		return err
+	}
+	home, err := c.params.Bool("at_home")
+	if err != nil {
+		return err
+	}
+	in := app.CheckInInput{State: c.params.Str("state"), AtHome: home}
+	f, err := s.app.CheckIn(r.Context(), c.p, vid, in)
+	if err != nil {
+		return err
+	}
+	return ok(w, toTelehealth(f, app.DeriveClaim(f)))
+}
+
+// visitFacts is GET /visits/{id}/facts (extension).
+func (s *Server) visitFacts(w http.ResponseWriter, r *http.Request, c *call) error {
+	vid, err := pathID(c, "id", "Visit")
+	if err != nil {
+		return err
+	}
+	f, derived, err := s.app.VisitFacts(r.Context(), c.p, vid)
+	if err != nil {
+		return err
+	}
+	out := toTelehealth(f, derived)
+	return ok(w, visitFactsOut{telehealth: out, PlaceOfService: derived.PlaceOfService, Modifiers: derived.Modifiers})
+}
+
+// visitFactsOut is a visit's facts with the place of service and the
+// modifiers the rule set derives.
+type visitFactsOut struct {
+	telehealth
+	PlaceOfService string   `json:"place_of_service"`
+	Modifiers      []string `json:"modifiers"`
 }
 
 func (s *Server) getVisitCodes(w http.ResponseWriter, r *http.Request, c *call) error {

@@ -121,6 +121,8 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/api_v3/insurances/list/procedures", app.NeedUser, famCode, s.listProcedures)
 	s.handle("POST", "/api_v3/visits/{id}/codes", app.NeedUser, famObject, s.setVisitCodes)
 	s.handle("GET", "/api_v3/visits/{id}/codes", app.NeedUser, famObject, s.getVisitCodes)
+	s.handle("POST", "/api_v3/visits/{id}/location", app.NeedUser, famObject, s.checkIn)
+	s.handle("GET", "/api_v3/visits/{id}/facts", app.NeedUser, famObject, s.visitFacts)
 
 	// Pharmacy and prescriptions (spec; writing and discontinuing are extensions).
 	s.handle("GET", "/api_v3/users/{id}/erx/prescriptions", app.NeedUser, famCode, s.listPrescriptions)

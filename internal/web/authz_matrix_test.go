@@ -111,6 +111,7 @@ func portalMatrix() map[string]string {
 		"GET /visits/start/{id}/reschedule":   "RRDDDDAAA",
 		"POST /visits/start/{id}/reschedule":  "RRDDDDAAA",
 		"POST /visits/start/{id}/reminders":   "RRDDDDDAD",
+		"POST /visits/start/{id}/location":    "RRDDDDAAA",
 		"POST /visits/start/{id}/cancel":      "RRDDDDAAA",
 		"POST /visits/start/{id}/call/join":   "RRDDDDAAD",
 		"POST /visits/start/{id}/call/relay":  "RRDDDDAAD",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -93,7 +94,13 @@ func (s *Server) callJoin(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	j, err := s.calls.Join(r.Context(), p, id)
+	// The page says whether it joins without a camera ({"audio_only":
+	// true}); a body it cannot read joins with video.
+	var in struct {
+		AudioOnly bool `json:"audio_only"`
+	}
+	_ = json.NewDecoder(io.LimitReader(r.Body, 1<<10)).Decode(&in)
+	j, err := s.calls.Join(r.Context(), p, id, in.AudioOnly)
 	if err != nil {
 		return err
 	}

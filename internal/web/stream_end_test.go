@@ -119,7 +119,7 @@ func TestStreams_EndWithTheSession(t *testing.T) {
 				t.Fatalf("join: %d %s", pg.Status, pg.Body)
 			}
 			prov := f.user(t, f.providerToken)
-			vj, err := calls.New(f.e.App.Core()).Join(bg, prov, f.visitID)
+			vj, err := calls.New(f.e.App.Core()).Join(bg, prov, f.visitID, false)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -305,6 +305,9 @@ type visitPage struct {
 	RoomLink  string
 	Completed bool
 	Missed    bool // a no-show
+	// CheckIn asks the patient of an open video visit where they are
+	// (nil for others).
+	CheckIn *checkInView
 	// State is the visit's status as static/call.js reads it (statusWord,
 	// untranslated): the page joins or rings the patient as it becomes
 	// "in progress" and puts the call away as it ends. ProviderIn says so
@@ -343,6 +346,7 @@ type bookedView struct {
 // notices are the words of ?notice= after a change on the visit page.
 var notices = map[string]string{
 	"cancelled":       "Your appointment is cancelled.",
+	"checked-in":      "Thank you: the clinic knows where you are for this visit.",
 	"moved":           "Your appointment has its new time.",
 	"remind-on":       "Reminder emails are on for this visit.",
 	"texted":          "The patient's link is on its way by text.",
@@ -420,6 +424,13 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request) error {
 		page.Call.AutoJoin = true
 	}
 	page.ProviderIn = page.Call != nil && d.Visit.MemberID == p.UserID() && d.Visit.Status == clinic.VisitInProgress
+	if d.Visit.MemberID == p.UserID() && page.Open && d.Visit.Kind != clinic.KindEconsult {
+		f, _, err := s.app.VisitFacts(r.Context(), p, d.Visit.ID)
+		if err != nil {
+			return err
+		}
+		page.CheckIn = &checkInView{States: app.USStates(), State: f.PatientState, Home: f.PatientHome}
+	}
 	if page.Live && page.Seen > 0 { // drawn: the dashboard no longer counts these as new
 		if err := s.app.MarkThreadRead(r.Context(), p, d.Visit.ID, page.Seen); err != nil {
 			return err
@@ -692,6 +703,33 @@ func (s *Server) reminders(w http.ResponseWriter, r *http.Request) error {
 	}
 	afterChange(w, r, id, map[bool]string{true: "remind-on", false: "remind-off"}[on])
 	return nil
+}
+
+// checkIn is POST /visits/start/{id}/location: the patient says where
+// they are for the visit (app.CheckIn), for its claim.
+func (s *Server) checkIn(w http.ResponseWriter, r *http.Request) error {
+	p, id, err := s.visitRequest(r)
+	if err != nil {
+		return err
+	}
+	var home *bool
+	switch r.PostFormValue("at_home") {
+	case "1":
+		home = new(true)
+	case "0":
+		home = new(false)
+	}
+	if _, err := s.app.CheckIn(r.Context(), p, id, app.CheckInInput{State: r.PostFormValue("state"), AtHome: home}); err != nil {
+		return err
+	}
+	afterChange(w, r, id, "checked-in")
+	return nil
+}
+
+// checkInView is the visit page's question of where the patient is.
+type checkInView struct {
+	States      []string
+	State, Home string // as said ("" until then)
 }
 
 // textLink is POST /visits/start/{id}/text-link: the visit's provider

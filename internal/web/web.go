@@ -140,6 +140,7 @@ func (s *Server) routes() {
 	s.page("GET /visits/start/{id}/reschedule", s.rescheduleForm)
 	s.page("POST /visits/start/{id}/reschedule", s.reschedule)
 	s.page("POST /visits/start/{id}/reminders", s.reminders)
+	s.page("POST /visits/start/{id}/location", s.checkIn)
 	s.page("POST /visits/start/{id}/text-link", s.textLink)
 	s.page("POST /visits/start/{id}/note", s.saveNote)
 	s.page("POST /visits/start/{id}/note/addenda", s.addAddendum)

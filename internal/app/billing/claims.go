@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"teleclinic/internal/app"
+	"teleclinic/internal/claimrules"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/reference"
 	"teleclinic/internal/store"
@@ -125,6 +126,10 @@ type Claim struct {
 	Provider  *clinic.User // nil while unassigned
 	Codes     *ClaimCodes
 	Insurance []*app.Card
+	// Facts are what the visit recorded of itself (never nil), Derived
+	// the place of service and modifiers the rule set makes of them.
+	Facts   *clinic.VisitFacts
+	Derived claimrules.Result
 }
 
 // maxClaimDays bounds one report's range.
@@ -208,6 +213,14 @@ func (s *Service) claimsReport(ctx context.Context, p *clinic.Principal, in Clai
 	if err != nil {
 		return none, fmt.Errorf("claims: %w", err)
 	}
+	vids := make([]int64, len(visits))
+	for i, cv := range visits {
+		vids[i] = cv.ID
+	}
+	facts, err := q.VisitFactsOf(ctx, p.Account.ID, vids)
+	if err != nil {
+		return none, fmt.Errorf("claims: %w", err)
+	}
 	out := make([]*Claim, 0, len(visits))
 	for _, cv := range visits {
 		v := cv.Visit
@@ -216,6 +229,11 @@ func (s *Service) claimsReport(ctx context.Context, p *clinic.Principal, in Clai
 		for _, r := range cards[v.MemberID] {
 			c.Insurance = append(c.Insurance, app.ToCard(r))
 		}
+		c.Facts = facts[v.ID]
+		if c.Facts == nil {
+			c.Facts = &clinic.VisitFacts{VisitID: v.ID, Participants: []clinic.CallParticipant{}}
+		}
+		c.Derived = app.DeriveClaim(c.Facts)
 		out = append(out, c)
 	}
 	return clinic.Page[*Claim]{Items: out, Next: pg.Next}, nil

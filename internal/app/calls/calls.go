@@ -36,7 +36,10 @@ type Joined struct {
 // given the call's media (callMedia), then seated (callSeat). The
 // provider joining starts the visit (in progress, actual_start now), as
 // PUT /visits/in_progress does. A full call answers 409.
-func (s *Service) Join(ctx context.Context, p *clinic.Principal, id int64) (*Joined, error) {
+//
+// audioOnly says the page joins without a camera: the visit's facts keep
+// the patient's modality for its claim (app/visitfacts.go).
+func (s *Service) Join(ctx context.Context, p *clinic.Principal, id int64, audioOnly bool) (*Joined, error) {
 	v, role, err := s.callAdmit(ctx, p, id)
 	if err != nil {
 		return nil, err
@@ -48,6 +51,11 @@ func (s *Service) Join(ctx context.Context, p *clinic.Principal, id int64) (*Joi
 	}
 	if err := s.callSeat(ctx, p, v, seats, out); err != nil {
 		return nil, err
+	}
+	// The join stands without its facts: a call is not refused for a
+	// record of it, which the log then says is missing.
+	if err := s.core.CallJoined(ctx, p, v.ID, role, audioOnly); err != nil {
+		s.log.Warn("call: visit facts not recorded", "account", p.Account.Code, "visit", v.ID, "err", err)
 	}
 	return out, nil
 }
@@ -370,6 +378,11 @@ func (s *Service) Leave(ctx context.Context, p *clinic.Principal, id int64, peer
 		}
 		if left, err := q.LeaveCallPeer(ctx, p.Account.ID, v.ID, c.Peer, now); err != nil || !left {
 			return err
+		}
+		if role := c.Role; role == RolePatient || role == RoleProvider {
+			if err := s.core.CallLeft(ctx, q, p.Account.ID, v.ID); err != nil {
+				return err
+			}
 		}
 		if err := q.AddCallSignal(ctx, &clinic.CallSignal{AccountID: p.Account.ID, VisitID: v.ID, Seq: seq, From: c.Peer, Kind: "leave", Body: "{}", Created: now}); err != nil {
 			return err

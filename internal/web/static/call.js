@@ -616,7 +616,7 @@
     devices()
       .then(function () {
         say(T("Joining…"));
-        return post("/join");
+        return post("/join", { audio_only: audioOnly });
       })
       .then(function (j) {
         me = j;
