@@ -4182,6 +4182,9 @@ type ProfileBody struct {
 	Language    *string `json:"language,omitempty"`
 	LastName    *string `json:"last_name,omitempty"`
 	Nationality *string `json:"nationality,omitempty"`
+
+	// Npi Extension, providers only. The provider's National Provider Identifier: ten digits, the last the Luhn check digit behind the prefix 80840 (400 otherwise); empty removes it. The profile shows it as extra.npi; superbills carry it.
+	Npi         *string `json:"npi,omitempty"`
 	OldPassword *string `json:"old_password,omitempty"`
 	Password    *string `json:"password,omitempty"`
 	PcpName     *string `json:"pcp_name,omitempty"`
@@ -13136,6 +13139,19 @@ type ClientInterface interface {
 	// Corresponds with GET /api_v3/visits/{id}/summary (the `GetVisitsByIdSummary` operationId).
 	GetVisitsByIdSummary(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetVisitsByIdSuperbill A completed visit's superbill (PDF)
+	//
+	// The statement a patient sends their insurer: the clinic, the rendering provider
+	// with their NPI (POST /me `npi`) and state, the patient, the day of service, the
+	// place of service and modality from the visit's facts, the ICD-10-CM diagnoses, the
+	// services with their modifiers (the coded ones, then those the rule set derives) and
+	// what was charged, paid and refunded. For the visit's patient, its provider and the
+	// admin; a visit that is not completed is 409. Audited as `visit.superbill`. The
+	// portal shows the same at `/visits/start/{id}/superbill`.
+	//
+	// Corresponds with GET /api_v3/visits/{id}/superbill (the `GetVisitsByIdSuperbill` operationId).
+	GetVisitsByIdSuperbill(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// PostVisitsByIdTextLink Text the patient their link to the visit
 	//
 	// The visit's provider (or a provider of an unassigned visit) or the admin: a new
@@ -18921,6 +18937,29 @@ func (c *Client) PostVisitsByIdRescheduleWithFormdataBody(ctx context.Context, i
 // Corresponds with GET /api_v3/visits/{id}/summary (the `GetVisitsByIdSummary` operationId).
 func (c *Client) GetVisitsByIdSummary(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetVisitsByIdSummaryRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetVisitsByIdSuperbill A completed visit's superbill (PDF)
+//
+// The statement a patient sends their insurer: the clinic, the rendering provider
+// with their NPI (POST /me `npi`) and state, the patient, the day of service, the
+// place of service and modality from the visit's facts, the ICD-10-CM diagnoses, the
+// services with their modifiers (the coded ones, then those the rule set derives) and
+// what was charged, paid and refunded. For the visit's patient, its provider and the
+// admin; a visit that is not completed is 409. Audited as `visit.superbill`. The
+// portal shows the same at `/visits/start/{id}/superbill`.
+//
+// Corresponds with GET /api_v3/visits/{id}/superbill (the `GetVisitsByIdSuperbill` operationId).
+func (c *Client) GetVisitsByIdSuperbill(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetVisitsByIdSuperbillRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -29084,6 +29123,40 @@ func NewGetVisitsByIdSummaryRequest(server string, id string) (*http.Request, er
 	return req, nil
 }
 
+// NewGetVisitsByIdSuperbillRequest constructs an http.Request for the GetVisitsByIdSuperbill method
+func NewGetVisitsByIdSuperbillRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/visits/%s/superbill", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewPostVisitsByIdTextLinkRequest constructs an http.Request for the PostVisitsByIdTextLink method
 func NewPostVisitsByIdTextLinkRequest(server string, id string, params *PostVisitsByIdTextLinkParams) (*http.Request, error) {
 	var err error
@@ -34371,6 +34444,21 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api_v3/visits/{id}/summary (the `GetVisitsByIdSummary` operationId).
 	GetVisitsByIdSummaryWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetVisitsByIdSummaryResponse, error)
+
+	// GetVisitsByIdSuperbillWithResponse A completed visit's superbill (PDF)
+	//
+	// The statement a patient sends their insurer: the clinic, the rendering provider
+	// with their NPI (POST /me `npi`) and state, the patient, the day of service, the
+	// place of service and modality from the visit's facts, the ICD-10-CM diagnoses, the
+	// services with their modifiers (the coded ones, then those the rule set derives) and
+	// what was charged, paid and refunded. For the visit's patient, its provider and the
+	// admin; a visit that is not completed is 409. Audited as `visit.superbill`. The
+	// portal shows the same at `/visits/start/{id}/superbill`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api_v3/visits/{id}/superbill (the `GetVisitsByIdSuperbill` operationId).
+	GetVisitsByIdSuperbillWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetVisitsByIdSuperbillResponse, error)
 
 	// PostVisitsByIdTextLinkWithResponse Text the patient their link to the visit
 	//
@@ -46700,6 +46788,82 @@ func (r GetVisitsByIdSummaryResponse) ContentType() string {
 	return ""
 }
 
+// GetVisitsByIdSuperbillResponse200Headers the declared response headers of an HTTP 200 response for GetVisitsByIdSuperbill
+type GetVisitsByIdSuperbillResponse200Headers struct {
+	ContentDisposition *string
+}
+
+type GetVisitsByIdSuperbillResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ObjUnauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ObjForbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ObjNotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ObjConflict
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ObjInternal
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetVisitsByIdSuperbillResponse200Headers
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetVisitsByIdSuperbillResponse) GetJSON401() *ObjUnauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetVisitsByIdSuperbillResponse) GetJSON403() *ObjForbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetVisitsByIdSuperbillResponse) GetJSON404() *ObjNotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r GetVisitsByIdSuperbillResponse) GetJSON409() *ObjConflict {
+	return r.JSON409
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetVisitsByIdSuperbillResponse) GetJSON500() *ObjInternal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetVisitsByIdSuperbillResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetVisitsByIdSuperbillResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetVisitsByIdSuperbillResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetVisitsByIdSuperbillResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // PostVisitsByIdTextLinkResponse429Headers the declared response headers of an HTTP 429 response for PostVisitsByIdTextLink
 type PostVisitsByIdTextLinkResponse429Headers struct {
 	RetryAfter *int
@@ -53680,6 +53844,27 @@ func (c *ClientWithResponses) GetVisitsByIdSummaryWithResponse(ctx context.Conte
 		return nil, err
 	}
 	return ParseGetVisitsByIdSummaryResponse(rsp)
+}
+
+// GetVisitsByIdSuperbillWithResponse A completed visit's superbill (PDF)
+//
+// The statement a patient sends their insurer: the clinic, the rendering provider
+// with their NPI (POST /me `npi`) and state, the patient, the day of service, the
+// place of service and modality from the visit's facts, the ICD-10-CM diagnoses, the
+// services with their modifiers (the coded ones, then those the rule set derives) and
+// what was charged, paid and refunded. For the visit's patient, its provider and the
+// admin; a visit that is not completed is 409. Audited as `visit.superbill`. The
+// portal shows the same at `/visits/start/{id}/superbill`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api_v3/visits/{id}/superbill (the `GetVisitsByIdSuperbill` operationId).
+func (c *ClientWithResponses) GetVisitsByIdSuperbillWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetVisitsByIdSuperbillResponse, error) {
+	rsp, err := c.GetVisitsByIdSuperbill(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetVisitsByIdSuperbillResponse(rsp)
 }
 
 // PostVisitsByIdTextLinkWithResponse Text the patient their link to the visit
@@ -64702,6 +64887,73 @@ func ParseGetVisitsByIdSummaryResponse(rsp *http.Response) (*GetVisitsByIdSummar
 		}
 		response.JSON500 = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseGetVisitsByIdSuperbillResponse parses an HTTP response from a GetVisitsByIdSuperbillWithResponse call
+func ParseGetVisitsByIdSuperbillResponse(rsp *http.Response) (*GetVisitsByIdSuperbillResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetVisitsByIdSuperbillResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ObjUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ObjForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ObjNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ObjConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ObjInternal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetVisitsByIdSuperbillResponse200Headers
+		if values := rsp.Header.Values("Content-Disposition"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Disposition", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentDisposition = &value
+		}
+		response.Headers200 = &headers
 	}
 
 	return response, nil

@@ -433,6 +433,9 @@ func permRows(f *permFixture) map[string]permRow {
 		"ClaimCodesOf": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(b.ClaimCodesOf(ctx, p, f.visitID))
 		}},
+		"Superbill": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(b.Superbill(ctx, p, f.visitID))
+		}},
 		"ClaimsReport": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(b.ClaimsReport(ctx, p, billing.ClaimsQuery{}))
 		}},

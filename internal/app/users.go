@@ -545,6 +545,9 @@ type ProfileUpdate struct {
 	Language *string
 	// Providers only: what availability searches match (extension).
 	StatesServiced, Specialties *[]string
+	// NPI is a provider's National Provider Identifier, for their claims
+	// and superbills (extension; "" removes it).
+	NPI *string
 	// PhotoUpload is a picture sent as the photo part of a multipart POST
 	// /me: it becomes a user_avatar file of the user and their photo.
 	PhotoUpload     io.Reader
@@ -711,6 +714,11 @@ func (a *App) applyProfile(ctx context.Context, p *clinic.Principal, u *clinic.U
 			return err
 		}
 	}
+	if in.NPI != nil {
+		if err := applyNPI(u, *in.NPI); err != nil {
+			return err
+		}
+	}
 	if in.StatesServiced != nil || in.Specialties != nil {
 		if err := applyProviderLists(u, in); err != nil {
 			return err
@@ -751,6 +759,58 @@ func applyProviderLists(u *clinic.User, in ProfileUpdate) error {
 }
 
 var tenDigits = regexp.MustCompile(`^[0-9]{10}$`)
+
+// applyNPI sets provider u's NPI (extra.npi): ten digits whose last is
+// the Luhn check digit of the others behind the prefix 80840, as CMS
+// issues them; "" removes it.
+func applyNPI(u *clinic.User, npi string) error {
+	if u.Type != clinic.UserProvider {
+		return clinic.Errorf(clinic.EInvalid, "npi is for providers.")
+	}
+	npi = strings.TrimSpace(npi)
+	u.Extra = maps.Clone(u.Extra)
+	if u.Extra == nil {
+		u.Extra = map[string]any{}
+	}
+	if npi == "" {
+		delete(u.Extra, "npi")
+		return nil
+	}
+	if !ValidNPI(npi) {
+		return clinic.Errorf(clinic.EInvalid, "npi must be a National Provider Identifier: ten digits, the last its check digit.")
+	}
+	u.Extra["npi"] = npi
+	return nil
+}
+
+// ValidNPI says whether npi is ten digits whose last is the Luhn check
+// digit of "80840" and the nine before it.
+func ValidNPI(npi string) bool {
+	if !tenDigits.MatchString(npi) {
+		return false
+	}
+	digits := "80840" + npi[:9]
+	sum := 0
+	for i := len(digits) - 1; i >= 0; i-- {
+		d := int(digits[i] - '0')
+		if (len(digits)-1-i)%2 == 0 { // the rightmost, and every other: doubled
+			if d *= 2; d > 9 {
+				d -= 9
+			}
+		}
+		sum += d
+	}
+	return int(npi[9]-'0') == (10-sum%10)%10
+}
+
+// ProviderNPI is provider u's NPI ("" when not given).
+func ProviderNPI(u *clinic.User) string {
+	if u == nil {
+		return ""
+	}
+	s, _ := u.Extra["npi"].(string)
+	return s
+}
 
 // checkPhoto accepts a file of the clinic that the user uploaded or that
 // targets them; an empty id removes the photo.

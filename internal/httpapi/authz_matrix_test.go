@@ -223,6 +223,7 @@ func matrix() map[string]profile {
 		"GET /api_v3/visits/{id}/codes":                                 pVisit,
 		"GET /api_v3/visits/{id}/facts":                                 pVisit,
 		"POST /api_v3/visits/{id}/location":                             pVisit,
+		"GET /api_v3/visits/{id}/superbill":                             pVisit,
 		"GET /api_v3/users/{id}/erx/prescriptions":                      pRecords,
 		"POST /api_v3/users/{id}/erx/prescriptions":                     pPrescriber,
 		"POST /api_v3/users/{id}/erx/prescriptions/{rx_id}/discontinue": with(pPrescriber, map[string]outcome{"provider of the visit": missing}),

@@ -1,7 +1,10 @@
 package httpapi
 
 import (
+	"bytes"
+	"fmt"
 	"net/http"
+	"strconv"
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/app/billing"
@@ -9,6 +12,7 @@ import (
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/edge"
 	"teleclinic/internal/reference"
+	"teleclinic/internal/superbill"
 )
 
 // cardOut is the spec's insurance card: card_type and every field.
@@ -451,6 +455,30 @@ type visitFactsOut struct {
 	telehealth
 	PlaceOfService string   `json:"place_of_service"`
 	Modifiers      []string `json:"modifiers"`
+}
+
+// superbillPDF is GET /visits/{id}/superbill (extension): the completed
+// visit's superbill as a PDF.
+func (s *Server) superbillPDF(w http.ResponseWriter, r *http.Request, c *call) error {
+	vid, err := pathID(c, "id", "Visit")
+	if err != nil {
+		return err
+	}
+	b, err := s.billing.Superbill(r.Context(), c.p, vid)
+	if err != nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if err := superbill.PDF(&buf, b); err != nil {
+		return fmt.Errorf("superbill: %w", err)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/pdf")
+	h.Set("Content-Disposition", `attachment; filename="superbill-`+strconv.FormatInt(vid, 10)+`.pdf"`)
+	h.Set("Cache-Control", "private, no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	_, err = w.Write(buf.Bytes())
+	return err
 }
 
 func (s *Server) getVisitCodes(w http.ResponseWriter, r *http.Request, c *call) error {

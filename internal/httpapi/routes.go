@@ -123,6 +123,7 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/api_v3/visits/{id}/codes", app.NeedUser, famObject, s.getVisitCodes)
 	s.handle("POST", "/api_v3/visits/{id}/location", app.NeedUser, famObject, s.checkIn)
 	s.handle("GET", "/api_v3/visits/{id}/facts", app.NeedUser, famObject, s.visitFacts)
+	s.handle("GET", "/api_v3/visits/{id}/superbill", app.NeedUser, famObject, s.superbillPDF)
 
 	// Pharmacy and prescriptions (spec; writing and discontinuing are extensions).
 	s.handle("GET", "/api_v3/users/{id}/erx/prescriptions", app.NeedUser, famCode, s.listPrescriptions)

@@ -233,7 +233,7 @@ func (s *Server) updateMe(w http.ResponseWriter, r *http.Request, c *call) error
 		OldPassword: q.Opt("old_password"), DOB: q.Opt("dob"), Gender: q.Opt("gender"), Nationality: q.Opt("nationality"),
 		TOS: q.Opt("tos"), Phone: q.Opt("phone"), StreetAddr: q.Opt("street_addr"), State: q.Opt("state"), Zip: q.Opt("zip"),
 		City: q.Opt("city"), PCPName: q.Opt("pcp_name"), PCPPhone: q.Opt("pcp_phone"), Timezone: q.Opt("timezone"), Language: q.Opt("language"),
-		Photo: q.Opt("photo"), StatesServiced: q.OptList("states_serviced"), Specialties: q.OptList("specialties"),
+		Photo: q.Opt("photo"), StatesServiced: q.OptList("states_serviced"), Specialties: q.OptList("specialties"), NPI: q.Opt("npi"),
 	}
 	f, fh, err := uploadedFile(c, "photo")
 	if err != nil {

@@ -107,15 +107,17 @@ func portalMatrix() map[string]string {
 		// so who may see it is let through to its refusal (only a booked
 		// visit has a calendar entry, or moves); its patient, its
 		// provider and the admin cancel it.
-		"GET /visits/start/{id}/calendar.ics": "RRDDDDNNN",
-		"GET /visits/start/{id}/reschedule":   "RRDDDDAAA",
-		"POST /visits/start/{id}/reschedule":  "RRDDDDAAA",
-		"POST /visits/start/{id}/reminders":   "RRDDDDDAD",
-		"POST /visits/start/{id}/location":    "RRDDDDAAA",
-		"POST /visits/start/{id}/cancel":      "RRDDDDAAA",
-		"POST /visits/start/{id}/call/join":   "RRDDDDAAD",
-		"POST /visits/start/{id}/call/relay":  "RRDDDDAAD",
-		"POST /visits/start/{id}/call/signal": "RRDDDDAAD",
+		"GET /visits/start/{id}/calendar.ics":  "RRDDDDNNN",
+		"GET /visits/start/{id}/superbill":     "RRDDDDAAA",
+		"GET /visits/start/{id}/superbill.pdf": "RRDDDDAAA",
+		"GET /visits/start/{id}/reschedule":    "RRDDDDAAA",
+		"POST /visits/start/{id}/reschedule":   "RRDDDDAAA",
+		"POST /visits/start/{id}/reminders":    "RRDDDDDAD",
+		"POST /visits/start/{id}/location":     "RRDDDDAAA",
+		"POST /visits/start/{id}/cancel":       "RRDDDDAAA",
+		"POST /visits/start/{id}/call/join":    "RRDDDDAAD",
+		"POST /visits/start/{id}/call/relay":   "RRDDDDAAD",
+		"POST /visits/start/{id}/call/signal":  "RRDDDDAAD",
 		// The call's stream and leave: each participant with their own peer.
 		"GET /visits/start/{id}/call/events": "RRDDDDAAD",
 		"POST /visits/start/{id}/call/leave": "RRDDDDAAD",

@@ -25,7 +25,9 @@ import (
 var writeCatalog = flag.Bool("catalog.write", false, "rewrite internal/locale/catalogs/en.json's messages from the keys the portal uses")
 
 // englishOnlyPages are the templates of englishOnly's pages.
-var englishOnlyPages = []string{"admin", "adminroom", "adminsignin", "dashboard", "chart", "rotated", "activate"}
+// The superbill is read by a US insurer: English whatever the portal's
+// language (its article says lang="en").
+var englishOnlyPages = []string{"admin", "adminroom", "adminsignin", "dashboard", "chart", "rotated", "activate", "superbill"}
 
 var (
 	templateKey = regexp.MustCompile(`\{\{-?\s*t\s+("(?:[^"\\]|\\.)*")`)

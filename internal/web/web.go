@@ -146,6 +146,8 @@ func (s *Server) routes() {
 	s.page("POST /visits/start/{id}/note/addenda", s.addAddendum)
 	s.callRoute("GET /providers/diagnoses", s.diagnoses)
 	s.page("GET /visits/start/{id}/calendar.ics", s.calendar)
+	s.page("GET /visits/start/{id}/superbill", s.superbillHTML)
+	s.page("GET /visits/start/{id}/superbill.pdf", s.superbillFile)
 	s.callRoute("POST /visits/start/{id}/call/join", s.callJoin)
 	s.callRoute("POST /visits/start/{id}/call/relay", s.callRelay)
 	s.callRoute("GET /visits/start/{id}/call/events", s.callEvents)
