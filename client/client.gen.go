@@ -1820,6 +1820,45 @@ func (e PostIntakesParamsType) Valid() bool {
 	}
 }
 
+// Defines values for GetReportsNumbersParamsFormat.
+const (
+	GetReportsNumbersParamsFormatCsv  GetReportsNumbersParamsFormat = "csv"
+	GetReportsNumbersParamsFormatJson GetReportsNumbersParamsFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the GetReportsNumbersParamsFormat enum.
+func (e GetReportsNumbersParamsFormat) Valid() bool {
+	switch e {
+	case GetReportsNumbersParamsFormatCsv:
+		return true
+	case GetReportsNumbersParamsFormatJson:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for GetReportsNumbersParamsGroup.
+const (
+	GetReportsNumbersParamsGroupDay      GetReportsNumbersParamsGroup = "day"
+	GetReportsNumbersParamsGroupProvider GetReportsNumbersParamsGroup = "provider"
+	GetReportsNumbersParamsGroupRoom     GetReportsNumbersParamsGroup = "room"
+)
+
+// Valid indicates whether the value is a known member of the GetReportsNumbersParamsGroup enum.
+func (e GetReportsNumbersParamsGroup) Valid() bool {
+	switch e {
+	case GetReportsNumbersParamsGroupDay:
+		return true
+	case GetReportsNumbersParamsGroupProvider:
+		return true
+	case GetReportsNumbersParamsGroupRoom:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetSlotsParamsStatus.
 const (
 	GetSlotsParamsStatusN10 GetSlotsParamsStatus = 10
@@ -2636,7 +2675,7 @@ type ClaimList struct {
 		// /visits/{id}/location); `provider_state`: the provider's profile state as they
 		// joined; `call_start`: when a patient and a provider had both joined; `call_end`:
 		// when one of them last left, or the visit ended; `minutes` rounds the span up;
-		// `participants`: who joined. `rules` are the rules applied (pos-10, pos-02, mod-95,
+		// `participants`: who joined; `rejoins`: how often one of them joined again. `rules` are the rules applied (pos-10, pos-02, mod-95,
 		// mod-93, mod-fq; docs/design-notes.md "Visit facts"), `missing` the facts a clean
 		// claim still needs, `warnings` what the biller should check (a patient in another
 		// state than the provider's).
@@ -3902,6 +3941,52 @@ type NotificationResponse struct {
 	Data Notification `json:"data"`
 }
 
+// NumberRow defines model for NumberRow.
+type NumberRow struct {
+	Appointments      int `json:"appointments"`
+	CallsNotConnected int `json:"calls_not_connected"`
+	CallsRejoined     int `json:"calls_rejoined"`
+	Cancelled         int `json:"cancelled"`
+	Completed         int `json:"completed"`
+	Econsults         int `json:"econsults"`
+
+	// Key The day (YYYY-MM-DD), the room's code, the provider's id, or total.
+	Key                string  `json:"key"`
+	LateCancels        int     `json:"late_cancels"`
+	LeftBeforeSeen     int     `json:"left_before_seen"`
+	LeftBeforeSeenRate float32 `json:"left_before_seen_rate"`
+	Name               *string `json:"name,omitempty"`
+	NoShowRate         float32 `json:"no_show_rate"`
+	NoShows            int     `json:"no_shows"`
+	Paid               float32 `json:"paid"`
+	Refunded           float32 `json:"refunded"`
+	StartP50           int     `json:"start_p50"`
+	StartP90           int     `json:"start_p90"`
+	Visits             int     `json:"visits"`
+	WaitP50            int     `json:"wait_p50"`
+	WaitP90            int     `json:"wait_p90"`
+	Walkins            int     `json:"walkins"`
+}
+
+// NumbersResponse defines model for NumbersResponse.
+type NumbersResponse struct {
+	Data struct {
+		Currency  string             `json:"currency"`
+		Days      []NumberRow        `json:"days"`
+		FromDate  openapi_types.Date `json:"from_date"`
+		Providers []NumberRow        `json:"providers"`
+		Revenue   []struct {
+			Currency string  `json:"currency"`
+			Paid     float32 `json:"paid"`
+			Refunded float32 `json:"refunded"`
+		} `json:"revenue"`
+		Rooms    []NumberRow        `json:"rooms"`
+		Timezone string             `json:"timezone"`
+		ToDate   openapi_types.Date `json:"to_date"`
+		Total    NumberRow          `json:"total"`
+	} `json:"data"`
+}
+
 // ObjectError defines model for ObjectError.
 type ObjectError struct {
 	Code *int `json:"code,omitempty"`
@@ -5025,7 +5110,7 @@ type VisitCreateBody struct {
 // /visits/{id}/location); `provider_state`: the provider's profile state as they
 // joined; `call_start`: when a patient and a provider had both joined; `call_end`:
 // when one of them last left, or the visit ended; `minutes` rounds the span up;
-// `participants`: who joined. `rules` are the rules applied (pos-10, pos-02, mod-95,
+// `participants`: who joined; `rejoins`: how often one of them joined again. `rules` are the rules applied (pos-10, pos-02, mod-95,
 // mod-93, mod-fq; docs/design-notes.md "Visit facts"), `missing` the facts a clean
 // claim still needs, `warnings` what the biller should check (a patient in another
 // state than the provider's).
@@ -5040,12 +5125,15 @@ type VisitFacts struct {
 		Role   VisitFactsParticipantsRole `json:"role"`
 		UserId string                     `json:"user_id"`
 	} `json:"participants"`
-	PatientHome   *bool    `json:"patient_home"`
-	PatientState  string   `json:"patient_state"`
-	ProviderState string   `json:"provider_state"`
-	RuleSet       string   `json:"rule_set"`
-	Rules         []string `json:"rules"`
-	Warnings      []string `json:"warnings"`
+	PatientHome   *bool  `json:"patient_home"`
+	PatientState  string `json:"patient_state"`
+	ProviderState string `json:"provider_state"`
+
+	// Rejoins How often someone already in the call joined it again (a dropped connection, a reload).
+	Rejoins  int      `json:"rejoins"`
+	RuleSet  string   `json:"rule_set"`
+	Rules    []string `json:"rules"`
+	Warnings []string `json:"warnings"`
 }
 
 // VisitFactsMissing defines model for VisitFacts.Missing.
@@ -5075,9 +5163,12 @@ type VisitFactsResponse struct {
 		PatientState   string                               `json:"patient_state"`
 		PlaceOfService VisitFactsResponseDataPlaceOfService `json:"place_of_service"`
 		ProviderState  string                               `json:"provider_state"`
-		RuleSet        string                               `json:"rule_set"`
-		Rules          []string                             `json:"rules"`
-		Warnings       []string                             `json:"warnings"`
+
+		// Rejoins How often someone already in the call joined it again (a dropped connection, a reload).
+		Rejoins  int      `json:"rejoins"`
+		RuleSet  string   `json:"rule_set"`
+		Rules    []string `json:"rules"`
+		Warnings []string `json:"warnings"`
 	} `json:"data"`
 }
 
@@ -5860,6 +5951,25 @@ type GetReportsClaimsParams struct {
 	// After The id of the last visit of the page before.
 	After *int `form:"after,omitempty" json:"after,omitempty"`
 }
+
+// GetReportsNumbersParams defines parameters for GetReportsNumbers.
+type GetReportsNumbersParams struct {
+	FromDate openapi_types.Date `form:"from_date" json:"from_date"`
+	ToDate   openapi_types.Date `form:"to_date" json:"to_date"`
+
+	// Timezone An IANA zone the days are in; UTC by default.
+	Timezone *string                        `form:"timezone,omitempty" json:"timezone,omitempty"`
+	Format   *GetReportsNumbersParamsFormat `form:"format,omitempty" json:"format,omitempty"`
+
+	// Group The CSV's rows; day by default.
+	Group *GetReportsNumbersParamsGroup `form:"group,omitempty" json:"group,omitempty"`
+}
+
+// GetReportsNumbersParamsFormat defines parameters for GetReportsNumbers.
+type GetReportsNumbersParamsFormat string
+
+// GetReportsNumbersParamsGroup defines parameters for GetReportsNumbers.
+type GetReportsNumbersParamsGroup string
 
 // GetRoomsParams defines parameters for GetRooms.
 type GetRoomsParams struct {
@@ -11398,6 +11508,27 @@ type ClientInterface interface {
 	// Corresponds with GET /api_v3/reports/claims (the `GetReportsClaims` operationId).
 	GetReportsClaims(ctx context.Context, params *GetReportsClaimsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetReportsNumbers The clinic's numbers of a date range
+	//
+	// The admin's. The visits that took place (started, else scheduled, else created) from
+	// `from_date` to `to_date`, both inclusive, as days in `timezone` (UTC unless given),
+	// at most 366 days: in total, by day, by room and by provider (most visits first).
+	// Each row counts visits, completed, cancelled, walk-ins, appointments, e-consults,
+	// no-shows (appointments with outcome no_show), late cancellations, walk-ins that left
+	// before they were seen (cancelled unstarted), the no-show rate (of appointments) and
+	// the left-before-seen rate (of walk-ins), as shares; the walk-ins' waits from arrival
+	// to start and the appointments' time to start after their time (p50 and p90 by
+	// nearest rank, in seconds); video visits completed whose call never had a patient and
+	// a provider together (`calls_not_connected`) and calls someone joined again
+	// (`calls_rejoined`); and the payments charged in the range and what of them was
+	// refunded (in `currency`, the range's most used; `revenue` has every currency's).
+	// With `format=csv`, the rows of `group` (day, room or provider) and the total as CSV.
+	// Computed from the visits at each request (one pass over an index of the range).
+	// Audited as `report.numbers`.
+	//
+	// Corresponds with GET /api_v3/reports/numbers (the `GetReportsNumbers` operationId).
+	GetReportsNumbers(ctx context.Context, params *GetReportsNumbersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetRooms List the clinic's rooms
 	//
 	// `page` is 1-based; `limit` defaults to 20, at most 100; `search` filters by name,
@@ -15646,6 +15777,37 @@ func (c *Client) GetRecordingsByIdDownload(ctx context.Context, id string, param
 // Corresponds with GET /api_v3/reports/claims (the `GetReportsClaims` operationId).
 func (c *Client) GetReportsClaims(ctx context.Context, params *GetReportsClaimsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetReportsClaimsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetReportsNumbers The clinic's numbers of a date range
+//
+// The admin's. The visits that took place (started, else scheduled, else created) from
+// `from_date` to `to_date`, both inclusive, as days in `timezone` (UTC unless given),
+// at most 366 days: in total, by day, by room and by provider (most visits first).
+// Each row counts visits, completed, cancelled, walk-ins, appointments, e-consults,
+// no-shows (appointments with outcome no_show), late cancellations, walk-ins that left
+// before they were seen (cancelled unstarted), the no-show rate (of appointments) and
+// the left-before-seen rate (of walk-ins), as shares; the walk-ins' waits from arrival
+// to start and the appointments' time to start after their time (p50 and p90 by
+// nearest rank, in seconds); video visits completed whose call never had a patient and
+// a provider together (`calls_not_connected`) and calls someone joined again
+// (`calls_rejoined`); and the payments charged in the range and what of them was
+// refunded (in `currency`, the range's most used; `revenue` has every currency's).
+// With `format=csv`, the rows of `group` (day, room or provider) and the total as CSV.
+// Computed from the visits at each request (one pass over an index of the range).
+// Audited as `report.numbers`.
+//
+// Corresponds with GET /api_v3/reports/numbers (the `GetReportsNumbers` operationId).
+func (c *Client) GetReportsNumbers(ctx context.Context, params *GetReportsNumbersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetReportsNumbersRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -23805,6 +23967,100 @@ func NewGetReportsClaimsRequest(server string, params *GetReportsClaimsParams) (
 		if params.After != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetReportsNumbersRequest constructs an http.Request for the GetReportsNumbers method
+func NewGetReportsNumbersRequest(server string, params *GetReportsNumbersParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/reports/numbers")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from_date", params.FromDate, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to_date", params.ToDate, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Timezone != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "timezone", *params.Timezone, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Format != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "format", *params.Format, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Group != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "group", *params.Group, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -32616,6 +32872,29 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /api_v3/reports/claims (the `GetReportsClaims` operationId).
 	GetReportsClaimsWithResponse(ctx context.Context, params *GetReportsClaimsParams, reqEditors ...RequestEditorFn) (*GetReportsClaimsResponse, error)
 
+	// GetReportsNumbersWithResponse The clinic's numbers of a date range
+	//
+	// The admin's. The visits that took place (started, else scheduled, else created) from
+	// `from_date` to `to_date`, both inclusive, as days in `timezone` (UTC unless given),
+	// at most 366 days: in total, by day, by room and by provider (most visits first).
+	// Each row counts visits, completed, cancelled, walk-ins, appointments, e-consults,
+	// no-shows (appointments with outcome no_show), late cancellations, walk-ins that left
+	// before they were seen (cancelled unstarted), the no-show rate (of appointments) and
+	// the left-before-seen rate (of walk-ins), as shares; the walk-ins' waits from arrival
+	// to start and the appointments' time to start after their time (p50 and p90 by
+	// nearest rank, in seconds); video visits completed whose call never had a patient and
+	// a provider together (`calls_not_connected`) and calls someone joined again
+	// (`calls_rejoined`); and the payments charged in the range and what of them was
+	// refunded (in `currency`, the range's most used; `revenue` has every currency's).
+	// With `format=csv`, the rows of `group` (day, room or provider) and the total as CSV.
+	// Computed from the visits at each request (one pass over an index of the range).
+	// Audited as `report.numbers`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api_v3/reports/numbers (the `GetReportsNumbers` operationId).
+	GetReportsNumbersWithResponse(ctx context.Context, params *GetReportsNumbersParams, reqEditors ...RequestEditorFn) (*GetReportsNumbersResponse, error)
+
 	// GetRoomsWithResponse List the clinic's rooms
 	//
 	// `page` is 1-based; `limit` defaults to 20, at most 100; `search` filters by name,
@@ -39657,6 +39936,68 @@ func (r GetReportsClaimsResponse) ContentType() string {
 	return ""
 }
 
+type GetReportsNumbersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *NumbersResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetReportsNumbersResponse) GetJSON200() *NumbersResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetReportsNumbersResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetReportsNumbersResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetReportsNumbersResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetReportsNumbersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetReportsNumbersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetReportsNumbersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetReportsNumbersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetRoomsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -45956,7 +46297,7 @@ type PostVisitsByIdLocationResponse struct {
 		// /visits/{id}/location); `provider_state`: the provider's profile state as they
 		// joined; `call_start`: when a patient and a provider had both joined; `call_end`:
 		// when one of them last left, or the visit ended; `minutes` rounds the span up;
-		// `participants`: who joined. `rules` are the rules applied (pos-10, pos-02, mod-95,
+		// `participants`: who joined; `rejoins`: how often one of them joined again. `rules` are the rules applied (pos-10, pos-02, mod-95,
 		// mod-93, mod-fq; docs/design-notes.md "Visit facts"), `missing` the facts a clean
 		// claim still needs, `warnings` what the biller should check (a patient in another
 		// state than the provider's).
@@ -45991,7 +46332,7 @@ func (r PostVisitsByIdLocationResponse) GetJSON200() *struct {
 	// /visits/{id}/location); `provider_state`: the provider's profile state as they
 	// joined; `call_start`: when a patient and a provider had both joined; `call_end`:
 	// when one of them last left, or the visit ended; `minutes` rounds the span up;
-	// `participants`: who joined. `rules` are the rules applied (pos-10, pos-02, mod-95,
+	// `participants`: who joined; `rejoins`: how often one of them joined again. `rules` are the rules applied (pos-10, pos-02, mod-95,
 	// mod-93, mod-fq; docs/design-notes.md "Visit facts"), `missing` the facts a clean
 	// claim still needs, `warnings` what the biller should check (a patient in another
 	// state than the provider's).
@@ -51085,6 +51426,35 @@ func (c *ClientWithResponses) GetReportsClaimsWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseGetReportsClaimsResponse(rsp)
+}
+
+// GetReportsNumbersWithResponse The clinic's numbers of a date range
+//
+// The admin's. The visits that took place (started, else scheduled, else created) from
+// `from_date` to `to_date`, both inclusive, as days in `timezone` (UTC unless given),
+// at most 366 days: in total, by day, by room and by provider (most visits first).
+// Each row counts visits, completed, cancelled, walk-ins, appointments, e-consults,
+// no-shows (appointments with outcome no_show), late cancellations, walk-ins that left
+// before they were seen (cancelled unstarted), the no-show rate (of appointments) and
+// the left-before-seen rate (of walk-ins), as shares; the walk-ins' waits from arrival
+// to start and the appointments' time to start after their time (p50 and p90 by
+// nearest rank, in seconds); video visits completed whose call never had a patient and
+// a provider together (`calls_not_connected`) and calls someone joined again
+// (`calls_rejoined`); and the payments charged in the range and what of them was
+// refunded (in `currency`, the range's most used; `revenue` has every currency's).
+// With `format=csv`, the rows of `group` (day, room or provider) and the total as CSV.
+// Computed from the visits at each request (one pass over an index of the range).
+// Audited as `report.numbers`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api_v3/reports/numbers (the `GetReportsNumbers` operationId).
+func (c *ClientWithResponses) GetReportsNumbersWithResponse(ctx context.Context, params *GetReportsNumbersParams, reqEditors ...RequestEditorFn) (*GetReportsNumbersResponse, error) {
+	rsp, err := c.GetReportsNumbers(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetReportsNumbersResponse(rsp)
 }
 
 // GetRoomsWithResponse List the clinic's rooms
@@ -58739,6 +59109,56 @@ func ParseGetReportsClaimsResponse(rsp *http.Response) (*GetReportsClaimsRespons
 	return response, nil
 }
 
+// ParseGetReportsNumbersResponse parses an HTTP response from a GetReportsNumbersWithResponse call
+func ParseGetReportsNumbersResponse(rsp *http.Response) (*GetReportsNumbersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetReportsNumbersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest NumbersResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/csv) unsupported
+
+	}
+
+	return response, nil
+}
+
 // ParseGetRoomsResponse parses an HTTP response from a GetRoomsWithResponse call
 func ParseGetRoomsResponse(rsp *http.Response) (*GetRoomsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -64181,7 +64601,7 @@ func ParsePostVisitsByIdLocationResponse(rsp *http.Response) (*PostVisitsByIdLoc
 			// /visits/{id}/location); `provider_state`: the provider's profile state as they
 			// joined; `call_start`: when a patient and a provider had both joined; `call_end`:
 			// when one of them last left, or the visit ended; `minutes` rounds the span up;
-			// `participants`: who joined. `rules` are the rules applied (pos-10, pos-02, mod-95,
+			// `participants`: who joined; `rejoins`: how often one of them joined again. `rules` are the rules applied (pos-10, pos-02, mod-95,
 			// mod-93, mod-fq; docs/design-notes.md "Visit facts"), `missing` the facts a clean
 			// claim still needs, `warnings` what the biller should check (a patient in another
 			// state than the provider's).

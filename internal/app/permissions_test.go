@@ -423,6 +423,9 @@ func permRows(f *permFixture) map[string]permRow {
 		"SetClaimCodes": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(b.SetClaimCodes(ctx, p, f.visitID, billing.ClaimCodes{Diagnoses: []string{"J06.9"}}))
 		}},
+		"ClinicNumbers": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.ClinicNumbers(ctx, p, app.NumbersQuery{FromDate: "2026-03-02", ToDate: "2026-03-02"}))
+		}},
 		"CheckIn": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return one(a.CheckIn(ctx, p, f.visitID, app.CheckInInput{State: "NY", AtHome: new(true)}))
 		}},

@@ -127,7 +127,9 @@ func (a *App) callJoined(ctx context.Context, p *clinic.Principal, visitID int64
 			return err
 		}
 		now := a.Unix()
-		if !slices.ContainsFunc(f.Participants, func(c clinic.CallParticipant) bool { return c.UserID == p.UserID() && c.Role == role }) {
+		if slices.ContainsFunc(f.Participants, func(c clinic.CallParticipant) bool { return c.UserID == p.UserID() && c.Role == role }) {
+			f.Rejoins++
+		} else {
 			f.Participants = append(f.Participants, clinic.CallParticipant{UserID: p.UserID(), Role: role, Name: p.User.FullName()})
 		}
 		switch role {

@@ -329,6 +329,7 @@ type VisitFacts struct {
 	CallStart     int64 // when the patient and a provider were first both in the call
 	CallEnd       int64 // when the call last lost one of them, or the visit ended
 	Participants  []CallParticipant
+	Rejoins       int // how often someone already in the call joined again (a dropped connection, a reload)
 	Updated       int64
 }
 

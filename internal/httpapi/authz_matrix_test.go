@@ -203,6 +203,7 @@ func matrix() map[string]profile {
 		"POST /api_v3/users/{user_id}/insurances/primary/eligibility/check": pPatientOnly,
 		"GET /api_v3/users/{user_id}/insurances/primary/eligibility":        with(pPatientOnly, map[string]outcome{"owning patient": missing, "clinic admin": missing}),
 		"GET /api_v3/reports/claims":                                        pStaff,
+		"GET /api_v3/reports/numbers":                                       pAdmin,
 		"GET /api_v3/insurances/list/carriers":                              pUser,
 		"GET /api_v3/insurances/list/insurers":                              pUser,
 		"GET /api_v3/insurances/list/billing_modifiers":                     pUser,

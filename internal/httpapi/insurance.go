@@ -1,10 +1,7 @@
 package httpapi
 
 import (
-	"bytes"
-	"fmt"
 	"net/http"
-	"strconv"
 
 	"teleclinic/internal/app"
 	"teleclinic/internal/app/billing"
@@ -293,6 +290,7 @@ type telehealth struct {
 	CallEnd       int64         `json:"call_end"`
 	Minutes       int64         `json:"minutes"`
 	Participants  []participant `json:"participants"`
+	Rejoins       int           `json:"rejoins"`
 	RuleSet       string        `json:"rule_set"`
 	Rules         []string      `json:"rules"`
 	Missing       []string      `json:"missing"`
@@ -307,7 +305,7 @@ type participant struct {
 
 func toTelehealth(f *clinic.VisitFacts, r claimrules.Result) telehealth {
 	t := telehealth{Modality: f.Modality, PatientState: f.PatientState, ProviderState: f.ProviderState, CallStart: f.CallStart, CallEnd: f.CallEnd,
-		Participants: []participant{}, RuleSet: r.RuleSet, Rules: r.Applied, Missing: r.Missing, Warnings: r.Warnings}
+		Participants: []participant{}, Rejoins: f.Rejoins, RuleSet: r.RuleSet, Rules: r.Applied, Missing: r.Missing, Warnings: r.Warnings}
 	if f.PatientHome != "" {
 		home := f.PatientHome == "yes"
 		t.PatientHome = &home
@@ -468,17 +466,7 @@ func (s *Server) superbillPDF(w http.ResponseWriter, r *http.Request, c *call) e
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	if err := superbill.PDF(&buf, b); err != nil {
-		return fmt.Errorf("superbill: %w", err)
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/pdf")
-	h.Set("Content-Disposition", `attachment; filename="superbill-`+strconv.FormatInt(vid, 10)+`.pdf"`)
-	h.Set("Cache-Control", "private, no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
-	_, err = w.Write(buf.Bytes())
-	return err
+	return superbill.Serve(w, b)
 }
 
 func (s *Server) getVisitCodes(w http.ResponseWriter, r *http.Request, c *call) error {

@@ -114,6 +114,7 @@ func (s *Server) registerRoutes() {
 	s.handle("POST", "/api_v3/users/{user_id}/insurances/primary/eligibility/check", app.NeedUser, famCode, s.checkEligibility)
 	s.handle("GET", "/api_v3/users/{user_id}/insurances/primary/eligibility", app.NeedUser, famCode, s.getEligibility)
 	s.handle("GET", "/api_v3/reports/claims", app.NeedUser, famCode, s.claimsReport)
+	s.handle("GET", "/api_v3/reports/numbers", app.NeedAdmin, famCode, s.clinicNumbers)
 	s.handle("GET", "/api_v3/insurances/list/carriers", app.NeedUser, famCode, s.listCarriers)
 	s.handle("GET", "/api_v3/insurances/list/insurers", app.NeedUser, famCode, s.listInsurers)
 	s.handle("GET", "/api_v3/insurances/list/billing_modifiers", app.NeedUser, famCode, s.listModifiers)

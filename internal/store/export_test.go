@@ -183,3 +183,8 @@ func ExplainSlots(ctx context.Context, s *Store, f SlotFilter) ([]string, error)
 func ExplainClaimVisits(ctx context.Context, s *Store, cq ClaimQuery) ([]string, error) {
 	return explain(ctx, s, []listQuery{claimVisitsQuery(cq)})
 }
+
+// ExplainNumberVisits is the plan of the clinic's numbers' read of a range.
+func ExplainNumberVisits(ctx context.Context, s *Store, accountID, from, to int64) ([]string, error) {
+	return explain(ctx, s, []listQuery{{numberVisitsQuery, []any{accountID, from, to}}})
+}

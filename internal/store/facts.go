@@ -8,12 +8,12 @@ import (
 	"teleclinic/internal/clinic"
 )
 
-const factCols = `visit_id, modality, patient_state, patient_home, provider_state, call_start, call_end, participants, updated`
+const factCols = `visit_id, modality, patient_state, patient_home, provider_state, call_start, call_end, participants, rejoins, updated`
 
 func scanFacts(sc interface{ Scan(...any) error }) (*clinic.VisitFacts, error) {
 	var f clinic.VisitFacts
 	var parts string
-	if err := sc.Scan(&f.VisitID, &f.Modality, &f.PatientState, &f.PatientHome, &f.ProviderState, &f.CallStart, &f.CallEnd, &parts, &f.Updated); err != nil {
+	if err := sc.Scan(&f.VisitID, &f.Modality, &f.PatientState, &f.PatientHome, &f.ProviderState, &f.CallStart, &f.CallEnd, &parts, &f.Rejoins, &f.Updated); err != nil {
 		return nil, err
 	}
 	_ = json.Unmarshal([]byte(parts), &f.Participants)
@@ -26,7 +26,7 @@ func (q *Q) VisitFacts(ctx context.Context, accountID, visitID int64) (*clinic.V
 	var f clinic.VisitFacts
 	var parts string
 	err := q.queryRow(ctx, "SELECT "+factCols+" FROM visit_facts WHERE account_id = ? AND visit_id = ?", []any{accountID, visitID},
-		&f.VisitID, &f.Modality, &f.PatientState, &f.PatientHome, &f.ProviderState, &f.CallStart, &f.CallEnd, &parts, &f.Updated)
+		&f.VisitID, &f.Modality, &f.PatientState, &f.PatientHome, &f.ProviderState, &f.CallStart, &f.CallEnd, &parts, &f.Rejoins, &f.Updated)
 	if errors.Is(err, ErrNotFound) {
 		return &clinic.VisitFacts{VisitID: visitID, Participants: []clinic.CallParticipant{}}, nil
 	}
@@ -64,10 +64,10 @@ func (q *Q) VisitFactsOf(ctx context.Context, accountID int64, ids []int64) (map
 // the same transaction to change them).
 func (q *Q) PutVisitFacts(ctx context.Context, accountID int64, f *clinic.VisitFacts) error {
 	parts, _ := json.Marshal(f.Participants)
-	_, err := q.exec(ctx, `INSERT INTO visit_facts (account_id, `+factCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	_, err := q.exec(ctx, `INSERT INTO visit_facts (account_id, `+factCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (account_id, visit_id) DO UPDATE SET modality = excluded.modality, patient_state = excluded.patient_state,
 		patient_home = excluded.patient_home, provider_state = excluded.provider_state, call_start = excluded.call_start,
-		call_end = excluded.call_end, participants = excluded.participants, updated = excluded.updated`,
-		accountID, f.VisitID, f.Modality, f.PatientState, f.PatientHome, f.ProviderState, f.CallStart, f.CallEnd, string(parts), f.Updated)
+		call_end = excluded.call_end, participants = excluded.participants, rejoins = excluded.rejoins, updated = excluded.updated`,
+		accountID, f.VisitID, f.Modality, f.PatientState, f.PatientHome, f.ProviderState, f.CallStart, f.CallEnd, string(parts), f.Rejoins, f.Updated)
 	return err
 }

@@ -90,6 +90,19 @@ func TestListVisits_KeysetPlans(t *testing.T) {
 	}
 	inIndexOrder(t, "the claims report", "visits_claim_time", plans)
 
+	// The clinic's numbers: a range read through the same index, never
+	// the whole table (their sums need no order).
+	numberPlans, nerr := store.ExplainNumberVisits(ctx, st, acct.ID, n/2, n/2+n/10)
+	if nerr != nil {
+		t.Fatal(nerr)
+	}
+	for _, plan := range numberPlans {
+		if !strings.Contains(plan, "visits_claim_time") || strings.Contains(plan, "Seq Scan on visits") {
+			t.Errorf("the numbers do not read the range through visits_claim_time:\n%s", plan)
+		}
+	}
+	t.Logf("the numbers:\n%s", strings.Join(numberPlans, "\n--\n"))
+
 	// The audit trail: 20,000 chained entries of the clinic and 2,000
 	// pending, the first page and a page from the middle, unfiltered and
 	// by action; the access log; the chain's walk. Each reads the indexes
@@ -594,6 +607,22 @@ func BenchmarkListAudit(b *testing.B) {
 					}
 				}
 			})
+		}
+	}
+}
+
+// BenchmarkNumberVisits reads a year of a 100,000-visit clinic for its
+// numbers (GET /reports/numbers reads this and adds it up in Go;
+// docs/performance.md).
+func BenchmarkNumberVisits(b *testing.B) {
+	ctx := context.Background()
+	const n = 100000
+	st, acct, _, _, _ := seedVisits(b, n)
+	b.ResetTimer()
+	for b.Loop() {
+		vs, err := st.Read().NumberVisits(ctx, acct.ID, 0, n+1)
+		if err != nil || len(vs) != n {
+			b.Fatal(len(vs), err)
 		}
 	}
 }

@@ -517,42 +517,16 @@ func (q *Q) SeeAppointment(ctx context.Context, accountID, id, memberID, now, ev
 // whose start is in [from, to): the no-show sweep's candidates, oldest
 // first, at most limit.
 func (q *Q) OverdueAppointments(ctx context.Context, from, to int64, limit int) ([]*clinic.Visit, error) {
-	rows, err := q.query(ctx, "SELECT "+visitCols+` FROM visits v WHERE v.kind = ? AND v.status IN (?, ?) AND v.starts_at >= ? AND v.starts_at < ?
+	return q.visits(ctx, "SELECT "+visitCols+` FROM visits v WHERE v.kind = ? AND v.status IN (?, ?) AND v.starts_at >= ? AND v.starts_at < ?
 		AND COALESCE(v.actual_start, 0) = 0 ORDER BY v.starts_at, v.id LIMIT ?`,
 		clinic.KindAppointment, clinic.VisitPending, clinic.VisitConfirmed, from, to, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*clinic.Visit
-	for rows.Next() {
-		v, err := scanVisit(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
 }
 
 // ProviderOutcomes are provider's visits starting in [from, to) that
 // were missed or cancelled late, by start, at most limit.
 func (q *Q) ProviderOutcomes(ctx context.Context, accountID, providerID, from, to int64, limit int) ([]*clinic.Visit, error) {
-	rows, err := q.query(ctx, "SELECT "+visitCols+` FROM visits v WHERE v.account_id = ? AND v.provider_id = ? AND v.starts_at >= ? AND v.starts_at < ?
+	return q.visits(ctx, "SELECT "+visitCols+` FROM visits v WHERE v.account_id = ? AND v.provider_id = ? AND v.starts_at >= ? AND v.starts_at < ?
 		AND v.outcome <> '' ORDER BY v.starts_at, v.id LIMIT ?`, accountID, providerID, from, to, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*clinic.Visit
-	for rows.Next() {
-		v, err := scanVisit(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
 }
 
 // SeenVisit is a waiting walk-in by the time its patient was last seen.

@@ -4,8 +4,11 @@
 package superbill
 
 import (
+	"bytes"
 	"fmt"
 	"io"
+	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -115,4 +118,19 @@ func PDF(w io.Writer, b *billing.Superbill) error {
 	pdf.MultiCell(0, 4, tr(fmt.Sprintf("Place of service and modifiers derived from the visit's recorded facts by the %s rule set. "+
 		"The patient submits this statement to their insurer; it is not a claim filed by the clinic.", b.Derived.RuleSet)), "", "L", false)
 	return pdf.Output(w)
+}
+
+// Serve answers b as a PDF download.
+func Serve(w http.ResponseWriter, b *billing.Superbill) error {
+	var buf bytes.Buffer
+	if err := PDF(&buf, b); err != nil {
+		return fmt.Errorf("superbill: %w", err)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/pdf")
+	h.Set("Content-Disposition", `attachment; filename="superbill-`+strconv.FormatInt(b.Visit.ID, 10)+`.pdf"`)
+	h.Set("Cache-Control", "private, no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	_, err := w.Write(buf.Bytes())
+	return err
 }

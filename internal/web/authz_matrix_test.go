@@ -156,6 +156,8 @@ func portalMatrix() map[string]string {
 		// The admin's pages: an admin session, each on its own clinic (the
 		// other clinic's admin has no room "main").
 		"GET /admin":                        "RRDDDADDA",
+		"GET /admin/numbers":                "RRDDDADDA",
+		"GET /admin/numbers.csv":            "RRDDDADDA",
 		"POST /admin/rooms":                 "RRDDDADDA",
 		"POST /admin/webhook":               "RRDDDADDA",
 		"POST /admin/endpoints":             "RRDDDADDA",

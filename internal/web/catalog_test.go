@@ -27,7 +27,7 @@ var writeCatalog = flag.Bool("catalog.write", false, "rewrite internal/locale/ca
 // englishOnlyPages are the templates of englishOnly's pages.
 // The superbill is read by a US insurer: English whatever the portal's
 // language (its article says lang="en").
-var englishOnlyPages = []string{"admin", "adminroom", "adminsignin", "dashboard", "chart", "rotated", "activate", "superbill"}
+var englishOnlyPages = []string{"admin", "adminroom", "adminsignin", "dashboard", "chart", "rotated", "activate", "superbill", "numbers"}
 
 var (
 	templateKey = regexp.MustCompile(`\{\{-?\s*t\s+("(?:[^"\\]|\\.)*")`)

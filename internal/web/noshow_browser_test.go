@@ -20,7 +20,7 @@ import (
 // the no-show; marked, the visit moves to the day's missed list, the
 // room's fee is charged to the patient's saved card, and the patient's
 // page (on a phone) says they missed it, what it cost and how to book
-// again.
+// again. The admin's numbers count it.
 func TestBrowser_NoShow(t *testing.T) {
 	browser := chrome(t)
 	f := newFixture(t)
@@ -83,4 +83,18 @@ func TestBrowser_NoShow(t *testing.T) {
 	checkA11y(t, patient, "a missed visit")
 	fitsScreen(t, patient, "a missed visit")
 	screenshot(t, patient, "visit-missed")
+
+	admin2 := separate(t, browser)
+	atDesktop(t, admin2)
+	browserStep(t, admin2, "the admin opens the clinic's numbers",
+		chromedp.Navigate(f.e.URL+"/admin/signin"),
+		chromedp.SendKeys(chromedp.CSS("#clinic"), "acme"),
+		chromedp.SendKeys(chromedp.CSS("#token"), f.clinic.AdminToken),
+		chromedp.Click(chromedp.Search(`//button[normalize-space()="Sign in"]`)),
+		chromedp.WaitVisible(chromedp.CSS("#numbers-link")),
+		chromedp.Click(chromedp.CSS("#numbers-link")),
+		chromedp.WaitVisible(chromedp.CSS("#numbers-total")))
+	waitText(t, admin2, "#numbers-total", "1 (100.0%)")
+	checkA11y(t, admin2, "the clinic's numbers")
+	screenshot(t, admin2, "admin-numbers")
 }

@@ -1,10 +1,7 @@
 package web
 
 import (
-	"bytes"
-	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -75,16 +72,7 @@ func (s *Server) superbillFile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	if err := superbill.PDF(&buf, b); err != nil {
-		return fmt.Errorf("superbill: %w", err)
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/pdf")
-	h.Set("Content-Disposition", `attachment; filename="superbill-`+strconv.FormatInt(b.Visit.ID, 10)+`.pdf"`)
-	h.Set("Cache-Control", "private, no-store")
-	_, err = w.Write(buf.Bytes())
-	return err
+	return superbill.Serve(w, b)
 }
 
 func (s *Server) superbillOf(r *http.Request) (*billing.Superbill, error) {

@@ -193,6 +193,8 @@ func (s *Server) routes() {
 	s.page("GET /admin/signin", s.adminSigninForm)
 	s.page("POST /admin/signin", s.adminSignin)
 	s.page("GET /admin", s.admin)
+	s.page("GET /admin/numbers", s.adminNumbers)
+	s.page("GET /admin/numbers.csv", s.adminNumbersCSV)
 	s.page("POST /admin/rooms", s.adminCreateRoom)
 	s.page("GET /admin/rooms/{code}", s.adminRoom)
 	s.page("POST /admin/rooms/{code}", s.adminUpdateRoom)
