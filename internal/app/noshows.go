@@ -137,37 +137,45 @@ func (a *App) enqueueFee(ctx context.Context, q *store.Q, v *clinic.Visit, outco
 // sweeping (or a provider starting it at that moment) one wins.
 func (a *App) NoShowSweep(ctx context.Context) int {
 	now := a.Unix()
-	vs, err := a.store.Read().OverdueAppointments(ctx, now-noShowWindow, now-60, batchSize)
-	if err != nil {
-		if ctx.Err() == nil {
-			a.log.Warn("no-show sweep", "err", err)
-		}
-		return 0
-	}
 	rooms := map[int64]*clinic.Room{}
 	n := 0
-	for _, v := range vs {
-		r, ok := rooms[v.RoomID]
-		if !ok {
-			if r, err = a.store.Read().RoomByID(ctx, v.AccountID, v.RoomID); err != nil {
-				a.log.Warn("no-show sweep: room", "visit", v.ID, "err", err)
+	// Rooms without a no-show wait keep their overdue visits as they
+	// are: the pass reads on past them, a page at a time.
+	var afterStart, afterID int64 = now - noShowWindow - 1, 0
+	for {
+		vs, err := a.store.Read().OverdueAppointments(ctx, now-noShowWindow, now-60, afterStart, afterID, batchSize)
+		if err != nil {
+			if ctx.Err() == nil {
+				a.log.Warn("no-show sweep", "err", err)
+			}
+			return n
+		}
+		for _, v := range vs {
+			afterStart, afterID = v.Start, v.ID
+			r, ok := rooms[v.RoomID]
+			if !ok {
+				if r, err = a.store.Read().RoomByID(ctx, v.AccountID, v.RoomID); err != nil {
+					a.log.Warn("no-show sweep: room", "visit", v.ID, "err", err)
+					continue
+				}
+				rooms[v.RoomID] = r
+			}
+			mins := r.Settings.AppointmentRules().NoShowMinutes
+			if mins <= 0 || now < v.Start+int64(mins)*60 || Arrived(v) {
 				continue
 			}
-			rooms[v.RoomID] = r
+			if err := a.markNoShow(ctx, v); err != nil {
+				a.log.Warn("no-show sweep: mark", "visit", v.ID, "err", err)
+				continue
+			}
+			n++
 		}
-		mins := r.Settings.AppointmentRules().NoShowMinutes
-		if mins <= 0 || now < v.Start+int64(mins)*60 || Arrived(v) {
-			continue
+		if len(vs) < batchSize {
+			// The pass says how many it moved (less than a batch: the
+			// loop waits for its next tick).
+			return min(n, batchSize-1)
 		}
-		if err := a.markNoShow(ctx, v); err != nil {
-			a.log.Warn("no-show sweep: mark", "visit", v.ID, "err", err)
-			continue
-		}
-		n++
 	}
-	// A full batch of visits the rooms still wait for is not more work:
-	// the pass says how many it moved.
-	return n
 }
 
 // Arrived says whether the patient of booked visit v has come: their page

@@ -117,6 +117,19 @@ func TestNoShows_Sweep(t *testing.T) {
 	started := s.book(t, s.pat2, 3) // 15:30
 	box := &outbox{}
 	e.App.DeliverMail(ctx, box) // the bookings'
+	// Ahead of them in the sweep's order, a full page (64) of overdue visits of a
+	// room that marks no no-shows: the sweep reads on past them.
+	other := mustRoom(t, e, s.c, js(`{"domain": "`+s.domain+`", "name": "Other", "code": "other"}`))
+	if _, err := e.Store.DB().Exec(e.Store.Rebind(`INSERT INTO visits (account_id, member_id, provider_id, room_id, status, type, kind, starts_at, created, modified)
+		SELECT account_id, member_id, provider_id, CAST(? AS BIGINT), 10, 1, 'appointment', starts_at - 60, created, modified FROM visits WHERE id = ?`), other.Id, missed); err != nil {
+		t.Fatal(err)
+	}
+	for range 6 { // 1, 2, 4, … 64, doubling
+		if _, err := e.Store.DB().Exec(e.Store.Rebind(`INSERT INTO visits (account_id, member_id, provider_id, room_id, status, type, kind, starts_at, created, modified)
+			SELECT account_id, member_id, provider_id, room_id, status, type, kind, starts_at, created, modified FROM visits WHERE room_id = ?`), other.Id); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	setClock(e, tue0900NY+14*60)
 	s.signInAgain(t)
@@ -126,6 +139,9 @@ func TestNoShows_Sweep(t *testing.T) {
 	e.Clock.Advance(time.Minute)
 	if n := e.App.NoShowSweep(ctx); n != 1 {
 		t.Fatalf("15 minutes after the start: %d no-shows, want 1", n)
+	}
+	if n := count(t, e, "SELECT COUNT(*) FROM visits WHERE room_id = ? AND status = 10", other.Id); n != 64 {
+		t.Fatalf("the other room's overdue visits: %d left, want all 64", n)
 	}
 	if v := s.visitOutcome(t, missed); v.Status != 40 || v.Outcome != "no_show" || v.CancelReason != "no-show" {
 		t.Fatalf("the missed visit: %+v", v)

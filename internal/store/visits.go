@@ -505,21 +505,31 @@ func (q *Q) SeeWalkin(ctx context.Context, accountID, id, memberID, now, every i
 // SeeAppointment records that the patient of booked visit id (pending or
 // confirmed, memberID's) has its page open at now, once the visit is
 // within an hour of its start: they have arrived, and it is no no-show.
-// A sight less than every seconds after the last is not written.
+// A sight less than every seconds after the last is not written (read
+// first: a page's keep-alives take no write lock for nothing).
 func (q *Q) SeeAppointment(ctx context.Context, accountID, id, memberID, now, every int64) error {
-	_, err := q.exec(ctx, `UPDATE visits SET seen_at = ? WHERE account_id = ? AND id = ? AND member_id = ? AND kind = ? AND status IN (?, ?)
-		AND starts_at - 3600 <= ? AND (seen_at IS NULL OR seen_at <= ?)`,
-		now, accountID, id, memberID, clinic.KindAppointment, clinic.VisitPending, clinic.VisitConfirmed, now, now-every)
+	const where = " WHERE account_id = ? AND id = ? AND member_id = ? AND kind = ? AND status IN (?, ?) AND starts_at - 3600 <= ?"
+	args := []any{accountID, id, memberID, clinic.KindAppointment, clinic.VisitPending, clinic.VisitConfirmed, now}
+	var seen sql.NullInt64
+	if err := q.queryRow(ctx, "SELECT seen_at FROM visits"+where, args, &seen); errors.Is(err, ErrNotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if seen.Valid && now-seen.Int64 < every {
+		return nil
+	}
+	_, err := q.exec(ctx, "UPDATE visits SET seen_at = ?"+where, append([]any{now}, args...)...)
 	return err
 }
 
 // OverdueAppointments are booked visits of every clinic, not started,
-// whose start is in [from, to): the no-show sweep's candidates, oldest
-// first, at most limit.
-func (q *Q) OverdueAppointments(ctx context.Context, from, to int64, limit int) ([]*clinic.Visit, error) {
+// whose start is in [from, to): the no-show sweep's candidates, by start,
+// at most limit after the one at (afterStart, afterID).
+func (q *Q) OverdueAppointments(ctx context.Context, from, to, afterStart, afterID int64, limit int) ([]*clinic.Visit, error) {
 	return q.visits(ctx, "SELECT "+visitCols+` FROM visits v WHERE v.kind = ? AND v.status IN (?, ?) AND v.starts_at >= ? AND v.starts_at < ?
-		AND COALESCE(v.actual_start, 0) = 0 ORDER BY v.starts_at, v.id LIMIT ?`,
-		clinic.KindAppointment, clinic.VisitPending, clinic.VisitConfirmed, from, to, limit)
+		AND (v.starts_at > ? OR (v.starts_at = ? AND v.id > ?)) AND COALESCE(v.actual_start, 0) = 0 ORDER BY v.starts_at, v.id LIMIT ?`,
+		clinic.KindAppointment, clinic.VisitPending, clinic.VisitConfirmed, from, to, afterStart, afterStart, afterID, limit)
 }
 
 // ProviderOutcomes are provider's visits starting in [from, to) that
