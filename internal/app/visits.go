@@ -660,6 +660,9 @@ func (a *App) allowMove(ctx context.Context, p *clinic.Principal, v *clinic.Visi
 		// who left, a no-show): visitFor checked the room link.
 		if IsProvider(p) && v.ProviderID == 0 && v.Kind == clinic.KindWalkin {
 			m.From, m.OnlyUnowned = []int{clinic.VisitPending}, true
+			if m.Reason == ReasonNoShow {
+				m.Outcome = clinic.OutcomeNoShow
+			}
 			return nil
 		}
 		if !staff && v.MemberID == uid {

@@ -238,7 +238,7 @@ func TestBrowser_GhostPatients(t *testing.T) {
 		return err == nil && n == 0
 	})
 	d, err := f.e.App.GetVisit(bg, f.user(t, f.providerToken), first, false)
-	if err != nil || d.Visit.Status != clinic.VisitCancelled || d.Visit.CancelReason != app.ReasonNoShow {
+	if err != nil || d.Visit.Status != clinic.VisitCancelled || d.Visit.CancelReason != app.ReasonNoShow || d.Visit.Outcome != clinic.OutcomeNoShow {
 		t.Fatalf("the no-show: %+v %v", d, err)
 	}
 }
