@@ -679,22 +679,58 @@ func (e IntakeBodyType) Valid() bool {
 
 // Defines values for IntakeQuestionKind.
 const (
-	Choice IntakeQuestionKind = "choice"
-	Date   IntakeQuestionKind = "date"
-	Text   IntakeQuestionKind = "text"
-	Yesno  IntakeQuestionKind = "yesno"
+	IntakeQuestionKindChoice IntakeQuestionKind = "choice"
+	IntakeQuestionKindDate   IntakeQuestionKind = "date"
+	IntakeQuestionKindText   IntakeQuestionKind = "text"
+	IntakeQuestionKindYesno  IntakeQuestionKind = "yesno"
 )
 
 // Valid indicates whether the value is a known member of the IntakeQuestionKind enum.
 func (e IntakeQuestionKind) Valid() bool {
 	switch e {
-	case Choice:
+	case IntakeQuestionKindChoice:
 		return true
-	case Date:
+	case IntakeQuestionKindDate:
 		return true
-	case Text:
+	case IntakeQuestionKindText:
 		return true
-	case Yesno:
+	case IntakeQuestionKindYesno:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InterpreterBodyAgency.
+const (
+	InterpreterBodyAgencyN0 InterpreterBodyAgency = 0
+	InterpreterBodyAgencyN1 InterpreterBodyAgency = 1
+)
+
+// Valid indicates whether the value is a known member of the InterpreterBodyAgency enum.
+func (e InterpreterBodyAgency) Valid() bool {
+	switch e {
+	case InterpreterBodyAgencyN0:
+		return true
+	case InterpreterBodyAgencyN1:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for InterpreterInviteBodyVia.
+const (
+	InterpreterInviteBodyViaEmail InterpreterInviteBodyVia = "email"
+	InterpreterInviteBodyViaText  InterpreterInviteBodyVia = "text"
+)
+
+// Valid indicates whether the value is a known member of the InterpreterInviteBodyVia enum.
+func (e InterpreterInviteBodyVia) Valid() bool {
+	switch e {
+	case InterpreterInviteBodyViaEmail:
+		return true
+	case InterpreterInviteBodyViaText:
 		return true
 	default:
 		return false
@@ -1084,31 +1120,37 @@ func (e SMSConsentBodyConsent) Valid() bool {
 
 // Defines values for SMSLogEntryKind.
 const (
-	Booked        SMSLogEntryKind = "booked"
-	Cancelled     SMSLogEntryKind = "cancelled"
-	LinkAgain     SMSLogEntryKind = "link_again"
-	Moved         SMSLogEntryKind = "moved"
-	ProviderReady SMSLogEntryKind = "provider_ready"
-	Reminder      SMSLogEntryKind = "reminder"
-	VisitLink     SMSLogEntryKind = "visit_link"
+	SMSLogEntryKindBooked        SMSLogEntryKind = "booked"
+	SMSLogEntryKindCancelled     SMSLogEntryKind = "cancelled"
+	SMSLogEntryKindInterpreter   SMSLogEntryKind = "interpreter"
+	SMSLogEntryKindLinkAgain     SMSLogEntryKind = "link_again"
+	SMSLogEntryKindMissed        SMSLogEntryKind = "missed"
+	SMSLogEntryKindMoved         SMSLogEntryKind = "moved"
+	SMSLogEntryKindProviderReady SMSLogEntryKind = "provider_ready"
+	SMSLogEntryKindReminder      SMSLogEntryKind = "reminder"
+	SMSLogEntryKindVisitLink     SMSLogEntryKind = "visit_link"
 )
 
 // Valid indicates whether the value is a known member of the SMSLogEntryKind enum.
 func (e SMSLogEntryKind) Valid() bool {
 	switch e {
-	case Booked:
+	case SMSLogEntryKindBooked:
 		return true
-	case Cancelled:
+	case SMSLogEntryKindCancelled:
 		return true
-	case LinkAgain:
+	case SMSLogEntryKindInterpreter:
 		return true
-	case Moved:
+	case SMSLogEntryKindLinkAgain:
 		return true
-	case ProviderReady:
+	case SMSLogEntryKindMissed:
 		return true
-	case Reminder:
+	case SMSLogEntryKindMoved:
 		return true
-	case VisitLink:
+	case SMSLogEntryKindProviderReady:
+		return true
+	case SMSLogEntryKindReminder:
+		return true
+	case SMSLogEntryKindVisitLink:
 		return true
 	default:
 		return false
@@ -1495,15 +1537,18 @@ func (e VisitFactsModality) Valid() bool {
 
 // Defines values for VisitFactsParticipantsRole.
 const (
-	VisitFactsParticipantsRoleGuest    VisitFactsParticipantsRole = "guest"
-	VisitFactsParticipantsRolePatient  VisitFactsParticipantsRole = "patient"
-	VisitFactsParticipantsRoleProvider VisitFactsParticipantsRole = "provider"
+	VisitFactsParticipantsRoleGuest       VisitFactsParticipantsRole = "guest"
+	VisitFactsParticipantsRoleInterpreter VisitFactsParticipantsRole = "interpreter"
+	VisitFactsParticipantsRolePatient     VisitFactsParticipantsRole = "patient"
+	VisitFactsParticipantsRoleProvider    VisitFactsParticipantsRole = "provider"
 )
 
 // Valid indicates whether the value is a known member of the VisitFactsParticipantsRole enum.
 func (e VisitFactsParticipantsRole) Valid() bool {
 	switch e {
 	case VisitFactsParticipantsRoleGuest:
+		return true
+	case VisitFactsParticipantsRoleInterpreter:
 		return true
 	case VisitFactsParticipantsRolePatient:
 		return true
@@ -1558,15 +1603,18 @@ func (e VisitFactsResponseDataModality) Valid() bool {
 
 // Defines values for VisitFactsResponseDataParticipantsRole.
 const (
-	VisitFactsResponseDataParticipantsRoleGuest    VisitFactsResponseDataParticipantsRole = "guest"
-	VisitFactsResponseDataParticipantsRolePatient  VisitFactsResponseDataParticipantsRole = "patient"
-	VisitFactsResponseDataParticipantsRoleProvider VisitFactsResponseDataParticipantsRole = "provider"
+	VisitFactsResponseDataParticipantsRoleGuest       VisitFactsResponseDataParticipantsRole = "guest"
+	VisitFactsResponseDataParticipantsRoleInterpreter VisitFactsResponseDataParticipantsRole = "interpreter"
+	VisitFactsResponseDataParticipantsRolePatient     VisitFactsResponseDataParticipantsRole = "patient"
+	VisitFactsResponseDataParticipantsRoleProvider    VisitFactsResponseDataParticipantsRole = "provider"
 )
 
 // Valid indicates whether the value is a known member of the VisitFactsResponseDataParticipantsRole enum.
 func (e VisitFactsResponseDataParticipantsRole) Valid() bool {
 	switch e {
 	case VisitFactsResponseDataParticipantsRoleGuest:
+		return true
+	case VisitFactsResponseDataParticipantsRoleInterpreter:
 		return true
 	case VisitFactsResponseDataParticipantsRolePatient:
 		return true
@@ -2009,6 +2057,24 @@ const (
 func (e PostVisitsParamsType) Valid() bool {
 	switch e {
 	case PostVisitsParamsTypeN2:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PostVisitsByIdInterpreter200JSONResponseBodyDataVia.
+const (
+	PostVisitsByIdInterpreter200JSONResponseBodyDataViaEmail PostVisitsByIdInterpreter200JSONResponseBodyDataVia = "email"
+	PostVisitsByIdInterpreter200JSONResponseBodyDataViaText  PostVisitsByIdInterpreter200JSONResponseBodyDataVia = "text"
+)
+
+// Valid indicates whether the value is a known member of the PostVisitsByIdInterpreter200JSONResponseBodyDataVia enum.
+func (e PostVisitsByIdInterpreter200JSONResponseBodyDataVia) Valid() bool {
+	switch e {
+	case PostVisitsByIdInterpreter200JSONResponseBodyDataViaEmail:
+		return true
+	case PostVisitsByIdInterpreter200JSONResponseBodyDataViaText:
 		return true
 	default:
 		return false
@@ -2675,7 +2741,8 @@ type ClaimList struct {
 		// /visits/{id}/location); `provider_state`: the provider's profile state as they
 		// joined; `call_start`: when a patient and a provider had both joined; `call_end`:
 		// when one of them last left, or the visit ended; `minutes` rounds the span up;
-		// `participants`: who joined; `rejoins`: how often one of them joined again. `rules` are the rules applied (pos-10, pos-02, mod-95,
+		// `participants`: who joined (an interpreter with their `language`), `interpreter` the
+		// one who interpreted; `rejoins`: how often one of them joined again. `rules` are the rules applied (pos-10, pos-02, mod-95,
 		// mod-93, mod-fq; docs/design-notes.md "Visit facts"), `missing` the facts a clean
 		// claim still needs, `warnings` what the biller should check (a patient in another
 		// state than the provider's).
@@ -3548,11 +3615,14 @@ type Intake struct {
 	MemberId       string            `json:"member_id"`
 	Modified       int               `json:"modified"`
 	Phone          string            `json:"phone"`
-	Provider       *string           `json:"provider,omitempty"`
-	ReasonForVisit string            `json:"reason_for_visit"`
-	RoomId         string            `json:"room_id"`
-	Type           IntakeType        `json:"type"`
-	VisitId        *string           `json:"visit_id,omitempty"`
+
+	// PreferredLanguage Extension. The patient's preferred language (BCP 47), also under custom.
+	PreferredLanguage *string    `json:"preferred_language,omitempty"`
+	Provider          *string    `json:"provider,omitempty"`
+	ReasonForVisit    string     `json:"reason_for_visit"`
+	RoomId            string     `json:"room_id"`
+	Type              IntakeType `json:"type"`
+	VisitId           *string    `json:"visit_id,omitempty"`
 }
 
 // IntakeType defines model for Intake.Type.
@@ -3576,6 +3646,11 @@ type IntakeBody struct {
 	Location       *string `json:"location,omitempty"`
 	MemberId       *string `json:"member_id,omitempty"`
 	Phone          *string `json:"phone,omitempty"`
+
+	// PreferredLanguage Extension. The language the patient prefers for the visit, a BCP 47 tag (`es`, `vi`,
+	// `zh-Hant`, `ase` for American Sign Language; "" clears it). Anything else is 400. The
+	// provider's call shows it with the clinic's interpreters of that language first.
+	PreferredLanguage *string `json:"preferred_language,omitempty"`
 
 	// Provider Alias of provider_id.
 	Provider             *string           `json:"provider,omitempty"`
@@ -3610,6 +3685,45 @@ type IntakeResponse struct {
 	// the visit is for, and so what POST /billing/invoices/process charges; absent, the room's first.
 	Data Intake `json:"data"`
 }
+
+// Interpreter Extension. One of the clinic's interpreters: a person, or an agency (`agency`) that
+// sends one, for one `language` (BCP 47; `language_name` in English), reached by `email`,
+// by text at `phone` (E.164), or both.
+type Interpreter struct {
+	Agency       bool   `json:"agency"`
+	Created      int    `json:"created"`
+	Email        string `json:"email"`
+	Id           string `json:"id"`
+	Language     string `json:"language"`
+	LanguageName string `json:"language_name"`
+	Name         string `json:"name"`
+	Phone        string `json:"phone"`
+}
+
+// InterpreterBody defines model for InterpreterBody.
+type InterpreterBody struct {
+	Agency *InterpreterBodyAgency `json:"agency,omitempty"`
+	Email  *string                `json:"email,omitempty"`
+
+	// Language A BCP 47 tag: es, vi, zh-Hant, ase (American Sign Language).
+	Language string `json:"language"`
+	Name     string `json:"name"`
+
+	// Phone A mobile number with its country code. An email, a phone or both.
+	Phone *string `json:"phone,omitempty"`
+}
+
+// InterpreterBodyAgency defines model for InterpreterBody.Agency.
+type InterpreterBodyAgency int
+
+// InterpreterInviteBody defines model for InterpreterInviteBody.
+type InterpreterInviteBody struct {
+	InterpreterId string                   `json:"interpreter_id"`
+	Via           InterpreterInviteBodyVia `json:"via"`
+}
+
+// InterpreterInviteBodyVia defines model for InterpreterInviteBody.Via.
+type InterpreterInviteBodyVia string
 
 // InviteBody defines model for InviteBody.
 type InviteBody struct {
@@ -4600,7 +4714,9 @@ type SMSLogEntry struct {
 	Sid     string `json:"sid"`
 	Status  string `json:"status"`
 	Updated int    `json:"updated"`
-	UserId  string `json:"user_id"`
+
+	// UserId "0" for a text to one of the clinic's interpreters, who is not a user.
+	UserId string `json:"user_id"`
 }
 
 // SMSLogEntryKind defines model for SMSLogEntry.Kind.
@@ -5110,20 +5226,31 @@ type VisitCreateBody struct {
 // /visits/{id}/location); `provider_state`: the provider's profile state as they
 // joined; `call_start`: when a patient and a provider had both joined; `call_end`:
 // when one of them last left, or the visit ended; `minutes` rounds the span up;
-// `participants`: who joined; `rejoins`: how often one of them joined again. `rules` are the rules applied (pos-10, pos-02, mod-95,
+// `participants`: who joined (an interpreter with their `language`), `interpreter` the
+// one who interpreted; `rejoins`: how often one of them joined again. `rules` are the rules applied (pos-10, pos-02, mod-95,
 // mod-93, mod-fq; docs/design-notes.md "Visit facts"), `missing` the facts a clean
 // claim still needs, `warnings` what the biller should check (a patient in another
 // state than the provider's).
 type VisitFacts struct {
-	CallEnd      int                 `json:"call_end"`
-	CallStart    int                 `json:"call_start"`
+	CallEnd   int `json:"call_end"`
+	CallStart int `json:"call_start"`
+
+	// Interpreter The interpreter who took part (the first, when several did), with their language; null when none did.
+	Interpreter *struct {
+		Language *string `json:"language,omitempty"`
+		Name     string  `json:"name"`
+		Role     string  `json:"role"`
+		UserId   string  `json:"user_id"`
+	} `json:"interpreter,omitempty"`
 	Minutes      int                 `json:"minutes"`
 	Missing      []VisitFactsMissing `json:"missing"`
 	Modality     VisitFactsModality  `json:"modality"`
 	Participants []struct {
-		Name   string                     `json:"name"`
-		Role   VisitFactsParticipantsRole `json:"role"`
-		UserId string                     `json:"user_id"`
+		// Language An interpreter's language (BCP 47).
+		Language *string                    `json:"language,omitempty"`
+		Name     string                     `json:"name"`
+		Role     VisitFactsParticipantsRole `json:"role"`
+		UserId   string                     `json:"user_id"`
 	} `json:"participants"`
 	PatientHome   *bool  `json:"patient_home"`
 	PatientState  string `json:"patient_state"`
@@ -5148,16 +5275,26 @@ type VisitFactsParticipantsRole string
 // VisitFactsResponse defines model for VisitFactsResponse.
 type VisitFactsResponse struct {
 	Data struct {
-		CallEnd      int                             `json:"call_end"`
-		CallStart    int                             `json:"call_start"`
+		CallEnd   int `json:"call_end"`
+		CallStart int `json:"call_start"`
+
+		// Interpreter The interpreter who took part (the first, when several did), with their language; null when none did.
+		Interpreter *struct {
+			Language *string `json:"language,omitempty"`
+			Name     string  `json:"name"`
+			Role     string  `json:"role"`
+			UserId   string  `json:"user_id"`
+		} `json:"interpreter,omitempty"`
 		Minutes      int                             `json:"minutes"`
 		Missing      []VisitFactsResponseDataMissing `json:"missing"`
 		Modality     VisitFactsResponseDataModality  `json:"modality"`
 		Modifiers    []string                        `json:"modifiers"`
 		Participants []struct {
-			Name   string                                 `json:"name"`
-			Role   VisitFactsResponseDataParticipantsRole `json:"role"`
-			UserId string                                 `json:"user_id"`
+			// Language An interpreter's language (BCP 47).
+			Language *string                                `json:"language,omitempty"`
+			Name     string                                 `json:"name"`
+			Role     VisitFactsResponseDataParticipantsRole `json:"role"`
+			UserId   string                                 `json:"user_id"`
 		} `json:"participants"`
 		PatientHome    *bool                                `json:"patient_home"`
 		PatientState   string                               `json:"patient_state"`
@@ -5840,6 +5977,27 @@ type PostIntakesByIdParams struct {
 	Location       *string `form:"location,omitempty" json:"location,omitempty"`
 	Phone          *string `form:"phone,omitempty" json:"phone,omitempty"`
 
+	// IdempotencyKey Makes the request safe to retry (Stripe's semantics). A POST, PUT or DELETE with a
+	// key runs once per caller and key: a retry with the same method, path and parameters
+	// (by name and value, files by content) replays the first answer, errors included
+	// but not a 5xx, with `Idempotent-Replayed: true`; the same key with other parameters
+	// answers 422; a retry while the first is still running answers 409 (a request that
+	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
+	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetInterpretersParams defines parameters for GetInterpreters.
+type GetInterpretersParams struct {
+	Language *string `form:"language,omitempty" json:"language,omitempty"`
+}
+
+// PostInterpretersParams defines parameters for PostInterpreters.
+type PostInterpretersParams struct {
 	// IdempotencyKey Makes the request safe to retry (Stripe's semantics). A POST, PUT or DELETE with a
 	// key runs once per caller and key: a retry with the same method, path and parameters
 	// (by name and value, files by content) replays the first answer, errors included
@@ -6831,6 +6989,25 @@ type PostVisitsByIdCodesParams struct {
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
+// PostVisitsByIdInterpreterParams defines parameters for PostVisitsByIdInterpreter.
+type PostVisitsByIdInterpreterParams struct {
+	// IdempotencyKey Makes the request safe to retry (Stripe's semantics). A POST, PUT or DELETE with a
+	// key runs once per caller and key: a retry with the same method, path and parameters
+	// (by name and value, files by content) replays the first answer, errors included
+	// but not a 5xx, with `Idempotent-Replayed: true`; the same key with other parameters
+	// answers 422; a retry while the first is still running answers 409 (a request that
+	// has not answered in 5 minutes is taken to have died, and a retry runs again). Keys
+	// are scoped to the clinic and the caller (credential kind and user), kept 24 hours,
+	// and hold across the processes of one database; one caller holds at most 10,000
+	// (then 429). A caller with nothing but the clinic's code (a password login, say)
+	// has no keys of its own: its key is ignored and the request runs. The answers kept
+	// for replay are sealed at rest with the server key. Up to 255 characters.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// PostVisitsByIdInterpreter200JSONResponseBodyDataVia defines parameters for PostVisitsByIdInterpreter.
+type PostVisitsByIdInterpreter200JSONResponseBodyDataVia string
+
 // PostVisitsByIdLocationParams defines parameters for PostVisitsByIdLocation.
 type PostVisitsByIdLocationParams struct {
 	// IdempotencyKey Makes the request safe to retry (Stripe's semantics). A POST, PUT or DELETE with a
@@ -7294,6 +7471,12 @@ type PostIntakesByIdJSONRequestBody = IntakeBody
 // PostIntakesByIdFormdataRequestBody defines body for PostIntakesById for application/x-www-form-urlencoded ContentType.
 type PostIntakesByIdFormdataRequestBody = IntakeBody
 
+// PostInterpretersJSONRequestBody defines body for PostInterpreters for application/json ContentType.
+type PostInterpretersJSONRequestBody = InterpreterBody
+
+// PostInterpretersFormdataRequestBody defines body for PostInterpreters for application/x-www-form-urlencoded ContentType.
+type PostInterpretersFormdataRequestBody = InterpreterBody
+
 // PostLivekitWebhookApplicationWebhookPlusJSONRequestBody defines body for PostLivekitWebhook for application/webhook+json ContentType.
 type PostLivekitWebhookApplicationWebhookPlusJSONRequestBody PostLivekitWebhookApplicationWebhookPlusJSONBody
 
@@ -7548,6 +7731,12 @@ type PostVisitsByIdCodesFormdataRequestBody = ClaimCodesBody
 
 // PostVisitsByIdCodesMultipartRequestBody defines body for PostVisitsByIdCodes for multipart/form-data ContentType.
 type PostVisitsByIdCodesMultipartRequestBody = ClaimCodesBody
+
+// PostVisitsByIdInterpreterJSONRequestBody defines body for PostVisitsByIdInterpreter for application/json ContentType.
+type PostVisitsByIdInterpreterJSONRequestBody = InterpreterInviteBody
+
+// PostVisitsByIdInterpreterFormdataRequestBody defines body for PostVisitsByIdInterpreter for application/x-www-form-urlencoded ContentType.
+type PostVisitsByIdInterpreterFormdataRequestBody = InterpreterInviteBody
 
 // PostVisitsByIdLocationJSONRequestBody defines body for PostVisitsByIdLocation for application/json ContentType.
 type PostVisitsByIdLocationJSONRequestBody = CheckInBody
@@ -7807,6 +7996,14 @@ func (a *IntakeBody) UnmarshalJSON(b []byte) error {
 		delete(object, "phone")
 	}
 
+	if raw, found := object["preferred_language"]; found {
+		err = json.Unmarshal(raw, &a.PreferredLanguage)
+		if err != nil {
+			return fmt.Errorf("error reading 'preferred_language': %w", err)
+		}
+		delete(object, "preferred_language")
+	}
+
 	if raw, found := object["provider"]; found {
 		err = json.Unmarshal(raw, &a.Provider)
 		if err != nil {
@@ -7908,6 +8105,13 @@ func (a IntakeBody) MarshalJSON() ([]byte, error) {
 		object["phone"], err = json.Marshal(a.Phone)
 		if err != nil {
 			return nil, fmt.Errorf("error marshaling 'phone': %w", err)
+		}
+	}
+
+	if a.PreferredLanguage != nil {
+		object["preferred_language"], err = json.Marshal(a.PreferredLanguage)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'preferred_language': %w", err)
 		}
 	}
 
@@ -11360,6 +11564,54 @@ type ClientInterface interface {
 	// Corresponds with POST /api_v3/intakes/{id} (the `PostIntakesById` operationId).
 	PostIntakesByIdWithFormdataBody(ctx context.Context, id string, params *PostIntakesByIdParams, body PostIntakesByIdFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetInterpreters The clinic's interpreters
+	//
+	// The admin and the providers (a patient or guest is 403). `language` (a BCP 47 tag)
+	// keeps one language's. Ordered by language and name; removed ones are left out.
+	//
+	// Corresponds with GET /api_v3/interpreters (the `GetInterpreters` operationId).
+	GetInterpreters(ctx context.Context, params *GetInterpretersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostInterpretersWithBody Add an interpreter (admin)
+	//
+	// A person or an agency for one language, with an email, a mobile number or both: the
+	// link into a call goes there. A number is kept in E.164; one that texted STOP to the
+	// clinic's number gets no texts. Audited as `interpreter.create`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api_v3/interpreters (the `PostInterpreters` operationId).
+	PostInterpretersWithBody(ctx context.Context, params *PostInterpretersParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostInterpreters Add an interpreter (admin)
+	//
+	// A person or an agency for one language, with an email, a mobile number or both: the
+	// link into a call goes there. A number is kept in E.164; one that texted STOP to the
+	// clinic's number gets no texts. Audited as `interpreter.create`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api_v3/interpreters (the `PostInterpreters` operationId).
+	PostInterpreters(ctx context.Context, params *PostInterpretersParams, body PostInterpretersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostInterpretersWithFormdataBody Add an interpreter (admin)
+	//
+	// A person or an agency for one language, with an email, a mobile number or both: the
+	// link into a call goes there. A number is kept in E.164; one that texted STOP to the
+	// clinic's number gets no texts. Audited as `interpreter.create`.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /api_v3/interpreters (the `PostInterpreters` operationId).
+	PostInterpretersWithFormdataBody(ctx context.Context, params *PostInterpretersParams, body PostInterpretersFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteInterpretersById Remove an interpreter (admin)
+	//
+	// No longer offered; the visits they took part in still name them. Audited as `interpreter.delete`.
+	//
+	// Corresponds with DELETE /api_v3/interpreters/{id} (the `DeleteInterpretersById` operationId).
+	DeleteInterpretersById(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// PostLivekitWebhookWithBody LiveKit's webhook (calls through a LiveKit server)
 	//
 	// Where a LiveKit server configured with `--livekit-url` reports what happened in a
@@ -13067,6 +13319,48 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /api_v3/visits/{id}/facts (the `GetVisitsByIdFacts` operationId).
 	GetVisitsByIdFacts(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostVisitsByIdInterpreterWithBody Bring an interpreter into a visit's call
+	//
+	// The visit's provider (others 403) sends one of the clinic's interpreters a one-time
+	// link into the call, valid two hours, by `email` or `text` (`via`; text needs the
+	// interpreter's number and the clinic's texts on, 409 otherwise). The interpreter
+	// gives their name and joins as a guest whose tile shows their language; the visit's
+	// facts (`participants`, `interpreter`), the claims report and the superbill name them.
+	// The link is also in the answer. Audited as `visit.call.interpreter`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api_v3/visits/{id}/interpreter (the `PostVisitsByIdInterpreter` operationId).
+	PostVisitsByIdInterpreterWithBody(ctx context.Context, id string, params *PostVisitsByIdInterpreterParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostVisitsByIdInterpreter Bring an interpreter into a visit's call
+	//
+	// The visit's provider (others 403) sends one of the clinic's interpreters a one-time
+	// link into the call, valid two hours, by `email` or `text` (`via`; text needs the
+	// interpreter's number and the clinic's texts on, 409 otherwise). The interpreter
+	// gives their name and joins as a guest whose tile shows their language; the visit's
+	// facts (`participants`, `interpreter`), the claims report and the superbill name them.
+	// The link is also in the answer. Audited as `visit.call.interpreter`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api_v3/visits/{id}/interpreter (the `PostVisitsByIdInterpreter` operationId).
+	PostVisitsByIdInterpreter(ctx context.Context, id string, params *PostVisitsByIdInterpreterParams, body PostVisitsByIdInterpreterJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PostVisitsByIdInterpreterWithFormdataBody Bring an interpreter into a visit's call
+	//
+	// The visit's provider (others 403) sends one of the clinic's interpreters a one-time
+	// link into the call, valid two hours, by `email` or `text` (`via`; text needs the
+	// interpreter's number and the clinic's texts on, 409 otherwise). The interpreter
+	// gives their name and joins as a guest whose tile shows their language; the visit's
+	// facts (`participants`, `interpreter`), the claims report and the superbill name them.
+	// The link is also in the answer. Audited as `visit.call.interpreter`.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type.
+	//
+	// Corresponds with POST /api_v3/visits/{id}/interpreter (the `PostVisitsByIdInterpreter` operationId).
+	PostVisitsByIdInterpreterWithFormdataBody(ctx context.Context, id string, params *PostVisitsByIdInterpreterParams, body PostVisitsByIdInterpreterFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostVisitsByIdLocationWithBody Say where the patient is for a visit (check-in)
 	//
@@ -15509,6 +15803,104 @@ func (c *Client) PostIntakesById(ctx context.Context, id string, params *PostInt
 // Corresponds with POST /api_v3/intakes/{id} (the `PostIntakesById` operationId).
 func (c *Client) PostIntakesByIdWithFormdataBody(ctx context.Context, id string, params *PostIntakesByIdParams, body PostIntakesByIdFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewPostIntakesByIdRequestWithFormdataBody(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetInterpreters The clinic's interpreters
+//
+// The admin and the providers (a patient or guest is 403). `language` (a BCP 47 tag)
+// keeps one language's. Ordered by language and name; removed ones are left out.
+//
+// Corresponds with GET /api_v3/interpreters (the `GetInterpreters` operationId).
+func (c *Client) GetInterpreters(ctx context.Context, params *GetInterpretersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetInterpretersRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostInterpretersWithBody Add an interpreter (admin)
+//
+// A person or an agency for one language, with an email, a mobile number or both: the
+// link into a call goes there. A number is kept in E.164; one that texted STOP to the
+// clinic's number gets no texts. Audited as `interpreter.create`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api_v3/interpreters (the `PostInterpreters` operationId).
+func (c *Client) PostInterpretersWithBody(ctx context.Context, params *PostInterpretersParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostInterpretersRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostInterpreters Add an interpreter (admin)
+//
+// A person or an agency for one language, with an email, a mobile number or both: the
+// link into a call goes there. A number is kept in E.164; one that texted STOP to the
+// clinic's number gets no texts. Audited as `interpreter.create`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api_v3/interpreters (the `PostInterpreters` operationId).
+func (c *Client) PostInterpreters(ctx context.Context, params *PostInterpretersParams, body PostInterpretersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostInterpretersRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostInterpretersWithFormdataBody Add an interpreter (admin)
+//
+// A person or an agency for one language, with an email, a mobile number or both: the
+// link into a call goes there. A number is kept in E.164; one that texted STOP to the
+// clinic's number gets no texts. Audited as `interpreter.create`.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /api_v3/interpreters (the `PostInterpreters` operationId).
+func (c *Client) PostInterpretersWithFormdataBody(ctx context.Context, params *PostInterpretersParams, body PostInterpretersFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostInterpretersRequestWithFormdataBody(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteInterpretersById Remove an interpreter (admin)
+//
+// No longer offered; the visits they took part in still name them. Audited as `interpreter.delete`.
+//
+// Corresponds with DELETE /api_v3/interpreters/{id} (the `DeleteInterpretersById` operationId).
+func (c *Client) DeleteInterpretersById(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteInterpretersByIdRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -18727,6 +19119,78 @@ func (c *Client) PostVisitsByIdCodesWithFormdataBody(ctx context.Context, id str
 // Corresponds with GET /api_v3/visits/{id}/facts (the `GetVisitsByIdFacts` operationId).
 func (c *Client) GetVisitsByIdFacts(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetVisitsByIdFactsRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostVisitsByIdInterpreterWithBody Bring an interpreter into a visit's call
+//
+// The visit's provider (others 403) sends one of the clinic's interpreters a one-time
+// link into the call, valid two hours, by `email` or `text` (`via`; text needs the
+// interpreter's number and the clinic's texts on, 409 otherwise). The interpreter
+// gives their name and joins as a guest whose tile shows their language; the visit's
+// facts (`participants`, `interpreter`), the claims report and the superbill name them.
+// The link is also in the answer. Audited as `visit.call.interpreter`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api_v3/visits/{id}/interpreter (the `PostVisitsByIdInterpreter` operationId).
+func (c *Client) PostVisitsByIdInterpreterWithBody(ctx context.Context, id string, params *PostVisitsByIdInterpreterParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostVisitsByIdInterpreterRequestWithBody(c.Server, id, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostVisitsByIdInterpreter Bring an interpreter into a visit's call
+//
+// The visit's provider (others 403) sends one of the clinic's interpreters a one-time
+// link into the call, valid two hours, by `email` or `text` (`via`; text needs the
+// interpreter's number and the clinic's texts on, 409 otherwise). The interpreter
+// gives their name and joins as a guest whose tile shows their language; the visit's
+// facts (`participants`, `interpreter`), the claims report and the superbill name them.
+// The link is also in the answer. Audited as `visit.call.interpreter`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api_v3/visits/{id}/interpreter (the `PostVisitsByIdInterpreter` operationId).
+func (c *Client) PostVisitsByIdInterpreter(ctx context.Context, id string, params *PostVisitsByIdInterpreterParams, body PostVisitsByIdInterpreterJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostVisitsByIdInterpreterRequest(c.Server, id, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PostVisitsByIdInterpreterWithFormdataBody Bring an interpreter into a visit's call
+//
+// The visit's provider (others 403) sends one of the clinic's interpreters a one-time
+// link into the call, valid two hours, by `email` or `text` (`via`; text needs the
+// interpreter's number and the clinic's texts on, 409 otherwise). The interpreter
+// gives their name and joins as a guest whose tile shows their language; the visit's
+// facts (`participants`, `interpreter`), the claims report and the superbill name them.
+// The link is also in the answer. Audited as `visit.call.interpreter`.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type.
+//
+// Corresponds with POST /api_v3/visits/{id}/interpreter (the `PostVisitsByIdInterpreter` operationId).
+func (c *Client) PostVisitsByIdInterpreterWithFormdataBody(ctx context.Context, id string, params *PostVisitsByIdInterpreterParams, body PostVisitsByIdInterpreterFormdataRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPostVisitsByIdInterpreterRequestWithFormdataBody(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -23474,6 +23938,160 @@ func NewPostIntakesByIdRequestWithBody(server string, id string, params *PostInt
 			req.Header.Set("Idempotency-Key", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewGetInterpretersRequest constructs an http.Request for the GetInterpreters method
+func NewGetInterpretersRequest(server string, params *GetInterpretersParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/interpreters")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Language != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "language", *params.Language, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewPostInterpretersRequest calls the generic PostInterpreters builder with application/json body
+func NewPostInterpretersRequest(server string, params *PostInterpretersParams, body PostInterpretersJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostInterpretersRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewPostInterpretersRequestWithFormdataBody calls the generic PostInterpreters builder with application/x-www-form-urlencoded body
+func NewPostInterpretersRequestWithFormdataBody(server string, params *PostInterpretersParams, body PostInterpretersFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewPostInterpretersRequestWithBody(server, params, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewPostInterpretersRequestWithBody constructs an http.Request for the PostInterpreters method, with any body, and a specified content type
+func NewPostInterpretersRequestWithBody(server string, params *PostInterpretersParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/interpreters")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDeleteInterpretersByIdRequest constructs an http.Request for the DeleteInterpretersById method
+func NewDeleteInterpretersByIdRequest(server string, id string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/interpreters/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -28878,6 +29496,79 @@ func NewGetVisitsByIdFactsRequest(server string, id string) (*http.Request, erro
 	return req, nil
 }
 
+// NewPostVisitsByIdInterpreterRequest calls the generic PostVisitsByIdInterpreter builder with application/json body
+func NewPostVisitsByIdInterpreterRequest(server string, id string, params *PostVisitsByIdInterpreterParams, body PostVisitsByIdInterpreterJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPostVisitsByIdInterpreterRequestWithBody(server, id, params, "application/json", bodyReader)
+}
+
+// NewPostVisitsByIdInterpreterRequestWithFormdataBody calls the generic PostVisitsByIdInterpreter builder with application/x-www-form-urlencoded body
+func NewPostVisitsByIdInterpreterRequestWithFormdataBody(server string, id string, params *PostVisitsByIdInterpreterParams, body PostVisitsByIdInterpreterFormdataRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	bodyStr, err := runtime.MarshalForm(body, nil)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = strings.NewReader(bodyStr.Encode())
+	return NewPostVisitsByIdInterpreterRequestWithBody(server, id, params, "application/x-www-form-urlencoded", bodyReader)
+}
+
+// NewPostVisitsByIdInterpreterRequestWithBody constructs an http.Request for the PostVisitsByIdInterpreter method, with any body, and a specified content type
+func NewPostVisitsByIdInterpreterRequestWithBody(server string, id string, params *PostVisitsByIdInterpreterParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api_v3/visits/%s/interpreter", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewPostVisitsByIdLocationRequest calls the generic PostVisitsByIdLocation builder with application/json body
 func NewPostVisitsByIdLocationRequest(server string, id string, params *PostVisitsByIdLocationParams, body PostVisitsByIdLocationJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -32710,6 +33401,58 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api_v3/intakes/{id} (the `PostIntakesById` operationId).
 	PostIntakesByIdWithFormdataBodyWithResponse(ctx context.Context, id string, params *PostIntakesByIdParams, body PostIntakesByIdFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostIntakesByIdResponse, error)
 
+	// GetInterpretersWithResponse The clinic's interpreters
+	//
+	// The admin and the providers (a patient or guest is 403). `language` (a BCP 47 tag)
+	// keeps one language's. Ordered by language and name; removed ones are left out.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /api_v3/interpreters (the `GetInterpreters` operationId).
+	GetInterpretersWithResponse(ctx context.Context, params *GetInterpretersParams, reqEditors ...RequestEditorFn) (*GetInterpretersResponse, error)
+
+	// PostInterpretersWithBodyWithResponse Add an interpreter (admin)
+	//
+	// A person or an agency for one language, with an email, a mobile number or both: the
+	// link into a call goes there. A number is kept in E.164; one that texted STOP to the
+	// clinic's number gets no texts. Audited as `interpreter.create`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/interpreters (the `PostInterpreters` operationId).
+	PostInterpretersWithBodyWithResponse(ctx context.Context, params *PostInterpretersParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostInterpretersResponse, error)
+
+	// PostInterpretersWithResponse Add an interpreter (admin)
+	//
+	// A person or an agency for one language, with an email, a mobile number or both: the
+	// link into a call goes there. A number is kept in E.164; one that texted STOP to the
+	// clinic's number gets no texts. Audited as `interpreter.create`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/interpreters (the `PostInterpreters` operationId).
+	PostInterpretersWithResponse(ctx context.Context, params *PostInterpretersParams, body PostInterpretersJSONRequestBody, reqEditors ...RequestEditorFn) (*PostInterpretersResponse, error)
+
+	// PostInterpretersWithFormdataBodyWithResponse Add an interpreter (admin)
+	//
+	// A person or an agency for one language, with an email, a mobile number or both: the
+	// link into a call goes there. A number is kept in E.164; one that texted STOP to the
+	// clinic's number gets no texts. Audited as `interpreter.create`.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/interpreters (the `PostInterpreters` operationId).
+	PostInterpretersWithFormdataBodyWithResponse(ctx context.Context, params *PostInterpretersParams, body PostInterpretersFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostInterpretersResponse, error)
+
+	// DeleteInterpretersByIdWithResponse Remove an interpreter (admin)
+	//
+	// No longer offered; the visits they took part in still name them. Audited as `interpreter.delete`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /api_v3/interpreters/{id} (the `DeleteInterpretersById` operationId).
+	DeleteInterpretersByIdWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteInterpretersByIdResponse, error)
+
 	// PostLivekitWebhookWithBodyWithResponse LiveKit's webhook (calls through a LiveKit server)
 	//
 	// Where a LiveKit server configured with `--livekit-url` reports what happened in a
@@ -34513,6 +35256,48 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /api_v3/visits/{id}/facts (the `GetVisitsByIdFacts` operationId).
 	GetVisitsByIdFactsWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetVisitsByIdFactsResponse, error)
+
+	// PostVisitsByIdInterpreterWithBodyWithResponse Bring an interpreter into a visit's call
+	//
+	// The visit's provider (others 403) sends one of the clinic's interpreters a one-time
+	// link into the call, valid two hours, by `email` or `text` (`via`; text needs the
+	// interpreter's number and the clinic's texts on, 409 otherwise). The interpreter
+	// gives their name and joins as a guest whose tile shows their language; the visit's
+	// facts (`participants`, `interpreter`), the claims report and the superbill name them.
+	// The link is also in the answer. Audited as `visit.call.interpreter`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/visits/{id}/interpreter (the `PostVisitsByIdInterpreter` operationId).
+	PostVisitsByIdInterpreterWithBodyWithResponse(ctx context.Context, id string, params *PostVisitsByIdInterpreterParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostVisitsByIdInterpreterResponse, error)
+
+	// PostVisitsByIdInterpreterWithResponse Bring an interpreter into a visit's call
+	//
+	// The visit's provider (others 403) sends one of the clinic's interpreters a one-time
+	// link into the call, valid two hours, by `email` or `text` (`via`; text needs the
+	// interpreter's number and the clinic's texts on, 409 otherwise). The interpreter
+	// gives their name and joins as a guest whose tile shows their language; the visit's
+	// facts (`participants`, `interpreter`), the claims report and the superbill name them.
+	// The link is also in the answer. Audited as `visit.call.interpreter`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/visits/{id}/interpreter (the `PostVisitsByIdInterpreter` operationId).
+	PostVisitsByIdInterpreterWithResponse(ctx context.Context, id string, params *PostVisitsByIdInterpreterParams, body PostVisitsByIdInterpreterJSONRequestBody, reqEditors ...RequestEditorFn) (*PostVisitsByIdInterpreterResponse, error)
+
+	// PostVisitsByIdInterpreterWithFormdataBodyWithResponse Bring an interpreter into a visit's call
+	//
+	// The visit's provider (others 403) sends one of the clinic's interpreters a one-time
+	// link into the call, valid two hours, by `email` or `text` (`via`; text needs the
+	// interpreter's number and the clinic's texts on, 409 otherwise). The interpreter
+	// gives their name and joins as a guest whose tile shows their language; the visit's
+	// facts (`participants`, `interpreter`), the claims report and the superbill name them.
+	// The link is also in the answer. Audited as `visit.call.interpreter`.
+	//
+	// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api_v3/visits/{id}/interpreter (the `PostVisitsByIdInterpreter` operationId).
+	PostVisitsByIdInterpreterWithFormdataBodyWithResponse(ctx context.Context, id string, params *PostVisitsByIdInterpreterParams, body PostVisitsByIdInterpreterFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostVisitsByIdInterpreterResponse, error)
 
 	// PostVisitsByIdLocationWithBodyWithResponse Say where the patient is for a visit (check-in)
 	//
@@ -39267,6 +40052,234 @@ func (r PostIntakesByIdResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r PostIntakesByIdResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetInterpretersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data []Interpreter `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetInterpretersResponse) GetJSON200() *struct {
+	Data []Interpreter `json:"data"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetInterpretersResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetInterpretersResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetInterpretersResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetInterpretersResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetInterpretersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetInterpretersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetInterpretersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetInterpretersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PostInterpretersResponse429Headers the declared response headers of an HTTP 429 response for PostInterpreters
+type PostInterpretersResponse429Headers struct {
+	RetryAfter *int
+}
+
+type PostInterpretersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		// Data Extension. One of the clinic's interpreters: a person, or an agency (`agency`) that
+		// sends one, for one `language` (BCP 47; `language_name` in English), reached by `email`,
+		// by text at `phone` (E.164), or both.
+		Data Interpreter `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostInterpretersResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostInterpretersResponse) GetJSON200() *struct {
+	// Data Extension. One of the clinic's interpreters: a person, or an agency (`agency`) that
+	// sends one, for one `language` (BCP 47; `language_name` in English), reached by `email`,
+	// by text at `phone` (E.164), or both.
+	Data Interpreter `json:"data"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostInterpretersResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostInterpretersResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostInterpretersResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostInterpretersResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PostInterpretersResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PostInterpretersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostInterpretersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostInterpretersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostInterpretersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeleteInterpretersByIdResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *DataTrue
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *Internal
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteInterpretersByIdResponse) GetJSON200() *DataTrue {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DeleteInterpretersByIdResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r DeleteInterpretersByIdResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteInterpretersByIdResponse) GetJSON500() *Internal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteInterpretersByIdResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteInterpretersByIdResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteInterpretersByIdResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteInterpretersByIdResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -46280,6 +47293,132 @@ func (r GetVisitsByIdFactsResponse) ContentType() string {
 	return ""
 }
 
+// PostVisitsByIdInterpreterResponse429Headers the declared response headers of an HTTP 429 response for PostVisitsByIdInterpreter
+type PostVisitsByIdInterpreterResponse429Headers struct {
+	RetryAfter *int
+}
+
+type PostVisitsByIdInterpreterResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Data struct {
+			Expires int `json:"expires"`
+
+			// Interpreter Extension. One of the clinic's interpreters: a person, or an agency (`agency`) that
+			// sends one, for one `language` (BCP 47; `language_name` in English), reached by `email`,
+			// by text at `phone` (E.164), or both.
+			Interpreter Interpreter                                         `json:"interpreter"`
+			Url         string                                              `json:"url"`
+			Via         PostVisitsByIdInterpreter200JSONResponseBodyDataVia `json:"via"`
+		} `json:"data"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ObjBadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *ObjUnauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *ObjForbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *ObjNotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ObjConflict
+	// JSON422 the response for an HTTP 422 `application/json` response
+	JSON422 *IdempotencyMismatch
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *IdempotencyTooMany
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ObjInternal
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *PostVisitsByIdInterpreterResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PostVisitsByIdInterpreterResponse) GetJSON200() *struct {
+	Data struct {
+		Expires int `json:"expires"`
+
+		// Interpreter Extension. One of the clinic's interpreters: a person, or an agency (`agency`) that
+		// sends one, for one `language` (BCP 47; `language_name` in English), reached by `email`,
+		// by text at `phone` (E.164), or both.
+		Interpreter Interpreter                                         `json:"interpreter"`
+		Url         string                                              `json:"url"`
+		Via         PostVisitsByIdInterpreter200JSONResponseBodyDataVia `json:"via"`
+	} `json:"data"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PostVisitsByIdInterpreterResponse) GetJSON400() *ObjBadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r PostVisitsByIdInterpreterResponse) GetJSON401() *ObjUnauthorized {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PostVisitsByIdInterpreterResponse) GetJSON403() *ObjForbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r PostVisitsByIdInterpreterResponse) GetJSON404() *ObjNotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r PostVisitsByIdInterpreterResponse) GetJSON409() *ObjConflict {
+	return r.JSON409
+}
+
+// GetJSON422 returns the response for an HTTP 422 `application/json` response
+func (r PostVisitsByIdInterpreterResponse) GetJSON422() *IdempotencyMismatch {
+	return r.JSON422
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r PostVisitsByIdInterpreterResponse) GetJSON429() *IdempotencyTooMany {
+	return r.JSON429
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PostVisitsByIdInterpreterResponse) GetJSON500() *ObjInternal {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r PostVisitsByIdInterpreterResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PostVisitsByIdInterpreterResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PostVisitsByIdInterpreterResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PostVisitsByIdInterpreterResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // PostVisitsByIdLocationResponse429Headers the declared response headers of an HTTP 429 response for PostVisitsByIdLocation
 type PostVisitsByIdLocationResponse429Headers struct {
 	RetryAfter *int
@@ -46297,7 +47436,8 @@ type PostVisitsByIdLocationResponse struct {
 		// /visits/{id}/location); `provider_state`: the provider's profile state as they
 		// joined; `call_start`: when a patient and a provider had both joined; `call_end`:
 		// when one of them last left, or the visit ended; `minutes` rounds the span up;
-		// `participants`: who joined; `rejoins`: how often one of them joined again. `rules` are the rules applied (pos-10, pos-02, mod-95,
+		// `participants`: who joined (an interpreter with their `language`), `interpreter` the
+		// one who interpreted; `rejoins`: how often one of them joined again. `rules` are the rules applied (pos-10, pos-02, mod-95,
 		// mod-93, mod-fq; docs/design-notes.md "Visit facts"), `missing` the facts a clean
 		// claim still needs, `warnings` what the biller should check (a patient in another
 		// state than the provider's).
@@ -46332,7 +47472,8 @@ func (r PostVisitsByIdLocationResponse) GetJSON200() *struct {
 	// /visits/{id}/location); `provider_state`: the provider's profile state as they
 	// joined; `call_start`: when a patient and a provider had both joined; `call_end`:
 	// when one of them last left, or the visit ended; `minutes` rounds the span up;
-	// `participants`: who joined; `rejoins`: how often one of them joined again. `rules` are the rules applied (pos-10, pos-02, mod-95,
+	// `participants`: who joined (an interpreter with their `language`), `interpreter` the
+	// one who interpreted; `rejoins`: how often one of them joined again. `rules` are the rules applied (pos-10, pos-02, mod-95,
 	// mod-93, mod-fq; docs/design-notes.md "Visit facts"), `missing` the facts a clean
 	// claim still needs, `warnings` what the biller should check (a patient in another
 	// state than the provider's).
@@ -51194,6 +52335,88 @@ func (c *ClientWithResponses) PostIntakesByIdWithFormdataBodyWithResponse(ctx co
 	return ParsePostIntakesByIdResponse(rsp)
 }
 
+// GetInterpretersWithResponse The clinic's interpreters
+//
+// The admin and the providers (a patient or guest is 403). `language` (a BCP 47 tag)
+// keeps one language's. Ordered by language and name; removed ones are left out.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /api_v3/interpreters (the `GetInterpreters` operationId).
+func (c *ClientWithResponses) GetInterpretersWithResponse(ctx context.Context, params *GetInterpretersParams, reqEditors ...RequestEditorFn) (*GetInterpretersResponse, error) {
+	rsp, err := c.GetInterpreters(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetInterpretersResponse(rsp)
+}
+
+// PostInterpretersWithBodyWithResponse Add an interpreter (admin)
+//
+// A person or an agency for one language, with an email, a mobile number or both: the
+// link into a call goes there. A number is kept in E.164; one that texted STOP to the
+// clinic's number gets no texts. Audited as `interpreter.create`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/interpreters (the `PostInterpreters` operationId).
+func (c *ClientWithResponses) PostInterpretersWithBodyWithResponse(ctx context.Context, params *PostInterpretersParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostInterpretersResponse, error) {
+	rsp, err := c.PostInterpretersWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostInterpretersResponse(rsp)
+}
+
+// PostInterpretersWithResponse Add an interpreter (admin)
+//
+// A person or an agency for one language, with an email, a mobile number or both: the
+// link into a call goes there. A number is kept in E.164; one that texted STOP to the
+// clinic's number gets no texts. Audited as `interpreter.create`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/interpreters (the `PostInterpreters` operationId).
+func (c *ClientWithResponses) PostInterpretersWithResponse(ctx context.Context, params *PostInterpretersParams, body PostInterpretersJSONRequestBody, reqEditors ...RequestEditorFn) (*PostInterpretersResponse, error) {
+	rsp, err := c.PostInterpreters(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostInterpretersResponse(rsp)
+}
+
+// PostInterpretersWithFormdataBodyWithResponse Add an interpreter (admin)
+//
+// A person or an agency for one language, with an email, a mobile number or both: the
+// link into a call goes there. A number is kept in E.164; one that texted STOP to the
+// clinic's number gets no texts. Audited as `interpreter.create`.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/interpreters (the `PostInterpreters` operationId).
+func (c *ClientWithResponses) PostInterpretersWithFormdataBodyWithResponse(ctx context.Context, params *PostInterpretersParams, body PostInterpretersFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostInterpretersResponse, error) {
+	rsp, err := c.PostInterpretersWithFormdataBody(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostInterpretersResponse(rsp)
+}
+
+// DeleteInterpretersByIdWithResponse Remove an interpreter (admin)
+//
+// No longer offered; the visits they took part in still name them. Audited as `interpreter.delete`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /api_v3/interpreters/{id} (the `DeleteInterpretersById` operationId).
+func (c *ClientWithResponses) DeleteInterpretersByIdWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*DeleteInterpretersByIdResponse, error) {
+	rsp, err := c.DeleteInterpretersById(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteInterpretersByIdResponse(rsp)
+}
+
 // PostLivekitWebhookWithBodyWithResponse LiveKit's webhook (calls through a LiveKit server)
 //
 // Where a LiveKit server configured with `--livekit-url` reports what happened in a
@@ -53902,6 +55125,66 @@ func (c *ClientWithResponses) GetVisitsByIdFactsWithResponse(ctx context.Context
 		return nil, err
 	}
 	return ParseGetVisitsByIdFactsResponse(rsp)
+}
+
+// PostVisitsByIdInterpreterWithBodyWithResponse Bring an interpreter into a visit's call
+//
+// The visit's provider (others 403) sends one of the clinic's interpreters a one-time
+// link into the call, valid two hours, by `email` or `text` (`via`; text needs the
+// interpreter's number and the clinic's texts on, 409 otherwise). The interpreter
+// gives their name and joins as a guest whose tile shows their language; the visit's
+// facts (`participants`, `interpreter`), the claims report and the superbill name them.
+// The link is also in the answer. Audited as `visit.call.interpreter`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/visits/{id}/interpreter (the `PostVisitsByIdInterpreter` operationId).
+func (c *ClientWithResponses) PostVisitsByIdInterpreterWithBodyWithResponse(ctx context.Context, id string, params *PostVisitsByIdInterpreterParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PostVisitsByIdInterpreterResponse, error) {
+	rsp, err := c.PostVisitsByIdInterpreterWithBody(ctx, id, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostVisitsByIdInterpreterResponse(rsp)
+}
+
+// PostVisitsByIdInterpreterWithResponse Bring an interpreter into a visit's call
+//
+// The visit's provider (others 403) sends one of the clinic's interpreters a one-time
+// link into the call, valid two hours, by `email` or `text` (`via`; text needs the
+// interpreter's number and the clinic's texts on, 409 otherwise). The interpreter
+// gives their name and joins as a guest whose tile shows their language; the visit's
+// facts (`participants`, `interpreter`), the claims report and the superbill name them.
+// The link is also in the answer. Audited as `visit.call.interpreter`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/visits/{id}/interpreter (the `PostVisitsByIdInterpreter` operationId).
+func (c *ClientWithResponses) PostVisitsByIdInterpreterWithResponse(ctx context.Context, id string, params *PostVisitsByIdInterpreterParams, body PostVisitsByIdInterpreterJSONRequestBody, reqEditors ...RequestEditorFn) (*PostVisitsByIdInterpreterResponse, error) {
+	rsp, err := c.PostVisitsByIdInterpreter(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostVisitsByIdInterpreterResponse(rsp)
+}
+
+// PostVisitsByIdInterpreterWithFormdataBodyWithResponse Bring an interpreter into a visit's call
+//
+// The visit's provider (others 403) sends one of the clinic's interpreters a one-time
+// link into the call, valid two hours, by `email` or `text` (`via`; text needs the
+// interpreter's number and the clinic's texts on, 409 otherwise). The interpreter
+// gives their name and joins as a guest whose tile shows their language; the visit's
+// facts (`participants`, `interpreter`), the claims report and the superbill name them.
+// The link is also in the answer. Audited as `visit.call.interpreter`.
+//
+// Takes a body of the `application/x-www-form-urlencoded` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api_v3/visits/{id}/interpreter (the `PostVisitsByIdInterpreter` operationId).
+func (c *ClientWithResponses) PostVisitsByIdInterpreterWithFormdataBodyWithResponse(ctx context.Context, id string, params *PostVisitsByIdInterpreterParams, body PostVisitsByIdInterpreterFormdataRequestBody, reqEditors ...RequestEditorFn) (*PostVisitsByIdInterpreterResponse, error) {
+	rsp, err := c.PostVisitsByIdInterpreterWithFormdataBody(ctx, id, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePostVisitsByIdInterpreterResponse(rsp)
 }
 
 // PostVisitsByIdLocationWithBodyWithResponse Say where the patient is for a visit (check-in)
@@ -58546,6 +59829,188 @@ func ParsePostIntakesByIdResponse(rsp *http.Response) (*PostIntakesByIdResponse,
 			headers.RetryAfter = &value
 		}
 		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetInterpretersResponse parses an HTTP response from a GetInterpretersWithResponse call
+func ParseGetInterpretersResponse(rsp *http.Response) (*GetInterpretersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetInterpretersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data []Interpreter `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParsePostInterpretersResponse parses an HTTP response from a PostInterpretersWithResponse call
+func ParsePostInterpretersResponse(rsp *http.Response) (*PostInterpretersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostInterpretersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			// Data Extension. One of the clinic's interpreters: a person, or an agency (`agency`) that
+			// sends one, for one `language` (BCP 47; `language_name` in English), reached by `email`,
+			// by text at `phone` (E.164), or both.
+			Data Interpreter `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostInterpretersResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteInterpretersByIdResponse parses an HTTP response from a DeleteInterpretersByIdWithResponse call
+func ParseDeleteInterpretersByIdResponse(rsp *http.Response) (*DeleteInterpretersByIdResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteInterpretersByIdResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest DataTrue
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest Internal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
 	}
 
 	return response, nil
@@ -64578,6 +66043,112 @@ func ParseGetVisitsByIdFactsResponse(rsp *http.Response) (*GetVisitsByIdFactsRes
 	return response, nil
 }
 
+// ParsePostVisitsByIdInterpreterResponse parses an HTTP response from a PostVisitsByIdInterpreterWithResponse call
+func ParsePostVisitsByIdInterpreterResponse(rsp *http.Response) (*PostVisitsByIdInterpreterResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PostVisitsByIdInterpreterResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Data struct {
+				Expires int `json:"expires"`
+
+				// Interpreter Extension. One of the clinic's interpreters: a person, or an agency (`agency`) that
+				// sends one, for one `language` (BCP 47; `language_name` in English), reached by `email`,
+				// by text at `phone` (E.164), or both.
+				Interpreter Interpreter                                         `json:"interpreter"`
+				Url         string                                              `json:"url"`
+				Via         PostVisitsByIdInterpreter200JSONResponseBodyDataVia `json:"via"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ObjBadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest ObjUnauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest ObjForbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest ObjNotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ObjConflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyMismatch
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest IdempotencyTooMany
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ObjInternal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers PostVisitsByIdInterpreterResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParsePostVisitsByIdLocationResponse parses an HTTP response from a PostVisitsByIdLocationWithResponse call
 func ParsePostVisitsByIdLocationResponse(rsp *http.Response) (*PostVisitsByIdLocationResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -64601,7 +66172,8 @@ func ParsePostVisitsByIdLocationResponse(rsp *http.Response) (*PostVisitsByIdLoc
 			// /visits/{id}/location); `provider_state`: the provider's profile state as they
 			// joined; `call_start`: when a patient and a provider had both joined; `call_end`:
 			// when one of them last left, or the visit ended; `minutes` rounds the span up;
-			// `participants`: who joined; `rejoins`: how often one of them joined again. `rules` are the rules applied (pos-10, pos-02, mod-95,
+			// `participants`: who joined (an interpreter with their `language`), `interpreter` the
+			// one who interpreted; `rejoins`: how often one of them joined again. `rules` are the rules applied (pos-10, pos-02, mod-95,
 			// mod-93, mod-fq; docs/design-notes.md "Visit facts"), `missing` the facts a clean
 			// claim still needs, `warnings` what the biller should check (a patient in another
 			// state than the provider's).

@@ -151,9 +151,10 @@ func (c Core) AccountByID(ctx context.Context, id int64) (*clinic.Account, error
 }
 
 // CallJoined records, for the visit's claim, that p joined visit
-// visitID's call as role (audio only, or with video) (visitfacts.go).
-func (c Core) CallJoined(ctx context.Context, p *clinic.Principal, visitID int64, role string, audioOnly bool) error {
-	return c.a.callJoined(ctx, p, visitID, role, audioOnly)
+// visitID's call as role (audio only, or with video), an interpreter
+// with their language (visitfacts.go).
+func (c Core) CallJoined(ctx context.Context, p *clinic.Principal, visitID int64, role, language string, audioOnly bool) error {
+	return c.a.callJoined(ctx, p, visitID, role, language, audioOnly)
 }
 
 // CallLeft records, in transaction q, that a patient or provider left

@@ -26,6 +26,10 @@ type IntakeInput struct {
 	Consultation   *string  // a room consultation id
 	// Answers are the room's questions' answers, by question id.
 	Answers map[string]string
+	// PreferredLanguage is the language the patient prefers for the visit
+	// (a BCP 47 tag; "" clears it): an interpreter's, when it is not the
+	// provider's.
+	PreferredLanguage *string
 	// ConsentName signs the room's consent, of ConsentVersion.
 	ConsentName    *string
 	ConsentVersion string
@@ -178,6 +182,19 @@ func (a *App) applyIntake(ctx context.Context, p *clinic.Principal, it *clinic.I
 	if err := applyCustom(it, in.Custom); err != nil {
 		return err
 	}
+	if in.PreferredLanguage != nil {
+		delete(it.Custom, PreferredLanguageKey)
+		if v := strings.TrimSpace(*in.PreferredLanguage); v != "" {
+			tag, err := LanguageTag(v)
+			if err != nil {
+				return clinic.Errorf(clinic.EInvalid, "preferred_language: %s", clinic.ErrorMessage(err))
+			}
+			if it.Custom == nil {
+				it.Custom = map[string]string{}
+			}
+			it.Custom[PreferredLanguageKey] = tag
+		}
+	}
 	if in.Attachments != nil {
 		ids, err := a.intakeAttachments(ctx, p, it, *in.Attachments)
 		if err != nil {
@@ -194,6 +211,9 @@ func applyCustom(it *clinic.Intake, custom map[string]string) error {
 		return clinic.Errorf(clinic.EInvalid, "at most %d custom fields.", maxCustomFields)
 	}
 	for k, v := range custom {
+		if k == PreferredLanguageKey {
+			continue // checked apart (IntakeInput.PreferredLanguage)
+		}
 		if err := CheckFields(Line("a custom field's name", k, 100), text("custom field "+clip(k, 100), v, MaxTextChars)); err != nil {
 			return err
 		}

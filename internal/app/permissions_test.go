@@ -19,6 +19,7 @@ import (
 	"teleclinic/internal/app/calls"
 	"teleclinic/internal/clinic"
 	"teleclinic/internal/live"
+	"teleclinic/internal/store"
 	"teleclinic/internal/testenv"
 )
 
@@ -65,6 +66,7 @@ type permFixture struct {
 	oauthClient         string // a SMART app of the first clinic
 	exportID            string // a bulk export of the first clinic
 	ehrID               int64  // an EHR the first clinic connected
+	interpreterID       int64  // an interpreter of the first clinic
 	notificationID      int64
 	intake              *clinic.Intake
 	markers             []string // text only the patient's data holds
@@ -289,7 +291,8 @@ func one[T any](v T, err error) (any, error) { return v, err }
 func (f *permFixture) invite() string {
 	tok := "invite-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	now := f.env.Clock.Now().Unix()
-	if err := f.env.Store.Write().AddCallInvite(context.Background(), f.p1.Account.ID, f.visitID, f.p1.User.ID, app.HashSecret(tok), now, now+3600); err != nil {
+	if err := f.env.Store.Write().AddCallInvite(context.Background(), store.CallInvite{AccountID: f.p1.Account.ID, VisitID: f.visitID,
+		InvitedBy: f.p1.User.ID, TokenHash: app.HashSecret(tok), Created: now, Expires: now + 3600}); err != nil {
 		panic(err)
 	}
 	return tok
@@ -833,6 +836,22 @@ func permRows(f *permFixture) map[string]permRow {
 		"SetSMSSettings": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return a.SetSMSSettings(ctx, p, app.SMSSettingsInput{Provider: "sandbox"})
 		}},
+		// Interpreters: the admin keeps them (another clinic's admin, its
+		// own); the providers read them; the visit's provider invites one.
+		"AddInterpreter": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.AddInterpreter(ctx, p, app.InterpreterInput{Name: "Ana Ruiz", Language: "es", Email: "ana@example.com"}))
+		}},
+		"InterpreterLanguages": {everyone, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return one(a.InterpreterLanguages(ctx, p))
+		}},
+		"Interpreters": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) { return one(a.Interpreters(ctx, p, "")) }},
+		"RemoveInterpreter": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			return none(a.RemoveInterpreter(ctx, p, f.interpreterID))
+		}},
+		"InviteInterpreter": {nobody, func(ctx context.Context, p *clinic.Principal) (any, error) {
+			inv, _, err := c.InviteInterpreter(ctx, p, f.visitID, f.interpreterID, app.InterpreterByEmail)
+			return inv, err
+		}},
 		"SMSLog": {otherAdmin, func(ctx context.Context, p *clinic.Principal) (any, error) {
 			return a.SMSLog(ctx, p, 0, 10)
 		}},
@@ -952,6 +971,9 @@ func newPermFixture(t *testing.T) *permFixture {
 	ehr, err := a.ConnectEHR(ctx, f.admin, app.EHRInput{ISS: "https://ehr.acme.example.com/fhir", ClientID: "teleclinic", RoomCode: "main"})
 	must(err)
 	f.ehrID = ehr.ID
+	interp, err := a.AddInterpreter(ctx, f.admin, app.InterpreterInput{Name: "Acme Interpreting", Language: "vi", Email: "vi@acme.example.com"})
+	must(err)
+	f.interpreterID = interp.ID
 	reason := "acme-reason-text"
 	f.intake, err = a.CreateIntake(ctx, f.p1, app.IntakeInput{RoomCode: "main", ReasonForVisit: &reason})
 	must(err)

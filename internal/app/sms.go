@@ -46,11 +46,14 @@ const (
 	TextReady     = "provider_ready"
 	TextVisitLink = "visit_link"
 	TextLinkAgain = "link_again"
+	// TextInterpreter is a call's link sent to one of the clinic's
+	// interpreters (not a user: their number is on the interpreter).
+	TextInterpreter = "interpreter"
 )
 
 // urgentText are the kinds quiet hours do not hold.
 func urgentText(kind string) bool {
-	return kind == TextReady || kind == TextVisitLink || kind == TextLinkAgain
+	return kind == TextReady || kind == TextVisitLink || kind == TextLinkAgain || kind == TextInterpreter
 }
 
 const (
@@ -64,6 +67,9 @@ type smsItem struct {
 	Log  int64  `json:"log"`
 	User int64  `json:"user"`
 	Body string `json:"body"`
+	// To is the number of a text to someone who is not a user (User 0):
+	// an interpreter the clinic keeps, with their number.
+	To string `json:"to,omitempty"`
 }
 
 // SMSSettingsInput is what the admin sets. An empty AuthToken keeps the
@@ -318,11 +324,8 @@ func (a *App) SMSLog(ctx context.Context, p *clinic.Principal, before int64, lim
 // made in u's language by body (which makes the text's link, when it has
 // one: it is only made for a text that goes).
 func (a *App) text(ctx context.Context, q *store.Q, accountID int64, u *clinic.User, kind string, body func(loc *locale.Locale) (string, error)) error {
-	s, err := q.SMSSettings(ctx, accountID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil
-	}
-	if err != nil || s.Provider == clinic.SMSOff {
+	s, err := textSettings(ctx, q, accountID)
+	if s == nil || err != nil {
 		return err
 	}
 	c, err := q.SMSConsent(ctx, accountID, u.ID)
@@ -332,16 +335,43 @@ func (a *App) text(ctx context.Context, q *store.Q, accountID int64, u *clinic.U
 	if err != nil {
 		return err
 	}
+	return a.queueText(ctx, q, s, smsItem{User: u.ID}, c.Phone, kind, a.localeOf(u), body)
+}
+
+// textTo writes a text of kind to phone (E.164), someone the clinic keeps
+// a number of who is not a user, in language loc: as text does, when the
+// clinic sends texts. A STOP from the number still holds it back.
+func (a *App) textTo(ctx context.Context, q *store.Q, accountID int64, phone, kind string, loc *locale.Locale, body func(loc *locale.Locale) (string, error)) error {
+	s, err := textSettings(ctx, q, accountID)
+	if s == nil || err != nil {
+		return err
+	}
+	return a.queueText(ctx, q, s, smsItem{To: phone}, phone, kind, loc, body)
+}
+
+// textSettings are the clinic's text settings, nil when it sends none.
+func textSettings(ctx context.Context, q *store.Q, accountID int64) (*clinic.SMSSettings, error) {
+	s, err := q.SMSSettings(ctx, accountID)
+	if errors.Is(err, store.ErrNotFound) || err == nil && s.Provider == clinic.SMSOff {
+		return nil, nil
+	}
+	return s, err
+}
+
+// queueText logs text m (to phone) as pending and puts it in the outbox,
+// due at once or, unless urgent, after the clinic's quiet hours.
+func (a *App) queueText(ctx context.Context, q *store.Q, s *clinic.SMSSettings, m smsItem, phone, kind string, loc *locale.Locale, body func(loc *locale.Locale) (string, error)) error {
 	now := a.Unix()
-	e := &clinic.SMSLogEntry{AccountID: accountID, UserID: u.ID, Phone: sms.Masked(c.Phone), Kind: kind, Status: "pending", Created: now, Updated: now}
+	e := &clinic.SMSLogEntry{AccountID: s.AccountID, UserID: m.User, Phone: sms.Masked(phone), Kind: kind, Status: "pending", Created: now, Updated: now}
 	if err := q.AddSMSLog(ctx, e); err != nil {
 		return err
 	}
-	b, err := body(a.localeOf(u))
+	b, err := body(loc)
 	if err != nil {
 		return err
 	}
-	raw, _ := json.Marshal(smsItem{Log: e.ID, User: u.ID, Body: b})
+	m.Log, m.Body = e.ID, b
+	raw, _ := json.Marshal(m)
 	sealed, err := a.Seal(raw)
 	if err != nil {
 		return err
@@ -350,7 +380,7 @@ func (a *App) text(ctx context.Context, q *store.Q, accountID int64, u *clinic.U
 	if !urgentText(kind) {
 		due = quietEnd(s, a.now())
 	}
-	if err := q.Enqueue(ctx, &store.OutboxItem{AccountID: accountID, Topic: TopicSMS, Payload: sealed, Created: now, Due: due}); err != nil {
+	if err := q.Enqueue(ctx, &store.OutboxItem{AccountID: s.AccountID, Topic: TopicSMS, Payload: sealed, Created: now, Due: due}); err != nil {
 		return err
 	}
 	q.AfterCommit(func() { kick(a.smsKick) })
@@ -427,12 +457,15 @@ func (a *App) sendText(ctx context.Context, it store.OutboxItem) error {
 	if err != nil {
 		return err
 	}
-	c, err := w.SMSConsent(ctx, it.AccountID, m.User)
-	if errors.Is(err, store.ErrNotFound) {
-		return skip("the person withdrew their consent")
-	}
-	if err != nil {
-		return err
+	c := &clinic.SMSConsent{Phone: m.To}
+	if m.User != 0 {
+		c, err = w.SMSConsent(ctx, it.AccountID, m.User)
+		if errors.Is(err, store.ErrNotFound) {
+			return skip("the person withdrew their consent")
+		}
+		if err != nil {
+			return err
+		}
 	}
 	entry.Phone = sms.Masked(c.Phone)
 	if out, err := w.SMSOptedOut(ctx, it.AccountID, c.Phone); err != nil {

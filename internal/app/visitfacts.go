@@ -120,7 +120,7 @@ func DeriveClaim(f *clinic.VisitFacts) claimrules.Result {
 // participant, the provider's state, the patient's modality, and the
 // call's start once a patient and a provider have both joined (a
 // rejoin after one left resumes it).
-func (a *App) callJoined(ctx context.Context, p *clinic.Principal, visitID int64, role string, audioOnly bool) error {
+func (a *App) callJoined(ctx context.Context, p *clinic.Principal, visitID int64, role, language string, audioOnly bool) error {
 	return a.store.Tx(ctx, func(q *store.Q) error {
 		f, err := q.VisitFacts(ctx, p.Account.ID, visitID)
 		if err != nil {
@@ -130,7 +130,7 @@ func (a *App) callJoined(ctx context.Context, p *clinic.Principal, visitID int64
 		if slices.ContainsFunc(f.Participants, func(c clinic.CallParticipant) bool { return c.UserID == p.UserID() && c.Role == role }) {
 			f.Rejoins++
 		} else {
-			f.Participants = append(f.Participants, clinic.CallParticipant{UserID: p.UserID(), Role: role, Name: p.User.FullName()})
+			f.Participants = append(f.Participants, clinic.CallParticipant{UserID: p.UserID(), Role: role, Name: p.User.FullName(), Language: language})
 		}
 		switch role {
 		case "patient":

@@ -333,11 +333,24 @@ type VisitFacts struct {
 	Updated       int64
 }
 
+// Interpreter is the first interpreter who took part in the call (nil:
+// none).
+func (f *VisitFacts) Interpreter() *CallParticipant {
+	for i := range f.Participants {
+		if f.Participants[i].Role == "interpreter" {
+			return &f.Participants[i]
+		}
+	}
+	return nil
+}
+
 // CallParticipant is one who took part in a visit's call.
 type CallParticipant struct {
 	UserID int64  `json:"user_id"`
 	Role   string `json:"role"`
 	Name   string `json:"name"`
+	// Language is an interpreter's language (role "interpreter").
+	Language string `json:"language,omitempty"`
 }
 
 // Modalities of a visit's call.
@@ -345,3 +358,17 @@ const (
 	ModalityVideo = "video"
 	ModalityAudio = "audio"
 )
+
+// Interpreter is one of the clinic's interpreters: a person, or an agency
+// that sends one, for one language, reached by email or text.
+type Interpreter struct {
+	ID        int64
+	AccountID int64
+	Name      string
+	Language  string // a BCP 47 tag: es, vi, ase (American Sign Language)
+	Email     string
+	Phone     string // E.164
+	Agency    bool
+	Active    bool
+	Created   int64
+}

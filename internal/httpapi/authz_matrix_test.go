@@ -308,8 +308,15 @@ func matrix() map[string]profile {
 		"GET /api_v3/sms/consent":            pPerson,
 		"POST /api_v3/sms/consent":           pPerson,
 		"POST /api_v3/visits/{id}/text_link": pProviderOfVisit,
-		"POST /sms/twilio/{clinic}/inbound":  pLink,
-		"POST /sms/twilio/{clinic}/status":   pLink,
+		// Interpreters: the staff read them, the admin keeps them; the
+		// visit's provider brings one in (the fixture has none: 404).
+		"GET /api_v3/interpreters":         pStaff,
+		"POST /api_v3/interpreters":        pAdmin,
+		"DELETE /api_v3/interpreters/{id}": pAdminMissing,
+		"POST /api_v3/visits/{id}/interpreter": with(pVisit, map[string]outcome{"owning patient": deny, "clinic admin": deny,
+			"provider of the visit": missing}),
+		"POST /sms/twilio/{clinic}/inbound": pLink,
+		"POST /sms/twilio/{clinic}/status":  pLink,
 		// Bulk export is the clinic's (its admin token, or a backend
 		// service's token). The matrix sends no Prefer, so the admin is let
 		// through to a 400; the status and files of a job no one started

@@ -290,17 +290,21 @@ type telehealth struct {
 	CallEnd       int64         `json:"call_end"`
 	Minutes       int64         `json:"minutes"`
 	Participants  []participant `json:"participants"`
-	Rejoins       int           `json:"rejoins"`
-	RuleSet       string        `json:"rule_set"`
-	Rules         []string      `json:"rules"`
-	Missing       []string      `json:"missing"`
-	Warnings      []string      `json:"warnings"`
+	// Interpreter is the interpreter who took part (null: none), for the
+	// claim's and the record's mention of language services.
+	Interpreter *participant `json:"interpreter"`
+	Rejoins     int          `json:"rejoins"`
+	RuleSet     string       `json:"rule_set"`
+	Rules       []string     `json:"rules"`
+	Missing     []string     `json:"missing"`
+	Warnings    []string     `json:"warnings"`
 }
 
 type participant struct {
-	UserID string `json:"user_id"`
-	Role   string `json:"role"`
-	Name   string `json:"name"`
+	UserID   string `json:"user_id"`
+	Role     string `json:"role"`
+	Name     string `json:"name"`
+	Language string `json:"language,omitempty"`
 }
 
 func toTelehealth(f *clinic.VisitFacts, r claimrules.Result) telehealth {
@@ -314,7 +318,10 @@ func toTelehealth(f *clinic.VisitFacts, r claimrules.Result) telehealth {
 		t.Minutes = (f.CallEnd - f.CallStart + 59) / 60
 	}
 	for _, c := range f.Participants {
-		t.Participants = append(t.Participants, participant{UserID: id(c.UserID), Role: c.Role, Name: c.Name})
+		t.Participants = append(t.Participants, participant{UserID: id(c.UserID), Role: c.Role, Name: c.Name, Language: c.Language})
+	}
+	if c := f.Interpreter(); c != nil {
+		t.Interpreter = &participant{UserID: id(c.UserID), Role: c.Role, Name: c.Name, Language: c.Language}
 	}
 	return t
 }

@@ -224,6 +224,12 @@ func (s *Server) registerRoutes() {
 	s.handle("GET", "/api_v3/sms/consent", app.NeedUser, famCode, s.getSMSConsent)
 	s.handle("POST", "/api_v3/sms/consent", app.NeedUser, famCode, s.setSMSConsent)
 	s.handle("POST", "/api_v3/visits/{id}/text_link", app.NeedUser, famCode, s.textVisitLink)
+	// Interpreters (extension; app/interpreters.go): the clinic's, and one
+	// brought into a visit's call by its provider.
+	s.handle("GET", "/api_v3/interpreters", app.NeedUser, famCode, s.listInterpreters)
+	s.handle("POST", "/api_v3/interpreters", app.NeedAdmin, famCode, s.addInterpreter)
+	s.handle("DELETE", "/api_v3/interpreters/{id}", app.NeedAdmin, famCode, s.removeInterpreter)
+	s.handle("POST", "/api_v3/visits/{id}/interpreter", app.NeedUser, famObject, s.inviteInterpreter)
 	s.handleRaw("POST", "/sms/twilio/{clinic}/inbound", app.NeedNone, famCode, s.twilioInbound)
 	s.handleRaw("POST", "/sms/twilio/{clinic}/status", app.NeedNone, famCode, s.twilioStatus)
 	// Bulk Data export (fhir/export.go).

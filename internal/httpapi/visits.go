@@ -26,8 +26,10 @@ type intakeOut struct {
 	Custom         map[string]string `json:"custom"`
 	Attachments    []attachmentOut   `json:"attachments"`
 	Consultation   string            `json:"consultation_id,omitempty"`
-	Created        int64             `json:"created"`
-	Modified       int64             `json:"modified"`
+	// PreferredLanguage is custom.preferred_language, checked (extension).
+	PreferredLanguage string `json:"preferred_language,omitempty"`
+	Created           int64  `json:"created"`
+	Modified          int64  `json:"modified"`
 }
 
 type attachmentOut struct {
@@ -50,8 +52,8 @@ func (s *Server) toIntake(ctx context.Context, p *clinic.Principal, it *clinic.I
 func toIntakeOut(it *clinic.Intake, att []app.IntakeAttachment) *intakeOut {
 	out := &intakeOut{ID: id(it.ID), Type: strconv.Itoa(it.Type), ReasonForVisit: it.ReasonForVisit, MemberID: id(it.MemberID),
 		RoomID: id(it.RoomID), Location: it.Location, Phone: it.Phone, Custom: it.Custom, Attachments: []attachmentOut{},
-		Consultation: it.ConsultationID,
-		Created:      it.Created, Modified: it.Modified}
+		Consultation: it.ConsultationID, PreferredLanguage: it.Custom[app.PreferredLanguageKey],
+		Created: it.Created, Modified: it.Modified}
 	if out.Custom == nil {
 		out.Custom = map[string]string{}
 	}
@@ -71,7 +73,7 @@ func toIntakeOut(it *clinic.Intake, att []app.IntakeAttachment) *intakeOut {
 // a custom field-value pair.
 var intakeKnown = map[string]bool{"room_code": true, "provider_id": true, "provider": true, "reason_for_visit": true, "type": true,
 	"member_id": true, "location": true, "phone": true, "attachments": true, "id": true, "consultation": true, "consultation_id": true,
-	"answers": true, "consent_name": true, "consent_version": true}
+	"answers": true, "consent_name": true, "consent_version": true, app.PreferredLanguageKey: true}
 
 func intakeInput(c *call) (app.IntakeInput, error) {
 	q := c.params
@@ -125,6 +127,7 @@ func intakeInput(c *call) (app.IntakeInput, error) {
 		return in, clinic.Errorf(clinic.EInvalid, "answers must be a JSON object: question id → answer.")
 	}
 	in.ConsentName, in.ConsentVersion = q.Opt("consent_name"), q.Str("consent_version")
+	in.PreferredLanguage = q.Opt(app.PreferredLanguageKey)
 	return in, nil
 }
 

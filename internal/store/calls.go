@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 
 	"teleclinic/internal/clinic"
 )
@@ -133,20 +134,34 @@ func (q *Q) EndCall(ctx context.Context, accountID, visitID int64) error {
 	return err
 }
 
-// AddCallInvite stores a guest's invitation (its token hashed).
-func (q *Q) AddCallInvite(ctx context.Context, accountID, visitID, invitedBy int64, tokenHash string, created, expires int64) error {
-	_, err := q.exec(ctx, "INSERT INTO call_invites (token_hash, account_id, visit_id, invited_by, created, expires) VALUES (?, ?, ?, ?, ?, ?)",
-		tokenHash, accountID, visitID, invitedBy, created, expires)
+// CallInvite is a provider's one-time invitation into a visit's call.
+type CallInvite struct {
+	AccountID, VisitID, InvitedBy int64
+	TokenHash                     string
+	Created, Expires              int64
+	// InterpreterID names the clinic's interpreter the link was sent to
+	// (0: a guest of the provider's choosing).
+	InterpreterID int64
+}
+
+// AddCallInvite records invitation in.
+func (q *Q) AddCallInvite(ctx context.Context, in CallInvite) error {
+	_, err := q.exec(ctx, "INSERT INTO call_invites (token_hash, account_id, visit_id, invited_by, created, expires, interpreter_id) VALUES (?, ?, ?, ?, ?, ?, ?)",
+		in.TokenHash, in.AccountID, in.VisitID, in.InvitedBy, in.Created, in.Expires, in.InterpreterID)
 	return err
 }
 
 // UseCallInvite accepts the invitation tokenHash of the clinic, once: it
-// returns the visit and who invited, or ErrNotFound when there is no such
+// returns the invitation, or ErrNotFound when there is no such
 // invitation, or it was used or has expired.
-func (q *Q) UseCallInvite(ctx context.Context, accountID int64, tokenHash string, now int64) (visitID, invitedBy int64, err error) {
-	err = q.queryRow(ctx, "UPDATE call_invites SET used_at = ? WHERE token_hash = ? AND account_id = ? AND used_at = 0 AND expires > ? RETURNING visit_id, invited_by",
-		[]any{now, tokenHash, accountID, now}, &visitID, &invitedBy)
-	return visitID, invitedBy, err
+func (q *Q) UseCallInvite(ctx context.Context, accountID int64, tokenHash string, now int64) (*CallInvite, error) {
+	in := CallInvite{AccountID: accountID, TokenHash: tokenHash}
+	err := q.queryRow(ctx, "UPDATE call_invites SET used_at = ? WHERE token_hash = ? AND account_id = ? AND used_at = 0 AND expires > ? RETURNING visit_id, invited_by, created, expires, interpreter_id",
+		[]any{now, tokenHash, accountID, now}, &in.VisitID, &in.InvitedBy, &in.Created, &in.Expires, &in.InterpreterID)
+	if err != nil {
+		return nil, err
+	}
+	return &in, nil
 }
 
 // CallInviteOpen reports whether the invitation can still be accepted.
@@ -156,17 +171,22 @@ func (q *Q) CallInviteOpen(ctx context.Context, accountID int64, tokenHash strin
 	return n == 1, err
 }
 
-// AddCallGuest makes user a guest of visit's call.
-func (q *Q) AddCallGuest(ctx context.Context, accountID, visitID, userID, invitedBy, now int64) error {
-	_, err := q.exec(ctx, "INSERT INTO call_guests (account_id, visit_id, user_id, invited_by, created) VALUES (?, ?, ?, ?, ?)", accountID, visitID, userID, invitedBy, now)
+// AddCallGuest makes user a guest of visit's call: the one invitation in
+// brought.
+func (q *Q) AddCallGuest(ctx context.Context, in *CallInvite, userID, now int64) error {
+	_, err := q.exec(ctx, "INSERT INTO call_guests (account_id, visit_id, user_id, invited_by, created, interpreter_id) VALUES (?, ?, ?, ?, ?, ?)",
+		in.AccountID, in.VisitID, userID, in.InvitedBy, now, in.InterpreterID)
 	return err
 }
 
-// IsCallGuest reports whether user is a guest of visit's call.
-func (q *Q) IsCallGuest(ctx context.Context, accountID, visitID, userID int64) (bool, error) {
-	var n int
-	err := q.queryRow(ctx, "SELECT COUNT(*) FROM call_guests WHERE account_id = ? AND visit_id = ? AND user_id = ?", []any{accountID, visitID, userID}, &n)
-	return n == 1, err
+// CallGuest reports whether user is a guest of visit's call, and the
+// interpreter they came as (0: none).
+func (q *Q) CallGuest(ctx context.Context, accountID, visitID, userID int64) (guest bool, interpreterID int64, err error) {
+	err = q.queryRow(ctx, "SELECT interpreter_id FROM call_guests WHERE account_id = ? AND visit_id = ? AND user_id = ?", []any{accountID, visitID, userID}, &interpreterID)
+	if errors.Is(err, ErrNotFound) {
+		return false, 0, nil
+	}
+	return err == nil, interpreterID, err
 }
 
 // CallSignalBySeq finds signal seq of visit's call.

@@ -76,6 +76,9 @@ func PDF(w io.Writer, b *billing.Superbill) error {
 	if b.Facts.PatientState != "" {
 		field("Patient's location", b.Facts.PatientState)
 	}
+	if b.Interpreter != "" {
+		field("Interpreter", b.Interpreter)
+	}
 
 	section("Diagnoses (ICD-10-CM)")
 	if len(b.Diagnoses) == 0 {

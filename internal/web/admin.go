@@ -108,6 +108,9 @@ type adminPage struct {
 	EHRs                                   []adminEHR
 	EHRRooms                               []adminRoom // every room, to hold an EHR's visits
 	EHRLaunchURL, EHRRedirect, SmartConfig string
+	// Interpreters are the clinic's; Languages those the form offers.
+	Interpreters []adminInterpreter
+	Languages    []languageOption
 	// SMS is the clinic's text-message sender, SMSLog its newest texts.
 	SMS    *app.SMSSettingsView
 	SMSLog []*clinic.SMSLogEntry
@@ -155,19 +158,21 @@ func (s *Server) admin(w http.ResponseWriter, r *http.Request) error {
 
 var noticeWords = map[string]string{
 	"room": "The room was saved.", "webhook": "The webhook was saved.", "redeliver": "The delivery is queued to be sent again.",
-	"refund":           "The payment was refunded to the patient's card.",
-	"refund-kept":      "The payment was refunded to the patient's card. The visit it paid for stays booked.",
-	"refund-cancelled": "The payment was refunded to the patient's card, and the visit it paid for is cancelled: the patient is emailed.",
-	"invited":          "The invitation is on its way: the provider sets a password from the link in it, then signs in.",
-	"codes":            "The diagnosis codes are loaded: notes and claims use them now.",
-	"endpoint":         "The endpoint is added: each event it subscribed to goes to it, signed with its secret.",
-	"endpoint-removed": "The endpoint is removed: it gets nothing more.",
-	"app":              "The app is registered: give its developer the client id (and the secret, if it has one).",
-	"app-revoked":      "The app is revoked: its tokens stopped working.",
-	"ehr":              "The EHR is connected: register Teleclinic there with the launch URL and redirect URI shown.",
-	"ehr-removed":      "The EHR is disconnected: its launches stop.",
-	"ehr-linked":       "The EHR user is linked to the provider.",
-	"texts":            "The text-message settings are saved.",
+	"refund":              "The payment was refunded to the patient's card.",
+	"refund-kept":         "The payment was refunded to the patient's card. The visit it paid for stays booked.",
+	"refund-cancelled":    "The payment was refunded to the patient's card, and the visit it paid for is cancelled: the patient is emailed.",
+	"invited":             "The invitation is on its way: the provider sets a password from the link in it, then signs in.",
+	"codes":               "The diagnosis codes are loaded: notes and claims use them now.",
+	"endpoint":            "The endpoint is added: each event it subscribed to goes to it, signed with its secret.",
+	"endpoint-removed":    "The endpoint is removed: it gets nothing more.",
+	"app":                 "The app is registered: give its developer the client id (and the secret, if it has one).",
+	"app-revoked":         "The app is revoked: its tokens stopped working.",
+	"ehr":                 "The EHR is connected: register Teleclinic there with the launch URL and redirect URI shown.",
+	"ehr-removed":         "The EHR is disconnected: its launches stop.",
+	"ehr-linked":          "The EHR user is linked to the provider.",
+	"texts":               "The text-message settings are saved.",
+	"interpreter":         "The interpreter is added: providers can bring them into a call.",
+	"interpreter-removed": "The interpreter is removed: no longer offered; past visits still name them.",
 }
 
 // adminQuery is /admin's address: the page each list shows, and the
@@ -218,6 +223,7 @@ func (s *Server) showAdmin(w http.ResponseWriter, r *http.Request, status int, p
 	ctx := r.Context()
 	for _, load := range []func(context.Context, *clinic.Principal, adminQuery, *adminPage) error{
 		s.adminWebhookSection, s.adminRooms, s.adminDeliveries, s.adminProviders, s.adminCodesSection, s.adminSmart, s.adminTexts,
+		s.adminInterpreters,
 	} {
 		if err := load(ctx, p, q, &page); err != nil {
 			return err

@@ -75,8 +75,10 @@ func portalMatrix() map[string]string {
 		// A person's own yes to texts (or its withdrawal): every person,
 		// not an admin (no phone of theirs to text); the sender is the
 		// admin's, on their own clinic.
-		"POST /profile/texts": "RRAAADAAD",
-		"POST /admin/texts":   "RRDDDADDA",
+		"POST /profile/texts":                  "RRAAADAAD",
+		"POST /admin/texts":                    "RRDDDADDA",
+		"POST /admin/interpreters":             "RRDDDADDA",
+		"POST /admin/interpreters/{id}/delete": "RRDDDNDDN",
 		// Texting the patient their link: the visit's provider and the
 		// admin (the fixture's clinic sends no texts: 409, past the check).
 		"POST /visits/start/{id}/text-link": "RRDDDDADA",
@@ -128,6 +130,9 @@ func portalMatrix() map[string]string {
 		// Inviting a guest and ending the visit: its provider (and the admin
 		// ends it too).
 		"POST /visits/start/{id}/call/invite": "RRDDDDADD",
+		// The visit's provider is let through to an interpreter the
+		// fixture does not have.
+		"POST /visits/start/{id}/call/interpreter": "RRDDDDNDD",
 		// The visit note: its provider writes it; the code search is for
 		// providers and admins.
 		"POST /visits/start/{id}/note":         "RRDDDDADD",

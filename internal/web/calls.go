@@ -104,7 +104,7 @@ func (s *Server) callJoin(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := callJoined{Mode: "p2p", Role: j.Role, Name: p.User.FullName(), Status: statusWord(j.Status), Peer: j.Peer, After: j.After,
+	out := callJoined{Mode: "p2p", Role: j.Role, Name: j.Name, Status: statusWord(j.Status), Peer: j.Peer, After: j.After,
 		Peers: []callPeer{}, ICEServers: j.ICEServers, ICEPolicy: j.ICEPolicy}
 	if j.LiveKitToken != "" {
 		out.Mode, out.LiveKitURL, out.LiveKitToken = "livekit", j.LiveKitURL, j.LiveKitToken
@@ -273,19 +273,80 @@ func (s *Server) callOnly(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	s.render(w, r, http.StatusOK, "call", callPage{Call: s.callView(w, id, role)})
+	s.render(w, r, http.StatusOK, "call", callPage{Call: s.callView(w, r, p, id, role)})
 	return nil
 }
 
-// callView is the call part of a page for a participant in role.
-func (s *Server) callView(w http.ResponseWriter, id int64, role string) *callView {
+// callView is the call part of a page for p, a participant in role: the
+// provider's with the clinic's interpreters to bring in, those of the
+// patient's language first. A failed read of those leaves them out: the
+// call itself is still offered.
+func (s *Server) callView(w http.ResponseWriter, r *http.Request, p *clinic.Principal, id int64, role string) *callView {
 	stun, _ := json.Marshal(s.calls.STUNServers())
 	c := &callView{Base: "/visits/start/" + strconv.FormatInt(id, 10) + "/call", Mode: "p2p", Seats: calls.MaxPeers, Role: role, CanEnd: role == calls.RoleProvider, STUN: string(stun)}
 	if u := s.calls.LiveKitURL(); u != "" {
 		c.Mode, c.Seats = "livekit", calls.LiveKitMaxParticipants
 		w.Header().Set("Content-Security-Policy", liveKitCSP(u))
 	}
+	if role != calls.RoleProvider {
+		return c
+	}
+	loc := s.localeOf(r)
+	lang, err := s.app.Core().VisitLanguage(r.Context(), p.Account.ID, id)
+	var list []*clinic.Interpreter
+	if err == nil {
+		list, err = s.app.Interpreters(r.Context(), p, "")
+	}
+	if err != nil {
+		s.log.Warn("call: interpreters not offered", "visit", id, "err", err)
+		return c
+	}
+	if lang != "" {
+		c.PatientLanguage = app.LanguageName(lang, loc.Tag)
+	}
+	var others []interpreterView
+	for _, it := range list {
+		v := interpreterView{ID: it.ID, Name: it.Name, Language: app.LanguageName(it.Language, loc.Tag), Agency: it.Agency,
+			Email: it.Email != "", Text: it.Phone != ""}
+		if lang != "" && app.SameLanguage(it.Language, lang) {
+			c.Interpreters = append(c.Interpreters, v)
+		} else {
+			others = append(others, v)
+		}
+	}
+	c.Interpreters = append(c.Interpreters, others...)
 	return c
+}
+
+// interpreterView is an interpreter the provider may bring into the call.
+type interpreterView struct {
+	ID             int64
+	Name, Language string
+	Agency         bool
+	Email, Text    bool // how the link can go
+}
+
+// callInterpreter is POST /visits/start/{id}/call/interpreter: the
+// provider sends an interpreter ({"interpreter_id", "via": "email" or
+// "text"}) a one-time link into the call.
+func (s *Server) callInterpreter(w http.ResponseWriter, r *http.Request) error {
+	p, id, err := s.visitRequest(r)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		InterpreterID int64  `json:"interpreter_id,string"`
+		Via           string `json:"via"`
+	}
+	// A body it cannot read names no interpreter: the service says so,
+	// after it has checked the caller may ask.
+	_ = json.NewDecoder(io.LimitReader(r.Body, 1<<10)).Decode(&in)
+	_, it, err := s.calls.InviteInterpreter(r.Context(), p, id, in.InterpreterID, in.Via)
+	if err != nil {
+		return err
+	}
+	edge.WriteJSON(w, http.StatusOK, map[string]any{"name": it.Name, "via": in.Via})
+	return nil
 }
 
 // callRecording is POST /visits/start/{id}/call/recording: a part of the

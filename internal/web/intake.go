@@ -71,6 +71,13 @@ func (s *Server) intake(w http.ResponseWriter, r *http.Request) error {
 	if _, ok := r.PostForm["consent_name"]; ok {
 		in.ConsentName = new(r.PostFormValue("consent_name"))
 	}
+	// The language chosen, or the page's own when it is not the clinic's
+	// first: a patient who reads the page in Spanish prefers Spanish.
+	if lang := r.PostFormValue("preferred_language"); lang != "" {
+		in.PreferredLanguage = &lang
+	} else if loc := s.localeOf(r); loc != s.locales.Default() {
+		in.PreferredLanguage = new(loc.Tag.String())
+	}
 	switch kind {
 	case kindWalkin:
 		in.Type = new("1")

@@ -86,6 +86,11 @@ type roomPage struct {
 	GuestEmail string
 	// Texts: the clinic sends texts, so the guest may say yes to them.
 	Texts bool
+	// Languages the patient may prefer for the visit (those the clinic
+	// has interpreters of first); PageLanguage names the page's own, the
+	// form's default.
+	Languages    []languageOption
+	PageLanguage string
 }
 
 // room is the spec's room join URL, /c/{account_code}/{room_code} on a
@@ -121,6 +126,14 @@ func (s *Server) showRoom(w http.ResponseWriter, r *http.Request, p *clinic.Prin
 	page.AttachBytes = maxIntakeBytes
 	if me, err := s.principal(r); err == nil && me.Account.ID == p.Account.ID {
 		page.SignedIn = true
+		loc := s.localeOf(r)
+		page.PageLanguage = app.Autonym(loc.Tag.String())
+		// Without the clinic's own languages, the common ones still serve.
+		kept, err := s.app.InterpreterLanguages(r.Context(), p)
+		if err != nil {
+			s.log.Warn("room: interpreter languages not read", "err", err)
+		}
+		page.Languages = languageOptions(loc.Tag, kept)
 		if me.User.Type == clinic.UserGuest {
 			page.AttachBytes = min(page.AttachBytes, s.app.GuestUploadBytes())
 			page.Guest, page.GuestEmail = true, me.User.Email

@@ -19,6 +19,7 @@ type superbillPage struct {
 	ProviderName, NPI, ProviderState  string
 	PatientName, DOB, Address         string
 	Date, POS, Modality, PatientState string
+	Interpreter                       string
 	Diagnoses                         []billing.CodeLine
 	Pointers                          []string
 	Services                          []superbillLine
@@ -43,7 +44,7 @@ func (s *Server) superbillHTML(w http.ResponseWriter, r *http.Request) error {
 		return money(n)
 	}
 	pg := superbillPage{Clinic: b.Clinic, Room: b.Room, Issued: time.Unix(b.Issued, 0).UTC().Format("2006-01-02"), NPI: b.ProviderNPI,
-		ProviderState: b.Facts.ProviderState, Date: b.Date, POS: billing.POSWords[b.PlaceOfService], PatientState: b.Facts.PatientState,
+		ProviderState: b.Facts.ProviderState, Date: b.Date, POS: billing.POSWords[b.PlaceOfService], PatientState: b.Facts.PatientState, Interpreter: b.Interpreter,
 		Modality:  map[string]string{"video": "Real-time audio and video", "audio": "Audio only"}[b.Facts.Modality],
 		Diagnoses: b.Diagnoses, Charged: money(b.Charged), Discount: optMoney(b.Discount), Paid: money(b.Paid), Refunded: optMoney(b.Refunded),
 		Balance: money(b.Owing), RuleSet: b.Derived.RuleSet}

@@ -374,6 +374,10 @@ type callView struct {
 	// STUN are the STUN servers' URLs (JSON), for the device check's test
 	// of the network.
 	STUN string
+	// The provider's: the patient's preferred language (its name) and the
+	// clinic's interpreters.
+	PatientLanguage string
+	Interpreters    []interpreterView
 }
 
 // visitRequest is the signed-in caller and the visit the path names; a
@@ -513,7 +517,7 @@ func (s *Server) visitCall(w http.ResponseWriter, r *http.Request, p *clinic.Pri
 	if err != nil {
 		return
 	}
-	page.Call = s.callView(w, d.Visit.ID, role)
+	page.Call = s.callView(w, r, p, d.Visit.ID, role)
 	if d.Room != nil && role != calls.RoleProvider {
 		page.Call.Opens = app.JoinOpens(d.Visit.Thread(), d.Room)
 		page.Call.OpensIn = max(page.Call.Opens-s.app.Now().Unix(), 0)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/text/language"
+
 	"teleclinic/internal/app"
 	"teleclinic/internal/claimrules"
 	"teleclinic/internal/clinic"
@@ -31,8 +33,11 @@ type Superbill struct {
 	PlaceOfService string
 	Derived        claimrules.Result
 	Facts          *clinic.VisitFacts
-	Diagnoses      []CodeLine
-	Services       []ServiceLine
+	// Interpreter names the interpreter who took part and their language
+	// ("Spanish (Ana Ruiz)"; "": none).
+	Interpreter string
+	Diagnoses   []CodeLine
+	Services    []ServiceLine
 	// What was charged for the visit and its fees, in minor units of
 	// Currency, and what was paid and refunded.
 	Currency                                 string
@@ -99,6 +104,9 @@ func (s *Service) superbill(ctx context.Context, p *clinic.Principal, visitID in
 		return nil, fmt.Errorf("superbill: %w", err)
 	}
 	b.Derived = app.DeriveClaim(b.Facts)
+	if c := b.Facts.Interpreter(); c != nil {
+		b.Interpreter = app.LanguageName(c.Language, language.English) + " (" + c.Name + ")"
+	}
 	b.PlaceOfService = b.Derived.PlaceOfService
 	raw, err := q.VisitClaimCodes(ctx, p.Account.ID, v.ID)
 	if err != nil {

@@ -20,6 +20,9 @@ type Joined struct {
 	// Status is the visit's, after the join (a provider's starts it).
 	Status int
 	Role   string
+	// Name is how the others see the caller (an interpreter's with their
+	// language).
+	Name string
 	// Peer-to-peer mode: the page's peer id, the others already in the
 	// call (who will send it offers), the ICE servers with the caller's
 	// TURN credential, and the signal number its stream starts after.
@@ -45,19 +48,44 @@ func (s *Service) Join(ctx context.Context, p *clinic.Principal, id int64, audio
 		return nil, err
 	}
 	out := &Joined{Status: v.Status, Role: role}
-	seats, err := s.callMedia(ctx, p, v, out)
+	// The others see who joins: an interpreter with their language, in
+	// itself ("Ana Ruiz · español"), which the patient reads whatever the
+	// page's language.
+	name, lang := p.User.FullName(), ""
+	if role == RoleInterpreter {
+		if lang, err = s.interpreterLanguage(ctx, p, v.ID); err != nil {
+			return nil, err
+		}
+		name += " · " + app.Autonym(lang)
+	}
+	out.Name = name
+	seats, err := s.callMedia(ctx, p, v, name, out)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.callSeat(ctx, p, v, seats, out); err != nil {
+	if err := s.callSeat(ctx, p, v, name, seats, out); err != nil {
 		return nil, err
 	}
 	// The join stands without its facts: a call is not refused for a
 	// record of it, which the log then says is missing.
-	if err := s.core.CallJoined(ctx, p, v.ID, role, audioOnly); err != nil {
+	if err := s.core.CallJoined(ctx, p, v.ID, role, lang, audioOnly); err != nil {
 		s.log.Warn("call: visit facts not recorded", "account", p.Account.Code, "visit", v.ID, "err", err)
 	}
 	return out, nil
+}
+
+// interpreterLanguage is the language of the interpreter guest p came
+// as into visit visitID's call.
+func (s *Service) interpreterLanguage(ctx context.Context, p *clinic.Principal, visitID int64) (string, error) {
+	_, id, err := s.core.Read().CallGuest(ctx, p.Account.ID, visitID, p.UserID())
+	if err != nil {
+		return "", fmt.Errorf("call interpreter: %w", err)
+	}
+	it, err := s.core.Read().InterpreterByID(ctx, p.Account.ID, id)
+	if err != nil {
+		return "", fmt.Errorf("call interpreter: %w", err)
+	}
+	return it.Language, nil
 }
 
 // callAdmit is the visit p may join and p's role in its call, the visit
@@ -148,14 +176,14 @@ func (s *Service) callOpen(ctx context.Context, v *clinic.ThreadVisit, role stri
 // the call's signals for what the server decides: the recording notice
 // and every participant's consent (KeepRecording). Browser to browser,
 // the mesh's seats and the ICE servers with the caller's TURN credential.
-func (s *Service) callMedia(ctx context.Context, p *clinic.Principal, v *clinic.ThreadVisit, out *Joined) (seats int, err error) {
+func (s *Service) callMedia(ctx context.Context, p *clinic.Principal, v *clinic.ThreadVisit, name string, out *Joined) (seats int, err error) {
 	out.ICEServers = []media.ICEServer{}
 	if lk := s.cfg.LiveKit; lk.Enabled() {
 		if err := s.openLiveKitRoom(ctx, p.Account, v.ID); err != nil {
 			return 0, err
 		}
 		out.LiveKitURL = lk.URL
-		out.LiveKitToken, err = lk.RoomToken(s.LiveKitRoom(p.Account, v.ID), p.User.VideoID(), p.User.FullName(), media.LiveKitTokenTTL)
+		out.LiveKitToken, err = lk.RoomToken(s.LiveKitRoom(p.Account, v.ID), p.User.VideoID(), name, media.LiveKitTokenTTL)
 		return LiveKitMaxParticipants, err
 	}
 	if servers := s.cfg.ICE.Servers(p.User.VideoID(), s.core.Now()); servers != nil {
@@ -171,9 +199,8 @@ func (s *Service) callMedia(ctx context.Context, p *clinic.Principal, v *clinic.
 // that reloads before its leave arrived, takes the place of the caller's
 // earlier peer; the others see that peer leave, and the earlier page is
 // told it was replaced, and stops.
-func (s *Service) callSeat(ctx context.Context, p *clinic.Principal, v *clinic.ThreadVisit, seats int, out *Joined) error {
+func (s *Service) callSeat(ctx context.Context, p *clinic.Principal, v *clinic.ThreadVisit, name string, seats int, out *Joined) error {
 	now := s.core.Unix()
-	name := p.User.FullName()
 	peer := clinic.CallPeer{AccountID: p.Account.ID, VisitID: v.ID, Peer: app.RandomHex(12), UserID: p.UserID(),
 		Name: name, Role: out.Role, Joined: now, Seen: now}
 	body, _ := json.Marshal(map[string]string{"name": name, "role": out.Role})

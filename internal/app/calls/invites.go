@@ -26,25 +26,90 @@ type Invite struct {
 // InviteGuest makes a one-time invitation into visit id's call. Only
 // the visit's provider invites; the token is shown once and kept hashed.
 func (s *Service) InviteGuest(ctx context.Context, p *clinic.Principal, id int64) (*Invite, error) {
+	return s.invite(ctx, p, id, "visit.call.invite", nil, "")
+}
+
+// InviteInterpreter sends one of the clinic's interpreters (interpreterID)
+// a one-time invitation into visit id's call, by email or text (via). The
+// visit's provider asks; the interpreter joins as a guest the call and the
+// visit's facts name as its interpreter, with their language.
+func (s *Service) InviteInterpreter(ctx context.Context, p *clinic.Principal, id, interpreterID int64, via string) (*Invite, *clinic.Interpreter, error) {
+	it, err := s.interpreterFor(ctx, p, id, interpreterID, via)
+	if err != nil {
+		return nil, nil, s.core.AuditOutcome(ctx, p, "visit.call.interpreter", "visit", i64s(id), err)
+	}
+	inv, err := s.invite(ctx, p, id, "visit.call.interpreter", it, via)
+	return inv, it, err
+}
+
+// interpreterFor checks an interpreter's invitation before it is made:
+// the visit's provider asks (checked first: the visit is not theirs to
+// learn about otherwise), for an active interpreter of the clinic who can
+// be reached the way asked.
+func (s *Service) interpreterFor(ctx context.Context, p *clinic.Principal, id, interpreterID int64, via string) (*clinic.Interpreter, error) {
+	if _, role, err := s.callVisit(ctx, p, id); err != nil {
+		return nil, err
+	} else if role != RoleProvider {
+		return nil, clinic.Errorf(clinic.EForbidden, "Only the visit's provider brings an interpreter into its call.")
+	}
+	it, err := s.core.Interpreter(ctx, p, interpreterID)
+	if err != nil {
+		return nil, err
+	}
+	switch via {
+	case app.InterpreterByEmail:
+		if it.Email == "" {
+			return nil, clinic.Errorf(clinic.EInvalid, "%s has no email: send the link by text.", it.Name)
+		}
+	case app.InterpreterByText:
+		if it.Phone == "" {
+			return nil, clinic.Errorf(clinic.EInvalid, "%s has no mobile number: send the link by email.", it.Name)
+		}
+		on, err := s.core.TextsOn(ctx, p.Account.ID)
+		if err != nil {
+			return nil, err
+		}
+		if !on {
+			return nil, clinic.Errorf(clinic.EConflict, "The clinic sends no texts (the admin sets them up): send the link by email.")
+		}
+	default:
+		return nil, clinic.Errorf(clinic.EInvalid, "via must be email or text.")
+	}
+	return it, nil
+}
+
+// invite writes the invitation, audited as action: a guest's, or (it set)
+// an interpreter's, whose link goes by via in the same transaction.
+func (s *Service) invite(ctx context.Context, p *clinic.Principal, id int64, action string, it *clinic.Interpreter, via string) (*Invite, error) {
 	v, role, err := s.callVisit(ctx, p, id)
 	if err == nil && role != RoleProvider {
 		err = clinic.Errorf(clinic.EForbidden, "Only the visit's provider invites guests to its call.")
 	}
 	if err != nil {
-		return nil, s.core.AuditOutcome(ctx, p, "visit.call.invite", "visit", i64s(id), err)
+		return nil, s.core.AuditOutcome(ctx, p, action, "visit", i64s(id), err)
 	}
 	token := app.RandomHex(24)
-	inv := &Invite{Expires: s.core.Unix() + int64(InviteTTL/time.Second)}
+	now := s.core.Unix()
+	row := store.CallInvite{AccountID: p.Account.ID, VisitID: v.ID, InvitedBy: p.UserID(), TokenHash: app.HashSecret(token),
+		Created: now, Expires: now + int64(InviteTTL/time.Second)}
+	inv := &Invite{Expires: row.Expires, URL: s.core.PortalBase() + "/invite/" + url.PathEscape(p.Account.Code) + "/" + token}
+	if it != nil {
+		row.InterpreterID = it.ID
+	}
 	err = s.core.Tx(ctx, func(q *store.Q) error {
-		if err := q.AddCallInvite(ctx, p.Account.ID, v.ID, p.UserID(), app.HashSecret(token), s.core.Unix(), inv.Expires); err != nil {
+		if err := q.AddCallInvite(ctx, row); err != nil {
 			return err
 		}
-		return s.core.AuditIn(ctx, q, p, "visit.call.invite", "visit", i64s(v.ID), app.OutcomeOK)
+		if it != nil {
+			if err := s.core.SendInterpreterLink(ctx, q, it, via, inv.URL, p.User.FullName()); err != nil {
+				return err
+			}
+		}
+		return s.core.AuditIn(ctx, q, p, action, "visit", i64s(v.ID), app.OutcomeOK)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("invite guest: %w", err)
 	}
-	inv.URL = s.core.PortalBase() + "/invite/" + url.PathEscape(p.Account.Code) + "/" + token
 	return inv, nil
 }
 
@@ -80,16 +145,15 @@ func (s *Service) AcceptInvite(ctx context.Context, p *clinic.Principal, token, 
 	}
 	var visitID int64
 	res, err := s.core.SignIn(ctx, p, in, "visit.call.guest_join", func(q *store.Q, u *clinic.User) error {
-		var by int64
-		var err error
-		visitID, by, err = q.UseCallInvite(ctx, p.Account.ID, app.HashSecret(token), s.core.Unix())
+		inv, err := q.UseCallInvite(ctx, p.Account.ID, app.HashSecret(token), s.core.Unix())
 		if errors.Is(err, store.ErrNotFound) {
 			return errInviteUsed
 		}
 		if err != nil {
 			return err
 		}
-		return q.AddCallGuest(ctx, p.Account.ID, visitID, u.ID, by, s.core.Unix())
+		visitID = inv.VisitID
+		return q.AddCallGuest(ctx, inv, u.ID, s.core.Unix())
 	})
 	if err != nil {
 		return nil, 0, err

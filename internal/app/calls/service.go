@@ -72,6 +72,9 @@ const (
 	RolePatient  = "patient"
 	RoleProvider = "provider"
 	RoleGuest    = "guest"
+	// RoleInterpreter is a guest who came as one of the clinic's
+	// interpreters (InviteInterpreter).
+	RoleInterpreter = "interpreter"
 )
 
 // signalKinds are the signals a page may send. "leave" and "join" are the
@@ -116,7 +119,7 @@ func (s *Service) callVisit(ctx context.Context, p *clinic.Principal, id int64) 
 	case v.ProviderID != 0 && v.ProviderID == uid:
 		role = RoleProvider
 	default:
-		guest, err := s.core.Read().IsCallGuest(ctx, p.Account.ID, v.ID, uid)
+		guest, interpreter, err := s.core.Read().CallGuest(ctx, p.Account.ID, v.ID, uid)
 		if err != nil {
 			return nil, "", fmt.Errorf("call guest: %w", err)
 		}
@@ -124,6 +127,9 @@ func (s *Service) callVisit(ctx context.Context, p *clinic.Principal, id int64) 
 			return nil, "", clinic.Errorf(clinic.EForbidden, "Only the visit's patient, its provider and the guests they invite take part in its call; a provider accepts the visit first.")
 		}
 		role = RoleGuest
+		if interpreter != 0 {
+			role = RoleInterpreter
+		}
 	}
 	if app.StatusOver(v.Status) {
 		return nil, "", clinic.Errorf(clinic.EConflict, "Visit %d is %s; its call has ended.", v.ID, app.StatusName(v.Status))

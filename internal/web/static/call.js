@@ -512,6 +512,12 @@
     }
   }
 
+  // who names a participant as their join or offer does: an interpreter
+  // as one, their name already with their language.
+  function who(d) {
+    return d.role === "interpreter" && d.name ? T("%s (interpreter)", d.name) : d.name;
+  }
+
   function onSignal(s) {
     if (onCallSignal(s)) {
       return;
@@ -525,14 +531,14 @@
     switch (s.type) {
       case "join": // a newcomer: this page offers
         drop(s.from);
-        offer(peerFor(s.from, d.name, true));
-        say(T("%s joined the call.", d.name || T("Someone")));
+        offer(peerFor(s.from, who(d), true));
+        say(T("%s joined the call.", who(d) || T("Someone")));
         break;
       case "offer":
-        p = peerFor(s.from, d.name, false);
+        p = peerFor(s.from, who(d), false);
         if (d.name) {
-          p.view.cap.textContent = d.name;
-          p.name = d.name;
+          p.view.cap.textContent = who(d);
+          p.name = who(d);
         }
         p.pc.setRemoteDescription({ type: "offer", sdp: d.sdp })
           .then(function () {
@@ -1068,6 +1074,20 @@
     });
   }
 
+  // An interpreter brought into the call: the link goes to them by email
+  // or text, and they join as a guest.
+  function interpreter(btn) {
+    btn.disabled = true;
+    post("/interpreter", { interpreter_id: btn.getAttribute("data-interpreter"), via: btn.getAttribute("data-via") }).then(function (d) {
+      say(d.via === "text" ? T("A link is on its way to %s by text; they join when they open it.", d.name)
+        : T("A link is on its way to %s by email; they join when they open it.", d.name));
+    }, function (err) {
+      say(err.message);
+    }).then(function () {
+      btn.disabled = false;
+    });
+  }
+
   // over puts the call away for good once the visit has ended: out of the
   // call, camera and microphone off (their light goes out), no more Join.
   function over() {
@@ -1089,7 +1109,7 @@
       meterCtx.close().catch(function () {});
       meterCtx = null;
     }
-    [ui.check, ui.join, ui.joinAudio, ui.devcheck, $("call-invite"), $("invite-box")].forEach(function (el) {
+    [ui.check, ui.join, ui.joinAudio, ui.devcheck, $("call-invite"), $("invite-box"), $("interpreters")].forEach(function (el) {
       show(el, false);
     });
     unring();
@@ -1211,6 +1231,11 @@
   if ($("call-invite")) {
     $("call-invite").addEventListener("click", invite);
   }
+  Array.prototype.forEach.call(root.querySelectorAll("[data-interpreter]"), function (btn) {
+    btn.addEventListener("click", function () {
+      interpreter(btn);
+    });
+  });
   // A page that closes leaves the call, so its seat is free at once.
   window.addEventListener("pagehide", function () {
     if (me && me.peer) {
