@@ -50,6 +50,7 @@ type appointmentChange struct {
 	contact     *clinic.RoomContact
 	fee         string // the room's fee for a missed or late-cancelled visit, in words; "" for none
 	cancelHours int
+	room        *clinic.Room // its words in the reader's language: the note, the calendar's name
 }
 
 // mailAppointmentChange writes the mails of change of appointment v, made
@@ -63,7 +64,7 @@ func (a *App) mailAppointmentChange(ctx context.Context, q *store.Q, p *clinic.P
 		return err
 	}
 	c := appointmentChange{change: change, v: v, was: was, reason: reason, by: p, roomZone: r.Settings.Operation.Timezone, clinicName: p.Account.Name,
-		contact: r.Settings.Contact, cancelHours: r.Settings.AppointmentRules().CancelHours}
+		contact: r.Settings.Contact, cancelHours: r.Settings.AppointmentRules().CancelHours, room: r}
 	if outcome := map[string]string{changeMissed: clinic.OutcomeNoShow, changeCancelledLate: clinic.OutcomeLateCancel}[change]; outcome != "" {
 		if _, amount, currency := feeOf(r, outcome); amount > 0 {
 			c.fee = FeeWords(amount, currency)
@@ -110,7 +111,7 @@ func (a *App) mailAppointmentChange(ctx context.Context, q *store.Q, p *clinic.P
 		loc := a.localeOf(u)
 		subject, body := c.letter(loc, u, link, uid == v.MemberID)
 		raw, _ := json.Marshal(mailMessage{To: u.Email, Subject: subject, Body: body,
-			Calendar: VisitCalendar(loc, p.Account, &cal, r.Name, link, a.now())})
+			Calendar: VisitCalendar(loc, p.Account, &cal, r.WordsIn(loc.Tag.String()).Name, link, a.now())})
 		sealed, err := a.Seal(raw)
 		if err != nil {
 			return err
@@ -177,6 +178,9 @@ func (c appointmentChange) letter(loc *locale.Locale, u *clinic.User, link strin
 	}
 	if patient {
 		if !cancelling(c.change) {
+			if note := c.room.WordsIn(loc.Tag.String()).EmailNote; note != "" {
+				b.WriteString(loc.T("From the clinic:") + "\n" + note + "\n\n")
+			}
 			b.WriteString(loc.T("The visit's page adds it to your calendar, and changes or cancels it.") + "\n")
 		}
 		b.WriteString(loc.T("The link above signs you into this visit only, once: open it on the device you will use. If it was opened already, the page it leads to sends you a new one.") + "\n")

@@ -372,6 +372,13 @@ func (a *App) reminderMail(ctx context.Context, it store.OutboxItem) (*mail.Mess
 	b.WriteString(loc.T("Hello %s,", u.FirstName) + "\n\n")
 	b.WriteString(loc.T("Your video visit with %s is %s: %s (%s).", acct.Name, lead, loc.Day(when)+", "+loc.Clock(when), zone.String()) + "\n\n")
 	b.WriteString(loc.T("Join it here (the call opens a few minutes before the start):") + "\n" + link + "\n\n")
+	if r, err := rd.RoomByID(ctx, it.AccountID, v.RoomID); err == nil {
+		if note := r.WordsIn(loc.Tag.String()).EmailNote; note != "" {
+			b.WriteString(loc.T("From the clinic:") + "\n" + note + "\n\n")
+		}
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
 	b.WriteString(loc.T("To cancel or change the time, or to stop these reminders, open the same page. The link signs you into this visit only, once.") + "\n")
 	return &mail.Message{To: u.Email, Subject: loc.T("%s: your visit %s", acct.Name, lead), Body: b.String()}, nil
 }

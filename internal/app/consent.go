@@ -103,9 +103,10 @@ func answerQuestions(r *clinic.Room, it *clinic.Intake, answers map[string]strin
 }
 
 // consentFor is the signature an intake in room r needs, nil when the
-// room has no consent; in names the signer and the version shown.
+// room has no consent; in names the signer, the version shown and the
+// language it was shown in: the text signed is the room's in it.
 func (a *App) consentFor(r *clinic.Room, member *clinic.User, in IntakeInput) (*clinic.Consent, error) {
-	c := r.Settings.Consent
+	c := r.WordsIn(in.Language).Consent
 	if c == nil {
 		return nil, nil
 	}

@@ -30,6 +30,9 @@ type IntakeInput struct {
 	// (a BCP 47 tag; "" clears it): an interpreter's, when it is not the
 	// provider's.
 	PreferredLanguage *string
+	// Language is the language the form was shown in (a tag the clinic
+	// writes in; "" its first): the consent signed is its text in it.
+	Language string
 	// ConsentName signs the room's consent, of ConsentVersion.
 	ConsentName    *string
 	ConsentVersion string
@@ -96,6 +99,9 @@ func (a *App) newIntake(ctx context.Context, p *clinic.Principal, in IntakeInput
 	}
 	if err := answerQuestions(r, it, in.Answers); err != nil {
 		return nil, nil, nil, err
+	}
+	if in.Language != "" && !slices.Contains(a.LanguageTags(), in.Language) {
+		return nil, nil, nil, clinic.Errorf(clinic.EInvalid, "consent_language must be one the clinic writes in: %s.", strings.Join(a.LanguageTags(), ", "))
 	}
 	consent, err := a.consentFor(r, member, in)
 	if err != nil {

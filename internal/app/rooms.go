@@ -329,6 +329,11 @@ type RoomUpdate struct {
 	// Contact sets the room's phone and email for patients; both empty
 	// removes it.
 	Contact *clinic.RoomContact
+	// EmailNote sets the room's words in its patients' mails ("": none).
+	EmailNote *string
+	// Translations replace the room's words in the clinic's other
+	// languages, by tag (an empty map removes them).
+	Translations *map[string]clinic.RoomText
 }
 
 // AppointmentPatch changes a room's appointment rules: a nil field is left
@@ -354,7 +359,7 @@ func (a *App) UpdateRoom(ctx context.Context, p *clinic.Principal, code string, 
 		optText("description", in.Description, MaxTextChars), optText("operation_settings.close_msg", in.CloseMsg, MaxTextChars),
 		optText("operation_settings.close_message.html", in.CloseHTML, MaxRoomHTMLChars), optLine("currency", in.Currency, 8),
 		optLine("operation_settings.default_timezone", in.Timezone, 64), optLine("operation_settings.open_time", in.OpenTime, 16),
-		optLine("operation_settings.close_time", in.CloseTime, 16)); err != nil {
+		optLine("operation_settings.close_time", in.CloseTime, 16), optText("email_note", in.EmailNote, MaxEmailNoteChars)); err != nil {
 		return nil, err
 	}
 	r, err := a.RoomByCode(ctx, p, code)
@@ -363,6 +368,15 @@ func (a *App) UpdateRoom(ctx context.Context, p *clinic.Principal, code string, 
 	}
 	if err := applyRoomUpdate(r, in); err != nil {
 		return nil, err
+	}
+	if in.Translations != nil {
+		r.Settings.Translations = *in.Translations
+		if len(r.Settings.Translations) == 0 {
+			r.Settings.Translations = nil
+		}
+		if err := checkTranslations(&r.Settings, a.LanguageTags()); err != nil {
+			return nil, err
+		}
 	}
 	r.Modified = a.Unix()
 	err = a.store.Tx(ctx, func(q *store.Q) error {
@@ -469,6 +483,7 @@ func applyRoomUpdate(r *clinic.Room, in RoomUpdate) error {
 			return err
 		}
 		s.IntakeQuestions = *in.IntakeQuestions
+		keepTranslations(s)
 	}
 	if c := in.Consent; c != nil {
 		if strings.TrimSpace(c.Text) == "" {
@@ -480,6 +495,7 @@ func applyRoomUpdate(r *clinic.Room, in RoomUpdate) error {
 			s.Consent = c
 		}
 	}
+	setS(&s.EmailNote, in.EmailNote)
 	if c := in.Contact; c != nil {
 		contact, err := checkContact(*c)
 		if err != nil {

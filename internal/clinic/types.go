@@ -156,6 +156,92 @@ type RoomSettings struct {
 	// (nil: not given): shown wherever a page or an email tells them to
 	// contact the clinic.
 	Contact *RoomContact `json:"contact,omitempty"`
+	// EmailNote is the clinic's own words to its patients in the mails of
+	// a booking, a move and a reminder ("Have your insurance card at
+	// hand."; "": none).
+	EmailNote string `json:"email_note,omitempty"`
+	// Translations are the room's words in the clinic's other languages,
+	// by language tag (docs/design-notes.md, "The clinic's words in each
+	// language").
+	Translations map[string]RoomText `json:"translations,omitempty"`
+}
+
+// RoomText is a room's clinic-written words in one more language than
+// its own: each one left empty is the room's own.
+type RoomText struct {
+	Name        string `json:"name,omitempty"`
+	Subtitle    string `json:"subtitle,omitempty"`
+	Description string `json:"description,omitempty"`
+	CloseMsg    string `json:"close_msg,omitempty"`
+	EmailNote   string `json:"email_note,omitempty"`
+	// Questions are the intake questions' words, by question id.
+	Questions map[string]QuestionWording `json:"questions,omitempty"`
+	// Consent is the consent's text in this language, of ConsentVersion:
+	// a translation of another version than the room's is not shown (a
+	// patient signs only what the clinic wrote of the version in force).
+	Consent        string `json:"consent,omitempty"`
+	ConsentVersion string `json:"consent_version,omitempty"`
+}
+
+// QuestionWording is an intake question's words in one language: its
+// label and its choices' labels, in the order of the question's own (an
+// answer is always kept as the room's own choice).
+type QuestionWording struct {
+	Label   string   `json:"label,omitempty"`
+	Choices []string `json:"choices,omitempty"`
+}
+
+// RoomWords are a room's words as a reader of one language reads them.
+type RoomWords struct {
+	Name, Subtitle, Description, CloseMsg, EmailNote string
+	Questions                                        []QuestionWords
+	Consent                                          *ConsentText
+}
+
+// QuestionWords is an intake question as a reader reads it: its label,
+// and its choices as value (the room's own, what the answer keeps) and
+// label.
+type QuestionWords struct {
+	IntakeQuestion
+	Options []Choice
+}
+
+// Choice is one choice of a question: the value kept and the label read.
+type Choice struct{ Value, Label string }
+
+// WordsIn are room r's words for a reader of language tag: its
+// translation's where it has them, its own elsewhere.
+func (r *Room) WordsIn(tag string) RoomWords {
+	s := r.Settings
+	t := s.Translations[tag]
+	or := func(v, own string) string {
+		if v != "" {
+			return v
+		}
+		return own
+	}
+	w := RoomWords{Name: or(t.Name, r.Name), Subtitle: or(t.Subtitle, s.Subtitle), Description: or(t.Description, s.Description),
+		CloseMsg: or(t.CloseMsg, s.Operation.CloseMsg), EmailNote: or(t.EmailNote, s.EmailNote)}
+	for _, q := range s.IntakeQuestions {
+		qt := t.Questions[q.ID]
+		qw := QuestionWords{IntakeQuestion: q}
+		qw.Label = or(qt.Label, q.Label)
+		for i, c := range q.Choices {
+			label := c
+			if len(qt.Choices) == len(q.Choices) && qt.Choices[i] != "" {
+				label = qt.Choices[i]
+			}
+			qw.Options = append(qw.Options, Choice{Value: c, Label: label})
+		}
+		w.Questions = append(w.Questions, qw)
+	}
+	if c := s.Consent; c != nil {
+		w.Consent = &ConsentText{Version: c.Version, Text: c.Text}
+		if t.Consent != "" && t.ConsentVersion == c.Version {
+			w.Consent.Text = t.Consent
+		}
+	}
+	return w
 }
 
 // RoomContact is a room's phone number and email address for patients.

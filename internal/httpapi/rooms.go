@@ -117,9 +117,46 @@ type roomDetail struct {
 	Consent         *consentText     `json:"consent"`
 	// Contact is the extension's: the room's phone and email for
 	// patients (null: none given).
-	Contact  *roomContact `json:"contact"`
-	Created  int64        `json:"created"`
-	Modified int64        `json:"modified"`
+	Contact *roomContact `json:"contact"`
+	// EmailNote and Translations are the extension's: the room's words in
+	// its patients' mails, and its words in the clinic's other languages.
+	EmailNote    string              `json:"email_note"`
+	Translations map[string]roomText `json:"translations"`
+	Created      int64               `json:"created"`
+	Modified     int64               `json:"modified"`
+}
+
+// roomText is a room's words in one more language.
+type roomText struct {
+	Name           string                     `json:"name,omitempty"`
+	Subtitle       string                     `json:"subtitle,omitempty"`
+	Description    string                     `json:"description,omitempty"`
+	CloseMsg       string                     `json:"close_msg,omitempty"`
+	EmailNote      string                     `json:"email_note,omitempty"`
+	Questions      map[string]questionWording `json:"questions,omitempty"`
+	Consent        string                     `json:"consent,omitempty"`
+	ConsentVersion string                     `json:"consent_version,omitempty"`
+}
+
+type questionWording struct {
+	Label   string   `json:"label,omitempty"`
+	Choices []string `json:"choices,omitempty"`
+}
+
+func toRoomTexts(ts map[string]clinic.RoomText) map[string]roomText {
+	out := map[string]roomText{}
+	for tag, t := range ts {
+		rt := roomText{Name: t.Name, Subtitle: t.Subtitle, Description: t.Description, CloseMsg: t.CloseMsg, EmailNote: t.EmailNote,
+			Consent: t.Consent, ConsentVersion: t.ConsentVersion}
+		for id, q := range t.Questions {
+			if rt.Questions == nil {
+				rt.Questions = map[string]questionWording{}
+			}
+			rt.Questions[id] = questionWording{Label: q.Label, Choices: q.Choices}
+		}
+		out[tag] = rt
+	}
+	return out
 }
 
 type appointmentSettings struct {
@@ -198,6 +235,7 @@ func toRoomDetail(acct *clinic.Account, d *app.RoomDetail) roomDetail {
 		QueueCapacity: st.QueueCapacity, Created: rm.Created, Modified: rm.Modified,
 		AppointmentSettings: appointmentSettings(st.AppointmentRules()), WaitAlertMinutes: st.WaitAlertMinutes,
 		IntakeQuestions: toQuestions(st.IntakeQuestions), Consent: toConsent(st.Consent), Contact: toContact(st.Contact),
+		EmailNote: st.EmailNote, Translations: toRoomTexts(st.Translations),
 		OperationSettings: operationSettings{IsClosed: st.Operation.IsClosed, CloseMsg: st.Operation.CloseMsg,
 			CloseMessage: closeHTML{st.Operation.CloseHTML}, ClosedDays: nonNilStrings(st.Operation.ClosedDays),
 			DefaultTimezone: st.Operation.Timezone, IsClosedNow: d.IsClosedNow, IsOpenAllTime: st.Operation.IsOpenAllTime,
@@ -288,6 +326,16 @@ func (s *Server) updateRoom(w http.ResponseWriter, r *http.Request, c *call) err
 		return err
 	} else if found {
 		in.Contact = &contact
+	}
+	in.EmailNote = q.Opt("email_note")
+	var texts map[string]clinic.RoomText
+	if found, err := q.JSON("translations", &texts); err != nil {
+		return err
+	} else if found {
+		if texts == nil {
+			texts = map[string]clinic.RoomText{}
+		}
+		in.Translations = &texts
 	}
 	var ap app.AppointmentPatch
 	if found, err := q.JSON("appointment_settings", &ap); err != nil {

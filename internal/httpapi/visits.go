@@ -73,7 +73,7 @@ func toIntakeOut(it *clinic.Intake, att []app.IntakeAttachment) *intakeOut {
 // a custom field-value pair.
 var intakeKnown = map[string]bool{"room_code": true, "provider_id": true, "provider": true, "reason_for_visit": true, "type": true,
 	"member_id": true, "location": true, "phone": true, "attachments": true, "id": true, "consultation": true, "consultation_id": true,
-	"answers": true, "consent_name": true, "consent_version": true, app.PreferredLanguageKey: true}
+	"answers": true, "consent_name": true, "consent_version": true, app.PreferredLanguageKey: true, "consent_language": true}
 
 func intakeInput(c *call) (app.IntakeInput, error) {
 	q := c.params
@@ -128,6 +128,7 @@ func intakeInput(c *call) (app.IntakeInput, error) {
 	}
 	in.ConsentName, in.ConsentVersion = q.Opt("consent_name"), q.Str("consent_version")
 	in.PreferredLanguage = q.Opt(app.PreferredLanguageKey)
+	in.Language = q.Str("consent_language")
 	return in, nil
 }
 

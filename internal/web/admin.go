@@ -616,7 +616,7 @@ func (s *Server) showAdminRoom(w http.ResponseWriter, r *http.Request, status in
 	if form != nil {
 		page.RoomForm = form.withBlankQuestions()
 	} else {
-		page.RoomForm = roomFormOf(rm)
+		page.RoomForm = roomFormOf(rm, s.otherLanguages())
 	}
 	page.Linked, page.Find, page.FindNote, page.MoreOthers = linked.Items, find, findNote, total > len(others.Items)
 	page.LinkedPager = pager{Label: "The room's providers", BackText: "First providers", NextText: "More of the room's providers"}.
@@ -640,8 +640,8 @@ func (s *Server) adminUpdateRoom(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	form := readRoomForm(r)
-	in, ok := form.update(d.Room.Settings.Consultations)
+	form := readRoomForm(r, s.otherLanguages())
+	in, ok := form.update(d.Room.Settings)
 	if !ok {
 		return s.showAdminRoom(w, r, http.StatusBadRequest, "", "The room was not saved: see the fields marked below.", &form)
 	}

@@ -61,7 +61,8 @@ func (s *Server) intake(w http.ResponseWriter, r *http.Request) error {
 	if r.PostFormValue("terms") != "1" {
 		return clinic.Errorf(clinic.EInvalid, "Accept the clinic's terms to go on (the box under your reason).")
 	}
-	in := app.IntakeInput{RoomCode: room, ReasonForVisit: &reason, Answers: map[string]string{}, ConsentVersion: r.PostFormValue("consent_version")}
+	in := app.IntakeInput{RoomCode: room, ReasonForVisit: &reason, Answers: map[string]string{}, ConsentVersion: r.PostFormValue("consent_version"),
+		Language: s.localeOf(r).Tag.String()}
 	// The room's own questions come as q_<id>.
 	for k, v := range r.PostForm {
 		if id, ok := strings.CutPrefix(k, "q_"); ok && len(v) > 0 {

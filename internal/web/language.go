@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/text/language"
+
 	"teleclinic/internal/app"
 	"teleclinic/internal/app/calls"
 	"teleclinic/internal/clinic"
@@ -197,4 +199,15 @@ var codeWords = map[string]string{
 	clinic.EBusy:            "The server is busy. Try again in a moment.",
 	clinic.EUnavailable:     "This is not available now. Try again later.",
 	clinic.EInternal:        "Something went wrong on our side. Try again in a moment.",
+}
+
+// otherLanguages are the languages the portal writes in besides the
+// clinic's first, named in English (the admin's pages are English): a
+// room's words may be given in each.
+func (s *Server) otherLanguages() []languageOption {
+	var out []languageOption
+	for _, l := range s.locales.All()[1:] {
+		out = append(out, languageOption{Tag: l.Tag.String(), Label: app.LanguageName(l.Tag.String(), language.English)})
+	}
+	return out
 }

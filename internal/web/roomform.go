@@ -1,6 +1,7 @@
 package web
 
 import (
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -35,8 +36,12 @@ type RoomForm struct {
 	// ones), and its consent.
 	Questions                   []questionRow
 	ConsentVersion, ConsentText string
-	// The room's phone and email for patients.
+	// The room's phone and email for patients, and its words in their
+	// mails.
 	ContactPhone, ContactEmail string
+	EmailNote                  string
+	// Texts are the room's words in the clinic's other languages.
+	Texts []roomTextForm
 	// Errors are the refused fields' reasons, by the field's name.
 	Errors map[string]string
 	// sent are the fields the post carried: a part of the form it leaves
@@ -54,6 +59,25 @@ type questionRow struct {
 	Required        bool
 }
 
+// roomTextForm is the room's words in one more language (fields
+// t_{tag}_name, …, t_{tag}_q_{id}_label and _choices).
+type roomTextForm struct {
+	Tag, Language                                    string
+	Name, Subtitle, Description, CloseMsg, EmailNote string
+	Consent                                          string
+	// ConsentStale is the version of a translation of an earlier consent
+	// (not shown to patients; "" for none).
+	ConsentStale string
+	Questions    []questionTextRow
+}
+
+// questionTextRow is a question's words in one more language, beside
+// the room's own.
+type questionTextRow struct {
+	ID, Own, OwnChoices string
+	Label, Choices      string
+}
+
 // dayBox is a weekday of the opening hours' form: ticked when closed.
 type dayBox struct {
 	Name, Label string
@@ -62,8 +86,9 @@ type dayBox struct {
 
 var weekdays = []string{"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
 
-// roomFormOf is the form of the room as stored.
-func roomFormOf(rm *clinic.Room) RoomForm {
+// roomFormOf is the form of the room as stored; langs are the clinic's
+// other languages (tag and name).
+func roomFormOf(rm *clinic.Room, langs []languageOption) RoomForm {
 	st := rm.Settings
 	rules := st.AppointmentRules()
 	rf := RoomForm{Name: rm.Name, Subtitle: st.Subtitle, Description: st.Description, CloseMsg: st.Operation.CloseMsg,
@@ -91,11 +116,27 @@ func roomFormOf(rm *clinic.Room) RoomForm {
 	if c := st.Contact; c != nil {
 		rf.ContactPhone, rf.ContactEmail = c.Phone, c.Email
 	}
+	rf.EmailNote = st.EmailNote
+	for _, l := range langs {
+		t := st.Translations[l.Tag]
+		tf := roomTextForm{Tag: l.Tag, Language: l.Label, Name: t.Name, Subtitle: t.Subtitle, Description: t.Description,
+			CloseMsg: t.CloseMsg, EmailNote: t.EmailNote, Consent: t.Consent}
+		if t.Consent != "" && (st.Consent == nil || t.ConsentVersion != st.Consent.Version) {
+			tf.Consent, tf.ConsentStale = "", t.ConsentVersion
+		}
+		for _, q := range st.IntakeQuestions {
+			qt := t.Questions[q.ID]
+			tf.Questions = append(tf.Questions, questionTextRow{ID: q.ID, Own: q.Label, OwnChoices: strings.Join(q.Choices, ", "),
+				Label: qt.Label, Choices: strings.Join(qt.Choices, ", ")})
+		}
+		rf.Texts = append(rf.Texts, tf)
+	}
 	return rf.withBlankQuestions()
 }
 
-// readRoomForm is the form as posted.
-func readRoomForm(r *http.Request) RoomForm {
+// readRoomForm is the form as posted; langs are the clinic's other
+// languages.
+func readRoomForm(r *http.Request, langs []languageOption) RoomForm {
 	f := postFields(r)
 	v := f.vals
 	on := func(name string) bool { return v.Get(name) == "1" }
@@ -108,7 +149,7 @@ func readRoomForm(r *http.Request) RoomForm {
 		Reminders: f.str("reminders"), WaitAlert: f.str("wait_alert"), QueueCapacity: f.str("queue_capacity"),
 		NoShowMinutes: f.str("no_show_minutes"), NoShowFee: f.str("no_show_fee"), LateCancelFee: f.str("late_cancel_fee"),
 		ConsentVersion: v.Get("consent_version"), ConsentText: v.Get("consent_text"),
-		ContactPhone: f.str("contact_phone"), ContactEmail: f.str("contact_email"),
+		ContactPhone: f.str("contact_phone"), ContactEmail: f.str("contact_email"), EmailNote: v.Get("email_note"),
 		Errors: f.Errors(), sent: map[string]bool{}, closedDays: append([]string{}, v["closed_days"]...)}
 	for k := range v {
 		rf.sent[k] = true
@@ -120,6 +161,22 @@ func readRoomForm(r *http.Request) RoomForm {
 		n := strconv.Itoa(i)
 		rf.Questions = append(rf.Questions, questionRow{N: i, ID: f.str("q_id_" + n), Label: f.str("q_label_" + n), Kind: v.Get("q_kind_" + n),
 			Choices: v.Get("q_choices_" + n), Required: on("q_required_" + n)})
+	}
+	for _, l := range langs {
+		at := "t_" + l.Tag + "_"
+		tf := roomTextForm{Tag: l.Tag, Language: l.Label, Name: f.str(at + "name"), Subtitle: f.str(at + "subtitle"),
+			Description: v.Get(at + "description"), CloseMsg: f.str(at + "close_msg"), EmailNote: v.Get(at + "email_note"), Consent: v.Get(at + "consent")}
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			rest, isQuestion := strings.CutPrefix(k, at+"q_")
+			if id, isLabel := strings.CutSuffix(rest, "_label"); isQuestion && isLabel && id != "" {
+				row := questionTextRow{ID: id, Label: f.str(k), Choices: v.Get(at + "q_" + id + "_choices")}
+				if i := slices.IndexFunc(rf.Questions, func(q questionRow) bool { return q.ID == id }); i >= 0 {
+					row.Own, row.OwnChoices = rf.Questions[i].Label, rf.Questions[i].Choices
+				}
+				tf.Questions = append(tf.Questions, row)
+			}
+		}
+		rf.Texts = append(rf.Texts, tf)
 	}
 	return rf
 }
@@ -140,7 +197,7 @@ func (rf RoomForm) withBlankQuestions() RoomForm {
 // update is the change the form asks of a room whose consultations are
 // current; ok is false when a field was refused (rf.Errors says why,
 // beside each). A part of the form the post left out is left unchanged.
-func (rf *RoomForm) update(current []clinic.Consultation) (in app.RoomUpdate, ok bool) {
+func (rf *RoomForm) update(cur clinic.RoomSettings) (in app.RoomUpdate, ok bool) {
 	if rf.Errors == nil {
 		rf.Errors = map[string]string{}
 	}
@@ -167,6 +224,12 @@ func (rf *RoomForm) update(current []clinic.Consultation) (in app.RoomUpdate, ok
 	if rf.sent["contact_phone"] || rf.sent["contact_email"] {
 		in.Contact = &clinic.RoomContact{Phone: rf.ContactPhone, Email: rf.ContactEmail}
 	}
+	if rf.sent["email_note"] {
+		in.EmailNote = &rf.EmailNote
+	}
+	if texts, ok := rf.translations(cur.IntakeQuestions); ok {
+		in.Translations = &texts
+	}
 	if rf.sent["open_time"] {
 		in.IsOpenAllTime, in.OpenTime, in.CloseTime = &rf.AllDay, &rf.OpenTime, &rf.CloseTime
 		if rf.Zone != "" {
@@ -176,13 +239,52 @@ func (rf *RoomForm) update(current []clinic.Consultation) (in app.RoomUpdate, ok
 	}
 	amount, minutes := rf.price(), rf.whole("minutes", rf.Minutes, "The visit's length")
 	if amount != nil || minutes != nil {
-		cons := app.WithFirstConsultation(current, amount, minutes)
+		cons := app.WithFirstConsultation(cur.Consultations, amount, minutes)
 		in.Consultations = &cons
 	}
 	if rf.Currency != "" {
 		in.Currency = &rf.Currency
 	}
 	return in, len(rf.Errors) == 0
+}
+
+// translations are the room's words in the other languages as posted,
+// when the post carried them: those of the questions the room keeps (its
+// current ones, or those posted with them: a question removed in the same
+// post takes its words along).
+func (rf *RoomForm) translations(current []clinic.IntakeQuestion) (map[string]clinic.RoomText, bool) {
+	if len(rf.Texts) == 0 || !rf.sent["t_"+rf.Texts[0].Tag+"_name"] {
+		return nil, false
+	}
+	if rf.sent["q_label_0"] {
+		current = rf.questions()
+	}
+	kept := map[string]bool{}
+	for _, q := range current {
+		kept[q.ID] = true
+	}
+	out := map[string]clinic.RoomText{}
+	for _, tf := range rf.Texts {
+		t := clinic.RoomText{Name: tf.Name, Subtitle: tf.Subtitle, Description: strings.TrimSpace(tf.Description), CloseMsg: tf.CloseMsg,
+			EmailNote: strings.TrimSpace(tf.EmailNote), Consent: strings.TrimSpace(tf.Consent)}
+		for _, q := range tf.Questions {
+			if !kept[q.ID] || q.Label == "" && strings.TrimSpace(q.Choices) == "" {
+				continue
+			}
+			if t.Questions == nil {
+				t.Questions = map[string]clinic.QuestionWording{}
+			}
+			qw := clinic.QuestionWording{Label: q.Label}
+			if strings.TrimSpace(q.Choices) != "" {
+				qw.Choices = splitChoices(q.Choices)
+			}
+			t.Questions[q.ID] = qw
+		}
+		if t.Questions != nil || t.Name+t.Subtitle+t.Description+t.CloseMsg+t.EmailNote+t.Consent != "" {
+			out[tf.Tag] = t
+		}
+	}
+	return out, true
 }
 
 // whole is a whole number typed in the field name (what names it for
@@ -254,14 +356,23 @@ func (rf *RoomForm) questions() []clinic.IntakeQuestion {
 		if q.ID == "" {
 			q.ID = questionID(q.Label, qs)
 		}
-		for _, c := range strings.Split(row.Choices, ",") {
-			if c = strings.TrimSpace(c); c != "" && q.Kind == clinic.QuestionChoice {
-				q.Choices = append(q.Choices, c)
-			}
+		if q.Kind == clinic.QuestionChoice {
+			q.Choices = splitChoices(row.Choices)
 		}
 		qs = append(qs, q)
 	}
 	return qs
+}
+
+// splitChoices are the choices typed in a field, separated by commas.
+func splitChoices(field string) []string {
+	var out []string
+	for _, c := range strings.Split(field, ",") {
+		if c = strings.TrimSpace(c); c != "" {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // questionID makes a new question's id from its label: its words in

@@ -55,7 +55,8 @@ func (s *Server) showClinicHome(w http.ResponseWriter, r *http.Request, p *clini
 	page.Pager = pager{Label: tr("Rooms"), BackText: tr("The first rooms"), NextText: tr("More rooms")}.
 		on("/u/"+url.PathEscape(p.Account.Code), "", "from", from > 0, int64(next), nil)
 	for _, rm := range rooms {
-		page.Rooms = append(page.Rooms, roomItem{Name: rm.Name, Subtitle: rm.Settings.Subtitle, Code: rm.Code, Address: roomBase(p.Account.Code, rm.Code)})
+		words := rm.WordsIn(s.localeOf(r).Tag.String())
+		page.Rooms = append(page.Rooms, roomItem{Name: words.Name, Subtitle: words.Subtitle, Code: rm.Code, Address: roomBase(p.Account.Code, rm.Code)})
 	}
 	s.render(w, r, status, "clinic", page)
 	return nil
@@ -74,7 +75,7 @@ type roomPage struct {
 	Error, Reason string
 	// Questions are the room's own intake questions; Consent the text the
 	// patient signs (nil: the plain agreement below).
-	Questions []clinic.IntakeQuestion
+	Questions []clinic.QuestionWords
 	Consent   *clinic.ConsentText
 	// AttachBytes is the most the form's files may weigh together (a
 	// guest's quota is less): static/live.js says so before sending.
@@ -117,12 +118,14 @@ func (s *Server) room(w http.ResponseWriter, r *http.Request) error {
 // showRoom draws room d of the clinic p names.
 func (s *Server) showRoom(w http.ResponseWriter, r *http.Request, p *clinic.Principal, d *app.RoomDetail) {
 	st := d.Room.Settings
-	page := roomPage{Clinic: p.Account.Name, Name: d.Room.Name, Subtitle: st.Subtitle, Description: st.Description,
-		Closed: d.IsClosedNow || !d.Room.Active, ClosedMessage: st.Operation.CloseMsg,
+	// The room in the reader's language, where the clinic wrote it.
+	words := d.Room.WordsIn(s.localeOf(r).Tag.String())
+	page := roomPage{Clinic: p.Account.Name, Name: words.Name, Subtitle: words.Subtitle, Description: words.Description,
+		Closed: d.IsClosedNow || !d.Room.Active, ClosedMessage: words.CloseMsg,
 		Walkin: st.WalkinEnabled, Appointments: st.AppointmentEnabled, Guests: st.GuestLogin,
 		SignInURL: "/signin?" + url.Values{"clinic": {p.Account.Code}, "next": {r.URL.Path}}.Encode(),
 		Base:      "/c/" + url.PathEscape(p.Account.Code) + "/" + url.PathEscape(d.Room.Code),
-		Questions: st.IntakeQuestions, Consent: st.Consent}
+		Questions: words.Questions, Consent: words.Consent}
 	page.AttachBytes = maxIntakeBytes
 	if me, err := s.principal(r); err == nil && me.Account.ID == p.Account.ID {
 		page.SignedIn = true

@@ -35,6 +35,8 @@ type visitItem struct {
 // soonest first), Waiting (a provider's rooms' e-consults and walk-ins no
 // provider has taken, oldest first) and Past (the rest, newest first).
 type visitsPage struct {
+	// lang is the reader's language: the rooms are named in it.
+	lang                  string
 	Coming, Waiting, Past []visitItem
 	Provider              bool
 	// Paging names the list this page goes on with ("" the first page,
@@ -99,7 +101,7 @@ func (s *Server) visits(w http.ResponseWriter, r *http.Request) error {
 	if err := f.Err(); err != nil {
 		return err
 	}
-	page := visitsPage{Provider: provider, Paging: q.Paging}
+	page := visitsPage{Provider: provider, Paging: q.Paging, lang: s.localeOf(r).Tag.String()}
 	var ds []*app.VisitDetail
 	for _, list := range []struct {
 		shown bool
@@ -155,7 +157,7 @@ func (s *Server) waitingVisits(ctx context.Context, p *clinic.Principal, q visit
 		return nil, err
 	}
 	for _, d := range waiting.Items {
-		page.Waiting = append(page.Waiting, visitItemOf(p, d))
+		page.Waiting = append(page.Waiting, visitItemOf(p, d, page.lang))
 	}
 	page.WaitingPager = pager{Label: tr("Waiting in your rooms"), BackText: tr("Longest waiting"), NextText: tr("More waiting")}.
 		on("/visits", "", "waiting", q.Paging == "waiting", waiting.Next, nil)
@@ -186,7 +188,7 @@ func (s *Server) pastVisits(ctx context.Context, p *clinic.Principal, q visitsQu
 // first) and Past (newest first).
 func (page *visitsPage) place(p *clinic.Principal, ds []*app.VisitDetail, now int64) {
 	for _, d := range ds {
-		if it := visitItemOf(p, d); app.ComingUp(d.Visit, now, page.Provider) {
+		if it := visitItemOf(p, d, page.lang); app.ComingUp(d.Visit, now, page.Provider) {
 			page.Coming = append(page.Coming, it)
 		} else {
 			page.Past = append(page.Past, it)
@@ -218,21 +220,22 @@ func (s *Server) visitsRooms(ctx context.Context, p *clinic.Principal, page *vis
 		return err
 	}
 	for _, rm := range rooms {
-		page.Rooms = append(page.Rooms, roomItem{Name: rm.Name, Subtitle: rm.Settings.Subtitle, Address: roomBase(p.Account.Code, rm.Code)})
+		words := rm.WordsIn(page.lang)
+		page.Rooms = append(page.Rooms, roomItem{Name: words.Name, Subtitle: words.Subtitle, Address: roomBase(p.Account.Code, rm.Code)})
 	}
 	page.MoreRooms, page.Clinic = next, p.Account.Code
 	return nil
 }
 
-// visitItemOf is d as a card of /visits for p.
-func visitItemOf(p *clinic.Principal, d *app.VisitDetail) visitItem {
+// visitItemOf is d as a card of /visits for p, who reads language lang.
+func visitItemOf(p *clinic.Principal, d *app.VisitDetail, lang string) visitItem {
 	v := d.Visit
 	it := visitItem{ID: v.ID, Status: visitStatusWord(v), Kind: kindWord[v.Kind], Created: v.Created}
 	if v.Kind == clinic.KindAppointment {
 		it.Start, it.End = v.Start, v.End
 	}
 	if d.Room != nil {
-		it.Room = d.Room.Name
+		it.Room = d.Room.WordsIn(lang).Name
 	}
 	switch {
 	case d.Member != nil && d.Member.ID != p.UserID():
@@ -412,7 +415,7 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request) error {
 	}
 	page := visitPage{ID: d.Visit.ID, Status: visitStatusWord(d.Visit), State: statusWord(d.Visit.Status), Open: !app.VisitOver(d.Visit), Older: older,
 		Notice: notices[f.str("notice")]}
-	page.people(p, d)
+	page.people(p, d, s.localeOf(r).Tag.String())
 	if d.Room != nil {
 		page.Contact = d.Room.Settings.Contact
 	}
@@ -448,10 +451,10 @@ func (s *Server) visit(w http.ResponseWriter, r *http.Request) error {
 // page offers the viewer by who they are: the provider of an open
 // e-consult closes it; the patient of a visit that is over is told what
 // comes next.
-func (page *visitPage) people(p *clinic.Principal, d *app.VisitDetail) {
+func (page *visitPage) people(p *clinic.Principal, d *app.VisitDetail, lang string) {
 	v := d.Visit
 	if d.Room != nil {
-		page.Room = d.Room.Name
+		page.Room = d.Room.WordsIn(lang).Name
 	}
 	if d.Member != nil {
 		page.Patient = d.Member.FullName()
@@ -770,7 +773,7 @@ func (s *Server) calendar(w http.ResponseWriter, r *http.Request) error {
 	}
 	roomName := ""
 	if d.Room != nil {
-		roomName = d.Room.Name
+		roomName = d.Room.WordsIn(s.localeOf(r).Tag.String()).Name
 	}
 	w.Header().Set("Content-Type", "text/calendar; charset=utf-8")
 	w.Header().Set("Content-Disposition", `attachment; filename="visit-`+strconv.FormatInt(v.ID, 10)+`.ics"`)
