@@ -243,6 +243,7 @@ var noPrincipal = map[string]string{
 	"DeliverReminders":         "the server's delivery loops",
 	"PortalURL":                "the portal's address, for links",
 	"Locales":                  "the languages the clinic writes in, a setting",
+	"LanguageTags":             "the tags of the languages the clinic writes in, a setting",
 	"Emit":                     "the core: writes an event in the transaction of a change whose operation checked its caller",
 	"VisitLink":                "the mailed link is the credential (it shows its visit's time, nothing of its record)",
 	"OpenVisitLink":            "the mailed link is the credential, good once",

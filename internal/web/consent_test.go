@@ -28,7 +28,7 @@ func TestPortal_IntakeQuestionsAndConsent(t *testing.T) {
 	pat := newBrowser(t, f.e)
 	f.redirectLogin(t, pat, f.p1Token, "/c/acme/main", nil)
 	room := pat.get("/c/acme/main")
-	for _, want := range []string{`name="q_do_you_have_a_fever"`, `<option>moderate</option>`, `name="q_since_when" type="date"`, "I know this is not for emergencies.", `name="consent_version" value="2026-1"`} {
+	for _, want := range []string{`name="q_do_you_have_a_fever"`, `<option value="moderate">moderate</option>`, `name="q_since_when" type="date"`, "I know this is not for emergencies.", `name="consent_version" value="2026-1"`} {
 		if !strings.Contains(room.Body, want) {
 			t.Errorf("the room's form has no %s", want)
 		}
