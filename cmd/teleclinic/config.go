@@ -107,7 +107,7 @@ func serveFlags(fs *flag.FlagSet, c *config) {
 	fs.StringVar(&c.ReferenceDir, "reference-dir", "", "directory of newer reference lists (icd10cm-codes.txt from the CMS/CDC release, procedures.tsv, billing_modifiers.tsv, payers.tsv) replacing the embedded ones")
 	fs.StringVar(&c.LocaleDir, "locale-dir", "", "directory of the portal's message catalogs (fr.json, or es.json to reword the embedded Spanish; the format of internal/locale/catalogs/en.json) added to the embedded English and Spanish")
 	fs.Int64Var(&c.ResizeMemory, "resize-memory", 256<<20, "bytes all image resizes (GET /files/view?size=) may hold at once; a resize that cannot get its share within 10 s answers 503 with Retry-After")
-	fs.IntVar(&c.LoginAttempts, "login-attempts", 10, "sign-in attempts per clinic and user name (password logins, link requests; API key checks per clinic) in each --attempt-window; past it 429 with Retry-After (-1: no limit)")
+	fs.IntVar(&c.LoginAttempts, "login-attempts", 10, "failed sign-in attempts per clinic, user name and client address (password logins, link requests; API key checks, admin sign-ins and links per clinic and address) in each --attempt-window; past it 429 with Retry-After (-1: no limit)")
 	fs.IntVar(&c.AddressAttempts, "address-attempts", 100, "sign-in attempts per client address in each --attempt-window, across clinics (-1: no limit)")
 	fs.DurationVar(&c.AttemptWindow, "attempt-window", 15*time.Minute, "the window of --login-attempts and --address-attempts")
 	fs.StringVar(&c.CORSOrigins, "cors-origins", "", "web origins whose browser apps may call the API, comma-separated (https://app.example.com), or * for any; empty: none")

@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
-	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -275,7 +274,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	srv := &http.Server{
-		Handler:           clientIP(c.ClientIPHeader, edge.New(portal, log, c.Metrics)),
+		Handler:           edge.ClientIP(c.ClientIPHeader, edge.New(portal, log, c.Metrics)),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       2 * time.Minute,
 		WriteTimeout:      2 * time.Minute,
@@ -493,29 +492,6 @@ func randomBytes(n int) []byte {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return b
-}
-
-// clientIP makes the request's RemoteAddr the client's address from header,
-// set by the reverse proxy in front (X-Forwarded-For: the last address,
-// the one that proxy added; any other header: its value). Without a
-// header, or a value that is not an IP address, the connection's address
-// stays.
-func clientIP(header string, h http.Handler) http.Handler {
-	if header == "" {
-		return h
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		v := r.Header.Get(header)
-		if i := strings.LastIndexByte(v, ','); i >= 0 {
-			v = v[i+1:]
-		}
-		if ip, err := netip.ParseAddr(strings.TrimSpace(v)); err == nil {
-			r2 := *r
-			r2.RemoteAddr = netip.AddrPortFrom(ip, 0).String()
-			r = &r2
-		}
-		h.ServeHTTP(w, r)
-	})
 }
 
 // errAuditBroken is audit verify's answer when the chain is broken: the

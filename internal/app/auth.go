@@ -137,22 +137,17 @@ func (a *App) authAPIKey(ctx context.Context, c Credentials, p *clinic.Principal
 		return nil, unauthenticated("This endpoint requires X-ApiKey and X-ApiSecret.")
 	}
 	// A clinic's key checks are counted under its code, known or not, so
-	// that guessing reveals nothing about which codes exist.
+	// that guessing reveals nothing about which codes exist. The key and
+	// secret are random and cannot be guessed: they are judged first, and
+	// the right pair passes whatever others failed (app/throttle.go); a
+	// wrong one past the limit is a 429.
 	keys := a.attemptKeys(p, "sso:"+strings.ToLower(c.AccountCode), "")
-	if err := a.checkFailures(ctx, keys); err != nil {
-		return nil, err
-	}
 	id, secretHash, err := a.store.Read().AccountAPISecretHash(ctx, c.AccountCode, HashSecret(c.APIKey))
-	if errors.Is(err, store.ErrNotFound) {
-		a.failedAttempt(ctx, keys)
-		return nil, unauthenticated("Invalid API key or secret.")
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("authenticate: %w", err)
 	}
-	if !equalHash(secretHash, HashSecret(c.APISecret)) {
-		a.failedAttempt(ctx, keys)
-		return nil, unauthenticated("Invalid API key or secret.")
+	if err != nil || !equalHash(secretHash, HashSecret(c.APISecret)) {
+		return nil, a.refusedSecret(ctx, keys, unauthenticated("Invalid API key or secret."))
 	}
 	acct, err := a.accountByID(ctx, id)
 	if err != nil {

@@ -182,19 +182,19 @@ func (a *App) linkPrincipal(ctx context.Context, requestID, token string) (p *cl
 // token). Its principal is CredAdminSession: the admin in the portal. The
 // API's admin-only routes still take only the admin token itself.
 //
-// Failed sign-ins are counted per clinic code (known or not) and per
-// client address, as password logins are: past --login-attempts or
-// --address-attempts in the window, 429.
+// Failed sign-ins are counted per clinic code (known or not) from the
+// client's address, and per address: past --login-attempts or
+// --address-attempts in the window, a wrong token is a 429; the right one
+// always signs in.
 func (a *App) AdminSignIn(ctx context.Context, requestID, clientAddr, accountCode, adminToken string) (*Session, error) {
+	// The admin token is random: it is judged first, and the right one
+	// passes whatever others failed (app/throttle.go).
 	keys := a.attemptKeys(&clinic.Principal{ClientAddr: clientAddr}, "admin-signin:"+strings.ToLower(strings.TrimSpace(accountCode)), "")
-	if err := a.checkFailures(ctx, keys); err != nil {
-		return nil, err
-	}
 	p, err := a.Authenticate(ctx, Credentials{AccountCode: accountCode, APIToken: adminToken, RequestID: requestID, ClientAddr: clientAddr}, NeedAdmin)
+	if clinic.ErrorCode(err) == clinic.EUnauthenticated {
+		return nil, a.refusedSecret(ctx, keys, err)
+	}
 	if err != nil {
-		if clinic.ErrorCode(err) == clinic.EUnauthenticated {
-			a.failedAttempt(ctx, keys)
-		}
 		return nil, err
 	}
 	if p.Kind != clinic.CredAdminToken {

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -10,12 +11,18 @@ import (
 )
 
 // Throttling of sign-in attempts (docs/design-notes.md, "Throttling"):
-// password logins, activation and reset links and their requests, and API
-// key checks are counted per clinic and user name (or per clinic) and per
-// client address, in windows of ThrottleWindow, in the database so every
-// process shares them. Past a limit the attempt is refused with 429 and
-// Retry-After before it is judged, the right password included: guessing
-// cannot continue by luck. A successful attempt gives its count back.
+// password logins, activation and reset links and their requests, API key
+// checks and the admin's sign-in are counted per clinic, what was tried
+// (a user name, or the kind of secret) and client address together, and
+// per client address across clinics, in windows of ThrottleWindow, in the
+// database so every process shares them. An attacker does not share the
+// victim's address, so their failures never hold the victim back. Past a
+// limit a password is refused with 429 and Retry-After before it is
+// judged, the right one included (from that address, guessing cannot go
+// on by luck); a random secret (an API secret, the admin token) is judged
+// first and the right one always passes, since it cannot be guessed. A
+// successful attempt gives its count back. An IPv6 address counts by its
+// /64, the block one subscriber holds.
 const (
 	defaultLoginAttempts   = 10
 	defaultAddressAttempts = 100
@@ -32,20 +39,37 @@ type ThrottleKey struct {
 
 // attemptKeys are the counters of a sign-in attempt of kind ("login",
 // "mail" for link requests, "link" for link uses, "sso:<code>" for API key
-// checks) in p's clinic: for name, if any, and the caller's address.
+// checks) in p's clinic: for name, if any, from the caller's address, and
+// the caller's address across clinics.
 func (a *App) attemptKeys(p *clinic.Principal, kind, name string) []ThrottleKey {
 	var keys []ThrottleKey
+	addr := AddressBlock(p.ClientAddr)
 	if a.cfg.LoginAttempts > 0 {
 		acct := int64(0)
 		if p.Account != nil {
 			acct = p.Account.ID
 		}
-		keys = append(keys, ThrottleKey{acct, kind + ":" + strings.ToLower(strings.TrimSpace(name)), a.cfg.LoginAttempts})
+		keys = append(keys, ThrottleKey{acct, kind + ":" + strings.ToLower(strings.TrimSpace(name)) + "@" + addr, a.cfg.LoginAttempts})
 	}
-	if a.cfg.AddressAttempts > 0 && p.ClientAddr != "" {
-		keys = append(keys, ThrottleKey{0, "addr:" + p.ClientAddr, a.cfg.AddressAttempts})
+	if a.cfg.AddressAttempts > 0 && addr != "" {
+		keys = append(keys, ThrottleKey{0, "addr:" + addr, a.cfg.AddressAttempts})
 	}
 	return keys
+}
+
+// AddressBlock is what a client address counts as: an IPv4 address
+// itself, an IPv6 address its /64 (one subscriber's block: a client
+// choosing among its addresses is still one client).
+func AddressBlock(addr string) string {
+	ip, err := netip.ParseAddr(addr)
+	if err != nil || ip.Unmap().Is4() {
+		if err == nil {
+			return ip.Unmap().String()
+		}
+		return addr
+	}
+	prefix, _ := ip.Prefix(64)
+	return prefix.String()
 }
 
 // checkFailures refuses an attempt (429) when a key has reached its limit
@@ -117,4 +141,15 @@ func (a *App) countAttempt(ctx context.Context, keys []ThrottleKey) (succeeded f
 			}
 		}
 	}, nil
+}
+
+// refusedSecret answers a wrong random secret: 429 once a key has
+// reached its limit of failures (not counted again), else refused, with
+// the failure counted against keys.
+func (a *App) refusedSecret(ctx context.Context, keys []ThrottleKey, refused error) error {
+	if err := a.checkFailures(ctx, keys); err != nil {
+		return err
+	}
+	a.failedAttempt(ctx, keys)
+	return refused
 }

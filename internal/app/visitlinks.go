@@ -213,7 +213,7 @@ func (a *App) ResendVisitLink(ctx context.Context, requestID, clientAddr, token 
 	p := &clinic.Principal{Account: st.Account, Kind: clinic.CredUserToken, User: st.User, RequestID: requestID, ClientAddr: clientAddr}
 	keys := []ThrottleKey{{AccountID: st.Account.ID, Bucket: "visitlink:" + i64s(st.Visit.ID), Limit: visitLinkResends}}
 	if clientAddr != "" && a.cfg.AddressAttempts > 0 {
-		keys = append(keys, ThrottleKey{Bucket: "addr:" + clientAddr, Limit: a.cfg.AddressAttempts})
+		keys = append(keys, ThrottleKey{Bucket: "addr:" + AddressBlock(clientAddr), Limit: a.cfg.AddressAttempts})
 	}
 	if _, err := a.countAttempt(ctx, keys); err != nil {
 		return err

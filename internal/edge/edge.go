@@ -21,9 +21,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"teleclinic/internal/clinic"
@@ -244,6 +246,29 @@ func ClientAddr(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return host
+}
+
+// ClientIP makes the request's RemoteAddr the client's address from
+// header, set by the reverse proxy in front (X-Forwarded-For: the last
+// address, the one that proxy added; any other header: its value).
+// Without a header, or a value that is not an IP address, the
+// connection's address stays.
+func ClientIP(header string, h http.Handler) http.Handler {
+	if header == "" {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := r.Header.Get(header)
+		if i := strings.LastIndexByte(v, ','); i >= 0 {
+			v = v[i+1:]
+		}
+		if ip, err := netip.ParseAddr(strings.TrimSpace(v)); err == nil {
+			r2 := *r
+			r2.RemoteAddr = netip.AddrPortFrom(ip, 0).String()
+			r = &r2
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 var goodRequestID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)

@@ -1,8 +1,10 @@
 package httpapi_test
 
 import (
+	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,9 +84,10 @@ func TestThrottle_Login(t *testing.T) {
 }
 
 // TestThrottle_AddressAndSSO: a client address is held to its own limit
-// across user names and clinics, and wrong API secrets to the clinic's;
-// the links of activation and reset count too. API key checks count only
-// failures, so a burst of good ones from one server is never held back.
+// across user names and clinics, and wrong API secrets to the clinic's
+// from it (the right one still passes); the links of activation and reset
+// count too. API key checks count only failures, so a burst of good ones
+// from one server is never held back.
 func TestThrottle_AddressAndSSO(t *testing.T) {
 	t.Parallel()
 	e := testenv.New(t, testenv.Options{Config: func(c *app.Config) { c.AddressAttempts = 25 }})
@@ -101,7 +104,12 @@ func TestThrottle_AddressAndSSO(t *testing.T) {
 			t.Fatalf("wrong secret %d: %d %s", i+1, r.Status, r.Raw)
 		}
 	}
-	if r := sso(c, c.APISecret); r.Status != 429 || r.Header.Get("Retry-After") == "" {
+	if r := sso(c, "wrong"); r.Status != 429 || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("a wrong secret past the limit: %d %s", r.Status, r.Raw)
+	}
+	// A random secret cannot be guessed: the right one passes whatever
+	// failed before it.
+	if r := sso(c, c.APISecret); r.Status != 200 {
 		t.Fatalf("the right secret past the limit: %d %s", r.Status, r.Raw)
 	}
 	for range 30 {
@@ -127,5 +135,98 @@ func TestThrottle_AddressAndSSO(t *testing.T) {
 	r := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/login", Header: acctHeaders(other), Form: q("username", "fresh", "password", "wrong horse")})
 	if r.Status != 429 {
 		t.Fatalf("past the address limit: %d %s", r.Status, r.Raw)
+	}
+}
+
+// TestThrottle_StrangerCannotLockOut: a stranger's failures from their
+// address hold back only their own guesses there. After ten wrong
+// passwords, API secrets, admin tokens and reset links from one address,
+// from another address the user's right password, the integrator's key,
+// the admin's token and the user's reset link all work; from the
+// stranger's address a wrong guess is a 429, the right password too
+// (guessing it cannot go on by luck), but a random secret that is right
+// passes. Two IPv6 addresses of one /64 count as one.
+func TestThrottle_StrangerCannotLockOut(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t, testenv.Options{ClientIPHeader: "X-Forwarded-For"})
+	c := e.NewClinic("alpha", true)
+	const stranger, patient = "203.0.113.7", "198.51.100.9"
+	from := func(addr string, h map[string]string) map[string]string {
+		out := map[string]string{"X-Forwarded-For": addr}
+		for k, v := range h {
+			out[k] = v
+		}
+		return out
+	}
+	for _, code := range []string{"p1", "p2"} {
+		tok := dataOf[ssoProfile](t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: ssoHeaders(c),
+			Multipart: map[string]string{"first_name": "Lo", "last_name": "Gin", "type": "200", "code": code, "username": code + ".user", "email": code + "@example.com"}})).Token.Token
+		mustOK(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/me", Header: userHeaders(c, tok), Form: q("password", "correct horse")}))
+	}
+	login := func(addr, user, pw string) int {
+		return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/login", Header: from(addr, acctHeaders(c)), Form: q("username", user, "password", pw)}).Status
+	}
+	sso := func(addr, secret string) int {
+		h := ssoHeaders(c)
+		h["X-ApiSecret"] = secret
+		return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/sso", Header: from(addr, h),
+			Multipart: map[string]string{"first_name": "A", "last_name": "B", "type": "200", "code": "x"}}).Status
+	}
+	admin := func(addr, token string) int {
+		return e.Do(testenv.Req{Method: "POST", Path: "/admin/signin", Header: from(addr, map[string]string{"Sec-Fetch-Site": "same-origin"}), NoValidate: true,
+			Form: q("clinic", "alpha", "token", token)}).Status
+	}
+	reset := func(addr, token, pw string) int {
+		return e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/password/reset/confirm", Header: from(addr, acctHeaders(c)), Form: q("token", token, "password", pw)}).Status
+	}
+	// The patient asks for a reset link, from their address.
+	mustOK(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/password/reset", Header: from(patient, acctHeaders(c)), Form: q("username", "p2.user")}))
+	box := &outbox{}
+	if n := e.App.DeliverMail(context.Background(), box); n != 1 {
+		t.Fatalf("reset mails: %d", n)
+	}
+	link := box.lastToken(t)
+
+	// Ten of each from the stranger.
+	for i := range 10 {
+		if s := login(stranger, "p1.user", "wrong horse"); s != 401 {
+			t.Fatalf("wrong password %d: %d", i+1, s)
+		}
+		if s := sso(stranger, "wrong"); s != 401 {
+			t.Fatalf("wrong secret %d: %d", i+1, s)
+		}
+		if s := admin(stranger, "wrong-token"); s != 401 {
+			t.Fatalf("wrong admin token %d: %d", i+1, s)
+		}
+		if s := reset(stranger, "guess", "a long password"); s != 400 {
+			t.Fatalf("wrong link %d: %d", i+1, s)
+		}
+	}
+	// The stranger is held back…
+	for what, s := range map[string]int{"password": login(stranger, "p1.user", "wrong horse"), "secret": sso(stranger, "wrong"),
+		"admin token": admin(stranger, "wrong-token"), "link": reset(stranger, "guess", "a long password"),
+		"the right password": login(stranger, "p1.user", "correct horse")} {
+		if s != 429 {
+			t.Errorf("the stranger's %s past the limit: %d, want 429", what, s)
+		}
+	}
+	// …but not the people they aimed at, nor a right random secret.
+	for what, s := range map[string]int{"password": login(patient, "p1.user", "correct horse"), "secret": sso(patient, c.APISecret),
+		"secret from the stranger's address": sso(stranger, c.APISecret), "admin token": admin(patient, c.AdminToken),
+		"admin token from the stranger's address": admin(stranger, c.AdminToken), "reset link": reset(patient, link, "a brand new password")} {
+		if want := map[bool]int{true: 303, false: 200}[strings.HasPrefix(what, "admin")]; s != want {
+			t.Errorf("the right %s after the stranger's failures: %d, want %d", what, s, want)
+		}
+	}
+
+	// IPv6: one /64 is one client.
+	for range 10 {
+		login("2001:db8:1:2::1", "p2.user", "wrong horse")
+	}
+	if s := login("2001:db8:1:2::ffff", "p2.user", "a brand new password"); s != 429 {
+		t.Errorf("another address of the stranger's /64: %d, want 429", s)
+	}
+	if s := login("2001:db8:1:3::1", "p2.user", "a brand new password"); s != 200 {
+		t.Errorf("an address of another /64: %d, want 200", s)
 	}
 }

@@ -176,6 +176,9 @@ type Options struct {
 	// starts and gives its LiveKit setting: a LiveKit server started for
 	// the test reports to the server's webhook (StartLiveKit).
 	LiveKit func(serverURL string) media.LiveKit
+	// ClientIPHeader is serve's --client-ip-header: a test sends a
+	// client's address in it, as a proxy would.
+	ClientIPHeader string
 }
 
 // Env is one running server.
@@ -278,7 +281,7 @@ func New(t testing.TB, opts ...Options) *Env {
 		t.Fatalf("testenv: %v", err)
 	}
 	env := &Env{T: t, App: a, Store: st, Clock: o.Clock, DSN: o.DSN, Key: o.ServerKey, Blobs: o.BlobDir, api: api, web: portal}
-	h := edge.New(portal, log, reg)
+	h := edge.ClientIP(o.ClientIPHeader, edge.New(portal, log, reg))
 	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, n := store.CountStatements(r.Context())
 		h.ServeHTTP(w, r.WithContext(ctx))

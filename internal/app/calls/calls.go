@@ -128,7 +128,7 @@ func (s *Service) relayAllowed(ctx context.Context, p *clinic.Principal, v *clin
 	}
 	keys := []app.ThrottleKey{{AccountID: p.Account.ID, Bucket: "turn:visit:" + i64s(v.ID), Limit: maxJoinsPerVisit}}
 	if p.ClientAddr != "" {
-		keys = append(keys, app.ThrottleKey{Bucket: "turn:addr:" + p.ClientAddr, Limit: maxJoinsPerAddress})
+		keys = append(keys, app.ThrottleKey{Bucket: "turn:addr:" + app.AddressBlock(p.ClientAddr), Limit: maxJoinsPerAddress})
 	}
 	return s.core.CountAttempt(ctx, keys...)
 }
