@@ -3638,6 +3638,10 @@ type IntakeBody struct {
 	// Attachments File ids: a JSON array, an array of objects with _id, repeated form fields, or a comma list.
 	Attachments interface{} `json:"attachments,omitempty"`
 
+	// ConsentLanguage Extension. The language the consent was shown in (one the clinic writes in, `es`;
+	// absent, its first): the signature keeps the room's consent text in it.
+	ConsentLanguage *string `json:"consent_language,omitempty"`
+
 	// ConsentName Extension. When the room has a consent: the patient's typed full name, signing it (400 without).
 	ConsentName *string `json:"consent_name,omitempty"`
 
@@ -4527,7 +4531,10 @@ type RoomDetail struct {
 	Created     int    `json:"created"`
 	Description string `json:"description"`
 	Domain      string `json:"domain"`
-	Id          string `json:"id"`
+
+	// EmailNote Extension. The clinic's words to its patients in the mails of a booking, a move and a reminder ("": none).
+	EmailNote *string `json:"email_note,omitempty"`
+	Id        string  `json:"id"`
 
 	// IntakeQuestions Extension. The room's own intake questions, answered in POST /intakes `answers`.
 	IntakeQuestions   *[]IntakeQuestion `json:"intake_questions,omitempty"`
@@ -4562,8 +4569,17 @@ type RoomDetail struct {
 		Name     string `json:"name"`
 	} `json:"specialties"`
 	Subtitle string `json:"subtitle"`
-	Users    string `json:"users"`
-	Visits   struct {
+
+	// Translations Extension. The room's words in the clinic's other languages, by language tag (the
+	// server's languages besides its first: `es` today). A patient reading the portal in
+	// one reads the room's name, subtitle, description, closed message, intake questions
+	// (a choice's answer is kept as the room's own choice) and consent in it, and their
+	// mails carry its name and `email_note`; each word not given is the room's own. A
+	// consent translation is of `consent_version`: once the room's consent has another
+	// version it is not shown (the room's own text is) until it is given again.
+	Translations *map[string]RoomText `json:"translations,omitempty"`
+	Users        string               `json:"users"`
+	Visits       struct {
 		Appointment struct {
 			Enabled bool `json:"enabled"`
 		} `json:"appointment"`
@@ -4631,6 +4647,26 @@ type RoomProvider struct {
 	Username  string      `json:"username"`
 }
 
+// RoomText defines model for RoomText.
+type RoomText struct {
+	CloseMsg *string `json:"close_msg,omitempty"`
+	Consent  *string `json:"consent,omitempty"`
+
+	// ConsentVersion Answered: the consent version the translation is of (set as it is given).
+	ConsentVersion *string `json:"consent_version,omitempty"`
+	Description    *string `json:"description,omitempty"`
+	EmailNote      *string `json:"email_note,omitempty"`
+	Name           *string `json:"name,omitempty"`
+
+	// Questions By question id.
+	Questions *map[string]struct {
+		// Choices Each of the question's choices, in its order.
+		Choices *[]string `json:"choices,omitempty"`
+		Label   *string   `json:"label,omitempty"`
+	} `json:"questions,omitempty"`
+	Subtitle *string `json:"subtitle,omitempty"`
+}
+
 // RoomUpdate Every field optional; absent fields are unchanged. Nested names may be sent as
 // JSON objects or flat (`visits.walkin.enabled`, `visits[walkin][enabled]`).
 // `payment.consultations` (or `consultations`) and `specialties` are JSON arrays
@@ -4661,6 +4697,9 @@ type RoomUpdate struct {
 	Currency    *string `json:"currency,omitempty"`
 	Description *string `json:"description,omitempty"`
 
+	// EmailNote Extension. The room's words in its patients' mails; "" removes them.
+	EmailNote *string `json:"email_note,omitempty"`
+
 	// IntakeQuestions Extension. Replaces the room's questions (ids 1–32 of a-z, 0-9, _; a choice has 2–20 choices).
 	IntakeQuestions   *[]IntakeQuestion         `json:"intake_questions,omitempty"`
 	Name              *string                   `json:"name,omitempty"`
@@ -4670,7 +4709,13 @@ type RoomUpdate struct {
 	QueueCapacity     *int                      `json:"queue_capacity,omitempty"`
 	Specialties       *[]map[string]interface{} `json:"specialties,omitempty"`
 	Subtitle          *string                   `json:"subtitle,omitempty"`
-	Visits            *map[string]interface{}   `json:"visits,omitempty"`
+
+	// Translations Extension. Replaces the room's words in the clinic's other languages, by tag (`{}`
+	// removes them all); another language is 400, as are the words of a question the room
+	// does not ask, a choice list of another length than the question's, and a consent
+	// for a room with none. A consent given is of the room's consent version in force.
+	Translations *map[string]RoomText    `json:"translations,omitempty"`
+	Visits       *map[string]interface{} `json:"visits,omitempty"`
 
 	// WaitAlertMinutes Extension. 0 turns the alert off.
 	WaitAlertMinutes *int `json:"wait_alert_minutes,omitempty"`
@@ -7956,6 +8001,14 @@ func (a *IntakeBody) UnmarshalJSON(b []byte) error {
 		delete(object, "attachments")
 	}
 
+	if raw, found := object["consent_language"]; found {
+		err = json.Unmarshal(raw, &a.ConsentLanguage)
+		if err != nil {
+			return fmt.Errorf("error reading 'consent_language': %w", err)
+		}
+		delete(object, "consent_language")
+	}
+
 	if raw, found := object["consent_name"]; found {
 		err = json.Unmarshal(raw, &a.ConsentName)
 		if err != nil {
@@ -8071,6 +8124,13 @@ func (a IntakeBody) MarshalJSON() ([]byte, error) {
 	object["attachments"], err = json.Marshal(a.Attachments)
 	if err != nil {
 		return nil, fmt.Errorf("error marshaling 'attachments': %w", err)
+	}
+
+	if a.ConsentLanguage != nil {
+		object["consent_language"], err = json.Marshal(a.ConsentLanguage)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'consent_language': %w", err)
+		}
 	}
 
 	if a.ConsentName != nil {
