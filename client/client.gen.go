@@ -5379,9 +5379,15 @@ type VisitNote struct {
 	Plan           string          `json:"plan"`
 
 	// Procedure The service the note bills ("" for none). Signing makes it the visit's first procedure (GET /visits/{id}/codes), with modifier 95 for a video visit, and the diagnoses the visit's diagnoses, the first the primary.
-	Procedure  string          `json:"procedure"`
-	SignedAt   int             `json:"signed_at"`
-	SignedBy   string          `json:"signed_by"`
+	Procedure string `json:"procedure"`
+
+	// SignatureHolds The note is still what was signed (false while a draft, and for a signed note changed since).
+	SignatureHolds bool   `json:"signature_holds"`
+	SignedAt       int    `json:"signed_at"`
+	SignedBy       string `json:"signed_by"`
+
+	// SignedHash The SHA-256 (hex) the signature binds: the visit, author, sections, diagnoses, service, summary, signer and time ("" while a draft).
+	SignedHash string          `json:"signed_hash"`
 	Status     VisitNoteStatus `json:"status"`
 	Subjective string          `json:"subjective"`
 	VisitId    string          `json:"visit_id"`
@@ -13465,16 +13471,20 @@ type ClientInterface interface {
 	//
 	// The provider's note of the visit: SOAP sections, ICD-10-CM diagnoses, the patient's
 	// summary, its status (`draft` or `signed`) and the dated addenda made after signing.
-	// The visit's provider and the clinic admin read it; the patient reads the summary
-	// instead (403 here). 404 until a note is written. Audited as `visit.note.read`.
+	// A note is its author's: the author (still, after a reschedule gave the visit to
+	// another provider) and the clinic admin read it; the visit's provider who did not
+	// write it reads it once signed (403 for a draft); the patient reads it once it is
+	// signed and the visit completed (404 before). `signed_hash` is what the signature
+	// binds and `signature_holds` whether the note is still that. 404 until a note is
+	// written. Audited as `visit.note.read`.
 	//
 	// Corresponds with GET /api_v3/visits/{id}/note (the `GetVisitsByIdNote` operationId).
 	GetVisitsByIdNote(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PostVisitsByIdNoteWithBody Save a visit's note as a draft
 	//
-	// The visit's provider saves the draft whole: each field as sent (an absent one is
-	// empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
+	// The visit's provider starts the note and its author saves the draft whole (another
+	// provider's draft is 403): each field as sent (an absent one is empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
 	// each on the clinic's code set (400 otherwise), at most 12; each section at most
 	// 20,000 characters. A signed note is locked: 409 (add an addendum). Audited as
 	// `visit.note.write`.
@@ -13486,8 +13496,8 @@ type ClientInterface interface {
 
 	// PostVisitsByIdNote Save a visit's note as a draft
 	//
-	// The visit's provider saves the draft whole: each field as sent (an absent one is
-	// empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
+	// The visit's provider starts the note and its author saves the draft whole (another
+	// provider's draft is 403): each field as sent (an absent one is empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
 	// each on the clinic's code set (400 otherwise), at most 12; each section at most
 	// 20,000 characters. A signed note is locked: 409 (add an addendum). Audited as
 	// `visit.note.write`.
@@ -13499,8 +13509,8 @@ type ClientInterface interface {
 
 	// PostVisitsByIdNoteWithFormdataBody Save a visit's note as a draft
 	//
-	// The visit's provider saves the draft whole: each field as sent (an absent one is
-	// empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
+	// The visit's provider starts the note and its author saves the draft whole (another
+	// provider's draft is 403): each field as sent (an absent one is empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
 	// each on the clinic's code set (400 otherwise), at most 12; each section at most
 	// 20,000 characters. A signed note is locked: 409 (add an addendum). Audited as
 	// `visit.note.write`.
@@ -13542,8 +13552,10 @@ type ClientInterface interface {
 
 	// PostVisitsByIdNoteSign Sign a visit's note
 	//
-	// The visit's provider signs the draft: it is locked from then on, and changes are
-	// addenda. The note's diagnoses, in its order (the first the primary), become the
+	// The note's author signs the draft as it is stored (another provider is 403; a draft
+	// changed while it was signed, 409), binding `signed_hash` (SHA-256 of its content,
+	// signer and time): it is locked from then on, and changes are addenda (by its author
+	// or the visit's provider). The note's diagnoses, in its order (the first the primary), become the
 	// visit's billing codes (GET /visits/{id}/codes, the claims report), beside the
 	// procedures already coded. 409 when there is no draft (none written, or signed
 	// already). Audited as `visit.note.sign` and `visit.codes`.
@@ -19334,8 +19346,12 @@ func (c *Client) PostVisitsByIdLocationWithFormdataBody(ctx context.Context, id 
 //
 // The provider's note of the visit: SOAP sections, ICD-10-CM diagnoses, the patient's
 // summary, its status (`draft` or `signed`) and the dated addenda made after signing.
-// The visit's provider and the clinic admin read it; the patient reads the summary
-// instead (403 here). 404 until a note is written. Audited as `visit.note.read`.
+// A note is its author's: the author (still, after a reschedule gave the visit to
+// another provider) and the clinic admin read it; the visit's provider who did not
+// write it reads it once signed (403 for a draft); the patient reads it once it is
+// signed and the visit completed (404 before). `signed_hash` is what the signature
+// binds and `signature_holds` whether the note is still that. 404 until a note is
+// written. Audited as `visit.note.read`.
 //
 // Corresponds with GET /api_v3/visits/{id}/note (the `GetVisitsByIdNote` operationId).
 func (c *Client) GetVisitsByIdNote(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -19352,8 +19368,8 @@ func (c *Client) GetVisitsByIdNote(ctx context.Context, id string, reqEditors ..
 
 // PostVisitsByIdNoteWithBody Save a visit's note as a draft
 //
-// The visit's provider saves the draft whole: each field as sent (an absent one is
-// empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
+// The visit's provider starts the note and its author saves the draft whole (another
+// provider's draft is 403): each field as sent (an absent one is empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
 // each on the clinic's code set (400 otherwise), at most 12; each section at most
 // 20,000 characters. A signed note is locked: 409 (add an addendum). Audited as
 // `visit.note.write`.
@@ -19375,8 +19391,8 @@ func (c *Client) PostVisitsByIdNoteWithBody(ctx context.Context, id string, para
 
 // PostVisitsByIdNote Save a visit's note as a draft
 //
-// The visit's provider saves the draft whole: each field as sent (an absent one is
-// empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
+// The visit's provider starts the note and its author saves the draft whole (another
+// provider's draft is 403): each field as sent (an absent one is empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
 // each on the clinic's code set (400 otherwise), at most 12; each section at most
 // 20,000 characters. A signed note is locked: 409 (add an addendum). Audited as
 // `visit.note.write`.
@@ -19398,8 +19414,8 @@ func (c *Client) PostVisitsByIdNote(ctx context.Context, id string, params *Post
 
 // PostVisitsByIdNoteWithFormdataBody Save a visit's note as a draft
 //
-// The visit's provider saves the draft whole: each field as sent (an absent one is
-// empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
+// The visit's provider starts the note and its author saves the draft whole (another
+// provider's draft is 403): each field as sent (an absent one is empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
 // each on the clinic's code set (400 otherwise), at most 12; each section at most
 // 20,000 characters. A signed note is locked: 409 (add an addendum). Audited as
 // `visit.note.write`.
@@ -19481,8 +19497,10 @@ func (c *Client) PostVisitsByIdNoteAddendaWithFormdataBody(ctx context.Context, 
 
 // PostVisitsByIdNoteSign Sign a visit's note
 //
-// The visit's provider signs the draft: it is locked from then on, and changes are
-// addenda. The note's diagnoses, in its order (the first the primary), become the
+// The note's author signs the draft as it is stored (another provider is 403; a draft
+// changed while it was signed, 409), binding `signed_hash` (SHA-256 of its content,
+// signer and time): it is locked from then on, and changes are addenda (by its author
+// or the visit's provider). The note's diagnoses, in its order (the first the primary), become the
 // visit's billing codes (GET /visits/{id}/codes, the claims report), beside the
 // procedures already coded. 409 when there is no draft (none written, or signed
 // already). Audited as `visit.note.sign` and `visit.codes`.
@@ -35402,8 +35420,12 @@ type ClientWithResponsesInterface interface {
 	//
 	// The provider's note of the visit: SOAP sections, ICD-10-CM diagnoses, the patient's
 	// summary, its status (`draft` or `signed`) and the dated addenda made after signing.
-	// The visit's provider and the clinic admin read it; the patient reads the summary
-	// instead (403 here). 404 until a note is written. Audited as `visit.note.read`.
+	// A note is its author's: the author (still, after a reschedule gave the visit to
+	// another provider) and the clinic admin read it; the visit's provider who did not
+	// write it reads it once signed (403 for a draft); the patient reads it once it is
+	// signed and the visit completed (404 before). `signed_hash` is what the signature
+	// binds and `signature_holds` whether the note is still that. 404 until a note is
+	// written. Audited as `visit.note.read`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -35412,8 +35434,8 @@ type ClientWithResponsesInterface interface {
 
 	// PostVisitsByIdNoteWithBodyWithResponse Save a visit's note as a draft
 	//
-	// The visit's provider saves the draft whole: each field as sent (an absent one is
-	// empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
+	// The visit's provider starts the note and its author saves the draft whole (another
+	// provider's draft is 403): each field as sent (an absent one is empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
 	// each on the clinic's code set (400 otherwise), at most 12; each section at most
 	// 20,000 characters. A signed note is locked: 409 (add an addendum). Audited as
 	// `visit.note.write`.
@@ -35425,8 +35447,8 @@ type ClientWithResponsesInterface interface {
 
 	// PostVisitsByIdNoteWithResponse Save a visit's note as a draft
 	//
-	// The visit's provider saves the draft whole: each field as sent (an absent one is
-	// empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
+	// The visit's provider starts the note and its author saves the draft whole (another
+	// provider's draft is 403): each field as sent (an absent one is empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
 	// each on the clinic's code set (400 otherwise), at most 12; each section at most
 	// 20,000 characters. A signed note is locked: 409 (add an addendum). Audited as
 	// `visit.note.write`.
@@ -35438,8 +35460,8 @@ type ClientWithResponsesInterface interface {
 
 	// PostVisitsByIdNoteWithFormdataBodyWithResponse Save a visit's note as a draft
 	//
-	// The visit's provider saves the draft whole: each field as sent (an absent one is
-	// empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
+	// The visit's provider starts the note and its author saves the draft whole (another
+	// provider's draft is 403): each field as sent (an absent one is empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
 	// each on the clinic's code set (400 otherwise), at most 12; each section at most
 	// 20,000 characters. A signed note is locked: 409 (add an addendum). Audited as
 	// `visit.note.write`.
@@ -35481,8 +35503,10 @@ type ClientWithResponsesInterface interface {
 
 	// PostVisitsByIdNoteSignWithResponse Sign a visit's note
 	//
-	// The visit's provider signs the draft: it is locked from then on, and changes are
-	// addenda. The note's diagnoses, in its order (the first the primary), become the
+	// The note's author signs the draft as it is stored (another provider is 403; a draft
+	// changed while it was signed, 409), binding `signed_hash` (SHA-256 of its content,
+	// signer and time): it is locked from then on, and changes are addenda (by its author
+	// or the visit's provider). The note's diagnoses, in its order (the first the primary), become the
 	// visit's billing codes (GET /visits/{id}/codes, the claims report), beside the
 	// procedures already coded. 409 when there is no draft (none written, or signed
 	// already). Audited as `visit.note.sign` and `visit.codes`.
@@ -55308,8 +55332,12 @@ func (c *ClientWithResponses) PostVisitsByIdLocationWithFormdataBodyWithResponse
 //
 // The provider's note of the visit: SOAP sections, ICD-10-CM diagnoses, the patient's
 // summary, its status (`draft` or `signed`) and the dated addenda made after signing.
-// The visit's provider and the clinic admin read it; the patient reads the summary
-// instead (403 here). 404 until a note is written. Audited as `visit.note.read`.
+// A note is its author's: the author (still, after a reschedule gave the visit to
+// another provider) and the clinic admin read it; the visit's provider who did not
+// write it reads it once signed (403 for a draft); the patient reads it once it is
+// signed and the visit completed (404 before). `signed_hash` is what the signature
+// binds and `signature_holds` whether the note is still that. 404 until a note is
+// written. Audited as `visit.note.read`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -55324,8 +55352,8 @@ func (c *ClientWithResponses) GetVisitsByIdNoteWithResponse(ctx context.Context,
 
 // PostVisitsByIdNoteWithBodyWithResponse Save a visit's note as a draft
 //
-// The visit's provider saves the draft whole: each field as sent (an absent one is
-// empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
+// The visit's provider starts the note and its author saves the draft whole (another
+// provider's draft is 403): each field as sent (an absent one is empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
 // each on the clinic's code set (400 otherwise), at most 12; each section at most
 // 20,000 characters. A signed note is locked: 409 (add an addendum). Audited as
 // `visit.note.write`.
@@ -55343,8 +55371,8 @@ func (c *ClientWithResponses) PostVisitsByIdNoteWithBodyWithResponse(ctx context
 
 // PostVisitsByIdNoteWithResponse Save a visit's note as a draft
 //
-// The visit's provider saves the draft whole: each field as sent (an absent one is
-// empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
+// The visit's provider starts the note and its author saves the draft whole (another
+// provider's draft is 403): each field as sent (an absent one is empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
 // each on the clinic's code set (400 otherwise), at most 12; each section at most
 // 20,000 characters. A signed note is locked: 409 (add an addendum). Audited as
 // `visit.note.write`.
@@ -55362,8 +55390,8 @@ func (c *ClientWithResponses) PostVisitsByIdNoteWithResponse(ctx context.Context
 
 // PostVisitsByIdNoteWithFormdataBodyWithResponse Save a visit's note as a draft
 //
-// The visit's provider saves the draft whole: each field as sent (an absent one is
-// empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
+// The visit's provider starts the note and its author saves the draft whole (another
+// provider's draft is 403): each field as sent (an absent one is empty). `diagnoses` is a JSON list of ICD-10-CM codes (or a form's `diagnoses[]`),
 // each on the clinic's code set (400 otherwise), at most 12; each section at most
 // 20,000 characters. A signed note is locked: 409 (add an addendum). Audited as
 // `visit.note.write`.
@@ -55429,8 +55457,10 @@ func (c *ClientWithResponses) PostVisitsByIdNoteAddendaWithFormdataBodyWithRespo
 
 // PostVisitsByIdNoteSignWithResponse Sign a visit's note
 //
-// The visit's provider signs the draft: it is locked from then on, and changes are
-// addenda. The note's diagnoses, in its order (the first the primary), become the
+// The note's author signs the draft as it is stored (another provider is 403; a draft
+// changed while it was signed, 409), binding `signed_hash` (SHA-256 of its content,
+// signer and time): it is locked from then on, and changes are addenda (by its author
+// or the visit's provider). The note's diagnoses, in its order (the first the primary), become the
 // visit's billing codes (GET /visits/{id}/codes, the claims report), beside the
 // procedures already coded. 409 when there is no draft (none written, or signed
 // already). Audited as `visit.note.sign` and `visit.codes`.

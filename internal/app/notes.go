@@ -15,10 +15,13 @@ import (
 
 // A visit's note (extension): the visit's provider writes it as a draft
 // (SOAP sections, diagnoses from the ICD-10-CM list, the patient's
-// summary), signs it, and after signing adds dated addenda only. The
-// provider and the clinic admin read the note; the patient reads the
-// summary, once the note is signed and the visit is over. Every read and
-// write is audited.
+// summary), signs it, and after signing adds dated addenda only. The note
+// is its author's: only they edit or sign it, a visit that changes
+// provider keeps its author, and a signature binds the hash of what was
+// signed. The author and the clinic admin read the note; the visit's
+// provider reads it once signed; the patient reads it, and its summary,
+// once it is signed and the visit is over. Every read and write is
+// audited.
 
 // Limits of a note.
 const (
@@ -38,44 +41,78 @@ type NoteDraft struct {
 	PatientSummary string
 }
 
-// noteVisit is visit id with the caller's part in its note: "provider"
-// (the visit's, who writes it), "admin" (who reads it) or "patient" (who
-// reads its summary); anyone else is refused as the visit is.
-func (a *App) noteVisit(ctx context.Context, p *clinic.Principal, id int64) (*clinic.Visit, string, error) {
+// Parts in a visit's note (noteVisit).
+const (
+	noteAuthor   = "author"   // wrote it: edits, signs, amends, reads it
+	noteProvider = "provider" // the visit's provider, who did not write it: starts one if none, reads it once signed, amends it
+	noteAdmin    = "admin"    // reads it
+	notePatient  = "patient"  // reads it, and its summary, once signed and the visit completed
+)
+
+// noteVisit is visit id, its note (nil: none yet) and the caller's part
+// in it. A note is its author's: a visit that changed provider (a
+// reschedule to another's slot) keeps its note's author, who still
+// reaches it although the visit is no longer theirs; the new provider
+// does not edit or sign it. Anyone else is refused as the visit is.
+func (a *App) noteVisit(ctx context.Context, p *clinic.Principal, id int64) (*clinic.Visit, *clinic.VisitNote, string, error) {
 	if err := RequireUser(p); err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	v, err := a.VisitFor(ctx, p, id)
+	if err != nil && IsProvider(p) && errors.Is(err, ErrVisitNotFound) {
+		// The author of the note of a visit that is no longer theirs.
+		if w, werr := a.store.Read().VisitByID(ctx, p.Account.ID, id); werr == nil {
+			if n, nerr := a.store.Read().VisitNote(ctx, p.Account.ID, w.ID); nerr == nil && n.AuthorID == p.UserID() {
+				return w, n, noteAuthor, nil
+			}
+		}
+	}
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
+	}
+	n, err := a.store.Read().VisitNote(ctx, p.Account.ID, v.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		n, err = nil, nil
+	}
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("note: %w", err)
 	}
 	switch uid := p.UserID(); {
+	case n != nil && n.AuthorID == uid && !p.IsAdmin():
+		return v, n, noteAuthor, nil
 	case v.ProviderID != 0 && v.ProviderID == uid:
-		return v, "provider", nil
+		return v, n, noteProvider, nil
 	case p.IsAdmin():
-		return v, "admin", nil
+		return v, n, noteAdmin, nil
 	case v.MemberID == uid:
-		return v, "patient", nil
+		return v, n, notePatient, nil
 	}
-	return nil, "", clinic.Errorf(clinic.EForbidden, "Only the visit's provider writes its note; a provider accepts the visit first.")
+	return nil, nil, "", clinic.Errorf(clinic.EForbidden, "Only the visit's provider writes its note; a provider accepts the visit first.")
 }
 
-// VisitNote is GET /visits/{id}/note: the note for the visit's provider
-// and the clinic admin. A visit without one is a 404.
+// errOthersDraft refuses a provider a note another wrote and has not
+// signed.
+func errOthersDraft(v *clinic.Visit) error {
+	return clinic.Errorf(clinic.EForbidden, "The note of visit %d is a draft of the provider who wrote it: only they edit or sign it, and it is read once signed.", v.ID)
+}
+
+// VisitNote is GET /visits/{id}/note: the note for its author and the
+// clinic admin; once signed, also for the visit's provider and, the visit
+// completed, its patient (their record is theirs to read). A visit
+// without one is a 404.
 func (a *App) VisitNote(ctx context.Context, p *clinic.Principal, id int64) (*clinic.VisitNote, error) {
-	v, role, err := a.noteVisit(ctx, p, id)
-	if err == nil && role == "patient" {
-		err = clinic.Errorf(clinic.EForbidden, "The patient reads the visit's summary (GET /visits/{id}/summary), not the provider's note.")
+	v, n, role, err := a.noteVisit(ctx, p, id)
+	if err == nil && n != nil && n.Status != clinic.NoteSigned && role == noteProvider {
+		err = errOthersDraft(v)
+	}
+	if err == nil && role == notePatient && (n == nil || n.Status != clinic.NoteSigned || v.Status != clinic.VisitCompleted) {
+		err = clinic.Errorf(clinic.ENotFound, "Visit %d has no note to read yet: it is given once the visit is over and its note signed.", v.ID)
 	}
 	if err != nil {
 		return nil, a.AuditOutcome(ctx, p, "visit.note.read", "visit", i64s(id), err)
 	}
-	n, err := a.store.Read().VisitNote(ctx, p.Account.ID, v.ID)
-	if errors.Is(err, store.ErrNotFound) {
+	if n == nil {
 		return nil, clinic.Errorf(clinic.ENotFound, "Visit %d has no note yet.", v.ID)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("note: %w", err)
 	}
 	return n, a.Audit(ctx, p, "visit.note.read", "visit", i64s(v.ID), OutcomeOK)
 }
@@ -84,23 +121,20 @@ func (a *App) VisitNote(ctx context.Context, p *clinic.Principal, id int64) (*cl
 // the note — its summary, diagnoses and plan, with its addenda — once it
 // is signed and the visit is completed; before that, 404.
 func (a *App) VisitSummary(ctx context.Context, p *clinic.Principal, id int64) (*clinic.VisitNote, error) {
-	v, _, err := a.noteVisit(ctx, p, id)
+	v, n, _, err := a.noteVisit(ctx, p, id)
 	if err != nil {
 		return nil, a.AuditOutcome(ctx, p, "visit.summary.read", "visit", i64s(id), err)
 	}
-	n, err := a.store.Read().VisitNote(ctx, p.Account.ID, v.ID)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && (n.Status != clinic.NoteSigned || v.Status != clinic.VisitCompleted)) {
+	if n == nil || n.Status != clinic.NoteSigned || v.Status != clinic.VisitCompleted {
 		return nil, clinic.Errorf(clinic.ENotFound, "Visit %d has no summary yet: it is given once the visit is over and its note signed.", v.ID)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("summary: %w", err)
 	}
 	// The patient's part only: the provider's working sections stay out.
 	return patientPart(n), a.Audit(ctx, p, "visit.summary.read", "visit", i64s(v.ID), OutcomeOK)
 }
 
-// SaveVisitNote is POST /visits/{id}/note: the visit's provider saves the
-// draft; a signed note is a 409 (add an addendum instead).
+// SaveVisitNote is POST /visits/{id}/note: the visit's provider starts
+// the note, its author saves the draft; a signed note is a 409 (add an
+// addendum instead), another's draft a 403.
 func (a *App) SaveVisitNote(ctx context.Context, p *clinic.Principal, id int64, in NoteDraft) (*clinic.VisitNote, error) {
 	n, err := a.saveVisitNote(ctx, p, id, in)
 	if err != nil {
@@ -110,12 +144,17 @@ func (a *App) SaveVisitNote(ctx context.Context, p *clinic.Principal, id int64, 
 }
 
 func (a *App) saveVisitNote(ctx context.Context, p *clinic.Principal, id int64, in NoteDraft) (*clinic.VisitNote, error) {
-	v, role, err := a.noteVisit(ctx, p, id)
+	v, cur, role, err := a.noteVisit(ctx, p, id)
 	if err != nil {
 		return nil, err
 	}
-	if role != "provider" {
+	switch {
+	case role != noteAuthor && role != noteProvider:
 		return nil, clinic.Errorf(clinic.EForbidden, "Only the visit's provider writes its note.")
+	case cur != nil && cur.Status == clinic.NoteSigned:
+		return nil, clinic.Errorf(clinic.EConflict, "The note of visit %d is signed: add an addendum instead.", v.ID)
+	case role == noteProvider && cur != nil:
+		return nil, errOthersDraft(v)
 	}
 	if err := CheckFields(text("subjective", in.Subjective, MaxNoteSectionChars), text("objective", in.Objective, MaxNoteSectionChars),
 		text("assessment", in.Assessment, MaxNoteSectionChars), text("plan", in.Plan, MaxNoteSectionChars),
@@ -149,8 +188,8 @@ func (a *App) saveVisitNote(ctx context.Context, p *clinic.Principal, id int64, 
 		if err != nil {
 			return err
 		}
-		if !saved {
-			return clinic.Errorf(clinic.EConflict, "The note of visit %d is signed: add an addendum instead.", v.ID)
+		if !saved { // signed, or started by another, since it was read
+			return clinic.Errorf(clinic.EConflict, "The note of visit %d changed meanwhile (signed, or started by another provider): read it again.", v.ID)
 		}
 		return a.AuditIn(ctx, q, p, "visit.note.write", "visit", i64s(v.ID), OutcomeOK)
 	})
@@ -160,23 +199,33 @@ func (a *App) saveVisitNote(ctx context.Context, p *clinic.Principal, id int64, 
 	return a.store.Read().VisitNote(ctx, p.Account.ID, v.ID)
 }
 
-// SignVisitNote is POST /visits/{id}/note/sign: the provider locks the
-// draft. Signing twice is a 409.
+// SignVisitNote is POST /visits/{id}/note/sign: the note's author locks
+// the draft as they read it, binding the hash of its content to the
+// signature. Signing twice is a 409; another's draft a 403.
 func (a *App) SignVisitNote(ctx context.Context, p *clinic.Principal, id int64) (*clinic.VisitNote, error) {
-	v, role, err := a.noteVisit(ctx, p, id)
-	if err == nil && role != "provider" {
-		err = clinic.Errorf(clinic.EForbidden, "Only the visit's provider signs its note.")
+	v, n, role, err := a.noteVisit(ctx, p, id)
+	switch {
+	case err != nil:
+	case role == noteProvider && n != nil && n.Status == clinic.NoteDraft:
+		err = errOthersDraft(v)
+	case role != noteAuthor && role != noteProvider:
+		err = clinic.Errorf(clinic.EForbidden, "Only the note's author signs it.")
+	case n == nil || n.Status != clinic.NoteDraft:
+		err = clinic.Errorf(clinic.EConflict, "Visit %d has no draft note to sign (none written, or signed already).", v.ID)
 	}
 	if err != nil {
 		return nil, a.AuditOutcome(ctx, p, "visit.note.sign", "visit", i64s(id), err)
 	}
+	now := a.Unix()
+	n.SignedBy, n.SignedAt = p.UserID(), now
+	n.SignedHash = n.ContentHash()
 	err = a.store.Tx(ctx, func(q *store.Q) error {
-		signed, err := q.SignNote(ctx, p.Account.ID, v.ID, p.UserID(), a.Unix())
+		signed, err := q.SignNote(ctx, n, now)
 		if err != nil {
 			return err
 		}
 		if !signed {
-			return clinic.Errorf(clinic.EConflict, "Visit %d has no draft note to sign (none written, or signed already).", v.ID)
+			return clinic.Errorf(clinic.EConflict, "The note of visit %d changed as it was signed: read it again, then sign.", v.ID)
 		}
 		if err := a.AuditIn(ctx, q, p, "visit.note.sign", "visit", i64s(v.ID), OutcomeOK); err != nil {
 			return err
@@ -196,11 +245,12 @@ func (a *App) SignVisitNote(ctx context.Context, p *clinic.Principal, id int64) 
 }
 
 // AddNoteAddendum is POST /visits/{id}/note/addenda: a dated addition to
-// a signed note, by the visit's provider.
+// a signed note, by its author or the visit's provider, each addendum
+// under its own author.
 func (a *App) AddNoteAddendum(ctx context.Context, p *clinic.Principal, id int64, body string) (*clinic.VisitNote, error) {
-	v, role, err := a.noteVisit(ctx, p, id)
-	if err == nil && role != "provider" {
-		err = clinic.Errorf(clinic.EForbidden, "Only the visit's provider amends its note.")
+	v, n, role, err := a.noteVisit(ctx, p, id)
+	if err == nil && role != noteAuthor && role != noteProvider {
+		err = clinic.Errorf(clinic.EForbidden, "Only the note's author or the visit's provider amends its note.")
 	}
 	if err != nil {
 		return nil, a.AuditOutcome(ctx, p, "visit.note.addendum", "visit", i64s(id), err)
@@ -212,12 +262,8 @@ func (a *App) AddNoteAddendum(ctx context.Context, p *clinic.Principal, id int64
 	if err := CheckFields(text("text", body, MaxAddendumChars)); err != nil {
 		return nil, err
 	}
-	n, err := a.store.Read().VisitNote(ctx, p.Account.ID, v.ID)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && n.Status != clinic.NoteSigned) {
+	if n == nil || n.Status != clinic.NoteSigned {
 		return nil, clinic.Errorf(clinic.EConflict, "Only a signed note takes addenda; edit the draft instead.")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("note: %w", err)
 	}
 	err = a.store.Tx(ctx, func(q *store.Q) error {
 		if err := q.AddNoteAddendum(ctx, p.Account.ID, n.ID, &clinic.NoteAddendum{AuthorID: p.UserID(), Body: body, Created: a.Unix()}); err != nil {

@@ -1,6 +1,10 @@
 package clinic
 
-import "encoding/json"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+)
 
 // The records of the families whose rows app and httpapi pass around:
 // entity types live here, never in store, so that only app knows store.
@@ -276,8 +280,31 @@ type VisitNote struct {
 	PatientSummary     string
 	Status             string
 	SignedBy, SignedAt int64
-	Created, Modified  int64
-	Addenda            []NoteAddendum
+	// SignedHash is ContentHash as signed ("" before).
+	SignedHash        string
+	Created, Modified int64
+	Addenda           []NoteAddendum
+}
+
+// ContentHash is the SHA-256 (hex) of what a signature binds: the note's
+// visit, author, sections, diagnoses, service and summary, its signer and
+// the time of signing, as canonical JSON. Addenda come after and are not
+// in it.
+func (n *VisitNote) ContentHash() string {
+	b, _ := json.Marshal(struct {
+		Visit, Author                           int64
+		Subjective, Objective, Assessment, Plan string
+		Diagnoses                               []NoteDiagnosis
+		Procedure, Summary                      string
+		SignedBy, SignedAt                      int64
+	}{n.VisitID, n.AuthorID, n.Subjective, n.Objective, n.Assessment, n.Plan, n.Diagnoses, n.Procedure, n.PatientSummary, n.SignedBy, n.SignedAt})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// SignatureHolds reports whether a signed note is still what was signed.
+func (n *VisitNote) SignatureHolds() bool {
+	return n.Status == NoteSigned && n.SignedHash != "" && n.SignedHash == n.ContentHash()
 }
 
 // ClaimCodes are a visit's billing codes (GET /visits/{id}/codes): its

@@ -24,9 +24,13 @@ type noteOut struct {
 	PatientSummary string          `json:"patient_summary"`
 	SignedBy       string          `json:"signed_by"`
 	SignedAt       int64           `json:"signed_at"`
-	Created        int64           `json:"created"`
-	Modified       int64           `json:"modified"`
-	Addenda        []addendumOut   `json:"addenda"`
+	// SignedHash is the SHA-256 the signature binds; SignatureHolds says
+	// whether the note is still what was signed.
+	SignedHash     string        `json:"signed_hash"`
+	SignatureHolds bool          `json:"signature_holds"`
+	Created        int64         `json:"created"`
+	Modified       int64         `json:"modified"`
+	Addenda        []addendumOut `json:"addenda"`
 }
 
 // summaryOut is what the patient is given of a signed note.
@@ -67,7 +71,7 @@ func toNote(n *clinic.VisitNote) noteOut {
 	dx, ad := toNoteParts(n)
 	out := noteOut{VisitID: id(n.VisitID), Status: n.Status, AuthorID: id(n.AuthorID), Subjective: n.Subjective, Objective: n.Objective,
 		Assessment: n.Assessment, Plan: n.Plan, Diagnoses: dx, Procedure: n.Procedure, PatientSummary: n.PatientSummary, SignedAt: n.SignedAt,
-		Created: n.Created, Modified: n.Modified, Addenda: ad}
+		SignedHash: n.SignedHash, SignatureHolds: n.SignatureHolds(), Created: n.Created, Modified: n.Modified, Addenda: ad}
 	if n.SignedBy != 0 {
 		out.SignedBy = id(n.SignedBy)
 	}

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -55,11 +56,12 @@ func TestNotes_DraftSignAmend(t *testing.T) {
 			wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path, Header: adminHeaders(s.c), JSON: draft}), 403, 403)
 			wantErr(t, e.Do(testenv.Req{Method: "POST", Path: path, Header: userHeaders(s.c, s.other.Token), JSON: draft}), 404, 404)
 		}},
-		{Name: "OKAdminReadsThePatientDoesNot", Run: func(t *testing.T) {
+		{Name: "OKAdminReadsThePatientNotYet", Run: func(t *testing.T) {
 			if d := dataOf[client.VisitNote](t, e.Do(testenv.Req{Path: path, Header: adminHeaders(s.c)})); d.Assessment != "Contact dermatitis." {
 				t.Fatalf("the admin: %+v", d)
 			}
-			wantErr(t, e.Do(testenv.Req{Path: path, Header: pat}), 403, 403)
+			// The patient reads the note once it is signed and the visit over.
+			wantErr(t, e.Do(testenv.Req{Path: path, Header: pat}), 404, 404)
 			// Before the visit is over and the note signed, no summary.
 			wantErr(t, e.Do(testenv.Req{Path: "/api_v3/visits/" + visit + "/summary", Header: pat}), 404, 404)
 		}},
@@ -409,4 +411,72 @@ func TestFHIR_GuestPatient(t *testing.T) {
 	}
 	// Another provider, without a visit with the guest, is refused as for any patient.
 	wantOutcome(t, fhirGet(t, e, userHeaders(s.c, s.other.Token), "/fhir/R4/Patient/"+guest.UserID), 403, "forbidden")
+}
+
+// TestNotes_AuthorshipSurvivesReschedule: a patient reschedules to
+// another provider's slot after their first provider drafted the note.
+// The note stays its author's: the new provider neither reads the draft,
+// nor writes over it, nor signs it; the author still reads, edits and
+// signs it, the signature binding the hash of what was signed; the new
+// provider then reads it and amends it under their own name; a change to
+// the row after signing shows as a signature that no longer holds; the
+// patient reads the signed note once the visit is over.
+func TestNotes_AuthorshipSurvivesReschedule(t *testing.T) {
+	t.Parallel()
+	e := testenv.New(t)
+	s := newClinicSetup(t, e, "alpha")
+	s.enableAppointments(t)
+	mustOK(t, e.Do(testenv.Req{Method: "POST", Path: "/api_v3/users/" + s.other.UserID + "/rooms", Header: adminHeaders(s.c), Form: q("code", "main")}))
+	s.publish(t, s.doc.Token, slotGroup{RoomCode: "main", DateStart: slotDay, TimeStart: "09:00", TimeEnd: "10:00", Timezone: "America/New_York", Duration: 30})
+	s.publish(t, s.other.Token, slotGroup{RoomCode: "main", DateStart: slotDay, TimeStart: "10:00", TimeEnd: "11:00", Timezone: "America/New_York", Duration: 30})
+	at := func(i int) string { return fmt.Sprint(tue0900NY + int64(i)*1800) }
+	visit := dataOf[client.Visit](t, s.post(s.pat.Token, "/api_v3/visits", "slot_start", at(0), "slot_end", at(1), "room_code", "main", "type", "2",
+		"intake_id", s.intake(t, s.pat, "type", "2"))).Id
+	path := "/api_v3/visits/" + visit + "/note"
+	doc, other := userHeaders(s.c, s.doc.Token), userHeaders(s.c, s.other.Token)
+	draft := func(plan string) map[string]any {
+		return map[string]any{"subjective": "Rash for a week.", "assessment": "Contact dermatitis.", "plan": plan, "diagnoses": []string{"L25.9"}}
+	}
+	mustOK(t, e.Do(testenv.Req{Method: "POST", Path: path, Header: doc, JSON: draft("Hydrocortisone.")}))
+
+	// The reschedule gives the visit to the other provider.
+	mustOK(t, s.post(s.pat.Token, "/api_v3/visits/"+visit+"/reschedule", "slot_start", at(2), "slot_end", at(3), "provider_id", s.other.UserID))
+	if v := dataOf[client.Visit](t, e.Do(testenv.Req{Path: "/api_v3/visits/" + visit, Header: other})); fmt.Sprint(v.ProviderId) != s.other.UserID {
+		t.Fatalf("the visit's provider after the reschedule: %v", v.ProviderId)
+	}
+	wantMsg(t, e.Do(testenv.Req{Path: path, Header: other}), 403, "draft of the provider who wrote it")
+	wantMsg(t, e.Do(testenv.Req{Method: "POST", Path: path, Header: other, JSON: draft("Mine now.")}), 403, "only they edit or sign it")
+	wantMsg(t, e.Do(testenv.Req{Method: "POST", Path: path + "/sign", Header: other}), 403, "only they edit or sign it")
+
+	// The author keeps it.
+	got := dataOf[client.VisitNote](t, e.Do(testenv.Req{Path: path, Header: doc}))
+	if got.Plan != "Hydrocortisone." || got.AuthorId != s.doc.UserID || got.SignatureHolds {
+		t.Fatalf("the author's note: %+v", got)
+	}
+	mustOK(t, e.Do(testenv.Req{Method: "POST", Path: path, Header: doc, JSON: draft("Hydrocortisone 1% twice a day.")}))
+	signed := dataOf[client.VisitNote](t, e.Do(testenv.Req{Method: "POST", Path: path + "/sign", Header: doc}))
+	if signed.Status != "signed" || signed.SignedBy != s.doc.UserID || len(signed.SignedHash) != 64 || !signed.SignatureHolds {
+		t.Fatalf("signed: %+v", signed)
+	}
+
+	// Signed: the visit's provider reads it and amends it under their name.
+	amended := dataOf[client.VisitNote](t, e.Do(testenv.Req{Method: "POST", Path: path + "/addenda", Header: other, Form: q("text", "Seen again: better.")}))
+	if len(amended.Addenda) != 1 || amended.Addenda[0].AuthorId != s.other.UserID || amended.AuthorId != s.doc.UserID || !amended.SignatureHolds {
+		t.Fatalf("amended: %+v", amended)
+	}
+	// A change to the row after signing shows.
+	if _, err := e.Store.DB().Exec("UPDATE visit_notes SET plan = 'Nothing.'"); err != nil {
+		t.Fatal(err)
+	}
+	if n := dataOf[client.VisitNote](t, e.Do(testenv.Req{Path: path, Header: doc})); n.SignatureHolds || n.SignedHash != signed.SignedHash {
+		t.Fatalf("a changed signed note: %+v", n)
+	}
+
+	// The patient reads the signed note once the visit is over.
+	wantErr(t, e.Do(testenv.Req{Path: path, Header: userHeaders(s.c, s.pat.Token)}), 404, 404)
+	mustOK(t, s.post(s.other.Token, "/api_v3/visits/inprogress", "id", visit))
+	mustOK(t, s.post(s.other.Token, "/api_v3/visits/close", "id", visit))
+	if n := dataOf[client.VisitNote](t, e.Do(testenv.Req{Path: path, Header: userHeaders(s.c, s.pat.Token)})); n.Assessment != "Contact dermatitis." {
+		t.Fatalf("the patient's note: %+v", n)
+	}
 }

@@ -10,7 +10,7 @@ import (
 	"teleclinic/internal/clinic"
 )
 
-const noteCols = "id, account_id, visit_id, author_id, subjective, objective, assessment, plan, diagnoses, patient_summary, status, signed_by, signed_at, created, modified, procedure"
+const noteCols = "id, account_id, visit_id, author_id, subjective, objective, assessment, plan, diagnoses, patient_summary, status, signed_by, signed_at, created, modified, procedure, signed_hash"
 
 // VisitNote is the note of a visit, with its addenda, oldest first.
 func (q *Q) VisitNote(ctx context.Context, accountID, visitID int64) (*clinic.VisitNote, error) {
@@ -18,7 +18,7 @@ func (q *Q) VisitNote(ctx context.Context, accountID, visitID int64) (*clinic.Vi
 	var dx string
 	err := q.queryRow(ctx, "SELECT "+noteCols+" FROM visit_notes WHERE account_id = ? AND visit_id = ?", []any{accountID, visitID},
 		&n.ID, &n.AccountID, &n.VisitID, &n.AuthorID, &n.Subjective, &n.Objective, &n.Assessment, &n.Plan, &dx, &n.PatientSummary,
-		&n.Status, &n.SignedBy, &n.SignedAt, &n.Created, &n.Modified, &n.Procedure)
+		&n.Status, &n.SignedBy, &n.SignedAt, &n.Created, &n.Modified, &n.Procedure, &n.SignedHash)
 	if err != nil {
 		return nil, err
 	}
@@ -45,27 +45,32 @@ func (q *Q) VisitNote(ctx context.Context, accountID, visitID int64) (*clinic.Vi
 // on the first save; false when the note is signed (locked).
 func (q *Q) SaveNoteDraft(ctx context.Context, n *clinic.VisitNote) (bool, error) {
 	dx, _ := json.Marshal(n.Diagnoses)
+	// A note is its author's: a draft is written over only by them, and
+	// never once signed (the WHERE keeps it as it was).
 	id, err := q.insert(ctx, `INSERT INTO visit_notes (account_id, visit_id, author_id, subjective, objective, assessment, plan, diagnoses, patient_summary, status, created, modified, procedure)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (account_id, visit_id) DO UPDATE SET subjective = excluded.subjective, objective = excluded.objective,
 			assessment = excluded.assessment, plan = excluded.plan, diagnoses = excluded.diagnoses,
-			patient_summary = excluded.patient_summary, author_id = excluded.author_id, modified = excluded.modified,
+			patient_summary = excluded.patient_summary, modified = excluded.modified,
 			procedure = excluded.procedure
-		WHERE visit_notes.status = ?`,
+		WHERE visit_notes.status = ? AND visit_notes.author_id = excluded.author_id`,
 		n.AccountID, n.VisitID, n.AuthorID, n.Subjective, n.Objective, n.Assessment, n.Plan, string(dx), n.PatientSummary, clinic.NoteDraft,
 		n.Created, n.Modified, n.Procedure, clinic.NoteDraft)
-	if errors.Is(err, ErrNotFound) { // the WHERE kept a signed note as it was
+	if errors.Is(err, ErrNotFound) { // the WHERE kept a signed note, or another's, as it was
 		return false, nil
 	}
 	n.ID = id
 	return err == nil, err
 }
 
-// SignNote locks a visit's draft note; false when there is no draft.
-func (q *Q) SignNote(ctx context.Context, accountID, visitID, by, now int64) (bool, error) {
-	n, err := q.affected(ctx, "UPDATE visit_notes SET status = ?, signed_by = ?, signed_at = ?, modified = ? WHERE account_id = ? AND visit_id = ? AND status = ?",
-		clinic.NoteSigned, by, now, now, accountID, visitID, clinic.NoteDraft)
-	return n == 1, err
+// SignNote locks draft n, as read, signed by n.SignedBy at n.SignedAt
+// with n.SignedHash: false when the draft is no longer as read (signed,
+// or changed since: its modified time moved) or is not its signer's.
+func (q *Q) SignNote(ctx context.Context, n *clinic.VisitNote, now int64) (bool, error) {
+	c, err := q.affected(ctx, `UPDATE visit_notes SET status = ?, signed_by = ?, signed_at = ?, signed_hash = ?, modified = ?
+		WHERE account_id = ? AND visit_id = ? AND status = ? AND author_id = ? AND modified = ?`,
+		clinic.NoteSigned, n.SignedBy, n.SignedAt, n.SignedHash, now, n.AccountID, n.VisitID, clinic.NoteDraft, n.SignedBy, n.Modified)
+	return c == 1, err
 }
 
 // AddNoteAddendum adds a dated addendum to a signed note.
@@ -141,7 +146,7 @@ func (q *Q) notes(ctx context.Context, query string, args ...any) ([]*clinic.Vis
 		n := &clinic.VisitNote{Addenda: []clinic.NoteAddendum{}}
 		var dx string
 		if err := rows.Scan(&n.ID, &n.AccountID, &n.VisitID, &n.AuthorID, &n.Subjective, &n.Objective, &n.Assessment, &n.Plan, &dx,
-			&n.PatientSummary, &n.Status, &n.SignedBy, &n.SignedAt, &n.Created, &n.Modified, &n.Procedure); err != nil {
+			&n.PatientSummary, &n.Status, &n.SignedBy, &n.SignedAt, &n.Created, &n.Modified, &n.Procedure, &n.SignedHash); err != nil {
 			rows.Close()
 			return nil, q.d.translate(err)
 		}

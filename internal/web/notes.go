@@ -47,16 +47,21 @@ func (s *Server) noteFor(r *http.Request, p *clinic.Principal, d *app.VisitDetai
 	switch {
 	case mine || p.IsAdmin():
 		n, err := s.app.VisitNote(r.Context(), p, v.ID)
-		if clinic.ErrorCode(err) == clinic.ENotFound {
+		switch clinic.ErrorCode(err) {
+		case clinic.ENotFound:
 			if !mine {
 				return nil, nil
 			}
-			n, err = &clinic.VisitNote{Status: clinic.NoteDraft}, nil
+			n, err = &clinic.VisitNote{Status: clinic.NoteDraft, AuthorID: p.UserID()}, nil
+		case clinic.EForbidden:
+			// Another provider's draft (the visit came to this one by a
+			// reschedule): shown once its author signs it.
+			return nil, nil
 		}
 		if err != nil {
 			return nil, err
 		}
-		nv := &noteView{VisitID: v.ID, Mine: mine, Edit: mine && n.Status == clinic.NoteDraft, Note: n, Error: msg}
+		nv := &noteView{VisitID: v.ID, Mine: mine, Edit: mine && n.Status == clinic.NoteDraft && n.AuthorID == p.UserID(), Note: n, Error: msg}
 		var codes []string
 		for _, dx := range n.Diagnoses {
 			codes = append(codes, dx.Code)
