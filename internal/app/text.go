@@ -60,6 +60,15 @@ func optText(name string, v *string, max int) field {
 	return text(name, *v, max)
 }
 
+// FormText refuses a form's value (or a field's name) that is not text:
+// invalid UTF-8, a NUL, or a control character other than a line break
+// or a tab. The portal checks every field of every form with it before a
+// page reads any (the API's parameters are checked as they are read), so
+// no bad byte reaches a store that would keep it or refuse it late.
+func FormText(name, v string) error {
+	return field{name: name, value: v, max: int(^uint(0) >> 1)}.check()
+}
+
 // CheckFields refuses the first field that breaks its rule, naming it and
 // the limit (400).
 func CheckFields(fs ...field) error {

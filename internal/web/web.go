@@ -283,6 +283,10 @@ func (s *Server) handle(pattern string, h pageFunc, files bool) {
 				return
 			}
 		}
+		if err := formText(r); err != nil {
+			s.fail(w, r, err)
+			return
+		}
 		if r.MultipartForm != nil {
 			defer r.MultipartForm.RemoveAll()
 			for _, fh := range r.MultipartForm.File["attachments"] {
@@ -296,6 +300,35 @@ func (s *Server) handle(pattern string, h pageFunc, files bool) {
 			s.fail(w, r, err)
 		}
 	})))
+}
+
+// formText refuses a form (400) any of whose fields, or their names, is
+// not text (app.FormText), before a page reads it: a NUL or an invalid
+// byte is never half-stored, nor left to fail later (a move between
+// databases, a PostgreSQL write).
+func formText(r *http.Request) error {
+	check := func(vals map[string][]string) error {
+		for k, vs := range vals {
+			if err := app.FormText("A field's name", k); err != nil {
+				return err
+			}
+			for _, v := range vs {
+				if err := app.FormText("“"+clipName(k)+"”", v); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return check(r.Form) // a multipart form's values are in it too
+}
+
+// clipName is a field's name as a message names it.
+func clipName(k string) string {
+	if r := []rune(k); len(r) > 40 {
+		return string(r[:40])
+	}
+	return k
 }
 
 // ServeHTTP sends the portal's paths to its pages and the rest to the API.
