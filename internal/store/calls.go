@@ -64,15 +64,16 @@ func (q *Q) SweepCallSignals(ctx context.Context, before int64) (int64, error) {
 	return q.affected(ctx, "DELETE FROM call_signals WHERE created < ?", before)
 }
 
-// QueuedCallSignals counts visit's stored signals for peer to ("" counts
-// those from peer from to all).
+// QueuedCallSignals counts visit's stored signals from peer from to peer
+// to ("": to all). A queue per sender and recipient: one participant's
+// flood fills only its own, never another's way to the same peer.
 func (q *Q) QueuedCallSignals(ctx context.Context, accountID, visitID int64, from, to string) (int, error) {
 	var n int
 	var err error
 	if to == "" {
 		err = q.queryRow(ctx, "SELECT COUNT(*) FROM call_signals WHERE account_id = ? AND visit_id = ? AND from_peer = ? AND to_peer = ''", []any{accountID, visitID, from}, &n)
 	} else {
-		err = q.queryRow(ctx, "SELECT COUNT(*) FROM call_signals WHERE account_id = ? AND visit_id = ? AND to_peer = ?", []any{accountID, visitID, to}, &n)
+		err = q.queryRow(ctx, "SELECT COUNT(*) FROM call_signals WHERE account_id = ? AND visit_id = ? AND from_peer = ? AND to_peer = ?", []any{accountID, visitID, from, to}, &n)
 	}
 	return n, err
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"mime/multipart"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -574,7 +575,8 @@ func testOnePeerPerPerson(t *testing.T, keep time.Duration) {
 // TestCall_SignalBounds: what one participant can store in a call is
 // bounded. A signal is at most calls.MaxSignal bytes; one to a peer
 // that is not in the call is refused; a peer's queue holds at most
-// calls.MaxQueuedSignals (then 429 with Retry-After); the call's
+// calls.MaxQueuedSignals from each sender (then 429 with Retry-After),
+// so one cannot shut another out; the call's
 // signals go when the visit ends, and the sweep takes old ones.
 func TestCall_SignalBounds(t *testing.T) {
 	f := newFixture(t)
@@ -619,6 +621,22 @@ func TestCall_SignalBounds(t *testing.T) {
 	}
 	if n := count(" AND to_peer = ?", vj.Peer); n != calls.MaxQueuedSignals {
 		t.Errorf("stored for the provider: %d", n)
+	}
+	// The queue is per sender: a guest (an interpreter) the patient's
+	// flood would have shut out still reaches the provider.
+	inv := prov.postJSON(base+"/invite", "{}")
+	link := regexp.MustCompile(`/invite/acme/[0-9a-f]+`).FindString(inv.Body)
+	guest := newBrowser(t, f.e)
+	if pg := guest.post(link, url.Values{"first_name": {"Ana"}, "last_name": {"Ruiz"}}); pg.Status != 303 {
+		t.Fatalf("the guest's invitation: %d %s", pg.Status, pg.Body)
+	}
+	gj := guest.postJSON(base+"/join", "{}")
+	gPeer := regexp.MustCompile(`"peer":"([0-9a-f]+)"`).FindStringSubmatch(gj.Body)
+	if gj.Status != 200 || gPeer == nil {
+		t.Fatalf("the guest's join: %d %s", gj.Status, gj.Body)
+	}
+	if pg := signal(guest, gPeer[1], vj.Peer, "c"); pg.Status != 200 {
+		t.Errorf("the guest's signal to the provider past the patient's flood: %d %s", pg.Status, pg.Body)
 	}
 	// The other direction has its own queue.
 	if pg := signal(prov, vj.Peer, pj.Peer, "c"); pg.Status != 200 {
