@@ -611,6 +611,12 @@ func buildMoveFixture(t *testing.T, e *testenv.Env) *moveFixture {
 	add("admin", admin, "/api_v3/sms/settings")
 	add("admin", admin, "/api_v3/sms/log")
 	add("patient", user(pat), "/api_v3/sms/consent")
+	// An interpreter the clinic keeps.
+	if res := e.Do(testenv.Req{Method: "POST", Path: "/api_v3/interpreters", Header: admin,
+		JSON: map[string]string{"name": "Ana Ruiz", "language": "es", "email": "ana@example.com", "phone": "+14155550188"}}); res.Status != 200 {
+		t.Fatalf("interpreter: %s", res.Raw)
+	}
+	add("admin", admin, "/api_v3/interpreters")
 	return fx
 }
 

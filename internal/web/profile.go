@@ -45,6 +45,19 @@ type profilePage struct {
 	Texts   bool
 	Consent *clinic.SMSConsent
 	Phone   string
+	// A patient's own record: the consents they signed and who opened
+	// their record, latest first.
+	Patient  bool
+	Consents []*clinic.Consent
+	Accesses []accessRow
+}
+
+// accessRow is one access to the patient's record as their profile shows
+// it: when, who, and what (the audit's action).
+type accessRow struct {
+	At          int64
+	Who, Action string
+	You, System bool // the patient themself; a credential without a person
 }
 
 func (s *Server) profile(w http.ResponseWriter, r *http.Request) error {
@@ -86,6 +99,11 @@ func (s *Server) showProfile(w http.ResponseWriter, r *http.Request, status int,
 			return err
 		}
 		page.Phone = cmp.Or(r.PostFormValue("phone"), p.User.Phone)
+	}
+	if app.IsPatient(p) {
+		if err := s.patientRecord(r, p, &page); err != nil {
+			return err
+		}
 	}
 	s.render(w, r, status, "profile", page)
 	return nil
@@ -145,5 +163,25 @@ func (s *Server) saveTexts(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	http.Redirect(w, r, "/profile?done=texts#texts", http.StatusSeeOther)
+	return nil
+}
+
+// patientRecord puts a patient's signed consents and the latest accesses
+// to their record on their profile (app.Consents, app.AccessLog: each
+// read is audited as the API's).
+func (s *Server) patientRecord(r *http.Request, p *clinic.Principal, page *profilePage) error {
+	var err error
+	page.Patient = true
+	if page.Consents, err = s.app.Consents(r.Context(), p, p.UserID()); err != nil {
+		return err
+	}
+	log, _, err := s.app.AccessLog(r.Context(), p, p.UserID(), app.AccessLogQuery{Limit: 20})
+	if err != nil {
+		return err
+	}
+	for _, e := range log.Items {
+		page.Accesses = append(page.Accesses, accessRow{At: e.Created, Who: e.ActorName, Action: e.Action,
+			You: e.ActorUserID == p.UserID(), System: e.ActorName == ""})
+	}
 	return nil
 }
