@@ -8,14 +8,20 @@ import (
 
 const interpreterCols = `id, account_id, name, language, email, phone, agency, active, created`
 
-func scanInterpreter(sc interface{ Scan(...any) error }) (*clinic.Interpreter, error) {
-	var in clinic.Interpreter
-	var agency, active int
-	if err := sc.Scan(&in.ID, &in.AccountID, &in.Name, &in.Language, &in.Email, &in.Phone, &agency, &active, &in.Created); err != nil {
-		return nil, err
-	}
-	in.Agency, in.Active = agency == 1, active == 1
-	return &in, nil
+// interpreterRow is an interpreter as its row is scanned: its columns'
+// destinations (interpreterCols), the flags read as integers.
+type interpreterRow struct {
+	in             clinic.Interpreter
+	agency, active int
+}
+
+func (r *interpreterRow) dest() []any {
+	return []any{&r.in.ID, &r.in.AccountID, &r.in.Name, &r.in.Language, &r.in.Email, &r.in.Phone, &r.agency, &r.active, &r.in.Created}
+}
+
+func (r *interpreterRow) interpreter() *clinic.Interpreter {
+	r.in.Agency, r.in.Active = r.agency == 1, r.active == 1
+	return &r.in
 }
 
 // AddInterpreter adds one of the clinic's interpreters, setting its ID.
@@ -35,26 +41,22 @@ func (q *Q) Interpreters(ctx context.Context, accountID int64) ([]*clinic.Interp
 	defer rows.Close()
 	out := []*clinic.Interpreter{}
 	for rows.Next() {
-		in, err := scanInterpreter(rows)
-		if err != nil {
-			return nil, err
+		var r interpreterRow
+		if err := rows.Scan(r.dest()...); err != nil {
+			return nil, q.d.translate(err)
 		}
-		out = append(out, in)
+		out = append(out, r.interpreter())
 	}
 	return out, rows.Err()
 }
 
 // InterpreterByID is interpreter id of the clinic, active or removed.
 func (q *Q) InterpreterByID(ctx context.Context, accountID, id int64) (*clinic.Interpreter, error) {
-	var in clinic.Interpreter
-	var agency, active int
-	err := q.queryRow(ctx, "SELECT "+interpreterCols+" FROM interpreters WHERE account_id = ? AND id = ?", []any{accountID, id},
-		&in.ID, &in.AccountID, &in.Name, &in.Language, &in.Email, &in.Phone, &agency, &active, &in.Created)
-	if err != nil {
+	var r interpreterRow
+	if err := q.queryRow(ctx, "SELECT "+interpreterCols+" FROM interpreters WHERE account_id = ? AND id = ?", []any{accountID, id}, r.dest()...); err != nil {
 		return nil, err
 	}
-	in.Agency, in.Active = agency == 1, active == 1
-	return &in, nil
+	return r.interpreter(), nil
 }
 
 // RemoveInterpreter makes interpreter id inactive: no longer offered, still

@@ -26,7 +26,12 @@ type Invite struct {
 // InviteGuest makes a one-time invitation into visit id's call. Only
 // the visit's provider invites; the token is shown once and kept hashed.
 func (s *Service) InviteGuest(ctx context.Context, p *clinic.Principal, id int64) (*Invite, error) {
-	return s.invite(ctx, p, id, "visit.call.invite", nil, "")
+	const action = "visit.call.invite"
+	v, err := s.inviter(ctx, p, id, "Only the visit's provider invites guests to its call.")
+	if err != nil {
+		return nil, s.core.AuditOutcome(ctx, p, action, "visit", i64s(id), err)
+	}
+	return s.invite(ctx, p, v, action, nil, "")
 }
 
 // InviteInterpreter sends one of the clinic's interpreters (interpreterID)
@@ -34,24 +39,35 @@ func (s *Service) InviteGuest(ctx context.Context, p *clinic.Principal, id int64
 // visit's provider asks; the interpreter joins as a guest the call and the
 // visit's facts name as its interpreter, with their language.
 func (s *Service) InviteInterpreter(ctx context.Context, p *clinic.Principal, id, interpreterID int64, via string) (*Invite, *clinic.Interpreter, error) {
-	it, err := s.interpreterFor(ctx, p, id, interpreterID, via)
-	if err != nil {
-		return nil, nil, s.core.AuditOutcome(ctx, p, "visit.call.interpreter", "visit", i64s(id), err)
+	const action = "visit.call.interpreter"
+	// The visit's provider asks (checked first: the visit is not theirs
+	// to learn about otherwise), for an active interpreter of the clinic
+	// who can be reached the way asked.
+	v, err := s.inviter(ctx, p, id, "Only the visit's provider brings an interpreter into its call.")
+	var it *clinic.Interpreter
+	if err == nil {
+		it, err = s.reachable(ctx, p, interpreterID, via)
 	}
-	inv, err := s.invite(ctx, p, id, "visit.call.interpreter", it, via)
+	if err != nil {
+		return nil, nil, s.core.AuditOutcome(ctx, p, action, "visit", i64s(id), err)
+	}
+	inv, err := s.invite(ctx, p, v, action, it, via)
 	return inv, it, err
 }
 
-// interpreterFor checks an interpreter's invitation before it is made:
-// the visit's provider asks (checked first: the visit is not theirs to
-// learn about otherwise), for an active interpreter of the clinic who can
-// be reached the way asked.
-func (s *Service) interpreterFor(ctx context.Context, p *clinic.Principal, id, interpreterID int64, via string) (*clinic.Interpreter, error) {
-	if _, role, err := s.callVisit(ctx, p, id); err != nil {
-		return nil, err
-	} else if role != RoleProvider {
-		return nil, clinic.Errorf(clinic.EForbidden, "Only the visit's provider brings an interpreter into its call.")
+// inviter is visit id when p is its provider, who invites into its call;
+// refused says why anyone else in the call may not.
+func (s *Service) inviter(ctx context.Context, p *clinic.Principal, id int64, refused string) (*clinic.ThreadVisit, error) {
+	v, role, err := s.callVisit(ctx, p, id)
+	if err == nil && role != RoleProvider {
+		err = clinic.Errorf(clinic.EForbidden, "%s", refused)
 	}
+	return v, err
+}
+
+// reachable is the clinic's active interpreter interpreterID, when the
+// link can go to them by via.
+func (s *Service) reachable(ctx context.Context, p *clinic.Principal, interpreterID int64, via string) (*clinic.Interpreter, error) {
 	it, err := s.core.Interpreter(ctx, p, interpreterID)
 	if err != nil {
 		return nil, err
@@ -78,16 +94,10 @@ func (s *Service) interpreterFor(ctx context.Context, p *clinic.Principal, id, i
 	return it, nil
 }
 
-// invite writes the invitation, audited as action: a guest's, or (it set)
-// an interpreter's, whose link goes by via in the same transaction.
-func (s *Service) invite(ctx context.Context, p *clinic.Principal, id int64, action string, it *clinic.Interpreter, via string) (*Invite, error) {
-	v, role, err := s.callVisit(ctx, p, id)
-	if err == nil && role != RoleProvider {
-		err = clinic.Errorf(clinic.EForbidden, "Only the visit's provider invites guests to its call.")
-	}
-	if err != nil {
-		return nil, s.core.AuditOutcome(ctx, p, action, "visit", i64s(id), err)
-	}
+// invite writes an invitation into visit v's call, audited as action: a
+// guest's, or (it set) an interpreter's, whose link goes by via in the
+// same transaction.
+func (s *Service) invite(ctx context.Context, p *clinic.Principal, v *clinic.ThreadVisit, action string, it *clinic.Interpreter, via string) (*Invite, error) {
 	token := app.RandomHex(24)
 	now := s.core.Unix()
 	row := store.CallInvite{AccountID: p.Account.ID, VisitID: v.ID, InvitedBy: p.UserID(), TokenHash: app.HashSecret(token),
@@ -96,7 +106,7 @@ func (s *Service) invite(ctx context.Context, p *clinic.Principal, id int64, act
 	if it != nil {
 		row.InterpreterID = it.ID
 	}
-	err = s.core.Tx(ctx, func(q *store.Q) error {
+	err := s.core.Tx(ctx, func(q *store.Q) error {
 		if err := q.AddCallInvite(ctx, row); err != nil {
 			return err
 		}
